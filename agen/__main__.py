@@ -1,0 +1,3 @@
+from agen.cli import main
+
+main()

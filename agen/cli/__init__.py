@@ -1,0 +1,44 @@
+"""The ``agen`` command line: wires command modules; each module does its own work."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from agen.cli import version
+
+app = typer.Typer(
+    name="agen",
+    help="agen: run and manage LLM agent fleets, locally and durably.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+
+@app.callback()
+def _root() -> None:
+    """agen: run and manage LLM agent fleets, locally and durably."""
+
+
+for module in (version,):
+    module.register(app)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: run the app, turning every AgenError into a clear message and exit code."""
+    from agen.errors import AgenError
+
+    try:
+        app(args=argv, prog_name="agen")
+    except AgenError as e:
+        from agen.cli._common import err
+
+        err(f"error: {e}")
+        sys.exit(e.exit_code)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)

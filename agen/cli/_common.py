@@ -1,0 +1,79 @@
+"""Conventions every command follows: global options, output, errors.
+
+Results go to stdout (a rich table or, with ``--json``, JSON); progress and
+diagnostics go to stderr. Heavy modules are imported inside command bodies so
+``agen --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from typing import Annotated, Any
+
+import typer
+
+HubOpt = Annotated[
+    str | None,
+    typer.Option("--hub", envvar="AGEN_HUB", help="Hub URL (default: the local 'agen up').", show_default=False),
+]
+TokenOpt = Annotated[
+    str | None,
+    typer.Option("--token", envvar="AGEN_TOKEN", help="API token.", show_default=False),
+]
+NamespaceOpt = Annotated[str, typer.Option("-n", "--namespace", help="Namespace.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+
+EXIT_CODES = {
+    0: "ok",
+    1: "the work failed (a task or run ended failed, cancelled or expired)",
+    2: "usage error or invalid input (bad flag, invalid bundle)",
+    3: "Hub or another dependency unreachable",
+    4: "not found",
+    5: "conflict (state refused the change)",
+    6: "not allowed (token, scope, namespace)",
+    7: "refused by a budget or admission limit",
+    130: "interrupted",
+}
+
+
+def err(message: str) -> None:
+    """A diagnostic line on stderr."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def print_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2, default=str, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def stdout_console() -> Any:
+    from rich.console import Console
+
+    return Console(soft_wrap=False, highlight=False)
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
+_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def parse_duration_ms(text: str, *, flag: str = "duration") -> int:
+    """Parse Go-style durations (``90s``, ``1h30m``, ``720h``, ``0``) into milliseconds."""
+    from agen.errors import InvalidError
+
+    s = text.strip()
+    if s in ("0", ""):
+        return 0
+    pos, total = 0, 0.0
+    for m in _DURATION.finditer(s):
+        if m.start() != pos:
+            break
+        total += float(m.group(1)) * _UNIT_MS[m.group(2)]
+        pos = m.end()
+    if pos != len(s) or pos == 0:
+        raise InvalidError(
+            f"{flag}: {text!r} is not a duration; use forms like 30s, 5m, 1h30m or 720h",
+            field=flag,
+        )
+    return int(total)
