@@ -1,0 +1,104 @@
+"""The Store port: whole transactions on one writer, reads on their own connections.
+
+A write is a plain function ``fn(tx) -> T`` run inside a transaction on the
+writer; the adapter may run several waiting transactions under one commit
+(group commit), each isolated by a savepoint, so one failing function only
+rolls back its own statements. Domain code (tasks, runs, ...) is written as
+such functions, which keeps it independent of the engine.
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
+
+T = TypeVar("T")
+Row = dict[str, Any]
+Params = Sequence[Any] | Mapping[str, Any]
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def dumps(value: Any) -> str:
+    """JSON for a column: compact, stable key order kept as given."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def loads(text: str | bytes | None, default: Any = None) -> Any:
+    return default if text is None else json.loads(text)
+
+
+class Tx(Protocol):
+    """What a transaction function may do. Only valid while the function runs."""
+
+    now_ms: int
+
+    def execute(self, sql: str, params: Params = ()) -> int:
+        """Run one statement; returns the number of rows changed."""
+
+    def executemany(self, sql: str, rows: Iterable[Params]) -> int: ...
+
+    def one(self, sql: str, params: Params = ()) -> Row | None: ...
+
+    def all(self, sql: str, params: Params = ()) -> list[Row]: ...
+
+    def scalar(self, sql: str, params: Params = ()) -> Any: ...
+
+    def event(
+        self,
+        namespace: str,
+        type: str,
+        *,
+        severity: str = "info",
+        deployment: str | None = None,
+        task_id: str | None = None,
+        run_id: str | None = None,
+        labels: Mapping[str, str] | None = None,
+        data: Mapping[str, Any] | None = None,
+        dedupe_key: str | None = None,
+    ) -> int | None:
+        """Append an event in this transaction; returns its seq (None if the dedupe key was used)."""
+
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` on the writer thread once this transaction has committed."""
+
+
+class Store(abc.ABC):
+    """Port implemented by SQLite (local) and, later, Postgres (distributed)."""
+
+    url: str
+
+    @abc.abstractmethod
+    async def write(self, fn: Callable[[Tx], T]) -> T:
+        """Run ``fn`` in a write transaction and return its result once committed."""
+
+    @abc.abstractmethod
+    def write_sync(self, fn: Callable[[Tx], T]) -> T:
+        """Same as write, for code that is not on an event loop (CLI helpers, threads)."""
+
+    @abc.abstractmethod
+    async def all(self, sql: str, params: Params = ()) -> list[Row]:
+        """Read rows from a committed snapshot (never blocks the writer)."""
+
+    async def one(self, sql: str, params: Params = ()) -> Row | None:
+        rows = await self.all(sql, params)
+        return rows[0] if rows else None
+
+    async def scalar(self, sql: str, params: Params = ()) -> Any:
+        row = await self.one(sql, params)
+        return None if row is None else next(iter(row.values()))
+
+    @abc.abstractmethod
+    async def wait_for_events(self, after_seq: int, timeout_s: float) -> int:
+        """Wait until an event with seq > after_seq commits here (or timeout); returns latest seq."""
+
+    @abc.abstractmethod
+    async def close(self) -> None: ...
+
+    @abc.abstractmethod
+    def schema_version(self) -> int: ...

@@ -1,0 +1,117 @@
+"""Versioned, append-only migrations (``migrations/NNNN_name.sql``) recorded in schema_migrations."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from dataclasses import dataclass
+from importlib import resources
+
+from agen.errors import SchemaTooNewError, StoreError
+
+_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+def known_migrations(dialect: str = "sqlite") -> list[Migration]:
+    """Every migration shipped in agen.store.migrations, in version order.
+
+    A file ``NNNN_name.<dialect>.sql`` replaces ``NNNN_name.sql`` for that dialect only.
+    """
+    pkg = resources.files("agen.store.migrations")
+    found: dict[int, Migration] = {}
+    for entry in pkg.iterdir():
+        fname = entry.name
+        variant = f".{dialect}.sql"
+        is_variant = fname.endswith(variant)
+        base = fname[: -len(variant)] + ".sql" if is_variant else fname
+        m = _NAME.match(base)
+        if not m or (not is_variant and fname.count(".") > 1):
+            continue
+        version = int(m.group(1))
+        if version in found and not is_variant:
+            continue
+        found[version] = Migration(version, m.group(2), entry.read_text(encoding="utf-8"))
+    versions = sorted(found)
+    if versions != list(range(1, len(versions) + 1)):
+        raise StoreError(f"migrations are not numbered 0001..{len(versions):04d} without gaps: {versions}")
+    return [found[v] for v in versions]
+
+
+def split_statements(sql: str) -> list[str]:
+    """Split a script into complete statements (sqlite3.complete_statement decides the ends)."""
+    out: list[str] = []
+    buf: list[str] = []
+    for line in sql.splitlines(keepends=True):
+        buf.append(line)
+        text = "".join(buf)
+        if sqlite3.complete_statement(text):
+            stmt = text.strip()
+            if stmt.strip(";").strip() and not all(
+                ln.strip().startswith("--") or not ln.strip() for ln in stmt.splitlines()
+            ):
+                out.append(stmt)
+            buf = []
+    rest = "".join(buf).strip()
+    if rest and not all(ln.strip().startswith("--") or not ln.strip() for ln in rest.splitlines()):
+        out.append(rest)
+    return out
+
+
+def applied_version(conn: sqlite3.Connection) -> int:
+    has = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type='table' AND name='schema_migrations'"
+    ).fetchone()
+    if not has:
+        return 0
+    row = conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
+    return int(row[0] or 0)
+
+
+def migrate_sqlite(conn: sqlite3.Connection, where: str, now_ms: int) -> int:
+    """Apply every missing migration, each in its own transaction; returns the schema version.
+
+    Safe to run from several processes at once: each migration re-checks the version under
+    BEGIN IMMEDIATE. A store written by a newer agen is refused, never touched.
+    """
+    migrations = known_migrations("sqlite")
+    latest = migrations[-1].version if migrations else 0
+    current = applied_version(conn)
+    if current > latest:
+        raise SchemaTooNewError(
+            f"the store {where} has schema version {current}, but this agen only knows up to "
+            f"{latest}; it was written by a newer agen. Upgrade agen, or point --store elsewhere.",
+            store=where, schema=current, known=latest,
+        )
+    for mig in migrations:
+        if mig.version <= current:
+            continue
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_ms INTEGER NOT NULL)"
+            )
+            if applied_version(conn) >= mig.version:  # another process got there first
+                conn.execute("COMMIT")
+                continue
+            for stmt in split_statements(mig.sql):
+                conn.execute(stmt)
+            conn.execute(
+                "INSERT INTO schema_migrations (version, name, applied_ms) VALUES (?, ?, ?)",
+                (mig.version, mig.name, now_ms),
+            )
+            conn.execute("COMMIT")
+        except sqlite3.Error as e:
+            conn.execute("ROLLBACK")
+            raise StoreError(
+                f"migration {mig.version:04d}_{mig.name} failed on {where}: {e}",
+                store=where, migration=mig.version,
+            ) from e
+    return max(current, latest)

@@ -1,0 +1,157 @@
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from agen.errors import ConflictError, SchemaTooNewError
+from agen.store import SQLiteStore, Tx
+from agen.store.migrate import known_migrations, split_statements
+
+CORE_TABLES = {
+    "definitions", "deployments", "assignments", "nests", "instances", "tasks", "triggers",
+    "trigger_events", "approvals", "tokens", "sessions", "conversations", "messages", "runs",
+    "spans", "effects", "usage", "provider_holds", "events", "schema_migrations",
+}
+
+
+def tables(path: Path) -> set[str]:
+    conn = sqlite3.connect(path)
+    try:
+        return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    finally:
+        conn.close()
+
+
+async def test_migrations_create_core_tables_on_an_empty_file(tmp_path: Path) -> None:
+    store = await SQLiteStore.open(tmp_path / "a.db")
+    try:
+        assert CORE_TABLES <= tables(tmp_path / "a.db")
+        assert store.schema_version() == known_migrations()[-1].version
+        rows = await store.all("SELECT version, name FROM schema_migrations ORDER BY version")
+        assert [r["version"] for r in rows] == [m.version for m in known_migrations()]
+    finally:
+        await store.close()
+
+
+async def test_reopening_applies_nothing_twice(tmp_path: Path) -> None:
+    path = tmp_path / "a.db"
+    for _ in range(3):
+        store = await SQLiteStore.open(path)
+        await store.close()
+    conn = sqlite3.connect(path)
+    count = conn.execute("SELECT COUNT(*) FROM schema_migrations").fetchone()[0]
+    conn.close()
+    assert count == len(known_migrations())
+
+
+async def test_store_written_by_a_newer_schema_is_refused_with_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "a.db"
+    store = await SQLiteStore.open(path)
+    await store.close()
+    conn = sqlite3.connect(path)
+    conn.execute("INSERT INTO schema_migrations VALUES (9999, 'from_the_future', 0)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(SchemaTooNewError) as info:
+        await SQLiteStore.open(path)
+    assert "newer agen" in str(info.value) and "9999" in str(info.value)
+
+
+async def test_wal_foreign_keys_and_busy_timeout_are_on(tmp_path: Path) -> None:
+    store = await SQLiteStore.open(tmp_path / "a.db")
+    try:
+        mode = await store.write(lambda tx: tx.scalar("PRAGMA journal_mode"))
+        fk = await store.write(lambda tx: tx.scalar("PRAGMA foreign_keys"))
+        busy = await store.write(lambda tx: tx.scalar("PRAGMA busy_timeout"))
+        assert (mode, fk) == ("wal", 1) and busy >= 1000
+    finally:
+        await store.close()
+
+
+def _insert_session(tx: Tx, sid: str) -> str:
+    tx.execute(
+        "INSERT INTO sessions (id, namespace, deployment, key, created_ms, updated_ms) VALUES (?,?,?,?,?,?)",
+        (sid, "default", "d", sid, tx.now_ms, tx.now_ms),
+    )
+    tx.event("default", "session.created", data={"id": sid})
+    return sid
+
+
+async def test_event_is_written_in_the_same_transaction_as_the_change(tmp_path: Path) -> None:
+    store = await SQLiteStore.open(tmp_path / "a.db")
+    try:
+        def fails_after_event(tx: Tx) -> None:
+            _insert_session(tx, "s1")
+            raise RuntimeError("boom")
+
+        with pytest.raises(RuntimeError):
+            await store.write(fails_after_event)
+        assert await store.scalar("SELECT COUNT(*) FROM sessions") == 0
+        assert await store.scalar("SELECT COUNT(*) FROM events") == 0
+        await store.write(lambda tx: _insert_session(tx, "s2"))
+        assert await store.scalar("SELECT COUNT(*) FROM events WHERE type='session.created'") == 1
+    finally:
+        await store.close()
+
+
+async def test_group_commit_isolates_a_failing_transaction_from_its_batch(tmp_path: Path) -> None:
+    store = await SQLiteStore.open(tmp_path / "a.db")
+    try:
+        def dup(tx: Tx) -> None:
+            _insert_session(tx, "same")
+
+        results = await asyncio.gather(
+            *(store.write(lambda tx, i=i: _insert_session(tx, f"s{i}")) for i in range(50)),
+            store.write(dup), store.write(dup),
+            return_exceptions=True,
+        )
+        errors = [r for r in results if isinstance(r, BaseException)]
+        assert len(errors) == 1 and isinstance(errors[0], ConflictError)
+        assert await store.scalar("SELECT COUNT(*) FROM sessions") == 51
+        seqs = [r["seq"] for r in await store.all("SELECT seq FROM events ORDER BY seq")]
+        assert seqs == sorted(set(seqs)) and len(seqs) == 51
+    finally:
+        await store.close()
+
+
+async def test_dedupe_key_writes_an_announce_once_event_once(tmp_path: Path) -> None:
+    store = await SQLiteStore.open(tmp_path / "a.db")
+    try:
+        first = await store.write(lambda tx: tx.event("default", "budget.threshold", dedupe_key="k"))
+        second = await store.write(lambda tx: tx.event("default", "budget.threshold", dedupe_key="k"))
+        assert first is not None and second is None
+    finally:
+        await store.close()
+
+
+async def test_wait_for_events_wakes_on_commit(tmp_path: Path) -> None:
+    store = await SQLiteStore.open(tmp_path / "a.db")
+    try:
+        waiter = asyncio.create_task(store.wait_for_events(0, timeout_s=5))
+        await asyncio.sleep(0.01)
+        await store.write(lambda tx: tx.event("default", "x"))
+        assert await asyncio.wait_for(waiter, 2) >= 1
+    finally:
+        await store.close()
+
+
+async def test_two_stores_on_one_file_both_write(tmp_path: Path) -> None:
+    a = await SQLiteStore.open(tmp_path / "a.db")
+    b = await SQLiteStore.open(tmp_path / "a.db")
+    try:
+        await asyncio.gather(
+            *(a.write(lambda tx, i=i: _insert_session(tx, f"a{i}")) for i in range(20)),
+            *(b.write(lambda tx, i=i: _insert_session(tx, f"b{i}")) for i in range(20)),
+        )
+        assert await a.scalar("SELECT COUNT(*) FROM sessions") == 40
+    finally:
+        await a.close()
+        await b.close()
+
+
+def test_split_statements_keeps_semicolons_inside_strings() -> None:
+    sql = "-- c\nCREATE TABLE t (a TEXT DEFAULT ';');\nINSERT INTO t VALUES ('x;y');\n-- end\n"
+    assert split_statements(sql) == ["-- c\nCREATE TABLE t (a TEXT DEFAULT ';');", "INSERT INTO t VALUES ('x;y');"]
