@@ -142,7 +142,7 @@ class SQLiteStore(Store):
             conn = await aiosqlite.connect(store.path)
             await conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             await conn.execute("PRAGMA foreign_keys=ON")
-            conn.row_factory = _dict_row
+            conn.row_factory = _dict_row  # type: ignore[assignment]
             store._readers.append(conn)
         store._latest_seq = int(await store.scalar("SELECT COALESCE(MAX(seq), 0) FROM events") or 0)
         return store
@@ -247,7 +247,7 @@ class SQLiteStore(Store):
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as e:
-            err = UnavailableError(f"the store {self.path} is busy or unreadable: {e}; retry", store=str(self.path))
+            err: AgenError = UnavailableError(f"the store {self.path} is busy or unreadable: {e}; retry", store=str(self.path))
             self._resolve(batch, [(None, err)] * len(batch))
             return
         single = len(batch) == 1

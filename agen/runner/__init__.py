@@ -1,0 +1,1 @@
+"""The engine: a durable agent loop (Agent -> Session -> Conversation -> Run -> Span)."""

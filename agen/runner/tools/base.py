@@ -1,0 +1,120 @@
+"""The tool port: what the runner calls, whatever is behind it (built-ins, MCP, host functions).
+
+A tool has a registered name ``server.tool`` and a wire name ``server_tool`` (what the
+model sees). Side-effecting tools go through the effect ledger; idempotent ones carry
+an idempotency key derived from their arguments so a resumed run may repeat them.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class ToolResult:
+    """What a tool call produced. ``content`` is what the model reads."""
+
+    content: str
+    is_error: bool = False
+    data: Any = None
+    # A suspending tool (e.g. waiting on a child task) sets this instead of a result.
+    suspend: str | None = None
+
+
+class ToolError(Exception):
+    """A tool failed in a way the model should read (becomes an error result)."""
+
+    def __init__(self, message: str, *, suspend: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.suspend = suspend
+
+
+@dataclass
+class ToolContext:
+    """Everything a tool call may need to know about the run calling it."""
+
+    namespace: str
+    deployment: str
+    run_id: str
+    root_run_id: str
+    conversation_id: str
+    task_id: str | None = None
+    conversation_key: str | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    trust: str = "trusted"
+    workspace: str | None = None
+    locks: dict[str, int] = field(default_factory=dict)
+    traceparent: str | None = None
+    turn: int = 0
+    call_id: str = ""
+    cancel: asyncio.Event | None = None
+
+    def meta(self) -> dict[str, Any]:
+        """The ``_meta`` keys every MCP call carries (seed 000 §7)."""
+        m: dict[str, Any] = {
+            "agen/namespace": self.namespace,
+            "agen/deployment": self.deployment,
+            "agen/taskId": self.task_id or "",
+            "agen/runId": self.run_id,
+            "agen/rootRunId": self.root_run_id,
+            "agen/conversationId": self.conversation_id,
+            "agen/conversationKey": self.conversation_key or "",
+            "agen/labels": dict(self.labels),
+            "agen/trust": self.trust,
+            "agen/workspace": self.workspace or "",
+        }
+        if self.locks:
+            m["agen/locks"] = dict(self.locks)
+        if self.traceparent:
+            m["traceparent"] = self.traceparent
+        return m
+
+
+class Tool(abc.ABC):
+    """One callable tool."""
+
+    name: str  # registered name, e.g. "workspace.read" or "finish"
+    description: str = ""
+    input_schema: dict[str, Any]
+    side_effect: bool = False
+    idempotent: bool = False
+    read_only: bool = False
+    untrusted_output: bool = False
+    # Built-ins like finish/save_artifact bypass permissions and task tool allowlists.
+    bypass_permissions: bool = False
+
+    @property
+    def wire_name(self) -> str:
+        return self.name.replace(".", "_")
+
+    def spec(self) -> dict[str, Any]:
+        """OpenAI-style function spec sent to the model."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.wire_name,
+                "description": self.description,
+                "parameters": self.input_schema or {"type": "object", "properties": {}},
+            },
+        }
+
+    @abc.abstractmethod
+    async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult: ...
+
+
+class Toolset(abc.ABC):
+    """A group of tools with a lifecycle (an MCP server connection, the built-ins)."""
+
+    @abc.abstractmethod
+    async def start(self) -> list[Tool]:
+        """Connect/prepare and return the tools this set offers."""
+
+    async def close(self) -> None:
+        return None
+
+    def healthy(self) -> bool:
+        return True
