@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from agen.cli import version
+from agen.cli import init, version
 
 app = typer.Typer(
     name="agen",
@@ -24,7 +24,7 @@ def _root() -> None:
     """agen: run and manage LLM agent fleets, locally and durably."""
 
 
-for module in (version,):
+for module in (version, init):
     module.register(app)
 
 
