@@ -8,7 +8,6 @@ diagnostics go to stderr. Heavy modules are imported inside command bodies so
 from __future__ import annotations
 
 import json
-import re
 import sys
 from typing import Annotated, Any
 
@@ -54,26 +53,14 @@ def stdout_console() -> Any:
     return Console(soft_wrap=False, highlight=False)
 
 
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
-_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-
-
 def parse_duration_ms(text: str, *, flag: str = "duration") -> int:
     """Parse Go-style durations (``90s``, ``1h30m``, ``720h``, ``0``) into milliseconds."""
+    from agen._duration import parse_duration_ms as parse
     from agen.errors import InvalidError
 
-    s = text.strip()
-    if s in ("0", ""):
+    if text.strip() == "":
         return 0
-    pos, total = 0, 0.0
-    for m in _DURATION.finditer(s):
-        if m.start() != pos:
-            break
-        total += float(m.group(1)) * _UNIT_MS[m.group(2)]
-        pos = m.end()
-    if pos != len(s) or pos == 0:
-        raise InvalidError(
-            f"{flag}: {text!r} is not a duration; use forms like 30s, 5m, 1h30m or 720h",
-            field=flag,
-        )
-    return int(total)
+    try:
+        return parse(text)
+    except ValueError as e:
+        raise InvalidError(f"{flag}: {e}", field=flag) from None

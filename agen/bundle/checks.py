@@ -1,0 +1,130 @@
+"""Checks that span files (secret references, skills, bundle paths) and the warnings list.
+
+They run after every file parsed on its own, so each check can rely on the models.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from agen.bundle.harness import DEFAULT_KEY_SECRET
+from agen.bundle.problems import problem
+from agen.bundle.standard import StdioServer
+
+if TYPE_CHECKING:
+    from agen.bundle.agent import AgentFrontMatter, Secrets
+    from agen.bundle.config import Config
+    from agen.bundle.harness import Harness
+    from agen.bundle.standard import McpConfig
+
+_REF = re.compile(r"\$\{([^}]*)\}")
+PLACEHOLDERS = frozenset({"WORKSPACE"})
+"""${...} names agen fills in itself; they need no secret."""
+
+MCP, HARNESS, CONFIG, AGENT, SECRETS = (
+    "mcp.json", "x-agen/harness.json", "x-agen/config.json", "x-agen/agent.md", "x-agen/secrets.json",
+)
+
+
+def _undeclared(name: str, secrets: Secrets) -> str:
+    have = ", ".join(sorted(secrets.secrets)) or "none declared"
+    return f"secret {name} is not declared in {SECRETS} (have: {have})"
+
+
+def check_mcp_secrets(mcp: McpConfig, secrets: Secrets) -> list[str]:
+    """Every ${NAME} in a server's env or headers must name a declared secret."""
+    out: list[str] = []
+    for server_name, server in mcp.mcp_servers.items():
+        field = "env" if isinstance(server, StdioServer) else "headers"
+        values = server.env if isinstance(server, StdioServer) else server.headers
+        for key, value in values.items():
+            for ref in _REF.findall(value):
+                path = f"mcpServers.{server_name}.{field}.{key}"
+                if not re.fullmatch(r"[A-Z][A-Z0-9_]*", ref):
+                    out.append(problem(MCP, path, f"${{{ref}}} is not a secret name (A-Z, 0-9, _)"))
+                elif ref not in secrets.secrets and ref not in PLACEHOLDERS:
+                    out.append(problem(MCP, path, _undeclared(f"${{{ref}}}", secrets)))
+    return out
+
+
+def check_harness(harness: Harness, secrets: Secrets, files: Mapping[str, bytes]) -> list[str]:
+    """Named secrets must be declared; script and cassette files must be in the bundle."""
+    out: list[str] = []
+    if harness.api_key_secret and harness.api_key_secret not in secrets.secrets:
+        out.append(problem(HARNESS, "apiKeySecret", _undeclared(harness.api_key_secret, secrets)))
+    for i, fb in enumerate(harness.fallback_providers):
+        if fb.api_key_secret and fb.api_key_secret not in secrets.secrets:
+            out.append(problem(HARNESS, f"fallbackProviders[{i}].apiKeySecret",
+                               _undeclared(fb.api_key_secret, secrets)))
+    if harness.fake is not None and isinstance(harness.fake.script, str):
+        out += check_bundle_path(HARNESS, "fake.script", harness.fake.script, files)
+    if harness.cassette is not None:
+        out += check_bundle_path(HARNESS, "cassette", harness.cassette, files)
+    return out
+
+
+def bundle_path(text: str) -> str | None:
+    """The normalised bundle-relative path, or None if it is absolute or leaves the bundle."""
+    if text.startswith("/") or "\\" in text or re.match(r"^[A-Za-z]:", text):
+        return None
+    norm = posixpath.normpath(text)
+    if norm == ".." or norm.startswith("../"):
+        return None
+    return norm
+
+
+def check_bundle_path(file: str, field: str, text: str, files: Mapping[str, bytes]) -> list[str]:
+    norm = bundle_path(text)
+    if norm is None:
+        return [problem(file, field, f'"{text}" must be a relative path inside the bundle')]
+    if norm not in files:
+        return [problem(file, field, f'"{text}" does not exist in the bundle')]
+    return []
+
+
+def check_config_secrets(config: Config, secrets: Secrets) -> list[str]:
+    out: list[str] = []
+    for i, trigger in enumerate(config.triggers):
+        auth = getattr(trigger, "auth", None)
+        secret = getattr(auth, "secret", None)
+        if secret and secret not in secrets.secrets:
+            out.append(problem(CONFIG, f"triggers[{i}].auth.secret", _undeclared(secret, secrets)))
+    return out
+
+
+def check_preload_skills(front: AgentFrontMatter, skills: Mapping[str, object]) -> list[str]:
+    have = ", ".join(sorted(skills)) or "none"
+    return [
+        problem(AGENT, f"preloadSkills[{i}]", f'no skill "{name}" under skills/ (have: {have})')
+        for i, name in enumerate(front.preload_skills)
+        if name not in skills
+    ]
+
+
+def warnings_for(harness: Harness | None, config: Config | None, secrets: Secrets) -> list[str]:
+    """Things that are allowed but probably not what the author meant."""
+    out: list[str] = []
+    if harness is not None and harness.api_key_secret is None:
+        default = DEFAULT_KEY_SECRET.get(harness.provider)
+        if default and default not in secrets.secrets:
+            out.append(problem(
+                HARNESS, "apiKeySecret",
+                f"provider {harness.provider} reads its key from secret {default}, which is not "
+                f"declared in {SECRETS}; declare it so the Nest knows to supply it",
+            ))
+    if config is not None:
+        perms = config.permissions
+        if perms.default == "allow" and not perms.deny and not perms.ask:
+            out.append(problem(
+                CONFIG, "permissions.default",
+                "allow with no deny or ask rules lets the agent call every tool unchecked",
+            ))
+        if config.kind == "task" and config.scale.min > 0:
+            out.append(problem(
+                CONFIG, "scale.min",
+                f"kind task starts an instance per task, so scale.min {config.scale.min} keeps idle instances running",
+            ))
+    return out

@@ -1,0 +1,184 @@
+"""x-agen/config.json: how a deployment runs (kind, scale, limits, permissions, triggers, ...)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, Field, Tag, model_validator
+
+from agen._duration import parse_duration_ms
+from agen.bundle._base import AgenModel, Duration, FieldProblem, shaped
+from agen.bundle.permissions import Permissions
+from agen.bundle.triggers import Trigger
+
+Kind = Literal["singleton", "pool", "task"]
+
+
+class Scale(AgenModel):
+    """Instance counts; ``idleTimeout`` unset means 5m (0s for kind task)."""
+
+    min: int = Field(0, ge=0)
+    max: int = Field(1, ge=0)
+    target_queue_per_instance: int = Field(1, ge=1)
+    idle_timeout: Duration | None = None
+    max_concurrency: int = Field(4, ge=1)
+    reserve: int = Field(0, ge=0)
+
+    @model_validator(mode="after")
+    def _max_at_least_min(self) -> Scale:
+        if self.max < self.min:
+            raise FieldProblem("max", f"must be ≥ scale.min (got {self.max} < {self.min})")
+        return self
+
+
+class Placement(AgenModel):
+    labels: dict[str, str] = {}
+
+
+def _check_label_budgets(value: dict[str, float]) -> dict[str, float]:
+    for key, usd in value.items():
+        label, eq, val = key.partition("=")
+        if not eq or not label or not val:
+            raise FieldProblem(key, 'keys are "label=value", e.g. "team=research"')
+        if usd <= 0:
+            raise FieldProblem(key, f"must be > 0 (got {usd})")
+    return value
+
+
+class Budget(AgenModel):
+    max_usd_per_day: float | None = Field(default=None, gt=0)
+    label_usd_per_day: Annotated[dict[str, float], AfterValidator(_check_label_budgets)] | None = None
+    cached_input_weight: float = Field(0.1, ge=0, le=1)
+
+
+class Limits(AgenModel):
+    max_turns: int = Field(50, ge=1)
+    max_run_duration: Duration = "30m"
+    max_tokens_per_run: int | None = Field(default=None, ge=1)
+    max_usd_per_run: float | None = Field(default=None, gt=0)
+    report_tokens: int = Field(1024, ge=1)
+    stuck_repeats: int = Field(3, ge=0)
+    inline_wait: Duration = "20s"
+    max_delegation_depth: int = Field(5, ge=0)
+    max_fan_out: int = Field(8, ge=1)
+    max_total_delegations: int = Field(50, ge=0)
+
+    @property
+    def max_run_duration_ms(self) -> int:
+        return parse_duration_ms(self.max_run_duration)
+
+    @property
+    def inline_wait_ms(self) -> int:
+        return parse_duration_ms(self.inline_wait)
+
+
+class Workspace(AgenModel):
+    mode: Literal["per_task", "per_conversation", "shared"] = "per_task"
+    retain: bool | None = None
+
+
+class MemoryBlock(AgenModel):
+    """A named memory block the agent reads or writes."""
+
+    block: str = Field(min_length=1)
+    mode: Literal["read", "append", "write"] = "read"
+
+
+class MemoryUrl(AgenModel):
+    """A document fetched into the context at the start of a run."""
+
+    url: str = Field(min_length=1)
+    max_chars: int | None = Field(default=None, ge=1)
+    timeout_seconds: float | None = Field(default=None, gt=0)
+
+
+def _memory_shape(value: Any) -> str | None:
+    if isinstance(value, MemoryBlock | MemoryUrl):  # serialising a parsed model
+        return "block" if isinstance(value, MemoryBlock) else "url"
+    if isinstance(value, dict):
+        return "block" if "block" in value else "url" if "url" in value else None
+    return None
+
+
+Memory = Annotated[
+    Annotated[MemoryBlock, Tag("~block")] | Annotated[MemoryUrl, Tag("~url")],
+    shaped(_memory_shape, ("block", "url"), '{"block": name, "mode"} or {"url": ...}'),
+]
+
+
+class ToolHints(AgenModel):
+    idempotent: bool | None = None
+    untrusted_output: bool | None = None
+    side_effect: bool | None = None
+
+
+class Delegate(AgenModel):
+    """Another agent this one may hand work to."""
+
+    name: str = Field(min_length=1)
+    namespace: str | None = None
+    url: str | None = None
+    description: str | None = None
+    via: Literal["a2a"] | None = None
+    overrides: bool | None = None
+
+
+class Conversations(AgenModel):
+    queue_mode: Literal["followup", "collect", "steer", "interrupt"] = "followup"
+
+
+class Admission(AgenModel):
+    rate_per_minute: int | None = Field(default=None, ge=1)
+    burst: int | None = Field(default=None, ge=1)
+    max_queued_tasks: int | None = Field(default=None, ge=0)
+
+
+class Rollover(AgenModel):
+    prompt: str | None = None
+
+
+class BuiltinTools(AgenModel):
+    workspace: bool | None = None
+
+
+class Config(AgenModel):
+    """x-agen/config.json; every section is optional."""
+
+    kind: Kind = "pool"
+    scale: Scale = Scale()
+    placement: Placement = Placement()
+    budget: Budget = Budget()
+    limits: Limits = Limits()
+    permissions: Permissions = Permissions()
+    triggers: list[Trigger] = []
+    workspace: Workspace = Workspace()
+    memory: list[Memory] = []
+    tools: dict[str, dict[str, ToolHints]] = {}
+    delegates: list[Delegate] = []
+    conversations: Conversations = Conversations()
+    admission: Admission = Admission()
+    record_interactions: bool = False
+    rollover: Rollover = Rollover()
+    builtin_tools: BuiltinTools = BuiltinTools()
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> Config:
+        if self.kind == "singleton" and self.scale.max > 1:
+            raise FieldProblem("scale.max", f"must be ≤ 1 for kind singleton (got {self.scale.max})")
+        seen: set[str] = set()
+        for i, trigger in enumerate(self.triggers):
+            if trigger.name in seen:
+                raise FieldProblem(f"triggers[{i}].name", f'duplicate trigger name "{trigger.name}"')
+            seen.add(trigger.name)
+        names = [d.name for d in self.delegates]
+        for i, name in enumerate(names):
+            if name in names[:i]:
+                raise FieldProblem(f"delegates[{i}].name", f'duplicate delegate name "{name}"')
+        return self
+
+    @property
+    def idle_timeout_ms(self) -> int:
+        """How long an idle instance is kept: scale.idleTimeout, else 5m (0 for kind task)."""
+        if self.scale.idle_timeout is not None:
+            return parse_duration_ms(self.scale.idle_timeout)
+        return 0 if self.kind == "task" else 300_000

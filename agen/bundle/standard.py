@@ -1,0 +1,107 @@
+"""Models of the standard Agent Plugins files: plugin.json, mcp.json, SKILL.md front matter.
+
+Unknown fields are kept (``extra="allow"``): other tools own this format and may add to it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, Field, Tag, WithJsonSchema
+
+from agen.bundle._base import StandardModel, shaped
+
+_BUNDLE_NAME = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+_SERVER_NAME = re.compile(r"^[a-z0-9_-]+$")
+
+
+def _check_bundle_name(value: str) -> str:
+    if not _BUNDLE_NAME.match(value):
+        raise ValueError(
+            "must be 1-63 lowercase letters, digits and '-', starting with a letter "
+            f'(got "{value}")'
+        )
+    return value
+
+
+BundleName = Annotated[
+    str, AfterValidator(_check_bundle_name), WithJsonSchema({"type": "string", "pattern": _BUNDLE_NAME.pattern})
+]
+
+
+class Author(StandardModel):
+    name: str
+    email: str | None = None
+    url: str | None = None
+
+
+class PluginManifest(StandardModel):
+    """plugin.json: the bundle's name (also its deployment's default name) and metadata."""
+
+    schema_: str | None = Field(default=None, alias="$schema")
+    name: BundleName
+    version: str | None = None
+    description: str | None = None
+    author: str | Author | None = None
+
+
+class StdioServer(StandardModel):
+    """An MCP server started as a child process; ``command: "agen"`` means this agen executable."""
+
+    type: Literal["stdio"] = "stdio"
+    command: str = Field(min_length=1)
+    args: list[str] = []
+    env: dict[str, str] = {}
+    cwd: str | None = None
+
+
+class HttpServer(StandardModel):
+    """An MCP server reached over streamable HTTP."""
+
+    type: Literal["http", "streamable-http"]
+    url: str = Field(min_length=1)
+    headers: dict[str, str] = {}
+
+
+def _server_shape(value: Any) -> str | None:
+    if isinstance(value, StdioServer | HttpServer):  # serialising a parsed model
+        return "stdio" if isinstance(value, StdioServer) else "http"
+    if not isinstance(value, dict):
+        return None
+    kind = value.get("type", "stdio" if "command" in value else None)
+    return {"stdio": "stdio", "http": "http", "streamable-http": "http"}.get(str(kind))
+
+
+McpServer = Annotated[
+    Annotated[StdioServer, Tag("~stdio")] | Annotated[HttpServer, Tag("~http")],
+    shaped(
+        _server_shape,
+        ("stdio", "http"),
+        'a stdio server {"command", "args"} or an http server {"type": "http", "url"}',
+    ),
+]
+
+
+def _check_server_name(value: str) -> str:
+    if not _SERVER_NAME.match(value):
+        raise ValueError(f'server names use a-z, 0-9, _ and - only (got "{value}")')
+    return value
+
+
+ServerName = Annotated[
+    str, AfterValidator(_check_server_name), WithJsonSchema({"type": "string", "pattern": _SERVER_NAME.pattern})
+]
+
+
+class McpConfig(StandardModel):
+    """mcp.json: the MCP servers whose tools the agent may call."""
+
+    mcp_servers: dict[ServerName, McpServer] = {}
+
+
+class SkillFrontMatter(StandardModel):
+    """skills/<name>/SKILL.md front matter: what the skill is, so the model knows when to load it."""
+
+    name: str = Field(min_length=1)
+    description: str = Field(min_length=1)
