@@ -59,12 +59,7 @@ def is_bundle_name(name: str) -> bool:
 
 def templates_dir() -> Path:
     """The folder holding the templates, in a PyInstaller binary, a wheel or a source checkout."""
-    package = Path(__file__).resolve().parent.parent  # .../agen
-    candidates: list[Path] = []
-    frozen_root = getattr(sys, "_MEIPASS", None)
-    if isinstance(frozen_root, str):
-        candidates.append(Path(frozen_root) / "agen" / "_bundles")
-    candidates += [package / "_bundles", package.parent / "bundles"]
+    candidates = candidate_dirs(Path(__file__).resolve().parent.parent)
     for candidate in candidates:
         if (candidate / DEFAULT_TEMPLATE / "plugin.json").is_file():
             return candidate
@@ -73,6 +68,17 @@ def templates_dir() -> Path:
         f"(looked in {', '.join(str(c) for c in candidates)}); reinstall agen",
         looked_in=[str(c) for c in candidates],
     )
+
+
+def candidate_dirs(package: Path) -> list[Path]:
+    """Where templates may be, best first, for the ``agen`` package folder ``package``."""
+    candidates: list[Path] = []
+    frozen_root = getattr(sys, "_MEIPASS", None)
+    if isinstance(frozen_root, str):
+        candidates.append(Path(frozen_root) / "agen" / "_bundles")  # PyInstaller --add-data
+    candidates.append(package / "_bundles")  # wheel: pyproject force-include
+    candidates.append(package.parent / "bundles")  # source checkout
+    return candidates
 
 
 def list_templates(root: Path | None = None) -> list[Template]:

@@ -12,6 +12,7 @@ from agen.bundle.templates import (
     TEMPLATE_ORDER,
     HarnessChanges,
     apply_harness_changes,
+    candidate_dirs,
     copy_template,
     get_template,
     list_templates,
@@ -127,6 +128,11 @@ def test_templates_dir_prefers_a_pyinstaller_bundle(
     (frozen / "hello" / "plugin.json").write_text('{"name": "hello"}', encoding="utf-8")
     monkeypatch.setattr("sys._MEIPASS", str(tmp_path), raising=False)
     assert templates_dir() == frozen
+
+
+def test_templates_dir_looks_in_the_wheel_layout_before_the_checkout(tmp_path: Path) -> None:
+    package = tmp_path / "site-packages" / "agen"
+    assert candidate_dirs(package) == [package / "_bundles", tmp_path / "site-packages" / "bundles"]
 
 
 def test_unknown_template_names_the_available_ones() -> None:
