@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from agen.cli._common import JsonOpt, err, print_json
+from agen.cli._common import err, print_json
 
 if TYPE_CHECKING:
     from agen.bundle.templates import Template
@@ -17,6 +17,7 @@ def init(
     directory: Annotated[
         str | None,
         typer.Argument(
+            metavar="[DIR]",
             help="Folder to create (default: ./<template name>). Must be new or empty.",
             show_default=False,
         ),
@@ -35,7 +36,13 @@ def init(
         str | None, typer.Option("--example", help="Same as --template.", show_default=False)
     ] = None,
     list_only: Annotated[bool, typer.Option("--list", help="List the templates.")] = False,
-    json_out: JsonOpt = False,
+    json_out: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="With --list: print the templates as JSON (else: the new bundle as JSON).",
+        ),
+    ] = False,
     model: Annotated[
         str | None,
         typer.Option(
