@@ -17,7 +17,7 @@ def init(
     directory: Annotated[
         str | None,
         typer.Argument(
-            metavar="[DIR]",
+            metavar="DIR",
             help="Folder to create (default: ./<template name>). Must be new or empty.",
             show_default=False,
         ),
