@@ -56,7 +56,11 @@ def walk_bundle(path: str | os.PathLike[str]) -> dict[str, bytes]:
     """
     root = Path(path)
     if not root.is_dir():
-        raise BundleError(f"{root}: not a bundle folder", [f"(bundle): (file): {root} is not a directory"])
+        reason = "not a directory" if root.exists() else "does not exist"
+        raise BundleError(
+            f"{root}: not a bundle folder",
+            [f"{root}: (file): {reason}; point at a bundle folder (see agen init)"],
+        )
     real_root = root.resolve()
     files: dict[str, bytes] = {}
     _walk(root, "", real_root, {real_root}, files)

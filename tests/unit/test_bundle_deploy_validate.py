@@ -1,0 +1,75 @@
+"""`agen deploy <dir> --validate`: what a user sees for valid, invalid and --json checks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agen.bundle import digest_dir
+from agen.cli import main
+from tests.unit.bundle_helpers import make_bundle
+
+
+def run_agen(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = 0
+    try:
+        main(list(argv))
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_validate_prints_definition_id_and_warnings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = make_bundle(tmp_path, config={"permissions": {"default": "allow"}})
+    code, out, err = run_agen(capsys, "deploy", str(root), "--validate")
+    assert code == 0
+    assert out == f"ok: hello (hello@{digest_dir(root)})\n"
+    assert err == (
+        "warning: x-agen/config.json: permissions.default: allow with no deny or ask rules "
+        "lets the agent call every tool unchecked\n"
+    )
+
+
+def test_validate_lists_every_problem_and_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = make_bundle(tmp_path, plugin={}, harness={"provider": "gpt"})
+    code, out, err = run_agen(capsys, "deploy", str(root), "--validate")
+    assert code == 2 and out == ""
+    assert err.splitlines() == [
+        f"error: bundle {root} is invalid (2 problems)",
+        "  plugin.json: name: required",
+        '  x-agen/harness.json: provider: must be one of auto, openai, openrouter, fake, replay (got "gpt")',
+    ]
+
+
+def test_validate_json_reports_validity_digest_problems_and_warnings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = make_bundle(tmp_path)
+    code, out, _ = run_agen(capsys, "deploy", str(root), "--validate", "--json")
+    assert code == 0
+    assert json.loads(out) == {"valid": True, "name": "hello", "digest": digest_dir(root),
+                               "definitionId": f"hello@{digest_dir(root)}", "problems": [], "warnings": []}
+
+    bad = make_bundle(tmp_path / "bad", agent="---\n---\n")
+    code, out, _ = run_agen(capsys, "deploy", str(bad), "--validate", "--json")
+    assert code == 2
+    assert json.loads(out) == {"valid": False, "name": None, "digest": None, "definitionId": None,
+                               "problems": ["x-agen/agent.md: body: the system prompt is empty"], "warnings": []}
+
+
+def test_validate_of_a_missing_folder_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_agen(capsys, "deploy", str(tmp_path / "nope"), "--validate")
+    assert code == 2
+    assert f"{tmp_path / 'nope'}: (file): does not exist; point at a bundle folder (see agen init)" in err
+
+
+def test_deploy_without_validate_refuses_rather_than_pretending(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = make_bundle(tmp_path)
+    code, out, err = run_agen(capsys, "deploy", str(root))
+    assert code == 2 and out == ""
+    assert "deploying needs a Hub" in err and "--validate" in err
