@@ -1,0 +1,66 @@
+"""Launcher for stdio MCP servers: parent-death signal, cleared environment, then exec.
+
+The MCP SDK spawns servers itself (own session/process group, no ``preexec_fn``), so
+agen spawns this tiny launcher instead; it asks Linux to SIGKILL it when agen dies
+(``PR_SET_PDEATHSIG`` survives ``execve``), drops every environment variable not named
+in ``--keep`` (the SDK adds a few defaults of its own) and execs the real server.
+
+Usage: ``python -m agen.runner.tools._pdeath --keep A,B,C -- command args...``.
+Imports nothing from agen on purpose: it runs once per server start.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+PR_SET_PDEATHSIG = 1
+
+
+def set_parent_death_signal(sig: int = signal.SIGKILL) -> bool:
+    """Ask the kernel to send ``sig`` when our parent exits (Linux only); False elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def parse(argv: list[str]) -> tuple[list[str], list[str]]:
+    """Split ``--keep A,B -- cmd args`` into (names to keep, command line)."""
+    keep: list[str] = []
+    i = 0
+    while i < len(argv) and argv[i] != "--":
+        if argv[i] == "--keep" and i + 1 < len(argv):
+            keep = [k for k in argv[i + 1].split(",") if k]
+            i += 2
+            continue
+        raise SystemExit(f"agen launcher: unexpected argument {argv[i]!r} (usage: --keep A,B -- command args)")
+    command = argv[i + 1 :]
+    if not command:
+        raise SystemExit("agen launcher: no command given after --")
+    return keep, command
+
+
+def run(argv: list[str]) -> None:
+    """Set the parent-death signal, keep only the named variables, exec the command."""
+    keep, command = parse(argv)
+    parent = os.getppid()
+    set_parent_death_signal()
+    if os.getppid() != parent:  # the parent died before the signal was armed
+        os._exit(1)
+    env = {k: v for k, v in os.environ.items() if k in set(keep)}
+    try:
+        os.execvpe(command[0], command, env)
+    except OSError as e:
+        print(f"agen launcher: cannot start MCP server {command[0]!r}: {e}", file=sys.stderr)
+        os._exit(127)
+
+
+if __name__ == "__main__":
+    run(sys.argv[1:])
