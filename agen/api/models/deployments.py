@@ -1,0 +1,142 @@
+"""Deployment RPC shapes: create/update from bundle files, list, scale, pause, delete, logs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from agen.api.models.common import NAME_PATTERN, DeploymentRef, Model
+
+
+class ScalePolicy(Model):
+    min: int = 0
+    max: int = 1
+    target_queue_per_instance: int = 1
+    idle_timeout_ms: int = 300_000
+    max_concurrency: int = 4
+    reserve: int = 0
+
+
+class Deployment(Model):
+    id: str
+    namespace: str
+    name: str
+    kind: str
+    definition_id: str
+    digest: str
+    scale: ScalePolicy
+    placement: dict[str, Any] = {}
+    budget: dict[str, Any] = {}
+    limits: dict[str, Any] = {}
+    policy: dict[str, Any] = {}
+    desired: int = 0
+    paused: bool = False
+    pause_reason: str | None = None
+    ready: int = 0
+    instances: int = 0
+    queued: int = 0
+    scheduled: int = 0
+    running: int = 0
+    waiting: int = 0
+    last_activity_ms: int = 0
+    created_ms: int = 0
+    updated_ms: int = 0
+
+
+class CreateDeploymentRequest(Model):
+    """A bundle as a files map (path -> base64 bytes); ``name`` defaults to the bundle's name."""
+
+    namespace: str = Field("default", pattern=NAME_PATTERN)
+    name: str | None = Field(default=None, pattern=NAME_PATTERN)
+    files: dict[str, str]
+    replicas: int | None = Field(default=None, ge=0)
+    validate_only: bool = False
+
+
+class DeploymentResponse(Model):
+    deployment: Deployment | None = None
+    created: bool = False
+    changed: bool = False
+    warnings: list[str] = []
+
+
+class GetDeploymentRequest(DeploymentRef):
+    pass
+
+
+class ListDeploymentsRequest(Model):
+    namespace: str = Field("default", pattern=NAME_PATTERN)
+    all_namespaces: bool = False
+
+
+class ListDeploymentsResponse(Model):
+    deployments: list[Deployment]
+
+
+class Instance(Model):
+    id: str
+    nest_id: str
+    nest: str = ""
+    namespace: str = ""
+    deployment: str = ""
+    deployment_id: str
+    digest: str
+    state: str
+    in_flight: int = 0
+    exit_reason: str | None = None
+    started_ms: int
+    updated_ms: int
+
+
+class ListInstancesRequest(Model):
+    namespace: str | None = Field(default=None, pattern=NAME_PATTERN)
+
+
+class ListInstancesResponse(Model):
+    instances: list[Instance]
+
+
+class ScaleDeploymentRequest(DeploymentRef):
+    replicas: int = Field(ge=0)
+
+
+class PauseDeploymentRequest(DeploymentRef):
+    """paused=True is ``agen stop``, False ``agen start``; hold_runs also holds unfinished tasks."""
+
+    paused: bool = True
+    hold_runs: bool = False
+    hold_until_ms: int | None = None
+    reason: str | None = None
+
+
+class DeleteDeploymentRequest(DeploymentRef):
+    pass
+
+
+class DeleteDeploymentResponse(Model):
+    deleted: bool = True
+    cancelled_tasks: int = 0
+    ended_runs: int = 0
+
+
+class LogLine(Model):
+    seq: int
+    namespace: str = "default"
+    deployment: str
+    instance_id: str | None = None
+    level: str
+    message: str
+    created_ms: int
+
+
+class GetLogsRequest(DeploymentRef):
+    instance: str | None = None
+    limit: int = Field(200, ge=1, le=10_000)
+    after_seq: int = 0
+    wait_seconds: float = Field(0, ge=0, le=60)
+
+
+class GetLogsResponse(Model):
+    lines: list[LogLine]
+    last_seq: int = 0

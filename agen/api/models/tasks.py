@@ -1,0 +1,104 @@
+"""Task RPC shapes: submit, get (with wait), list, cancel, pause, resume."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from agen.api.models.common import NAME_PATTERN, Model
+
+Priority = Literal["urgent", "high", "normal", "background"]
+TaskState = Literal["queued", "leased", "running", "waiting", "succeeded", "failed", "cancelled", "expired"]
+TERMINAL_STATES: frozenset[str] = frozenset({"succeeded", "failed", "cancelled", "expired"})
+
+
+class Task(Model):
+    id: str
+    namespace: str
+    deployment: str
+    deployment_id: str
+    state: str
+    input: str
+    source: str = "api"
+    conversation_key: str | None = None
+    labels: dict[str, str] = {}
+    priority: str = "normal"
+    idempotency_key: str | None = None
+    schedule_key: str | None = None
+    not_before_ms: int | None = None
+    not_after_ms: int | None = None
+    attempts: int = 0
+    wait_reason: str | None = None
+    wait_for: str | None = None
+    held: bool = False
+    held_until_ms: int | None = None
+    hold_reason: str | None = None
+    progress: Any = None
+    outcome: dict[str, Any] | None = None
+    error: str | None = None
+    trust: str = "trusted"
+    model_tier: str | None = None
+    locks: list[str] = []
+    run_id: str | None = None
+    pending_approvals: list[str] = []
+    created_ms: int
+    started_ms: int | None = None
+    finished_ms: int | None = None
+    updated_ms: int
+
+
+class SubmitTaskRequest(Model):
+    namespace: str = Field("default", pattern=NAME_PATTERN)
+    deployment: str = Field(min_length=1)
+    input: str
+    conversation_key: str | None = None
+    labels: dict[str, str] = {}
+    priority: Priority = "normal"
+    idempotency_key: str | None = None
+    schedule_key: str | None = None
+    not_before_ms: int | None = None
+    not_after_ms: int | None = None
+    locks: list[str] = []
+    trust: Literal["operator", "trusted", "untrusted"] | None = None
+    model_tier: Literal["low", "medium", "high", "xhigh", "max"] | None = None
+    overrides: dict[str, Any] | None = None
+
+
+class TaskResponse(Model):
+    task: Task
+    created: bool = False
+
+
+class GetTaskRequest(Model):
+    """wait_seconds > 0 waits for the task to end, or to start waiting for an approval."""
+
+    id: str
+    wait_seconds: float = Field(0, ge=0, le=300)
+
+
+class ListTasksRequest(Model):
+    namespace: str = Field("default", pattern=NAME_PATTERN)
+    deployment: str | None = None
+    state: str | None = None
+    scheduled: bool = False
+    limit: int = Field(20, ge=1, le=1000)
+
+
+class ListTasksResponse(Model):
+    tasks: list[Task]
+
+
+class CancelTaskRequest(Model):
+    id: str
+    reason: str | None = None
+
+
+class PauseTaskRequest(Model):
+    id: str
+    hold_until_ms: int | None = None
+    reason: str | None = None
+
+
+class ResumeTaskRequest(Model):
+    id: str

@@ -1,0 +1,38 @@
+"""Identity RPC shapes: API tokens and whoami; the admin-only shutdown used by ``agen down``."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from agen.api.models.common import Model, Scope
+
+
+class TokenInfo(Model):
+    id: str
+    name: str | None = None
+    kind: str = "api"
+    scopes: list[str]
+    namespaces: list[str] = []
+    trust: str = "trusted"
+    created_ms: int = 0
+    expires_ms: int | None = None
+
+
+class CreateTokenRequest(Model):
+    scopes: list[Scope] = Field(min_length=1)
+    namespaces: list[str] = []
+    name: str | None = None
+    ttl_ms: int | None = Field(default=None, ge=0)
+    trust: Literal["operator", "trusted", "untrusted"] = "trusted"
+
+
+class CreateTokenResponse(Model):
+    token: str
+    info: TokenInfo
+
+
+class WhoAmIResponse(Model):
+    info: TokenInfo
+    local: bool = False

@@ -1,0 +1,108 @@
+"""Every RPC declared once: name, request and response models, required scope, handler.
+
+HTTP routes (``POST /v1/<Name>``), the OpenAPI document and the in-process client are all
+generated from ``RPCS``, so the CLI, the TUI and remote callers cannot drift apart. Handlers
+are named by import path and resolved on first in-process use, so an HTTP-only client never
+imports the Hub.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from agen.api.models import approvals as ap
+from agen.api.models import deployments as dp
+from agen.api.models import tasks as tk
+from agen.api.models import tokens as tok
+from agen.api.models.common import Empty, Ok
+
+Req = TypeVar("Req", bound=BaseModel)
+Resp = TypeVar("Resp", bound=BaseModel)
+Handler = Callable[[Any, Any, Any], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class Rpc(Generic[Req, Resp]):
+    """One API method. ``starts_work`` RPCs are refused (503) while the Hub drains."""
+
+    name: str
+    request: type[Req]
+    response: type[Resp]
+    scope: str
+    handler_path: str
+    doc: str
+    starts_work: bool = False
+    _resolved: list[Handler] = field(default_factory=list, compare=False, repr=False)
+
+    @property
+    def path(self) -> str:
+        return f"/v1/{self.name}"
+
+    def handler(self) -> Handler:
+        if not self._resolved:
+            module, _, attr = self.handler_path.partition(":")
+            self._resolved.append(getattr(importlib.import_module(module), attr))
+        return self._resolved[0]
+
+
+def _rpc(name: str, req: type[Req], resp: type[Resp], scope: str, handler: str, doc: str,
+         *, starts_work: bool = False) -> Rpc[Req, Resp]:
+    return Rpc(name, req, resp, scope, handler, doc, starts_work)
+
+
+D, T, A, K = "agen.hub.deployments", "agen.hub.tasks", "agen.hub.approvals", "agen.hub.tokens"
+
+CreateDeployment = _rpc("CreateDeployment", dp.CreateDeploymentRequest, dp.DeploymentResponse, "operator",
+                        f"{D}:create_deployment", "Create or update a deployment from bundle files.",
+                        starts_work=True)
+UpdateDeployment = _rpc("UpdateDeployment", dp.CreateDeploymentRequest, dp.DeploymentResponse, "operator",
+                        f"{D}:update_deployment", "Update an existing deployment from bundle files.",
+                        starts_work=True)
+GetDeployment = _rpc("GetDeployment", dp.GetDeploymentRequest, dp.DeploymentResponse, "viewer",
+                     f"{D}:get_deployment", "One deployment with queue counts and instances.")
+ListDeployments = _rpc("ListDeployments", dp.ListDeploymentsRequest, dp.ListDeploymentsResponse, "viewer",
+                       f"{D}:list_deployments", "Deployments of a namespace (or every namespace).")
+ListInstances = _rpc("ListInstances", dp.ListInstancesRequest, dp.ListInstancesResponse, "viewer",
+                     "agen.hub.instances:list_instances", "Every live instance on every Nest.")
+ScaleDeployment = _rpc("ScaleDeployment", dp.ScaleDeploymentRequest, dp.DeploymentResponse, "operator",
+                       f"{D}:scale_deployment", "Set desired instances (counts as activity).", starts_work=True)
+PauseDeployment = _rpc("PauseDeployment", dp.PauseDeploymentRequest, dp.DeploymentResponse, "operator",
+                       f"{D}:pause_deployment", "Stop (hold at zero) or start a deployment.")
+DeleteDeployment = _rpc("DeleteDeployment", dp.DeleteDeploymentRequest, dp.DeleteDeploymentResponse, "operator",
+                        f"{D}:delete_deployment", "Delete a deployment, cancelling its unfinished tasks.")
+GetLogs = _rpc("GetLogs", dp.GetLogsRequest, dp.GetLogsResponse, "viewer", f"{D}:get_logs",
+               "The deployment's operational log.")
+SubmitTask = _rpc("SubmitTask", tk.SubmitTaskRequest, tk.TaskResponse, "operator", f"{T}:submit_task",
+                  "Queue a task for a deployment.", starts_work=True)
+GetTask = _rpc("GetTask", tk.GetTaskRequest, tk.TaskResponse, "viewer", f"{T}:get_task",
+               "A task; wait_seconds waits for its end or for an approval it waits on.")
+ListTasks = _rpc("ListTasks", tk.ListTasksRequest, tk.ListTasksResponse, "viewer", f"{T}:list_tasks",
+                 "Recent tasks, or scheduled ones.")
+CancelTask = _rpc("CancelTask", tk.CancelTaskRequest, tk.TaskResponse, "operator", f"{T}:cancel_task",
+                  "Cancel a task; a running one stops.")
+PauseTask = _rpc("PauseTask", tk.PauseTaskRequest, tk.TaskResponse, "operator", f"{T}:pause_task",
+                 "Hold a task until resumed (or until a time).")
+ResumeTask = _rpc("ResumeTask", tk.ResumeTaskRequest, tk.TaskResponse, "operator", f"{T}:resume_task",
+                  "End a hold started by PauseTask.", starts_work=True)
+ListApprovals = _rpc("ListApprovals", ap.ListApprovalsRequest, ap.ListApprovalsResponse, "viewer",
+                     f"{A}:list_approvals", "Pending (or all) approvals.")
+DecideApproval = _rpc("DecideApproval", ap.DecideApprovalRequest, ap.ApprovalResponse, "approver",
+                      f"{A}:decide_approval", "Approve or deny a pending approval.")
+CreateToken = _rpc("CreateToken", tok.CreateTokenRequest, tok.CreateTokenResponse, "admin", f"{K}:create_token",
+                   "Create an API token (its secret is shown once).")
+WhoAmI = _rpc("WhoAmI", Empty, tok.WhoAmIResponse, "viewer", f"{K}:who_am_i", "The caller's identity and scopes.")
+Shutdown = _rpc("Shutdown", Empty, Ok, "admin", f"{K}:shutdown", "Drain and stop the local `agen up`.")
+
+RPCS: dict[str, Rpc[Any, Any]] = {
+    r.name: r
+    for r in (
+        CreateDeployment, UpdateDeployment, GetDeployment, ListDeployments, ListInstances, ScaleDeployment,
+        PauseDeployment, DeleteDeployment, GetLogs, SubmitTask, GetTask, ListTasks, CancelTask, PauseTask,
+        ResumeTask, ListApprovals, DecideApproval, CreateToken, WhoAmI, Shutdown,
+    )
+}

@@ -1,0 +1,140 @@
+"""The one API client, used by the CLI and the TUI, with two transports.
+
+In-process calls go straight to the registry's handlers as the local admin (the embedded
+``agen run`` path, no HTTP). HTTP calls post JSON to ``--hub`` with a bearer token; the
+transport is the strict point where httpx errors become AgenErrors.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+import httpx
+from pydantic import BaseModel
+
+from agen.api.registry import Rpc
+from agen.errors import AgenError, UnavailableError, from_dict
+
+if TYPE_CHECKING:
+    from agen.hub.auth import Principal
+    from agen.hub.service import Hub
+
+Req = TypeVar("Req", bound=BaseModel)
+Resp = TypeVar("Resp", bound=BaseModel)
+
+DEFAULT_HUB = "http://127.0.0.1:7070"
+
+
+class Transport(Protocol):
+    async def call(self, rpc: Rpc[Any, Any], request: BaseModel) -> BaseModel: ...
+
+    async def aclose(self) -> None: ...
+
+
+class InProcessTransport:
+    """Calls handlers directly, as the local admin unless told otherwise."""
+
+    def __init__(self, hub: Hub, principal: Principal | None = None) -> None:
+        from agen.hub.auth import LOCAL_ADMIN
+
+        self.hub = hub
+        self.principal = principal or LOCAL_ADMIN
+
+    async def call(self, rpc: Rpc[Any, Any], request: BaseModel) -> BaseModel:
+        from agen.api.dispatch import dispatch
+
+        return await dispatch(self.hub, self.principal, rpc, request)
+
+    async def aclose(self) -> None:
+        return None
+
+
+def unreachable(url: str, why: object) -> UnavailableError:
+    return UnavailableError(
+        f"cannot reach the Hub at {url}: start one with `agen up` or pass --hub ({why})", hub=url
+    )
+
+
+class HttpTransport:
+    def __init__(self, url: str, token: str | None, *, timeout_s: float = 30.0) -> None:
+        self.url = url.rstrip("/")
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._http = httpx.AsyncClient(base_url=self.url, headers=headers, timeout=timeout_s)
+        self._timeout_s = timeout_s
+
+    async def call(self, rpc: Rpc[Any, Any], request: BaseModel) -> BaseModel:
+        wait = float(getattr(request, "wait_seconds", 0) or 0)
+        try:
+            r = await self._http.post(
+                rpc.path, content=request.model_dump_json(), headers={"Content-Type": "application/json"},
+                timeout=self._timeout_s + wait,
+            )
+        except httpx.TransportError as e:
+            raise unreachable(self.url, type(e).__name__) from None
+        if r.status_code >= 400:
+            try:
+                body = r.json()
+            except ValueError:
+                body = {}
+            if not isinstance(body, dict) or "error" not in body:
+                raise AgenError(f"{rpc.name}: HTTP {r.status_code} from {self.url}: {r.text[:200]}")
+            raise from_dict(body, r.status_code)
+        result: BaseModel = rpc.response.model_validate_json(r.content)
+        return result
+
+    async def get_json(self, path: str) -> tuple[int, Any]:
+        try:
+            r = await self._http.get(path)
+        except httpx.TransportError as e:
+            raise unreachable(self.url, type(e).__name__) from None
+        return r.status_code, r.json()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+
+class Client:
+    """``await client.call(registry.SubmitTask, SubmitTaskRequest(...))`` -> TaskResponse."""
+
+    def __init__(self, transport: Transport) -> None:
+        self.transport = transport
+
+    @classmethod
+    def in_process(cls, hub: Hub, principal: Principal | None = None) -> Client:
+        return cls(InProcessTransport(hub, principal))
+
+    @classmethod
+    def http(cls, url: str, token: str | None) -> Client:
+        return cls(HttpTransport(url, token))
+
+    @classmethod
+    def from_options(cls, hub: str | None, token: str | None) -> Client:
+        """--hub/--token (or AGEN_HUB/AGEN_TOKEN), else the local ``agen up`` from local.json.
+
+        The local admin token is only ever sent to the local Hub's own URL.
+        """
+        from agen.local import read_local, same_hub
+
+        local = read_local()
+        url = hub or (local.url if local else DEFAULT_HUB)
+        if token is None and local is not None and same_hub(url, local.url):
+            token = local.token
+        return cls.http(url, token)
+
+    @property
+    def url(self) -> str | None:
+        return self.transport.url if isinstance(self.transport, HttpTransport) else None
+
+    async def call(self, rpc: Rpc[Req, Resp], request: Req) -> Resp:
+        result = await self.transport.call(rpc, request)
+        assert isinstance(result, rpc.response)
+        return result
+
+    async def aclose(self) -> None:
+        await self.transport.aclose()
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

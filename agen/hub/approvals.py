@@ -1,0 +1,54 @@
+"""Approval RPCs: list pending (or all) approvals; decide one (the runner's decide_approval)."""
+
+from __future__ import annotations
+
+from agen.api.models.approvals import (
+    Approval,
+    ApprovalResponse,
+    DecideApprovalRequest,
+    ListApprovalsRequest,
+    ListApprovalsResponse,
+)
+from agen.errors import NotFoundError
+from agen.hub.auth import Principal
+from agen.hub.service import Hub
+from agen.store import Row, Tx, loads
+
+
+def approval_view(row: Row) -> Approval:
+    return Approval(
+        id=row["id"], namespace=row["namespace"], deployment=row["deployment"], run_id=row["run_id"],
+        task_id=row["task_id"], tool=row["tool"], arguments=loads(row["arguments"]), state=row["state"],
+        requested_by=row["requested_by"], decided_by=row["decided_by"], decided_ms=row["decided_ms"],
+        note=row["note"], created_ms=row["created_ms"],
+    )
+
+
+async def list_approvals(hub: Hub, p: Principal, req: ListApprovalsRequest) -> ListApprovalsResponse:
+    p.require_namespace(req.namespace)
+    sql, params = "SELECT * FROM approvals WHERE namespace = ?", [req.namespace]
+    if not req.all:
+        sql += " AND state = 'pending'"
+    if req.task_id:
+        sql += " AND task_id = ?"
+        params.append(req.task_id)
+    rows = await hub.store.all(sql + " ORDER BY created_ms DESC LIMIT ?", [*params, req.limit])
+    return ListApprovalsResponse(approvals=[approval_view(r) for r in rows])
+
+
+async def decide_approval(hub: Hub, p: Principal, req: DecideApprovalRequest) -> ApprovalResponse:
+    from agen.runner.approvals import decide_approval as decide
+
+    row = await hub.store.one("SELECT namespace FROM approvals WHERE id = ?", (req.id,))
+    if row is None or not p.sees(row["namespace"]):
+        raise NotFoundError(f"approval {req.id} not found; `agen approvals` lists pending ones", approval=req.id)
+
+    def fn(tx: Tx) -> Row:
+        decide(tx, req.id, approve=req.approve, by=p.subject, note=req.note)
+        updated = tx.one("SELECT * FROM approvals WHERE id = ?", (req.id,))
+        assert updated is not None
+        return updated
+
+    updated = await hub.store.write(fn)
+    hub.work.notify()
+    return ApprovalResponse(approval=approval_view(updated))

@@ -1,0 +1,136 @@
+"""Who is calling and what they may do: bearer API tokens, scopes and namespace limits.
+
+Tokens are ``agen_`` + 32 random bytes (urlsafe); only their SHA-256 is stored, so a
+leaked database does not leak credentials. Scopes: viewer reads; operator deploys,
+runs, scales and cancels; approver decides approvals; admin does everything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass, field
+
+from ulid import ULID
+
+from agen.errors import DeniedError, InvalidError, UnauthenticatedError
+from agen.store import Store, Tx, dumps, loads
+
+TOKEN_PREFIX = "agen_"
+SCOPES = ("viewer", "operator", "approver", "admin")
+TRUSTS = ("operator", "trusted", "untrusted")
+
+
+@dataclass(frozen=True)
+class Principal:
+    """An authenticated caller. ``namespaces`` empty means every namespace."""
+
+    id: str
+    name: str | None
+    scopes: frozenset[str]
+    namespaces: frozenset[str] = field(default_factory=frozenset)
+    trust: str = "trusted"
+    kind: str = "api"
+
+    @property
+    def subject(self) -> str:
+        return f"user:{self.id}"
+
+    def allows(self, scope: str) -> bool:
+        """admin implies every scope; operator and approver both imply viewer."""
+        if "admin" in self.scopes or scope in self.scopes:
+            return True
+        return scope == "viewer" and bool(self.scopes & {"operator", "approver"})
+
+    def require(self, scope: str, what: str) -> None:
+        if not self.allows(scope):
+            have = ", ".join(sorted(self.scopes)) or "none"
+            raise DeniedError(
+                f"{what} needs the {scope} scope; this token has {have}. "
+                f"Create one with `agen token create --scope {scope}`.",
+                scope=scope,
+            )
+
+    def sees(self, namespace: str) -> bool:
+        return not self.namespaces or namespace in self.namespaces
+
+    def require_namespace(self, namespace: str) -> None:
+        if not self.sees(namespace):
+            raise DeniedError(
+                f"this token is limited to namespaces {', '.join(sorted(self.namespaces))}; "
+                f"namespace {namespace!r} is outside them",
+                namespace=namespace,
+            )
+
+
+LOCAL_ADMIN = Principal(id="local", name="local", scopes=frozenset({"admin"}), trust="operator", kind="local")
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def new_secret() -> str:
+    return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+def insert_token(
+    tx: Tx,
+    *,
+    scopes: list[str],
+    namespaces: list[str] | None = None,
+    name: str | None = None,
+    ttl_ms: int | None = None,
+    trust: str = "trusted",
+    kind: str = "api",
+) -> tuple[str, str]:
+    """Store a new token (hash only); returns (id, secret). The secret is never readable again."""
+    bad = [s for s in scopes if s not in SCOPES]
+    if bad or not scopes:
+        raise InvalidError(f"scope must be one of {', '.join(SCOPES)} (got {', '.join(bad) or 'none'})", field="scope")
+    if trust not in TRUSTS:
+        raise InvalidError(f"trust must be one of {', '.join(TRUSTS)} (got {trust!r})", field="trust")
+    token_id, secret = str(ULID()), new_secret()
+    expires = tx.now_ms + ttl_ms if ttl_ms else None
+    tx.execute(
+        "INSERT INTO tokens (id, name, kind, hash, scopes, namespaces, trust, created_ms, expires_ms)"
+        " VALUES (?,?,?,?,?,?,?,?,?)",
+        (token_id, name, kind, hash_token(secret), dumps(sorted(set(scopes))),
+         dumps(sorted(set(namespaces or []))), trust, tx.now_ms, expires),
+    )
+    return token_id, secret
+
+
+class Authenticator:
+    """Resolves bearer tokens to principals, with a short cache so hot paths skip the Store."""
+
+    CACHE_MS = 5_000
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._cache: dict[str, tuple[Principal, int, int | None]] = {}
+
+    async def authenticate(self, token: str | None, now_ms: int) -> Principal:
+        if not token:
+            raise UnauthenticatedError(
+                "no API token: pass --token (or AGEN_TOKEN), or run against the local `agen up`"
+            )
+        digest = hash_token(token)
+        hit = self._cache.get(digest)
+        if hit is not None and hit[1] > now_ms and (hit[2] is None or hit[2] > now_ms):
+            return hit[0]
+        row = await self._store.one("SELECT * FROM tokens WHERE hash = ?", (digest,))
+        if row is None or row["kind"] not in ("api",) or row["revoked_ms"] is not None:
+            raise UnauthenticatedError("the API token is not valid (unknown or revoked); create one with `agen token create`")
+        expires = row["expires_ms"]
+        if expires is not None and expires <= now_ms:
+            raise UnauthenticatedError(f"the API token {row['id']} expired; create a new one with `agen token create`")
+        principal = Principal(
+            id=row["id"],
+            name=row["name"],
+            scopes=frozenset(loads(row["scopes"], [])),
+            namespaces=frozenset(loads(row["namespaces"], [])),
+            trust=row["trust"],
+        )
+        self._cache[digest] = (principal, now_ms + self.CACHE_MS, expires)
+        return principal

@@ -1,0 +1,316 @@
+"""Deployment RPCs: store a bundle as a definition and keep the deployment's desired state."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+from typing import Any
+
+from ulid import ULID
+
+from agen.api.models.deployments import (
+    CreateDeploymentRequest,
+    DeleteDeploymentRequest,
+    DeleteDeploymentResponse,
+    Deployment,
+    DeploymentResponse,
+    GetDeploymentRequest,
+    GetLogsRequest,
+    GetLogsResponse,
+    ListDeploymentsRequest,
+    ListDeploymentsResponse,
+    LogLine,
+    PauseDeploymentRequest,
+    ScaleDeploymentRequest,
+    ScalePolicy,
+)
+from agen.bundle import Bundle, load_bundle_files
+from agen.errors import ConflictError, InvalidError, NotFoundError
+from agen.hub import queue
+from agen.hub.auth import Principal
+from agen.hub.definitions import put_definition
+from agen.hub.logs import write_log
+from agen.hub.service import Hub
+from agen.store import Row, Tx, dumps, loads
+
+UNFINISHED = "('queued', 'leased', 'running', 'waiting')"
+
+
+def decode_files(files: dict[str, str]) -> dict[str, bytes]:
+    out: dict[str, bytes] = {}
+    for path, b64 in files.items():
+        try:
+            out[path] = base64.b64decode(b64, validate=True)
+        except (binascii.Error, ValueError):
+            raise InvalidError(f"files[{path!r}] is not valid base64", field=f"files.{path}") from None
+    return out
+
+
+def encode_files(files: dict[str, bytes]) -> dict[str, str]:
+    return {path: base64.b64encode(data).decode() for path, data in files.items()}
+
+
+def _scale(bundle: Bundle) -> ScalePolicy:
+    s = bundle.config.scale
+    return ScalePolicy(
+        min=s.min, max=s.max, target_queue_per_instance=s.target_queue_per_instance,
+        idle_timeout_ms=bundle.config.idle_timeout_ms, max_concurrency=s.max_concurrency, reserve=s.reserve,
+    )
+
+
+def _policy(bundle: Bundle) -> dict[str, Any]:
+    c = bundle.config
+    return {
+        "admission": c.admission.model_dump(exclude_none=True),
+        "conversations": c.conversations.model_dump(),
+    }
+
+
+async def create_deployment(hub: Hub, p: Principal, req: CreateDeploymentRequest) -> DeploymentResponse:
+    return await _apply(hub, p, req, must_exist=False)
+
+
+async def update_deployment(hub: Hub, p: Principal, req: CreateDeploymentRequest) -> DeploymentResponse:
+    return await _apply(hub, p, req, must_exist=True)
+
+
+async def _apply(hub: Hub, p: Principal, req: CreateDeploymentRequest, *, must_exist: bool) -> DeploymentResponse:
+    p.require_namespace(req.namespace)
+    bundle = load_bundle_files(decode_files(req.files))
+    if req.validate_only:
+        return DeploymentResponse(warnings=list(bundle.warnings))
+    name = req.name or bundle.name
+    scale = _scale(bundle)
+    if req.replicas is not None and req.replicas > scale.max:
+        raise InvalidError(
+            f"--replicas {req.replicas} is above scale.max {scale.max} of {name}; raise scale.max in x-agen/config.json",
+            field="replicas",
+        )
+
+    def fn(tx: Tx) -> tuple[str, bool, bool]:
+        def_id = put_definition(tx, bundle.name, bundle.digest, bundle.files)
+        row = tx.one("SELECT * FROM deployments WHERE namespace = ? AND name = ?", (req.namespace, name))
+        if row is None and must_exist:
+            raise NotFoundError(f"deployment {req.namespace}/{name} does not exist; create it with `agen deploy`")
+        columns = {
+            "kind": bundle.config.kind, "definition_id": def_id, "digest": bundle.digest,
+            "scale": scale.model_dump_json(), "placement": dumps(bundle.config.placement.labels),
+            "budget": bundle.config.budget.model_dump_json(exclude_none=True),
+            "limits": bundle.config.limits.model_dump_json(exclude_none=True), "policy": dumps(_policy(bundle)),
+        }
+        if row is None:
+            dep_id = str(ULID())
+            desired = req.replicas if req.replicas is not None else scale.min
+            tx.execute(
+                "INSERT INTO deployments (id, namespace, name, kind, definition_id, digest, scale, placement, budget,"
+                " limits, policy, desired, last_activity_ms, manual_scale_ms, created_ms, updated_ms)"
+                " VALUES (:id,:ns,:name,:kind,:definition_id,:digest,:scale,:placement,:budget,:limits,:policy,"
+                " :desired,:now,:manual,:now,:now)",
+                {**columns, "id": dep_id, "ns": req.namespace, "name": name, "desired": desired, "now": tx.now_ms,
+                 "manual": tx.now_ms if req.replicas is not None else None},
+            )
+            tx.event(req.namespace, "deployment.created", deployment=name, data={"definition": def_id})
+            write_log(tx, req.namespace, name, f"created from {def_id}")
+            return dep_id, True, True
+        changed = row["definition_id"] != def_id
+        desired = row["desired"]
+        if req.replicas is not None:
+            desired = req.replicas
+        elif not row["paused"]:
+            desired = min(max(desired, scale.min), scale.max)
+        tx.execute(
+            "UPDATE deployments SET kind=:kind, definition_id=:definition_id, digest=:digest, scale=:scale,"
+            " placement=:placement, budget=:budget, limits=:limits, policy=:policy, desired=:desired,"
+            " manual_scale_ms=COALESCE(:manual, manual_scale_ms), last_activity_ms=:now, updated_ms=:now"
+            " WHERE id=:id",
+            {**columns, "desired": desired, "now": tx.now_ms, "id": row["id"],
+             "manual": tx.now_ms if req.replicas is not None else None},
+        )
+        if changed:
+            tx.event(req.namespace, "deployment.updated", deployment=name, data={"definition": def_id})
+            write_log(tx, req.namespace, name, f"updated to {def_id}")
+        return str(row["id"]), False, changed
+
+    dep_id, created, changed = await hub.store.write(fn)
+    hub.work.notify()
+    view = await _view_by_id(hub, dep_id)
+    return DeploymentResponse(deployment=view, created=created, changed=changed, warnings=list(bundle.warnings))
+
+
+async def find_deployment(hub: Hub, p: Principal, namespace: str, name: str) -> Row:
+    p.require_namespace(namespace)
+    row = await hub.store.one("SELECT * FROM deployments WHERE namespace = ? AND name = ?", (namespace, name))
+    if row is None:
+        raise NotFoundError(
+            f"deployment {namespace}/{name} not found; `agen ps` lists deployments, `agen deploy <dir>` creates one",
+            deployment=name, namespace=namespace,
+        )
+    return row
+
+
+_COUNTS = (
+    "SELECT deployment_id,"
+    " SUM(CASE WHEN state='queued' AND (not_before_ms IS NULL OR not_before_ms <= :now) THEN 1 ELSE 0 END) AS queued,"
+    " SUM(CASE WHEN state='queued' AND not_before_ms > :now THEN 1 ELSE 0 END) AS scheduled,"
+    " SUM(CASE WHEN state IN ('leased','running') THEN 1 ELSE 0 END) AS running,"
+    " SUM(CASE WHEN state='waiting' THEN 1 ELSE 0 END) AS waiting"
+    " FROM tasks WHERE state IN ('queued','leased','running','waiting') {where} GROUP BY deployment_id"
+)
+_INSTANCES = (
+    "SELECT deployment_id, SUM(CASE WHEN state IN ('ready','busy') THEN 1 ELSE 0 END) AS ready,"
+    " COUNT(*) AS total FROM instances WHERE state NOT IN ('stopped','failed') {where} GROUP BY deployment_id"
+)
+
+
+def _to_view(row: Row, counts: Row | None, inst: Row | None) -> Deployment:
+    counts = counts or {}
+    inst = inst or {}
+    return Deployment(
+        id=row["id"], namespace=row["namespace"], name=row["name"], kind=row["kind"],
+        definition_id=row["definition_id"], digest=row["digest"], scale=ScalePolicy.model_validate_json(row["scale"]),
+        placement=loads(row["placement"], {}), budget=loads(row["budget"], {}), limits=loads(row["limits"], {}),
+        policy=loads(row["policy"], {}), desired=row["desired"], paused=bool(row["paused"]),
+        pause_reason=row["pause_reason"], ready=int(inst.get("ready") or 0), instances=int(inst.get("total") or 0),
+        queued=int(counts.get("queued") or 0), scheduled=int(counts.get("scheduled") or 0),
+        running=int(counts.get("running") or 0), waiting=int(counts.get("waiting") or 0),
+        last_activity_ms=row["last_activity_ms"], created_ms=row["created_ms"], updated_ms=row["updated_ms"],
+    )
+
+
+async def _views(hub: Hub, rows: list[Row]) -> list[Deployment]:
+    if not rows:
+        return []
+    ids = [r["id"] for r in rows]
+    marks = ",".join("?" * len(ids))
+    now = hub.clock()
+    counts = await hub.store.all(
+        _COUNTS.replace(":now", str(int(now))).format(where=f"AND deployment_id IN ({marks})"), ids
+    )
+    inst = await hub.store.all(_INSTANCES.format(where=f"AND deployment_id IN ({marks})"), ids)
+    by_c = {c["deployment_id"]: c for c in counts}
+    by_i = {i["deployment_id"]: i for i in inst}
+    return [_to_view(r, by_c.get(r["id"]), by_i.get(r["id"])) for r in rows]
+
+
+async def _view_by_id(hub: Hub, dep_id: str) -> Deployment:
+    row = await hub.store.one("SELECT * FROM deployments WHERE id = ?", (dep_id,))
+    if row is None:
+        raise NotFoundError(f"deployment {dep_id} not found")
+    return (await _views(hub, [row]))[0]
+
+
+async def get_deployment(hub: Hub, p: Principal, req: GetDeploymentRequest) -> DeploymentResponse:
+    row = await find_deployment(hub, p, req.namespace, req.name)
+    return DeploymentResponse(deployment=(await _views(hub, [row]))[0])
+
+
+async def list_deployments(hub: Hub, p: Principal, req: ListDeploymentsRequest) -> ListDeploymentsResponse:
+    if req.all_namespaces:
+        rows = await hub.store.all("SELECT * FROM deployments ORDER BY namespace, name")
+        rows = [r for r in rows if p.sees(r["namespace"])]
+    else:
+        p.require_namespace(req.namespace)
+        rows = await hub.store.all("SELECT * FROM deployments WHERE namespace = ? ORDER BY name", (req.namespace,))
+    return ListDeploymentsResponse(deployments=await _views(hub, rows))
+
+
+async def scale_deployment(hub: Hub, p: Principal, req: ScaleDeploymentRequest) -> DeploymentResponse:
+    row = await find_deployment(hub, p, req.namespace, req.name)
+    scale = ScalePolicy.model_validate_json(row["scale"])
+    if req.replicas > scale.max:
+        raise InvalidError(
+            f"{req.name} allows at most {scale.max} instances (scale.max); raise it in x-agen/config.json and redeploy",
+            field="replicas",
+        )
+
+    def fn(tx: Tx) -> None:
+        cur = tx.one("SELECT paused FROM deployments WHERE id = ?", (row["id"],))
+        if cur is None:
+            raise NotFoundError(f"deployment {req.namespace}/{req.name} was deleted")
+        if cur["paused"]:
+            raise ConflictError(f"{req.name} is stopped; `agen start {req.name}` first, then scale it")
+        tx.execute(
+            "UPDATE deployments SET desired = ?, manual_scale_ms = ?, last_activity_ms = ?, updated_ms = ? WHERE id = ?",
+            (req.replicas, tx.now_ms, tx.now_ms, tx.now_ms, row["id"]),
+        )
+        tx.event(req.namespace, "deployment.scaled", deployment=req.name, data={"replicas": req.replicas})
+        write_log(tx, req.namespace, req.name, f"scaled to {req.replicas}")
+
+    await hub.store.write(fn)
+    return DeploymentResponse(deployment=await _view_by_id(hub, row["id"]), changed=True)
+
+
+async def pause_deployment(hub: Hub, p: Principal, req: PauseDeploymentRequest) -> DeploymentResponse:
+    row = await find_deployment(hub, p, req.namespace, req.name)
+    scale = ScalePolicy.model_validate_json(row["scale"])
+
+    def fn(tx: Tx) -> None:
+        if req.paused:
+            tx.execute(
+                "UPDATE deployments SET paused = 1, pause_reason = ?, desired = 0, updated_ms = ? WHERE id = ?",
+                (req.reason, tx.now_ms, row["id"]),
+            )
+            if req.hold_runs:
+                queue.hold_deployment(tx, row["id"], req.hold_until_ms, req.reason or "deployment stopped")
+            tx.event(req.namespace, "deployment.stopped", deployment=req.name, data={"reason": req.reason})
+            write_log(tx, req.namespace, req.name, "stopped" + (f": {req.reason}" if req.reason else ""))
+        else:
+            tx.execute(
+                "UPDATE deployments SET paused = 0, pause_reason = NULL, desired = ?, last_activity_ms = ?,"
+                " updated_ms = ? WHERE id = ?",
+                (scale.min, tx.now_ms, tx.now_ms, row["id"]),
+            )
+            queue.resume_deployment_hold(tx, row["id"])
+            tx.event(req.namespace, "deployment.started", deployment=req.name)
+            write_log(tx, req.namespace, req.name, "started")
+
+    await hub.store.write(fn)
+    hub.work.notify()
+    return DeploymentResponse(deployment=await _view_by_id(hub, row["id"]), changed=True)
+
+
+async def delete_deployment(hub: Hub, p: Principal, req: DeleteDeploymentRequest) -> DeleteDeploymentResponse:
+    row = await find_deployment(hub, p, req.namespace, req.name)
+
+    def fn(tx: Tx) -> tuple[list[str], int]:
+        unfinished = tx.all(f"SELECT id FROM tasks WHERE deployment_id = ? AND state IN {UNFINISHED}", (row["id"],))
+        for t in unfinished:
+            queue.cancel_task(tx, t["id"], by=p.subject, reason="deployment deleted")
+        cancelled = len(unfinished)
+        ended = tx.execute(
+            "UPDATE runs SET status = 'cancelled', epoch = epoch + 1, finished_ms = ?, updated_ms = ?,"
+            " outcome = ? WHERE namespace = ? AND deployment = ? AND finished_ms IS NULL",
+            (tx.now_ms, tx.now_ms, dumps({"status": "cancelled", "reason": "deployment_deleted", "summary": ""}),
+             req.namespace, req.name),
+        )
+        tx.execute("DELETE FROM deployments WHERE id = ?", (row["id"],))
+        tx.event(req.namespace, "deployment.deleted", deployment=req.name,
+                 data={"cancelled_tasks": cancelled, "ended_runs": ended})
+        write_log(tx, req.namespace, req.name, f"deleted ({cancelled} tasks cancelled, {ended} runs ended)")
+        return [t["id"] for t in unfinished], ended
+
+    cancelled_ids, ended = await hub.store.write(fn)
+    for task_id in cancelled_ids:
+        hub.notify_cancelled(task_id)
+    return DeleteDeploymentResponse(cancelled_tasks=len(cancelled_ids), ended_runs=ended)
+
+
+async def get_logs(hub: Hub, p: Principal, req: GetLogsRequest) -> GetLogsResponse:
+    """The newest ``limit`` lines after ``after_seq``; with wait_seconds, waits for new ones."""
+    await find_deployment(hub, p, req.namespace, req.name)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + req.wait_seconds
+    while True:
+        sql = "SELECT * FROM deployment_logs WHERE namespace = ? AND deployment = ? AND seq > ?"
+        params: list[Any] = [req.namespace, req.name, req.after_seq]
+        if req.instance:
+            sql += " AND instance_id = ?"
+            params.append(req.instance)
+        rows = await hub.store.all(sql + " ORDER BY seq DESC LIMIT ?", [*params, req.limit])
+        if rows or loop.time() >= deadline:
+            break
+        await asyncio.sleep(min(0.25, max(0.0, deadline - loop.time())))
+    rows.reverse()
+    lines = [LogLine.model_validate(r) for r in rows]
+    return GetLogsResponse(lines=lines, last_seq=lines[-1].seq if lines else req.after_seq)

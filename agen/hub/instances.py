@@ -1,0 +1,145 @@
+"""Nests and their instances as the Hub sees them: enrolment, status reports, assignments."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ulid import ULID
+
+from agen.api.models.deployments import Instance, ListInstancesRequest, ListInstancesResponse
+from agen.hub.auth import Principal
+from agen.hub.logs import write_log
+from agen.hub.service import Hub
+from agen.store import Tx, dumps, loads
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """What one Nest should run of one deployment, with what it needs to run it."""
+
+    deployment_id: str
+    namespace: str
+    deployment: str
+    definition_id: str
+    digest: str
+    count: int
+    max_concurrency: int
+    paused: bool
+
+
+@dataclass
+class InstanceReport:
+    id: str
+    deployment_id: str
+    digest: str
+    state: str
+    in_flight: int = 0
+    exit_reason: str | None = None
+
+
+def register_nest(tx: Tx, name: str, *, capacity: int, labels: dict[str, str] | None = None) -> str:
+    """Enrol (or re-enrol) a Nest by name; a restarted Nest forgets the instances it had."""
+    row = tx.one("SELECT id FROM nests WHERE name = ?", (name,))
+    if row is None:
+        nest_id = str(ULID())
+        tx.execute(
+            "INSERT INTO nests (id, name, labels, capacity, state, last_heartbeat_ms, created_ms)"
+            " VALUES (?,?,?,?, 'active', ?, ?)",
+            (nest_id, name, dumps(labels or {}), capacity, tx.now_ms, tx.now_ms),
+        )
+        return nest_id
+    nest_id = str(row["id"])
+    tx.execute(
+        "UPDATE nests SET labels = ?, capacity = ?, state = 'active', last_heartbeat_ms = ? WHERE id = ?",
+        (dumps(labels or {}), capacity, tx.now_ms, nest_id),
+    )
+    tx.execute(
+        "UPDATE instances SET state = 'stopped', exit_reason = 'nest restarted', updated_ms = ?"
+        " WHERE nest_id = ? AND state NOT IN ('stopped', 'failed')",
+        (tx.now_ms, nest_id),
+    )
+    return nest_id
+
+
+def report_status(tx: Tx, nest_id: str, reports: list[InstanceReport]) -> list[Assignment]:
+    """Heartbeat: record this Nest's instances (logging state changes), return its assignments."""
+    tx.execute("UPDATE nests SET last_heartbeat_ms = ?, state = 'active' WHERE id = ?", (tx.now_ms, nest_id))
+    known = {r["id"]: r for r in tx.all("SELECT id, state FROM instances WHERE nest_id = ?", (nest_id,))}
+    names = {
+        r["id"]: (r["namespace"], r["name"])
+        for r in tx.all("SELECT id, namespace, name FROM deployments")
+    }
+    for rep in reports:
+        before = known.get(rep.id)
+        if before is None:
+            tx.execute(
+                "INSERT INTO instances (id, nest_id, deployment_id, digest, state, in_flight, exit_reason,"
+                " started_ms, updated_ms) VALUES (?,?,?,?,?,?,?,?,?)",
+                (rep.id, nest_id, rep.deployment_id, rep.digest, rep.state, rep.in_flight, rep.exit_reason,
+                 tx.now_ms, tx.now_ms),
+            )
+        else:
+            tx.execute(
+                "UPDATE instances SET state = ?, in_flight = ?, exit_reason = ?, updated_ms = ? WHERE id = ?",
+                (rep.state, rep.in_flight, rep.exit_reason, tx.now_ms, rep.id),
+            )
+        if (before is None or before["state"] != rep.state) and rep.deployment_id in names:
+            ns, dep = names[rep.deployment_id]
+            message = _transition(rep, before["state"] if before else None)
+            if message:
+                level = "error" if rep.state == "failed" else "info"
+                write_log(tx, ns, dep, message, level=level, instance_id=rep.id)
+        if rep.state in ("ready", "busy") and rep.in_flight and rep.deployment_id in names:
+            tx.execute("UPDATE deployments SET last_activity_ms = ? WHERE id = ?", (tx.now_ms, rep.deployment_id))
+    return assignments_for(tx, nest_id)
+
+
+def _transition(rep: InstanceReport, before: str | None) -> str | None:
+    if rep.state == "starting" and before is None:
+        return f"instance {rep.id} starting ({rep.digest[:19]})"
+    if rep.state == "ready" and before in (None, "starting"):
+        return f"instance {rep.id} ready"
+    if rep.state == "draining":
+        return f"instance {rep.id} draining"
+    if rep.state == "stopped":
+        return f"instance {rep.id} stopped" + (f": {rep.exit_reason}" if rep.exit_reason else "")
+    if rep.state == "failed":
+        return f"instance {rep.id} failed: {rep.exit_reason or 'unknown'}"
+    return None
+
+
+def assignments_for(tx: Tx, nest_id: str) -> list[Assignment]:
+    rows = tx.all(
+        "SELECT a.deployment_id, a.count, d.namespace, d.name, d.definition_id, d.digest, d.scale, d.paused"
+        " FROM assignments a JOIN deployments d ON d.id = a.deployment_id WHERE a.nest_id = ?",
+        (nest_id,),
+    )
+    out = []
+    for r in rows:
+        scale: dict[str, Any] = loads(r["scale"], {})
+        out.append(Assignment(
+            deployment_id=r["deployment_id"], namespace=r["namespace"], deployment=r["name"],
+            definition_id=r["definition_id"], digest=r["digest"], count=int(r["count"]),
+            max_concurrency=int(scale.get("max_concurrency", 4)), paused=bool(r["paused"]),
+        ))
+    return out
+
+
+async def list_instances(hub: Hub, p: Principal, req: ListInstancesRequest) -> ListInstancesResponse:
+    rows = await hub.store.all(
+        "SELECT i.*, n.name AS nest, d.namespace, d.name AS deployment FROM instances i"
+        " JOIN nests n ON n.id = i.nest_id LEFT JOIN deployments d ON d.id = i.deployment_id"
+        " WHERE i.state NOT IN ('stopped', 'failed') ORDER BY d.namespace, d.name, i.started_ms"
+    )
+    out = []
+    for r in rows:
+        ns = r["namespace"] or ""
+        if (req.namespace and ns != req.namespace) or (ns and not p.sees(ns)):
+            continue
+        out.append(Instance(
+            id=r["id"], nest_id=r["nest_id"], nest=r["nest"], namespace=ns, deployment=r["deployment"] or "",
+            deployment_id=r["deployment_id"], digest=r["digest"], state=r["state"], in_flight=r["in_flight"],
+            exit_reason=r["exit_reason"], started_ms=r["started_ms"], updated_ms=r["updated_ms"],
+        ))
+    return ListInstancesResponse(instances=out)

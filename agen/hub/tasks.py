@@ -1,0 +1,169 @@
+"""Task RPCs over the queue (agen.hub.queue): submit, get with wait, list, cancel, pause, resume."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from agen.api.models.tasks import (
+    TERMINAL_STATES,
+    CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    ListTasksResponse,
+    PauseTaskRequest,
+    ResumeTaskRequest,
+    SubmitTaskRequest,
+    Task,
+    TaskResponse,
+)
+from agen.errors import NotFoundError
+from agen.hub import queue
+from agen.hub.auth import Principal
+from agen.hub.deployments import find_deployment
+from agen.hub.service import Hub
+from agen.store import Row, Tx, loads
+
+PRIORITY_NAMES = {v: k for k, v in queue.PRIORITIES.items()}
+SOURCE_PREFIXES = ("api:", "webhook:", "a2a:", "cron:", "random:", "event:", "agent:")
+TRUST_RANK = {"untrusted": 0, "trusted": 1, "operator": 2}
+
+
+def scoped_key(key: str | None) -> str | None:
+    """Conversation keys are scoped by source; a key read back from a task is accepted as is."""
+    if key is None or key.startswith(SOURCE_PREFIXES):
+        return key
+    return f"api:{key}"
+
+
+def effective_trust(asked: str | None, principal_trust: str) -> str:
+    if asked is None or TRUST_RANK[asked] > TRUST_RANK.get(principal_trust, 1):
+        return principal_trust if principal_trust in TRUST_RANK else "trusted"
+    return asked
+
+
+def task_view(row: Row, *, extra: dict[str, Any] | None = None) -> Task:
+    extra = extra or {}
+    return Task(
+        id=row["id"], namespace=row["namespace"], deployment=row["deployment"], deployment_id=row["deployment_id"],
+        state=row["state"], input=row["input"], source=row["source"], conversation_key=row["conversation_key"],
+        labels=loads(row["labels"], {}), priority=PRIORITY_NAMES.get(row["priority"], "normal"),
+        idempotency_key=row["idempotency_key"], schedule_key=row["schedule_key"],
+        not_before_ms=row["not_before_ms"], not_after_ms=row["not_after_ms"], attempts=row["attempts"],
+        wait_reason=extra.get("wait_reason", row["wait_reason"]), wait_for=row["wait_for"], held=bool(row["held"]),
+        held_until_ms=row["held_until_ms"], hold_reason=row["hold_reason"], progress=loads(row["progress"]),
+        outcome=loads(row["outcome"]), error=row["error"], trust=row["trust"], model_tier=row["model_tier"],
+        locks=extra.get("locks", []), run_id=extra.get("run_id"),
+        pending_approvals=extra.get("pending_approvals", []), created_ms=row["created_ms"],
+        started_ms=row["started_ms"], finished_ms=row["finished_ms"], updated_ms=row["updated_ms"],
+    )
+
+
+def _details(tx: Tx, row: Row) -> dict[str, Any]:
+    """The joined parts of a task view, read in one transaction."""
+    extra: dict[str, Any] = {
+        "locks": [r["name"] for r in tx.all("SELECT name FROM task_locks WHERE task_id = ? ORDER BY name", (row["id"],))],
+        "run_id": tx.scalar("SELECT id FROM runs WHERE task_id = ?", (row["id"],)),
+        "pending_approvals": [
+            r["id"] for r in tx.all(
+                "SELECT id FROM approvals WHERE task_id = ? AND state = 'pending' ORDER BY created_ms", (row["id"],))
+        ],
+    }
+    if row["state"] == "queued":
+        extra["wait_reason"] = queue.wait_reason(tx, row, now_ms=tx.now_ms)
+    return extra
+
+
+async def load_task(hub: Hub, p: Principal, task_id: str) -> Task:
+    def fn(tx: Tx) -> Task | None:
+        row = tx.one("SELECT * FROM tasks WHERE id = ?", (task_id,))
+        return None if row is None else task_view(row, extra=_details(tx, row))
+
+    task = await hub.store.write(fn)
+    if task is None or not p.sees(task.namespace):
+        raise NotFoundError(f"task {task_id} not found; `agen tasks` lists recent tasks", task=task_id)
+    return task
+
+
+async def submit_task(hub: Hub, p: Principal, req: SubmitTaskRequest) -> TaskResponse:
+    dep = await find_deployment(hub, p, req.namespace, req.deployment)
+    admission = loads(dep["policy"], {}).get("admission", {})
+    new = queue.NewTask(
+        namespace=req.namespace, deployment_id=dep["id"], deployment=dep["name"], input=req.input,
+        conversation_key=scoped_key(req.conversation_key), labels=dict(req.labels), priority=req.priority,
+        idempotency_key=req.idempotency_key, schedule_key=req.schedule_key, not_before_ms=req.not_before_ms,
+        not_after_ms=req.not_after_ms, locks=list(req.locks), trust=effective_trust(req.trust, p.trust),
+        model_tier=req.model_tier, overrides=req.overrides, submitted_by=p.subject,
+    )
+
+    def fn(tx: Tx) -> tuple[Task, bool]:
+        row, created = queue.submit_task(tx, new, max_queued=admission.get("max_queued_tasks"))
+        return task_view(row, extra={"locks": sorted(set(new.locks))}), created
+
+    task, created = await hub.store.write(fn)
+    if created:
+        hub.work.notify()
+    return TaskResponse(task=task, created=created)
+
+
+async def get_task(hub: Hub, p: Principal, req: GetTaskRequest) -> TaskResponse:
+    """With wait_seconds: until the task ends, or starts waiting for an approval."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + req.wait_seconds
+    seq = await hub.store.wait_for_events(0, 0)
+    while True:
+        task = await load_task(hub, p, req.id)
+        remaining = deadline - loop.time()
+        if task.state in TERMINAL_STATES or task.pending_approvals or remaining <= 0:
+            return TaskResponse(task=task)
+        seq = await hub.store.wait_for_events(seq, min(remaining, 1.0))
+
+
+async def list_tasks(hub: Hub, p: Principal, req: ListTasksRequest) -> ListTasksResponse:
+    p.require_namespace(req.namespace)
+    now = hub.clock()
+    sql = "SELECT * FROM tasks WHERE namespace = ?"
+    params: list[Any] = [req.namespace]
+    if req.deployment:
+        sql += " AND deployment = ?"
+        params.append(req.deployment)
+    if req.scheduled:
+        sql += " AND state = 'queued' AND not_before_ms > ? ORDER BY not_before_ms, seq LIMIT ?"
+        params += [now, req.limit]
+    else:
+        if req.state:
+            sql += " AND state = ?"
+            params.append(req.state)
+        sql += " ORDER BY created_ms DESC, seq DESC LIMIT ?"
+        params.append(req.limit)
+
+    def fn(tx: Tx) -> list[Task]:
+        return [task_view(r, extra=_details(tx, r)) for r in tx.all(sql, params)]
+
+    return ListTasksResponse(tasks=await hub.store.write(fn))
+
+
+async def _task_namespace(hub: Hub, p: Principal, task_id: str) -> None:
+    ns = await hub.store.scalar("SELECT namespace FROM tasks WHERE id = ?", (task_id,))
+    if ns is None or not p.sees(ns):
+        raise NotFoundError(f"task {task_id} not found; `agen tasks` lists recent tasks", task=task_id)
+
+
+async def cancel_task(hub: Hub, p: Principal, req: CancelTaskRequest) -> TaskResponse:
+    await _task_namespace(hub, p, req.id)
+    await hub.store.write(lambda tx: queue.cancel_task(tx, req.id, by=p.subject, reason=req.reason))
+    hub.notify_cancelled(req.id)
+    return TaskResponse(task=await load_task(hub, p, req.id))
+
+
+async def pause_task(hub: Hub, p: Principal, req: PauseTaskRequest) -> TaskResponse:
+    await _task_namespace(hub, p, req.id)
+    await hub.store.write(lambda tx: queue.pause_task(tx, req.id, req.hold_until_ms, req.reason))
+    return TaskResponse(task=await load_task(hub, p, req.id))
+
+
+async def resume_task(hub: Hub, p: Principal, req: ResumeTaskRequest) -> TaskResponse:
+    await _task_namespace(hub, p, req.id)
+    await hub.store.write(lambda tx: queue.resume_task(tx, req.id))
+    hub.work.notify()
+    return TaskResponse(task=await load_task(hub, p, req.id))

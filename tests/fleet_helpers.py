@@ -1,0 +1,39 @@
+"""Fleet test helpers: fake-model bundles on disk, a Hub over a temp store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+def write_bundle(
+    root: Path,
+    name: str = "echo",
+    *,
+    script: list[dict[str, Any]] | None = None,
+    config: dict[str, Any] | None = None,
+    prompt: str = "You answer briefly.",
+) -> Path:
+    """A fake-model bundle: no script means echo mode (the reply repeats the input)."""
+    fake: dict[str, Any] = {"script": script} if script is not None else {"echo": True}
+    files: dict[str, Any] = {
+        "plugin.json": {"name": name, "version": "0.1.0"},
+        "x-agen/agent.md": f"---\nname: {name}\n---\n{prompt}\n",
+        "x-agen/harness.json": {"provider": "fake", "fake": fake},
+        "x-agen/config.json": config if config is not None else {"kind": "pool", "scale": {"min": 1, "max": 2}},
+    }
+    root.mkdir(parents=True, exist_ok=True)
+    for path, value in files.items():
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(value if isinstance(value, str) else json.dumps(value, indent=2))
+    return root
+
+
+def files_b64(root: Path) -> dict[str, str]:
+    import base64
+
+    from agen.bundle import walk_bundle
+
+    return {p: base64.b64encode(d).decode() for p, d in walk_bundle(root).items()}
