@@ -82,3 +82,5 @@ class RunResult(BaseModel):
     outcome: Outcome
     epoch: int = 1
     resumed: bool = False
+    # Set when the run stopped without ending (held, or a tool waits on something): resume it later.
+    suspended: str | None = None

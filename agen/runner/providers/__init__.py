@@ -1,0 +1,118 @@
+"""Model providers behind one port, and ``build_accounts`` which makes them from a harness.
+
+An *account* is one provider (API key at a base URL) with its model list (the model then
+its fallbackModels). The primary account comes first; harness.fallbackProviders follow and
+are tried only on account errors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+
+from agen.bundle import Bundle
+from agen.bundle.checks import bundle_path
+from agen.bundle.harness import DEFAULT_KEY_SECRET, Harness, Turn
+from agen.errors import BundleError
+from agen.runner.providers.base import ModelProvider, ModelRequest, ModelResponse, ProviderError
+from agen.runner.redact import Redactor
+
+__all__ = ["Account", "ModelProvider", "ModelRequest", "ModelResponse", "ProviderError", "build_accounts"]
+
+
+@dataclass
+class Account:
+    provider: ModelProvider
+    models: list[str]
+    label: str  # provider name, for spans (gen_ai.provider.name)
+
+
+def _secret(bundle: Bundle, name: str | None, redactor: Redactor | None) -> str | None:
+    if not name:
+        return None
+    value = os.environ.get(bundle.secrets.env_var(name))
+    if value and redactor is not None:
+        redactor.add(value)
+    return value
+
+
+def _bundle_json(bundle: Bundle, path: str, field: str) -> object:
+    norm = bundle_path(path)
+    if norm is None or norm not in bundle.files:
+        raise BundleError(f"harness {field} names a missing file", [f"x-agen/harness.json: {field}: {path!r} is not in the bundle"])
+    try:
+        return json.loads(bundle.files[norm])
+    except ValueError as e:
+        raise BundleError(f"harness {field} is not valid JSON", [f"{norm}: {e}"]) from e
+
+
+async def _one(
+    bundle: Bundle,
+    harness: Harness,
+    redactor: Redactor | None,
+    *,
+    fake_delay_s: float = 0.0,
+) -> Account:
+    from agen.runner.providers.fake import FakeProvider
+    from agen.runner.providers.openai import OpenAIProvider
+    from agen.runner.providers.openrouter import OpenRouterProvider
+    from agen.runner.providers.replay import ReplayProvider, cassette_interactions
+
+    kind = harness.provider
+    model = harness.model
+    base_url = harness.base_url
+    key_name = harness.key_secret
+    timeout_s = harness.request_timeout_ms / 1000
+    if kind == "auto":
+        from agen.runner.providers.auto import choose, say_once
+
+        choice = await choose(model)
+        say_once(choice)
+        kind, model = choice.provider, choice.model  # type: ignore[assignment]
+        base_url = base_url or choice.base_url
+        key_name = harness.api_key_secret or DEFAULT_KEY_SECRET.get(kind)
+    provider: ModelProvider
+    if kind == "fake":
+        script: list[Turn] | None = None
+        spec = harness.fake
+        if spec is not None and spec.script is not None and not spec.echo:
+            if isinstance(spec.script, str):
+                data = _bundle_json(bundle, spec.script, "fake.script")
+                script = [Turn.model_validate(t) for t in data] if isinstance(data, list) else []
+            else:
+                script = list(spec.script)
+        provider = FakeProvider(script, delay_s=fake_delay_s)
+        model = model or "fake"
+    elif kind == "replay":
+        assert harness.cassette is not None
+        provider = ReplayProvider(cassette_interactions(_bundle_json(bundle, harness.cassette, "cassette")))
+        model = model or "replay"
+    elif kind == "openrouter":
+        provider = OpenRouterProvider(api_key=_secret(bundle, key_name, redactor), model=model or "", base_url=base_url,
+                                      timeout_s=timeout_s, extras=harness.openrouter, router=harness.router)
+    else:
+        api_key = _secret(bundle, key_name, redactor) if base_url is None or harness.api_key_secret else None
+        provider = OpenAIProvider(api_key=api_key, model=model or "", base_url=base_url, timeout_s=timeout_s)
+    provider.default_model = model or provider.default_model
+    return Account(provider, [model or provider.default_model, *harness.fallback_models], kind)
+
+
+async def build_accounts(
+    bundle: Bundle, redactor: Redactor | None = None, *, fake_delay_s: float = 0.0
+) -> list[Account]:
+    """The primary account, then each harness.fallbackProviders entry built the same way."""
+    harness = bundle.harness
+    accounts = [await _one(bundle, harness, redactor, fake_delay_s=fake_delay_s)]
+    for fb in harness.fallback_providers:
+        swapped = harness.model_copy(update={
+            "provider": fb.provider, "model": fb.model, "fallback_models": list(fb.fallback_models),
+            "base_url": fb.base_url, "api_key_secret": fb.api_key_secret, "fallback_providers": [],
+        })
+        accounts.append(await _one(bundle, swapped, redactor, fake_delay_s=fake_delay_s))
+    if bundle.config.record_interactions:
+        from agen.runner.providers.replay import RecordingProvider
+
+        for account in accounts:
+            account.provider = RecordingProvider(account.provider)
+    return accounts

@@ -1,0 +1,134 @@
+"""Running one turn's tool calls: permissions, approvals, the effect ledger, redaction, the cap.
+
+Calls run concurrently unless harness.parallelToolCalls is off or one of them needs an
+approval; results come back in call order. Side-effecting tools are recorded ``started``
+before they run and ``completed`` after; a cancelled call leaves its effect started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from agen.runner import artifacts
+from agen.runner.effects import complete_effect, effect_key, start_effect
+from agen.runner.policy import ApprovalGate, ApprovalRequest, ToolPolicy, Verdict
+from agen.runner.providers.base import ToolCallOut
+from agen.runner.state import RunState
+from agen.runner.tools.base import Tool, ToolError, ToolResult
+from agen.store.base import Store
+
+
+@dataclass
+class CallResult:
+    call: ToolCallOut
+    index: int
+    content: str
+    is_error: bool = False
+    data: Any = None
+    suspend: str | None = None
+    tool: str | None = None  # registered name
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class CallEnv:
+    store: Store
+    policy: ToolPolicy
+    gate: ApprovalGate
+    parallel: bool
+    max_result_chars: int
+
+
+def _ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+async def execute_calls(env: CallEnv, st: RunState, calls: list[ToolCallOut],
+                        indices: list[int] | None = None) -> list[CallResult]:
+    idx = indices if indices is not None else list(range(len(calls)))
+    verdicts: list[Verdict | None] = []
+    for call in calls:
+        tool = st.tools.get(call.name)
+        if tool is None or tool.bypass_permissions or call.arguments_error:
+            verdicts.append(None)
+        else:
+            verdicts.append(await env.policy.check(tool, call.arguments, st.tool_context(call.id)))
+    sequential = not env.parallel or len(calls) < 2 or any(v is not None and v.decision == "ask" for v in verdicts)
+    if sequential:
+        return [await _one(env, st, c, i, v) for c, i, v in zip(calls, idx, verdicts, strict=True)]
+    return list(await asyncio.gather(*(_one(env, st, c, i, v) for c, i, v in zip(calls, idx, verdicts, strict=True))))
+
+
+async def _one(env: CallEnv, st: RunState, call: ToolCallOut, index: int, verdict: Verdict | None) -> CallResult:
+    t0 = _ms()
+    tool = st.tools.get(call.name)
+    res = await _guarded(env, st, tool, call, index, verdict)
+    res.tool = tool.name if tool else call.name
+    if tool is not None and not res.is_error and res.suspend is None:
+        res.content = st.redactor.redact(res.content)
+        capped, art = await artifacts.cap_result(env.store, st.req.namespace, tool.name, res.content,
+                                                 env.max_result_chars, st.task_id, st.run_id)
+        if art is not None:
+            res.content = capped
+            res.attrs["agen.artifact"] = art
+    else:
+        res.content = st.redactor.redact(res.content)
+    if tool is not None and tool.untrusted_output and st.trust != "untrusted":
+        st.trust = "untrusted"
+        res.attrs["agen.trust.lowered"] = True
+    st.guards.record_call(call.name, call.arguments, res.content if res.is_error else None)
+    attrs = {"agen.tool.name": res.tool, "gen_ai.tool.call.id": call.id, "agen.turn": st.turn, **res.attrs}
+    st.add_span("agen.tool", "error" if res.is_error else "ok", attrs, t0, _ms(),
+                res.content if res.is_error else None)
+    return res
+
+
+async def _guarded(env: CallEnv, st: RunState, tool: Tool | None, call: ToolCallOut, index: int,
+                   verdict: Verdict | None) -> CallResult:
+    if tool is None:
+        names = ", ".join(sorted(st.tools)) or "none"
+        return CallResult(call, index, f"unknown tool {call.name!r}; the tools you can call are: {names}", True)
+    if call.arguments_error:
+        return CallResult(call, index, f"{tool.name}: {call.arguments_error}", True)
+    refused = st.guards.refused(call.name, call.arguments)
+    if refused:
+        return CallResult(call, index, refused, True, attrs={"agen.guard": "repeated_failure"})
+    if verdict is not None and verdict.decision == "deny":
+        rule = f" ({verdict.rule})" if verdict.rule else ""
+        return CallResult(call, index, f"denied: a permission rule{rule} does not allow {tool.name}", True,
+                          attrs={"agen.permission": "deny"})
+    if verdict is not None and verdict.decision == "ask":
+        decision = await env.gate.decide(ApprovalRequest(
+            namespace=st.req.namespace, deployment=st.req.deployment, run_id=st.run_id, task_id=st.task_id,
+            call_id=call.id, tool=tool.name, arguments=st.redactor.redact_obj(call.arguments),
+            requested_by=st.req.requested_by))
+        if not decision.approved:
+            note = f": {decision.note}" if decision.note else ""
+            return CallResult(call, index, f"denied by the approver{note}", True, attrs={"agen.permission": "denied"})
+    key = None
+    if tool.side_effect:
+        key = effect_key(st.run_id, st.turn, index, tool.name, call.arguments, tool.idempotent)
+        await env.store.write(start_effect(st.run_id, st.epoch, key, tool.name, call.id))
+    result = await invoke(tool, call, st)
+    if key is not None:
+        await env.store.write(complete_effect(st.run_id, st.epoch, key, ok=not result.is_error,
+                                              content=st.redactor.redact(result.content), is_error=result.is_error))
+    out = CallResult(call, index, result.content, result.is_error, result.data, result.suspend)
+    if key is not None:
+        out.attrs["agen.effect_key"] = key
+    return out
+
+
+async def invoke(tool: Tool, call: ToolCallOut, st: RunState) -> ToolResult:
+    """Call the tool; its failures become error results the model reads (cancellation propagates)."""
+    try:
+        return await tool.call(call.arguments, st.tool_context(call.id))
+    except ToolError as e:
+        return ToolResult(e.message, is_error=True, suspend=e.suspend)
+    except asyncio.CancelledError:
+        raise
+    except Exception as e:
+        return ToolResult(f"{tool.name} failed: {type(e).__name__}: {e}", is_error=True)

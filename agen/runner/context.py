@@ -1,0 +1,174 @@
+"""What the model sees: the system prompt, the conversation's history, and trimming.
+
+The system prompt (agent.md body, preloaded skills in full, the list of other skills) is
+the cacheable prefix; late lines (budget notes) follow the history. History from earlier
+runs is trimmed oldest-first, starting at a user turn; within the current run, the oldest
+long tool results are cut in blocks of eight so the request prefix changes rarely. The
+Store always keeps every message whole.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from agen.bundle import Bundle
+from agen.store.base import Row
+
+CUT_OVER = 600  # tool results longer than this may be cut
+CUT_TO = 300
+KEEP_LATEST = 4
+CUT_BLOCK = 8
+UNCUT_TOOLS = ("load_skill",)
+
+
+def estimate_tokens(text: str) -> int:
+    return len(text) // 4 + 4
+
+
+@dataclass
+class Msg:
+    """One stored message, with its wire form built once."""
+
+    seq: int
+    turn: int
+    role: str
+    content: str | None
+    run_id: str
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+    is_error: bool = False
+    model: str | None = None
+    _wire: dict[str, Any] | None = field(default=None, repr=False)
+    _tokens: int = field(default=-1, repr=False)
+
+    def wire(self) -> dict[str, Any]:
+        if self._wire is None:
+            w: dict[str, Any] = {"role": self.role, "content": self.content or ""}
+            if self.role == "assistant" and self.tool_calls:
+                w["content"] = self.content or None
+                w["tool_calls"] = [
+                    {"id": c["id"], "type": "function",
+                     "function": {"name": c["name"], "arguments": json.dumps(c.get("arguments") or {})}}
+                    for c in self.tool_calls
+                ]
+            if self.role == "tool":
+                w["tool_call_id"] = self.tool_call_id
+            self._wire = w
+        return self._wire
+
+    @property
+    def tokens(self) -> int:
+        if self._tokens < 0:
+            self._tokens = estimate_tokens(self.content or "") + (
+                estimate_tokens(json.dumps(self.tool_calls)) if self.tool_calls else 0)
+        return self._tokens
+
+    @classmethod
+    def from_row(cls, r: Row) -> Msg:
+        return cls(
+            seq=int(r["seq"]), turn=int(r["turn"]), role=str(r["role"]), content=r["content"], run_id=str(r["run_id"]),
+            tool_calls=json.loads(r["tool_calls"]) if r["tool_calls"] else None, tool_call_id=r["tool_call_id"],
+            name=r["name"], is_error=bool(r["is_error"]), model=r["model"],
+        )
+
+
+def system_prompt(bundle: Bundle, *, skills: list[str] | None = None, addendum: str | None = None,
+                  extra: list[str] | None = None) -> str:
+    """agent.md's body, then each preloaded skill in full, then the others to load with load_skill."""
+    allowed = set(skills) if skills is not None else None
+    parts = [bundle.system_prompt]
+    preload = [s for s in bundle.agent.preload_skills if s in bundle.skills and (allowed is None or s in allowed)]
+    for name in preload:
+        parts.append(f"## Skill: {name}\n\n{bundle.skills[name].instructions}")
+    others = [s for s in bundle.skills.values() if s.name not in preload and (allowed is None or s.name in allowed)]
+    if others:
+        lines = [f"- {s.name}: {s.front_matter.description}" for s in others]
+        parts.append("## Skills you can load with load_skill\n\n" + "\n".join(lines))
+    parts.extend(extra or [])
+    if addendum:
+        parts.append(addendum)
+    return "\n\n".join(p.strip() for p in parts if p and p.strip())
+
+
+def _cut(msg: Msg) -> dict[str, Any]:
+    text = msg.content or ""
+    note = (f"\n[cut: showing the first {CUT_TO} of {len(text)} characters of the {msg.name} result from turn "
+            f"{msg.turn}; call the tool again if you need the rest]")
+    return {**msg.wire(), "content": text[:CUT_TO] + note}
+
+
+@dataclass
+class Context:
+    """The conversation as the model sees it; ``earlier`` is history from previous runs."""
+
+    system: str
+    context_tokens: int
+    earlier: list[Msg] = field(default_factory=list)
+    current: list[Msg] = field(default_factory=list)
+    cut_blocks: int = 0  # how many blocks of eight old tool results are cut (only grows)
+    _current_tokens: int = 0
+    _system_tokens: int = -1
+
+    def add(self, msg: Msg) -> None:
+        self.current.append(msg)
+        self._current_tokens += msg.tokens
+
+    def extend(self, msgs: list[Msg]) -> None:
+        for m in msgs:
+            self.add(m)
+
+    def messages(self, late: list[str] | None = None) -> list[dict[str, Any]]:
+        """The request's messages, trimmed to ``context_tokens``."""
+        if self._system_tokens < 0:
+            self._system_tokens = estimate_tokens(self.system)
+        budget = self.context_tokens
+        used = self._system_tokens + self._current_tokens
+        current: list[dict[str, Any]]
+        if used > budget or self.cut_blocks:
+            current, used = self._cut_current(budget)
+        else:
+            current = [m.wire() for m in self.current]
+        out = [{"role": "system", "content": self.system}]
+        out.extend(self._earlier(budget - used))
+        out.extend(current)
+        if late:
+            out.append({"role": "system", "content": "\n".join(late)})
+        return out
+
+    def _cut_current(self, budget: int) -> tuple[list[dict[str, Any]], int]:
+        candidates = [i for i, m in enumerate(self.current)
+                      if m.role == "tool" and len(m.content or "") > CUT_OVER and m.name not in UNCUT_TOOLS]
+        tool_idx = [i for i, m in enumerate(self.current) if m.role == "tool"]
+        latest = set(tool_idx[-KEEP_LATEST:])
+        candidates = [i for i in candidates if i not in latest]
+        target = budget * 2 // 3
+        used = self._system_tokens + self._current_tokens
+        saved = {i: self.current[i].tokens - estimate_tokens(_cut(self.current[i])["content"]) for i in candidates}
+        blocks = 0
+        cut: set[int] = set()
+        while candidates[: blocks * CUT_BLOCK] != candidates and (blocks < self.cut_blocks or used > target):
+            block = candidates[blocks * CUT_BLOCK:(blocks + 1) * CUT_BLOCK]
+            cut.update(block)
+            used -= sum(saved[i] for i in block)
+            blocks += 1
+        self.cut_blocks = max(self.cut_blocks, blocks)
+        wire = [_cut(m) if i in cut else m.wire() for i, m in enumerate(self.current)]
+        return wire, used
+
+    def _earlier(self, room: int) -> list[dict[str, Any]]:
+        """The newest earlier messages that fit in ``room``, starting at a user turn."""
+        if not self.earlier or room <= 0:
+            return []
+        start = len(self.earlier)
+        total = 0
+        for i in range(len(self.earlier) - 1, -1, -1):
+            total += self.earlier[i].tokens
+            if total > room:
+                break
+            start = i
+        while start < len(self.earlier) and self.earlier[start].role != "user":
+            start += 1
+        return [m.wire() for m in self.earlier[start:]]

@@ -1,0 +1,70 @@
+"""The effect ledger: a side-effecting tool call is recorded ``started`` before it runs and
+``completed`` (with its result) after, each write epoch-checked like a checkpoint.
+
+On resume, a started effect with no completion is not run again: the model is told
+``effect_unknown``. An idempotent tool's key is derived from its arguments, so the call
+may simply run again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from agen.runner.records import check_epoch
+from agen.store.base import Tx, dumps
+
+EFFECT_UNKNOWN = (
+    "effect_unknown: this call to {tool} was started before the run was interrupted and its completion was "
+    "never recorded, so agen did not run it again. Check whether it took effect before repeating it."
+)
+
+
+def effect_key(run_id: str, turn: int, call_index: int, tool: str, args: dict[str, Any], idempotent: bool) -> str:
+    if idempotent:
+        canonical = json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+        return "idem:" + hashlib.sha256(f"{tool}\x00{canonical}".encode()).hexdigest()
+    return f"{run_id}.{turn}.{call_index}"
+
+
+@dataclass(frozen=True)
+class Effect:
+    key: str
+    tool: str
+    state: str
+    result: dict[str, Any] | None
+
+
+def start_effect(run_id: str, epoch: int, key: str, tool: str, call_id: str) -> Any:
+    def fn(tx: Tx) -> None:
+        check_epoch(tx, run_id, epoch)
+        tx.execute(
+            "INSERT INTO effects (run_id, key, tool, call_id, state, epoch, started_ms) VALUES (?,?,?,?,'started',?,?)"
+            " ON CONFLICT (run_id, key) DO UPDATE SET state = 'started', call_id = excluded.call_id,"
+            " epoch = excluded.epoch, started_ms = excluded.started_ms, completed_ms = NULL, result = NULL",
+            (run_id, key, tool, call_id, epoch, tx.now_ms),
+        )
+
+    return fn
+
+
+def complete_effect(run_id: str, epoch: int, key: str, *, ok: bool, content: str, is_error: bool) -> Any:
+    def fn(tx: Tx) -> None:
+        check_epoch(tx, run_id, epoch)
+        tx.execute(
+            "UPDATE effects SET state = ?, result = ?, completed_ms = ?, epoch = ? WHERE run_id = ? AND key = ?",
+            ("completed" if ok else "failed", dumps({"content": content, "is_error": is_error}), tx.now_ms, epoch,
+             run_id, key),
+        )
+
+    return fn
+
+
+def read_effects(rows: list[dict[str, Any]]) -> dict[str, Effect]:
+    out: dict[str, Effect] = {}
+    for r in rows:
+        result = json.loads(r["result"]) if r.get("result") else None
+        out[str(r["key"])] = Effect(str(r["key"]), str(r["tool"]), str(r["state"]), result)
+    return out

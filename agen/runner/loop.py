@@ -1,0 +1,338 @@
+"""The Runner: a durable agent loop over one bundle (seed 000 §7).
+
+Each turn builds the request, calls the model under the turn rules, runs the turn's tool
+calls and checkpoints. A run ends on ``finish``, a plain answer, a guard, a budget or
+cancellation, and stores an outcome. A task maps to at most one run: running it again
+returns the finished result, or claims the run (epoch + 1) and resumes from the Store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+from typing import Any
+
+from agen.bundle import Bundle
+from agen.runner import hooks as hk
+from agen.runner.budgets import REASON_TEXT, Budget, Guards, RunLimits
+from agen.runner.calls import CallEnv, execute_calls
+from agen.runner.context import Context, Msg, system_prompt
+from agen.runner.effects import read_effects
+from agen.runner.policy import AllowAll, ApprovalGate, DenyAsks, ToolPolicy
+from agen.runner.providers import Account, build_accounts
+from agen.runner.providers.base import ModelRequest
+from agen.runner.records import open_run, save_cassette
+from agen.runner.redact import Redactor
+from agen.runner.resume import patch_history, plan_repair
+from agen.runner.state import EventSink, RunState, call_dicts
+from agen.runner.tools.base import Tool, Toolset
+from agen.runner.tools.builtin import FINISH, FinishTool, builtin_tools
+from agen.runner.turn import TurnFailed, TurnPolicy, model_turn
+from agen.runner.types import Outcome, RunRequest, RunResult
+from agen.store.base import Store, loads
+
+NUDGE = ("[agen] Your last turns repeated the same calls with the same results. Change approach, or call finish "
+         "with what you have.")
+
+
+class Runner:
+    """Runs a bundle's agent; one Runner serves many concurrent runs."""
+
+    def __init__(
+        self,
+        store: Store,
+        bundle: Bundle,
+        *,
+        owner: str,
+        toolsets: list[Toolset] | None = None,
+        policy: ToolPolicy | None = None,
+        gate: ApprovalGate | None = None,
+        redactor: Redactor | None = None,
+        hooks: Any = None,
+        accounts: list[Account] | None = None,
+        turn_policy: TurnPolicy | None = None,
+        extra_system: list[str] | None = None,
+        fake_delay_s: float = 0.0,
+    ) -> None:
+        self.store = store
+        self.bundle = bundle
+        self.owner = owner
+        self.toolsets = list(toolsets or [])
+        self.policy = policy or AllowAll()
+        self.gate = gate or DenyAsks()
+        self.redactor = redactor or Redactor()
+        self.hooks = hooks
+        self.accounts = accounts
+        h = bundle.harness
+        self.turn_policy = turn_policy or TurnPolicy(max_retries=h.max_retries)
+        self.extra_system = list(extra_system or [])
+        self.fake_delay_s = fake_delay_s
+        self.tools: dict[str, Tool] = {}
+        self._started = False
+        self._start_lock = asyncio.Lock()
+
+    async def start(self) -> None:
+        """Build the providers and start the toolsets (once)."""
+        async with self._start_lock:
+            if self._started:
+                return
+            if self.accounts is None:
+                self.accounts = await build_accounts(self.bundle, self.redactor, fake_delay_s=self.fake_delay_s)
+            h = self.bundle.harness
+            tools = builtin_tools(self.store, result_schema=h.result.schema_ if h.result else None,
+                                  skills=self.bundle.skills, progress=hk.progress_hook(self.hooks),
+                                  max_tool_result_chars=h.max_tool_result_chars)
+            for ts in self.toolsets:
+                tools.extend(await ts.start())
+            self.tools = {t.wire_name: t for t in tools}
+            self._started = True
+
+    async def close(self) -> None:
+        for ts in self.toolsets:
+            await ts.close()
+        for account in self.accounts or []:
+            await account.provider.aclose()
+
+    # -- a run ------------------------------------------------------------------------------
+
+    async def run(self, req: RunRequest, *, cancel: asyncio.Event | None = None,
+                  events: EventSink | None = None) -> RunResult:
+        await self.start()
+        assert self.accounts is not None
+        model = self.accounts[0].models[0]
+        opened = await self.store.write(lambda tx: open_run(tx, req, self.owner, model, self.bundle.digest))
+        row = opened.run
+        if opened.finished:
+            outcome = Outcome.model_validate(loads(row["outcome"]) or {"status": "failed", "reason": "unknown"})
+            return RunResult(run_id=row["id"], status=row["status"], outcome=outcome, epoch=int(row["epoch"]))
+        st = await self._state(req, row, opened.resumed, events, cancel)
+        me = asyncio.current_task()
+        watcher = None
+        if cancel is not None and me is not None:
+            watcher = asyncio.create_task(cancel.wait())
+            watcher.add_done_callback(lambda _t: me.cancel() if cancel.is_set() else None)
+        try:
+            result = await self._drive(st)
+        except asyncio.CancelledError:
+            by_event = cancel is not None and cancel.is_set()
+            if by_event and me is not None:
+                me.uncancel()
+            result = await asyncio.shield(self._end(st, Outcome(status="cancelled", reason="cancelled",
+                                                                  summary="the run was cancelled")))
+            if not by_event:
+                raise
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+        return result
+
+    async def _state(self, req: RunRequest, row: dict[str, Any], resumed: bool, events: EventSink | None,
+                     cancel: asyncio.Event | None) -> RunState:
+        b = self.bundle
+        lim = b.config.limits
+        ov = req.overrides
+        limits = RunLimits(
+            max_turns=_narrow(lim.max_turns, ov.max_turns if ov else None) or lim.max_turns,
+            max_run_duration_ms=_narrow(lim.max_run_duration_ms, ov.max_run_duration_ms if ov else None)
+            or lim.max_run_duration_ms,
+            max_tokens=_narrow(lim.max_tokens_per_run, ov.max_tokens_per_run if ov else None),
+            max_usd=_narrow(lim.max_usd_per_run, ov.max_usd_per_run if ov else None),
+            report_tokens=lim.report_tokens, stuck_repeats=lim.stuck_repeats,
+            cached_weight=b.config.budget.cached_input_weight, max_output_tokens=b.harness.max_output_tokens,
+        )
+        system = system_prompt(b, skills=ov.skills if ov else None, addendum=ov.system_addendum if ov else None,
+                               extra=self.extra_system)
+        tools = self._visible(req)
+        rows = await self.store.all(
+            "SELECT seq, turn, role, content, run_id, tool_calls, tool_call_id, name, is_error, model FROM messages"
+            " WHERE conversation_id = ? ORDER BY seq", (row["conversation_id"],))
+        msgs = [Msg.from_row(r) for r in rows]
+        earlier = patch_history([m for m in msgs if m.run_id != row["id"]])
+        current = [m for m in msgs if m.run_id == row["id"]]
+        budget = Budget(limits, started_ms=int(row["started_ms"]))
+        st = RunState(
+            req=req, run_id=row["id"], conversation_id=row["conversation_id"], root_run_id=row["root_run_id"],
+            trace_id=row["trace_id"], span_id=row["span_id"], epoch=int(row["epoch"]),
+            started_ms=int(row["started_ms"]), seq=(msgs[-1].seq + 1) if msgs else 1,
+            ctx=Context(system, b.harness.context_tokens, earlier=earlier),
+            budget=budget, guards=Guards(limits.stuck_repeats), tools=tools,
+            specs=[t.spec() for t in tools.values()], redactor=self.redactor, trust=req.trust,
+            resumed=resumed, events=events, cancel=cancel,
+        )
+        st.ctx.extend(current)
+        st.turn = sum(1 for m in current if m.role == "assistant")
+        budget.turns = st.turn
+        if resumed:
+            w = limits.cached_weight
+            budget.tokens = (row["input_tokens"] - row["cached_tokens"] + row["cached_tokens"] * w
+                             + row["output_tokens"])
+            budget.usd = float(row["cost_usd"] or 0.0)
+            budget.usd_known = budget.usd > 0
+        return st
+
+    def _visible(self, req: RunRequest) -> dict[str, Tool]:
+        allow = req.overrides.tools if req.overrides else None
+        out: dict[str, Tool] = {}
+        for wire, tool in self.tools.items():
+            if not tool.bypass_permissions:
+                if not self.policy.visible(tool):
+                    continue
+                if allow is not None and not any(fnmatch.fnmatchcase(tool.name, p) or fnmatch.fnmatchcase(wire, p)
+                                                 for p in allow):
+                    continue
+            out[wire] = tool
+        return out
+
+    def _env(self) -> CallEnv:
+        h = self.bundle.harness
+        return CallEnv(self.store, self.policy, self.gate, h.parallel_tool_calls, h.max_tool_result_chars)
+
+    async def _drive(self, st: RunState) -> RunResult:
+        if st.resumed:
+            done = await self._repair(st)
+            if done is not None:
+                return done
+        env = self._env()
+        h = self.bundle.harness
+        while True:
+            if await hk.is_held(self.hooks, st.task_id):
+                await st.flush(self.store)
+                return self._suspended(st, "resume")
+            for note in await hk.drain_inbox(self.hooks, st.task_id):
+                st.add_message("user", note)
+            reason = st.budget.exceeded()
+            if reason is not None:
+                return await self._report(st, reason)
+            request = ModelRequest(
+                model="", messages=st.ctx.messages(st.budget.late_lines()), tools=st.specs,
+                max_tokens=st.budget.max_tokens_for_call(), temperature=h.temperature,
+                parallel_tool_calls=h.parallel_tool_calls if st.specs else None,
+                reasoning_effort=h.reasoning_effort, tier=self._tier(st.req), run_id=st.run_id, run_turn=st.turn,
+            )
+            try:
+                answer = await model_turn(self.accounts or [], request, self.turn_policy)
+            except TurnFailed as e:
+                self._spans(st, e.spans)
+                return await self._end(st, Outcome(status="failed", reason=e.reason, summary=e.message))
+            self._spans(st, answer.spans)
+            resp = answer.response
+            st.turn += 1
+            st.budget.turns = st.turn
+            st.add_usage(answer.account.label, resp.model or answer.model_sent, resp.usage)
+            calls = resp.tool_calls
+            st.add_message("assistant", resp.text, tool_calls=call_dicts(calls) or None,
+                           model=resp.model or answer.model_sent, usage=resp.usage, raw=resp.raw)
+            await st.emit({"type": "assistant", "turn": st.turn, "text": resp.text, "tool_calls": call_dicts(calls)})
+            if not calls:
+                return await self._end(st, Outcome(status="done", summary=resp.text))
+            if any(st.tools[c.name].side_effect for c in calls if c.name in st.tools):
+                await st.flush(self.store)  # the assistant turn is durable before any effect starts
+            results = await execute_calls(env, st, calls)
+            finish: dict[str, Any] | None = None
+            suspend: str | None = None
+            for r in results:
+                st.add_message("tool", r.content, tool_call_id=r.call.id, name=r.call.name, is_error=r.is_error)
+                await st.emit({"type": "tool_result", "turn": st.turn, "tool": r.tool, "content": r.content,
+                               "is_error": r.is_error})
+                if r.call.name == FINISH and not r.is_error and isinstance(r.data, dict):
+                    finish = r.data["outcome"]
+                suspend = suspend or r.suspend
+            if finish is not None:
+                return await self._end(st, Outcome.model_validate(finish))
+            if suspend is not None:
+                await st.flush(self.store)
+                return self._suspended(st, suspend)
+            verdict = st.guards.record_turn(resp.text, [(c.name, c.arguments) for c in calls],
+                                            [r.content for r in results])
+            if verdict == "nudge":
+                st.add_message("user", NUDGE)
+            elif verdict == "stuck":
+                return await self._report(st, "stuck")
+            await st.flush(self.store)
+            if st.cancel is not None and st.cancel.is_set():
+                raise asyncio.CancelledError
+
+    async def _repair(self, st: RunState) -> RunResult | None:
+        rows = await self.store.all("SELECT key, tool, state, result FROM effects WHERE run_id = ?", (st.run_id,))
+        rep = plan_repair(st.run_id, st.ctx.current, st.tools, read_effects(rows))
+        if rep.finish_args is not None:
+            finish = self.tools[FINISH]
+            assert isinstance(finish, FinishTool)
+            return await self._end(st, Outcome.model_validate(finish.outcome(rep.finish_args)))
+        for call, content, is_error in rep.results:
+            st.add_message("tool", content, tool_call_id=call.id, name=call.name, is_error=is_error)
+        if rep.rerun:
+            results = await execute_calls(self._env(), st, [c for _, c in rep.rerun], [i for i, _ in rep.rerun])
+            for r in results:
+                st.add_message("tool", r.content, tool_call_id=r.call.id, name=r.call.name, is_error=r.is_error)
+                if r.call.name == FINISH and not r.is_error and isinstance(r.data, dict):
+                    return await self._end(st, Outcome.model_validate(r.data["outcome"]))
+        if st.messages:
+            await st.flush(self.store)
+        return None
+
+    async def _report(self, st: RunState, reason: str) -> RunResult:
+        """A limit was reached: one last call with tool_choice none for a report; the run ends partial."""
+        limits = st.budget.limits
+        what = REASON_TEXT.get(reason, reason)
+        if limits.report_tokens <= 0:
+            return await self._end(st, Outcome(status="failed", reason=reason, summary=f"the run stopped at {what}"))
+        st.add_message("user", f"[agen] You have reached {what}. Stop working now and write your final report: "
+                               "what you did, what you found and what is left. Do not call tools.")
+        request = ModelRequest(
+            model="", messages=st.ctx.messages(), tools=st.specs, max_tokens=limits.report_tokens,
+            tool_choice="none" if st.specs else None, temperature=self.bundle.harness.temperature,
+            run_id=st.run_id, run_turn=st.turn, tier=self._tier(st.req),
+        )
+        try:
+            answer = await model_turn(self.accounts or [], request, self.turn_policy)
+        except TurnFailed as e:
+            self._spans(st, e.spans)
+            return await self._end(st, Outcome(status="failed", reason=reason,
+                                               summary=f"the run stopped at {what}; the report call failed: {e.message}"))
+        self._spans(st, answer.spans)
+        st.turn += 1
+        resp = answer.response
+        st.add_usage(answer.account.label, resp.model or answer.model_sent, resp.usage)
+        st.add_message("assistant", resp.text, model=resp.model or answer.model_sent, usage=resp.usage)
+        return await self._end(st, Outcome(status="partial", reason=reason, summary=resp.text))
+
+    async def _end(self, st: RunState, outcome: Outcome) -> RunResult:
+        data = outcome.model_dump()
+        status = outcome.run_status
+        await st.flush(self.store, status=status, outcome=data)
+        recorded: list[dict[str, Any]] = []
+        for account in self.accounts or []:
+            recorded.extend(account.provider.take_recorded(st.run_id) or [])
+        if recorded:
+            r, digest = st.req, self.bundle.digest
+            await self.store.write(
+                lambda tx: save_cassette(tx, st.run_id, r.namespace, r.deployment, digest, recorded))
+        await st.emit({"type": "finished", "status": status, "outcome": data})
+        return RunResult(run_id=st.run_id, status=status, outcome=outcome, epoch=st.epoch, resumed=st.resumed)
+
+    def _suspended(self, st: RunState, why: str) -> RunResult:
+        outcome = Outcome(status="needs_input", reason=why, summary=f"the run is suspended ({why}); it resumes later")
+        return RunResult(run_id=st.run_id, status="running", outcome=outcome, epoch=st.epoch, resumed=st.resumed,
+                         suspended=why)
+
+    def _spans(self, st: RunState, spans: list[Any]) -> None:
+        for s in spans:
+            st.add_span("gen_ai.chat", s.status, {**s.attrs, "agen.turn": st.turn + 1}, s.started_ms, s.ended_ms,
+                        s.error)
+
+    def _tier(self, req: RunRequest) -> str | None:
+        from agen.runner.providers.openrouter import route_tier
+
+        accounts = self.accounts or []
+        if not accounts or accounts[0].label != "openrouter":
+            return None
+        return route_tier(accounts[0].models[0], req.model_tier, self.bundle.harness.router, req.budget_pressure)
+
+
+def _narrow(base: Any, override: Any) -> Any:
+    if override is None:
+        return base
+    if base is None:
+        return override
+    return min(base, override)

@@ -1,0 +1,144 @@
+"""The model provider port: one request in, one answer (text and/or tool calls) out.
+
+Every adapter (openai, openrouter, fake, replay, the recording wrapper) speaks these
+shapes; messages are OpenAI chat-completions dicts because every supported server
+understands them. Provider failures are mapped to ``ProviderError`` with a ``kind``
+the model-turn rules act on (retry, fail over, stop).
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+ErrorKind = Literal["retryable", "account", "other"]
+
+
+@dataclass
+class ModelRequest:
+    model: str
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    max_tokens: int | None = None
+    tool_choice: str | None = None  # "none" for the final report call; None = the model decides
+    temperature: float | None = None
+    parallel_tool_calls: bool | None = None
+    reasoning_effort: str | None = None
+    tier: str | None = None  # routing-model tier (OpenRouter)
+    run_id: str = ""
+    run_turn: int = 0  # assistant turns already stored in this run (fake/replay script position)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class ToolCallOut:
+    id: str
+    name: str  # wire name
+    arguments: dict[str, Any]
+    arguments_error: str | None = None  # the model sent arguments that are not a JSON object
+
+
+@dataclass
+class ModelUsage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    cost_usd: float | None = None  # only when the provider reports it
+
+
+@dataclass
+class ModelResponse:
+    text: str
+    tool_calls: list[ToolCallOut] = field(default_factory=list)
+    finish_reason: str | None = None
+    usage: ModelUsage = field(default_factory=ModelUsage)
+    model: str = ""  # the model that served the answer
+    raw: dict[str, Any] | None = None
+    attrs: dict[str, Any] = field(default_factory=dict)  # provider extras for the span (router decision)
+
+    @property
+    def empty(self) -> bool:
+        return not self.text.strip() and not self.tool_calls
+
+    @property
+    def cut_off(self) -> bool:
+        return self.finish_reason == "length"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelResponse:
+        return cls(
+            text=str(data.get("text") or ""),
+            tool_calls=[ToolCallOut(**c) for c in data.get("tool_calls") or []],
+            finish_reason=data.get("finish_reason"),
+            usage=ModelUsage(**(data.get("usage") or {})),
+            model=str(data.get("model") or ""),
+            raw=data.get("raw"),
+            attrs=dict(data.get("attrs") or {}),
+        )
+
+
+class ProviderError(Exception):
+    """A failed model call, classified for the model-turn rules (seed 000 §8)."""
+
+    def __init__(
+        self,
+        kind: ErrorKind,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after_s: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind: ErrorKind = kind
+        self.message = message
+        self.status = status
+        self.retry_after_s = retry_after_s
+
+
+def classify_status(status: int, body: str) -> ErrorKind:
+    """429/5xx retry; 401/402/403 are account errors (except a moderation 403); the rest fail over."""
+    if status == 429 or status >= 500:
+        return "retryable"
+    if status in (401, 402):
+        return "account"
+    if status == 403:
+        return "other" if "moderation" in body.lower() or "flagged" in body.lower() else "account"
+    return "other"
+
+
+def parse_arguments(text: str | None) -> tuple[dict[str, Any], str | None]:
+    """A tool call's JSON arguments; an error text instead when they are not a JSON object."""
+    if text is None or not str(text).strip():
+        return {}, None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        return {}, f"the arguments are not valid JSON ({e.msg}); send a JSON object"
+    if not isinstance(value, dict):
+        return {}, "the arguments must be a JSON object"
+    return value, None
+
+
+class ModelProvider(abc.ABC):
+    """One provider account (an API key at a base URL), or a fake standing in for one."""
+
+    name: str = "provider"
+    default_model: str = ""
+
+    @abc.abstractmethod
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """One chat completion. Raises ProviderError."""
+
+    async def aclose(self) -> None:
+        return None
+
+    def take_recorded(self, run_id: str) -> list[dict[str, Any]] | None:
+        """The interactions recorded for a run (only the recording wrapper has any)."""
+        return None

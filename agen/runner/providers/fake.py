@@ -1,0 +1,78 @@
+"""The fake provider: a deterministic scripted model, shipped as a product feature.
+
+A script is a list of turns (text and/or tool calls). The position in the script is the
+number of assistant turns already stored in this run, so a resumed run continues the
+script where it stopped. Without a script it echoes the last user message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from agen.bundle.harness import Turn
+from agen.runner.providers.base import (
+    ModelProvider,
+    ModelRequest,
+    ModelResponse,
+    ModelUsage,
+    ToolCallOut,
+)
+
+
+def _estimate_tokens(messages: list[dict[str, Any]]) -> int:
+    return sum(len(str(m.get("content") or "")) + len(str(m.get("tool_calls") or "")) for m in messages) // 4 + 1
+
+
+def last_user_text(messages: list[dict[str, Any]]) -> str:
+    for m in reversed(messages):
+        if m.get("role") == "user":
+            return str(m.get("content") or "")
+    return ""
+
+
+class FakeProvider(ModelProvider):
+    name = "fake"
+    default_model = "fake"
+
+    def __init__(self, script: list[Turn] | None = None, *, delay_s: float = 0.0) -> None:
+        self.script = script
+        self.delay_s = delay_s
+        self.calls = 0
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        self.calls += 1
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        model = request.model or self.default_model
+        if self.script is None:
+            return self._echo(request, model)
+        pos = request.run_turn
+        if pos >= len(self.script):
+            text = f"(the fake script has {len(self.script)} turns; there is no turn {pos + 1}, so this run ends here)"
+            return ModelResponse(text=text, finish_reason="stop", model=model,
+                                 usage=ModelUsage(_estimate_tokens(request.messages), len(text) // 4 + 1))
+        turn = self.script[pos]
+        calls = [
+            ToolCallOut(id=c.id or f"call_{pos}_{i}", name=c.name.replace(".", "_"), arguments=dict(c.arguments))
+            for i, c in enumerate(turn.tool_calls or [])
+        ]
+        text = turn.text or ""
+        if request.tool_choice == "none" and calls:
+            calls = []
+            text = text or f"Report: {last_user_text(request.messages)[:500]}"
+        if turn.usage is not None:
+            usage = ModelUsage(turn.usage.input_tokens, turn.usage.output_tokens, 0,
+                               turn.usage.cost_usd if turn.usage.cost_usd else None)
+        else:
+            usage = ModelUsage(_estimate_tokens(request.messages), len(text) // 4 + 1)
+        finish = turn.finish_reason or ("tool_calls" if calls else "stop")
+        return ModelResponse(text=text, tool_calls=calls, finish_reason=finish, usage=usage, model=model)
+
+    def _echo(self, request: ModelRequest, model: str) -> ModelResponse:
+        said = last_user_text(request.messages)
+        text = f"You said: {said}" if said else "Hello from the offline fake model."
+        return ModelResponse(
+            text=text, finish_reason="stop", model=model,
+            usage=ModelUsage(_estimate_tokens(request.messages), len(text) // 4 + 1),
+        )

@@ -1,0 +1,218 @@
+"""Transaction functions that write run data: open/claim a run, checkpoint a step, finish.
+
+Every write that changes a run checks its epoch in the same statement that bumps the
+run's counters (``UPDATE runs ... WHERE id = ? AND epoch = ?``): a previous owner that is
+still alive after another host claimed the run gets ``FencedError`` at its next write.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ulid import ULID
+
+from agen.errors import ConflictError, FencedError
+from agen.runner.types import RunRequest
+from agen.store.base import Row, Tx, dumps
+
+MESSAGE_SQL = (
+    "INSERT INTO messages (id, conversation_id, run_id, seq, turn, role, content, tool_calls, tool_call_id,"
+    " name, is_error, model, usage, raw, created_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+)
+SPAN_SQL = (
+    "INSERT INTO spans (id, trace_id, parent_id, run_id, task_id, namespace, deployment, name, status, attrs,"
+    " error, started_ms, ended_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
+)
+USAGE_SQL = (
+    "INSERT INTO usage (id, run_id, task_id, namespace, deployment, provider, model, input_tokens, output_tokens,"
+    " cached_input_tokens, cost_usd, day, created_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
+)
+
+
+def new_id() -> str:
+    return str(ULID())
+
+
+@dataclass
+class Opened:
+    run: Row
+    resumed: bool = False
+    finished: bool = False
+
+
+@dataclass
+class Checkpoint:
+    """One step's writes: applied together with the epoch check, or not at all."""
+
+    run_id: str
+    epoch: int
+    conversation_id: str
+    turns: int
+    next_seq: int
+    messages: list[tuple[Any, ...]] = field(default_factory=list)
+    spans: list[tuple[Any, ...]] = field(default_factory=list)
+    usage: list[tuple[Any, ...]] = field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    cost_usd: float = 0.0
+    model: str | None = None
+    # Set on the final write of a run.
+    status: str | None = None
+    outcome: dict[str, Any] | None = None
+    span_id: str | None = None
+    span_status: str | None = None
+    event: tuple[str, str, str | None, dict[str, Any]] | None = None  # namespace, deployment, task_id, data
+
+
+def check_epoch(tx: Tx, run_id: str, epoch: int) -> None:
+    """Raise FencedError unless this writer still owns the run at ``epoch``."""
+    n = tx.execute("UPDATE runs SET updated_ms = ? WHERE id = ? AND epoch = ?", (tx.now_ms, run_id, epoch))
+    if n == 0:
+        _fenced(tx, run_id, epoch)
+
+
+def _fenced(tx: Tx, run_id: str, epoch: int) -> None:
+    current = tx.scalar("SELECT epoch FROM runs WHERE id = ?", (run_id,))
+    raise FencedError(
+        f"run {run_id} was claimed by another owner (epoch {current}, this writer had {epoch}); "
+        "this writer stops: the new owner continues the run",
+        run_id=run_id, epoch=epoch, current_epoch=current,
+    )
+
+
+def write_checkpoint(tx: Tx, cp: Checkpoint) -> None:
+    now = tx.now_ms
+    if cp.status is None:
+        n = tx.execute(
+            "UPDATE runs SET turns = ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,"
+            " cached_tokens = cached_tokens + ?, cost_usd = cost_usd + ?, model = COALESCE(?, model), updated_ms = ?"
+            " WHERE id = ? AND epoch = ?",
+            (cp.turns, cp.input_tokens, cp.output_tokens, cp.cached_tokens, cp.cost_usd, cp.model, now,
+             cp.run_id, cp.epoch),
+        )
+    else:
+        n = tx.execute(
+            "UPDATE runs SET turns = ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,"
+            " cached_tokens = cached_tokens + ?, cost_usd = cost_usd + ?, model = COALESCE(?, model), updated_ms = ?,"
+            " status = ?, outcome = ?, finished_ms = ? WHERE id = ? AND epoch = ?",
+            (cp.turns, cp.input_tokens, cp.output_tokens, cp.cached_tokens, cp.cost_usd, cp.model, now,
+             cp.status, dumps(cp.outcome), now, cp.run_id, cp.epoch),
+        )
+    if n == 0:
+        _fenced(tx, cp.run_id, cp.epoch)
+    if cp.messages:
+        tx.executemany(MESSAGE_SQL, cp.messages)
+        tx.execute("UPDATE conversations SET next_seq = ?, updated_ms = ? WHERE id = ?",
+                   (cp.next_seq, now, cp.conversation_id))
+    if cp.spans:
+        tx.executemany(SPAN_SQL, cp.spans)
+    if cp.usage:
+        tx.executemany(USAGE_SQL, cp.usage)
+    if cp.span_id and cp.span_status:
+        tx.execute("UPDATE spans SET status = ?, ended_ms = ?, attrs = json_set(attrs, '$.\"agen.outcome\"', ?)"
+                   " WHERE id = ?", (cp.span_status, now, (cp.outcome or {}).get("status"), cp.span_id))
+    if cp.event is not None:
+        namespace, deployment, task_id, data = cp.event
+        tx.event(namespace, "run.finished", deployment=deployment or None, task_id=task_id, run_id=cp.run_id,
+                 data=data, severity="info" if cp.status == "succeeded" else "warning")
+
+
+def _conversation(tx: Tx, req: RunRequest) -> tuple[str, str, int]:
+    """(session id, conversation id, next seq) for the request, creating them when new."""
+    now = tx.now_ms
+    if req.conversation_key:
+        row = tx.one(
+            "SELECT id, session_id, next_seq FROM conversations WHERE namespace = ? AND deployment = ? AND key = ?",
+            (req.namespace, req.deployment, req.conversation_key),
+        )
+        if row is not None:
+            busy = tx.scalar("SELECT id FROM runs WHERE conversation_id = ? AND finished_ms IS NULL", (row["id"],))
+            if busy:
+                raise ConflictError(
+                    f"conversation already has an unfinished run ({busy}); wait for it to end or cancel it",
+                    conversation_key=req.conversation_key, run_id=busy,
+                )
+            return str(row["session_id"]), str(row["id"]), int(row["next_seq"])
+    session_id, conversation_id = new_id(), new_id()
+    tx.execute(
+        "INSERT INTO sessions (id, namespace, deployment, key, created_ms, updated_ms) VALUES (?,?,?,?,?,?)",
+        (session_id, req.namespace, req.deployment, req.conversation_key, now, now),
+    )
+    tx.execute(
+        "INSERT INTO conversations (id, session_id, namespace, deployment, key, created_ms, updated_ms)"
+        " VALUES (?,?,?,?,?,?,?)",
+        (conversation_id, session_id, req.namespace, req.deployment, req.conversation_key, now, now),
+    )
+    return session_id, conversation_id, 1
+
+
+def open_run(tx: Tx, req: RunRequest, owner: str, model: str, digest: str | None) -> Opened:
+    """Create the run (or claim the task's existing one) with its top-level span and input message."""
+    now = tx.now_ms
+    if req.task_id:
+        row = tx.one("SELECT * FROM runs WHERE task_id = ?", (req.task_id,))
+        if row is not None:
+            if row["finished_ms"] is not None:
+                return Opened(row, finished=True)
+            return Opened(_claim(tx, row, owner, req.attempt), resumed=True)
+    session_id, conversation_id, seq = _conversation(tx, req)
+    run_id, span_id = new_id(), new_id()
+    trace_id = req.trace_id or new_id()
+    tx.execute(
+        "INSERT INTO runs (id, namespace, deployment, task_id, session_id, conversation_id, parent_run_id,"
+        " root_run_id, trace_id, span_id, status, input, owner, epoch, labels, trust, source, requested_by, model,"
+        " started_ms, updated_ms) VALUES (?,?,?,?,?,?,?,?,?,?,'running',?,?,1,?,?,?,?,?,?,?)",
+        (run_id, req.namespace, req.deployment, req.task_id, session_id, conversation_id, req.parent_run_id,
+         req.root_run_id or run_id, trace_id, span_id, req.input, owner, dumps(req.labels), req.trust, req.source,
+         req.requested_by, model, now, now),
+    )
+    attrs = {"agen.attempt": req.attempt, "agen.epoch": 1, "agen.owner": owner, "agen.definition.digest": digest,
+             "gen_ai.conversation.id": conversation_id}
+    tx.execute(SPAN_SQL, (span_id, trace_id, None, run_id, req.task_id, req.namespace, req.deployment, "agen.run",
+                          "unfinished", dumps(attrs), None, now, None))
+    tx.execute(MESSAGE_SQL, (new_id(), conversation_id, run_id, seq, 0, "user", req.input, None, None, None, 0,
+                             None, None, None, now))
+    tx.execute("UPDATE conversations SET next_seq = ?, updated_ms = ? WHERE id = ?", (seq + 1, now, conversation_id))
+    tx.event(req.namespace, "run.started", deployment=req.deployment or None, task_id=req.task_id, run_id=run_id,
+             data={"conversation_id": conversation_id})
+    row = tx.one("SELECT * FROM runs WHERE id = ?", (run_id,))
+    assert row is not None
+    return Opened(row)
+
+
+def _claim(tx: Tx, row: Row, owner: str, attempt: int) -> Row:
+    """Take over an unfinished run: epoch + 1, the old run span closed ``interrupted``, a new one under it."""
+    now = tx.now_ms
+    epoch = int(row["epoch"]) + 1
+    old_span = row["span_id"]
+    if old_span:
+        tx.execute("UPDATE spans SET status = 'interrupted', ended_ms = ? WHERE id = ? AND status = 'unfinished'",
+                   (now, old_span))
+    span_id = new_id()
+    attrs = {"agen.attempt": attempt, "agen.epoch": epoch, "agen.owner": owner, "agen.resumed": True,
+             "gen_ai.conversation.id": row["conversation_id"]}
+    tx.execute(SPAN_SQL, (span_id, row["trace_id"], old_span, row["id"], row["task_id"], row["namespace"],
+                          row["deployment"], "agen.run", "unfinished", dumps(attrs), None, now, None))
+    tx.execute("UPDATE runs SET epoch = ?, owner = ?, span_id = ?, status = 'running', updated_ms = ? WHERE id = ?",
+               (epoch, owner, span_id, now, row["id"]))
+    tx.event(row["namespace"], "run.resumed", deployment=row["deployment"] or None, task_id=row["task_id"],
+             run_id=row["id"], data={"epoch": epoch, "attempt": attempt})
+    return {**row, "epoch": epoch, "owner": owner, "span_id": span_id, "status": "running", "updated_ms": now}
+
+
+def save_cassette(tx: Tx, run_id: str, namespace: str, deployment: str, digest: str | None,
+                  interactions: list[dict[str, Any]]) -> None:
+    """Append a run's recorded interactions to its cassette (a resumed run adds to the same one)."""
+    from agen.store.base import loads
+
+    now = tx.now_ms
+    old = tx.scalar("SELECT interactions FROM cassettes WHERE run_id = ?", (run_id,))
+    merged = [*(loads(old, []) if old else []), *interactions]
+    tx.execute(
+        "INSERT INTO cassettes (run_id, namespace, deployment, digest, interactions, created_ms, updated_ms)"
+        " VALUES (?,?,?,?,?,?,?) ON CONFLICT (run_id) DO UPDATE SET interactions = excluded.interactions,"
+        " updated_ms = excluded.updated_ms",
+        (run_id, namespace, deployment, digest, dumps(merged), now, now),
+    )

@@ -1,0 +1,91 @@
+"""Picking a run up from the Store: history re-read, unanswered tool calls given a result.
+
+A call whose effect completed gets its recorded result; a started-but-unconfirmed effect
+gets ``effect_unknown`` (an idempotent tool runs again instead); any other call without a
+result gets a synthetic error result so the history stays valid. A finish call accepted
+in the stored turn ends the run the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agen.runner.context import Msg
+from agen.runner.effects import EFFECT_UNKNOWN, Effect, effect_key
+from agen.runner.providers.base import ToolCallOut
+from agen.runner.tools.base import Tool
+from agen.runner.tools.builtin import FINISH
+
+INTERRUPTED = ("interrupted: the run stopped before this call to {tool} returned; it was not run again. "
+               "Call it again if you still need its result.")
+
+
+@dataclass
+class Repair:
+    """What resuming needs: results to store now, calls to run again, an accepted finish."""
+
+    results: list[tuple[ToolCallOut, str, bool]] = field(default_factory=list)  # call, content, is_error
+    rerun: list[tuple[int, ToolCallOut]] = field(default_factory=list)
+    finish_args: dict[str, Any] | None = None
+
+
+def missing_results(msgs: list[Msg]) -> list[tuple[Msg, list[tuple[int, dict[str, Any]]]]]:
+    """For each assistant message with tool calls, the calls (index, call) no tool message answers."""
+    answered = {m.tool_call_id for m in msgs if m.role == "tool"}
+    out = []
+    for m in msgs:
+        if m.role == "assistant" and m.tool_calls:
+            gaps = [(i, c) for i, c in enumerate(m.tool_calls) if c["id"] not in answered]
+            if gaps:
+                out.append((m, gaps))
+    return out
+
+
+def patch_history(msgs: list[Msg]) -> list[Msg]:
+    """Earlier runs' history with a synthetic result after every unanswered call (in memory only)."""
+    gaps = {id(m): g for m, g in missing_results(msgs)}
+    if not gaps:
+        return msgs
+    out: list[Msg] = []
+    for m in msgs:
+        out.append(m)
+        for _i, c in gaps.get(id(m), []):
+            out.append(Msg(m.seq, m.turn, "tool", INTERRUPTED.format(tool=c["name"]), m.run_id,
+                           tool_call_id=c["id"], name=c["name"], is_error=True))
+    return out
+
+
+def accepted_finish(msgs: list[Msg]) -> dict[str, Any] | None:
+    """The arguments of a finish call the stored turn accepted (its result is not an error)."""
+    ok = {m.tool_call_id for m in msgs if m.role == "tool" and m.name == FINISH and not m.is_error}
+    for m in msgs:
+        for c in m.tool_calls or []:
+            if c["id"] in ok:
+                return dict(c.get("arguments") or {})
+    return None
+
+
+def plan_repair(run_id: str, current: list[Msg], tools: dict[str, Tool], effects: dict[str, Effect]) -> Repair:
+    rep = Repair(finish_args=accepted_finish(current))
+    for msg, gaps in missing_results(current):
+        for index, c in gaps:
+            call = ToolCallOut(id=c["id"], name=c["name"], arguments=dict(c.get("arguments") or {}))
+            tool = tools.get(call.name)
+            if tool is None or not tool.side_effect:
+                if tool is not None and (tool.name == FINISH or tool.read_only):
+                    rep.rerun.append((index, call))
+                else:
+                    rep.results.append((call, INTERRUPTED.format(tool=call.name), True))
+                continue
+            key = effect_key(run_id, msg.turn, index, tool.name, call.arguments, tool.idempotent)
+            eff = effects.get(key)
+            if eff is not None and eff.state in ("completed", "failed") and eff.result is not None:
+                rep.results.append((call, str(eff.result.get("content", "")), bool(eff.result.get("is_error"))))
+            elif eff is not None and tool.idempotent:
+                rep.rerun.append((index, call))
+            elif eff is not None:
+                rep.results.append((call, EFFECT_UNKNOWN.format(tool=tool.name), True))
+            else:
+                rep.results.append((call, INTERRUPTED.format(tool=call.name), True))
+    return rep

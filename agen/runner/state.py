@@ -1,0 +1,155 @@
+"""A run in progress: its ids, context, budget, and the writes waiting for the next checkpoint.
+
+Messages, spans and usage accumulate here and go to the Store in one epoch-checked
+transaction per step (``flush``), which keeps the hot path at one write per turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from agen.runner.budgets import Budget, Guards
+from agen.runner.context import Context, Msg
+from agen.runner.providers.base import ModelUsage
+from agen.runner.records import Checkpoint, new_id, write_checkpoint
+from agen.runner.redact import Redactor
+from agen.runner.tools.base import Tool, ToolContext
+from agen.runner.types import RunRequest
+from agen.store.base import Store, dumps, now_ms
+
+EventSink = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+@dataclass
+class RunState:
+    req: RunRequest
+    run_id: str
+    conversation_id: str
+    root_run_id: str
+    trace_id: str
+    span_id: str
+    epoch: int
+    started_ms: int
+    seq: int
+    ctx: Context
+    budget: Budget
+    guards: Guards
+    tools: dict[str, Tool]
+    specs: list[dict[str, Any]]
+    redactor: Redactor
+    trust: str = "trusted"
+    turn: int = 0
+    resumed: bool = False
+    events: EventSink | None = None
+    cancel: asyncio.Event | None = None
+    messages: list[tuple[Any, ...]] = field(default_factory=list)
+    spans: list[tuple[Any, ...]] = field(default_factory=list)
+    usage: list[tuple[Any, ...]] = field(default_factory=list)
+    tokens: list[int] = field(default_factory=lambda: [0, 0, 0])
+    cost: float = 0.0
+    model: str | None = None
+    artifacts: list[str] = field(default_factory=list)
+
+    @property
+    def task_id(self) -> str | None:
+        return self.req.task_id
+
+    @property
+    def day(self) -> str:
+        return datetime.datetime.fromtimestamp(self.started_ms / 1000, datetime.UTC).strftime("%Y-%m-%d")
+
+    def tool_context(self, call_id: str) -> ToolContext:
+        r = self.req
+        return ToolContext(
+            namespace=r.namespace, deployment=r.deployment, run_id=self.run_id, root_run_id=self.root_run_id,
+            conversation_id=self.conversation_id, task_id=r.task_id, conversation_key=r.conversation_key,
+            labels=dict(r.labels), trust=self.trust, locks=dict(r.locks),
+            traceparent=f"00-{_hex32(self.trace_id)}-{_hex16(self.span_id)}-01", turn=self.turn, call_id=call_id,
+            cancel=self.cancel,
+        )
+
+    def add_message(self, role: str, content: str | None, *, turn: int | None = None,
+                    tool_calls: list[dict[str, Any]] | None = None, tool_call_id: str | None = None,
+                    name: str | None = None, is_error: bool = False, model: str | None = None,
+                    usage: ModelUsage | None = None, raw: dict[str, Any] | None = None) -> Msg:
+        red = self.redactor
+        content = red.redact(content) if content else content
+        if tool_calls:
+            tool_calls = red.redact_obj(tool_calls)
+        t = self.turn if turn is None else turn
+        msg = Msg(self.seq, t, role, content, self.run_id, tool_calls, tool_call_id, name, is_error, model)
+        self.ctx.add(msg)
+        self.messages.append((
+            new_id(), self.conversation_id, self.run_id, self.seq, t, role, content,
+            dumps(tool_calls) if tool_calls else None, tool_call_id, name, int(is_error), model,
+            dumps(usage.__dict__) if usage else None, dumps(red.redact_obj(raw)) if raw else None, now_ms(),
+        ))
+        self.seq += 1
+        return msg
+
+    def add_span(self, name: str, status: str, attrs: dict[str, Any], started_ms: int, ended_ms: int,
+                 error: str | None = None) -> None:
+        err = self.redactor.redact(error)[:1000] if error else None
+        r = self.req
+        self.spans.append((new_id(), self.trace_id, self.span_id, self.run_id, r.task_id, r.namespace, r.deployment,
+                           name, status, dumps(attrs), err, started_ms, ended_ms))
+
+    def add_usage(self, provider: str, model: str, u: ModelUsage) -> None:
+        r = self.req
+        self.usage.append((new_id(), self.run_id, r.task_id, r.namespace, r.deployment, provider, model,
+                           u.input_tokens, u.output_tokens, u.cached_tokens, u.cost_usd, self.day, now_ms()))
+        self.tokens[0] += u.input_tokens
+        self.tokens[1] += u.output_tokens
+        self.tokens[2] += u.cached_tokens
+        self.cost += u.cost_usd or 0.0
+        self.model = model
+        self.budget.add(u)
+
+    async def flush(self, store: Store, *, status: str | None = None, outcome: dict[str, Any] | None = None) -> None:
+        """Checkpoint: everything pending in one transaction that checks the epoch."""
+        cp = Checkpoint(
+            run_id=self.run_id, epoch=self.epoch, conversation_id=self.conversation_id, turns=self.turn,
+            next_seq=self.seq, messages=self.messages, spans=self.spans, usage=self.usage,
+            input_tokens=self.tokens[0], output_tokens=self.tokens[1], cached_tokens=self.tokens[2],
+            cost_usd=self.cost, model=self.model,
+        )
+        if status is not None:
+            cp.status, cp.outcome = status, outcome
+            cp.span_id, cp.span_status = self.span_id, _span_status(status)
+            r = self.req
+            cp.event = (r.namespace, r.deployment, r.task_id,
+                        {"status": status, "outcome": (outcome or {}).get("status"),
+                         "reason": (outcome or {}).get("reason")})
+        await store.write(lambda tx: write_checkpoint(tx, cp))
+        self.messages, self.spans, self.usage = [], [], []
+        self.tokens = [0, 0, 0]
+        self.cost = 0.0
+
+    async def emit(self, event: dict[str, Any]) -> None:
+        if self.events is not None:
+            await self.events(event)
+
+
+def _span_status(run_status: str) -> str:
+    return {"succeeded": "ok", "cancelled": "cancelled"}.get(run_status, "error")
+
+
+def _hex32(ulid_text: str) -> str:
+    return (ulid_text.encode().hex() + "0" * 32)[:32]
+
+
+def _hex16(ulid_text: str) -> str:
+    return (ulid_text.encode().hex()[-16:]).rjust(16, "0")
+
+
+def call_dicts(calls: list[Any]) -> list[dict[str, Any]]:
+    return [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]
+
+
+def canonical(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)

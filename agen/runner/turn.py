@@ -1,0 +1,153 @@
+"""One model turn under the rules of seed 000 §7: retries, fallback models, fallback providers.
+
+The configured model is retried on 429/5xx (honouring Retry-After), then each fallback
+model in order. An empty answer is asked again once; an answer cut off at the output limit
+with nothing usable is asked again once with twice the limit. Account errors (401/402/403)
+end the turn at once unless another provider account is configured; accounts are tried
+in order only on account errors. Every call leaves a ``gen_ai.chat`` span.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from agen.runner.providers import Account
+from agen.runner.providers.base import ModelRequest, ModelResponse, ProviderError
+
+MAX_BACKOFF_S = 60.0
+
+
+@dataclass
+class TurnPolicy:
+    max_retries: int = 3
+    backoff_base_s: float = 0.5
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+
+
+@dataclass
+class CallSpan:
+    """A finished gen_ai.chat span, written with the next checkpoint."""
+
+    started_ms: int
+    ended_ms: int
+    status: str
+    attrs: dict[str, Any]
+    error: str | None = None
+
+
+@dataclass
+class TurnAnswer:
+    response: ModelResponse
+    account: Account
+    model_sent: str
+    spans: list[CallSpan] = field(default_factory=list)
+
+
+class TurnFailed(Exception):
+    def __init__(self, reason: str, message: str, spans: list[CallSpan]) -> None:
+        super().__init__(message)
+        self.reason = reason  # no_answer | account_error
+        self.message = message
+        self.spans = spans
+
+
+def _usable(resp: ModelResponse) -> bool:
+    return bool(resp.text.strip()) or any(c.arguments_error is None for c in resp.tool_calls)
+
+
+def _ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _span(t0: int, account: Account, ai: int, mi: int, req: ModelRequest, attempt: int,
+          resp: ModelResponse | None, err: ProviderError | None) -> CallSpan:
+    t1 = _ms()
+    attrs: dict[str, Any] = {
+        "gen_ai.provider.name": account.label,
+        "gen_ai.request.model": req.model,
+        "gen_ai.request.max_tokens": req.max_tokens,
+        "agen.latency_ms": t1 - t0,
+    }
+    if attempt:
+        attrs["agen.retry"] = attempt
+    if mi:
+        attrs["agen.fallback"] = req.model
+    if ai:
+        attrs["agen.fallback_provider"] = account.label
+    if req.tier:
+        attrs["agen.router.tier"] = req.tier
+    if resp is not None:
+        u = resp.usage
+        attrs.update({
+            "gen_ai.response.model": resp.model or req.model,
+            "gen_ai.response.finish_reasons": [resp.finish_reason] if resp.finish_reason else [],
+            "gen_ai.usage.input_tokens": u.input_tokens,
+            "gen_ai.usage.output_tokens": u.output_tokens,
+            "gen_ai.usage.cached_input_tokens": u.cached_tokens,
+        })
+        if u.cost_usd is not None:
+            attrs["agen.cost_usd"] = u.cost_usd
+        attrs.update(resp.attrs)
+        return CallSpan(t0, t1, "ok", attrs)
+    assert err is not None
+    attrs["error.type"] = err.kind if err.status is None else str(err.status)
+    return CallSpan(t0, t1, "error", attrs, err.message[:1000])
+
+
+async def model_turn(accounts: list[Account], request: ModelRequest, policy: TurnPolicy) -> TurnAnswer:
+    """Ask the model(s) for one answer, or raise TurnFailed."""
+    spans: list[CallSpan] = []
+    last_problem = "no model answered"
+    for ai, account in enumerate(accounts):
+        account_error: ProviderError | None = None
+        for mi, model in enumerate(account.models):
+            req = replace(request, model=model)
+            asked_empty = asked_cut = False
+            attempt = 0
+            while True:
+                t0 = _ms()
+                try:
+                    resp = await account.provider.complete(req)
+                except ProviderError as e:
+                    spans.append(_span(t0, account, ai, mi, req, attempt, None, e))
+                    if e.kind == "account":
+                        account_error = e
+                        break
+                    if e.kind == "retryable" and attempt < policy.max_retries:
+                        delay = e.retry_after_s if e.retry_after_s is not None else policy.backoff_base_s * 2**attempt
+                        await policy.sleep(min(delay, MAX_BACKOFF_S))
+                        attempt += 1
+                        continue
+                    last_problem = f"{model}: {e.message}"
+                    break
+                spans.append(_span(t0, account, ai, mi, req, attempt, resp, None))
+                if resp.cut_off and not _usable(resp):
+                    if not asked_cut and req.max_tokens:
+                        asked_cut = True
+                        req = replace(req, max_tokens=req.max_tokens * 2)
+                        continue
+                    last_problem = f"{model}: the answer was cut off at the output limit with nothing usable"
+                    break
+                if resp.empty:
+                    if not asked_empty:
+                        asked_empty = True
+                        continue
+                    last_problem = f"{model}: the answer was empty twice"
+                    break
+                return TurnAnswer(resp, account, model, spans)
+            if account_error is not None:
+                break
+        if account_error is None:
+            raise TurnFailed("no_answer", f"no model gave an answer ({last_problem})", spans)
+        if ai == len(accounts) - 1:
+            raise TurnFailed(
+                "account_error",
+                f"provider account error from {account.label} (HTTP {account_error.status}): {account_error.message}. "
+                "Check the API key, credit and permissions of this account",
+                spans,
+            )
+    raise TurnFailed("no_answer", "no provider is configured", spans)
