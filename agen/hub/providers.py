@@ -1,0 +1,239 @@
+"""Provider holds (seed 000 §8): an account error holds the provider account, not just one task.
+
+An account is ``<namespace>/<provider>:<key secret name>[@<baseUrl>]``. While held, the
+account's deployments lease nothing until ``retry_at``; then exactly one probe task is leased.
+A probe failing with another account error backs off (5 min doubling, at most 1 h); any run of
+the account's deployments that succeeds after the hold began ends it, as does ResumeProvider.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from agen.errors import NotFoundError
+from agen.store import Row, Tx
+
+FIRST_BACKOFF_MS = 5 * 60_000
+MAX_BACKOFF_MS = 60 * 60_000
+DEFAULT_KEY_SECRET = {"openai": "OPENAI_API_KEY", "openrouter": "OPENROUTER_API_KEY"}
+ACCOUNT_ERROR_REASONS = frozenset({"provider_account", "account_error", "provider_account_error"})
+_UNFINISHED = ("queued", "leased", "running", "waiting")
+
+
+def account_id(namespace: str, provider: str, key_secret: str, base_url: str | None = None) -> str:
+    base = f"{namespace}/{provider}:{key_secret}"
+    return f"{base}@{base_url.rstrip('/')}" if base_url else base
+
+
+def harness_accounts(namespace: str, harness: Mapping[str, Any]) -> list[str]:
+    """Accounts a harness (camelCase dict as in harness.json) can call: primary, then fallbacks.
+
+    fake and replay providers have no account to hold.
+    """
+    out: list[str] = []
+    entries = [harness, *list(harness.get("fallbackProviders") or [])]
+    for entry in entries:
+        provider = str(entry.get("provider") or harness.get("provider") or "")
+        if provider not in DEFAULT_KEY_SECRET:
+            continue
+        key = str(entry.get("apiKeySecret") or DEFAULT_KEY_SECRET[provider])
+        acct = account_id(namespace, provider, key, entry.get("baseUrl"))
+        if acct not in out:
+            out.append(acct)
+    return out
+
+
+def sync_accounts(tx: Tx, deployment_id: str, accounts: Iterable[str]) -> None:
+    """Remember which accounts a deployment uses (on deploy), so a hold reaches all of them."""
+    tx.execute("DELETE FROM provider_accounts WHERE deployment_id = ?", (deployment_id,))
+    tx.executemany(
+        "INSERT OR IGNORE INTO provider_accounts (deployment_id, account) VALUES (?, ?)",
+        [(deployment_id, a) for a in accounts],
+    )
+
+
+def _split(account: str) -> tuple[str, str]:
+    namespace, _, rest = account.partition("/")
+    return namespace, rest.partition(":")[0]
+
+
+def record_account_error(
+    tx: Tx,
+    account: str,
+    *,
+    reason: str,
+    deployment_id: str | None = None,
+    task_id: str | None = None,
+) -> Row:
+    """Hold ``account`` (or back a failed probe off further); returns the hold row."""
+    now = tx.now_ms
+    namespace, provider = _split(account)
+    if deployment_id is not None:
+        tx.execute(
+            "INSERT OR IGNORE INTO provider_accounts (deployment_id, account) VALUES (?, ?)",
+            (deployment_id, account),
+        )
+    row = tx.one("SELECT * FROM provider_holds WHERE account = ?", (account,))
+    if row is not None and row["resumed_ms"] is None:
+        if task_id is not None and task_id == row["probe_task_id"]:
+            backoff = min(int(row["backoff_ms"]) * 2, MAX_BACKOFF_MS)
+            tx.execute(
+                "UPDATE provider_holds SET backoff_ms = ?, retry_at_ms = ?, probe_task_id = NULL, reason = ?"
+                " WHERE account = ?",
+                (backoff, now + backoff, reason, account),
+            )
+        return _get(tx, account)
+    tx.execute(
+        "INSERT INTO provider_holds (account, namespace, provider, reason, held_since_ms, retry_at_ms,"
+        " backoff_ms, probe_task_id, resumed_ms) VALUES (?,?,?,?,?,?,?,NULL,NULL)"
+        " ON CONFLICT (account) DO UPDATE SET reason = excluded.reason, held_since_ms = excluded.held_since_ms,"
+        " retry_at_ms = excluded.retry_at_ms, backoff_ms = excluded.backoff_ms, probe_task_id = NULL,"
+        " resumed_ms = NULL",
+        (account, namespace, provider, reason, now, now + FIRST_BACKOFF_MS, FIRST_BACKOFF_MS),
+    )
+    tx.event(
+        namespace, "provider.held", severity="warning", task_id=task_id,
+        data={"account": account, "reason": reason, "retry_at_ms": now + FIRST_BACKOFF_MS},
+    )
+    return _get(tx, account)
+
+
+def _get(tx: Tx, account: str) -> Row:
+    row = tx.one("SELECT * FROM provider_holds WHERE account = ?", (account,))
+    assert row is not None
+    return row
+
+
+def account_error(outcome: Mapping[str, Any] | None) -> str | None:
+    """The account an outcome blames, if the task failed with a provider account error.
+
+    The runner reports ``reason`` in ACCOUNT_ERROR_REASONS and the account in ``data.account``;
+    an empty string means "an account of this deployment" (the caller picks its first).
+    """
+    if not outcome or outcome.get("reason") not in ACCOUNT_ERROR_REASONS:
+        return None
+    data = outcome.get("data")
+    return str(data.get("account") or "") if isinstance(data, Mapping) else ""
+
+
+def on_task_failed(tx: Tx, task: Mapping[str, Any], outcome: Mapping[str, Any] | None, error: str | None) -> Row | None:
+    """Hook for CompleteTask: hold the account when a task failed with an account error."""
+    blamed = account_error(outcome)
+    if blamed is None:
+        return None
+    if not blamed:
+        first = tx.scalar(
+            "SELECT account FROM provider_accounts WHERE deployment_id = ? ORDER BY account LIMIT 1",
+            (task["deployment_id"],),
+        )
+        if first is None:
+            return None
+        blamed = str(first)
+    reason = str((outcome or {}).get("summary") or error or "provider account error")[:500]
+    return record_account_error(tx, blamed, reason=reason, deployment_id=task["deployment_id"], task_id=task["id"])
+
+
+GateState = Literal["open", "held", "probe"]
+
+
+@dataclass(frozen=True)
+class LeaseGate:
+    """What leasing may do for one deployment now."""
+
+    state: GateState
+    account: str | None = None
+    retry_at_ms: int | None = None
+
+    @property
+    def limit(self) -> int | None:
+        """Most tasks to lease now: None (no cap), 0 (held) or 1 (the probe)."""
+        return {"open": None, "held": 0, "probe": 1}[self.state]
+
+
+def lease_gate(tx: Tx, deployment_id: str, now_ms: int) -> LeaseGate:
+    """Held until retry_at; then one probe at a time; open when no account of it is held."""
+    rows = tx.all(
+        "SELECT h.* FROM provider_holds h JOIN provider_accounts a ON a.account = h.account"
+        " WHERE a.deployment_id = ? AND h.resumed_ms IS NULL ORDER BY h.retry_at_ms DESC",
+        (deployment_id,),
+    )
+    if not rows:
+        return LeaseGate("open")
+    for row in rows:
+        if row["retry_at_ms"] > now_ms:
+            return LeaseGate("held", row["account"], row["retry_at_ms"])
+        probe = row["probe_task_id"]
+        if probe is not None:
+            state = tx.scalar("SELECT state FROM tasks WHERE id = ?", (probe,))
+            if state in _UNFINISHED:
+                return LeaseGate("held", row["account"], row["retry_at_ms"])
+    return LeaseGate("probe", rows[0]["account"], rows[0]["retry_at_ms"])
+
+
+def mark_probe(tx: Tx, deployment_id: str, task_id: str) -> None:
+    """Record the task leased through a probe gate as the probe of every held account it uses."""
+    tx.execute(
+        "UPDATE provider_holds SET probe_task_id = ? WHERE resumed_ms IS NULL AND account IN"
+        " (SELECT account FROM provider_accounts WHERE deployment_id = ?)",
+        (task_id, deployment_id),
+    )
+
+
+def _resume(tx: Tx, row: Row, why: str, by: str | None = None) -> None:
+    tx.execute("UPDATE provider_holds SET resumed_ms = ? WHERE account = ?", (tx.now_ms, row["account"]))
+    tx.event(
+        row["namespace"], "provider.resumed",
+        data={"account": row["account"], "why": why, "by": by, "held_since_ms": row["held_since_ms"]},
+    )
+
+
+def end_recovered_holds(tx: Tx) -> list[str]:
+    """Scheduler tick: end holds whose deployments had a run succeed after the hold began."""
+    ended: list[str] = []
+    for row in tx.all("SELECT * FROM provider_holds WHERE resumed_ms IS NULL"):
+        ok = tx.scalar(
+            "SELECT 1 FROM runs r JOIN deployments d ON d.namespace = r.namespace AND d.name = r.deployment"
+            " JOIN provider_accounts a ON a.deployment_id = d.id"
+            " WHERE a.account = ? AND r.status = 'succeeded' AND r.finished_ms >= ? LIMIT 1",
+            (row["account"], row["held_since_ms"]),
+        )
+        if ok:
+            _resume(tx, row, "a run succeeded")
+            ended.append(row["account"])
+    return ended
+
+
+def resume_provider(tx: Tx, account: str, *, by: str | None = None) -> Row:
+    """ResumeProvider (admin): end a hold at once."""
+    row = tx.one("SELECT * FROM provider_holds WHERE account = ? AND resumed_ms IS NULL", (account,))
+    if row is None:
+        raise NotFoundError(
+            f"no provider account {account!r} is held; `agen providers` lists held accounts", account=account
+        )
+    _resume(tx, row, "resumed by an operator", by)
+    return _get(tx, account)
+
+
+def held_deployment_ids(tx: Tx, now_ms: int) -> set[str]:
+    """Deployments the autoscaler must not scale up for queued work (hold still before retry_at)."""
+    rows = tx.all(
+        "SELECT DISTINCT a.deployment_id FROM provider_holds h JOIN provider_accounts a ON a.account = h.account"
+        " WHERE h.resumed_ms IS NULL AND h.retry_at_ms > ?",
+        (now_ms,),
+    )
+    return {r["deployment_id"] for r in rows}
+
+
+def list_holds(tx: Tx, namespaces: Iterable[str] | None = None, *, include_resumed: bool = False) -> list[Row]:
+    sql = "SELECT * FROM provider_holds"
+    where = [] if include_resumed else ["resumed_ms IS NULL"]
+    params: list[Any] = []
+    ns = list(namespaces or [])
+    if ns:
+        where.append(f"namespace IN ({','.join('?' * len(ns))})")
+        params.extend(ns)
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    return tx.all(sql + " ORDER BY held_since_ms DESC", params)

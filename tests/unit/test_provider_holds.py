@@ -1,0 +1,115 @@
+"""Provider holds at the transaction level: hold, probe, back-off, release by a success or an admin."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from ulid import ULID
+
+from agen.errors import NotFoundError
+from agen.hub import providers
+from agen.store import Row, SQLiteStore, Tx
+from tests.unit.trigger_helpers import add_usage, deployment
+
+ACCT = "default/openai:OPENAI_API_KEY@http://127.0.0.1:9999/v1"
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
+    s = await SQLiteStore.open(tmp_path / "agen.db")
+    yield s
+    await s.close()
+
+
+def task(tx: Tx, dep: Row, state: str) -> str:
+    tid = str(ULID())
+    seq = int(tx.scalar("SELECT COALESCE(MAX(seq), 0) + 1 FROM tasks"))
+    tx.execute(
+        "INSERT INTO tasks (id, namespace, deployment_id, deployment, state, input, root_task_id, seq, created_ms,"
+        " updated_ms) VALUES (?,?,?,?,?,?,?,?,?,?)",
+        (tid, dep["namespace"], dep["id"], dep["name"], state, "x", tid, seq, tx.now_ms, tx.now_ms),
+    )
+    return tid
+
+
+def test_account_ids_name_namespace_provider_key_secret_and_base_url() -> None:
+    harness = {
+        "provider": "openai", "model": "m", "baseUrl": "http://127.0.0.1:9999/v1/",
+        "fallbackProviders": [{"provider": "openrouter", "model": "x"}, {"provider": "fake"}],
+    }
+    assert providers.harness_accounts("default", harness) == [ACCT, "default/openrouter:OPENROUTER_API_KEY"]
+    assert providers.harness_accounts("default", {"provider": "fake"}) == []
+
+
+async def test_an_account_error_holds_every_deployment_of_the_account_then_one_probe_backs_off(
+    store: SQLiteStore,
+) -> None:
+    a = await deployment(store, "a")
+    b = await deployment(store, "b")
+    await store.write(lambda tx: (providers.sync_accounts(tx, a["id"], [ACCT]),
+                                  providers.sync_accounts(tx, b["id"], [ACCT])))
+    failed = await store.write(lambda tx: task(tx, a, "failed"))
+    outcome = {"status": "failed", "reason": "provider_account", "summary": "401 invalid key",
+               "data": {"account": ACCT}}
+    hold = await store.write(lambda tx: providers.on_task_failed(
+        tx, {"id": failed, "deployment_id": a["id"]}, outcome, None))
+    assert hold is not None and hold["backoff_ms"] == 5 * 60_000
+    t0 = int(hold["held_since_ms"])
+    events = await store.all("SELECT type, severity FROM events WHERE type LIKE 'provider.%'")
+    assert events == [{"type": "provider.held", "severity": "warning"}]
+
+    gate = await store.write(lambda tx: providers.lease_gate(tx, b["id"], t0 + 1000))
+    assert gate.state == "held" and gate.limit == 0 and gate.retry_at_ms == t0 + 5 * 60_000
+    assert await store.write(lambda tx: providers.held_deployment_ids(tx, t0 + 1000)) == {a["id"], b["id"]}
+
+    # After retry_at exactly one probe may be leased; while it is unfinished nothing else is.
+    gate = await store.write(lambda tx: providers.lease_gate(tx, b["id"], t0 + 5 * 60_000))
+    assert gate.state == "probe" and gate.limit == 1
+    probe = await store.write(lambda tx: task(tx, b, "running"))
+    await store.write(lambda tx: providers.mark_probe(tx, b["id"], probe))
+    assert (await store.write(lambda tx: providers.lease_gate(tx, a["id"], t0 + 5 * 60_000 + 1))).state == "held"
+
+    # The probe fails with another account error: back-off doubles (5 -> 10 min), capped at 1 h.
+    hold = await store.write(lambda tx: providers.on_task_failed(
+        tx, {"id": probe, "deployment_id": b["id"]}, outcome, None))
+    assert hold is not None and hold["backoff_ms"] == 10 * 60_000 and hold["probe_task_id"] is None
+    for _ in range(5):
+        p = await store.write(lambda tx: task(tx, b, "running"))
+        await store.write(lambda tx, p=p: providers.mark_probe(tx, b["id"], p))  # type: ignore[misc]
+        hold = await store.write(lambda tx, p=p: providers.on_task_failed(  # type: ignore[misc]
+            tx, {"id": p, "deployment_id": b["id"]}, outcome, None))
+    assert hold is not None and hold["backoff_ms"] == 60 * 60_000
+    assert len(await store.all("SELECT 1 FROM events WHERE type = 'provider.held'")) == 1
+
+    # A run of one of the account's deployments succeeding after the hold began ends it.
+    await store.write(lambda tx: add_usage(tx, a, 0.0, day="2025-01-01", finished_ms=t0 + 1))
+    assert await store.write(providers.end_recovered_holds) == [ACCT]
+    assert (await store.write(lambda tx: providers.lease_gate(tx, a["id"], t0))).state == "open"
+    resumed = await store.all("SELECT data FROM events WHERE type = 'provider.resumed'")
+    assert len(resumed) == 1 and "a run succeeded" in resumed[0]["data"]
+
+
+async def test_a_success_before_the_hold_does_not_end_it_but_resume_provider_does(store: SQLiteStore) -> None:
+    a = await deployment(store, "a")
+    await store.write(lambda tx: add_usage(tx, a, 0.0, day="2025-01-01", finished_ms=0))
+    await store.write(lambda tx: providers.record_account_error(tx, ACCT, reason="402", deployment_id=a["id"]))
+    assert await store.write(providers.end_recovered_holds) == []
+    assert [r["account"] for r in await store.write(lambda tx: providers.list_holds(tx, ["default"]))] == [ACCT]
+    await store.write(lambda tx: providers.resume_provider(tx, ACCT, by="admin"))
+    assert await store.write(lambda tx: providers.list_holds(tx, ["default"])) == []
+    with pytest.raises(NotFoundError):
+        await store.write(lambda tx: providers.resume_provider(tx, ACCT))
+
+
+async def test_other_failures_do_not_hold_anything(store: SQLiteStore) -> None:
+    a = await deployment(store, "a")
+    await store.write(lambda tx: providers.sync_accounts(tx, a["id"], [ACCT]))
+    out = await store.write(lambda tx: providers.on_task_failed(
+        tx, {"id": "t", "deployment_id": a["id"]}, {"status": "failed", "reason": "max_turns"}, None))
+    assert out is None
+    # An account error that names no account blames the deployment's account.
+    out = await store.write(lambda tx: providers.on_task_failed(
+        tx, {"id": "t", "deployment_id": a["id"]}, {"status": "failed", "reason": "provider_account"}, "401"))
+    assert out is not None and out["account"] == ACCT and out["reason"] == "401"
