@@ -32,19 +32,17 @@ def set_parent_death_signal(sig: int = signal.SIGKILL) -> bool:
 
 
 def parse(argv: list[str]) -> tuple[list[str], list[str]]:
-    """Split ``--keep A,B -- cmd args`` into (names to keep, command line)."""
+    """Split ``--keep A,B [--] cmd args`` into (names to keep, command line)."""
     keep: list[str] = []
-    i = 0
-    while i < len(argv) and argv[i] != "--":
-        if argv[i] == "--keep" and i + 1 < len(argv):
-            keep = [k for k in argv[i + 1].split(",") if k]
-            i += 2
-            continue
-        raise SystemExit(f"agen launcher: unexpected argument {argv[i]!r} (usage: --keep A,B -- command args)")
-    command = argv[i + 1 :]
-    if not command:
-        raise SystemExit("agen launcher: no command given after --")
-    return keep, command
+    rest = list(argv)
+    if len(rest) >= 2 and rest[0] == "--keep":
+        keep = [k for k in rest[1].split(",") if k]
+        rest = rest[2:]
+    if rest and rest[0] == "--":
+        rest = rest[1:]
+    if not rest:
+        raise SystemExit("agen launcher: no command given (usage: --keep A,B -- command args)")
+    return keep, rest
 
 
 def run(argv: list[str]) -> None:

@@ -1,0 +1,67 @@
+"""``agen mcp``: the MCP servers that ship with agen, run over stdio for a bundle's mcp.json."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from agen.cli._common import parse_duration_ms
+
+
+def register(app: typer.Typer) -> None:
+    mcp = typer.Typer(
+        name="mcp",
+        help="Built-in MCP servers (stdio): a confined workspace and read-only SQL.",
+        no_args_is_help=True,
+    )
+
+    @mcp.command("workspace")
+    def workspace(
+        root: Annotated[str, typer.Option("--root", help="Directory every path is confined to.")],
+        no_run: Annotated[bool, typer.Option("--no-run", help="Leave out the run (shell) tool.")] = False,
+        run_timeout: Annotated[
+            str, typer.Option("--run-timeout", help="Default timeout of run, e.g. 2m (at most 10m).")
+        ] = "2m",
+    ) -> None:
+        """Serve read, write, edit, glob, grep and run inside ROOT (`..`, absolute paths and symlinks out are refused)."""
+        import os
+
+        from agen.errors import InvalidError
+        from agen.mcpservers._shell import MAX_TIMEOUT_S
+        from agen.mcpservers.workspace import serve
+
+        timeout_s = parse_duration_ms(run_timeout, flag="--run-timeout") / 1000
+        if not 0 < timeout_s <= MAX_TIMEOUT_S:
+            raise InvalidError(f"--run-timeout must be more than 0 and at most 10m (got {run_timeout})")
+        if not os.path.isdir(root):
+            raise InvalidError(f"--root {root} is not a directory; create it first", field="--root")
+        serve(root, allow_run=not no_run, run_timeout_s=timeout_s)
+
+    @mcp.command("sql")
+    def sql(
+        dsn_env: Annotated[
+            str, typer.Option("--dsn-env", help="Environment variable holding the DSN (sqlite:///path.db, postgres://...).")
+        ] = "AGEN_SQL_DSN",
+    ) -> None:
+        """Serve read-only SQL queries (row-capped; writes refused) against the database named by --dsn-env."""
+        from agen.errors import InvalidError
+        from agen.mcpservers.sql import serve
+
+        try:
+            serve(dsn_env)
+        except (ValueError, FileNotFoundError, RuntimeError) as e:
+            raise InvalidError(str(e)) from None
+
+    @mcp.command(
+        "launch",
+        hidden=True,
+        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    )
+    def launch(ctx: typer.Context) -> None:
+        """Internal: start an MCP server with a parent-death signal and a cleared environment."""
+        from agen.runner.tools._pdeath import run
+
+        run(list(ctx.args))
+
+    app.add_typer(mcp)

@@ -1,0 +1,1 @@
+"""MCP servers that ship with agen (``agen mcp workspace``, ``agen mcp sql``)."""
