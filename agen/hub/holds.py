@@ -9,39 +9,142 @@ from __future__ import annotations
 
 from typing import Any
 
-from agen.store import Tx
+from ulid import ULID
+
+from agen.errors import ConflictError, NotFoundError
+from agen.hub._tasks import UNFINISHED, URGENT, get_task, requeue, task_event
+from agen.store import Tx, dumps
+
+RESUME = "resume"
+
+
+def _effectively_held(row: dict[str, Any], now_ms: int) -> bool:
+    return bool(row["held"]) and (row["held_until_ms"] is None or row["held_until_ms"] > now_ms)
+
+
+def _clear_hold(tx: Tx, task_id: str) -> None:
+    tx.execute(
+        "UPDATE tasks SET held = 0, held_until_ms = NULL, hold_reason = NULL, held_by = NULL,"
+        " updated_ms = ? WHERE id = ?",
+        (tx.now_ms, task_id),
+    )
+
+
+def _wake_if_resuming(tx: Tx, row: dict[str, Any], reason: str) -> bool:
+    if row["state"] == "waiting" and row["wait_for"] == RESUME:
+        requeue(tx, row, reason=reason, priority=URGENT)
+        return True
+    return False
 
 
 def pause_task(tx: Tx, task_id: str, until_ms: int | None = None, reason: str | None = None) -> dict[str, Any]:
     """Hold an unfinished task (until ``until_ms``, or until resumed)."""
-    raise NotImplementedError
+    row = get_task(tx, task_id)
+    if row["state"] not in UNFINISHED:
+        raise ConflictError(f"task {task_id} already ended ({row['state']}); there is nothing to pause",
+                            task_id=task_id, state=row["state"])
+    tx.execute(
+        "UPDATE tasks SET held = 1, held_until_ms = ?, hold_reason = ?, held_by = 'task', updated_ms = ?"
+        " WHERE id = ?",
+        (until_ms, reason, tx.now_ms, task_id),
+    )
+    task_event(tx, row, "task.held", {"until_ms": until_ms, "reason": reason})
+    return get_task(tx, task_id)
 
 
 def resume_task(tx: Tx, task_id: str) -> dict[str, Any]:
     """Clear a task's hold; a task suspended on "resume" is requeued at urgent priority."""
-    raise NotImplementedError
+    row = get_task(tx, task_id)
+    if row["state"] not in UNFINISHED:
+        raise ConflictError(f"task {task_id} already ended ({row['state']}); there is nothing to resume",
+                            task_id=task_id, state=row["state"])
+    if not row["held"] and not (row["state"] == "waiting" and row["wait_for"] == RESUME):
+        return row
+    _clear_hold(tx, task_id)
+    task_event(tx, row, "task.resumed", {"reason": "resumed"})
+    _wake_if_resuming(tx, row, "resumed")
+    return get_task(tx, task_id)
+
+
+def _deployment(tx: Tx, deployment_id: str) -> dict[str, Any]:
+    dep = tx.one("SELECT id, namespace, name FROM deployments WHERE id = ?", (deployment_id,))
+    if dep is None:
+        raise NotFoundError(f"deployment {deployment_id} not found; list deployments with `agen ps`",
+                            deployment_id=deployment_id)
+    return dep
 
 
 def hold_deployment(tx: Tx, deployment_id: str, until_ms: int | None = None, reason: str | None = None) -> int:
-    """Hold every unfinished task of a deployment; returns how many."""
-    raise NotImplementedError
+    """Hold every unfinished task of a deployment (not ones paused on their own); returns how many."""
+    dep = _deployment(tx, deployment_id)
+    n = tx.execute(
+        "UPDATE tasks SET held = 1, held_until_ms = ?, hold_reason = ?, held_by = 'deployment', updated_ms = ?"
+        " WHERE deployment_id = ? AND state IN ('queued', 'leased', 'running', 'waiting')"
+        " AND (held = 0 OR held_by = 'deployment')",
+        (until_ms, reason, tx.now_ms, deployment_id),
+    )
+    tx.event(dep["namespace"], "deployment.held", deployment=dep["name"],
+             data={"tasks": n, "until_ms": until_ms, "reason": reason})
+    return n
 
 
 def resume_deployment_hold(tx: Tx, deployment_id: str) -> int:
-    """Clear the holds hold_deployment put in place; returns how many tasks."""
-    raise NotImplementedError
+    """Clear the holds hold_deployment put in place (waking tasks suspended on them); returns how many."""
+    dep = _deployment(tx, deployment_id)
+    rows = tx.all(
+        "SELECT * FROM tasks WHERE deployment_id = ? AND held = 1 AND held_by = 'deployment'"
+        " AND state IN ('queued', 'leased', 'running', 'waiting')",
+        (deployment_id,),
+    )
+    for row in rows:
+        _clear_hold(tx, row["id"])
+        _wake_if_resuming(tx, row, "deployment resumed")
+    if rows:
+        tx.event(dep["namespace"], "deployment.resumed", deployment=dep["name"], data={"tasks": len(rows)})
+    return len(rows)
 
 
 def is_held(tx: Tx, task_id: str) -> bool:
-    """Effective hold: held and (no deadline or a deadline still ahead)."""
-    raise NotImplementedError
+    """Effective hold: held and (no deadline or a deadline still ahead). A passed deadline reads as not held."""
+    row = tx.one("SELECT held, held_until_ms FROM tasks WHERE id = ?", (task_id,))
+    if row is None:
+        raise NotFoundError(f"task {task_id} not found", task_id=task_id)
+    return _effectively_held(row, tx.now_ms)
 
 
 def wake_expired_holds(tx: Tx, now_ms: int) -> list[str]:
-    """Requeue tasks suspended on "resume" whose hold deadline passed; returns their ids."""
-    raise NotImplementedError
+    """End holds whose deadline passed; requeue tasks suspended on "resume". Returns the woken ids."""
+    rows = tx.all(
+        "SELECT * FROM tasks WHERE held = 1 AND held_until_ms IS NOT NULL AND held_until_ms <= ?", (now_ms,)
+    )
+    woken: list[str] = []
+    for row in rows:
+        _clear_hold(tx, row["id"])
+        if row["state"] not in UNFINISHED:
+            continue
+        task_event(tx, row, "task.resumed", {"reason": "hold deadline passed"})
+        if _wake_if_resuming(tx, row, "hold deadline passed"):
+            woken.append(row["id"])
+    return woken
+
+
+def inbox_matches(wait_for: str | None, kind: str, ref: str | None) -> bool:
+    """Does an inbox row (kind, ref) satisfy a task's wait_for? "resume" only ResumeTask satisfies."""
+    if not wait_for or wait_for == RESUME:
+        return False
+    if ref is not None and wait_for == f"{kind}:{ref}":
+        return True
+    return wait_for == kind or (wait_for == "children" and kind == "child")
 
 
 def write_inbox(tx: Tx, task_id: str, kind: str, ref: str | None, payload: Any = None) -> str:
     """Record something for a task; wakes it (urgent, no attempt) when it waits for exactly this."""
-    raise NotImplementedError
+    row = get_task(tx, task_id)
+    inbox_id = str(ULID())
+    tx.execute(
+        "INSERT INTO run_inbox (id, task_id, kind, ref, payload, created_ms) VALUES (?,?,?,?,?,?)",
+        (inbox_id, task_id, kind, ref, None if payload is None else dumps(payload), tx.now_ms),
+    )
+    if row["state"] == "waiting" and inbox_matches(row["wait_for"], kind, ref):
+        requeue(tx, row, reason="inbox", priority=URGENT, data={"kind": kind, "ref": ref})
+    return inbox_id

@@ -3,17 +3,60 @@
 Every lease carries a fresh ``lease_id`` (a ULID fencing token); ExtendLease,
 CompleteTask, ReleaseTask and SuspendTask must present the current one, so a
 partitioned Nest cannot finish a task that was re-leased elsewhere. The SQL
-selects candidates and then updates each with ``WHERE state = 'queued'`` so the
-same code is correct under Postgres ``FOR UPDATE SKIP LOCKED``.
+selects candidates and then updates each with ``WHERE state = 'queued'``, so the
+same code stays correct under Postgres ``FOR UPDATE SKIP LOCKED``.
+
+``attempts`` counts leases that did not end cleanly plus the current one: a lease
+adds one; a release the host could not use and a suspend give it back.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from agen.store import Tx
+from ulid import ULID
+
+from agen.errors import InvalidError
+from agen.hub._tasks import (
+    LIVE,
+    TERMINAL,
+    deployment_log,
+    due_sql,
+    end_run,
+    fenced_task,
+    get_task,
+    held_sql,
+    requeue,
+    stale_lease,
+    task_event,
+)
+from agen.hub.holds import RESUME, _effectively_held, inbox_matches, write_inbox
+from agen.hub.locks import refresh_task_locks, release_task_locks, try_grant_all
+from agen.store import Tx, dumps
 
 MAX_ATTEMPTS = 5
+COMPLETE_STATES = ("succeeded", "failed", "cancelled")
+
+# Head-of-conversation rule: no other unfinished task of the key is in flight, and none
+# older is due (a not_before task does not hold its conversation up).
+CONVERSATION_FREE_SQL = f"""
+    (t.conversation_key IS NULL OR NOT EXISTS (
+        SELECT 1 FROM tasks o
+        WHERE o.deployment_id = t.deployment_id AND o.conversation_key = t.conversation_key
+          AND o.state IN ('queued', 'leased', 'running', 'waiting') AND o.id != t.id
+          AND (o.state != 'queued' OR (o.seq < t.seq AND {due_sql("o")}))))
+"""
+
+_CANDIDATES = f"""
+    SELECT t.* FROM tasks t
+    WHERE t.deployment_id = :dep AND t.state = 'queued'
+      AND {due_sql("t")}
+      AND NOT {held_sql("t")}
+      AND (t.priority > :p OR (t.priority = :p AND t.seq > :s))
+      AND {CONVERSATION_FREE_SQL}
+    ORDER BY t.priority, t.seq
+    LIMIT :page
+"""
 
 
 def lease_tasks(
@@ -29,20 +72,112 @@ def lease_tasks(
     """Lease up to ``limit`` due tasks of one deployment (priority, then submission order).
 
     Skips scheduled, held and lock-blocked tasks and every task whose conversation has
-    an older due task or an unfinished one. Returned rows carry ``lease_id`` and
-    ``locks`` (name -> fence).
+    an older due task or an unfinished one; a paused deployment leases nothing. Returned
+    rows carry ``lease_id`` and ``locks`` (name -> fence).
     """
-    raise NotImplementedError
+    if limit <= 0:
+        return []
+    if lease_ms <= 0:
+        raise InvalidError(f"lease_ms must be positive (got {lease_ms})", field="lease_ms")
+    now = tx.now_ms if now_ms is None else now_ms
+    if tx.scalar("SELECT paused FROM deployments WHERE id = ?", (deployment_id,)):
+        return []
+    leased: list[dict[str, Any]] = []
+    cursor = (-1, -1)
+    page = limit + 16
+    while len(leased) < limit:
+        rows = tx.all(_CANDIDATES, {"dep": deployment_id, "now": now, "p": cursor[0], "s": cursor[1],
+                                    "page": page})
+        if not rows:
+            break
+        cursor = (rows[-1]["priority"], rows[-1]["seq"])
+        declared = _declared_locks(tx, [r["id"] for r in rows])
+        for row in rows:
+            got = _lease_one(tx, row, declared.get(row["id"], []), nest_id, instance_id, now + lease_ms, now)
+            if got is not None:
+                leased.append(got)
+                if len(leased) >= limit:
+                    break
+        if len(rows) < page:
+            break
+    return leased
+
+
+def _declared_locks(tx: Tx, task_ids: list[str]) -> dict[str, list[str]]:
+    marks = ",".join("?" * len(task_ids))
+    out: dict[str, list[str]] = {}
+    for r in tx.all(f"SELECT task_id, name FROM task_locks WHERE task_id IN ({marks}) ORDER BY name", task_ids):
+        out.setdefault(r["task_id"], []).append(r["name"])
+    return out
+
+
+def _lease_one(tx: Tx, row: dict[str, Any], lock_names: list[str], nest_id: str,
+               instance_id: str | None, expires_ms: int, now: int) -> dict[str, Any] | None:
+    grants: dict[str, int] = {}
+    if lock_names:
+        got = try_grant_all(tx, row["namespace"], lock_names, row["id"], expires_ms, now_ms=now)
+        if got is None:
+            return None
+        grants = got
+    lease_id = str(ULID())
+    n = tx.execute(
+        "UPDATE tasks SET state = 'leased', lease_id = ?, lease_nest_id = ?, lease_instance_id = ?,"
+        " lease_expires_ms = ?, leased_ms = ?, attempts = attempts + 1, wait_reason = NULL, updated_ms = ?"
+        " WHERE id = ? AND state = 'queued'",
+        (lease_id, nest_id, instance_id, expires_ms, now, tx.now_ms, row["id"]),
+    )
+    if n == 0:  # taken by another writer between select and update (Postgres)
+        if grants:
+            release_task_locks(tx, row["id"])
+        return None
+    row.update(state="leased", lease_id=lease_id, lease_nest_id=nest_id, lease_instance_id=instance_id,
+               lease_expires_ms=expires_ms, leased_ms=now, attempts=row["attempts"] + 1,
+               wait_reason=None, updated_ms=tx.now_ms)
+    task_event(tx, row, "task.leased", {"lease_id": lease_id, "nest_id": nest_id,
+                                        "instance_id": instance_id, "attempt": row["attempts"]})
+    row["locks"] = grants
+    return row
 
 
 def mark_running(tx: Tx, task_id: str, lease_id: str) -> dict[str, Any]:
-    """The instance started the task (leased -> running)."""
-    raise NotImplementedError
+    """The instance started the task (leased -> running); repeating it is harmless."""
+    row = fenced_task(tx, task_id, lease_id)
+    if row["state"] == "running":
+        return row
+    tx.execute(
+        "UPDATE tasks SET state = 'running', started_ms = COALESCE(started_ms, ?), updated_ms = ? WHERE id = ?",
+        (tx.now_ms, tx.now_ms, task_id),
+    )
+    task_event(tx, row, "task.started", {"lease_id": lease_id, "instance_id": row["lease_instance_id"]})
+    row.update(state="running", started_ms=row["started_ms"] or tx.now_ms, updated_ms=tx.now_ms)
+    return row
 
 
 def extend_lease(tx: Tx, task_id: str, lease_id: str, lease_ms: int) -> int:
-    """Push the lease (and the task's declared locks) to now + lease_ms; returns the new expiry."""
-    raise NotImplementedError
+    """Push the lease (and the task's granted locks) to now + lease_ms; returns the new expiry."""
+    fenced_task(tx, task_id, lease_id)
+    expires = tx.now_ms + lease_ms
+    tx.execute("UPDATE tasks SET lease_expires_ms = ?, updated_ms = ? WHERE id = ?", (expires, tx.now_ms, task_id))
+    refresh_task_locks(tx, task_id, expires)
+    return expires
+
+
+def finish_task(tx: Tx, row: dict[str, Any], state: str, *, outcome: dict[str, Any] | None,
+                error: str | None, keep_lease_id: bool = False, data: dict[str, Any] | None = None) -> None:
+    """The one terminal path: state, locks released, the event, and the parent's inbox."""
+    tx.execute(
+        "UPDATE tasks SET state = ?, outcome = ?, error = ?, lease_id = CASE WHEN ? THEN lease_id END,"
+        " lease_nest_id = NULL, lease_instance_id = NULL, lease_expires_ms = NULL, wait_for = NULL,"
+        " finished_ms = ?, updated_ms = ? WHERE id = ?",
+        (state, None if outcome is None else dumps(outcome), error, keep_lease_id, tx.now_ms, tx.now_ms,
+         row["id"]),
+    )
+    release_task_locks(tx, row["id"])
+    task_event(tx, row, f"task.{state}", {"error": error, **(data or {})},
+               severity="warning" if state in ("failed", "expired") else "info")
+    if row["parent_task_id"]:
+        write_inbox(tx, row["parent_task_id"], "child", row["id"],
+                    {"task_id": row["id"], "status": state, "outcome": outcome, "error": error})
 
 
 def complete_task(
@@ -54,32 +189,128 @@ def complete_task(
     outcome: dict[str, Any] | None,
     error: str | None = None,
 ) -> dict[str, Any]:
-    """End a leased/running task as succeeded, failed or cancelled; releases its locks."""
-    raise NotImplementedError
+    """End a leased/running task as succeeded, failed or cancelled; releases its locks.
+
+    Reporting the same lease's completion twice returns the stored task (a retried RPC).
+    """
+    if status not in COMPLETE_STATES:
+        raise InvalidError(f"status must be one of {', '.join(COMPLETE_STATES)} (got {status!r})",
+                           field="status")
+    row = get_task(tx, task_id)
+    if row["state"] in TERMINAL and row["lease_id"] == lease_id:
+        return row
+    if row["lease_id"] != lease_id or row["state"] not in LIVE:
+        raise stale_lease(row, lease_id)
+    finish_task(tx, row, status, outcome=outcome, error=error, keep_lease_id=True)
+    return get_task(tx, task_id)
 
 
 def release_task(
     tx: Tx, task_id: str, lease_id: str, *, count_attempt: bool, reason: str | None = None
 ) -> dict[str, Any]:
-    """Give a leased task back to the queue (a host could not take it: attempt not counted)."""
-    raise NotImplementedError
+    """Give a leased task back to the queue.
+
+    ``count_attempt=False``: the host could not take it (not its fault, not counted).
+    ``count_attempt=True``: the host died mid-task; a task already at MAX_ATTEMPTS fails.
+    """
+    row = fenced_task(tx, task_id, lease_id)
+    why = reason or ("host could not take it" if not count_attempt else "host stopped mid-task")
+    deployment_log(tx, row, f"task {task_id} released by instance {row['lease_instance_id'] or '-'}: {why}"
+                   f"{'' if count_attempt else ' (attempt not counted)'}", instance_id=row["lease_instance_id"])
+    if count_attempt and row["attempts"] >= MAX_ATTEMPTS:
+        _fail_max_attempts(tx, row, why)
+    else:
+        requeue(tx, row, reason=why, attempt_delta=0 if count_attempt else -1, event="task.released",
+                data={"count_attempt": count_attempt})
+    return get_task(tx, task_id)
 
 
 def suspend_task(tx: Tx, task_id: str, lease_id: str, wait_for: str) -> dict[str, Any]:
-    """The run suspended: the task gives up its lease and waits for ``wait_for`` ("<kind>:<ref>")."""
-    raise NotImplementedError
+    """The run suspended: the task gives up its lease and locks and waits for ``wait_for``.
+
+    Something that already arrived while the run was live (an inbox row since the lease, or a
+    resume before a "resume" wait) wakes it at once, so a suspend never misses its wake-up.
+    """
+    if not wait_for:
+        raise InvalidError("wait_for must say what the task waits for, e.g. child:<task id>", field="wait_for")
+    row = fenced_task(tx, task_id, lease_id)
+    tx.execute(
+        "UPDATE tasks SET state = 'waiting', wait_for = ?, lease_id = NULL, lease_nest_id = NULL,"
+        " lease_instance_id = NULL, lease_expires_ms = NULL, attempts = MAX(0, attempts - 1), updated_ms = ?"
+        " WHERE id = ?",
+        (wait_for, tx.now_ms, task_id),
+    )
+    release_task_locks(tx, task_id)
+    task_event(tx, row, "task.waiting", {"wait_for": wait_for})
+    row = get_task(tx, task_id)
+    if wait_for == RESUME:
+        if not _effectively_held(row, tx.now_ms):
+            requeue(tx, row, reason="resumed", priority=0)
+    else:
+        arrived = tx.all(
+            "SELECT kind, ref FROM run_inbox WHERE task_id = ? AND consumed_ms IS NULL AND created_ms >= ?",
+            (task_id, row["leased_ms"] or 0),
+        )
+        hit = next((a for a in arrived if inbox_matches(wait_for, a["kind"], a["ref"])), None)
+        if hit is not None:
+            requeue(tx, row, reason="inbox", priority=0, data={"kind": hit["kind"], "ref": hit["ref"]})
+    return get_task(tx, task_id)
+
+
+def _fail_max_attempts(tx: Tx, row: dict[str, Any], last: str) -> None:
+    error = (f"task failed after {row['attempts']} attempts (max {MAX_ATTEMPTS}); last: {last}")
+    finish_task(tx, row, "failed", outcome={"status": "failed", "reason": "max_attempts", "summary": error,
+                                            "data": None, "artifacts": []},
+                error=error, data={"reason": "max_attempts"})
+    end_run(tx, row["id"], "failed", "max_attempts")
 
 
 def expire_leases(tx: Tx, now_ms: int) -> list[dict[str, Any]]:
-    """Requeue tasks whose lease expired; the 5th expiry fails the task and fences its run."""
-    raise NotImplementedError
+    """Requeue tasks whose lease expired (attempt counted); the 5th expiry fails the task and fences its run."""
+    rows = tx.all(
+        "SELECT * FROM tasks WHERE state IN ('leased', 'running') AND lease_expires_ms <= ?", (now_ms,)
+    )
+    out: list[dict[str, Any]] = []
+    for row in rows:
+        where = f"nest {row['lease_nest_id']}, instance {row['lease_instance_id'] or '-'}"
+        deployment_log(tx, row, f"lease {row['lease_id']} of task {row['id']} expired ({where}); "
+                       f"attempt {row['attempts']} of {MAX_ATTEMPTS}", level="warning",
+                       instance_id=row["lease_instance_id"])
+        if row["attempts"] >= MAX_ATTEMPTS:
+            _fail_max_attempts(tx, row, f"lease expired on {where}")
+            action = "failed"
+        else:
+            requeue(tx, row, reason="lease_expired", data={"lease_id": row["lease_id"], "attempts": row["attempts"]})
+            action = "requeued"
+        out.append({"task_id": row["id"], "deployment_id": row["deployment_id"], "action": action,
+                    "attempts": row["attempts"]})
+    return out
 
 
 def expire_overdue(tx: Tx, now_ms: int) -> list[str]:
-    """Queued tasks past not_after end as expired; returns their ids."""
-    raise NotImplementedError
+    """Queued tasks past not_after end as expired (reason expired); returns their ids."""
+    rows = tx.all(
+        "SELECT * FROM tasks WHERE state = 'queued' AND not_after_ms IS NOT NULL AND not_after_ms <= ?", (now_ms,)
+    )
+    for row in rows:
+        error = "not started before its not_after deadline"
+        finish_task(tx, row, "expired", outcome={"status": "failed", "reason": "expired", "summary": error,
+                                                 "data": None, "artifacts": []},
+                    error=error, data={"reason": "expired", "not_after_ms": row["not_after_ms"]})
+    return [r["id"] for r in rows]
 
 
 def cancel_task(tx: Tx, task_id: str, *, by: str | None, reason: str | None = None) -> dict[str, Any]:
-    """Hard cancel: ends the task and its unfinished run (epoch+1), releases its locks."""
-    raise NotImplementedError
+    """Hard cancel: ends the task and its unfinished run (epoch+1), releases its locks.
+
+    Cancelling an already finished task changes nothing and returns it.
+    """
+    row = get_task(tx, task_id)
+    if row["state"] in TERMINAL:
+        return row
+    why = reason or "cancelled"
+    finish_task(tx, row, "cancelled", outcome={"status": "cancelled", "reason": "cancelled",
+                                               "summary": why, "data": None, "artifacts": []},
+                error=None, data={"by": by, "reason": why})
+    end_run(tx, task_id, "cancelled", why)
+    return get_task(tx, task_id)

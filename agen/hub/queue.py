@@ -12,9 +12,13 @@ per terminal state: task.succeeded, task.failed, task.cancelled, task.expired.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ulid import ULID
+
+from agen.errors import InvalidError, NotFoundError, RateLimitedError
+from agen.hub._tasks import due_sql, get_task, held_sql, task_event
 from agen.hub.holds import (
     hold_deployment,
     is_held,
@@ -25,19 +29,21 @@ from agen.hub.holds import (
     write_inbox,
 )
 from agen.hub.lease import (
+    CONVERSATION_FREE_SQL,
     MAX_ATTEMPTS,
     cancel_task,
     complete_task,
     expire_leases,
     expire_overdue,
     extend_lease,
+    finish_task,
     lease_tasks,
     mark_running,
     release_task,
     suspend_task,
 )
-from agen.hub.locks import acquire_lock, release_lock
-from agen.store import Tx
+from agen.hub.locks import acquire_lock, check_lock_names, release_lock
+from agen.store import Tx, dumps, loads
 
 __all__ = [
     "MAX_ATTEMPTS", "PRIORITIES", "NewTask", "QueueCounts", "acquire_lock", "cancel_task",
@@ -49,6 +55,10 @@ __all__ = [
 
 PRIORITIES: dict[str, int] = {"urgent": 0, "high": 1, "normal": 2, "background": 3}
 MAX_NOT_BEFORE_MS = 90 * 24 * 3600 * 1000
+TRUST_LEVELS = ("operator", "trusted", "untrusted")
+# A conversation key already carrying one of these prefixes is taken as is.
+SOURCE_PREFIXES = ("api:", "webhook:", "a2a:", "reply:", "cron:", "event:", "random:", "child:", "mcp:")
+QUEUE_FULL_RETRY_S = 5
 
 
 @dataclass
@@ -88,6 +98,7 @@ class QueueCounts:
     leased: int = 0
     running: int = 0
     waiting: int = 0
+    held: int = 0              # due but held (PauseTask / HoldDeployment)
     urgent_load: int = 0       # urgent/high priority, due or in flight
     oldest_queued_ms: int | None = None
 
@@ -96,23 +107,193 @@ class QueueCounts:
         """Autoscaler load: due queued + leased + running (not scheduled, not waiting)."""
         return self.queued + self.leased + self.running
 
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "load": self.load}
+
+
+def priority_value(priority: str | int) -> int:
+    """urgent/high/normal/background (or 0..3) -> the stored number."""
+    if isinstance(priority, int) and not isinstance(priority, bool) and 0 <= priority <= 3:
+        return priority
+    if isinstance(priority, str) and priority in PRIORITIES:
+        return PRIORITIES[priority]
+    raise InvalidError(f"priority {priority!r} is not one of {', '.join(PRIORITIES)}", field="priority")
+
+
+def scoped_conversation_key(key: str | None, source: str) -> str | None:
+    """Scope a conversation key by its source ("api:<key>"); a key read back from a task is kept."""
+    if not key:
+        return None
+    if key.startswith(SOURCE_PREFIXES):
+        return key
+    return f"{source or 'api'}:{key}"
+
+
+def _validate(tx: Tx, t: NewTask) -> int:
+    if not t.input and t.input != "":
+        raise InvalidError("task input is missing", field="input")
+    if t.trust not in TRUST_LEVELS:
+        raise InvalidError(f"trust {t.trust!r} is not one of {', '.join(TRUST_LEVELS)}", field="trust")
+    now = tx.now_ms
+    if t.not_before_ms is not None and t.not_before_ms > now + MAX_NOT_BEFORE_MS:
+        raise InvalidError("not_before is more than 90 days ahead; schedule it closer (at most 90 days)",
+                           field="not_before_ms")
+    if t.not_after_ms is not None:
+        if t.not_after_ms <= now:
+            raise InvalidError("not_after is already in the past; give a deadline ahead of now",
+                               field="not_after_ms")
+        if t.not_before_ms is not None and t.not_after_ms <= t.not_before_ms:
+            raise InvalidError("not_after must be later than not_before", field="not_after_ms")
+    return priority_value(t.priority)
+
 
 def submit_task(tx: Tx, t: NewTask, *, max_queued: int | None = None) -> tuple[dict[str, Any], bool]:
     """Store a queued task; (row, created). An idempotency key seen before returns the existing task.
 
     schedule_key cancels the deployment's queued task with that key in this transaction;
-    ``max_queued`` (admission maxQueuedTasks) refuses with RateLimitedError stage="queue_full".
+    ``max_queued`` (admission maxQueuedTasks, counting scheduled tasks too) refuses with
+    RateLimitedError stage="queue_full". The row carries ``locks``: the declared names.
     """
-    raise NotImplementedError
+    if t.idempotency_key:
+        existing = tx.one(
+            "SELECT * FROM tasks WHERE namespace = ? AND deployment_id = ? AND idempotency_key = ?",
+            (t.namespace, t.deployment_id, t.idempotency_key),
+        )
+        if existing is not None:
+            existing["locks"] = _declared(tx, existing["id"])
+            return existing, False
+    priority = _validate(tx, t)
+    lock_names = check_lock_names(t.locks)
+    replaced = None
+    if t.schedule_key:
+        replaced = tx.one("SELECT * FROM tasks WHERE deployment_id = ? AND schedule_key = ? AND state = 'queued'",
+                          (t.deployment_id, t.schedule_key))
+    if max_queued is not None and replaced is None:
+        queued = int(tx.scalar("SELECT COUNT(*) FROM tasks WHERE deployment_id = ? AND state = 'queued'",
+                               (t.deployment_id,)) or 0)
+        if queued >= max_queued:
+            raise RateLimitedError(
+                f"deployment {t.namespace}/{t.deployment} already has {queued} queued tasks (maxQueuedTasks "
+                f"{max_queued}); retry in {QUEUE_FULL_RETRY_S}s or raise the limit",
+                stage="queue_full", retry_after_s=QUEUE_FULL_RETRY_S, deployment=t.deployment,
+                queued=queued, limit=max_queued,
+            )
+    task_id = str(ULID())
+    labels = dict(t.labels)
+    root_id, depth = task_id, 0
+    if t.parent_task_id:
+        parent = tx.one("SELECT root_task_id, depth, labels FROM tasks WHERE id = ?", (t.parent_task_id,))
+        if parent is None:
+            raise NotFoundError(f"parent task {t.parent_task_id} not found", field="parent_task_id")
+        root_id, depth = parent["root_task_id"], int(parent["depth"]) + 1
+        labels = {**loads_labels(parent["labels"]), **labels}
+    if replaced is not None:
+        finish_task(tx, replaced, "cancelled",
+                    outcome={"status": "cancelled", "reason": "replaced", "summary": f"replaced by task {task_id}",
+                             "data": None, "artifacts": []},
+                    error=None, data={"reason": "replaced", "by_task": task_id, "schedule_key": t.schedule_key})
+    now = tx.now_ms
+    seq = int(tx.scalar("SELECT COALESCE(MAX(seq), 0) + 1 FROM tasks") or 1)
+    row: dict[str, Any] = {
+        "id": task_id, "namespace": t.namespace, "deployment_id": t.deployment_id, "deployment": t.deployment,
+        "state": "queued", "input": t.input, "source": t.source or "api",
+        "conversation_key": scoped_conversation_key(t.conversation_key, t.source),
+        "labels": dumps(labels), "priority": priority, "idempotency_key": t.idempotency_key,
+        "schedule_key": t.schedule_key, "not_before_ms": t.not_before_ms, "not_after_ms": t.not_after_ms,
+        "trust": t.trust, "model_tier": t.model_tier,
+        "overrides": None if t.overrides is None else dumps(t.overrides),
+        "parent_task_id": t.parent_task_id, "root_task_id": root_id, "depth": depth,
+        "reply_deployment": t.reply_deployment, "reply_conversation_key": t.reply_conversation_key,
+        "on_parent_end": t.on_parent_end, "event_chain": t.event_chain, "submitted_by": t.submitted_by,
+        "seq": seq, "created_ms": now, "updated_ms": now,
+    }
+    cols = ", ".join(row)
+    tx.execute(f"INSERT INTO tasks ({cols}) VALUES ({', '.join('?' * len(row))})", tuple(row.values()))
+    if lock_names:
+        tx.executemany("INSERT INTO task_locks (task_id, name) VALUES (?, ?)", [(task_id, n) for n in lock_names])
+    task_event(tx, row, "task.queued", {
+        "priority": priority, "conversation_key": row["conversation_key"], "not_before_ms": t.not_before_ms,
+        "source": row["source"], "parent_task_id": t.parent_task_id,
+        **({"replaced": replaced["id"]} if replaced is not None else {}),
+    })
+    stored = get_task(tx, task_id)
+    stored["locks"] = lock_names
+    return stored, True
+
+
+def loads_labels(text: str | None) -> dict[str, str]:
+    value = loads(text, {})
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def _declared(tx: Tx, task_id: str) -> list[str]:
+    return [r["name"] for r in tx.all("SELECT name FROM task_locks WHERE task_id = ? ORDER BY name", (task_id,))]
 
 
 def wait_reason(tx: Tx, task: dict[str, Any], *, now_ms: int | None = None,
-                deployment_paused: bool | None = None) -> str | None:
-    """Why a queued task is not starting: scheduled, paused, held, conversation, locks or capacity."""
-    raise NotImplementedError
+                deployment_paused: bool | None = None, budget_held: bool = False) -> str | None:
+    """Why a queued task is not starting: scheduled, paused, budget, held, conversation, locks or capacity.
+
+    None for a task that is not queued. Each check is one indexed probe; pass
+    ``deployment_paused`` when listing many tasks of one deployment.
+    """
+    if task.get("state") != "queued":
+        return None
+    now = tx.now_ms if now_ms is None else now_ms
+    if task.get("not_before_ms") is not None and task["not_before_ms"] > now:
+        return "scheduled"
+    paused = deployment_paused
+    if paused is None:
+        paused = bool(tx.scalar("SELECT paused FROM deployments WHERE id = ?", (task["deployment_id"],)))
+    if paused:
+        return "paused"
+    if budget_held:
+        return "budget"
+    if task.get("held") and (task.get("held_until_ms") is None or task["held_until_ms"] > now):
+        return "held"
+    if task.get("conversation_key") and not tx.scalar(
+        f"SELECT 1 FROM tasks t WHERE t.id = :id AND {CONVERSATION_FREE_SQL}", {"id": task["id"], "now": now}
+    ):
+        return "conversation"
+    if tx.scalar(
+        "SELECT 1 FROM task_locks tl JOIN locks l ON l.namespace = ? AND l.name = tl.name"
+        " WHERE tl.task_id = ? AND l.task_id != tl.task_id AND l.expires_ms > ? LIMIT 1",
+        (task["namespace"], task["id"], now),
+    ):
+        return "locks"
+    return "capacity"
+
+
+_COUNTS = f"""
+    SELECT deployment_id,
+      SUM(CASE WHEN state = 'queued' AND {due_sql()} AND NOT {held_sql()} THEN 1 ELSE 0 END) AS queued,
+      SUM(CASE WHEN state = 'queued' AND NOT {due_sql()} THEN 1 ELSE 0 END) AS scheduled,
+      SUM(CASE WHEN state = 'queued' AND {due_sql()} AND {held_sql()} THEN 1 ELSE 0 END) AS held,
+      SUM(CASE WHEN state = 'leased' THEN 1 ELSE 0 END) AS leased,
+      SUM(CASE WHEN state = 'running' THEN 1 ELSE 0 END) AS running,
+      SUM(CASE WHEN state = 'waiting' THEN 1 ELSE 0 END) AS waiting,
+      SUM(CASE WHEN priority <= 1 AND (state IN ('leased', 'running')
+               OR (state = 'queued' AND {due_sql()} AND NOT {held_sql()})) THEN 1 ELSE 0 END) AS urgent_load,
+      MIN(CASE WHEN state = 'queued' AND {due_sql()} THEN created_ms END) AS oldest_queued_ms
+    FROM tasks
+    WHERE state IN ('queued', 'leased', 'running', 'waiting')
+"""
 
 
 def queue_counts(tx: Tx, *, now_ms: int | None = None,
                  deployment_ids: list[str] | None = None) -> dict[str, QueueCounts]:
     """Per-deployment counts of unfinished tasks in one aggregate query (deployment_id -> counts)."""
-    raise NotImplementedError
+    now = tx.now_ms if now_ms is None else now_ms
+    params: dict[str, Any] = {"now": now}
+    sql = _COUNTS
+    if deployment_ids is not None:
+        if not deployment_ids:
+            return {}
+        names = [f"d{i}" for i in range(len(deployment_ids))]
+        sql += f" AND deployment_id IN ({', '.join(':' + n for n in names)})"
+        params.update(zip(names, deployment_ids, strict=True))
+    out: dict[str, QueueCounts] = {}
+    for r in tx.all(sql + " GROUP BY deployment_id", params):
+        dep = r.pop("deployment_id")
+        out[dep] = QueueCounts(**{k: (v if k == "oldest_queued_ms" else int(v or 0)) for k, v in r.items()})
+    return out

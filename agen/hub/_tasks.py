@@ -1,0 +1,97 @@
+"""Internals shared by the queue modules: reading a task, fencing, events, requeue, ending runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agen.errors import FencedError, NotFoundError
+from agen.hub.locks import release_task_locks
+from agen.store import Tx, dumps, loads
+
+UNFINISHED = ("queued", "leased", "running", "waiting")
+TERMINAL = ("succeeded", "failed", "cancelled", "expired")
+LIVE = ("leased", "running")
+URGENT = 0
+
+
+
+def due_sql(alias: str = "") -> str:
+    """SQL: the task's not_before has passed (or is unset); binds :now."""
+    a = f"{alias}." if alias else ""
+    return f"({a}not_before_ms IS NULL OR {a}not_before_ms <= :now)"
+
+
+def held_sql(alias: str = "") -> str:
+    """SQL: the task is effectively held (flag set, no deadline or one ahead); binds :now."""
+    a = f"{alias}." if alias else ""
+    return f"({a}held = 1 AND ({a}held_until_ms IS NULL OR {a}held_until_ms > :now))"
+
+
+def get_task(tx: Tx, task_id: str) -> dict[str, Any]:
+    row = tx.one("SELECT * FROM tasks WHERE id = ?", (task_id,))
+    if row is None:
+        raise NotFoundError(f"task {task_id} not found; list tasks with `agen tasks`", task_id=task_id)
+    return row
+
+
+def fenced_task(tx: Tx, task_id: str, lease_id: str) -> dict[str, Any]:
+    """The task if ``lease_id`` is its current live lease; FencedError otherwise."""
+    row = get_task(tx, task_id)
+    if row["lease_id"] != lease_id or row["state"] not in LIVE:
+        raise stale_lease(row, lease_id)
+    return row
+
+
+def stale_lease(row: dict[str, Any], lease_id: str) -> FencedError:
+    now = f"the task is {row['state']}"
+    if row["lease_id"] and row["lease_id"] != lease_id and row["state"] in LIVE:
+        now += f" under lease {row['lease_id']}"
+    return FencedError(
+        f"lease {lease_id} of task {row['id']} is no longer current ({now}); it expired or the task "
+        "was re-leased, cancelled or finished elsewhere — stop working on it and do not report it",
+        task_id=row["id"], lease_id=lease_id, state=row["state"],
+    )
+
+
+def task_event(tx: Tx, task: dict[str, Any], type: str, data: dict[str, Any] | None = None,
+               *, severity: str = "info") -> None:
+    tx.event(
+        task["namespace"], type, severity=severity, deployment=task["deployment"], task_id=task["id"],
+        labels=loads(task["labels"], {}), data=data,
+    )
+
+
+def deployment_log(tx: Tx, task: dict[str, Any], message: str, *, level: str = "info",
+                   instance_id: str | None = None) -> None:
+    """A line on the deployment's log (`agen logs`): releases and lease expiries."""
+    tx.execute(
+        "INSERT INTO deployment_logs (namespace, deployment, instance_id, level, message, created_ms)"
+        " VALUES (?,?,?,?,?,?)",
+        (task["namespace"], task["deployment"], instance_id, level, message, tx.now_ms),
+    )
+
+
+def requeue(tx: Tx, task: dict[str, Any], *, reason: str, attempt_delta: int = 0,
+            priority: int | None = None, event: str = "task.requeued",
+            data: dict[str, Any] | None = None) -> None:
+    """Put a leased/running/waiting task back in the queue; drops its lease and locks."""
+    tx.execute(
+        "UPDATE tasks SET state = 'queued', lease_id = NULL, lease_nest_id = NULL,"
+        " lease_instance_id = NULL, lease_expires_ms = NULL, wait_for = NULL,"
+        " priority = COALESCE(?, priority), attempts = MAX(0, attempts + ?), updated_ms = ?"
+        " WHERE id = ?",
+        (priority, attempt_delta, tx.now_ms, task["id"]),
+    )
+    release_task_locks(tx, task["id"])
+    task_event(tx, task, event, {"reason": reason, **(data or {})})
+
+
+def end_run(tx: Tx, task_id: str, status: str, reason: str) -> int:
+    """End the task's unfinished run and bump its epoch, so a host still running it is fenced off."""
+    return tx.execute(
+        "UPDATE runs SET status = ?, outcome = COALESCE(outcome, ?), finished_ms = ?, updated_ms = ?,"
+        " epoch = epoch + 1 WHERE task_id = ? AND finished_ms IS NULL",
+        (status, dumps({"status": status, "reason": reason, "summary": "", "data": None,
+                        "artifacts": []}),
+         tx.now_ms, tx.now_ms, task_id),
+    )

@@ -1,0 +1,241 @@
+"""Leasing, fencing, expiry, release and ordering of the durable task queue."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from agen.errors import FencedError
+from agen.hub import queue as q
+from agen.store import SQLiteStore
+from tests.unit.queue_helpers import add_deployment, add_run, new_task
+
+LEASE = 30_000
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
+    s = await SQLiteStore.open(tmp_path / "q.db")
+    yield s
+    await s.close()
+
+
+async def setup(store: SQLiteStore, **kw: object) -> str:
+    return await store.write(lambda tx: add_deployment(tx, **kw))  # type: ignore[arg-type]
+
+
+async def submit(store: SQLiteStore, dep: str, text: str = "hi", **kw: object) -> dict:
+    row, _ = await store.write(lambda tx: q.submit_task(tx, new_task(dep, text, **kw)))  # type: ignore[arg-type]
+    return row
+
+
+async def lease(store: SQLiteStore, dep: str, limit: int = 10, now_ms: int | None = None) -> list[dict]:
+    return await store.write(lambda tx: q.lease_tasks(
+        tx, deployment_id=dep, nest_id="n1", instance_id="i1", limit=limit, lease_ms=LEASE, now_ms=now_ms))
+
+
+async def test_lease_gives_fresh_lease_id_and_counts_attempt(store: SQLiteStore) -> None:
+    dep = await setup(store)
+    t = await submit(store, dep)
+    [got] = await lease(store, dep)
+    assert got["id"] == t["id"] and got["state"] == "leased" and got["attempts"] == 1
+    assert got["lease_id"] and got["locks"] == {}
+    assert await lease(store, dep) == []
+    events = await store.all("SELECT type FROM events WHERE task_id = ? ORDER BY seq", (t["id"],))
+    assert [e["type"] for e in events] == ["task.queued", "task.leased"]
+
+
+async def test_stale_lease_cannot_complete_a_re_leased_task(store: SQLiteStore) -> None:
+    dep = await setup(store)
+    t = await submit(store, dep)
+    [first] = await lease(store, dep)
+    far = first["lease_expires_ms"] + 1
+    await store.write(lambda tx: q.expire_leases(tx, far))
+    [second] = await lease(store, dep, now_ms=far)
+    assert second["lease_id"] != first["lease_id"]
+    with pytest.raises(FencedError, match=f"lease {first['lease_id']} of task {t['id']} is no longer current"):
+        await store.write(lambda tx: q.complete_task(tx, t["id"], first["lease_id"], status="succeeded",
+                                                     outcome={"status": "done"}))
+    with pytest.raises(FencedError):
+        await store.write(lambda tx: q.extend_lease(tx, t["id"], first["lease_id"], LEASE))
+    done = await store.write(lambda tx: q.complete_task(tx, t["id"], second["lease_id"], status="succeeded",
+                                                        outcome={"status": "done", "summary": "ok"}))
+    assert done["state"] == "succeeded" and done["finished_ms"]
+
+
+async def test_completing_twice_with_the_same_lease_returns_the_stored_task(store: SQLiteStore) -> None:
+    dep = await setup(store)
+    await submit(store, dep)
+    [t] = await lease(store, dep)
+    a = await store.write(lambda tx: q.complete_task(tx, t["id"], t["lease_id"], status="failed",
+                                                     outcome=None, error="boom"))
+    b = await store.write(lambda tx: q.complete_task(tx, t["id"], t["lease_id"], status="failed",
+                                                     outcome=None, error="boom"))
+    assert a["state"] == b["state"] == "failed" and a["finished_ms"] == b["finished_ms"]
+    assert await store.scalar("SELECT COUNT(*) FROM events WHERE type = 'task.failed'") == 1
+
+
+async def test_mark_running_and_extend_lease_move_the_expiry(store: SQLiteStore) -> None:
+    dep = await setup(store)
+    await submit(store, dep)
+    [t] = await lease(store, dep)
+    running = await store.write(lambda tx: q.mark_running(tx, t["id"], t["lease_id"]))
+    assert running["state"] == "running" and running["started_ms"]
+    expiry = await store.write(lambda tx: q.extend_lease(tx, t["id"], t["lease_id"], 10 * LEASE))
+    assert expiry > t["lease_expires_ms"]
+    assert await store.write(lambda tx: q.expire_leases(tx, t["lease_expires_ms"] + 1)) == []
+
+
+async def test_lease_expiry_requeues_and_fifth_expiry_fails_task_and_fences_run(store: SQLiteStore) -> None:
+    dep = await setup(store)
+    t = await submit(store, dep)
+    run_id = await store.write(lambda tx: add_run(tx, t["id"]))
+    now = t["created_ms"]
+    for attempt in range(1, q.MAX_ATTEMPTS + 1):
+        [got] = await lease(store, dep, now_ms=now)
+        assert got["attempts"] == attempt
+        now = got["lease_expires_ms"] + 1
+        [res] = await store.write(lambda tx, n=now: q.expire_leases(tx, n))  # type: ignore[misc]
+        assert res["action"] == ("failed" if attempt == q.MAX_ATTEMPTS else "requeued")
+    row = await store.one("SELECT state, error, outcome FROM tasks WHERE id = ?", (t["id"],))
+    assert row is not None and row["state"] == "failed" and "5 attempts" in row["error"]
+    assert '"max_attempts"' in row["outcome"]
+    run = await store.one("SELECT status, epoch, finished_ms FROM runs WHERE id = ?", (run_id,))
+    assert run == {"status": "failed", "epoch": 2, "finished_ms": run["finished_ms"]} and run["finished_ms"]
+    logs = await store.all("SELECT message FROM deployment_logs WHERE deployment = 'd'")
+    assert len(logs) == q.MAX_ATTEMPTS and all("expired" in r["message"] for r in logs)
+    assert await lease(store, dep, now_ms=now) == []
+
+
+async def test_release_by_a_host_that_could_not_take_it_does_not_count_an_attempt(store: SQLiteStore) -> None:
+    dep = await setup(store)
+    t = await submit(store, dep)
+    for _ in range(q.MAX_ATTEMPTS + 2):
+        [got] = await lease(store, dep)
+        assert got["attempts"] == 1
+        back = await store.write(lambda tx, g=got: q.release_task(  # type: ignore[misc]
+            tx, t["id"], g["lease_id"], count_attempt=False, reason="instance full"))
+        assert back["state"] == "queued" and back["attempts"] == 0 and back["lease_id"] is None
+    counted = (await lease(store, dep))[0]
+    back = await store.write(lambda tx: q.release_task(tx, t["id"], counted["lease_id"], count_attempt=True))
+    assert back["attempts"] == 1
+    log = await store.all("SELECT message FROM deployment_logs ORDER BY seq")
+    assert "instance full (attempt not counted)" in log[0]["message"]
+
+
+async def test_priority_orders_within_a_deployment_never_across(store: SQLiteStore) -> None:
+    dep = await setup(store)
+    other = await setup(store, name="other")
+    bg = await submit(store, dep, "bg", priority="background")
+    normal = await submit(store, dep, "n")
+    urgent = await submit(store, dep, "u", priority="urgent")
+    high = await submit(store, dep, "h", priority="high")
+    await submit(store, other, "elsewhere", priority="urgent")
+    got = await lease(store, dep)
+    assert [g["id"] for g in got] == [urgent["id"], high["id"], normal["id"], bg["id"]]
+    assert [g["id"] for g in await lease(store, dep, limit=1)] == []
+
+
+async def test_limit_caps_how_many_are_leased_in_submission_order(store: SQLiteStore) -> None:
+    dep = await setup(store)
+    ids = [(await submit(store, dep, str(i)))["id"] for i in range(5)]
+    assert [g["id"] for g in await lease(store, dep, limit=2)] == ids[:2]
+    assert [g["id"] for g in await lease(store, dep, limit=2)] == ids[2:4]
+
+
+async def test_conversation_runs_one_task_at_a_time_in_submission_order(store: SQLiteStore) -> None:
+    dep = await setup(store)
+    a = await submit(store, dep, "a", conversation_key="chat")
+    b = await submit(store, dep, "b", conversation_key="chat", priority="urgent")
+    other = await submit(store, dep, "c", conversation_key="other")
+    assert a["conversation_key"] == "api:chat"
+    got = await lease(store, dep)
+    assert [g["id"] for g in got] == [a["id"], other["id"]]  # b waits although urgent
+    reason = await store.write(lambda tx: q.wait_reason(tx, q.get_task(tx, b["id"])))
+    assert reason == "conversation"
+    await store.write(lambda tx: q.complete_task(tx, a["id"], got[0]["lease_id"], status="succeeded",
+                                                 outcome=None))
+    assert [g["id"] for g in await lease(store, dep)] == [b["id"]]
+
+
+async def test_a_waiting_task_holds_its_conversation(store: SQLiteStore) -> None:
+    dep = await setup(store)
+    a = await submit(store, dep, "a", conversation_key="k")
+    b = await submit(store, dep, "b", conversation_key="k")
+    [got] = await lease(store, dep)
+    await store.write(lambda tx: q.suspend_task(tx, a["id"], got["lease_id"], "child:x"))
+    assert await lease(store, dep) == []
+    assert await store.write(lambda tx: q.wait_reason(tx, q.get_task(tx, b["id"]))) == "conversation"
+
+
+async def test_scheduled_task_does_not_hold_up_its_conversation(store: SQLiteStore) -> None:
+    dep = await setup(store)
+    now = await store.write(lambda tx: tx.now_ms)
+    later = await submit(store, dep, "later", conversation_key="k", not_before_ms=now + 60_000)
+    b = await submit(store, dep, "now", conversation_key="k")
+    assert [g["id"] for g in await lease(store, dep, now_ms=now)] == [b["id"]]
+    assert await store.write(lambda tx: q.wait_reason(tx, q.get_task(tx, later["id"]), now_ms=now)) == "scheduled"
+
+
+async def test_cancel_ends_the_run_bumps_its_epoch_and_fences_the_host(store: SQLiteStore) -> None:
+    dep = await setup(store)
+    t = await submit(store, dep)
+    [got] = await lease(store, dep)
+    run_id = await store.write(lambda tx: add_run(tx, t["id"]))
+    row = await store.write(lambda tx: q.cancel_task(tx, t["id"], by="alice", reason="not needed"))
+    assert row["state"] == "cancelled"
+    run = await store.one("SELECT status, epoch FROM runs WHERE id = ?", (run_id,))
+    assert run == {"status": "cancelled", "epoch": 2}
+    with pytest.raises(FencedError):
+        await store.write(lambda tx: q.complete_task(tx, t["id"], got["lease_id"], status="succeeded",
+                                                     outcome=None))
+    again = await store.write(lambda tx: q.cancel_task(tx, t["id"], by="alice"))
+    assert again["state"] == "cancelled"
+    assert await store.scalar("SELECT COUNT(*) FROM events WHERE type = 'task.cancelled'") == 1
+
+
+async def test_paused_deployment_leases_nothing(store: SQLiteStore) -> None:
+    dep = await setup(store, paused=True)
+    t = await submit(store, dep)
+    assert await lease(store, dep) == []
+    assert await store.write(lambda tx: q.wait_reason(tx, q.get_task(tx, t["id"]))) == "paused"
+
+
+async def test_child_finishing_writes_parent_inbox_and_wakes_it(store: SQLiteStore) -> None:
+    dep = await setup(store)
+    parent = await submit(store, dep, "parent", labels={"team": "a"})
+    [p] = await lease(store, dep)
+    child = await submit(store, dep, "child", parent_task_id=parent["id"])
+    assert child["root_task_id"] == parent["id"] and child["depth"] == 1 and '"team":"a"' in child["labels"]
+    waiting = await store.write(lambda tx: q.suspend_task(tx, parent["id"], p["lease_id"], f"child:{child['id']}"))
+    assert waiting["state"] == "waiting" and waiting["attempts"] == 0
+    [c] = await lease(store, dep)
+    assert c["id"] == child["id"]
+    await store.write(lambda tx: q.complete_task(tx, child["id"], c["lease_id"], status="succeeded",
+                                                 outcome={"status": "done", "summary": "42"}))
+    woke = await store.one("SELECT state, priority, wait_for FROM tasks WHERE id = ?", (parent["id"],))
+    assert woke == {"state": "queued", "priority": 0, "wait_for": None}
+    inbox = await store.one("SELECT kind, ref, payload FROM run_inbox WHERE task_id = ?", (parent["id"],))
+    assert inbox is not None and inbox["kind"] == "child" and inbox["ref"] == child["id"] and "42" in inbox["payload"]
+
+
+async def test_suspend_after_the_awaited_row_already_arrived_wakes_at_once(store: SQLiteStore) -> None:
+    dep = await setup(store)
+    parent = await submit(store, dep, "parent")
+    [p] = await lease(store, dep)
+    await store.write(lambda tx: q.write_inbox(tx, parent["id"], "signal", "t1", {"m": 1}))
+    row = await store.write(lambda tx: q.suspend_task(tx, parent["id"], p["lease_id"], "signal:t1"))
+    assert row["state"] == "queued" and row["priority"] == 0
+
+
+async def test_inbox_row_that_does_not_match_leaves_task_waiting(store: SQLiteStore) -> None:
+    dep = await setup(store)
+    t = await submit(store, dep)
+    [got] = await lease(store, dep)
+    await store.write(lambda tx: q.suspend_task(tx, t["id"], got["lease_id"], "child:abc"))
+    await store.write(lambda tx: q.write_inbox(tx, t["id"], "child", "other", None))
+    assert (await store.one("SELECT state FROM tasks WHERE id = ?", (t["id"],))) == {"state": "waiting"}
+    await store.write(lambda tx: q.write_inbox(tx, t["id"], "child", "abc", None))
+    assert (await store.one("SELECT state FROM tasks WHERE id = ?", (t["id"],))) == {"state": "queued"}
