@@ -1,0 +1,182 @@
+"""The event log (seed 000 §11): ListEvents after a cursor with filters and an optional wait,
+retention pruning, and the filter shared with notification targets and event triggers.
+
+seq order is commit order (one writer), so a reader that resumes after the last seq it saw
+neither loses nor repeats an event, across Hub restarts too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agen.errors import InvalidError
+from agen.store import Row, Store, Tx, loads
+
+RETENTION_MS = 7 * 86_400_000
+SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
+MAX_LIMIT = 1000
+_BATCH = 500
+
+
+def type_matches(event_type: str, patterns: Sequence[str]) -> bool:
+    """Exact type, or a prefix ending in "." ("task." matches every task event); [] matches all."""
+    if not patterns:
+        return True
+    for p in patterns:
+        if p == "*" or event_type == p or (p.endswith(".") and event_type.startswith(p)):
+            return True
+        if p.endswith(".*") and event_type.startswith(p[:-1]):
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class EventFilter:
+    """Filters shared by ListEvents, notification targets and event triggers."""
+
+    types: tuple[str, ...] = ()
+    labels: Mapping[str, str] = field(default_factory=dict)
+    deployment: str | None = None
+    severity: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.severity is not None and self.severity not in SEVERITY_RANK:
+            raise InvalidError(
+                f"severity must be info, warning or critical (got {self.severity!r})", field="severity"
+            )
+
+    def sql(self) -> tuple[str, list[Any]]:
+        """The part SQL can do cheaply (deployment, severity); types and labels are checked in Python."""
+        where: list[str] = []
+        params: list[Any] = []
+        if self.deployment:
+            where.append("deployment = ?")
+            params.append(self.deployment)
+        if self.severity and self.severity != "info":
+            allowed = [s for s, r in SEVERITY_RANK.items() if r >= SEVERITY_RANK[self.severity]]
+            where.append(f"severity IN ({','.join('?' * len(allowed))})")
+            params.extend(allowed)
+        exact = [t for t in self.types if not t.endswith(".") and not t.endswith("*")]
+        if self.types and len(exact) == len(self.types):
+            where.append(f"type IN ({','.join('?' * len(exact))})")
+            params.extend(exact)
+        return " AND ".join(where), params
+
+    def matches(self, event: Mapping[str, Any]) -> bool:
+        if self.deployment and event.get("deployment") != self.deployment:
+            return False
+        if self.severity and SEVERITY_RANK.get(str(event.get("severity")), 0) < SEVERITY_RANK[self.severity]:
+            return False
+        if not type_matches(str(event["type"]), self.types):
+            return False
+        if self.labels:
+            labels = event.get("labels")
+            have = loads(labels, {}) if isinstance(labels, str | bytes) else dict(labels or {})
+            if any(have.get(k) != v for k, v in self.labels.items()):
+                return False
+        return True
+
+
+def parse_labels(items: Iterable[str]) -> dict[str, str]:
+    """``k=v`` flags into a dict; InvalidError names the bad one."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise InvalidError(f"label {item!r} is not key=value", field="label")
+        out[key] = value
+    return out
+
+
+def decode(row: Row) -> dict[str, Any]:
+    """An events row as the API returns it (labels and data decoded)."""
+    out = dict(row)
+    out["labels"] = loads(row.get("labels"), {})
+    out["data"] = loads(row.get("data"), {})
+    return out
+
+
+def _query(namespaces: Sequence[str], after: int, top: int, flt: EventFilter, batch: int) -> tuple[str, list[Any]]:
+    sql = "SELECT * FROM events WHERE seq > ? AND seq <= ?"
+    params: list[Any] = [after, top]
+    if namespaces:
+        sql += f" AND namespace IN ({','.join('?' * len(namespaces))})"
+        params.extend(namespaces)
+    extra, more = flt.sql()
+    if extra:
+        sql += " AND " + extra
+        params.extend(more)
+    return sql + f" ORDER BY seq LIMIT {int(batch)}", params
+
+
+@dataclass
+class EventPage:
+    events: list[dict[str, Any]]
+    cursor: int
+    """Resume after this seq (the last event examined, matched or not)."""
+
+
+async def read_events(
+    store: Store, namespaces: Sequence[str], *, after: int = 0, flt: EventFilter | None = None, limit: int = 50
+) -> EventPage:
+    """One page of matching events after ``after`` (bounded fetch, then filter)."""
+    flt = flt or EventFilter()
+    limit = max(1, min(limit, MAX_LIMIT))
+    out: list[dict[str, Any]] = []
+    cursor = after
+    # Everything up to ``top`` is committed (seq order is commit order), so once the rows up to
+    # it are examined the cursor may move to it even if the SQL filter skipped the last ones.
+    top = int(await store.scalar("SELECT COALESCE(MAX(seq), 0) FROM events") or 0)
+    for _ in range(20):  # at most 10k rows examined per call
+        sql, params = _query(namespaces, cursor, top, flt, _BATCH)
+        rows = await store.all(sql, params)
+        for row in rows:
+            cursor = int(row["seq"])
+            if flt.matches(row):
+                out.append(decode(row))
+                if len(out) >= limit:
+                    return EventPage(out, cursor)
+        if len(rows) < _BATCH:
+            return EventPage(out, max(cursor, top))
+    return EventPage(out, cursor)
+
+
+async def list_events(
+    store: Store,
+    namespaces: Sequence[str],
+    *,
+    after: int = 0,
+    flt: EventFilter | None = None,
+    limit: int = 50,
+    wait_s: float = 0.0,
+) -> EventPage:
+    """ListEvents: matching events after a cursor; with ``wait_s``, wait for the first one."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max(0.0, wait_s)
+    page = await read_events(store, namespaces, after=after, flt=flt, limit=limit)
+    while not page.events:
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            return page
+        await store.wait_for_events(page.cursor, remaining)
+        page = await read_events(store, namespaces, after=page.cursor, flt=flt, limit=limit)
+    return page
+
+
+async def tail_start(store: Store, namespaces: Sequence[str], last: int) -> int:
+    """The cursor that shows the newest ``last`` events of these namespaces (for `agen events`)."""
+    sql = "SELECT seq FROM events"
+    params: list[Any] = []
+    if namespaces:
+        sql += f" WHERE namespace IN ({','.join('?' * len(namespaces))})"
+        params.extend(namespaces)
+    rows = await store.all(sql + f" ORDER BY seq DESC LIMIT {max(1, int(last))}", params)
+    return int(rows[-1]["seq"]) - 1 if rows else 0
+
+
+def prune_events(tx: Tx, now_ms: int, retention_ms: int = RETENTION_MS) -> int:
+    """Delete events older than the retention (the leader runs it hourly); seq never restarts."""
+    return tx.execute("DELETE FROM events WHERE created_ms < ?", (now_ms - retention_ms,))

@@ -1,0 +1,56 @@
+"""Serve a tiny ASGI app on 127.0.0.1 (a free port) in a thread, for tests that need real HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from types import TracebackType
+from typing import Any
+
+import uvicorn
+
+
+class ThreadServer:
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.port = 0
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._sock: socket.socket | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> ThreadServer:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", 0))
+        self._sock, self.port = sock, sock.getsockname()[1]
+        server = uvicorn.Server(uvicorn.Config(self.app, log_level="error", lifespan="off", access_log=False))
+        self._server = server
+        self._thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("test HTTP server did not start")
+            time.sleep(0.005)
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        if self._sock is not None:
+            self._sock.close()
+
+    async def __aenter__(self) -> ThreadServer:
+        return await asyncio.to_thread(self.start)
+
+    async def __aexit__(self, et: type[BaseException] | None, e: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await asyncio.to_thread(self.stop)
