@@ -1,0 +1,132 @@
+"""Approval gates: a durable Store-backed one for managed runs, a callback one for the SDK.
+
+"Ask" creates an approvals row (arguments already redacted; at most one pending per
+run, tool and arguments) and an ``approval.requested`` event, marks the run
+waiting_approval and waits for ``decide_approval`` (called by the Hub) to settle it.
+While waiting the run holds no Store transaction or lock, only its own coroutine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import inspect
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from ulid import ULID
+
+from agen.errors import ConflictError, DeniedError, NotFoundError
+from agen.runner.policy import ApprovalDecision, ApprovalGate, ApprovalRequest
+from agen.store.base import Row, Store, Tx, dumps
+
+POLL_S = 5.0
+
+
+def args_hash(arguments: dict[str, Any]) -> str:
+    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def request_approval(tx: Tx, req: ApprovalRequest) -> Row:
+    """Create the pending approval (or reuse the one already pending / decided for this call)."""
+    h = args_hash(req.arguments)
+    row = tx.one(
+        "SELECT * FROM approvals WHERE run_id = ? AND call_id = ? AND tool = ? AND args_hash = ?"
+        " ORDER BY created_ms DESC LIMIT 1", (req.run_id, req.call_id, req.tool, h))
+    if row is None:
+        row = tx.one("SELECT * FROM approvals WHERE run_id = ? AND tool = ? AND args_hash = ? AND state = 'pending'",
+                     (req.run_id, req.tool, h))
+    if row is not None:
+        if row["state"] == "pending":
+            tx.execute("UPDATE runs SET status = 'waiting_approval', updated_ms = ? WHERE id = ? AND status = 'running'",
+                       (tx.now_ms, req.run_id))
+        return row
+    approval_id = str(ULID())
+    tx.execute(
+        "INSERT INTO approvals (id, namespace, deployment, run_id, task_id, call_id, tool, arguments, args_hash,"
+        " requested_by, state, created_ms) VALUES (?,?,?,?,?,?,?,?,?,?,'pending',?)",
+        (approval_id, req.namespace, req.deployment, req.run_id, req.task_id, req.call_id, req.tool,
+         dumps(req.arguments), h, req.requested_by, tx.now_ms))
+    tx.execute("UPDATE runs SET status = 'waiting_approval', updated_ms = ? WHERE id = ? AND status = 'running'",
+               (tx.now_ms, req.run_id))
+    tx.event(req.namespace, "approval.requested", deployment=req.deployment, task_id=req.task_id,
+             run_id=req.run_id, data={"approvalId": approval_id, "tool": req.tool, "arguments": req.arguments,
+                                      "callId": req.call_id, "requestedBy": req.requested_by})
+    return tx.one("SELECT * FROM approvals WHERE id = ?", (approval_id,)) or {}
+
+
+def decide_approval(tx: Tx, approval_id: str, approve: bool, by: str, note: str | None = None) -> Row:
+    """Settle a pending approval (the Hub's DecideApproval); the requester cannot approve its own."""
+    row = tx.one("SELECT * FROM approvals WHERE id = ?", (approval_id,))
+    if row is None:
+        raise NotFoundError(f"approval {approval_id} does not exist; list pending ones with `agen approvals`",
+                            approval=approval_id)
+    if row["state"] != "pending":
+        who = f" by {row['decided_by']}" if row["decided_by"] else ""
+        raise ConflictError(f"approval {approval_id} was already {row['state']}{who}; it cannot be decided again",
+                            approval=approval_id, state=row["state"])
+    if approve and row["requested_by"] is not None and by == row["requested_by"]:
+        raise DeniedError(
+            f"the principal that caused an approval cannot approve it: {by} requested the run behind "
+            f"approval {approval_id}; ask someone else to approve it", approval=approval_id)
+    state = "approved" if approve else "denied"
+    tx.execute("UPDATE approvals SET state = ?, decided_by = ?, decided_ms = ?, note = ? WHERE id = ? AND state = 'pending'",
+               (state, by, tx.now_ms, note, approval_id))
+    tx.event(row["namespace"], "approval.decided", deployment=row["deployment"], task_id=row["task_id"],
+             run_id=row["run_id"], data={"approvalId": approval_id, "tool": row["tool"], "state": state, "by": by})
+    return {**row, "state": state, "decided_by": by, "decided_ms": tx.now_ms, "note": note}
+
+
+def _resume_run(tx: Tx, run_id: str) -> None:
+    still = tx.scalar("SELECT COUNT(*) FROM approvals WHERE run_id = ? AND state = 'pending'", (run_id,))
+    if not still:
+        tx.execute("UPDATE runs SET status = 'running', updated_ms = ? WHERE id = ? AND status = 'waiting_approval'",
+                   (tx.now_ms, run_id))
+
+
+def _decision(row: Row) -> ApprovalDecision:
+    if row["state"] == "approved":
+        return ApprovalDecision(True, note=row["note"], decided_by=row["decided_by"])
+    note = row["note"] or ("the approval expired before anyone decided" if row["state"] == "expired" else None)
+    return ApprovalDecision(False, note=note, decided_by=row["decided_by"])
+
+
+class StoreApprovalGate(ApprovalGate):
+    """Durable approvals: a row people decide on (CLI, TUI, API); the run waits for it."""
+
+    def __init__(self, store: Store, *, poll_s: float = POLL_S) -> None:
+        self.store = store
+        self.poll_s = poll_s
+
+    async def decide(self, request: ApprovalRequest) -> ApprovalDecision:
+        seq = int(await self.store.scalar("SELECT COALESCE(MAX(seq), 0) FROM events") or 0)
+        row = await self.store.write(lambda tx: request_approval(tx, request))
+        approval_id = row["id"]
+        while row["state"] == "pending":
+            seq = await self.store.wait_for_events(seq, self.poll_s)
+            row = await self.store.one("SELECT * FROM approvals WHERE id = ?", (approval_id,)) or row
+        await self.store.write(lambda tx: _resume_run(tx, request.run_id))
+        return _decision(row)
+
+
+Callback = Callable[[ApprovalRequest], "ApprovalDecision | bool | Awaitable[ApprovalDecision | bool]"]
+
+
+class CallbackGate(ApprovalGate):
+    """The SDK's gate: the host app's callback (sync or async) decides; True/False is enough."""
+
+    def __init__(self, callback: Callback) -> None:
+        self.callback = callback
+
+    async def decide(self, request: ApprovalRequest) -> ApprovalDecision:
+        if inspect.iscoroutinefunction(self.callback):
+            answer = await self.callback(request)
+        else:
+            answer = await asyncio.to_thread(self.callback, request)
+            if inspect.isawaitable(answer):
+                answer = await answer
+        if isinstance(answer, ApprovalDecision):
+            return answer
+        return ApprovalDecision(bool(answer), decided_by="callback")
