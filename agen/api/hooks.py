@@ -1,0 +1,98 @@
+"""Non-RPC doors of the Hub: webhook triggers and the server-sent event stream.
+
+``POST /hooks/<ns>/<deployment>/<trigger>`` reads at most 1 MiB + 1 byte of body (413 beyond)
+and answers with the documented status; ``GET /api/v1/events`` streams the event log with
+``id: <seq>`` and resumes after ``Last-Event-ID`` (or ``?after=``), so a client reconnecting
+to a restarted Hub neither loses nor repeats an event.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from agen.errors import AgenError, InvalidError
+from agen.hub.events import EventFilter, list_events, parse_labels
+from agen.hub.service import Hub
+from agen.hub.triggers.verify import MAX_BODY_BYTES
+from agen.hub.triggers.webhook import SecretResolver, env_secrets, receive
+
+
+async def read_limited(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
+    """The body, stopping one byte past ``limit`` (so an oversize body is never held whole)."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            break
+    return b"".join(chunks)[: limit + 1]
+
+
+def sse_frame(seq: int, event_type: str, data: Any) -> ServerSentEvent:
+    """One SSE frame: ``id`` is the event's seq (what Last-Event-ID resumes after)."""
+    return ServerSentEvent(data=json.dumps(data, separators=(",", ":")), event=event_type, id=str(seq))
+
+
+def hook_routes(hub: Hub, secrets: SecretResolver = env_secrets) -> list[Route]:
+    async def webhook(request: Request) -> Response:
+        p = request.path_params
+        body = await read_limited(request)
+        headers = dict(request.headers)
+        try:
+            result = await hub.store.write(
+                lambda tx: receive(tx, p["ns"], p["deployment"], p["trigger"], headers, body, secrets)
+            )
+        except AgenError as e:
+            return JSONResponse(e.to_dict(), status_code=e.http_status)
+        if result.status == 202 or result.status == 200:
+            hub.work.notify()
+        return JSONResponse(result.body, status_code=result.status)
+
+    async def events(request: Request) -> Response:
+        q = request.query_params
+        try:
+            principal = await hub.auth.authenticate(_bearer(request), hub.clock())
+            principal.require("viewer", "reading the event stream")
+            wanted = q.getlist("namespace") or q.getlist("n")
+            for ns in wanted:
+                principal.require_namespace(ns)
+            namespaces = wanted or sorted(principal.namespaces)
+            flt = EventFilter(
+                types=tuple(q.getlist("type")), labels=parse_labels(q.getlist("label")),
+                deployment=q.get("deployment"), severity=q.get("severity"),
+            )
+            raw_after = request.headers.get("last-event-id") or q.get("after") or "0"
+            try:
+                after = int(raw_after)
+            except ValueError:
+                raise InvalidError(f"Last-Event-ID / after must be an event seq (got {raw_after!r})") from None
+        except AgenError as e:
+            return JSONResponse(e.to_dict(), status_code=e.http_status)
+
+        async def stream() -> AsyncIterator[ServerSentEvent]:
+            cursor = after
+            while not hub.draining:
+                page = await list_events(hub.store, namespaces, after=cursor, flt=flt, limit=200, wait_s=15)
+                for event in page.events:
+                    yield sse_frame(int(event["seq"]), str(event["type"]), event)
+                cursor = page.cursor
+
+        return EventSourceResponse(stream(), ping=15)
+
+    return [
+        Route("/hooks/{ns}/{deployment}/{trigger}", webhook, methods=["POST"]),
+        Route("/api/v1/events", events, methods=["GET"]),
+    ]
+
+
+def _bearer(request: Request) -> str | None:
+    scheme, _, value = request.headers.get("authorization", "").partition(" ")
+    return value.strip() if scheme.lower() == "bearer" and value.strip() else None

@@ -1,0 +1,155 @@
+"""Webhook triggers: ``POST /hooks/<ns>/<deployment>/<trigger>`` creates a task.
+
+The caller presents the trigger's secret as a bearer token (only its hash is stored, as a
+token of kind 'webhook') or signs the raw body (auth.type hmac). Redeliveries with the same
+idempotency key return the same task. Rejected calls are recorded as rejected trigger events
+and a ``webhook.rejected`` event; configuration problems go to the deployment log, never to
+the caller.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ulid import ULID
+
+from agen.bundle.triggers import HmacAuth, WebhookTrigger
+from agen.errors import NotFoundError
+from agen.hub.auth import hash_token, new_secret
+from agen.hub.logs import write_log
+from agen.hub.triggers.fire import fire, record_event, task_input
+from agen.hub.triggers.tick import parse_spec
+from agen.hub.triggers.verify import MAX_BODY_BYTES, bearer_token, check_bearer, check_hmac
+from agen.store import Row, Tx
+
+SecretResolver = Callable[[str, str], str | None]
+
+
+def env_secrets(namespace: str, name: str) -> str | None:
+    """Default platform-secret lookup for a local Hub: the Hub process's environment."""
+    return os.environ.get(name)
+
+
+def _find(tx: Tx, namespace: str, deployment: str, trigger: str) -> tuple[Row, Row]:
+    dep = tx.one("SELECT id, namespace, name FROM deployments WHERE namespace = ? AND name = ?",
+                 (namespace, deployment))
+    trig = None if dep is None else tx.one(
+        "SELECT * FROM triggers WHERE deployment_id = ? AND name = ? AND type = 'webhook'", (dep["id"], trigger))
+    if dep is None or trig is None:
+        raise NotFoundError(
+            f"no webhook trigger {trigger!r} on deployment {namespace}/{deployment}",
+            namespace=namespace, deployment=deployment, trigger=trigger,
+        )
+    return dep, trig
+
+
+def create_webhook_secret(tx: Tx, namespace: str, deployment: str, trigger: str) -> str:
+    """CreateWebhookSecret: a new secret for the trigger (older ones are revoked); shown once."""
+    dep, _ = _find(tx, namespace, deployment, trigger)
+    subject = f"{dep['id']}/{trigger}"
+    tx.execute("UPDATE tokens SET revoked_ms = ? WHERE kind = 'webhook' AND subject = ? AND revoked_ms IS NULL",
+               (tx.now_ms, subject))
+    secret = new_secret()
+    tx.execute(
+        "INSERT INTO tokens (id, name, kind, hash, scopes, namespaces, trust, subject, created_ms)"
+        " VALUES (?,?,?,?,?,?,?,?,?)",
+        (str(ULID()), f"webhook {deployment}/{trigger}", "webhook", hash_token(secret), "[]",
+         json.dumps([namespace]), "untrusted", subject, tx.now_ms),
+    )
+    return secret
+
+
+@dataclass
+class WebhookResult:
+    """What the caller is told: HTTP status and a small JSON body."""
+
+    status: int
+    body: dict[str, Any]
+
+
+def _reject(tx: Tx, dep: Row, trigger: str, status: int, reason: str, public: str) -> WebhookResult:
+    record_event(tx, dep, trigger, "rejected", reason=reason)
+    tx.event(dep["namespace"], "webhook.rejected", severity="warning", deployment=dep["name"],
+             data={"trigger": trigger, "reason": reason, "status": status})
+    return WebhookResult(status, {"error": {"code": "rejected", "message": public}})
+
+
+def _idempotency(spec: WebhookTrigger, headers: Mapping[str, str], payload: Any) -> str | None:
+    lower = {k.lower(): v for k, v in headers.items()}
+    if spec.idempotency_header and lower.get(spec.idempotency_header.lower()):
+        return lower[spec.idempotency_header.lower()]
+    if spec.idempotency_field and isinstance(payload, dict):
+        value: Any = payload
+        for part in spec.idempotency_field.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if value is not None:
+            return str(value)
+    return lower.get("idempotency-key") or None
+
+
+def receive(
+    tx: Tx,
+    namespace: str,
+    deployment: str,
+    trigger: str,
+    headers: Mapping[str, str],
+    body: bytes,
+    secrets: SecretResolver = env_secrets,
+) -> WebhookResult:
+    """Verify one call and queue its task (or return the task an earlier delivery queued)."""
+    try:
+        dep, trig = _find(tx, namespace, deployment, trigger)
+    except NotFoundError as e:
+        return WebhookResult(404, e.to_dict())
+    spec = parse_spec(trig)
+    assert isinstance(spec, WebhookTrigger)
+    if len(body) > MAX_BODY_BYTES:
+        return _reject(tx, dep, trigger, 413, f"body of {len(body)} bytes is over the 1 MiB limit",
+                       "the body is over the 1 MiB limit")
+    if isinstance(spec.auth, HmacAuth):
+        key = secrets(namespace, spec.auth.secret)
+        if key is None:
+            write_log(tx, namespace, deployment,
+                      f"webhook {trigger}: HMAC secret {spec.auth.secret} is not set; every call is rejected",
+                      level="error")
+            return _reject(tx, dep, trigger, 401, f"secret {spec.auth.secret} is not configured",
+                           "the call could not be verified")
+        problem = check_hmac(spec.auth, headers, body, key)
+        if problem is not None:
+            return _reject(tx, dep, trigger, 401, problem, "the call could not be verified")
+    else:
+        hashes = [r["hash"] for r in tx.all(
+            "SELECT hash FROM tokens WHERE kind = 'webhook' AND subject = ? AND revoked_ms IS NULL",
+            (f"{dep['id']}/{trigger}",))]
+        if not hashes:
+            write_log(tx, namespace, deployment,
+                      f"webhook {trigger}: no secret yet; create one with `agen webhook-secret {deployment} {trigger}`",
+                      level="error")
+        if not check_bearer(bearer_token(headers), hashes):
+            return _reject(tx, dep, trigger, 401, "missing or wrong bearer secret", "the call could not be verified")
+    text = body.decode("utf-8", errors="replace")
+    try:
+        payload: Any = json.loads(text) if text.strip() else None
+    except json.JSONDecodeError:
+        payload = None
+    key = _idempotency(spec, headers, payload) or str(ULID())
+    conversation = None
+    if spec.conversation_key:
+        conversation = spec.conversation_key
+        if isinstance(payload, dict) and spec.conversation_key.startswith("$."):
+            value: Any = payload
+            for part in spec.conversation_key[2:].split("."):
+                value = value.get(part) if isinstance(value, dict) else None
+            conversation = None if value is None else str(value)
+    result = fire(
+        tx, dep, trigger, kind="webhook", key=key, input=task_input(spec.input, text or None),
+        labels=spec.labels, conversation_key=conversation, trust=spec.trust or "untrusted",
+    )
+    if result.status == "skipped":
+        return WebhookResult(429, {"error": {"code": "rate_limited", "message": result.reason}})
+    return WebhookResult(200 if result.status == "duplicate" else 202,
+                         {"task_id": result.task_id, "duplicate": result.status == "duplicate"})
