@@ -8,10 +8,16 @@ missing instances go to the Nest with the most free capacity (0 = unlimited).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from agen.store import Tx
+from agen.hub.autoscaler import ScaleDecision, ScaleInput, ScalePolicy, decide
+from agen.hub.holds import wake_expired_holds
+from agen.hub.leader import SYSTEM_NAMESPACE, check_epoch
+from agen.hub.lease import expire_leases, expire_overdue
+from agen.hub.queue import QueueCounts, queue_counts
+from agen.store import Tx, loads
 
 NEST_LOST_AFTER_MS = 30_000
 
@@ -39,8 +45,69 @@ class Placement:
 
 def place(demands: list[Demand], nests: list[NestView],
           current: dict[tuple[str, str], int]) -> Placement:
-    """Where each deployment's instances go, starting from the current assignments."""
-    raise NotImplementedError
+    """Where each deployment's instances go, starting from the current assignments.
+
+    Existing instances on Nests that still match stay; surplus leaves the most loaded Nest
+    (least free capacity) first; missing instances go, one at a time and round-robin over
+    deployments, to the matching Nest with the most free capacity. What fits nowhere is
+    reported in ``unplaced`` together with the full Nests it could have used.
+    """
+    used: dict[str, int] = defaultdict(int)
+    mine: dict[str, dict[str, int]] = {}
+    eligible: dict[str, list[NestView]] = {}
+    allowed: dict[str, set[str]] = {}
+    for d in demands:
+        eligible[d.deployment_id] = [n for n in nests if _matches(n.labels, d.labels)]
+        allowed[d.deployment_id] = {n.id for n in eligible[d.deployment_id]}
+        mine[d.deployment_id] = {}
+    for (dep, nest), count in current.items():
+        if count > 0 and dep in mine and nest in allowed[dep]:
+            mine[dep][nest] = count
+            used[nest] += count
+    cap = {n.id: n.capacity for n in nests}
+
+    def free(nest: str) -> float:
+        return float("inf") if cap[nest] == 0 else float(cap[nest] - used[nest])
+
+    need: dict[str, int] = {}
+    for d in demands:
+        have = mine[d.deployment_id]
+        surplus = sum(have.values()) - max(0, d.desired)
+        while surplus > 0:
+            nest = min(have, key=lambda n: (free(n), -used[n], n))
+            take = 1 if len(have) > 1 else surplus
+            have[nest] -= take
+            used[nest] -= take
+            surplus -= take
+            if have[nest] == 0:
+                del have[nest]
+        need[d.deployment_id] = max(0, d.desired - sum(have.values()))
+    pending = sorted(dep for dep, n in need.items() if n > 0)
+    while pending:
+        still: list[str] = []
+        for dep in pending:
+            fits = [n.id for n in eligible[dep] if free(n.id) > 0]
+            if not fits:
+                continue
+            nest = max(fits, key=lambda n: (free(n), -used[n], n))
+            room = free(nest)
+            step = need[dep] if room == float("inf") else 1  # unlimited: it stays the most free
+            if len(fits) == 1 and len(pending) == 1:
+                step = int(min(need[dep], room))
+            mine[dep][nest] = mine[dep].get(nest, 0) + step
+            used[nest] += step
+            need[dep] -= step
+            if need[dep] > 0:
+                still.append(dep)
+        pending = still
+    counts = {(dep, nest): c for dep, have in mine.items() for nest, c in have.items() if c > 0}
+    unplaced = {dep: n for dep, n in need.items() if n > 0}
+    full = {dep: {n.id for n in eligible[dep] if n.capacity and used[n.id] >= n.capacity} for dep in unplaced}
+    return Placement(counts=counts, unplaced=unplaced, full_nests=full)
+
+
+def _matches(nest_labels: dict[str, str], wanted: dict[str, str]) -> bool:
+    return all(nest_labels.get(k) == v for k, v in wanted.items())
 
 
 @dataclass
@@ -50,12 +117,12 @@ class TickSummary:
     failed: list[str] = field(default_factory=list)
     overdue: list[str] = field(default_factory=list)
     woken: list[str] = field(default_factory=list)
-    scaled: dict[str, tuple[int, int]] = field(default_factory=dict)   # deployment -> (old, new)
+    scaled: dict[str, tuple[int, int]] = field(default_factory=dict)   # deployment id -> (old, new)
     assignments_changed: int = 0
     unplaced: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        raise NotImplementedError
+        return asdict(self)
 
 
 def schedule_tick(
@@ -68,5 +135,105 @@ def schedule_tick(
     budget_held: frozenset[str] = frozenset(),
     provider_held: frozenset[str] = frozenset(),
 ) -> TickSummary:
-    """One leader tick, epoch-checked: sweep leases/overdue/holds, lose silent Nests, scale, place."""
-    raise NotImplementedError
+    """One leader tick, epoch-checked: sweep leases/overdue/holds, lose silent Nests, scale, place.
+
+    ``budget_held`` / ``provider_held`` are deployment ids whose daily budget is spent (held
+    at 0) or whose provider account is held (no scale-up for queued work).
+    """
+    check_epoch(tx, leader_name, leader_epoch)
+    s = TickSummary()
+    s.nests_lost = _lose_silent_nests(tx, now_ms, nest_lost_after_ms)
+    for r in expire_leases(tx, now_ms):
+        (s.failed if r["action"] == "failed" else s.requeued).append(r["task_id"])
+    s.overdue = expire_overdue(tx, now_ms)
+    s.woken = wake_expired_holds(tx, now_ms)
+
+    counts = queue_counts(tx, now_ms=now_ms)
+    deps = tx.all("SELECT id, namespace, name, kind, digest, scale, placement, desired, paused,"
+                  " last_activity_ms, manual_scale_ms FROM deployments")
+    active = [(now_ms, d["id"]) for d in deps if counts.get(d["id"], _NONE).load > 0]
+    if active:
+        tx.executemany("UPDATE deployments SET last_activity_ms = ? WHERE id = ?", active)
+    busy = {dep for _, dep in active}
+    nests = [NestView(r["id"], loads(r["labels"], {}), int(r["capacity"]))
+             for r in tx.all("SELECT id, labels, capacity FROM nests WHERE state = 'active' ORDER BY id")]
+    current: dict[tuple[str, str], int] = {}
+    digests: dict[tuple[str, str], str] = {}
+    for a in tx.all("SELECT deployment_id, nest_id, count, digest FROM assignments"):
+        current[(a["deployment_id"], a["nest_id"])] = int(a["count"])
+        digests[(a["deployment_id"], a["nest_id"])] = a["digest"]
+
+    def inputs(d: dict[str, Any], pressure: bool) -> ScaleInput:
+        c = counts.get(d["id"], _NONE)
+        return ScaleInput(
+            kind=d["kind"], policy=ScalePolicy.from_json(d["kind"], loads(d["scale"], {})), current=int(d["desired"]),
+            load=c.load, urgent_load=c.urgent_load, paused=bool(d["paused"]),
+            last_activity_ms=now_ms if d["id"] in busy else int(d["last_activity_ms"]),
+            manual_scale_ms=d["manual_scale_ms"], now_ms=now_ms, pressure=pressure,
+            budget_held=d["id"] in budget_held, provider_held=d["id"] in provider_held,
+        )
+
+    decisions: dict[str, ScaleDecision] = {d["id"]: decide(inputs(d, False)) for d in deps}
+    labels = {d["id"]: dict(loads(d["placement"], {}).get("labels") or {}) for d in deps}
+
+    def demands() -> list[Demand]:
+        return [Demand(d["id"], decisions[d["id"]].desired, labels[d["id"]]) for d in deps]
+
+    placed = place(demands(), nests, current)
+    full = set().union(*placed.full_nests.values()) if placed.full_nests else set()
+    if full:  # capacity pressure: idle holders of a full Nest make room
+        holders = {dep for (dep, nest) in placed.counts if nest in full and dep not in placed.unplaced}
+        changed = False
+        for d in deps:
+            if d["id"] in holders:
+                again = decide(inputs(d, True))
+                if again.desired < decisions[d["id"]].desired:
+                    decisions[d["id"]] = again
+                    changed = True
+        if changed:
+            placed = place(demands(), nests, current)
+    s.unplaced = placed.unplaced
+
+    for d in deps:
+        dec = decisions[d["id"]]
+        if dec.desired != d["desired"]:
+            tx.execute("UPDATE deployments SET desired = ?, updated_ms = ? WHERE id = ?", (dec.desired, now_ms, d["id"]))
+            tx.event(d["namespace"], "deployment.scaled", deployment=d["name"],
+                     data={"from": d["desired"], "to": dec.desired, "want": dec.want, "reason": dec.reason,
+                           "load": counts.get(d["id"], _NONE).load})
+            s.scaled[d["id"]] = (int(d["desired"]), dec.desired)
+    digest_of = {d["id"]: d["digest"] for d in deps}
+    upserts = [(dep, nest, n, digest_of[dep], leader_epoch, now_ms)
+               for (dep, nest), n in placed.counts.items()
+               if current.get((dep, nest)) != n or digests.get((dep, nest)) != digest_of[dep]]
+    gone = [key for key in current if key not in placed.counts]
+    if upserts:
+        tx.executemany(
+            "INSERT INTO assignments (deployment_id, nest_id, count, digest, leader_epoch, updated_ms)"
+            " VALUES (?,?,?,?,?,?) ON CONFLICT (deployment_id, nest_id) DO UPDATE SET count = excluded.count,"
+            " digest = excluded.digest, leader_epoch = excluded.leader_epoch, updated_ms = excluded.updated_ms",
+            upserts,
+        )
+    if gone:
+        tx.executemany("DELETE FROM assignments WHERE deployment_id = ? AND nest_id = ?", gone)
+    s.assignments_changed = len(upserts) + len(gone)
+    return s
+
+
+_NONE = QueueCounts()
+
+
+def _lose_silent_nests(tx: Tx, now_ms: int, lost_after_ms: int) -> list[str]:
+    """Mark Nests lost after heartbeat silence: drop their assignments, expire their task leases now."""
+    lost = tx.all("SELECT id, name FROM nests WHERE state = 'active' AND last_heartbeat_ms < ?",
+                  (now_ms - lost_after_ms,))
+    for n in lost:
+        tx.execute("UPDATE nests SET state = 'lost' WHERE id = ? AND state = 'active'", (n["id"],))
+        tx.execute("DELETE FROM assignments WHERE nest_id = ?", (n["id"],))
+        tx.execute("UPDATE tasks SET lease_expires_ms = ? WHERE lease_nest_id = ? AND state IN ('leased', 'running')",
+                   (now_ms, n["id"]))
+        tx.execute("UPDATE instances SET state = 'failed', exit_reason = 'nest lost', updated_ms = ?"
+                   " WHERE nest_id = ? AND state NOT IN ('stopped', 'failed')", (now_ms, n["id"]))
+        tx.event(SYSTEM_NAMESPACE, "nest.lost", severity="warning",
+                 data={"nest_id": n["id"], "nest": n["name"], "silent_for_ms": lost_after_ms})
+    return [n["id"] for n in lost]
