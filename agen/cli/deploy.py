@@ -1,38 +1,21 @@
-"""`agen deploy <bundle-dir> --validate`: check a bundle without deploying it.
-
-Deploying to a Hub is added with the Hub; until then the command only validates, and says so.
-"""
+"""`agen deploy <bundle-dir>`: create or update a deployment (--validate: check only; --watch)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agen.cli._common import JsonOpt, err, print_json
+from agen.cli._common import HubOpt, JsonOpt, NamespaceOpt, TokenOpt, err, print_json
+
+if TYPE_CHECKING:
+    from agen.api.models.deployments import CreateDeploymentRequest, DeploymentResponse
 
 
-def deploy(
-    directory: Annotated[str, typer.Argument(help="The bundle folder.", show_default=False)],
-    validate: Annotated[
-        bool, typer.Option("--validate", help="Check the bundle and print warnings without deploying.")
-    ] = False,
-    json_out: JsonOpt = False,
-) -> None:
-    """Create or update a deployment (--validate: check only).
-
-    This build has no Hub yet, so only --validate works: it loads the bundle, prints its
-    definition id (name@sha256:...) and any warnings, and lists every problem if it is invalid.
-    """
+def _validate(directory: str, json_out: bool) -> None:
     from agen.bundle import validate_bundle
-    from agen.errors import BundleError, InvalidError
+    from agen.errors import BundleError
 
-    if not validate:
-        raise InvalidError(
-            "deploying needs a Hub, which this build does not have yet; "
-            f"run 'agen deploy {directory} --validate' to check the bundle",
-            field="--validate",
-        )
     bundle, problems, warnings = validate_bundle(directory)
     if json_out:
         print_json({
@@ -52,6 +35,72 @@ def deploy(
         count = len(problems)
         raise BundleError(f"bundle {directory} is invalid ({count} problem{'s' if count != 1 else ''})", problems)
     print(f"ok: {bundle.name} ({bundle.definition_id})")
+
+
+def deploy_request(directory: str, namespace: str, name: str | None, replicas: int | None) -> CreateDeploymentRequest:
+    """A CreateDeploymentRequest carrying the bundle's files (checked locally first)."""
+    from agen.api.models.deployments import CreateDeploymentRequest
+    from agen.bundle import load_bundle
+    from agen.hub.deployments import encode_files
+
+    bundle = load_bundle(directory)
+    return CreateDeploymentRequest(namespace=namespace, name=name, replicas=replicas,
+                                   files=encode_files(dict(bundle.files)))
+
+
+def _report(resp: DeploymentResponse, json_out: bool) -> None:
+    if json_out:
+        print_json(resp.model_dump(mode="json"))
+        return
+    for warning in resp.warnings:
+        err(f"warning: {warning}")
+    d = resp.deployment
+    assert d is not None
+    verb = "created" if resp.created else ("updated" if resp.changed else "unchanged")
+    print(f"{d.name}: {verb} ({d.definition_id})")
+
+
+def deploy(
+    directory: Annotated[str, typer.Argument(help="The bundle folder.", show_default=False)],
+    validate: Annotated[
+        bool, typer.Option("--validate", help="Check the bundle and print warnings without deploying.")
+    ] = False,
+    name: Annotated[str | None, typer.Option("--name", help="Deployment name (default: bundle name).",
+                                             show_default=False)] = None,
+    replicas: Annotated[int, typer.Option("--replicas", help="Desired instances after deploying (-1: keep).")] = -1,
+    watch: Annotated[bool, typer.Option("--watch", help="Redeploy on every change of the bundle folder.")] = False,
+    hub: HubOpt = None,
+    token: TokenOpt = None,
+    namespace: NamespaceOpt = "default",
+    json_out: JsonOpt = False,
+) -> None:
+    """Create or update a deployment (--validate: check only).
+
+    The bundle is checked locally, sent as its files and stored by the Hub as a content-addressed
+    definition (name@sha256:...); deploying an unchanged bundle changes nothing.
+    """
+    if validate:
+        _validate(directory, json_out)
+        return
+    from agen.api import registry as r
+    from agen.cli._hub import with_client
+    from agen.errors import AgenError
+
+    def once() -> None:
+        req = deploy_request(directory, namespace, name, replicas if replicas >= 0 else None)
+        _report(with_client(hub, token, lambda c: c.call(r.CreateDeployment, req)), json_out)
+
+    once()
+    if not watch:
+        return
+    from watchfiles import watch as watch_files
+
+    err(f"watching {directory} (Ctrl-C to stop)")
+    for _changes in watch_files(directory):
+        try:
+            once()
+        except AgenError as e:  # keep watching: the next save may fix it
+            err(f"error: {e}")
 
 
 def register(app: typer.Typer) -> None:

@@ -133,7 +133,7 @@ async def _apply(hub: Hub, p: Principal, req: CreateDeploymentRequest, *, must_e
         return str(row["id"]), False, changed
 
     dep_id, created, changed = await hub.store.write(fn)
-    hub.work.notify()
+    hub.desired_state_changed()
     view = await _view_by_id(hub, dep_id)
     return DeploymentResponse(deployment=view, created=created, changed=changed, warnings=list(bundle.warnings))
 
@@ -238,6 +238,7 @@ async def scale_deployment(hub: Hub, p: Principal, req: ScaleDeploymentRequest) 
         write_log(tx, req.namespace, req.name, f"scaled to {req.replicas}")
 
     await hub.store.write(fn)
+    hub.desired_state_changed()
     return DeploymentResponse(deployment=await _view_by_id(hub, row["id"]), changed=True)
 
 
@@ -266,7 +267,7 @@ async def pause_deployment(hub: Hub, p: Principal, req: PauseDeploymentRequest) 
             write_log(tx, req.namespace, req.name, "started")
 
     await hub.store.write(fn)
-    hub.work.notify()
+    hub.desired_state_changed()
     return DeploymentResponse(deployment=await _view_by_id(hub, row["id"]), changed=True)
 
 
@@ -291,6 +292,7 @@ async def delete_deployment(hub: Hub, p: Principal, req: DeleteDeploymentRequest
         return [t["id"] for t in unfinished], ended
 
     cancelled_ids, ended = await hub.store.write(fn)
+    hub.desired_state_changed()
     for task_id in cancelled_ids:
         hub.notify_cancelled(task_id)
     return DeleteDeploymentResponse(cancelled_tasks=len(cancelled_ids), ended_runs=ended)

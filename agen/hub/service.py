@@ -8,6 +8,7 @@ Handlers live by area (deployments.py, tasks.py, approvals.py, tokens.py) as pla
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 
 from agen.hub.auth import Authenticator
@@ -15,23 +16,26 @@ from agen.store import Store, now_ms
 
 
 class WorkSignal:
-    """Wakes local Nest workers when tasks become leasable, so nobody polls per task."""
+    """Wakes local Nest workers when tasks become leasable, so nobody polls per task.
+
+    A generation counter means a notify that lands between a worker's lease and its
+    next wait is not lost: the worker passes the generation it last saw.
+    """
 
     def __init__(self) -> None:
+        self.generation = 0
         self._event = asyncio.Event()
 
     def notify(self) -> None:
-        self._event.set()
+        self.generation += 1
+        event, self._event = self._event, asyncio.Event()
+        event.set()
 
-    async def wait(self, timeout_s: float) -> None:
-        event = self._event
-        if not event.is_set():
-            try:
-                await asyncio.wait_for(event.wait(), timeout=timeout_s)
-            except TimeoutError:
-                return
-        if self._event is event:
-            self._event = asyncio.Event()
+    async def wait(self, seen: int, timeout_s: float) -> int:
+        if self.generation == seen:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._event.wait(), timeout=timeout_s)
+        return self.generation
 
 
 class Hub:
@@ -42,6 +46,7 @@ class Hub:
         self.clock = clock
         self.auth = Authenticator(store)
         self.work = WorkSignal()
+        self.scheduler_kick = asyncio.Event()
         self.draining = False
         self.in_flight: Callable[[], int] = lambda: 0
         self.shutdown_requested = asyncio.Event()
@@ -55,6 +60,11 @@ class Hub:
     def notify_cancelled(self, task_id: str) -> None:
         for listener in self._cancel_listeners:
             listener(task_id)
+
+    def desired_state_changed(self) -> None:
+        """Ask the leader loop for a scheduler tick now (deploy, scale, stop, submit)."""
+        self.scheduler_kick.set()
+        self.work.notify()
 
     def request_shutdown(self) -> None:
         self.shutdown_requested.set()

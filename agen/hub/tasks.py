@@ -18,22 +18,14 @@ from agen.api.models.tasks import (
     TaskResponse,
 )
 from agen.errors import NotFoundError
-from agen.hub import queue
+from agen.hub import admission, queue
 from agen.hub.auth import Principal
 from agen.hub.deployments import find_deployment
 from agen.hub.service import Hub
 from agen.store import Row, Tx, loads
 
 PRIORITY_NAMES = {v: k for k, v in queue.PRIORITIES.items()}
-SOURCE_PREFIXES = ("api:", "webhook:", "a2a:", "cron:", "random:", "event:", "agent:")
 TRUST_RANK = {"untrusted": 0, "trusted": 1, "operator": 2}
-
-
-def scoped_key(key: str | None) -> str | None:
-    """Conversation keys are scoped by source; a key read back from a task is accepted as is."""
-    if key is None or key.startswith(SOURCE_PREFIXES):
-        return key
-    return f"api:{key}"
 
 
 def effective_trust(asked: str | None, principal_trust: str) -> str:
@@ -87,22 +79,25 @@ async def load_task(hub: Hub, p: Principal, task_id: str) -> Task:
 
 async def submit_task(hub: Hub, p: Principal, req: SubmitTaskRequest) -> TaskResponse:
     dep = await find_deployment(hub, p, req.namespace, req.deployment)
-    admission = loads(dep["policy"], {}).get("admission", {})
     new = queue.NewTask(
         namespace=req.namespace, deployment_id=dep["id"], deployment=dep["name"], input=req.input,
-        conversation_key=scoped_key(req.conversation_key), labels=dict(req.labels), priority=req.priority,
+        conversation_key=req.conversation_key, labels=dict(req.labels), priority=req.priority,
         idempotency_key=req.idempotency_key, schedule_key=req.schedule_key, not_before_ms=req.not_before_ms,
         not_after_ms=req.not_after_ms, locks=list(req.locks), trust=effective_trust(req.trust, p.trust),
         model_tier=req.model_tier, overrides=req.overrides, submitted_by=p.subject,
     )
 
     def fn(tx: Tx) -> tuple[Task, bool]:
-        row, created = queue.submit_task(tx, new, max_queued=admission.get("max_queued_tasks"))
+        current = tx.one("SELECT * FROM deployments WHERE id = ?", (dep["id"],))
+        if current is None:
+            raise NotFoundError(f"deployment {req.namespace}/{req.deployment} was deleted", deployment=req.deployment)
+        admission.admit(tx, current, tx.now_ms)
+        row, created = queue.submit_task(tx, new)
         return task_view(row, extra={"locks": sorted(set(new.locks))}), created
 
     task, created = await hub.store.write(fn)
     if created:
-        hub.work.notify()
+        hub.desired_state_changed()
     return TaskResponse(task=task, created=created)
 
 
@@ -165,5 +160,5 @@ async def pause_task(hub: Hub, p: Principal, req: PauseTaskRequest) -> TaskRespo
 async def resume_task(hub: Hub, p: Principal, req: ResumeTaskRequest) -> TaskResponse:
     await _task_namespace(hub, p, req.id)
     await hub.store.write(lambda tx: queue.resume_task(tx, req.id))
-    hub.work.notify()
+    hub.desired_state_changed()
     return TaskResponse(task=await load_task(hub, p, req.id))

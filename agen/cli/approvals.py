@@ -1,0 +1,85 @@
+"""Approvals: list them, approve or deny one (seed 002 ``agen approvals | approve <id> | deny <id>``)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from agen.cli._common import (
+    HubOpt,
+    JsonOpt,
+    NamespaceOpt,
+    TokenOpt,
+    err,
+    print_json,
+    stdout_console,
+)
+
+IdArg = Annotated[str, typer.Argument(help="Approval id.", show_default=False)]
+
+
+def approvals(all_: Annotated[bool, typer.Option("--all", help="Include decided approvals.")] = False,
+              hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOpt = "default",
+              json_out: JsonOpt = False) -> None:
+    """Pending approvals (--all: decided ones too)."""
+    import json
+
+    from rich.table import Table
+
+    from agen.api import registry as r
+    from agen.api.models.approvals import ListApprovalsRequest
+    from agen.cli._hub import ago, with_client
+
+    resp = with_client(hub, token, lambda c: c.call(
+        r.ListApprovals, ListApprovalsRequest(namespace=namespace, all=all_)))
+    if json_out:
+        print_json(resp.model_dump(mode="json"))
+        return
+    if not resp.approvals:
+        err("no pending approvals" if not all_ else "no approvals")
+        return
+    t = Table(box=None)
+    for col in ("ID", "DEPLOYMENT", "TASK", "TOOL", "ARGUMENTS", "STATE", "ASKED"):
+        t.add_column(col, no_wrap=col in ("ID", "INSTANCE", "NAME", "DEPLOYMENT"))
+    for a in resp.approvals:
+        args = json.dumps(a.arguments, ensure_ascii=False)
+        t.add_row(a.id, a.deployment, a.task_id or "-", a.tool, args[:60], a.state, ago(a.created_ms))
+    stdout_console().print(t)
+
+
+def _decide(approval_id: str, approve: bool, note: str | None, hub: str | None, token: str | None,
+            json_out: bool) -> None:
+    from agen.api import registry as r
+    from agen.api.models.approvals import DecideApprovalRequest
+    from agen.cli._hub import with_client
+
+    resp = with_client(hub, token, lambda c: c.call(
+        r.DecideApproval, DecideApprovalRequest(id=approval_id, approve=approve, note=note)))
+    if json_out:
+        print_json(resp.model_dump(mode="json"))
+    else:
+        a = resp.approval
+        print(f"{a.id}: {a.state} ({a.tool}{', task ' + a.task_id if a.task_id else ''})")
+
+
+def approve(approval_id: IdArg,
+            note: Annotated[str | None, typer.Option("--note", help="Why, kept with the decision.",
+                                                     show_default=False)] = None,
+            hub: HubOpt = None, token: TokenOpt = None, json_out: JsonOpt = False) -> None:
+    """Approve a pending tool call; the waiting run goes on."""
+    _decide(approval_id, True, note, hub, token, json_out)
+
+
+def deny(approval_id: IdArg,
+         note: Annotated[str | None, typer.Option("--note", help="Why, shown to the agent and kept.",
+                                                  show_default=False)] = None,
+         hub: HubOpt = None, token: TokenOpt = None, json_out: JsonOpt = False) -> None:
+    """Deny a pending tool call; the run is told it was refused."""
+    _decide(approval_id, False, note, hub, token, json_out)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("approvals")(approvals)
+    app.command("approve")(approve)
+    app.command("deny")(deny)

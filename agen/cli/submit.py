@@ -1,0 +1,214 @@
+"""``agen run`` against the fleet: submit to a live Hub, or start an embedded Hub + Nest.
+
+With ``--hub`` (or a live local ``agen up``) the task goes over HTTP. Without one, the CLI opens
+the local store itself, runs a Hub and a Nest in this process (no HTTP), deploys the bundle
+folder when given one (updating it when its digest changed), runs the task, prints the outcome
+and exits: the path a system cron job uses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from agen.cli._common import HubOpt, JsonOpt, NamespaceOpt, TokenOpt
+
+if TYPE_CHECKING:
+    from agen.api.models.tasks import SubmitTaskRequest, Task
+    from agen.client import Client
+
+
+@dataclass
+class RunOptions:
+    at: str | None = None
+    in_: str | None = None
+    conversation: str | None = None
+    expires_in: str | None = None
+    idempotency_key: str | None = None
+    labels: list[str] = field(default_factory=list)
+    locks: list[str] = field(default_factory=list)
+    no_wait: bool = False
+    priority: str | None = None
+    schedule_key: str | None = None
+    tier: str | None = None
+    timeout: str = "10m"
+    trust: str | None = None
+
+
+def _labels(pairs: list[str]) -> dict[str, str]:
+    from agen.errors import InvalidError
+
+    out = {}
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        if not eq or not key:
+            raise InvalidError(f"--label {pair!r}: use key=value", field="--label")
+        out[key] = value
+    return out
+
+
+def build_request(deployment: str, text: str, namespace: str, o: RunOptions) -> SubmitTaskRequest:
+    import time
+
+    from pydantic import ValidationError
+
+    from agen.api.models.tasks import SubmitTaskRequest
+    from agen.cli._common import parse_duration_ms
+    from agen.cli._hub import parse_time_ms
+    from agen.errors import InvalidError
+
+    now = int(time.time() * 1000)
+    if o.at and o.in_:
+        raise InvalidError("--at and --in both set the start time; pass one", field="--at")
+    not_before = parse_time_ms(o.at, flag="--at") if o.at else (
+        now + parse_duration_ms(o.in_, flag="--in") if o.in_ else None)
+    not_after = now + parse_duration_ms(o.expires_in, flag="--expires-in") if o.expires_in else None
+    try:
+        return SubmitTaskRequest(
+            namespace=namespace, deployment=deployment, input=text, conversation_key=o.conversation,
+            labels=_labels(o.labels), priority=o.priority or "normal",  # type: ignore[arg-type]
+            idempotency_key=o.idempotency_key, schedule_key=o.schedule_key, not_before_ms=not_before,
+            not_after_ms=not_after, locks=o.locks, trust=o.trust, model_tier=o.tier,  # type: ignore[arg-type]
+        )
+    except ValidationError as e:
+        first = e.errors()[0]
+        flag = {"priority": "--priority", "trust": "--trust", "model_tier": "--tier"}.get(
+            str(first["loc"][0]), str(first["loc"][0]))
+        raise InvalidError(f"{flag}: {first['msg']}", field=flag) from None
+
+
+async def submit_and_report(client: Client, target: str, text: str, namespace: str, o: RunOptions,
+                            *, is_bundle: bool) -> Task:
+    """Deploy a bundle folder if given one, submit the task, wait per --timeout/--no-wait."""
+    from agen.api import registry as r
+    from agen.cli._common import err, parse_duration_ms
+    from agen.cli.tasks import wait_for_task
+
+    deployment = target
+    if is_bundle:
+        from agen.cli.deploy import deploy_request
+
+        resp = await client.call(r.CreateDeployment, deploy_request(target, namespace, None, None))
+        assert resp.deployment is not None
+        deployment = resp.deployment.name
+        if resp.created or resp.changed:
+            err(f"{deployment}: {'deployed' if resp.created else 'updated'} ({resp.deployment.definition_id})")
+    timeout_ms = parse_duration_ms(o.timeout, flag="--timeout")
+    submitted = await client.call(r.SubmitTask, build_request(deployment, text, namespace, o))
+    task = submitted.task
+    if o.no_wait:
+        return task
+    err(f"task {task.id} {'submitted' if submitted.created else 'already submitted (same idempotency key)'}")
+    return await wait_for_task(client, task.id, timeout_ms)
+
+
+def hub_is_live(url: str) -> bool:
+    import httpx
+
+    try:
+        return httpx.get(url.rstrip("/") + "/health", timeout=1.0).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def run_task(target: str, text: str, o: RunOptions, *, hub: str | None, token: str | None, namespace: str,
+             json_out: bool) -> None:
+    import asyncio
+
+    from agen.cli._common import err, print_json
+    from agen.cli.tasks import report_task
+    from agen.local import read_local
+
+    is_bundle = Path(target).is_dir()
+    local = read_local()
+    use_http = hub is not None or (local is not None and hub_is_live(local.url))
+    if use_http:
+        from agen.cli._hub import with_client
+
+        task = with_client(hub, token, lambda c: submit_and_report(c, target, text, namespace, o, is_bundle=is_bundle))
+    else:
+        task = asyncio.run(_embedded(target, text, namespace, o, is_bundle=is_bundle))
+    if o.no_wait:
+        if json_out:
+            print_json(task.model_dump(mode="json"))
+        else:
+            print(task.id)
+            err(f"task {task.id} queued; `agen wait {task.id}` prints its result")
+        return
+    if not use_http and task.pending_approvals:
+        err(f"task {task.id} waits for approval {task.pending_approvals[0]}; no `agen up` is running, so start "
+            f"one (`agen up`), then `agen approve {task.pending_approvals[0]}` and `agen wait {task.id}`")
+    report_task(task, json_out)
+
+
+async def _embedded(target: str, text: str, namespace: str, o: RunOptions, *, is_bundle: bool) -> Task:
+    """A Hub and a Nest in this process over the local store, for exactly this one task."""
+    from agen.client import Client
+    from agen.node import LocalNode
+    from agen.store import open_store
+
+    store = await open_store(None)
+    node = LocalNode(store, tick_s=0.2, heartbeat_s=0.2)
+    try:
+        await node.start()
+        client = Client.in_process(node.hub)
+        return await submit_and_report(client, target, text, namespace, o, is_bundle=is_bundle)
+    finally:
+        await node.drain(30)
+        await store.close()
+
+
+def run(
+    target: Annotated[str, typer.Argument(help="Deployment name, or a bundle folder (deployed first).",
+                                          show_default=False)],
+    text: Annotated[str, typer.Argument(metavar="INPUT", help="The task's input.", show_default=False)],
+    at: Annotated[str | None, typer.Option("--at", help="Run no earlier than this time (RFC 3339).",
+                                           show_default=False)] = None,
+    in_: Annotated[str | None, typer.Option("--in", help="Run no earlier than this long from now (e.g. 30m).",
+                                            show_default=False)] = None,
+    conversation: Annotated[str | None, typer.Option(
+        "--conversation", help="Continue the conversation of earlier tasks with this key.", show_default=False)] = None,
+    expires_in: Annotated[str | None, typer.Option(
+        "--expires-in", help="Fail as expired if still queued this long from now.", show_default=False)] = None,
+    idempotency_key: Annotated[str | None, typer.Option(
+        "--idempotency-key", help="Resubmitting the same key returns the same task.", show_default=False)] = None,
+    label: Annotated[list[str] | None, typer.Option("--label", help="Label the task, key=value (repeatable).",
+                                                    show_default=False)] = None,
+    lock: Annotated[list[str] | None, typer.Option(
+        "--lock", help="Wait until this (and every other --lock) is free, then hold it until the task ends "
+        "(repeatable).", show_default=False)] = None,
+    no_wait: Annotated[bool, typer.Option("--no-wait", help="Print the task id and return.")] = False,
+    priority: Annotated[str | None, typer.Option(
+        "--priority", help="Lease order within the deployment's queue: urgent, high, normal or background.",
+        show_default=False)] = None,
+    schedule_key: Annotated[str | None, typer.Option(
+        "--schedule-key", help="At most one queued task per deployment and key; submitting again with the same "
+        "key cancels the queued one.", show_default=False)] = None,
+    tier: Annotated[str | None, typer.Option(
+        "--tier", help="Cost tier for a routing model: low, medium, high, xhigh or max.", show_default=False)] = None,
+    timeout: Annotated[str, typer.Option(
+        "--timeout", help="How long to wait for the result (0: no limit); the task keeps running after it.")] = "10m",
+    trust: Annotated[str | None, typer.Option(
+        "--trust", help="A trust at most this high: operator, trusted or untrusted (default: the token's own).",
+        show_default=False)] = None,
+    hub: HubOpt = None,
+    token: TokenOpt = None,
+    namespace: NamespaceOpt = "default",
+    json_out: JsonOpt = False,
+) -> None:
+    """Submit a task and wait for its result (no `agen up` running: an embedded Hub runs it here).
+
+    The outcome goes to stdout and the status to stderr; the exit code is 1 when the task
+    failed, was cancelled or expired, or has not finished (e.g. it waits for an approval).
+    """
+    opts = RunOptions(at=at, in_=in_, conversation=conversation, expires_in=expires_in,
+                      idempotency_key=idempotency_key, labels=label or [], locks=lock or [], no_wait=no_wait,
+                      priority=priority, schedule_key=schedule_key, tier=tier, timeout=timeout, trust=trust)
+    run_task(target, text, opts, hub=hub, token=token, namespace=namespace, json_out=json_out)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(run)

@@ -1,0 +1,175 @@
+"""Task commands: wait, cancel, pause, resume, tasks (``agen run`` is in agen/cli/run.py)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from agen.cli._common import (
+    HubOpt,
+    JsonOpt,
+    NamespaceOpt,
+    TokenOpt,
+    err,
+    print_json,
+    stdout_console,
+)
+
+if TYPE_CHECKING:
+    from agen.api.models.tasks import Task
+    from agen.client import Client
+
+TaskArg = Annotated[str, typer.Argument(help="Task id.", show_default=False)]
+MAX_WAIT_S = 300.0
+
+
+async def wait_for_task(client: Client, task_id: str, timeout_ms: int) -> Task:
+    """Wait (in <=300 s GetTask calls) until the task ends, waits for an approval, or time runs out."""
+    import time
+
+    from agen.api import registry as r
+    from agen.api.models.tasks import TERMINAL_STATES, GetTaskRequest
+
+    deadline = None if timeout_ms == 0 else time.monotonic() + timeout_ms / 1000
+    while True:
+        left = MAX_WAIT_S if deadline is None else max(0.0, min(MAX_WAIT_S, deadline - time.monotonic()))
+        task = (await client.call(r.GetTask, GetTaskRequest(id=task_id, wait_seconds=left))).task
+        if task.state in TERMINAL_STATES or task.pending_approvals:
+            return task
+        if deadline is not None and time.monotonic() >= deadline:
+            return task
+
+
+def outcome_text(task: Task) -> str:
+    o = task.outcome or {}
+    summary = str(o.get("summary") or "")
+    if not summary and o.get("data") is not None:
+        import json
+
+        summary = json.dumps(o["data"], ensure_ascii=False)
+    return summary
+
+
+def report_task(task: Task, json_out: bool) -> None:
+    """Outcome on stdout, status on stderr; exit 1 when the task failed, was cancelled or expired."""
+    from agen.api.models.tasks import TERMINAL_STATES
+
+    if json_out:
+        print_json(task.model_dump(mode="json"))
+    elif task.state in TERMINAL_STATES:
+        text = outcome_text(task)
+        if text:
+            print(text, flush=True)
+        reason = (task.outcome or {}).get("reason") or task.error
+        status = (task.outcome or {}).get("status", task.state)
+        err(f"task {task.id} {task.state} ({status}{': ' + str(reason) if reason and task.state != 'succeeded' else ''})")
+    elif task.pending_approvals:
+        ids = ", ".join(task.pending_approvals)
+        err(f"task {task.id} is waiting for approval {ids}: see it with `agen approvals`, "
+            f"then `agen approve {task.pending_approvals[0]}` or `agen deny {task.pending_approvals[0]}`; "
+            f"`agen wait {task.id}` prints the result")
+    else:
+        err(f"task {task.id} is still {task.state}"
+            + (f" ({task.wait_reason})" if task.wait_reason else "") + f"; `agen wait {task.id}` keeps waiting")
+    if task.state in ("failed", "cancelled", "expired"):
+        raise typer.Exit(1)
+    if task.state not in TERMINAL_STATES and not json_out:
+        raise typer.Exit(1)
+
+
+def wait(task_id: TaskArg,
+         timeout: Annotated[str, typer.Option("--timeout", help="How long to wait (0: no limit).")] = "0",
+         hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOpt = "default",
+         json_out: JsonOpt = False) -> None:
+    """Wait for a task submitted earlier and print its result."""
+    from agen.cli._common import parse_duration_ms
+    from agen.cli._hub import with_client
+
+    timeout_ms = parse_duration_ms(timeout, flag="--timeout")
+    report_task(with_client(hub, token, lambda c: wait_for_task(c, task_id, timeout_ms)), json_out)
+
+
+def _done(task: Task, verb: str, json_out: bool) -> None:
+    if json_out:
+        print_json(task.model_dump(mode="json"))
+    else:
+        print(f"{task.id}: {verb} ({task.state})")
+
+
+def cancel(task_id: TaskArg, hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOpt = "default",
+           json_out: JsonOpt = False) -> None:
+    """Cancel a task (a running one stops)."""
+    from agen.api import registry as r
+    from agen.api.models.tasks import CancelTaskRequest
+    from agen.cli._hub import with_client
+
+    _done(with_client(hub, token, lambda c: c.call(r.CancelTask, CancelTaskRequest(id=task_id))).task,
+          "cancelled", json_out)
+
+
+def pause(task_id: TaskArg,
+          at: Annotated[str | None, typer.Option("--at", help="End the hold at this time (RFC 3339).",
+                                                 show_default=False)] = None,
+          in_: Annotated[str | None, typer.Option("--in", help="End the hold this long from now (e.g. 30m).",
+                                                  show_default=False)] = None,
+          reason: Annotated[str | None, typer.Option("--reason", help="Why, for anyone who looks at the task later.",
+                                                     show_default=False)] = None,
+          hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOpt = "default",
+          json_out: JsonOpt = False) -> None:
+    """Hold a task (a running one suspends at its next model call)."""
+    from agen.api import registry as r
+    from agen.api.models.tasks import PauseTaskRequest
+    from agen.cli._hub import hold_until, with_client
+
+    req = PauseTaskRequest(id=task_id, hold_until_ms=hold_until(at, in_), reason=reason)
+    _done(with_client(hub, token, lambda c: c.call(r.PauseTask, req)).task, "held", json_out)
+
+
+def resume(task_id: TaskArg, hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOpt = "default",
+           json_out: JsonOpt = False) -> None:
+    """End a hold started by agen pause."""
+    from agen.api import registry as r
+    from agen.api.models.tasks import ResumeTaskRequest
+    from agen.cli._hub import with_client
+
+    _done(with_client(hub, token, lambda c: c.call(r.ResumeTask, ResumeTaskRequest(id=task_id))).task,
+          "resumed", json_out)
+
+
+def tasks(name: Annotated[str | None, typer.Argument(help="Only this deployment.", show_default=False)] = None,
+          scheduled: Annotated[bool, typer.Option("--scheduled", help="Only tasks waiting for their start time.")] = False,
+          state: Annotated[str | None, typer.Option(
+              "--state", help="Only tasks in this state: queued, running, succeeded, failed, cancelled.",
+              show_default=False)] = None,
+          limit: Annotated[int, typer.Option("--limit", help="Tasks.")] = 20,
+          hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOpt = "default",
+          json_out: JsonOpt = False) -> None:
+    """Recent tasks (--scheduled: waiting for their start time)."""
+    from rich.table import Table
+
+    from agen.api import registry as r
+    from agen.api.models.tasks import ListTasksRequest
+    from agen.cli._hub import ago, when, with_client
+
+    req = ListTasksRequest(namespace=namespace, deployment=name, state=state, scheduled=scheduled, limit=limit)
+    resp = with_client(hub, token, lambda c: c.call(r.ListTasks, req))
+    if json_out:
+        print_json(resp.model_dump(mode="json"))
+        return
+    t = Table(box=None)
+    for col in ("ID", "DEPLOYMENT", "STATE", "WAIT", "PRIORITY", "SUBMITTED", "STARTS" if scheduled else "INPUT"):
+        t.add_column(col, no_wrap=col in ("ID", "INSTANCE", "NAME", "DEPLOYMENT"))
+    for task in resp.tasks:
+        wait_col = task.wait_reason or ("approval" if task.pending_approvals else "") or ("held" if task.held else "")
+        last = when(task.not_before_ms) if scheduled else task.input.replace("\n", " ")[:40]
+        t.add_row(task.id, task.deployment, task.state, wait_col, task.priority, ago(task.created_ms), last)
+    stdout_console().print(t)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("wait")(wait)
+    app.command("cancel")(cancel)
+    app.command("pause")(pause)
+    app.command("resume")(resume)
+    app.command("tasks")(tasks)

@@ -1,0 +1,68 @@
+"""Identity commands: ``agen token create`` and ``agen whoami``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from agen.cli._common import HubOpt, JsonOpt, TokenOpt, err, print_json
+
+token_app = typer.Typer(help="API tokens.", no_args_is_help=True)
+
+
+@token_app.command("create")
+def create(
+    scope: Annotated[list[str], typer.Option("--scope", help="Scope: viewer, operator, approver or admin (repeatable).",
+                                             show_default=False)],
+    namespace: Annotated[list[str] | None, typer.Option("--namespace", help="Limit to namespace (repeatable).",
+                                                        show_default=False)] = None,
+    ttl: Annotated[str, typer.Option("--ttl", help="Validity (0 = no expiry).")] = "0",
+    name: Annotated[str | None, typer.Option("--name", help="Token name.", show_default=False)] = None,
+    trust: Annotated[str, typer.Option(
+        "--trust", help="Trust tasks submitted with this token get: operator, trusted or untrusted.")] = "trusted",
+    hub: HubOpt = None, token: TokenOpt = None, json_out: JsonOpt = False,
+) -> None:
+    """Create an API token; its secret is printed once and only its hash is kept."""
+    from agen.api import registry as r
+    from agen.api.models.tokens import CreateTokenRequest
+    from agen.cli._common import parse_duration_ms
+    from agen.cli._hub import with_client
+    from agen.errors import InvalidError
+
+    ttl_ms = parse_duration_ms(ttl, flag="--ttl")
+    try:
+        req = CreateTokenRequest(scopes=scope, namespaces=namespace or [], name=name, ttl_ms=ttl_ms or None,
+                                 trust=trust)  # type: ignore[arg-type]
+    except ValueError as e:
+        raise InvalidError(f"token create: {e}".splitlines()[0] + f"; scopes are viewer, operator, approver, admin; "
+                           f"trust is operator, trusted or untrusted (got --scope {' '.join(scope)}, --trust {trust})"
+                           ) from None
+    resp = with_client(hub, token, lambda c: c.call(r.CreateToken, req))
+    if json_out:
+        print_json(resp.model_dump(mode="json"))
+        return
+    print(resp.token)
+    err(f"token {resp.info.id} ({', '.join(resp.info.scopes)}"
+        + (f"; namespaces {', '.join(resp.info.namespaces)}" if resp.info.namespaces else "")
+        + "): store it now, it is not shown again")
+
+
+def whoami(hub: HubOpt = None, token: TokenOpt = None, json_out: JsonOpt = False) -> None:
+    """The current token's identity and scopes."""
+    from agen.api import registry as r
+    from agen.api.models.common import Empty
+    from agen.cli._hub import with_client
+
+    resp = with_client(hub, token, lambda c: c.call(r.WhoAmI, Empty()))
+    if json_out:
+        print_json(resp.model_dump(mode="json"))
+        return
+    i = resp.info
+    print(f"{i.name or i.id} ({i.kind}): scopes {', '.join(i.scopes)}; "
+          f"namespaces {', '.join(i.namespaces) or 'all'}; trust {i.trust}")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(token_app, name="token")
+    app.command("whoami")(whoami)

@@ -1,0 +1,73 @@
+"""``agen up`` (Hub + local Nest in one process) and ``agen down`` (drain and stop it)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from agen.cli._common import JsonOpt, err, print_json
+
+
+def up(
+    listen: Annotated[str, typer.Option("--listen", help="Hub listen address (loopback only).")] = "127.0.0.1:7070",
+    gateway_listen: Annotated[str, typer.Option("--gateway-listen", hidden=True,
+                                                help="Local Gateway (A2A) listen address.")] = "127.0.0.1:7071",
+    capacity: Annotated[int, typer.Option("--capacity", help="Local nest capacity (0 = unlimited).")] = 8,
+    store: Annotated[str | None, typer.Option("--store", help="Store URL (default: sqlite in AGEN_HOME).",
+                                              show_default=False)] = None,
+    retention: Annotated[str, typer.Option(
+        "--retention", help="Delete spans, log lines and trigger events older than this (0 keeps them).")] = "720h",
+    headless: Annotated[bool, typer.Option("--headless", help="Run without the terminal UI.")] = False,
+) -> None:
+    """Hub + local Nest in one process (SQLite); Ctrl-C or `agen down` drains and stops it."""
+    import asyncio
+
+    from agen.cli._common import parse_duration_ms
+    from agen.up import UpOptions, serve
+
+    opts = UpOptions(listen=listen, capacity=capacity, store=store,
+                     retention_ms=parse_duration_ms(retention, flag="--retention"))
+    asyncio.run(serve(opts))
+
+
+def down(json_out: JsonOpt = False) -> None:
+    """Stop a running 'agen up' (drains instances)."""
+    import asyncio
+    import time
+
+    from agen.api import registry as r
+    from agen.api.models.common import Empty
+    from agen.client import Client
+    from agen.errors import AgenError, UnavailableError
+    from agen.local import read_local
+
+    local = read_local()
+    if local is None:
+        raise UnavailableError("no local `agen up` found (AGEN_HOME/local.json is missing); nothing to stop")
+
+    async def go() -> None:
+        async with Client.http(local.url, local.token) as c:
+            await c.call(r.Shutdown, Empty())
+            err(f"agen down: {local.url} is draining")
+            deadline = time.monotonic() + 600
+            while time.monotonic() < deadline:
+                try:
+                    await c.call(r.WhoAmI, Empty())
+                except UnavailableError:
+                    return
+                except AgenError:
+                    pass
+                await asyncio.sleep(0.2)
+            raise UnavailableError(f"{local.url} is still draining after 10 minutes; it stops when its runs end")
+
+    asyncio.run(go())
+    if json_out:
+        print_json({"stopped": True, "url": local.url})
+    else:
+        print("stopped")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("up")(up)
+    app.command("down")(down)

@@ -1,0 +1,52 @@
+"""What an instance uses to run one leased task: the Executor port and the runner-backed one.
+
+An instance builds its executor once from its definition's bundle (loaded once per digest
+by the Manager). The default executor drives the engine (agen.runner); the ``process``
+backend runs the same executor in a child ``agen host serve``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from agen.bundle import Bundle
+from agen.nest.port import LeasedTask
+
+
+@dataclass
+class ExecResult:
+    """How a task's run ended, for CompleteTask (or SuspendTask when ``wait_for`` is set)."""
+
+    status: str                       # succeeded | failed | cancelled
+    outcome: dict[str, Any] | None
+    error: str | None = None
+    wait_for: str | None = None
+
+
+class Executor(Protocol):
+    async def run(self, task: LeasedTask) -> ExecResult: ...
+
+    async def close(self) -> None: ...
+
+
+ExecutorFactory = Callable[[Bundle, str], Awaitable[Executor]]
+
+
+def run_request(task: LeasedTask) -> Any:
+    """The engine's RunRequest for a leased task (one run per task id, so a retry resumes it)."""
+    from agen.runner.types import RunRequest, TaskOverrides
+
+    return RunRequest(
+        input=task.input, namespace=task.namespace, deployment=task.deployment, task_id=task.id,
+        conversation_key=task.conversation_key, labels=task.labels, trust=task.trust,  # type: ignore[arg-type]
+        source=task.source, model_tier=task.model_tier, budget_pressure=task.budget_pressure,
+        overrides=TaskOverrides.model_validate(task.overrides) if task.overrides else None,
+        requested_by=task.submitted_by, root_run_id=task.root_run_id, attempt=max(1, task.attempts),
+        locks=task.locks,
+    )
+
+
+def status_of(run_status: str) -> str:
+    return {"succeeded": "succeeded", "cancelled": "cancelled"}.get(run_status, "failed")

@@ -1,0 +1,167 @@
+"""One instance: an asyncio worker that leases up to its free slots and runs tasks.
+
+It leases in batches (one transaction for many tasks), waits on the Hub's work signal
+instead of polling per task, marks each task running, and completes it with the lease
+id it got. A task it cannot start is released at once without counting an attempt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from agen.errors import AgenError
+from agen.hub.instances import Assignment, InstanceReport
+from agen.nest.executor import ExecResult, Executor
+from agen.nest.port import HubPort, LeasedTask, LeaseRef
+from agen.store import now_ms
+
+log = logging.getLogger("agen.nest")
+IDLE_WAIT_S = 0.5
+
+
+class Instance:
+    def __init__(self, instance_id: str, assignment: Assignment, executor: Executor, port: HubPort,
+                 nest_id: str, *, lease_ms: int) -> None:
+        self.id = instance_id
+        self.assignment = assignment
+        self.executor = executor
+        self.port = port
+        self.nest_id = nest_id
+        self.lease_ms = lease_ms
+        self.state = "starting"
+        self.started_ms = now_ms()
+        self.exit_reason: str | None = None
+        self.running: dict[str, tuple[LeaseRef, asyncio.Task[None]]] = {}
+        self.lost: set[str] = set()
+        self._stop_leasing = asyncio.Event()
+        self._slot = asyncio.Event()
+        self._main: asyncio.Task[None] | None = None
+
+    @property
+    def digest(self) -> str:
+        return self.assignment.digest
+
+    @property
+    def deployment_id(self) -> str:
+        return self.assignment.deployment_id
+
+    def report(self) -> InstanceReport:
+        state = self.state
+        if state == "ready" and self.running:
+            state = "busy"
+        return InstanceReport(id=self.id, deployment_id=self.deployment_id, digest=self.digest, state=state,
+                              in_flight=len(self.running), exit_reason=self.exit_reason)
+
+    def start(self) -> asyncio.Task[None]:
+        self._main = asyncio.create_task(self._lease_loop(), name=f"instance-{self.id}")
+        return self._main
+
+    @property
+    def done(self) -> bool:
+        return self._main is not None and self._main.done() and not self.running
+
+    async def _lease_loop(self) -> None:
+        self.state = "ready"
+        port, a = self.port, self.assignment
+        while not self._stop_leasing.is_set():
+            free = a.max_concurrency - len(self.running)
+            if free <= 0:
+                self._slot.clear()
+                await self._slot.wait()
+                continue
+            generation = await port.wait_for_work(-1, 0)
+            try:
+                leased = await port.lease(self.nest_id, self.id, a.deployment_id, free, self.lease_ms)
+            except AgenError as e:
+                log.warning("instance %s: lease failed: %s", self.id, e)
+                leased = []
+                await asyncio.sleep(1.0)
+            for task in leased:
+                if self._stop_leasing.is_set():
+                    await self._release(task, "instance stopping before the task started")
+                    continue
+                self.running[task.id] = (LeaseRef(task.id, task.lease_id),
+                                         asyncio.create_task(self._run(task), name=f"task-{task.id}"))
+            if not leased and not self._stop_leasing.is_set():
+                await port.wait_for_work(generation, IDLE_WAIT_S)
+
+    async def _release(self, task: LeasedTask, reason: str) -> None:
+        with contextlib.suppress(AgenError):
+            await self.port.release(LeaseRef(task.id, task.lease_id), count_attempt=False, reason=reason)
+
+    async def _run(self, task: LeasedTask) -> None:
+        ref = LeaseRef(task.id, task.lease_id)
+        try:
+            try:
+                await self.port.mark_running(ref)
+            except AgenError as e:
+                log.info("task %s not started: %s", task.id, e)
+                return
+            result = await self._execute(task)
+            if result is None:
+                return
+            try:
+                if result.wait_for:
+                    await self.port.suspend(ref, result.wait_for)
+                else:
+                    await self.port.complete(ref, result.status, result.outcome, result.error)
+            except AgenError as e:  # fenced: the lease was lost meanwhile; the Hub already moved on
+                log.info("task %s: result not recorded: %s", task.id, e)
+        finally:
+            self.running.pop(task.id, None)
+            self._slot.set()
+
+    async def _execute(self, task: LeasedTask) -> ExecResult | None:
+        try:
+            return await self.executor.run(task)
+        except asyncio.CancelledError:
+            if task.id in self.lost:
+                return None  # cancelled or re-leased by the Hub: nothing to report
+            with contextlib.suppress(AgenError):  # drained: give it back, its run resumes elsewhere
+                await self.port.release(LeaseRef(task.id, task.lease_id), count_attempt=False,
+                                        reason="instance stopped while the task ran")
+            return None
+        except Exception as e:
+            log.exception("task %s failed inside the instance", task.id)
+            return ExecResult(status="failed", outcome={"status": "failed", "reason": "error", "summary": str(e)},
+                              error=f"{type(e).__name__}: {e}")
+
+    def lease_lost(self, task_id: str) -> None:
+        """The Hub cancelled the task or its lease moved on: stop its run without reporting."""
+        entry = self.running.get(task_id)
+        if entry is not None:
+            self.lost.add(task_id)
+            entry[1].cancel()
+
+    def stop_leasing(self) -> None:
+        if self.state not in ("stopped", "failed"):
+            self.state = "draining"
+        self._stop_leasing.set()
+        self._slot.set()
+
+    async def drain(self, timeout_s: float) -> None:
+        """Stop leasing, let running tasks finish (up to the timeout), then stop the rest."""
+        self.stop_leasing()
+        if self._main is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._main
+        pending = [t for _, t in self.running.values()]
+        if pending:
+            _, still = await asyncio.wait(pending, timeout=timeout_s)
+            for t in still:
+                t.cancel()
+            if still:
+                await asyncio.wait(still)
+        with contextlib.suppress(Exception):
+            await self.executor.close()
+        self.state = "stopped"
+
+    def refs(self) -> list[LeaseRef]:
+        return [ref for ref, _ in self.running.values()]
+
+    def describe(self) -> dict[str, Any]:
+        return {"id": self.id, "deployment": self.assignment.deployment, "state": self.state,
+                "in_flight": len(self.running)}

@@ -1,0 +1,200 @@
+"""The Manager: the only thing that starts or stops instances in its Nest (seed 000 §5).
+
+Each heartbeat it reports its instances and gets its assignments back (keeping the last
+ones while the Hub is unreachable), then reconciles: start missing instances, drain
+surplus or outdated ones, replace ones that died (with crash-loop back-off). A separate
+loop extends every running task's lease in one call; a lost lease stops that run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from ulid import ULID
+
+from agen.bundle import Bundle, load_bundle_files
+from agen.errors import AgenError
+from agen.hub.instances import Assignment, InstanceReport
+from agen.nest.executor import ExecutorFactory
+from agen.nest.instance import Instance
+from agen.nest.port import HubPort
+from agen.store import now_ms
+
+log = logging.getLogger("agen.nest")
+BACKOFF_BASE_MS = 1_000
+BACKOFF_MAX_MS = 60_000
+HEALTHY_AFTER_MS = 10_000   # an instance up this long resets its deployment's back-off
+
+
+class Manager:
+    def __init__(self, port: HubPort, *, executor_factory: ExecutorFactory, name: str = "local",
+                 capacity: int = 8, labels: dict[str, str] | None = None, lease_ms: int = 30_000,
+                 heartbeat_s: float = 1.0, drain_timeout_s: float = 300.0) -> None:
+        self.port = port
+        self.factory = executor_factory
+        self.name = name
+        self.capacity = capacity
+        self.labels = labels or {}
+        self.lease_ms = lease_ms
+        self.heartbeat_s = heartbeat_s
+        self.drain_timeout_s = drain_timeout_s
+        self.nest_id = ""
+        self.instances: dict[str, Instance] = {}
+        self.assignments: list[Assignment] = []
+        self._bundles: dict[str, Bundle] = {}
+        self._failures: dict[str, tuple[int, int]] = {}   # deployment_id -> (consecutive, next start ms)
+        self._final: list[InstanceReport] = []
+        self._background: set[asyncio.Task[None]] = set()
+        self._stopping = asyncio.Event()
+        self._kick = asyncio.Event()
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self.nest_id = await self.port.register(self.name, self.capacity, self.labels)
+        self.port.on_cancel(self._cancelled)
+
+    async def run(self) -> None:
+        """Heartbeat + reconcile, and lease extension, until drain() is called."""
+        extend = asyncio.create_task(self._extend_loop(), name="nest-extend")
+        try:
+            while not self._stopping.is_set():
+                await self.tick()
+                self._kick.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._kick.wait(), timeout=self.heartbeat_s)
+        finally:
+            extend.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await extend
+
+    def kick(self) -> None:
+        self._kick.set()
+
+    def in_flight(self) -> int:
+        return sum(len(i.running) for i in self.instances.values())
+
+    async def drain(self, timeout_s: float | None = None) -> None:
+        """Stop leasing everywhere, let running tasks finish, give back the rest, report stopped."""
+        self._stopping.set()
+        self._kick.set()
+        for inst in self.instances.values():
+            inst.stop_leasing()
+        timeout = self.drain_timeout_s if timeout_s is None else timeout_s
+        extend = asyncio.create_task(self._extend_loop())
+        try:
+            await asyncio.gather(*(i.drain(timeout) for i in self.instances.values()), *self._background)
+        finally:
+            extend.cancel()
+        with contextlib.suppress(AgenError, OSError):
+            await self.port.report(self.nest_id, [i.report() for i in self.instances.values()])
+        self.instances.clear()
+
+    # -- one heartbeat ------------------------------------------------------------------------
+
+    async def tick(self) -> None:
+        self._reap()
+        reports = [i.report() for i in self.instances.values()] + self._final
+        try:
+            self.assignments = await self.port.report(self.nest_id, reports)
+            self._final = []
+        except (AgenError, OSError) as e:  # keep serving the last assignments
+            log.warning("nest %s: cannot reach the Hub (%s); keeping the last assignments", self.name, e)
+        healthy_since = now_ms() - HEALTHY_AFTER_MS
+        for inst in self.instances.values():
+            if inst.state == "ready" and inst.started_ms < healthy_since:
+                self._failures.pop(inst.deployment_id, None)
+        if not self._stopping.is_set():
+            await self._reconcile()
+
+    def _reap(self) -> None:
+        """Forget instances that ended; a crash counts towards the deployment's back-off."""
+        for inst_id, inst in list(self.instances.items()):
+            main = inst._main
+            if main is None or not main.done() or inst.running:
+                continue
+            if inst.state not in ("stopped",):
+                exc = main.exception() if not main.cancelled() else None
+                inst.state, inst.exit_reason = "failed", f"exited: {exc!r}" if exc else "exited"
+                self._crashed(inst.deployment_id)
+            self._final.append(inst.report())
+            del self.instances[inst_id]
+
+    def _crashed(self, deployment_id: str) -> None:
+        count, _ = self._failures.get(deployment_id, (0, 0))
+        delay = min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** count)
+        self._failures[deployment_id] = (count + 1, now_ms() + delay)
+
+    async def _reconcile(self) -> None:
+        want = {a.deployment_id: a for a in self.assignments}
+        live: dict[str, list[Instance]] = {}
+        for inst in list(self.instances.values()):
+            if inst.state in ("draining", "stopped", "failed"):
+                continue
+            a = want.get(inst.deployment_id)
+            if a is None or a.paused or a.count == 0 or a.digest != inst.digest:
+                self._drain_later(inst)
+                continue
+            live.setdefault(inst.deployment_id, []).append(inst)
+        for dep_id, a in want.items():
+            have = live.get(dep_id, [])
+            count = 0 if a.paused else a.count
+            if len(have) > count:
+                for inst in sorted(have, key=lambda i: len(i.running))[: len(have) - count]:
+                    self._drain_later(inst)
+            for _ in range(count - len(have)):
+                _count, next_ms = self._failures.get(dep_id, (0, 0))
+                if next_ms > now_ms():
+                    break
+                await self._start_instance(a)
+
+    def _drain_later(self, inst: Instance) -> None:
+        inst.stop_leasing()
+        task = asyncio.create_task(inst.drain(self.drain_timeout_s))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _bundle(self, a: Assignment) -> Bundle:
+        bundle = self._bundles.get(a.digest)
+        if bundle is None:
+            bundle = load_bundle_files(await self.port.definition_files(a.definition_id))
+            self._bundles[a.digest] = bundle
+        return bundle
+
+    async def _start_instance(self, a: Assignment) -> None:
+        inst_id = str(ULID())
+        try:
+            executor = await self.factory(await self._bundle(a), inst_id)
+        except Exception as e:
+            log.warning("nest %s: instance of %s failed to start: %s", self.name, a.deployment, e)
+            self._final.append(InstanceReport(id=inst_id, deployment_id=a.deployment_id, digest=a.digest,
+                                              state="failed", exit_reason=f"start failed: {e}"))
+            self._crashed(a.deployment_id)
+            return
+        inst = Instance(inst_id, a, executor, self.port, self.nest_id, lease_ms=self.lease_ms)
+        self.instances[inst_id] = inst
+        main = inst.start()
+        main.add_done_callback(lambda _t: self._kick.set())
+
+    # -- leases ---------------------------------------------------------------------------
+
+    async def _extend_loop(self) -> None:
+        interval = max(0.2, self.lease_ms / 3000)
+        while True:
+            await asyncio.sleep(interval)
+            refs = [ref for inst in self.instances.values() for ref in inst.refs()]
+            if not refs:
+                continue
+            try:
+                lost = await self.port.extend(refs, self.lease_ms)
+            except (AgenError, OSError) as e:
+                log.warning("nest %s: cannot extend leases: %s", self.name, e)
+                continue
+            for task_id in lost:
+                self._cancelled(task_id)
+
+    def _cancelled(self, task_id: str) -> None:
+        for inst in self.instances.values():
+            inst.lease_lost(task_id)

@@ -1,0 +1,61 @@
+"""A Hub, its leader loop and one local Nest in this process: ``agen up`` and embedded ``agen run``.
+
+The parts keep their authority split (the Manager only pulls through its HubPort), so the
+same pieces run apart when a team outgrows one machine (DESIGN.md §1).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from agen.hub.leading import LeaderLoop
+from agen.hub.service import Hub
+from agen.nest.executor import ExecutorFactory
+from agen.nest.inproc import InProcessHubPort
+from agen.nest.manager import Manager
+from agen.store import Store
+
+
+class LocalNode:
+    def __init__(self, store: Store, *, capacity: int = 8, executor_factory: ExecutorFactory | None = None,
+                 nest_name: str = "local", lease_ms: int = 30_000, tick_s: float = 1.0, heartbeat_s: float = 1.0,
+                 leader_ttl_ms: int = 10_000, drain_timeout_s: float = 300.0) -> None:
+        from agen.nest.runner_executor import runner_factory
+
+        self.store = store
+        self.hub = Hub(store)
+        self.port = InProcessHubPort(self.hub)
+        self.manager = Manager(
+            self.port, executor_factory=executor_factory or runner_factory(store), name=nest_name,
+            capacity=capacity, lease_ms=lease_ms, heartbeat_s=heartbeat_s, drain_timeout_s=drain_timeout_s,
+        )
+        self.leader = LeaderLoop(self.hub, ttl_ms=leader_ttl_ms, tick_s=tick_s, on_tick=self._ticked)
+        self.hub.in_flight = self.manager.in_flight
+        self._tasks: list[asyncio.Task[Any]] = []
+
+    def _ticked(self, summary: Any) -> None:
+        if summary.assignments_changed or summary.scaled:
+            self.manager.kick()
+
+    async def start(self) -> None:
+        await self.manager.start()
+        await self.leader.step()
+        await self.manager.tick()
+        self._tasks = [
+            asyncio.create_task(self.leader.run(), name="hub-leader"),
+            asyncio.create_task(self.manager.run(), name="nest-manager"),
+        ]
+
+    async def drain(self, timeout_s: float | None = None) -> None:
+        """Stop leasing, let running tasks finish, give back what has not started, stop leading."""
+        self.hub.draining = True
+        await self.manager.drain(timeout_s)
+        await self.leader.stop()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks = []

@@ -1,0 +1,173 @@
+"""``agen up``: the Hub (HTTP API on loopback), its leader loop and one local Nest in ONE process.
+
+First start makes an admin token and writes AGEN_HOME/local.json (0600) with the Hub URL and
+token; a lock file keeps a second ``agen up`` off the same home. SIGINT/SIGTERM (or ``agen down``)
+drains: the API refuses new work with 503, /health says shutting_down, running tasks finish,
+leased-but-unstarted ones go back to the queue; a second signal exits at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import ipaddress
+import logging
+import os
+import signal
+import sys
+from collections.abc import Generator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import uvicorn
+
+from agen._home import agen_home
+from agen.errors import ConflictError, InvalidError, UnavailableError
+from agen.local import LocalConfig, read_local, write_local
+
+log = logging.getLogger("agen.up")
+PRUNE_EVERY_S = 3600
+
+
+@dataclass
+class UpOptions:
+    listen: str = "127.0.0.1:7070"
+    capacity: int = 8
+    store: str | None = None
+    retention_ms: int = 720 * 3_600_000
+    lease_ms: int = 30_000
+    drain_timeout_s: float = 300.0
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its own signal handlers: ``agen up`` owns the signals (seed 001)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+def parse_listen(listen: str) -> tuple[str, int]:
+    host, sep, port = listen.rpartition(":")
+    if not sep or not port.isdigit():
+        raise InvalidError(f"--listen {listen!r}: use host:port, e.g. 127.0.0.1:7070", field="--listen")
+    host = host.strip("[]") or "127.0.0.1"
+    loopback = host == "localhost"
+    with contextlib.suppress(ValueError):
+        loopback = loopback or ipaddress.ip_address(host).is_loopback
+    if not loopback and os.environ.get("AGEN_INSECURE") != "1":
+        raise InvalidError(
+            f"--listen {listen}: agen up serves plain HTTP and listens on loopback only; "
+            "use 127.0.0.1 (or set AGEN_INSECURE=1 behind a TLS-terminating proxy)", field="--listen")
+    return host, int(port)
+
+
+def lock_home(home: Path) -> IO[str]:
+    """Hold AGEN_HOME/up.lock for this process's life; a second ``agen up`` is refused."""
+    home.mkdir(parents=True, exist_ok=True)
+    f = open(home / "up.lock", "a+")  # noqa: SIM115 - held open for the process's life
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        f.close()
+        local = read_local()
+        where = f" at {local.url} (pid {local.pid})" if local else ""
+        raise ConflictError(
+            f"agen up is already running on {home}{where}; use it, or stop it with `agen down`", home=str(home)
+        ) from None
+    return f
+
+
+async def _admin_token(store: Any, url: str) -> str:
+    """Reuse local.json's token while the store still knows it; else make a new admin token."""
+    from agen.hub.auth import hash_token, insert_token
+
+    local = read_local()
+    if local is not None and await store.scalar(
+        "SELECT id FROM tokens WHERE hash = ? AND revoked_ms IS NULL", (hash_token(local.token),)
+    ):
+        return local.token
+    _, secret = await store.write(lambda tx: insert_token(tx, scopes=["admin"], name="local-admin", trust="operator"))
+    return str(secret)
+
+
+async def _prune(store: Any, retention_ms: int) -> None:
+    from agen.store import Tx
+
+    def fn(tx: Tx) -> None:
+        cutoff = tx.now_ms - retention_ms
+        tx.execute("DELETE FROM spans WHERE ended_ms IS NOT NULL AND ended_ms < ?", (cutoff,))
+        tx.execute("DELETE FROM deployment_logs WHERE created_ms < ?", (cutoff,))
+        tx.execute("DELETE FROM trigger_events WHERE created_ms < ?", (cutoff,))
+
+    while True:
+        with contextlib.suppress(Exception):
+            await store.write(fn)
+        await asyncio.sleep(PRUNE_EVERY_S)
+
+
+async def serve(opts: UpOptions) -> None:
+    from agen.api.app import create_app
+    from agen.node import LocalNode
+    from agen.store import open_store
+
+    host, port = parse_listen(opts.listen)
+    home = agen_home()
+    lock = lock_home(home)
+    store = await open_store(opts.store)
+    node = LocalNode(store, capacity=opts.capacity, lease_ms=opts.lease_ms, drain_timeout_s=opts.drain_timeout_s)
+    hub = node.hub
+    url = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
+    hub.url = url
+    server = _Server(uvicorn.Config(create_app(hub), host=host, port=port, log_level="warning", lifespan="off",
+                                    access_log=False))
+    loop = asyncio.get_running_loop()
+    signals = 0
+
+    def on_signal() -> None:
+        nonlocal signals
+        signals += 1
+        if signals > 1:
+            print("agen up: second signal, exiting now", file=sys.stderr, flush=True)
+            os._exit(130)
+        hub.request_shutdown()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, on_signal)
+    pruner: asyncio.Task[None] | None = None
+    try:
+        token = await _admin_token(store, url)
+        await node.start()
+        serving = asyncio.create_task(server.serve(), name="hub-http")
+        while not server.started:
+            if serving.done():
+                await serving  # raises the bind error
+                raise UnavailableError(f"cannot listen on {opts.listen}", listen=opts.listen)
+            await asyncio.sleep(0.02)
+        write_local(LocalConfig(url=url, token=token, pid=os.getpid()))
+        (home / "up.pid").write_text(f"{os.getpid()}\n")
+        if opts.retention_ms:
+            pruner = asyncio.create_task(_prune(store, opts.retention_ms))
+        print(f"agen up: Hub at {url} (store {store.url}, capacity {opts.capacity}); "
+              "Ctrl-C or `agen down` drains and stops", file=sys.stderr, flush=True)
+        await hub.shutdown_requested.wait()
+        print(f"agen up: draining ({hub.in_flight()} tasks in flight; a second Ctrl-C exits at once)",
+              file=sys.stderr, flush=True)
+        await node.drain()
+        server.should_exit = True
+        with contextlib.suppress(Exception):
+            await serving
+        print("agen up: stopped", file=sys.stderr, flush=True)
+    finally:
+        if pruner is not None:
+            pruner.cancel()
+        if not hub.draining:
+            await node.drain(0)
+        await store.close()
+        with contextlib.suppress(OSError):
+            (home / "up.pid").unlink()
+        lock.close()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
