@@ -9,6 +9,7 @@ from ulid import ULID
 
 from agen.api.models.deployments import Instance, ListInstancesRequest, ListInstancesResponse
 from agen.hub.auth import Principal
+from agen.hub.lease import release_task
 from agen.hub.logs import write_log
 from agen.hub.service import Hub
 from agen.store import Tx, dumps, loads
@@ -59,6 +60,10 @@ def register_nest(tx: Tx, name: str, *, capacity: int, labels: dict[str, str] | 
         " WHERE nest_id = ? AND state NOT IN ('stopped', 'failed')",
         (tx.now_ms, nest_id),
     )
+    held = tx.all("SELECT id, lease_id FROM tasks WHERE lease_nest_id = ? AND state IN ('leased', 'running')",
+                  (nest_id,))
+    for t in held:  # the restarted Nest runs nothing: its old leases are void, not worth waiting out
+        release_task(tx, t["id"], t["lease_id"], count_attempt=True, reason=f"nest {name} restarted")
     return nest_id
 
 

@@ -27,14 +27,36 @@ class RunnerExecutor:
         await self.runner.close()
 
 
+def build_runner(store: Store, bundle: Bundle, owner: str, *, fake_delay_s: float = 0.0) -> Any:
+    """A managed Runner: the bundle's MCP servers, its permission rules, durable approvals."""
+    from agen.runner.approvals import StoreApprovalGate
+    from agen.runner.loop import Runner
+    from agen.runner.permissions import BundlePolicy
+    from agen.runner.redact import Redactor
+    from agen.runner.secrets import resolve_secrets
+    from agen.runner.tools.mcp import McpToolset
+
+    redactor = Redactor()
+    secrets = resolve_secrets(bundle.secrets, redactor)
+    toolsets = [
+        McpToolset(name, server, secrets, redactor, bundle.config.tools.get(name), cwd_base=bundle.root)
+        for name, server in bundle.mcp.mcp_servers.items()
+    ]
+    return Runner(store, bundle, owner=owner, toolsets=list(toolsets),
+                  policy=BundlePolicy(bundle.config.permissions, store=store), gate=StoreApprovalGate(store),
+                  redactor=redactor, fake_delay_s=fake_delay_s)
+
+
 def runner_factory(store: Store, *, fake_delay_s: float = 0.0) -> Any:
-    """An ExecutorFactory building each instance's Runner (the runner factory wires tools and policy)."""
+    """An ExecutorFactory building each instance's Runner (started once, serving concurrent runs)."""
 
     async def build(bundle: Bundle, instance_id: str) -> RunnerExecutor:
-        from agen.runner.loop import Runner
-
-        runner = Runner(store, bundle, owner=f"instance:{instance_id}", fake_delay_s=fake_delay_s)
-        await runner.start()
+        runner = build_runner(store, bundle, f"instance:{instance_id}", fake_delay_s=fake_delay_s)
+        try:
+            await runner.start()
+        except BaseException:
+            await runner.close()
+            raise
         return RunnerExecutor(runner)
 
     return build

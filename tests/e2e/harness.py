@@ -1,0 +1,98 @@
+"""Real `agen up` processes on free loopback ports, driven only through the CLI and HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+AGEN = "/work/venv/bin/agen"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Up:
+    """One `agen up --headless` on its own AGEN_HOME; the CLI finds it through local.json."""
+
+    def __init__(self, home: Path, port: int | None = None) -> None:
+        self.home = home
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log = home / "up.log"
+
+    @property
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if k not in ("AGEN_HUB", "AGEN_TOKEN")}
+        env["AGEN_HOME"] = str(self.home)
+        return env
+
+    def start(self, timeout_s: float = 20) -> Up:
+        self.home.mkdir(parents=True, exist_ok=True)
+        out = open(self.log, "ab")  # noqa: SIM115 - owned by the child
+        self.proc = subprocess.Popen(
+            [AGEN, "up", "--headless", "--listen", f"127.0.0.1:{self.port}"], env=self.env, stdout=out, stderr=out
+        )
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"agen up exited {self.proc.returncode}: {self.log.read_text()}")
+            try:
+                if httpx.get(self.url + "/health", timeout=0.5).status_code == 200 and self.local().get("url") == self.url:
+                    return self
+            except (httpx.HTTPError, OSError, ValueError):
+                pass
+            time.sleep(0.1)
+        raise AssertionError(f"agen up did not come up: {self.log.read_text()}")
+
+    def local(self) -> dict[str, Any]:
+        return dict(json.loads((self.home / "local.json").read_text()))
+
+    def agen(self, *args: str, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        r = subprocess.run([AGEN, *args], env=self.env, capture_output=True, text=True, timeout=timeout)
+        if check and r.returncode != 0:
+            raise AssertionError(f"agen {' '.join(args)} exited {r.returncode}\nstdout: {r.stdout}\nstderr: {r.stderr}")
+        return r
+
+    def json(self, *args: str) -> Any:
+        return json.loads(self.agen(*args, "--json").stdout)
+
+    def http(self, method: str, body: dict[str, Any] | None = None, token: str | None = None) -> httpx.Response:
+        token = token or self.local()["token"]
+        return httpx.post(f"{self.url}/v1/{method}", json=body or {}, timeout=30,
+                          headers={"Authorization": f"Bearer {token}"})
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def wait_until(check: Any, timeout_s: float = 30, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
