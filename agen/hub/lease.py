@@ -68,8 +68,12 @@ def lease_tasks(
     limit: int,
     lease_ms: int,
     now_ms: int | None = None,
+    start: bool = False,
 ) -> list[dict[str, Any]]:
     """Lease up to ``limit`` due tasks of one deployment (priority, then submission order).
+
+    ``start=True`` leases straight into running (a caller that dispatches at once saves the
+    mark_running transaction; both events are still written).
 
     Skips scheduled, held and lock-blocked tasks and every task whose conversation has
     an older due task or an unfinished one; a paused deployment leases nothing. Returned
@@ -84,7 +88,7 @@ def lease_tasks(
         return []
     leased: list[dict[str, Any]] = []
     cursor = (-1, -1)
-    page = limit + 16
+    page = limit + 4  # every fetched row costs; blocked ones are rare, so grow the page only when needed
     while len(leased) < limit:
         rows = tx.all(_CANDIDATES, {"dep": deployment_id, "now": now, "p": cursor[0], "s": cursor[1],
                                     "page": page})
@@ -93,13 +97,15 @@ def lease_tasks(
         cursor = (rows[-1]["priority"], rows[-1]["seq"])
         declared = _declared_locks(tx, [r["id"] for r in rows])
         for row in rows:
-            got = _lease_one(tx, row, declared.get(row["id"], []), nest_id, instance_id, now + lease_ms, now)
+            got = _lease_one(tx, row, declared.get(row["id"], []), nest_id, instance_id, now + lease_ms, now,
+                             start)
             if got is not None:
                 leased.append(got)
                 if len(leased) >= limit:
                     break
         if len(rows) < page:
             break
+        page = min(page * 2, 512)
     return leased
 
 
@@ -112,7 +118,7 @@ def _declared_locks(tx: Tx, task_ids: list[str]) -> dict[str, list[str]]:
 
 
 def _lease_one(tx: Tx, row: dict[str, Any], lock_names: list[str], nest_id: str,
-               instance_id: str | None, expires_ms: int, now: int) -> dict[str, Any] | None:
+               instance_id: str | None, expires_ms: int, now: int, start: bool) -> dict[str, Any] | None:
     grants: dict[str, int] = {}
     if lock_names:
         got = try_grant_all(tx, row["namespace"], lock_names, row["id"], expires_ms, now_ms=now)
@@ -120,21 +126,25 @@ def _lease_one(tx: Tx, row: dict[str, Any], lock_names: list[str], nest_id: str,
             return None
         grants = got
     lease_id = str(ULID())
+    state = "running" if start else "leased"
+    started = (row["started_ms"] or tx.now_ms) if start else row["started_ms"]
     n = tx.execute(
-        "UPDATE tasks SET state = 'leased', lease_id = ?, lease_nest_id = ?, lease_instance_id = ?,"
-        " lease_expires_ms = ?, leased_ms = ?, attempts = attempts + 1, wait_reason = NULL, updated_ms = ?"
-        " WHERE id = ? AND state = 'queued'",
-        (lease_id, nest_id, instance_id, expires_ms, now, tx.now_ms, row["id"]),
+        "UPDATE tasks SET state = ?, lease_id = ?, lease_nest_id = ?, lease_instance_id = ?,"
+        " lease_expires_ms = ?, leased_ms = ?, attempts = attempts + 1, wait_reason = NULL, started_ms = ?,"
+        " updated_ms = ? WHERE id = ? AND state = 'queued'",
+        (state, lease_id, nest_id, instance_id, expires_ms, now, started, tx.now_ms, row["id"]),
     )
     if n == 0:  # taken by another writer between select and update (Postgres)
         if grants:
             release_task_locks(tx, row["id"])
         return None
-    row.update(state="leased", lease_id=lease_id, lease_nest_id=nest_id, lease_instance_id=instance_id,
+    row.update(state=state, lease_id=lease_id, lease_nest_id=nest_id, lease_instance_id=instance_id,
                lease_expires_ms=expires_ms, leased_ms=now, attempts=row["attempts"] + 1,
-               wait_reason=None, updated_ms=tx.now_ms)
+               wait_reason=None, started_ms=started, updated_ms=tx.now_ms)
     task_event(tx, row, "task.leased", {"lease_id": lease_id, "nest_id": nest_id,
                                         "instance_id": instance_id, "attempt": row["attempts"]})
+    if start:
+        task_event(tx, row, "task.started", {"lease_id": lease_id, "instance_id": instance_id})
     row["locks"] = grants
     return row
 
@@ -202,7 +212,10 @@ def complete_task(
     if row["lease_id"] != lease_id or row["state"] not in LIVE:
         raise stale_lease(row, lease_id)
     finish_task(tx, row, status, outcome=outcome, error=error, keep_lease_id=True)
-    return get_task(tx, task_id)
+    row.update(state=status, outcome=None if outcome is None else dumps(outcome), error=error,
+               lease_nest_id=None, lease_instance_id=None, lease_expires_ms=None, wait_for=None,
+               finished_ms=tx.now_ms, updated_ms=tx.now_ms)
+    return row
 
 
 def release_task(

@@ -239,3 +239,15 @@ async def test_inbox_row_that_does_not_match_leaves_task_waiting(store: SQLiteSt
     assert (await store.one("SELECT state FROM tasks WHERE id = ?", (t["id"],))) == {"state": "waiting"}
     await store.write(lambda tx: q.write_inbox(tx, t["id"], "child", "abc", None))
     assert (await store.one("SELECT state FROM tasks WHERE id = ?", (t["id"],))) == {"state": "queued"}
+
+
+async def test_lease_with_start_goes_straight_to_running(store: SQLiteStore) -> None:
+    dep = await setup(store)
+    t = await submit(store, dep)
+    [got] = await store.write(lambda tx: q.lease_tasks(
+        tx, deployment_id=dep, nest_id="n1", instance_id="i1", limit=1, lease_ms=LEASE, start=True))
+    assert got["state"] == "running" and got["started_ms"]
+    row = await store.one("SELECT state, started_ms FROM tasks WHERE id = ?", (t["id"],))
+    assert row == {"state": "running", "started_ms": got["started_ms"]}
+    types = [r["type"] for r in await store.all("SELECT type FROM events WHERE task_id = ? ORDER BY seq", (t["id"],))]
+    assert types == ["task.queued", "task.leased", "task.started"]
