@@ -24,9 +24,14 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str).encode
+
+
 def dumps(value: Any) -> str:
-    """JSON for a column: compact, stable key order kept as given."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+    """JSON for a column: compact, key order kept as given (one shared encoder: it is hot)."""
+    if not value and isinstance(value, dict):
+        return "{}"
+    return _encode(value)
 
 
 def loads(text: str | bytes | None, default: Any = None) -> Any:
