@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,8 @@ def tool_bundle(root: Path, name: str, workdir: Path, command: str, *, permissio
         script=[{"toolCalls": [{"name": "ws_run", "arguments": {"command": command}}]}, {"text": "done"}],
         config={"scale": scale or {"min": 1, "max": 1, "maxConcurrency": 4}, "permissions": permissions},
     )
-    (bundle / "mcp.json").write_text(
-        '{"mcpServers": {"ws": {"command": "agen", "args": ["mcp", "workspace", "--root", "%s"]}}}' % workdir)
+    server = {"command": "agen", "args": ["mcp", "workspace", "--root", str(workdir)]}
+    (bundle / "mcp.json").write_text(json.dumps({"mcpServers": {"ws": server}}))
     return bundle
 
 
