@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from agen.api.models import approvals as ap
 from agen.api.models import deployments as dp
+from agen.api.models import observe as ob
 from agen.api.models import tasks as tk
 from agen.api.models import tokens as tok
 from agen.api.models.common import Empty, Ok
@@ -98,11 +99,29 @@ CreateToken = _rpc("CreateToken", tok.CreateTokenRequest, tok.CreateTokenRespons
 WhoAmI = _rpc("WhoAmI", Empty, tok.WhoAmIResponse, "viewer", f"{K}:who_am_i", "The caller's identity and scopes.")
 Shutdown = _rpc("Shutdown", Empty, Ok, "admin", f"{K}:shutdown", "Drain and stop the local `agen up`.")
 
+# --- observe (issue 7: see what agents do): runs, transcripts, traces, task queries, activity, metrics ---
+OB = "agen.hub.observe"
+ListRuns = _rpc("ListRuns", ob.ListRunsRequest, ob.ListRunsResponse, "viewer", f"{OB}:list_runs",
+                "Recent runs (roots: one per trace, with the usage of the runs they delegated to).")
+GetTranscript = _rpc("GetTranscript", ob.GetTranscriptRequest, ob.GetTranscriptResponse, "viewer",
+                     f"{OB}:get_transcript", "What a run (or a task's run) sent to the model and got back.")
+GetTrace = _rpc("GetTrace", ob.GetTraceRequest, ob.GetTraceResponse, "viewer", f"{OB}:get_trace",
+                "Every span of a trace (by task, run or trace id), across agents.")
+QueryTask = _rpc("QueryTask", ob.QueryTaskRequest, ob.QueryTaskResponse, "viewer", f"{OB}:query_task",
+                 "A task's progress, what its run does now and its outcome, without waiting.")
+GetActivity = _rpc("GetActivity", ob.GetActivityRequest, ob.GetActivityResponse, "viewer",
+                   "agen.hub.live:get_activity", "Unfinished runs with what they do now, queues and warnings.")
+GetMetrics = _rpc("GetMetrics", ob.GetMetricsRequest, ob.GetMetricsResponse, "viewer",
+                  "agen.hub.metrics:get_metrics", "Per served model calls and latency, entries, call edges, throughput.")
+OBSERVE_RPCS = (ListRuns, GetTranscript, GetTrace, QueryTask, GetActivity, GetMetrics)
+# --- end observe ---
+
 RPCS: dict[str, Rpc[Any, Any]] = {
     r.name: r
     for r in (
         CreateDeployment, UpdateDeployment, GetDeployment, ListDeployments, ListInstances, ScaleDeployment,
         PauseDeployment, DeleteDeployment, GetLogs, SubmitTask, GetTask, ListTasks, CancelTask, PauseTask,
         ResumeTask, ListApprovals, DecideApproval, CreateToken, WhoAmI, Shutdown,
+        *OBSERVE_RPCS,
     )
 }

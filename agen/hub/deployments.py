@@ -28,6 +28,7 @@ from agen.api.models.deployments import (
 from agen.bundle import Bundle, load_bundle_files
 from agen.errors import ConflictError, InvalidError, NotFoundError
 from agen.hub import queue
+from agen.hub.activity import DeploymentFacts, deployment_activity, deployment_facts
 from agen.hub.auth import Principal
 from agen.hub.definitions import put_definition
 from agen.hub.logs import write_log
@@ -163,9 +164,12 @@ _INSTANCES = (
 )
 
 
-def _to_view(row: Row, counts: Row | None, inst: Row | None) -> Deployment:
+def _to_view(row: Row, counts: Row | None, inst: Row | None, facts: DeploymentFacts | None = None) -> Deployment:
     counts = counts or {}
     inst = inst or {}
+    running, queued, ready = int(counts.get("running") or 0), int(counts.get("queued") or 0), int(inst.get("ready") or 0)
+    act = deployment_activity(row, facts, running=running, queued=queued, ready=ready) if facts else None
+    key = (row["namespace"], row["name"])
     return Deployment(
         id=row["id"], namespace=row["namespace"], name=row["name"], kind=row["kind"],
         definition_id=row["definition_id"], digest=row["digest"], scale=ScalePolicy.model_validate_json(row["scale"]),
@@ -175,6 +179,9 @@ def _to_view(row: Row, counts: Row | None, inst: Row | None) -> Deployment:
         queued=int(counts.get("queued") or 0), scheduled=int(counts.get("scheduled") or 0),
         running=int(counts.get("running") or 0), waiting=int(counts.get("waiting") or 0),
         last_activity_ms=row["last_activity_ms"], created_ms=row["created_ms"], updated_ms=row["updated_ms"],
+        activity=act.word if act else "idle", stopped_reason=act.stopped_reason if act else None,
+        pending_approvals=facts.pending_approvals.get(key, 0) if facts else 0,
+        spent_today_usd=round(facts.spent_today.get(key, 0.0), 6) if facts else 0.0,
     )
 
 
@@ -190,7 +197,8 @@ async def _views(hub: Hub, rows: list[Row]) -> list[Deployment]:
     inst = await hub.store.all(_INSTANCES.format(where=f"AND deployment_id IN ({marks})"), ids)
     by_c = {c["deployment_id"]: c for c in counts}
     by_i = {i["deployment_id"]: i for i in inst}
-    return [_to_view(r, by_c.get(r["id"]), by_i.get(r["id"])) for r in rows]
+    facts = await deployment_facts(hub.store, rows, int(now))
+    return [_to_view(r, by_c.get(r["id"]), by_i.get(r["id"]), facts) for r in rows]
 
 
 async def _view_by_id(hub: Hub, dep_id: str) -> Deployment:

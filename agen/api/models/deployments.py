@@ -42,6 +42,11 @@ class Deployment(Model):
     last_activity_ms: int = 0
     created_ms: int = 0
     updated_ms: int = 0
+    # One activity word per deployment (agen.hub.activity), shared by every screen and command.
+    activity: str = "idle"
+    stopped_reason: str | None = None
+    pending_approvals: int = 0
+    spent_today_usd: float = 0.0
 
 
 class CreateDeploymentRequest(Model):

@@ -1,0 +1,115 @@
+"""The one activity word of a deployment or a run (seed 001 "Agent States").
+
+``working`` (something runs), ``needs`` (a person must answer), ``stopped`` with a reason
+(paused, unplaced, budget, provider), ``idle``. The rows are checked in that order, and
+the order is the rule: every screen and command reads the word from here, so no two
+screens can disagree about what an agent is doing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from agen.store import Row, Store, loads
+
+Word = Literal["working", "needs", "stopped", "idle"]
+StoppedReason = Literal["paused", "unplaced", "budget", "provider"]
+STOP_ORDER: tuple[StoppedReason, ...] = ("paused", "unplaced", "budget", "provider")
+
+
+@dataclass(frozen=True)
+class Activity:
+    word: Word
+    stopped_reason: StoppedReason | None = None
+
+    def __str__(self) -> str:
+        return f"stopped ({self.stopped_reason})" if self.stopped_reason else self.word
+
+
+def activity(*, working: bool, needs: bool, paused: bool = False, unplaced: bool = False,
+             budget: bool = False, provider: bool = False) -> Activity:
+    """The word for these facts; what runs now wins over a question, a question over a stop."""
+    if working:
+        return Activity("working")
+    if needs:
+        return Activity("needs")
+    facts = {"paused": paused, "unplaced": unplaced, "budget": budget, "provider": provider}
+    for reason in STOP_ORDER:
+        if facts[reason]:
+            return Activity("stopped", reason)
+    return Activity("idle")
+
+
+def run_activity(status: str, *, finished: bool, task_state: str | None = None, held: bool = False) -> Activity:
+    """A run: running -> working, waiting for an approval -> needs, a held task -> stopped (paused)."""
+    if finished:
+        return Activity("idle")
+    if status == "waiting_approval":
+        return activity(working=False, needs=True)
+    if held or task_state == "queued":
+        # A paused task's run (or one given back to the queue) is not running right now.
+        return activity(working=False, needs=False, paused=held)
+    return activity(working=True, needs=False)
+
+
+@dataclass
+class DeploymentFacts:
+    """What the deployment word is computed from, read in a few grouped queries."""
+
+    pending_approvals: dict[tuple[str, str], int]
+    spent_today: dict[tuple[str, str], float]
+    provider_held: set[str]
+    nests_alive: bool
+
+
+def _limit(budget_json: Any) -> float | None:
+    cfg = loads(budget_json, {}) if isinstance(budget_json, str | bytes) else dict(budget_json or {})
+    value = cfg.get("maxUsdPerDay", cfg.get("max_usd_per_day"))
+    return float(value) if value else None
+
+
+async def deployment_facts(store: Store, rows: Iterable[Row], now_ms: int) -> DeploymentFacts:
+    """Grouped reads for many deployments at once (bounded: one query per fact, indexed)."""
+    from agen.hub.budgets import utc_day
+
+    rows = list(rows)
+    namespaces = sorted({r["namespace"] for r in rows})
+    if not rows:
+        return DeploymentFacts({}, {}, set(), True)
+    marks = ",".join("?" * len(namespaces))
+    approvals = await store.all(
+        f"SELECT namespace, deployment, COUNT(*) AS n FROM approvals WHERE namespace IN ({marks})"
+        " AND state = 'pending' GROUP BY namespace, deployment", namespaces)
+    spent = await store.all(
+        f"SELECT namespace, deployment, SUM(cost_usd) AS usd FROM usage WHERE namespace IN ({marks})"
+        " AND day = ? GROUP BY namespace, deployment", [*namespaces, utc_day(now_ms)])
+    held = await store.all(
+        "SELECT DISTINCT a.deployment_id FROM provider_holds h JOIN provider_accounts a ON a.account = h.account"
+        " WHERE h.resumed_ms IS NULL")
+    alive = await store.scalar("SELECT COUNT(*) FROM nests WHERE state = 'active'")
+    return DeploymentFacts(
+        pending_approvals={(r["namespace"], r["deployment"]): int(r["n"]) for r in approvals},
+        spent_today={(r["namespace"], r["deployment"]): float(r["usd"] or 0.0) for r in spent},
+        provider_held={r["deployment_id"] for r in held},
+        nests_alive=bool(alive),
+    )
+
+
+def deployment_activity(row: Mapping[str, Any], facts: DeploymentFacts, *, running: int, queued: int,
+                        ready: int) -> Activity:
+    """A deployment: a running task -> working; a pending approval -> needs; then the stop reasons."""
+    key = (row["namespace"], row["name"])
+    pending = facts.pending_approvals.get(key, 0)
+    limit = _limit(row.get("budget"))
+    over_budget = limit is not None and facts.spent_today.get(key, 0.0) >= limit
+    wants = int(row.get("desired") or 0) > 0 or queued > 0
+    return activity(
+        working=running > pending,
+        needs=pending > 0,
+        paused=bool(row.get("paused")),
+        unplaced=wants and ready == 0 and not facts.nests_alive,
+        budget=over_budget,
+        provider=row.get("id") in facts.provider_held,
+    )
