@@ -76,3 +76,33 @@ async def embedded_hub(root: Path) -> AsyncIterator[Embedded]:
     finally:
         await node.drain(0)
         await store.close()
+
+
+@asynccontextmanager
+async def http_hub(e: Embedded) -> AsyncIterator[tuple[str, str]]:
+    """Serve the embedded Hub's API on a free loopback port; yields (url, admin token)."""
+    import asyncio
+    import contextlib
+    import socket
+
+    import uvicorn
+
+    from agen.api.app import create_app
+    from agen.api.models.tokens import CreateTokenRequest
+
+    token = (await e.client.call(r.CreateToken, CreateTokenRequest(scopes=["admin"]))).token
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    server = uvicorn.Server(uvicorn.Config(create_app(e.node.hub), log_level="warning", lifespan="off",
+                                           access_log=False))
+    serving = asyncio.create_task(server.serve(sockets=[sock]))
+    while not server.started:  # noqa: ASYNC110 - uvicorn exposes a flag, not an event
+        await asyncio.sleep(0.01)
+    try:
+        yield url, token
+    finally:
+        server.should_exit = True
+        with contextlib.suppress(Exception):
+            await serving
+        sock.close()

@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from agen.cli import approvals, deploy, fleet, init, mcp, submit, tasks, token, up, version
+from agen.cli import approvals, deploy, fleet, init, mcp, observe, submit, tasks, token, up, version
 
 app = typer.Typer(
     name="agen",
@@ -24,7 +24,7 @@ def _root() -> None:
     """agen: run and manage LLM agent fleets, locally and durably."""
 
 
-for module in (version, init, up, deploy, fleet, submit, tasks, approvals, token, mcp):
+for module in (version, init, up, deploy, fleet, submit, tasks, approvals, token, mcp, observe):
     module.register(app)
 
 

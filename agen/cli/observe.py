@@ -1,0 +1,112 @@
+"""Seeing what agents did: ``agen runs``, ``agen transcript``, ``agen trace``, ``agen query``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from agen.cli._common import HubOpt, JsonOpt, NamespaceOpt, TokenOpt, print_json, stdout_console
+
+RefArg = Annotated[str, typer.Argument(help="Task id or run id.", show_default=False)]
+
+
+def runs(name: Annotated[str | None, typer.Argument(help="Only this deployment.", show_default=False)] = None,
+         roots: Annotated[bool, typer.Option(
+             "--roots", help="Only runs that started a trace, with the usage of the runs they delegated to.")] = False,
+         status: Annotated[str | None, typer.Option(
+             "--status", help="running, waiting_approval, succeeded, failed or cancelled.", show_default=False)] = None,
+         label: Annotated[list[str] | None, typer.Option(
+             "--label", help="Only runs with this key=value label (repeatable).", show_default=False)] = None,
+         since: Annotated[str | None, typer.Option(
+             "--since", help="Only runs started within this long (e.g. 1h).", show_default=False)] = None,
+         task: Annotated[str | None, typer.Option("--task", help="Only the run of this task.", show_default=False)] = None,
+         limit: Annotated[int, typer.Option("--limit", help="Runs.")] = 20,
+         hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOpt = "default",
+         json_out: JsonOpt = False) -> None:
+    """Recent runs (--roots: one per trace, --status, --label)."""
+    from agen.api import registry as r
+    from agen.api.models.observe import ListRunsRequest
+    from agen.cli._common import parse_duration_ms
+    from agen.cli._hub import with_client
+    from agen.cli.observe_render import runs_table
+    from agen.errors import InvalidError
+    from agen.hub.events import parse_labels
+
+    statuses = ("running", "waiting_approval", "succeeded", "failed", "cancelled")
+    if status is not None and status not in statuses:
+        raise InvalidError(f"--status {status!r}: use one of {', '.join(statuses)}", field="--status")
+    labels = parse_labels(label or [])
+    req = ListRunsRequest(namespace=namespace, deployment=name, roots=roots, status=status,  # type: ignore[arg-type]
+                          labels=labels, since_ms=parse_duration_ms(since, flag="--since") if since else None,
+                          task_id=task, limit=limit)
+    resp = with_client(hub, token, lambda c: c.call(r.ListRuns, req))
+    if json_out:
+        print_json(resp.model_dump(mode="json"))
+    elif not resp.runs:
+        print("no runs match; `agen run <deployment> <input>` starts one")
+    else:
+        stdout_console().print(runs_table(resp.runs, roots=roots))
+
+
+def transcript(ref: RefArg,
+               history: Annotated[bool, typer.Option(
+                   "--history", help="Also the earlier messages of the conversation.")] = False,
+               system: Annotated[bool, typer.Option("--system", help="Also the system prompt.")] = False,
+               hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOpt = "default",
+               json_out: JsonOpt = False) -> None:
+    """What a run sent to the model and got back, tool calls included."""
+    from agen.api import registry as r
+    from agen.api.models.observe import GetTranscriptRequest
+    from agen.cli._hub import with_client
+    from agen.cli.observe_render import transcript_lines
+
+    req = GetTranscriptRequest(id=ref, history=history, system=system)
+    resp = with_client(hub, token, lambda c: c.call(r.GetTranscript, req))
+    if json_out:
+        print_json(resp.model_dump(mode="json"))
+        return
+    console = stdout_console()
+    for line in transcript_lines(resp):
+        console.print(line)
+
+
+def trace(ref: Annotated[str, typer.Argument(help="Task id, trace id or run id.", show_default=False)],
+          hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOpt = "default",
+          json_out: JsonOpt = False) -> None:
+    """Span tree of a trace, across agents (a time bar per span)."""
+    from agen.api import registry as r
+    from agen.api.models.observe import GetTraceRequest
+    from agen.cli._hub import with_client
+    from agen.cli.observe_render import trace_tree
+
+    resp = with_client(hub, token, lambda c: c.call(r.GetTrace, GetTraceRequest(id=ref)))
+    if json_out:
+        print_json(resp.model_dump(mode="json"))
+        return
+    stdout_console().print(trace_tree(resp))
+    if resp.errors:
+        raise typer.Exit(1)
+
+
+def query(task_id: Annotated[str, typer.Argument(help="Task id.", show_default=False)],
+          hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOpt = "default",
+          json_out: JsonOpt = False) -> None:
+    """Its progress, current activity and outcome, without waiting on it."""
+    from agen.api import registry as r
+    from agen.api.models.observe import QueryTaskRequest
+    from agen.cli._hub import with_client
+    from agen.cli.observe_render import query_view
+
+    resp = with_client(hub, token, lambda c: c.call(r.QueryTask, QueryTaskRequest(id=task_id)))
+    if json_out:
+        print_json(resp.model_dump(mode="json"))
+    else:
+        stdout_console().print(query_view(resp))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("runs")(runs)
+    app.command("transcript")(transcript)
+    app.command("trace")(trace)
+    app.command("query")(query)
