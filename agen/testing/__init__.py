@@ -1,0 +1,1 @@
+"""Test helpers that ship with agen: a scripted local OpenAI-compatible server."""

@@ -1,0 +1,214 @@
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agen.errors import ConflictError
+from agen.runner.types import RunRequest
+from tests.runner_helpers import (
+    FnTool,
+    call,
+    capturing_runner,
+    echo,
+    make,
+    open_store,
+    runner,
+    script,
+    slow,
+)
+
+
+async def test_fake_bundle_run_writes_complete_readable_record(tmp_path: Path) -> None:
+    store = await open_store(tmp_path)
+    tool = FnTool("notes.add", echo)
+    b = make(script(call("notes_add", text="x"), {"text": "all done"}))
+    res = await runner(store, b, tool).run(RunRequest(input="add a note", task_id="t-1"))
+    assert res.status == "succeeded" and res.outcome.status == "done" and res.outcome.summary == "all done"
+    run = await store.one("SELECT * FROM runs WHERE id = ?", (res.run_id,))
+    assert run is not None and run["turns"] == 2 and run["finished_ms"] is not None
+    assert json.loads(run["outcome"])["status"] == "done"
+    msgs = await store.all("SELECT role, content, tool_calls FROM messages WHERE run_id = ? ORDER BY seq", (res.run_id,))
+    assert [m["role"] for m in msgs] == ["user", "assistant", "tool", "assistant"]
+    assert json.loads(msgs[1]["tool_calls"])[0]["name"] == "notes_add"
+    spans = await store.all("SELECT name, status, parent_id FROM spans WHERE run_id = ?", (res.run_id,))
+    names = sorted(s["name"] for s in spans)
+    assert names == ["agen.run", "agen.tool", "gen_ai.chat", "gen_ai.chat"]
+    assert {s["status"] for s in spans} == {"ok"}
+    usage = await store.all("SELECT * FROM usage WHERE run_id = ?", (res.run_id,))
+    assert len(usage) == 2 and all(u["input_tokens"] > 0 for u in usage)
+    await store.close()
+
+
+async def test_finish_rejects_data_that_breaks_the_result_schema_then_accepts_valid_data(tmp_path: Path) -> None:
+    store = await open_store(tmp_path)
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    h = script(call("finish", summary="s", data={"n": "x"}), call("finish", summary="counted", data={"n": 3}))
+    h["result"] = {"schema": schema}
+    res = await runner(store, make(h)).run(RunRequest(input="count"))
+    assert res.outcome.status == "done" and res.outcome.data == {"n": 3} and res.outcome.summary == "counted"
+    tool_msgs = await store.all("SELECT content, is_error FROM messages WHERE role = 'tool' ORDER BY seq")
+    assert tool_msgs[0]["is_error"] == 1 and "result schema" in tool_msgs[0]["content"]
+    await store.close()
+
+
+async def test_running_a_finished_task_again_returns_its_result_without_calling_the_model(tmp_path: Path) -> None:
+    store = await open_store(tmp_path)
+    r, cap = await capturing_runner(store, make(script({"text": "first"})))
+    first = await r.run(RunRequest(input="go", task_id="t-9"))
+    again = await r.run(RunRequest(input="go", task_id="t-9"))
+    assert again.run_id == first.run_id and again.outcome.summary == "first"
+    assert len(cap.requests) == 1
+    await store.close()
+
+
+async def test_conversation_key_carries_earlier_runs_into_the_next_request(tmp_path: Path) -> None:
+    store = await open_store(tmp_path)
+    r, cap = await capturing_runner(store, make({"provider": "fake"}))
+    await r.run(RunRequest(input="my name is Ada", conversation_key="c1"))
+    await r.run(RunRequest(input="what is my name?", conversation_key="c1"))
+    contents = [m["content"] for m in cap.requests[-1].messages]
+    assert "my name is Ada" in contents and "You said: my name is Ada" in contents
+    other = await r.run(RunRequest(input="fresh", conversation_key="c2"))
+    assert other.outcome.summary == "You said: fresh"
+    assert "my name is Ada" not in [m["content"] for m in cap.requests[-1].messages]
+    await store.close()
+
+
+async def test_a_second_concurrent_run_in_a_conversation_is_refused(tmp_path: Path) -> None:
+    store = await open_store(tmp_path)
+    b = make(script(call("wait", s=0.3), {"text": "done"}))
+    r = runner(store, b, FnTool("wait", slow))
+    first = asyncio.create_task(r.run(RunRequest(input="one", conversation_key="k")))
+    await asyncio.sleep(0.1)
+    with pytest.raises(ConflictError, match="conversation already has an unfinished run"):
+        await r.run(RunRequest(input="two", conversation_key="k"))
+    assert (await first).status == "succeeded"
+    await store.close()
+
+
+async def test_tool_calls_of_a_turn_run_concurrently_and_results_keep_call_order(tmp_path: Path) -> None:
+    store = await open_store(tmp_path)
+    turn = {"toolCalls": [{"name": "wait", "arguments": {"s": 0.3, "tag": "a"}},
+                          {"name": "wait", "arguments": {"s": 0.01, "tag": "b"}}]}
+    for parallel, expect_max in ((True, 0.5), (False, None)):
+        h = script(turn, {"text": "ok"})
+        h["parallelToolCalls"] = parallel
+        t0 = asyncio.get_running_loop().time()
+        res = await runner(store, make(h), FnTool("wait", slow)).run(RunRequest(input="go"))
+        elapsed = asyncio.get_running_loop().time() - t0
+        rows = await store.all("SELECT content FROM messages WHERE run_id = ? AND role = 'tool' ORDER BY seq",
+                               (res.run_id,))
+        assert [r["content"] for r in rows] == ["slept a", "slept b"]
+        if expect_max is None:
+            spans = await store.all("SELECT started_ms, ended_ms FROM spans WHERE run_id = ? AND name = 'agen.tool'"
+                                    " ORDER BY started_ms", (res.run_id,))
+            assert spans[1]["started_ms"] >= spans[0]["ended_ms"]  # serialised
+        else:
+            assert elapsed < expect_max
+    await store.close()
+
+
+async def test_cancel_event_ends_the_run_cancelled(tmp_path: Path) -> None:
+    store = await open_store(tmp_path)
+    r = runner(store, make(script(call("wait", s=30), {"text": "never"})), FnTool("wait", slow))
+    cancel = asyncio.Event()
+    task = asyncio.create_task(r.run(RunRequest(input="go"), cancel=cancel))
+    await asyncio.sleep(0.1)
+    cancel.set()
+    res = await asyncio.wait_for(task, 5)
+    assert res.status == "cancelled" and res.outcome.status == "cancelled"
+    run = await store.one("SELECT status, finished_ms FROM runs WHERE id = ?", (res.run_id,))
+    assert run is not None and run["status"] == "cancelled" and run["finished_ms"] is not None
+    span = await store.one("SELECT status FROM spans WHERE run_id = ? AND name = 'agen.run'", (res.run_id,))
+    assert span is not None and span["status"] == "cancelled"
+    await store.close()
+
+
+class Hooks:
+    def __init__(self) -> None:
+        self.held = False
+        self.progress: list[Any] = []
+        self.inbox: list[str] = []
+
+    async def is_held(self, task_id: str) -> bool:
+        return self.held
+
+    async def report_progress(self, task_id: str | None, progress: dict[str, Any]) -> None:
+        self.progress.append((task_id, progress))
+
+    async def drain_inbox(self, task_id: str) -> list[str]:
+        out, self.inbox = self.inbox, []
+        return out
+
+
+async def test_a_held_task_suspends_before_its_model_call_and_resumes_later(tmp_path: Path) -> None:
+    store = await open_store(tmp_path)
+    hooks = Hooks()
+    hooks.held = True
+    r, cap = await capturing_runner(store, make(script({"text": "hello"})), hooks=hooks)
+    res = await r.run(RunRequest(input="hi", task_id="t-h"))
+    assert res.suspended == "resume" and res.status == "running" and not cap.requests
+    hooks.held = False
+    done = await r.run(RunRequest(input="hi", task_id="t-h"))
+    assert done.outcome.summary == "hello" and done.epoch == 2
+    await store.close()
+
+
+async def test_report_progress_reaches_the_hook_and_inbox_notes_reach_the_model(tmp_path: Path) -> None:
+    store = await open_store(tmp_path)
+    hooks = Hooks()
+    hooks.inbox = ["also mention cats"]
+    r, cap = await capturing_runner(store, make(script(call("report_progress", note="half", percent=50),
+                                                       {"text": "ok"})), hooks=hooks)
+    await r.run(RunRequest(input="hi", task_id="t-p"))
+    assert hooks.progress == [("t-p", {"note": "half", "percent": 50})]
+    assert "also mention cats" in [m["content"] for m in cap.requests[0].messages]
+    await store.close()
+
+
+async def test_an_over_long_tool_result_is_saved_as_an_artifact_and_the_model_gets_a_preview(tmp_path: Path) -> None:
+    store = await open_store(tmp_path)
+
+    async def big(args: dict[str, Any]) -> str:
+        return "line\n" * 1000
+
+    h = script(call("big"), {"text": "ok"})
+    h["maxToolResultChars"] = 500
+    res = await runner(store, make(h), FnTool("big", big)).run(RunRequest(input="go"))
+    msg = await store.one("SELECT content FROM messages WHERE run_id = ? AND role = 'tool'", (res.run_id,))
+    assert msg is not None and len(msg["content"]) < 700 and "sha256:" in msg["content"]
+    art = await store.one("SELECT id, size FROM artifacts")
+    assert art is not None and art["size"] == 5000 and art["id"] in msg["content"]
+    await store.close()
+
+
+async def test_artifacts_are_content_addressed_and_read_back_in_pages(tmp_path: Path) -> None:
+    store = await open_store(tmp_path)
+    text = "abcdefghij" * 10
+    b = make(script(call("save_artifact", name="r", content=text), call("save_artifact", name="again", content=text),
+                    {"text": "ok"}))
+    await runner(store, b).run(RunRequest(input="go"))
+    rows = await store.all("SELECT id FROM artifacts")
+    assert len(rows) == 1
+    aid = rows[0]["id"]
+    b2 = make(script(call("read_artifact", id=aid, offset=10, length=20), {"text": "ok"}))
+    res = await runner(store, b2).run(RunRequest(input="read"))
+    msg = await store.one("SELECT content FROM messages WHERE run_id = ? AND role = 'tool'", (res.run_id,))
+    assert msg is not None and msg["content"].startswith(text[10:30]) and "next offset 30" in msg["content"]
+    await store.close()
+
+
+async def test_load_skill_returns_the_skill_and_the_prompt_lists_it(tmp_path: Path) -> None:
+    store = await open_store(tmp_path)
+    skill = "---\nname: tea\ndescription: brewing tea\n---\nBoil water first.\n"
+    b = make(script(call("load_skill", name="tea"), {"text": "ok"}), files={"skills/tea/SKILL.md": skill})
+    r, cap = await capturing_runner(store, b)
+    res = await r.run(RunRequest(input="tea?"))
+    assert "- tea: brewing tea" in cap.requests[0].messages[0]["content"]
+    msg = await store.one("SELECT content FROM messages WHERE run_id = ? AND role = 'tool'", (res.run_id,))
+    assert msg is not None and "Boil water first." in msg["content"]
+    await store.close()
