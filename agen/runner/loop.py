@@ -18,6 +18,7 @@ from agen.runner.budgets import REASON_TEXT, Budget, Guards, RunLimits
 from agen.runner.calls import CallEnv, execute_calls
 from agen.runner.context import Context, Msg, system_prompt
 from agen.runner.effects import read_effects
+from agen.runner.extras import RunExtras
 from agen.runner.policy import AllowAll, ApprovalGate, DenyAsks, ToolPolicy
 from agen.runner.providers import Account, build_accounts
 from agen.runner.providers.base import ModelRequest
@@ -53,6 +54,7 @@ class Runner:
         turn_policy: TurnPolicy | None = None,
         extra_system: list[str] | None = None,
         fake_delay_s: float = 0.0,
+        extras: RunExtras | None = None,
     ) -> None:
         self.store = store
         self.bundle = bundle
@@ -67,6 +69,7 @@ class Runner:
         self.turn_policy = turn_policy or TurnPolicy(max_retries=h.max_retries)
         self.extra_system = list(extra_system or [])
         self.fake_delay_s = fake_delay_s
+        self.extras = extras  # workspace + memory (tools side); None = neither
         self.tools: dict[str, Tool] = {}
         self._started = False
         self._start_lock = asyncio.Lock()
@@ -82,6 +85,8 @@ class Runner:
             tools = builtin_tools(self.store, result_schema=h.result.schema_ if h.result else None,
                                   skills=self.bundle.skills, progress=hk.progress_hook(self.hooks),
                                   max_tool_result_chars=h.max_tool_result_chars)
+            if self.extras is not None:
+                tools.extend(self.extras.tools())
             for ts in self.toolsets:
                 tools.extend(await ts.start())
             self.tools = {t.wire_name: t for t in tools}
@@ -106,8 +111,15 @@ class Runner:
             outcome = Outcome.model_validate(loads(row["outcome"]) or {"status": "failed", "reason": "unknown"})
             return RunResult(run_id=row["id"], status=row["status"], outcome=outcome, epoch=int(row["epoch"]))
         st = await self._state(req, row, opened.resumed, events, cancel)
+        scope = await self.extras.begin(req, st.run_id) if self.extras is not None else None
+        if scope is not None:
+            st.workspace = scope.workspace_path
+            st.sections = scope.section
+            if scope.system_lines:
+                st.ctx.system = "\n\n".join([st.ctx.system, *scope.system_lines])
         me = asyncio.current_task()
         watcher = None
+        result: RunResult | None = None
         if cancel is not None and me is not None:
             watcher = asyncio.create_task(cancel.wait())
             watcher.add_done_callback(lambda _t: me.cancel() if cancel.is_set() else None)
@@ -124,6 +136,8 @@ class Runner:
         finally:
             if watcher is not None:
                 watcher.cancel()
+            if scope is not None and not (result is not None and result.suspended):
+                scope.end()  # a suspended run keeps its workspace until it resumes and ends
         return result
 
     async def _state(self, req: RunRequest, row: dict[str, Any], resumed: bool, events: EventSink | None,
@@ -203,6 +217,8 @@ class Runner:
             reason = st.budget.exceeded()
             if reason is not None:
                 return await self._report(st, reason)
+            if st.sections is not None:
+                st.ctx.section = await st.sections()  # memory blocks and live context, fresh every call
             request = ModelRequest(
                 model="", messages=st.ctx.messages(st.budget.late_lines()), tools=st.specs,
                 max_tokens=st.budget.max_tokens_for_call(), temperature=h.temperature,
@@ -298,7 +314,8 @@ class Runner:
         return await self._end(st, Outcome(status="partial", reason=reason, summary=resp.text))
 
     async def _end(self, st: RunState, outcome: Outcome) -> RunResult:
-        data = outcome.model_dump()
+        data = self.redactor.redact_obj(outcome.model_dump())
+        outcome = Outcome.model_validate(data)
         status = outcome.run_status
         await st.flush(self.store, status=status, outcome=data)
         recorded: list[dict[str, Any]] = []
