@@ -14,7 +14,7 @@ from agen.nest.port import LeasedTask, LeaseRef
 from agen.store import Tx, loads
 
 
-def leased_from_row(row: dict[str, Any]) -> LeasedTask:
+def leased_from_row(row: dict[str, Any], *, started: bool = False) -> LeasedTask:
     locks = row.get("locks") or {}
     return LeasedTask(
         id=row["id"], lease_id=row["lease_id"], namespace=row["namespace"], deployment=row["deployment"],
@@ -23,7 +23,7 @@ def leased_from_row(row: dict[str, Any]) -> LeasedTask:
         trust=row.get("trust") or "trusted", source=row.get("source") or "api", model_tier=row.get("model_tier"),
         overrides=loads(row.get("overrides")), budget_pressure=bool(row.get("budget_pressure")),
         root_run_id=row.get("root_run_id"), submitted_by=row.get("submitted_by"),
-        locks=dict(locks) if isinstance(locks, dict) else {},
+        locks=dict(locks) if isinstance(locks, dict) else {}, started=started,
     )
 
 
@@ -46,8 +46,9 @@ class InProcessHubPort:
         if self.hub.draining:
             return []
         rows = await self.hub.store.write(lambda tx: queue.lease_tasks(
-            tx, deployment_id=deployment_id, nest_id=nest_id, instance_id=instance_id, limit=limit, lease_ms=lease_ms))
-        return [leased_from_row(r) for r in rows]
+            tx, deployment_id=deployment_id, nest_id=nest_id, instance_id=instance_id, limit=limit, lease_ms=lease_ms,
+            start=True))
+        return [leased_from_row(r, started=True) for r in rows]
 
     async def mark_running(self, lease: LeaseRef) -> None:
         await self.hub.store.write(lambda tx: queue.mark_running(tx, lease.task_id, lease.lease_id))

@@ -95,11 +95,12 @@ class Instance:
     async def _run(self, task: LeasedTask) -> None:
         ref = LeaseRef(task.id, task.lease_id)
         try:
-            try:
-                await self.port.mark_running(ref)
-            except AgenError as e:
-                log.info("task %s not started: %s", task.id, e)
-                return
+            if not task.started:
+                try:
+                    await self.port.mark_running(ref)
+                except AgenError as e:
+                    log.info("task %s not started: %s", task.id, e)
+                    return
             result = await self._execute(task)
             if result is None:
                 return
