@@ -84,3 +84,8 @@ class RunResult(BaseModel):
     resumed: bool = False
     # Set when the run stopped without ending (held, or a tool waits on something): resume it later.
     suspended: str | None = None
+
+    @property
+    def wait_for(self) -> str | None:
+        """What a suspended run waits for (the Manager suspends the task with it)."""
+        return self.suspended

@@ -1,0 +1,251 @@
+"""The embedded SDK: run the engine inside your own Python program, no Hub (seed 000 §7a).
+
+    agent = Agent.from_bundle("bundles/hello")
+    result = await agent.run("hi")          # RunResult with .outcome
+    async for event in agent.stream("hi"):  # assistant / tool_result / finished events
+        ...
+    await agent.close()
+
+Or build one in code: ``Agent(instructions="...", provider="fake", tools=[my_function])``.
+Host tools are plain functions (JSON schema from their type hints); an ``approve`` callback
+decides "ask" permissions. Every run is recorded in the Store like a managed run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import AsyncIterator, Callable, Sequence
+from types import TracebackType
+from typing import Any
+
+from ulid import ULID
+
+from agen.bundle import Bundle, load_bundle, load_bundle_files
+from agen.errors import ReentrantError, UnavailableError
+from agen.runner.loop import Runner
+from agen.runner.policy import (
+    AllowAll,
+    ApprovalDecision,
+    ApprovalGate,
+    ApprovalRequest,
+    DenyAsks,
+    ToolPolicy,
+)
+from agen.runner.redact import Redactor
+from agen.runner.tools.base import Tool, Toolset
+from agen.runner.types import RunRequest, RunResult
+from agen.sdk_tools import Dispatcher, FunctionTool
+from agen.store.base import Store
+
+__all__ = ["Agent", "RunResult"]
+
+Approve = Callable[[ApprovalRequest], Any]
+OnEvent = Callable[[dict[str, Any]], Any]
+
+
+class _HostTools(Toolset):
+    def __init__(self, tools: list[Tool]) -> None:
+        self.tools = tools
+
+    async def start(self) -> list[Tool]:
+        return self.tools
+
+
+class _DispatchedGate(ApprovalGate):
+    """Approvals decided by the host app's callback, delivered on the agent's dispatcher."""
+
+    def __init__(self, callback: Approve, dispatcher: Dispatcher) -> None:
+        self.callback = callback
+        self.dispatcher = dispatcher
+
+    async def decide(self, request: ApprovalRequest) -> ApprovalDecision:
+        answer = await self.dispatcher.call(self.callback, request)
+        if isinstance(answer, ApprovalDecision):
+            return answer
+        return ApprovalDecision(bool(answer), decided_by="sdk-callback")
+
+
+def _bundle_in_code(name: str, instructions: str, provider: str, model: str | None,
+                    harness: dict[str, Any] | None, config: dict[str, Any] | None) -> Bundle:
+    h: dict[str, Any] = {"provider": provider, **(harness or {})}
+    if model:
+        h["model"] = model
+    files = {
+        "plugin.json": json.dumps({"name": name}).encode(),
+        "x-agen/agent.md": instructions.encode(),
+        "x-agen/harness.json": json.dumps(h).encode(),
+        "x-agen/config.json": json.dumps(config or {}).encode(),
+    }
+    return load_bundle_files(files)
+
+
+class Agent:
+    """One agent embedded in this process; runs many concurrent runs."""
+
+    def __init__(
+        self,
+        *,
+        name: str = "agent",
+        instructions: str = "You are a helpful assistant.",
+        provider: str = "auto",
+        model: str | None = None,
+        tools: Sequence[Callable[..., Any] | Tool] = (),
+        harness: dict[str, Any] | None = None,
+        config: dict[str, Any] | None = None,
+        bundle: Bundle | None = None,
+        store: Store | str | os.PathLike[str] | None = None,
+        approve: Approve | None = None,
+        on_event: OnEvent | None = None,
+        policy: ToolPolicy | None = None,
+        toolsets: Sequence[Toolset] = (),
+        namespace: str = "default",
+        deployment: str | None = None,
+    ) -> None:
+        self.bundle = bundle or _bundle_in_code(name, instructions, provider, model, harness, config)
+        self.namespace = namespace
+        self.deployment = deployment if deployment is not None else self.bundle.name
+        self._store_arg = store
+        self._store: Store | None = store if isinstance(store, Store) else None
+        self._owns_store = not isinstance(store, Store)
+        self.dispatcher = Dispatcher(self, self.bundle.name)
+        self._host_tools: list[Tool] = [t if isinstance(t, Tool) else FunctionTool(t, self.dispatcher) for t in tools]
+        self._approve = approve
+        self._on_event = on_event
+        self._policy = policy
+        self._toolsets = list(toolsets)
+        self._runner: Runner | None = None
+        self._open_lock: asyncio.Lock | None = None
+        self._running: dict[int, tuple[asyncio.Task[Any], asyncio.Event]] = {}
+        self._closed = False
+
+    @classmethod
+    def from_bundle(cls, path: str | os.PathLike[str], **kwargs: Any) -> Agent:
+        """An agent defined by a bundle folder (its permission rules apply; asks go to ``approve``)."""
+        return cls(bundle=load_bundle(path), **kwargs)
+
+    async def _ensure(self) -> Runner:
+        if self._open_lock is None:
+            self._open_lock = asyncio.Lock()
+        async with self._open_lock:
+            if self._runner is not None:
+                return self._runner
+            if self._store is None:
+                from agen.store import open_store
+
+                arg = self._store_arg
+                self._store = await open_store(str(arg) if arg is not None else None)
+            policy = self._policy or self._bundle_policy()
+            gate = _DispatchedGate(self._approve, self.dispatcher) if self._approve else DenyAsks()
+            redactor = Redactor()
+            toolsets = [*self._toolsets, _HostTools(self._host_tools), *self._mcp_toolsets(redactor)]
+            self._runner = Runner(self._store, self.bundle, owner=f"sdk:{os.getpid()}:{ULID()}", toolsets=toolsets,
+                                  policy=policy, gate=gate, redactor=redactor)
+            await self._runner.start()
+            return self._runner
+
+    def _bundle_policy(self) -> ToolPolicy:
+        if not self.bundle.root:
+            return AllowAll()  # an agent built in code has no permission rules
+        from agen.runner.permissions import BundlePolicy
+
+        return BundlePolicy(self.bundle.config.permissions, store=self._store)
+
+    def _mcp_toolsets(self, redactor: Redactor) -> list[Toolset]:
+        if not self.bundle.mcp.mcp_servers:
+            return []
+        from agen.runner.secrets import resolve_secrets
+        from agen.runner.tools.mcp import McpToolset
+
+        secrets = resolve_secrets(self.bundle.secrets, redactor)
+        return [McpToolset(name, server, secrets, redactor, self.bundle.config.tools.get(name),
+                           cwd_base=self.bundle.root) for name, server in self.bundle.mcp.mcp_servers.items()]
+
+    def _request(self, text: str, opts: dict[str, Any]) -> RunRequest:
+        return RunRequest(input=text, namespace=opts.pop("namespace", self.namespace),
+                          deployment=opts.pop("deployment", self.deployment), source="sdk", **opts)
+
+    async def run(self, input: str, *, cancel: asyncio.Event | None = None, **opts: Any) -> RunResult:
+        """Run once to its outcome. ``opts`` are RunRequest fields (task_id, conversation_key, labels...)."""
+        return await self._run(input, cancel, None, opts)
+
+    async def _run(self, text: str, cancel: asyncio.Event | None, sink: Any, opts: dict[str, Any]) -> RunResult:
+        if self.dispatcher.inside():
+            raise ReentrantError("run() was called from inside a callback of the same agent; hand the work to "
+                                 "another task or thread and return from the callback first")
+        if self._closed:
+            raise UnavailableError("the agent is closed; create a new Agent to run more work")
+        runner = await self._ensure()
+        request = self._request(text, dict(opts))
+        cancel = cancel or asyncio.Event()
+        me = asyncio.current_task()
+        assert me is not None
+        self._running[id(me)] = (me, cancel)
+        try:
+            return await runner.run(request, cancel=cancel, events=self._events(sink))
+        finally:
+            self._running.pop(id(me), None)
+
+    def _events(self, sink: Any) -> Any:
+        on_event = self._on_event
+        if on_event is None and sink is None:
+            return None
+
+        async def deliver(event: dict[str, Any]) -> None:
+            if on_event is not None:
+                await self.dispatcher.call(on_event, event)
+            if sink is not None:
+                sink.put_nowait(event)
+
+        return deliver
+
+    async def stream(self, input: str, **opts: Any) -> AsyncIterator[dict[str, Any]]:
+        """The run's events as they happen; the last one is ``{"type": "finished", ...}``."""
+        queue: asyncio.Queue[dict[str, Any] | BaseException] = asyncio.Queue()
+        cancel = asyncio.Event()
+
+        async def drive() -> None:
+            try:
+                await self._run(input, cancel, queue, opts)
+            except BaseException as e:
+                queue.put_nowait(e)
+
+        task = asyncio.create_task(drive())
+        try:
+            while True:
+                item = await queue.get()
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+                if item.get("type") == "finished":
+                    break
+            await task
+        finally:
+            if not task.done():
+                cancel.set()
+                await asyncio.gather(task, return_exceptions=True)
+
+    async def close(self) -> None:
+        """Reject new runs, cancel running ones (they end ``cancelled``), fail pending host requests."""
+        if self._closed:
+            return
+        self._closed = True
+        for _task, cancel in list(self._running.values()):
+            cancel.set()
+        self.dispatcher.close()
+        tasks = [t for t, _ in self._running.values() if t is not asyncio.current_task()]
+        if tasks:
+            await asyncio.wait(tasks, timeout=30)
+        if self._runner is not None:
+            await self._runner.close()
+        if self._store is not None and self._owns_store:
+            await self._store.close()
+
+    async def __aenter__(self) -> Agent:
+        return self
+
+    async def __aexit__(self, et: type[BaseException] | None, e: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.close()
+
