@@ -109,6 +109,7 @@ class Context:
     earlier: list[Msg] = field(default_factory=list)
     current: list[Msg] = field(default_factory=list)
     cut_blocks: int = 0  # how many blocks of eight old tool results are cut (only grows)
+    section: str = ""  # re-rendered before each model call (memory blocks, live context)
     _current_tokens: int = 0
     _system_tokens: int = -1
 
@@ -124,14 +125,15 @@ class Context:
         """The request's messages, trimmed to ``context_tokens``."""
         if self._system_tokens < 0:
             self._system_tokens = estimate_tokens(self.system)
-        budget = self.context_tokens
+        budget = self.context_tokens - (estimate_tokens(self.section) if self.section else 0)
         used = self._system_tokens + self._current_tokens
         current: list[dict[str, Any]]
         if used > budget or self.cut_blocks:
             current, used = self._cut_current(budget)
         else:
             current = [m.wire() for m in self.current]
-        out = [{"role": "system", "content": self.system}]
+        system = f"{self.system}\n\n{self.section}" if self.section else self.system
+        out = [{"role": "system", "content": system}]
         out.extend(self._earlier(budget - used))
         out.extend(current)
         if late:

@@ -186,10 +186,11 @@ class Runner:
 
     def _visible(self, req: RunRequest) -> dict[str, Tool]:
         allow = req.overrides.tools if req.overrides else None
+        policy = self._policy(req)
         out: dict[str, Tool] = {}
         for wire, tool in self.tools.items():
             if not tool.bypass_permissions:
-                if not self.policy.visible(tool):
+                if not policy.visible(tool):
                     continue
                 if allow is not None and not any(fnmatch.fnmatchcase(tool.name, p) or fnmatch.fnmatchcase(wire, p)
                                                  for p in allow):
@@ -197,16 +198,21 @@ class Runner:
             out[wire] = tool
         return out
 
-    def _env(self) -> CallEnv:
+    def _policy(self, req: RunRequest) -> ToolPolicy:
+        """The bundle's rules narrowed by the task's overrides (when the policy supports it)."""
+        narrow = getattr(self.policy, "for_task", None)
+        return narrow(req.overrides) if narrow is not None and req.overrides is not None else self.policy
+
+    def _env(self, req: RunRequest) -> CallEnv:
         h = self.bundle.harness
-        return CallEnv(self.store, self.policy, self.gate, h.parallel_tool_calls, h.max_tool_result_chars)
+        return CallEnv(self.store, self._policy(req), self.gate, h.parallel_tool_calls, h.max_tool_result_chars)
 
     async def _drive(self, st: RunState) -> RunResult:
         if st.resumed:
             done = await self._repair(st)
             if done is not None:
                 return done
-        env = self._env()
+        env = self._env(st.req)
         h = self.bundle.harness
         while True:
             if await hk.is_held(self.hooks, st.task_id):
@@ -278,7 +284,7 @@ class Runner:
         for call, content, is_error in rep.results:
             st.add_message("tool", content, tool_call_id=call.id, name=call.name, is_error=is_error)
         if rep.rerun:
-            results = await execute_calls(self._env(), st, [c for _, c in rep.rerun], [i for i, _ in rep.rerun])
+            results = await execute_calls(self._env(st.req), st, [c for _, c in rep.rerun], [i for i, _ in rep.rerun])
             for r in results:
                 st.add_message("tool", r.content, tool_call_id=r.call.id, name=r.call.name, is_error=r.is_error)
                 if r.call.name == FINISH and not r.is_error and isinstance(r.data, dict):

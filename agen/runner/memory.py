@@ -169,7 +169,7 @@ class MemoryUpdateTool(Tool):
         expected = args.get("expectedVersion")
         try:
             row = await self.memory.store.write(lambda tx: update_block(
-                tx, self.memory.namespace, label, op, str(args.get("value", "")), old=args.get("old"),
+                tx, ctx.namespace or self.memory.namespace, label, op, str(args.get("value", "")), old=args.get("old"),
                 expected_version=int(expected) if expected is not None else None))
         except (ConflictError, InvalidError) as e:
             raise ToolError(e.message) from None

@@ -47,6 +47,8 @@ class RunState:
     resumed: bool = False
     events: EventSink | None = None
     cancel: asyncio.Event | None = None
+    workspace: str | None = None  # the task workspace (agen/runner/workspace.py), passed in _meta
+    sections: Callable[[], Awaitable[str]] | None = None  # per-model-call system prompt text (memory)
     messages: list[tuple[Any, ...]] = field(default_factory=list)
     spans: list[tuple[Any, ...]] = field(default_factory=list)
     usage: list[tuple[Any, ...]] = field(default_factory=list)
@@ -68,7 +70,7 @@ class RunState:
         return ToolContext(
             namespace=r.namespace, deployment=r.deployment, run_id=self.run_id, root_run_id=self.root_run_id,
             conversation_id=self.conversation_id, task_id=r.task_id, conversation_key=r.conversation_key,
-            labels=dict(r.labels), trust=self.trust, locks=dict(r.locks),
+            labels=dict(r.labels), trust=self.trust, locks=dict(r.locks), workspace=self.workspace,
             traceparent=f"00-{_hex32(self.trace_id)}-{_hex16(self.span_id)}-01", turn=self.turn, call_id=call_id,
             cancel=self.cancel,
         )
