@@ -6,7 +6,7 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-_SDK = ("Agent", "RunResult")
+_SDK = ("Agent", "RunResult", "host_tool")
 
 
 def __getattr__(name: str) -> Any:

@@ -36,10 +36,10 @@ from agen.runner.policy import (
 from agen.runner.redact import Redactor
 from agen.runner.tools.base import Tool, Toolset
 from agen.runner.types import RunRequest, RunResult
-from agen.sdk_tools import Dispatcher, FunctionTool
+from agen.sdk_tools import Dispatcher, FunctionTool, host_tool
 from agen.store.base import Store
 
-__all__ = ["Agent", "RunResult"]
+__all__ = ["Agent", "RunResult", "host_tool"]
 
 Approve = Callable[[ApprovalRequest], Any]
 OnEvent = Callable[[dict[str, Any]], Any]

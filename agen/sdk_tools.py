@@ -67,17 +67,31 @@ class Dispatcher:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
 
+def host_tool(*, name: str | None = None, side_effect: bool = False, idempotent: bool = False,
+              untrusted_output: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Mark a host function's tool properties (a side-effecting tool goes through the effect ledger)."""
+
+    def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
+        fn.__agen_tool__ = {"name": name, "side_effect": side_effect,  # type: ignore[attr-defined]
+                            "idempotent": idempotent, "untrusted_output": untrusted_output}
+        return fn
+
+    return mark
+
+
 class FunctionTool(Tool):
     """A host tool: a plain (sync or async) Python function, run on the agent's dispatcher."""
 
     def __init__(self, fn: Callable[..., Any], dispatcher: Dispatcher, *, name: str | None = None,
                  side_effect: bool = False, idempotent: bool = False) -> None:
+        marks: dict[str, Any] = getattr(fn, "__agen_tool__", {})
         self.fn = fn
         self.dispatcher = dispatcher
-        self.name = name or fn.__name__
+        self.name = name or marks.get("name") or fn.__name__
         self.description = inspect.cleandoc(fn.__doc__ or "") or f"host function {self.name}"
-        self.side_effect = side_effect
-        self.idempotent = idempotent
+        self.side_effect = side_effect or bool(marks.get("side_effect"))
+        self.idempotent = idempotent or bool(marks.get("idempotent"))
+        self.untrusted_output = bool(marks.get("untrusted_output"))
         self._model = _arguments_model(fn, self.name)
         schema = self._model.model_json_schema()
         schema.pop("title", None)
