@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from agen.bundle import Bundle
 from agen.runner.memory import MemoryContext
+from agen.runner.redact import Redactor
 from agen.runner.tools.base import Tool
 from agen.runner.types import RunRequest
 from agen.runner.workspace import TaskWorkspace, prepare_workspace, release_workspace
@@ -48,19 +49,20 @@ class RunScope:
 class RunExtras:
     """The tools side's per-run additions for one bundle."""
 
-    def __init__(self, bundle: Bundle, store: Store) -> None:
+    def __init__(self, bundle: Bundle, store: Store, redactor: Redactor | None = None) -> None:
         self.bundle = bundle
         self.store = store
+        self.redactor = redactor or Redactor()
         self._memory = bundle.config.memory
 
     def tools(self, namespace: str = "default") -> list[Tool]:
         """Tools registered once per Runner (memory_update for non-read attachments)."""
         if not self._memory:
             return []
-        return MemoryContext(self.store, namespace, list(self._memory)).tools()
+        return MemoryContext(self.store, namespace, list(self._memory), self.redactor).tools()
 
     async def begin(self, req: RunRequest, run_id: str) -> RunScope:
         ws = prepare_workspace(self.bundle, namespace=req.namespace, deployment=req.deployment or self.bundle.name,
                                run_id=run_id, task_id=req.task_id, conversation_key=req.conversation_key)
-        memory = MemoryContext(self.store, req.namespace, list(self._memory)) if self._memory else None
+        memory = MemoryContext(self.store, req.namespace, list(self._memory), self.redactor) if self._memory else None
         return RunScope(ws, memory, [ws.prompt_line()] if ws else [])

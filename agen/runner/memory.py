@@ -18,6 +18,7 @@ from ulid import ULID
 
 from agen.bundle.config import MemoryBlock, MemoryUrl
 from agen.errors import ConflictError, InvalidError
+from agen.runner.redact import Redactor
 from agen.runner.tools.base import Tool, ToolContext, ToolError, ToolResult
 from agen.store.base import Row, Store, Tx
 
@@ -81,8 +82,10 @@ class _Live:
 class MemoryContext:
     """A bundle's memory attachments for one namespace: the prompt section and the update tool."""
 
-    def __init__(self, store: Store, namespace: str, attachments: list[MemoryBlock | MemoryUrl]) -> None:
+    def __init__(self, store: Store, namespace: str, attachments: list[MemoryBlock | MemoryUrl],
+                 redactor: Redactor | None = None) -> None:
         self.store = store
+        self.redactor = redactor or Redactor()  # values are scrubbed before they are stored
         self.namespace = namespace
         self.blocks = [a for a in attachments if isinstance(a, MemoryBlock)]
         self.live = [_Live(a.url, a.max_chars or URL_MAX_CHARS, a.timeout_seconds or URL_TIMEOUT_S)
@@ -167,9 +170,12 @@ class MemoryUpdateTool(Tool):
         if mode == "append" and op != "append":
             raise ToolError(f"memory block {label} is attached append-only; use operation append")
         expected = args.get("expectedVersion")
+        red = self.memory.redactor
+        value = red.redact(str(args.get("value", "")))
+        old = red.redact(str(args["old"])) if args.get("old") is not None else None
         try:
             row = await self.memory.store.write(lambda tx: update_block(
-                tx, ctx.namespace or self.memory.namespace, label, op, str(args.get("value", "")), old=args.get("old"),
+                tx, ctx.namespace or self.memory.namespace, label, op, value, old=old,
                 expected_version=int(expected) if expected is not None else None))
         except (ConflictError, InvalidError) as e:
             raise ToolError(e.message) from None

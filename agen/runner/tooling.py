@@ -1,0 +1,66 @@
+"""Everything the tools side gives a Runner for one bundle, built in one call.
+
+Secrets resolved (values registered with the redactor), one McpToolset per mcp.json
+server, the bundle's permission policy and the per-run extras (workspace, memory).
+A Runner factory passes these straight to ``Runner(...)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from agen.bundle import Bundle
+from agen.runner.extras import RunExtras
+from agen.runner.permissions import BundlePolicy
+from agen.runner.redact import Redactor
+from agen.runner.secrets import ResolvedSecrets, resolve_secrets
+from agen.runner.tools.base import Toolset
+from agen.runner.tools.mcp import McpToolset
+from agen.runner.tools.mcp_conn import uses_workspace
+from agen.runner.workspace import workspace_path
+from agen.store.base import Store
+
+
+@dataclass
+class Tooling:
+    redactor: Redactor
+    secrets: ResolvedSecrets
+    toolsets: list[Toolset]
+    policy: BundlePolicy
+    extras: RunExtras
+
+
+def build_tooling(
+    bundle: Bundle,
+    store: Store,
+    *,
+    namespace: str = "default",
+    deployment: str | None = None,
+    redactor: Redactor | None = None,
+    environ: Mapping[str, str] | None = None,
+    platform_secrets: Mapping[str, str] | None = None,
+) -> Tooling:
+    """Resolve secrets and build the MCP toolsets, policy and extras (nothing is started yet).
+
+    A server whose args use ``${WORKSPACE}`` lives as long as the Runner, so it gets the
+    deployment's workspace directory (the shared one, or the parent of the per-task and
+    per-conversation ones); each call's own directory still arrives in ``_meta``.
+    """
+    redactor = redactor or Redactor()
+    secrets = resolve_secrets(bundle.secrets, redactor, environ=environ, platform=platform_secrets)
+    dep = deployment or bundle.name
+    toolsets: list[Toolset] = []
+    for name, server in bundle.mcp.mcp_servers.items():
+        ws = None
+        if uses_workspace(server):
+            mode = bundle.config.workspace.mode
+            path = workspace_path(mode, namespace=namespace, deployment=dep, run_id="shared", task_id=None,
+                                  conversation_key=None)
+            target = path if mode == "shared" else path.parent.parent
+            target.mkdir(parents=True, exist_ok=True)
+            ws = str(target)
+        toolsets.append(McpToolset(name, server, secrets, redactor, bundle.config.tools.get(name),
+                                   workspace=ws, cwd_base=bundle.root))
+    policy = BundlePolicy(bundle.config.permissions, store=store)
+    return Tooling(redactor, secrets, toolsets, policy, RunExtras(bundle, store, redactor))
