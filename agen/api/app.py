@@ -18,6 +18,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from agen.api.dispatch import RETRY_AFTER_S, dispatch
+from agen.api.hooks import hook_routes
 from agen.api.openapi import openapi_document
 from agen.api.registry import RPCS, Rpc
 from agen.errors import AgenError, InvalidError, NotFoundError, UnavailableError
@@ -30,6 +31,8 @@ def _error(e: AgenError) -> JSONResponse:
     headers = {}
     if isinstance(e, UnavailableError) and e.details.get("retry_after"):
         headers["Retry-After"] = str(e.details["retry_after"])
+    elif e.details.get("retry_after_s"):  # admission refusals (429) and budget holds (503)
+        headers["Retry-After"] = str(e.details["retry_after_s"])
     return JSONResponse(e.to_dict(), status_code=e.http_status, headers=headers)
 
 
@@ -90,5 +93,6 @@ def create_app(hub: Hub) -> Starlette:
             Route("/health", health, methods=["GET"]),
             Route("/ready", ready, methods=["GET"]),
             Route("/openapi.json", openapi, methods=["GET"]),
+            *hook_routes(hub),  # webhooks and the SSE event stream (agen.api.hooks)
         ]
     )

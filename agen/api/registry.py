@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from agen.api.models import approvals as ap
 from agen.api.models import deployments as dp
 from agen.api.models import observe as ob
+from agen.api.models import signals as sg
 from agen.api.models import tasks as tk
 from agen.api.models import tokens as tok
 from agen.api.models.common import Empty, Ok
@@ -99,6 +100,29 @@ CreateToken = _rpc("CreateToken", tok.CreateTokenRequest, tok.CreateTokenRespons
 WhoAmI = _rpc("WhoAmI", Empty, tok.WhoAmIResponse, "viewer", f"{K}:who_am_i", "The caller's identity and scopes.")
 Shutdown = _rpc("Shutdown", Empty, Ok, "admin", f"{K}:shutdown", "Drain and stop the local `agen up`.")
 
+S = "agen.hub.signals"  # triggers, webhooks, provider holds, events, notifications, admission
+ListTriggerEvents = _rpc("ListTriggerEvents", sg.ListTriggerEventsRequest, sg.ListTriggerEventsResponse, "viewer",
+                         f"{S}:list_trigger_events", "A deployment's triggers and their fired/missed/skipped/rejected events.")
+CreateWebhookSecret = _rpc("CreateWebhookSecret", sg.CreateWebhookSecretRequest, sg.CreateWebhookSecretResponse,
+                           "operator", f"{S}:create_webhook_secret",
+                           "Create or rotate a webhook trigger's secret (shown once; only a hash is kept).")
+ListProviderHolds = _rpc("ListProviderHolds", sg.ListProviderHoldsRequest, sg.ListProviderHoldsResponse, "viewer",
+                         f"{S}:list_provider_holds", "Provider accounts held after an account error.")
+ResumeProvider = _rpc("ResumeProvider", sg.ResumeProviderRequest, sg.ResumeProviderResponse, "admin",
+                      f"{S}:resume_provider", "End a provider hold at once.")
+ListEvents = _rpc("ListEvents", sg.ListEventsRequest, sg.ListEventsResponse, "viewer", f"{S}:list_events_rpc",
+                  "The event log after a cursor, filtered; wait_seconds waits for the first match.")
+SetNotifyTarget = _rpc("SetNotifyTarget", sg.SetNotifyTargetRequest, sg.NotifyTargetResponse, "admin",
+                       f"{S}:set_notify_target", "Create or replace a notification target.")
+ListNotifyTargets = _rpc("ListNotifyTargets", sg.ListNotifyTargetsRequest, sg.ListNotifyTargetsResponse, "viewer",
+                         f"{S}:list_notify_targets", "Notification targets with their delivery state.")
+DeleteNotifyTarget = _rpc("DeleteNotifyTarget", sg.NotifyTargetRef, Ok, "admin", f"{S}:delete_notify_target",
+                          "Remove a notification target.")
+DryRunTask = _rpc("DryRunTask", tk.SubmitTaskRequest, sg.DryRunTaskResponse, "operator", f"{S}:dry_run_task",
+                  "Run every admission check for a task without queuing it.")
+SIGNAL_RPCS = (ListTriggerEvents, CreateWebhookSecret, ListProviderHolds, ResumeProvider, ListEvents,
+               SetNotifyTarget, ListNotifyTargets, DeleteNotifyTarget, DryRunTask)
+
 # --- observe (issue 7: see what agents do): runs, transcripts, traces, task queries, activity, metrics ---
 OB = "agen.hub.observe"
 ListRuns = _rpc("ListRuns", ob.ListRunsRequest, ob.ListRunsResponse, "viewer", f"{OB}:list_runs",
@@ -121,7 +145,7 @@ RPCS: dict[str, Rpc[Any, Any]] = {
     for r in (
         CreateDeployment, UpdateDeployment, GetDeployment, ListDeployments, ListInstances, ScaleDeployment,
         PauseDeployment, DeleteDeployment, GetLogs, SubmitTask, GetTask, ListTasks, CancelTask, PauseTask,
-        ResumeTask, ListApprovals, DecideApproval, CreateToken, WhoAmI, Shutdown,
+        ResumeTask, ListApprovals, DecideApproval, CreateToken, WhoAmI, Shutdown, *SIGNAL_RPCS,
         *OBSERVE_RPCS,
     )
 }

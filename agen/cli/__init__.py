@@ -6,7 +6,20 @@ import sys
 
 import typer
 
-from agen.cli import approvals, deploy, fleet, init, mcp, observe, submit, tasks, token, up, version
+from agen.cli import (
+    approvals,
+    deploy,
+    fleet,
+    init,
+    mcp,
+    observe,
+    signals,
+    submit,
+    tasks,
+    token,
+    up,
+    version,
+)
 
 app = typer.Typer(
     name="agen",
@@ -24,7 +37,7 @@ def _root() -> None:
     """agen: run and manage LLM agent fleets, locally and durably."""
 
 
-for module in (version, init, up, deploy, fleet, submit, tasks, approvals, token, mcp, observe):
+for module in (version, init, up, deploy, fleet, submit, tasks, approvals, token, mcp, signals, observe):
     module.register(app)
 
 
