@@ -17,6 +17,7 @@ from agen.cli import (
     submit,
     tasks,
     token,
+    tui,
     up,
     version,
 )
@@ -37,7 +38,7 @@ def _root() -> None:
     """agen: run and manage LLM agent fleets, locally and durably."""
 
 
-for module in (version, init, up, deploy, fleet, submit, tasks, approvals, token, mcp, signals, observe):
+for module in (version, init, up, deploy, fleet, submit, tasks, approvals, token, mcp, signals, observe, tui):
     module.register(app)
 
 

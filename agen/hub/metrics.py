@@ -85,6 +85,9 @@ async def _model_metrics(hub: Hub, run_ids: list[str]) -> list[ModelMetrics]:
 
 async def get_metrics(hub: Hub, p: Principal, req: GetMetricsRequest) -> GetMetricsResponse:
     p.require_namespace(req.namespace)
+    if req.throughput_only:
+        return GetMetricsResponse(window_ms=req.window_ms, models=[], entries=[], edges=[],
+                                  throughput=await throughput(hub, req.namespace, req.window_ms, req.buckets))
     since = hub.clock() - req.window_ms
     runs = await hub.store.all(
         "SELECT id, deployment, source, parent_run_id, status, input_tokens, output_tokens, cached_tokens, cost_usd,"

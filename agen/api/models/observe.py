@@ -222,6 +222,7 @@ class GetMetricsRequest(Model):
     namespace: str = Field("default", pattern=NAME_PATTERN)
     window_ms: int = Field(3_600_000, ge=60_000, le=7 * 86_400_000)
     buckets: int = Field(12, ge=1, le=120, description="throughput buckets across the window")
+    throughput_only: bool = Field(False, description="only the throughput series (cheap: for live fleet views)")
 
 
 class GetMetricsResponse(Model):

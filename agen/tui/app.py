@@ -1,0 +1,130 @@
+"""The agen TUI: wires screens, keys, the command palette and the one event watcher."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import ClassVar
+
+from textual import on, work
+from textual.app import App, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+
+from agen.client import Client
+from agen.tui.messages import ConnectionChanged, HubChanged
+from agen.tui.screens.approvals import ApprovalsScreen
+from agen.tui.screens.events import EventsScreen
+from agen.tui.screens.fleet import FleetScreen
+from agen.tui.screens.logs import LogsScreen
+from agen.tui.screens.tasks import TasksScreen
+from agen.tui.screens.trace import TraceScreen
+from agen.tui.screens.transcript import TranscriptScreen
+from agen.tui.widgets.banner import ConnectionBanner
+from agen.tui.widgets.help_dialog import HelpDialog
+
+SCREENS_BY_KEY: tuple[tuple[str, str, str], ...] = (
+    ("f", "fleet", "Fleet: deployments, instances, scale, stop/start, run a task"),
+    ("t", "tasks", "Tasks: filter, detail, cancel, pause/resume"),
+    ("a", "approvals", "Approvals: approve or deny pending tool calls"),
+    ("r", "transcript", "Transcript: what a run sent and got back"),
+    ("w", "trace", "Trace: the span waterfall of a task"),
+    ("e", "events", "Events: the live event log"),
+    ("l", "logs", "Logs: a deployment's live log"),
+)
+
+
+class AgenApp(App[None]):
+    CSS_PATH = "agen.tcss"
+    TITLE = "agen"
+    MODES: ClassVar[dict[str, type[Screen[None]]]] = {  # type: ignore[assignment]
+        "fleet": FleetScreen, "tasks": TasksScreen, "approvals": ApprovalsScreen, "transcript": TranscriptScreen,
+        "trace": TraceScreen, "events": EventsScreen, "logs": LogsScreen,
+    }
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *(Binding(key, f"show('{mode}')", mode.capitalize()) for key, mode, _ in SCREENS_BY_KEY),
+        Binding("question_mark", "help", "Help"),
+        Binding("q", "quit", "Quit"),
+    ]
+
+    def __init__(self, client: Client, *, hub_label: str = "", watch: bool = True) -> None:
+        super().__init__()
+        self.client = client
+        self.hub_label = hub_label or client.url or "in-process Hub"
+        self.watch_enabled = watch
+        self.connection_lost: str | None = None
+        self.pending_approvals = 0
+        self.target: str | None = None
+        """The task (or run) the Transcript and Trace screens show; set from Tasks or Approvals."""
+
+    def on_mount(self) -> None:
+        self.sub_title = self.hub_label
+        self.switch_mode("fleet")
+        self.count_approvals()
+        if self.watch_enabled:
+            self.watch_hub()
+
+    # --- navigation -------------------------------------------------------------------
+    def action_show(self, mode: str) -> None:
+        self.switch_mode(mode)
+
+    def open_for(self, mode: str, target: str | None) -> None:
+        """Show the Transcript or Trace of a task or run."""
+        self.target = target
+        self.switch_mode(mode)
+        screen = self.screen
+        if isinstance(screen, TranscriptScreen | TraceScreen):
+            screen.reload()
+
+    def open_tasks(self, deployment: str) -> None:
+        """Tasks filtered to one deployment (enter on a Fleet row)."""
+        self.switch_mode("tasks")
+        screen = self.screen
+        if isinstance(screen, TasksScreen):
+            screen.set_filter(f"dep:{deployment}")
+
+    def action_help(self) -> None:
+        lines = [(a.binding.key_display or a.binding.key, a.binding.description)
+                 for a in self.screen.active_bindings.values() if a.binding.description]
+        self.push_screen(HelpDialog(lines))
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for key, mode, what in SCREENS_BY_KEY:
+            yield SystemCommand(f"Go to {mode.capitalize()} ({key})", what, lambda m=mode: self.switch_mode(m))
+
+    # --- the one event watcher --------------------------------------------------------
+    @work(exclusive=True, group="watch")
+    async def watch_hub(self) -> None:
+        from agen.tui.watch import watch_events
+
+        await watch_events(self.client, self.post_message)  # type: ignore[arg-type]
+
+    @on(HubChanged)
+    def _forward(self, message: HubChanged) -> None:
+        if message.touches("approval.", "task.", "run.finished"):
+            self.count_approvals()
+        self.screen.post_message(HubChanged(message.events))
+
+    @on(ConnectionChanged)
+    def _connection(self, message: ConnectionChanged) -> None:
+        self.connection_lost = None if message.up else (message.detail or "connection lost")
+        for banner in self.screen.query(ConnectionBanner):
+            banner.lost = self.connection_lost
+        if message.up:
+            self.count_approvals()
+            reload = getattr(self.screen, "reload", None)
+            if callable(reload):
+                reload()
+
+    @work(exclusive=True, group="approvals-count")
+    async def count_approvals(self) -> None:
+        from agen.api import registry as r
+        from agen.api.models.approvals import ListApprovalsRequest
+        from agen.errors import AgenError
+
+        try:
+            resp = await self.client.call(r.ListApprovals, ListApprovalsRequest(limit=1000))
+        except AgenError:
+            return
+        self.pending_approvals = len(resp.approvals)
+        self.sub_title = f"{self.hub_label} · approvals pending: {self.pending_approvals}"

@@ -1,0 +1,93 @@
+"""Approvals: pending tool calls with redacted arguments, requester and age; approve or deny with a note."""
+
+from __future__ import annotations
+
+import json
+from typing import ClassVar
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.widgets import DataTable, Static
+
+from agen.api import registry as r
+from agen.api.models.approvals import Approval, DecideApprovalRequest, ListApprovalsRequest
+from agen.tui import fmt
+from agen.tui.screens.base import AgenScreen
+from agen.tui.widgets.note_dialog import DecisionDialog
+
+
+class ApprovalsScreen(AgenScreen):
+    WATCHES = ("approval.", "task.", "run.finished")
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "decide(True)", "Approve"),
+        Binding("d", "decide(False)", "Deny"),
+        Binding("R", "transcript", "Transcript"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.approvals: list[Approval] = []
+
+    def body(self) -> ComposeResult:
+        yield Static("Nothing waits for approval. Tool calls a bundle's permissions mark `ask` appear here.",
+                     id="approvals-empty", classes="empty")
+        yield DataTable(id="approvals", cursor_type="row", zebra_stripes=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#approvals", DataTable).add_columns(
+            "ID", "DEPLOYMENT", "TOOL", "ARGUMENTS (redacted)", "REQUESTER", "TASK", "AGE")
+
+    def reload(self) -> None:
+        self.load()
+
+    @work(exclusive=True, group="load")
+    async def load(self) -> None:
+        try:
+            approvals = (await self.client.call(r.ListApprovals, ListApprovalsRequest(limit=1000))).approvals
+        except Exception as e:
+            self.failed(e, "loading approvals")
+            return
+        self.approvals = approvals
+        table = self.query_one("#approvals", DataTable)
+        table.clear()
+        for a in approvals:
+            args = json.dumps(a.arguments, ensure_ascii=False, sort_keys=True)
+            table.add_row(fmt.short_id(a.id), a.deployment, a.tool, args[:60] + ("…" if len(args) > 60 else ""),
+                          a.requested_by or "-", fmt.short_id(a.task_id), fmt.age(a.created_ms), key=a.id)
+        self.query_one("#approvals-empty").display = not approvals
+        table.display = bool(approvals)
+
+    def selected(self) -> Approval | None:
+        table = self.query_one("#approvals", DataTable)
+        if not self.approvals or not 0 <= table.cursor_row < len(self.approvals):
+            self.notify("Nothing to decide: no approval is pending", severity="warning")
+            return None
+        return self.approvals[table.cursor_row]
+
+    def action_decide(self, approve: bool) -> None:
+        approval = self.selected()
+        if approval is None:
+            return
+
+        def done(result: tuple[bool, str | None] | None) -> None:
+            if result is not None:
+                self.decide(approval.id, result[0], result[1])
+
+        self.app.push_screen(DecisionDialog(f"{approval.tool} for {approval.deployment}", approve), done)
+
+    @work(group="act")
+    async def decide(self, approval_id: str, approve: bool, note: str | None) -> None:
+        try:
+            await self.client.call(r.DecideApproval, DecideApprovalRequest(id=approval_id, approve=approve, note=note))
+        except Exception as e:
+            self.failed(e, f"deciding approval {approval_id}")
+            return
+        self.notify(f"approval {fmt.short_id(approval_id)} {'approved' if approve else 'denied'}")
+        self.reload()
+        self.agen.count_approvals()
+
+    def action_transcript(self) -> None:
+        approval = self.selected()
+        if approval is not None:
+            self.agen.open_for("transcript", approval.task_id or approval.run_id)

@@ -1,0 +1,100 @@
+"""Events: a live tail of the event log (fed by the app's one watcher), filtered by type,
+deployment or severity."""
+
+from __future__ import annotations
+
+import json
+from typing import ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.widgets import DataTable, Input
+
+from agen.api import registry as r
+from agen.api.models.signals import Event, ListEventsRequest
+from agen.tui import fmt
+from agen.tui.messages import HubChanged
+from agen.tui.screens.base import AgenScreen
+
+KEEP = 1000
+
+
+def matches(e: Event, text: str) -> bool:
+    """``task. dep:hello sev:warning``: type prefixes, deployment, severity; all must hold."""
+    for word in text.split():
+        key, sep, value = word.partition(":")
+        if sep and key in ("dep", "d"):
+            if e.deployment != value:
+                return False
+        elif sep and key in ("sev", "severity"):
+            if e.severity != value:
+                return False
+        elif not e.type.startswith(word):
+            return False
+    return True
+
+
+class EventsScreen(AgenScreen):
+    AUTO_FOCUS = "#events"
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("slash", "focus_filter", "Filter")]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.events: list[Event] = []
+
+    def body(self) -> ComposeResult:
+        yield Input(placeholder="filter: task. approval. dep:hello sev:warning   (enter applies)", id="event-filter")
+        yield DataTable(id="events", cursor_type="row", zebra_stripes=True)
+
+    def on_mount(self) -> None:
+        self.query_one(DataTable).add_columns("SEQ", "AGE", "TYPE", "SEVERITY", "DEPLOYMENT", "TASK", "DATA")
+
+    def action_focus_filter(self) -> None:
+        self.query_one(Input).focus()
+
+    @on(Input.Submitted)
+    def _filter(self) -> None:
+        self.query_one(DataTable).focus()
+        self.render_rows()
+
+    def reload(self) -> None:
+        self.load()
+
+    @work(exclusive=True, group="load")
+    async def load(self) -> None:
+        try:
+            self.events = (await self.client.call(r.ListEvents, ListEventsRequest(last=200, limit=200))).events
+        except Exception as e:
+            self.failed(e, "loading events")
+            return
+        self.render_rows()
+
+    @on(HubChanged)
+    def _append(self, message: HubChanged) -> None:
+        seen = self.events[-1].seq if self.events else 0
+        fresh = [e for e in message.events if e.seq > seen]
+        self.events = (self.events + fresh)[-KEEP:]
+        text = self.query_one(Input).value
+        table = self.query_one(DataTable)
+        for e in fresh:
+            if matches(e, text):
+                self._row(table, e)
+        if fresh:
+            table.move_cursor(row=table.row_count - 1)
+
+    def render_rows(self) -> None:
+        text = self.query_one(Input).value
+        table = self.query_one(DataTable)
+        table.clear()
+        for e in self.events:
+            if matches(e, text):
+                self._row(table, e)
+        if table.row_count:
+            table.move_cursor(row=table.row_count - 1)
+
+    @staticmethod
+    def _row(table: DataTable[object], e: Event) -> None:
+        data = json.dumps(e.data, ensure_ascii=False, sort_keys=True)
+        table.add_row(str(e.seq), fmt.age(e.created_ms), e.type, e.severity, e.deployment or "-",
+                      fmt.short_id(e.task_id), data[:70])

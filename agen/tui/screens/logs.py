@@ -1,0 +1,65 @@
+"""Logs: one deployment's operational log, tailed live (GetLogs waits for new lines)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.widgets import Input, RichLog
+
+from agen.api import registry as r
+from agen.api.models.deployments import GetLogsRequest, ListDeploymentsRequest
+from agen.errors import AgenError
+from agen.tui.screens.base import AgenScreen
+
+WAIT_S = 10.0
+
+
+class LogsScreen(AgenScreen):
+    AUTO_FOCUS = "#log"
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("slash", "focus_filter", "Deployment / filter")]
+
+    def body(self) -> ComposeResult:
+        yield Input(placeholder="deployment [text to match]   (enter applies)", id="log-filter")
+        yield RichLog(id="log", wrap=True, markup=False)
+
+    def action_focus_filter(self) -> None:
+        self.query_one(Input).focus()
+
+    @on(Input.Submitted)
+    def _apply(self) -> None:
+        self.reload()
+
+    def on_screen_suspend(self) -> None:
+        self.workers.cancel_group(self, "tail")
+
+    def reload(self) -> None:
+        self.tail(self.query_one(Input).value)
+
+    @work(exclusive=True, group="tail")
+    async def tail(self, text: str) -> None:
+        log = self.query_one(RichLog)
+        log.clear()
+        name, _, needle = text.strip().partition(" ")
+        try:
+            if not name:
+                deps = (await self.client.call(r.ListDeployments, ListDeploymentsRequest())).deployments
+                if not deps:
+                    log.write("No deployments yet: `agen deploy bundles/hello` creates one.")
+                    return
+                name = deps[0].name
+                self.query_one(Input).value = name
+            after = 0
+            wait = 0.0
+            while True:
+                resp = await self.client.call(r.GetLogs, GetLogsRequest(name=name, after_seq=after, limit=500,
+                                                                        wait_seconds=wait))
+                for line in resp.lines:
+                    if needle and needle not in line.message:
+                        continue
+                    log.write(f"{line.level:<5} {line.deployment} {line.instance_id or '-':>10.10} {line.message}")
+                after, wait = resp.last_seq, WAIT_S
+        except AgenError as e:
+            self.failed(e, f"tailing the log of {name or 'a deployment'}")

@@ -1,0 +1,203 @@
+"""Tasks: filter by state, deployment and label; detail with outcome, progress, wait_reason, lineage;
+cancel, pause and resume; open a task's transcript or trace."""
+
+from __future__ import annotations
+
+import json
+from typing import ClassVar
+
+from rich.markup import escape
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.widgets import DataTable, Input, Static
+
+from agen.api import registry as r
+from agen.api.models.observe import QueryTaskRequest, QueryTaskResponse
+from agen.api.models.tasks import (
+    CancelTaskRequest,
+    ListTasksRequest,
+    PauseTaskRequest,
+    ResumeTaskRequest,
+    Task,
+)
+from agen.tui import fmt
+from agen.tui.screens.base import AgenScreen
+
+LIMIT = 200
+STATES = ("queued", "leased", "running", "waiting", "succeeded", "failed", "cancelled", "expired")
+
+
+def parse_filter(text: str) -> tuple[str | None, str | None, dict[str, str]]:
+    """``state:running dep:hello team=docs`` -> (state, deployment, labels); a bare word is a state."""
+    state, dep, labels = None, None, {}
+    for word in text.split():
+        key, sep, value = word.partition(":")
+        if sep and key in ("state", "s"):
+            state = value
+        elif sep and key in ("dep", "deployment", "d"):
+            dep = value
+        elif "=" in word:
+            k, _, v = word.partition("=")
+            labels[k] = v
+        elif word in STATES:
+            state = word
+    return state, dep, labels
+
+
+class TasksScreen(AgenScreen):
+    AUTO_FOCUS = "#tasks"
+    WATCHES = ("task.", "run.", "approval.")
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("slash", "focus_filter", "Filter"),
+        Binding("c", "cancel_task", "Cancel"),
+        Binding("p", "pause_task", "Pause"),
+        Binding("u", "resume_task", "Resume"),
+        Binding("R", "transcript", "Transcript"),
+        Binding("W", "trace", "Trace"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tasks: list[Task] = []
+
+    def body(self) -> ComposeResult:
+        yield Input(placeholder="filter: state:running dep:hello team=docs   (enter applies)", id="task-filter")
+        yield Static("No tasks match. Run one from Fleet (n) or with `agen run <deployment> <input>`.",
+                     id="tasks-empty", classes="empty")
+        yield DataTable(id="tasks", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="task-detail", classes="detail")
+
+    def on_mount(self) -> None:
+        self.query_one("#tasks", DataTable).add_columns("ID", "DEPLOYMENT", "STATE", "WAIT", "PRIORITY", "AGE", "INPUT")
+        self.query_one("#tasks-empty").display = False
+
+    def set_filter(self, text: str) -> None:
+        self.query_one("#task-filter", Input).value = text
+        self.reload()
+
+    def action_focus_filter(self) -> None:
+        self.query_one("#task-filter", Input).focus()
+
+    @on(Input.Submitted, "#task-filter")
+    def _filter(self) -> None:
+        self.query_one("#tasks", DataTable).focus()
+        self.reload()
+
+    def reload(self) -> None:
+        self.load(self.query_one("#task-filter", Input).value)
+
+    @work(exclusive=True, group="load")
+    async def load(self, text: str) -> None:
+        state, dep, labels = parse_filter(text)
+        try:
+            resp = await self.client.call(r.ListTasks, ListTasksRequest(deployment=dep, state=state, limit=LIMIT))
+        except Exception as e:
+            self.failed(e, "loading tasks")
+            return
+        tasks = [t for t in resp.tasks if all(t.labels.get(k) == v for k, v in labels.items())]
+        self.tasks = tasks
+        table = self.query_one("#tasks", DataTable)
+        keep = table.cursor_row
+        table.clear()
+        for t in tasks:
+            wait = t.wait_reason or ("approval" if t.pending_approvals else "") or ("held" if t.held else "")
+            table.add_row(fmt.short_id(t.id), t.deployment, t.state, wait, t.priority, fmt.age(t.created_ms),
+                          t.input.replace("\n", " ")[:50], key=t.id)
+        self.query_one("#tasks-empty").display = not tasks
+        if tasks:
+            table.move_cursor(row=min(max(keep, 0), len(tasks) - 1))
+            self.show_detail(tasks[table.cursor_row].id)
+        else:
+            self.query_one("#task-detail", Static).update("")
+
+    def selected(self) -> Task | None:
+        table = self.query_one("#tasks", DataTable)
+        if not self.tasks or not 0 <= table.cursor_row < len(self.tasks):
+            self.notify("No task selected", severity="warning")
+            return None
+        return self.tasks[table.cursor_row]
+
+    @on(DataTable.RowHighlighted, "#tasks")
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.row_key.value:
+            self.agen.target = event.row_key.value
+            self.show_detail(event.row_key.value)
+
+    @work(exclusive=True, group="detail")
+    async def show_detail(self, task_id: str) -> None:
+        try:
+            q = await self.client.call(r.QueryTask, QueryTaskRequest(id=task_id))
+        except Exception as e:
+            self.failed(e, f"loading task {task_id}")
+            return
+        self.query_one("#task-detail", Static).update(detail_text(q))
+
+    async def _act(self, verb: str) -> None:
+        task = self.selected()
+        if task is None:
+            return
+        try:
+            if verb == "cancelled":
+                await self.client.call(r.CancelTask, CancelTaskRequest(id=task.id))
+            elif verb == "held":
+                await self.client.call(r.PauseTask, PauseTaskRequest(id=task.id))
+            else:
+                await self.client.call(r.ResumeTask, ResumeTaskRequest(id=task.id))
+        except Exception as e:
+            self.failed(e, f"task {task.id}")
+            return
+        self.notify(f"task {fmt.short_id(task.id)} {verb}")
+        self.reload()
+
+    @work(group="act")
+    async def action_cancel_task(self) -> None:
+        await self._act("cancelled")
+
+    @work(group="act")
+    async def action_pause_task(self) -> None:
+        await self._act("held")
+
+    @work(group="act")
+    async def action_resume_task(self) -> None:
+        await self._act("resumed")
+
+    def action_transcript(self) -> None:
+        task = self.selected()
+        if task is not None:
+            self.agen.open_for("transcript", task.id)
+
+    def action_trace(self) -> None:
+        task = self.selected()
+        if task is not None:
+            self.agen.open_for("trace", task.id)
+
+
+def detail_text(q: QueryTaskResponse) -> str:
+    t = q.task
+    lines = [f"[b]{t.id}[/b]  {t.deployment}  [b]{t.state}[/b]  priority {t.priority}  attempts {t.attempts}"]
+    if t.wait_reason:
+        lines.append(f"waiting: {t.wait_reason}")
+    if t.wait_for:
+        lines.append(f"waiting for: {t.wait_for}")
+    if t.held:
+        lines.append(f"held: {t.hold_reason or 'paused'}")
+    if t.pending_approvals:
+        lines.append(f"approvals pending: {', '.join(t.pending_approvals)} (press a)")
+    if t.progress:
+        lines.append(f"progress: {escape(json.dumps(t.progress, ensure_ascii=False))}")
+    if q.run is not None:
+        run = q.run
+        lineage = f"root run {run.root_run_id}" + (f", parent run {run.parent_run_id}" if run.parent_run_id else "")
+        lines.append(f"run {run.id} ({run.activity}) · {run.turns} turns · tokens {run.usage.input_tokens}/"
+                     f"{run.usage.output_tokens} · ${run.usage.cost_usd:.4f} · {lineage} · trace {run.trace_id}")
+    if q.now is not None:
+        lines.append(f"now: {q.now.doing}" + (f" {q.now.detail}" if q.now.detail else "")
+                     + f" for {fmt.age(q.now.since_ms)}")
+    if t.outcome:
+        o = t.outcome
+        lines.append(f"outcome: {o.get('status', '')}" + (f" ({o['reason']})" if o.get("reason") else "")
+                     + (f" — {escape(str(o['summary']))}" if o.get("summary") else ""))
+    if t.error:
+        lines.append(f"[red]error: {escape(t.error)}[/red]")
+    return "\n".join(lines)

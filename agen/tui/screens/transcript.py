@@ -1,0 +1,134 @@
+"""Transcript: a run's conversation; tool calls folded (enter expands), usage per turn; follows a
+running run live (messages are not events, so only this view, only while its run runs, re-reads)."""
+
+from __future__ import annotations
+
+import json
+from typing import ClassVar
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.timer import Timer
+from textual.widgets import Static, Tree
+from textual.widgets.tree import TreeNode
+
+from agen.api import registry as r
+from agen.api.models.observe import GetTranscriptRequest, ListRunsRequest, Run, TranscriptMessage
+from agen.cli.observe_render import _usage_line
+from agen.tui.screens.base import AgenScreen
+
+FOLLOW_S = 1.0
+
+
+class TranscriptScreen(AgenScreen):
+    WATCHES = ("run.finished",)
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("o", "expand_all", "Expand all"),
+        Binding("O", "collapse_all", "Fold all"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.run: Run | None = None
+        self.last_seq = 0
+        self.follow: Timer | None = None
+        self.calls: dict[str, TreeNode[str]] = {}
+
+    def body(self) -> ComposeResult:
+        yield Static("", id="transcript-head", classes="detail")
+        yield Tree("conversation", id="transcript")
+
+    def on_mount(self) -> None:
+        self.query_one(Tree).show_root = False
+        self.follow = self.set_interval(FOLLOW_S, self._tick, pause=True)
+
+    def reload(self) -> None:
+        self.load(self.agen.target)
+
+    @work(exclusive=True, group="load")
+    async def load(self, target: str | None) -> None:
+        try:
+            if target is None:
+                runs = (await self.client.call(r.ListRuns, ListRunsRequest(limit=1))).runs
+                if not runs:
+                    self.query_one("#transcript-head", Static).update(
+                        "No runs yet. Run a task (Fleet: n), then press r.")
+                    return
+                target = runs[0].id
+            resp = await self.client.call(r.GetTranscript, GetTranscriptRequest(id=target))
+        except Exception as e:
+            self.failed(e, f"loading the transcript of {target}")
+            return
+        tree = self.query_one(Tree)
+        tree.clear()
+        self.calls = {}
+        self.run, self.last_seq = resp.run, 0
+        self._add(resp.messages)
+        self._head()
+
+    def _head(self) -> None:
+        run = self.run
+        if run is None:
+            return
+        live = " · following live" if run.finished_ms is None else ""
+        self.query_one("#transcript-head", Static).update(
+            f"run {run.id} · {run.deployment} · task {run.task_id or '-'} · {run.status} · {run.turns} turns · "
+            f"tokens {run.usage.input_tokens}/{run.usage.output_tokens} · ${run.usage.cost_usd:.4f}{live}")
+        assert self.follow is not None
+        if run.finished_ms is None:
+            self.follow.resume()
+        else:
+            self.follow.pause()
+
+    def _add(self, messages: list[TranscriptMessage]) -> None:
+        tree = self.query_one(Tree)
+        for m in messages:
+            self.last_seq = max(self.last_seq, m.seq)
+            if m.role == "tool":
+                parent = self.calls.get(m.tool_call_id or "")
+                label = Text(f"← result{' (error)' if m.is_error else ''}: {_one_line(m.content)}",
+                             style="red" if m.is_error else "green")
+                target = parent if parent is not None else tree.root
+                node = target.add(label, data=m.content or "")
+                node.add_leaf(Text(m.content or ""))
+                continue
+            if m.role == "assistant":
+                head = Text(f"assistant · {_usage_line(m)}", style="cyan")
+            else:
+                head = Text(m.role, style="bold blue" if m.role == "user" else "magenta")
+            node = tree.root.add(head, expand=True)
+            if m.content:
+                node.add_leaf(Text(m.content))
+            for call in m.tool_calls:
+                args = json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)
+                folded = node.add(Text(f"→ {call.name}({_one_line(args)})", style="yellow"), data=call.id)
+                folded.add_leaf(Text(args))
+                self.calls[call.id] = folded
+
+    async def _tick(self) -> None:
+        if self.run is None or self.run.finished_ms is not None:
+            return
+        try:
+            resp = await self.client.call(r.GetTranscript, GetTranscriptRequest(id=self.run.id,
+                                                                                after_seq=self.last_seq))
+        except Exception:
+            return
+        self._add(resp.messages)
+        self.run = resp.run
+        self._head()
+
+    def action_expand_all(self) -> None:
+        self.query_one(Tree).root.expand_all()
+
+    def action_collapse_all(self) -> None:
+        for node in self.query_one(Tree).root.children:
+            for child in node.children:
+                child.collapse()
+
+
+def _one_line(text: str | None, width: int = 80) -> str:
+    flat = (text or "").replace("\n", " ")
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+

@@ -1,0 +1,45 @@
+"""The one event watcher: ListEvents(after=cursor, wait) in a loop, fanned out as messages.
+
+Views do not poll; they refresh when an event that concerns them arrives. A failed call
+marks the connection lost (the app shows a banner) and retries with a growing pause.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from agen.api import registry as r
+from agen.api.models.signals import ListEventsRequest
+from agen.client import Client
+from agen.errors import AgenError
+from agen.tui.messages import ConnectionChanged, HubChanged
+
+WAIT_S = 20.0
+MAX_BACKOFF_S = 5.0
+
+
+async def watch_events(client: Client, post: Callable[[object], object], *, wait_s: float = WAIT_S) -> None:
+    """Run until cancelled: post HubChanged for each batch and ConnectionChanged on loss/recovery."""
+    cursor: int | None = None
+    up: bool | None = None
+    backoff = 0.25
+    while True:
+        try:
+            if cursor is None:
+                cursor = (await client.call(r.ListEvents, ListEventsRequest(last=1))).cursor
+            page = await client.call(r.ListEvents, ListEventsRequest(after=cursor, limit=500, wait_seconds=wait_s))
+        except AgenError as e:
+            if up is not False:
+                post(ConnectionChanged(False, e.message))
+                up = False
+            await asyncio.sleep(backoff)
+            backoff = min(MAX_BACKOFF_S, backoff * 2)
+            continue
+        backoff = 0.25
+        if up is not True:
+            post(ConnectionChanged(True))
+            up = True
+        if page.events:
+            post(HubChanged(page.events))
+        cursor = page.cursor

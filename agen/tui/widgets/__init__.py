@@ -1,0 +1,1 @@
+"""One widget or modal dialog per file."""

@@ -1,0 +1,22 @@
+"""Driving the TUI against a real embedded Hub: wait for a condition instead of sleeping blindly."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from textual.pilot import Pilot
+from textual.widgets import DataTable
+
+
+async def until(pilot: Pilot[object], cond: Callable[[], bool], what: str, limit_s: float = 20.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + limit_s
+    while not cond():
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await pilot.pause(0.05)
+
+
+def cells(table: DataTable[object], column: int) -> list[str]:
+    return [str(table.get_row_at(i)[column]) for i in range(table.row_count)]
