@@ -152,3 +152,13 @@ def require_budget_left(tx: Tx, dep: Row, now_ms: int, what: str) -> None:
             deployment=dep["name"], reason="budget", reset_at_ms=state.reset_at_ms,
             retry_after_s=max(1, (state.reset_at_ms - now_ms + 999) // 1000),
         )
+
+
+def exhausted_deployment_ids(tx: Tx, now_ms: int) -> set[str]:
+    """Deployments held at 0 by their daily budget (no leases, wake-ups or scale-ups until reset)."""
+    out: set[str] = set()
+    for dep in tx.all("SELECT id, namespace, name, budget FROM deployments WHERE budget NOT IN ('{}', '')"):
+        limit, _ = budget_config(dep)
+        if limit is not None and spent_today(tx, dep["namespace"], dep["name"], utc_day(now_ms)) >= limit:
+            out.add(dep["id"])
+    return out

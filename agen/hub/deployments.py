@@ -68,6 +68,15 @@ def _policy(bundle: Bundle) -> dict[str, Any]:
     }
 
 
+def _sync_signals(tx: Tx, dep_id: str, namespace: str, name: str, bundle: Bundle) -> None:
+    """Triggers and provider accounts follow the deployed definition (agen.hub.triggers, providers)."""
+    from agen.hub.providers import harness_accounts, sync_accounts
+    from agen.hub.triggers.tick import sync_triggers
+
+    sync_triggers(tx, {"id": dep_id, "namespace": namespace, "name": name}, bundle.config)
+    sync_accounts(tx, dep_id, harness_accounts(namespace, bundle.harness.model_dump(by_alias=True, exclude_none=True)))
+
+
 async def create_deployment(hub: Hub, p: Principal, req: CreateDeploymentRequest) -> DeploymentResponse:
     return await _apply(hub, p, req, must_exist=False)
 
@@ -113,6 +122,7 @@ async def _apply(hub: Hub, p: Principal, req: CreateDeploymentRequest, *, must_e
             )
             tx.event(req.namespace, "deployment.created", deployment=name, data={"definition": def_id})
             write_log(tx, req.namespace, name, f"created from {def_id}")
+            _sync_signals(tx, dep_id, req.namespace, name, bundle)
             return dep_id, True, True
         changed = row["definition_id"] != def_id
         desired = row["desired"]
@@ -131,6 +141,7 @@ async def _apply(hub: Hub, p: Principal, req: CreateDeploymentRequest, *, must_e
         if changed:
             tx.event(req.namespace, "deployment.updated", deployment=name, data={"definition": def_id})
             write_log(tx, req.namespace, name, f"updated to {def_id}")
+        _sync_signals(tx, str(row["id"]), req.namespace, name, bundle)
         return str(row["id"]), False, changed
 
     dep_id, created, changed = await hub.store.write(fn)

@@ -11,11 +11,15 @@ import contextlib
 import logging
 from collections.abc import Callable
 
+import httpx
 from ulid import ULID
 
 from agen.errors import AgenError
-from agen.hub import leader, scheduler
+from agen.hub import leader, notify, scheduler
 from agen.hub.service import Hub
+from agen.hub.signals_tick import PRUNE_EVERY_MS, held_sets, signals_tick
+from agen.hub.triggers.webhook import env_secrets
+from agen.store import Tx
 
 log = logging.getLogger("agen.hub")
 
@@ -30,6 +34,8 @@ class LeaderLoop:
         self.on_tick = on_tick
         self.epoch: int | None = None
         self._stop = asyncio.Event()
+        self._last_prune_ms = 0
+        self._http: httpx.AsyncClient | None = None
 
     @property
     def is_leader(self) -> bool:
@@ -42,13 +48,31 @@ class LeaderLoop:
         epoch = self.epoch
         if epoch is None:
             return None
-        summary = await store.write(lambda tx: scheduler.schedule_tick(
-            tx, leader_name=leader.HUB_LEADER, leader_epoch=epoch, now_ms=tx.now_ms))
+        def tick(tx: Tx) -> scheduler.TickSummary:
+            budget_held, provider_held = held_sets(tx, tx.now_ms)
+            return scheduler.schedule_tick(tx, leader_name=leader.HUB_LEADER, leader_epoch=epoch, now_ms=tx.now_ms,
+                                           budget_held=budget_held, provider_held=provider_held)
+
+        summary = await store.write(tick)
+        await self._signals(epoch)
         if summary.requeued or summary.woken or summary.assignments_changed or summary.scaled:
             self.hub.work.notify()
         if self.on_tick is not None:
             self.on_tick(summary)
         return summary
+
+    async def _signals(self, epoch: int) -> None:
+        """Triggers, budget thresholds, provider holds, event pruning, then notification delivery."""
+        now = self.hub.clock()
+        prune = now - self._last_prune_ms >= PRUNE_EVERY_MS
+        report = await self.hub.store.write(lambda tx: signals_tick(tx, leader_epoch=epoch, now_ms=now, prune=prune))
+        if prune:
+            self._last_prune_ms = now
+        if report.triggers.fired or report.resumed:
+            self.hub.work.notify()
+        if self._http is None:
+            self._http = httpx.AsyncClient()
+        await notify.deliver_all(self.hub.store, self._http, now_ms=now, secrets=env_secrets)
 
     async def run(self) -> None:
         kick = self.hub.scheduler_kick
@@ -69,3 +93,6 @@ class LeaderLoop:
             with contextlib.suppress(AgenError):
                 await self.hub.store.write(lambda tx: leader.step_down(tx, leader.HUB_LEADER, self.holder))
             self.epoch = None
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None

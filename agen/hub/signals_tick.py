@@ -1,0 +1,40 @@
+"""The leader's signal work each tick: fire cron/random triggers, announce budget thresholds,
+end recovered provider holds and prune old events (hourly), all under the leader's epoch."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from agen.hub import budgets, providers
+from agen.hub.events import prune_events
+from agen.hub.leader import HUB_LEADER, check_epoch
+from agen.hub.triggers.fire import TickReport
+from agen.hub.triggers.tick import fire_due_triggers
+from agen.store import Tx
+
+PRUNE_EVERY_MS = 3_600_000
+
+
+@dataclass
+class SignalsReport:
+    triggers: TickReport = field(default_factory=TickReport)
+    thresholds: list[str] = field(default_factory=list)
+    resumed: list[str] = field(default_factory=list)
+    pruned: int = 0
+
+
+def signals_tick(tx: Tx, *, leader_epoch: int, now_ms: int, prune: bool = False) -> SignalsReport:
+    check_epoch(tx, HUB_LEADER, leader_epoch)
+    report = SignalsReport()
+    report.triggers = fire_due_triggers(tx, leader_epoch=leader_epoch, now_ms=now_ms)
+    report.thresholds = budgets.announce_all_thresholds(tx, now_ms)
+    report.resumed = providers.end_recovered_holds(tx)
+    if prune:
+        report.pruned = prune_events(tx, now_ms)
+    return report
+
+
+def held_sets(tx: Tx, now_ms: int) -> tuple[frozenset[str], frozenset[str]]:
+    """(budget_held, provider_held) deployment ids for the scheduler tick."""
+    return (frozenset(budgets.exhausted_deployment_ids(tx, now_ms)),
+            frozenset(providers.held_deployment_ids(tx, now_ms)))
