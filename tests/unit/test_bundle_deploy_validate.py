@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -66,10 +67,15 @@ def test_validate_of_a_missing_folder_says_so(tmp_path: Path, capsys: pytest.Cap
     assert f"{tmp_path / 'nope'}: (file): does not exist; point at a bundle folder (see agen init)" in err
 
 
-def test_deploy_without_validate_refuses_rather_than_pretending(
+def test_deploy_with_no_hub_running_exits_3_and_says_to_start_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = make_bundle(tmp_path)
-    code, out, err = run_agen(capsys, "deploy", str(root))
-    assert code == 2 and out == ""
-    assert "deploying needs a Hub" in err and "--validate" in err
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    hub = f"http://127.0.0.1:{port}"
+    code, out, err = run_agen(capsys, "deploy", str(root), "--hub", hub)
+    assert code == 3 and out == ""
+    assert f"cannot reach the Hub at {hub}" in err and "agen up" in err
+    assert "Traceback" not in err
