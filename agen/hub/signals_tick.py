@@ -1,4 +1,4 @@
-"""The leader's signal work each tick: fire cron/random triggers, announce budget thresholds,
+"""The leader's signal work each tick: fire cron/random and event triggers, announce budget thresholds,
 end recovered provider holds and prune old events (hourly), all under the leader's epoch."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from agen.hub import budgets, providers
 from agen.hub.events import prune_events
 from agen.hub.leader import HUB_LEADER, check_epoch
+from agen.hub.triggers.events import fire_event_triggers
 from agen.hub.triggers.fire import TickReport
 from agen.hub.triggers.tick import fire_due_triggers
 from agen.store import Tx
@@ -27,6 +28,11 @@ def signals_tick(tx: Tx, *, leader_epoch: int, now_ms: int, prune: bool = False)
     check_epoch(tx, HUB_LEADER, leader_epoch)
     report = SignalsReport()
     report.triggers = fire_due_triggers(tx, leader_epoch=leader_epoch, now_ms=now_ms)
+    by_events = fire_event_triggers(tx, now_ms=now_ms)
+    report.triggers.fired += by_events.fired
+    report.triggers.skipped += by_events.skipped
+    report.triggers.rejected += by_events.rejected
+    report.triggers.merged += by_events.merged
     report.thresholds = budgets.announce_all_thresholds(tx, now_ms)
     report.resumed = providers.end_recovered_holds(tx)
     if prune:
