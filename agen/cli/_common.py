@@ -33,6 +33,7 @@ EXIT_CODES = {
     5: "conflict (state refused the change)",
     6: "not allowed (token, scope, namespace)",
     7: "refused by a budget or admission limit",
+    8: "still waiting (for an approval, or --timeout ran out); the task goes on",
     130: "interrupted",
 }
 

@@ -202,7 +202,8 @@ def run(
     """Submit a task and wait for its result (no `agen up` running: an embedded Hub runs it here).
 
     The outcome goes to stdout and the status to stderr; the exit code is 1 when the task
-    failed, was cancelled or expired, or has not finished (e.g. it waits for an approval).
+    failed, was cancelled or expired, and 8 when it has not ended yet (it waits for an approval,
+    or --timeout ran out: the task goes on).
     """
     opts = RunOptions(at=at, in_=in_, conversation=conversation, expires_in=expires_in,
                       idempotency_key=idempotency_key, labels=label or [], locks=lock or [], no_wait=no_wait,

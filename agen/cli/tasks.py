@@ -51,8 +51,12 @@ def outcome_text(task: Task) -> str:
     return summary
 
 
+STILL_WAITING = 8   # EXIT_CODES[8]: the task goes on (approval, or --timeout ran out)
+
+
 def report_task(task: Task, json_out: bool) -> None:
-    """Outcome on stdout, status on stderr; exit 1 when the task failed, was cancelled or expired."""
+    """Outcome on stdout, status on stderr; exit 1 when the task failed, was cancelled or expired,
+    8 when it has not ended yet (it waits for an approval or --timeout ran out)."""
     from agen.api.models.tasks import TERMINAL_STATES
 
     if json_out:
@@ -74,8 +78,8 @@ def report_task(task: Task, json_out: bool) -> None:
             + (f" ({task.wait_reason})" if task.wait_reason else "") + f"; `agen wait {task.id}` keeps waiting")
     if task.state in ("failed", "cancelled", "expired"):
         raise typer.Exit(1)
-    if task.state not in TERMINAL_STATES and not json_out:
-        raise typer.Exit(1)
+    if task.state not in TERMINAL_STATES:
+        raise typer.Exit(STILL_WAITING)
 
 
 def wait(task_id: TaskArg,

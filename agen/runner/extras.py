@@ -3,18 +3,22 @@
 ``RunExtras.begin`` runs before a run's first model call (creates the workspace, names
 it in the system prompt); ``RunScope.section`` is called before every model call
 (memory blocks read fresh, live URLs fetched); ``RunScope.end`` runs when the run ends
-(removes a per_task workspace). None of them ever fails a run.
+(removes a per_task workspace). None of them ever fails a run. MCP servers whose args
+use ``${WORKSPACE}`` are per run: ``RunScope.start_tools`` starts them on the run's own
+directory and ``RunScope.close_tools`` stops them when the run ends.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agen.bundle import Bundle
 from agen.runner.memory import MemoryContext
 from agen.runner.redact import Redactor
-from agen.runner.tools.base import Tool
+from agen.runner.tools.base import Tool, Toolset
 from agen.runner.types import RunRequest
 from agen.runner.workspace import TaskWorkspace, prepare_workspace, release_workspace
 from agen.store.base import Store
@@ -27,6 +31,7 @@ class RunScope:
     workspace: TaskWorkspace | None = None
     memory: MemoryContext | None = None
     system_lines: list[str] = field(default_factory=list)
+    toolsets: list[Toolset] = field(default_factory=list)   # this run's own MCP servers (${WORKSPACE})
 
     @property
     def workspace_path(self) -> str | None:
@@ -45,12 +50,26 @@ class RunScope:
     def end(self) -> None:
         release_workspace(self.workspace)
 
+    async def start_tools(self) -> list[Tool]:
+        """Start this run's own toolsets; a server that cannot start fails the run (its tools are missing)."""
+        tools: list[Tool] = []
+        for ts in self.toolsets:
+            tools.extend(await ts.start())
+        return tools
+
+    async def close_tools(self) -> None:
+        for ts in self.toolsets:
+            with contextlib.suppress(Exception):
+                await ts.close()
+
 
 class RunExtras:
     """The tools side's per-run additions for one bundle."""
 
-    def __init__(self, bundle: Bundle, store: Store, redactor: Redactor | None = None) -> None:
+    def __init__(self, bundle: Bundle, store: Store, redactor: Redactor | None = None, *,
+                 run_toolsets: Callable[[str | None], list[Toolset]] | None = None) -> None:
         self.bundle = bundle
+        self.run_toolsets = run_toolsets  # workspace path -> the run's own toolsets
         self.store = store
         self.redactor = redactor or Redactor()
         self._memory = bundle.config.memory
@@ -65,4 +84,5 @@ class RunExtras:
         ws = prepare_workspace(self.bundle, namespace=req.namespace, deployment=req.deployment or self.bundle.name,
                                run_id=run_id, task_id=req.task_id, conversation_key=req.conversation_key)
         memory = MemoryContext(self.store, req.namespace, list(self._memory), self.redactor) if self._memory else None
-        return RunScope(ws, memory, [ws.prompt_line()] if ws else [])
+        toolsets = self.run_toolsets(ws.path if ws else None) if self.run_toolsets is not None else []
+        return RunScope(ws, memory, [ws.prompt_line()] if ws else [], toolsets)

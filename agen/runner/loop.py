@@ -117,6 +117,14 @@ class Runner:
             st.sections = scope.section
             if scope.system_lines:
                 st.ctx.system = "\n\n".join([st.ctx.system, *scope.system_lines])
+            if scope.toolsets:  # MCP servers bound to this run's workspace (${WORKSPACE}), started per run
+                try:
+                    self._add_run_tools(st, await scope.start_tools())
+                except Exception as e:
+                    await scope.close_tools()
+                    scope.end()
+                    return await self._end(st, Outcome(status="failed", reason="error",
+                                                       summary=f"a tool server of this run could not start: {e}"))
         me = asyncio.current_task()
         watcher = None
         result: RunResult | None = None
@@ -136,9 +144,15 @@ class Runner:
         finally:
             if watcher is not None:
                 watcher.cancel()
-            if scope is not None and not (result is not None and result.suspended):
-                scope.end()  # a suspended run keeps its workspace until it resumes and ends
+            if scope is not None:
+                await asyncio.shield(scope.close_tools())
+                if not (result is not None and result.suspended):
+                    scope.end()  # a suspended run keeps its workspace until it resumes and ends
         return result
+
+    def _add_run_tools(self, st: RunState, tools: list[Tool]) -> None:
+        st.tools.update(self._visible(st.req, {t.wire_name: t for t in tools}))
+        st.specs = [t.spec() for t in st.tools.values()]
 
     async def _state(self, req: RunRequest, row: dict[str, Any], resumed: bool, events: EventSink | None,
                      cancel: asyncio.Event | None) -> RunState:
@@ -184,11 +198,11 @@ class Runner:
             budget.usd_known = budget.usd > 0
         return st
 
-    def _visible(self, req: RunRequest) -> dict[str, Tool]:
+    def _visible(self, req: RunRequest, tools: dict[str, Tool] | None = None) -> dict[str, Tool]:
         allow = req.overrides.tools if req.overrides else None
         policy = self._policy(req)
         out: dict[str, Tool] = {}
-        for wire, tool in self.tools.items():
+        for wire, tool in (self.tools if tools is None else tools).items():
             if not tool.bypass_permissions:
                 if not policy.visible(tool):
                     continue

@@ -43,24 +43,33 @@ def build_tooling(
 ) -> Tooling:
     """Resolve secrets and build the MCP toolsets, policy and extras (nothing is started yet).
 
-    A server whose args use ``${WORKSPACE}`` lives as long as the Runner, so it gets the
-    deployment's workspace directory (the shared one, or the parent of the per-task and
-    per-conversation ones); each call's own directory still arrives in ``_meta``.
+    A server whose args use ``${WORKSPACE}`` works in one run's directory, so it is started per
+    run by the extras (on the per-task or per-conversation workspace, once that exists) and
+    closed when the run ends; with a ``shared`` workspace it lives as long as the Runner.
     """
     redactor = redactor or Redactor()
     secrets = resolve_secrets(bundle.secrets, redactor, environ=environ, platform=platform_secrets)
     dep = deployment or bundle.name
+    mode = bundle.config.workspace.mode
     toolsets: list[Toolset] = []
+    per_run: list[str] = []
     for name, server in bundle.mcp.mcp_servers.items():
         ws = None
         if uses_workspace(server):
-            mode = bundle.config.workspace.mode
+            if mode != "shared":
+                per_run.append(name)
+                continue
             path = workspace_path(mode, namespace=namespace, deployment=dep, run_id="shared", task_id=None,
                                   conversation_key=None)
-            target = path if mode == "shared" else path.parent.parent
-            target.mkdir(parents=True, exist_ok=True)
-            ws = str(target)
+            path.mkdir(parents=True, exist_ok=True)
+            ws = str(path)
         toolsets.append(McpToolset(name, server, secrets, redactor, bundle.config.tools.get(name),
                                    workspace=ws, cwd_base=bundle.root))
+
+    def run_toolsets(workspace: str | None) -> list[Toolset]:
+        return [McpToolset(name, bundle.mcp.mcp_servers[name], secrets, redactor, bundle.config.tools.get(name),
+                           workspace=workspace, cwd_base=bundle.root) for name in per_run]
+
     policy = BundlePolicy(bundle.config.permissions, store=store)
-    return Tooling(redactor, secrets, toolsets, policy, RunExtras(bundle, store, redactor))
+    extras = RunExtras(bundle, store, redactor, run_toolsets=run_toolsets if per_run else None)
+    return Tooling(redactor, secrets, toolsets, policy, extras)

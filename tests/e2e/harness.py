@@ -66,7 +66,11 @@ class Up:
         return r
 
     def json(self, *args: str) -> Any:
-        return json.loads(self.agen(*args, "--json").stdout)
+        """The command's --json result; exit 8 (the task is still waiting) still carries one."""
+        r = self.agen(*args, "--json", check=False)
+        if r.returncode not in (0, 8):
+            raise AssertionError(f"agen {' '.join(args)} exited {r.returncode}\nstdout: {r.stdout}\nstderr: {r.stderr}")
+        return json.loads(r.stdout)
 
     def http(self, method: str, body: dict[str, Any] | None = None, token: str | None = None) -> httpx.Response:
         token = token or self.local()["token"]

@@ -30,7 +30,7 @@ def test_run_waiting_for_approval_says_how_and_approve_finishes_it(up: Up, tmp_p
                          permissions={"ask": ["ws.run"], "default": "allow"})
     up.agen("deploy", str(bundle))
     r = up.agen("run", "gated", "do it", check=False)
-    assert r.returncode == 1 and "waiting for approval" in r.stderr and "agen approve" in r.stderr
+    assert r.returncode == 8 and "waiting for approval" in r.stderr and "agen approve" in r.stderr
     [pending] = up.json("approvals")["approvals"]
     assert pending["tool"] == "ws.run" and pending["arguments"] == {"command": "echo approved >> effects.log"}
     assert not (work / "effects.log").exists()
