@@ -12,6 +12,7 @@ adds one; a release the host could not use and a suspend give it back.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ulid import ULID
@@ -69,11 +70,13 @@ def lease_tasks(
     lease_ms: int,
     now_ms: int | None = None,
     start: bool = False,
+    skip: Callable[[dict[str, Any]], bool] | None = None,
 ) -> list[dict[str, Any]]:
     """Lease up to ``limit`` due tasks of one deployment (priority, then submission order).
 
     ``start=True`` leases straight into running (a caller that dispatches at once saves the
-    mark_running transaction; both events are still written).
+    mark_running transaction; both events are still written). ``skip`` passes over candidates
+    the caller must not lease now (an exhausted label budget), leaving them queued untouched.
 
     Skips scheduled, held and lock-blocked tasks and every task whose conversation has
     an older due task or an unfinished one; a paused deployment leases nothing. Returned
@@ -97,6 +100,8 @@ def lease_tasks(
         cursor = (rows[-1]["priority"], rows[-1]["seq"])
         declared = _declared_locks(tx, [r["id"] for r in rows])
         for row in rows:
+            if skip is not None and skip(row):
+                continue
             got = _lease_one(tx, row, declared.get(row["id"], []), nest_id, instance_id, now + lease_ms, now,
                              start)
             if got is not None:

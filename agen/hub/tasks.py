@@ -21,6 +21,7 @@ from agen.errors import NotFoundError
 from agen.hub import admission, queue
 from agen.hub.auth import Principal
 from agen.hub.deployments import find_deployment
+from agen.hub.lease_gate import budget_wait_reason
 from agen.hub.service import Hub
 from agen.store import Row, Tx, loads
 
@@ -62,7 +63,7 @@ def _details(tx: Tx, row: Row) -> dict[str, Any]:
         ],
     }
     if row["state"] == "queued":
-        extra["wait_reason"] = queue.wait_reason(tx, row, now_ms=tx.now_ms)
+        extra["wait_reason"] = budget_wait_reason(tx, row, queue.wait_reason(tx, row, now_ms=tx.now_ms))
     return extra
 
 

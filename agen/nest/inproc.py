@@ -9,6 +9,7 @@ from agen.errors import AgenError
 from agen.hub import queue
 from agen.hub.definitions import get_definition_files
 from agen.hub.instances import Assignment, InstanceReport, register_nest, report_status
+from agen.hub.lease_gate import complete_from_nest, lease_for_nest
 from agen.hub.service import Hub
 from agen.nest.port import LeasedTask, LeaseRef
 from agen.store import Tx, loads
@@ -45,7 +46,7 @@ class InProcessHubPort:
     ) -> list[LeasedTask]:
         if self.hub.draining:
             return []
-        rows = await self.hub.store.write(lambda tx: queue.lease_tasks(
+        rows = await self.hub.store.write(lambda tx: lease_for_nest(
             tx, deployment_id=deployment_id, nest_id=nest_id, instance_id=instance_id, limit=limit, lease_ms=lease_ms,
             start=True))
         return [leased_from_row(r, started=True) for r in rows]
@@ -68,7 +69,7 @@ class InProcessHubPort:
     async def complete(
         self, lease: LeaseRef, status: str, outcome: dict[str, Any] | None, error: str | None = None
     ) -> None:
-        await self.hub.store.write(lambda tx: queue.complete_task(
+        await self.hub.store.write(lambda tx: complete_from_nest(
             tx, lease.task_id, lease.lease_id, status=status, outcome=outcome, error=error))
 
     async def release(self, lease: LeaseRef, *, count_attempt: bool, reason: str) -> None:

@@ -1,0 +1,105 @@
+"""LeaseTasks and CompleteTask as a Nest calls them: provider holds and budgets on the way.
+
+Leasing for a deployment first asks its provider accounts (agen.hub.providers): held until
+``retry_at`` leases nothing, then exactly one probe. A deployment that spent its daily budget
+leases nothing (held at 0); at 80 % leased tasks carry ``budget_pressure`` and background
+work stays queued, and a task carrying an exhausted label budget stays queued with
+``wait_reason: label_budget``. Held-back candidates are passed over inside the lease
+transaction, not leased and released, so an idle instance polling every half second does not
+write three events per held task per poll; the effect is the same: queued, no attempt counted.
+Completing a task that failed with a provider account error records the hold.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agen.hub import budgets, providers, queue
+from agen.store import Row, Tx, loads
+
+BACKGROUND = queue.PRIORITIES["background"]
+
+
+def lease_for_nest(
+    tx: Tx,
+    *,
+    deployment_id: str,
+    nest_id: str,
+    instance_id: str | None,
+    limit: int,
+    lease_ms: int,
+    start: bool = True,
+) -> list[dict[str, Any]]:
+    """Lease up to ``limit`` tasks unless a provider hold or a budget says otherwise."""
+    now = tx.now_ms
+    dep = tx.one("SELECT id, namespace, name, budget FROM deployments WHERE id = ?", (deployment_id,))
+    if dep is None or limit <= 0:
+        return []
+    gate = providers.lease_gate(tx, deployment_id, now)
+    if gate.limit is not None:
+        limit = min(limit, gate.limit)
+        if limit == 0:
+            return []
+    limit_usd, label_rules = budgets.budget_config(dep)
+    if limit_usd is None and not label_rules:  # the common case: no budget, nothing to sum
+        rows = queue.lease_tasks(tx, deployment_id=deployment_id, nest_id=nest_id, instance_id=instance_id,
+                                 limit=limit, lease_ms=lease_ms, start=start)
+        if gate.state == "probe" and rows:
+            providers.mark_probe(tx, deployment_id, rows[0]["id"])
+        return rows
+    state = budgets.budget_state(tx, dep, now)
+    if state.exhausted:
+        return []
+    exhausted = state.exhausted_labels
+    held_back: dict[str, str] = {}
+
+    def skip(row: dict[str, Any]) -> bool:
+        if exhausted and budgets.carries_exhausted_label(loads(row["labels"], {}), exhausted):
+            held_back[row["id"]] = "label_budget"
+        elif state.pressure and row["priority"] >= BACKGROUND:
+            held_back[row["id"]] = "budget"
+        return row["id"] in held_back
+
+    rows = queue.lease_tasks(tx, deployment_id=deployment_id, nest_id=nest_id, instance_id=instance_id,
+                             limit=limit, lease_ms=lease_ms, start=start,
+                             skip=skip if exhausted or state.pressure else None)
+    for task_id, reason in held_back.items():
+        tx.execute("UPDATE tasks SET wait_reason = ? WHERE id = ? AND state = 'queued'", (reason, task_id))
+    for row in rows:
+        row["budget_pressure"] = state.pressure
+    if gate.state == "probe" and rows:
+        providers.mark_probe(tx, deployment_id, rows[0]["id"])
+    return rows
+
+
+def complete_from_nest(
+    tx: Tx, task_id: str, lease_id: str, *, status: str, outcome: dict[str, Any] | None, error: str | None = None
+) -> dict[str, Any]:
+    """CompleteTask; a failure with a provider account error also holds the account (once: a retried
+    report of the same completion changes nothing)."""
+    before = tx.scalar("SELECT state FROM tasks WHERE id = ?", (task_id,))
+    row = queue.complete_task(tx, task_id, lease_id, status=status, outcome=outcome, error=error)
+    if status == "failed" and before in ("leased", "running"):
+        providers.on_task_failed(tx, row, outcome, error)
+    return row
+
+
+def budget_wait_reason(tx: Tx, task: Row, reason: str | None) -> str | None:
+    """Refine queue.wait_reason's "capacity": the budget, a label budget or a provider hold holds it back."""
+    if reason != "capacity":
+        return reason
+    now = tx.now_ms
+    dep = tx.one("SELECT id, namespace, name, budget FROM deployments WHERE id = ?", (task["deployment_id"],))
+    if dep is None:
+        return reason
+    if providers.lease_gate(tx, dep["id"], now).state == "held":
+        return "provider_hold"
+    limit, labels = budgets.budget_config(dep)
+    if limit is None and not labels:
+        return reason
+    state = budgets.budget_state(tx, dep, now)
+    if state.exhausted or (state.pressure and task["priority"] >= BACKGROUND):
+        return "budget"
+    if budgets.carries_exhausted_label(loads(task["labels"], {}), state.exhausted_labels):
+        return "label_budget"
+    return reason
