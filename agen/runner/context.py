@@ -112,9 +112,13 @@ class Context:
     section: str = ""  # re-rendered before each model call (memory blocks, live context)
     _current_tokens: int = 0
     _system_tokens: int = -1
+    _current_wire: list[dict[str, Any]] = field(default_factory=list)  # built once per message
+    _earlier_tokens: int = -1
+    _earlier_wire: list[dict[str, Any]] | None = None
 
     def add(self, msg: Msg) -> None:
         self.current.append(msg)
+        self._current_wire.append(msg.wire())
         self._current_tokens += msg.tokens
 
     def extend(self, msgs: list[Msg]) -> None:
@@ -131,7 +135,7 @@ class Context:
         if used > budget or self.cut_blocks:
             current, used = self._cut_current(budget)
         else:
-            current = [m.wire() for m in self.current]
+            current = self._current_wire
         system = f"{self.system}\n\n{self.section}" if self.section else self.system
         out = [{"role": "system", "content": system}]
         out.extend(self._earlier(budget - used))
@@ -164,6 +168,12 @@ class Context:
         """The newest earlier messages that fit in ``room``, starting at a user turn."""
         if not self.earlier or room <= 0:
             return []
+        if self._earlier_tokens < 0:
+            self._earlier_tokens = sum(m.tokens for m in self.earlier)
+        if self._earlier_tokens <= room and self.earlier[0].role == "user":
+            if self._earlier_wire is None:
+                self._earlier_wire = [m.wire() for m in self.earlier]
+            return self._earlier_wire
         start = len(self.earlier)
         total = 0
         for i in range(len(self.earlier) - 1, -1, -1):

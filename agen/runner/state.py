@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import functools
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -61,7 +62,7 @@ class RunState:
     def task_id(self) -> str | None:
         return self.req.task_id
 
-    @property
+    @functools.cached_property
     def day(self) -> str:
         return datetime.datetime.fromtimestamp(self.started_ms / 1000, datetime.UTC).strftime("%Y-%m-%d")
 
