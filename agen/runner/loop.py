@@ -249,7 +249,9 @@ class Runner:
                 answer = await model_turn(self.accounts or [], request, self.turn_policy)
             except TurnFailed as e:
                 self._spans(st, e.spans)
-                return await self._end(st, Outcome(status="failed", reason=e.reason, summary=e.message))
+                acct = e.account.account_id(st.req.namespace) if e.account is not None else None
+                return await self._end(st, Outcome(status="failed", reason=e.reason, summary=e.message,
+                                                   data={"account": acct} if acct else None))
             self._spans(st, answer.spans)
             resp = answer.response
             st.turn += 1

@@ -48,11 +48,12 @@ class TurnAnswer:
 
 
 class TurnFailed(Exception):
-    def __init__(self, reason: str, message: str, spans: list[CallSpan]) -> None:
+    def __init__(self, reason: str, message: str, spans: list[CallSpan], account: Account | None = None) -> None:
         super().__init__(message)
         self.reason = reason  # no_answer | account_error
         self.message = message
         self.spans = spans
+        self.account = account  # the account that refused (account_error): the Hub holds it
 
 
 def _usable(resp: ModelResponse) -> bool:
@@ -149,5 +150,6 @@ async def model_turn(accounts: list[Account], request: ModelRequest, policy: Tur
                 f"provider account error from {account.label} (HTTP {account_error.status}): {account_error.message}. "
                 "Check the API key, credit and permissions of this account",
                 spans,
+                account,
             )
     raise TurnFailed("no_answer", "no provider is configured", spans)

@@ -26,6 +26,15 @@ class Account:
     provider: ModelProvider
     models: list[str]
     label: str  # provider name, for spans (gen_ai.provider.name)
+    key_secret: str | None = None   # with base_url: names the account a provider hold is recorded on
+    base_url: str | None = None
+
+    def account_id(self, namespace: str) -> str | None:
+        """``<namespace>/<provider>:<key secret name>[@<baseUrl>]`` (seed 000 §8); None without a key."""
+        if not self.key_secret:
+            return None
+        base = f"{namespace}/{self.label}:{self.key_secret}"
+        return f"{base}@{self.base_url.rstrip('/')}" if self.base_url else base
 
 
 def _secret(bundle: Bundle, name: str | None, redactor: Redactor | None) -> str | None:
@@ -95,7 +104,8 @@ async def _one(
         api_key = _secret(bundle, key_name, redactor) if base_url is None or harness.api_key_secret else None
         provider = OpenAIProvider(api_key=api_key, model=model or "", base_url=base_url, timeout_s=timeout_s)
     provider.default_model = model or provider.default_model
-    return Account(provider, [model or provider.default_model, *harness.fallback_models], kind)
+    key = key_name if kind in ("openai", "openrouter") else None
+    return Account(provider, [model or provider.default_model, *harness.fallback_models], kind, key, base_url)
 
 
 async def build_accounts(
