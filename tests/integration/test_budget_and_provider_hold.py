@@ -1,0 +1,128 @@
+"""Budgets and provider holds end to end: an in-process Hub + Nest running a bundle against the
+local OpenAI-compatible server, which produces the costs and the 401s."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agen.api import registry as r
+from agen.api.models.deployments import CreateDeploymentRequest
+from agen.api.models.tasks import GetTaskRequest, SubmitTaskRequest, Task
+from agen.client import Client
+from agen.errors import BudgetError
+from agen.hub import providers
+from agen.node import LocalNode
+from agen.store import SQLiteStore
+from agen.testing.openai_server import OpenAIServer, Reply
+from tests.fleet_helpers import files_b64, write_bundle
+
+
+@pytest.fixture
+async def srv() -> AsyncIterator[OpenAIServer]:
+    async with OpenAIServer() as server:
+        yield server
+
+
+@pytest.fixture
+async def node(tmp_path: Path) -> AsyncIterator[LocalNode]:
+    store = await SQLiteStore.open(tmp_path / "node.db")
+    n = LocalNode(store, tick_s=0.1, heartbeat_s=0.1)
+    await n.start()
+    try:
+        yield n
+    finally:
+        await n.drain(5)
+        await store.close()
+
+
+async def deploy(node: LocalNode, root: Path, srv: OpenAIServer, config: dict[str, Any]) -> Client:
+    write_bundle(root, "paid", config={"kind": "pool", "scale": {"min": 1, "max": 1, "maxConcurrency": 1},
+                                       **config})
+    (root / "x-agen/harness.json").write_text(json.dumps({"provider": "openai", "model": "m1",
+                                                          "baseUrl": srv.base_url}))
+    client = Client.in_process(node.hub)
+    await client.call(r.CreateDeployment, CreateDeploymentRequest(files=files_b64(root)))
+    return client
+
+
+async def submit(client: Client, text: str) -> str:
+    return (await client.call(r.SubmitTask, SubmitTaskRequest(deployment="paid", input=text))).task.id
+
+
+async def task(client: Client, task_id: str, wait: float = 0) -> Task:
+    return (await client.call(r.GetTask, GetTaskRequest(id=task_id, wait_seconds=wait))).task
+
+
+async def until(check: Callable[[], Any], timeout_s: float = 15) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while not await check():
+        assert loop.time() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.05)
+
+
+async def test_costs_over_the_daily_budget_hold_the_deployment_at_zero_and_announce_each_threshold_once(
+    tmp_path: Path, srv: OpenAIServer, node: LocalNode,
+) -> None:
+    srv.script(*[Reply(text="done", cost=0.006) for _ in range(5)])
+    client = await deploy(node, tmp_path / "b", srv, {"budget": {"maxUsdPerDay": 0.01}})
+    ids = [await submit(client, f"job {i}") for i in range(3)]
+    assert (await task(client, ids[0], 30)).state == "succeeded"   # $0.006: 60 %
+    assert (await task(client, ids[1], 30)).state == "succeeded"   # $0.012: over the limit
+    store = node.store
+
+    async def held_at_zero() -> bool:
+        return await store.scalar("SELECT desired FROM deployments WHERE name = 'paid'") == 0
+
+    await until(held_at_zero)
+    await asyncio.sleep(0.5)  # several leader ticks and lease polls later
+    waiting = await task(client, ids[2])
+    assert waiting.state == "queued" and waiting.attempts == 0 and waiting.wait_reason == "budget"
+    assert len(srv.requests) == 2
+    rows = await store.all("SELECT data FROM events WHERE type = 'budget.threshold' ORDER BY seq")
+    assert [json.loads(row["data"])["percent"] for row in rows] == [50, 80, 100]
+    with pytest.raises(BudgetError) as refused:
+        await submit(client, "one more")
+    assert refused.value.details["stage"] == "budget"
+
+
+async def test_a_401_holds_the_account_then_one_probe_after_retry_at_and_its_success_resumes(
+    tmp_path: Path, srv: OpenAIServer, node: LocalNode, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(providers, "FIRST_BACKOFF_MS", 1500)
+    srv.script(Reply(status=401, error="invalid api key"), Reply(text="probe ok"), Reply(text="after"))
+    client = await deploy(node, tmp_path / "b", srv, {})
+    account = f"default/openai:OPENAI_API_KEY@{srv.base_url.rstrip('/')}"
+    first = await task(client, await submit(client, "first"), 30)
+    assert first.state == "failed" and first.outcome and first.outcome["reason"] == "account_error"
+    assert first.outcome["data"] == {"account": account}
+    store = node.store
+    hold = await store.one("SELECT * FROM provider_holds WHERE account = ?", (account,))
+    assert hold is not None and hold["resumed_ms"] is None
+    probe_id, later_id = await submit(client, "second"), await submit(client, "third")
+    await asyncio.sleep(0.3)
+    waiting = await task(client, probe_id)
+    assert waiting.state == "queued" and waiting.wait_reason == "provider_hold"
+    assert (await task(client, probe_id, 30)).state == "succeeded"
+    assert (await task(client, later_id, 30)).state == "succeeded"
+    leases = {row["task_id"]: row["created_ms"] for row in await store.all(
+        "SELECT task_id, created_ms FROM events WHERE type = 'task.leased' AND task_id IN (?, ?)",
+        (probe_id, later_id))}
+    assert leases[probe_id] >= hold["retry_at_ms"]  # nothing leased before retry_at
+    probe_done = await store.scalar("SELECT finished_ms FROM tasks WHERE id = ?", (probe_id,))
+    assert leases[later_id] >= probe_done  # one probe at a time: the next waited for its result
+
+    async def resumed() -> bool:
+        return bool(await store.scalar("SELECT resumed_ms FROM provider_holds WHERE account = ?", (account,)))
+
+    await until(resumed)
+    kinds = [row["type"] for row in await store.all(
+        "SELECT type FROM events WHERE type LIKE 'provider.%' ORDER BY seq")]
+    assert kinds == ["provider.held", "provider.resumed"]
+    assert len(srv.requests) == 3
