@@ -194,6 +194,9 @@ def run(
     trust: Annotated[str | None, typer.Option(
         "--trust", help="A trust at most this high: operator, trusted or untrusted (default: the token's own).",
         show_default=False)] = None,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Only say whether the task would be admitted now and, if not, which stage refuses it "
+        "(exit 0 admitted, 7 refused); nothing is queued.")] = False,
     hub: HubOpt = None,
     token: TokenOpt = None,
     namespace: NamespaceOpt = "default",
@@ -208,6 +211,11 @@ def run(
     opts = RunOptions(at=at, in_=in_, conversation=conversation, expires_in=expires_in,
                       idempotency_key=idempotency_key, labels=label or [], locks=lock or [], no_wait=no_wait,
                       priority=priority, schedule_key=schedule_key, tier=tier, timeout=timeout, trust=trust)
+    if dry_run:
+        from agen.cli.dryrun import dry_run as check
+
+        code = check(target, text, opts, hub=hub, token=token, namespace=namespace, json_out=json_out)
+        raise typer.Exit(code)
     run_task(target, text, opts, hub=hub, token=token, namespace=namespace, json_out=json_out)
 
 
