@@ -24,6 +24,7 @@ from agen.api.models.deployments import (
     PauseDeploymentRequest,
     ScaleDeploymentRequest,
     ScalePolicy,
+    TriggerDue,
 )
 from agen.bundle import Bundle, load_bundle_files
 from agen.errors import ConflictError, InvalidError, NotFoundError
@@ -175,7 +176,8 @@ _INSTANCES = (
 )
 
 
-def _to_view(row: Row, counts: Row | None, inst: Row | None, facts: DeploymentFacts | None = None) -> Deployment:
+def _to_view(row: Row, counts: Row | None, inst: Row | None, facts: DeploymentFacts | None = None,
+             triggers: list[TriggerDue] | None = None) -> Deployment:
     counts = counts or {}
     inst = inst or {}
     running, queued, ready = int(counts.get("running") or 0), int(counts.get("queued") or 0), int(inst.get("ready") or 0)
@@ -193,6 +195,7 @@ def _to_view(row: Row, counts: Row | None, inst: Row | None, facts: DeploymentFa
         activity=act.word if act else "idle", stopped_reason=act.stopped_reason if act else None,
         pending_approvals=facts.pending_approvals.get(key, 0) if facts else 0,
         spent_today_usd=round(facts.spent_today.get(key, 0.0), 6) if facts else 0.0,
+        triggers=triggers or [],
     )
 
 
@@ -209,7 +212,14 @@ async def _views(hub: Hub, rows: list[Row]) -> list[Deployment]:
     by_c = {c["deployment_id"]: c for c in counts}
     by_i = {i["deployment_id"]: i for i in inst}
     facts = await deployment_facts(hub.store, rows, int(now))
-    return [_to_view(r, by_c.get(r["id"]), by_i.get(r["id"]), facts) for r in rows]
+    by_t: dict[str, list[TriggerDue]] = {}
+    for t in await hub.store.all(
+        "SELECT deployment_id, name, type, next_due_ms, last_due_ms FROM triggers WHERE type IN ('cron', 'random')"
+        f" AND deployment_id IN ({marks}) ORDER BY name", ids,
+    ):
+        by_t.setdefault(t["deployment_id"], []).append(TriggerDue(
+            name=t["name"], type=t["type"], next_due_at=t["next_due_ms"], last_due_at=t["last_due_ms"]))
+    return [_to_view(r, by_c.get(r["id"]), by_i.get(r["id"]), facts, by_t.get(r["id"])) for r in rows]
 
 
 async def _view_by_id(hub: Hub, dep_id: str) -> Deployment:

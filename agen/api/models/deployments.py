@@ -18,6 +18,15 @@ class ScalePolicy(Model):
     reserve: int = 0
 
 
+class TriggerDue(Model):
+    """When a cron or random trigger fires next and which window it settled last (ms UTC)."""
+
+    name: str
+    type: str
+    next_due_at: int | None = None
+    last_due_at: int | None = None
+
+
 class Deployment(Model):
     id: str
     namespace: str
@@ -47,6 +56,7 @@ class Deployment(Model):
     stopped_reason: str | None = None
     pending_approvals: int = 0
     spent_today_usd: float = 0.0
+    triggers: list[TriggerDue] = []   # cron and random triggers only (the others have no schedule)
 
 
 class CreateDeploymentRequest(Model):
