@@ -21,14 +21,14 @@ from agen.store import Store
 class LocalNode:
     def __init__(self, store: Store, *, capacity: int = 8, executor_factory: ExecutorFactory | None = None,
                  nest_name: str = "local", lease_ms: int = 30_000, tick_s: float = 1.0, heartbeat_s: float = 1.0,
-                 leader_ttl_ms: int = 10_000, drain_timeout_s: float = 300.0) -> None:
-        from agen.nest.runner_executor import runner_factory
-
+                 leader_ttl_ms: int = 10_000, drain_timeout_s: float = 300.0, backend: str = "inproc",
+                 host_memory_limit: int = 0) -> None:
         self.store = store
         self.hub = Hub(store)
         self.port = InProcessHubPort(self.hub)
         self.manager = Manager(
-            self.port, executor_factory=executor_factory or runner_factory(store), name=nest_name,
+            self.port, executor_factory=executor_factory or backend_factory(store, backend, host_memory_limit),
+            name=nest_name,
             capacity=capacity, lease_ms=lease_ms, heartbeat_s=heartbeat_s, drain_timeout_s=drain_timeout_s,
         )
         self.leader = LeaderLoop(self.hub, ttl_ms=leader_ttl_ms, tick_s=tick_s, on_tick=self._ticked)
@@ -59,3 +59,25 @@ class LocalNode:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks = []
+
+
+def backend_factory(store: Store, backend: str, host_memory_limit: int = 0) -> ExecutorFactory:
+    """``inproc``: instances are asyncio workers here; ``process``: one ``agen host serve`` child each."""
+    check_backend(backend, host_memory_limit)
+    if backend == "inproc":
+        from agen.nest.runner_executor import runner_factory
+
+        return runner_factory(store)  # type: ignore[no-any-return]
+    from agen.nest.process import process_factory
+
+    return process_factory(store.url, memory_limit=host_memory_limit)  # type: ignore[no-any-return]
+
+
+def check_backend(backend: str, host_memory_limit: int = 0) -> None:
+    from agen.errors import InvalidError
+
+    if backend not in ("inproc", "process"):
+        raise InvalidError(f"--backend {backend!r}: use inproc or process", field="--backend")
+    if host_memory_limit and backend != "process":
+        raise InvalidError("--host-memory-limit needs --backend process (an inproc instance shares this "
+                           "process's memory)", field="--host-memory-limit")

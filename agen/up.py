@@ -39,6 +39,8 @@ class UpOptions:
     retention_ms: int = 720 * 3_600_000
     lease_ms: int = 30_000
     drain_timeout_s: float = 300.0
+    backend: str = "inproc"
+    host_memory_limit: int = 0
 
 
 class _Server(uvicorn.Server):
@@ -117,7 +119,8 @@ async def serve(opts: UpOptions) -> None:
     home = agen_home()
     lock = lock_home(home)
     store = await open_store(opts.store)
-    node = LocalNode(store, capacity=opts.capacity, lease_ms=opts.lease_ms, drain_timeout_s=opts.drain_timeout_s)
+    node = LocalNode(store, capacity=opts.capacity, lease_ms=opts.lease_ms, drain_timeout_s=opts.drain_timeout_s,
+                     backend=opts.backend, host_memory_limit=opts.host_memory_limit)
     hub = node.hub
     url = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
     hub.url = url
@@ -150,7 +153,8 @@ async def serve(opts: UpOptions) -> None:
         (home / "up.pid").write_text(f"{os.getpid()}\n")
         if opts.retention_ms:
             pruner = asyncio.create_task(_prune(store, opts.retention_ms))
-        print(f"agen up: Hub at {url} (store {store.url}, capacity {opts.capacity}); "
+        print(f"agen up: Hub at {url} (store {store.url}, capacity {opts.capacity}, "
+              f"backend {opts.backend}); "
               "Ctrl-C or `agen down` drains and stops", file=sys.stderr, flush=True)
         await hub.shutdown_requested.wait()
         print(f"agen up: draining ({hub.in_flight()} tasks in flight; a second Ctrl-C exits at once)",

@@ -10,6 +10,7 @@ from agen.cli import (
     approvals,
     deploy,
     fleet,
+    host,
     init,
     mcp,
     observe,
@@ -38,7 +39,8 @@ def _root() -> None:
     """agen: run and manage LLM agent fleets, locally and durably."""
 
 
-for module in (version, init, up, deploy, fleet, submit, tasks, approvals, token, mcp, signals, observe, tui):
+for module in (version, init, up, deploy, fleet, submit, tasks, approvals, token, mcp, signals, observe, tui,
+               host):
     module.register(app)
 
 

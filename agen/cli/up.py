@@ -19,15 +19,26 @@ def up(
     retention: Annotated[str, typer.Option(
         "--retention", help="Delete spans, log lines and trigger events older than this (0 keeps them).")] = "720h",
     headless: Annotated[bool, typer.Option("--headless", help="Run without the terminal UI.")] = False,
+    backend: Annotated[str, typer.Option(
+        "--backend", help="Instance backend: inproc (asyncio workers in this process) or process (one child "
+        "`agen host serve` per instance, stopped with this process).")] = "inproc",
+    host_memory_limit: Annotated[str, typer.Option(
+        "--host-memory-limit", help="With --backend process: cap each host's memory (RLIMIT_AS), e.g. 2G; "
+        "0 = no cap. A cap that cannot be applied fails the instance's start.")] = "0",
 ) -> None:
     """Hub + local Nest in one process (SQLite); Ctrl-C or `agen down` drains and stops it."""
     import asyncio
 
     from agen.cli._common import parse_duration_ms
+    from agen.nest.process import parse_memory_limit
+    from agen.node import check_backend
     from agen.up import UpOptions, serve
 
+    memory = parse_memory_limit(host_memory_limit)
+    check_backend(backend, memory)
     opts = UpOptions(listen=listen, capacity=capacity, store=store,
-                     retention_ms=parse_duration_ms(retention, flag="--retention"))
+                     retention_ms=parse_duration_ms(retention, flag="--retention"), backend=backend,
+                     host_memory_limit=memory)
     asyncio.run(serve(opts))
 
 

@@ -23,10 +23,21 @@ class ExecResult:
     outcome: dict[str, Any] | None
     error: str | None = None
     wait_for: str | None = None
+    release: str | None = None        # give the task back (ReleaseTask) for this reason; its run resumes later
+    count_attempt: bool = False       # ... counting an attempt (the host died mid-task)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
 
 
 class Executor(Protocol):
     async def run(self, task: LeasedTask) -> ExecResult: ...
+
+    async def drain(self) -> None:
+        """Ask every running run to stop at its next checkpoint (before its next model call)."""
+
+    def exit_reason(self) -> str | None:
+        """Why the executor can take no more work (its host process exited or hung); None while healthy."""
 
     async def close(self) -> None: ...
 

@@ -105,7 +105,9 @@ class Instance:
             if result is None:
                 return
             try:
-                if result.wait_for:
+                if result.release:
+                    await self.port.release(ref, count_attempt=result.count_attempt, reason=result.release)
+                elif result.wait_for:
                     await self.port.suspend(ref, result.wait_for)
                 else:
                     await self.port.complete(ref, result.status, result.outcome, result.error)
@@ -137,15 +139,29 @@ class Instance:
             self.lost.add(task_id)
             entry[1].cancel()
 
+    def fail(self, reason: str) -> None:
+        """The executor cannot take more work (its host exited or hung): stop; the Manager replaces it."""
+        if self.exit_reason is None:
+            self.exit_reason = reason
+        self.stop_leasing()
+        self.state = "failed"
+
     def stop_leasing(self) -> None:
         if self.state not in ("stopped", "failed"):
             self.state = "draining"
         self._stop_leasing.set()
         self._slot.set()
 
-    async def drain(self, timeout_s: float) -> None:
-        """Stop leasing, let running tasks finish (up to the timeout), then stop the rest."""
+    async def drain(self, timeout_s: float, *, stop_runs: bool = False) -> None:
+        """Stop leasing, let running tasks finish (up to the timeout), then stop the rest.
+
+        ``stop_runs`` (the Nest is shutting down): each run only finishes its current step, then
+        its task goes back to the queue and resumes from its checkpoint later.
+        """
         self.stop_leasing()
+        if stop_runs:
+            with contextlib.suppress(Exception):
+                await self.executor.drain()
         if self._main is not None:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._main

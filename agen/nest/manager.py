@@ -77,7 +77,8 @@ class Manager:
         return sum(len(i.running) for i in self.instances.values())
 
     async def drain(self, timeout_s: float | None = None) -> None:
-        """Stop leasing everywhere, let running tasks finish, give back the rest, report stopped."""
+        """Stop leasing everywhere; running runs finish their current step and their tasks go back to the
+        queue (they resume from their checkpoints later); report the instances stopped."""
         self._stopping.set()
         self._kick.set()
         for inst in self.instances.values():
@@ -85,7 +86,8 @@ class Manager:
         timeout = self.drain_timeout_s if timeout_s is None else timeout_s
         extend = asyncio.create_task(self._extend_loop())
         try:
-            await asyncio.gather(*(i.drain(timeout) for i in self.instances.values()), *self._background)
+            await asyncio.gather(*(i.drain(timeout, stop_runs=True) for i in self.instances.values()),
+                                 *self._background)
         finally:
             extend.cancel()
         with contextlib.suppress(AgenError, OSError):
@@ -111,13 +113,20 @@ class Manager:
 
     def _reap(self) -> None:
         """Forget instances that ended; a crash counts towards the deployment's back-off."""
+        for inst in self.instances.values():
+            gone = inst.executor.exit_reason() if inst.state == "ready" else None
+            if gone is not None:  # its host process exited or hung: replace it
+                log.warning("nest %s: instance %s of %s failed: %s", self.name, inst.id, inst.assignment.deployment,
+                            gone)
+                inst.fail(gone)
         for inst_id, inst in list(self.instances.items()):
             main = inst._main
             if main is None or not main.done() or inst.running:
                 continue
             if inst.state not in ("stopped",):
                 exc = main.exception() if not main.cancelled() else None
-                inst.state, inst.exit_reason = "failed", f"exited: {exc!r}" if exc else "exited"
+                reason = inst.exit_reason or (f"exited: {exc!r}" if exc else "exited")
+                inst.state, inst.exit_reason = "failed", reason
                 self._crashed(inst.deployment_id)
             self._final.append(inst.report())
             del self.instances[inst_id]

@@ -1,4 +1,10 @@
-"""The default executor: the engine (agen.runner.Runner) over the instance's bundle."""
+"""The default executor: the engine (agen.runner.Runner) over the instance's bundle.
+
+Its hooks give the Manager two ways to stop a run at its next checkpoint (before the next
+model call, so the current step finishes): a drain (the task goes back to the queue without
+counting an attempt and its run resumes from the checkpoint later) and a task hold
+(PauseTask: the task waits until resumed).
+"""
 
 from __future__ import annotations
 
@@ -9,54 +15,85 @@ from agen.nest.executor import ExecResult, run_request, status_of
 from agen.nest.port import LeasedTask
 from agen.store import Store
 
+DRAINED = "drained: the Nest stopped; the run resumes from its checkpoint"
+
+
+class NestHooks:
+    """Runner hooks: ``is_held`` is True while the Nest drains or the task is paused."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.draining = False
+
+    async def is_held(self, task_id: str) -> bool:
+        if self.draining:
+            return True
+        row = await self.store.one("SELECT held, held_until_ms FROM tasks WHERE id = ?", (task_id,))
+        if row is None or not row["held"]:
+            return False
+        from agen.store import now_ms
+
+        return row["held_until_ms"] is None or int(row["held_until_ms"]) > now_ms()
+
 
 class RunnerExecutor:
     """One Runner per instance; it serves the instance's concurrent runs."""
 
-    def __init__(self, runner: Any) -> None:
+    def __init__(self, runner: Any, hooks: NestHooks | None = None) -> None:
         self.runner = runner
+        self.hooks = hooks
 
     async def run(self, task: LeasedTask) -> ExecResult:
         result = await self.runner.run(run_request(task))
         outcome = result.outcome.model_dump(mode="json")
+        wait_for = getattr(result, "wait_for", None)
+        if wait_for == "resume" and self.hooks is not None and self.hooks.draining:
+            return ExecResult(status="released", outcome=None, release=DRAINED)
         error = None if result.status == "succeeded" else (outcome.get("summary") or outcome.get("reason"))
-        return ExecResult(status=status_of(result.status), outcome=outcome, error=error,
-                          wait_for=getattr(result, "wait_for", None))
+        return ExecResult(status=status_of(result.status), outcome=outcome, error=error, wait_for=wait_for)
+
+    async def drain(self) -> None:
+        if self.hooks is not None:
+            self.hooks.draining = True
+
+    def exit_reason(self) -> str | None:
+        return None
 
     async def close(self) -> None:
         await self.runner.close()
 
 
-def build_runner(store: Store, bundle: Bundle, owner: str, *, fake_delay_s: float = 0.0) -> Any:
-    """A managed Runner: the bundle's MCP servers, its permission rules, durable approvals."""
+def build_runner(store: Store, bundle: Bundle, owner: str, *, fake_delay_s: float = 0.0,
+                 hooks: Any = None) -> Any:
+    """A managed Runner: the bundle's MCP servers (per run when bound to ${WORKSPACE}), its permission
+    rules, durable approvals, the task workspace and memory."""
     from agen.runner.approvals import StoreApprovalGate
     from agen.runner.loop import Runner
-    from agen.runner.permissions import BundlePolicy
-    from agen.runner.redact import Redactor
-    from agen.runner.secrets import resolve_secrets
-    from agen.runner.tools.mcp import McpToolset
+    from agen.runner.tooling import build_tooling
 
-    redactor = Redactor()
-    secrets = resolve_secrets(bundle.secrets, redactor)
-    toolsets = [
-        McpToolset(name, server, secrets, redactor, bundle.config.tools.get(name), cwd_base=bundle.root)
-        for name, server in bundle.mcp.mcp_servers.items()
-    ]
-    return Runner(store, bundle, owner=owner, toolsets=list(toolsets),
-                  policy=BundlePolicy(bundle.config.permissions, store=store), gate=StoreApprovalGate(store),
-                  redactor=redactor, fake_delay_s=fake_delay_s)
+    t = build_tooling(bundle, store)
+    return Runner(store, bundle, owner=owner, toolsets=list(t.toolsets), policy=t.policy,
+                  gate=StoreApprovalGate(store), redactor=t.redactor, hooks=hooks, fake_delay_s=fake_delay_s,
+                  extras=t.extras)
+
+
+async def start_executor(store: Store, bundle: Bundle, instance_id: str, *,
+                         fake_delay_s: float = 0.0) -> RunnerExecutor:
+    """Build and start one instance's Runner (toolsets started once; a failure closes what started)."""
+    hooks = NestHooks(store)
+    runner = build_runner(store, bundle, f"instance:{instance_id}", fake_delay_s=fake_delay_s, hooks=hooks)
+    try:
+        await runner.start()
+    except BaseException:
+        await runner.close()
+        raise
+    return RunnerExecutor(runner, hooks)
 
 
 def runner_factory(store: Store, *, fake_delay_s: float = 0.0) -> Any:
     """An ExecutorFactory building each instance's Runner (started once, serving concurrent runs)."""
 
     async def build(bundle: Bundle, instance_id: str) -> RunnerExecutor:
-        runner = build_runner(store, bundle, f"instance:{instance_id}", fake_delay_s=fake_delay_s)
-        try:
-            await runner.start()
-        except BaseException:
-            await runner.close()
-            raise
-        return RunnerExecutor(runner)
+        return await start_executor(store, bundle, instance_id, fake_delay_s=fake_delay_s)
 
     return build

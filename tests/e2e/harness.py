@@ -25,8 +25,9 @@ def free_port() -> int:
 class Up:
     """One `agen up --headless` on its own AGEN_HOME; the CLI finds it through local.json."""
 
-    def __init__(self, home: Path, port: int | None = None) -> None:
+    def __init__(self, home: Path, port: int | None = None, args: tuple[str, ...] = ()) -> None:
         self.home = home
+        self.args = args
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -42,7 +43,7 @@ class Up:
         self.home.mkdir(parents=True, exist_ok=True)
         out = open(self.log, "ab")  # noqa: SIM115 - owned by the child
         self.proc = subprocess.Popen(
-            [AGEN, "up", "--headless", "--listen", f"127.0.0.1:{self.port}"], env=self.env, stdout=out, stderr=out
+            [AGEN, "up", "--headless", "--listen", f"127.0.0.1:{self.port}", *self.args], env=self.env, stdout=out, stderr=out
         )
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from agen.api import registry as r
 from agen.api.models.deployments import CreateDeploymentRequest, ScaleDeploymentRequest
 from agen.api.models.tasks import GetTaskRequest, SubmitTaskRequest
@@ -36,9 +38,10 @@ async def test_two_hubs_on_one_store_file_never_both_lead(tmp_path: Path) -> Non
         await b_store.close()
 
 
-async def test_local_node_runs_tasks_and_scales_instances(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["inproc", "process"])
+async def test_local_node_runs_tasks_and_scales_instances(tmp_path: Path, backend: str) -> None:
     store = await SQLiteStore.open(tmp_path / "node.db")
-    node = LocalNode(store, tick_s=0.1, heartbeat_s=0.1)
+    node = LocalNode(store, tick_s=0.1, heartbeat_s=0.1, backend=backend)
     await node.start()
     try:
         client = Client.in_process(node.hub)
