@@ -317,8 +317,9 @@ class SQLiteStore(Store):
         conn = self._readers[self._next_reader]
         self._next_reader = (self._next_reader + 1) % len(self._readers)
         try:
-            async with conn.execute(sql, params) as cur:
-                rows = await cur.fetchall()
+            # One operation on the reader's thread: a cursor left open between execute and fetch
+            # would pin its snapshot, and another read interleaved on this connection would see it.
+            rows = await conn.execute_fetchall(sql, params)
         except sqlite3.Error as e:
             raise StoreError(f"read failed on {self.path}: {e}", store=str(self.path)) from e
         return list(rows)  # type: ignore[arg-type]
