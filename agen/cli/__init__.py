@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
-import typer
+# Plain help text: rendering it through rich's markdown machinery doubles `agen --help`'s cold start.
+os.environ.setdefault("TYPER_USE_RICH", "0")
+
+import typer  # noqa: E402
 
 from agen.cli import (
     approvals,
