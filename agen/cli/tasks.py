@@ -35,7 +35,7 @@ async def wait_for_task(client: Client, task_id: str, timeout_ms: int) -> Task:
     while True:
         left = MAX_WAIT_S if deadline is None else max(0.0, min(MAX_WAIT_S, deadline - time.monotonic()))
         task = (await client.call(r.GetTask, GetTaskRequest(id=task_id, wait_seconds=left))).task
-        if task.state in TERMINAL_STATES or task.pending_approvals:
+        if task.state in TERMINAL_STATES or task.pending_approvals or task.wait_reason == "instance_failing":
             return task
         if deadline is not None and time.monotonic() >= deadline:
             return task
@@ -73,10 +73,15 @@ def report_task(task: Task, json_out: bool) -> None:
         err(f"task {task.id} is waiting for approval {ids}: see it with `agen approvals`, "
             f"then `agen approve {task.pending_approvals[0]}` or `agen deny {task.pending_approvals[0]}`; "
             f"`agen wait {task.id}` prints the result")
+    elif task.wait_reason == "instance_failing":
+        err(f"task {task.id} is queued, but instances of {task.deployment} keep failing to start: {task.wait_detail}\n"
+            f"Fix the bundle and redeploy it (`agen deploy <dir>`; `agen logs {task.deployment}` shows the "
+            f"failures); the task stays queued and runs once an instance starts (`agen wait {task.id}`), "
+            f"or `agen cancel {task.id}`.")
     else:
         err(f"task {task.id} is still {task.state}"
             + (f" ({task.wait_reason})" if task.wait_reason else "") + f"; `agen wait {task.id}` keeps waiting")
-    if task.state in ("failed", "cancelled", "expired"):
+    if task.state in ("failed", "cancelled", "expired") or task.wait_reason == "instance_failing":
         raise typer.Exit(1)
     if task.state not in TERMINAL_STATES:
         raise typer.Exit(STILL_WAITING)

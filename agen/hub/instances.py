@@ -29,6 +29,10 @@ class Assignment:
     paused: bool
 
 
+START_FAILED = "start failed: "   # exit_reason prefix of an instance whose executor could not start
+FAILING_AFTER = 3                 # consecutive start failures that mark a deployment's instances failing
+
+
 @dataclass
 class InstanceReport:
     id: str
@@ -92,12 +96,34 @@ def report_status(tx: Tx, nest_id: str, reports: list[InstanceReport]) -> list[A
         if (before is None or before["state"] != rep.state) and rep.deployment_id in names:
             ns, dep = names[rep.deployment_id]
             message = _transition(rep, before["state"] if before else None)
+            if message and before is None and _repeats_last_error(tx, ns, dep, message):
+                continue  # a crash loop on one error: the log says it once, not once per attempt
             if message:
                 level = "error" if rep.state == "failed" else "info"
                 write_log(tx, ns, dep, message, level=level, instance_id=rep.id)
         if rep.state in ("ready", "busy") and rep.in_flight and rep.deployment_id in names:
             tx.execute("UPDATE deployments SET last_activity_ms = ? WHERE id = ?", (tx.now_ms, rep.deployment_id))
     return assignments_for(tx, nest_id)
+
+
+def _repeats_last_error(tx: Tx, namespace: str, deployment: str, message: str) -> bool:
+    last = tx.scalar("SELECT message FROM deployment_logs WHERE namespace = ? AND deployment = ? AND level = 'error'"
+                     " ORDER BY seq DESC LIMIT 1", (namespace, deployment))
+    return bool(last == message)
+
+
+def instance_failing(tx: Tx, deployment_id: str) -> str | None:
+    """The last start error when the deployment's latest FAILING_AFTER instances (on its current digest)
+    all failed to start: its queued tasks wait on a bundle problem, not on capacity."""
+    rows = tx.all(
+        "SELECT i.state, i.exit_reason FROM instances i JOIN deployments d ON d.id = i.deployment_id"
+        " WHERE i.deployment_id = ? AND i.digest = d.digest ORDER BY i.started_ms DESC, i.id DESC LIMIT ?",
+        (deployment_id, FAILING_AFTER),
+    )
+    if len(rows) < FAILING_AFTER or not all(
+            r["state"] == "failed" and (r["exit_reason"] or "").startswith(START_FAILED) for r in rows):
+        return None
+    return str(rows[0]["exit_reason"])[len(START_FAILED):]
 
 
 def _transition(rep: InstanceReport, before: str | None) -> str | None:
@@ -109,6 +135,8 @@ def _transition(rep: InstanceReport, before: str | None) -> str | None:
         return f"instance {rep.id} draining"
     if rep.state == "stopped":
         return f"instance {rep.id} stopped" + (f": {rep.exit_reason}" if rep.exit_reason else "")
+    if rep.state == "failed" and before is None and (rep.exit_reason or "").startswith(START_FAILED):
+        return f"instance failed to start: {(rep.exit_reason or '')[len(START_FAILED):]}"
     if rep.state == "failed":
         return f"instance {rep.id} failed: {rep.exit_reason or 'unknown'}"
     return None

@@ -21,6 +21,7 @@ from agen.errors import NotFoundError
 from agen.hub import admission, queue
 from agen.hub.auth import Principal
 from agen.hub.deployments import find_deployment
+from agen.hub.instances import instance_failing
 from agen.hub.lease_gate import budget_wait_reason
 from agen.hub.service import Hub
 from agen.store import Row, Tx, loads
@@ -43,7 +44,8 @@ def task_view(row: Row, *, extra: dict[str, Any] | None = None) -> Task:
         labels=loads(row["labels"], {}), priority=PRIORITY_NAMES.get(row["priority"], "normal"),
         idempotency_key=row["idempotency_key"], schedule_key=row["schedule_key"],
         not_before_ms=row["not_before_ms"], not_after_ms=row["not_after_ms"], attempts=row["attempts"],
-        wait_reason=extra.get("wait_reason", row["wait_reason"]), wait_for=row["wait_for"], held=bool(row["held"]),
+        wait_reason=extra.get("wait_reason", row["wait_reason"]), wait_detail=extra.get("wait_detail"),
+        wait_for=row["wait_for"], held=bool(row["held"]),
         held_until_ms=row["held_until_ms"], hold_reason=row["hold_reason"], progress=loads(row["progress"]),
         outcome=loads(row["outcome"]), error=row["error"], trust=row["trust"], model_tier=row["model_tier"],
         locks=extra.get("locks", []), run_id=extra.get("run_id"),
@@ -64,6 +66,9 @@ def _details(tx: Tx, row: Row) -> dict[str, Any]:
     }
     if row["state"] == "queued":
         extra["wait_reason"] = budget_wait_reason(tx, row, queue.wait_reason(tx, row, now_ms=tx.now_ms))
+        failing = instance_failing(tx, row["deployment_id"]) if extra["wait_reason"] == "capacity" else None
+        if failing is not None:
+            extra["wait_reason"], extra["wait_detail"] = "instance_failing", failing
     return extra
 
 
@@ -103,14 +108,16 @@ async def submit_task(hub: Hub, p: Principal, req: SubmitTaskRequest) -> TaskRes
 
 
 async def get_task(hub: Hub, p: Principal, req: GetTaskRequest) -> TaskResponse:
-    """With wait_seconds: until the task ends, or starts waiting for an approval."""
+    """With wait_seconds: until the task ends, starts waiting for an approval, or waits on a deployment whose
+    instances keep failing to start (wait_reason instance_failing: it would wait forever)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + req.wait_seconds
     seq = await hub.store.wait_for_events(0, 0)
     while True:
         task = await load_task(hub, p, req.id)
         remaining = deadline - loop.time()
-        if task.state in TERMINAL_STATES or task.pending_approvals or remaining <= 0:
+        if (task.state in TERMINAL_STATES or task.pending_approvals or task.wait_reason == "instance_failing"
+                or remaining <= 0):
             return TaskResponse(task=task)
         seq = await hub.store.wait_for_events(seq, min(remaining, 1.0))
 

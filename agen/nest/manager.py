@@ -16,7 +16,7 @@ from ulid import ULID
 
 from agen.bundle import Bundle, load_bundle_files
 from agen.errors import AgenError
-from agen.hub.instances import Assignment, InstanceReport
+from agen.hub.instances import START_FAILED, Assignment, InstanceReport
 from agen.nest.executor import ExecutorFactory
 from agen.nest.instance import Instance
 from agen.nest.port import HubPort
@@ -45,6 +45,7 @@ class Manager:
         self.assignments: list[Assignment] = []
         self._bundles: dict[str, Bundle] = {}
         self._failures: dict[str, tuple[int, int]] = {}   # deployment_id -> (consecutive, next start ms)
+        self._start_errors: dict[str, str] = {}            # deployment_id -> the last start error logged
         self._final: list[InstanceReport] = []
         self._background: set[asyncio.Task[None]] = set()
         self._stopping = asyncio.Event()
@@ -177,11 +178,15 @@ class Manager:
         try:
             executor = await self.factory(await self._bundle(a), inst_id)
         except Exception as e:
-            log.warning("nest %s: instance of %s failed to start: %s", self.name, a.deployment, e)
+            if self._start_errors.get(a.deployment_id) != str(e):  # once per distinct error, not per attempt
+                self._start_errors[a.deployment_id] = str(e)
+                log.warning("nest %s: an instance of %s failed to start: %s (retrying with back-off)",
+                            self.name, a.deployment, e)
             self._final.append(InstanceReport(id=inst_id, deployment_id=a.deployment_id, digest=a.digest,
-                                              state="failed", exit_reason=f"start failed: {e}"))
+                                              state="failed", exit_reason=f"{START_FAILED}{e}"))
             self._crashed(a.deployment_id)
             return
+        self._start_errors.pop(a.deployment_id, None)
         inst = Instance(inst_id, a, executor, self.port, self.nest_id, lease_ms=self.lease_ms)
         self.instances[inst_id] = inst
         main = inst.start()

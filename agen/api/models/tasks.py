@@ -30,6 +30,7 @@ class Task(Model):
     not_after_ms: int | None = None
     attempts: int = 0
     wait_reason: str | None = None
+    wait_detail: str | None = None   # wait_reason instance_failing: the last start error
     wait_for: str | None = None
     held: bool = False
     held_until_ms: int | None = None
