@@ -8,7 +8,7 @@ import sys
 # Plain help text: rendering it through rich's markdown machinery doubles `agen --help`'s cold start.
 os.environ.setdefault("TYPER_USE_RICH", "0")
 
-import typer  # noqa: E402
+import typer
 
 from agen.cli import (
     approvals,
