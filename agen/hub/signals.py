@@ -3,6 +3,8 @@ targets and admission dry runs (the registry names them)."""
 
 from __future__ import annotations
 
+import asyncio
+
 from agen.api.models.common import Ok
 from agen.api.models.signals import (
     CreateWebhookSecretRequest,
@@ -85,7 +87,17 @@ async def list_events_rpc(hub: Hub, p: Principal, req: ListEventsRequest) -> Lis
     after = req.after
     if req.last is not None and not after:
         after = await tail_start(hub.store, namespaces, req.last)
-    page = await list_events(hub.store, namespaces, after=after, flt=flt, limit=req.limit, wait_s=req.wait_seconds)
+    wait_s = 0.0 if hub.shutdown_requested.is_set() else req.wait_seconds
+    search = asyncio.ensure_future(list_events(hub.store, namespaces, after=after, flt=flt, limit=req.limit,
+                                               wait_s=wait_s))
+    if wait_s > 0:  # a Hub shutting down answers its long polls at once instead of holding up its exit
+        stop = asyncio.ensure_future(hub.shutdown_requested.wait())
+        await asyncio.wait({search, stop}, return_when=asyncio.FIRST_COMPLETED)
+        stop.cancel()
+        if not search.done():
+            search.cancel()
+            return ListEventsResponse(events=[], cursor=after)
+    page = await search
     return ListEventsResponse.model_validate({"events": page.events, "cursor": page.cursor})
 
 
