@@ -68,3 +68,37 @@ def test_sigterm_stops_runs_after_their_current_step_and_a_restart_finishes_them
     finally:
         again.stop()
     assert log.read_text().split() == [str(i) for i in range(1, STEPS + 1)]  # each step ran exactly once
+
+
+def child_pids(pid: int) -> list[int]:
+    out: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        children = (task / "children").read_text().split()
+        out.extend(int(c) for c in children)
+    return out
+
+
+def test_process_hosts_die_with_a_killed_agen_up(tmp_path: Path) -> None:
+    up = Up(tmp_path / "home", args=("--backend", "process")).start()
+    try:
+        up.agen("deploy", str(write_bundle(tmp_path / "echo", "echo", config={"scale": {"min": 1, "max": 1}})))
+        assert up.proc is not None
+        proc = up.proc
+        hosts = wait_until(lambda: [p for p in child_pids(proc.pid)
+                                    if b"host\x00serve" in Path(f"/proc/{p}/cmdline").read_bytes()],
+                           what="an agen host serve child")
+        environ = Path(f"/proc/{hosts[0]}/environ").read_bytes().split(b"\0")
+        assert any(v.startswith(b"AGEN_HOST_TOKEN=") for v in environ)
+        assert b"AGEN_HOST_TOKEN" not in Path(f"/proc/{hosts[0]}/cmdline").read_bytes()
+        up.kill()
+        wait_until(lambda: not any(Path(f"/proc/{p}").exists() and "Z" not in _state(p) for p in hosts),
+                   timeout_s=10, what="the host to die with agen up")
+    finally:
+        up.stop()
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[1].split()[0]
+    except OSError:
+        return "Z"

@@ -62,6 +62,8 @@ def test_cancel_stops_a_running_task_and_pause_holds_a_queued_one(up: Up, tmp_pa
     running = up.agen("run", "slow", "one", "--no-wait").stdout.strip()
     queued = up.agen("run", "slow", "two", "--no-wait").stdout.strip()
     wait_until(lambda: up.json("wait", running, "--timeout", "1ms")["state"] == "running", what="task running")
+    r = up.agen("wait", running, "--timeout", "1ms", check=False)
+    assert r.returncode == 8 and "still running" in r.stderr  # --timeout ran out: the task goes on
     held = up.json("pause", queued, "--reason", "not yet")
     assert held["held"] and held["hold_reason"] == "not yet"
     cancelled = up.json("cancel", running)
