@@ -179,7 +179,8 @@ async def get_trace(hub: Hub, p: Principal, req: GetTraceRequest) -> GetTraceRes
     trace_id = run["trace_id"] if run is not None else req.id
     if run is not None and not p.sees(run["namespace"]):
         run = None
-    rows = await hub.store.all("SELECT * FROM spans WHERE trace_id = ? ORDER BY started_ms, id LIMIT ?",
+    rows = await hub.store.all("SELECT * FROM spans WHERE trace_id = ?"
+                               " ORDER BY started_ms, json_extract(attrs, '$.\"gen_ai.tool.call.id\"'), id LIMIT ?",
                                (trace_id, MAX_SPANS))
     rows = [r for r in rows if p.sees(r["namespace"])]
     if not rows:

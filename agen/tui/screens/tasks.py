@@ -175,7 +175,7 @@ class TasksScreen(AgenScreen):
 
 def detail_text(q: QueryTaskResponse) -> str:
     t = q.task
-    lines = [f"[b]{t.id}[/b]  {t.deployment}  [b]{t.state}[/b]  priority {t.priority}  attempts {t.attempts}"]
+    lines = [f"[b]{fmt.short_id(t.id)}[/b]  {t.deployment}  [b]{t.state}[/b]  priority {t.priority}  attempts {t.attempts}"]
     if t.wait_reason:
         lines.append(f"waiting: {t.wait_reason}")
     if t.wait_for:
@@ -188,9 +188,10 @@ def detail_text(q: QueryTaskResponse) -> str:
         lines.append(f"progress: {escape(json.dumps(t.progress, ensure_ascii=False))}")
     if q.run is not None:
         run = q.run
-        lineage = f"root run {run.root_run_id}" + (f", parent run {run.parent_run_id}" if run.parent_run_id else "")
-        lines.append(f"run {run.id} ({run.activity}) · {run.turns} turns · tokens {run.usage.input_tokens}/"
-                     f"{run.usage.output_tokens} · ${run.usage.cost_usd:.4f} · {lineage} · trace {run.trace_id}")
+        lineage = f"root run {fmt.short_id(run.root_run_id)}" + (
+            f", parent run {fmt.short_id(run.parent_run_id)}" if run.parent_run_id else "")
+        lines.append(f"run {fmt.short_id(run.id)} ({run.activity}) · {run.turns} turns · tokens {run.usage.input_tokens}/"
+                     f"{run.usage.output_tokens} · ${run.usage.cost_usd:.4f} · {lineage} · trace {fmt.short_id(run.trace_id)}")
     if q.now is not None:
         lines.append(f"now: {q.now.doing}" + (f" {q.now.detail}" if q.now.detail else "")
                      + f" for {fmt.age(q.now.since_ms)}")

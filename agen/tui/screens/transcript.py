@@ -17,6 +17,7 @@ from textual.widgets.tree import TreeNode
 from agen.api import registry as r
 from agen.api.models.observe import GetTranscriptRequest, ListRunsRequest, Run, TranscriptMessage
 from agen.cli.observe_render import _usage_line
+from agen.tui import fmt
 from agen.tui.screens.base import AgenScreen
 
 FOLLOW_S = 1.0
@@ -74,7 +75,8 @@ class TranscriptScreen(AgenScreen):
             return
         live = " · following live" if run.finished_ms is None else ""
         self.query_one("#transcript-head", Static).update(
-            f"run {run.id} · {run.deployment} · task {run.task_id or '-'} · {run.status} · {run.turns} turns · "
+            f"run {fmt.short_id(run.id)} · {run.deployment} · task {fmt.short_id(run.task_id)} · {run.status} · "
+            f"{run.turns} turns · "
             f"tokens {run.usage.input_tokens}/{run.usage.output_tokens} · ${run.usage.cost_usd:.4f}{live}")
         assert self.follow is not None
         if run.finished_ms is None:
