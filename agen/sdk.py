@@ -136,31 +136,24 @@ class Agent:
 
                 arg = self._store_arg
                 self._store = await open_store(str(arg) if arg is not None else None)
-            policy = self._policy or self._bundle_policy()
             gate = _DispatchedGate(self._approve, self.dispatcher) if self._approve else DenyAsks()
-            redactor = Redactor()
-            toolsets = [*self._toolsets, _HostTools(self._host_tools), *self._mcp_toolsets(redactor)]
-            self._runner = Runner(self._store, self.bundle, owner=f"sdk:{os.getpid()}:{ULID()}", toolsets=toolsets,
-                                  policy=policy, gate=gate, redactor=redactor)
-            await self._runner.start()
-            return self._runner
+            host = [*self._toolsets, _HostTools(self._host_tools)]
+            if self.bundle.root:  # a bundle folder: its MCP servers, rules, workspace and memory
+                from agen.runner.tooling import build_tooling
 
-    def _bundle_policy(self) -> ToolPolicy:
-        if not self.bundle.root:
-            return AllowAll()  # an agent built in code has no permission rules
-        from agen.runner.permissions import BundlePolicy
+                t = build_tooling(self.bundle, self._store, namespace=self.namespace, deployment=self.deployment)
+                runner = Runner(self._store, self.bundle, owner=self._owner(), toolsets=[*host, *t.toolsets],
+                                policy=self._policy or t.policy, gate=gate, redactor=t.redactor, extras=t.extras)
+            else:  # an agent built in code has no permission rules and no MCP servers
+                runner = Runner(self._store, self.bundle, owner=self._owner(), toolsets=host,
+                                policy=self._policy or AllowAll(), gate=gate, redactor=Redactor())
+            self._runner = runner
+            await runner.start()
+            return runner
 
-        return BundlePolicy(self.bundle.config.permissions, store=self._store)
-
-    def _mcp_toolsets(self, redactor: Redactor) -> list[Toolset]:
-        if not self.bundle.mcp.mcp_servers:
-            return []
-        from agen.runner.secrets import resolve_secrets
-        from agen.runner.tools.mcp import McpToolset
-
-        secrets = resolve_secrets(self.bundle.secrets, redactor)
-        return [McpToolset(name, server, secrets, redactor, self.bundle.config.tools.get(name),
-                           cwd_base=self.bundle.root) for name, server in self.bundle.mcp.mcp_servers.items()]
+    @staticmethod
+    def _owner() -> str:
+        return f"sdk:{os.getpid()}:{ULID()}"
 
     def _request(self, text: str, opts: dict[str, Any]) -> RunRequest:
         return RunRequest(input=text, namespace=opts.pop("namespace", self.namespace),
