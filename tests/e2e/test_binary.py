@@ -1,0 +1,151 @@
+"""The single-file binary does what the installed package does, with no Python environment around it.
+
+Every command runs with ONLY the binary's folder on PATH and a cleared environment (no venv, no
+PYTHONPATH; HOME and AGEN_HOME in tmp), so anything that starts agen again as a child process
+(built-in MCP servers, `agen host serve` for the process backend) must re-launch the binary.
+The binary is built once per session (scripts/build-binary), or dist/agen is used when it is
+newer than every source file that goes into it. Skip locally with ``-m "not binary"``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.binary, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+INPUTS = ("agen", "bundles", "scripts/agen_entry.py", "scripts/build-binary")
+
+
+def _newest_source_mtime() -> float:
+    newest = 0.0
+    for name in INPUTS:
+        path = ROOT / name
+        files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+        newest = max([newest, *(p.stat().st_mtime for p in files)])
+    return newest
+
+
+@pytest.fixture(scope="session")
+def agen_binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A binary that is at least as new as the sources: dist/agen if fresh, else one built now."""
+    dist = ROOT / "dist" / "agen"
+    if dist.is_file() and dist.stat().st_mtime > _newest_source_mtime():
+        return dist
+    out = tmp_path_factory.mktemp("binary")
+    env = {**os.environ, "AGEN_DIST": str(out), "PYTHON": sys.executable}
+    r = subprocess.run([str(ROOT / "scripts" / "build-binary")], env=env, capture_output=True, text=True,
+                       timeout=900)
+    assert r.returncode == 0 and (out / "agen").is_file(), f"build-binary failed:\n{r.stdout}\n{r.stderr}"
+    return out / "agen"
+
+
+class Box:
+    """A clean machine: the binary alone on PATH, HOME/AGEN_HOME/workspaces in tmp, nothing else."""
+
+    def __init__(self, binary: Path, root: Path) -> None:
+        self.bin = root / "bin"
+        self.bin.mkdir()
+        shutil.copy2(binary, self.bin / "agen")
+        self.cwd = root / "work"
+        self.cwd.mkdir()
+        self.home = root / "home"
+        self.env = {"HOME": str(self.home), "AGEN_HOME": str(self.home / ".agen"), "PATH": str(self.bin),
+                    "AGEN_WORKSPACE_ROOT": str(root / "workspaces"), "LANG": "C.UTF-8"}
+
+    def popen(self, *args: str, log: Path) -> subprocess.Popen[bytes]:
+        out = open(log, "ab")  # noqa: SIM115 - owned by the child
+        return subprocess.Popen(["agen", *args], env=self.env, cwd=self.cwd, stdout=out, stderr=out)
+
+    def agen(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        r = subprocess.run(["agen", *args], env=self.env, cwd=self.cwd, capture_output=True, text=True,
+                           timeout=timeout)
+        assert r.returncode == 0, f"agen {' '.join(args)} exited {r.returncode}\nstdout: {r.stdout}\nstderr: {r.stderr}"
+        return r
+
+
+@pytest.fixture
+def box(agen_binary: Path, tmp_path: Path) -> Iterator[Box]:
+    yield Box(agen_binary, tmp_path)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _write_bundle(root: Path, files: dict[str, object]) -> Path:
+    for rel, value in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(value if isinstance(value, str) else json.dumps(value))
+    return root
+
+
+def test_binary_prints_its_version_and_help_without_python_on_path(box: Box) -> None:
+    assert box.agen("version").stdout.startswith("agen ")
+    assert "Usage: agen" in box.agen("--help").stdout
+
+
+def test_binary_init_then_run_answers_offline_from_the_bundled_template(box: Box) -> None:
+    box.agen("init", "foo")
+    assert (box.cwd / "foo" / "plugin.json").is_file()
+    task = json.loads(box.agen("run", "foo", "hi", "--json").stdout)
+    assert task["state"] == "succeeded"
+    assert (box.home / ".agen" / "agen.db").is_file()  # migrations were found inside the binary
+
+
+def test_binary_run_calls_the_builtin_workspace_mcp_server_by_relaunching_itself(box: Box) -> None:
+    root = box.cwd / "files"
+    root.mkdir()
+    _write_bundle(box.cwd / "writer", {
+        "plugin.json": {"name": "writer", "version": "0.1.0"},
+        "mcp.json": {"mcpServers": {"workspace": {"command": "agen",
+                                                  "args": ["mcp", "workspace", "--root", str(root)]}}},
+        "x-agen/agent.md": "---\nname: writer\n---\nYou write one file.\n",
+        "x-agen/harness.json": {"provider": "fake", "fake": {"script": [
+            {"toolCalls": [{"name": "workspace.write",
+                            "arguments": {"path": "note.txt", "content": "written by the binary"}}]},
+            {"toolCalls": [{"name": "finish", "arguments": {"status": "done", "summary": "wrote note.txt"}}]},
+        ]}},
+        "x-agen/config.json": {"permissions": {"allow": ["workspace.*"], "default": "deny"}},
+    })
+    task = json.loads(box.agen("run", "writer", "write the note", "--json", timeout=180).stdout)
+    assert task["state"] == "succeeded", task
+    assert task["outcome"]["summary"] == "wrote note.txt"
+    assert (root / "note.txt").read_text() == "written by the binary"
+
+
+@pytest.mark.parametrize("backend", ["inproc", "process"])
+def test_binary_up_runs_a_deployment_and_down_stops_it(box: Box, backend: str) -> None:
+    box.agen("init", "greeter")
+    port = _free_port()
+    log = box.cwd / "up.log"
+    proc = box.popen("up", "--headless", "--listen", f"127.0.0.1:{port}", "--backend", backend, log=log)
+    try:
+        deadline = time.monotonic() + 60
+        while not (box.home / ".agen" / "local.json").is_file():
+            assert proc.poll() is None, f"agen up exited {proc.returncode}: {log.read_text()}"
+            assert time.monotonic() < deadline, f"agen up did not start: {log.read_text()}"
+            time.sleep(0.2)
+        box.agen("deploy", "greeter")
+        task = json.loads(box.agen("run", "greeter", "hello", "--json", timeout=180).stdout)
+        assert task["state"] == "succeeded", (task, log.read_text())
+        assert "Hello!" in task["outcome"]["summary"]
+        assert "stopped" in box.agen("down").stdout
+        assert proc.wait(60) == 0, log.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
