@@ -41,6 +41,7 @@ class UpOptions:
     drain_timeout_s: float = 300.0
     backend: str = "inproc"
     host_memory_limit: int = 0
+    tui: bool = False  # show the terminal UI in this process, attached in-process (not --headless)
 
 
 class _Server(uvicorn.Server):
@@ -110,6 +111,17 @@ async def _prune(store: Any, retention_ms: int) -> None:
         await asyncio.sleep(PRUNE_EVERY_S)
 
 
+def _start_tui(hub: Any, url: str) -> tuple[Any, asyncio.Task[None]]:
+    """The TUI in this process and loop, on the in-process client; quitting it stops `agen up`."""
+    from agen.client import Client
+    from agen.tui.app import AgenApp
+
+    app = AgenApp(Client.in_process(hub), hub_label=url)
+    task = asyncio.create_task(app.run_async(), name="tui")
+    task.add_done_callback(lambda _: hub.request_shutdown())
+    return app, task
+
+
 async def serve(opts: UpOptions) -> None:
     from agen.api.app import create_app
     from agen.node import LocalNode
@@ -156,7 +168,12 @@ async def serve(opts: UpOptions) -> None:
         print(f"agen up: Hub at {url} (store {store.url}, capacity {opts.capacity}, "
               f"backend {opts.backend}); "
               "Ctrl-C or `agen down` drains and stops", file=sys.stderr, flush=True)
+        ui_app, ui = _start_tui(hub, url) if opts.tui else (None, None)
         await hub.shutdown_requested.wait()
+        if ui_app is not None and ui is not None:
+            ui_app.exit()
+            with contextlib.suppress(Exception):
+                await ui
         print(f"agen up: draining ({hub.in_flight()} tasks in flight; a second Ctrl-C exits at once)",
               file=sys.stderr, flush=True)
         await node.drain()

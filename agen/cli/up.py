@@ -28,6 +28,7 @@ def up(
 ) -> None:
     """Hub + local Nest in one process (SQLite); Ctrl-C or `agen down` drains and stops it."""
     import asyncio
+    import sys
 
     from agen.cli._common import parse_duration_ms
     from agen.nest.process import parse_memory_limit
@@ -38,7 +39,7 @@ def up(
     check_backend(backend, memory)
     opts = UpOptions(listen=listen, capacity=capacity, store=store,
                      retention_ms=parse_duration_ms(retention, flag="--retention"), backend=backend,
-                     host_memory_limit=memory)
+                     host_memory_limit=memory, tui=not headless and sys.stdin.isatty() and sys.stdout.isatty())
     asyncio.run(serve(opts))
 
 

@@ -141,7 +141,7 @@ async def test_transcript_folds_tool_calls_and_trace_draws_the_waterfall(tmp_pat
             await until(pilot, lambda: screen.trace is not None, "the waterfall")
             assert screen.trace is not None
             assert [s.attrs.get("agen.tool.name") for s in screen.trace.spans if s.name == "agen.tool"] == [
-                "report_progress", "report_progress", "save_artifact"]
+                "report_progress", "save_artifact", "report_progress"]  # call order
 
 
 async def test_events_tail_filters_and_logs_tail_a_deployment(tmp_path: Path) -> None:

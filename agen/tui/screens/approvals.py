@@ -44,6 +44,12 @@ class ApprovalsScreen(AgenScreen):
     @work(exclusive=True, group="load")
     async def load(self) -> None:
         try:
+            await self._load()
+        finally:
+            self.loads += 1
+
+    async def _load(self) -> None:
+        try:
             approvals = (await self.client.call(r.ListApprovals, ListApprovalsRequest(limit=1000))).approvals
         except Exception as e:
             self.failed(e, "loading approvals")

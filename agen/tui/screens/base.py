@@ -24,6 +24,9 @@ class AgenScreen(Screen[None]):
     WATCHES: ClassVar[tuple[str, ...]] = ()
     """Event type prefixes that make this screen reload (``task.``, ``approval.``, ...)."""
 
+    loads = 0
+    """How many loads have finished and been drawn (benchmarks and tests wait on it)."""
+
     @property
     def agen(self) -> AgenApp:
         from agen.tui.app import AgenApp

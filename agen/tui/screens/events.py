@@ -64,6 +64,12 @@ class EventsScreen(AgenScreen):
     @work(exclusive=True, group="load")
     async def load(self) -> None:
         try:
+            await self._load()
+        finally:
+            self.loads += 1
+
+    async def _load(self) -> None:
+        try:
             self.events = (await self.client.call(r.ListEvents, ListEventsRequest(last=200, limit=200))).events
         except Exception as e:
             self.failed(e, "loading events")

@@ -59,6 +59,12 @@ class FleetScreen(AgenScreen):
     @work(exclusive=True, group="load")
     async def load(self) -> None:
         try:
+            await self._load()
+        finally:
+            self.loads += 1
+
+    async def _load(self) -> None:
+        try:
             deps = (await self.client.call(r.ListDeployments, ListDeploymentsRequest())).deployments
             inst = (await self.client.call(r.ListInstances, ListInstancesRequest(namespace="default"))).instances
             spark = (await self.client.call(r.GetMetrics, GetMetricsRequest(throughput_only=True))).throughput

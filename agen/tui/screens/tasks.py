@@ -89,6 +89,12 @@ class TasksScreen(AgenScreen):
 
     @work(exclusive=True, group="load")
     async def load(self, text: str) -> None:
+        try:
+            await self._load(text)
+        finally:
+            self.loads += 1
+
+    async def _load(self, text: str) -> None:
         state, dep, labels = parse_filter(text)
         try:
             resp = await self.client.call(r.ListTasks, ListTasksRequest(deployment=dep, state=state, limit=LIMIT))

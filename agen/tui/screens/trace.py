@@ -30,6 +30,12 @@ class TraceScreen(AgenScreen):
 
     @work(exclusive=True, group="load")
     async def load(self, target: str | None) -> None:
+        try:
+            await self._load(target)
+        finally:
+            self.loads += 1
+
+    async def _load(self, target: str | None) -> None:
         view = self.query_one("#trace", Static)
         try:
             if target is None:

@@ -43,13 +43,18 @@ class TranscriptScreen(AgenScreen):
 
     def on_mount(self) -> None:
         self.query_one(Tree).show_root = False
-        self.follow = self.set_interval(FOLLOW_S, self._tick, pause=True)
 
     def reload(self) -> None:
         self.load(self.agen.target)
 
     @work(exclusive=True, group="load")
     async def load(self, target: str | None) -> None:
+        try:
+            await self._load(target)
+        finally:
+            self.loads += 1
+
+    async def _load(self, target: str | None) -> None:
         try:
             if target is None:
                 runs = (await self.client.call(r.ListRuns, ListRunsRequest(limit=1))).runs
@@ -78,7 +83,8 @@ class TranscriptScreen(AgenScreen):
             f"run {fmt.short_id(run.id)} · {run.deployment} · task {fmt.short_id(run.task_id)} · {run.status} · "
             f"{run.turns} turns · "
             f"tokens {run.usage.input_tokens}/{run.usage.output_tokens} · ${run.usage.cost_usd:.4f}{live}")
-        assert self.follow is not None
+        if self.follow is None:
+            self.follow = self.set_interval(FOLLOW_S, self._tick, pause=True)
         if run.finished_ms is None:
             self.follow.resume()
         else:
