@@ -35,6 +35,14 @@ class NestHooks:
 
         return row["held_until_ms"] is None or int(row["held_until_ms"]) > now_ms()
 
+    async def report_progress(self, task_id: str | None, progress: dict[str, Any]) -> None:
+        """The built-in report_progress tool: the task's latest progress, for `agen query` and the TUI."""
+        if task_id is None:
+            return
+        from agen.hub.progress import report_progress
+
+        await self.store.write(lambda tx: report_progress(tx, task_id, progress))
+
 
 class RunnerExecutor:
     """One Runner per instance; it serves the instance's concurrent runs."""

@@ -60,6 +60,11 @@ async def test_multi_tool_run_shows_in_runs_transcript_trace_query_and_metrics(t
 
         q = await c.call(r.QueryTask, QueryTaskRequest(id=task.id))
         assert q.task.state == "succeeded" and q.run and q.run.id == trace.runs[0].id and q.now is None
+        # report_progress reaches the task: the latest value on it, the history in the event log
+        assert q.task.progress and q.task.progress["note"] == "saved findings" and q.task.progress["percent"] == 80
+        notes = [ev["data"] for ev in await e.node.store.all(
+            "SELECT data FROM events WHERE type = 'task.progress' AND task_id = ?", (task.id,))]
+        assert 1 <= len(notes) <= 2  # at most one event per task per 10-second bucket
 
         m = await c.call(r.GetMetrics, GetMetricsRequest())
         assert [(x.model, x.calls, x.failures) for x in m.models] == [("fake", 3, 0)]
