@@ -55,9 +55,10 @@ def stale_lease(row: dict[str, Any], lease_id: str) -> FencedError:
 
 def task_event(tx: Tx, task: dict[str, Any], type: str, data: dict[str, Any] | None = None,
                *, severity: str = "info") -> None:
+    labels = task["labels"]  # the stored JSON text goes into the event as is (no decode + encode)
     tx.event(
         task["namespace"], type, severity=severity, deployment=task["deployment"], task_id=task["id"],
-        labels=loads(task["labels"], {}), data=data,
+        labels=labels if isinstance(labels, str) else loads(labels, {}), data=data,
     )
 
 

@@ -15,8 +15,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ulid import ULID
-
 from agen.errors import InvalidError
 from agen.hub._tasks import (
     LIVE,
@@ -34,6 +32,7 @@ from agen.hub._tasks import (
 from agen.hub.holds import RESUME, _effectively_held, inbox_matches, write_inbox
 from agen.hub.locks import refresh_task_locks, release_task_locks, try_grant_all
 from agen.store import Tx, dumps
+from agen.store.base import new_ulid
 
 MAX_ATTEMPTS = 5
 COMPLETE_STATES = ("succeeded", "failed", "cancelled")
@@ -130,7 +129,7 @@ def _lease_one(tx: Tx, row: dict[str, Any], lock_names: list[str], nest_id: str,
         if got is None:
             return None
         grants = got
-    lease_id = str(ULID())
+    lease_id = new_ulid()
     state = "running" if start else "leased"
     started = (row["started_ms"] or tx.now_ms) if start else row["started_ms"]
     n = tx.execute(

@@ -12,10 +12,9 @@ per terminal state: task.succeeded, task.failed, task.cancelled, task.expired.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass, field
 from typing import Any
-
-from ulid import ULID
 
 from agen.errors import InvalidError, NotFoundError, RateLimitedError
 from agen.hub._tasks import due_sql, get_task, held_sql, task_event
@@ -44,10 +43,11 @@ from agen.hub.lease import (
 )
 from agen.hub.locks import acquire_lock, check_lock_names, release_lock
 from agen.store import Tx, dumps, loads
+from agen.store.base import new_ulid
 
 __all__ = [
     "MAX_ATTEMPTS", "PRIORITIES", "NewTask", "QueueCounts", "acquire_lock", "cancel_task",
-    "complete_task", "expire_leases", "expire_overdue", "extend_lease", "hold_deployment",
+    "complete_task", "expire_leases", "expire_overdue", "extend_lease", "get_task", "hold_deployment",
     "is_held", "lease_tasks", "mark_running", "pause_task", "queue_counts", "release_lock",
     "release_task", "resume_deployment_hold", "resume_task", "submit_task", "suspend_task",
     "wait_reason", "wake_expired_holds", "write_inbox",
@@ -178,7 +178,7 @@ def submit_task(tx: Tx, t: NewTask, *, max_queued: int | None = None) -> tuple[d
                 stage="queue_full", retry_after_s=QUEUE_FULL_RETRY_S, deployment=t.deployment,
                 queued=queued, limit=max_queued,
             )
-    task_id = str(ULID())
+    task_id = new_ulid()
     labels = dict(t.labels)
     root_id, depth = task_id, 0
     if t.parent_task_id:
@@ -193,7 +193,6 @@ def submit_task(tx: Tx, t: NewTask, *, max_queued: int | None = None) -> tuple[d
                              "data": None, "artifacts": []},
                     error=None, data={"reason": "replaced", "by_task": task_id, "schedule_key": t.schedule_key})
     now = tx.now_ms
-    seq = int(tx.scalar("SELECT COALESCE(MAX(seq), 0) + 1 FROM tasks") or 1)
     row: dict[str, Any] = {
         "id": task_id, "namespace": t.namespace, "deployment_id": t.deployment_id, "deployment": t.deployment,
         "state": "queued", "input": t.input, "source": t.source or "api",
@@ -205,20 +204,27 @@ def submit_task(tx: Tx, t: NewTask, *, max_queued: int | None = None) -> tuple[d
         "parent_task_id": t.parent_task_id, "root_task_id": root_id, "depth": depth,
         "reply_deployment": t.reply_deployment, "reply_conversation_key": t.reply_conversation_key,
         "on_parent_end": t.on_parent_end, "event_chain": t.event_chain, "submitted_by": t.submitted_by,
-        "seq": seq, "created_ms": now, "updated_ms": now,
+        "created_ms": now, "updated_ms": now,
     }
-    cols = ", ".join(row)
-    tx.execute(f"INSERT INTO tasks ({cols}) VALUES ({', '.join('?' * len(row))})", tuple(row.values()))
+    # seq (submission order) is assigned in the INSERT; RETURNING gives the stored row without reading it again.
+    stored = tx.one(_insert_sql(tuple(row)), tuple(row.values()))
+    assert stored is not None
     if lock_names:
         tx.executemany("INSERT INTO task_locks (task_id, name) VALUES (?, ?)", [(task_id, n) for n in lock_names])
-    task_event(tx, row, "task.queued", {
+    task_event(tx, stored, "task.queued", {
         "priority": priority, "conversation_key": row["conversation_key"], "not_before_ms": t.not_before_ms,
         "source": row["source"], "parent_task_id": t.parent_task_id,
         **({"replaced": replaced["id"]} if replaced is not None else {}),
     })
-    stored = get_task(tx, task_id)
     stored["locks"] = lock_names
     return stored, True
+
+
+@functools.cache
+def _insert_sql(cols: tuple[str, ...]) -> str:
+    """The task INSERT for these columns (one constant text: sqlite3 caches its prepared statement)."""
+    return (f"INSERT INTO tasks ({', '.join(cols)}, seq) VALUES ({', '.join('?' * len(cols))},"
+            " (SELECT COALESCE(MAX(seq), 0) + 1 FROM tasks)) RETURNING *")
 
 
 def loads_labels(text: str | None) -> dict[str, str]:

@@ -10,11 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ulid import ULID
-
 from agen.errors import ConflictError, FencedError
 from agen.runner.types import RunRequest
-from agen.store.base import Row, Tx, dumps
+from agen.store.base import Row, Tx, dumps, new_ulid
 
 MESSAGE_SQL = (
     "INSERT INTO messages (id, conversation_id, run_id, seq, turn, role, content, tool_calls, tool_call_id,"
@@ -31,7 +29,7 @@ USAGE_SQL = (
 
 
 def new_id() -> str:
-    return str(ULID())
+    return new_ulid()
 
 
 @dataclass
@@ -119,8 +117,9 @@ def write_checkpoint(tx: Tx, cp: Checkpoint) -> None:
                  data=data, severity="info" if cp.status == "succeeded" else "warning")
 
 
-def _conversation(tx: Tx, req: RunRequest) -> tuple[str, str, int]:
-    """(session id, conversation id, next seq) for the request, creating them when new."""
+def _conversation(tx: Tx, req: RunRequest) -> tuple[str, str, int, bool]:
+    """(session id, conversation id, next seq, created) for the request, creating them when new; a new
+    conversation is stored with its first message's seq already taken."""
     now = tx.now_ms
     if req.conversation_key:
         row = tx.one(
@@ -134,18 +133,18 @@ def _conversation(tx: Tx, req: RunRequest) -> tuple[str, str, int]:
                     f"conversation already has an unfinished run ({busy}); wait for it to end or cancel it",
                     conversation_key=req.conversation_key, run_id=busy,
                 )
-            return str(row["session_id"]), str(row["id"]), int(row["next_seq"])
+            return str(row["session_id"]), str(row["id"]), int(row["next_seq"]), False
     session_id, conversation_id = new_id(), new_id()
     tx.execute(
         "INSERT INTO sessions (id, namespace, deployment, key, created_ms, updated_ms) VALUES (?,?,?,?,?,?)",
         (session_id, req.namespace, req.deployment, req.conversation_key, now, now),
     )
     tx.execute(
-        "INSERT INTO conversations (id, session_id, namespace, deployment, key, created_ms, updated_ms)"
-        " VALUES (?,?,?,?,?,?,?)",
+        "INSERT INTO conversations (id, session_id, namespace, deployment, key, next_seq, created_ms, updated_ms)"
+        " VALUES (?,?,?,?,?,2,?,?)",
         (conversation_id, session_id, req.namespace, req.deployment, req.conversation_key, now, now),
     )
-    return session_id, conversation_id, 1
+    return session_id, conversation_id, 1, True
 
 
 def open_run(tx: Tx, req: RunRequest, owner: str, model: str, digest: str | None) -> Opened:
@@ -157,13 +156,13 @@ def open_run(tx: Tx, req: RunRequest, owner: str, model: str, digest: str | None
             if row["finished_ms"] is not None:
                 return Opened(row, finished=True)
             return Opened(_claim(tx, row, owner, req.attempt), resumed=True)
-    session_id, conversation_id, seq = _conversation(tx, req)
+    session_id, conversation_id, seq, created = _conversation(tx, req)
     run_id, span_id = new_id(), new_id()
     trace_id = req.trace_id or new_id()
-    tx.execute(
+    row = tx.one(  # RETURNING: the stored row without reading it back
         "INSERT INTO runs (id, namespace, deployment, task_id, session_id, conversation_id, parent_run_id,"
         " root_run_id, trace_id, span_id, status, input, owner, epoch, labels, trust, source, requested_by, model,"
-        " started_ms, updated_ms) VALUES (?,?,?,?,?,?,?,?,?,?,'running',?,?,1,?,?,?,?,?,?,?)",
+        " started_ms, updated_ms) VALUES (?,?,?,?,?,?,?,?,?,?,'running',?,?,1,?,?,?,?,?,?,?) RETURNING *",
         (run_id, req.namespace, req.deployment, req.task_id, session_id, conversation_id, req.parent_run_id,
          req.root_run_id or run_id, trace_id, span_id, req.input, owner, dumps(req.labels), req.trust, req.source,
          req.requested_by, model, now, now),
@@ -174,10 +173,11 @@ def open_run(tx: Tx, req: RunRequest, owner: str, model: str, digest: str | None
                           "unfinished", dumps(attrs), None, now, None))
     tx.execute(MESSAGE_SQL, (new_id(), conversation_id, run_id, seq, 0, "user", req.input, None, None, None, 0,
                              None, None, None, now))
-    tx.execute("UPDATE conversations SET next_seq = ?, updated_ms = ? WHERE id = ?", (seq + 1, now, conversation_id))
+    if not created:
+        tx.execute("UPDATE conversations SET next_seq = ?, updated_ms = ? WHERE id = ?",
+                   (seq + 1, now, conversation_id))
     tx.event(req.namespace, "run.started", deployment=req.deployment or None, task_id=req.task_id, run_id=run_id,
              data={"conversation_id": conversation_id})
-    row = tx.one("SELECT * FROM runs WHERE id = ?", (run_id,))
     assert row is not None
     return Opened(row)
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import abc
 import json
+import os
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
@@ -23,6 +25,41 @@ Params = Sequence[Any] | Mapping[str, Any]
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
+
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+_PAIRS = [a + b for a in _CROCKFORD for b in _CROCKFORD]   # 10 bits -> 2 chars
+_RAND_MAX = (1 << 80) - 1
+
+
+class _UlidClock:
+    """Monotonic ULIDs like python-ulid's ``str(ULID())`` (same ms: randomness + 1), ~10x cheaper:
+    the writer makes a dozen per task, and python-ulid spends ~10 µs on each."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.last_ms = -1
+        self.last_rand = 0
+        self.prefix = ""
+
+    def new(self) -> str:
+        ms = time.time_ns() // 1_000_000
+        with self.lock:
+            if ms <= self.last_ms and self.last_rand < _RAND_MAX:
+                r = self.last_rand = self.last_rand + 1
+                prefix = self.prefix
+            else:
+                r = self.last_rand = int.from_bytes(os.urandom(10), "big")
+                self.last_ms = ms
+                # 48-bit time: 10 chars (the top one holds 3 bits)
+                prefix = self.prefix = _CROCKFORD[ms >> 45] + "".join(
+                    _CROCKFORD[(ms >> s) & 31] for s in (40, 35, 30, 25, 20, 15, 10, 5, 0))
+        p = _PAIRS
+        return (prefix + p[r >> 70] + p[(r >> 60) & 1023] + p[(r >> 50) & 1023] + p[(r >> 40) & 1023]
+                + p[(r >> 30) & 1023] + p[(r >> 20) & 1023] + p[(r >> 10) & 1023] + p[r & 1023])
+
+
+new_ulid = _UlidClock().new
+"""A new ULID string (monotonic within the process), the id of every stored row."""
 
 _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str).encode
 
@@ -63,11 +100,13 @@ class Tx(Protocol):
         deployment: str | None = None,
         task_id: str | None = None,
         run_id: str | None = None,
-        labels: Mapping[str, str] | None = None,
+        labels: Mapping[str, str] | str | None = None,
         data: Mapping[str, Any] | None = None,
         dedupe_key: str | None = None,
     ) -> int | None:
-        """Append an event in this transaction; returns its seq (None if the dedupe key was used)."""
+        """Append an event in this transaction; returns its seq (None if the dedupe key was used).
+
+        ``labels`` may be the JSON text already stored on a task or run row (not decoded again)."""
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         """Run ``callback`` on the writer thread once this transaction has committed."""

@@ -384,7 +384,7 @@ CREATE TABLE provider_holds (
 -- The event log. seq is assigned by the single writer, so seq order is commit order.
 CREATE TABLE events (
     seq           INTEGER PRIMARY KEY AUTOINCREMENT,
-    id            TEXT NOT NULL UNIQUE,
+    id            TEXT NOT NULL,             -- a ULID (unique by construction; seq is the identity)
     namespace     TEXT NOT NULL,
     type          TEXT NOT NULL,
     severity      TEXT NOT NULL DEFAULT 'info' CHECK (severity IN ('info', 'warning', 'critical')),
@@ -393,10 +393,12 @@ CREATE TABLE events (
     run_id        TEXT,
     labels        TEXT NOT NULL DEFAULT '{}',
     data          TEXT NOT NULL DEFAULT '{}',
-    dedupe_key    TEXT UNIQUE,
+    dedupe_key    TEXT,
     created_ms    INTEGER NOT NULL
 );
 CREATE INDEX events_namespace_seq ON events(namespace, seq);
+-- Only the few events that carry a dedupe key pay for this index (every state change writes an event).
+CREATE UNIQUE INDEX events_dedupe ON events(dedupe_key) WHERE dedupe_key IS NOT NULL;
 
 -- The deployment log: instance starts, failures, exits, task releases, lease expiries.
 CREATE TABLE deployment_logs (

@@ -1,0 +1,25 @@
+"""new_ulid: the cheap id generator every hot-path row uses must produce real, ordered ULIDs."""
+
+from __future__ import annotations
+
+import time
+
+from ulid import ULID
+
+from agen.store.base import new_ulid
+
+
+def test_new_ulid_ids_parse_as_ulids_carrying_the_current_time() -> None:
+    before = time.time_ns() // 1_000_000
+    ids = [new_ulid() for _ in range(1000)]
+    after = time.time_ns() // 1_000_000
+    for text in ids:
+        parsed = ULID.from_str(text)
+        assert str(parsed) == text and len(text) == 26
+        assert before <= parsed.milliseconds <= after
+
+
+def test_new_ulid_ids_are_unique_and_sort_in_creation_order() -> None:
+    ids = [new_ulid() for _ in range(20_000)]  # many share a millisecond: randomness + 1 keeps them ordered
+    assert len(set(ids)) == len(ids)
+    assert ids == sorted(ids)
