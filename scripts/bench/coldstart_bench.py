@@ -1,0 +1,131 @@
+"""Cold start: `agen --help`, `agen version`, `agen run` (embedded Hub) and `agen tui` first paint.
+
+Each command is a fresh process, timed from spawn to exit (median of --repeat). Baseline in the
+same run: the bare interpreter (`python -c pass`), the floor every installed-package command pays.
+`agen run` uses the offline `hello` template on a fresh AGEN_HOME each time (store creation and
+migrations included). The TUI is timed from spawn to the fleet screen showing its first rows
+(headless, in-process Hub). With --binary PATH the single-file binary's commands are timed too.
+
+    python -m scripts.bench.coldstart_bench [--repeat 5] [--binary dist/agen] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from scripts.bench._util import machine, median
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _agen_script() -> str:
+    """The installed `agen` console script next to this interpreter (or on PATH)."""
+    here = Path(sys.executable).with_name("agen")
+    return str(here) if here.is_file() else (shutil.which("agen") or "agen")
+
+
+def _time(argv: list[str], repeat: int, env: dict[str, str], fresh_home: Path | None = None,
+          cwd: Path | None = None) -> float:
+    times = []
+    for i in range(repeat):
+        run_env = dict(env)
+        if fresh_home is not None:
+            run_env["AGEN_HOME"] = str(fresh_home / f"home-{i}")
+        t0 = time.perf_counter()
+        r = subprocess.run(argv, env=run_env, cwd=cwd, capture_output=True, timeout=300)
+        dt = (time.perf_counter() - t0) * 1000
+        if r.returncode != 0:
+            raise SystemExit(f"{' '.join(argv)} exited {r.returncode}: {r.stderr.decode()[-2000:]}")
+        times.append(dt)
+    return round(median(times), 1)
+
+
+async def _tui_child(spawned: float) -> None:
+    from agen.client import Client
+    from agen.hub.service import Hub
+    from agen.store import SQLiteStore
+    from agen.tui.app import AgenApp
+    from agen.tui.screens.fleet import FleetScreen
+    from scripts.bench.tui_bench import populate
+
+    with tempfile.TemporaryDirectory() as tmp:
+        store = await SQLiteStore.open(Path(tmp) / "tui.db")
+        await store.write(lambda tx: populate(tx, 3, 10, 5))
+        app = AgenApp(Client.in_process(Hub(store)), hub_label="bench", watch=False)
+        async with app.run_test(size=(160, 50)) as pilot:
+            while not (isinstance(app.screen, FleetScreen) and app.screen.deployments):
+                await pilot.pause(0.001)
+            painted = time.time()
+        await store.close()
+    print(json.dumps({"first_paint_ms": (painted - spawned) * 1000}))
+
+
+def _tui(repeat: int, env: dict[str, str]) -> float | None:
+    if not (ROOT / "scripts" / "bench" / "tui_bench.py").is_file():
+        return None
+    times = []
+    for _ in range(repeat):
+        spawned = time.time()
+        r = subprocess.run([sys.executable, "-m", "scripts.bench.coldstart_bench", "--tui-child", repr(spawned)],
+                           env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+        if r.returncode != 0:
+            raise SystemExit(f"tui cold start failed: {r.stderr[-2000:]}")
+        times.append(float(json.loads(r.stdout.strip().splitlines()[-1])["first_paint_ms"]))
+    return round(median(times), 1)
+
+
+def run(repeat: int = 5, binary: Path | None = None) -> dict[str, Any]:
+    agen = _agen_script()
+    env = {k: v for k, v in os.environ.items() if k not in ("AGEN_HUB", "AGEN_TOKEN", "AGEN_HOME")}
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        env["AGEN_HOME"] = str(tmp / "home")
+        bundle = ROOT / "bundles" / "hello"
+        out: dict[str, Any] = {"name": "coldstart", "machine": machine(), "repeat": repeat}
+        out["python_c_pass_ms"] = _time([sys.executable, "-c", "pass"], repeat, env)
+        out["agen_help_ms"] = _time([agen, "--help"], repeat, env)
+        out["agen_version_ms"] = _time([agen, "version"], repeat, env)
+        out["agen_run_embedded_ms"] = _time([agen, "run", str(bundle), "hi"], repeat, env, fresh_home=tmp / "run")
+        out["agen_tui_first_paint_ms"] = _tui(repeat, env)
+        if binary is not None and binary.is_file():
+            clean = {"HOME": str(tmp), "PATH": "/usr/bin:/bin", "AGEN_HOME": str(tmp / "bhome")}
+            out["binary"] = str(binary)
+            out["binary_size_mb"] = round(binary.stat().st_size / 2**20, 1)
+            out["binary_help_ms"] = _time([str(binary), "--help"], repeat, clean)
+            out["binary_version_ms"] = _time([str(binary), "version"], repeat, clean)
+            out["binary_run_embedded_ms"] = _time([str(binary), "run", str(bundle), "hi"], repeat, clean,
+                                                  fresh_home=tmp / "brun")
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--binary", type=Path, default=None)
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--tui-child", type=float, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.tui_child is not None:
+        import asyncio
+
+        asyncio.run(_tui_child(args.tui_child))
+        return
+    r = run(args.repeat, args.binary)
+    if args.json:
+        print(json.dumps(r))
+        return
+    for k, v in r.items():
+        print(f"{k:<28} {v}")
+
+
+if __name__ == "__main__":
+    main()

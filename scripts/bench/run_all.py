@@ -1,0 +1,342 @@
+"""Run every benchmark and write docs/performance.md + docs/performance.json.
+
+Every figure sits next to a baseline measured in the same run on the same machine (these
+machines are noisy; absolute numbers move, ratios much less). Sections:
+store, queue (+ scheduler tick), tasks (in-process, HTTP), runner overhead, concurrent runs on a
+slow model, `agen ps` at 1,000 deployments / 100,000 tasks, cold start (package and binary),
+and a peer (huey + SQLite) on the same no-op tasks.
+
+    scripts/bench/run                      # everything, ~6-8 minutes on 2 cores
+    scripts/bench/run --quick              # smaller sizes, to check the suite itself
+    scripts/bench/run --only queue,peer    # some sections; the docs are not rewritten
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from scripts.bench._util import git_rev, machine, median, pct
+
+ROOT = Path(__file__).resolve().parents[2]
+SECTIONS = ("store", "queue", "tasks", "runner", "concurrency", "ps", "coldstart", "peer")
+
+
+def store_section(quick: bool) -> dict[str, Any]:
+    from scripts.bench import store_bench
+
+    return store_bench.run(1000 if quick else 4000)
+
+
+def queue_section(quick: bool) -> dict[str, Any]:
+    from scripts.bench import queue_bench
+
+    return queue_bench.run(1000 if quick else 4000, 100 if quick else 1000, 10_000 if quick else 100_000)
+
+
+def tasks_section(quick: bool) -> dict[str, Any]:
+    from scripts.bench import task_bench
+
+    n, http_n = (500, 300) if quick else (3000, 1500)
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        os.environ["AGEN_HOME"] = str(tmp / "home")
+        raw = task_bench.raw_commits(tmp / "raw.db")
+        inproc = asyncio.run(task_bench.in_process(tmp, n, 2, 256))
+        http = task_bench.http_figures(tmp, http_n, 2, 256, 32)
+    return {"name": "tasks", "raw_sqlite_commits_per_s": round(raw), "in_process": inproc, "http": http}
+
+
+def runner_section(quick: bool) -> dict[str, Any]:
+    from agen.store import SQLiteStore
+    from scripts.bench import runner_bench as rb
+
+    async def go() -> dict[str, Any]:
+        with tempfile.TemporaryDirectory() as d:
+            commits = rb.raw_sqlite_commits(Path(d) / "raw.db", 3000)
+            store = await SQLiteStore.open(Path(d) / "agen.db")
+            direct = await rb.direct_calls(2000)
+            gaps, whole = await rb.overhead(store, 100 if quick else 300, 3)
+            await store.close()
+        return {"name": "runner", "raw_sqlite_commit_ms": round(1000 / commits, 4),
+                "direct_call_p50_ms": round(median(direct), 4), "turn_overhead_p50_ms": round(median(gaps), 3),
+                "turn_overhead_p95_ms": round(pct(gaps, 95), 3), "single_turn_run_p50_ms": round(median(whole), 3),
+                "turns_measured": len(gaps)}
+
+    return asyncio.run(go())
+
+
+def concurrency_section(quick: bool) -> dict[str, Any]:
+    from scripts.bench import concurrency_bench
+
+    return concurrency_bench.run([200, 1000] if quick else [1000, 10_000], 0.5)
+
+
+def ps_section(quick: bool) -> dict[str, Any]:
+    from scripts.bench import ps_bench
+
+    return ps_bench.run(100 if quick else 1000, 10_000 if quick else 100_000, 3)
+
+
+def coldstart_section(quick: bool, binary: Path | None) -> dict[str, Any]:
+    from scripts.bench import coldstart_bench
+
+    return coldstart_bench.run(3 if quick else 5, binary)
+
+
+def peer_section(quick: bool) -> dict[str, Any]:
+    from scripts.bench import peer_bench
+
+    return peer_bench.run(500 if quick else 2000, 4)
+
+
+def find_binary(choice: str) -> Path | None:
+    """dist/agen when it is newer than the sources, else one built now into a temp dir (or none)."""
+    if choice == "none":
+        return None
+    if choice != "auto":
+        return Path(choice)
+    dist = ROOT / "dist" / "agen"
+    sources = [p for d in ("agen", "bundles") for p in (ROOT / d).rglob("*") if p.is_file()
+               and "__pycache__" not in p.parts]
+    if dist.is_file() and dist.stat().st_mtime > max(p.stat().st_mtime for p in sources):
+        return dist
+    out = Path(tempfile.mkdtemp(prefix="agen-bench-bin-"))
+    print(f"building the binary into {out} (dist/agen is missing or older than the sources)", file=sys.stderr)
+    r = subprocess.run([str(ROOT / "scripts" / "build-binary")], env={**os.environ, "AGEN_DIST": str(out),
+                                                                      "PYTHON": sys.executable},
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"build-binary failed; binary figures skipped:\n{r.stderr[-2000:]}", file=sys.stderr)
+        return None
+    return out / "agen"
+
+
+# ---------------------------------------------------------------- report
+
+def _f(x: Any, unit: str = "") -> str:
+    if x is None:
+        return "—"
+    if isinstance(x, float):
+        x = round(x, 3) if abs(x) < 10 else round(x, 1) if abs(x) < 1000 else round(x)
+    if isinstance(x, int) or (isinstance(x, float) and x.is_integer()):
+        x = f"{int(x):,}"
+    return f"{x} {unit}".strip()
+
+
+def _ratio(a: Any, b: Any) -> str:
+    try:
+        return f"{float(a) / float(b):.2f}×"
+    except (TypeError, ValueError, ZeroDivisionError):
+        return "—"
+
+
+def rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
+    """(area, figure, value, baseline (same run), ratio) for the results table."""
+    out: list[tuple[str, str, str, str, str]] = []
+    s = results.get("store") or {}
+    if "raw_sqlite_tx_per_s" in s:
+        base = f"raw sqlite3 {_f(s['raw_sqlite_tx_per_s'], 'tx/s')}"
+        out.append(("Store", "4-statement tx, 1 caller", _f(s["store_1_caller_tx_per_s"], "tx/s"), base,
+                    _ratio(s["store_1_caller_tx_per_s"], s["raw_sqlite_tx_per_s"])))
+        out.append(("Store", "4-statement tx, 64 callers (group commit)", _f(s["store_64_callers_tx_per_s"], "tx/s"),
+                    base, _ratio(s["store_64_callers_tx_per_s"], s["raw_sqlite_tx_per_s"])))
+    q = results.get("queue") or {}
+    if "raw_sqlite_tx_per_s" in q:
+        base = f"raw sqlite3 {_f(q['raw_sqlite_tx_per_s'], 'tx/s')}"
+        for key, label in (("queue_1_worker_tasks_per_s", "submit→lease→run→complete, 1 worker"),
+                           ("queue_64_workers_tasks_per_s", "submit→lease→run→complete, 64 workers"),
+                           ("queue_batched_64_tasks_per_s", "64 submits, 1 lease of 64, 64 completes")):
+            out.append(("Queue", label, _f(q[key], "tasks/s"), base, _ratio(q[key], q["raw_sqlite_tx_per_s"])))
+        t = q["tick"]
+        scale = f"{_f(t['deployments'])} deployments / {_f(t['unfinished_tasks'])} tasks"
+        out.append(("Scheduler", f"first tick, {scale}", _f(t["first_tick_ms"], "ms"), "steady tick",
+                    _ratio(t["first_tick_ms"], t["steady_tick_ms"])))
+        out.append(("Scheduler", f"steady tick, {scale}", _f(t["steady_tick_ms"], "ms"),
+                    f"queue_counts alone {_f(t['queue_counts_ms'], 'ms')}",
+                    _ratio(t["steady_tick_ms"], t["queue_counts_ms"])))
+    k = results.get("tasks") or {}
+    if "in_process" in k:
+        base = f"raw sqlite3 {_f(k['raw_sqlite_commits_per_s'], 'commits/s')}"
+        for mode, label in (("in_process", "in-process"), ("http", "over HTTP (`agen up`, 32 clients)")):
+            m = k.get(mode)
+            if not m:
+                continue
+            out.append(("Tasks", f"throughput {label}, 1 fake-model turn", _f(m["tasks_per_s"], "tasks/s"), base,
+                        _ratio(m["tasks_per_s"], k["raw_sqlite_commits_per_s"])))
+            out.append(("Tasks", f"latency submit→complete {label}, p50 / p95",
+                        f"{_f(m['p50_ms'])} / {_f(m['p95_ms'])} ms", "", ""))
+    r = results.get("runner") or {}
+    if "turn_overhead_p50_ms" in r:
+        base = f"direct provider call {_f(r['direct_call_p50_ms'], 'ms')}"
+        out.append(("Runner", "overhead per turn (tool call + checkpoint), p50", _f(r["turn_overhead_p50_ms"], "ms"),
+                    base, _ratio(r["turn_overhead_p50_ms"], r["direct_call_p50_ms"])))
+        out.append(("Runner", "overhead per turn, p95", _f(r["turn_overhead_p95_ms"], "ms"),
+                    f"one raw SQLite commit {_f(r['raw_sqlite_commit_ms'], 'ms')}",
+                    _ratio(r["turn_overhead_p95_ms"], r["raw_sqlite_commit_ms"])))
+        out.append(("Runner", "whole single-turn run, p50", _f(r["single_turn_run_p50_ms"], "ms"),
+                    f"one raw SQLite commit {_f(r['raw_sqlite_commit_ms'], 'ms')}",
+                    _ratio(r["single_turn_run_p50_ms"], r["raw_sqlite_commit_ms"])))
+    for row in (results.get("concurrency") or {}).get("rows", []):
+        n = _f(row["runs"])
+        out.append(("Concurrency", f"{n} runs at once, {row['model_latency_s']} s model: wall time",
+                    _f(row["agen_wall_s"], "s"), f"same {n} calls direct {_f(row['direct_wall_s'], 's')}",
+                    _ratio(row["agen_wall_s"], row["direct_wall_s"])))
+        out.append(("Concurrency", f"{n} runs: wall time vs one model call", _f(row["agen_wall_s"], "s"),
+                    f"model latency {row['model_latency_s']} s", f"{row['agen_wall_vs_latency']}×"))
+        out.append(("Concurrency", f"{n} runs: peak RSS", _f(row["agen_peak_mb"], "MB"),
+                    f"direct calls {_f(row['direct_peak_mb'], 'MB')}", _ratio(row["agen_peak_mb"], row["direct_peak_mb"])))
+    p = results.get("ps") or {}
+    if "agen_ps_ms" in p:
+        scale = f"{_f(p['deployments'])} deployments / {_f(p['unfinished_tasks'])} tasks"
+        out.append(("ps", f"`agen ps` (whole command), {scale}", _f(p["agen_ps_ms"], "ms"),
+                    f"1 deployment {_f(p['agen_ps_1_ms'], 'ms')}", f"{p['ratio_ps_vs_1']}×"))
+        out.append(("ps", f"ListDeployments over HTTP, {scale}", _f(p["list_rpc_ms"], "ms"),
+                    f"1 deployment {_f(p['list_rpc_1_ms'], 'ms')}", f"{p['ratio_rpc_vs_1']}×"))
+    c = results.get("coldstart") or {}
+    if "agen_help_ms" in c:
+        base = f"`python -c pass` {_f(c['python_c_pass_ms'], 'ms')}"
+        for key, label in (("agen_help_ms", "`agen --help` (installed package)"),
+                           ("agen_version_ms", "`agen version` (installed package)"),
+                           ("agen_run_embedded_ms", "`agen run bundles/hello` embedded, fresh AGEN_HOME"),
+                           ("agen_tui_first_paint_ms", "`agen tui` first paint (fleet rows shown)"),
+                           ("binary_help_ms", "`agen --help` (single-file binary)"),
+                           ("binary_version_ms", "`agen version` (single-file binary)"),
+                           ("binary_run_embedded_ms", "`agen run bundles/hello` (single-file binary)")):
+            if c.get(key) is not None:
+                out.append(("Cold start", label, _f(c[key], "ms"), base, _ratio(c[key], c["python_c_pass_ms"])))
+        if c.get("binary_size_mb"):
+            out.append(("Binary", "size of dist/agen", _f(c["binary_size_mb"], "MiB"), "", ""))
+    h = results.get("peer") or {}
+    k_in = (results.get("tasks") or {}).get("in_process") or {}
+    if "huey" in h:
+        out.append(("Peer", f"huey (SqliteHuey, {h['huey']['workers']} threads), no-op tasks",
+                    _f(h["huey"]["tasks_per_s"], "tasks/s"), f"raw sqlite3 {_f(h['raw_sqlite_commits_per_s'], 'commits/s')}",
+                    _ratio(h["huey"]["tasks_per_s"], h["raw_sqlite_commits_per_s"])))
+        out.append(("Peer", "huey latency enqueue→done, p50 / p95", f"{_f(h['huey']['p50_ms'])} / {_f(h['huey']['p95_ms'])} ms",
+                    "", ""))
+        if k_in:
+            out.append(("Peer", "agen in-process tasks/s vs huey tasks/s", _f(k_in["tasks_per_s"], "tasks/s"),
+                        f"huey {_f(h['huey']['tasks_per_s'], 'tasks/s')}", _ratio(k_in["tasks_per_s"], h["huey"]["tasks_per_s"])))
+    return out
+
+
+def markdown(report: dict[str, Any]) -> str:
+    table = ["| Area | Figure | Value | Baseline (same run) | Ratio |", "|---|---|---|---|---|"]
+    table += [f"| {a} | {f} | {v} | {b} | {r} |" for a, f, v, b, r in rows(report["results"])]
+    errors = [f"- **{name}** failed: `{res['error']}`" for name, res in report["results"].items()
+              if isinstance(res, dict) and "error" in res]
+    timing = ", ".join(f"{k} {v:.0f} s" for k, v in report["section_seconds"].items())
+    return "\n".join([
+        "# Performance",
+        "",
+        "<!-- Written by scripts/bench/run (scripts/bench/run_all.py); do not edit by hand. -->",
+        "",
+        f"Measured {report['date']} on **{report['machine']}**, git `{report['rev']}`, "
+        f"in {report['total_seconds']:.0f} s ({timing}).",
+        "",
+        "Every figure is next to a baseline measured in the same run on the same disk: these machines are",
+        "noisy, so compare ratios across runs rather than absolute numbers. Raw numbers, including the ones",
+        "not in this table, are in [performance.json](performance.json).",
+        "",
+        *table,
+        "",
+        *(["Sections that failed in this run:", "", *errors, ""] if errors else []),
+        "## What the figures mean",
+        "",
+        "- **Store / Queue**: transactions through agen's Store (one writer thread, group commit) against plain",
+        "  sqlite3 committing the same statements one transaction at a time (WAL, synchronous=NORMAL). A task",
+        "  costs 4 transactions (submit, lease, running, complete), or fewer with batched leases.",
+        "- **Tasks**: submit → complete with one fake-model turn and no tools, through a Hub + local Nest in one",
+        "  process, then through a real `agen up` over HTTP. Latency comes from the Hub's own timestamps.",
+        "- **Runner**: the time between a model call returning and the next one starting (the tool call and the",
+        "  checkpoint in between) with a zero-latency fake model, against calling that model directly.",
+        "- **Concurrency**: N runs started at once against a local OpenAI-compatible server that answers after a",
+        "  fixed latency; the baseline sends the same N requests straight through the provider. Each side runs",
+        "  in its own process (peak RSS is that process's). One provider keeps at most 100 requests in flight,",
+        "  so N runs take about N / 100 × the latency.",
+        "- **ps**: a real `agen up` over a store filled with 1,000 paused deployments and 100,000 unfinished",
+        "  tasks; the whole `agen ps` command (start, call, render) and the API call alone.",
+        "- **Cold start**: fresh processes, median of several; the binary unpacks itself on every start",
+        "  (PyInstaller one-file), which is what its extra start-up time is.",
+        "- **Peer**: huey with SqliteHuey running no-op tasks. agen's tasks do more per task (a run with a model",
+        "  turn, its checkpoint, events), so the comparison is what a user gets for the same \"do this later\".",
+        "",
+        "## Reproduce",
+        "",
+        "```sh",
+        'pip install -e ".[dev,bench]"          # huey for the peer benchmark',
+        "scripts/build-binary                   # optional: binary cold start (else built into a temp dir)",
+        "scripts/bench/run                      # all sections; rewrites docs/performance.md and .json",
+        "scripts/bench/run --only tasks,peer    # some sections (prints JSON; docs untouched)",
+        "python -m scripts.bench.queue_bench    # any section alone: store_bench, queue_bench, task_bench,",
+        "                                       # runner_bench, concurrency_bench, ps_bench, coldstart_bench,",
+        "                                       # peer_bench, tui_bench",
+        "```",
+        "",
+    ])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="smaller sizes (checks the suite; docs untouched)")
+    ap.add_argument("--only", default="", help=f"comma-separated sections of: {', '.join(SECTIONS)}")
+    ap.add_argument("--binary", default="auto", help="auto (dist/agen if fresh, else build), PATH, or none")
+    ap.add_argument("--out", type=Path, default=ROOT / "docs", help="where performance.md/.json go")
+    args = ap.parse_args(argv)
+    only = [s for s in args.only.split(",") if s]
+    unknown = set(only) - set(SECTIONS)
+    if unknown:
+        ap.error(f"unknown sections {sorted(unknown)}; choose from {', '.join(SECTIONS)}")
+    chosen = only or list(SECTIONS)
+    binary = find_binary(args.binary) if "coldstart" in chosen else None
+    funcs: dict[str, Callable[[], dict[str, Any]]] = {
+        "store": lambda: store_section(args.quick), "queue": lambda: queue_section(args.quick),
+        "tasks": lambda: tasks_section(args.quick), "runner": lambda: runner_section(args.quick),
+        "concurrency": lambda: concurrency_section(args.quick), "ps": lambda: ps_section(args.quick),
+        "coldstart": lambda: coldstart_section(args.quick, binary), "peer": lambda: peer_section(args.quick),
+    }
+    started = time.perf_counter()
+    results: dict[str, Any] = {}
+    seconds: dict[str, float] = {}
+    for name in chosen:
+        print(f"[bench] {name} ...", file=sys.stderr, flush=True)
+        t0 = time.perf_counter()
+        try:
+            results[name] = funcs[name]()
+        except (Exception, SystemExit) as e:  # one broken section must not lose the others' figures
+            traceback.print_exc()
+            results[name] = {"error": f"{type(e).__name__}: {e}"[:500]}
+        seconds[name] = round(time.perf_counter() - t0, 1)
+        print(f"[bench] {name} done in {seconds[name]:.0f} s", file=sys.stderr, flush=True)
+    report = {
+        "machine": machine(), "rev": git_rev(), "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "quick": args.quick, "total_seconds": round(time.perf_counter() - started, 1),
+        "section_seconds": seconds, "results": results,
+    }
+    text = markdown(report)
+    if args.quick or only:
+        print(json.dumps(report, indent=2))
+        print(text)
+    else:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "performance.json").write_text(json.dumps(report, indent=2) + "\n")
+        (args.out / "performance.md").write_text(text)
+        print(text)
+        print(f"wrote {args.out / 'performance.md'} and performance.json", file=sys.stderr)
+    return 1 if any("error" in r for r in results.values() if isinstance(r, dict)) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
