@@ -122,6 +122,22 @@ def _start_tui(hub: Any, url: str) -> tuple[Any, asyncio.Task[None]]:
     return app, task
 
 
+def check_port_free(host: str, port: int, listen: str) -> None:
+    """Say plainly that the address is taken, before uvicorn would print a traceback about it."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as e:
+            raise ConflictError(
+                f"--listen {listen}: the address is in use ({e.strerror}); another agen up with another "
+                "AGEN_HOME or another program listens there. Stop it, or pick a free port: "
+                f"agen up --listen {host}:{port + 10}", field="--listen") from None
+
+
 async def serve(opts: UpOptions) -> None:
     from agen.api.app import create_app
     from agen.node import LocalNode
@@ -130,6 +146,7 @@ async def serve(opts: UpOptions) -> None:
     host, port = parse_listen(opts.listen)
     home = agen_home()
     lock = lock_home(home)
+    check_port_free(host, port, opts.listen)
     store = await open_store(opts.store)
     node = LocalNode(store, capacity=opts.capacity, lease_ms=opts.lease_ms, drain_timeout_s=opts.drain_timeout_s,
                      backend=opts.backend, host_memory_limit=opts.host_memory_limit)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from agen.bundle import Bundle
 from agen.bundle.checks import bundle_path
 from agen.bundle.harness import DEFAULT_KEY_SECRET, Harness, Turn
-from agen.errors import BundleError
+from agen.errors import BundleError, InvalidError
 from agen.runner.providers.base import ModelProvider, ModelRequest, ModelResponse, ProviderError
 from agen.runner.redact import Redactor
 
@@ -108,12 +108,27 @@ async def _one(
     return Account(provider, [model or provider.default_model, *harness.fallback_models], kind, key, base_url)
 
 
+def _require_key(bundle: Bundle, account: Account) -> None:
+    """A cloud provider without its key fails here, saying which variable to set (not later as 'unreachable')."""
+    if account.label not in ("openai", "openrouter") or account.base_url is not None or not account.key_secret:
+        return
+    if getattr(account.provider, "api_key", None):
+        return
+    var = bundle.secrets.env_var(account.key_secret)
+    raise InvalidError(
+        f"bundle {bundle.name}: provider {account.label} needs an API key, and {var} is not set in the "
+        f"environment of agen; export {var}=..., or set \"provider\": \"auto\" in x-agen/harness.json "
+        "(uses a key, a local Ollama, or the offline fake model) or \"fake\"",
+        field="x-agen/harness.json provider", secret=var)
+
+
 async def build_accounts(
     bundle: Bundle, redactor: Redactor | None = None, *, fake_delay_s: float = 0.0
 ) -> list[Account]:
     """The primary account, then each harness.fallbackProviders entry built the same way."""
     harness = bundle.harness
     accounts = [await _one(bundle, harness, redactor, fake_delay_s=fake_delay_s)]
+    _require_key(bundle, accounts[0])
     for fb in harness.fallback_providers:
         swapped = harness.model_copy(update={
             "provider": fb.provider, "model": fb.model, "fallback_models": list(fb.fallback_models),
