@@ -80,7 +80,7 @@ def runner_section(quick: bool) -> dict[str, Any]:
 def concurrency_section(quick: bool) -> dict[str, Any]:
     from scripts.bench import concurrency_bench
 
-    return concurrency_bench.run([200, 1000] if quick else [1000, 10_000], 0.5)
+    return concurrency_bench.run([200, 1000] if quick else [1000, 10_000], 0.25)
 
 
 def ps_section(quick: bool) -> dict[str, Any]:
