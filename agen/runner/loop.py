@@ -110,7 +110,7 @@ class Runner:
         if opened.finished:
             outcome = Outcome.model_validate(loads(row["outcome"]) or {"status": "failed", "reason": "unknown"})
             return RunResult(run_id=row["id"], status=row["status"], outcome=outcome, epoch=int(row["epoch"]))
-        st = await self._state(req, row, opened.resumed, events, cancel)
+        st = await self._state(req, row, opened.resumed, events, cancel, opened.messages)
         scope = await self.extras.begin(req, st.run_id) if self.extras is not None else None
         if scope is not None:
             st.workspace = scope.workspace_path
@@ -155,7 +155,7 @@ class Runner:
         st.specs = [t.spec() for t in st.tools.values()]
 
     async def _state(self, req: RunRequest, row: dict[str, Any], resumed: bool, events: EventSink | None,
-                     cancel: asyncio.Event | None) -> RunState:
+                     cancel: asyncio.Event | None, known: list[dict[str, Any]] | None = None) -> RunState:
         b = self.bundle
         lim = b.config.limits
         ov = req.overrides
@@ -171,7 +171,7 @@ class Runner:
         system = system_prompt(b, skills=ov.skills if ov else None, addendum=ov.system_addendum if ov else None,
                                extra=self.extra_system)
         tools = self._visible(req)
-        rows = await self.store.all(
+        rows = known if known is not None else await self.store.all(  # a brand-new conversation: no read back
             "SELECT seq, turn, role, content, run_id, tool_calls, tool_call_id, name, is_error, model FROM messages"
             " WHERE conversation_id = ? ORDER BY seq", (row["conversation_id"],))
         msgs = [Msg.from_row(r) for r in rows]

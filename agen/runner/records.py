@@ -37,6 +37,9 @@ class Opened:
     run: Row
     resumed: bool = False
     finished: bool = False
+    # The conversation's stored messages when this call created it (exactly the input message), so the
+    # Runner need not read them back; None when there may be history to read (resumed or keyed conversation).
+    messages: list[Row] | None = None
 
 
 @dataclass
@@ -173,13 +176,15 @@ def open_run(tx: Tx, req: RunRequest, owner: str, model: str, digest: str | None
                           "unfinished", dumps(attrs), None, now, None))
     tx.execute(MESSAGE_SQL, (new_id(), conversation_id, run_id, seq, 0, "user", req.input, None, None, None, 0,
                              None, None, None, now))
+    first = {"seq": seq, "turn": 0, "role": "user", "content": req.input, "run_id": run_id, "tool_calls": None,
+             "tool_call_id": None, "name": None, "is_error": 0, "model": None}
     if not created:
         tx.execute("UPDATE conversations SET next_seq = ?, updated_ms = ? WHERE id = ?",
                    (seq + 1, now, conversation_id))
     tx.event(req.namespace, "run.started", deployment=req.deployment or None, task_id=req.task_id, run_id=run_id,
              data={"conversation_id": conversation_id})
     assert row is not None
-    return Opened(row)
+    return Opened(row, messages=[first] if created else None)
 
 
 def _claim(tx: Tx, row: Row, owner: str, attempt: int) -> Row:
