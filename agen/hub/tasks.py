@@ -20,7 +20,6 @@ from agen.api.models.tasks import (
 from agen.errors import NotFoundError
 from agen.hub import admission, queue
 from agen.hub.auth import Principal
-from agen.hub.deployments import find_deployment
 from agen.hub.instances import instance_failing
 from agen.hub.lease_gate import budget_wait_reason
 from agen.hub.service import Hub
@@ -84,19 +83,25 @@ async def load_task(hub: Hub, p: Principal, task_id: str) -> Task:
 
 
 async def submit_task(hub: Hub, p: Principal, req: SubmitTaskRequest) -> TaskResponse:
-    dep = await find_deployment(hub, p, req.namespace, req.deployment)
-    new = queue.NewTask(
-        namespace=req.namespace, deployment_id=dep["id"], deployment=dep["name"], input=req.input,
-        conversation_key=req.conversation_key, labels=dict(req.labels), priority=req.priority,
-        idempotency_key=req.idempotency_key, schedule_key=req.schedule_key, not_before_ms=req.not_before_ms,
-        not_after_ms=req.not_after_ms, locks=list(req.locks), trust=effective_trust(req.trust, p.trust),
-        model_tier=req.model_tier, overrides=req.overrides, submitted_by=p.subject,
-    )
+    p.require_namespace(req.namespace)
+    trust = effective_trust(req.trust, p.trust)
 
     def fn(tx: Tx) -> tuple[Task, bool]:
-        current = tx.one("SELECT * FROM deployments WHERE id = ?", (dep["id"],))
+        # The deployment is found inside the insert's transaction: one writer statement instead of a
+        # read on another thread first, and no window where it is deleted in between.
+        current = tx.one("SELECT * FROM deployments WHERE namespace = ? AND name = ?", (req.namespace, req.deployment))
         if current is None:
-            raise NotFoundError(f"deployment {req.namespace}/{req.deployment} was deleted", deployment=req.deployment)
+            raise NotFoundError(
+                f"deployment {req.namespace}/{req.deployment} not found; `agen ps` lists deployments,"
+                " `agen deploy <dir>` creates one", deployment=req.deployment, namespace=req.namespace,
+            )
+        new = queue.NewTask(
+            namespace=req.namespace, deployment_id=current["id"], deployment=current["name"], input=req.input,
+            conversation_key=req.conversation_key, labels=dict(req.labels), priority=req.priority,
+            idempotency_key=req.idempotency_key, schedule_key=req.schedule_key, not_before_ms=req.not_before_ms,
+            not_after_ms=req.not_after_ms, locks=list(req.locks), trust=trust,
+            model_tier=req.model_tier, overrides=req.overrides, submitted_by=p.subject,
+        )
         admission.admit(tx, current, tx.now_ms)
         row, created = queue.submit_task(tx, new)
         return task_view(row, extra={"locks": sorted(set(new.locks))}), created
