@@ -51,7 +51,10 @@ def print_json(obj: Any) -> None:
 def stdout_console() -> Any:
     from rich.console import Console
 
-    return Console(soft_wrap=False, highlight=False)
+    console = Console(soft_wrap=False, highlight=False)
+    if not console.is_terminal:  # piped to a file or grep: whole ids and values, never "…"
+        console = Console(soft_wrap=False, highlight=False, width=1000)
+    return console
 
 
 def parse_duration_ms(text: str, *, flag: str = "duration") -> int:

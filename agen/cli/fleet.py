@@ -75,12 +75,13 @@ def ps(all_instances: Annotated[bool, typer.Option("--all", help="List every ins
         return
     t = Table(box=None)
     cols = (["NAMESPACE"] if all_namespaces else []) + [
-        "NAME", "KIND", "READY", "QUEUED", "RUNNING", "STATUS", "DIGEST", "ACTIVITY"]
+        "NAME", "KIND", "ACTIVITY", "READY", "QUEUED", "RUNNING", "DIGEST", "LAST ACTIVE"]
     for col in cols:
         t.add_column(col, no_wrap=col in ("ID", "INSTANCE", "NAME", "DEPLOYMENT"))
     for d in resp.deployments:
-        status = "stopped" if d.paused else ("running" if d.ready else ("starting" if d.desired else "idle"))
-        row = [d.name, d.kind, f"{d.ready}/{d.desired}", str(d.queued + d.scheduled), str(d.running), status,
+        # The one activity word (agen.hub.activity) every screen shows, so `ps` and the TUI agree.
+        word = f"{d.activity} ({d.stopped_reason})" if d.activity == "stopped" and d.stopped_reason else d.activity
+        row = [d.name, d.kind, word, f"{d.ready}/{d.desired}", str(d.queued + d.scheduled), str(d.running),
                d.digest[7:19], ago(d.last_activity_ms)]
         t.add_row(*([d.namespace] if all_namespaces else []), *row)
     if not resp.deployments:

@@ -31,6 +31,8 @@ def test_deploy_run_scale_stop_start_logs_and_rm_through_the_cli(up: Up, tmp_pat
     up.agen("stop", "echo")
     wait_until(lambda: not [i for i in up.json("ps", "--all")["instances"] if i["deployment"] == "echo"],
                what="instances drained")
+    [row] = [ln for ln in up.agen("ps").stdout.splitlines() if ln.split()[:1] == ["echo"]]
+    assert "stopped (paused)" in row  # the one activity word, as the TUI shows it
     refused = up.agen("scale", "echo", "2", check=False)
     assert refused.returncode == 5 and "agen start echo" in refused.stderr
     up.agen("start", "echo")
