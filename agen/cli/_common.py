@@ -53,8 +53,26 @@ def stdout_console() -> Any:
 
     console = Console(soft_wrap=False, highlight=False)
     if not console.is_terminal:  # piped to a file or grep: whole ids and values, never "…"
-        console = Console(soft_wrap=False, highlight=False, width=1000)
+        console = Console(soft_wrap=False, highlight=False, width=1000,
+                          file=_RStripLines(sys.stdout))  # type: ignore[arg-type]  # only write/flush are used
     return console
+
+
+class _RStripLines:
+    """A stdout wrapper for wide non-terminal output: no trailing padding on any line."""
+
+    def __init__(self, out: Any) -> None:
+        self._out = out
+
+    def write(self, text: str) -> int:
+        self._out.write("\n".join(line.rstrip() for line in text.split("\n")))
+        return len(text)
+
+    def flush(self) -> None:
+        self._out.flush()
+
+    def isatty(self) -> bool:
+        return False
 
 
 def parse_duration_ms(text: str, *, flag: str = "duration") -> int:
