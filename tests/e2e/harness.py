@@ -7,13 +7,16 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-AGEN = "/work/venv/bin/agen"
+# The `agen` console script of the environment running the tests (a CI clone's own .venv),
+# never one found elsewhere on the machine.
+AGEN = str(Path(sys.executable).with_name("agen"))
 
 
 def free_port() -> int:

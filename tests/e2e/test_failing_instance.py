@@ -9,9 +9,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from tests.e2e.harness import AGEN
 from tests.fleet_helpers import write_bundle
-
-AGEN = "/work/venv/bin/agen"
 
 
 def test_run_on_a_bundle_whose_mcp_server_cannot_launch_says_why_and_exits_early(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
-AGEN = "/work/venv/bin/agen"
+from tests.e2e.harness import AGEN
 
 
 def test_coder_template_runs_with_its_workspace_server_on_the_task_workspace(tmp_path: Path) -> None:
