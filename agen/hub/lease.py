@@ -202,15 +202,17 @@ def complete_task(
     status: str,
     outcome: dict[str, Any] | None,
     error: str | None = None,
+    row: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """End a leased/running task as succeeded, failed or cancelled; releases its locks.
 
-    Reporting the same lease's completion twice returns the stored task (a retried RPC).
+    Reporting the same lease's completion twice returns the stored task (a retried RPC). ``row``: the
+    task as the caller just read it in this transaction (saves reading it again).
     """
     if status not in COMPLETE_STATES:
         raise InvalidError(f"status must be one of {', '.join(COMPLETE_STATES)} (got {status!r})",
                            field="status")
-    row = get_task(tx, task_id)
+    row = get_task(tx, task_id) if row is None else row
     if row["state"] in TERMINAL and row["lease_id"] == lease_id:
         return row
     if row["lease_id"] != lease_id or row["state"] not in LIVE:
