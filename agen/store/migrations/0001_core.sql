@@ -125,7 +125,7 @@ CREATE UNIQUE INDEX tasks_idempotency ON tasks(namespace, deployment_id, idempot
     WHERE idempotency_key IS NOT NULL;
 CREATE UNIQUE INDEX tasks_one_queued_per_schedule_key ON tasks(deployment_id, schedule_key)
     WHERE schedule_key IS NOT NULL AND state = 'queued';
-CREATE INDEX tasks_queue ON tasks(deployment_id, state, priority, seq);
+CREATE INDEX tasks_queue ON tasks(deployment_id, priority, seq) WHERE state = 'queued';
 CREATE INDEX tasks_conversation ON tasks(deployment_id, conversation_key, seq)
     WHERE conversation_key IS NOT NULL;
 CREATE INDEX tasks_lease_expiry ON tasks(lease_expires_ms) WHERE state IN ('leased', 'running');
