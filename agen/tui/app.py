@@ -13,6 +13,7 @@ from textual.screen import Screen
 from agen.client import Client
 from agen.tui.messages import ConnectionChanged, HubChanged
 from agen.tui.screens.approvals import ApprovalsScreen
+from agen.tui.screens.base import AgenScreen
 from agen.tui.screens.events import EventsScreen
 from agen.tui.screens.fleet import FleetScreen
 from agen.tui.screens.logs import LogsScreen
@@ -55,6 +56,9 @@ class AgenApp(App[None]):
         self.pending_approvals = 0
         self.target: str | None = None
         """The task (or run) the Transcript and Trace screens show; set from Tasks or Approvals."""
+        self.agen_screens: list[AgenScreen] = []
+        """Every screen mounted so far (one per mode; hidden ones keep what they drew)."""
+        self.stream_up = False
 
     def on_mount(self) -> None:
         self.sub_title = self.hub_label
@@ -63,17 +67,22 @@ class AgenApp(App[None]):
         if self.watch_enabled:
             self.watch_hub()
 
+    @property
+    def live(self) -> bool:
+        """Whether events arrive: then a screen no event touched is up to date."""
+        return self.watch_enabled and self.stream_up and self.connection_lost is None
+
     # --- navigation -------------------------------------------------------------------
     def action_show(self, mode: str) -> None:
         self.switch_mode(mode)
 
     def open_for(self, mode: str, target: str | None) -> None:
-        """Show the Transcript or Trace of a task or run."""
+        """Show the Transcript or Trace of a task or run (it reloads on resume when the target changed)."""
         self.target = target
-        self.switch_mode(mode)
-        screen = self.screen
-        if isinstance(screen, TranscriptScreen | TraceScreen):
-            screen.reload()
+        if self.current_mode == mode and isinstance(self.screen, AgenScreen):
+            self.screen.reload()
+        else:
+            self.switch_mode(mode)
 
     def open_tasks(self, deployment: str) -> None:
         """Tasks filtered to one deployment (enter on a Fleet row)."""
@@ -101,20 +110,28 @@ class AgenApp(App[None]):
 
     @on(HubChanged)
     def _forward(self, message: HubChanged) -> None:
+        """The shown screen refreshes from the events; hidden ones only note they are out of date."""
         if message.touches("approval.", "task.", "run.finished"):
             self.count_approvals()
-        self.screen.post_message(HubChanged(message.events))
+        for screen in self.agen_screens:
+            if screen is self.screen:
+                screen.post_message(HubChanged(message.events))
+            elif screen.concerns(message):
+                screen.missed(message.events)
 
     @on(ConnectionChanged)
     def _connection(self, message: ConnectionChanged) -> None:
+        was_lost = self.connection_lost is not None
         self.connection_lost = None if message.up else (message.detail or "connection lost")
+        self.stream_up = message.up
         for banner in self.screen.query(ConnectionBanner):
             banner.lost = self.connection_lost
-        if message.up:
+        if message.up and was_lost:
             self.count_approvals()
-            reload = getattr(self.screen, "reload", None)
-            if callable(reload):
-                reload()
+            for screen in self.agen_screens:  # events may have been missed while down
+                screen.stale = True
+            if isinstance(self.screen, AgenScreen):
+                self.screen.reload()
 
     @work(exclusive=True, group="approvals-count")
     async def count_approvals(self) -> None:

@@ -13,6 +13,7 @@ from textual.widgets import DataTable, Static
 from agen.api import registry as r
 from agen.api.models.approvals import Approval, DecideApprovalRequest, ListApprovalsRequest
 from agen.tui import fmt
+from agen.tui.rows import Cells, KeyedRows
 from agen.tui.screens.base import AgenScreen
 from agen.tui.widgets.note_dialog import DecisionDialog
 
@@ -28,6 +29,7 @@ class ApprovalsScreen(AgenScreen):
     def __init__(self) -> None:
         super().__init__()
         self.approvals: list[Approval] = []
+        self.args_shown: dict[str, str] = {}
 
     def body(self) -> ComposeResult:
         yield Static("Nothing waits for approval. Tool calls a bundle's permissions mark `ask` appear here.",
@@ -35,34 +37,28 @@ class ApprovalsScreen(AgenScreen):
         yield DataTable(id="approvals", cursor_type="row", zebra_stripes=True)
 
     def on_mount(self) -> None:
-        self.query_one("#approvals", DataTable).add_columns(
-            "ID", "DEPLOYMENT", "TOOL", "ARGUMENTS (redacted)", "REQUESTER", "TASK", "AGE")
+        self.rows = KeyedRows(self.query_one("#approvals", DataTable),
+                              ("ID", "DEPLOYMENT", "TOOL", "ARGUMENTS (redacted)", "REQUESTER", "TASK", "AGE"))
 
-    def reload(self) -> None:
-        self.load()
-
-    @work(exclusive=True, group="load")
     async def load(self) -> None:
-        try:
-            await self._load()
-        finally:
-            self.loads += 1
-
-    async def _load(self) -> None:
         try:
             approvals = (await self.client.call(r.ListApprovals, ListApprovalsRequest(limit=1000))).approvals
         except Exception as e:
             self.failed(e, "loading approvals")
             return
         self.approvals = approvals
-        table = self.query_one("#approvals", DataTable)
-        table.clear()
-        for a in approvals:
-            args = json.dumps(a.arguments, ensure_ascii=False, sort_keys=True)
-            table.add_row(fmt.short_id(a.id), a.deployment, a.tool, args[:60] + ("…" if len(args) > 60 else ""),
-                          a.requested_by or "-", fmt.short_id(a.task_id), fmt.age(a.created_ms), key=a.id)
+        self.rows.apply([(a.id, self._cells(a)) for a in approvals])
+        self.args_shown = {a.id: self.args_shown[a.id] for a in approvals}
         self.query_one("#approvals-empty").display = not approvals
-        table.display = bool(approvals)
+        self.rows.table.display = bool(approvals)
+
+    def _cells(self, a: Approval) -> Cells:
+        args = self.args_shown.get(a.id)
+        if args is None:  # arguments never change: dumped once per approval
+            args = json.dumps(a.arguments, ensure_ascii=False, sort_keys=True)
+            args = self.args_shown[a.id] = args[:60] + ("…" if len(args) > 60 else "")
+        return (fmt.short_id(a.id), a.deployment, a.tool, args, a.requested_by or "-", fmt.short_id(a.task_id),
+                fmt.age(a.created_ms))
 
     def selected(self) -> Approval | None:
         table = self.query_one("#approvals", DataTable)

@@ -1,31 +1,55 @@
-"""What every screen shares: the client, a reload worker, refresh on the events that concern it."""
+"""What every screen shares: the client, one coalescing load worker, refresh on the events that concern it.
+
+Screens are installed once (one per mode) and keep what they last drew, so a switch paints at once;
+a screen reloads on resume only when it may be out of date. Events reaching a hidden screen only mark
+it stale; events reaching the shown one start a load, or one more after the load in flight (a burst
+of events costs at most two loads, and a load is never cancelled half way by the next event).
+"""
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, ClassVar
 
-from textual import on
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import Footer, Header
+from textual.widgets import Header
 
 from agen.errors import AgenError
 from agen.tui.messages import HubChanged
 from agen.tui.widgets.banner import ConnectionBanner
+from agen.tui.widgets.footer import KeysFooter
+
+SWITCH_HOLD_S = 0.06
+"""App.switch_mode holds frames 50 ms to mask the transition (App.delay_update); a load started inside
+that hold would run (in-process Hub: on this loop) before the cached frame is drawn."""
 
 if TYPE_CHECKING:
+    from agen.api.models.signals import Event
     from agen.client import Client
     from agen.tui.app import AgenApp
+
+FRESH_S = 15.0
+"""Without an event saying so, what a screen shows is trusted this long (ages drift, streams drop)."""
 
 
 class AgenScreen(Screen[None]):
     """A screen that loads from the Hub in a worker and reloads when its events arrive."""
 
     WATCHES: ClassVar[tuple[str, ...]] = ()
-    """Event type prefixes that make this screen reload (``task.``, ``approval.``, ...)."""
+    """Event type prefixes that concern this screen (``task.``, ``approval.``, ...)."""
 
     loads = 0
-    """How many loads have finished and been drawn (benchmarks and tests wait on it)."""
+    """How many loads (or live appends) have finished and been applied (benchmarks and tests wait on it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stale = True
+        """Never loaded, or events touched what it shows while it was hidden."""
+        self.loaded_at = 0.0
+        self._loading = False
+        self._again = False
 
     @property
     def agen(self) -> AgenApp:
@@ -42,21 +66,74 @@ class AgenScreen(Screen[None]):
         yield Header()
         yield ConnectionBanner()
         yield from self.body()
-        yield Footer()
+        yield KeysFooter()
 
     def body(self) -> ComposeResult:
         yield from ()
 
-    def on_screen_resume(self) -> None:
-        self.reload()
+    @on(events.Mount)
+    def _register(self) -> None:
+        self.agen.agen_screens.append(self)
 
-    def reload(self) -> None:
-        """Start (or restart) this screen's load worker."""
+    @on(events.ScreenResume)
+    def _keep_styles(self, event: events.ScreenResume) -> None:
+        """Styles do not change while a screen is hidden (a theme change restyles it on switch), so a
+        resume skips re-applying the stylesheet to every widget, most of a switch's remaining cost."""
+        event.refresh_styles = False
+
+    def on_screen_resume(self) -> None:
+        if self.outdated():  # what it showed last is painted first; the load starts after that frame
+            self.set_timer(SWITCH_HOLD_S, self.start_load)
+
+    def outdated(self) -> bool:
+        """Whether a resume should reload: events touched it, or nothing would have said so."""
+        return self.stale or not self.agen.live or time.monotonic() - self.loaded_at > FRESH_S
+
+    def missed(self, events: list[Event]) -> None:
+        """Events that concern this screen arrived while it was hidden."""
+        self.stale = True
+
+    def concerns(self, message: HubChanged) -> bool:
+        return bool(self.WATCHES) and message.touches(*self.WATCHES)
 
     @on(HubChanged)
     def _hub_changed(self, message: HubChanged) -> None:
-        if self.WATCHES and message.touches(*self.WATCHES):
-            self.reload()
+        if self.concerns(message):
+            self.changed(message.events)
+
+    def changed(self, events: list[Event]) -> None:
+        """Events that concern the shown screen arrived: load (screens may fetch only what changed)."""
+        self.start_load()
+
+    def reload(self) -> None:
+        """Load everything this screen shows (after an action, or when asked to)."""
+        self.start_load()
+
+    def start_load(self) -> None:
+        """Load now, or once more right after the load in flight."""
+        if self._loading:
+            self._again = True
+            return
+        self._loading = True
+        self._load_loop()
+
+    @work(group="load")
+    async def _load_loop(self) -> None:
+        try:
+            again = True
+            while again:
+                self._again = self.stale = False
+                try:
+                    await self.load()
+                finally:
+                    self.loads += 1
+                    self.loaded_at = time.monotonic()
+                again = self._again
+        finally:
+            self._loading = False
+
+    async def load(self) -> None:
+        """Fetch what the screen shows and apply it (changed rows only where it can)."""
 
     def failed(self, error: Exception, what: str) -> None:
         text = error.message if isinstance(error, AgenError) else f"{type(error).__name__}: {error}"

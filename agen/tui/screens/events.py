@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import ClassVar
 
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Input
@@ -15,9 +15,11 @@ from agen.api import registry as r
 from agen.api.models.signals import Event, ListEventsRequest
 from agen.tui import fmt
 from agen.tui.messages import HubChanged
+from agen.tui.rows import REBUILD_AT
 from agen.tui.screens.base import AgenScreen
 
 KEEP = 1000
+PAGE = 500
 
 
 def matches(e: Event, text: str) -> bool:
@@ -58,36 +60,53 @@ class EventsScreen(AgenScreen):
         self.query_one(DataTable).focus()
         self.render_rows()
 
-    def reload(self) -> None:
-        self.load()
+    def concerns(self, message: HubChanged) -> bool:
+        return True
 
-    @work(exclusive=True, group="load")
+    def changed(self, events: list[Event]) -> None:
+        self.append(events)
+
+    def missed(self, events: list[Event]) -> None:
+        self.append(events)  # a hidden tail keeps up too: O(new rows), nothing to fetch on return
+
     async def load(self) -> None:
+        """The last events on first show; afterwards only what came after the last one shown."""
         try:
-            await self._load()
-        finally:
-            self.loads += 1
-
-    async def _load(self) -> None:
-        try:
+            if self.events:
+                page = await self.client.call(r.ListEvents, ListEventsRequest(after=self.events[-1].seq, limit=PAGE))
+                if len(page.events) < PAGE:
+                    self.append(page.events)
+                    return
             self.events = (await self.client.call(r.ListEvents, ListEventsRequest(last=200, limit=200))).events
         except Exception as e:
             self.failed(e, "loading events")
             return
         self.render_rows()
 
-    @on(HubChanged)
-    def _append(self, message: HubChanged) -> None:
+    def append(self, events: list[Event]) -> None:
         seen = self.events[-1].seq if self.events else 0
-        fresh = [e for e in message.events if e.seq > seen]
-        self.events = (self.events + fresh)[-KEEP:]
-        text = self.query_one(Input).value
+        fresh = [e for e in events if e.seq > seen]
+        if not fresh:
+            return
         table = self.query_one(DataTable)
+        tailing = table.row_count == 0 or table.cursor_row >= table.row_count - 1
+        self.events += fresh
+        text = self.query_one(Input).value
         for e in fresh:
             if matches(e, text):
                 self._row(table, e)
-        if fresh:
+        over = len(self.events) - KEEP
+        if over > REBUILD_AT:
+            self.events = self.events[over:]
+            self.render_rows()
+        elif over > 0:
+            for e in self.events[:over]:
+                if str(e.seq) in table.rows:
+                    table.remove_row(str(e.seq))
+            self.events = self.events[over:]
+        if tailing and table.row_count:
             table.move_cursor(row=table.row_count - 1)
+        self.loads += 1
 
     def render_rows(self) -> None:
         text = self.query_one(Input).value
@@ -103,4 +122,4 @@ class EventsScreen(AgenScreen):
     def _row(table: DataTable[object], e: Event) -> None:
         data = json.dumps(e.data, ensure_ascii=False, sort_keys=True)
         table.add_row(str(e.seq), fmt.age(e.created_ms), e.type, e.severity, e.deployment or "-",
-                      fmt.short_id(e.task_id), data[:70])
+                      fmt.short_id(e.task_id), data[:70], key=str(e.seq))

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+import asyncio
+import time
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import on, work
@@ -13,6 +16,8 @@ from textual.widgets import DataTable, Label, Static
 from agen.api import registry as r
 from agen.api.models.deployments import (
     Deployment,
+    GetDeploymentRequest,
+    Instance,
     ListDeploymentsRequest,
     ListInstancesRequest,
     PauseDeploymentRequest,
@@ -21,9 +26,19 @@ from agen.api.models.deployments import (
 from agen.api.models.observe import GetMetricsRequest
 from agen.api.models.tasks import SubmitTaskRequest
 from agen.cli.observe_render import activity_text
+from agen.errors import NotFoundError
 from agen.tui import fmt
-from agen.tui.screens.base import AgenScreen
+from agen.tui.rows import Cells, KeyedRows
+from agen.tui.screens.base import FRESH_S, AgenScreen
 from agen.tui.widgets.input_dialog import InputDialog
+
+if TYPE_CHECKING:
+    from agen.api.models.signals import Event
+
+NAMESPACE = "default"
+PATCH_MAX = 20
+"""Events naming more deployments than this make one full load instead of one fetch per deployment."""
+SPARK_EVERY_S = 30.0
 
 EMPTY = "No deployments yet.\nDeploy one with `agen deploy bundles/hello` (or any bundle folder), then press f."
 
@@ -40,6 +55,13 @@ class FleetScreen(AgenScreen):
     def __init__(self) -> None:
         super().__init__()
         self.deployments: list[Deployment] = []
+        self.by_name: dict[str, Deployment] = {}
+        self.throughput: dict[str, list[int]] = {}
+        self.throughput_at = 0.0
+        self.dirty: set[str] = set()
+        """Deployments named by events since the last load: the next load fetches just these."""
+        self.full = True
+        """The next load fetches the whole fleet (first load, an event without a deployment, a big burst)."""
 
     def body(self) -> ComposeResult:
         yield Static(EMPTY, id="fleet-empty", classes="empty")
@@ -48,50 +70,89 @@ class FleetScreen(AgenScreen):
         yield DataTable(id="instances", cursor_type="row")
 
     def on_mount(self) -> None:
-        deps = self.query_one("#deployments", DataTable)
-        deps.add_columns("NAME", "KIND", "ACTIVITY", "DESIRED/READY", "QUEUED/RUNNING", "SPEND TODAY", "THROUGHPUT 1h")
-        self.query_one("#instances", DataTable).add_columns("INSTANCE", "NEST", "DEPLOYMENT", "STATE", "IN FLIGHT", "AGE")
+        self.rows = KeyedRows(self.query_one("#deployments", DataTable), (
+            "NAME", "KIND", "ACTIVITY", "DESIRED/READY", "QUEUED/RUNNING", "SPEND TODAY", "THROUGHPUT 1h"))
+        self.instance_rows = KeyedRows(self.query_one("#instances", DataTable), (
+            "INSTANCE", "NEST", "DEPLOYMENT", "STATE", "IN FLIGHT", "AGE"))
         self.query_one("#fleet-empty").display = False
 
+    def outdated(self) -> bool:
+        if not self.agen.live or time.monotonic() - self.loaded_at > FRESH_S:
+            self.full = True  # no event said what changed: look at everything
+        return super().outdated()
+
+    def missed(self, events: list[Event]) -> None:
+        self._note(events)
+        super().missed(events)
+
+    def changed(self, events: list[Event]) -> None:
+        self._note(events)
+        self.start_load()
+
     def reload(self) -> None:
-        self.load()
+        self.full = True
+        self.start_load()
 
-    @work(exclusive=True, group="load")
+    def _note(self, events: list[Event]) -> None:
+        names = {e.deployment for e in events if e.namespace == NAMESPACE}
+        if None in names or len(names | self.dirty) > PATCH_MAX:
+            self.full = True
+        self.dirty |= {n for n in names if n}
+
     async def load(self) -> None:
+        full, dirty = self.full or not self.by_name, self.dirty
+        self.full, self.dirty = False, set()
         try:
-            await self._load()
-        finally:
-            self.loads += 1
-
-    async def _load(self) -> None:
-        try:
-            deps = (await self.client.call(r.ListDeployments, ListDeploymentsRequest())).deployments
-            inst = (await self.client.call(r.ListInstances, ListInstancesRequest(namespace="default"))).instances
-            spark = (await self.client.call(r.GetMetrics, GetMetricsRequest(throughput_only=True))).throughput
+            if full:
+                await self._load_all()
+            elif dirty:
+                await self._load_some(sorted(dirty))
         except Exception as e:
             self.failed(e, "loading the fleet")
+
+    async def _load_all(self) -> None:
+        calls: list[Awaitable[Any]] = [
+            self.client.call(r.ListDeployments, ListDeploymentsRequest(namespace=NAMESPACE)),
+            self.client.call(r.ListInstances, ListInstancesRequest(namespace=NAMESPACE))]
+        spark = time.monotonic() - self.throughput_at > SPARK_EVERY_S
+        if spark:  # runs per 5 minutes: a minute-old line looks the same
+            calls.append(self.client.call(r.GetMetrics, GetMetricsRequest(throughput_only=True)))
+        got = await asyncio.gather(*calls)
+        if spark:
+            self.throughput, self.throughput_at = got[2].throughput, time.monotonic()
+        self._show(got[0].deployments, got[1].instances)
+
+    async def _load_some(self, names: list[str]) -> None:
+        async def one(name: str) -> Deployment | None:
+            try:
+                return (await self.client.call(r.GetDeployment, GetDeploymentRequest(name=name))).deployment
+            except NotFoundError:
+                return None
+
+        fresh = dict(zip(names, await asyncio.gather(*(one(n) for n in names)), strict=True))
+        inst = (await self.client.call(r.ListInstances, ListInstancesRequest(namespace=NAMESPACE))).instances
+        if any(n not in self.by_name for n, d in fresh.items() if d is not None):
+            self.full = True  # a new deployment: its place in the list comes from a full load
+            await self._load_all()
             return
-        self.deployments = deps
-        table = self.query_one("#deployments", DataTable)
-        keep = table.cursor_row
-        table.clear()
-        for d in deps:
-            limit = d.budget.get("max_usd_per_day") or d.budget.get("maxUsdPerDay")
-            table.add_row(
-                d.name, d.kind, activity_text(d.activity, d.stopped_reason), f"{d.desired}/{d.ready}",
+        deps = [d2 for d in self.deployments if (d2 := fresh.get(d.name, d)) is not None]
+        self._show(deps, inst)
+
+    def _show(self, deps: list[Deployment], inst: list[Instance]) -> None:
+        self.deployments, self.by_name = deps, {d.name: d for d in deps}
+        self.rows.apply([(d.name, self._cells(d)) for d in deps])
+        self.query_one("#fleet-empty").display = not deps
+        self.rows.table.display = bool(deps)
+        self.instance_rows.apply([(i.id, (fmt.short_id(i.id), i.nest or fmt.short_id(i.nest_id), i.deployment,
+                                          i.state, str(i.in_flight), fmt.age(i.started_ms))) for i in inst])
+
+    def _cells(self, d: Deployment) -> Cells:
+        limit = d.budget.get("max_usd_per_day") or d.budget.get("maxUsdPerDay")
+        return (d.name, d.kind, activity_text(d.activity, d.stopped_reason), f"{d.desired}/{d.ready}",
                 f"{d.queued}/{d.running}" + (f" +{d.waiting} waiting" if d.waiting else ""),
                 Text(fmt.spend_bar(d.spent_today_usd, float(limit) if limit else None),
                      style="red" if limit and d.spent_today_usd >= float(limit) else ""),
-                fmt.sparkline(spark.get(d.name, [0] * 12)), key=d.name)
-        if deps:
-            table.move_cursor(row=min(keep, len(deps) - 1))
-        self.query_one("#fleet-empty").display = not deps
-        table.display = bool(deps)
-        itable = self.query_one("#instances", DataTable)
-        itable.clear()
-        for i in inst:
-            itable.add_row(fmt.short_id(i.id), i.nest or fmt.short_id(i.nest_id), i.deployment, i.state,
-                           str(i.in_flight), fmt.age(i.started_ms))
+                fmt.sparkline(self.throughput.get(d.name, [0] * 12)))
 
     def selected(self) -> Deployment | None:
         table = self.query_one("#deployments", DataTable)

@@ -35,7 +35,8 @@ class LogsScreen(AgenScreen):
     def on_screen_suspend(self) -> None:
         self.workers.cancel_group(self, "tail")
 
-    def reload(self) -> None:
+    def start_load(self) -> None:
+        """The tail restarts on every show (it stops while hidden)."""
         self.tail(self.query_one(Input).value)
 
     @work(exclusive=True, group="tail")

@@ -22,6 +22,7 @@ from agen.api.models.tasks import (
     Task,
 )
 from agen.tui import fmt
+from agen.tui.rows import Cells, KeyedRows
 from agen.tui.screens.base import AgenScreen
 
 LIMIT = 200
@@ -60,6 +61,7 @@ class TasksScreen(AgenScreen):
     def __init__(self) -> None:
         super().__init__()
         self.tasks: list[Task] = []
+        self.detail_shown = ""
 
     def body(self) -> ComposeResult:
         yield Input(placeholder="filter: state:running dep:hello team=docs   (enter applies)", id="task-filter")
@@ -69,7 +71,8 @@ class TasksScreen(AgenScreen):
         yield Static("", id="task-detail", classes="detail")
 
     def on_mount(self) -> None:
-        self.query_one("#tasks", DataTable).add_columns("ID", "DEPLOYMENT", "STATE", "WAIT", "PRIORITY", "AGE", "INPUT")
+        self.rows = KeyedRows(self.query_one("#tasks", DataTable),
+                              ("ID", "DEPLOYMENT", "STATE", "WAIT", "PRIORITY", "AGE", "INPUT"))
         self.query_one("#tasks-empty").display = False
 
     def set_filter(self, text: str) -> None:
@@ -84,18 +87,8 @@ class TasksScreen(AgenScreen):
         self.query_one("#tasks", DataTable).focus()
         self.reload()
 
-    def reload(self) -> None:
-        self.load(self.query_one("#task-filter", Input).value)
-
-    @work(exclusive=True, group="load")
-    async def load(self, text: str) -> None:
-        try:
-            await self._load(text)
-        finally:
-            self.loads += 1
-
-    async def _load(self, text: str) -> None:
-        state, dep, labels = parse_filter(text)
+    async def load(self) -> None:
+        state, dep, labels = parse_filter(self.query_one("#task-filter", Input).value)
         try:
             resp = await self.client.call(r.ListTasks, ListTasksRequest(deployment=dep, state=state, limit=LIMIT))
         except Exception as e:
@@ -103,19 +96,18 @@ class TasksScreen(AgenScreen):
             return
         tasks = [t for t in resp.tasks if all(t.labels.get(k) == v for k, v in labels.items())]
         self.tasks = tasks
-        table = self.query_one("#tasks", DataTable)
-        keep = table.cursor_row
-        table.clear()
-        for t in tasks:
-            wait = t.wait_reason or ("approval" if t.pending_approvals else "") or ("held" if t.held else "")
-            table.add_row(fmt.short_id(t.id), t.deployment, t.state, wait, t.priority, fmt.age(t.created_ms),
-                          t.input.replace("\n", " ")[:50], key=t.id)
+        self.rows.apply([(t.id, row_cells(t)) for t in tasks])
         self.query_one("#tasks-empty").display = not tasks
-        if tasks:
-            table.move_cursor(row=min(max(keep, 0), len(tasks) - 1))
-            self.show_detail(tasks[table.cursor_row].id)
+        key = self.rows.cursor_key()
+        if key is not None:
+            self.show_detail(key)
         else:
-            self.query_one("#task-detail", Static).update("")
+            self.detail("")
+
+    def detail(self, text: str) -> None:
+        if text != self.detail_shown:  # an unchanged detail is not laid out again
+            self.detail_shown = text
+            self.query_one("#task-detail", Static).update(text)
 
     def selected(self) -> Task | None:
         table = self.query_one("#tasks", DataTable)
@@ -137,7 +129,7 @@ class TasksScreen(AgenScreen):
         except Exception as e:
             self.failed(e, f"loading task {task_id}")
             return
-        self.query_one("#task-detail", Static).update(detail_text(q))
+        self.detail(detail_text(q))
 
     async def _act(self, verb: str) -> None:
         task = self.selected()
@@ -177,6 +169,12 @@ class TasksScreen(AgenScreen):
         task = self.selected()
         if task is not None:
             self.agen.open_for("trace", task.id)
+
+
+def row_cells(t: Task) -> Cells:
+    wait = t.wait_reason or ("approval" if t.pending_approvals else "") or ("held" if t.held else "")
+    return (fmt.short_id(t.id), t.deployment, t.state, wait, t.priority, fmt.age(t.created_ms),
+            t.input.replace("\n", " ")[:50])
 
 
 def detail_text(q: QueryTaskResponse) -> str:

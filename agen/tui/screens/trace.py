@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from textual import work
+from typing import TYPE_CHECKING
+
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
@@ -12,6 +13,9 @@ from agen.api.models.observe import GetTraceRequest, GetTraceResponse, ListRunsR
 from agen.cli.observe_render import trace_tree
 from agen.tui.screens.base import AgenScreen
 
+if TYPE_CHECKING:
+    from agen.api.models.signals import Event
+
 
 class TraceScreen(AgenScreen):
     WATCHES = ("run.",)
@@ -20,22 +24,24 @@ class TraceScreen(AgenScreen):
         super().__init__()
         self.trace: GetTraceResponse | None = None
         """The trace on screen."""
+        self.shown_target: str | None = None
 
     def body(self) -> ComposeResult:
         with VerticalScroll():
             yield Static("", id="trace")
 
-    def reload(self) -> None:
-        self.load(self.agen.target)
+    def outdated(self) -> bool:
+        return super().outdated() or self.agen.target != self.shown_target
 
-    @work(exclusive=True, group="load")
-    async def load(self, target: str | None) -> None:
-        try:
-            await self._load(target)
-        finally:
-            self.loads += 1
+    def changed(self, events: list[Event]) -> None:
+        """Only events of the runs in this trace (or any run, while showing the latest trace)."""
+        runs = {s.run_id for s in self.trace.spans} if self.trace is not None else set()
+        target = self.agen.target
+        if target is None or any(e.run_id in runs or e.task_id == target for e in events):
+            self.reload()
 
-    async def _load(self, target: str | None) -> None:
+    async def load(self) -> None:
+        target = shown = self.agen.target
         view = self.query_one("#trace", Static)
         try:
             if target is None:
@@ -48,5 +54,7 @@ class TraceScreen(AgenScreen):
         except Exception as e:
             self.failed(e, f"loading the trace of {target}")
             return
-        self.trace = resp
-        view.update(trace_tree(resp))
+        self.shown_target = shown
+        if resp != self.trace:  # the same spans are not drawn again
+            self.trace = resp
+            view.update(trace_tree(resp))

@@ -4,10 +4,9 @@ running run live (messages are not events, so only this view, only while its run
 from __future__ import annotations
 
 import json
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.timer import Timer
@@ -19,6 +18,9 @@ from agen.api.models.observe import GetTranscriptRequest, ListRunsRequest, Run, 
 from agen.cli.observe_render import _usage_line
 from agen.tui import fmt
 from agen.tui.screens.base import AgenScreen
+
+if TYPE_CHECKING:
+    from agen.api.models.signals import Event
 
 FOLLOW_S = 1.0
 
@@ -36,6 +38,7 @@ class TranscriptScreen(AgenScreen):
         self.last_seq = 0
         self.follow: Timer | None = None
         self.calls: dict[str, TreeNode[str]] = {}
+        self.shown_target: str | None = None
 
     def body(self) -> ComposeResult:
         yield Static("", id="transcript-head", classes="detail")
@@ -44,17 +47,19 @@ class TranscriptScreen(AgenScreen):
     def on_mount(self) -> None:
         self.query_one(Tree).show_root = False
 
-    def reload(self) -> None:
-        self.load(self.agen.target)
+    def outdated(self) -> bool:
+        following = self.run is not None and self.run.finished_ms is None
+        return super().outdated() or following or self.agen.target != self.shown_target
 
-    @work(exclusive=True, group="load")
-    async def load(self, target: str | None) -> None:
-        try:
-            await self._load(target)
-        finally:
-            self.loads += 1
+    def changed(self, events: list[Event]) -> None:
+        """Only when its run finished (or any run, while showing the latest one)."""
+        run_id = self.run.id if self.run is not None else None
+        if self.agen.target is None or any(e.run_id == run_id for e in events):
+            self.reload()
 
-    async def _load(self, target: str | None) -> None:
+    async def load(self) -> None:
+        """The whole conversation when the run changed; otherwise only the messages after the last shown."""
+        target = shown = self.agen.target
         try:
             if target is None:
                 runs = (await self.client.call(r.ListRuns, ListRunsRequest(limit=1))).runs
@@ -63,14 +68,21 @@ class TranscriptScreen(AgenScreen):
                         "No runs yet. Run a task (Fleet: n), then press r.")
                     return
                 target = runs[0].id
-            resp = await self.client.call(r.GetTranscript, GetTranscriptRequest(id=target))
+            same = self.run is not None and target in (self.run.id, self.run.task_id)
+            resp = await self.client.call(r.GetTranscript, GetTranscriptRequest(
+                id=target, after_seq=self.last_seq if same else 0))
+            if same and self.run is not None and resp.run.id != self.run.id:  # a new attempt: a new run
+                resp = await self.client.call(r.GetTranscript, GetTranscriptRequest(id=target))
+                same = False
         except Exception as e:
             self.failed(e, f"loading the transcript of {target}")
             return
-        tree = self.query_one(Tree)
-        tree.clear()
-        self.calls = {}
-        self.run, self.last_seq = resp.run, 0
+        self.shown_target = shown
+        if not same:
+            self.query_one(Tree).clear()
+            self.calls = {}
+            self.last_seq = 0
+        self.run = resp.run
         self._add(resp.messages)
         self._head()
 
@@ -115,17 +127,13 @@ class TranscriptScreen(AgenScreen):
                 folded.add_leaf(Text(args))
                 self.calls[call.id] = folded
 
-    async def _tick(self) -> None:
-        if self.run is None or self.run.finished_ms is not None:
-            return
-        try:
-            resp = await self.client.call(r.GetTranscript, GetTranscriptRequest(id=self.run.id,
-                                                                                after_seq=self.last_seq))
-        except Exception:
-            return
-        self._add(resp.messages)
-        self.run = resp.run
-        self._head()
+    def _tick(self) -> None:
+        if self.run is not None and self.run.finished_ms is None:
+            self.reload()  # only the new messages; never alongside another load
+
+    def on_screen_suspend(self) -> None:
+        if self.follow is not None:
+            self.follow.pause()
 
     def action_expand_all(self) -> None:
         self.query_one(Tree).root.expand_all()
