@@ -15,7 +15,6 @@ answer (for "many runs waiting on a slow model"). ``/api/tags`` answers like Oll
 from __future__ import annotations
 
 import asyncio
-import socket
 import threading
 import time
 from collections import deque
@@ -23,11 +22,12 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+
+from agen.testing.server import ThreadServer
 
 
 @dataclass
@@ -94,9 +94,7 @@ class OpenAIServer:
     def __post_init__(self) -> None:
         self._queue: deque[Reply] = deque()
         self._lock = threading.Lock()
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
-        self._sock: socket.socket | None = None
+        self._http: ThreadServer | None = None
         self.port = 0
 
     @property
@@ -144,32 +142,13 @@ class OpenAIServer:
     def start(self) -> OpenAIServer:
         app = Starlette(routes=[Route("/v1/chat/completions", self._chat, methods=["POST"]),
                                 Route("/api/tags", self._tags, methods=["GET"])])
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
-        self._sock = sock
-        self.port = sock.getsockname()[1]
-        config = uvicorn.Config(app, log_level="error", lifespan="off", access_log=False,
-                                timeout_keep_alive=30, backlog=4096)
-        server = uvicorn.Server(config)
-        self._server = server
-        self._thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True,
-                                        name="agen-openai-test-server")
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError("the local OpenAI-compatible test server did not start")
-            time.sleep(0.005)
+        self._http = ThreadServer(app, name="agen-openai-test-server", timeout_keep_alive=30, backlog=4096).start()
+        self.port = self._http.port
         return self
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        if self._sock is not None:
-            self._sock.close()
+        if self._http is not None:
+            self._http.stop()
 
     def __enter__(self) -> OpenAIServer:
         return self.start()

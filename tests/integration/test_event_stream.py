@@ -19,7 +19,7 @@ from agen.cli import app as cli_app
 from agen.client import Client
 from agen.hub.service import Hub
 from agen.store import SQLiteStore
-from tests.integration.http_helpers import ThreadServer
+from agen.testing.server import ThreadServer
 
 
 async def read_sse(url: str, token: str, *, count: int, last_id: int | None = None) -> list[dict[str, Any]]:

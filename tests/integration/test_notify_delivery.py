@@ -18,7 +18,7 @@ from starlette.routing import Route
 
 from agen.hub import notify
 from agen.store import SQLiteStore
-from tests.integration.http_helpers import ThreadServer
+from agen.testing.server import ThreadServer
 
 T0 = 1_735_732_800_000
 

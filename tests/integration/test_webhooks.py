@@ -17,7 +17,7 @@ from agen.hub.service import Hub
 from agen.hub.triggers.tick import sync_triggers
 from agen.hub.triggers.webhook import create_webhook_secret
 from agen.store import SQLiteStore
-from tests.integration.http_helpers import ThreadServer
+from agen.testing.server import ThreadServer
 from tests.unit.trigger_helpers import deployment
 
 TRIGGERS = [

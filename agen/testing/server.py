@@ -1,4 +1,4 @@
-"""Serve a tiny ASGI app on 127.0.0.1 (a free port) in a thread, for tests that need real HTTP."""
+"""Serve an ASGI app on 127.0.0.1 (a free port) in a background thread: real HTTP for tests and benches."""
 
 from __future__ import annotations
 
@@ -7,14 +7,18 @@ import socket
 import threading
 import time
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 import uvicorn
 
 
 class ThreadServer:
-    def __init__(self, app: Any) -> None:
+    """uvicorn on a loopback socket it binds itself (port 0), in a daemon thread."""
+
+    def __init__(self, app: Any, *, name: str = "agen-test-http-server", **config: Any) -> None:
         self.app = app
+        self.name = name
+        self.config = config  # extra uvicorn.Config settings (timeout_keep_alive, backlog, ...)
         self.port = 0
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -24,19 +28,20 @@ class ThreadServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> ThreadServer:
+    def start(self) -> Self:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
         self._sock, self.port = sock, sock.getsockname()[1]
-        server = uvicorn.Server(uvicorn.Config(self.app, log_level="error", lifespan="off", access_log=False))
+        server = uvicorn.Server(uvicorn.Config(self.app, log_level="error", lifespan="off", access_log=False,
+                                               **self.config))
         self._server = server
-        self._thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+        self._thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True, name=self.name)
         self._thread.start()
         deadline = time.monotonic() + 10
         while not server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("test HTTP server did not start")
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError(f"{self.name} did not start on 127.0.0.1")
             time.sleep(0.005)
         return self
 
@@ -48,7 +53,13 @@ class ThreadServer:
         if self._sock is not None:
             self._sock.close()
 
-    async def __aenter__(self) -> ThreadServer:
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> Self:
         return await asyncio.to_thread(self.start)
 
     async def __aexit__(self, et: type[BaseException] | None, e: BaseException | None,
