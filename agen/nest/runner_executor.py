@@ -65,6 +65,13 @@ class RunnerExecutor:
             self.hooks.draining = True
 
     def exit_reason(self) -> str | None:
+        """A dead instance-wide tool server (seed 000 §7): the Manager replaces this instance.
+
+        Runs in flight finish first; a call on the dead server meanwhile reconnects in place.
+        """
+        for ts in getattr(self.runner, "toolsets", ()):
+            if not ts.healthy():
+                return f"MCP server {getattr(ts, 'server_name', type(ts).__name__)} is not running"
         return None
 
     async def close(self) -> None:
