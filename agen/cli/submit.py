@@ -38,18 +38,6 @@ class RunOptions:
     trust: str | None = None
 
 
-def _labels(pairs: list[str]) -> dict[str, str]:
-    from agen.errors import InvalidError
-
-    out = {}
-    for pair in pairs:
-        key, eq, value = pair.partition("=")
-        if not eq or not key:
-            raise InvalidError(f"--label {pair!r}: use key=value", field="--label")
-        out[key] = value
-    return out
-
-
 def build_request(deployment: str, text: str, namespace: str, o: RunOptions) -> SubmitTaskRequest:
     import time
 
@@ -59,6 +47,7 @@ def build_request(deployment: str, text: str, namespace: str, o: RunOptions) -> 
     from agen.cli._common import parse_duration_ms
     from agen.cli._hub import parse_time_ms
     from agen.errors import InvalidError
+    from agen.hub.events import parse_labels
 
     now = int(time.time() * 1000)
     if o.at and o.in_:
@@ -69,7 +58,7 @@ def build_request(deployment: str, text: str, namespace: str, o: RunOptions) -> 
     try:
         return SubmitTaskRequest(
             namespace=namespace, deployment=deployment, input=text, conversation_key=o.conversation,
-            labels=_labels(o.labels), priority=o.priority or "normal",  # type: ignore[arg-type]
+            labels=parse_labels(o.labels), priority=o.priority or "normal",  # type: ignore[arg-type]
             idempotency_key=o.idempotency_key, schedule_key=o.schedule_key, not_before_ms=not_before,
             not_after_ms=not_after, locks=o.locks, trust=o.trust, model_tier=o.tier,  # type: ignore[arg-type]
         )
