@@ -8,13 +8,14 @@ taking a token or queuing anything.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from agen.errors import AgenError, BudgetError, RateLimitedError
-from agen.hub.budgets import budget_state
+from agen.hub.budgets import budget_config, budget_state
 from agen.store import Row, Tx, loads
 
 STAGES = ("paused", "budget", "queue_full", "rate_limit")
@@ -34,7 +35,17 @@ class AdmissionConfig:
 def admission_config(dep: Mapping[str, Any]) -> AdmissionConfig:
     """The ``admission`` section stored in a deployment row's policy JSON (camelCase or snake_case)."""
     raw = dep.get("policy")
-    policy: dict[str, Any] = loads(raw, {}) if isinstance(raw, str | bytes) else dict(raw or {})
+    if isinstance(raw, str | bytes):
+        return _parse_admission(raw)  # once per distinct text: every SubmitTask asks
+    return _admission_of(dict(raw or {}))
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_admission(raw: str | bytes) -> AdmissionConfig:
+    return _admission_of(loads(raw, {}) or {})
+
+
+def _admission_of(policy: dict[str, Any]) -> AdmissionConfig:
     adm = policy.get("admission") or {}
 
     def pick(camel: str, snake: str) -> int | None:
@@ -97,8 +108,9 @@ def evaluate(tx: Tx, dep: Row, now_ms: int, *, consume: bool) -> Verdict:
         checks.append(Check("paused", False, f"{why}; `agen start {dep['name']}` resumes it"))
     else:
         checks.append(Check("paused", True))
-    state = budget_state(tx, dep, now_ms)
-    if state.exhausted:
+    limit, _labels = budget_config(dep)  # label budgets hold back leases, not admission
+    state = budget_state(tx, dep, now_ms) if limit is not None else None
+    if state is not None and state.exhausted:
         checks.append(Check(
             "budget", False,
             f"spent ${state.spent_usd:.2f} of ${state.limit_usd:.2f} today (UTC); resets at midnight UTC",

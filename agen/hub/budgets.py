@@ -7,6 +7,7 @@ back the tasks carrying it. Thresholds (50/80/100 %) are announced once via dedu
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -32,7 +33,19 @@ def next_reset_ms(ms: int) -> int:
 def budget_config(dep: Mapping[str, Any]) -> tuple[float | None, dict[str, float]]:
     """(maxUsdPerDay, labelUsdPerDay) from a deployment row's budget JSON (camelCase or snake_case)."""
     raw = dep.get("budget")
-    cfg: dict[str, Any] = loads(raw, {}) if isinstance(raw, str | bytes) else dict(raw or {})
+    if isinstance(raw, str | bytes):
+        limit, labels = _parse_budget(raw)  # parsed once per distinct text: SubmitTask checks it every time
+        return limit, dict(labels)
+    return _budget_of(dict(raw or {}))
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_budget(raw: str | bytes) -> tuple[float | None, tuple[tuple[str, float], ...]]:
+    limit, labels = _budget_of(loads(raw, {}) or {})
+    return limit, tuple(labels.items())
+
+
+def _budget_of(cfg: dict[str, Any]) -> tuple[float | None, dict[str, float]]:
     limit = cfg.get("maxUsdPerDay", cfg.get("max_usd_per_day"))
     labels = cfg.get("labelUsdPerDay", cfg.get("label_usd_per_day")) or {}
     return (float(limit) if limit else None), {str(k): float(v) for k, v in labels.items()}

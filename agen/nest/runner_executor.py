@@ -19,21 +19,15 @@ DRAINED = "drained: the Nest stopped; the run resumes from its checkpoint"
 
 
 class NestHooks:
-    """Runner hooks: ``is_held`` is True while the Nest drains or the task is paused."""
+    """Runner hooks: ``is_held`` is True while the Nest drains. (A paused task is seen by the Runner
+    itself: its open and checkpoint transactions read the task's hold.)"""
 
     def __init__(self, store: Store) -> None:
         self.store = store
         self.draining = False
 
     async def is_held(self, task_id: str) -> bool:
-        if self.draining:
-            return True
-        row = await self.store.one("SELECT held, held_until_ms FROM tasks WHERE id = ?", (task_id,))
-        if row is None or not row["held"]:
-            return False
-        from agen.store import now_ms
-
-        return row["held_until_ms"] is None or int(row["held_until_ms"]) > now_ms()
+        return self.draining
 
     async def report_progress(self, task_id: str | None, progress: dict[str, Any]) -> None:
         """The built-in report_progress tool: the task's latest progress, for `agen query` and the TUI."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
-from typing import Any
+from typing import Any, NamedTuple
 
 from agen.bundle import Bundle
 from agen.runner import hooks as hk
@@ -34,6 +34,13 @@ from agen.store.base import Store, loads
 
 NUDGE = ("[agen] Your last turns repeated the same calls with the same results. Change approach, or call finish "
          "with what you have.")
+
+
+class _Shape(NamedTuple):
+    limits: RunLimits
+    system: str
+    tools: dict[str, Tool]
+    specs: tuple[dict[str, Any], ...]
 
 
 class Runner:
@@ -71,6 +78,7 @@ class Runner:
         self.fake_delay_s = fake_delay_s
         self.extras = extras  # workspace + memory (tools side); None = neither
         self.tools: dict[str, Tool] = {}
+        self._plain: _Shape | None = None
         self._started = False
         self._start_lock = asyncio.Lock()
 
@@ -90,6 +98,7 @@ class Runner:
             for ts in self.toolsets:
                 tools.extend(await ts.start())
             self.tools = {t.wire_name: t for t in tools}
+            self._plain = None
             self._started = True
 
     async def close(self) -> None:
@@ -111,6 +120,7 @@ class Runner:
             outcome = Outcome.model_validate(loads(row["outcome"]) or {"status": "failed", "reason": "unknown"})
             return RunResult(run_id=row["id"], status=row["status"], outcome=outcome, epoch=int(row["epoch"]))
         st = await self._state(req, row, opened.resumed, events, cancel, opened.messages)
+        st.held = opened.held
         scope = await self.extras.begin(req, st.run_id) if self.extras is not None else None
         if scope is not None:
             st.workspace = scope.workspace_path
@@ -157,6 +167,40 @@ class Runner:
     async def _state(self, req: RunRequest, row: dict[str, Any], resumed: bool, events: EventSink | None,
                      cancel: asyncio.Event | None, known: list[dict[str, Any]] | None = None) -> RunState:
         b = self.bundle
+        limits, system, tools, specs = self._shape(req)
+        rows = known if known is not None else await self.store.all(  # a brand-new conversation: no read back
+            "SELECT seq, turn, role, content, run_id, tool_calls, tool_call_id, name, is_error, model FROM messages"
+            " WHERE conversation_id = ? ORDER BY seq", (row["conversation_id"],))
+        msgs = [Msg.from_row(r) for r in rows]
+        earlier = patch_history([m for m in msgs if m.run_id != row["id"]])
+        current = [m for m in msgs if m.run_id == row["id"]]
+        budget = Budget(limits, started_ms=int(row["started_ms"]))
+        st = RunState(
+            req=req, run_id=row["id"], conversation_id=row["conversation_id"], root_run_id=row["root_run_id"],
+            trace_id=row["trace_id"], span_id=row["span_id"], epoch=int(row["epoch"]),
+            started_ms=int(row["started_ms"]), seq=(msgs[-1].seq + 1) if msgs else 1,
+            ctx=Context(system, b.harness.context_tokens, earlier=earlier),
+            budget=budget, guards=Guards(limits.stuck_repeats), tools=dict(tools),
+            specs=list(specs), redactor=self.redactor, trust=req.trust,
+            resumed=resumed, events=events, cancel=cancel,
+        )
+        st.ctx.extend(current)
+        st.turn = sum(1 for m in current if m.role == "assistant")
+        budget.turns = st.turn
+        if resumed:
+            w = limits.cached_weight
+            budget.tokens = (row["input_tokens"] - row["cached_tokens"] + row["cached_tokens"] * w
+                             + row["output_tokens"])
+            budget.usd = float(row["cost_usd"] or 0.0)
+            budget.usd_known = budget.usd > 0
+        return st
+
+    def _shape(self, req: RunRequest) -> _Shape:
+        """Limits, system prompt, visible tools and their specs for a run of ``req``: the same for every
+        run without task overrides, so built once per Runner (tools are fixed once started)."""
+        if req.overrides is None and self._plain is not None:
+            return self._plain
+        b = self.bundle
         lim = b.config.limits
         ov = req.overrides
         limits = RunLimits(
@@ -171,32 +215,10 @@ class Runner:
         system = system_prompt(b, skills=ov.skills if ov else None, addendum=ov.system_addendum if ov else None,
                                extra=self.extra_system)
         tools = self._visible(req)
-        rows = known if known is not None else await self.store.all(  # a brand-new conversation: no read back
-            "SELECT seq, turn, role, content, run_id, tool_calls, tool_call_id, name, is_error, model FROM messages"
-            " WHERE conversation_id = ? ORDER BY seq", (row["conversation_id"],))
-        msgs = [Msg.from_row(r) for r in rows]
-        earlier = patch_history([m for m in msgs if m.run_id != row["id"]])
-        current = [m for m in msgs if m.run_id == row["id"]]
-        budget = Budget(limits, started_ms=int(row["started_ms"]))
-        st = RunState(
-            req=req, run_id=row["id"], conversation_id=row["conversation_id"], root_run_id=row["root_run_id"],
-            trace_id=row["trace_id"], span_id=row["span_id"], epoch=int(row["epoch"]),
-            started_ms=int(row["started_ms"]), seq=(msgs[-1].seq + 1) if msgs else 1,
-            ctx=Context(system, b.harness.context_tokens, earlier=earlier),
-            budget=budget, guards=Guards(limits.stuck_repeats), tools=tools,
-            specs=[t.spec() for t in tools.values()], redactor=self.redactor, trust=req.trust,
-            resumed=resumed, events=events, cancel=cancel,
-        )
-        st.ctx.extend(current)
-        st.turn = sum(1 for m in current if m.role == "assistant")
-        budget.turns = st.turn
-        if resumed:
-            w = limits.cached_weight
-            budget.tokens = (row["input_tokens"] - row["cached_tokens"] + row["cached_tokens"] * w
-                             + row["output_tokens"])
-            budget.usd = float(row["cost_usd"] or 0.0)
-            budget.usd_known = budget.usd > 0
-        return st
+        shape = _Shape(limits, system, tools, tuple(t.spec() for t in tools.values()))
+        if ov is None:
+            self._plain = shape
+        return shape
 
     def _visible(self, req: RunRequest, tools: dict[str, Tool] | None = None) -> dict[str, Tool]:
         allow = req.overrides.tools if req.overrides else None
@@ -229,7 +251,7 @@ class Runner:
         env = self._env(st.req)
         h = self.bundle.harness
         while True:
-            if await hk.is_held(self.hooks, st.task_id):
+            if st.held or await hk.is_held(self.hooks, st.task_id):
                 await st.flush(self.store)
                 return self._suspended(st, "resume")
             for note in await hk.drain_inbox(self.hooks, st.task_id):

@@ -40,6 +40,7 @@ class Opened:
     # The conversation's stored messages when this call created it (exactly the input message), so the
     # Runner need not read them back; None when there may be history to read (resumed or keyed conversation).
     messages: list[Row] | None = None
+    held: bool = False  # the run's task is paused (PauseTask): the run suspends before its first model call
 
 
 @dataclass
@@ -54,6 +55,7 @@ class Checkpoint:
     messages: list[tuple[Any, ...]] = field(default_factory=list)
     spans: list[tuple[Any, ...]] = field(default_factory=list)
     usage: list[tuple[Any, ...]] = field(default_factory=list)
+    task_id: str | None = None
     input_tokens: int = 0
     output_tokens: int = 0
     cached_tokens: int = 0
@@ -83,7 +85,17 @@ def _fenced(tx: Tx, run_id: str, epoch: int) -> None:
     )
 
 
-def write_checkpoint(tx: Tx, cp: Checkpoint) -> None:
+def task_held(tx: Tx, task_id: str | None) -> bool:
+    """Whether the run's task is paused right now, read in the run's own transaction: the Runner checks it
+    before each model call without another round trip to the Store."""
+    if task_id is None:
+        return False
+    row = tx.one("SELECT held, held_until_ms FROM tasks WHERE id = ?", (task_id,))
+    return bool(row and row["held"] and (row["held_until_ms"] is None or row["held_until_ms"] > tx.now_ms))
+
+
+def write_checkpoint(tx: Tx, cp: Checkpoint) -> bool:
+    """Apply one step's writes; returns whether the run's task is now held (see ``task_held``)."""
     now = tx.now_ms
     if cp.status is None:
         n = tx.execute(
@@ -118,6 +130,7 @@ def write_checkpoint(tx: Tx, cp: Checkpoint) -> None:
         namespace, deployment, task_id, data = cp.event
         tx.event(namespace, "run.finished", deployment=deployment or None, task_id=task_id, run_id=cp.run_id,
                  data=data, severity="info" if cp.status == "succeeded" else "warning")
+    return cp.status is None and task_held(tx, cp.task_id)
 
 
 def _conversation(tx: Tx, req: RunRequest) -> tuple[str, str, int, bool]:
@@ -158,7 +171,7 @@ def open_run(tx: Tx, req: RunRequest, owner: str, model: str, digest: str | None
         if row is not None:
             if row["finished_ms"] is not None:
                 return Opened(row, finished=True)
-            return Opened(_claim(tx, row, owner, req.attempt), resumed=True)
+            return Opened(_claim(tx, row, owner, req.attempt), resumed=True, held=task_held(tx, req.task_id))
     session_id, conversation_id, seq, created = _conversation(tx, req)
     run_id, span_id = new_id(), new_id()
     trace_id = req.trace_id or new_id()
@@ -184,7 +197,7 @@ def open_run(tx: Tx, req: RunRequest, owner: str, model: str, digest: str | None
     tx.event(req.namespace, "run.started", deployment=req.deployment or None, task_id=req.task_id, run_id=run_id,
              data={"conversation_id": conversation_id})
     assert row is not None
-    return Opened(row, messages=[first] if created else None)
+    return Opened(row, messages=[first] if created else None, held=task_held(tx, req.task_id))
 
 
 def _claim(tx: Tx, row: Row, owner: str, attempt: int) -> Row:

@@ -57,6 +57,7 @@ class RunState:
     cost: float = 0.0
     model: str | None = None
     artifacts: list[str] = field(default_factory=list)
+    held: bool = False  # the task was paused, as of the run's last transaction (open or checkpoint)
 
     @property
     def task_id(self) -> str | None:
@@ -119,7 +120,7 @@ class RunState:
             run_id=self.run_id, epoch=self.epoch, conversation_id=self.conversation_id, turns=self.turn,
             next_seq=self.seq, messages=self.messages, spans=self.spans, usage=self.usage,
             input_tokens=self.tokens[0], output_tokens=self.tokens[1], cached_tokens=self.tokens[2],
-            cost_usd=self.cost, model=self.model,
+            cost_usd=self.cost, model=self.model, task_id=self.req.task_id,
         )
         if status is not None:
             cp.status, cp.outcome = status, outcome
@@ -128,7 +129,7 @@ class RunState:
             cp.event = (r.namespace, r.deployment, r.task_id,
                         {"status": status, "outcome": (outcome or {}).get("status"),
                          "reason": (outcome or {}).get("reason")})
-        await store.write(lambda tx: write_checkpoint(tx, cp))
+        self.held = await store.write(lambda tx: write_checkpoint(tx, cp))
         self.messages, self.spans, self.usage = [], [], []
         self.tokens = [0, 0, 0]
         self.cost = 0.0
