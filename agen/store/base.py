@@ -12,6 +12,7 @@ from __future__ import annotations
 import abc
 import json
 import os
+import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -29,13 +30,19 @@ def now_ms() -> int:
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _PAIRS = [a + b for a in _CROCKFORD for b in _CROCKFORD]   # 10 bits -> 2 chars
 _RAND_MAX = (1 << 80) - 1
+_ULID_RANDOM = random.Random(os.urandom(32))  # private: a program's random.seed() must not make ids repeat
+os.register_at_fork(after_in_child=lambda: _ULID_RANDOM.seed(os.urandom(32)))
+_random_bits = _ULID_RANDOM.getrandbits
 
 
 class _UlidClock(threading.local):
     """Monotonic ULIDs like python-ulid's ``str(ULID())`` (same ms: randomness + 1), ~4x cheaper: the
     writer makes a dozen per task. State is per thread, not behind a lock: a lock held by a thread that
     loses the GIL mid-call stalls the other thread for a whole switch interval. Ids from different
-    threads in the same millisecond draw their own 80 random bits (unique; order between them is random)."""
+    threads in the same millisecond draw their own 80 random bits (unique; order between them is random).
+    The bits come from ``random`` (seeded from os.urandom), not a getrandom() syscall per millisecond: a
+    syscall gives up the GIL, and getting it back from a busy thread cost ~0.3 ms. Ids need uniqueness,
+    not secrecy; tokens and secrets use ``secrets``."""
 
     def __init__(self) -> None:
         self.last_ms = -1
@@ -48,7 +55,7 @@ class _UlidClock(threading.local):
             r = self.last_rand = self.last_rand + 1
             prefix = self.prefix
         else:
-            r = self.last_rand = int.from_bytes(os.urandom(10), "big")
+            r = self.last_rand = _random_bits(80)
             self.last_ms = ms
             # 48-bit time: 10 chars (the top one holds 3 bits)
             prefix = self.prefix = _CROCKFORD[ms >> 45] + "".join(
