@@ -74,7 +74,7 @@ def lease_tasks(
     """Lease up to ``limit`` due tasks of one deployment (priority, then submission order).
 
     ``start=True`` leases straight into running (a caller that dispatches at once saves the
-    mark_running transaction; both events are still written). ``skip`` passes over candidates
+    mark_running transaction; its one task.started event carries the lease id, Nest, instance and attempt). ``skip`` passes over candidates
     the caller must not lease now (an exhausted label budget), leaving them queued untouched.
 
     Skips scheduled, held and lock-blocked tasks and every task whose conversation has
@@ -145,10 +145,9 @@ def _lease_one(tx: Tx, row: dict[str, Any], lock_names: list[str], nest_id: str,
     row.update(state=state, lease_id=lease_id, lease_nest_id=nest_id, lease_instance_id=instance_id,
                lease_expires_ms=expires_ms, leased_ms=now, attempts=row["attempts"] + 1,
                wait_reason=None, started_ms=started, updated_ms=tx.now_ms)
-    task_event(tx, row, "task.leased", {"lease_id": lease_id, "nest_id": nest_id,
-                                        "instance_id": instance_id, "attempt": row["attempts"]})
-    if start:
-        task_event(tx, row, "task.started", {"lease_id": lease_id, "instance_id": instance_id})
+    # Leased straight into running, nobody can see the leased state: one task.started event carries the lease.
+    task_event(tx, row, "task.started" if start else "task.leased",
+               {"lease_id": lease_id, "nest_id": nest_id, "instance_id": instance_id, "attempt": row["attempts"]})
     row["locks"] = grants
     return row
 
@@ -176,22 +175,41 @@ def extend_lease(tx: Tx, task_id: str, lease_id: str, lease_ms: int) -> int:
     return expires
 
 
+_FINISH_SQL = (
+    "UPDATE tasks SET state = ?, outcome = ?, error = ?, lease_id = CASE WHEN ? THEN lease_id END,"
+    " lease_nest_id = NULL, lease_instance_id = NULL, lease_expires_ms = NULL, wait_for = NULL,"
+    " finished_ms = ?, updated_ms = ? WHERE id = ?"
+)
+
+
 def finish_task(tx: Tx, row: dict[str, Any], state: str, *, outcome: dict[str, Any] | None,
                 error: str | None, keep_lease_id: bool = False, data: dict[str, Any] | None = None) -> None:
     """The one terminal path: state, locks released, the event, and the parent's inbox."""
-    tx.execute(
-        "UPDATE tasks SET state = ?, outcome = ?, error = ?, lease_id = CASE WHEN ? THEN lease_id END,"
-        " lease_nest_id = NULL, lease_instance_id = NULL, lease_expires_ms = NULL, wait_for = NULL,"
-        " finished_ms = ?, updated_ms = ? WHERE id = ?",
-        (state, None if outcome is None else dumps(outcome), error, keep_lease_id, tx.now_ms, tx.now_ms,
-         row["id"]),
-    )
+    tx.execute(_FINISH_SQL, (state, None if outcome is None else dumps(outcome), error, keep_lease_id, tx.now_ms,
+                             tx.now_ms, row["id"]))
+    _finished(tx, row, state, outcome, error, data)
+
+
+def _finished(tx: Tx, row: dict[str, Any], state: str, outcome: dict[str, Any] | None, error: str | None,
+              data: dict[str, Any] | None = None) -> None:
     release_task_locks(tx, row["id"])
     task_event(tx, row, f"task.{state}", {"error": error, **(data or {})},
                severity="warning" if state in ("failed", "expired") else "info")
     if row["parent_task_id"]:
         write_inbox(tx, row["parent_task_id"], "child", row["id"],
                     {"task_id": row["id"], "status": state, "outcome": outcome, "error": error})
+
+
+def _finish_fenced(tx: Tx, task_id: str, lease_id: str, state: str, outcome: dict[str, Any] | None,
+                   error: str | None) -> dict[str, Any] | None:
+    """complete_task's common case in one statement: the update only matches while ``lease_id`` is the
+    task's live lease, and returns the finished row; None when it did not match (read and decide why)."""
+    row = tx.one(_FINISH_SQL + " AND lease_id = ? AND state IN ('leased', 'running') RETURNING *",
+                 (state, None if outcome is None else dumps(outcome), error, True, tx.now_ms, tx.now_ms, task_id,
+                  lease_id))
+    if row is not None:
+        _finished(tx, row, state, outcome, error)
+    return row
 
 
 def complete_task(
@@ -202,17 +220,18 @@ def complete_task(
     status: str,
     outcome: dict[str, Any] | None,
     error: str | None = None,
-    row: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """End a leased/running task as succeeded, failed or cancelled; releases its locks.
 
-    Reporting the same lease's completion twice returns the stored task (a retried RPC). ``row``: the
-    task as the caller just read it in this transaction (saves reading it again).
+    Reporting the same lease's completion twice returns the stored task (a retried RPC).
     """
     if status not in COMPLETE_STATES:
         raise InvalidError(f"status must be one of {', '.join(COMPLETE_STATES)} (got {status!r})",
                            field="status")
-    row = get_task(tx, task_id) if row is None else row
+    done = _finish_fenced(tx, task_id, lease_id, status, outcome, error)
+    if done is not None:
+        return done
+    row = get_task(tx, task_id)
     if row["state"] in TERMINAL and row["lease_id"] == lease_id:
         return row
     if row["lease_id"] != lease_id or row["state"] not in LIVE:

@@ -77,9 +77,10 @@ def complete_from_nest(
 ) -> dict[str, Any]:
     """CompleteTask; a failure with a provider account error also holds the account (once: a retried
     report of the same completion changes nothing)."""
-    current = queue.get_task(tx, task_id)  # read once: complete_task fences on it, the state before decides the hold
-    before = current["state"]
-    row = queue.complete_task(tx, task_id, lease_id, status=status, outcome=outcome, error=error, row=current)
+    # The fenced update matches only a live lease (leased or running before): then a failure may hold its
+    # account. A retried report of a finished task returns it unchanged and holds nothing.
+    before = tx.scalar("SELECT state FROM tasks WHERE id = ?", (task_id,)) if status == "failed" else None
+    row = queue.complete_task(tx, task_id, lease_id, status=status, outcome=outcome, error=error)
     if status == "failed" and before in ("leased", "running"):
         providers.on_task_failed(tx, row, outcome, error)
     return row

@@ -5,7 +5,8 @@ Every function is a plain transaction function ``fn(tx, ...)`` run with
 agen.hub.lease, holds and the inbox in agen.hub.holds; they are re-exported here so
 callers import the queue from one place.
 
-Events (same transaction as the change): task.queued, task.leased, task.started,
+Events (same transaction as the change): task.queued, task.leased (a lease the Nest
+starts later; leased straight into running it is one task.started), task.started,
 task.released, task.requeued, task.waiting, task.held, task.resumed, and one event
 per terminal state: task.succeeded, task.failed, task.cancelled, task.expired.
 """

@@ -112,7 +112,7 @@ async def test_a_401_holds_the_account_then_one_probe_after_retry_at_and_its_suc
     assert (await task(client, probe_id, 30)).state == "succeeded"
     assert (await task(client, later_id, 30)).state == "succeeded"
     leases = {row["task_id"]: row["created_ms"] for row in await store.all(
-        "SELECT task_id, created_ms FROM events WHERE type = 'task.leased' AND task_id IN (?, ?)",
+        "SELECT task_id, created_ms FROM events WHERE type IN ('task.leased', 'task.started') AND task_id IN (?, ?)",
         (probe_id, later_id))}
     assert leases[probe_id] >= hold["retry_at_ms"]  # nothing leased before retry_at
     probe_done = await store.scalar("SELECT finished_ms FROM tasks WHERE id = ?", (probe_id,))

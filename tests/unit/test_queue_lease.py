@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -250,4 +251,6 @@ async def test_lease_with_start_goes_straight_to_running(store: SQLiteStore) -> 
     row = await store.one("SELECT state, started_ms FROM tasks WHERE id = ?", (t["id"],))
     assert row == {"state": "running", "started_ms": got["started_ms"]}
     types = [r["type"] for r in await store.all("SELECT type FROM events WHERE task_id = ? ORDER BY seq", (t["id"],))]
-    assert types == ["task.queued", "task.leased", "task.started"]
+    assert types == ["task.queued", "task.started"]  # the leased state was never visible: one event
+    data = await store.scalar("SELECT data FROM events WHERE task_id = ? AND type = 'task.started'", (t["id"],))
+    assert json.loads(data) == {"lease_id": got["lease_id"], "nest_id": "n1", "instance_id": "i1", "attempt": 1}
