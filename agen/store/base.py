@@ -48,21 +48,28 @@ class _UlidClock(threading.local):
         self.last_ms = -1
         self.last_rand = 0
         self.prefix = ""
+        self.head = ""  # prefix + the encoding of the random bits above the low 20 (they rarely change)
 
     def new(self) -> str:
         ms = time.time_ns() // 1_000_000
         if ms <= self.last_ms and self.last_rand < _RAND_MAX:
             r = self.last_rand = self.last_rand + 1
-            prefix = self.prefix
+            if not r & 0xFFFFF:  # the increment carried into the cached high bits
+                self.head = self._head(r)
         else:
             r = self.last_rand = _random_bits(80)
             self.last_ms = ms
             # 48-bit time: 10 chars (the top one holds 3 bits)
-            prefix = self.prefix = _CROCKFORD[ms >> 45] + "".join(
+            self.prefix = _CROCKFORD[ms >> 45] + "".join(
                 _CROCKFORD[(ms >> s) & 31] for s in (40, 35, 30, 25, 20, 15, 10, 5, 0))
+            self.head = self._head(r)
         p = _PAIRS
-        return (prefix + p[r >> 70] + p[(r >> 60) & 1023] + p[(r >> 50) & 1023] + p[(r >> 40) & 1023]
-                + p[(r >> 30) & 1023] + p[(r >> 20) & 1023] + p[(r >> 10) & 1023] + p[r & 1023])
+        return self.head + p[(r >> 10) & 1023] + p[r & 1023]
+
+    def _head(self, r: int) -> str:
+        p = _PAIRS
+        return (self.prefix + p[r >> 70] + p[(r >> 60) & 1023] + p[(r >> 50) & 1023] + p[(r >> 40) & 1023]
+                + p[(r >> 30) & 1023] + p[(r >> 20) & 1023])
 
 
 _ULIDS = _UlidClock()
