@@ -1,8 +1,11 @@
 """End-to-end task throughput and latency: submit -> complete, no-tool tasks, fake model.
 
-Three figures from the same run, same disk:
+Four figures from the same run, same disk:
   * baseline: raw sqlite3 commits/s (one tiny transaction per commit, WAL, synchronous=NORMAL);
   * in-process: a Hub + local Nest in this process, tasks submitted through the in-process client;
+  * SQLite floor: every statement the Store's writer ran for the in-process tasks (same SQL, same
+    parameters, same transactions), replayed through raw sqlite3 on a fresh database with the same
+    schema and pragmas: what the durable records of a task cost with no agen code running at all;
   * HTTP: a real `agen up` process, tasks submitted over HTTP by concurrent clients.
 Latency is per task, from the Hub's own timestamps (created_ms -> finished_ms).
 
@@ -65,7 +68,68 @@ def latencies(db: Path, ids: set[str] | None = None) -> tuple[list[float], int, 
     return [float(r[2] - r[1]) for r in rows], ok, len(rows)
 
 
-async def in_process(tmp: Path, n: int, instances: int, concurrency: int) -> dict[str, Any]:
+class _Recorder:
+    """Wraps the writer thread's sqlite3 connection and keeps every statement it runs while ``on``."""
+
+    def __init__(self) -> None:
+        self.on = False
+        self.log: list[tuple[bool, str, Any]] = []
+        self._connect = sqlite3.connect
+
+    def connect(self, *args: Any, **kwargs: Any) -> Any:
+        conn = self._connect(*args, **kwargs)
+        import threading
+
+        return _Recording(conn, self) if threading.current_thread().name.startswith("agen-store-writer") else conn
+
+
+class _Recording:
+    def __init__(self, conn: sqlite3.Connection, rec: _Recorder) -> None:
+        self._conn, self._rec = conn, rec
+
+    def execute(self, sql: str, params: Any = ()) -> sqlite3.Cursor:
+        if self._rec.on:
+            self._rec.log.append((False, sql, params))
+        return self._conn.execute(sql, params)
+
+    def executemany(self, sql: str, rows: Any) -> sqlite3.Cursor:
+        rows = list(rows)
+        if self._rec.on:
+            self._rec.log.append((True, sql, rows))
+        return self._conn.executemany(sql, rows)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+
+def replay(tmp: Path, log: list[tuple[bool, str, Any]], tasks: int) -> dict[str, Any]:
+    """The recorded statements through raw sqlite3 on a fresh store file (schema and pragmas as agen's)."""
+    from agen.store import SQLiteStore
+    from agen.store.sqlite import _configure
+
+    db = tmp / "replay.db"
+    SQLiteStore.open_sync(db).close_sync()
+    conn = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
+    _configure(conn, "NORMAL")
+    conn.execute("PRAGMA foreign_keys=OFF")  # the rows the setup wrote (the deployment) are not replayed
+    failed = 0
+    t0 = time.perf_counter()
+    for many, sql, params in log:
+        try:
+            if many:
+                conn.executemany(sql, params)
+            else:
+                conn.execute(sql, params).fetchall()
+        except sqlite3.Error:
+            failed += 1
+    seconds = time.perf_counter() - t0
+    conn.close()
+    return {"statements_per_task": round(len(log) / tasks, 1), "failed_statements": failed,
+            "us_per_task": round(seconds / tasks * 1e6), "max_tasks_per_s": round(tasks / seconds)}
+
+
+async def in_process(tmp: Path, n: int, instances: int, concurrency: int,
+                     recorder: _Recorder | None = None) -> dict[str, Any]:
     from agen.api import registry as r
     from agen.api.models.deployments import CreateDeploymentRequest
     from agen.api.models.tasks import SubmitTaskRequest
@@ -84,6 +148,8 @@ async def in_process(tmp: Path, n: int, instances: int, concurrency: int) -> dic
     await client.call(r.CreateDeployment, CreateDeploymentRequest(files=encode_files(walk_bundle(bundle))))
     while sum(i.state == "ready" for i in node.manager.instances.values()) < instances:  # noqa: ASYNC110
         await asyncio.sleep(0.05)
+    if recorder is not None:
+        recorder.on = True
     t0 = time.perf_counter()
     batch = 200
     for start in range(0, n, batch):
@@ -96,6 +162,8 @@ async def in_process(tmp: Path, n: int, instances: int, concurrency: int) -> dic
             break
         await asyncio.sleep(0.02)
     elapsed = time.perf_counter() - t0
+    if recorder is not None:
+        recorder.on = False
     await node.drain(10)
     await store.close()
     lat, ok, _total = latencies(db)
@@ -187,17 +255,26 @@ def main() -> None:
         tmp = Path(d)
         os.environ["AGEN_HOME"] = str(tmp / "home")
         base = raw_commits(tmp / "raw.db")
-        inproc = asyncio.run(in_process(tmp, args.n, args.instances, args.concurrency))
+        from unittest import mock
+
+        recorder = _Recorder()
+        with mock.patch("agen.store.sqlite.sqlite3.connect", recorder.connect):
+            inproc = asyncio.run(in_process(tmp, args.n, args.instances, args.concurrency, recorder))
+        floor = replay(tmp, recorder.log, args.n)
+        recorder.log.clear()
         http = None if args.skip_http else http_figures(tmp, args.http_n, args.instances, args.concurrency,
                                                         args.clients)
     report = {
         "machine": machine(), "rev": git_rev(), "raw_sqlite_commits_per_s": round(base),
-        "in_process": inproc, "http": http,
+        "in_process": inproc, "sqlite_floor": floor, "http": http,
         "in_process_vs_raw_commits": round(inproc["tasks_per_s"] / base, 3),
+        "in_process_vs_sqlite_floor": round(inproc["tasks_per_s"] / floor["max_tasks_per_s"], 3),
     }
     print(json.dumps(report, indent=2))
     print(f"in-process: {inproc['tasks_per_s']} tasks/s (p50 {inproc['p50_ms']:.0f} ms, p95 {inproc['p95_ms']:.0f} ms); "
-          f"raw SQLite {round(base)} commits/s", file=sys.stderr)
+          f"raw SQLite {round(base)} commits/s; the same statements replayed through raw sqlite3: "
+          f"{floor['us_per_task']} us/task ({floor['statements_per_task']} statements) = at most "
+          f"{floor['max_tasks_per_s']} tasks/s", file=sys.stderr)
     if http:
         print(f"HTTP: {http['tasks_per_s']} tasks/s (p50 {http['p50_ms']:.0f} ms, p95 {http['p95_ms']:.0f} ms)",
               file=sys.stderr)
