@@ -15,7 +15,7 @@ import httpx
 from ulid import ULID
 
 from agen.errors import AgenError
-from agen.hub import leader, notify, scheduler
+from agen.hub import announce, leader, live, notify, scheduler
 from agen.hub.service import Hub
 from agen.hub.signals_tick import PRUNE_EVERY_MS, held_sets, signals_tick
 from agen.hub.triggers.webhook import env_secrets
@@ -35,6 +35,7 @@ class LeaderLoop:
         self.epoch: int | None = None
         self._stop = asyncio.Event()
         self._last_prune_ms = 0
+        self._last_warnings_ms = 0
         self._http: httpx.AsyncClient | None = None
 
     @property
@@ -62,7 +63,8 @@ class LeaderLoop:
         return summary
 
     async def _signals(self, epoch: int) -> None:
-        """Triggers, budget thresholds, provider holds, event pruning, then notification delivery."""
+        """Triggers, budget thresholds, provider holds, event pruning, activity warnings (every 30 s), then
+        notification delivery."""
         now = self.hub.clock()
         prune = now - self._last_prune_ms >= PRUNE_EVERY_MS
         report = await self.hub.store.write(lambda tx: signals_tick(tx, leader_epoch=epoch, now_ms=now, prune=prune))
@@ -70,6 +72,11 @@ class LeaderLoop:
             self._last_prune_ms = now
         if report.triggers.fired or report.resumed:
             self.hub.work.notify()
+        if now - self._last_warnings_ms >= announce.EVERY_MS:
+            self._last_warnings_ms = now
+            warnings = (await live.collect(self.hub, [])).warnings
+            if warnings:
+                await self.hub.store.write(lambda tx: announce.announce(tx, warnings, now))
         if self._http is None:
             self._http = httpx.AsyncClient()
         await notify.deliver_all(self.hub.store, self._http, now_ms=now, secrets=env_secrets)

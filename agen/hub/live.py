@@ -243,14 +243,18 @@ async def _store_warnings(hub: Hub, namespaces: list[str], deployment: str | Non
 async def get_activity(hub: Hub, p: Principal, req: GetActivityRequest) -> GetActivityResponse:
     if req.namespace:
         p.require_namespace(req.namespace)
-    namespaces = [req.namespace] if req.namespace else sorted(p.namespaces)
+    return await collect(hub, [req.namespace] if req.namespace else sorted(p.namespaces), req.deployment)
+
+
+async def collect(hub: Hub, namespaces: list[str], deployment: str | None = None) -> GetActivityResponse:
+    """Runs, queues and warnings in ``namespaces`` (empty: every one), as of the Hub's clock."""
     now = hub.clock()
     sql = (f"SELECT * FROM runs WHERE finished_ms IS NULL AND {ns_sql('namespace', namespaces)}"
-           + (" AND deployment = ?" if req.deployment else "") + f" ORDER BY started_ms LIMIT {MAX_RUNS}")
-    runs = await hub.store.all(sql, [req.deployment] if req.deployment else [])
+           + (" AND deployment = ?" if deployment else "") + f" ORDER BY started_ms LIMIT {MAX_RUNS}")
+    runs = await hub.store.all(sql, [deployment] if deployment else [])
     acts = await activities(hub, runs)
-    queues = await _queues(hub, namespaces, req.deployment, now)
+    queues = await _queues(hub, namespaces, deployment, now)
     warnings = _run_warnings(acts, {r["id"]: r for r in runs}, now)
     warnings += _queue_warnings(queues, acts)
-    warnings += await _store_warnings(hub, namespaces, req.deployment, runs, now)
+    warnings += await _store_warnings(hub, namespaces, deployment, runs, now)
     return GetActivityResponse(runs=acts, queues=queues, warnings=warnings, now_ms=now)
