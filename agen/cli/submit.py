@@ -69,24 +69,22 @@ def build_request(deployment: str, text: str, namespace: str, o: RunOptions) -> 
         raise InvalidError(f"{flag}: {first['msg']}", field=flag) from None
 
 
-async def submit_and_report(client: Client, target: str, text: str, namespace: str, o: RunOptions,
+async def submit_and_report(client: Client, target: str, req: SubmitTaskRequest, timeout_ms: int, o: RunOptions,
                             *, is_bundle: bool) -> Task:
-    """Deploy a bundle folder if given one, submit the task, wait per --timeout/--no-wait."""
+    """Deploy a bundle folder if given one, submit the (already validated) task, wait per --timeout/--no-wait."""
     from agen.api import registry as r
-    from agen.cli._common import err, parse_duration_ms
+    from agen.cli._common import err
     from agen.cli.tasks import wait_for_task
 
-    deployment = target
     if is_bundle:
         from agen.cli.deploy import deploy_request
 
-        resp = await client.call(r.CreateDeployment, deploy_request(target, namespace, None, None))
+        resp = await client.call(r.CreateDeployment, deploy_request(target, req.namespace, None, None))
         assert resp.deployment is not None
-        deployment = resp.deployment.name
+        req = req.model_copy(update={"deployment": resp.deployment.name})
         if resp.created or resp.changed:
-            err(f"{deployment}: {'deployed' if resp.created else 'updated'} ({resp.deployment.definition_id})")
-    timeout_ms = parse_duration_ms(o.timeout, flag="--timeout")
-    submitted = await client.call(r.SubmitTask, build_request(deployment, text, namespace, o))
+            err(f"{req.deployment}: {'deployed' if resp.created else 'updated'} ({resp.deployment.definition_id})")
+    submitted = await client.call(r.SubmitTask, req)
     task = submitted.task
     if o.no_wait:
         return task
@@ -107,19 +105,22 @@ def run_task(target: str, text: str, o: RunOptions, *, hub: str | None, token: s
              json_out: bool) -> None:
     import asyncio
 
-    from agen.cli._common import err, print_json
+    from agen.cli._common import err, parse_duration_ms, print_json
     from agen.cli.tasks import report_task
     from agen.local import read_local
 
     is_bundle = Path(target).is_dir()
+    # Every flag is checked before anything happens: a bad --label must not deploy the bundle first.
+    req = build_request("bundle" if is_bundle else target, text, namespace, o)  # named once deployed
+    timeout_ms = parse_duration_ms(o.timeout, flag="--timeout")
     local = read_local()
     use_http = hub is not None or (local is not None and hub_is_live(local.url))
     if use_http:
         from agen.cli._hub import with_client
 
-        task = with_client(hub, token, lambda c: submit_and_report(c, target, text, namespace, o, is_bundle=is_bundle))
+        task = with_client(hub, token, lambda c: submit_and_report(c, target, req, timeout_ms, o, is_bundle=is_bundle))
     else:
-        task = asyncio.run(_embedded(target, text, namespace, o, is_bundle=is_bundle))
+        task = asyncio.run(_embedded(target, req, timeout_ms, o, is_bundle=is_bundle))
     if o.no_wait:
         if json_out:
             print_json(task.model_dump(mode="json"))
@@ -133,7 +134,8 @@ def run_task(target: str, text: str, o: RunOptions, *, hub: str | None, token: s
     report_task(task, json_out)
 
 
-async def _embedded(target: str, text: str, namespace: str, o: RunOptions, *, is_bundle: bool) -> Task:
+async def _embedded(target: str, req: SubmitTaskRequest, timeout_ms: int, o: RunOptions, *,
+                    is_bundle: bool) -> Task:
     """A Hub and a Nest in this process over the local store, for exactly this one task."""
     from agen.client import Client
     from agen.node import LocalNode
@@ -144,7 +146,7 @@ async def _embedded(target: str, text: str, namespace: str, o: RunOptions, *, is
     try:
         await node.start()
         client = Client.in_process(node.hub)
-        return await submit_and_report(client, target, text, namespace, o, is_bundle=is_bundle)
+        return await submit_and_report(client, target, req, timeout_ms, o, is_bundle=is_bundle)
     finally:
         await node.drain(30)
         await store.close()

@@ -86,7 +86,7 @@ def parse_labels(items: Iterable[str]) -> dict[str, str]:
     for item in items:
         key, eq, value = item.partition("=")
         if not eq or not key:
-            raise InvalidError(f"label {item!r} is not key=value", field="label")
+            raise InvalidError(f"label {item!r} is not key=value (for example --label team=ops)", field="label")
         out[key] = value
     return out
 

@@ -44,6 +44,16 @@ def test_bad_bundle_lists_every_problem_with_file_and_field(tmp_path: Path) -> N
     assert "Traceback" not in r.stderr
 
 
+def test_a_bad_flag_on_run_of_a_bundle_folder_is_refused_before_anything_is_deployed(tmp_path: Path) -> None:
+    assert agen(tmp_path, "init", "bot").returncode == 0
+    r = agen(tmp_path, "run", "bot", "hi", "--label", "no-equals-sign")
+    assert r.returncode == 2
+    assert "'no-equals-sign' is not key=value" in r.stderr and "--label" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert "deployed" not in r.stderr
+    assert not (tmp_path / "home" / "agen.db").exists()  # no store was even opened
+
+
 def test_up_on_a_port_in_use_says_so_and_suggests_another(tmp_path: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
