@@ -16,6 +16,7 @@ from agen.tui import fmt
 from agen.tui.rows import Cells, KeyedRows
 from agen.tui.screens.base import AgenScreen
 from agen.tui.widgets.note_dialog import DecisionDialog
+from agen.tui.widgets.table import FastTable
 
 
 class ApprovalsScreen(AgenScreen):
@@ -34,10 +35,10 @@ class ApprovalsScreen(AgenScreen):
     def body(self) -> ComposeResult:
         yield Static("Nothing waits for approval. Tool calls a bundle's permissions mark `ask` appear here.",
                      id="approvals-empty", classes="empty")
-        yield DataTable(id="approvals", cursor_type="row", zebra_stripes=True)
+        yield FastTable(id="approvals", cursor_type="row", zebra_stripes=True)
 
     def on_mount(self) -> None:
-        self.rows = KeyedRows(self.query_one("#approvals", DataTable),
+        self.rows = KeyedRows(self.query_one("#approvals", FastTable),
                               ("ID", "DEPLOYMENT", "TOOL", "ARGUMENTS (redacted)", "REQUESTER", "TASK", "AGE"))
 
     async def load(self) -> None:

@@ -15,8 +15,8 @@ from agen.api import registry as r
 from agen.api.models.signals import Event, ListEventsRequest
 from agen.tui import fmt
 from agen.tui.messages import HubChanged
-from agen.tui.rows import REBUILD_AT
 from agen.tui.screens.base import AgenScreen
+from agen.tui.widgets.table import FastTable
 
 KEEP = 1000
 PAGE = 500
@@ -47,7 +47,7 @@ class EventsScreen(AgenScreen):
 
     def body(self) -> ComposeResult:
         yield Input(placeholder="filter: task. approval. dep:hello sev:warning   (enter applies)", id="event-filter")
-        yield DataTable(id="events", cursor_type="row", zebra_stripes=True)
+        yield FastTable(id="events", cursor_type="row", zebra_stripes=True)
 
     def on_mount(self) -> None:
         self.query_one(DataTable).add_columns("SEQ", "AGE", "TYPE", "SEVERITY", "DEPLOYMENT", "TASK", "DATA")
@@ -88,7 +88,7 @@ class EventsScreen(AgenScreen):
         fresh = [e for e in events if e.seq > seen]
         if not fresh:
             return
-        table = self.query_one(DataTable)
+        table = self.query_one(FastTable)
         tailing = table.row_count == 0 or table.cursor_row >= table.row_count - 1
         self.events += fresh
         text = self.query_one(Input).value
@@ -96,13 +96,8 @@ class EventsScreen(AgenScreen):
             if matches(e, text):
                 self._row(table, e)
         over = len(self.events) - KEEP
-        if over > REBUILD_AT:
-            self.events = self.events[over:]
-            self.render_rows()
-        elif over > 0:
-            for e in self.events[:over]:
-                if str(e.seq) in table.rows:
-                    table.remove_row(str(e.seq))
+        if over > 0:
+            table.remove_rows(str(e.seq) for e in self.events[:over])
             self.events = self.events[over:]
         if tailing and table.row_count:
             table.move_cursor(row=table.row_count - 1)

@@ -31,6 +31,7 @@ from agen.tui import fmt
 from agen.tui.rows import Cells, KeyedRows
 from agen.tui.screens.base import FRESH_S, AgenScreen
 from agen.tui.widgets.input_dialog import InputDialog
+from agen.tui.widgets.table import FastTable
 
 if TYPE_CHECKING:
     from agen.api.models.signals import Event
@@ -65,14 +66,14 @@ class FleetScreen(AgenScreen):
 
     def body(self) -> ComposeResult:
         yield Static(EMPTY, id="fleet-empty", classes="empty")
-        yield DataTable(id="deployments", cursor_type="row", zebra_stripes=True)
+        yield FastTable(id="deployments", cursor_type="row", zebra_stripes=True)
         yield Label("Instances", classes="section")
-        yield DataTable(id="instances", cursor_type="row")
+        yield FastTable(id="instances", cursor_type="row")
 
     def on_mount(self) -> None:
-        self.rows = KeyedRows(self.query_one("#deployments", DataTable), (
+        self.rows = KeyedRows(self.query_one("#deployments", FastTable), (
             "NAME", "KIND", "ACTIVITY", "DESIRED/READY", "QUEUED/RUNNING", "SPEND TODAY", "THROUGHPUT 1h"))
-        self.instance_rows = KeyedRows(self.query_one("#instances", DataTable), (
+        self.instance_rows = KeyedRows(self.query_one("#instances", FastTable), (
             "INSTANCE", "NEST", "DEPLOYMENT", "STATE", "IN FLIGHT", "AGE"))
         self.query_one("#fleet-empty").display = False
 

@@ -24,6 +24,7 @@ from agen.api.models.tasks import (
 from agen.tui import fmt
 from agen.tui.rows import Cells, KeyedRows
 from agen.tui.screens.base import AgenScreen
+from agen.tui.widgets.table import FastTable
 
 LIMIT = 200
 STATES = ("queued", "leased", "running", "waiting", "succeeded", "failed", "cancelled", "expired")
@@ -67,11 +68,11 @@ class TasksScreen(AgenScreen):
         yield Input(placeholder="filter: state:running dep:hello team=docs   (enter applies)", id="task-filter")
         yield Static("No tasks match. Run one from Fleet (n) or with `agen run <deployment> <input>`.",
                      id="tasks-empty", classes="empty")
-        yield DataTable(id="tasks", cursor_type="row", zebra_stripes=True)
+        yield FastTable(id="tasks", cursor_type="row", zebra_stripes=True)
         yield Static("", id="task-detail", classes="detail")
 
     def on_mount(self) -> None:
-        self.rows = KeyedRows(self.query_one("#tasks", DataTable),
+        self.rows = KeyedRows(self.query_one("#tasks", FastTable),
                               ("ID", "DEPLOYMENT", "STATE", "WAIT", "PRIORITY", "AGE", "INPUT"))
         self.query_one("#tasks-empty").display = False
 
