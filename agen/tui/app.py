@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterable
 from typing import ClassVar
 
@@ -9,6 +10,7 @@ from textual import on, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
+from textual.widget import AwaitMount
 
 from agen.client import Client
 from agen.tui.messages import ConnectionChanged, HubChanged
@@ -59,6 +61,7 @@ class AgenApp(App[None]):
         self.agen_screens: list[AgenScreen] = []
         """Every screen mounted so far (one per mode; hidden ones keep what they drew)."""
         self.stream_up = False
+        self._switching = False
 
     def on_mount(self) -> None:
         self.sub_title = self.hub_label
@@ -67,12 +70,41 @@ class AgenApp(App[None]):
         if self.watch_enabled:
             self.watch_hub()
 
+    def on_unmount(self) -> None:
+        gc.unfreeze()
+
+    def settle_heap(self) -> None:
+        """Keep what is loaded so far out of the garbage collector's full passes.
+
+        A full collection walks every tracked object (the Hub's too when `agen up` runs the TUI in its
+        process): over 100 ms on a loaded 2-core machine, landing on whatever frame is being drawn.
+        After each screen's first load the long-lived objects (modules, widgets, caches) are frozen
+        (after one last collection, so no garbage is frozen); later full passes walk only what came
+        after. Leaving the app unfreezes them.
+        """
+        gc.collect()
+        gc.freeze()
+
     @property
     def live(self) -> bool:
         """Whether events arrive: then a screen no event touched is up to date."""
         return self.watch_enabled and self.stream_up and self.connection_lost is None
 
     # --- navigation -------------------------------------------------------------------
+    def switch_mode(self, mode: str) -> AwaitMount:
+        """Textual holds every frame 50 ms on a mode switch (App.delay_update) to mask a screen being
+        composed; a screen already installed has nothing to mask, so its switch paints at once."""
+        if mode in self._screen_stacks:
+            self._switching = True
+        try:
+            return super().switch_mode(mode)
+        finally:
+            self._switching = False
+
+    def delay_update(self, delay: float = 0.05) -> None:
+        if not self._switching:
+            super().delay_update(delay)
+
     def action_show(self, mode: str) -> None:
         self.switch_mode(mode)
 

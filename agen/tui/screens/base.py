@@ -21,10 +21,6 @@ from agen.tui.messages import HubChanged
 from agen.tui.widgets.banner import ConnectionBanner
 from agen.tui.widgets.footer import KeysFooter
 
-SWITCH_HOLD_S = 0.06
-"""App.switch_mode holds frames 50 ms to mask the transition (App.delay_update); a load started inside
-that hold would run (in-process Hub: on this loop) before the cached frame is drawn."""
-
 if TYPE_CHECKING:
     from agen.api.models.signals import Event
     from agen.client import Client
@@ -74,6 +70,10 @@ class AgenScreen(Screen[None]):
     @on(events.Mount)
     def _register(self) -> None:
         self.agen.agen_screens.append(self)
+        # Mounting styled every widget with the current stylesheet. Textual records that only for the
+        # screen shown when a mode is installed, so the next switch here would re-parse and re-apply the
+        # whole stylesheet (over 100 ms); a theme change after this still restyles on switch.
+        self._css_update_count = self.app._css_update_count
 
     @on(events.ScreenResume)
     def _keep_styles(self, event: events.ScreenResume) -> None:
@@ -83,7 +83,7 @@ class AgenScreen(Screen[None]):
 
     def on_screen_resume(self) -> None:
         if self.outdated():  # what it showed last is painted first; the load starts after that frame
-            self.set_timer(SWITCH_HOLD_S, self.start_load)
+            self.call_after_refresh(self.start_load)
 
     def outdated(self) -> bool:
         """Whether a resume should reload: events touched it, or nothing would have said so."""
@@ -128,6 +128,8 @@ class AgenScreen(Screen[None]):
                 finally:
                     self.loads += 1
                     self.loaded_at = time.monotonic()
+                    if self.loads == 1:  # this screen and its first data are here to stay
+                        self.call_after_refresh(self.agen.settle_heap)
                 again = self._again
         finally:
             self._loading = False
