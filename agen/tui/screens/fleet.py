@@ -58,6 +58,8 @@ class FleetScreen(AgenScreen):
         self.deployments: list[Deployment] = []
         self.by_name: dict[str, Deployment] = {}
         self.throughput: dict[str, list[int]] = {}
+        self.shown: dict[str, tuple[Deployment, list[int] | None, Cells]] = {}
+        """Per deployment: what its row was made from (the deployment, its throughput line) and the cells."""
         self.throughput_at = 0.0
         self.dirty: set[str] = set()
         """Deployments named by events since the last load: the next load fetches just these."""
@@ -141,11 +143,24 @@ class FleetScreen(AgenScreen):
 
     def _show(self, deps: list[Deployment], inst: list[Instance]) -> None:
         self.deployments, self.by_name = deps, {d.name: d for d in deps}
-        self.rows.apply([(d.name, self._cells(d)) for d in deps])
+        self.rows.apply([(d.name, self._row(d)) for d in deps])
+        if len(self.shown) > len(deps):
+            self.shown = {name: row for name, row in self.shown.items() if name in self.by_name}
         self.query_one("#fleet-empty").display = not deps
         self.rows.table.display = bool(deps)
         self.instance_rows.apply([(i.id, (fmt.short_id(i.id), i.nest or fmt.short_id(i.nest_id), i.deployment,
                                           i.state, str(i.in_flight), fmt.age(i.started_ms))) for i in inst])
+
+    def _row(self, d: Deployment) -> Cells:
+        """A deployment's cells, made again only when it or the throughput line changed (a partial load
+        keeps the other deployments' objects, and a full load mostly brings equal ones)."""
+        spark = self.throughput.get(d.name)
+        shown = self.shown.get(d.name)
+        if shown is not None and shown[1] is spark and (shown[0] is d or shown[0] == d):
+            return shown[2]
+        cells = self._cells(d)
+        self.shown[d.name] = (d, spark, cells)
+        return cells
 
     def _cells(self, d: Deployment) -> Cells:
         limit = d.budget.get("max_usd_per_day") or d.budget.get("maxUsdPerDay")
