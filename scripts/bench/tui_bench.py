@@ -7,8 +7,9 @@ event watcher, as `agen up` shows it. Every frame the compositor hands to the te
 rendered to bytes and timestamped (Paints), so the figures are frames, not worker ends:
 
 - switch: key event sent through the driver -> first frame of the new screen (what it showed
-  last; Textual holds frames 50 ms on a mode switch to mask the transition, App.delay_update).
-- switch_fresh: same key event -> the frame after the screen's reload, if the switch reloaded.
+  last; Textual's 50 ms mode-switch frame hold, App.delay_update, applies to first visits only).
+- switch_fresh: same key event -> the frame after the screen's reload, if the switch reloaded (if the
+  reload changed nothing visible, its end).
 - refresh: a store commit (a task moves, its deployment scales, its run finishes, with events)
   -> the frame showing the screen's load from those events (the watcher's long poll included);
   if that load changed nothing visible, its end.
@@ -132,16 +133,21 @@ class Paints:
                 await asyncio.wait_for(self.changed.wait(), timeout=max(0.001, min(0.5, deadline - time.perf_counter())))
         raise TimeoutError("no matching frame was painted")
 
-    async def loaded(self, t0: float, screen: Any, before: int) -> float:
+    async def loaded(self, t0: float, screen: Any, before: int, ended: asyncio.Task[float] | None = None) -> float:
         """Milliseconds from ``t0`` to the frame showing ``screen``'s next load; if that load changed nothing
-        on screen no frame comes, and the load's end is the time."""
-        while screen.loads <= before:  # noqa: ASYNC110 (a counter, nothing to await)
-            await asyncio.sleep(0.001)
-        done = time.perf_counter()
+        on screen no frame comes, and the load's end (``ended``, watched from ``t0`` on) is the time."""
+        done = await (ended or load_end(screen, before))
         try:
             return await self.until(t0, lambda s, loads: s is screen and loads > before, limit_s=0.3)
         except TimeoutError:
             return (done - t0) * 1000
+
+
+async def load_end(screen: Any, before: int) -> float:
+    """When ``screen.loads`` passes ``before`` (polled every millisecond from the call on)."""
+    while screen.loads <= before:  # noqa: ASYNC110 (a counter, nothing to await)
+        await asyncio.sleep(0.001)
+    return time.perf_counter()
 
 
 async def quiet(app: Any, settle_s: float = 0.05) -> None:
@@ -207,11 +213,14 @@ async def measure(label: str, deployments: int, tasks: int, runs: int, repeat: i
                     target = screen_of(mode)
                     before = target.loads
                     t = await press(key)
+                    ended = asyncio.create_task(load_end(target, before))  # a load the switch starts ends when
                     per[mode]["paint"].append(await paints.until(t, lambda s, _l, tg=target: s is tg))
                     await asyncio.sleep(0.1)  # a screen may start its load after the switch's first frame
                     await quiet(app, 0)
                     fresh = target.loads > before  # did the switch load anything (cached content may be current)
-                    per[mode]["fresh"].append(await paints.loaded(t, target, before) if fresh else per[mode]["paint"][-1])
+                    per[mode]["fresh"].append(
+                        await paints.loaded(t, target, before, ended) if fresh else per[mode]["paint"][-1])
+                    ended.cancel()
                     await quiet(app)
                     before = target.loads
                     await store.write(lambda tx, n=i: change(tx, n))
