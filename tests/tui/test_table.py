@@ -60,7 +60,6 @@ async def test_a_refresh_renders_again_only_the_cells_that_changed_and_keeps_the
     app = Tables()
     async with app.run_test(size=(100, 40)) as pilot:
         fast = app.query_one("#fast", FastTable)
-        fast.zebra_stripes = False  # with stripes, rows that move down one also change colour
         rows = KeyedRows(fast, COLUMNS)
         rows.apply(ROWS)
         fast.move_cursor(row=2)

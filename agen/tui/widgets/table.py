@@ -2,9 +2,10 @@
 
 Textual's DataTable keys every render cache by a table-wide update counter, so changing one cell,
 adding or removing a row re-renders every visible cell (about 0.2 ms each through Rich: most of a
-frame at 50 rows by 7 columns). Here a cell's rendering is cached by what it shows (its value, width
-and style), so a refresh renders only the cells that changed; the row/column position Textual puts in
-the segments' meta (for mouse clicks) is added afterwards. Rows can be reordered and removed in bulk
+frame at 50 rows by 7 columns). Here a cell's rendering is cached by what it shows (its value, width,
+cursor and focus), so a refresh renders only the cells that changed; the row's style (zebra stripe,
+which flips when rows shift by one) and the row/column position Textual puts in the segments' meta
+(for mouse clicks) are added afterwards. Rows can be reordered and removed in bulk
 in one pass, where DataTable offers only a full clear (which re-measures every cell) or a removal
 that renumbers all rows each time.
 """
@@ -41,7 +42,7 @@ def _value_key(value: object) -> object:
 class FastTable(DataTable[Any]):
     """DataTable with per-cell render caching by content, bulk removal and reordering.
 
-    The content cache is keyed by everything a rendering depends on (value, width, row style, cursor,
+    The content cache is keyed by everything a rendering depends on (value, width, cursor,
     hover, focus, padding), so it survives clear() and setting changes; only a style change drops it.
     """
 
@@ -74,21 +75,21 @@ class FastTable(DataTable[Any]):
             # not a body cell, or a height not measured yet (DataTable's own pass measures it)
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
         value = self._data[row.key].get(column_key)
-        key = (_value_key(value), column_index, base_style, width, cursor, hover, row.height,
-               self._pseudo_class_state, settings)
+        key = (_value_key(value), column_index, width, cursor, hover, row.height, self._pseudo_class_state, settings)
         hit = self._rendered.get(key)
         if hit is None or (hit[0] is not value and not isinstance(key[0], tuple)):
-            hit = value, self._render_value(value, row.height, base_style, width, cursor, hover)
+            hit = value, self._render_value(value, row.height, width, cursor, hover)
             self._rendered[key] = hit
         meta = self._metas.get((row_index, column_index))
         if meta is None:
             meta = self._metas[row_index, column_index] = Style.from_meta({"row": row_index, "column": column_index})
-        return [[Segment(text, style + meta if style else meta, control) for text, style, control in line]
-                for line in hit[1]]
+        # DataTable draws with pre_style = row style + position meta + cursor style; styles combine left to
+        # right, so the row's style (zebra stripe) and the meta go first here, onto the cached segments
+        return [[Segment(text, base_style + style + meta if style else base_style + meta, control)
+                 for text, style, control in line] for line in hit[1]]
 
-    def _render_value(self, value: object, height: int, base_style: Style, width: int, cursor: bool,
-                      hover: bool) -> SegmentLines:
-        """What DataTable._render_cell draws for a body cell, without the position meta."""
+    def _render_value(self, value: object, height: int, width: int, cursor: bool, hover: bool) -> SegmentLines:
+        """What DataTable._render_cell draws for a body cell, without the row's style and position meta."""
         from textual.widgets._data_table import default_cell_formatter
 
         cell = EMPTY if value is None else default_cell_formatter(value, wrap=height != 1, height=height) or EMPTY
@@ -99,7 +100,7 @@ class FastTable(DataTable[Any]):
         if height == 1:
             options = options.update(no_wrap=True)
         return self.app.console.render_lines(
-            Styled(Padding(cell, (0, self.cell_padding)), pre_style=base_style + component_style,
+            Styled(Padding(cell, (0, self.cell_padding)), pre_style=component_style,
                    post_style=post_style), options)
 
     def _update_column_widths(self, updated_cells: set[CellKey]) -> None:
