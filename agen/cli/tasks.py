@@ -151,6 +151,8 @@ def tasks(name: Annotated[str | None, typer.Argument(help="Only this deployment.
           state: Annotated[str | None, typer.Option(
               "--state", help="Only tasks in this state: queued, running, succeeded, failed, cancelled.",
               show_default=False)] = None,
+          label: Annotated[list[str] | None, typer.Option(
+              "--label", help="Only tasks with this label, key=value (repeatable).", show_default=False)] = None,
           limit: Annotated[int, typer.Option("--limit", help="Tasks.")] = 20,
           hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOpt = "default",
           json_out: JsonOpt = False) -> None:
@@ -160,8 +162,10 @@ def tasks(name: Annotated[str | None, typer.Argument(help="Only this deployment.
     from agen.api import registry as r
     from agen.api.models.tasks import ListTasksRequest
     from agen.cli._hub import ago, when, with_client
+    from agen.hub.events import parse_labels
 
-    req = ListTasksRequest(namespace=namespace, deployment=name, state=state, scheduled=scheduled, limit=limit)
+    req = ListTasksRequest(namespace=namespace, deployment=name, state=state, labels=parse_labels(label or []),
+                           scheduled=scheduled, limit=limit)
     resp = with_client(hub, token, lambda c: c.call(r.ListTasks, req))
     if json_out:
         print_json(resp.model_dump(mode="json"))

@@ -135,6 +135,9 @@ async def list_tasks(hub: Hub, p: Principal, req: ListTasksRequest) -> ListTasks
     if req.deployment:
         sql += " AND deployment = ?"
         params.append(req.deployment)
+    for key, value in req.labels.items():
+        sql += " AND EXISTS (SELECT 1 FROM json_each(tasks.labels) WHERE json_each.key = ? AND json_each.value = ?)"
+        params += [key, value]
     if req.scheduled:
         sql += " AND state = 'queued' AND not_before_ms > ? ORDER BY not_before_ms, seq LIMIT ?"
         params += [now, req.limit]
