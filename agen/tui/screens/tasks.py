@@ -91,11 +91,12 @@ class TasksScreen(AgenScreen):
     async def load(self) -> None:
         state, dep, labels = parse_filter(self.query_one("#task-filter", Input).value)
         try:
-            resp = await self.client.call(r.ListTasks, ListTasksRequest(deployment=dep, state=state, limit=LIMIT))
+            resp = await self.client.call(r.ListTasks, ListTasksRequest(deployment=dep, state=state, labels=labels,
+                                                                        limit=LIMIT))
         except Exception as e:
             self.failed(e, "loading tasks")
             return
-        tasks = [t for t in resp.tasks if all(t.labels.get(k) == v for k, v in labels.items())]
+        tasks = resp.tasks
         self.tasks = tasks
         self.rows.apply([(t.id, row_cells(t)) for t in tasks])
         self.query_one("#tasks-empty").display = not tasks
