@@ -55,14 +55,28 @@ def task_view(row: Row, *, extra: dict[str, Any] | None = None) -> Task:
 
 def _details(tx: Tx, row: Row) -> dict[str, Any]:
     """The joined parts of a task view, read in one transaction."""
-    extra: dict[str, Any] = {
-        "locks": [r["name"] for r in tx.all("SELECT name FROM task_locks WHERE task_id = ? ORDER BY name", (row["id"],))],
-        "run_id": tx.scalar("SELECT id FROM runs WHERE task_id = ?", (row["id"],)),
-        "pending_approvals": [
-            r["id"] for r in tx.all(
-                "SELECT id FROM approvals WHERE task_id = ? AND state = 'pending' ORDER BY created_ms", (row["id"],))
-        ],
-    }
+    return _many_details(tx, [row])[0]
+
+
+def _many_details(tx: Tx, rows: list[Row]) -> list[dict[str, Any]]:
+    """_details for a page of tasks: locks, runs and approvals in one query each, not three per task."""
+    ids = [row["id"] for row in rows]
+    if not ids:
+        return []
+    marks = ",".join("?" * len(ids))
+    locks: dict[str, list[str]] = {}
+    for r in tx.all(f"SELECT task_id, name FROM task_locks WHERE task_id IN ({marks}) ORDER BY name", ids):
+        locks.setdefault(r["task_id"], []).append(r["name"])
+    runs = {r["task_id"]: r["id"] for r in tx.all(f"SELECT task_id, id FROM runs WHERE task_id IN ({marks})", ids)}
+    approvals: dict[str, list[str]] = {}
+    for r in tx.all(f"SELECT task_id, id FROM approvals WHERE task_id IN ({marks}) AND state = 'pending'"
+                    " ORDER BY created_ms", ids):
+        approvals.setdefault(r["task_id"], []).append(r["id"])
+    return [_detail(tx, row, {"locks": locks.get(row["id"], []), "run_id": runs.get(row["id"]),
+                              "pending_approvals": approvals.get(row["id"], [])}) for row in rows]
+
+
+def _detail(tx: Tx, row: Row, extra: dict[str, Any]) -> dict[str, Any]:
     if row["state"] == "queued":
         extra["wait_reason"] = budget_wait_reason(tx, row, queue.wait_reason(tx, row, now_ms=tx.now_ms))
         failing = instance_failing(tx, row["deployment_id"]) if extra["wait_reason"] == "capacity" else None
@@ -149,7 +163,8 @@ async def list_tasks(hub: Hub, p: Principal, req: ListTasksRequest) -> ListTasks
         params.append(req.limit)
 
     def fn(tx: Tx) -> list[Task]:
-        return [task_view(r, extra=_details(tx, r)) for r in tx.all(sql, params)]
+        rows = tx.all(sql, params)
+        return [task_view(r, extra=extra) for r, extra in zip(rows, _many_details(tx, rows), strict=True)]
 
     return ListTasksResponse(tasks=await hub.store.write(fn))
 
