@@ -30,7 +30,7 @@ from typing import Any
 from scripts.bench._util import git_rev, machine, median, pct
 
 ROOT = Path(__file__).resolve().parents[2]
-SECTIONS = ("store", "queue", "tasks", "runner", "concurrency", "ps", "coldstart", "peer")
+SECTIONS = ("store", "queue", "tasks", "runner", "concurrency", "ps", "tui", "coldstart", "peer")
 
 
 def store_section(quick: bool) -> dict[str, Any]:
@@ -53,9 +53,19 @@ def tasks_section(quick: bool) -> dict[str, Any]:
         tmp = Path(d)
         os.environ["AGEN_HOME"] = str(tmp / "home")
         raw = task_bench.raw_commits(tmp / "raw.db")
-        inproc = asyncio.run(task_bench.in_process(tmp, n, 2, 256))
+        inproc, floor = task_bench.in_process_and_floor(tmp, n, 2, 256)
         http = task_bench.http_figures(tmp, http_n, 2, 256, 32)
-    return {"name": "tasks", "raw_sqlite_commits_per_s": round(raw), "in_process": inproc, "http": http}
+    return {"name": "tasks", "raw_sqlite_commits_per_s": round(raw), "in_process": inproc, "sqlite_floor": floor,
+            "http": http}
+
+
+def tui_section(quick: bool) -> dict[str, Any]:
+    from scripts.bench import tui_bench
+
+    sizes = (100, 10_000, 2_000) if quick else (1000, 100_000, 20_000)
+    base = asyncio.run(tui_bench.measure("baseline", 10, 1000, 200, 3 if quick else 5))
+    big = asyncio.run(tui_bench.measure("target", *sizes, 3 if quick else 5))
+    return {"name": "tui", "deployments": sizes[0], "tasks": sizes[1], "baseline": base, "target": big}
 
 
 def runner_section(quick: bool) -> dict[str, Any]:
@@ -177,6 +187,12 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
                         _ratio(m["tasks_per_s"], k["raw_sqlite_commits_per_s"])))
             out.append(("Tasks", f"latency submit→complete {label}, p50 / p95",
                         f"{_f(m['p50_ms'])} / {_f(m['p95_ms'])} ms", "", ""))
+        fl = k.get("sqlite_floor")
+        if fl and k.get("in_process"):
+            out.append(("Tasks", f"SQLite floor: the in-process run's {fl['statements_per_task']} statements/task "
+                        "replayed through raw sqlite3", _f(fl["max_tasks_per_s"], "tasks/s"),
+                        f"agen in-process {_f(k['in_process']['tasks_per_s'], 'tasks/s')}",
+                        _ratio(k["in_process"]["tasks_per_s"], fl["max_tasks_per_s"])))
     r = results.get("runner") or {}
     if "turn_overhead_p50_ms" in r:
         base = f"direct provider call {_f(r['direct_call_p50_ms'], 'ms')}"
@@ -204,6 +220,18 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
                     f"1 deployment {_f(p['agen_ps_1_ms'], 'ms')}", f"{p['ratio_ps_vs_1']}×"))
         out.append(("ps", f"ListDeployments over HTTP, {scale}", _f(p["list_rpc_ms"], "ms"),
                     f"1 deployment {_f(p['list_rpc_1_ms'], 'ms')}", f"{p['ratio_rpc_vs_1']}×"))
+    u = results.get("tui") or {}
+    if "target" in u:
+        scale = f"{_f(u['deployments'])} deployments / {_f(u['tasks'])} tasks"
+        for key, label in (("switch_p50_ms", "screen switch (key → new screen painted), p50"),
+                           ("switch_p95_ms", "screen switch, p95"),
+                           ("refresh_p50_ms", "refresh (store commit → screen painted), p50"),
+                           ("refresh_p95_ms", "refresh, p95"),
+                           ("switch_fresh_p95_ms", "switch + reload of what changed while hidden, p95"),
+                           ("first_paint_ms", "first paint")):
+            out.append(("TUI", f"{label}, {scale}", _f(u["target"][key], "ms"),
+                        f"10 deployments / 1,000 tasks {_f(u['baseline'][key], 'ms')}",
+                        _ratio(u["target"][key], u["baseline"][key])))
     c = results.get("coldstart") or {}
     if "agen_help_ms" in c:
         base = f"`python -c pass` {_f(c['python_c_pass_ms'], 'ms')}"
@@ -259,7 +287,12 @@ def markdown(report: dict[str, Any]) -> str:
         "  sqlite3 committing the same statements one transaction at a time (WAL, synchronous=NORMAL). A task",
         "  costs 4 transactions (submit, lease, running, complete), or fewer with batched leases.",
         "- **Tasks**: submit → complete with one fake-model turn and no tools, through a Hub + local Nest in one",
-        "  process, then through a real `agen up` over HTTP. Latency comes from the Hub's own timestamps.",
+        "  process, then through a real `agen up` over HTTP. Latency comes from the Hub's own timestamps. The",
+        "  SQLite floor replays every statement the in-process run's Store writer executed (same SQL, parameters",
+        "  and transactions) through raw sqlite3 on a fresh file with the same schema: what a task's durable",
+        "  records (task row and its state changes, run, session, conversation, messages, spans, usage, and an",
+        "  event per state change) cost before any agen code runs. The HTTP figure shares the 2 cores with its",
+        "  httpx load generator.",
         "- **Runner**: the time between a model call returning and the next one starting (the tool call and the",
         "  checkpoint in between) with a zero-latency fake model, against calling that model directly.",
         "- **Concurrency**: N runs started at once against a local OpenAI-compatible server that answers after a",
@@ -268,6 +301,10 @@ def markdown(report: dict[str, Any]) -> str:
         "  so N runs take about N / 100 × the latency.",
         "- **ps**: a real `agen up` over a store filled with 1,000 paused deployments and 100,000 unfinished",
         "  tasks; the whole `agen ps` command (start, call, render) and the API call alone.",
+        "- **TUI**: the Textual app attached to an in-process Hub, driven by key presses; every frame it hands",
+        "  the terminal is timestamped, so a figure ends at a painted frame (scripts/bench/tui_bench.py).",
+        "  A switch shows the screen as it last drew it; \"switch + reload\" also waits for the reload of what",
+        "  changed while it was hidden.",
         "- **Cold start**: fresh processes, median of several; the binary unpacks itself on every start",
         "  (PyInstaller one-file), which is what its extra start-up time is.",
         "- **Peer**: huey with SqliteHuey running no-op tasks. agen's tasks do more per task (a run with a model",
@@ -304,6 +341,7 @@ def main(argv: list[str] | None = None) -> int:
     funcs: dict[str, Callable[[], dict[str, Any]]] = {
         "store": lambda: store_section(args.quick), "queue": lambda: queue_section(args.quick),
         "tasks": lambda: tasks_section(args.quick), "runner": lambda: runner_section(args.quick),
+        "tui": lambda: tui_section(args.quick),
         "concurrency": lambda: concurrency_section(args.quick), "ps": lambda: ps_section(args.quick),
         "coldstart": lambda: coldstart_section(args.quick, binary), "peer": lambda: peer_section(args.quick),
     }

@@ -172,6 +172,16 @@ async def in_process(tmp: Path, n: int, instances: int, concurrency: int,
             "p99_ms": pct(lat, 99)}
 
 
+def in_process_and_floor(tmp: Path, n: int, instances: int, concurrency: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The in-process figures, and the SQLite floor of the very statements that run wrote."""
+    from unittest import mock
+
+    recorder = _Recorder()
+    with mock.patch("agen.store.sqlite.sqlite3.connect", recorder.connect):
+        inproc = asyncio.run(in_process(tmp, n, instances, concurrency, recorder))
+    return inproc, replay(tmp, recorder.log, n)
+
+
 def start_up(tmp: Path, instances: int, concurrency: int) -> tuple[subprocess.Popen[bytes], str, str, Path]:
     """A real `agen up` with the bench bundle deployed: (process, url, admin token, home)."""
     import httpx
@@ -255,13 +265,7 @@ def main() -> None:
         tmp = Path(d)
         os.environ["AGEN_HOME"] = str(tmp / "home")
         base = raw_commits(tmp / "raw.db")
-        from unittest import mock
-
-        recorder = _Recorder()
-        with mock.patch("agen.store.sqlite.sqlite3.connect", recorder.connect):
-            inproc = asyncio.run(in_process(tmp, args.n, args.instances, args.concurrency, recorder))
-        floor = replay(tmp, recorder.log, args.n)
-        recorder.log.clear()
+        inproc, floor = in_process_and_floor(tmp, args.n, args.instances, args.concurrency)
         http = None if args.skip_http else http_figures(tmp, args.http_n, args.instances, args.concurrency,
                                                         args.clients)
     report = {
