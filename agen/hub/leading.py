@@ -15,11 +15,11 @@ import httpx
 from ulid import ULID
 
 from agen.errors import AgenError
-from agen.hub import announce, leader, live, notify, scheduler
+from agen.hub import announce, leader, live, notify, queue, scheduler
 from agen.hub.service import Hub
 from agen.hub.signals_tick import PRUNE_EVERY_MS, held_sets, signals_tick
 from agen.hub.triggers.webhook import env_secrets
-from agen.store import Tx
+from agen.store import Tx, now_ms
 
 log = logging.getLogger("agen.hub")
 
@@ -49,10 +49,12 @@ class LeaderLoop:
         epoch = self.epoch
         if epoch is None:
             return None
+        counts = await queue.read_queue_counts(store, now_ms=now_ms())  # off the writer: a scan; tx time
+
         def tick(tx: Tx) -> scheduler.TickSummary:
             budget_held, provider_held = held_sets(tx, tx.now_ms)
             return scheduler.schedule_tick(tx, leader_name=leader.HUB_LEADER, leader_epoch=epoch, now_ms=tx.now_ms,
-                                           budget_held=budget_held, provider_held=provider_held)
+                                           budget_held=budget_held, provider_held=provider_held, counts=counts)
 
         summary = await store.write(tick)
         await self._signals(epoch)

@@ -134,11 +134,14 @@ def schedule_tick(
     nest_lost_after_ms: int = NEST_LOST_AFTER_MS,
     budget_held: frozenset[str] = frozenset(),
     provider_held: frozenset[str] = frozenset(),
+    counts: dict[str, QueueCounts] | None = None,
 ) -> TickSummary:
     """One leader tick, epoch-checked: sweep leases/overdue/holds, lose silent Nests, scale, place.
 
     ``budget_held`` / ``provider_held`` are deployment ids whose daily budget is spent (held
-    at 0) or whose provider account is held (no scale-up for queued work).
+    at 0) or whose provider account is held (no scale-up for queued work). ``counts``: the queue
+    counts read just before on a reader (queue.read_queue_counts), so the writer does not scan the
+    unfinished tasks; what this tick's sweep requeues is counted by the next tick, a second later.
     """
     check_epoch(tx, leader_name, leader_epoch)
     s = TickSummary()
@@ -148,7 +151,8 @@ def schedule_tick(
     s.overdue = expire_overdue(tx, now_ms)
     s.woken = wake_expired_holds(tx, now_ms)
 
-    counts = queue_counts(tx, now_ms=now_ms)
+    if counts is None:
+        counts = queue_counts(tx, now_ms=now_ms)
     deps = tx.all("SELECT id, namespace, name, kind, digest, scale, placement, desired, paused,"
                   " last_activity_ms, manual_scale_ms FROM deployments")
     active = [(now_ms, d["id"]) for d in deps if counts.get(d["id"], _NONE).load > 0]

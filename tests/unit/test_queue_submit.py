@@ -9,7 +9,7 @@ import pytest
 
 from agen.errors import InvalidError, RateLimitedError
 from agen.hub import queue as q
-from agen.store import SQLiteStore
+from agen.store import SQLiteStore, now_ms
 from tests.unit.queue_helpers import add_deployment, new_task
 
 DAY = 24 * 3600 * 1000
@@ -145,3 +145,5 @@ async def test_queue_counts_per_deployment(store: SQLiteStore, dep: str) -> None
     assert c.oldest_queued_ms is not None and counts[other].queued == 1
     only = await store.write(lambda tx: q.queue_counts(tx, deployment_ids=[other]))
     assert list(only) == [other] and only[other].to_dict()["load"] == 1
+    # the leader reads the same counts on a reader connection, off the writer
+    assert await q.read_queue_counts(store, now_ms=now_ms()) == counts
