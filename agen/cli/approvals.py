@@ -13,7 +13,6 @@ from agen.cli._common import (
     TokenOpt,
     err,
     print_json,
-    stdout_console,
 )
 
 IdArg = Annotated[str, typer.Argument(help="Approval id.", show_default=False)]
@@ -25,11 +24,10 @@ def approvals(all_: Annotated[bool, typer.Option("--all", help="Include decided 
     """Pending approvals (--all: decided ones too)."""
     import json
 
-    from rich.table import Table
-
     from agen.api import registry as r
     from agen.api.models.approvals import ListApprovalsRequest
     from agen.cli._hub import ago, with_client
+    from agen.cli._table import print_table
 
     resp = with_client(hub, token, lambda c: c.call(
         r.ListApprovals, ListApprovalsRequest(namespace=namespace, all=all_)))
@@ -39,13 +37,9 @@ def approvals(all_: Annotated[bool, typer.Option("--all", help="Include decided 
     if not resp.approvals:
         err("no pending approvals" if not all_ else "no approvals")
         return
-    t = Table(box=None)
-    for col in ("ID", "DEPLOYMENT", "TASK", "TOOL", "ARGUMENTS", "STATE", "ASKED"):
-        t.add_column(col, no_wrap=col in ("ID", "INSTANCE", "NAME", "DEPLOYMENT"))
-    for a in resp.approvals:
-        args = json.dumps(a.arguments, ensure_ascii=False)
-        t.add_row(a.id, a.deployment, a.task_id or "-", a.tool, args[:60], a.state, ago(a.created_ms))
-    stdout_console().print(t)
+    print_table(("ID", "DEPLOYMENT", "TASK", "TOOL", "ARGUMENTS", "STATE", "ASKED"),
+                [(a.id, a.deployment, a.task_id or "-", a.tool, json.dumps(a.arguments, ensure_ascii=False)[:60],
+                  a.state, ago(a.created_ms)) for a in resp.approvals])
 
 
 def _decide(approval_id: str, approve: bool, note: str | None, hub: str | None, token: str | None,

@@ -13,7 +13,6 @@ from agen.cli._common import (
     TokenOpt,
     err,
     print_json,
-    stdout_console,
 )
 
 NameArg = Annotated[str, typer.Argument(help="Deployment name.", show_default=False)]
@@ -49,45 +48,38 @@ def ps(all_instances: Annotated[bool, typer.Option("--all", help="List every ins
        hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOpt = "default",
        json_out: JsonOpt = False) -> None:
     """Deployments (--all: every instance on every nest)."""
-    from rich.table import Table
-
     from agen.api import registry as r
     from agen.api.models.deployments import ListDeploymentsRequest, ListInstancesRequest
     from agen.cli._hub import ago, with_client
+    from agen.cli._table import print_table
 
     if all_instances:
         inst = with_client(hub, token, lambda c: c.call(r.ListInstances, ListInstancesRequest()))
         if json_out:
             print_json(inst.model_dump(mode="json"))
             return
-        t = Table(box=None)
-        for col in ("NAMESPACE", "DEPLOYMENT", "INSTANCE", "NEST", "STATE", "IN FLIGHT", "DIGEST", "STARTED"):
-            t.add_column(col, no_wrap=col in ("ID", "INSTANCE", "NAME", "DEPLOYMENT"))
-        for i in inst.instances:
-            t.add_row(i.namespace, i.deployment, i.id, i.nest, i.state, str(i.in_flight), i.digest[7:19],
-                      ago(i.started_ms))
-        stdout_console().print(t)
+        print_table(("NAMESPACE", "DEPLOYMENT", "INSTANCE", "NEST", "STATE", "IN FLIGHT", "DIGEST", "STARTED"),
+                    [(i.namespace, i.deployment, i.id, i.nest, i.state, str(i.in_flight), i.digest[7:19],
+                      ago(i.started_ms)) for i in inst.instances])
         return
     resp = with_client(hub, token, lambda c: c.call(
         r.ListDeployments, ListDeploymentsRequest(namespace=namespace, all_namespaces=all_namespaces)))
     if json_out:
         print_json(resp.model_dump(mode="json"))
         return
-    t = Table(box=None)
     cols = (["NAMESPACE"] if all_namespaces else []) + [
         "NAME", "KIND", "ACTIVITY", "READY", "QUEUED", "RUNNING", "DIGEST", "LAST ACTIVE"]
-    for col in cols:
-        t.add_column(col, no_wrap=col in ("ID", "INSTANCE", "NAME", "DEPLOYMENT"))
+    rows = []
     for d in resp.deployments:
         # The one activity word (agen.hub.activity) every screen shows, so `ps` and the TUI agree.
         word = f"{d.activity} ({d.stopped_reason})" if d.activity == "stopped" and d.stopped_reason else d.activity
         row = [d.name, d.kind, word, f"{d.ready}/{d.desired}", str(d.queued + d.scheduled), str(d.running),
                d.digest[7:19], ago(d.last_activity_ms)]
-        t.add_row(*([d.namespace] if all_namespaces else []), *row)
+        rows.append([*([d.namespace] if all_namespaces else []), *row])
     if not resp.deployments:
         err("no deployments; create one with `agen deploy <bundle-dir>`")
         return
-    stdout_console().print(t)
+    print_table(cols, rows)
 
 
 def _pause(name: str, paused: bool, hold_runs: bool, at: str | None, in_: str | None, reason: str | None,

@@ -46,7 +46,7 @@ def runs(name: Annotated[str | None, typer.Argument(help="Only this deployment."
     elif not resp.runs:
         print("no runs match; `agen run <deployment> <input>` starts one")
     else:
-        stdout_console().print(runs_table(resp.runs, roots=roots))
+        stdout_console().print(runs_table(resp.runs, roots=roots), no_wrap=True, crop=False, end="")
 
 
 def transcript(ref: RefArg,

@@ -11,6 +11,8 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from agen.cli._table import render_table
+
 if TYPE_CHECKING:
     from agen.api.models.observe import (
         GetTraceResponse,
@@ -45,18 +47,17 @@ def activity_text(word: str, reason: str | None = None) -> Text:
     return Text(f"{word} ({reason})" if reason else word, style=style)
 
 
-def runs_table(runs: list[Run], *, roots: bool = False) -> Table:
-    t = Table(box=None)
-    for col in ("RUN", "DEPLOYMENT", "TASK", "STATUS", "ACTIVITY", "TURNS", "TOKENS", "COST", "TOOK", "SOURCE"):
-        t.add_column(col, no_wrap=True)
+def runs_table(runs: list[Run], *, roots: bool = False) -> Text:
+    rows: list[list[str | Text]] = []
     for r in runs:
         u = r.tree_usage if roots and r.tree_usage else r.usage
         took = (r.finished_ms - r.started_ms) if r.finished_ms else None
         extra = f" ({r.tree_runs} runs)" if roots and (r.tree_runs or 0) > 1 else ""
-        t.add_row(r.id, r.deployment, r.task_id or "-", Text(r.status, style=_status_style(r.status)),
-                  activity_text(r.activity, r.stopped_reason), str(r.turns),
-                  f"{u.input_tokens}/{u.output_tokens}", money(u.cost_usd) + extra, duration(took), r.source)
-    return t
+        rows.append([r.id, r.deployment, r.task_id or "-", Text(r.status, style=_status_style(r.status)),
+                     activity_text(r.activity, r.stopped_reason), str(r.turns),
+                     f"{u.input_tokens}/{u.output_tokens}", money(u.cost_usd) + extra, duration(took), r.source])
+    return render_table(("RUN", "DEPLOYMENT", "TASK", "STATUS", "ACTIVITY", "TURNS", "TOKENS", "COST", "TOOK", "SOURCE"),
+                        rows)
 
 
 def _status_style(status: str) -> str:

@@ -13,7 +13,6 @@ from agen.cli._common import (
     TokenOpt,
     err,
     print_json,
-    stdout_console,
 )
 
 if TYPE_CHECKING:
@@ -157,11 +156,11 @@ def tasks(name: Annotated[str | None, typer.Argument(help="Only this deployment.
           hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOpt = "default",
           json_out: JsonOpt = False) -> None:
     """Recent tasks (--scheduled: waiting for their start time)."""
-    from rich.table import Table
 
     from agen.api import registry as r
     from agen.api.models.tasks import ListTasksRequest
     from agen.cli._hub import ago, when, with_client
+    from agen.cli._table import print_table
     from agen.hub.events import parse_labels
 
     req = ListTasksRequest(namespace=namespace, deployment=name, state=state, labels=parse_labels(label or []),
@@ -170,14 +169,13 @@ def tasks(name: Annotated[str | None, typer.Argument(help="Only this deployment.
     if json_out:
         print_json(resp.model_dump(mode="json"))
         return
-    t = Table(box=None)
-    for col in ("ID", "DEPLOYMENT", "STATE", "WAIT", "PRIORITY", "SUBMITTED", "STARTS" if scheduled else "INPUT"):
-        t.add_column(col, no_wrap=col in ("ID", "INSTANCE", "NAME", "DEPLOYMENT"))
+    rows = []
     for task in resp.tasks:
         wait_col = task.wait_reason or ("approval" if task.pending_approvals else "") or ("held" if task.held else "")
         last = when(task.not_before_ms) if scheduled else task.input.replace("\n", " ")[:40]
-        t.add_row(task.id, task.deployment, task.state, wait_col, task.priority, ago(task.created_ms), last)
-    stdout_console().print(t)
+        rows.append((task.id, task.deployment, task.state, wait_col, task.priority, ago(task.created_ms), last))
+    print_table(("ID", "DEPLOYMENT", "STATE", "WAIT", "PRIORITY", "SUBMITTED", "STARTS" if scheduled else "INPUT"),
+                rows)
 
 
 def register(app: typer.Typer) -> None:
