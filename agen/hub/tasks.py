@@ -90,7 +90,7 @@ async def load_task(hub: Hub, p: Principal, task_id: str) -> Task:
         row = tx.one("SELECT * FROM tasks WHERE id = ?", (task_id,))
         return None if row is None else task_view(row, extra=_details(tx, row))
 
-    task = await hub.store.write(fn)
+    task = await hub.store.read(fn)
     if task is None or not p.sees(task.namespace):
         raise NotFoundError(f"task {task_id} not found; `agen tasks` lists recent tasks", task=task_id)
     return task
@@ -166,7 +166,7 @@ async def list_tasks(hub: Hub, p: Principal, req: ListTasksRequest) -> ListTasks
         rows = tx.all(sql, params)
         return [task_view(r, extra=extra) for r, extra in zip(rows, _many_details(tx, rows), strict=True)]
 
-    return ListTasksResponse(tasks=await hub.store.write(fn))
+    return ListTasksResponse(tasks=await hub.store.read(fn))
 
 
 async def _task_namespace(hub: Hub, p: Principal, task_id: str) -> None:

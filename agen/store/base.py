@@ -144,6 +144,11 @@ class Store(abc.ABC):
     def write_sync(self, fn: Callable[[Tx], T]) -> T:
         """Same as write, for code that is not on an event loop (CLI helpers, threads)."""
 
+    async def read(self, fn: Callable[[Tx], T]) -> T:
+        """Run ``fn`` over one committed snapshot, off the writer (``fn`` must not write). Adapters without
+        a read path run it as a write."""
+        return await self.write(fn)
+
     @abc.abstractmethod
     async def all(self, sql: str, params: Params = ()) -> list[Row]:
         """Read rows from a committed snapshot (never blocks the writer)."""

@@ -137,6 +137,9 @@ class SQLiteStore(Store):
         self._latest_seq = 0
         self._seq_changed: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._read_pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._read_local = threading.local()
+        self._read_conns: list[sqlite3.Connection] = []
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -182,6 +185,10 @@ class SQLiteStore(Store):
         self._queue.put(None)
         if self._thread is not None:
             await asyncio.to_thread(self._thread.join)
+        if self._read_pool is not None:
+            await asyncio.to_thread(self._read_pool.shutdown)
+            for rc in self._read_conns:
+                rc.close()
         for conn in self._readers:
             await conn.close()
         self._readers.clear()
@@ -319,6 +326,33 @@ class SQLiteStore(Store):
                 self._seq_changed = asyncio.Event()
 
     # -- reads -----------------------------------------------------------------------------
+
+    async def read(self, fn: Callable[[Tx], T]) -> T:
+        """``fn`` over one snapshot (a read transaction) on a read-only connection of a small thread pool:
+        reads that need several statements (a task with its details) keep the writer free."""
+        if self._closed:
+            raise UnavailableError("the store is closed", store=self.url)
+        if self._read_pool is None:
+            self._read_pool = concurrent.futures.ThreadPoolExecutor(self._n_readers, thread_name_prefix="agen-read")
+        return await asyncio.get_running_loop().run_in_executor(self._read_pool, self._read, fn)
+
+    def _read(self, fn: Callable[[Tx], T]) -> T:
+        conn: sqlite3.Connection | None = getattr(self._read_local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, isolation_level=None,
+                                   check_same_thread=False, cached_statements=256)
+            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            conn.execute(f"PRAGMA cache_size=-{CACHE_KIB // 4}")
+            self._read_local.conn = conn
+            self._read_conns.append(conn)
+        try:
+            conn.execute("BEGIN")
+            try:
+                return fn(_Tx(conn))
+            finally:
+                conn.execute("COMMIT")
+        except BaseException as e:
+            raise _map_error(e, self.path) from None
 
     async def all(self, sql: str, params: Params = ()) -> list[Row]:
         if not self._readers:

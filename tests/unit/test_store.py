@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agen.errors import ConflictError, SchemaTooNewError
+from agen.errors import ConflictError, SchemaTooNewError, StoreError
 from agen.store import SQLiteStore, Tx
 from agen.store.migrate import known_migrations, split_statements
 
@@ -175,5 +175,26 @@ async def test_a_read_after_a_committed_write_sees_it_even_with_concurrent_reads
         finally:
             stop.set()
             await asyncio.gather(*readers)
+    finally:
+        await store.close()
+
+
+async def test_read_functions_see_committed_writes_on_a_read_only_connection_off_the_writer(tmp_path: Path) -> None:
+    store = await SQLiteStore.open(tmp_path / "s.db")
+    try:
+        await store.write(lambda tx: tx.event("default", "demo.one"))
+
+        def count(tx: Tx) -> tuple[int, str]:
+            import threading
+
+            return int(tx.scalar("SELECT COUNT(*) FROM events WHERE type LIKE 'demo.%'")), threading.current_thread().name
+
+        n, thread = await store.read(count)
+        assert n == 1 and thread.startswith("agen-read")  # not the writer thread
+        await store.write(lambda tx: tx.event("default", "demo.two"))
+        assert (await store.read(count))[0] == 2  # a read after a committed write sees it
+        with pytest.raises(StoreError, match="readonly"):  # a read function cannot write by mistake
+            await store.read(lambda tx: tx.event("default", "demo.three"))
+        assert (await store.read(count))[0] == 2
     finally:
         await store.close()
