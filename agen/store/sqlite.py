@@ -16,6 +16,7 @@ import os
 import queue
 import sqlite3
 import threading
+import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -339,8 +340,8 @@ class SQLiteStore(Store):
     def _read(self, fn: Callable[[Tx], T]) -> T:
         conn: sqlite3.Connection | None = getattr(self._read_local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, isolation_level=None,
-                                   check_same_thread=False, cached_statements=256)
+            uri = "file:" + urllib.parse.quote(str(self.path.resolve())) + "?mode=ro"  # spaces, '?', '#', '%'
+            conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False, cached_statements=256)
             conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             conn.execute(f"PRAGMA cache_size=-{CACHE_KIB // 4}")
             self._read_local.conn = conn

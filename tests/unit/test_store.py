@@ -180,7 +180,7 @@ async def test_a_read_after_a_committed_write_sees_it_even_with_concurrent_reads
 
 
 async def test_read_functions_see_committed_writes_on_a_read_only_connection_off_the_writer(tmp_path: Path) -> None:
-    store = await SQLiteStore.open(tmp_path / "s.db")
+    store = await SQLiteStore.open(tmp_path / "my agen #1 %20?" / "s.db")  # a path a URI must escape
     try:
         await store.write(lambda tx: tx.event("default", "demo.one"))
 
