@@ -29,7 +29,8 @@ def runs(name: Annotated[str | None, typer.Argument(help="Only this deployment."
     from agen.api.models.observe import ListRunsRequest
     from agen.cli._common import parse_duration_ms
     from agen.cli._hub import with_client
-    from agen.cli.observe_render import runs_table
+    from agen.cli._table import print_table
+    from agen.cli.observe_render import RUN_COLUMNS, runs_rows
     from agen.errors import InvalidError
     from agen.hub.events import parse_labels
 
@@ -46,7 +47,7 @@ def runs(name: Annotated[str | None, typer.Argument(help="Only this deployment."
     elif not resp.runs:
         print("no runs match; `agen run <deployment> <input>` starts one")
     else:
-        stdout_console().print(runs_table(resp.runs, roots=roots), no_wrap=True, crop=False, end="")
+        print_table(RUN_COLUMNS, runs_rows(resp.runs, roots=roots))
 
 
 def transcript(ref: RefArg,

@@ -11,8 +11,6 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from agen.cli._table import render_table
-
 if TYPE_CHECKING:
     from agen.api.models.observe import (
         GetTraceResponse,
@@ -47,7 +45,11 @@ def activity_text(word: str, reason: str | None = None) -> Text:
     return Text(f"{word} ({reason})" if reason else word, style=style)
 
 
-def runs_table(runs: list[Run], *, roots: bool = False) -> Text:
+RUN_COLUMNS = ("RUN", "DEPLOYMENT", "TASK", "STATUS", "ACTIVITY", "TURNS", "TOKENS", "COST", "TOOK", "SOURCE")
+
+
+def runs_rows(runs: list[Run], *, roots: bool = False) -> list[list[str | Text]]:
+    """`agen runs` rows, under RUN_COLUMNS."""
     rows: list[list[str | Text]] = []
     for r in runs:
         u = r.tree_usage if roots and r.tree_usage else r.usage
@@ -56,8 +58,7 @@ def runs_table(runs: list[Run], *, roots: bool = False) -> Text:
         rows.append([r.id, r.deployment, r.task_id or "-", Text(r.status, style=_status_style(r.status)),
                      activity_text(r.activity, r.stopped_reason), str(r.turns),
                      f"{u.input_tokens}/{u.output_tokens}", money(u.cost_usd) + extra, duration(took), r.source])
-    return render_table(("RUN", "DEPLOYMENT", "TASK", "STATUS", "ACTIVITY", "TURNS", "TOKENS", "COST", "TOOK", "SOURCE"),
-                        rows)
+    return rows
 
 
 def _status_style(status: str) -> str:
