@@ -9,18 +9,8 @@ from pathlib import Path
 import pytest
 
 from agen.bundle import digest_dir
-from agen.cli import main
+from tests.cli_helpers import run_agen
 from tests.unit.bundle_helpers import make_bundle
-
-
-def run_agen(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = 0
-    try:
-        main(list(argv))
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_validate_prints_definition_id_and_warnings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -11,20 +11,10 @@ import pytest
 
 from agen.bundle.loader import validate_bundle
 from agen.bundle.templates import TEMPLATE_ORDER
-from agen.cli import main
+from tests.cli_helpers import run_agen
 
 AGEN = Path(sys.executable).parent / "agen"
 
-
-def run_agen(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    """Run the real CLI entry point in-process; (exit code, stdout, stderr)."""
-    code = 0
-    try:
-        main(list(argv))
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _json(path: Path) -> dict[str, object]:

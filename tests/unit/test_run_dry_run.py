@@ -11,21 +11,11 @@ import pytest
 from agen.api import registry as r
 from agen.api.models.deployments import CreateDeploymentRequest
 from agen.api.models.tasks import SubmitTaskRequest
-from agen.cli import main
 from agen.client import Client
 from agen.hub.service import Hub
 from agen.store import open_store
+from tests.cli_helpers import run_agen
 from tests.fleet_helpers import files_b64, write_bundle
-
-
-def run_agen(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = 0
-    try:
-        main(list(argv))
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def local_deployment(root: Path, *, queued: int) -> None:
