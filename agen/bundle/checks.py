@@ -5,6 +5,7 @@ They run after every file parsed on its own, so each check can rely on the model
 
 from __future__ import annotations
 
+import difflib
 import posixpath
 import re
 from collections.abc import Mapping
@@ -127,4 +128,41 @@ def warnings_for(harness: Harness | None, config: Config | None, secrets: Secret
                 CONFIG, "scale.min",
                 f"kind task starts an instance per task, so scale.min {config.scale.min} keeps idle instances running",
             ))
+    return out
+
+
+BUILTIN_TOOLS = ("finish", "report_progress", "save_artifact", "read_artifact", "load_skill", "memory_update")
+"""Tools the runner adds itself (agen.runner.tools.builtin, agen.runner.memory); a test keeps this in step."""
+
+_GLOB_CHARS = re.compile(r"[*?\[]")
+
+
+def _may_match(glob: str, prefixes: list[str]) -> bool:
+    """Whether ``glob`` could name some tool: its literal start agrees with a known name or server prefix.
+
+    MCP tool names are only known once servers start, so a declared server's tools all count as possible.
+    """
+    literal = glob[:m.start()] if (m := _GLOB_CHARS.search(glob)) else glob
+    return any(p.startswith(literal) or literal.startswith(p) for p in prefixes)
+
+
+def permission_warnings(config: Config, mcp: McpConfig) -> list[str]:
+    """A rule that can match no tool of the bundle is a typo until proven otherwise: name the closest tool."""
+    servers = sorted(mcp.mcp_servers)
+    prefixes = [*BUILTIN_TOOLS, *(f"{s}." for s in servers), *(f"{s}_" for s in servers)]
+    known = [*BUILTIN_TOOLS, *(f"{s}.*" for s in servers)]
+    out: list[str] = []
+    perms = config.permissions
+    for section, rules in (("deny", perms.deny), ("ask", perms.ask), ("allow", perms.allow)):
+        for i, rule in enumerate(rules):
+            glob = rule if isinstance(rule, str) else rule.tool
+            path = f"permissions.{section}[{i}]" + ("" if isinstance(rule, str) else ".tool")
+            if _may_match(glob, prefixes):
+                continue
+            server = glob.split(".", 1)[0] if "." in glob else None
+            why = (f'no MCP server "{server}" in {MCP}' if server and not _GLOB_CHARS.search(server)
+                   else "it matches no built-in tool or server of this bundle")
+            close = difflib.get_close_matches(glob, known, n=1, cutoff=0.4)
+            hint = f"; did you mean {close[0]}?" if close else f" (servers: {', '.join(servers) or 'none'})"
+            out.append(problem(CONFIG, path, f'rule "{glob}" matches no tool: {why}{hint}'))
     return out

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, Tag, model_validator
 
 from agen._duration import parse_duration_ms
-from agen.bundle._base import AgenModel, Duration, FieldProblem, shaped
+from agen.bundle._base import AgenModel, Duration, FieldProblem, HttpUrl, shaped
 from agen.bundle.permissions import Permissions
 from agen.bundle.triggers import Trigger
 
@@ -85,7 +85,7 @@ class MemoryBlock(AgenModel):
 class MemoryUrl(AgenModel):
     """A document fetched into the context at the start of a run."""
 
-    url: str = Field(min_length=1)
+    url: HttpUrl
     max_chars: int | None = Field(default=None, ge=1)
     timeout_seconds: float | None = Field(default=None, gt=0)
 
