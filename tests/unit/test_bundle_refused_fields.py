@@ -128,3 +128,16 @@ def test_agen_up_has_no_gateway_listen_flag_that_opens_nothing(capsys: pytest.Ca
     # --capacity x fails the old command at once too, instead of starting a Hub that never stops.
     code, _, err = run_agen(capsys, "up", "--gateway-listen", "127.0.0.1:7071", "--capacity", "x")
     assert code == 2 and "No such option: --gateway-listen" in err
+
+
+@pytest.mark.parametrize(("auth", "problem"), [
+    ({"tolerance": "1m"}, 'triggers[0].auth.tolerance: only scheme "timestamped" has a timestamp to check; set scheme'),
+    ({"scheme": "timestamped", "prefix": "sha256="}, "triggers[0].auth.prefix: not used by scheme timestamped"),
+    ({"scheme": "timestamped", "encoding": "base64"}, "triggers[0].auth.encoding: scheme timestamped signs in hex only"),
+])
+def test_hmac_options_that_the_chosen_scheme_would_ignore_are_refused(auth: dict[str, Any], problem: str) -> None:
+    trigger = {"name": "hook", "type": "webhook", "auth": {"type": "hmac", "secret": "HOOK", **auth}}
+    with pytest.raises(BundleError) as e:
+        load_bundle_files(bundle_files(config={"triggers": [trigger]},
+                                       secrets={"secrets": {"HOOK": {"source": "platform"}}}))
+    assert [p for p in e.value.problems if p.startswith(f"x-agen/config.json: {problem}")], e.value.problems
