@@ -22,6 +22,7 @@ from ulid import ULID
 from agen.bundle.triggers import HmacAuth, WebhookTrigger
 from agen.errors import NotFoundError
 from agen.hub.auth import hash_token, new_secret
+from agen.hub.input_redaction import redact_task_input
 from agen.hub.logs import write_log
 from agen.hub.triggers.fire import fire, task_input
 from agen.hub.triggers.tick import parse_spec
@@ -43,7 +44,7 @@ def env_secrets(namespace: str, name: str) -> str | None:
 
 
 def _find(tx: Tx, namespace: str, deployment: str, trigger: str) -> tuple[Row, Row]:
-    dep = tx.one("SELECT id, namespace, name FROM deployments WHERE namespace = ? AND name = ?",
+    dep = tx.one("SELECT id, namespace, name, definition_id FROM deployments WHERE namespace = ? AND name = ?",
                  (namespace, deployment))
     trig = None if dep is None else tx.one(
         "SELECT * FROM triggers WHERE deployment_id = ? AND name = ? AND type = 'webhook'", (dep["id"], trigger))
@@ -195,7 +196,8 @@ def receive(
                 value = value.get(part) if isinstance(value, dict) else None
             conversation = None if value is None else str(value)
     result = fire(
-        tx, dep, trigger, kind="webhook", key=key, input=task_input(spec.input, text or None),
+        tx, dep, trigger, kind="webhook", key=key,
+        input=redact_task_input(tx, dep, task_input(spec.input, text or None)),
         labels=spec.labels, conversation_key=conversation, trust=spec.trust or "untrusted",
     )
     if result.status == "skipped":
