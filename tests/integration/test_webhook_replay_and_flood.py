@@ -30,6 +30,7 @@ T0 = 1_800_000_000_000  # a minute boundary, in ms
 KEY = "k3y"
 TRIGGERS = [
     {"name": "gh", "type": "webhook"},
+    {"name": "nosecret", "type": "webhook"},
     {"name": "stamped", "type": "webhook", "auth": {"type": "hmac", "secret": "HOOK", "scheme": "timestamped"}},
     {"name": "strict", "type": "webhook",
      "auth": {"type": "hmac", "secret": "HOOK", "scheme": "timestamped", "tolerance": "30s",
@@ -66,10 +67,10 @@ async def env(tmp_path: Path) -> AsyncIterator[Env]:
     await store.close()
 
 
-async def junk(store: SQLiteStore, n: int, now_ms: int) -> None:
+async def junk(store: SQLiteStore, n: int, now_ms: int, trigger: str = "gh") -> None:
     def fn(tx: object) -> None:
         for _ in range(n):
-            result = receive(tx, "default", "triage", "gh", {"Authorization": "Bearer junk"}, b"{}",  # type: ignore[arg-type]
+            result = receive(tx, "default", "triage", trigger, {"Authorization": "Bearer junk"}, b"{}",  # type: ignore[arg-type]
                              now_ms=now_ms)
             assert result.status == 401
     await store.write(fn)
@@ -89,6 +90,13 @@ async def test_500_rejected_calls_in_a_minute_add_one_row_and_one_event(env: Env
     events = await env.store.all("SELECT data FROM events WHERE type = 'webhook.rejected' ORDER BY seq")
     assert len(events) == 2
     assert json.loads(events[1]["data"])["previous"] == {"count": 500, "at_ms": T0 + 100}
+
+
+async def test_a_flood_at_a_trigger_with_no_secret_logs_the_configuration_error_once_a_minute(env: Env) -> None:
+    await junk(env.store, 200, T0 + 100, trigger="nosecret")
+    await junk(env.store, 200, T0 + 60_100, trigger="nosecret")
+    logs = await env.store.all("SELECT message FROM deployment_logs WHERE message LIKE '%no secret yet%'")
+    assert len(logs) == 2
 
 
 def stamped(body: bytes, t_ms: int, key: str = KEY) -> dict[str, str]:

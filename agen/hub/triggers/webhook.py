@@ -84,6 +84,13 @@ REJECT_WINDOW_MS = 60_000
 """Rejections of one trigger within one clock minute share a trigger event row and a webhook.rejected event."""
 
 
+def _rejected_this_minute(tx: Tx, dep: Row, trigger: str, now_ms: int) -> bool:
+    """Whether this trigger already rejected a call this minute (its configuration error is logged once)."""
+    return tx.scalar(
+        "SELECT 1 FROM trigger_events WHERE deployment_id = ? AND trigger_name = ? AND status = 'rejected'"
+        " AND created_ms >= ? LIMIT 1", (dep["id"], trigger, now_ms - now_ms % REJECT_WINDOW_MS)) is not None
+
+
 def _reject(tx: Tx, dep: Row, trigger: str, status: int, reason: str, public: str, now_ms: int) -> WebhookResult:
     window = now_ms - now_ms % REJECT_WINDOW_MS
     counted = tx.execute(
@@ -152,9 +159,10 @@ def receive(
     if isinstance(spec.auth, HmacAuth):
         key = secrets(namespace, spec.auth.secret)
         if key is None:
-            write_log(tx, namespace, deployment,
-                      f"webhook {trigger}: HMAC secret {spec.auth.secret} is not set; every call is rejected",
-                      level="error")
+            if not _rejected_this_minute(tx, dep, trigger, now):
+                write_log(tx, namespace, deployment,
+                          f"webhook {trigger}: HMAC secret {spec.auth.secret} is not set; every call is rejected",
+                          level="error")
             return _reject(tx, dep, trigger, 401, f"secret {spec.auth.secret} is not configured",
                            "the call could not be verified", now)
         if spec.auth.scheme == "timestamped":
@@ -174,7 +182,7 @@ def receive(
         hashes = [r["hash"] for r in tx.all(
             "SELECT hash FROM tokens WHERE kind = 'webhook' AND subject = ? AND revoked_ms IS NULL",
             (f"{dep['id']}/{trigger}",))]
-        if not hashes:
+        if not hashes and not _rejected_this_minute(tx, dep, trigger, now):
             write_log(tx, namespace, deployment,
                       f"webhook {trigger}: no secret yet; create one with `agen webhook-secret {deployment} {trigger}`",
                       level="error")
