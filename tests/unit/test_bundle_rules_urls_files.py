@@ -15,7 +15,8 @@ from agen.errors import BundleError
 from tests.cli_helpers import run_agen
 from tests.unit.bundle_helpers import bundle_files, make_bundle
 
-WORKSPACE = {"mcpServers": {"workspace": {"command": "agen", "args": ["mcp", "workspace"]}}}
+WORKSPACE = {"mcpServers": {"workspace": {"command": "python3", "args": ["my_workspace_server.py"]}}}
+"""A third-party server: its tools are only known once it starts, so any tool under it may exist."""
 
 
 def problems(**short: Any) -> list[str]:
@@ -96,3 +97,26 @@ def test_validate_refuses_a_socket_in_the_bundle(tmp_path: Path, capsys: pytest.
         sock.close()
     assert code == 2
     assert "x-agen/agent.sock: (file): is a socket, not a regular file" in err
+
+
+def test_a_rule_naming_a_tool_agens_own_server_lacks_warns_with_the_real_tool() -> None:
+    mcp = {"mcpServers": {"workspace": {"command": "agen", "args": ["mcp", "workspace", "--root", "w"]},
+                          "sql": {"command": "agen", "args": ["mcp", "sql"]}}}
+    bundle = load_bundle_files(bundle_files(mcp=mcp, config={"permissions": {
+        "deny": ["workspace.run_shell"], "allow": ["workspace.run", "workspace_read", "workspace.*", "sql.query", "*.*"]}}))
+    assert list(bundle.warnings) == [
+        'x-agen/config.json: permissions.deny[0]: rule "workspace.run_shell" matches no tool: server "workspace"'
+        " is agen's own and has no such tool; did you mean workspace.run?"]
+
+
+async def test_builtin_server_tool_names_the_validator_knows_are_the_servers(tmp_path: Path) -> None:
+    import sqlite3
+
+    from agen.bundle.checks import BUILTIN_SERVER_TOOLS
+    from agen.mcpservers import sql, workspace
+
+    sqlite3.connect(tmp_path / "db.sqlite").close()
+    servers = {"workspace": workspace.build_server(str(tmp_path)),
+               "sql": sql.build_server(sql.open_database(str(tmp_path / "db.sqlite")))}
+    for name, server in servers.items():
+        assert {t.name for t in await server.list_tools()} == set(BUILTIN_SERVER_TOOLS[name]), name
