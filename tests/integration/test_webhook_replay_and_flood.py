@@ -22,7 +22,7 @@ from agen.hub.service import Hub
 from agen.hub.triggers.tick import sync_triggers
 from agen.hub.triggers.verify import sign_timestamped
 from agen.hub.triggers.webhook import create_webhook_secret, receive
-from agen.store import SQLiteStore
+from agen.store import SQLiteStore, Tx
 from agen.testing.server import ThreadServer
 from tests.unit.trigger_helpers import deployment
 
@@ -150,3 +150,27 @@ async def test_a_paused_deployments_webhook_queues_the_task_to_wait(env: Env) ->
         resp = await c.post(f"{env.base}/stamped", content=body, headers=stamped(body, T0))
     assert resp.status_code == 202
     assert await env.store.all("SELECT state FROM tasks") == [{"state": "queued"}]
+
+
+async def test_a_secret_in_a_webhook_body_is_masked_in_the_task_input(
+    env: Env, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from agen.bundle import digest_files
+    from agen.hub.definitions import put_definition
+    from tests.unit.bundle_helpers import bundle_files
+
+    canary = "canary-webhook-5e1f-do-not-leak"
+    monkeypatch.setenv("AGEN_TEST_CANARY", canary)
+    files = bundle_files(secrets={"secrets": {"CANARY": {"source": "env", "env": "AGEN_TEST_CANARY"}}})
+
+    def redeploy(tx: Tx) -> None:
+        def_id = put_definition(tx, "triage", digest_files(files), files)
+        tx.execute("UPDATE deployments SET definition_id = ? WHERE name = 'triage'", (def_id,))
+
+    await env.store.write(redeploy)
+    body = json.dumps({"note": f"token {canary}"}).encode()
+    async with httpx.AsyncClient() as c:
+        resp = await c.post(f"{env.base}/stamped", content=body, headers=stamped(body, T0))
+    assert resp.status_code == 202
+    [task] = await env.store.all("SELECT input FROM tasks")
+    assert canary not in task["input"] and "token [REDACTED]" in task["input"]
