@@ -11,8 +11,6 @@ from agen.cli._common import JsonOpt, err, print_json
 
 def up(
     listen: Annotated[str, typer.Option("--listen", help="Hub listen address (loopback only).")] = "127.0.0.1:7070",
-    gateway_listen: Annotated[str, typer.Option("--gateway-listen", hidden=True,
-                                                help="Local Gateway (A2A) listen address.")] = "127.0.0.1:7071",
     capacity: Annotated[int, typer.Option("--capacity", help="Local nest capacity (0 = unlimited).")] = 8,
     store: Annotated[str | None, typer.Option("--store", help="Store URL (default: sqlite in AGEN_HOME).",
                                               show_default=False)] = None,

@@ -20,6 +20,7 @@ from agen.api.models.tasks import (
 from agen.errors import NotFoundError
 from agen.hub import admission, queue
 from agen.hub.auth import Principal
+from agen.hub.input_redaction import redact_task_input
 from agen.hub.instances import instance_failing
 from agen.hub.lease_gate import budget_wait_reason
 from agen.hub.service import Hub
@@ -110,7 +111,8 @@ async def submit_task(hub: Hub, p: Principal, req: SubmitTaskRequest) -> TaskRes
                 " `agen deploy <dir>` creates one", deployment=req.deployment, namespace=req.namespace,
             )
         new = queue.NewTask(
-            namespace=req.namespace, deployment_id=current["id"], deployment=current["name"], input=req.input,
+            namespace=req.namespace, deployment_id=current["id"], deployment=current["name"],
+            input=redact_task_input(tx, current, req.input),
             conversation_key=req.conversation_key, labels=dict(req.labels), priority=req.priority,
             idempotency_key=req.idempotency_key, schedule_key=req.schedule_key, not_before_ms=req.not_before_ms,
             not_after_ms=req.not_after_ms, locks=list(req.locks), trust=trust,

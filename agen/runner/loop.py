@@ -114,6 +114,9 @@ class Runner:
         await self.start()
         assert self.accounts is not None
         model = self.accounts[0].models[0]
+        masked = self.redactor.redact(req.input)  # a secret typed into the input is masked before it is stored
+        if masked != req.input:                    # or sent to the model, like tool results (docs/security.md)
+            req = req.model_copy(update={"input": masked})
         opened = await self.store.write(lambda tx: open_run(tx, req, self.owner, model, self.bundle.digest))
         row = opened.run
         if opened.finished:

@@ -27,6 +27,8 @@ class TriggerEvent(Model):
     task_id: str | None = None
     reason: str | None = None
     created_ms: int
+    count: int = 1
+    """How many calls this row stands for: rejected webhook calls are counted per trigger per minute."""
 
 
 class TriggerInfo(Model):
