@@ -71,6 +71,12 @@ def register_nest(tx: Tx, name: str, *, capacity: int, labels: dict[str, str] | 
     return nest_id
 
 
+def retire_nest(tx: Tx, nest_id: str) -> None:
+    """Forget a one-shot's Nest once it drained (its instances and assignments go with it), so runs from
+    cron leave no Nest behind to be reported lost. A lease it still holds expires as any other."""
+    tx.execute("DELETE FROM nests WHERE id = ?", (nest_id,))
+
+
 def report_status(tx: Tx, nest_id: str, reports: list[InstanceReport]) -> list[Assignment]:
     """Heartbeat: record this Nest's instances (logging state changes), return its assignments."""
     tx.execute("UPDATE nests SET last_heartbeat_ms = ?, state = 'active' WHERE id = ?", (tx.now_ms, nest_id))
