@@ -3,8 +3,9 @@
 The parts keep their authority split (the Manager only pulls through its HubPort), so the
 same pieces run apart when a team outgrows one machine (DESIGN.md §1).
 
-``only_deployment`` scopes the node to one deployment (the embedded one-shot): its leader ticks
-that deployment on this node's own Nest and nothing else, and the Nest is retired on drain.
+``only_deployment`` scopes the node to one deployment (the embedded one-shot), plus those that
+the unfinished tasks of ``only_tree`` (a root task id) run on: its leader ticks them on this node's
+own Nest and nothing else, and the Nest is retired on drain.
 """
 
 from __future__ import annotations
@@ -28,10 +29,12 @@ class LocalNode:
     def __init__(self, store: Store, *, capacity: int = 8, executor_factory: ExecutorFactory | None = None,
                  nest_name: str = "local", lease_ms: int = 30_000, tick_s: float = 1.0, heartbeat_s: float = 1.0,
                  leader_ttl_ms: int = 10_000, drain_timeout_s: float = 300.0, backend: str = "inproc",
-                 host_memory_limit: int = 0, only_deployment: str | None = None, hub: Hub | None = None) -> None:
+                 host_memory_limit: int = 0, only_deployment: str | None = None, only_tree: str | None = None,
+                 hub: Hub | None = None) -> None:
         self.store = store
         self.hub = hub or Hub(store)
         self.only_deployment = only_deployment
+        self.only_tree = only_tree
         self.port = InProcessHubPort(self.hub)
         self.manager = Manager(
             self.port, executor_factory=executor_factory or backend_factory(store, backend, host_memory_limit),
@@ -49,7 +52,7 @@ class LocalNode:
     async def start(self) -> None:
         await self.manager.start()
         if self.only_deployment is not None:
-            self.leader.scope = Scope(self.only_deployment, self.manager.nest_id)
+            self.leader.scope = Scope(self.only_deployment, self.manager.nest_id, self.only_tree)
         await self.leader.step()
         await self.manager.tick()
         self._tasks = [

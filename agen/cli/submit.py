@@ -175,7 +175,7 @@ async def _embedded(target: str, req: SubmitTaskRequest, timeout_ms: int, o: Run
         if o.no_wait:
             return task
         node = LocalNode(store, hub=hub, tick_s=0.2, heartbeat_s=0.2, nest_name=f"oneshot-{os.getpid()}",
-                         only_deployment=task.deployment_id)
+                         only_deployment=task.deployment_id, only_tree=task.id)  # a CLI task is its own root
         try:
             await node.start()
             return await wait_for_task(Client.in_process(hub), task.id, timeout_ms)

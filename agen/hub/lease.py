@@ -15,7 +15,7 @@ task whose host keeps dying without progress still ends after MAX_ATTEMPTS.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from agen.errors import InvalidError
@@ -318,15 +318,20 @@ def progressed_during_lease(tx: Tx, row: dict[str, Any]) -> bool:
         " AND m.role IN ('assistant', 'tool') AND m.created_ms >= ? LIMIT 1", (row["id"], row["leased_ms"])))
 
 
-def expire_leases(tx: Tx, now_ms: int, *, deployment_id: str | None = None) -> list[dict[str, Any]]:
+def _only(deployment_ids: Collection[str] | None) -> tuple[str, list[str]]:
+    if deployment_ids is None:
+        return "", []
+    ids = sorted(deployment_ids)
+    return f" AND deployment_id IN ({','.join('?' * len(ids)) or 'NULL'})", ids
+
+
+def expire_leases(tx: Tx, now_ms: int, *, deployment_ids: Collection[str] | None = None) -> list[dict[str, Any]]:
     """Requeue tasks whose lease expired; the attempt is counted unless the run made progress during the
     lease (see ``progressed_during_lease``). The 5th counted expiry fails the task and fences its run.
-    ``deployment_id``: only that deployment's tasks (an embedded one-shot's scope)."""
-    scope = " AND deployment_id = ?" if deployment_id else ""
+    ``deployment_ids``: only those deployments' tasks (an embedded one-shot's scope)."""
+    scope, ids = _only(deployment_ids)
     rows = tx.all(
-        "SELECT * FROM tasks WHERE state IN ('leased', 'running') AND lease_expires_ms <= ?" + scope,
-        (now_ms, deployment_id) if deployment_id else (now_ms,),
-    )
+        "SELECT * FROM tasks WHERE state IN ('leased', 'running') AND lease_expires_ms <= ?" + scope, [now_ms, *ids])
     out: list[dict[str, Any]] = []
     for row in rows:
         where = f"nest {row['lease_nest_id']}, instance {row['lease_instance_id'] or '-'}"
@@ -350,13 +355,12 @@ def expire_leases(tx: Tx, now_ms: int, *, deployment_id: str | None = None) -> l
     return out
 
 
-def expire_overdue(tx: Tx, now_ms: int, *, deployment_id: str | None = None) -> list[str]:
+def expire_overdue(tx: Tx, now_ms: int, *, deployment_ids: Collection[str] | None = None) -> list[str]:
     """Queued tasks past not_after end as expired (reason expired); returns their ids."""
-    scope = " AND deployment_id = ?" if deployment_id else ""
+    scope, ids = _only(deployment_ids)
     rows = tx.all(
         "SELECT * FROM tasks WHERE state = 'queued' AND not_after_ms IS NOT NULL AND not_after_ms <= ?" + scope,
-        (now_ms, deployment_id) if deployment_id else (now_ms,),
-    )
+        [now_ms, *ids])
     for row in rows:
         error = "not started before its not_after deadline"
         finish_task(tx, row, "expired", outcome={"status": "failed", "reason": "expired", "summary": error,

@@ -25,11 +25,20 @@ NEST_LOST_AFTER_MS = 30_000
 @dataclass(frozen=True)
 class Scope:
     """What an embedded one-shot (``agen run`` without ``agen up``) schedules: its task's deployment,
-    on its own Nest. Everything else (other deployments, other Nests, triggers, retention) is left
-    for ``agen up``."""
+    and those its task tree's unfinished child tasks run on, on its own Nest. Everything else (other
+    deployments, other Nests, triggers, retention) is left for ``agen up``."""
 
     deployment_id: str
     nest_id: str
+    root_task_id: str | None = None
+
+    def deployment_ids(self, tx: Tx) -> set[str]:
+        ids = {self.deployment_id}
+        if self.root_task_id:
+            ids.update(r["deployment_id"] for r in tx.all(
+                "SELECT DISTINCT deployment_id FROM tasks WHERE root_task_id = ?"
+                " AND state IN ('queued', 'leased', 'running', 'waiting')", (self.root_task_id,)))
+        return ids
 
 
 @dataclass(frozen=True)
@@ -153,25 +162,24 @@ def schedule_tick(
     at 0) or whose provider account is held (no scale-up for queued work). ``counts``: the queue
     counts read just before on a reader (queue.read_queue_counts), so the writer does not scan the
     unfinished tasks; what this tick's sweep requeues is counted by the next tick, a second later.
-    ``scope``: an embedded one-shot's tick, which sweeps, scales and places only its deployment on its
+    ``scope``: an embedded one-shot's tick, which sweeps, scales and places only its deployments on its
     own Nest, and loses no Nests.
     """
     check_epoch(tx, leader_name, leader_epoch)
     s = TickSummary()
-    only = scope.deployment_id if scope else None
+    only = scope.deployment_ids(tx) if scope else None
     if scope is None:
         s.nests_lost = _lose_silent_nests(tx, now_ms, nest_lost_after_ms)
-    for r in expire_leases(tx, now_ms, deployment_id=only):
+    for r in expire_leases(tx, now_ms, deployment_ids=only):
         (s.failed if r["action"] == "failed" else s.requeued).append(r["task_id"])
-    s.overdue = expire_overdue(tx, now_ms, deployment_id=only)
+    s.overdue = expire_overdue(tx, now_ms, deployment_ids=only)
     if scope is None:  # a hold's deadline is agen up's to keep; a one-shot's fresh task is not held
         s.woken = wake_expired_holds(tx, now_ms)
 
     if counts is None:
         counts = queue_counts(tx, now_ms=now_ms)
-    deps = tx.all("SELECT id, namespace, name, kind, digest, scale, placement, desired, paused,"
-                  " last_activity_ms, manual_scale_ms FROM deployments"
-                  + (" WHERE id = ?" if only else ""), (only,) if only else ())
+    deps = [d for d in tx.all("SELECT id, namespace, name, kind, digest, scale, placement, desired, paused,"
+                              " last_activity_ms, manual_scale_ms FROM deployments") if only is None or d["id"] in only]
     active = [(now_ms, d["id"]) for d in deps if counts.get(d["id"], _NONE).load > 0]
     if active:
         tx.executemany("UPDATE deployments SET last_activity_ms = ? WHERE id = ?", active)
@@ -182,8 +190,7 @@ def schedule_tick(
     current: dict[tuple[str, str], int] = {}
     digests: dict[tuple[str, str], str] = {}
     for a in tx.all("SELECT deployment_id, nest_id, count, digest FROM assignments"
-                    + (" WHERE deployment_id = ? AND nest_id = ?" if scope else ""),
-                    (scope.deployment_id, scope.nest_id) if scope else ()):
+                    + (" WHERE nest_id = ?" if scope else ""), (scope.nest_id,) if scope else ()):
         current[(a["deployment_id"], a["nest_id"])] = int(a["count"])
         digests[(a["deployment_id"], a["nest_id"])] = a["digest"]
 
