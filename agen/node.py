@@ -5,7 +5,7 @@ same pieces run apart when a team outgrows one machine (DESIGN.md §1).
 
 ``only_deployment`` scopes the node to one deployment (the embedded one-shot), plus those that
 the unfinished tasks of ``only_tree`` (a root task id) run on: its leader ticks them on this node's
-own Nest and nothing else, and the Nest is retired on drain.
+own Nest and nothing else, and the Nest is retired (no longer active) on drain.
 """
 
 from __future__ import annotations

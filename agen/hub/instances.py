@@ -72,9 +72,11 @@ def register_nest(tx: Tx, name: str, *, capacity: int, labels: dict[str, str] | 
 
 
 def retire_nest(tx: Tx, nest_id: str) -> None:
-    """Forget a one-shot's Nest once it drained (its instances and assignments go with it), so runs from
-    cron leave no Nest behind to be reported lost. A lease it still holds expires as any other."""
-    tx.execute("DELETE FROM nests WHERE id = ?", (nest_id,))
+    """A one-shot's Nest that drained and exits: no longer active (so it is never reported lost) and
+    assigned nothing. Its row and its instances stay, as the history ``agen logs`` and the
+    instance-failing check read. A lease it still holds expires as any other."""
+    tx.execute("UPDATE nests SET state = 'lost' WHERE id = ?", (nest_id,))
+    tx.execute("DELETE FROM assignments WHERE nest_id = ?", (nest_id,))
 
 
 def report_status(tx: Tx, nest_id: str, reports: list[InstanceReport]) -> list[Assignment]:

@@ -110,7 +110,7 @@ async def test_one_shot_tick_schedules_only_its_task_tree_on_its_own_nest(tmp_pa
         await store.close()
 
 
-async def test_scoped_local_node_retires_its_nest_and_lease_when_drained(tmp_path: Path) -> None:
+async def test_scoped_local_node_retires_its_nest_and_lease_when_drained_keeping_instance_history(tmp_path: Path) -> None:
     store = await SQLiteStore.open(tmp_path / "node.db")
     try:
         hub = Hub(store)
@@ -129,8 +129,9 @@ async def test_scoped_local_node_retires_its_nest_and_lease_when_drained(tmp_pat
         finally:
             await node.drain(5)
         assert (await client.call(r.GetTask, GetTaskRequest(id=other.id))).task.state == "queued"
-        assert await store.all("SELECT name FROM nests") == []
+        assert await store.all("SELECT name, state FROM nests") == [{"name": "oneshot-7", "state": "lost"}]
         assert await store.all("SELECT name FROM leases") == []
-        assert await store.all("SELECT id FROM instances") == []
+        assert await store.all("SELECT nest_id FROM assignments") == []
+        assert {i["state"] for i in await store.all("SELECT state FROM instances")} == {"stopped"}
     finally:
         await store.close()
