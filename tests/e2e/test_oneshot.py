@@ -149,6 +149,7 @@ def test_one_shot_waits_for_a_stopped_agen_up_and_never_takes_its_leases(tmp_pat
             after = rows(db, "SELECT state, lease_id, lease_nest_id, attempts FROM tasks WHERE id = ?", long_id)[0]
             assert after == before  # agen up's lease stands: no Hub was started beside it
             assert [n["name"] for n in rows(db, "SELECT name FROM nests")] == ["local"]
+            assert [x["name"] for x in rows(db, "SELECT name FROM leases")] == ["hub-leader"]
         finally:
             os.kill(pid, signal.SIGCONT)
         out, _ = waiting.communicate(timeout=60)
