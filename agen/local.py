@@ -16,13 +16,14 @@ class LocalConfig:
     pid: int | None = None
 
 
-def local_json_path() -> Path:
-    return agen_home() / "local.json"
+def local_json_path(home: Path | None = None) -> Path:
+    return (home or agen_home()) / "local.json"
 
 
-def read_local() -> LocalConfig | None:
+def read_local(home: Path | None = None) -> LocalConfig | None:
+    """This home's (or ``home``'s) local.json, or None when there is none yet."""
     try:
-        data = json.loads(local_json_path().read_text())
+        data = json.loads(local_json_path(home).read_text())
         return LocalConfig(url=str(data["url"]), token=str(data["token"]), pid=data.get("pid"))
     except (OSError, ValueError, KeyError, TypeError):
         return None

@@ -1,7 +1,8 @@
 """``agen up``: the Hub (HTTP API on loopback), its leader loop and one local Nest in ONE process.
 
 First start makes an admin token and writes AGEN_HOME/local.json (0600) with the Hub URL and
-token; a lock file keeps a second ``agen up`` off the same home. SIGINT/SIGTERM (or ``agen down``)
+token; lock files keep a second ``agen up`` off the same home and off the same store file, and
+make it wait for one-shot ``agen run``s using the store (agen.ownership). SIGINT/SIGTERM (or ``agen down``)
 drains: the API refuses new work with 503, /health says shutting_down, running tasks finish,
 leased-but-unstarted ones go back to the queue; a second signal exits at once.
 """
@@ -16,6 +17,7 @@ import logging
 import os
 import signal
 import sys
+import time
 from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,18 +70,25 @@ def parse_listen(listen: str) -> tuple[str, int]:
 
 
 def lock_home(home: Path) -> IO[str]:
-    """Hold AGEN_HOME/up.lock for this process's life; a second ``agen up`` is refused."""
+    """Hold AGEN_HOME/up.lock for this process's life (with our pid in it); a second ``agen up`` is refused."""
+    from agen.ownership import claim
+
     home.mkdir(parents=True, exist_ok=True)
     f = open(home / "up.lock", "a+")  # noqa: SIM115 - held open for the process's life
-    try:
-        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    for _ in range(20):  # an `agen run` probing the lock holds it shared for a moment
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except OSError:
+            time.sleep(0.01)
+    else:
         f.close()
         local = read_local()
         where = f" at {local.url} (pid {local.pid})" if local else ""
         raise ConflictError(
             f"agen up is already running on {home}{where}; use it, or stop it with `agen down`", home=str(home)
         ) from None
+    claim(f, home)
     return f
 
 
@@ -141,12 +150,19 @@ def check_port_free(host: str, port: int, listen: str) -> None:
 async def serve(opts: UpOptions) -> None:
     from agen.api.app import create_app
     from agen.node import LocalNode
-    from agen.store import open_store
+    from agen.ownership import hold_store_for_up, release
+    from agen.store import open_store, store_path
 
     host, port = parse_listen(opts.listen)
     home = agen_home()
     lock = lock_home(home)
-    check_port_free(host, port, opts.listen)
+    try:
+        check_port_free(host, port, opts.listen)
+        store_lock = hold_store_for_up(store_path(opts.store), home,
+                                       lambda msg: print(msg, file=sys.stderr, flush=True))
+    except BaseException:
+        lock.close()
+        raise
     store = await open_store(opts.store)
     node = LocalNode(store, capacity=opts.capacity, lease_ms=opts.lease_ms, drain_timeout_s=opts.drain_timeout_s,
                      backend=opts.backend, host_memory_limit=opts.host_memory_limit)
@@ -206,6 +222,7 @@ async def serve(opts: UpOptions) -> None:
         await store.close()
         with contextlib.suppress(OSError):
             (home / "up.pid").unlink()
+        release(store_lock)
         lock.close()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)

@@ -71,6 +71,14 @@ def register_nest(tx: Tx, name: str, *, capacity: int, labels: dict[str, str] | 
     return nest_id
 
 
+def retire_nest(tx: Tx, nest_id: str) -> None:
+    """A one-shot's Nest that drained and exits: no longer active (so it is never reported lost) and
+    assigned nothing. Its row and its instances stay, as the history ``agen logs`` and the
+    instance-failing check read. A lease it still holds expires as any other."""
+    tx.execute("UPDATE nests SET state = 'lost' WHERE id = ?", (nest_id,))
+    tx.execute("DELETE FROM assignments WHERE nest_id = ?", (nest_id,))
+
+
 def report_status(tx: Tx, nest_id: str, reports: list[InstanceReport]) -> list[Assignment]:
     """Heartbeat: record this Nest's instances (logging state changes), return its assignments."""
     tx.execute("UPDATE nests SET last_heartbeat_ms = ?, state = 'active' WHERE id = ?", (tx.now_ms, nest_id))
