@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 from agen.bundle import Bundle
 from agen.runner import hooks as hk
 from agen.runner.budgets import REASON_TEXT, Budget, Guards, RunLimits
-from agen.runner.calls import CallEnv, execute_calls
+from agen.runner.calls import CallEnv, CallResult, execute_calls
 from agen.runner.context import Context, Msg, system_prompt
 from agen.runner.effects import read_effects
 from agen.runner.extras import RunExtras
@@ -288,6 +288,9 @@ class Runner:
             if any(st.tools[c.name].side_effect for c in calls if c.name in st.tools):
                 await st.flush(self.store)  # the assistant turn is durable before any effect starts
             results = await execute_calls(env, st, calls)
+            waiting = await self._await_approval(st, results)
+            if waiting is not None:
+                return waiting
             finish: dict[str, Any] | None = None
             suspend: str | None = None
             for r in results:
@@ -312,9 +315,23 @@ class Runner:
             if st.cancel is not None and st.cancel.is_set():
                 raise asyncio.CancelledError
 
+    async def _await_approval(self, st: RunState, results: list[CallResult]) -> RunResult | None:
+        """A call waits for a pending approval: store the results before it and suspend on it (the task
+        gives up its lease and slot; the decision requeues it and the run resumes from here)."""
+        pending = next((r.approval for r in results if r.approval is not None), None)
+        if pending is None:
+            return None
+        for r in results:
+            if r.approval is None:
+                st.add_message("tool", r.content, tool_call_id=r.call.id, name=r.call.name, is_error=r.is_error)
+        await st.flush(self.store)
+        return self._suspended(st, f"approval:{pending}")
+
     async def _repair(self, st: RunState) -> RunResult | None:
         rows = await self.store.all("SELECT key, tool, state, result FROM effects WHERE run_id = ?", (st.run_id,))
-        rep = plan_repair(st.run_id, st.ctx.current, st.tools, read_effects(rows))
+        asked = await self.store.all("SELECT call_id FROM approvals WHERE run_id = ?", (st.run_id,))
+        rep = plan_repair(st.run_id, st.ctx.current, st.tools, read_effects(rows),
+                          asked={str(r["call_id"]) for r in asked if r["call_id"]})
         if rep.finish_args is not None:
             finish = self.tools[FINISH]
             assert isinstance(finish, FinishTool)
@@ -323,6 +340,9 @@ class Runner:
             st.add_message("tool", content, tool_call_id=call.id, name=call.name, is_error=is_error)
         if rep.rerun:
             results = await execute_calls(self._env(st.req), st, [c for _, c in rep.rerun], [i for i, _ in rep.rerun])
+            waiting = await self._await_approval(st, results)
+            if waiting is not None:
+                return waiting
             for r in results:
                 st.add_message("tool", r.content, tool_call_id=r.call.id, name=r.call.name, is_error=r.is_error)
                 if r.call.name == FINISH and not r.is_error and isinstance(r.data, dict):
