@@ -104,3 +104,61 @@ def test_twenty_approval_waits_survive_sigkills_and_agen_down_and_each_call_runs
     assert dict(ends) == dict.fromkeys(ids, 1)  # exactly one terminal state each
     assert dict(runs) == dict.fromkeys(ids, 1)  # each run resumed, never started over
     assert dict(told) == {**dict.fromkeys(approved, "appended"), **dict.fromkeys(denied, "denied by the approver: no")}
+
+
+def own_approval(up: Up, effects: Path, bundle_root: Path, token: str) -> tuple[str, str]:
+    """``token`` submits a task of the gated bundle; returns (task id, its pending approval id)."""
+    if up.http("GetDeployment", {"name": "gated"}).status_code != 200:
+        up.agen("deploy", str(gated(bundle_root, effects)))
+    resp = up.http("SubmitTask", {"deployment": "gated", "input": "mine"}, token=token)
+    assert resp.status_code == 200, resp.text
+    task_id = resp.json()["task"]["id"]
+    approval = wait_until(lambda: pending(up).get(task_id), 30, "the approval")
+    return task_id, approval
+
+
+def second_token(up: Up, name: str) -> str:
+    return str(up.json("token", "create", "--scope", "operator", "--scope", "approver", "--name", name)["token"])
+
+
+def test_a_second_token_cannot_approve_its_own_task_over_http_but_the_local_admin_and_others_can(
+        up: Up, tmp_path: Path) -> None:
+    alice, bob = second_token(up, "alice"), second_token(up, "bob")
+    effects = tmp_path / "effects.log"
+    task_id, approval = own_approval(up, effects, tmp_path / "gated", alice)
+    refused = up.http("DecideApproval", {"id": approval, "approve": True}, token=alice)
+    assert refused.status_code == 403 and "cannot approve it" in refused.json()["error"]["message"]
+    assert up.http("DecideApproval", {"id": approval, "approve": True}, token=bob).status_code == 200
+    assert up.agen("wait", task_id).stdout.strip() == "done"
+
+    mine, own = own_approval(up, effects, tmp_path / "gated", up.local()["token"])  # the local admin's own work
+    assert up.json("approve", own)["approval"]["state"] == "approved"
+    assert up.agen("wait", mine).stdout.strip() == "done"
+
+
+def test_allow_self_approval_lets_a_token_approve_its_own_task(tmp_path: Path) -> None:
+    up = Up(tmp_path / "home", args=("--allow-self-approval",)).start()
+    try:
+        alice = second_token(up, "alice")
+        task_id, approval = own_approval(up, tmp_path / "effects.log", tmp_path / "gated", alice)
+        assert up.http("DecideApproval", {"id": approval, "approve": True}, token=alice).status_code == 200
+        assert up.agen("wait", task_id).stdout.strip() == "done"
+    finally:
+        up.stop()
+
+
+def test_agen_down_names_the_running_task_it_waits_for_and_not_the_one_waiting_for_approval(
+        up: Up, tmp_path: Path) -> None:
+    from tests.e2e.test_work_control import tool_bundle
+
+    waiting, _ = own_approval(up, tmp_path / "effects.log", tmp_path / "gated", up.local()["token"])
+    slow = tool_bundle(tmp_path / "slow", "slow", tmp_path / "work", "touch started; sleep 3",
+                       permissions={"default": "allow"})
+    up.agen("deploy", str(slow))
+    running = up.agen("run", "slow", "go", "--no-wait").stdout.strip()
+    wait_until(lambda: (tmp_path / "work" / "started").exists(), 30, "the slow tool to start")
+    up.agen("down")
+    assert up.proc is not None and up.proc.wait(30) == 0
+    log = up.log.read_text()
+    assert f"waiting for 1 running task(s) to finish their current step: {running}" in log
+    assert waiting not in log
