@@ -189,3 +189,37 @@ async def test_a_token_cannot_approve_its_own_task_unless_allowed_but_the_local_
         assert own.requested_by == "local-admin"
         assert (await admin.call(r.DecideApproval, DecideApprovalRequest(id=own.id, approve=True))
                 ).approval.state == "approved"
+
+
+async def test_a_bundles_permissions_notify_url_receives_each_new_pending_approval(tmp_path: Path) -> None:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    from agen.testing.server import ThreadServer
+
+    received: list[dict[str, Any]] = []
+
+    async def hook(request: Request) -> Response:
+        received.append(json.loads(await request.body()))
+        return Response(status_code=204)
+
+    async with ThreadServer(Starlette(routes=[Route("/approvals", hook, methods=["POST"])])) as srv:
+        bundle = gated_bundle(tmp_path / "b", tmp_path / "effects.log")
+        config = json.loads((bundle / "x-agen" / "config.json").read_text())
+        config["permissions"]["notify"] = f"{srv.url}/approvals"
+        (bundle / "x-agen" / "config.json").write_text(json.dumps(config))
+        async with node_on(tmp_path / "hub.db") as node:
+            client = Client.in_process(node.hub)
+            await client.call(r.CreateDeployment, CreateDeploymentRequest(files=files_b64(bundle)))
+            task = await submit(client)
+            approval = await pending_of(client, task.id)
+
+            async def delivered() -> list[dict[str, Any]]:
+                return [e for e in received if e["type"] == "approval.requested"]
+
+            [event] = await until(delivered, "the approval request at the bundle's notify URL")
+    assert event["data"]["approvalId"] == approval.id and event["task_id"] == task.id
+    assert event["data"]["tool"] == "t.append" and event["deployment"] == "gated"
+    assert [e["type"] for e in received] == ["approval.requested"]  # only approval requests
