@@ -174,7 +174,7 @@ class Runner:
         msgs = [Msg.from_row(r) for r in rows]
         earlier = patch_history([m for m in msgs if m.run_id != row["id"]])
         current = [m for m in msgs if m.run_id == row["id"]]
-        budget = Budget(limits, started_ms=int(row["started_ms"]))
+        budget = Budget(limits, started_ms=int(row["started_ms"]) + (await self._waited_ms(row["id"]) if resumed else 0))
         st = RunState(
             req=req, run_id=row["id"], conversation_id=row["conversation_id"], root_run_id=row["root_run_id"],
             trace_id=row["trace_id"], span_id=row["span_id"], epoch=int(row["epoch"]),
@@ -194,6 +194,14 @@ class Runner:
             budget.usd = float(row["cost_usd"] or 0.0)
             budget.usd_known = budget.usd > 0
         return st
+
+    async def _waited_ms(self, run_id: str) -> int:
+        """Time the run spent suspended on approvals: a person's answer time is not the run's duration
+        (maxRunDuration), so an approval decided after an hour does not end the run on resume."""
+        waited = await self.store.scalar(
+            "SELECT COALESCE(SUM(decided_ms - created_ms), 0) FROM approvals WHERE run_id = ? AND decided_ms IS NOT NULL",
+            (run_id,))
+        return max(0, int(waited or 0))
 
     def _shape(self, req: RunRequest) -> _Shape:
         """Limits, system prompt, visible tools and their specs for a run of ``req``: the same for every

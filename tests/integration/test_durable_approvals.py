@@ -131,6 +131,25 @@ async def test_an_approval_wait_holds_no_slot_survives_a_restart_and_the_approve
         assert (await node.store.one("SELECT state FROM tasks WHERE id = ?", (third.id,)) or {})["state"] == "waiting"
 
 
+async def test_time_spent_waiting_for_a_person_does_not_count_against_the_runs_max_duration(
+        tmp_path: Path) -> None:
+    log = tmp_path / "effects.log"
+    async with node_on(tmp_path / "hub.db") as node:
+        client = Client.in_process(node.hub)
+        await client.call(r.CreateDeployment, CreateDeploymentRequest(files=files_b64(gated_bundle(tmp_path / "b", log))))
+        task = await submit(client)
+        await suspended(node.store, task.id)
+        approval = await pending_of(client, task.id)
+        two_hours = 2 * 3_600_000  # the approver answers two hours later (maxRunDuration is 30m)
+        await node.store.write(lambda tx: (
+            tx.execute("UPDATE runs SET started_ms = started_ms - ? WHERE task_id = ?", (two_hours, task.id)),
+            tx.execute("UPDATE approvals SET created_ms = created_ms - ? WHERE id = ?", (two_hours, approval.id))))
+        await client.call(r.DecideApproval, DecideApprovalRequest(id=approval.id, approve=True))
+        done = await wait(client, task.id)
+        assert done.state == "succeeded" and (done.outcome or {}).get("status") == "done", done.outcome
+        assert log.read_text() == "ran\n"
+
+
 async def test_cancelling_a_waiting_task_closes_its_approval_and_deciding_it_is_a_conflict(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO)
