@@ -126,3 +126,27 @@ async def test_callback_gate_accepts_sync_and_async_callbacks() -> None:
     assert not (await CallbackGate(sync_cb).decide(request("r", args={"to": "eve"}))).approved
     assert (await CallbackGate(async_cb).decide(request("r"))).note == "no thanks"
     assert seen == ["mail.send", "mail.send"]
+
+
+def test_upgrading_closes_approvals_that_tasks_which_already_ended_left_pending() -> None:
+    import sqlite3
+
+    from agen.store.migrate import known_migrations, migrate_sqlite, split_statements
+
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+                 " applied_ms INTEGER NOT NULL)")
+    for mig in known_migrations()[:7]:  # a store written before approvals could be closed
+        for stmt in split_statements(mig.sql):
+            conn.execute(stmt)
+        conn.execute("INSERT INTO schema_migrations VALUES (?, ?, 0)", (mig.version, mig.name))
+    for seq, (task_id, state) in enumerate((("t-done", "cancelled"), ("t-live", "waiting"))):
+        conn.execute("INSERT INTO tasks (id, namespace, deployment_id, deployment, state, input, root_task_id, seq,"
+                     " created_ms, updated_ms, finished_ms) VALUES (?, 'default', 'd', 'dep', ?, 'x', ?, ?, 0, 0, 5)",
+                     (task_id, state, task_id, seq))
+        conn.execute("INSERT INTO approvals (id, namespace, deployment, run_id, task_id, tool, arguments, args_hash,"
+                     " created_ms) VALUES (?, 'default', 'dep', 'r', ?, 'mail.send', '{}', ?, 0)",
+                     (f"a-{task_id}", task_id, task_id))
+    migrate_sqlite(conn, ":memory:", 0)
+    rows = dict(conn.execute("SELECT task_id, state FROM approvals").fetchall())
+    assert rows == {"t-done": "cancelled", "t-live": "pending"}

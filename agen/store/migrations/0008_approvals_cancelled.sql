@@ -27,3 +27,8 @@ ALTER TABLE approvals_new RENAME TO approvals;
 CREATE UNIQUE INDEX approvals_one_pending ON approvals(run_id, tool, args_hash) WHERE state = 'pending';
 CREATE INDEX approvals_namespace_state ON approvals(namespace, state, created_ms);
 CREATE INDEX approvals_task ON approvals(task_id, state);
+-- Approvals left pending by tasks that already ended (before this release cancelling did not close them).
+UPDATE approvals SET state = 'cancelled', decided_ms = (SELECT t.finished_ms FROM tasks t WHERE t.id = approvals.task_id),
+       note = 'its task ' || task_id || ' had already ended'
+    WHERE state = 'pending'
+      AND task_id IN (SELECT id FROM tasks WHERE state IN ('succeeded', 'failed', 'cancelled', 'expired'));
