@@ -42,7 +42,8 @@ def up(
     check_backend(backend, memory)
     opts = UpOptions(listen=listen, capacity=capacity, store=store,
                      retention_ms=parse_duration_ms(retention, flag="--retention"), backend=backend,
-                     host_memory_limit=memory, allow_self_approval=allow_self_approval, tui=not headless and sys.stdin.isatty() and sys.stdout.isatty())
+                     host_memory_limit=memory, allow_self_approval=allow_self_approval,
+                     tui=not headless and sys.stdin.isatty() and sys.stdout.isatty())
     asyncio.run(serve(opts))
 
 

@@ -2,8 +2,9 @@
 
 Calls run concurrently unless harness.parallelToolCalls is off or one of them needs an
 approval; results come back in call order. A call whose approval is still pending ends the
-list: the run suspends there and the rest of the turn runs once the approval is decided. Side-effecting tools are recorded ``started``
-before they run and ``completed`` after; a cancelled call leaves its effect started.
+list: the run suspends there and the rest of the turn runs once the approval is decided.
+Side-effecting tools are recorded ``started`` before they run and ``completed`` after; a
+cancelled call leaves its effect started.
 """
 
 from __future__ import annotations
