@@ -4,8 +4,7 @@ A turn that suspended on a pending approval runs its unstarted calls now (in ord
 reads its approval's decision). Otherwise a call whose effect completed gets its recorded
 result; a started-but-unconfirmed effect gets ``effect_unknown`` (an idempotent tool runs
 again instead); any other call without a result gets a synthetic error result so the
-history stays valid. A finish call accepted
-in the stored turn ends the run the same way.
+history stays valid. A finish call accepted in the stored turn ends the run the same way.
 """
 
 from __future__ import annotations
