@@ -43,6 +43,7 @@ class UpOptions:
     drain_timeout_s: float = 300.0
     backend: str = "inproc"
     host_memory_limit: int = 0
+    allow_self_approval: bool = False  # any token may approve its own work (the local admin always may)
     tui: bool = False  # show the terminal UI in this process, attached in-process (not --headless)
 
 
@@ -94,14 +95,17 @@ def lock_home(home: Path) -> IO[str]:
 
 async def _admin_token(store: Any, url: str) -> str:
     """Reuse local.json's token while the store still knows it; else make a new admin token."""
-    from agen.hub.auth import hash_token, insert_token
+    from agen.hub.auth import hash_token, insert_token, mark_local_admin
 
     local = read_local()
     if local is not None and await store.scalar(
         "SELECT id FROM tokens WHERE hash = ? AND revoked_ms IS NULL", (hash_token(local.token),)
     ):
-        return local.token
-    _, secret = await store.write(lambda tx: insert_token(tx, scopes=["admin"], name="local-admin", trust="operator"))
+        secret = local.token
+    else:
+        _, secret = await store.write(lambda tx: insert_token(tx, scopes=["admin"], name="local-admin",
+                                                              trust="operator"))
+    await store.write(lambda tx: mark_local_admin(tx, secret))
     return str(secret)
 
 
@@ -118,6 +122,18 @@ async def _prune(store: Any, retention_ms: int) -> None:
         with contextlib.suppress(Exception):
             await store.write(fn)
         await asyncio.sleep(PRUNE_EVERY_S)
+
+
+async def _tell_draining(node: Any, every_s: float = 5.0) -> None:
+    """While draining, name on stderr the tasks still finishing their current step (tasks waiting for
+    an approval or a child hold no slot: there is nothing to wait for)."""
+    while True:
+        ids = sorted(t for inst in node.manager.instances.values() for t in inst.running)
+        if ids:
+            more = f" (+{len(ids) - 10} more)" if len(ids) > 10 else ""
+            print(f"agen up: waiting for {len(ids)} running task(s) to finish their current step: "
+                  f"{', '.join(ids[:10])}{more}", file=sys.stderr, flush=True)
+        await asyncio.sleep(every_s)
 
 
 def _start_tui(hub: Any, url: str) -> tuple[Any, asyncio.Task[None]]:
@@ -169,6 +185,7 @@ async def serve(opts: UpOptions) -> None:
     hub = node.hub
     url = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
     hub.url = url
+    hub.allow_self_approval = opts.allow_self_approval
     server = _Server(uvicorn.Config(create_app(hub), host=host, port=port, log_level="warning", lifespan="off",
                                     access_log=False))
     loop = asyncio.get_running_loop()
@@ -209,7 +226,11 @@ async def serve(opts: UpOptions) -> None:
                 await ui
         print(f"agen up: draining ({hub.in_flight()} tasks in flight; a second Ctrl-C exits at once)",
               file=sys.stderr, flush=True)
-        await node.drain()
+        telling = asyncio.create_task(_tell_draining(node))
+        try:
+            await node.drain()
+        finally:
+            telling.cancel()
         server.should_exit = True
         with contextlib.suppress(Exception):
             await serving

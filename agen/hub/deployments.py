@@ -33,6 +33,7 @@ from agen.hub.activity import DeploymentFacts, deployment_activity, deployment_f
 from agen.hub.auth import Principal
 from agen.hub.definitions import put_definition
 from agen.hub.logs import write_log
+from agen.hub.notify import sync_bundle_target
 from agen.hub.service import Hub
 from agen.store import Row, Tx, dumps, loads
 
@@ -70,11 +71,12 @@ def _policy(bundle: Bundle) -> dict[str, Any]:
 
 
 def _sync_signals(tx: Tx, dep_id: str, namespace: str, name: str, bundle: Bundle) -> None:
-    """Triggers and provider accounts follow the deployed definition (agen.hub.triggers, providers)."""
+    """Triggers, provider accounts and the approval notify target follow the deployed definition."""
     from agen.hub.providers import harness_accounts, sync_accounts
     from agen.hub.triggers.tick import sync_triggers
 
     sync_triggers(tx, {"id": dep_id, "namespace": namespace, "name": name}, bundle.config)
+    sync_bundle_target(tx, namespace, name, bundle.config.permissions.notify)
     sync_accounts(tx, dep_id, harness_accounts(namespace, bundle.harness.model_dump(by_alias=True, exclude_none=True)))
 
 
@@ -315,6 +317,7 @@ async def delete_deployment(hub: Hub, p: Principal, req: DeleteDeploymentRequest
              req.namespace, req.name),
         )
         tx.execute("DELETE FROM deployments WHERE id = ?", (row["id"],))
+        sync_bundle_target(tx, req.namespace, req.name, None)
         tx.event(req.namespace, "deployment.deleted", deployment=req.name,
                  data={"cancelled_tasks": cancelled, "ended_runs": ended})
         write_log(tx, req.namespace, req.name, f"deleted ({cancelled} tasks cancelled, {ended} runs ended)")

@@ -34,6 +34,7 @@ from agen.hub._tasks import (
 )
 from agen.hub.holds import RESUME, _effectively_held, inbox_matches, write_inbox
 from agen.hub.locks import refresh_task_locks, release_task_locks, try_grant_all
+from agen.runner.approvals import close_task_approvals
 from agen.store import Tx, dumps
 from agen.store.base import new_ulid
 
@@ -187,7 +188,7 @@ _FINISH_SQL = (
 
 def finish_task(tx: Tx, row: dict[str, Any], state: str, *, outcome: dict[str, Any] | None,
                 error: str | None, keep_lease_id: bool = False, data: dict[str, Any] | None = None) -> None:
-    """The one terminal path: state, locks released, the event, and the parent's inbox."""
+    """The one terminal path: state, locks released, pending approvals closed, the event, the parent's inbox."""
     tx.execute(_FINISH_SQL, (state, None if outcome is None else dumps(outcome), error, keep_lease_id, tx.now_ms,
                              tx.now_ms, row["id"]))
     _finished(tx, row, state, outcome, error, data)
@@ -196,6 +197,7 @@ def finish_task(tx: Tx, row: dict[str, Any], state: str, *, outcome: dict[str, A
 def _finished(tx: Tx, row: dict[str, Any], state: str, outcome: dict[str, Any] | None, error: str | None,
               data: dict[str, Any] | None = None) -> None:
     release_task_locks(tx, row["id"])
+    close_task_approvals(tx, row["id"], state, (data or {}).get("by"))
     task_event(tx, row, f"task.{state}", {"error": error, **(data or {})},
                severity="warning" if state in ("failed", "expired") else "info")
     if row["parent_task_id"]:

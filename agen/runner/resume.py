@@ -1,9 +1,10 @@
 """Picking a run up from the Store: history re-read, unanswered tool calls given a result.
 
-A call whose effect completed gets its recorded result; a started-but-unconfirmed effect
-gets ``effect_unknown`` (an idempotent tool runs again instead); any other call without a
-result gets a synthetic error result so the history stays valid. A finish call accepted
-in the stored turn ends the run the same way.
+A turn that suspended on a pending approval runs its unstarted calls now (in order; each
+reads its approval's decision). Otherwise a call whose effect completed gets its recorded
+result; a started-but-unconfirmed effect gets ``effect_unknown`` (an idempotent tool runs
+again instead); any other call without a result gets a synthetic error result so the
+history stays valid. A finish call accepted in the stored turn ends the run the same way.
 """
 
 from __future__ import annotations
@@ -66,10 +67,27 @@ def accepted_finish(msgs: list[Msg]) -> dict[str, Any] | None:
     return None
 
 
-def plan_repair(run_id: str, current: list[Msg], tools: dict[str, Tool], effects: dict[str, Effect]) -> Repair:
+def _not_started(run_id: str, turn: int, index: int, c: dict[str, Any], tools: dict[str, Tool],
+                 effects: dict[str, Effect]) -> bool:
+    """No effect of this call was recorded: it never began, so running it now runs it once."""
+    tool = tools.get(c["name"])
+    if tool is None or not tool.side_effect:
+        return True
+    return effect_key(run_id, turn, index, tool.name, dict(c.get("arguments") or {}), tool.idempotent) not in effects
+
+
+def plan_repair(run_id: str, current: list[Msg], tools: dict[str, Tool], effects: dict[str, Effect],
+                asked: set[str] | frozenset[str] = frozenset()) -> Repair:
+    """``asked``: ids of calls that requested an approval. A turn that suspended on one kept its
+    unstarted calls for later: they run now (each asks its approval again and reads the decision)."""
     rep = Repair(finish_args=accepted_finish(current))
     for msg, gaps in missing_results(current):
+        waited = any(c["id"] in asked for _, c in gaps)
         for index, c in gaps:
+            if waited and _not_started(run_id, msg.turn, index, c, tools, effects):
+                rep.rerun.append((index, ToolCallOut(id=c["id"], name=c["name"],
+                                                     arguments=dict(c.get("arguments") or {}))))
+                continue
             call = ToolCallOut(id=c["id"], name=c["name"], arguments=dict(c.get("arguments") or {}))
             tool = tools.get(call.name)
             if tool is None or not tool.side_effect:

@@ -69,6 +69,7 @@ async def test_bearer_secret_redelivery_and_wrong_secret(env: tuple[SQLiteStore,
     assert len(rows) == 1
     task = rows[0]
     assert task["trust"] == "untrusted" and task["source"] == "webhook:gh"
+    assert task["submitted_by"] == "trigger:triage/gh"  # the submitter its approvals are requested by
     assert task["input"] == 'Triage this event:\n\n{"action":"opened"}'
     assert task["idempotency_key"] == "webhook:gh:delivery-1" and '"src":"github"' in task["labels"]
     fired = await store.all("SELECT task_id FROM trigger_events WHERE status = 'fired'")
