@@ -1,0 +1,68 @@
+"""Schemathesis against a real `agen up`: every generated request, valid or not, gets a 4xx or 2xx
+in the documented shape; no 5xx, and no check (`--checks all`) fails, for an admin and a viewer.
+
+Bounded and deterministic: 25 examples per operation, deterministic generation, one worker.
+Excluded: ``Shutdown`` only, since it stops the Hub under test (its admin-only rule has its own
+test in tests/integration/test_api.py). Check configuration, with the reason for each:
+
+* ``positive_data_acceptance`` also accepts 400 for CreateDeployment and UpdateDeployment: a
+  bundle's files must form a valid bundle (plugin.json, harness, prompt, config), which the loader
+  checks and JSON Schema cannot express; the 400 lists every problem.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.harness import Up
+
+HERE = Path(__file__).parent
+SCHEMATHESIS = str(Path(sys.executable).with_name("schemathesis"))
+CONFIG = """\
+[generation]
+max-examples = 25
+deterministic = true
+
+[[operations]]
+include-operation-id = ["CreateDeployment", "UpdateDeployment"]
+checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403", "404", "409", "429"]
+"""
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Up]:
+    up = Up(tmp_path_factory.mktemp("fuzz") / "home").start()
+    yield up
+    up.stop()
+
+
+def token_for(hub: Up, scope: str) -> str:
+    if scope == "admin":
+        return str(hub.local()["token"])
+    r = hub.http("CreateToken", {"scopes": [scope], "name": f"fuzz-{scope}"})
+    assert r.status_code == 200, r.text
+    return str(r.json()["token"])
+
+
+@pytest.mark.parametrize("scope", ["admin", "viewer"])
+def test_fuzzed_requests_get_no_server_error_and_pass_every_check(hub: Up, scope: str, tmp_path: Path) -> None:
+    config = tmp_path / "schemathesis.toml"
+    config.write_text(CONFIG)
+    env = {**os.environ, "SCHEMATHESIS_HOOKS": str(HERE / "fuzz_hooks.py"), "NO_COLOR": "1"}
+    r = subprocess.run(
+        [SCHEMATHESIS, "--config-file", str(config), "run", f"{hub.url}/openapi.json",
+         "--checks", "all", "--exclude-operation-id", "Shutdown",
+         "-H", f"Authorization: Bearer {token_for(hub, scope)}",
+         "--workers", "1", "--request-timeout", "10", "--no-color", "--report-dir", str(tmp_path / "report")],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert r.returncode == 0, f"schemathesis ({scope} token) found problems:\n{r.stdout[-20000:]}\n{r.stderr[-2000:]}"
+    assert hub.proc is not None and hub.proc.poll() is None  # the Hub is still up after the run
+    log = hub.log.read_text()
+    assert "Traceback" not in log, f"the Hub logged a traceback during the fuzz run:\n{log[-5000:]}"
