@@ -2,12 +2,14 @@
 in the documented shape; no 5xx, and no check (`--checks all`) fails, for an admin and a viewer.
 
 Bounded and deterministic: 25 examples per operation, deterministic generation, one worker.
-Excluded: ``Shutdown`` only, since it stops the Hub under test (its admin-only rule has its own
-test in tests/integration/test_api.py). Check configuration, with the reason for each:
+Excluded: ``Shutdown`` only, since it stops the Hub under test (who may call it has its own
+test in tests/integration/test_api_bad_requests.py). Check configuration, with the reason for each:
 
 * ``positive_data_acceptance`` also accepts 400 for CreateDeployment and UpdateDeployment: a
   bundle's files must form a valid bundle (plugin.json, harness, prompt, config), which the loader
   checks and JSON Schema cannot express; the 400 lists every problem.
+* the same for ScaleDeployment: ``replicas`` above the deployment's own ``scale.max`` (set in its
+  bundle, not in the schema) is a 400 naming that limit.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import Up
+from tests.e2e.harness import Up, wait_until
+from tests.fleet_helpers import write_bundle
 
 HERE = Path(__file__).parent
 SCHEMATHESIS = str(Path(sys.executable).with_name("schemathesis"))
@@ -30,14 +33,21 @@ max-examples = 25
 deterministic = true
 
 [[operations]]
-include-operation-id = ["CreateDeployment", "UpdateDeployment"]
+include-operation-id = ["CreateDeployment", "UpdateDeployment", "ScaleDeployment"]
 checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403", "404", "409", "429"]
 """
 
 
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Up]:
-    up = Up(tmp_path_factory.mktemp("fuzz") / "home").start()
+    """A Hub with one deployment and one finished task, so fuzzed calls can reach real rows."""
+    root = tmp_path_factory.mktemp("fuzz")
+    up = Up(root / "home").start()
+    up.agen("deploy", str(write_bundle(root / "bundle", "fuzz")))
+    task = up.http("SubmitTask", {"deployment": "fuzz", "input": "hello"}).json()["task"]
+    wait_until(lambda: up.http("GetTask", {"id": task["id"]}).json()["task"]["state"] == "succeeded",
+               what="the seed task to finish")
+    up.task_id = task["id"]  # type: ignore[attr-defined]
     yield up
     up.stop()
 
@@ -54,7 +64,8 @@ def token_for(hub: Up, scope: str) -> str:
 def test_fuzzed_requests_get_no_server_error_and_pass_every_check(hub: Up, scope: str, tmp_path: Path) -> None:
     config = tmp_path / "schemathesis.toml"
     config.write_text(CONFIG)
-    env = {**os.environ, "SCHEMATHESIS_HOOKS": str(HERE / "fuzz_hooks.py"), "NO_COLOR": "1"}
+    env = {**os.environ, "SCHEMATHESIS_HOOKS": str(HERE / "fuzz_hooks.py"), "NO_COLOR": "1",
+           "FUZZ_DEPLOYMENT": "fuzz", "FUZZ_TASK_ID": hub.task_id}  # type: ignore[attr-defined]
     r = subprocess.run(
         [SCHEMATHESIS, "--config-file", str(config), "run", f"{hub.url}/openapi.json",
          "--checks", "all", "--exclude-operation-id", "Shutdown",

@@ -22,6 +22,7 @@ from agen.hub.service import Hub
 from agen.runner.types import TaskOverrides
 from agen.store import SQLiteStore, loads
 from tests.fleet_helpers import files_b64, write_bundle
+from tests.observe_helpers import embedded_hub
 
 
 @pytest.fixture
@@ -254,3 +255,16 @@ async def test_task_overrides_are_stored_in_the_seed_shape_the_runner_reads(hub:
     assert stored == overrides
     ov = TaskOverrides.model_validate(stored)
     assert (ov.deny, ov.ask, ov.max_turns, ov.max_run_duration_ms) == (["fs.write"], ["fs.read"], 3, 90_000)
+
+
+
+async def test_a_label_filter_key_with_quotes_is_just_a_key(tmp_path: Path) -> None:
+    async with embedded_hub(tmp_path) as e:
+        await e.deploy("w")
+        await e.run("w", "hi", labels={'a"b': "x"})
+        api = Api(e.node.hub)
+        admin = await token(e.node.hub, ["admin"])
+        r = await api.post("ListRuns", {"labels": {'a"b': "x"}}, admin)
+        assert r.status_code == 200 and len(r.json()["runs"]) == 1
+        r = await api.post("ListRuns", {"labels": {"$.c": "y"}}, admin)
+        assert r.status_code == 200 and r.json()["runs"] == []
