@@ -31,6 +31,7 @@ CONFIG = """\
 [generation]
 max-examples = 25
 deterministic = true
+database = "none"
 
 [[operations]]
 include-operation-id = ["CreateDeployment", "UpdateDeployment", "ScaleDeployment"]
@@ -39,7 +40,7 @@ checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403",
 
 
 @pytest.fixture(scope="module")
-def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Up]:
+def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Up, str]]:
     """A Hub with one deployment and one finished task, so fuzzed calls can reach real rows."""
     root = tmp_path_factory.mktemp("fuzz")
     up = Up(root / "home").start()
@@ -47,8 +48,7 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Up]:
     task = up.http("SubmitTask", {"deployment": "fuzz", "input": "hello"}).json()["task"]
     wait_until(lambda: up.http("GetTask", {"id": task["id"]}).json()["task"]["state"] == "succeeded",
                what="the seed task to finish")
-    up.task_id = task["id"]  # type: ignore[attr-defined]
-    yield up
+    yield up, str(task["id"])
     up.stop()
 
 
@@ -61,19 +61,21 @@ def token_for(hub: Up, scope: str) -> str:
 
 
 @pytest.mark.parametrize("scope", ["admin", "viewer"])
-def test_fuzzed_requests_get_no_server_error_and_pass_every_check(hub: Up, scope: str, tmp_path: Path) -> None:
+def test_fuzzed_requests_get_no_server_error_and_pass_every_check(hub: tuple[Up, str], scope: str,
+                                                                   tmp_path: Path) -> None:
+    up, task_id = hub
     config = tmp_path / "schemathesis.toml"
     config.write_text(CONFIG)
     env = {**os.environ, "SCHEMATHESIS_HOOKS": str(HERE / "fuzz_hooks.py"), "NO_COLOR": "1",
-           "FUZZ_DEPLOYMENT": "fuzz", "FUZZ_TASK_ID": hub.task_id}  # type: ignore[attr-defined]
+           "FUZZ_DEPLOYMENT": "fuzz", "FUZZ_TASK_ID": task_id}
     r = subprocess.run(
-        [SCHEMATHESIS, "--config-file", str(config), "run", f"{hub.url}/openapi.json",
+        [SCHEMATHESIS, "--config-file", str(config), "run", f"{up.url}/openapi.json",
          "--checks", "all", "--exclude-operation-id", "Shutdown",
-         "-H", f"Authorization: Bearer {token_for(hub, scope)}",
+         "-H", f"Authorization: Bearer {token_for(up, scope)}",
          "--workers", "1", "--request-timeout", "10", "--no-color", "--report-dir", str(tmp_path / "report")],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
     )
     assert r.returncode == 0, f"schemathesis ({scope} token) found problems:\n{r.stdout[-20000:]}\n{r.stderr[-2000:]}"
-    assert hub.proc is not None and hub.proc.poll() is None  # the Hub is still up after the run
-    log = hub.log.read_text()
+    assert up.proc is not None and up.proc.poll() is None  # the Hub is still up after the run
+    log = up.log.read_text()
     assert "Traceback" not in log, f"the Hub logged a traceback during the fuzz run:\n{log[-5000:]}"
