@@ -6,8 +6,8 @@ and RPCs that start work answer 503 with Retry-After (seed 001, graceful drain).
 
 A bad request is always a 4xx in that shape, never a 500: the token and its scope are checked
 before the body is read (a viewer gets 403 whatever it sends), the body is capped (413), must be
-UTF-8 JSON without lone surrogates or NaN, nested at most a few hundred levels, and is validated
-strictly (``true`` is not a number, ``"5"`` is not an integer).
+UTF-8 JSON without lone surrogates or NaN, not nested past the parser's depth limit, and is
+validated strictly (``true`` is not a number, ``"5"`` is not an integer).
 """
 
 from __future__ import annotations
