@@ -99,7 +99,7 @@ def insert_token(
     if trust not in TRUSTS:
         raise InvalidError(f"trust must be one of {', '.join(TRUSTS)} (got {trust!r})", field="trust")
     token_id, secret = str(ULID()), new_secret()
-    expires = tx.now_ms + ttl_ms if ttl_ms else None
+    expires = tx.now_ms + ttl_ms if ttl_ms is not None else None
     tx.execute(
         "INSERT INTO tokens (id, name, kind, hash, scopes, namespaces, trust, created_ms, expires_ms)"
         " VALUES (?,?,?,?,?,?,?,?,?)",

@@ -9,6 +9,7 @@ from typing import Any
 
 from ulid import ULID
 
+from agen.api.limits import BundleLimits
 from agen.api.models.deployments import (
     CreateDeploymentRequest,
     DeleteDeploymentRequest,
@@ -40,17 +41,21 @@ from agen.store import Row, Tx, dumps, loads
 UNFINISHED = "('queued', 'leased', 'running', 'waiting')"
 
 
-def decode_files(files: dict[str, str]) -> dict[str, bytes]:
+def decode_files(files: dict[str, str], limits: BundleLimits | None = None) -> dict[str, bytes]:
+    """The bundle's bytes, refused (413, naming the file) past the bundle size limits."""
     out: dict[str, bytes] = {}
     for path, b64 in files.items():
         try:
             out[path] = base64.b64decode(b64, validate=True)
         except (binascii.Error, ValueError):
             raise InvalidError(f"files[{path!r}] is not valid base64", field=f"files.{path}") from None
+    (limits or BundleLimits.from_env()).check(out)
     return out
 
 
-def encode_files(files: dict[str, bytes]) -> dict[str, str]:
+def encode_files(files: dict[str, bytes], limits: BundleLimits | None = None) -> dict[str, str]:
+    """The wire form of a bundle; an oversize one is refused here, before it is uploaded."""
+    (limits or BundleLimits.from_env()).check(files)
     return {path: base64.b64encode(data).decode() for path, data in files.items()}
 
 

@@ -85,9 +85,9 @@ async def list_runs(hub: Hub, p: Principal, req: ListRunsRequest) -> ListRunsRes
     if req.since_ms is not None:
         sql += " AND started_ms >= ?"
         params.append(hub.clock() - req.since_ms)
-    for key, value in sorted(req.labels.items()):
-        sql += " AND json_extract(labels, ?) = ?"
-        params += [f'$."{key}"', value]
+    for key, value in sorted(req.labels.items()):  # json_each, as ListTasks: any key, no JSON-path quoting
+        sql += " AND EXISTS (SELECT 1 FROM json_each(runs.labels) WHERE json_each.key = ? AND json_each.value = ?)"
+        params += [key, value]
     rows = await hub.store.all(sql + " ORDER BY started_ms DESC, id DESC LIMIT ?", [*params, req.limit])
     runs = await run_views(hub, rows)
     if req.roots and runs:

@@ -116,7 +116,8 @@ async def submit_task(hub: Hub, p: Principal, req: SubmitTaskRequest) -> TaskRes
             conversation_key=req.conversation_key, labels=dict(req.labels), priority=req.priority,
             idempotency_key=req.idempotency_key, schedule_key=req.schedule_key, not_before_ms=req.not_before_ms,
             not_after_ms=req.not_after_ms, locks=list(req.locks), trust=trust,
-            model_tier=req.model_tier, overrides=req.overrides, submitted_by=p.subject,
+            model_tier=req.model_tier, overrides=req.overrides.stored() if req.overrides else None,
+            submitted_by=p.subject,
         )
         admission.admit(tx, current, tx.now_ms)
         row, created = queue.submit_task(tx, new)

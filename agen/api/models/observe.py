@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from agen.api.models.common import NAME_PATTERN, Model
+from agen.api.models.common import NAME_PATTERN, Count, Model, TimeMs
 from agen.api.models.tasks import Task
 
 RunStatus = Literal["running", "waiting_approval", "succeeded", "failed", "cancelled"]
@@ -53,7 +53,7 @@ class ListRunsRequest(Model):
     roots: bool = False
     status: RunStatus | None = None
     labels: dict[str, str] = {}
-    since_ms: int | None = Field(None, ge=0, description="only runs started within this many ms")
+    since_ms: TimeMs | None = Field(None, description="only runs started within this many ms")
     task_id: str | None = None
     limit: int = Field(20, ge=1, le=1000)
 
@@ -87,7 +87,7 @@ class GetTranscriptRequest(Model):
     id: str = Field(min_length=1, description="a run id or a task id")
     history: bool = False
     system: bool = False
-    after_seq: int = Field(0, ge=0, description="only messages after this seq (live follow)")
+    after_seq: Count = Field(0, description="only messages after this seq (live follow)")
 
 
 class GetTranscriptResponse(Model):

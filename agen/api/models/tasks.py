@@ -6,7 +6,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from agen.api.models.common import NAME_PATTERN, Model
+from agen.api.models.common import NAME_PATTERN, Model, TimeMs
+from agen.runner.types import TaskOverrides
 
 Priority = Literal["urgent", "high", "normal", "background"]
 TaskState = Literal["queued", "leased", "running", "waiting", "succeeded", "failed", "cancelled", "expired"]
@@ -58,12 +59,13 @@ class SubmitTaskRequest(Model):
     priority: Priority = "normal"
     idempotency_key: str | None = None
     schedule_key: str | None = None
-    not_before_ms: int | None = None
-    not_after_ms: int | None = None
+    not_before_ms: TimeMs | None = None
+    not_after_ms: TimeMs | None = None
     locks: list[str] = []
     trust: Literal["operator", "trusted", "untrusted"] | None = None
     model_tier: Literal["low", "medium", "high", "xhigh", "max"] | None = None
-    overrides: dict[str, Any] | None = None
+    overrides: TaskOverrides | None = Field(
+        None, description="narrowing of the bundle for this task (seed 000 §5); checked here, stored as JSON")
 
 
 class TaskResponse(Model):
@@ -98,7 +100,7 @@ class CancelTaskRequest(Model):
 
 class PauseTaskRequest(Model):
     id: str
-    hold_until_ms: int | None = None
+    hold_until_ms: TimeMs | None = None
     reason: str | None = None
 
 
