@@ -67,6 +67,8 @@ def report_task(task: Task, json_out: bool) -> None:
         reason = (task.outcome or {}).get("reason") or task.error
         status = (task.outcome or {}).get("status", task.state)
         err(f"task {task.id} {task.state} ({status}{': ' + str(reason) if reason and task.state != 'succeeded' else ''})")
+        if task.state == "failed" and task.error and task.error not in (text, reason):
+            err(task.error)  # e.g. the provider hold this failure started, and how to end it
         if task.effect_unknown:
             err(f"task {task.id}: effect unknown: its run resumed past a side effect that was started and never "
                 f"confirmed, and did not repeat it; check whether it took effect (`agen transcript {task.id}`)")

@@ -275,8 +275,10 @@ class Runner:
             except TurnFailed as e:
                 self._spans(st, e.spans)
                 acct = e.account.account_id(st.req.namespace) if e.account is not None else None
-                return await self._end(st, Outcome(status="failed", reason=e.reason, summary=e.message,
-                                                   data={"account": acct} if acct else None))
+                data: dict[str, Any] | None = {"account": acct} if acct else None
+                if data is not None and e.account is not None and e.account.key_fingerprint:
+                    data["key_fingerprint"] = e.account.key_fingerprint  # the hold belongs to this key value
+                return await self._end(st, Outcome(status="failed", reason=e.reason, summary=e.message, data=data))
             self._spans(st, answer.spans)
             resp = answer.response
             st.turn += 1

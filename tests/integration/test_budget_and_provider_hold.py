@@ -126,3 +126,46 @@ async def test_a_401_holds_the_account_then_one_probe_after_retry_at_and_its_suc
         "SELECT type FROM events WHERE type LIKE 'provider.%' ORDER BY seq")]
     assert kinds == ["provider.held", "provider.resumed"]
     assert len(srv.requests) == 3
+
+
+async def test_the_next_one_shot_with_a_changed_key_is_not_held_by_the_old_keys_401(
+    tmp_path: Path, srv: OpenAIServer, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two embedded Hub + Nest lifetimes over one store, as two `agen run` one-shots are."""
+    srv.script(Reply(status=401, error="invalid api key"), Reply(text="fine with the new key"))
+    root = write_bundle(tmp_path / "b", "paid", config={"kind": "pool", "scale": {"min": 1, "max": 1}})
+    (root / "x-agen/harness.json").write_text(json.dumps({"provider": "openai", "model": "m1", "baseUrl": srv.base_url,
+                                                          "apiKeySecret": "PAID_KEY"}))
+    (root / "x-agen/secrets.json").write_text(json.dumps({"secrets": {"PAID_KEY": {"source": "env"}}}))
+    account = f"default/openai:PAID_KEY@{srv.base_url.rstrip('/')}"
+    store = await SQLiteStore.open(tmp_path / "node.db")
+
+    async def one_shot(text: str) -> Task:
+        node = LocalNode(store, tick_s=0.1, heartbeat_s=0.1)
+        await node.start()
+        try:
+            client = Client.in_process(node.hub)
+            await client.call(r.CreateDeployment if text == "first" else r.UpdateDeployment,
+                              CreateDeploymentRequest(files=files_b64(root)))
+            return await task(client, await submit(client, text), 30)
+        finally:
+            await node.drain(5)
+
+    try:
+        monkeypatch.setenv("PAID_KEY", "sk-old")
+        first = await one_shot("first")
+        assert first.state == "failed" and first.error is not None
+        assert f"`agen providers resume {account}`" in first.error  # the first error says how to end the hold
+        assert srv.headers[0]["authorization"] == "Bearer sk-old"
+        hold = await store.one("SELECT retry_at_ms, key_fingerprint FROM provider_holds WHERE account = ?", (account,))
+        assert hold is not None and hold["key_fingerprint"] and "sk-old" not in hold["key_fingerprint"]
+
+        monkeypatch.setenv("PAID_KEY", "sk-new")   # the operator fixes the key: a new account, not held
+        second = await one_shot("second")
+        assert second.state == "succeeded"
+        assert srv.headers[1]["authorization"] == "Bearer sk-new"
+        leased = await store.scalar("SELECT created_ms FROM events WHERE type = 'task.started' AND task_id = ?",
+                                    (second.id,))
+        assert leased < hold["retry_at_ms"]   # it did not wait out the old key's hold
+    finally:
+        await store.close()
