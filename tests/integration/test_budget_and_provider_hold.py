@@ -67,6 +67,27 @@ async def until(check: Callable[[], Any], timeout_s: float = 15) -> None:
         await asyncio.sleep(0.05)
 
 
+async def ticks_later(node: LocalNode, n: int) -> None:
+    """Wait for ``n`` more leader ticks (counted through the leader's on_tick hook), not for a time."""
+    seen = asyncio.Event()
+    count = 0
+    inner = node.leader.on_tick
+
+    def ticked(summary: Any) -> None:
+        nonlocal count
+        count += 1
+        if count >= n:
+            seen.set()
+        if inner is not None:
+            inner(summary)
+
+    node.leader.on_tick = ticked
+    try:
+        await asyncio.wait_for(seen.wait(), 30)
+    finally:
+        node.leader.on_tick = inner
+
+
 async def test_costs_over_the_daily_budget_hold_the_deployment_at_zero_and_announce_each_threshold_once(
     tmp_path: Path, srv: OpenAIServer, node: LocalNode,
 ) -> None:
@@ -81,7 +102,7 @@ async def test_costs_over_the_daily_budget_hold_the_deployment_at_zero_and_annou
         return await store.scalar("SELECT desired FROM deployments WHERE name = 'paid'") == 0
 
     await until(held_at_zero)
-    await asyncio.sleep(0.5)  # several leader ticks and lease polls later
+    await ticks_later(node, 3)  # three scheduler ticks later it still has not been leased
     waiting = await task(client, ids[2])
     assert waiting.state == "queued" and waiting.attempts == 0 and waiting.wait_reason == "budget"
     assert len(srv.requests) == 2
@@ -95,7 +116,7 @@ async def test_costs_over_the_daily_budget_hold_the_deployment_at_zero_and_annou
 async def test_a_401_holds_the_account_then_one_probe_after_retry_at_and_its_success_resumes(
     tmp_path: Path, srv: OpenAIServer, node: LocalNode, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(providers, "FIRST_BACKOFF_MS", 1500)
+    monkeypatch.setattr(providers, "FIRST_BACKOFF_MS", 3000)  # room for a slow machine to read it held
     srv.script(Reply(status=401, error="invalid api key"), Reply(text="probe ok"), Reply(text="after"))
     client = await deploy(node, tmp_path / "b", srv, {})
     account = f"default/openai:OPENAI_API_KEY@{srv.base_url.rstrip('/')}"
@@ -106,8 +127,7 @@ async def test_a_401_holds_the_account_then_one_probe_after_retry_at_and_its_suc
     hold = await store.one("SELECT * FROM provider_holds WHERE account = ?", (account,))
     assert hold is not None and hold["resumed_ms"] is None
     probe_id, later_id = await submit(client, "second"), await submit(client, "third")
-    await asyncio.sleep(0.3)
-    waiting = await task(client, probe_id)
+    waiting = await task(client, probe_id)   # the hold is in place before the task is even queued
     assert waiting.state == "queued" and waiting.wait_reason == "provider_hold"
     assert (await task(client, probe_id, 30)).state == "succeeded"
     assert (await task(client, later_id, 30)).state == "succeeded"
