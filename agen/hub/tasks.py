@@ -48,7 +48,7 @@ def task_view(row: Row, *, extra: dict[str, Any] | None = None) -> Task:
         wait_for=row["wait_for"], held=bool(row["held"]),
         held_until_ms=row["held_until_ms"], hold_reason=row["hold_reason"], progress=loads(row["progress"]),
         outcome=loads(row["outcome"]), error=row["error"], trust=row["trust"], model_tier=row["model_tier"],
-        locks=extra.get("locks", []), run_id=extra.get("run_id"),
+        locks=extra.get("locks", []), run_id=extra.get("run_id"), effect_unknown=bool(extra.get("effect_unknown")),
         pending_approvals=extra.get("pending_approvals", []), created_ms=row["created_ms"],
         started_ms=row["started_ms"], finished_ms=row["finished_ms"], updated_ms=row["updated_ms"],
     )
@@ -68,12 +68,18 @@ def _many_details(tx: Tx, rows: list[Row]) -> list[dict[str, Any]]:
     locks: dict[str, list[str]] = {}
     for r in tx.all(f"SELECT task_id, name FROM task_locks WHERE task_id IN ({marks}) ORDER BY name", ids):
         locks.setdefault(r["task_id"], []).append(r["name"])
-    runs = {r["task_id"]: r["id"] for r in tx.all(f"SELECT task_id, id FROM runs WHERE task_id IN ({marks})", ids)}
+    runs: dict[str, str] = {}
+    unknown: set[str] = set()
+    for r in tx.all(f"SELECT task_id, id, effect_unknown FROM runs WHERE task_id IN ({marks})", ids):
+        runs[r["task_id"]] = r["id"]
+        if r["effect_unknown"]:
+            unknown.add(r["task_id"])
     approvals: dict[str, list[str]] = {}
     for r in tx.all(f"SELECT task_id, id FROM approvals WHERE task_id IN ({marks}) AND state = 'pending'"
                     " ORDER BY created_ms", ids):
         approvals.setdefault(r["task_id"], []).append(r["id"])
     return [_detail(tx, row, {"locks": locks.get(row["id"], []), "run_id": runs.get(row["id"]),
+                              "effect_unknown": row["id"] in unknown,
                               "pending_approvals": approvals.get(row["id"], [])}) for row in rows]
 
 

@@ -42,6 +42,8 @@ class Run(Model):
     tree_runs: int | None = None
     input: str | None = None
     outcome: dict[str, Any] | None = None
+    effect_unknown: bool = Field(False, description="resumed past a side effect that was started and never "
+                                                    "confirmed (effect_unknown): check what really happened")
     started_ms: int
     updated_ms: int
     finished_ms: int | None = None
@@ -52,6 +54,7 @@ class ListRunsRequest(Model):
     deployment: str | None = None
     roots: bool = False
     status: RunStatus | None = None
+    effect_unknown: bool = Field(False, description="only runs that met an effect_unknown")
     labels: dict[str, str] = {}
     since_ms: TimeMs | None = Field(None, description="only runs started within this many ms")
     task_id: str | None = None

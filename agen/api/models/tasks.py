@@ -43,6 +43,8 @@ class Task(Model):
     model_tier: str | None = None
     locks: list[str] = []
     run_id: str | None = None
+    effect_unknown: bool = Field(False, description="its run met a side effect that may or may not have happened "
+                                                    "(started, never confirmed): check what really happened")
     pending_approvals: list[str] = []
     created_ms: int
     started_ms: int | None = None
