@@ -23,7 +23,7 @@ from typing import IO, Any
 
 import uvicorn
 
-from agen._home import agen_home
+from agen._home import agen_home, make_private_dir
 from agen.errors import ConflictError, InvalidError, UnavailableError
 from agen.local import LocalConfig, read_local, write_local
 
@@ -69,7 +69,7 @@ def parse_listen(listen: str) -> tuple[str, int]:
 
 def lock_home(home: Path) -> IO[str]:
     """Hold AGEN_HOME/up.lock for this process's life; a second ``agen up`` is refused."""
-    home.mkdir(parents=True, exist_ok=True)
+    make_private_dir(home)
     f = open(home / "up.lock", "a+")  # noqa: SIM115 - held open for the process's life
     try:
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
+from agen._home import prepare_store_file
 from agen.errors import AgenError, StoreError, UnavailableError
 from agen.store._sqlite_tx import SQLiteTx, dict_row
 from agen.store.base import Params, Row, Store, StoreHealth, Tx, now_ms
@@ -106,7 +107,7 @@ class SQLiteStore(Store):
         return store
 
     def _start_writer(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        prepare_store_file(self.path)  # 0600 before SQLite writes a byte; looser modes are warned about
         ready: concurrent.futures.Future[int] = concurrent.futures.Future()
         self._thread = threading.Thread(
             target=self._writer_main, args=(ready,), name=f"agen-store-writer:{self.path.name}", daemon=True
