@@ -52,7 +52,7 @@ async def test_store_written_by_a_newer_schema_is_refused_with_a_clear_error(tmp
     store = await SQLiteStore.open(path)
     await store.close()
     conn = sqlite3.connect(path)
-    conn.execute("INSERT INTO schema_migrations VALUES (9999, 'from_the_future', 0)")
+    conn.execute("INSERT INTO schema_migrations (version, name, applied_ms) VALUES (9999, 'from_the_future', 0)")
     conn.commit()
     conn.close()
     with pytest.raises(SchemaTooNewError) as info:
