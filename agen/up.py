@@ -19,13 +19,16 @@ import sys
 from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import uvicorn
 
 from agen._home import agen_home, make_private_dir
-from agen.errors import ConflictError, InvalidError, UnavailableError
+from agen.errors import AgenError, ConflictError, InvalidError, UnavailableError
 from agen.local import LocalConfig, read_local, write_local
+
+if TYPE_CHECKING:
+    from agen.store import Store, Tx
 
 log = logging.getLogger("agen.up")
 PRUNE_EVERY_S = 3600
@@ -96,19 +99,32 @@ async def _admin_token(store: Any, url: str) -> str:
     return str(secret)
 
 
-async def _prune(store: Any, retention_ms: int) -> None:
-    from agen.store import Tx
+def prune_expired(tx: Tx, retention_ms: int) -> None:
+    """Delete what ``--retention`` no longer keeps: finished spans, log lines, trigger events, replay cassettes."""
+    cutoff = tx.now_ms - retention_ms
+    tx.execute("DELETE FROM spans WHERE ended_ms IS NOT NULL AND ended_ms < ?", (cutoff,))
+    tx.execute("DELETE FROM deployment_logs WHERE created_ms < ?", (cutoff,))
+    tx.execute("DELETE FROM trigger_events WHERE created_ms < ?", (cutoff,))
+    tx.execute("DELETE FROM cassettes WHERE updated_ms < ?", (cutoff,))
 
-    def fn(tx: Tx) -> None:
-        cutoff = tx.now_ms - retention_ms
-        tx.execute("DELETE FROM spans WHERE ended_ms IS NOT NULL AND ended_ms < ?", (cutoff,))
-        tx.execute("DELETE FROM deployment_logs WHERE created_ms < ?", (cutoff,))
-        tx.execute("DELETE FROM trigger_events WHERE created_ms < ?", (cutoff,))
 
+async def _prune(store: Store, retention_ms: int, every_s: float = PRUNE_EVERY_S) -> None:
+    """Prune hourly for the process's life. A failure is logged when it starts and when it clears, not every
+    hour; cancellation (shutdown) passes through."""
+    failing = False
     while True:
-        with contextlib.suppress(Exception):
-            await store.write(fn)
-        await asyncio.sleep(PRUNE_EVERY_S)
+        try:
+            await store.write(lambda tx: prune_expired(tx, retention_ms))
+        except Exception as e:
+            if not failing:
+                log.warning("retention pruning failed on %s: %s; retrying every %d s", store.url, e, every_s,
+                            exc_info=not isinstance(e, AgenError))
+            failing = True
+        else:
+            if failing:
+                log.warning("retention pruning on %s works again", store.url)
+            failing = False
+        await asyncio.sleep(every_s)
 
 
 def _start_tui(hub: Any, url: str) -> tuple[Any, asyncio.Task[None]]:
