@@ -185,9 +185,9 @@ async def serve(opts: UpOptions) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal)
     pruner: asyncio.Task[None] | None = None
+    serving: asyncio.Task[None] | None = None
     try:
         token = await _admin_token(store, url)
-        await node.start()
         serving = asyncio.create_task(server.serve(), name="hub-http")
         while not server.started:
             if serving.done():
@@ -202,6 +202,8 @@ async def serve(opts: UpOptions) -> None:
               f"backend {opts.backend}); "
               "Ctrl-C or `agen down` drains and stops", file=sys.stderr, flush=True)
         ui_app, ui = _start_tui(hub, url) if opts.tui else (None, None)
+        # The API answers first; instances and their MCP servers (seconds each after a crash) start behind it.
+        await node.start()
         await hub.shutdown_requested.wait()
         if ui_app is not None and ui is not None:
             ui_app.exit()
@@ -219,6 +221,10 @@ async def serve(opts: UpOptions) -> None:
             pruner.cancel()
         if not hub.draining:
             await node.drain(0)
+        if serving is not None and not serving.done():  # start-up failed behind a serving API
+            server.should_exit = True
+            with contextlib.suppress(Exception):
+                await serving
         await store.close()
         with contextlib.suppress(OSError):
             (home / "up.pid").unlink()
