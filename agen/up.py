@@ -24,6 +24,7 @@ from typing import IO, TYPE_CHECKING, Any
 import uvicorn
 
 from agen._home import agen_home, make_private_dir
+from agen._logrepeat import log_to_stderr_once_per_repeat
 from agen.errors import AgenError, ConflictError, InvalidError, UnavailableError
 from agen.local import LocalConfig, read_local, write_local
 
@@ -186,6 +187,7 @@ async def serve(opts: UpOptions) -> None:
         loop.add_signal_handler(sig, on_signal)
     pruner: asyncio.Task[None] | None = None
     serving: asyncio.Task[None] | None = None
+    logged = log_to_stderr_once_per_repeat()  # a fault that fails every loop each second is said once
     try:
         token = await _admin_token(store, url)
         serving = asyncio.create_task(server.serve(), name="hub-http")
@@ -231,3 +233,4 @@ async def serve(opts: UpOptions) -> None:
         lock.close()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
+        logging.getLogger("agen").removeHandler(logged)
