@@ -127,7 +127,8 @@ def migrate_sqlite(conn: sqlite3.Connection, where: str, now_ms: int) -> int:
             )
             conn.execute("COMMIT")
         except sqlite3.Error as e:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # SQLite rolls back by itself on some errors (a full disk)
+                conn.execute("ROLLBACK")
             raise StoreError(
                 f"migration {mig.version:04d}_{mig.name} failed on {where}: {e}",
                 store=where, migration=mig.version,
@@ -155,7 +156,8 @@ def check_checksums(conn: sqlite3.Connection, where: str, migrations: list[Migra
                                  (shipped[version].checksum, version))
             conn.execute("COMMIT")
         except sqlite3.Error as e:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
             raise StoreError(f"cannot record migration checksums in {where}: {e}", store=where) from e
     for version, name, checksum in conn.execute("SELECT version, name, checksum FROM schema_migrations"):
         mig = shipped.get(version)

@@ -26,6 +26,7 @@ import aiosqlite
 
 from agen._home import prepare_store_file
 from agen.errors import AgenError, StoreError, UnavailableError
+from agen.store._sqlite_errors import TransactionLost, is_fault, map_error
 from agen.store._sqlite_tx import SQLiteTx, dict_row
 from agen.store.base import Params, Row, Store, StoreHealth, Tx, now_ms
 from agen.store.migrate import applied_version, migrate_sqlite
@@ -179,7 +180,7 @@ class SQLiteStore(Store):
         except AgenError as e:
             ready.set_exception(e)
             return
-        except sqlite3.Error as e:
+        except Exception as e:  # sqlite3.Error, OSError, ...: open() must fail, never wait for ever
             ready.set_exception(StoreError(f"cannot open the store {self.path}: {e}", store=str(self.path)))
             return
         ready.set_result(version)
@@ -253,7 +254,7 @@ class SQLiteStore(Store):
                 conn.execute("COMMIT")
         except Exception as e:  # SQLite ended the transaction, or BEGIN/SAVEPOINT/COMMIT failed
             self._abandon(conn)
-            if not isinstance(e, _TransactionLost) or _is_fault(e.__cause__):  # a function's own ROLLBACK is not
+            if not isinstance(e, TransactionLost) or is_fault(e.__cause__):  # a function's own ROLLBACK is not
                 self._note_fault(str(e.__cause__ or e))
             self._resolve(batch, [(None, self._batch_error(e))] * len(batch))
             return
@@ -283,18 +284,18 @@ class SQLiteStore(Store):
                 value = fn(tx)
             except BaseException as e:  # the caller gets its own exception back
                 if not conn.in_transaction:  # SQLite rolled back everything (disk full), or fn did
-                    raise _TransactionLost(str(e)) from e
+                    raise TransactionLost(str(e)) from e
                 if single:
                     conn.execute("ROLLBACK")
                 else:
                     conn.execute("ROLLBACK TO t")
                     conn.execute("RELEASE t")
-                if _is_fault(e):
+                if is_fault(e):
                     self._note_fault(str(e))
-                results.append((None, _map_error(e, self.path)))
+                results.append((None, map_error(e, self.path)))
                 continue
             if not conn.in_transaction:
-                raise _TransactionLost("a transaction function ended the transaction itself (COMMIT or ROLLBACK)")
+                raise TransactionLost("a transaction function ended the transaction itself (COMMIT or ROLLBACK)")
             if not single:
                 conn.execute("RELEASE t")
             results.append((value, None))
@@ -319,7 +320,7 @@ class SQLiteStore(Store):
                 log.warning("store %s: rollback after a failed write also failed: %s", self.path, e)
 
     def _batch_error(self, e: BaseException) -> StoreError:
-        if isinstance(e, _TransactionLost):
+        if isinstance(e, TransactionLost):
             why = f"SQLite rolled the transaction back ({e})"
         else:
             why = f"{type(e).__name__}: {e}" if not isinstance(e, sqlite3.Error) else str(e)
@@ -383,7 +384,7 @@ class SQLiteStore(Store):
             finally:
                 conn.execute("COMMIT")
         except BaseException as e:
-            raise _map_error(e, self.path) from None
+            raise map_error(e, self.path) from None
 
     async def all(self, sql: str, params: Params = ()) -> list[Row]:
         if not self._readers:
@@ -426,32 +427,6 @@ def _settle(items: list[tuple[Any, Any, BaseException | None]]) -> None:
                 fut.set_result(value)
             else:
                 fut.set_exception(exc)
-
-
-class _TransactionLost(Exception):
-    """The transaction ended under the batch: every function's changes in it are gone."""
-
-
-# SQLite result codes that mean the store itself cannot take writes (not the caller's mistake).
-_FAULT_CODES = frozenset({
-    sqlite3.SQLITE_PERM, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CORRUPT,
-    sqlite3.SQLITE_FULL, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_NOTADB,
-})
-
-
-def _is_fault(e: BaseException | None) -> bool:
-    code = getattr(e, "sqlite_errorcode", None)
-    return isinstance(e, sqlite3.Error) and code is not None and (code & 0xFF) in _FAULT_CODES
-
-
-def _map_error(e: BaseException, path: Path) -> BaseException:
-    if isinstance(e, sqlite3.IntegrityError):
-        from agen.errors import ConflictError
-
-        return ConflictError(f"the change conflicts with stored data: {e}", store=str(path))
-    if isinstance(e, sqlite3.Error):
-        return StoreError(f"store error on {path}: {e}", store=str(path))
-    return e
 
 
 def read_schema_version(path: str | Path) -> int:
