@@ -171,7 +171,13 @@ def check_checksums(conn: sqlite3.Connection, where: str, migrations: list[Migra
             )
 
 
+MANIFEST_HEADER = [
+    "# sha256 of each shipped migration (python -m agen.store.migrations > agen/store/migrations/SHIPPED.txt).",
+    "# A new migration adds a line; old lines never change: a changed line is an edited migration, so add one.",
+]
+
+
 def manifest_lines() -> list[str]:
-    """``<file> <sha256>`` per shipped migration: the content of migrations/SHIPPED.txt."""
-    return [f"{m.filename} {m.checksum}" for m in known_migrations("sqlite")]
+    """The content of migrations/SHIPPED.txt: a header, then ``<file> <sha256>`` per shipped migration."""
+    return [*MANIFEST_HEADER, *(f"{m.filename} {m.checksum}" for m in known_migrations("sqlite"))]
 

@@ -18,9 +18,13 @@ from agen.store.migrate import known_migrations, manifest_lines
 MANIFEST = resources.files("agen.store.migrations") / "SHIPPED.txt"
 
 
+def _entries(lines: list[str]) -> dict[str, str]:
+    return dict(ln.split() for ln in lines if ln.strip() and not ln.startswith("#"))
+
+
 def test_every_shipped_migration_matches_the_committed_manifest() -> None:
-    committed = dict(line.split() for line in MANIFEST.read_text(encoding="utf-8").splitlines() if line.strip())
-    current = dict(line.split() for line in manifest_lines())
+    committed = _entries(MANIFEST.read_text(encoding="utf-8").splitlines())
+    current = _entries(manifest_lines())
     changed = sorted(f for f in committed.keys() & current.keys() if committed[f] != current[f])
     assert not changed, f"shipped migrations were edited: {changed}; restore them and add a new migration"
     assert not committed.keys() - current.keys(), "shipped migrations were removed or renamed"
