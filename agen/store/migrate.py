@@ -38,7 +38,8 @@ def known_migrations(dialect: str = "sqlite") -> list[Migration]:
     """
     pkg = resources.files("agen.store.migrations")
     found: dict[int, Migration] = {}
-    for entry in pkg.iterdir():
+    bases: dict[int, str] = {}
+    for entry in sorted(pkg.iterdir(), key=lambda e: e.name):
         fname = entry.name
         variant = f".{dialect}.sql"
         is_variant = fname.endswith(variant)
@@ -47,6 +48,9 @@ def known_migrations(dialect: str = "sqlite") -> list[Migration]:
         if not m or (not is_variant and fname.count(".") > 1):
             continue
         version = int(m.group(1))
+        if bases.setdefault(version, base) != base:  # two migrations took one number: one would be skipped
+            raise StoreError(f"two migrations share number {version:04d}: {bases[version]} and {base}; "
+                             "renumber the newer one")
         if version in found and not is_variant:
             continue
         found[version] = Migration(version, m.group(2), entry.read_text(encoding="utf-8"), fname)

@@ -64,3 +64,16 @@ async def test_a_store_made_before_checksums_gets_them_recorded_and_opens(tmp_pa
     finally:
         await store.close()
     await (await SQLiteStore.open(path)).close()  # and opens again, now checked
+
+
+def test_two_migrations_with_one_number_are_refused_not_one_silently_skipped(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two engineers adding 0011 at once must not leave one of them never applied."""
+    pkg = tmp_path / "migs"
+    pkg.mkdir()
+    (pkg / "0001_core.sql").write_text("CREATE TABLE a (x INTEGER);\n")
+    (pkg / "0002_one.sql").write_text("CREATE TABLE b (x INTEGER);\n")
+    (pkg / "0002_other.sql").write_text("CREATE TABLE c (x INTEGER);\n")
+    monkeypatch.setattr(resources, "files", lambda _name: pkg)
+    with pytest.raises(StoreError, match="two migrations share number 0002"):
+        known_migrations()
