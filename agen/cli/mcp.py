@@ -44,7 +44,14 @@ def register(app: typer.Typer) -> None:
             str, typer.Option("--dsn-env", help="Environment variable holding the DSN (sqlite:///path.db, postgres://...).")
         ] = "AGEN_SQL_DSN",
     ) -> None:
-        """Serve read-only SQL queries (row-capped; writes refused) against the database named by --dsn-env."""
+        """Serve read-only SQL queries (row-capped) against the database named by --dsn-env.
+
+        Runs SELECT, WITH, EXPLAIN and VALUES, plus only these PRAGMAs (as PRAGMA name or
+        PRAGMA name(arg), never name = value): table_info, table_xinfo, table_list,
+        index_list, index_info, index_xinfo, foreign_key_list, database_list. Writes and
+        other PRAGMAs are refused before they reach the database; a statement SQLite cannot
+        parse is reported as a syntax error with SQLite's message.
+        """
         from agen.errors import InvalidError
         from agen.mcpservers.sql import serve
 
