@@ -1,16 +1,20 @@
 """The built-in workspace MCP server: read, write, edit, glob, grep and run, inside one root.
 
-Run as ``agen mcp workspace --root DIR``. Every path is confined to the root (``..``,
-absolute paths and symlinks that lead outside are refused). read/glob/grep are marked
-read-only; write/edit/run are not.
+Run as ``agen mcp workspace --root DIR``. Every path a file tool takes is confined to the
+root (``..``, absolute paths and symlinks that lead outside are refused); reads and writes
+open each path component relative to the root's descriptor without following symlinks
+(_confine.py), so swapping a folder for a symlink mid-call cannot send them outside.
+``run`` is not confined (see _shell.py). read/glob/grep are marked read-only;
+write/edit/run are not.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from agen.mcpservers._confine import OutsideRootError, Root
 from agen.mcpservers._shell import DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S, run_command
@@ -49,13 +53,31 @@ def build_server(root: str, *, allow_run: bool = True, run_timeout_s: float = DE
         except OutsideRootError as e:
             raise ToolError(str(e)) from None
 
+    def opened(path: str, flags: int, *, make_dirs: bool = False) -> tuple[int, str]:
+        """Open inside the root with no check-then-use gap (see _confine.Root.open_file)."""
+        try:
+            return box.open_file(path, flags, make_dirs=make_dirs)
+        except OutsideRootError as e:
+            raise ToolError(str(e)) from None
+        except FileNotFoundError:
+            raise ToolError(f"{path}: no such file in the workspace") from None
+        except IsADirectoryError:
+            raise ToolError(f"{path} is a directory; give a file path") from None
+        except NotADirectoryError:
+            raise ToolError(f"{path}: a part of the path is a file, not a directory") from None
+        except OSError as e:
+            raise ToolError(f"{path}: {e.strerror or e}") from None
+
+    def read_file(path: str) -> tuple[bytes, str]:
+        fd, rel = opened(path, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as f:
+            regular(f, path)
+            return f.read(), rel
+
     @server.tool(annotations=read_only)
     def read(path: str, offset: int = 1, limit: int = READ_LIMIT) -> str:
         """Read a text file with line numbers. offset is the first line (1-based), limit the line count."""
-        p = where(path)
-        if not p.is_file():
-            raise ToolError(f"{path}: no such file in the workspace" + (" (it is a directory)" if p.is_dir() else ""))
-        data = p.read_bytes()
+        data, _ = read_file(path)
         if is_binary(data):
             return f"{path} is a binary file ({len(data)} bytes); not shown"
         lines = data.decode("utf-8", "replace").splitlines()
@@ -69,34 +91,45 @@ def build_server(root: str, *, allow_run: bool = True, run_timeout_s: float = DE
             return f"{path} is empty"
         return "\n".join(out)
 
+    def regular(f: BinaryIO, path: str) -> None:
+        kind = os.fstat(f.fileno()).st_mode
+        if not stat.S_ISREG(kind):
+            what = "a directory" if stat.S_ISDIR(kind) else "not a regular file"
+            raise ToolError(f"{path} is {what}; give a file path")
+
+    def replace_contents(f: BinaryIO, data: bytes) -> None:
+        f.seek(0)
+        f.truncate()
+        f.write(data)
+
     @server.tool(annotations=writes)
     def write(path: str, content: str) -> str:
         """Write a file (replacing it), creating parent directories as needed."""
-        p = where(path)
-        if p.is_dir():
-            raise ToolError(f"{path} is a directory; give a file path")
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(content, encoding="utf-8")
-        return f"wrote {len(content.encode())} bytes to {box.relative(p)}"
+        data = content.encode("utf-8")
+        fd, rel = opened(path, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK, make_dirs=True)
+        with os.fdopen(fd, "wb") as f:
+            regular(f, path)
+            replace_contents(f, data)
+        return f"wrote {len(data)} bytes to {rel}"
 
     @server.tool(annotations=writes)
     def edit(path: str, old_string: str, new_string: str) -> str:
         """Replace one exact, unique occurrence of old_string with new_string."""
-        p = where(path)
-        if not p.is_file():
-            raise ToolError(f"{path}: no such file in the workspace")
         if not old_string:
             raise ToolError("old_string is empty; give the exact text to replace (use write to create a file)")
-        text = p.read_text(encoding="utf-8")
-        count = text.count(old_string)
-        if count == 0:
-            raise ToolError(f"old_string was not found in {path}; read the file and copy the text exactly")
-        if count > 1:
-            raise ToolError(
-                f"old_string occurs {count} times in {path}; include more surrounding text so it is unique"
-            )
-        p.write_text(text.replace(old_string, new_string, 1), encoding="utf-8")
-        return f"edited {box.relative(p)}"
+        fd, rel = opened(path, os.O_RDWR | os.O_NONBLOCK)
+        with os.fdopen(fd, "r+b") as f:
+            regular(f, path)
+            text = f.read().decode("utf-8")
+            count = text.count(old_string)
+            if count == 0:
+                raise ToolError(f"old_string was not found in {path}; read the file and copy the text exactly")
+            if count > 1:
+                raise ToolError(
+                    f"old_string occurs {count} times in {path}; include more surrounding text so it is unique"
+                )
+            replace_contents(f, text.replace(old_string, new_string, 1).encode("utf-8"))
+        return f"edited {rel}"
 
     @server.tool(annotations=read_only)
     def glob(pattern: str, path: str = ".") -> str:
@@ -129,7 +162,10 @@ def build_server(root: str, *, allow_run: bool = True, run_timeout_s: float = DE
             real = Path(os.path.realpath(f))
             if not f.is_file() or not box.contains(real) or ".git" in f.parts:
                 continue
-            data = real.read_bytes()
+            try:
+                data, _ = read_file(box.relative(real))
+            except ToolError:
+                continue  # changed or left the root since it was listed
             if is_binary(data):
                 continue
             lines = data.decode("utf-8", "replace").splitlines()
