@@ -17,7 +17,13 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from agen.mcpservers._confine import OutsideRootError, Root
-from agen.mcpservers._shell import DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S, run_command
+from agen.mcpservers._shell import (
+    DEFAULT_TIMEOUT_S,
+    MAX_TIMEOUT_S,
+    run_command,
+    stop_everything,
+    stop_everything_on_exit,
+)
 
 READ_LIMIT = 2000
 LINE_CAP = 2000
@@ -188,7 +194,9 @@ def build_server(root: str, *, allow_run: bool = True, run_timeout_s: float = DE
 
         @server.tool(annotations=ToolAnnotations(read_only_hint=False, open_world_hint=True))
         async def run(command: str, timeout_seconds: float | None = None) -> str:
-            """Run a shell command in the workspace root. Default timeout as configured, 10 minutes at most."""
+            """Run a shell command (sh -c) with the workspace root as working directory; returns when the
+            shell exits. Not confined to the root. Default timeout as configured, 10 minutes at most;
+            on timeout every process the command started is stopped."""
             limit = run_timeout_s if timeout_seconds is None else timeout_seconds
             if limit <= 0 or limit > MAX_TIMEOUT_S:
                 raise ToolError(f"timeout_seconds must be between 0 and {MAX_TIMEOUT_S:g} (got {limit:g})")
@@ -199,5 +207,10 @@ def build_server(root: str, *, allow_run: bool = True, run_timeout_s: float = DE
 
 
 def serve(root: str, *, allow_run: bool = True, run_timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-    """Serve over stdio until the client goes away."""
-    build_server(root, allow_run=allow_run, run_timeout_s=run_timeout_s).run()
+    """Serve over stdio until the client goes away; then stop every process a ``run`` started."""
+    server = build_server(root, allow_run=allow_run, run_timeout_s=run_timeout_s)
+    stop_everything_on_exit()
+    try:
+        server.run()
+    finally:
+        stop_everything()
