@@ -141,7 +141,11 @@ class McpToolset(Toolset):
         except MCPError as e:
             if e.code == CONNECTION_CLOSED:
                 raise _ConnectionLost(e.message) from None
-            raise ToolError(self._redactor.redact(f"{tool.name} failed: {e.message} (MCP error {e.code})")) from None
+            status = self.conn.http_error()  # the SDK drops an HTTP server's status; say it
+            extra = f", {status}" if status else ""
+            raise ToolError(
+                self._redactor.redact(f"{tool.name} failed: {e.message} (MCP error {e.code}{extra})")
+            ) from None
         except TimeoutError:
             raise ToolError(f"{tool.name} did not answer within {self._timeout:g}s") from None
         except (OSError, EOFError) as e:
