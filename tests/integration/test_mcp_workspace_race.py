@@ -101,3 +101,23 @@ async def test_workspace_server_never_writes_or_reads_outside_while_a_folder_fli
         await ts.close()
     assert swaps[0] > 0 and written > 0 and read_inside > 0
     nothing_landed_outside(outside)
+
+
+def test_open_file_still_follows_symlinks_that_stay_inside_and_walks_dotdot_inside(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "real" / "deep").mkdir(parents=True)
+    (root / "real" / "deep" / "a.txt").write_text("A")
+    (root / "rel").symlink_to("real/deep")
+    (root / "abs").symlink_to(root / "real")
+    (root / "file-link.txt").symlink_to("real/deep/a.txt")
+    box = Root(root)
+    for path in ("rel/a.txt", "abs/deep/a.txt", "file-link.txt", "real/deep/../deep/a.txt", str(root / "rel/a.txt")):
+        fd, rel = box.open_file(path, os.O_RDONLY)
+        with os.fdopen(fd, "rb") as f:
+            assert f.read() == b"A", path
+    fd, rel = box.open_file("abs/new/dir/b.txt", os.O_WRONLY | os.O_CREAT, make_dirs=True)
+    os.close(fd)
+    assert (root / "real" / "new" / "dir" / "b.txt").is_file() and rel == "real/new/dir/b.txt"
+    for path in ("real/../../x", "/etc/passwd", "rel/../../../x"):
+        with pytest.raises(OutsideRootError):
+            box.open_file(path, os.O_RDONLY)
