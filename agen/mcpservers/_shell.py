@@ -98,11 +98,12 @@ def group_alive(pgid: int) -> bool:
     return True
 
 
-def marked_pids(prefix: str) -> list[int]:
-    """Processes whose environment has an entry starting with ``AGEN_RUN_MARK=<prefix>``."""
+def marked_pids(mark: str) -> list[int]:
+    """Processes whose environment has ``AGEN_RUN_MARK=<mark>`` (or, for a mark ending in ``:``, any
+    value starting with it: every command of this server)."""
     if not sys.platform.startswith("linux"):
         return []
-    needle = b"\0" + f"{MARK_VAR}={prefix}".encode()
+    needle = b"\0" + f"{MARK_VAR}={mark}".encode() + (b"" if mark.endswith(":") else b"\0")
     me = os.getpid()
     found: list[int] = []
     for name in os.listdir("/proc"):
@@ -113,7 +114,7 @@ def marked_pids(prefix: str) -> list[int]:
                 environ = f.read()
         except OSError:
             continue
-        if needle in b"\0" + environ:
+        if needle in b"\0" + environ + b"\0":
             found.append(int(name))
     return found
 

@@ -72,3 +72,26 @@ async def test_many_background_children_do_not_turn_a_finished_shell_into_a_time
     result = await run.call({"command": command, "timeout_seconds": 20}, ctx())
     assert not result.is_error and "launched" in result.content and "[exit code 0]" in result.content
     assert "timed out" not in result.content
+
+
+
+def test_a_commands_mark_selects_only_its_own_processes_not_one_whose_mark_it_prefixes() -> None:
+    import os
+    import subprocess
+    import sys
+
+    from agen.mcpservers._shell import MARK_VAR, marked_pids
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("marks are read from /proc")
+    procs = {
+        mark: subprocess.Popen(["sleep", "1000"], env={**os.environ, MARK_VAR: mark})
+        for mark in ("tok:1", "tok:10", "other:1")
+    }
+    try:
+        assert marked_pids("tok:1") == [procs["tok:1"].pid]  # command 1 is not command 10
+        assert sorted(marked_pids("tok:")) == sorted([procs["tok:1"].pid, procs["tok:10"].pid])  # the whole server
+    finally:
+        for p in procs.values():
+            p.kill()
+            p.wait()

@@ -271,12 +271,18 @@ class ServerConn:
 
     async def _on_message(self, message: Any) -> None:
         """Transport faults the SDK hands over; a non-MCP stdout line is reported once per connection."""
-        if isinstance(message, Exception) and not self._stray_reported:
+        if not isinstance(message, Exception):
+            return
+        if isinstance(self.server, StdioServer) and isinstance(message, ValueError):
+            if self._stray_reported:
+                return
             self._stray_reported = True
-            log.warning("%s", self._redactor.redact(
-                f"MCP server {self.name} wrote a line to stdout that is not MCP JSON-RPC ({_stray_line(message)}); "
-                "it was ignored. A stdio server must keep stdout for MCP and log to stderr: fix the server "
-                "(or its args) so it prints no banner"))
+            text = (f"MCP server {self.name} wrote a line to stdout that is not MCP JSON-RPC "
+                    f"({_stray_line(message)}); it was ignored. A stdio server must keep stdout for MCP and "
+                    "log to stderr: fix the server (or its args) so it prints no banner")
+        else:
+            text = f"MCP server {self.name}: transport error: {describe(message)}"
+        log.warning("%s", self._redactor.redact(text))
 
     async def _on_response(self, response: Any) -> None:
         if response.status_code >= 400:
