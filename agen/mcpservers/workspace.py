@@ -47,7 +47,10 @@ def build_server(root: str, *, allow_run: bool = True, run_timeout_s: float = DE
         raise FileNotFoundError(f"workspace root {root} is not a directory")
     server = MCPServer(
         "agen-workspace",
-        instructions=f"Files and commands inside the workspace {box.path}. Paths are relative to it.",
+        instructions=(
+            f"Files inside the workspace {box.path} (paths are relative to it; read/write/edit/glob/grep "
+            "cannot leave it). run executes shell commands there as the user, without that confinement."
+        ),
         log_level="WARNING",
     )
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
