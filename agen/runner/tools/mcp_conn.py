@@ -251,14 +251,26 @@ class ServerConn:
                 self._live = None
 
     async def _stop(self, live: Live) -> None:
+        """Ask the connection's owner task to close the session, wait up to 10 s, then cancel it. The
+        caller's own cancellation is never swallowed: the connection is cancelled and it propagates."""
         live.dead = True
         live.stop.set()
-        with contextlib.suppress(BaseException):
+        try:
             await asyncio.wait_for(asyncio.shield(live.owner), timeout=10)
-        if not live.owner.done():
-            live.owner.cancel()
-        if live.stderr is not None:
-            live.stderr.release_writer()
+        except asyncio.CancelledError:
+            me = asyncio.current_task()
+            if me is not None and me.cancelling():
+                live.owner.cancel()
+                raise
+        except TimeoutError:
+            log.warning("MCP server %s did not close within 10 s; its connection is cancelled", self.name)
+        except Exception as e:  # the session ended with an error while closing: said once, with the server
+            log.warning("MCP server %s: closing its connection failed: %s: %s", self.name, type(e).__name__, e)
+        finally:
+            if not live.owner.done():
+                live.owner.cancel()
+            if live.stderr is not None:
+                live.stderr.release_writer()
 
     def _key(self) -> str:
         if isinstance(self.server, HttpServer):
