@@ -55,6 +55,20 @@ def unreachable(url: str, why: object) -> UnavailableError:
     )
 
 
+def check_hub_url(url: str, where: str) -> str:
+    """An http(s) URL with a host, or an InvalidError naming where it came from (before any request)."""
+    from agen.errors import InvalidError
+
+    hint = "use a URL such as http://127.0.0.1:7070"
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, ValueError, TypeError) as e:
+        raise InvalidError(f"{where} {url!r} is not a valid URL ({e}); {hint}", field=where) from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise InvalidError(f"{where} {url!r} is not an http(s) URL with a host; {hint}", field=where)
+    return url
+
+
 class HttpTransport:
     def __init__(self, url: str, token: str | None, *, timeout_s: float = 30.0) -> None:
         self.url = url.rstrip("/")
@@ -115,8 +129,10 @@ class Client:
         """
         from agen.local import read_local, same_hub
 
-        local = read_local()
-        url = hub or (local.url if local else DEFAULT_HUB)
+        # Without --hub, local.json is where the Hub is: a broken one is an error, not 127.0.0.1:7070.
+        local = read_local(strict=hub is None)
+        url = check_hub_url(hub, "--hub") if hub else (check_hub_url(local.url, "local.json's url") if local
+                                                       else DEFAULT_HUB)
         if token is None and local is not None and same_hub(url, local.url):
             token = local.token
         return cls.http(url, token)

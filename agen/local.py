@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agen._home import agen_home, write_private
+from agen.errors import InvalidError
 
 
 @dataclass(frozen=True)
@@ -20,12 +21,42 @@ def local_json_path() -> Path:
     return agen_home() / "local.json"
 
 
-def read_local() -> LocalConfig | None:
+def read_local(*, strict: bool = False) -> LocalConfig | None:
+    """local.json, or None when there is none (no `agen up` ever ran in this AGEN_HOME).
+
+    With ``strict`` (every CLI command that looks for the Hub), a local.json that exists but cannot be
+    used is an InvalidError naming the file: silently falling back to 127.0.0.1:7070 would talk to
+    whatever listens there, with no token. `agen up` itself reads it leniently, since it rewrites it.
+    """
+    path = local_json_path()
     try:
-        data = json.loads(local_json_path().read_text())
-        return LocalConfig(url=str(data["url"]), token=str(data["token"]), pid=data.get("pid"))
-    except (OSError, ValueError, KeyError, TypeError):
+        config = parse_local(path)
+    except InvalidError:
+        if strict:
+            raise
         return None
+    return config
+
+
+def parse_local(path: Path) -> LocalConfig | None:
+    fix = "delete it (agen up rewrites it) or fix it"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise InvalidError(f"{path} is a folder, not agen up's local.json; {fix}", file=str(path)) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InvalidError(f"{path} cannot be read ({e}); {fix}", file=str(path)) from None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise InvalidError(f"{path} is not valid JSON; {fix}", file=str(path)) from None
+    if not isinstance(data, dict) or not isinstance(data.get("url"), str) or not isinstance(data.get("token"), str):
+        raise InvalidError(f'{path} is not a JSON object with "url" and "token" strings; {fix}',
+                           file=str(path))
+    pid = data.get("pid")
+    return LocalConfig(url=data["url"], token=data["token"], pid=pid if isinstance(pid, int) else None)
 
 
 def write_local(config: LocalConfig) -> None:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agen.cli._common import HubOpt, JsonOpt, NamespaceOpt, TokenOpt, err, print_json
+from agen.cli._common import HubOpt, JsonOpt, NamespaceOpt, TokenOpt, err, make_request, print_json
 
 if TYPE_CHECKING:
     from agen.api.models.deployments import CreateDeploymentRequest, DeploymentResponse
@@ -44,7 +44,7 @@ def deploy_request(directory: str, namespace: str, name: str | None, replicas: i
     from agen.hub.deployments import encode_files
 
     bundle = load_bundle(directory)
-    return CreateDeploymentRequest(namespace=namespace, name=name, replicas=replicas,
+    return make_request(CreateDeploymentRequest, namespace=namespace, name=name, replicas=replicas,
                                    files=encode_files(dict(bundle.files)))
 
 

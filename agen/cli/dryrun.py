@@ -30,7 +30,7 @@ def dry_run(target: str, text: str, o: RunOptions, *, hub: str | None, token: st
 
         deployment = load_bundle(Path(target)).name
     req = build_request(deployment, text, namespace, o)
-    local = read_local()
+    local = read_local(strict=hub is None)
     if hub is not None or (local is not None and hub_is_live(local.url)):
         from agen.cli._hub import with_client
 

@@ -97,7 +97,7 @@ def hub_is_live(url: str) -> bool:
 
     try:
         return httpx.get(url.rstrip("/") + "/health", timeout=1.0).status_code == 200
-    except httpx.HTTPError:
+    except (httpx.HTTPError, httpx.InvalidURL, ValueError):
         return False
 
 
@@ -113,7 +113,7 @@ def run_task(target: str, text: str, o: RunOptions, *, hub: str | None, token: s
     # Every flag is checked before anything happens: a bad --label must not deploy the bundle first.
     req = build_request("bundle" if is_bundle else target, text, namespace, o)  # named once deployed
     timeout_ms = parse_duration_ms(o.timeout, flag="--timeout")
-    local = read_local()
+    local = read_local(strict=hub is None)
     use_http = hub is not None or (local is not None and hub_is_live(local.url))
     if use_http:
         from agen.cli._hub import with_client

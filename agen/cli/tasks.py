@@ -12,6 +12,7 @@ from agen.cli._common import (
     NamespaceOpt,
     TokenOpt,
     err,
+    make_request,
     print_json,
 )
 
@@ -33,7 +34,7 @@ async def wait_for_task(client: Client, task_id: str, timeout_ms: int) -> Task:
     deadline = None if timeout_ms == 0 else time.monotonic() + timeout_ms / 1000
     while True:
         left = MAX_WAIT_S if deadline is None else max(0.0, min(MAX_WAIT_S, deadline - time.monotonic()))
-        task = (await client.call(r.GetTask, GetTaskRequest(id=task_id, wait_seconds=left))).task
+        task = (await client.call(r.GetTask, make_request(GetTaskRequest, id=task_id, wait_seconds=left))).task
         if task.state in TERMINAL_STATES or task.pending_approvals or task.wait_reason == "instance_failing":
             return task
         if deadline is not None and time.monotonic() >= deadline:
@@ -112,7 +113,7 @@ def cancel(task_id: TaskArg, hub: HubOpt = None, token: TokenOpt = None, namespa
     from agen.api.models.tasks import CancelTaskRequest
     from agen.cli._hub import with_client
 
-    _done(with_client(hub, token, lambda c: c.call(r.CancelTask, CancelTaskRequest(id=task_id))).task,
+    _done(with_client(hub, token, lambda c: c.call(r.CancelTask, make_request(CancelTaskRequest, id=task_id))).task,
           "cancelled", json_out)
 
 
@@ -130,7 +131,7 @@ def pause(task_id: TaskArg,
     from agen.api.models.tasks import PauseTaskRequest
     from agen.cli._hub import hold_until, with_client
 
-    req = PauseTaskRequest(id=task_id, hold_until_ms=hold_until(at, in_), reason=reason)
+    req = make_request(PauseTaskRequest, id=task_id, hold_until_ms=hold_until(at, in_), reason=reason)
     _done(with_client(hub, token, lambda c: c.call(r.PauseTask, req)).task, "held", json_out)
 
 
@@ -141,7 +142,7 @@ def resume(task_id: TaskArg, hub: HubOpt = None, token: TokenOpt = None, namespa
     from agen.api.models.tasks import ResumeTaskRequest
     from agen.cli._hub import with_client
 
-    _done(with_client(hub, token, lambda c: c.call(r.ResumeTask, ResumeTaskRequest(id=task_id))).task,
+    _done(with_client(hub, token, lambda c: c.call(r.ResumeTask, make_request(ResumeTaskRequest, id=task_id))).task,
           "resumed", json_out)
 
 
@@ -163,7 +164,7 @@ def tasks(name: Annotated[str | None, typer.Argument(help="Only this deployment.
     from agen.cli._table import print_table
     from agen.hub.events import parse_labels
 
-    req = ListTasksRequest(namespace=namespace, deployment=name, state=state, labels=parse_labels(label or []),
+    req = make_request(ListTasksRequest, namespace=namespace, deployment=name, state=state, labels=parse_labels(label or []),
                            scheduled=scheduled, limit=limit)
     resp = with_client(hub, token, lambda c: c.call(r.ListTasks, req))
     if json_out:

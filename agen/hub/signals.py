@@ -86,7 +86,7 @@ async def list_events_rpc(hub: Hub, p: Principal, req: ListEventsRequest) -> Lis
     flt = EventFilter(types=tuple(req.types), labels=req.labels, deployment=req.deployment, severity=req.severity)
     after = req.after
     if req.last is not None and not after:
-        after = await tail_start(hub.store, namespaces, req.last)
+        after = await tail_start(hub.store, namespaces, req.last, flt)
     wait_s = 0.0 if hub.shutdown_requested.is_set() else req.wait_seconds
     search = asyncio.ensure_future(list_events(hub.store, namespaces, after=after, flt=flt, limit=req.limit,
                                                wait_s=wait_s))
