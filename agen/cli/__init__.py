@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
+from typing import Any
 
 # Plain help text: rendering it through rich's markdown machinery doubles `agen --help`'s cold start.
 os.environ.setdefault("TYPER_USE_RICH", "0")
@@ -48,6 +50,14 @@ for module in (version, init, up, deploy, fleet, submit, tasks, approvals, token
     module.register(app)
 
 
+@functools.cache
+def command() -> Any:
+    """The click command tree, built once per process (building it is most of a call's cost in tests)."""
+    import typer.main
+
+    return typer.main.get_command(app)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app, turning every AgenError into a clear message and exit code.
 
@@ -57,7 +67,7 @@ def main(argv: list[str] | None = None) -> None:
     from agen.errors import AgenError
 
     try:
-        app(args=argv, prog_name="agen")
+        command()(args=argv, prog_name="agen")
     except AgenError as e:
         from agen.cli._common import err
 

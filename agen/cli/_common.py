@@ -142,3 +142,13 @@ def _explain(model: type[BaseModel], field: str, error: Any) -> str:
     if kind == "literal_error":
         return str(error.get("msg", "")).replace("Input should be", "must be")
     return str(error.get("msg", "is not valid")).replace("Input should be", "must be")
+
+
+def is_folder(path: str) -> bool:
+    """Whether ``path`` names a folder; a name the OS refuses (too long, NUL) is simply not one."""
+    from pathlib import Path
+
+    try:
+        return Path(path).is_dir()
+    except (OSError, ValueError):
+        return False

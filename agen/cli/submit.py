@@ -9,12 +9,11 @@ and exits: the path a system cron job uses.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agen.cli._common import HubOpt, JsonOpt, NamespaceOpt, TokenOpt
+from agen.cli._common import HubOpt, JsonOpt, NamespaceOpt, TokenOpt, is_folder
 
 if TYPE_CHECKING:
     from agen.api.models.tasks import SubmitTaskRequest, Task
@@ -109,7 +108,7 @@ def run_task(target: str, text: str, o: RunOptions, *, hub: str | None, token: s
     from agen.cli.tasks import report_task
     from agen.local import read_local
 
-    is_bundle = Path(target).is_dir()
+    is_bundle = is_folder(target)
     # Every flag is checked before anything happens: a bad --label must not deploy the bundle first.
     req = build_request("bundle" if is_bundle else target, text, namespace, o)  # named once deployed
     timeout_ms = parse_duration_ms(o.timeout, flag="--timeout")
