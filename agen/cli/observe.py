@@ -46,7 +46,7 @@ def runs(name: Annotated[str | None, typer.Argument(help="Only this deployment."
     if status is not None and status not in statuses:
         raise InvalidError(f"--status {status!r}: use one of {', '.join(statuses)}", field="--status")
     labels = parse_labels(label or [])
-    req = make_request(ListRunsRequest, namespace=namespace, deployment=name, roots=roots, status=status,  # type: ignore[arg-type]
+    req = make_request(ListRunsRequest, {"name": "DEPLOYMENT"}, namespace=namespace, deployment=name, roots=roots, status=status,  # type: ignore[arg-type]
                           labels=labels, since_ms=parse_duration_ms(since, flag="--since") if since else None,
                           task_id=task, limit=limit)
     resp = with_client(hub, token, lambda c: c.call(r.ListRuns, req))
@@ -70,7 +70,8 @@ def transcript(ref: RefArg,
     from agen.cli._hub import with_client
     from agen.cli.observe_render import transcript_lines
 
-    req = make_request(GetTranscriptRequest, id=ref, history=history, system=system)
+    req = make_request(GetTranscriptRequest, {"id": "REF"}, id=ref, namespace=namespace, history=history,
+                       system=system)
     resp = with_client(hub, token, lambda c: c.call(r.GetTranscript, req))
     if json_out:
         print_json(resp.model_dump(mode="json"))
@@ -89,7 +90,8 @@ def trace(ref: Annotated[str, typer.Argument(help="Task id, trace id or run id."
     from agen.cli._hub import with_client
     from agen.cli.observe_render import trace_tree
 
-    resp = with_client(hub, token, lambda c: c.call(r.GetTrace, make_request(GetTraceRequest, id=ref)))
+    req = make_request(GetTraceRequest, {"id": "REF"}, id=ref, namespace=namespace)
+    resp = with_client(hub, token, lambda c: c.call(r.GetTrace, req))
     if json_out:
         print_json(resp.model_dump(mode="json"))
         return
@@ -107,7 +109,8 @@ def query(task_id: Annotated[str, typer.Argument(help="Task id.", show_default=F
     from agen.cli._hub import with_client
     from agen.cli.observe_render import query_view
 
-    resp = with_client(hub, token, lambda c: c.call(r.QueryTask, make_request(QueryTaskRequest, id=task_id)))
+    req = make_request(QueryTaskRequest, {"id": "TASK"}, id=task_id, namespace=namespace)
+    resp = with_client(hub, token, lambda c: c.call(r.QueryTask, req))
     if json_out:
         print_json(resp.model_dump(mode="json"))
     else:

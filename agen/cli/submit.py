@@ -86,9 +86,14 @@ async def submit_and_report(client: Client, target: str, req: SubmitTaskRequest,
     submitted = await client.call(r.SubmitTask, req)
     task = submitted.task
     if o.no_wait:
+        if submitted.created:
+            err(f"task {task.id} queued; `agen wait {task.id}` prints its result")
+        else:  # the key named a task submitted before, which may have ended long ago
+            err(f"task {task.id} already exists ({task.state}); idempotency key {req.idempotency_key}; "
+                f"`agen wait {task.id}` prints its result")
         return task
     err(f"task {task.id} {'submitted' if submitted.created else 'already submitted (same idempotency key)'}")
-    return await wait_for_task(client, task.id, timeout_ms)
+    return await wait_for_task(client, task.id, timeout_ms, req.namespace)
 
 
 def hub_is_live(url: str) -> bool:
@@ -125,7 +130,6 @@ def run_task(target: str, text: str, o: RunOptions, *, hub: str | None, token: s
             print_json(task.model_dump(mode="json"))
         else:
             print(task.id)
-            err(f"task {task.id} queued; `agen wait {task.id}` prints its result")
         return
     if not use_http and task.pending_approvals:
         err(f"task {task.id} waits for approval {task.pending_approvals[0]}; no `agen up` is running, so start "

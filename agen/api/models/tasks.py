@@ -75,6 +75,8 @@ class GetTaskRequest(Model):
     """wait_seconds > 0 waits for the task to end, or to start waiting for an approval."""
 
     id: str
+    namespace: str | None = Field(None, pattern=NAME_PATTERN,
+                                  description="only if the task is in this namespace (default: any the token sees)")
     wait_seconds: float = Field(0, ge=0, le=300)
 
 
@@ -93,14 +95,20 @@ class ListTasksResponse(Model):
 
 class CancelTaskRequest(Model):
     id: str
+    namespace: str | None = Field(None, pattern=NAME_PATTERN,
+                                  description="only if the task is in this namespace (default: any the token sees)")
     reason: str | None = None
 
 
 class PauseTaskRequest(Model):
     id: str
+    namespace: str | None = Field(None, pattern=NAME_PATTERN,
+                                  description="only if the task is in this namespace (default: any the token sees)")
     hold_until_ms: int | None = None
     reason: str | None = None
 
 
 class ResumeTaskRequest(Model):
     id: str
+    namespace: str | None = Field(None, pattern=NAME_PATTERN,
+                                  description="only if the task is in this namespace (default: any the token sees)")
