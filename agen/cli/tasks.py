@@ -153,8 +153,7 @@ def resume(task_id: TaskArg, hub: HubOpt = None, token: TokenOpt = None, namespa
 def tasks(name: Annotated[str | None, typer.Argument(help="Only this deployment.", show_default=False)] = None,
           scheduled: Annotated[bool, typer.Option("--scheduled", help="Only tasks waiting for their start time.")] = False,
           state: Annotated[str | None, typer.Option(
-              "--state", help="Only tasks in this state: queued, leased, running, waiting, succeeded, failed, "
-          "cancelled or expired.",
+              "--state", help="Only tasks in this state: queued, running, succeeded, failed, cancelled.",
               show_default=False)] = None,
           label: Annotated[list[str] | None, typer.Option(
               "--label", help="Only tasks with this label, key=value (repeatable).", show_default=False)] = None,
