@@ -65,12 +65,13 @@ def check_hub_url(url: str, where: str) -> str:
     from agen.errors import InvalidError
 
     hint = "use a URL such as http://127.0.0.1:7070"
+    shown = repr(url) if len(url) <= 80 else repr(url[:76] + "...")
     try:
         parsed = httpx.URL(url)
     except (httpx.InvalidURL, ValueError, TypeError) as e:
-        raise InvalidError(f"{where} {url!r} is not a valid URL ({e}); {hint}", field=where) from None
+        raise InvalidError(f"{where} {shown} is not a valid URL ({e}); {hint}", field=where) from None
     if parsed.scheme not in ("http", "https") or not parsed.host:
-        raise InvalidError(f"{where} {url!r} is not an http(s) URL with a host; {hint}", field=where)
+        raise InvalidError(f"{where} {shown} is not an http(s) URL with a host; {hint}", field=where)
     return url
 
 

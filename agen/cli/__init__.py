@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> None:
     except AgenError as e:
         from agen.cli._common import err
 
-        err(f"error: {e}")
+        err(f"error: {_elided(str(e))}")
         sys.exit(e.exit_code)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
@@ -84,6 +84,13 @@ def main(argv: list[str] | None = None) -> None:
         err(f"agen: internal error: {type(e).__name__}: {first}; please report it"
             + (f" with {where}" if where else ""))
         sys.exit(1)
+
+
+def _elided(message: str) -> str:
+    """Messages quote the bad value; a 3000-character one is shown by its two ends, so the line stays readable."""
+    import re
+
+    return re.sub(r"\S{160,}", lambda m: f"{m.group()[:100]}…{m.group()[-40:]}", message)
 
 
 def _write_crash_log(argv: list[str] | None) -> str | None:

@@ -116,8 +116,9 @@ def make_request(model: type[M], flags: dict[str, str] | None = None, /, **field
         first = e.errors()[0]
         field = str(first["loc"][0]) if first["loc"] else ""
         flag = (flags or {}).get(field) or flag_name(field)
-        value = fields.get(field, first.get("input"))
-        raise InvalidError(f"{flag} {value!r}: {_explain(model, field, first)}", field=flag) from None
+        shown = repr(fields.get(field, first.get("input")))
+        shown = shown if len(shown) <= 80 else shown[:76] + "...'"
+        raise InvalidError(f"{flag} {shown}: {_explain(model, field, first)}", field=flag) from None
 
 
 def _explain(model: type[BaseModel], field: str, error: Any) -> str:
@@ -139,8 +140,6 @@ def _explain(model: type[BaseModel], field: str, error: Any) -> str:
         return "must not be empty"
     if kind == "string_pattern_mismatch":
         return "is not a valid name (lowercase letters, digits and '-', starting with a letter)"
-    if kind == "literal_error":
-        return str(error.get("msg", "")).replace("Input should be", "must be")
     return str(error.get("msg", "is not valid")).replace("Input should be", "must be")
 
 

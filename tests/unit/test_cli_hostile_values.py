@@ -126,6 +126,7 @@ def _check(code: int, out: str, err: str, argv: list[str]) -> None:
     if code != 0:  # agen's "error: ..." or click's usage error ("Error: ...", boxed when rich is on)
         lines = [ln for ln in err.splitlines() if ln.startswith(("error:", "Error:")) or "─ Error ─" in ln]
         assert lines, shown
+        assert all(len(ln) < 600 for ln in lines), shown  # the bad value is quoted, not pasted whole
 
 
 def test_the_sweep_covers_every_command_and_flag() -> None:
