@@ -38,6 +38,13 @@ class InvalidError(AgenError):
     exit_code = 2
 
 
+class TooLargeError(InvalidError):
+    """A request body or a bundle is over its size limit; ``details['limit']`` is the limit in bytes."""
+
+    code = "too_large"
+    http_status = 413
+
+
 class NotFoundError(AgenError):
     code = "not_found"
     http_status = 404
@@ -132,7 +139,7 @@ class ReentrantError(AgenError):
 CODES: dict[str, type[AgenError]] = {
     cls.code: cls
     for cls in (
-        AgenError, InvalidError, NotFoundError, ConflictError, DeniedError,
+        AgenError, InvalidError, TooLargeError, NotFoundError, ConflictError, DeniedError,
         UnauthenticatedError, UnavailableError, BudgetError, RateLimitedError,
         FencedError, StoreError, SchemaTooNewError, BundleError, CancelledError,
         ReentrantError,

@@ -17,25 +17,23 @@ class LocalConfig:
     pid: int | None = None
 
 
-def local_json_path() -> Path:
-    return agen_home() / "local.json"
+def local_json_path(home: Path | None = None) -> Path:
+    return (home or agen_home()) / "local.json"
 
 
-def read_local(*, strict: bool = False) -> LocalConfig | None:
-    """local.json, or None when there is none (no `agen up` ever ran in this AGEN_HOME).
+def read_local(home: Path | None = None, *, strict: bool = False) -> LocalConfig | None:
+    """This home's (or ``home``'s) local.json, or None when there is none yet.
 
     With ``strict`` (every CLI command that looks for the Hub), a local.json that exists but cannot be
     used is an InvalidError naming the file: silently falling back to 127.0.0.1:7070 would talk to
     whatever listens there, with no token. `agen up` itself reads it leniently, since it rewrites it.
     """
-    path = local_json_path()
     try:
-        config = parse_local(path)
+        return parse_local(local_json_path(home))
     except InvalidError:
         if strict:
             raise
         return None
-    return config
 
 
 def parse_local(path: Path) -> LocalConfig | None:

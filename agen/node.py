@@ -2,6 +2,10 @@
 
 The parts keep their authority split (the Manager only pulls through its HubPort), so the
 same pieces run apart when a team outgrows one machine (DESIGN.md §1).
+
+``only_deployment`` scopes the node to one deployment (the embedded one-shot), plus those that
+the unfinished tasks of ``only_tree`` (a root task id) run on: its leader ticks them on this node's
+own Nest and nothing else, and the Nest is retired (no longer active) on drain.
 """
 
 from __future__ import annotations
@@ -10,7 +14,10 @@ import asyncio
 import contextlib
 from typing import Any
 
+from agen.errors import AgenError
+from agen.hub.instances import retire_nest
 from agen.hub.leading import LeaderLoop
+from agen.hub.scheduler import Scope
 from agen.hub.service import Hub
 from agen.nest.executor import ExecutorFactory
 from agen.nest.inproc import InProcessHubPort
@@ -22,9 +29,12 @@ class LocalNode:
     def __init__(self, store: Store, *, capacity: int = 8, executor_factory: ExecutorFactory | None = None,
                  nest_name: str = "local", lease_ms: int = 30_000, tick_s: float = 1.0, heartbeat_s: float = 1.0,
                  leader_ttl_ms: int = 10_000, drain_timeout_s: float = 300.0, backend: str = "inproc",
-                 host_memory_limit: int = 0) -> None:
+                 host_memory_limit: int = 0, only_deployment: str | None = None, only_tree: str | None = None,
+                 hub: Hub | None = None) -> None:
         self.store = store
-        self.hub = Hub(store)
+        self.hub = hub or Hub(store)
+        self.only_deployment = only_deployment
+        self.only_tree = only_tree
         self.port = InProcessHubPort(self.hub)
         self.manager = Manager(
             self.port, executor_factory=executor_factory or backend_factory(store, backend, host_memory_limit),
@@ -41,6 +51,8 @@ class LocalNode:
 
     async def start(self) -> None:
         await self.manager.start()
+        if self.only_deployment is not None:
+            self.leader.scope = Scope(self.only_deployment, self.manager.nest_id, self.only_tree)
         await self.leader.step()
         await self.manager.tick()
         self._tasks = [
@@ -59,6 +71,10 @@ class LocalNode:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks = []
+        if self.only_deployment is not None and self.manager.nest_id:
+            nest_id = self.manager.nest_id
+            with contextlib.suppress(AgenError):
+                await self.store.write(lambda tx: retire_nest(tx, nest_id))
 
 
 def backend_factory(store: Store, backend: str, host_memory_limit: int = 0) -> ExecutorFactory:

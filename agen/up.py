@@ -1,7 +1,8 @@
 """``agen up``: the Hub (HTTP API on loopback), its leader loop and one local Nest in ONE process.
 
 First start makes an admin token and writes AGEN_HOME/local.json (0600) with the Hub URL and
-token; a lock file keeps a second ``agen up`` off the same home. SIGINT/SIGTERM (or ``agen down``)
+token; lock files keep a second ``agen up`` off the same home and off the same store file, and
+make it wait for one-shot ``agen run``s using the store (agen.ownership). SIGINT/SIGTERM (or ``agen down``)
 drains: the API refuses new work with 503, /health says shutting_down, running tasks finish,
 leased-but-unstarted ones go back to the queue; a second signal exits at once.
 """
@@ -16,6 +17,7 @@ import logging
 import os
 import signal
 import sys
+import time
 from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +43,7 @@ class UpOptions:
     drain_timeout_s: float = 300.0
     backend: str = "inproc"
     host_memory_limit: int = 0
+    allow_self_approval: bool = False  # any token may approve its own work (the local admin always may)
     tui: bool = False  # show the terminal UI in this process, attached in-process (not --headless)
 
 
@@ -68,31 +71,41 @@ def parse_listen(listen: str) -> tuple[str, int]:
 
 
 def lock_home(home: Path) -> IO[str]:
-    """Hold AGEN_HOME/up.lock for this process's life; a second ``agen up`` is refused."""
+    """Hold AGEN_HOME/up.lock for this process's life (with our pid in it); a second ``agen up`` is refused."""
+    from agen.ownership import claim
+
     home.mkdir(parents=True, exist_ok=True)
     f = open(home / "up.lock", "a+")  # noqa: SIM115 - held open for the process's life
-    try:
-        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    for _ in range(20):  # an `agen run` probing the lock holds it shared for a moment
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except OSError:
+            time.sleep(0.01)
+    else:
         f.close()
         local = read_local()
         where = f" at {local.url} (pid {local.pid})" if local else ""
         raise ConflictError(
             f"agen up is already running on {home}{where}; use it, or stop it with `agen down`", home=str(home)
         ) from None
+    claim(f, home)
     return f
 
 
 async def _admin_token(store: Any, url: str) -> str:
     """Reuse local.json's token while the store still knows it; else make a new admin token."""
-    from agen.hub.auth import hash_token, insert_token
+    from agen.hub.auth import hash_token, insert_token, mark_local_admin
 
     local = read_local()
     if local is not None and await store.scalar(
         "SELECT id FROM tokens WHERE hash = ? AND revoked_ms IS NULL", (hash_token(local.token),)
     ):
-        return local.token
-    _, secret = await store.write(lambda tx: insert_token(tx, scopes=["admin"], name="local-admin", trust="operator"))
+        secret = local.token
+    else:
+        _, secret = await store.write(lambda tx: insert_token(tx, scopes=["admin"], name="local-admin",
+                                                              trust="operator"))
+    await store.write(lambda tx: mark_local_admin(tx, secret))
     return str(secret)
 
 
@@ -109,6 +122,18 @@ async def _prune(store: Any, retention_ms: int) -> None:
         with contextlib.suppress(Exception):
             await store.write(fn)
         await asyncio.sleep(PRUNE_EVERY_S)
+
+
+async def _tell_draining(node: Any, every_s: float = 5.0) -> None:
+    """While draining, name on stderr the tasks still finishing their current step (tasks waiting for
+    an approval or a child hold no slot: there is nothing to wait for)."""
+    while True:
+        ids = sorted(t for inst in node.manager.instances.values() for t in inst.running)
+        if ids:
+            more = f" (+{len(ids) - 10} more)" if len(ids) > 10 else ""
+            print(f"agen up: waiting for {len(ids)} running task(s) to finish their current step: "
+                  f"{', '.join(ids[:10])}{more}", file=sys.stderr, flush=True)
+        await asyncio.sleep(every_s)
 
 
 def _start_tui(hub: Any, url: str) -> tuple[Any, asyncio.Task[None]]:
@@ -141,18 +166,26 @@ def check_port_free(host: str, port: int, listen: str) -> None:
 async def serve(opts: UpOptions) -> None:
     from agen.api.app import create_app
     from agen.node import LocalNode
-    from agen.store import open_store
+    from agen.ownership import hold_store_for_up, release
+    from agen.store import open_store, store_path
 
     host, port = parse_listen(opts.listen)
     home = agen_home()
     lock = lock_home(home)
-    check_port_free(host, port, opts.listen)
+    try:
+        check_port_free(host, port, opts.listen)
+        store_lock = hold_store_for_up(store_path(opts.store), home,
+                                       lambda msg: print(msg, file=sys.stderr, flush=True))
+    except BaseException:
+        lock.close()
+        raise
     store = await open_store(opts.store)
     node = LocalNode(store, capacity=opts.capacity, lease_ms=opts.lease_ms, drain_timeout_s=opts.drain_timeout_s,
                      backend=opts.backend, host_memory_limit=opts.host_memory_limit)
     hub = node.hub
     url = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
     hub.url = url
+    hub.allow_self_approval = opts.allow_self_approval
     server = _Server(uvicorn.Config(create_app(hub), host=host, port=port, log_level="warning", lifespan="off",
                                     access_log=False))
     loop = asyncio.get_running_loop()
@@ -193,7 +226,11 @@ async def serve(opts: UpOptions) -> None:
                 await ui
         print(f"agen up: draining ({hub.in_flight()} tasks in flight; a second Ctrl-C exits at once)",
               file=sys.stderr, flush=True)
-        await node.drain()
+        telling = asyncio.create_task(_tell_draining(node))
+        try:
+            await node.drain()
+        finally:
+            telling.cancel()
         server.should_exit = True
         with contextlib.suppress(Exception):
             await serving
@@ -206,6 +243,7 @@ async def serve(opts: UpOptions) -> None:
         await store.close()
         with contextlib.suppress(OSError):
             (home / "up.pid").unlink()
+        release(store_lock)
         lock.close()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)

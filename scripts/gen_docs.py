@@ -217,6 +217,8 @@ def bundle_reference() -> str:
 ERROR_ADVICE: dict[str, str] = {
     "internal": "A bug in agen. Re-run with the same input; if it repeats, report it with the command and its stderr.",
     "invalid": "Fix the flag, request or file named in the message (it says which field) and retry.",
+    "too_large": "Send less: a /v1 body may be 1 MiB (AGEN_API_MAX_BODY_BYTES), a bundle 10 MiB with 5 MiB per file "
+                 "(AGEN_BUNDLE_MAX_BYTES, AGEN_BUNDLE_MAX_FILE_BYTES); keep large data out of bundles.",
     "not_found": "Check the name or id (`agen ps`, `agen tasks`, `agen runs`); it may be in another namespace (`-n`).",
     "conflict": "The current state refuses the change: re-read it (`agen ps`, `agen tasks`) and retry if it still applies.",
     "denied": "The token lacks the scope or namespace, or a permission rule refused a tool: use a token with the scope (`agen token create`) or change `permissions` in x-agen/config.json.",

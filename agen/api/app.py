@@ -3,25 +3,33 @@
 Every error leaves as ``{"error": {"code", "message", "details"}}`` with the status of its
 AgenError class. While the Hub drains, /health stays 200 (``shutting_down``), /ready is 503
 and RPCs that start work answer 503 with Retry-After (seed 001, graceful drain).
+
+A bad request is always a 4xx in that shape, never a 500: the token and its scope are checked
+before the body is read (a viewer gets 403 whatever it sends), the body is capped (413), must be
+UTF-8 JSON without lone surrogates or NaN, not nested past the parser's depth limit, and is
+validated strictly (``true`` is not a number, ``"5"`` is not an integer).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 from typing import Any
 
 from pydantic import ValidationError
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from agen.api.dispatch import RETRY_AFTER_S, dispatch
-from agen.api.hooks import hook_routes
+from agen.api.hooks import hook_routes, read_limited
+from agen.api.limits import DEFAULT_MAX_BODY_BYTES, MAX_BODY_ENV, BundleLimits, env_bytes, human
 from agen.api.openapi import openapi_document
 from agen.api.registry import RPCS, Rpc
-from agen.errors import AgenError, InvalidError, NotFoundError, UnavailableError
+from agen.errors import AgenError, InvalidError, NotFoundError, TooLargeError, UnavailableError
 from agen.hub.service import Hub
 
 log = logging.getLogger("agen.api")
@@ -47,7 +55,92 @@ def _invalid(rpc: Rpc[Any, Any], e: ValidationError) -> InvalidError:
     return InvalidError(f"{rpc.name}: invalid request: {'; '.join(problems)}", problems=problems)
 
 
-def create_app(hub: Hub) -> Starlette:
+# Methods whose body carries a bundle (base64 files): their cap follows the bundle size limit.
+BUNDLE_RPCS = frozenset({"CreateDeployment", "UpdateDeployment"})
+
+
+def _no_constant(name: str) -> Any:
+    raise InvalidError(f"{name} is not a JSON number; send a finite number")
+
+
+def _number(text: str) -> int | float:
+    """A JSON number with a fraction or exponent: 116.0 is the integer 116 (as JSON Schema reads
+    it), and one too large for a float is refused rather than read as infinity."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise InvalidError(f"{text[:40]} is too large a number; send a finite number")
+    return int(value) if value.is_integer() else value
+
+
+def _lone_surrogate(payload: Any) -> str | None:
+    """The path of the first string (key or value) holding a lone surrogate, which no UTF-8 store
+    can keep; walked without recursion, so a deep document cannot exhaust the stack."""
+    stack: list[tuple[str, Any]] = [("", payload)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return path or "(body)"
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                try:
+                    key.encode("utf-8")
+                except UnicodeEncodeError:
+                    return f"{path}.(key)" if path else "(key)"
+                stack.append((f"{path}.{key}" if path else key, item))
+        elif isinstance(value, list):
+            stack.extend((f"{path}[{i}]", item) for i, item in enumerate(value))
+    return None
+
+
+def parse_body(name: str, body: bytes) -> Any:
+    """The request body as JSON (empty is ``{}``), or an InvalidError saying what is wrong with it."""
+    if not body.strip(b" \t\r\n"):  # JSON's whitespace only: a lone \x0b is not an empty body
+        return {}
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InvalidError(f"{name}: body is not UTF-8 (bad byte at offset {e.start}); send UTF-8 JSON") from None
+    try:
+        payload = json.loads(text, parse_constant=_no_constant, parse_float=_number)
+    except json.JSONDecodeError as e:
+        raise InvalidError(f"{name}: body is not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})") from None
+    except RecursionError:
+        raise InvalidError(f"{name}: body is nested too deeply to be a request") from None
+    where = _lone_surrogate(payload)
+    if where is not None:
+        raise InvalidError(f"{name}: {where}: text holds a lone UTF-16 surrogate; send valid Unicode", field=where)
+    return payload
+
+
+def max_body_bytes() -> int:
+    """The /v1 request body cap: AGEN_API_MAX_BODY_BYTES, default 1 MiB."""
+    return env_bytes(MAX_BODY_ENV, DEFAULT_MAX_BODY_BYTES)
+
+
+async def _read_body(request: Request, name: str, limit: int) -> bytes:
+    """The body, refused with 413 past ``limit`` without holding more than limit + 1 bytes."""
+    declared = request.headers.get("content-length", "")
+    too_large = TooLargeError(
+        f"{name}: request body is over {human(limit)}; "
+        + ("the bundle is too large (AGEN_BUNDLE_MAX_BYTES raises it on the Hub)" if name in BUNDLE_RPCS
+           else f"{MAX_BODY_ENV} on the Hub raises the limit"),
+        limit=limit,
+    )
+    if declared.isdigit() and int(declared) > limit:
+        raise too_large
+    body = await read_limited(request, limit)
+    if len(body) > limit:
+        raise too_large
+    return body
+
+
+def create_app(hub: Hub, max_body: int | None = None) -> Starlette:
+    body_cap = max_body if max_body is not None else max_body_bytes()
+    bundle_cap = max(body_cap, BundleLimits.from_env().request_bytes)
+
     async def call(request: Request) -> Response:
         name = request.path_params["method"]
         rpc = RPCS.get(name)
@@ -55,13 +148,11 @@ def create_app(hub: Hub) -> Starlette:
             if rpc is None:
                 raise NotFoundError(f"no API method {name!r}; GET /openapi.json lists them", method=name)
             principal = await hub.auth.authenticate(_bearer(request), hub.clock())
-            body = await request.body()
+            principal.require(rpc.scope, rpc.name)  # before the body: a caller without scope gets 403
+            body = await _read_body(request, name, bundle_cap if name in BUNDLE_RPCS else body_cap)
+            payload = parse_body(name, body)
             try:
-                payload = json.loads(body) if body else {}
-            except json.JSONDecodeError as e:
-                raise InvalidError(f"{name}: body is not valid JSON: {e.msg}") from None
-            try:
-                req = rpc.request.model_validate(payload)
+                req = rpc.request.model_validate(payload, strict=True)
             except ValidationError as e:
                 raise _invalid(rpc, e) from None
             result = await dispatch(hub, principal, rpc, req)
@@ -87,7 +178,18 @@ def create_app(hub: Hub) -> Starlette:
     async def openapi(request: Request) -> Response:
         return JSONResponse(openapi_document())
 
+    async def http_error(request: Request, exc: Exception) -> Response:
+        """Routing errors (unknown path, wrong method) in the same error shape as everything else."""
+        assert isinstance(exc, HTTPException)
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "invalid")
+        message = f"{request.method} {request.url.path}: {exc.detail}"
+        if exc.status_code == 405:
+            message += "; API methods are POST /v1/<Method> (GET /openapi.json lists them)"
+        body = {"error": {"code": code, "message": message, "details": {}}}
+        return JSONResponse(body, status_code=exc.status_code, headers=dict(exc.headers or {}))
+
     return Starlette(
+        exception_handlers={HTTPException: http_error},
         routes=[
             Route("/v1/{method}", call, methods=["POST"]),
             Route("/health", health, methods=["GET"]),

@@ -48,7 +48,7 @@ def hook_routes(hub: Hub, secrets: SecretResolver = env_secrets) -> list[Route]:
         headers = dict(request.headers)
         try:
             result = await hub.store.write(
-                lambda tx: receive(tx, p["ns"], p["deployment"], p["trigger"], headers, body, secrets)
+                lambda tx: receive(tx, p["ns"], p["deployment"], p["trigger"], headers, body, secrets, hub.clock())
             )
         except AgenError as e:
             return JSONResponse(e.to_dict(), status_code=e.http_status)

@@ -15,9 +15,10 @@ ERROR_SCHEMA = {
         "error": {
             "type": "object",
             "properties": {"code": {"type": "string"}, "message": {"type": "string"}, "details": {"type": "object"}},
-            "required": ["code", "message"],
+            "required": ["code", "message", "details"],
         }
     },
+    "required": ["error"],
 }
 
 
@@ -36,7 +37,8 @@ def openapi_document() -> dict[str, Any]:
                 "summary": rpc.doc,
                 "x-agen-scope": rpc.scope,
                 "security": [{"bearer": []}],
-                "requestBody": {"required": True, "content": {
+                # An empty body reads as {}: only methods with required fields require a body.
+                "requestBody": {"required": bool(rpc.request.model_json_schema().get("required")), "content": {
                     "application/json": {"schema": keyed[(rpc.request, "validation")]}}},
                 "responses": {
                     "200": {"description": "OK", "content": {

@@ -118,6 +118,27 @@ SecretName = Annotated[
 ]
 
 
+def _check_http_url(value: str) -> str:
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises on a port that is not a number
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f'must be an http:// or https:// URL with a host (got "{value}")')
+    return value
+
+
+HttpUrl = Annotated[
+    str,
+    AfterValidator(_check_http_url),
+    WithJsonSchema({"type": "string", "pattern": "^https?://", "description": "an http:// or https:// URL"}),
+]
+"""A URL agen fetches with httpx: only http and https, with a host."""
+
+
 def tagged(field: str, tags: tuple[str, ...]) -> Discriminator:
     """A union discriminator on ``field``; tags get a "~" prefix so error paths can drop them."""
 

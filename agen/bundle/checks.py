@@ -5,6 +5,8 @@ They run after every file parsed on its own, so each check can rely on the model
 
 from __future__ import annotations
 
+import difflib
+import fnmatch
 import posixpath
 import re
 from collections.abc import Mapping
@@ -127,4 +129,70 @@ def warnings_for(harness: Harness | None, config: Config | None, secrets: Secret
                 CONFIG, "scale.min",
                 f"kind task starts an instance per task, so scale.min {config.scale.min} keeps idle instances running",
             ))
+    return out
+
+
+BUILTIN_TOOLS = ("finish", "report_progress", "save_artifact", "read_artifact", "load_skill", "memory_update")
+"""Tools the runner adds itself (agen.runner.tools.builtin, agen.runner.memory); a test keeps this in step."""
+
+_GLOB_CHARS = re.compile(r"[*?\[]")
+
+
+BUILTIN_SERVER_TOOLS: dict[str, tuple[str, ...]] = {
+    "workspace": ("read", "write", "edit", "glob", "grep", "run"),
+    "sql": ("query", "tables"),
+}
+"""Tools of the MCP servers agen ships (``"command": "agen", "args": ["mcp", NAME, ...]``): known without
+starting them (agen.mcpservers; a test keeps this in step)."""
+
+
+def _server_names(name: str, server: object) -> tuple[list[str], list[str], list[str]]:
+    """(exact tool names, name prefixes, names to suggest) a rule may match for one declared server."""
+    args = getattr(server, "args", [])
+    if getattr(server, "command", None) == "agen" and len(args) >= 2 and args[0] == "mcp":
+        tools = BUILTIN_SERVER_TOOLS.get(args[1])
+        if tools is not None:
+            full = [f"{name}.{t}" for t in tools]
+            return [*full, *(f"{name}_{t}" for t in tools)], [], full
+    return [], [f"{name}.", f"{name}_"], [f"{name}.*"]
+
+
+def _may_match(glob: str, exact: list[str], prefixes: list[str]) -> bool:
+    """Whether ``glob`` could name some tool: it matches a known name, or its literal start agrees with
+    a server whose tools are only known once it starts."""
+    if any(fnmatch.fnmatchcase(name, glob) for name in exact):
+        return True
+    literal = glob[:m.start()] if (m := _GLOB_CHARS.search(glob)) else glob
+    if not literal:  # "*", "*.*": deliberately broad, a guard for tools added later
+        return True
+    return any(p.startswith(literal) or literal.startswith(p) for p in prefixes)
+
+
+def permission_warnings(config: Config, mcp: McpConfig) -> list[str]:
+    """A rule that can match no tool of the bundle is a typo until proven otherwise: name the closest tool."""
+    servers = sorted(mcp.mcp_servers)
+    exact, prefixes, known = list(BUILTIN_TOOLS), [], list(BUILTIN_TOOLS)
+    for s in servers:
+        names, starts, suggest = _server_names(s, mcp.mcp_servers[s])
+        exact += names
+        prefixes += starts
+        known += suggest
+    out: list[str] = []
+    perms = config.permissions
+    for section, rules in (("deny", perms.deny), ("ask", perms.ask), ("allow", perms.allow)):
+        for i, rule in enumerate(rules):
+            glob = rule if isinstance(rule, str) else rule.tool
+            path = f"permissions.{section}[{i}]" + ("" if isinstance(rule, str) else ".tool")
+            if _may_match(glob, exact, prefixes):
+                continue
+            server = glob.split(".", 1)[0] if "." in glob else None
+            if server in mcp.mcp_servers:
+                why = f'server "{server}" is agen\'s own and has no such tool'
+            elif server and not _GLOB_CHARS.search(server):
+                why = f'no MCP server "{server}" in {MCP}'
+            else:
+                why = "it matches no built-in tool or server of this bundle"
+            close = difflib.get_close_matches(glob, known, n=1, cutoff=0.4)
+            hint = f"; did you mean {close[0]}?" if close else f" (servers: {', '.join(servers) or 'none'})"
+            out.append(problem(CONFIG, path, f'rule "{glob}" matches no tool: {why}{hint}'))
     return out

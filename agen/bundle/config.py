@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, Tag, model_validator
 
 from agen._duration import parse_duration_ms
-from agen.bundle._base import AgenModel, Duration, FieldProblem, shaped
+from agen.bundle._base import AgenModel, Duration, FieldProblem, HttpUrl, shaped
 from agen.bundle.permissions import Permissions
 from agen.bundle.triggers import Trigger
 
@@ -58,18 +58,16 @@ class Limits(AgenModel):
     max_usd_per_run: float | None = Field(default=None, gt=0)
     report_tokens: int = Field(1024, ge=1)
     stuck_repeats: int = Field(3, ge=0)
-    inline_wait: Duration = "20s"
-    max_delegation_depth: int = Field(5, ge=0)
-    max_fan_out: int = Field(8, ge=1)
-    max_total_delegations: int = Field(50, ge=0)
+    # Delegation limits: refused until delegation lands (agen.bundle.refused).
+    inline_wait: Duration | None = Field(default=None, description="not supported yet: refused when set")
+    max_delegation_depth: int | None = Field(default=None, ge=0, description="not supported yet: refused when set")
+    max_fan_out: int | None = Field(default=None, ge=1, description="not supported yet: refused when set")
+    max_total_delegations: int | None = Field(default=None, ge=0, description="not supported yet: refused when set")
 
     @property
     def max_run_duration_ms(self) -> int:
         return parse_duration_ms(self.max_run_duration)
 
-    @property
-    def inline_wait_ms(self) -> int:
-        return parse_duration_ms(self.inline_wait)
 
 
 class Workspace(AgenModel):
@@ -87,7 +85,7 @@ class MemoryBlock(AgenModel):
 class MemoryUrl(AgenModel):
     """A document fetched into the context at the start of a run."""
 
-    url: str = Field(min_length=1)
+    url: HttpUrl
     max_chars: int | None = Field(default=None, ge=1)
     timeout_seconds: float | None = Field(default=None, gt=0)
 
@@ -113,7 +111,7 @@ class ToolHints(AgenModel):
 
 
 class Delegate(AgenModel):
-    """Another agent this one may hand work to."""
+    """Another agent this one may hand work to. Not supported yet: refused when set."""
 
     name: str = Field(min_length=1)
     namespace: str | None = None
@@ -124,7 +122,10 @@ class Delegate(AgenModel):
 
 
 class Conversations(AgenModel):
-    queue_mode: Literal["followup", "collect", "steer", "interrupt"] = "followup"
+    """What a new message of a busy conversation does: it follows up (runs after the current run)."""
+
+    queue_mode: Literal["followup", "collect", "steer", "interrupt"] = Field(
+        "followup", description="only followup works today; collect, steer and interrupt are refused")
 
 
 class Admission(AgenModel):
@@ -134,6 +135,8 @@ class Admission(AgenModel):
 
 
 class Rollover(AgenModel):
+    """Not supported yet: refused when set."""
+
     prompt: str | None = None
 
 
@@ -154,11 +157,11 @@ class Config(AgenModel):
     workspace: Workspace = Workspace()
     memory: list[Memory] = []
     tools: dict[str, dict[str, ToolHints]] = {}
-    delegates: list[Delegate] = []
+    delegates: list[Delegate] = Field(default=[], description="not supported yet: refused when set")
     conversations: Conversations = Conversations()
     admission: Admission = Admission()
     record_interactions: bool = False
-    rollover: Rollover = Rollover()
+    rollover: Rollover | None = Field(default=None, description="not supported yet: refused when set")
     builtin_tools: BuiltinTools = BuiltinTools()
 
     @model_validator(mode="after")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import struct
 from collections.abc import Mapping
 from pathlib import Path
@@ -95,3 +96,22 @@ def _walk(folder: Path, prefix: str, real_root: Path, active: set[Path], out: di
                 _walk(target, rel + "/", real_root, active | {real}, out)
             elif entry.is_file():
                 out[rel] = target.read_bytes()
+            else:  # never read it: a FIFO blocks the reader, a device or socket is not bundle content
+                kind = _special_kind(target)
+                raise BundleError(
+                    f"{rel}: not a regular file ({kind})",
+                    [f"{rel}: (file): is a {kind}, not a regular file; a bundle holds only files and folders, remove it"],
+                )
+
+
+def _special_kind(path: Path) -> str:
+    """What a non-regular directory entry is, in words."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return "broken symlink"
+    for test, name in ((stat.S_ISFIFO, "FIFO (named pipe)"), (stat.S_ISSOCK, "socket"),
+                       (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device")):
+        if test(mode):
+            return name
+    return "special file"

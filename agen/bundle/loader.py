@@ -22,6 +22,7 @@ from agen.bundle.digest import definition_id, digest_files, walk_bundle
 from agen.bundle.frontmatter import split_front_matter
 from agen.bundle.harness import Harness, Turn
 from agen.bundle.problems import json_kind, problem, problems_from
+from agen.bundle.refused import refused_problems
 from agen.bundle.standard import McpConfig, PluginManifest, SkillFrontMatter
 from agen.errors import BundleError
 
@@ -107,7 +108,9 @@ class _Reader:
             if default is None:
                 self.problems.append(problem(path, "", "missing; every bundle needs one (see agen init)"))
             return default
-        return self.model(path, cls, self.json(path))
+        data = self.json(path)
+        self.problems.extend(refused_problems(path, data))
+        return self.model(path, cls, data)
 
     def markdown(self, path: str) -> tuple[dict[str, Any], str] | None:
         text = self.text(path)
@@ -155,6 +158,8 @@ def load_bundle_files(files: Mapping[str, bytes], root: str | None = None) -> Bu
         if config is not None:
             r.problems += checks.check_config_secrets(config, secrets)
         warnings += checks.warnings_for(harness, config, secrets)
+    if config is not None and mcp is not None:
+        warnings += checks.permission_warnings(config, mcp)
     if harness is not None and harness.fake is not None and isinstance(harness.fake.script, str):
         _script_file(r, harness.fake.script)
     if agent is not None:

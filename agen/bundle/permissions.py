@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, Tag
+from pydantic import AfterValidator, Field, Tag, WithJsonSchema
 
 from agen.bundle._base import AgenModel, Day, Duration, FieldProblem, TimeWindow, Trust, shaped
 
@@ -27,6 +27,29 @@ def _check_args(value: dict[str, Any]) -> dict[str, Any]:
         elif isinstance(cond, list):
             raise FieldProblem(name, "must be a value, a glob string or a comparison object")
     return value
+
+
+def _check_glob(value: str) -> str:
+    """A tool-name glob fnmatch reads as the author meant: not empty, every "[" closed."""
+    if not value.strip():
+        raise ValueError("must name a tool: a name like workspace.read_file or a glob like workspace.*")
+    i = 0
+    while i < len(value):
+        if value[i] == "[":
+            close = value.find("]", i + 2 if value[i + 1:i + 2] in ("!", "]") else i + 1)
+            if close < 0:
+                raise ValueError(f'"{value}" opens a "[" character class at position {i + 1} that is never closed')
+            i = close
+        i += 1
+    return value
+
+
+ToolGlob = Annotated[
+    str,
+    AfterValidator(_check_glob),
+    WithJsonSchema({"type": "string", "minLength": 1,
+                    "description": "a tool name (server.tool or server_tool) or an fnmatch glob"}),
+]
 
 
 class TimeCondition(AgenModel):
@@ -57,7 +80,7 @@ class When(AgenModel):
 class RuleObject(AgenModel):
     """A rule with conditions: ``{"tool": "glob", "when": {...}}``."""
 
-    tool: str = Field(min_length=1)
+    tool: ToolGlob
     when: When | None = None
 
 
@@ -68,7 +91,7 @@ def _rule_shape(value: Any) -> str | None:
 
 
 Rule = Annotated[
-    Annotated[str, Tag("~glob")] | Annotated[RuleObject, Tag("~object")],
+    Annotated[ToolGlob, Tag("~glob")] | Annotated[RuleObject, Tag("~object")],
     shaped(_rule_shape, ("glob", "object"), 'a tool-name glob or {"tool": glob, "when": {...}}'),
 ]
 

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, Tag, WithJsonSchema
 
-from agen.bundle._base import StandardModel, shaped
+from agen.bundle._base import HttpUrl, StandardModel, shaped
 
 _BUNDLE_NAME = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 _SERVER_NAME = re.compile(r"^[a-z0-9_-]+$")
@@ -60,7 +60,7 @@ class HttpServer(StandardModel):
     """An MCP server reached over streamable HTTP."""
 
     type: Literal["http", "streamable-http"]
-    url: str = Field(min_length=1)
+    url: HttpUrl
     headers: dict[str, str] = {}
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, Tag
+from pydantic import AfterValidator, Field, Tag, model_validator
 
-from agen.bundle._base import AgenModel, Day, Duration, SecretName, TimeWindow, tagged
+from agen.bundle._base import AgenModel, Day, Duration, FieldProblem, SecretName, TimeWindow, tagged
 from agen.bundle.cron import parse_schedule, zone
 
 TriggerName = Annotated[str, Field(pattern=r"^[a-z0-9-]+$", min_length=1, max_length=63)]
@@ -54,7 +54,12 @@ class BearerAuth(AgenModel):
 
 
 class HmacAuth(AgenModel):
-    """The body is signed with a platform secret the deployment is granted."""
+    """The body is signed with a platform secret the deployment is granted.
+
+    ``scheme: body`` (the default) signs the raw body; ``timestamped`` signs ``<t>.<body>`` and sends
+    ``t=<unix seconds>,v1=<hex>`` (header X-Agen-Signature unless ``header`` says otherwise), so a
+    delivery older than ``tolerance`` (default 5m) is refused and one replayed inside it is a duplicate.
+    """
 
     type: Literal["hmac"]
     secret: SecretName
@@ -62,6 +67,19 @@ class HmacAuth(AgenModel):
     prefix: str | None = None
     algorithm: Literal["sha256", "sha1"] | None = None
     encoding: Literal["hex", "base64"] | None = None
+    scheme: Literal["body", "timestamped"] | None = None
+    tolerance: Duration | None = None
+
+    @model_validator(mode="after")
+    def _timestamped_fields(self) -> HmacAuth:
+        if self.scheme == "timestamped":
+            if self.prefix is not None:
+                raise FieldProblem("prefix", 'not used by scheme timestamped (its header is "t=...,v1=...")')
+            if self.encoding == "base64":
+                raise FieldProblem("encoding", "scheme timestamped signs in hex only")
+        elif self.tolerance is not None:
+            raise FieldProblem("tolerance", 'only scheme "timestamped" has a timestamp to check; set scheme')
+        return self
 
 
 WebhookAuth = Annotated[

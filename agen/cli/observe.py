@@ -29,10 +29,16 @@ def runs(name: Annotated[str | None, typer.Argument(help="Only this deployment."
          since: Annotated[str | None, typer.Option(
              "--since", help="Only runs started within this long (e.g. 1h).", show_default=False)] = None,
          task: Annotated[str | None, typer.Option("--task", help="Only the run of this task.", show_default=False)] = None,
+         effect_unknown: Annotated[bool, typer.Option(
+             "--effect-unknown", help="Only runs that resumed past a side effect that was started and never "
+             "confirmed: check whether it took effect.")] = False,
          limit: Annotated[int, typer.Option("--limit", help="Runs.")] = 20,
          hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOpt = "default",
          json_out: JsonOpt = False) -> None:
-    """Recent runs (--roots: one per trace, --status, --label)."""
+    """Recent runs (--roots: one per trace, --status, --label, --effect-unknown).
+
+    STATUS reads "succeeded, effect unknown" for a run that resumed past a side effect whose
+    completion was never recorded: agen did not repeat it, so check whether it happened."""
     from agen.api import registry as r
     from agen.api.models.observe import ListRunsRequest
     from agen.cli._common import parse_duration_ms
@@ -48,7 +54,7 @@ def runs(name: Annotated[str | None, typer.Argument(help="Only this deployment."
     labels = parse_labels(label or [])
     req = make_request(ListRunsRequest, {"name": "DEPLOYMENT"}, namespace=namespace, deployment=name, roots=roots, status=status,  # type: ignore[arg-type]
                           labels=labels, since_ms=parse_duration_ms(since, flag="--since") if since else None,
-                          task_id=task, limit=limit)
+                          task_id=task, effect_unknown=effect_unknown, limit=limit)
     resp = with_client(hub, token, lambda c: c.call(r.ListRuns, req))
     if json_out:
         print_json(resp.model_dump(mode="json"))

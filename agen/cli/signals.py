@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
@@ -12,6 +13,7 @@ if TYPE_CHECKING:
     from agen.api.models.signals import CreateWebhookSecretResponse
     from agen.client import Client
 
+T = TypeVar("T")
 NameArg = Annotated[str, typer.Argument(help="Deployment name.", show_default=False)]
 
 
@@ -63,26 +65,56 @@ def webhook_secret(name: NameArg,
         "older secrets of this trigger stop working now")
 
 
+def _hub_or_store(hub: str | None, token: str | None, fn: Callable[[Client], Awaitable[T]]) -> T:
+    """The live Hub (--hub, or a running `agen up`); with none, the same RPC in process over the local
+    store, as `agen run` does: a hold must be endable while nothing is running."""
+    import asyncio
+
+    from agen.cli._hub import with_client
+    from agen.cli.submit import hub_is_live
+    from agen.local import read_local
+
+    local = read_local(strict=hub is None)
+    if hub is not None or (local is not None and hub_is_live(local.url)):
+        return with_client(hub, token, fn)
+
+    async def offline() -> T:
+        from agen.client import Client
+        from agen.hub.service import Hub
+        from agen.store import open_store
+
+        store = await open_store(None)
+        try:
+            return await fn(Client.in_process(Hub(store)))
+        finally:
+            await store.close()
+
+    return asyncio.run(offline())
+
+
 def providers(action: Annotated[str | None, typer.Argument(help='"resume" to end a hold.', show_default=False)] = None,
               account: Annotated[str | None, typer.Argument(help="Account to resume.", show_default=False)] = None,
               hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOpt = "default",
               json_out: JsonOpt = False) -> None:
-    """Provider accounts held after an account error; `agen providers resume ACCT` ends a hold."""
+    """Provider accounts held after an account error; `agen providers resume ACCT` ends a hold.
+
+    Works without `agen up`: it then reads and changes the local store directly."""
     from agen.api import registry as r
     from agen.api.models.signals import ListProviderHoldsRequest, ResumeProviderRequest
-    from agen.cli._hub import when, with_client
+    from agen.cli._hub import when
     from agen.errors import InvalidError
 
     if action is not None:
         if action != "resume" or not account:
             raise InvalidError("usage: agen providers [resume ACCOUNT]")
-        resp = with_client(hub, token, lambda c: c.call(r.ResumeProvider, make_request(ResumeProviderRequest, account=account)))
+        resp = _hub_or_store(hub, token, lambda c: c.call(r.ResumeProvider, make_request(ResumeProviderRequest, account=account)))
         if json_out:
             print_json(resp.model_dump(mode="json"))
         else:
             print(f"{account}: resumed")
         return
-    holds = with_client(hub, token, lambda c: c.call(r.ListProviderHolds, make_request(ListProviderHoldsRequest, namespace=namespace)))
+    holds = _hub_or_store(hub, token,
+                          lambda c: c.call(r.ListProviderHolds, make_request(ListProviderHoldsRequest, namespace=namespace)))
     if json_out:
         print_json(holds.model_dump(mode="json"))
         return

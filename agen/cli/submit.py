@@ -1,9 +1,12 @@
 """``agen run`` against the fleet: submit to a live Hub, or start an embedded Hub + Nest.
 
-With ``--hub`` (or a live local ``agen up``) the task goes over HTTP. Without one, the CLI opens
-the local store itself, runs a Hub and a Nest in this process (no HTTP), deploys the bundle
-folder when given one (updating it when its digest changed), runs the task, prints the outcome
-and exits: the path a system cron job uses.
+With ``--hub``, or while an ``agen up`` owns this home or its store (decided by its lock, not by
+whether it answers: a busy or stopped one is waited for, never run beside), the task goes over
+HTTP. Without one, the CLI opens the local store itself (holding the store's shared lock, so an
+``agen up`` starting meanwhile waits), deploys the bundle folder when given one (updating it when
+its digest changed), runs a Hub and a Nest in this process scoped to that task's deployment (no
+other deployment's instances, tasks, triggers or upkeep), prints the outcome and exits: the path
+a system cron job uses.
 """
 
 from __future__ import annotations
@@ -71,9 +74,18 @@ def build_request(deployment: str, text: str, namespace: str, o: RunOptions) -> 
 async def submit_and_report(client: Client, target: str, req: SubmitTaskRequest, timeout_ms: int, o: RunOptions,
                             *, is_bundle: bool) -> Task:
     """Deploy a bundle folder if given one, submit the (already validated) task, wait per --timeout/--no-wait."""
+    from agen.cli.tasks import wait_for_task
+
+    task = await deploy_and_submit(client, target, req, o, is_bundle=is_bundle)
+    if o.no_wait:
+        return task
+    return await wait_for_task(client, task.id, timeout_ms, req.namespace)
+
+
+async def deploy_and_submit(client: Client, target: str, req: SubmitTaskRequest, o: RunOptions, *,
+                            is_bundle: bool, queued_note: str = "") -> Task:
     from agen.api import registry as r
     from agen.cli._common import err
-    from agen.cli.tasks import wait_for_task
 
     if is_bundle:
         from agen.cli.deploy import deploy_request
@@ -87,13 +99,13 @@ async def submit_and_report(client: Client, target: str, req: SubmitTaskRequest,
     task = submitted.task
     if o.no_wait:
         if submitted.created:
-            err(f"task {task.id} queued; `agen wait {task.id}` prints its result")
+            err(f"task {task.id} queued; `agen wait {task.id}` prints its result{queued_note}")
         else:  # the key named a task submitted before, which may have ended long ago
             err(f"task {task.id} already exists ({task.state}); idempotency key {req.idempotency_key}; "
                 f"`agen wait {task.id}` prints its result")
-        return task
-    err(f"task {task.id} {'submitted' if submitted.created else 'already submitted (same idempotency key)'}")
-    return await wait_for_task(client, task.id, timeout_ms, req.namespace)
+    else:
+        err(f"task {task.id} {'submitted' if submitted.created else 'already submitted (same idempotency key)'}")
+    return task
 
 
 def hub_is_live(url: str) -> bool:
@@ -110,21 +122,26 @@ def run_task(target: str, text: str, o: RunOptions, *, hub: str | None, token: s
     import asyncio
 
     from agen.cli._common import err, parse_duration_ms, print_json
-    from agen.cli.tasks import report_task
-    from agen.local import read_local
+    from agen.cli._hub import with_client
+    from agen.cli.oneshot import local_hub
+    from agen.ownership import release
 
     is_bundle = is_folder(target)
     # Every flag is checked before anything happens: a bad --label must not deploy the bundle first.
     req = build_request("bundle" if is_bundle else target, text, namespace, o)  # named once deployed
     timeout_ms = parse_duration_ms(o.timeout, flag="--timeout")
-    local = read_local(strict=hub is None)
-    use_http = hub is not None or (local is not None and hub_is_live(local.url))
+    found = None if hub is not None else local_hub(timeout_ms)
+    use_http = found is None or found.up is not None
     if use_http:
-        from agen.cli._hub import with_client
-
-        task = with_client(hub, token, lambda c: submit_and_report(c, target, req, timeout_ms, o, is_bundle=is_bundle))
+        up = found.up if found is not None else None
+        url, token = (hub, token) if up is None else (up.url, token or up.token)
+        task = with_client(url, token, lambda c: submit_and_report(c, target, req, timeout_ms, o, is_bundle=is_bundle))
     else:
-        task = asyncio.run(_embedded(target, req, timeout_ms, o, is_bundle=is_bundle))
+        assert found is not None
+        try:
+            task = asyncio.run(_embedded(target, req, timeout_ms, o, is_bundle=is_bundle))
+        finally:
+            release(found.lock)
     if o.no_wait:
         if json_out:
             print_json(task.model_dump(mode="json"))
@@ -134,24 +151,41 @@ def run_task(target: str, text: str, o: RunOptions, *, hub: str | None, token: s
     if not use_http and task.pending_approvals:
         err(f"task {task.id} waits for approval {task.pending_approvals[0]}; no `agen up` is running, so start "
             f"one (`agen up`), then `agen approve {task.pending_approvals[0]}` and `agen wait {task.id}`")
+    from agen.cli.tasks import report_task
+
     report_task(task, json_out)
 
 
 async def _embedded(target: str, req: SubmitTaskRequest, timeout_ms: int, o: RunOptions, *,
                     is_bundle: bool) -> Task:
-    """A Hub and a Nest in this process over the local store, for exactly this one task."""
+    """A Hub and a Nest in this process over the local store, scoped to this one task's deployment.
+
+    The Nest has its own name (``oneshot-<pid>``), so enrolling it never voids another Nest's leases;
+    with --no-wait nothing starts at all (the task waits for ``agen up``).
+    """
+    import os
+
+    from agen.cli.tasks import wait_for_task
     from agen.client import Client
+    from agen.hub.service import Hub
     from agen.node import LocalNode
     from agen.store import open_store
 
     store = await open_store(None)
-    node = LocalNode(store, tick_s=0.2, heartbeat_s=0.2)
     try:
-        await node.start()
-        client = Client.in_process(node.hub)
-        return await submit_and_report(client, target, req, timeout_ms, o, is_bundle=is_bundle)
+        hub = Hub(store)
+        task = await deploy_and_submit(Client.in_process(hub), target, req, o, is_bundle=is_bundle,
+                                       queued_note=" once `agen up` runs it")
+        if o.no_wait:
+            return task
+        node = LocalNode(store, hub=hub, tick_s=0.2, heartbeat_s=0.2, nest_name=f"oneshot-{os.getpid()}",
+                         only_deployment=task.deployment_id, only_tree=task.id)  # a CLI task is its own root
+        try:
+            await node.start()
+            return await wait_for_task(Client.in_process(hub), task.id, timeout_ms, req.namespace)
+        finally:
+            await node.drain(30)
     finally:
-        await node.drain(30)
         await store.close()
 
 

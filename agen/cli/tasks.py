@@ -69,6 +69,11 @@ def report_task(task: Task, json_out: bool) -> None:
         reason = (task.outcome or {}).get("reason") or task.error
         status = (task.outcome or {}).get("status", task.state)
         err(f"task {task.id} {task.state} ({status}{': ' + str(reason) if reason and task.state != 'succeeded' else ''})")
+        if task.state == "failed" and task.error and task.error not in (text, reason):
+            err(task.error)  # e.g. the provider hold this failure started, and how to end it
+        if task.effect_unknown:
+            err(f"task {task.id}: effect unknown: its run resumed past a side effect that was started and never "
+                f"confirmed, and did not repeat it; check whether it took effect (`agen transcript {task.id}`)")
     elif task.pending_approvals:
         ids = ", ".join(task.pending_approvals)
         err(f"task {task.id} is waiting for approval {ids}: see it with `agen approvals`, "
@@ -184,7 +189,8 @@ def tasks(name: Annotated[str | None, typer.Argument(help="Only this deployment.
     for task in resp.tasks:
         wait_col = task.wait_reason or ("approval" if task.pending_approvals else "") or ("held" if task.held else "")
         last = when(task.not_before_ms) if scheduled else task.input.replace("\n", " ")[:40]
-        rows.append((task.id, task.deployment, task.state, wait_col, task.priority, ago(task.created_ms), last))
+        state_col = f"{task.state}, effect unknown" if task.effect_unknown else task.state
+        rows.append((task.id, task.deployment, state_col, wait_col, task.priority, ago(task.created_ms), last))
     print_table(("ID", "DEPLOYMENT", "STATE", "WAIT", "PRIORITY", "SUBMITTED", "STARTS" if scheduled else "INPUT"),
                 rows)
 

@@ -11,8 +11,6 @@ from agen.cli._common import JsonOpt, err, print_json
 
 def up(
     listen: Annotated[str, typer.Option("--listen", help="Hub listen address (loopback only).")] = "127.0.0.1:7070",
-    gateway_listen: Annotated[str, typer.Option("--gateway-listen", hidden=True,
-                                                help="Local Gateway (A2A) listen address.")] = "127.0.0.1:7071",
     capacity: Annotated[int, typer.Option("--capacity", help="Local nest capacity (0 = unlimited).")] = 8,
     store: Annotated[str | None, typer.Option("--store", help="Store URL (default: sqlite in AGEN_HOME).",
                                               show_default=False)] = None,
@@ -25,6 +23,9 @@ def up(
     host_memory_limit: Annotated[str, typer.Option(
         "--host-memory-limit", help="With --backend process: cap each host's memory (RLIMIT_AS), e.g. 2G; "
         "0 = no cap. A cap that cannot be applied fails the instance's start.")] = "0",
+    allow_self_approval: Annotated[bool, typer.Option(
+        "--allow-self-approval", envvar="AGEN_ALLOW_SELF_APPROVAL",
+        help="Let any token approve tool calls of work it submitted itself (the local admin always may).")] = False,
 ) -> None:
     """Hub + local Nest in one process (SQLite); Ctrl-C or `agen down` drains and stops it."""
     import asyncio
@@ -46,7 +47,8 @@ def up(
     check_backend(backend, memory)
     opts = UpOptions(listen=listen, capacity=capacity, store=store,
                      retention_ms=parse_duration_ms(retention, flag="--retention"), backend=backend,
-                     host_memory_limit=memory, tui=not headless and sys.stdin.isatty() and sys.stdout.isatty())
+                     host_memory_limit=memory, allow_self_approval=allow_self_approval,
+                     tui=not headless and sys.stdin.isatty() and sys.stdout.isatty())
     asyncio.run(serve(opts))
 
 

@@ -1,4 +1,5 @@
-"""Approval RPCs: list pending (or all) approvals; decide one (the runner's decide_approval)."""
+"""Approval RPCs: list pending (or all) approvals; decide one (the runner's decide_approval), which
+wakes the task suspended on it: it is queued again and its run resumes from its checkpoint."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from agen.api.models.approvals import (
 )
 from agen.errors import NotFoundError
 from agen.hub.auth import Principal
+from agen.hub.holds import write_inbox
 from agen.hub.service import Hub
 from agen.store import Row, Tx, loads
 
@@ -44,7 +46,10 @@ async def decide_approval(hub: Hub, p: Principal, req: DecideApprovalRequest) ->
         raise NotFoundError(f"approval {req.id} not found; `agen approvals` lists pending ones", approval=req.id)
 
     def fn(tx: Tx) -> Row:
-        decide(tx, req.id, approve=req.approve, by=p.subject, note=req.note)
+        row = decide(tx, req.id, approve=req.approve, by=p.subject, note=req.note, allow_self=hub.allow_self_approval)
+        if row["task_id"] is not None and tx.one("SELECT 1 FROM tasks WHERE id = ?", (row["task_id"],)):
+            # the task suspended on "approval:<id>" goes back to the queue; its run resumes from its checkpoint
+            write_inbox(tx, row["task_id"], "approval", req.id, {"state": row["state"], "by": p.subject})
         updated = tx.one("SELECT * FROM approvals WHERE id = ?", (req.id,))
         assert updated is not None
         return updated

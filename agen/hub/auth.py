@@ -34,7 +34,9 @@ class Principal:
 
     @property
     def subject(self) -> str:
-        return f"user:{self.id}"
+        """Who this caller is in the records (tasks.submitted_by, runs/approvals.requested_by, decided_by):
+        ``local-admin`` for the local ``agen up``'s own admin, ``token:<id>`` for any other token."""
+        return LOCAL_ADMIN_SUBJECT if self.kind == "local" else f"token:{self.id}"
 
     def allows(self, scope: str) -> bool:
         """admin implies every scope; operator and approver both imply viewer."""
@@ -63,11 +65,17 @@ class Principal:
             )
 
 
+LOCAL_ADMIN_SUBJECT = "local-admin"
 LOCAL_ADMIN = Principal(id="local", name="local", scopes=frozenset({"admin"}), trust="operator", kind="local")
 
 
 def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
+
+
+def mark_local_admin(tx: Tx, secret: str) -> None:
+    """The token ``agen up`` made for its own user (local.json): it authenticates as the local admin."""
+    tx.execute("UPDATE tokens SET subject = ? WHERE hash = ? AND kind = 'api'", (LOCAL_ADMIN_SUBJECT, hash_token(secret)))
 
 
 def new_secret() -> str:
@@ -91,7 +99,7 @@ def insert_token(
     if trust not in TRUSTS:
         raise InvalidError(f"trust must be one of {', '.join(TRUSTS)} (got {trust!r})", field="trust")
     token_id, secret = str(ULID()), new_secret()
-    expires = tx.now_ms + ttl_ms if ttl_ms else None
+    expires = tx.now_ms + ttl_ms if ttl_ms is not None else None
     tx.execute(
         "INSERT INTO tokens (id, name, kind, hash, scopes, namespaces, trust, created_ms, expires_ms)"
         " VALUES (?,?,?,?,?,?,?,?,?)",
@@ -131,6 +139,7 @@ class Authenticator:
             scopes=frozenset(loads(row["scopes"], [])),
             namespaces=frozenset(loads(row["namespaces"], [])),
             trust=row["trust"],
+            kind="local" if row["subject"] == LOCAL_ADMIN_SUBJECT else "api",
         )
         self._cache[digest] = (principal, now_ms + self.CACHE_MS, expires)
         return principal

@@ -9,6 +9,7 @@ from typing import Any
 
 from ulid import ULID
 
+from agen.api.limits import BundleLimits
 from agen.api.models.deployments import (
     CreateDeploymentRequest,
     DeleteDeploymentRequest,
@@ -33,23 +34,28 @@ from agen.hub.activity import DeploymentFacts, deployment_activity, deployment_f
 from agen.hub.auth import Principal
 from agen.hub.definitions import put_definition
 from agen.hub.logs import write_log
+from agen.hub.notify import sync_bundle_target
 from agen.hub.service import Hub
 from agen.store import Row, Tx, dumps, loads
 
 UNFINISHED = "('queued', 'leased', 'running', 'waiting')"
 
 
-def decode_files(files: dict[str, str]) -> dict[str, bytes]:
+def decode_files(files: dict[str, str], limits: BundleLimits | None = None) -> dict[str, bytes]:
+    """The bundle's bytes, refused (413, naming the file) past the bundle size limits."""
     out: dict[str, bytes] = {}
     for path, b64 in files.items():
         try:
             out[path] = base64.b64decode(b64, validate=True)
         except (binascii.Error, ValueError):
             raise InvalidError(f"files[{path!r}] is not valid base64", field=f"files.{path}") from None
+    (limits or BundleLimits.from_env()).check(out)
     return out
 
 
-def encode_files(files: dict[str, bytes]) -> dict[str, str]:
+def encode_files(files: dict[str, bytes], limits: BundleLimits | None = None) -> dict[str, str]:
+    """The wire form of a bundle; an oversize one is refused here, before it is uploaded."""
+    (limits or BundleLimits.from_env()).check(files)
     return {path: base64.b64encode(data).decode() for path, data in files.items()}
 
 
@@ -70,12 +76,20 @@ def _policy(bundle: Bundle) -> dict[str, Any]:
 
 
 def _sync_signals(tx: Tx, dep_id: str, namespace: str, name: str, bundle: Bundle) -> None:
-    """Triggers and provider accounts follow the deployed definition (agen.hub.triggers, providers)."""
-    from agen.hub.providers import harness_accounts, sync_accounts
+    """Triggers, provider accounts and the approval notify target follow the deployed definition."""
+    from agen.hub.providers import harness_key_secrets, sync_accounts
     from agen.hub.triggers.tick import sync_triggers
 
     sync_triggers(tx, {"id": dep_id, "namespace": namespace, "name": name}, bundle.config)
-    sync_accounts(tx, dep_id, harness_accounts(namespace, bundle.harness.model_dump(by_alias=True, exclude_none=True)))
+    sync_bundle_target(tx, namespace, name, bundle.config.permissions.notify)
+    keys = harness_key_secrets(namespace, bundle.harness.model_dump(by_alias=True, exclude_none=True))
+    envs = {acct: None if _platform(bundle, key) else bundle.secrets.env_var(key) for acct, key in keys.items()}
+    sync_accounts(tx, dep_id, list(keys), envs)
+
+
+def _platform(bundle: Bundle, secret: str) -> bool:
+    spec = bundle.secrets.secrets.get(secret)
+    return spec is not None and spec.source == "platform"
 
 
 async def create_deployment(hub: Hub, p: Principal, req: CreateDeploymentRequest) -> DeploymentResponse:
@@ -315,6 +329,7 @@ async def delete_deployment(hub: Hub, p: Principal, req: DeleteDeploymentRequest
              req.namespace, req.name),
         )
         tx.execute("DELETE FROM deployments WHERE id = ?", (row["id"],))
+        sync_bundle_target(tx, req.namespace, req.name, None)
         tx.event(req.namespace, "deployment.deleted", deployment=req.name,
                  data={"cancelled_tasks": cancelled, "ended_runs": ended})
         write_log(tx, req.namespace, req.name, f"deleted ({cancelled} tasks cancelled, {ended} runs ended)")

@@ -27,6 +27,7 @@ class Assignment:
     count: int
     max_concurrency: int
     paused: bool
+    kind: str = "pool"           # task: each instance leases exactly one task, then stops
 
 
 START_FAILED = "start failed: "   # exit_reason prefix of an instance whose executor could not start
@@ -69,6 +70,14 @@ def register_nest(tx: Tx, name: str, *, capacity: int, labels: dict[str, str] | 
     for t in held:  # the restarted Nest runs nothing: its old leases are void, not worth waiting out
         release_task(tx, t["id"], t["lease_id"], count_attempt=True, reason=f"nest {name} restarted")
     return nest_id
+
+
+def retire_nest(tx: Tx, nest_id: str) -> None:
+    """A one-shot's Nest that drained and exits: no longer active (so it is never reported lost) and
+    assigned nothing. Its row and its instances stay, as the history ``agen logs`` and the
+    instance-failing check read. A lease it still holds expires as any other."""
+    tx.execute("UPDATE nests SET state = 'lost' WHERE id = ?", (nest_id,))
+    tx.execute("DELETE FROM assignments WHERE nest_id = ?", (nest_id,))
 
 
 def report_status(tx: Tx, nest_id: str, reports: list[InstanceReport]) -> list[Assignment]:
@@ -144,7 +153,7 @@ def _transition(rep: InstanceReport, before: str | None) -> str | None:
 
 def assignments_for(tx: Tx, nest_id: str) -> list[Assignment]:
     rows = tx.all(
-        "SELECT a.deployment_id, a.count, d.namespace, d.name, d.definition_id, d.digest, d.scale, d.paused"
+        "SELECT a.deployment_id, a.count, d.namespace, d.name, d.kind, d.definition_id, d.digest, d.scale, d.paused"
         " FROM assignments a JOIN deployments d ON d.id = a.deployment_id WHERE a.nest_id = ?",
         (nest_id,),
     )
@@ -154,7 +163,7 @@ def assignments_for(tx: Tx, nest_id: str) -> list[Assignment]:
         out.append(Assignment(
             deployment_id=r["deployment_id"], namespace=r["namespace"], deployment=r["name"],
             definition_id=r["definition_id"], digest=r["digest"], count=int(r["count"]),
-            max_concurrency=int(scale.get("max_concurrency", 4)), paused=bool(r["paused"]),
+            max_concurrency=int(scale.get("max_concurrency", 4)), paused=bool(r["paused"]), kind=r["kind"],
         ))
     return out
 

@@ -2,6 +2,10 @@
 
 Several Hubs may share one store; only the holder of the lease ticks, and every tick is
 epoch-checked by the scheduler, so a paused ex-leader cannot write after a takeover.
+
+A scoped loop (an embedded one-shot, ``scheduler.Scope``) leads only its own share under its
+own lease name: it ticks its deployment on its own Nest and runs none of the fleet-wide signals
+(triggers, budget thresholds, pruning, announcements, notification delivery); ``agen up`` does.
 """
 
 from __future__ import annotations
@@ -37,15 +41,22 @@ class LeaderLoop:
         self._last_prune_ms = 0
         self._last_warnings_ms = 0
         self._http: httpx.AsyncClient | None = None
+        self.scope: scheduler.Scope | None = None
 
     @property
     def is_leader(self) -> bool:
         return self.epoch is not None
 
+    @property
+    def lease_name(self) -> str:
+        """The Hub leader lease, or a one-shot's own (it never contends with, or fences, anyone's)."""
+        return leader.HUB_LEADER if self.scope is None else f"oneshot:{self.scope.nest_id}"
+
     async def step(self) -> scheduler.TickSummary | None:
         """Renew (or try to take) the lease; when leading, run one scheduler tick."""
         store = self.hub.store
-        self.epoch = await store.write(lambda tx: leader.acquire_or_renew(tx, leader.HUB_LEADER, self.holder, self.ttl_ms))
+        name, scope = self.lease_name, self.scope
+        self.epoch = await store.write(lambda tx: leader.acquire_or_renew(tx, name, self.holder, self.ttl_ms))
         epoch = self.epoch
         if epoch is None:
             return None
@@ -53,11 +64,13 @@ class LeaderLoop:
 
         def tick(tx: Tx) -> scheduler.TickSummary:
             budget_held, provider_held = held_sets(tx, tx.now_ms)
-            return scheduler.schedule_tick(tx, leader_name=leader.HUB_LEADER, leader_epoch=epoch, now_ms=tx.now_ms,
-                                           budget_held=budget_held, provider_held=provider_held, counts=counts)
+            return scheduler.schedule_tick(tx, leader_name=name, leader_epoch=epoch, now_ms=tx.now_ms,
+                                           budget_held=budget_held, provider_held=provider_held, counts=counts,
+                                           scope=scope)
 
         summary = await store.write(tick)
-        await self._signals(epoch)
+        if scope is None:
+            await self._signals(epoch)
         if summary.requeued or summary.woken or summary.assignments_changed or summary.scaled:
             self.hub.work.notify()
         if self.on_tick is not None:
@@ -98,9 +111,16 @@ class LeaderLoop:
     async def stop(self) -> None:
         self._stop.set()
         self.hub.scheduler_kick.set()
-        if self.epoch is not None:
+        name, scoped = self.lease_name, self.scope is not None
+        if self.epoch is not None or scoped:
+            def give_up(tx: Tx) -> None:
+                if scoped:  # a one-shot's lease is its alone: leave no row behind
+                    tx.execute("DELETE FROM leases WHERE name = ? AND holder = ?", (name, self.holder))
+                else:
+                    leader.step_down(tx, name, self.holder)
+
             with contextlib.suppress(AgenError):
-                await self.hub.store.write(lambda tx: leader.step_down(tx, leader.HUB_LEADER, self.holder))
+                await self.hub.store.write(give_up)
             self.epoch = None
         if self._http is not None:
             await self._http.aclose()

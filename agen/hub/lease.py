@@ -7,12 +7,15 @@ selects candidates and then updates each with ``WHERE state = 'queued'``, so the
 same code stays correct under Postgres ``FOR UPDATE SKIP LOCKED``.
 
 ``attempts`` counts leases that did not end cleanly plus the current one: a lease
-adds one; a release the host could not use and a suspend give it back.
+adds one; a release the host could not use and a suspend give it back. So does a lease lost
+with its host (expired, or voided by the Nest's restart) when the run recorded progress
+during it: a crash of the whole process is not the task's fault while it was moving, and a
+task whose host keeps dying without progress still ends after MAX_ATTEMPTS.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from agen.errors import InvalidError
@@ -31,6 +34,7 @@ from agen.hub._tasks import (
 )
 from agen.hub.holds import RESUME, _effectively_held, inbox_matches, write_inbox
 from agen.hub.locks import refresh_task_locks, release_task_locks, try_grant_all
+from agen.runner.approvals import close_task_approvals
 from agen.store import Tx, dumps
 from agen.store.base import new_ulid
 
@@ -184,7 +188,7 @@ _FINISH_SQL = (
 
 def finish_task(tx: Tx, row: dict[str, Any], state: str, *, outcome: dict[str, Any] | None,
                 error: str | None, keep_lease_id: bool = False, data: dict[str, Any] | None = None) -> None:
-    """The one terminal path: state, locks released, the event, and the parent's inbox."""
+    """The one terminal path: state, locks released, pending approvals closed, the event, the parent's inbox."""
     tx.execute(_FINISH_SQL, (state, None if outcome is None else dumps(outcome), error, keep_lease_id, tx.now_ms,
                              tx.now_ms, row["id"]))
     _finished(tx, row, state, outcome, error, data)
@@ -193,6 +197,7 @@ def finish_task(tx: Tx, row: dict[str, Any], state: str, *, outcome: dict[str, A
 def _finished(tx: Tx, row: dict[str, Any], state: str, outcome: dict[str, Any] | None, error: str | None,
               data: dict[str, Any] | None = None) -> None:
     release_task_locks(tx, row["id"])
+    close_task_approvals(tx, row["id"], state, (data or {}).get("by"))
     task_event(tx, row, f"task.{state}", {"error": error, **(data or {})},
                severity="warning" if state in ("failed", "expired") else "info")
     if row["parent_task_id"]:
@@ -253,6 +258,9 @@ def release_task(
     """
     row = fenced_task(tx, task_id, lease_id)
     why = reason or ("host could not take it" if not count_attempt else "host stopped mid-task")
+    if count_attempt and progressed_during_lease(tx, row):
+        count_attempt = False
+        why += "; the run made progress"
     deployment_log(tx, row, f"task {task_id} released by instance {row['lease_instance_id'] or '-'}: {why}"
                    f"{'' if count_attempt else ' (attempt not counted)'}", instance_id=row["lease_instance_id"])
     if count_attempt and row["attempts"] >= MAX_ATTEMPTS:
@@ -303,18 +311,42 @@ def _fail_max_attempts(tx: Tx, row: dict[str, Any], last: str) -> None:
     end_run(tx, row["id"], "failed", "max_attempts")
 
 
-def expire_leases(tx: Tx, now_ms: int) -> list[dict[str, Any]]:
-    """Requeue tasks whose lease expired (attempt counted); the 5th expiry fails the task and fences its run."""
+def progressed_during_lease(tx: Tx, row: dict[str, Any]) -> bool:
+    """Did the task's run checkpoint a model turn or a tool result since its current lease began?"""
+    if not row.get("leased_ms"):
+        return False
+    return bool(tx.scalar(
+        "SELECT 1 FROM runs r JOIN messages m ON m.run_id = r.id WHERE r.task_id = ?"
+        " AND m.role IN ('assistant', 'tool') AND m.created_ms >= ? LIMIT 1", (row["id"], row["leased_ms"])))
+
+
+def _only(deployment_ids: Collection[str] | None) -> tuple[str, list[str]]:
+    if deployment_ids is None:
+        return "", []
+    ids = sorted(deployment_ids)
+    return f" AND deployment_id IN ({','.join('?' * len(ids)) or 'NULL'})", ids
+
+
+def expire_leases(tx: Tx, now_ms: int, *, deployment_ids: Collection[str] | None = None) -> list[dict[str, Any]]:
+    """Requeue tasks whose lease expired; the attempt is counted unless the run made progress during the
+    lease (see ``progressed_during_lease``). The 5th counted expiry fails the task and fences its run.
+    ``deployment_ids``: only those deployments' tasks (an embedded one-shot's scope)."""
+    scope, ids = _only(deployment_ids)
     rows = tx.all(
-        "SELECT * FROM tasks WHERE state IN ('leased', 'running') AND lease_expires_ms <= ?", (now_ms,)
-    )
+        "SELECT * FROM tasks WHERE state IN ('leased', 'running') AND lease_expires_ms <= ?" + scope, [now_ms, *ids])
     out: list[dict[str, Any]] = []
     for row in rows:
         where = f"nest {row['lease_nest_id']}, instance {row['lease_instance_id'] or '-'}"
+        progressed = progressed_during_lease(tx, row)
         deployment_log(tx, row, f"lease {row['lease_id']} of task {row['id']} expired ({where}); "
-                       f"attempt {row['attempts']} of {MAX_ATTEMPTS}", level="warning",
+                       + ("the run made progress, so the attempt is not counted" if progressed else
+                          f"attempt {row['attempts']} of {MAX_ATTEMPTS}"), level="warning",
                        instance_id=row["lease_instance_id"])
-        if row["attempts"] >= MAX_ATTEMPTS:
+        if progressed:
+            requeue(tx, row, reason="lease_expired", attempt_delta=-1,
+                    data={"lease_id": row["lease_id"], "attempts": row["attempts"] - 1, "count_attempt": False})
+            action = "requeued"
+        elif row["attempts"] >= MAX_ATTEMPTS:
             _fail_max_attempts(tx, row, f"lease expired on {where}")
             action = "failed"
         else:
@@ -325,11 +357,12 @@ def expire_leases(tx: Tx, now_ms: int) -> list[dict[str, Any]]:
     return out
 
 
-def expire_overdue(tx: Tx, now_ms: int) -> list[str]:
+def expire_overdue(tx: Tx, now_ms: int, *, deployment_ids: Collection[str] | None = None) -> list[str]:
     """Queued tasks past not_after end as expired (reason expired); returns their ids."""
+    scope, ids = _only(deployment_ids)
     rows = tx.all(
-        "SELECT * FROM tasks WHERE state = 'queued' AND not_after_ms IS NOT NULL AND not_after_ms <= ?", (now_ms,)
-    )
+        "SELECT * FROM tasks WHERE state = 'queued' AND not_after_ms IS NOT NULL AND not_after_ms <= ?" + scope,
+        [now_ms, *ids])
     for row in rows:
         error = "not started before its not_after deadline"
         finish_task(tx, row, "expired", outcome={"status": "failed", "reason": "expired", "summary": error,

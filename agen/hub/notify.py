@@ -65,6 +65,24 @@ def set_target(
     return row
 
 
+def bundle_target_name(deployment: str) -> str:
+    return f"{deployment}.approvals"
+
+
+def sync_bundle_target(tx: Tx, namespace: str, deployment: str, url: str | None) -> None:
+    """A bundle's ``permissions.notify``: its deployment's new pending approvals (approval.requested) are
+    POSTed to that URL. Kept as the target ``<deployment>.approvals`` (so `agen notify ls` shows its
+    deliveries and errors); deploying without it, or deleting the deployment, removes it."""
+    name = bundle_target_name(deployment)
+    if url is None:
+        tx.execute("DELETE FROM notify_targets WHERE namespace = ? AND name = ?", (namespace, name))
+        return
+    if not url.startswith(("http://", "https://")):
+        raise InvalidError(f"permissions.notify of {deployment} must be an http(s) URL (got {url!r})",
+                           field="permissions.notify")
+    set_target(tx, namespace, name, url, events=["approval.requested"], deployment=deployment)
+
+
 def delete_target(tx: Tx, namespace: str, name: str) -> None:
     if tx.execute("DELETE FROM notify_targets WHERE namespace = ? AND name = ?", (namespace, name)) == 0:
         raise NotFoundError(

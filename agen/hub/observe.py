@@ -49,7 +49,8 @@ def run_view(row: Row, task: Row | None = None) -> Run:
         parent_run_id=row["parent_run_id"], root_run_id=row["root_run_id"], trace_id=row["trace_id"],
         status=row["status"], activity=act.word, stopped_reason=act.stopped_reason, source=row["source"],
         requested_by=row["requested_by"], labels=loads(row["labels"], {}), model=row["model"], turns=row["turns"],
-        usage=usage_of(row), input=row["input"], outcome=loads(row["outcome"]), started_ms=row["started_ms"],
+        usage=usage_of(row), input=row["input"], outcome=loads(row["outcome"]),
+        effect_unknown=bool(row.get("effect_unknown")), started_ms=row["started_ms"],
         updated_ms=row["updated_ms"], finished_ms=row["finished_ms"],
     )
 
@@ -82,14 +83,16 @@ async def list_runs(hub: Hub, p: Principal, req: ListRunsRequest) -> ListRunsRes
     if req.status:
         sql += " AND status = ?"
         params.append(req.status)
+    if req.effect_unknown:
+        sql += " AND effect_unknown = 1"
     if req.roots:
         sql += " AND parent_run_id IS NULL"
     if req.since_ms is not None:
         sql += " AND started_ms >= ?"
         params.append(hub.clock() - req.since_ms)
-    for key, value in sorted(req.labels.items()):
-        sql += " AND json_extract(labels, ?) = ?"
-        params += [f'$."{key}"', value]
+    for key, value in sorted(req.labels.items()):  # json_each, as ListTasks: any key, no JSON-path quoting
+        sql += " AND EXISTS (SELECT 1 FROM json_each(runs.labels) WHERE json_each.key = ? AND json_each.value = ?)"
+        params += [key, value]
     rows = await hub.store.all(sql + " ORDER BY started_ms DESC, id DESC LIMIT ?", [*params, req.limit])
     runs = await run_views(hub, rows)
     if req.roots and runs:

@@ -23,6 +23,25 @@ NEST_LOST_AFTER_MS = 30_000
 
 
 @dataclass(frozen=True)
+class Scope:
+    """What an embedded one-shot (``agen run`` without ``agen up``) schedules: its task's deployment,
+    and those its task tree's unfinished child tasks run on, on its own Nest. Everything else (other
+    deployments, other Nests, triggers, retention) is left for ``agen up``."""
+
+    deployment_id: str
+    nest_id: str
+    root_task_id: str | None = None
+
+    def deployment_ids(self, tx: Tx) -> set[str]:
+        ids = {self.deployment_id}
+        if self.root_task_id:
+            ids.update(r["deployment_id"] for r in tx.all(
+                "SELECT DISTINCT deployment_id FROM tasks WHERE root_task_id = ?"
+                " AND state IN ('queued', 'leased', 'running', 'waiting')", (self.root_task_id,)))
+        return ids
+
+
+@dataclass(frozen=True)
 class NestView:
     id: str
     labels: dict[str, str]
@@ -135,6 +154,7 @@ def schedule_tick(
     budget_held: frozenset[str] = frozenset(),
     provider_held: frozenset[str] = frozenset(),
     counts: dict[str, QueueCounts] | None = None,
+    scope: Scope | None = None,
 ) -> TickSummary:
     """One leader tick, epoch-checked: sweep leases/overdue/holds, lose silent Nests, scale, place.
 
@@ -142,28 +162,35 @@ def schedule_tick(
     at 0) or whose provider account is held (no scale-up for queued work). ``counts``: the queue
     counts read just before on a reader (queue.read_queue_counts), so the writer does not scan the
     unfinished tasks; what this tick's sweep requeues is counted by the next tick, a second later.
+    ``scope``: an embedded one-shot's tick, which sweeps, scales and places only its deployments on its
+    own Nest, and loses no Nests.
     """
     check_epoch(tx, leader_name, leader_epoch)
     s = TickSummary()
-    s.nests_lost = _lose_silent_nests(tx, now_ms, nest_lost_after_ms)
-    for r in expire_leases(tx, now_ms):
+    only = scope.deployment_ids(tx) if scope else None
+    if scope is None:
+        s.nests_lost = _lose_silent_nests(tx, now_ms, nest_lost_after_ms)
+    for r in expire_leases(tx, now_ms, deployment_ids=only):
         (s.failed if r["action"] == "failed" else s.requeued).append(r["task_id"])
-    s.overdue = expire_overdue(tx, now_ms)
-    s.woken = wake_expired_holds(tx, now_ms)
+    s.overdue = expire_overdue(tx, now_ms, deployment_ids=only)
+    if scope is None:  # a hold's deadline is agen up's to keep; a one-shot's fresh task is not held
+        s.woken = wake_expired_holds(tx, now_ms)
 
     if counts is None:
         counts = queue_counts(tx, now_ms=now_ms)
-    deps = tx.all("SELECT id, namespace, name, kind, digest, scale, placement, desired, paused,"
-                  " last_activity_ms, manual_scale_ms FROM deployments")
+    deps = [d for d in tx.all("SELECT id, namespace, name, kind, digest, scale, placement, desired, paused,"
+                              " last_activity_ms, manual_scale_ms FROM deployments") if only is None or d["id"] in only]
     active = [(now_ms, d["id"]) for d in deps if counts.get(d["id"], _NONE).load > 0]
     if active:
         tx.executemany("UPDATE deployments SET last_activity_ms = ? WHERE id = ?", active)
     busy = {dep for _, dep in active}
     nests = [NestView(r["id"], loads(r["labels"], {}), int(r["capacity"]))
-             for r in tx.all("SELECT id, labels, capacity FROM nests WHERE state = 'active' ORDER BY id")]
+             for r in tx.all("SELECT id, labels, capacity FROM nests WHERE state = 'active' ORDER BY id")
+             if scope is None or r["id"] == scope.nest_id]
     current: dict[tuple[str, str], int] = {}
     digests: dict[tuple[str, str], str] = {}
-    for a in tx.all("SELECT deployment_id, nest_id, count, digest FROM assignments"):
+    for a in tx.all("SELECT deployment_id, nest_id, count, digest FROM assignments"
+                    + (" WHERE nest_id = ?" if scope else ""), (scope.nest_id,) if scope else ()):
         current[(a["deployment_id"], a["nest_id"])] = int(a["count"])
         digests[(a["deployment_id"], a["nest_id"])] = a["digest"]
 

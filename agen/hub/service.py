@@ -51,6 +51,7 @@ class Hub:
         self.in_flight: Callable[[], int] = lambda: 0
         self.shutdown_requested = asyncio.Event()
         self.url: str | None = None
+        self.allow_self_approval = False  # `agen up --allow-self-approval`: any token may approve its own work
         self._cancel_listeners: list[Callable[[str], None]] = []
 
     def on_cancel(self, listener: Callable[[str], None]) -> None:

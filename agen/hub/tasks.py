@@ -22,6 +22,7 @@ from agen.errors import InvalidError, NotFoundError
 from agen.hub import admission, queue
 from agen.hub._known import check_namespace, require_known_deployment
 from agen.hub.auth import Principal
+from agen.hub.input_redaction import redact_task_input
 from agen.hub.instances import instance_failing
 from agen.hub.lease_gate import budget_wait_reason
 from agen.hub.service import Hub
@@ -49,7 +50,7 @@ def task_view(row: Row, *, extra: dict[str, Any] | None = None) -> Task:
         wait_for=row["wait_for"], held=bool(row["held"]),
         held_until_ms=row["held_until_ms"], hold_reason=row["hold_reason"], progress=loads(row["progress"]),
         outcome=loads(row["outcome"]), error=row["error"], trust=row["trust"], model_tier=row["model_tier"],
-        locks=extra.get("locks", []), run_id=extra.get("run_id"),
+        locks=extra.get("locks", []), run_id=extra.get("run_id"), effect_unknown=bool(extra.get("effect_unknown")),
         pending_approvals=extra.get("pending_approvals", []), created_ms=row["created_ms"],
         started_ms=row["started_ms"], finished_ms=row["finished_ms"], updated_ms=row["updated_ms"],
     )
@@ -69,12 +70,18 @@ def _many_details(tx: Tx, rows: list[Row]) -> list[dict[str, Any]]:
     locks: dict[str, list[str]] = {}
     for r in tx.all(f"SELECT task_id, name FROM task_locks WHERE task_id IN ({marks}) ORDER BY name", ids):
         locks.setdefault(r["task_id"], []).append(r["name"])
-    runs = {r["task_id"]: r["id"] for r in tx.all(f"SELECT task_id, id FROM runs WHERE task_id IN ({marks})", ids)}
+    runs: dict[str, str] = {}
+    unknown: set[str] = set()
+    for r in tx.all(f"SELECT task_id, id, effect_unknown FROM runs WHERE task_id IN ({marks})", ids):
+        runs[r["task_id"]] = r["id"]
+        if r["effect_unknown"]:
+            unknown.add(r["task_id"])
     approvals: dict[str, list[str]] = {}
     for r in tx.all(f"SELECT task_id, id FROM approvals WHERE task_id IN ({marks}) AND state = 'pending'"
                     " ORDER BY created_ms", ids):
         approvals.setdefault(r["task_id"], []).append(r["id"])
     return [_detail(tx, row, {"locks": locks.get(row["id"], []), "run_id": runs.get(row["id"]),
+                              "effect_unknown": row["id"] in unknown,
                               "pending_approvals": approvals.get(row["id"], [])}) for row in rows]
 
 
@@ -113,11 +120,13 @@ async def submit_task(hub: Hub, p: Principal, req: SubmitTaskRequest) -> TaskRes
                 " `agen deploy <dir>` creates one", deployment=req.deployment, namespace=req.namespace,
             )
         new = queue.NewTask(
-            namespace=req.namespace, deployment_id=current["id"], deployment=current["name"], input=req.input,
+            namespace=req.namespace, deployment_id=current["id"], deployment=current["name"],
+            input=redact_task_input(tx, current, req.input),
             conversation_key=req.conversation_key, labels=dict(req.labels), priority=req.priority,
             idempotency_key=req.idempotency_key, schedule_key=req.schedule_key, not_before_ms=req.not_before_ms,
             not_after_ms=req.not_after_ms, locks=list(req.locks), trust=trust,
-            model_tier=req.model_tier, overrides=req.overrides, submitted_by=p.subject,
+            model_tier=req.model_tier, overrides=req.overrides.stored() if req.overrides else None,
+            submitted_by=p.subject,
         )
         admission.admit(tx, current, tx.now_ms)
         row, created = queue.submit_task(tx, new)

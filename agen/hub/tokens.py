@@ -1,4 +1,8 @@
-"""Identity RPCs: create API tokens, say who the caller is, and the local shutdown door."""
+"""Identity RPCs: create API tokens, say who the caller is, and the local shutdown door.
+
+A token never mints more than it holds: the new token's scopes, namespaces and trust are each
+at most the caller's, so a limited admin cannot raise itself by creating a token.
+"""
 
 from __future__ import annotations
 
@@ -12,14 +16,22 @@ from agen.api.models.tokens import (
 from agen.errors import DeniedError
 from agen.hub.auth import Principal, insert_token
 from agen.hub.service import Hub
+from agen.runner.types import TRUST_RANK
 from agen.store import Tx
 
 
 async def create_token(hub: Hub, p: Principal, req: CreateTokenRequest) -> CreateTokenResponse:
+    for scope in req.scopes:
+        p.require(scope, f"creating a token with the {scope} scope")
     for ns in req.namespaces:
         p.require_namespace(ns)
     if p.namespaces and not req.namespaces:
         raise DeniedError("a token limited to namespaces can only create tokens limited to some of them; pass --namespace")
+    if TRUST_RANK[req.trust] > TRUST_RANK.get(p.trust, 0):
+        raise DeniedError(
+            f"this token's trust is {p.trust}; it cannot create a token with trust {req.trust} "
+            f"(pass --trust {p.trust} or lower)", field="trust", trust=req.trust,
+        )
 
     def fn(tx: Tx) -> tuple[str, str, int]:
         token_id, secret = insert_token(
@@ -30,7 +42,7 @@ async def create_token(hub: Hub, p: Principal, req: CreateTokenRequest) -> Creat
     token_id, secret, now = await hub.store.write(fn)
     info = TokenInfo(
         id=token_id, name=req.name, scopes=sorted(set(req.scopes)), namespaces=sorted(set(req.namespaces)),
-        trust=req.trust, created_ms=now, expires_ms=now + req.ttl_ms if req.ttl_ms else None,
+        trust=req.trust, created_ms=now, expires_ms=now + req.ttl_ms if req.ttl_ms is not None else None,
     )
     return CreateTokenResponse(token=secret, info=info)
 
@@ -44,6 +56,12 @@ async def who_am_i(hub: Hub, p: Principal, req: Empty) -> WhoAmIResponse:
 
 
 async def shutdown(hub: Hub, p: Principal, req: Empty) -> Ok:
-    """`agen down`: start the same drain SIGTERM starts."""
+    """`agen down`: start the same drain SIGTERM starts. Stopping the Hub stops every namespace,
+    so an admin token limited to some of them is refused."""
+    if p.namespaces:
+        raise DeniedError(
+            "stopping the Hub needs an admin token without a namespace limit; this one is limited to "
+            f"{', '.join(sorted(p.namespaces))}", scope="admin",
+        )
     hub.request_shutdown()
     return Ok(message="draining")

@@ -1,9 +1,11 @@
 """Approval gates: a durable Store-backed one for managed runs, a callback one for the SDK.
 
 "Ask" creates an approvals row (arguments already redacted; at most one pending per
-run, tool and arguments) and an ``approval.requested`` event, marks the run
-waiting_approval and waits for ``decide_approval`` (called by the Hub) to settle it.
-While waiting the run holds no Store transaction or lock, only its own coroutine.
+run, tool and arguments) and an ``approval.requested`` event and marks the run
+waiting_approval. A task's run then suspends (the gate answers ``pending``): the task
+waits with no lease, slot or coroutine, survives restarts, and ``decide_approval``
+(called by the Hub) wakes it; the resumed run asks again and reads the decision. A run
+with no task (nothing to suspend) waits for the decision in place.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from ulid import ULID
 from agen.errors import ConflictError, DeniedError, NotFoundError
 from agen.runner.policy import ApprovalDecision, ApprovalGate, ApprovalRequest
 from agen.store.base import Row, Store, Tx, dumps
+
+LOCAL_ADMIN_SUBJECT = "local-admin"  # = agen.hub.auth.LOCAL_ADMIN_SUBJECT: the local `agen up`'s own user
 
 POLL_S = 5.0
 
@@ -57,26 +61,52 @@ def request_approval(tx: Tx, req: ApprovalRequest) -> Row:
     return tx.one("SELECT * FROM approvals WHERE id = ?", (approval_id,)) or {}
 
 
-def decide_approval(tx: Tx, approval_id: str, approve: bool, by: str, note: str | None = None) -> Row:
-    """Settle a pending approval (the Hub's DecideApproval); the requester cannot approve its own."""
+def may_self_approve(by: str, *, allow_self: bool = False) -> bool:
+    """The self-approval rule: the single user of a local ``agen up`` (its local admin) approves its own
+    work; any other principal only when the Hub is configured to allow it (``--allow-self-approval``)."""
+    return allow_self or by == LOCAL_ADMIN_SUBJECT
+
+
+def decide_approval(tx: Tx, approval_id: str, approve: bool, by: str, note: str | None = None, *,
+                    allow_self: bool = False) -> Row:
+    """Settle a pending approval (the Hub's DecideApproval); the requester cannot approve its own
+    (see ``may_self_approve``). The Hub then wakes the waiting task (agen.hub.approvals)."""
     row = tx.one("SELECT * FROM approvals WHERE id = ?", (approval_id,))
     if row is None:
         raise NotFoundError(f"approval {approval_id} does not exist; list pending ones with `agen approvals`",
                             approval=approval_id)
+    if row["state"] == "cancelled":
+        raise ConflictError(f"approval {approval_id} was closed because {row['note'] or 'its task ended'};"
+                            " there is nothing left to decide", approval=approval_id, state=row["state"])
     if row["state"] != "pending":
         who = f" by {row['decided_by']}" if row["decided_by"] else ""
         raise ConflictError(f"approval {approval_id} was already {row['state']}{who}; it cannot be decided again",
                             approval=approval_id, state=row["state"])
-    if approve and row["requested_by"] is not None and by == row["requested_by"]:
+    if (approve and row["requested_by"] is not None and by == row["requested_by"]
+            and not may_self_approve(by, allow_self=allow_self)):
         raise DeniedError(
-            f"the principal that caused an approval cannot approve it: {by} requested the run behind "
-            f"approval {approval_id}; ask someone else to approve it", approval=approval_id)
+            f"the principal that caused an approval cannot approve it: {by} submitted the task behind "
+            f"approval {approval_id}; ask someone else to approve it (or deny it)", approval=approval_id)
     state = "approved" if approve else "denied"
     tx.execute("UPDATE approvals SET state = ?, decided_by = ?, decided_ms = ?, note = ? WHERE id = ? AND state = 'pending'",
                (state, by, tx.now_ms, note, approval_id))
     tx.event(row["namespace"], "approval.decided", deployment=row["deployment"], task_id=row["task_id"],
              run_id=row["run_id"], data={"approvalId": approval_id, "tool": row["tool"], "state": state, "by": by})
     return {**row, "state": state, "decided_by": by, "decided_ms": tx.now_ms, "note": note}
+
+
+def close_task_approvals(tx: Tx, task_id: str, state: str, by: str | None = None) -> int:
+    """A task ended (cancelled, failed, expired): its pending approvals close as 'cancelled' and can no
+    longer be decided. Returns how many closed."""
+    rows = tx.all("SELECT * FROM approvals WHERE task_id = ? AND state = 'pending'", (task_id,))
+    why = f"its task {task_id} was {state}" + (f" by {by}" if by else "")
+    for row in rows:
+        tx.execute("UPDATE approvals SET state = 'cancelled', decided_by = ?, decided_ms = ?, note = ?"
+                   " WHERE id = ? AND state = 'pending'", (by, tx.now_ms, why, row["id"]))
+        tx.event(row["namespace"], "approval.decided", deployment=row["deployment"], task_id=task_id,
+                 run_id=row["run_id"], data={"approvalId": row["id"], "tool": row["tool"], "state": "cancelled",
+                                             "by": by})
+    return len(rows)
 
 
 def _resume_run(tx: Tx, run_id: str) -> None:
@@ -94,7 +124,8 @@ def _decision(row: Row) -> ApprovalDecision:
 
 
 class StoreApprovalGate(ApprovalGate):
-    """Durable approvals: a row people decide on (CLI, TUI, API); the run waits for it."""
+    """Durable approvals: a row people decide on (CLI, TUI, API). A task's run suspends on it (the
+    decision requeues the task); a run with no task waits for it in place."""
 
     def __init__(self, store: Store, *, poll_s: float = POLL_S) -> None:
         self.store = store
@@ -104,6 +135,8 @@ class StoreApprovalGate(ApprovalGate):
         seq = int(await self.store.scalar("SELECT COALESCE(MAX(seq), 0) FROM events") or 0)
         row = await self.store.write(lambda tx: request_approval(tx, request))
         approval_id = row["id"]
+        if row["state"] == "pending" and request.task_id is not None:
+            return ApprovalDecision(False, pending=approval_id)
         while row["state"] == "pending":
             seq = await self.store.wait_for_events(seq, self.poll_s)
             row = await self.store.one("SELECT * FROM approvals WHERE id = ?", (approval_id,)) or row

@@ -1,8 +1,10 @@
 """Running one turn's tool calls: permissions, approvals, the effect ledger, redaction, the cap.
 
 Calls run concurrently unless harness.parallelToolCalls is off or one of them needs an
-approval; results come back in call order. Side-effecting tools are recorded ``started``
-before they run and ``completed`` after; a cancelled call leaves its effect started.
+approval; results come back in call order. A call whose approval is still pending ends the
+list: the run suspends there and the rest of the turn runs once the approval is decided.
+Side-effecting tools are recorded ``started`` before they run and ``completed`` after; a
+cancelled call leaves its effect started.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class CallResult:
     data: Any = None
     suspend: str | None = None
     tool: str | None = None  # registered name
+    approval: str | None = None  # the call waits for this approval: the run suspends before it runs
     attrs: dict[str, Any] = field(default_factory=dict)
 
 
@@ -58,7 +61,12 @@ async def execute_calls(env: CallEnv, st: RunState, calls: list[ToolCallOut],
             verdicts.append(await env.policy.check(tool, call.arguments, st.tool_context(call.id)))
     sequential = not env.parallel or len(calls) < 2 or any(v is not None and v.decision == "ask" for v in verdicts)
     if sequential:
-        return [await _one(env, st, c, i, v) for c, i, v in zip(calls, idx, verdicts, strict=True)]
+        out: list[CallResult] = []
+        for c, i, v in zip(calls, idx, verdicts, strict=True):
+            out.append(await _one(env, st, c, i, v))
+            if out[-1].approval is not None:
+                break  # the rest of the turn waits with it: they run (in order) once it is decided
+        return out
     return list(await asyncio.gather(*(_one(env, st, c, i, v) for c, i, v in zip(calls, idx, verdicts, strict=True))))
 
 
@@ -105,6 +113,9 @@ async def _guarded(env: CallEnv, st: RunState, tool: Tool | None, call: ToolCall
             namespace=st.req.namespace, deployment=st.req.deployment, run_id=st.run_id, task_id=st.task_id,
             call_id=call.id, tool=tool.name, arguments=st.redactor.redact_obj(call.arguments),
             requested_by=st.req.requested_by))
+        if decision.pending is not None:
+            return CallResult(call, index, f"waiting for approval {decision.pending}", approval=decision.pending,
+                              attrs={"agen.permission": "ask", "agen.approval": decision.pending})
         if not decision.approved:
             note = f": {decision.note}" if decision.note else ""
             return CallResult(call, index, f"denied by the approver{note}", True, attrs={"agen.permission": "denied"})

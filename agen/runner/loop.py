@@ -15,9 +15,9 @@ from typing import Any, NamedTuple
 from agen.bundle import Bundle
 from agen.runner import hooks as hk
 from agen.runner.budgets import REASON_TEXT, Budget, Guards, RunLimits
-from agen.runner.calls import CallEnv, execute_calls
+from agen.runner.calls import CallEnv, CallResult, execute_calls
 from agen.runner.context import Context, Msg, system_prompt
-from agen.runner.effects import read_effects
+from agen.runner.effects import UnknownEffect, mark_effect_unknown, read_effects
 from agen.runner.extras import RunExtras
 from agen.runner.policy import AllowAll, ApprovalGate, DenyAsks, ToolPolicy
 from agen.runner.providers import Account, build_accounts
@@ -114,6 +114,9 @@ class Runner:
         await self.start()
         assert self.accounts is not None
         model = self.accounts[0].models[0]
+        masked = self.redactor.redact(req.input)  # a secret typed into the input is masked before it is stored
+        if masked != req.input:                    # or sent to the model, like tool results (docs/security.md)
+            req = req.model_copy(update={"input": masked})
         opened = await self.store.write(lambda tx: open_run(tx, req, self.owner, model, self.bundle.digest))
         row = opened.run
         if opened.finished:
@@ -174,7 +177,7 @@ class Runner:
         msgs = [Msg.from_row(r) for r in rows]
         earlier = patch_history([m for m in msgs if m.run_id != row["id"]])
         current = [m for m in msgs if m.run_id == row["id"]]
-        budget = Budget(limits, started_ms=int(row["started_ms"]))
+        budget = Budget(limits, started_ms=int(row["started_ms"]) + (await self._waited_ms(row["id"]) if resumed else 0))
         st = RunState(
             req=req, run_id=row["id"], conversation_id=row["conversation_id"], root_run_id=row["root_run_id"],
             trace_id=row["trace_id"], span_id=row["span_id"], epoch=int(row["epoch"]),
@@ -194,6 +197,14 @@ class Runner:
             budget.usd = float(row["cost_usd"] or 0.0)
             budget.usd_known = budget.usd > 0
         return st
+
+    async def _waited_ms(self, run_id: str) -> int:
+        """Time the run spent suspended on approvals: a person's answer time is not the run's duration
+        (maxRunDuration), so an approval decided after an hour does not end the run on resume."""
+        waited = await self.store.scalar(
+            "SELECT COALESCE(SUM(decided_ms - created_ms), 0) FROM approvals WHERE run_id = ? AND decided_ms IS NOT NULL",
+            (run_id,))
+        return max(0, int(waited or 0))
 
     def _shape(self, req: RunRequest) -> _Shape:
         """Limits, system prompt, visible tools and their specs for a run of ``req``: the same for every
@@ -272,8 +283,10 @@ class Runner:
             except TurnFailed as e:
                 self._spans(st, e.spans)
                 acct = e.account.account_id(st.req.namespace) if e.account is not None else None
-                return await self._end(st, Outcome(status="failed", reason=e.reason, summary=e.message,
-                                                   data={"account": acct} if acct else None))
+                data: dict[str, Any] | None = {"account": acct} if acct else None
+                if data is not None and e.account is not None and e.account.key_fingerprint:
+                    data["key_fingerprint"] = e.account.key_fingerprint  # the hold belongs to this key value
+                return await self._end(st, Outcome(status="failed", reason=e.reason, summary=e.message, data=data))
             self._spans(st, answer.spans)
             resp = answer.response
             st.turn += 1
@@ -288,6 +301,9 @@ class Runner:
             if any(st.tools[c.name].side_effect for c in calls if c.name in st.tools):
                 await st.flush(self.store)  # the assistant turn is durable before any effect starts
             results = await execute_calls(env, st, calls)
+            waiting = await self._await_approval(st, results)
+            if waiting is not None:
+                return waiting
             finish: dict[str, Any] | None = None
             suspend: str | None = None
             for r in results:
@@ -312,17 +328,39 @@ class Runner:
             if st.cancel is not None and st.cancel.is_set():
                 raise asyncio.CancelledError
 
+    async def _await_approval(self, st: RunState, results: list[CallResult]) -> RunResult | None:
+        """A call waits for a pending approval: store the results before it and suspend on it (the task
+        gives up its lease and slot; the decision requeues it and the run resumes from here)."""
+        pending = next((r.approval for r in results if r.approval is not None), None)
+        if pending is None:
+            return None
+        for r in results:
+            if r.approval is None:
+                st.add_message("tool", r.content, tool_call_id=r.call.id, name=r.call.name, is_error=r.is_error)
+        await st.flush(self.store)
+        return self._suspended(st, f"approval:{pending}")
+
     async def _repair(self, st: RunState) -> RunResult | None:
         rows = await self.store.all("SELECT key, tool, state, result FROM effects WHERE run_id = ?", (st.run_id,))
-        rep = plan_repair(st.run_id, st.ctx.current, st.tools, read_effects(rows))
+        asked = await self.store.all("SELECT call_id FROM approvals WHERE run_id = ?", (st.run_id,))
+        rep = plan_repair(st.run_id, st.ctx.current, st.tools, read_effects(rows),
+                          asked={str(r["call_id"]) for r in asked if r["call_id"]})
         if rep.finish_args is not None:
             finish = self.tools[FINISH]
             assert isinstance(finish, FinishTool)
             return await self._end(st, Outcome.model_validate(finish.outcome(rep.finish_args)))
+        if rep.unknown:
+            req = st.req
+            unknown = [UnknownEffect(c.name, c.id, key) for c, key in rep.unknown]
+            await self.store.write(mark_effect_unknown(st.run_id, st.epoch, req.namespace, req.deployment,
+                                                       req.task_id, unknown))
         for call, content, is_error in rep.results:
             st.add_message("tool", content, tool_call_id=call.id, name=call.name, is_error=is_error)
         if rep.rerun:
             results = await execute_calls(self._env(st.req), st, [c for _, c in rep.rerun], [i for i, _ in rep.rerun])
+            waiting = await self._await_approval(st, results)
+            if waiting is not None:
+                return waiting
             for r in results:
                 st.add_message("tool", r.content, tool_call_id=r.call.id, name=r.call.name, is_error=r.is_error)
                 if r.call.name == FINISH and not r.is_error and isinstance(r.data, dict):

@@ -40,6 +40,7 @@ class ApprovalDecision:
     approved: bool
     note: str | None = None
     decided_by: str | None = None
+    pending: str | None = None  # no decision yet: the id of the durable approval the run suspends on
 
 
 class ToolPolicy(abc.ABC):
@@ -54,7 +55,8 @@ class ToolPolicy(abc.ABC):
 class ApprovalGate(abc.ABC):
     @abc.abstractmethod
     async def decide(self, request: ApprovalRequest) -> ApprovalDecision:
-        """Wait until a person (or the SDK host's callback) decides."""
+        """Wait until a person (or the SDK host's callback) decides, or return ``pending`` (the approval's
+        id) when the run should suspend until someone does and resume from its checkpoint."""
 
 
 class AllowAll(ToolPolicy):

@@ -1,9 +1,10 @@
 """Picking a run up from the Store: history re-read, unanswered tool calls given a result.
 
-A call whose effect completed gets its recorded result; a started-but-unconfirmed effect
-gets ``effect_unknown`` (an idempotent tool runs again instead); any other call without a
-result gets a synthetic error result so the history stays valid. A finish call accepted
-in the stored turn ends the run the same way.
+A turn that suspended on a pending approval runs its unstarted calls now (in order; each
+reads its approval's decision). Otherwise a call whose effect completed gets its recorded
+result; a started-but-unconfirmed effect gets ``effect_unknown`` (an idempotent tool runs
+again instead); any other call without a result gets a synthetic error result so the
+history stays valid. A finish call accepted in the stored turn ends the run the same way.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class Repair:
     results: list[tuple[ToolCallOut, str, bool]] = field(default_factory=list)  # call, content, is_error
     rerun: list[tuple[int, ToolCallOut]] = field(default_factory=list)
     finish_args: dict[str, Any] | None = None
+    unknown: list[tuple[ToolCallOut, str]] = field(default_factory=list)  # effect_unknown: call, effect key
 
 
 def missing_results(msgs: list[Msg]) -> list[tuple[Msg, list[tuple[int, dict[str, Any]]]]]:
@@ -66,10 +68,27 @@ def accepted_finish(msgs: list[Msg]) -> dict[str, Any] | None:
     return None
 
 
-def plan_repair(run_id: str, current: list[Msg], tools: dict[str, Tool], effects: dict[str, Effect]) -> Repair:
+def _not_started(run_id: str, turn: int, index: int, c: dict[str, Any], tools: dict[str, Tool],
+                 effects: dict[str, Effect]) -> bool:
+    """No effect of this call was recorded: it never began, so running it now runs it once."""
+    tool = tools.get(c["name"])
+    if tool is None or not tool.side_effect:
+        return True
+    return effect_key(run_id, turn, index, tool.name, dict(c.get("arguments") or {}), tool.idempotent) not in effects
+
+
+def plan_repair(run_id: str, current: list[Msg], tools: dict[str, Tool], effects: dict[str, Effect],
+                asked: set[str] | frozenset[str] = frozenset()) -> Repair:
+    """``asked``: ids of calls that requested an approval. A turn that suspended on one kept its
+    unstarted calls for later: they run now (each asks its approval again and reads the decision)."""
     rep = Repair(finish_args=accepted_finish(current))
     for msg, gaps in missing_results(current):
+        waited = any(c["id"] in asked for _, c in gaps)
         for index, c in gaps:
+            if waited and _not_started(run_id, msg.turn, index, c, tools, effects):
+                rep.rerun.append((index, ToolCallOut(id=c["id"], name=c["name"],
+                                                     arguments=dict(c.get("arguments") or {}))))
+                continue
             call = ToolCallOut(id=c["id"], name=c["name"], arguments=dict(c.get("arguments") or {}))
             tool = tools.get(call.name)
             if tool is None or not tool.side_effect:
@@ -86,6 +105,7 @@ def plan_repair(run_id: str, current: list[Msg], tools: dict[str, Tool], effects
                 rep.rerun.append((index, call))
             elif eff is not None:
                 rep.results.append((call, EFFECT_UNKNOWN.format(tool=tool.name), True))
+                rep.unknown.append((call, key))
             else:
                 rep.results.append((call, INTERRUPTED.format(tool=call.name), True))
     return rep

@@ -1,11 +1,14 @@
-"""SIGKILL a real process between a side effect's start and its completion, then restart it."""
+"""SIGKILL a real process between a side effect's start and its completion, then restart it: an SDK
+process once, and a real `agen up` after every turn of a long task."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import os
+import shlex
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -16,6 +19,8 @@ import pytest
 from agen.errors import FencedError
 from agen.runner.records import Checkpoint, write_checkpoint
 from agen.store import SQLiteStore
+from tests.e2e.harness import Up, wait_until
+from tests.fleet_helpers import write_bundle as write_fleet_bundle
 
 CHILD = '''
 import asyncio, json, sys, time
@@ -106,3 +111,51 @@ async def test_sigkill_between_effect_start_and_completion_resumes_without_repea
             await store.write(lambda tx: write_checkpoint(tx, late))
     finally:
         await store.close()
+
+
+KILLS = 5
+
+
+def long_task_bundle(root: Path, work: Path, hold: Path) -> Path:
+    """KILLS + 1 turns, each a side effect that appends its number to effects.log and then blocks while
+    ``hold`` exists: the test kills the host while each turn's effect is in flight."""
+    work.mkdir(parents=True, exist_ok=True)
+    wait = f"while [ -e {shlex.quote(str(hold))} ]; do sleep 0.1; done"
+    turns = [{"toolCalls": [{"name": "ws_run", "arguments": {"command": f"echo {i} >> effects.log; {wait}"}}]}
+             for i in range(1, KILLS + 2)]
+    bundle = write_fleet_bundle(root, "longtask", script=[*turns, {"text": "all turns done"}],
+                                config={"scale": {"min": 1, "max": 1}, "permissions": {"default": "allow"}})
+    server = {"command": "agen", "args": ["mcp", "workspace", "--root", str(work)]}
+    (bundle / "mcp.json").write_text(json.dumps({"mcpServers": {"ws": server}}))
+    return bundle
+
+
+@pytest.mark.slow
+def test_long_task_making_progress_survives_five_sigkills_of_agen_up_with_each_effect_done_once(
+        tmp_path: Path) -> None:
+    home, work, hold = tmp_path / "home", tmp_path / "work", tmp_path / "hold"
+    hold.touch()
+    log = work / "effects.log"
+    up = Up(home).start()
+    try:
+        up.agen("deploy", str(long_task_bundle(tmp_path / "longtask", work, hold)))
+        task_id = up.agen("run", "longtask", "go", "--no-wait").stdout.strip()
+        for turn in range(1, KILLS + 1):
+            wait_until(lambda n=turn: log.exists() and len(log.read_text().split()) >= n,  # type: ignore[misc]
+                       timeout_s=60, what=f"turn {turn}'s effect")
+            up.kill()  # the whole host dies while the turn's effect is in flight
+            up = Up(home).start()
+        hold.unlink()  # the last turn's effect completes
+        result = up.agen("wait", task_id, "--timeout", "120s", check=False)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip() == "all turns done"
+    finally:
+        hold.unlink(missing_ok=True)
+        up.stop()
+    assert log.read_text().split() == [str(i) for i in range(1, KILLS + 2)]  # each effect exactly once
+    with sqlite3.connect(home / "agen.db") as db:
+        state, attempts = db.execute("SELECT state, attempts FROM tasks WHERE id = ?", (task_id,)).fetchone()
+        released = db.execute("SELECT COUNT(*) FROM events WHERE task_id = ? AND type = 'task.released'",
+                               (task_id,)).fetchone()[0]
+    assert state == "succeeded" and attempts < KILLS
+    assert released == KILLS  # every restart voided the dead process's lease

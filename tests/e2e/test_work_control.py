@@ -79,7 +79,10 @@ def test_cancel_stops_a_running_task_and_pause_holds_a_queued_one(up: Up, tmp_pa
 
 def test_sigkill_mid_run_then_restart_finishes_every_task_once_without_repeating_effects(tmp_path: Path) -> None:
     work = tmp_path / "work"
-    bundle = tool_bundle(tmp_path / "effects", "effects", work, "echo x >> effects.log; sleep 3",
+    # Each effect blocks until the test creates `go` (after the kill): the tasks are certainly mid-run when
+    # they are counted, however slow the machine is.
+    bundle = tool_bundle(tmp_path / "effects", "effects", work,
+                         "echo x >> effects.log; while [ ! -e go ]; do sleep 0.05; done",
                          permissions={"default": "allow"}, scale={"min": 1, "max": 1, "maxConcurrency": 3})
     first = Up(tmp_path / "home").start()
     try:
@@ -91,6 +94,7 @@ def test_sigkill_mid_run_then_restart_finishes_every_task_once_without_repeating
         assert sum(s in ("leased", "running") for s in states.values()) >= 2
     finally:
         first.kill()
+    (work / "go").touch()
     second = Up(tmp_path / "home", port=first.port).start()
     try:
         for task_id in ids:

@@ -44,9 +44,9 @@ def existing(path: str) -> list[str]:
     return [path] if Path(path).exists() else []
 
 
-def store_files(folder: Path) -> dict[str, bytes]:
+def store_files(folder: Path, pattern: str = "agen.db*") -> dict[str, bytes]:
     """The SQLite database and its -wal/-shm files, raw."""
-    return {p.name: p.read_bytes() for p in folder.glob("agen.db*")}
+    return {p.name: p.read_bytes() for p in folder.glob(pattern)}
 
 
 async def test_canary_secret_never_appears_in_the_store_spans_or_output(
@@ -89,3 +89,43 @@ async def test_canary_secret_never_appears_in_the_store_spans_or_output(
     for form in forms:
         assert form not in out and form not in err and form not in logs
     assert "[REDACTED]" in out
+
+
+async def test_a_canary_typed_into_the_task_input_is_masked_in_the_store_and_every_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The task row (Hub, at submit), the run's input and first message (Runner, at run open) and what the
+    model receives all hold [REDACTED]; `agen tasks`, `runs --json` and `transcript --json` never show it."""
+    from agen.api import registry as r
+    from agen.api.models.deployments import CreateDeploymentRequest
+    from tests.fleet_helpers import files_b64, write_bundle
+    from tests.integration.test_observe_cli import agen
+    from tests.observe_helpers import embedded_hub, http_hub
+
+    monkeypatch.setenv("AGEN_TEST_CANARY", CANARY)
+    forms = [CANARY, base64.b64encode(CANARY.encode()).decode(), quote(CANARY, safe="")]
+    typed = f"deploy with key {CANARY} (or {forms[1]}) now"
+    async with embedded_hub(tmp_path) as e, http_hub(e) as (url, token):
+        root = write_bundle(tmp_path / "echo", "echo")  # echo mode: the answer repeats what the model received
+        (root / "x-agen" / "secrets.json").write_text(json.dumps(
+            {"secrets": {"CANARY": {"source": "env", "env": "AGEN_TEST_CANARY"}}}))
+        await e.client.call(r.CreateDeployment, CreateDeploymentRequest(files=files_b64(root)))
+        task = await e.run("echo", typed)
+        assert task.state == "succeeded", task.error
+        assert task.input == "deploy with key [REDACTED] (or [REDACTED]) now"
+
+        outputs = {}
+        for args in (("tasks",), ("tasks", "--json"), ("runs", "--json"), ("transcript", task.id, "--json"),
+                     ("transcript", task.id)):
+            code, out, err = await agen(url, token, *args)
+            assert code == 0, err
+            outputs[" ".join(args)] = out + err
+        messages = json.loads(outputs[f"transcript {task.id} --json"])["messages"]
+        assert messages[0]["content"] == "deploy with key [REDACTED] (or [REDACTED]) now"
+        assert "[REDACTED]" in messages[1]["content"]  # the model itself received the masked input
+        for name, data in {**store_files(tmp_path, "hub.db*"), **{k: v.encode() for k, v in outputs.items()}}.items():
+            for form in forms:
+                assert form.encode() not in data, f"{form} found in {name}"
+    for name, data in store_files(tmp_path, "hub.db*").items():
+        for form in forms:
+            assert form.encode() not in data, f"{form} found in {name} after close"

@@ -54,8 +54,10 @@ async def test_bearer_secret_redelivery_and_wrong_secret(env: tuple[SQLiteStore,
         assert wrong.status_code == 401 and wrong.json()["error"]["code"] == "rejected"
         missing = await c.post(f"{base}/gh", content=b'{"a":1}')
         assert missing.status_code == 401
-        assert await rejected(store) == ["missing or wrong bearer secret"] * 2
-        assert len(await store.all("SELECT 1 FROM events WHERE type = 'webhook.rejected'")) == 2
+        # Unless the two calls straddle a minute boundary, they share one aggregated row and one event.
+        rows = await store.all("SELECT reason, count FROM trigger_events WHERE status = 'rejected'")
+        assert sum(r["count"] for r in rows) == 2 and {r["reason"] for r in rows} == {"missing or wrong bearer secret"}
+        assert len(await store.all("SELECT 1 FROM events WHERE type = 'webhook.rejected'")) == len(rows)
 
         hdrs = {"Authorization": f"Bearer {secret}", "Idempotency-Key": "delivery-1"}
         first = await c.post(f"{base}/gh", content=b'{"action":"opened"}', headers=hdrs)
@@ -67,6 +69,7 @@ async def test_bearer_secret_redelivery_and_wrong_secret(env: tuple[SQLiteStore,
     assert len(rows) == 1
     task = rows[0]
     assert task["trust"] == "untrusted" and task["source"] == "webhook:gh"
+    assert task["submitted_by"] == "trigger:triage/gh"  # the submitter its approvals are requested by
     assert task["input"] == 'Triage this event:\n\n{"action":"opened"}'
     assert task["idempotency_key"] == "webhook:gh:delivery-1" and '"src":"github"' in task["labels"]
     fired = await store.all("SELECT task_id FROM trigger_events WHERE status = 'fired'")

@@ -2,12 +2,14 @@
 
 ``snap_compare`` runs the app in its own event loop, but these screens read a real embedded
 Hub living in the test's loop, so the tests drive ``run_test`` themselves and compare
-``export_screenshot()`` with the same SVG snapshot extension. Volatile values (ids, ages,
-span timings) go through agen.tui.fmt and are pinned here; `pytest --snapshot-update` rewrites.
+``export_screenshot()`` with the same SVG snapshot extension. Volatile values (ids, ages) go
+through agen.tui.fmt and are pinned here; span timings are fixed in the store the test reads
+(``pin_span_times``); `pytest --snapshot-update` rewrites.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,7 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Tree
 
 from agen.api.models.observe import GetTraceResponse
+from agen.store import Tx
 from agen.tui import fmt
 from agen.tui.app import AgenApp
 from agen.tui.screens import trace as trace_screen
@@ -34,16 +37,11 @@ def pinned(monkeypatch: pytest.MonkeyPatch) -> None:
     real = trace_screen.trace_tree
 
     def pinned_tree(resp: GetTraceResponse) -> object:
+        """Ids are random: pin them. Timings are pinned in the data itself (``pin_span_times``)."""
         fixed = resp.model_copy(deep=True)
         fixed.trace_id = "TRACE"
-        for i, s in enumerate(fixed.spans):
+        for s in fixed.spans:
             s.run_id = "RUN"
-            if s.name == "agen.run":
-                s.started_ms, s.ended_ms = 0, 70
-            else:
-                s.started_ms, s.ended_ms = 10 * i, 10 * i + 8
-            s.duration_ms = s.ended_ms - s.started_ms
-        fixed.started_ms, fixed.ended_ms = 0, 70
         return real(fixed)
 
     monkeypatch.setattr(trace_screen, "trace_tree", pinned_tree)
@@ -143,10 +141,35 @@ async def test_transcript_snapshot(tmp_path: Path, svg: SnapshotAssertion) -> No
         assert await shot(e, "r", ready) == svg
 
 
+T0 = 1_700_000_000_000
+"""The injected start of the trace: every span's times are set from it, so the waterfall is exact."""
+
+
+async def pin_span_times(e: Embedded) -> None:
+    """Give the recorded spans fixed times in the store: the run 0-70 ms, then each model call and tool
+    call 8 ms long, 10 ms apart, in the run's logical order (turn, model call before its tools, call id)
+    rather than the order real (and, under load, varying) durations gave them."""
+    store = e.node.hub.store
+    rows = await store.all("SELECT id, name, attrs FROM spans")
+
+    def order(row: dict[str, object]) -> tuple[bool, int, bool, str]:
+        attrs = json.loads(str(row["attrs"]))
+        return (row["name"] != "agen.run", int(attrs.get("agen.turn", 0)), row["name"] != "gen_ai.chat",
+                str(attrs.get("gen_ai.tool.call.id") or ""))
+
+    def write(tx: Tx) -> None:
+        for i, row in enumerate(sorted(rows, key=order)):
+            start, end = (T0, T0 + 70) if i == 0 else (T0 + 10 * i, T0 + 10 * i + 8)
+            tx.execute("UPDATE spans SET started_ms = ?, ended_ms = ? WHERE id = ?", (start, end, row["id"]))
+
+    await store.write(write)
+
+
 async def test_trace_snapshot(tmp_path: Path, svg: SnapshotAssertion) -> None:
     async with embedded_hub(tmp_path) as e:
         await e.deploy("scribe", script=MULTI_TOOL_SCRIPT)
         await e.run("scribe", "summarise")
+        await pin_span_times(e)
         assert await shot(e, "w", lambda app: getattr(app.screen, "trace", None) is not None) == svg
 
 

@@ -26,7 +26,7 @@ def test_minimal_bundle_loads_with_documented_defaults(tmp_path: Path) -> None:
     assert (h.provider, h.max_output_tokens, h.context_tokens, h.max_retries) == ("fake", 8192, 64000, 3)
     assert (h.request_timeout_ms, h.parallel_tool_calls, h.max_tool_result_chars) == (120_000, True, 32000)
     assert (c.kind, c.scale.min, c.scale.max, c.scale.max_concurrency, c.idle_timeout_ms) == ("pool", 0, 1, 4, 300_000)
-    assert (c.limits.max_turns, c.limits.max_run_duration_ms, c.limits.inline_wait_ms) == (50, 1_800_000, 20_000)
+    assert (c.limits.max_turns, c.limits.max_run_duration_ms) == (50, 1_800_000)
     assert c.permissions.default == "ask" and c.budget.cached_input_weight == 0.1
     assert bundle.mcp.mcp_servers == {} and bundle.secrets.secrets == {}
     assert bundle.warnings == ()
@@ -103,11 +103,9 @@ def test_full_config_parses_every_section() -> None:
         "workspace": {"mode": "per_conversation", "retain": True},
         "memory": [{"block": "notes", "mode": "append"}, {"url": "https://example.com/a.md", "maxChars": 2000}],
         "tools": {"workspace": {"write_file": {"sideEffect": True, "idempotent": True}}},
-        "delegates": [{"name": "researcher", "via": "a2a", "overrides": True}],
-        "conversations": {"queueMode": "collect"},
+        "conversations": {"queueMode": "followup"},
         "admission": {"ratePerMinute": 60, "burst": 10},
         "recordInteractions": True,
-        "rollover": {"prompt": "Summarise."},
         "builtinTools": {"workspace": True},
     }
     bundle = load_bundle_files(bundle_files(config=config, secrets={"secrets": {"HOOK": {"source": "platform"}}}))

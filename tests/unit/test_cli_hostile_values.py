@@ -196,7 +196,7 @@ def test_a_corrupt_local_json_names_the_file_and_the_fix(
         path.mkdir()
     else:
         path.write_text(content)
-    for argv in (["ps"], ["tasks"], ["down"], ["run", "x", "hello", "--no-wait"]):
+    for argv in (["ps"], ["tasks"], ["down"], ["providers"]):
         code, _, err = run_agen(capsys, *argv)
         assert code == 2, (argv, err)
         assert str(path) in err and "delete it (agen up rewrites it) or fix it" in err, (argv, err)

@@ -47,7 +47,7 @@ async def events(store: SQLiteStore) -> list[tuple[str, str, str | None]]:
 
 
 async def tasks(store: SQLiteStore) -> list[Row]:
-    return await store.all("SELECT id, source, idempotency_key, state, input FROM tasks ORDER BY seq")
+    return await store.all("SELECT id, source, idempotency_key, state, input, submitted_by FROM tasks ORDER BY seq")
 
 
 async def test_a_hub_down_across_three_windows_records_them_missed_and_catch_up_fires_exactly_one(
@@ -71,6 +71,7 @@ async def test_a_hub_down_across_three_windows_records_them_missed_and_catch_up_
         f"cron:report:{ms('2025-01-01T10:00')}", f"cron:report:{ms('2025-01-01T13:00')}",
     ]
     assert all(r["source"] == "cron:report" and r["input"] == "write the report" for r in rows)
+    assert all(r["submitted_by"] == "trigger:nightly/report" for r in rows)  # who approvals are requested by
     missed = await store.all("SELECT data FROM events WHERE type = 'trigger.missed'")
     assert len(missed) == 1
     row = await store.one("SELECT last_due_ms, next_due_ms FROM triggers")

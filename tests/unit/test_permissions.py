@@ -114,7 +114,8 @@ def test_default_deny_hides_tools_no_rule_could_allow() -> None:
 
 async def test_task_overrides_only_narrow_the_bundle() -> None:
     base = BundlePolicy(Permissions.model_validate({"allow": ["*"], "deny": ["db.drop"]}))
-    task = base.for_task(TaskOverrides(tools=["fs.*", "db.*"], deny=["fs.write"], ask=["db.query"]))
+    task = base.for_task(TaskOverrides.model_validate(
+        {"tools": ["fs.*", "db.*"], "permissions": {"deny": ["fs.write"], "ask": ["db.query"]}}))
     assert not task.visible(FakeTool("web.fetch"))  # outside the task allowlist
     assert not task.visible(FakeTool("fs.write"))  # task deny hides it
     assert (await task.check(FakeTool("fs.read"), {}, ctx())).decision == "allow"

@@ -10,7 +10,7 @@ import pytest
 
 from agen.errors import FencedError
 from agen.hub import queue as q
-from agen.store import SQLiteStore
+from agen.store import SQLiteStore, Tx
 from tests.unit.queue_helpers import add_deployment, add_run, new_task
 
 LEASE = 30_000
@@ -254,3 +254,36 @@ async def test_lease_with_start_goes_straight_to_running(store: SQLiteStore) -> 
     assert types == ["task.queued", "task.started"]  # the leased state was never visible: one event
     data = await store.scalar("SELECT data FROM events WHERE task_id = ? AND type = 'task.started'", (t["id"],))
     assert json.loads(data) == {"lease_id": got["lease_id"], "nest_id": "n1", "instance_id": "i1", "attempt": 1}
+
+
+def checkpoint_turn(tx: Tx, run_id: str, seq: int, at: int) -> None:
+    """What a host's checkpoint of one model turn leaves in the store: an assistant message."""
+    conv = tx.scalar("SELECT conversation_id FROM runs WHERE id = ?", (run_id,))
+    tx.execute("INSERT INTO messages (id, conversation_id, run_id, seq, role, content, created_ms)"
+               " VALUES (?,?,?,?, 'assistant', 'step', ?)", (f"m{seq}", conv, run_id, seq, at))
+
+
+async def test_losing_the_host_after_the_run_made_progress_does_not_count_an_attempt(store: SQLiteStore) -> None:
+    dep = await setup(store)
+    t = await submit(store, dep)
+    run_id = await store.write(lambda tx: add_run(tx, t["id"]))
+    now = t["created_ms"]
+    for turn in range(q.MAX_ATTEMPTS + 2):  # more host deaths than MAX_ATTEMPTS, each after a checkpoint
+        [got] = await lease(store, dep, now_ms=now)
+        assert got["attempts"] == 1
+        await store.write(lambda tx, n=now, s=turn: checkpoint_turn(tx, run_id, s, n + 1))  # type: ignore[misc]
+        now = got["lease_expires_ms"] + 1
+        if turn % 2:  # the Nest restarted (agen up was killed and started again)
+            back = await store.write(lambda tx, g=got: q.release_task(  # type: ignore[misc]
+                tx, t["id"], g["lease_id"], count_attempt=True, reason="nest local restarted"))
+        else:  # the host went silent and its lease ran out
+            [res] = await store.write(lambda tx, n=now: q.expire_leases(tx, n))  # type: ignore[misc]
+            assert res["action"] == "requeued"
+            back = await store.one("SELECT * FROM tasks WHERE id = ?", (t["id"],))
+        assert back is not None and back["state"] == "queued" and back["attempts"] == 0
+    [got] = await lease(store, dep, now_ms=now)  # no progress during this lease: it is charged
+    [res] = await store.write(lambda tx: q.expire_leases(tx, got["lease_expires_ms"] + 1))
+    assert res["attempts"] == 1
+    log = [r["message"] for r in await store.all("SELECT message FROM deployment_logs ORDER BY seq")]
+    assert "nest local restarted; the run made progress (attempt not counted)" in log[1]
+    assert "the run made progress, so the attempt is not counted" in log[0]

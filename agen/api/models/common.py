@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 Scope = Literal["viewer", "operator", "approver", "admin"]
 SCOPES: tuple[Scope, ...] = ("viewer", "operator", "approver", "admin")
 NAME_PATTERN = r"^[a-z][a-z0-9-]{0,62}$"
+
+# Bounded numbers for request fields: a value past 64 bits is a 400 naming the field, never an
+# OverflowError from SQLite; StrictInt keeps ``true``/``"5"``/``1.5`` from passing as a number.
+INT64_MAX = 2**63 - 1
+Count = Annotated[StrictInt, Field(ge=0, le=INT64_MAX)]
+"""A cursor or sequence number (event seq, log seq, transcript seq)."""
+TimeMs = Annotated[StrictInt, Field(ge=0, le=INT64_MAX)]
+"""A moment in milliseconds since the epoch (UTC)."""
+DurationMs = Annotated[StrictInt, Field(ge=1, le=100 * 365 * 86_400_000)]
+"""A span of time in milliseconds: at least 1 ms, at most 100 years."""
+Replicas = Annotated[StrictInt, Field(ge=0, le=10_000)]
+"""Desired instances of one deployment."""
 
 
 class Model(BaseModel):

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from agen.api.models.common import NAME_PATTERN, DeploymentRef, Model
+from agen.api.models.common import NAME_PATTERN, Count, DeploymentRef, Model, Replicas, TimeMs
 
 
 class ScalePolicy(Model):
@@ -65,7 +65,7 @@ class CreateDeploymentRequest(Model):
     namespace: str = Field("default", pattern=NAME_PATTERN)
     name: str | None = Field(default=None, pattern=NAME_PATTERN)
     files: dict[str, str]
-    replicas: int | None = Field(default=None, ge=0)
+    replicas: Replicas | None = None
     validate_only: bool = False
 
 
@@ -113,7 +113,7 @@ class ListInstancesResponse(Model):
 
 
 class ScaleDeploymentRequest(DeploymentRef):
-    replicas: int = Field(ge=0)
+    replicas: Replicas
 
 
 class PauseDeploymentRequest(DeploymentRef):
@@ -121,7 +121,7 @@ class PauseDeploymentRequest(DeploymentRef):
 
     paused: bool = True
     hold_runs: bool = False
-    hold_until_ms: int | None = None
+    hold_until_ms: TimeMs | None = None
     reason: str | None = None
 
 
@@ -148,7 +148,7 @@ class LogLine(Model):
 class GetLogsRequest(DeploymentRef):
     instance: str | None = None
     limit: int = Field(200, ge=1, le=10_000)
-    after_seq: int = 0
+    after_seq: Count = 0
     wait_seconds: float = Field(0, ge=0, le=60)
 
 

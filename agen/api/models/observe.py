@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from agen.api.models.common import NAME_PATTERN, Model
+from agen.api.models.common import NAME_PATTERN, Count, Model, TimeMs
 from agen.api.models.tasks import Task
 
 RunStatus = Literal["running", "waiting_approval", "succeeded", "failed", "cancelled"]
@@ -42,6 +42,8 @@ class Run(Model):
     tree_runs: int | None = None
     input: str | None = None
     outcome: dict[str, Any] | None = None
+    effect_unknown: bool = Field(False, description="resumed past a side effect that was started and never "
+                                                    "confirmed (effect_unknown): check what really happened")
     started_ms: int
     updated_ms: int
     finished_ms: int | None = None
@@ -52,8 +54,9 @@ class ListRunsRequest(Model):
     deployment: str | None = None
     roots: bool = False
     status: RunStatus | None = None
+    effect_unknown: bool = Field(False, description="only runs that met an effect_unknown")
     labels: dict[str, str] = {}
-    since_ms: int | None = Field(None, ge=0, description="only runs started within this many ms")
+    since_ms: TimeMs | None = Field(None, description="only runs started within this many ms")
     task_id: str | None = None
     limit: int = Field(20, ge=1, le=1000)
 
@@ -89,7 +92,7 @@ class GetTranscriptRequest(Model):
                                   description="only if it is in this namespace (default: any the token sees)")
     history: bool = False
     system: bool = False
-    after_seq: int = Field(0, ge=0, description="only messages after this seq (live follow)")
+    after_seq: Count = Field(0, description="only messages after this seq (live follow)")
 
 
 class GetTranscriptResponse(Model):

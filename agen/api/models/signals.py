@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from agen.api.models.common import NAME_PATTERN, Model
+from agen.api.models.common import NAME_PATTERN, Count, Model
 
 Severity = Literal["info", "warning", "critical"]
 
@@ -27,6 +27,8 @@ class TriggerEvent(Model):
     task_id: str | None = None
     reason: str | None = None
     created_ms: int
+    count: int = 1
+    """How many calls this row stands for: rejected webhook calls are counted per trigger per minute."""
 
 
 class TriggerInfo(Model):
@@ -86,7 +88,7 @@ class ListEventsRequest(Model):
 
     namespace: str | None = Field(None, pattern=NAME_PATTERN)
     deployment: str | None = None
-    after: int = Field(0, ge=0)
+    after: Count = 0
     types: list[str] = []
     labels: dict[str, str] = {}
     severity: Severity | None = None
@@ -134,7 +136,7 @@ class NotifyTarget(Model):
 class SetNotifyTargetRequest(Model):
     namespace: str = Field("default", pattern=NAME_PATTERN)
     name: str = Field(pattern=NAME_PATTERN)
-    url: str
+    url: str = Field(json_schema_extra={"pattern": "^https?://"})  # checked (with its message) by the Hub
     events: list[str] = []
     deployment: str | None = None
     labels: dict[str, str] = {}

@@ -6,7 +6,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from agen.api.models.common import NAME_PATTERN, Model
+from agen.api.models.common import NAME_PATTERN, Model, TimeMs
+from agen.runner.types import TaskOverrides
 
 Priority = Literal["urgent", "high", "normal", "background"]
 TaskState = Literal["queued", "leased", "running", "waiting", "succeeded", "failed", "cancelled", "expired"]
@@ -42,6 +43,8 @@ class Task(Model):
     model_tier: str | None = None
     locks: list[str] = []
     run_id: str | None = None
+    effect_unknown: bool = Field(False, description="its run met a side effect that may or may not have happened "
+                                                    "(started, never confirmed): check what really happened")
     pending_approvals: list[str] = []
     created_ms: int
     started_ms: int | None = None
@@ -58,12 +61,13 @@ class SubmitTaskRequest(Model):
     priority: Priority = "normal"
     idempotency_key: str | None = None
     schedule_key: str | None = None
-    not_before_ms: int | None = None
-    not_after_ms: int | None = None
+    not_before_ms: TimeMs | None = None
+    not_after_ms: TimeMs | None = None
     locks: list[str] = []
     trust: Literal["operator", "trusted", "untrusted"] | None = None
     model_tier: Literal["low", "medium", "high", "xhigh", "max"] | None = None
-    overrides: dict[str, Any] | None = None
+    overrides: TaskOverrides | None = Field(
+        None, description="narrowing of the bundle for this task (seed 000 §5); checked here, stored as JSON")
 
 
 class TaskResponse(Model):
@@ -104,7 +108,7 @@ class PauseTaskRequest(Model):
     id: str
     namespace: str | None = Field(None, pattern=NAME_PATTERN,
                                   description="only if the task is in this namespace (default: any the token sees)")
-    hold_until_ms: int | None = None
+    hold_until_ms: TimeMs | None = None
     reason: str | None = None
 
 

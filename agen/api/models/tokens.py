@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from agen.api.models.common import Model, Scope
+from agen.api.models.common import DurationMs, Model, Scope
 
 
 class TokenInfo(Model):
@@ -24,7 +24,7 @@ class CreateTokenRequest(Model):
     scopes: list[Scope] = Field(min_length=1)
     namespaces: list[str] = []
     name: str | None = None
-    ttl_ms: int | None = Field(default=None, ge=0)
+    ttl_ms: DurationMs | None = None
     trust: Literal["operator", "trusted", "untrusted"] = "trusted"
 
 

@@ -123,7 +123,7 @@ def fire(
         namespace=dep["namespace"], deployment_id=dep["id"], deployment=dep["name"], input=input,
         source=f"{kind}:{trigger}", conversation_key=conversation_key, labels=dict(labels or {}),
         idempotency_key=f"{kind}:{trigger}:{key}", trust=trust, locks=list(locks or []),
-        event_chain=event_chain,
+        event_chain=event_chain, submitted_by=f"trigger:{dep['name']}/{trigger}",
     )
     try:
         row, created = submit_task(tx, new, max_queued=max_queued)

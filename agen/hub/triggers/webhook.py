@@ -2,9 +2,11 @@
 
 The caller presents the trigger's secret as a bearer token (only its hash is stored, as a
 token of kind 'webhook') or signs the raw body (auth.type hmac). Redeliveries with the same
-idempotency key return the same task. Rejected calls are recorded as rejected trigger events
-and a ``webhook.rejected`` event; configuration problems go to the deployment log, never to
-the caller.
+idempotency key return the same task (a timestamped signature is itself the key when the caller
+sends none, so a replay inside the tolerance is a duplicate and one outside it is stale).
+Rejected calls are aggregated per trigger per minute: one rejected trigger event whose count
+grows, and one ``webhook.rejected`` event, so a flood of junk requests cannot fill the Store.
+Configuration problems go to the deployment log, never to the caller.
 """
 
 from __future__ import annotations
@@ -20,10 +22,17 @@ from ulid import ULID
 from agen.bundle.triggers import HmacAuth, WebhookTrigger
 from agen.errors import NotFoundError
 from agen.hub.auth import hash_token, new_secret
+from agen.hub.input_redaction import redact_task_input
 from agen.hub.logs import write_log
-from agen.hub.triggers.fire import fire, record_event, task_input
+from agen.hub.triggers.fire import fire, task_input
 from agen.hub.triggers.tick import parse_spec
-from agen.hub.triggers.verify import MAX_BODY_BYTES, bearer_token, check_bearer, check_hmac
+from agen.hub.triggers.verify import (
+    MAX_BODY_BYTES,
+    bearer_token,
+    check_bearer,
+    check_hmac,
+    check_timestamped,
+)
 from agen.store import Row, Tx
 
 SecretResolver = Callable[[str, str], str | None]
@@ -35,7 +44,7 @@ def env_secrets(namespace: str, name: str) -> str | None:
 
 
 def _find(tx: Tx, namespace: str, deployment: str, trigger: str) -> tuple[Row, Row]:
-    dep = tx.one("SELECT id, namespace, name FROM deployments WHERE namespace = ? AND name = ?",
+    dep = tx.one("SELECT id, namespace, name, definition_id FROM deployments WHERE namespace = ? AND name = ?",
                  (namespace, deployment))
     trig = None if dep is None else tx.one(
         "SELECT * FROM triggers WHERE deployment_id = ? AND name = ? AND type = 'webhook'", (dep["id"], trigger))
@@ -71,10 +80,40 @@ class WebhookResult:
     body: dict[str, Any]
 
 
-def _reject(tx: Tx, dep: Row, trigger: str, status: int, reason: str, public: str) -> WebhookResult:
-    record_event(tx, dep, trigger, "rejected", reason=reason)
-    tx.event(dep["namespace"], "webhook.rejected", severity="warning", deployment=dep["name"],
-             data={"trigger": trigger, "reason": reason, "status": status})
+REJECT_WINDOW_MS = 60_000
+"""Rejections of one trigger within one clock minute share a trigger event row and a webhook.rejected event."""
+
+
+def _rejected_this_minute(tx: Tx, dep: Row, trigger: str, now_ms: int) -> bool:
+    """Whether this trigger already rejected a call this minute (its configuration error is logged once)."""
+    return tx.scalar(
+        "SELECT 1 FROM trigger_events WHERE deployment_id = ? AND trigger_name = ? AND status = 'rejected'"
+        " AND created_ms >= ? LIMIT 1", (dep["id"], trigger, now_ms - now_ms % REJECT_WINDOW_MS)) is not None
+
+
+def _reject(tx: Tx, dep: Row, trigger: str, status: int, reason: str, public: str, now_ms: int) -> WebhookResult:
+    window = now_ms - now_ms % REJECT_WINDOW_MS
+    counted = tx.execute(
+        "UPDATE trigger_events SET count = count + 1, reason = ? WHERE id = (SELECT id FROM trigger_events"
+        " WHERE deployment_id = ? AND trigger_name = ? AND status = 'rejected' AND created_ms >= ?"
+        " ORDER BY created_ms DESC LIMIT 1)",
+        (reason, dep["id"], trigger, window),
+    )
+    if not counted:  # the first rejection of this trigger this minute: a row and one event
+        tx.execute(
+            "INSERT INTO trigger_events (id, namespace, deployment_id, trigger_name, status, reason, created_ms)"
+            " VALUES (?,?,?,?,'rejected',?,?)",
+            (str(ULID()), dep["namespace"], dep["id"], trigger, reason, now_ms),
+        )
+        # The event also carries the final count of the trigger's previous rejected minute, which
+        # got only one event however many calls it counted.
+        earlier = tx.one(
+            "SELECT count, created_ms FROM trigger_events WHERE deployment_id = ? AND trigger_name = ?"
+            " AND status = 'rejected' AND created_ms < ? ORDER BY created_ms DESC LIMIT 1", (dep["id"], trigger, window))
+        tx.event(dep["namespace"], "webhook.rejected", severity="warning", deployment=dep["name"],
+                 data={"trigger": trigger, "reason": reason, "status": status, "window_ms": REJECT_WINDOW_MS,
+                       "previous": None if earlier is None else {"count": earlier["count"],
+                                                                  "at_ms": earlier["created_ms"]}})
     return WebhookResult(status, {"error": {"code": "rejected", "message": public}})
 
 
@@ -99,8 +138,15 @@ def receive(
     headers: Mapping[str, str],
     body: bytes,
     secrets: SecretResolver = env_secrets,
+    now_ms: int | None = None,
 ) -> WebhookResult:
-    """Verify one call and queue its task (or return the task an earlier delivery queued)."""
+    """Verify one call and queue its task (or return the task an earlier delivery queued).
+
+    ``now_ms`` is the Hub's clock (the transaction's time when not given): it windows rejections and
+    checks a timestamped signature.
+    """
+    now = tx.now_ms if now_ms is None else now_ms
+    signed_key: str | None = None
     try:
         dep, trig = _find(tx, namespace, deployment, trigger)
     except NotFoundError as e:
@@ -109,34 +155,46 @@ def receive(
     assert isinstance(spec, WebhookTrigger)
     if len(body) > MAX_BODY_BYTES:
         return _reject(tx, dep, trigger, 413, f"body of {len(body)} bytes is over the 1 MiB limit",
-                       "the body is over the 1 MiB limit")
+                       "the body is over the 1 MiB limit", now)
     if isinstance(spec.auth, HmacAuth):
         key = secrets(namespace, spec.auth.secret)
         if key is None:
-            write_log(tx, namespace, deployment,
-                      f"webhook {trigger}: HMAC secret {spec.auth.secret} is not set; every call is rejected",
-                      level="error")
+            if not _rejected_this_minute(tx, dep, trigger, now):
+                write_log(tx, namespace, deployment,
+                          f"webhook {trigger}: HMAC secret {spec.auth.secret} is not set; every call is rejected",
+                          level="error")
             return _reject(tx, dep, trigger, 401, f"secret {spec.auth.secret} is not configured",
-                           "the call could not be verified")
-        problem = check_hmac(spec.auth, headers, body, key)
-        if problem is not None:
-            return _reject(tx, dep, trigger, 401, problem, "the call could not be verified")
+                           "the call could not be verified", now)
+        if spec.auth.scheme == "timestamped":
+            verdict = check_timestamped(spec.auth, headers, body, key, now)
+            if verdict.stale:
+                return _reject(tx, dep, trigger, 401, verdict.problem or "stale",
+                               "the signature timestamp is outside the tolerance; sign each delivery when it is sent",
+                               now)
+            if verdict.problem is not None:
+                return _reject(tx, dep, trigger, 401, verdict.problem, "the call could not be verified", now)
+            signed_key = f"sig:{verdict.signature}"
+        else:
+            problem = check_hmac(spec.auth, headers, body, key)
+            if problem is not None:
+                return _reject(tx, dep, trigger, 401, problem, "the call could not be verified", now)
     else:
         hashes = [r["hash"] for r in tx.all(
             "SELECT hash FROM tokens WHERE kind = 'webhook' AND subject = ? AND revoked_ms IS NULL",
             (f"{dep['id']}/{trigger}",))]
-        if not hashes:
+        if not hashes and not _rejected_this_minute(tx, dep, trigger, now):
             write_log(tx, namespace, deployment,
                       f"webhook {trigger}: no secret yet; create one with `agen webhook-secret {deployment} {trigger}`",
                       level="error")
         if not check_bearer(bearer_token(headers), hashes):
-            return _reject(tx, dep, trigger, 401, "missing or wrong bearer secret", "the call could not be verified")
+            return _reject(tx, dep, trigger, 401, "missing or wrong bearer secret", "the call could not be verified",
+                           now)
     text = body.decode("utf-8", errors="replace")
     try:
         payload: Any = json.loads(text) if text.strip() else None
     except json.JSONDecodeError:
         payload = None
-    key = _idempotency(spec, headers, payload) or str(ULID())
+    key = _idempotency(spec, headers, payload) or signed_key or str(ULID())
     conversation = None
     if spec.conversation_key:
         conversation = spec.conversation_key
@@ -146,7 +204,8 @@ def receive(
                 value = value.get(part) if isinstance(value, dict) else None
             conversation = None if value is None else str(value)
     result = fire(
-        tx, dep, trigger, kind="webhook", key=key, input=task_input(spec.input, text or None),
+        tx, dep, trigger, kind="webhook", key=key,
+        input=redact_task_input(tx, dep, task_input(spec.input, text or None)),
         labels=spec.labels, conversation_key=conversation, trust=spec.trust or "untrusted",
     )
     if result.status == "skipped":
