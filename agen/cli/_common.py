@@ -130,6 +130,8 @@ def _explain(model: type[BaseModel], field: str, error: Any) -> str:
         for meta in (info.metadata if info else []):
             lo = getattr(meta, "ge", lo)
             hi = getattr(meta, "le", hi)
+        if hi is not None and hi >= 2**53 and kind.startswith("greater"):
+            hi = None  # a storage limit (int64), not a range worth reading when the value is too small
         if lo is not None and hi is not None:
             return f"must be from {lo} to {hi}"
         if lo is not None:
