@@ -87,7 +87,7 @@ class GetTaskRequest(Model):
 class ListTasksRequest(Model):
     namespace: str = Field("default", pattern=NAME_PATTERN)
     deployment: str | None = None
-    state: str | None = None
+    state: TaskState | None = None
     labels: dict[str, str] = Field(default_factory=dict, description="only tasks carrying every one of these")
     scheduled: bool = False
     limit: int = Field(20, ge=1, le=1000)
