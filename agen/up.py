@@ -147,6 +147,22 @@ def _start_tui(hub: Any, url: str) -> tuple[Any, asyncio.Task[None]]:
     return app, task
 
 
+async def _start_export(store: Any, hub: Any) -> Any:
+    """OTLP trace export when AGEN_OTLP_ENDPOINT is set (agen.otel): the SDK is imported only then."""
+    from agen.otel.config import OtlpConfig
+
+    config = OtlpConfig.from_env()
+    if config is None:
+        return None
+    from agen.otel.exporter import start_export
+
+    export = await start_export(store, config)
+    assert export is not None
+    hub.otlp_stats = export.snapshot
+    print(f"agen up: exporting traces to {config.describe()}", file=sys.stderr, flush=True)
+    return export
+
+
 def check_port_free(host: str, port: int, listen: str) -> None:
     """Say plainly that the address is taken, before uvicorn would print a traceback about it."""
     import socket
@@ -202,8 +218,10 @@ async def serve(opts: UpOptions) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal)
     pruner: asyncio.Task[None] | None = None
+    export = None
     try:
         token = await _admin_token(store, url)
+        export = await _start_export(store, hub)
         await node.start()
         serving = asyncio.create_task(server.serve(), name="hub-http")
         while not server.started:
@@ -240,6 +258,8 @@ async def serve(opts: UpOptions) -> None:
             pruner.cancel()
         if not hub.draining:
             await node.drain(0)
+        if export is not None:
+            await export.stop()
         await store.close()
         with contextlib.suppress(OSError):
             (home / "up.pid").unlink()

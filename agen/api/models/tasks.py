@@ -66,6 +66,9 @@ class SubmitTaskRequest(Model):
     model_tier: Literal["low", "medium", "high", "xhigh", "max"] | None = None
     overrides: TaskOverrides | None = Field(
         None, description="narrowing of the bundle for this task (seed 000 §5); checked here, stored as JSON")
+    traceparent: str | None = Field(
+        None, max_length=256, pattern=r"^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}(-.*)?$",
+        description="W3C traceparent: the run joins this trace (the HTTP header of the same name sets it too)")
 
 
 class TaskResponse(Model):
