@@ -55,10 +55,10 @@ class OtlpConfig:
 
 def parse_headers(text: str) -> dict[str, str]:
     out: dict[str, str] = {}
-    for item in filter(None, (p.strip() for p in text.split(","))):
+    for n, item in enumerate(filter(None, (p.strip() for p in text.split(","))), 1):
         key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise InvalidError(f"AGEN_OTLP_HEADERS: {key.strip()[:40]!r}… is not key=value; "
+        if not sep or not key.strip():  # the item itself is not shown: it may be the secret
+            raise InvalidError(f"AGEN_OTLP_HEADERS: item {n} is not key=value; "
                                "give e.g. Authorization=Basic%20<base64>", field="AGEN_OTLP_HEADERS")
         out[unquote(key.strip())] = unquote(value.strip())
     return out

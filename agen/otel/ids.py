@@ -16,9 +16,11 @@ from ulid import ULID
 
 from agen.errors import InvalidError
 
-# version 00 (and any later version, read as 00: W3C trace-context §3.2.4), lower-case hex.
-TRACEPARENT = re.compile(r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$")
-TRACEPARENT_PATTERN = r"^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}(-.*)?$"
+# W3C trace-context version 00: lower-case hex, trace and span ids not all zeros. The API model
+# uses the same pattern (with Python's regex engine, for the look-aheads), so the OpenAPI schema
+# says exactly what is accepted.
+TRACEPARENT_PATTERN = r"^00-(?!0{32})([0-9a-f]{32})-(?!0{16})([0-9a-f]{16})-([0-9a-f]{2})$"
+TRACEPARENT = re.compile(TRACEPARENT_PATTERN)
 
 
 def _int(agen_id: str) -> int:
@@ -51,8 +53,7 @@ def traceparent(trace_id: str, span_id: str) -> str:
 
 def check_traceparent(value: str, where: str = "traceparent") -> str:
     """The value if it is a valid W3C traceparent, else InvalidError naming ``where``."""
-    m = TRACEPARENT.match(value.strip())
-    if m is None or m.group(1) == "ff" or set(m.group(2)) == {"0"} or set(m.group(3)) == {"0"}:
+    if TRACEPARENT.fullmatch(value.strip()) is None:
         raise InvalidError(
             f"{where}: {value[:80]!r} is not a W3C traceparent; send 00-<32 hex trace id>-<16 hex span id>-<flags>",
             field=where)
@@ -73,9 +74,9 @@ def header_traceparent(headers: Mapping[str, str]) -> str | None:
 
 def from_traceparent(value: str) -> tuple[str, str]:
     """(trace id, parent span id) as agen stores them (ULID text) for a valid traceparent."""
-    m = TRACEPARENT.match(check_traceparent(value))
+    m = TRACEPARENT.fullmatch(check_traceparent(value))
     assert m is not None
-    return str(ULID.from_int(int(m.group(2), 16))), str(ULID.from_int(int(m.group(3), 16)))
+    return str(ULID.from_int(int(m.group(1), 16))), str(ULID.from_int(int(m.group(2), 16)))
 
 
 def agen_trace_id(value: str) -> str:
