@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from agen.errors import InvalidError
 
@@ -42,15 +42,19 @@ class OtlpConfig:
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise InvalidError(f"AGEN_OTLP_ENDPOINT {base!r} is not an http(s) URL; give e.g. http://127.0.0.1:4318",
                                field="AGEN_OTLP_ENDPOINT")
-        endpoint = base if base.rstrip("/").endswith(TRACES_PATH) else base.rstrip("/") + TRACES_PATH
+        path = parts.path.rstrip("/")
+        endpoint = urlunsplit(parts._replace(path=path if path.endswith(TRACES_PATH) else path + TRACES_PATH))
         return cls(endpoint=endpoint, headers=parse_headers(env.get("AGEN_OTLP_HEADERS", "")),
                    content=_flag(env, "AGEN_OTLP_CONTENT"), timeout_s=_number(env, "AGEN_OTLP_TIMEOUT", 10.0),
                    queue_size=int(_number(env, "AGEN_OTLP_QUEUE", 2048)))
 
     def describe(self) -> str:
-        """For logs and status lines: the endpoint and header names, never header values."""
+        """For logs, /health and GetMetrics: the endpoint without credentials or query, and header
+        names, never header values."""
+        parts = urlsplit(self.endpoint)
+        where = f"{parts.scheme}://{parts.hostname or ''}{f':{parts.port}' if parts.port else ''}{parts.path}"
         names = ", ".join(f"{k}=***" for k in sorted(self.headers))
-        return self.endpoint + (f" (headers {names})" if names else "") + (" with contents" if self.content else "")
+        return where + (f" (headers {names})" if names else "") + (" with contents" if self.content else "")
 
 
 def parse_headers(text: str) -> dict[str, str]:

@@ -51,6 +51,7 @@ class SpanExport:
         self.queue: asyncio.Queue[ReadableSpan] = asyncio.Queue(maxsize=config.queue_size)
         self._exporter = exporter
         self._tasks: list[asyncio.Task[None]] = []
+        self._after = 0  # the last event seq followed
 
     def snapshot(self) -> dict[str, Any]:
         self.stats.queued = self.queue.qsize()
@@ -62,17 +63,20 @@ class SpanExport:
 
             self._exporter = OTLPSpanExporter(endpoint=self.config.endpoint, headers=self.config.headers,
                                               timeout=self.config.timeout_s)
-        after = int(await self.store.scalar("SELECT COALESCE(MAX(seq), 0) FROM events") or 0)
-        self._tasks = [asyncio.create_task(self._follow(after), name="otlp-follow"),
+        self._after = int(await self.store.scalar("SELECT COALESCE(MAX(seq), 0) FROM events") or 0)
+        self._tasks = [asyncio.create_task(self._follow(), name="otlp-follow"),
                        asyncio.create_task(self._send(), name="otlp-send")]
 
     async def stop(self, timeout_s: float | None = None) -> None:
-        """Stop following; give what is queued one last chance to go (bounded), count the rest failed."""
+        """Stop following (after one last look: runs that ended while draining are sent too); give what
+        is queued one last chance to go (bounded), count the rest failed."""
         follow, send = self._tasks or (None, None)
         if follow is not None:
             follow.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await follow
+            with contextlib.suppress(Exception):
+                await self._step()
         if send is not None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.queue.join(), timeout_s if timeout_s is not None else self.config.timeout_s)
@@ -83,19 +87,23 @@ class SpanExport:
         if self._exporter is not None:
             await asyncio.to_thread(self._exporter.shutdown)
 
-    async def _follow(self, after: int) -> None:
+    async def _follow(self) -> None:
         while True:
-            rows = await self.store.all(
-                "SELECT seq, run_id FROM events WHERE seq > ? AND type = 'run.finished' ORDER BY seq LIMIT ?",
-                (after, FOLLOW_BATCH))
-            for row in rows:
-                after = int(row["seq"])
-                try:
-                    await self._enqueue_run(str(row["run_id"]))
-                except Exception:  # a bad row must not stop export; the log keeps it
-                    log.exception("OTLP export: cannot read run %s", row["run_id"])
-            if len(rows) < FOLLOW_BATCH:
-                await self.store.wait_for_events(after, 1.0)
+            if await self._step() < FOLLOW_BATCH:
+                await self.store.wait_for_events(self._after, 1.0)
+
+    async def _step(self) -> int:
+        """Queue the spans of the next runs that finished; how many runs were read."""
+        rows = await self.store.all(
+            "SELECT seq, run_id FROM events WHERE seq > ? AND type = 'run.finished' ORDER BY seq LIMIT ?",
+            (self._after, FOLLOW_BATCH))
+        for row in rows:
+            try:
+                await self._enqueue_run(str(row["run_id"]))
+            except Exception:  # a bad row must not stop export; the log keeps it
+                log.exception("OTLP export: cannot read run %s", row["run_id"])
+            self._after = int(row["seq"])
+        return len(rows)
 
     async def _enqueue_run(self, run_id: str) -> None:
         spans = await self.store.all("SELECT * FROM spans WHERE run_id = ? AND ended_ms IS NOT NULL"
