@@ -55,7 +55,10 @@ def runs_rows(runs: list[Run], *, roots: bool = False) -> list[list[str | Text]]
         u = r.tree_usage if roots and r.tree_usage else r.usage
         took = (r.finished_ms - r.started_ms) if r.finished_ms else None
         extra = f" ({r.tree_runs} runs)" if roots and (r.tree_runs or 0) > 1 else ""
-        rows.append([r.id, r.deployment, r.task_id or "-", Text(r.status, style=_status_style(r.status)),
+        status = Text(r.status, style=_status_style(r.status))
+        if r.effect_unknown:
+            status.append(", effect unknown", style="bold yellow")
+        rows.append([r.id, r.deployment, r.task_id or "-", status,
                      activity_text(r.activity, r.stopped_reason), str(r.turns),
                      f"{u.input_tokens}/{u.output_tokens}", money(u.cost_usd) + extra, duration(took), r.source])
     return rows

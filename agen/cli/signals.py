@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
-from agen.cli._common import HubOpt, JsonOpt, NamespaceOpt, TokenOpt, err, print_json
+from agen.cli._common import HubOpt, JsonOpt, NamespaceOpt, TokenOpt, err, make_request, print_json
 
 if TYPE_CHECKING:
     from agen.api.models.signals import CreateWebhookSecretResponse
     from agen.client import Client
 
+T = TypeVar("T")
 NameArg = Annotated[str, typer.Argument(help="Deployment name.", show_default=False)]
 
 
@@ -24,7 +26,7 @@ def triggers(name: NameArg,
     from agen.api.models.signals import ListTriggerEventsRequest
     from agen.cli._hub import when, with_client
 
-    req = ListTriggerEventsRequest(namespace=namespace, deployment=name, limit=limit)
+    req = make_request(ListTriggerEventsRequest, namespace=namespace, deployment=name, limit=limit)
     resp = with_client(hub, token, lambda c: c.call(r.ListTriggerEvents, req))
     if json_out:
         print_json(resp.model_dump(mode="json"))
@@ -49,7 +51,7 @@ def webhook_secret(name: NameArg,
     from agen.api.models.signals import CreateWebhookSecretRequest
     from agen.cli._hub import with_client
 
-    req = CreateWebhookSecretRequest(namespace=namespace, deployment=name, trigger=trigger)
+    req = make_request(CreateWebhookSecretRequest, namespace=namespace, deployment=name, trigger=trigger)
 
     async def go(c: Client) -> tuple[CreateWebhookSecretResponse, str | None]:
         return await c.call(r.CreateWebhookSecret, req), c.url
@@ -63,26 +65,56 @@ def webhook_secret(name: NameArg,
         "older secrets of this trigger stop working now")
 
 
+def _hub_or_store(hub: str | None, token: str | None, fn: Callable[[Client], Awaitable[T]]) -> T:
+    """The live Hub (--hub, or a running `agen up`); with none, the same RPC in process over the local
+    store, as `agen run` does: a hold must be endable while nothing is running."""
+    import asyncio
+
+    from agen.cli._hub import with_client
+    from agen.cli.submit import hub_is_live
+    from agen.local import read_local
+
+    local = read_local(strict=hub is None)
+    if hub is not None or (local is not None and hub_is_live(local.url)):
+        return with_client(hub, token, fn)
+
+    async def offline() -> T:
+        from agen.client import Client
+        from agen.hub.service import Hub
+        from agen.store import open_store
+
+        store = await open_store(None)
+        try:
+            return await fn(Client.in_process(Hub(store)))
+        finally:
+            await store.close()
+
+    return asyncio.run(offline())
+
+
 def providers(action: Annotated[str | None, typer.Argument(help='"resume" to end a hold.', show_default=False)] = None,
               account: Annotated[str | None, typer.Argument(help="Account to resume.", show_default=False)] = None,
               hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOpt = "default",
               json_out: JsonOpt = False) -> None:
-    """Provider accounts held after an account error; `agen providers resume ACCT` ends a hold."""
+    """Provider accounts held after an account error; `agen providers resume ACCT` ends a hold.
+
+    Works without `agen up`: it then reads and changes the local store directly."""
     from agen.api import registry as r
     from agen.api.models.signals import ListProviderHoldsRequest, ResumeProviderRequest
-    from agen.cli._hub import when, with_client
+    from agen.cli._hub import when
     from agen.errors import InvalidError
 
     if action is not None:
         if action != "resume" or not account:
             raise InvalidError("usage: agen providers [resume ACCOUNT]")
-        resp = with_client(hub, token, lambda c: c.call(r.ResumeProvider, ResumeProviderRequest(account=account)))
+        resp = _hub_or_store(hub, token, lambda c: c.call(r.ResumeProvider, make_request(ResumeProviderRequest, account=account)))
         if json_out:
             print_json(resp.model_dump(mode="json"))
         else:
             print(f"{account}: resumed")
         return
-    holds = with_client(hub, token, lambda c: c.call(r.ListProviderHolds, ListProviderHoldsRequest(namespace=namespace)))
+    holds = _hub_or_store(hub, token,
+                          lambda c: c.call(r.ListProviderHolds, make_request(ListProviderHoldsRequest, namespace=namespace)))
     if json_out:
         print_json(holds.model_dump(mode="json"))
         return
@@ -116,7 +148,7 @@ def events(name: Annotated[str | None, typer.Argument(help="Only this deployment
 
         base = dict(namespace=namespace, deployment=name, types=types or [], labels=label_map,
                     severity=severity, limit=limit)
-        req = ListEventsRequest(after=after or 0, last=None if after is not None else limit, **base)  # type: ignore[arg-type]
+        req = make_request(ListEventsRequest, after=after or 0, last=None if after is not None else limit, **base)  # type: ignore[arg-type]
         while True:
             page = await c.call(r.ListEvents, req)
             for e in page.events:
@@ -126,7 +158,7 @@ def events(name: Annotated[str | None, typer.Argument(help="Only this deployment
                     print(format_event(e), flush=True)
             if not follow:
                 return
-            req = ListEventsRequest(after=page.cursor, wait_seconds=30, **base)  # type: ignore[arg-type]
+            req = make_request(ListEventsRequest, after=page.cursor, wait_seconds=30, **base)  # type: ignore[arg-type]
 
     with_client(hub, token, go)
 
@@ -161,7 +193,7 @@ def notify_set(name: Annotated[str, typer.Argument(help="Target name.", show_def
     from agen.cli._hub import with_client
     from agen.hub.events import parse_labels
 
-    req = SetNotifyTargetRequest(namespace=namespace, name=name, url=url, events=event or [], deployment=deployment,
+    req = make_request(SetNotifyTargetRequest, namespace=namespace, name=name, url=url, events=event or [], deployment=deployment,
                                  labels=parse_labels(label or []), severity=severity, secret=secret)  # type: ignore[arg-type]
     resp = with_client(hub, token, lambda c: c.call(r.SetNotifyTarget, req))
     if json_out:
@@ -178,7 +210,7 @@ def notify_ls(hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOp
     from agen.api.models.signals import ListNotifyTargetsRequest
     from agen.cli._hub import when, with_client
 
-    resp = with_client(hub, token, lambda c: c.call(r.ListNotifyTargets, ListNotifyTargetsRequest(namespace=namespace)))
+    resp = with_client(hub, token, lambda c: c.call(r.ListNotifyTargets, make_request(ListNotifyTargetsRequest, namespace=namespace)))
     if json_out:
         print_json(resp.model_dump(mode="json"))
         return
@@ -199,7 +231,7 @@ def notify_rm(name: Annotated[str, typer.Argument(help="Target name.", show_defa
     from agen.api.models.signals import NotifyTargetRef
     from agen.cli._hub import with_client
 
-    resp = with_client(hub, token, lambda c: c.call(r.DeleteNotifyTarget, NotifyTargetRef(namespace=namespace, name=name)))
+    resp = with_client(hub, token, lambda c: c.call(r.DeleteNotifyTarget, make_request(NotifyTargetRef, namespace=namespace, name=name)))
     if json_out:
         print_json(resp.model_dump(mode="json"))
     else:

@@ -77,12 +77,19 @@ def _policy(bundle: Bundle) -> dict[str, Any]:
 
 def _sync_signals(tx: Tx, dep_id: str, namespace: str, name: str, bundle: Bundle) -> None:
     """Triggers, provider accounts and the approval notify target follow the deployed definition."""
-    from agen.hub.providers import harness_accounts, sync_accounts
+    from agen.hub.providers import harness_key_secrets, sync_accounts
     from agen.hub.triggers.tick import sync_triggers
 
     sync_triggers(tx, {"id": dep_id, "namespace": namespace, "name": name}, bundle.config)
     sync_bundle_target(tx, namespace, name, bundle.config.permissions.notify)
-    sync_accounts(tx, dep_id, harness_accounts(namespace, bundle.harness.model_dump(by_alias=True, exclude_none=True)))
+    keys = harness_key_secrets(namespace, bundle.harness.model_dump(by_alias=True, exclude_none=True))
+    envs = {acct: None if _platform(bundle, key) else bundle.secrets.env_var(key) for acct, key in keys.items()}
+    sync_accounts(tx, dep_id, list(keys), envs)
+
+
+def _platform(bundle: Bundle, secret: str) -> bool:
+    spec = bundle.secrets.secrets.get(secret)
+    return spec is not None and spec.source == "platform"
 
 
 async def create_deployment(hub: Hub, p: Principal, req: CreateDeploymentRequest) -> DeploymentResponse:

@@ -27,6 +27,7 @@ class Assignment:
     count: int
     max_concurrency: int
     paused: bool
+    kind: str = "pool"           # task: each instance leases exactly one task, then stops
 
 
 START_FAILED = "start failed: "   # exit_reason prefix of an instance whose executor could not start
@@ -152,7 +153,7 @@ def _transition(rep: InstanceReport, before: str | None) -> str | None:
 
 def assignments_for(tx: Tx, nest_id: str) -> list[Assignment]:
     rows = tx.all(
-        "SELECT a.deployment_id, a.count, d.namespace, d.name, d.definition_id, d.digest, d.scale, d.paused"
+        "SELECT a.deployment_id, a.count, d.namespace, d.name, d.kind, d.definition_id, d.digest, d.scale, d.paused"
         " FROM assignments a JOIN deployments d ON d.id = a.deployment_id WHERE a.nest_id = ?",
         (nest_id,),
     )
@@ -162,7 +163,7 @@ def assignments_for(tx: Tx, nest_id: str) -> list[Assignment]:
         out.append(Assignment(
             deployment_id=r["deployment_id"], namespace=r["namespace"], deployment=r["name"],
             definition_id=r["definition_id"], digest=r["digest"], count=int(r["count"]),
-            max_concurrency=int(scale.get("max_concurrency", 4)), paused=bool(r["paused"]),
+            max_concurrency=int(scale.get("max_concurrency", 4)), paused=bool(r["paused"]), kind=r["kind"],
         ))
     return out
 

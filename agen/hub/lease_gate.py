@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agen.hub import budgets, providers, queue
+from agen.hub import budgets, providers, queue, task_kind
 from agen.store import Row, Tx, loads
 
 BACKGROUND = queue.PRIORITIES["background"]
@@ -30,11 +30,27 @@ def lease_for_nest(
     lease_ms: int,
     start: bool = True,
 ) -> list[dict[str, Any]]:
-    """Lease up to ``limit`` tasks unless a provider hold or a budget says otherwise."""
-    now = tx.now_ms
-    dep = tx.one("SELECT id, namespace, name, budget FROM deployments WHERE id = ?", (deployment_id,))
+    """Lease up to ``limit`` tasks unless a provider hold or a budget says otherwise.
+
+    An instance of a task-kind deployment leases exactly one task, ever (agen.hub.task_kind)."""
+    dep = tx.one("SELECT id, namespace, name, kind, budget FROM deployments WHERE id = ?", (deployment_id,))
     if dep is None or limit <= 0:
         return []
+    if dep["kind"] != "task":
+        return _lease_gated(tx, dep, nest_id=nest_id, instance_id=instance_id, limit=limit, lease_ms=lease_ms,
+                            start=start)
+    limit = task_kind.lease_limit(tx, instance_id, limit)
+    rows = _lease_gated(tx, dep, nest_id=nest_id, instance_id=instance_id, limit=limit, lease_ms=lease_ms,
+                        start=start) if limit > 0 else []
+    if rows:
+        task_kind.remember(tx, deployment_id, instance_id, rows[0]["id"])
+    return rows
+
+
+def _lease_gated(tx: Tx, dep: Row, *, nest_id: str, instance_id: str | None, limit: int, lease_ms: int,
+                 start: bool) -> list[dict[str, Any]]:
+    now = tx.now_ms
+    deployment_id = dep["id"]
     gate = providers.lease_gate(tx, deployment_id, now)
     if gate.limit is not None:
         limit = min(limit, gate.limit)

@@ -4,14 +4,22 @@ An account is ``<namespace>/<provider>:<key secret name>[@<baseUrl>]``. While he
 account's deployments lease nothing until ``retry_at``; then exactly one probe task is leased.
 A probe failing with another account error backs off (5 min doubling, at most 1 h); any run of
 the account's deployments that succeeds after the hold began ends it, as does ResumeProvider.
+
+A hold belongs to the key value it failed with: the runner reports a fingerprint of the key
+(agen._keyprint, never the key) and the Hub remembers the environment variable each deployment
+reads it from. Once that variable holds a different key, the hold no longer applies (a changed
+key is a new account) and the next tick ends it. Without a fingerprint on either side (no key,
+or a platform secret) the hold applies as before.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Literal
 
+from agen._keyprint import env_key_fingerprint
 from agen.errors import NotFoundError
 from agen.store import Row, Tx
 
@@ -27,31 +35,44 @@ def account_id(namespace: str, provider: str, key_secret: str, base_url: str | N
     return f"{base}@{base_url.rstrip('/')}" if base_url else base
 
 
-def harness_accounts(namespace: str, harness: Mapping[str, Any]) -> list[str]:
-    """Accounts a harness (camelCase dict as in harness.json) can call: primary, then fallbacks.
-
-    fake and replay providers have no account to hold.
-    """
-    out: list[str] = []
+def harness_key_secrets(namespace: str, harness: Mapping[str, Any]) -> dict[str, str]:
+    """Account -> the name of its key secret, for a harness (camelCase dict as in harness.json):
+    primary, then fallbacks. fake and replay providers have no account to hold."""
+    out: dict[str, str] = {}
     entries = [harness, *list(harness.get("fallbackProviders") or [])]
     for entry in entries:
         provider = str(entry.get("provider") or harness.get("provider") or "")
         if provider not in DEFAULT_KEY_SECRET:
             continue
         key = str(entry.get("apiKeySecret") or DEFAULT_KEY_SECRET[provider])
-        acct = account_id(namespace, provider, key, entry.get("baseUrl"))
-        if acct not in out:
-            out.append(acct)
+        out.setdefault(account_id(namespace, provider, key, entry.get("baseUrl")), key)
     return out
 
 
-def sync_accounts(tx: Tx, deployment_id: str, accounts: Iterable[str]) -> None:
-    """Remember which accounts a deployment uses (on deploy), so a hold reaches all of them."""
+def harness_accounts(namespace: str, harness: Mapping[str, Any]) -> list[str]:
+    """Accounts a harness can call: primary, then fallbacks."""
+    return list(harness_key_secrets(namespace, harness))
+
+
+def sync_accounts(tx: Tx, deployment_id: str, accounts: Iterable[str],
+                  key_envs: Mapping[str, str | None] | None = None) -> None:
+    """Remember which accounts a deployment uses (on deploy), so a hold reaches all of them, and the
+    environment variable each one's key is read from (``key_envs``), so a changed key ends its hold."""
+    envs = key_envs or {}
     tx.execute("DELETE FROM provider_accounts WHERE deployment_id = ?", (deployment_id,))
     tx.executemany(
-        "INSERT OR IGNORE INTO provider_accounts (deployment_id, account) VALUES (?, ?)",
-        [(deployment_id, a) for a in accounts],
+        "INSERT OR IGNORE INTO provider_accounts (deployment_id, account, key_env) VALUES (?, ?, ?)",
+        [(deployment_id, a, envs.get(a)) for a in accounts],
     )
+
+
+def key_changed(row: Mapping[str, Any]) -> bool:
+    """Does the key the hold failed with differ from the one agen's environment holds now?
+
+    ``row``: a hold joined with provider_accounts.key_env. Unknown on either side reads as unchanged."""
+    held = row.get("key_fingerprint")
+    now = env_key_fingerprint(row.get("key_env"))
+    return bool(held and now and held != now)
 
 
 def _split(account: str) -> tuple[str, str]:
@@ -66,8 +87,11 @@ def record_account_error(
     reason: str,
     deployment_id: str | None = None,
     task_id: str | None = None,
+    key_fingerprint: str | None = None,
 ) -> Row:
-    """Hold ``account`` (or back a failed probe off further); returns the hold row."""
+    """Hold ``account`` (or back a failed probe off further); returns the hold row.
+
+    A failure with another key than the held one starts a new hold for that key."""
     now = tx.now_ms
     namespace, provider = _split(account)
     if deployment_id is not None:
@@ -76,7 +100,8 @@ def record_account_error(
             (deployment_id, account),
         )
     row = tx.one("SELECT * FROM provider_holds WHERE account = ?", (account,))
-    if row is not None and row["resumed_ms"] is None:
+    same_key = row is not None and (row["key_fingerprint"] == key_fingerprint or key_fingerprint is None)
+    if row is not None and row["resumed_ms"] is None and same_key:
         if task_id is not None and task_id == row["probe_task_id"]:
             backoff = min(int(row["backoff_ms"]) * 2, MAX_BACKOFF_MS)
             tx.execute(
@@ -87,15 +112,16 @@ def record_account_error(
         return _get(tx, account)
     tx.execute(
         "INSERT INTO provider_holds (account, namespace, provider, reason, held_since_ms, retry_at_ms,"
-        " backoff_ms, probe_task_id, resumed_ms) VALUES (?,?,?,?,?,?,?,NULL,NULL)"
+        " backoff_ms, probe_task_id, resumed_ms, key_fingerprint) VALUES (?,?,?,?,?,?,?,NULL,NULL,?)"
         " ON CONFLICT (account) DO UPDATE SET reason = excluded.reason, held_since_ms = excluded.held_since_ms,"
         " retry_at_ms = excluded.retry_at_ms, backoff_ms = excluded.backoff_ms, probe_task_id = NULL,"
-        " resumed_ms = NULL",
-        (account, namespace, provider, reason, now, now + FIRST_BACKOFF_MS, FIRST_BACKOFF_MS),
+        " resumed_ms = NULL, key_fingerprint = excluded.key_fingerprint",
+        (account, namespace, provider, reason, now, now + FIRST_BACKOFF_MS, FIRST_BACKOFF_MS, key_fingerprint),
     )
     tx.event(
         namespace, "provider.held", severity="warning", task_id=task_id,
-        data={"account": account, "reason": reason, "retry_at_ms": now + FIRST_BACKOFF_MS},
+        data={"account": account, "reason": reason, "retry_at_ms": now + FIRST_BACKOFF_MS,
+              "key_fingerprint": key_fingerprint},
     )
     return _get(tx, account)
 
@@ -118,8 +144,17 @@ def account_error(outcome: Mapping[str, Any] | None) -> str | None:
     return str(data.get("account") or "") if isinstance(data, Mapping) else ""
 
 
+def hold_note(hold: Mapping[str, Any]) -> str:
+    """What a hold means and how to end it, said on the task whose failure started it."""
+    retry = datetime.fromtimestamp(int(hold["retry_at_ms"]) / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return (f"provider account {hold['account']} is now held: its deployments lease no tasks until {retry} "
+            "(then one probe), or until a run of them succeeds; a changed key ends the hold, and "
+            f"`agen providers resume {hold['account']}` ends it now")
+
+
 def on_task_failed(tx: Tx, task: Mapping[str, Any], outcome: Mapping[str, Any] | None, error: str | None) -> Row | None:
-    """Hook for CompleteTask: hold the account when a task failed with an account error."""
+    """Hook for CompleteTask: hold the account when a task failed with an account error; a new hold is
+    explained on the task's error (what is held, until when, how to end it)."""
     blamed = account_error(outcome)
     if blamed is None:
         return None
@@ -132,7 +167,16 @@ def on_task_failed(tx: Tx, task: Mapping[str, Any], outcome: Mapping[str, Any] |
             return None
         blamed = str(first)
     reason = str((outcome or {}).get("summary") or error or "provider account error")[:500]
-    return record_account_error(tx, blamed, reason=reason, deployment_id=task["deployment_id"], task_id=task["id"])
+    data = (outcome or {}).get("data")
+    fingerprint = data.get("key_fingerprint") if isinstance(data, Mapping) else None
+    before = tx.scalar("SELECT held_since_ms FROM provider_holds WHERE account = ? AND resumed_ms IS NULL",
+                       (blamed,))
+    hold = record_account_error(tx, blamed, reason=reason, deployment_id=task["deployment_id"], task_id=task["id"],
+                                key_fingerprint=str(fingerprint) if fingerprint else None)
+    if hold["held_since_ms"] != before:  # this failure started the hold: say so where the user looks first
+        note = hold_note(hold)
+        tx.execute("UPDATE tasks SET error = ? WHERE id = ?", (f"{error}; {note}" if error else note, task["id"]))
+    return hold
 
 
 GateState = Literal["open", "held", "probe"]
@@ -154,11 +198,11 @@ class LeaseGate:
 
 def lease_gate(tx: Tx, deployment_id: str, now_ms: int) -> LeaseGate:
     """Held until retry_at; then one probe at a time; open when no account of it is held."""
-    rows = tx.all(
-        "SELECT h.* FROM provider_holds h JOIN provider_accounts a ON a.account = h.account"
+    rows = [r for r in tx.all(
+        "SELECT h.*, a.key_env FROM provider_holds h JOIN provider_accounts a ON a.account = h.account"
         " WHERE a.deployment_id = ? AND h.resumed_ms IS NULL ORDER BY h.retry_at_ms DESC",
         (deployment_id,),
-    )
+    ) if not key_changed(r)]
     if not rows:
         return LeaseGate("open")
     for row in rows:
@@ -190,9 +234,16 @@ def _resume(tx: Tx, row: Row, why: str, by: str | None = None) -> None:
 
 
 def end_recovered_holds(tx: Tx) -> list[str]:
-    """Scheduler tick: end holds whose deployments had a run succeed after the hold began."""
+    """Scheduler tick: end holds whose deployments had a run succeed after the hold began, or whose key
+    was changed since (a new key is a new account)."""
     ended: list[str] = []
-    for row in tx.all("SELECT * FROM provider_holds WHERE resumed_ms IS NULL"):
+    for row in tx.all("SELECT h.*, (SELECT a.key_env FROM provider_accounts a WHERE a.account = h.account"
+                      " AND a.key_env IS NOT NULL LIMIT 1) AS key_env FROM provider_holds h"
+                      " WHERE h.resumed_ms IS NULL"):
+        if key_changed(row):
+            _resume(tx, row, "the key was changed")
+            ended.append(row["account"])
+            continue
         ok = tx.scalar(
             "SELECT 1 FROM runs r JOIN deployments d ON d.namespace = r.namespace AND d.name = r.deployment"
             " JOIN provider_accounts a ON a.deployment_id = d.id"
@@ -219,11 +270,11 @@ def resume_provider(tx: Tx, account: str, *, by: str | None = None) -> Row:
 def held_deployment_ids(tx: Tx, now_ms: int) -> set[str]:
     """Deployments the autoscaler must not scale up for queued work (hold still before retry_at)."""
     rows = tx.all(
-        "SELECT DISTINCT a.deployment_id FROM provider_holds h JOIN provider_accounts a ON a.account = h.account"
-        " WHERE h.resumed_ms IS NULL AND h.retry_at_ms > ?",
+        "SELECT a.deployment_id, a.key_env, h.key_fingerprint FROM provider_holds h"
+        " JOIN provider_accounts a ON a.account = h.account WHERE h.resumed_ms IS NULL AND h.retry_at_ms > ?",
         (now_ms,),
     )
-    return {r["deployment_id"] for r in rows}
+    return {r["deployment_id"] for r in rows if not key_changed(r)}
 
 
 def list_holds(tx: Tx, namespaces: Iterable[str] | None = None, *, include_resumed: bool = False) -> list[Row]:

@@ -58,7 +58,11 @@ PRIORITIES: dict[str, int] = {"urgent": 0, "high": 1, "normal": 2, "background":
 MAX_NOT_BEFORE_MS = 90 * 24 * 3600 * 1000
 TRUST_LEVELS = ("operator", "trusted", "untrusted")
 # A conversation key already carrying one of these prefixes is taken as is.
-SOURCE_PREFIXES = ("api:", "webhook:", "a2a:", "reply:", "cron:", "event:", "random:", "child:", "mcp:")
+SOURCE_PREFIXES = ("api:", "webhook:", "a2a:", "reply:", "cron:", "event:", "random:", "child:", "mcp:",
+                   "singleton:")
+# A singleton keeps its one conversation and ignores keys (seed 000 §5 "Tasks"): every task of it carries this key,
+# so its runs share one session and run one at a time, in submission order.
+SINGLETON_KEY = "singleton:session"
 QUEUE_FULL_RETRY_S = 5
 
 
@@ -131,6 +135,13 @@ def scoped_conversation_key(key: str | None, source: str) -> str | None:
     return f"{source or 'api'}:{key}"
 
 
+def _conversation_key(tx: Tx, t: NewTask) -> str | None:
+    """The stored key: the source-scoped key, or the singleton's one key whatever the caller sent."""
+    if tx.scalar("SELECT kind FROM deployments WHERE id = ?", (t.deployment_id,)) == "singleton":
+        return SINGLETON_KEY
+    return scoped_conversation_key(t.conversation_key, t.source)
+
+
 def _validate(tx: Tx, t: NewTask) -> int:
     if not t.input and t.input != "":
         raise InvalidError("task input is missing", field="input")
@@ -198,7 +209,7 @@ def submit_task(tx: Tx, t: NewTask, *, max_queued: int | None = None) -> tuple[d
     row: dict[str, Any] = {
         "id": task_id, "namespace": t.namespace, "deployment_id": t.deployment_id, "deployment": t.deployment,
         "state": "queued", "input": t.input, "source": t.source or "api",
-        "conversation_key": scoped_conversation_key(t.conversation_key, t.source),
+        "conversation_key": _conversation_key(tx, t),
         "labels": dumps(labels), "priority": priority, "idempotency_key": t.idempotency_key,
         "schedule_key": t.schedule_key, "not_before_ms": t.not_before_ms, "not_after_ms": t.not_after_ms,
         "trust": t.trust, "model_tier": t.model_tier,

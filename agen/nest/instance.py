@@ -3,6 +3,7 @@
 It leases in batches (one transaction for many tasks), waits on the Hub's work signal
 instead of polling per task, marks each task running, and completes it with the lease
 id it got. A task it cannot start is released at once without counting an attempt.
+An instance of a task-kind deployment leases exactly one task, runs it and stops (seed 000 §4).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import contextlib
 import logging
 from typing import Any
 
-from agen.errors import AgenError
+from agen.errors import AgenError, FencedError
 from agen.hub.instances import Assignment, InstanceReport
 from agen.nest.executor import ExecResult, Executor
 from agen.nest.port import HubPort, LeasedTask, LeaseRef
@@ -66,8 +67,9 @@ class Instance:
     async def _lease_loop(self) -> None:
         self.state = "ready"
         port, a = self.port, self.assignment
+        one_task = a.kind == "task"
         while not self._stop_leasing.is_set():
-            free = a.max_concurrency - len(self.running)
+            free = (1 if one_task else a.max_concurrency) - len(self.running)
             if free <= 0:
                 self._slot.clear()
                 await self._slot.wait()
@@ -85,8 +87,20 @@ class Instance:
                     continue
                 self.running[task.id] = (LeaseRef(task.id, task.lease_id),
                                          asyncio.create_task(self._run(task), name=f"task-{task.id}"))
+            if one_task and leased:
+                self._stop_leasing.set()  # its one task: no more leases, and it stops once the task ends
+                await self._finish_one_task()
+                return
             if not leased and not self._stop_leasing.is_set():
                 await port.wait_for_work(generation, IDLE_WAIT_S)
+
+    async def _finish_one_task(self) -> None:
+        """A task-kind instance: wait for its task, close its executor, stop (the Manager forgets it)."""
+        await asyncio.gather(*(t for _, t in self.running.values()), return_exceptions=True)
+        if self.state in ("ready", "busy"):
+            with contextlib.suppress(Exception):
+                await self.executor.close()
+            self.state, self.exit_reason = "stopped", "ran its one task"
 
     async def _release(self, task: LeasedTask, reason: str) -> None:
         with contextlib.suppress(AgenError):
@@ -126,6 +140,9 @@ class Instance:
             with contextlib.suppress(AgenError):  # drained: give it back, its run resumes elsewhere
                 await self.port.release(LeaseRef(task.id, task.lease_id), count_attempt=False,
                                         reason="instance stopped while the task ran")
+            return None
+        except FencedError as e:  # normal after a lease moved on: another holder owns the run; nothing to report
+            log.info("task %s: fenced off, another holder owns its run now: %s", task.id, e)
             return None
         except Exception as e:
             log.exception("task %s failed inside the instance", task.id)

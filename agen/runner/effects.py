@@ -2,8 +2,10 @@
 ``completed`` (with its result) after, each write epoch-checked like a checkpoint.
 
 On resume, a started effect with no completion is not run again: the model is told
-``effect_unknown``. An idempotent tool's key is derived from its arguments, so the call
-may simply run again.
+``effect_unknown``, and so are operators: the run is marked (runs.effect_unknown, shown on the
+run and its task, ``agen runs --effect-unknown``) and a ``run.effect_unknown`` warning event is
+recorded, because someone has to check what really happened. An idempotent tool's key is
+derived from its arguments, so the call may simply run again.
 """
 
 from __future__ import annotations
@@ -58,6 +60,32 @@ def complete_effect(run_id: str, epoch: int, key: str, *, ok: bool, content: str
             ("completed" if ok else "failed", dumps({"content": content, "is_error": is_error}), tx.now_ms, epoch,
              run_id, key),
         )
+
+    return fn
+
+
+@dataclass(frozen=True)
+class UnknownEffect:
+    """A started-but-unconfirmed effect met on resume."""
+
+    tool: str
+    call_id: str
+    key: str
+
+
+def mark_effect_unknown(run_id: str, epoch: int, namespace: str, deployment: str | None, task_id: str | None,
+                        unknown: list[UnknownEffect]) -> Any:
+    """Flag the run and record one ``run.effect_unknown`` warning per call (epoch-checked)."""
+
+    def fn(tx: Tx) -> None:
+        check_epoch(tx, run_id, epoch)
+        tx.execute("UPDATE runs SET effect_unknown = 1 WHERE id = ?", (run_id,))
+        for u in unknown:
+            tx.event(namespace, "run.effect_unknown", severity="warning", deployment=deployment or None,
+                     task_id=task_id, run_id=run_id,
+                     data={"tool": u.tool, "call_id": u.call_id, "effect_key": u.key,
+                           "message": f"{u.tool} was started before the run was interrupted and its completion "
+                                      "was never recorded; check whether it took effect"})
 
     return fn
 

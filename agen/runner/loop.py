@@ -17,7 +17,7 @@ from agen.runner import hooks as hk
 from agen.runner.budgets import REASON_TEXT, Budget, Guards, RunLimits
 from agen.runner.calls import CallEnv, CallResult, execute_calls
 from agen.runner.context import Context, Msg, system_prompt
-from agen.runner.effects import read_effects
+from agen.runner.effects import UnknownEffect, mark_effect_unknown, read_effects
 from agen.runner.extras import RunExtras
 from agen.runner.policy import AllowAll, ApprovalGate, DenyAsks, ToolPolicy
 from agen.runner.providers import Account, build_accounts
@@ -28,6 +28,7 @@ from agen.runner.resume import patch_history, plan_repair
 from agen.runner.state import EventSink, RunState, call_dicts
 from agen.runner.tools.base import Tool, Toolset
 from agen.runner.tools.builtin import FINISH, FinishTool, builtin_tools
+from agen.runner.tools.wire_names import by_wire_name
 from agen.runner.turn import TurnFailed, TurnPolicy, model_turn
 from agen.runner.types import Outcome, RunRequest, RunResult
 from agen.store.base import Store, loads
@@ -97,7 +98,7 @@ class Runner:
                 tools.extend(self.extras.tools())
             for ts in self.toolsets:
                 tools.extend(await ts.start())
-            self.tools = {t.wire_name: t for t in tools}
+            self.tools = by_wire_name(tools)  # two tools with one model-facing name are refused
             self._plain = None
             self._started = True
 
@@ -164,6 +165,7 @@ class Runner:
         return result
 
     def _add_run_tools(self, st: RunState, tools: list[Tool]) -> None:
+        by_wire_name([*self.tools.values(), *tools])  # a per-run server must not hide another tool
         st.tools.update(self._visible(st.req, {t.wire_name: t for t in tools}))
         st.specs = [t.spec() for t in st.tools.values()]
 
@@ -283,8 +285,10 @@ class Runner:
             except TurnFailed as e:
                 self._spans(st, e.spans)
                 acct = e.account.account_id(st.req.namespace) if e.account is not None else None
-                return await self._end(st, Outcome(status="failed", reason=e.reason, summary=e.message,
-                                                   data={"account": acct} if acct else None))
+                data: dict[str, Any] | None = {"account": acct} if acct else None
+                if data is not None and e.account is not None and e.account.key_fingerprint:
+                    data["key_fingerprint"] = e.account.key_fingerprint  # the hold belongs to this key value
+                return await self._end(st, Outcome(status="failed", reason=e.reason, summary=e.message, data=data))
             self._spans(st, answer.spans)
             resp = answer.response
             st.turn += 1
@@ -347,6 +351,11 @@ class Runner:
             finish = self.tools[FINISH]
             assert isinstance(finish, FinishTool)
             return await self._end(st, Outcome.model_validate(finish.outcome(rep.finish_args)))
+        if rep.unknown:
+            req = st.req
+            unknown = [UnknownEffect(c.name, c.id, key) for c, key in rep.unknown]
+            await self.store.write(mark_effect_unknown(st.run_id, st.epoch, req.namespace, req.deployment,
+                                                       req.task_id, unknown))
         for call, content, is_error in rep.results:
             st.add_message("tool", content, tool_call_id=call.id, name=call.name, is_error=is_error)
         if rep.rerun:

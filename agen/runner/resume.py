@@ -29,6 +29,7 @@ class Repair:
     results: list[tuple[ToolCallOut, str, bool]] = field(default_factory=list)  # call, content, is_error
     rerun: list[tuple[int, ToolCallOut]] = field(default_factory=list)
     finish_args: dict[str, Any] | None = None
+    unknown: list[tuple[ToolCallOut, str]] = field(default_factory=list)  # effect_unknown: call, effect key
 
 
 def missing_results(msgs: list[Msg]) -> list[tuple[Msg, list[tuple[int, dict[str, Any]]]]]:
@@ -104,6 +105,7 @@ def plan_repair(run_id: str, current: list[Msg], tools: dict[str, Tool], effects
                 rep.rerun.append((index, call))
             elif eff is not None:
                 rep.results.append((call, EFFECT_UNKNOWN.format(tool=tool.name), True))
+                rep.unknown.append((call, key))
             else:
                 rep.results.append((call, INTERRUPTED.format(tool=call.name), True))
     return rep

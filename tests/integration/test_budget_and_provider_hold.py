@@ -67,6 +67,27 @@ async def until(check: Callable[[], Any], timeout_s: float = 15) -> None:
         await asyncio.sleep(0.05)
 
 
+async def ticks_later(node: LocalNode, n: int) -> None:
+    """Wait for ``n`` more leader ticks (counted through the leader's on_tick hook), not for a time."""
+    seen = asyncio.Event()
+    count = 0
+    inner = node.leader.on_tick
+
+    def ticked(summary: Any) -> None:
+        nonlocal count
+        count += 1
+        if count >= n:
+            seen.set()
+        if inner is not None:
+            inner(summary)
+
+    node.leader.on_tick = ticked
+    try:
+        await asyncio.wait_for(seen.wait(), 30)
+    finally:
+        node.leader.on_tick = inner
+
+
 async def test_costs_over_the_daily_budget_hold_the_deployment_at_zero_and_announce_each_threshold_once(
     tmp_path: Path, srv: OpenAIServer, node: LocalNode,
 ) -> None:
@@ -81,7 +102,7 @@ async def test_costs_over_the_daily_budget_hold_the_deployment_at_zero_and_annou
         return await store.scalar("SELECT desired FROM deployments WHERE name = 'paid'") == 0
 
     await until(held_at_zero)
-    await asyncio.sleep(0.5)  # several leader ticks and lease polls later
+    await ticks_later(node, 3)  # three scheduler ticks later it still has not been leased
     waiting = await task(client, ids[2])
     assert waiting.state == "queued" and waiting.attempts == 0 and waiting.wait_reason == "budget"
     assert len(srv.requests) == 2
@@ -95,7 +116,7 @@ async def test_costs_over_the_daily_budget_hold_the_deployment_at_zero_and_annou
 async def test_a_401_holds_the_account_then_one_probe_after_retry_at_and_its_success_resumes(
     tmp_path: Path, srv: OpenAIServer, node: LocalNode, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(providers, "FIRST_BACKOFF_MS", 1500)
+    monkeypatch.setattr(providers, "FIRST_BACKOFF_MS", 3000)  # room for a slow machine to read it held
     srv.script(Reply(status=401, error="invalid api key"), Reply(text="probe ok"), Reply(text="after"))
     client = await deploy(node, tmp_path / "b", srv, {})
     account = f"default/openai:OPENAI_API_KEY@{srv.base_url.rstrip('/')}"
@@ -106,8 +127,7 @@ async def test_a_401_holds_the_account_then_one_probe_after_retry_at_and_its_suc
     hold = await store.one("SELECT * FROM provider_holds WHERE account = ?", (account,))
     assert hold is not None and hold["resumed_ms"] is None
     probe_id, later_id = await submit(client, "second"), await submit(client, "third")
-    await asyncio.sleep(0.3)
-    waiting = await task(client, probe_id)
+    waiting = await task(client, probe_id)   # the hold is in place before the task is even queued
     assert waiting.state == "queued" and waiting.wait_reason == "provider_hold"
     assert (await task(client, probe_id, 30)).state == "succeeded"
     assert (await task(client, later_id, 30)).state == "succeeded"
@@ -126,3 +146,46 @@ async def test_a_401_holds_the_account_then_one_probe_after_retry_at_and_its_suc
         "SELECT type FROM events WHERE type LIKE 'provider.%' ORDER BY seq")]
     assert kinds == ["provider.held", "provider.resumed"]
     assert len(srv.requests) == 3
+
+
+async def test_the_next_one_shot_with_a_changed_key_is_not_held_by_the_old_keys_401(
+    tmp_path: Path, srv: OpenAIServer, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two embedded Hub + Nest lifetimes over one store, as two `agen run` one-shots are."""
+    srv.script(Reply(status=401, error="invalid api key"), Reply(text="fine with the new key"))
+    root = write_bundle(tmp_path / "b", "paid", config={"kind": "pool", "scale": {"min": 1, "max": 1}})
+    (root / "x-agen/harness.json").write_text(json.dumps({"provider": "openai", "model": "m1", "baseUrl": srv.base_url,
+                                                          "apiKeySecret": "PAID_KEY"}))
+    (root / "x-agen/secrets.json").write_text(json.dumps({"secrets": {"PAID_KEY": {"source": "env"}}}))
+    account = f"default/openai:PAID_KEY@{srv.base_url.rstrip('/')}"
+    store = await SQLiteStore.open(tmp_path / "node.db")
+
+    async def one_shot(text: str) -> Task:
+        node = LocalNode(store, tick_s=0.1, heartbeat_s=0.1)
+        await node.start()
+        try:
+            client = Client.in_process(node.hub)
+            await client.call(r.CreateDeployment if text == "first" else r.UpdateDeployment,
+                              CreateDeploymentRequest(files=files_b64(root)))
+            return await task(client, await submit(client, text), 30)
+        finally:
+            await node.drain(5)
+
+    try:
+        monkeypatch.setenv("PAID_KEY", "sk-old")
+        first = await one_shot("first")
+        assert first.state == "failed" and first.error is not None
+        assert f"`agen providers resume {account}`" in first.error  # the first error says how to end the hold
+        assert srv.headers[0]["authorization"] == "Bearer sk-old"
+        hold = await store.one("SELECT retry_at_ms, key_fingerprint FROM provider_holds WHERE account = ?", (account,))
+        assert hold is not None and hold["key_fingerprint"] and "sk-old" not in hold["key_fingerprint"]
+
+        monkeypatch.setenv("PAID_KEY", "sk-new")   # the operator fixes the key: a new account, not held
+        second = await one_shot("second")
+        assert second.state == "succeeded"
+        assert srv.headers[1]["authorization"] == "Bearer sk-new"
+        leased = await store.scalar("SELECT created_ms FROM events WHERE type = 'task.started' AND task_id = ?",
+                                    (second.id,))
+        assert leased < hold["retry_at_ms"]   # it did not wait out the old key's hold
+    finally:
+        await store.close()

@@ -113,3 +113,73 @@ async def test_other_failures_do_not_hold_anything(store: SQLiteStore) -> None:
     out = await store.write(lambda tx: providers.on_task_failed(
         tx, {"id": "t", "deployment_id": a["id"]}, {"status": "failed", "reason": "provider_account"}, "401"))
     assert out is not None and out["account"] == ACCT and out["reason"] == "401"
+
+
+async def test_a_hold_belongs_to_the_key_it_failed_with_and_a_changed_key_ends_it(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from agen._keyprint import key_fingerprint
+
+    monkeypatch.setenv("PAID_KEY", "sk-old")
+    a = await deployment(store, "a")
+    await store.write(lambda tx: providers.sync_accounts(tx, a["id"], [ACCT], {ACCT: "PAID_KEY"}))
+    failed = await store.write(lambda tx: task(tx, a, "failed"))
+    outcome = {"status": "failed", "reason": "account_error", "summary": "401 invalid key",
+               "data": {"account": ACCT, "key_fingerprint": key_fingerprint("sk-old")}}
+    hold = await store.write(lambda tx: providers.on_task_failed(
+        tx, {"id": failed, "deployment_id": a["id"]}, outcome, "401 invalid key"))
+    assert hold is not None and hold["key_fingerprint"] == key_fingerprint("sk-old")
+    assert "sk-old" not in str(dict(hold))  # only the fingerprint is stored
+    t0 = int(hold["held_since_ms"])
+    assert (await store.write(lambda tx: providers.lease_gate(tx, a["id"], t0 + 1))).state == "held"
+    assert await store.write(providers.end_recovered_holds) == []   # the same key: still held
+
+    monkeypatch.setenv("PAID_KEY", "sk-new")   # a changed key is a new account: the hold no longer applies
+    assert (await store.write(lambda tx: providers.lease_gate(tx, a["id"], t0 + 1))).state == "open"
+    assert await store.write(lambda tx: providers.held_deployment_ids(tx, t0 + 1)) == set()
+    assert await store.write(providers.end_recovered_holds) == [ACCT]
+    resumed = await store.all("SELECT data FROM events WHERE type = 'provider.resumed'")
+    assert len(resumed) == 1 and "the key was changed" in resumed[0]["data"]
+
+
+async def test_the_failure_that_starts_a_hold_says_so_and_how_to_end_it(store: SQLiteStore) -> None:
+    a = await deployment(store, "a")
+    await store.write(lambda tx: providers.sync_accounts(tx, a["id"], [ACCT]))
+    outcome = {"status": "failed", "reason": "account_error", "summary": "401 invalid key", "data": {"account": ACCT}}
+    first, second = await store.write(lambda tx: (task(tx, a, "failed"), task(tx, a, "failed")))
+    for tid in (first, second):
+        await store.write(lambda tx, tid=tid: providers.on_task_failed(  # type: ignore[misc]
+            tx, {"id": tid, "deployment_id": a["id"]}, outcome, "401 invalid key"))
+    errors = {r["id"]: r["error"] for r in await store.all("SELECT id, error FROM tasks")}
+    assert errors[first].startswith("401 invalid key; provider account " + ACCT + " is now held")
+    assert f"`agen providers resume {ACCT}`" in errors[first]
+    assert errors[second] is None   # only the failure that started the hold explains it
+
+
+def test_agen_providers_lists_and_resumes_a_hold_without_agen_up(capsys: pytest.CaptureFixture[str]) -> None:
+    import asyncio
+
+    from agen.store import open_store
+    from tests.cli_helpers import run_agen
+
+    async def hold() -> None:
+        store = await open_store(None)
+        try:
+            await store.write(lambda tx: providers.record_account_error(tx, ACCT, reason="401 invalid key"))
+        finally:
+            await store.close()
+
+    async def resumed_ms() -> object:
+        store = await open_store(None)
+        try:
+            return await store.scalar("SELECT resumed_ms FROM provider_holds WHERE account = ?", (ACCT,))
+        finally:
+            await store.close()
+
+    asyncio.run(hold())
+    code, out, _ = run_agen(capsys, "providers")
+    assert code == 0 and ACCT in out
+    code, out, err = run_agen(capsys, "providers", "resume", ACCT)
+    assert code == 0, err
+    assert out.strip() == f"{ACCT}: resumed"
+    assert asyncio.run(resumed_ms()) is not None

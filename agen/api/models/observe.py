@@ -42,6 +42,8 @@ class Run(Model):
     tree_runs: int | None = None
     input: str | None = None
     outcome: dict[str, Any] | None = None
+    effect_unknown: bool = Field(False, description="resumed past a side effect that was started and never "
+                                                    "confirmed (effect_unknown): check what really happened")
     started_ms: int
     updated_ms: int
     finished_ms: int | None = None
@@ -52,6 +54,7 @@ class ListRunsRequest(Model):
     deployment: str | None = None
     roots: bool = False
     status: RunStatus | None = None
+    effect_unknown: bool = Field(False, description="only runs that met an effect_unknown")
     labels: dict[str, str] = {}
     since_ms: TimeMs | None = Field(None, description="only runs started within this many ms")
     task_id: str | None = None
@@ -85,6 +88,8 @@ class TranscriptMessage(Model):
 
 class GetTranscriptRequest(Model):
     id: str = Field(min_length=1, description="a run id or a task id")
+    namespace: str | None = Field(None, pattern=NAME_PATTERN,
+                                  description="only if it is in this namespace (default: any the token sees)")
     history: bool = False
     system: bool = False
     after_seq: Count = Field(0, description="only messages after this seq (live follow)")
@@ -114,6 +119,8 @@ class Span(Model):
 
 class GetTraceRequest(Model):
     id: str = Field(min_length=1, description="a task id, a trace id or a run id")
+    namespace: str | None = Field(None, pattern=NAME_PATTERN,
+                                  description="only if it is in this namespace (default: any the token sees)")
 
 
 class GetTraceResponse(Model):
@@ -128,6 +135,8 @@ class GetTraceResponse(Model):
 
 class QueryTaskRequest(Model):
     id: str = Field(min_length=1)
+    namespace: str | None = Field(None, pattern=NAME_PATTERN,
+                                  description="only if it is in this namespace (default: any the token sees)")
 
 
 class RunActivity(Model):

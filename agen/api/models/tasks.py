@@ -44,6 +44,8 @@ class Task(Model):
     model_tier: str | None = None
     locks: list[str] = []
     run_id: str | None = None
+    effect_unknown: bool = Field(False, description="its run met a side effect that may or may not have happened "
+                                                    "(started, never confirmed): check what really happened")
     pending_approvals: list[str] = []
     created_ms: int
     started_ms: int | None = None
@@ -83,13 +85,15 @@ class GetTaskRequest(Model):
     """wait_seconds > 0 waits for the task to end, or to start waiting for an approval."""
 
     id: str
+    namespace: str | None = Field(None, pattern=NAME_PATTERN,
+                                  description="only if the task is in this namespace (default: any the token sees)")
     wait_seconds: float = Field(0, ge=0, le=300)
 
 
 class ListTasksRequest(Model):
     namespace: str = Field("default", pattern=NAME_PATTERN)
     deployment: str | None = None
-    state: str | None = None
+    state: TaskState | None = None
     labels: dict[str, str] = Field(default_factory=dict, description="only tasks carrying every one of these")
     scheduled: bool = False
     limit: int = Field(20, ge=1, le=1000)
@@ -101,14 +105,20 @@ class ListTasksResponse(Model):
 
 class CancelTaskRequest(Model):
     id: str
+    namespace: str | None = Field(None, pattern=NAME_PATTERN,
+                                  description="only if the task is in this namespace (default: any the token sees)")
     reason: str | None = None
 
 
 class PauseTaskRequest(Model):
     id: str
+    namespace: str | None = Field(None, pattern=NAME_PATTERN,
+                                  description="only if the task is in this namespace (default: any the token sees)")
     hold_until_ms: TimeMs | None = None
     reason: str | None = None
 
 
 class ResumeTaskRequest(Model):
     id: str
+    namespace: str | None = Field(None, pattern=NAME_PATTERN,
+                                  description="only if the task is in this namespace (default: any the token sees)")

@@ -11,6 +11,7 @@ import json
 import os
 from dataclasses import dataclass
 
+from agen._keyprint import key_fingerprint
 from agen.bundle import Bundle
 from agen.bundle.checks import bundle_path
 from agen.bundle.harness import DEFAULT_KEY_SECRET, Harness, Turn
@@ -28,6 +29,7 @@ class Account:
     label: str  # provider name, for spans (gen_ai.provider.name)
     key_secret: str | None = None   # with base_url: names the account a provider hold is recorded on
     base_url: str | None = None
+    key_fingerprint: str | None = None  # of the key value sent: a hold belongs to this key, not a changed one
 
     def account_id(self, namespace: str) -> str | None:
         """``<namespace>/<provider>:<key secret name>[@<baseUrl>]`` (seed 000 §8); None without a key."""
@@ -82,6 +84,7 @@ async def _one(
         base_url = base_url or choice.base_url
         key_name = harness.api_key_secret or DEFAULT_KEY_SECRET.get(kind)
     provider: ModelProvider
+    key_value: str | None = None
     if kind == "fake":
         script: list[Turn] | None = None
         spec = harness.fake
@@ -98,14 +101,16 @@ async def _one(
         provider = ReplayProvider(cassette_interactions(_bundle_json(bundle, harness.cassette, "cassette")))
         model = model or "replay"
     elif kind == "openrouter":
-        provider = OpenRouterProvider(api_key=_secret(bundle, key_name, redactor), model=model or "", base_url=base_url,
+        key_value = _secret(bundle, key_name, redactor)
+        provider = OpenRouterProvider(api_key=key_value, model=model or "", base_url=base_url,
                                       timeout_s=timeout_s, extras=harness.openrouter, router=harness.router)
     else:
-        api_key = _secret(bundle, key_name, redactor) if base_url is None or harness.api_key_secret else None
-        provider = OpenAIProvider(api_key=api_key, model=model or "", base_url=base_url, timeout_s=timeout_s)
+        key_value = _secret(bundle, key_name, redactor) if base_url is None or harness.api_key_secret else None
+        provider = OpenAIProvider(api_key=key_value, model=model or "", base_url=base_url, timeout_s=timeout_s)
     provider.default_model = model or provider.default_model
     key = key_name if kind in ("openai", "openrouter") else None
-    return Account(provider, [model or provider.default_model, *harness.fallback_models], kind, key, base_url)
+    return Account(provider, [model or provider.default_model, *harness.fallback_models], kind, key, base_url,
+                   key_fingerprint(key_value))
 
 
 def _require_key(bundle: Bundle, account: Account) -> None:

@@ -175,13 +175,17 @@ class TasksScreen(AgenScreen):
 
 def row_cells(t: Task) -> Cells:
     wait = t.wait_reason or ("approval" if t.pending_approvals else "") or ("held" if t.held else "")
-    return (fmt.short_id(t.id), t.deployment, t.state, wait, t.priority, fmt.age(t.created_ms),
+    state = f"{t.state} !effect" if t.effect_unknown else t.state  # a side effect nobody confirmed: check it
+    return (fmt.short_id(t.id), t.deployment, state, wait, t.priority, fmt.age(t.created_ms),
             t.input.replace("\n", " ")[:50])
 
 
 def detail_text(q: QueryTaskResponse) -> str:
     t = q.task
     lines = [f"[b]{fmt.short_id(t.id)}[/b]  {t.deployment}  [b]{t.state}[/b]  priority {t.priority}  attempts {t.attempts}"]
+    if t.effect_unknown:
+        lines.append("[b yellow]effect unknown:[/b yellow] its run resumed past a side effect that was started and "
+                     "never confirmed; agen did not repeat it: check whether it took effect")
     if t.wait_reason:
         lines.append(f"waiting: {t.wait_reason}")
     if t.wait_for:
