@@ -30,6 +30,7 @@ from agen.hub._known import check_namespace, require_known_deployment
 from agen.hub.activity import run_activity
 from agen.hub.auth import Principal
 from agen.hub.service import Hub
+from agen.otel.ids import agen_trace_id
 from agen.store import Row, loads
 
 MAX_SPANS = 5000
@@ -182,7 +183,7 @@ def span_view(row: Row) -> Span:
 async def get_trace(hub: Hub, p: Principal, req: GetTraceRequest) -> GetTraceResponse:
     run = await hub.store.one("SELECT namespace, trace_id FROM runs WHERE task_id = ? OR id = ? LIMIT 1",
                               (req.id, req.id))
-    trace_id = run["trace_id"] if run is not None else req.id
+    trace_id = run["trace_id"] if run is not None else agen_trace_id(req.id)  # also as OTel shows it (hex)
     if run is not None and not p.sees(run["namespace"]):
         run = None
     rows = await hub.store.all("SELECT * FROM spans WHERE trace_id = ?"

@@ -234,6 +234,16 @@ class GetMetricsRequest(Model):
     throughput_only: bool = Field(False, description="only the throughput series (cheap: for live fleet views)")
 
 
+class OtlpStats(Model):
+    """Spans sent to the OTLP endpoint since `agen up` started, and those that could not be."""
+
+    endpoint: str = Field(description="where spans go; header values are never shown")
+    exported: int = 0
+    dropped: int = Field(0, description="not queued: the send queue was full (collector slow or down)")
+    failed: int = Field(0, description="queued but not delivered (the exporter gave up after its retries)")
+    queued: int = 0
+
+
 class GetMetricsResponse(Model):
     window_ms: int
     models: list[ModelMetrics]
@@ -241,3 +251,4 @@ class GetMetricsResponse(Model):
     edges: list[EdgeMetrics]
     throughput: dict[str, list[int]] = Field(
         default_factory=dict, description="runs started per bucket, per deployment, oldest first")
+    otlp: OtlpStats | None = Field(None, description="OTLP trace export (null when it is not configured)")

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from agen.api.models.common import NAME_PATTERN, Model, TimeMs
+from agen.otel.ids import TRACEPARENT_PATTERN
 from agen.runner.types import TaskOverrides
 
 Priority = Literal["urgent", "high", "normal", "background"]
@@ -53,6 +54,8 @@ class Task(Model):
 
 
 class SubmitTaskRequest(Model):
+    model_config = ConfigDict(extra="forbid", regex_engine="python-re")  # traceparent's look-aheads
+
     namespace: str = Field("default", pattern=NAME_PATTERN)
     deployment: str = Field(min_length=1)
     input: str
@@ -68,6 +71,9 @@ class SubmitTaskRequest(Model):
     model_tier: Literal["low", "medium", "high", "xhigh", "max"] | None = None
     overrides: TaskOverrides | None = Field(
         None, description="narrowing of the bundle for this task (seed 000 §5); checked here, stored as JSON")
+    traceparent: str | None = Field(
+        None, pattern=TRACEPARENT_PATTERN,
+        description="W3C traceparent: the run joins this trace (the HTTP header of the same name sets it too)")
 
 
 class TaskResponse(Model):
