@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 
@@ -11,6 +11,7 @@ from agen.otel.ids import TRACEPARENT_PATTERN
 from agen.runner.types import TaskOverrides
 
 Priority = Literal["urgent", "high", "normal", "background"]
+LockName = Annotated[str, Field(min_length=1, max_length=200, pattern=r"\S")]  # = agen.hub.locks.check_lock_names
 TaskState = Literal["queued", "leased", "running", "waiting", "succeeded", "failed", "cancelled", "expired"]
 TERMINAL_STATES: frozenset[str] = frozenset({"succeeded", "failed", "cancelled", "expired"})
 
@@ -66,7 +67,7 @@ class SubmitTaskRequest(Model):
     schedule_key: str | None = None
     not_before_ms: TimeMs | None = None
     not_after_ms: TimeMs | None = None
-    locks: list[str] = []
+    locks: list[LockName] = []
     trust: Literal["operator", "trusted", "untrusted"] | None = None
     model_tier: Literal["low", "medium", "high", "xhigh", "max"] | None = None
     overrides: TaskOverrides | None = Field(
