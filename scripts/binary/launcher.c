@@ -335,5 +335,6 @@ int main(int argc, char **argv) {
     }
     close(fd);
     execv(exe, argv);
-    die("cannot start %s: %s (remove %s and try again)", exe, strerror(errno), dir);
+    die("cannot start %s: %s (if that folder's filesystem is mounted noexec, set XDG_CACHE_HOME to one that "
+        "is not; otherwise remove %s and try again)", exe, strerror(errno), dir);
 }
