@@ -85,7 +85,7 @@ def _tui(repeat: int, env: dict[str, str]) -> float | None:
     return round(median(times), 1)
 
 
-def run(repeat: int = 5, binary: Path | None = None) -> dict[str, Any]:
+def run(repeat: int = 5, binary: Path | None = None, others: dict[str, Path] | None = None) -> dict[str, Any]:
     agen = _agen_script()
     env = {k: v for k, v in os.environ.items() if k not in ("AGEN_HUB", "AGEN_TOKEN", "AGEN_HOME")}
     with tempfile.TemporaryDirectory() as d:
@@ -99,16 +99,30 @@ def run(repeat: int = 5, binary: Path | None = None) -> dict[str, Any]:
         out["agen_run_embedded_ms"] = _time([agen, "run", str(bundle), "hi"], repeat, env, fresh_home=tmp / "run")
         out["agen_tui_first_paint_ms"] = _tui(repeat, env)
         if binary is not None and binary.is_file():
-            out.update(_binary(binary, bundle, repeat, tmp))
+            out.update(_binary(binary, bundle, repeat, tmp, others))
     return out
 
 
-def _binary(binary: Path, bundle: Path, repeat: int, tmp: Path) -> dict[str, Any]:
+def _interleaved(exes: dict[str, Path], args: list[str], repeat: int, env: dict[str, str],
+                 fresh_home: Path | None = None) -> dict[str, float]:
+    """Median ms of ``exe *args`` for each exe, taking turns so load drift hits every build alike."""
+    times: dict[str, list[float]] = {name: [] for name in exes}
+    for i in range(repeat):
+        for name, exe in exes.items():
+            run_env = dict(env)
+            if fresh_home is not None:
+                run_env["AGEN_HOME"] = str(fresh_home / f"{name}-{i}")
+            times[name].append(_time([str(exe), *args], 1, run_env))
+    return {name: round(median(ts), 1) for name, ts in times.items()}
+
+
+def _binary(binary: Path, bundle: Path, repeat: int, tmp: Path,
+            others: dict[str, Path] | None = None) -> dict[str, Any]:
     """The single-file binary: first start (unpack into an empty cache), then warm starts.
 
     Baselines in the same run: ``python -c pass`` and the cached one-folder build the launcher
     execs (``<cache>/<build-hash>/agen``), so binary/one-folder is what the launcher's check costs.
-    A binary without the cache layout (an older --onefile build) gets the warm rows only.
+    ``others`` (label -> path, e.g. a PyInstaller --onefile build) are timed in turn with them.
     """
     cache = tmp / "xdg-cache"
     clean = {"HOME": str(tmp), "PATH": "/usr/bin:/bin", "AGEN_HOME": str(tmp / "bhome"),
@@ -121,34 +135,28 @@ def _binary(binary: Path, bundle: Path, repeat: int, tmp: Path) -> dict[str, Any
         shutil.rmtree(tmp / f"first-cache-{i}", ignore_errors=True)
     out["binary_first_start_ms"] = round(median(firsts), 1)
     _time([str(binary), "version"], 1, clean)  # warm the cache the rows below use
-    out["binary_help_ms"] = _time([str(binary), "--help"], repeat, clean)
-    out["binary_version_ms"] = _time([str(binary), "version"], repeat, clean)
-    out["binary_run_embedded_ms"] = _time([str(binary), "run", str(bundle), "hi"], repeat, clean,
-                                          fresh_home=tmp / "brun")
+    exes = {"binary": binary, **(others or {})}
     cached = [p / "agen" for p in (cache / "agen").glob("*") if p.is_dir() and (p / "agen").is_file()]
     if cached:
-        out["onedir_help_ms"] = _time([str(cached[0]), "--help"], repeat, clean)
-        out["onedir_run_embedded_ms"] = _time([str(cached[0]), "run", str(bundle), "hi"], repeat, clean,
-                                              fresh_home=tmp / "orun")
+        exes["onedir"] = cached[0]
         out["binary_cache_files"] = sum(1 for _ in cached[0].parent.rglob("*"))
         out["binary_cache_mb"] = round(sum(p.stat().st_size for p in cached[0].parent.rglob("*")
                                            if p.is_file()) / 2**20, 1)
+    for exe in (others or {}).values():
+        _time([str(exe), "version"], 1, clean)  # a cache, if that build has one, is warm too
+    rows = {"help_ms": _interleaved(exes, ["--help"], repeat, clean),
+            "version_ms": _interleaved(exes, ["version"], repeat, clean),
+            "run_embedded_ms": _interleaved(exes, ["run", str(bundle), "hi"], repeat, clean,
+                                            fresh_home=tmp / "brun")}
+    for key, by_exe in rows.items():
+        out[f"binary_{key}"] = by_exe["binary"]
+        if "onedir" in by_exe:
+            out[f"onedir_{key}"] = by_exe["onedir"]
+    if others:
+        out["other_binaries"] = {label: {"size_mb": round(path.stat().st_size / 2**20, 1),
+                                         **{key: by_exe[label] for key, by_exe in rows.items()}}
+                                 for label, path in others.items()}
     return out
-
-
-def time_other_binary(binary: Path, repeat: int) -> dict[str, Any]:
-    """Another build of the binary (e.g. PyInstaller --onefile), timed like dist/agen's warm rows."""
-    bundle = ROOT / "bundles" / "hello"
-    with tempfile.TemporaryDirectory() as d:
-        tmp = Path(d)
-        env = {"HOME": str(tmp), "PATH": "/usr/bin:/bin", "AGEN_HOME": str(tmp / "home"),
-               "XDG_CACHE_HOME": str(tmp / "cache")}
-        _time([str(binary), "version"], 1, env)  # a cache, if this build has one, is warm
-        return {"size_mb": round(binary.stat().st_size / 2**20, 1),
-                "help_ms": _time([str(binary), "--help"], repeat, env),
-                "version_ms": _time([str(binary), "version"], repeat, env),
-                "run_embedded_ms": _time([str(binary), "run", str(bundle), "hi"], repeat, env,
-                                         fresh_home=tmp / "run")}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -102,12 +102,8 @@ def ps_section(quick: bool) -> dict[str, Any]:
 def coldstart_section(quick: bool, binary: Path | None, compare: list[str] | None = None) -> dict[str, Any]:
     from scripts.bench import coldstart_bench
 
-    out = coldstart_bench.run(3 if quick else 5, binary)
-    others = [c.split("=", 1) for c in compare or []]
-    if others:
-        out["other_binaries"] = {label: coldstart_bench.time_other_binary(Path(path), 3 if quick else 5)
-                                 for label, path in others}
-    return out
+    others = {label: Path(path) for label, path in (c.split("=", 1) for c in compare or [])}
+    return coldstart_bench.run(3 if quick else 5, binary, others)
 
 
 def peer_section(quick: bool) -> dict[str, Any]:
@@ -336,7 +332,8 @@ def markdown(report: dict[str, Any]) -> str:
 def _binary_rows(c: dict[str, Any], base: str) -> list[tuple[str, str, str, str, str]]:
     """The single-file binary against python -c pass and against the one-folder build it execs."""
     out: list[tuple[str, str, str, str, str]] = []
-    onedir = {"binary_help_ms": "onedir_help_ms", "binary_run_embedded_ms": "onedir_run_embedded_ms"}
+    onedir = {"binary_help_ms": "onedir_help_ms", "binary_version_ms": "onedir_version_ms",
+              "binary_run_embedded_ms": "onedir_run_embedded_ms"}
     for key, label in (("binary_first_start_ms", "`agen version`, first start (unpacks into an empty cache)"),
                        ("binary_help_ms", "`agen --help`, cache warm"),
                        ("binary_version_ms", "`agen version`, cache warm"),

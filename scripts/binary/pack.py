@@ -84,6 +84,8 @@ def _order(entry: tuple[bytes, bytes, Path | None, str]) -> tuple[tuple[str, ...
 
 
 def _header(kind: bytes, mode: int, size: int, crc: int, name: bytes) -> bytes:
+    if b"\n" in name or len(name) >= 4096:  # the launcher's .ok list is one line per path
+        raise SystemExit(f"pack: cannot pack {name!r}: a newline in the name, or longer than 4095 bytes")
     return kind + struct.pack("<IQIH", mode, size, crc, len(name)) + name
 
 
