@@ -17,6 +17,7 @@ from agen.cli import (
     host,
     init,
     mcp,
+    memory,
     observe,
     signals,
     submit,
@@ -44,7 +45,7 @@ def _root() -> None:
 
 
 for module in (version, init, up, deploy, fleet, submit, tasks, approvals, token, mcp, signals, observe, tui,
-               host):
+               host, memory):
     module.register(app)
 
 
