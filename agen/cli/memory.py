@@ -46,7 +46,7 @@ def memory_ls(hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOp
 
 
 @memory_app.command("show")
-def memory_show(label: LabelArg,
+def memory_show(block_id: LabelArg,
                 version: Annotated[int | None, typer.Option("--version", min=0, show_default=False,
                                                             help="An earlier version.")] = None,
                 hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOpt = "default",
@@ -57,7 +57,7 @@ def memory_show(label: LabelArg,
     from agen.cli._hub import when, with_client
 
     resp = with_client(hub, token, lambda c: c.call(
-        r.GetMemory, GetMemoryRequest(namespace=namespace, label=label, version=version)))
+        r.GetMemory, GetMemoryRequest(namespace=namespace, label=block_id, version=version)))
     if json_out:
         print_json(resp.model_dump(mode="json"))
         return
@@ -68,7 +68,7 @@ def memory_show(label: LabelArg,
 
 
 @memory_app.command("set")
-def memory_set(label: LabelArg,
+def memory_set(block_id: LabelArg,
                title: Annotated[str | None, typer.Option("--title", show_default=False)] = None,
                description: Annotated[str | None, typer.Option("--description", show_default=False,
                                                                help="Shown to agents above the value.")] = None,
@@ -86,7 +86,7 @@ def memory_set(label: LabelArg,
         err("reading the value from stdin (end with Ctrl-D)")
     value = sys.stdin.read()
     resp = with_client(hub, token, lambda c: c.call(r.SetMemory, SetMemoryRequest(
-        namespace=namespace, label=label, value=value, title=title, description=description,
+        namespace=namespace, label=block_id, value=value, title=title, description=description,
         limit_chars=limit_chars, expected_version=expected_version)))
     if json_out:
         print_json(resp.model_dump(mode="json"))
@@ -95,7 +95,7 @@ def memory_set(label: LabelArg,
 
 
 @memory_app.command("history")
-def memory_history(label: LabelArg, hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOpt = "default",
+def memory_history(block_id: LabelArg, hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOpt = "default",
                    json_out: JsonOpt = False) -> None:
     """Every version of a memory block: who wrote it (a run or a person), when, and the value."""
     from agen.api import registry as r
@@ -104,7 +104,7 @@ def memory_history(label: LabelArg, hub: HubOpt = None, token: TokenOpt = None, 
     from agen.cli._table import print_table
 
     resp = with_client(hub, token, lambda c: c.call(
-        r.MemoryHistory, MemoryHistoryRequest(namespace=namespace, label=label)))
+        r.MemoryHistory, MemoryHistoryRequest(namespace=namespace, label=block_id)))
     if json_out:
         print_json(resp.model_dump(mode="json"))
         return
@@ -114,7 +114,7 @@ def memory_history(label: LabelArg, hub: HubOpt = None, token: TokenOpt = None, 
 
 
 @memory_app.command("rollback")
-def memory_rollback(label: LabelArg,
+def memory_rollback(block_id: LabelArg,
                     to: Annotated[int, typer.Option("--to", min=0, show_default=False,
                                                     help="The version to bring back (as a new version).")],
                     expected_version: ExpectedOpt = None,
@@ -126,7 +126,7 @@ def memory_rollback(label: LabelArg,
     from agen.cli._hub import with_client
 
     resp = with_client(hub, token, lambda c: c.call(r.RollbackMemory, RollbackMemoryRequest(
-        namespace=namespace, label=label, to_version=to, expected_version=expected_version)))
+        namespace=namespace, label=block_id, to_version=to, expected_version=expected_version)))
     if json_out:
         print_json(resp.model_dump(mode="json"))
     else:
