@@ -141,8 +141,8 @@ async def get_artifact(hub: Hub, p: Principal, req: GetArtifactRequest) -> GetAr
     aid = req.id if req.id.startswith("sha256:") else f"sha256:{req.id}"
     rows = await hub.store.all(
         f"SELECT {_ART_COLS}, substr(content, ?, ?) AS page, length(content) AS total FROM artifacts"
-        " WHERE namespace = ? AND substr(id, 1, ?) = ? LIMIT 2",
-        (req.offset + 1, req.length, req.namespace, len(aid), aid))
+        " WHERE namespace = ? AND id >= ? AND id < ? LIMIT 2",  # a prefix, as a range the primary key serves
+        (req.offset + 1, req.length, req.namespace, aid, aid + "~"))
     if not rows:
         raise NotFoundError(f"no artifact {req.id} in namespace {req.namespace!r}; `agen artifacts ls` lists them",
                             artifact=req.id)

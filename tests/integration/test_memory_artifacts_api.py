@@ -117,3 +117,23 @@ async def test_memory_and_artifacts_are_held_to_the_callers_namespaces(tmp_path:
         assert (await viewer.call(r.ListMemory, ListMemoryRequest())).blocks
         with pytest.raises(DeniedError):
             await viewer.call(r.SetMemory, SetMemoryRequest(label="secret", value="y"))
+
+
+async def test_blocks_written_before_history_was_kept_get_their_current_value_as_a_version(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agen.store import SQLiteStore, migrate
+
+    shipped = migrate.known_migrations
+    before = [m for m in shipped() if m.name != "memory_versions"]
+    monkeypatch.setattr(migrate, "known_migrations", lambda dialect="sqlite": before)
+    old = await SQLiteStore.open(tmp_path / "hub.db")
+    await old.write(lambda tx: tx.execute(
+        "INSERT INTO memory_blocks (namespace, id, label, value, limit_chars, version, updated_ms)"
+        " VALUES ('default', 'B1', 'facts', 'sky is blue', 5000, 4, 1000)"))
+    await old.close()
+    monkeypatch.setattr(migrate, "known_migrations", shipped)
+    async with embedded_hub(tmp_path) as e:
+        hist = await e.client.call(r.MemoryHistory, MemoryHistoryRequest(label="facts"))
+        assert [(v.version, v.value, v.author_kind) for v in hist.versions] == [(4, "sky is blue", "unknown")]
+        back = await e.client.call(r.RollbackMemory, RollbackMemoryRequest(label="facts", to_version=4))
+        assert (back.block.version, back.block.value) == (5, "sky is blue")
