@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import Field, StrictInt
 
-from agen.api.models.common import NAME_PATTERN, Count, Model
+from agen.api.models.common import NAME_PATTERN, Model
 
 Label = Annotated[str, Field(min_length=1, max_length=200)]
 Version = Annotated[StrictInt, Field(ge=0, le=2**31)]
@@ -128,7 +128,7 @@ class ListArtifactsResponse(Model):
 class GetArtifactRequest(Model):
     namespace: str = Field("default", pattern=NAME_PATTERN)
     id: str = Field(min_length=1, max_length=200, description="sha256:<hex>, or a unique prefix of it")
-    offset: Count = 0
+    offset: int = Field(0, ge=0, le=2**31, description="characters to skip")
     length: int = Field(1_000_000, ge=1, le=4_000_000, description="characters of content in this page")
 
 
