@@ -24,7 +24,7 @@ def leased_from_row(row: dict[str, Any], *, started: bool = False) -> LeasedTask
         trust=row.get("trust") or "trusted", source=row.get("source") or "api", model_tier=row.get("model_tier"),
         overrides=loads(row.get("overrides")), budget_pressure=bool(row.get("budget_pressure")),
         root_run_id=row.get("root_run_id"), submitted_by=row.get("submitted_by"),
-        locks=dict(locks) if isinstance(locks, dict) else {}, started=started,
+        locks=dict(locks) if isinstance(locks, dict) else {}, started=started, traceparent=row.get("traceparent"),
     )
 
 

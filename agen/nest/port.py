@@ -37,6 +37,7 @@ class LeasedTask:
     root_run_id: str | None = None
     submitted_by: str | None = None
     locks: dict[str, int] = field(default_factory=dict)
+    traceparent: str | None = None  # W3C, from the submitter: the run joins that trace
     started: bool = False        # leased straight into running (no separate mark_running)
 
 

@@ -140,6 +140,7 @@ class RunRequest(BaseModel):
     parent_run_id: str | None = None
     root_run_id: str | None = None
     trace_id: str | None = None
+    traceparent: str | None = None  # W3C, from the submitter: the run span's parent (its trace id wins)
     attempt: int = 1
     locks: dict[str, int] = Field(default_factory=dict)
 

@@ -88,6 +88,8 @@ class TranscriptMessage(Model):
 
 class GetTranscriptRequest(Model):
     id: str = Field(min_length=1, description="a run id or a task id")
+    namespace: str | None = Field(None, pattern=NAME_PATTERN,
+                                  description="only if it is in this namespace (default: any the token sees)")
     history: bool = False
     system: bool = False
     after_seq: Count = Field(0, description="only messages after this seq (live follow)")
@@ -117,6 +119,8 @@ class Span(Model):
 
 class GetTraceRequest(Model):
     id: str = Field(min_length=1, description="a task id, a trace id or a run id")
+    namespace: str | None = Field(None, pattern=NAME_PATTERN,
+                                  description="only if it is in this namespace (default: any the token sees)")
 
 
 class GetTraceResponse(Model):
@@ -131,6 +135,8 @@ class GetTraceResponse(Model):
 
 class QueryTaskRequest(Model):
     id: str = Field(min_length=1)
+    namespace: str | None = Field(None, pattern=NAME_PATTERN,
+                                  description="only if it is in this namespace (default: any the token sees)")
 
 
 class RunActivity(Model):
@@ -228,6 +234,16 @@ class GetMetricsRequest(Model):
     throughput_only: bool = Field(False, description="only the throughput series (cheap: for live fleet views)")
 
 
+class OtlpStats(Model):
+    """Spans sent to the OTLP endpoint since `agen up` started, and those that could not be."""
+
+    endpoint: str = Field(description="where spans go; header values are never shown")
+    exported: int = 0
+    dropped: int = Field(0, description="not queued: the send queue was full (collector slow or down)")
+    failed: int = Field(0, description="queued but not delivered (the exporter gave up after its retries)")
+    queued: int = 0
+
+
 class GetMetricsResponse(Model):
     window_ms: int
     models: list[ModelMetrics]
@@ -235,3 +251,4 @@ class GetMetricsResponse(Model):
     edges: list[EdgeMetrics]
     throughput: dict[str, list[int]] = Field(
         default_factory=dict, description="runs started per bucket, per deployment, oldest first")
+    otlp: OtlpStats | None = Field(None, description="OTLP trace export (null when it is not configured)")

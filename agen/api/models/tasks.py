@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from agen.api.models.common import NAME_PATTERN, Model, TimeMs
+from agen.otel.ids import TRACEPARENT_PATTERN
 from agen.runner.types import TaskOverrides
 
 Priority = Literal["urgent", "high", "normal", "background"]
@@ -53,6 +54,8 @@ class Task(Model):
 
 
 class SubmitTaskRequest(Model):
+    model_config = ConfigDict(extra="forbid", regex_engine="python-re")  # traceparent's look-aheads
+
     namespace: str = Field("default", pattern=NAME_PATTERN)
     deployment: str = Field(min_length=1)
     input: str
@@ -68,6 +71,9 @@ class SubmitTaskRequest(Model):
     model_tier: Literal["low", "medium", "high", "xhigh", "max"] | None = None
     overrides: TaskOverrides | None = Field(
         None, description="narrowing of the bundle for this task (seed 000 §5); checked here, stored as JSON")
+    traceparent: str | None = Field(
+        None, pattern=TRACEPARENT_PATTERN,
+        description="W3C traceparent: the run joins this trace (the HTTP header of the same name sets it too)")
 
 
 class TaskResponse(Model):
@@ -79,13 +85,15 @@ class GetTaskRequest(Model):
     """wait_seconds > 0 waits for the task to end, or to start waiting for an approval."""
 
     id: str
+    namespace: str | None = Field(None, pattern=NAME_PATTERN,
+                                  description="only if the task is in this namespace (default: any the token sees)")
     wait_seconds: float = Field(0, ge=0, le=300)
 
 
 class ListTasksRequest(Model):
     namespace: str = Field("default", pattern=NAME_PATTERN)
     deployment: str | None = None
-    state: str | None = None
+    state: TaskState | None = None
     labels: dict[str, str] = Field(default_factory=dict, description="only tasks carrying every one of these")
     scheduled: bool = False
     limit: int = Field(20, ge=1, le=1000)
@@ -97,14 +105,20 @@ class ListTasksResponse(Model):
 
 class CancelTaskRequest(Model):
     id: str
+    namespace: str | None = Field(None, pattern=NAME_PATTERN,
+                                  description="only if the task is in this namespace (default: any the token sees)")
     reason: str | None = None
 
 
 class PauseTaskRequest(Model):
     id: str
+    namespace: str | None = Field(None, pattern=NAME_PATTERN,
+                                  description="only if the task is in this namespace (default: any the token sees)")
     hold_until_ms: TimeMs | None = None
     reason: str | None = None
 
 
 class ResumeTaskRequest(Model):
     id: str
+    namespace: str | None = Field(None, pattern=NAME_PATTERN,
+                                  description="only if the task is in this namespace (default: any the token sees)")
