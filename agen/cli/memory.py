@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from agen.cli._common import HubOpt, JsonOpt, NamespaceOpt, TokenOpt, err, print_json
+from agen.cli._common import HubOpt, JsonOpt, NamespaceOpt, TokenOpt, err, make_request, print_json
 
 memory_app = typer.Typer(help="Memory blocks: durable text agents read and update.", no_args_is_help=True)
 artifacts_app = typer.Typer(help="Artifacts agents saved with save_artifact.", no_args_is_help=True)
@@ -18,6 +18,24 @@ LabelArg = Annotated[str, typer.Argument(help="Memory block id (its label).", sh
 ExpectedOpt = Annotated[int | None, typer.Option(
     "--expected-version", min=0, show_default=False,
     help="Only if the block is at this version (0: only if it does not exist yet); otherwise exit 5.")]
+
+
+_FLAGS = {"label": "ID", "to_version": "--to"}
+
+
+def _read_stdin() -> str:
+    """The value for `memory set`: all of stdin, as UTF-8 text."""
+    from agen.errors import InvalidError
+
+    if sys.stdin is None:
+        raise InvalidError("agen memory set reads the value from stdin, and there is none", field="stdin")
+    if sys.stdin.isatty():
+        err("reading the value from stdin (end with Ctrl-D)")
+    try:
+        return sys.stdin.read()
+    except (OSError, UnicodeDecodeError) as e:
+        raise InvalidError(f"cannot read the value from stdin ({e}); pipe it in: "
+                           "echo 'text' | agen memory set ID", field="stdin") from None
 
 
 def _who(kind: str | None, author: str | None) -> str:
@@ -33,7 +51,7 @@ def memory_ls(hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOp
     from agen.cli._hub import ago, with_client
     from agen.cli._table import print_table
 
-    resp = with_client(hub, token, lambda c: c.call(r.ListMemory, ListMemoryRequest(namespace=namespace)))
+    resp = with_client(hub, token, lambda c: c.call(r.ListMemory, make_request(ListMemoryRequest, namespace=namespace)))
     if json_out:
         print_json(resp.model_dump(mode="json"))
         return
@@ -57,7 +75,7 @@ def memory_show(block_id: LabelArg,
     from agen.cli._hub import when, with_client
 
     resp = with_client(hub, token, lambda c: c.call(
-        r.GetMemory, GetMemoryRequest(namespace=namespace, label=block_id, version=version)))
+        r.GetMemory, make_request(GetMemoryRequest, {"label": "ID"}, namespace=namespace, label=block_id, version=version)))
     if json_out:
         print_json(resp.model_dump(mode="json"))
         return
@@ -82,12 +100,12 @@ def memory_set(block_id: LabelArg,
     from agen.api.models.memory import SetMemoryRequest
     from agen.cli._hub import with_client
 
-    if sys.stdin.isatty():
-        err("reading the value from stdin (end with Ctrl-D)")
-    value = sys.stdin.read()
-    resp = with_client(hub, token, lambda c: c.call(r.SetMemory, SetMemoryRequest(
-        namespace=namespace, label=block_id, value=value, title=title, description=description,
-        limit_chars=limit_chars, expected_version=expected_version)))
+    req = make_request(SetMemoryRequest, {**_FLAGS, "value": "the value on stdin"}, namespace=namespace,
+                       label=block_id, value="", title=title, description=description, limit_chars=limit_chars,
+                       expected_version=expected_version)  # flags checked before waiting on stdin
+    req = make_request(SetMemoryRequest, {**_FLAGS, "value": "the value on stdin"},
+                       **{**req.model_dump(exclude_unset=True), "value": _read_stdin()})
+    resp = with_client(hub, token, lambda c: c.call(r.SetMemory, req))
     if json_out:
         print_json(resp.model_dump(mode="json"))
     else:
@@ -104,7 +122,7 @@ def memory_history(block_id: LabelArg, hub: HubOpt = None, token: TokenOpt = Non
     from agen.cli._table import print_table
 
     resp = with_client(hub, token, lambda c: c.call(
-        r.MemoryHistory, MemoryHistoryRequest(namespace=namespace, label=block_id)))
+        r.MemoryHistory, make_request(MemoryHistoryRequest, {"label": "ID"}, namespace=namespace, label=block_id)))
     if json_out:
         print_json(resp.model_dump(mode="json"))
         return
@@ -125,8 +143,9 @@ def memory_rollback(block_id: LabelArg,
     from agen.api.models.memory import RollbackMemoryRequest
     from agen.cli._hub import with_client
 
-    resp = with_client(hub, token, lambda c: c.call(r.RollbackMemory, RollbackMemoryRequest(
-        namespace=namespace, label=block_id, to_version=to, expected_version=expected_version)))
+    resp = with_client(hub, token, lambda c: c.call(r.RollbackMemory, make_request(
+        RollbackMemoryRequest, _FLAGS, namespace=namespace, label=block_id, to_version=to,
+        expected_version=expected_version)))
     if json_out:
         print_json(resp.model_dump(mode="json"))
     else:
@@ -145,7 +164,7 @@ def artifacts_ls(task: Annotated[str | None, typer.Argument(help="Only this task
     from agen.cli._table import print_table
 
     resp = with_client(hub, token, lambda c: c.call(
-        r.ListArtifacts, ListArtifactsRequest(namespace=namespace, task_id=task)))
+        r.ListArtifacts, make_request(ListArtifactsRequest, {"task_id": "TASK"}, namespace=namespace, task_id=task)))
     if json_out:
         print_json(resp.model_dump(mode="json"))
         return
@@ -168,9 +187,12 @@ def artifacts_get(artifact_id: Annotated[str, typer.Argument(help="Artifact id (
     from agen.api.models.memory import GetArtifactRequest, GetArtifactResponse
     from agen.cli._hub import with_client
     from agen.client import Client
+    from agen.errors import InvalidError
+
+    req = make_request(GetArtifactRequest, namespace=namespace, id=artifact_id)
 
     async def fetch_all(c: Client) -> GetArtifactResponse:
-        first = await c.call(r.GetArtifact, GetArtifactRequest(namespace=namespace, id=artifact_id))
+        first = await c.call(r.GetArtifact, req)
         parts, nxt = [first.content], first.next_offset
         while nxt is not None:
             page = await c.call(r.GetArtifact, GetArtifactRequest(namespace=namespace, id=first.artifact.id,
@@ -183,7 +205,10 @@ def artifacts_get(artifact_id: Annotated[str, typer.Argument(help="Artifact id (
     if json_out:
         print_json(resp.model_dump(mode="json"))
     elif output is not None:
-        output.write_text(resp.content, encoding="utf-8")
+        try:
+            output.write_text(resp.content, encoding="utf-8")
+        except (OSError, ValueError) as e:
+            raise InvalidError(f"-o {output}: cannot write the artifact there ({e})", field="output") from None
         err(f"wrote {resp.artifact.name} ({resp.artifact.size} bytes) to {output}")
     else:
         sys.stdout.write(resp.content)

@@ -51,6 +51,8 @@ async def test_memory_set_show_history_and_rollback_with_compare_and_set(tmp_pat
         assert code == 0 and "rollback to version 1" in out
         code, _, err = await agen(url, token, "memory", "show", "nope")
         assert code == 4 and "no memory block nope" in err
+        code, _, err = await agen(url, token, "memory", "rollback", "rules", "--to", "99999999999")
+        assert code == 2 and "--to 99999999999: must be" in err
 
 
 async def test_artifacts_ls_and_get_round_trip_from_a_run(tmp_path: Path) -> None:
