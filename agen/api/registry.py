@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from agen.api.models import approvals as ap
 from agen.api.models import deployments as dp
+from agen.api.models import memory as mm
 from agen.api.models import observe as ob
 from agen.api.models import signals as sg
 from agen.api.models import tasks as tk
@@ -140,12 +141,31 @@ GetMetrics = _rpc("GetMetrics", ob.GetMetricsRequest, ob.GetMetricsResponse, "vi
 OBSERVE_RPCS = (ListRuns, GetTranscript, GetTrace, QueryTask, GetActivity, GetMetrics)
 # --- end observe ---
 
+# --- memory and artifacts (issue 20): memory blocks with versions, artifacts agents saved ---
+MM = "agen.hub.memory"
+ListMemory = _rpc("ListMemory", mm.ListMemoryRequest, mm.ListMemoryResponse, "viewer", f"{MM}:list_memory",
+                  "Memory blocks of a namespace, with their versions.")
+GetMemory = _rpc("GetMemory", mm.GetMemoryRequest, mm.MemoryBlockResponse, "viewer", f"{MM}:get_memory",
+                 "A memory block's value (the current version, or an earlier one).")
+SetMemory = _rpc("SetMemory", mm.SetMemoryRequest, mm.MemoryBlockResponse, "operator", f"{MM}:set_memory",
+                 "Replace a memory block's value (creating it); expected_version makes it a compare-and-set.")
+MemoryHistory = _rpc("MemoryHistory", mm.MemoryHistoryRequest, mm.MemoryHistoryResponse, "viewer",
+                     f"{MM}:memory_history", "Every version of a memory block: value, author (run or person), time.")
+RollbackMemory = _rpc("RollbackMemory", mm.RollbackMemoryRequest, mm.MemoryBlockResponse, "operator",
+                      f"{MM}:rollback_memory", "Write a new version of a memory block equal to an earlier one.")
+ListArtifacts = _rpc("ListArtifacts", mm.ListArtifactsRequest, mm.ListArtifactsResponse, "viewer",
+                     f"{MM}:list_artifacts", "Artifacts of a namespace, or of one task or run.")
+GetArtifact = _rpc("GetArtifact", mm.GetArtifactRequest, mm.GetArtifactResponse, "viewer", f"{MM}:get_artifact",
+                   "An artifact's content, a page at a time.")
+MEMORY_RPCS = (ListMemory, GetMemory, SetMemory, MemoryHistory, RollbackMemory, ListArtifacts, GetArtifact)
+# --- end memory and artifacts ---
+
 RPCS: dict[str, Rpc[Any, Any]] = {
     r.name: r
     for r in (
         CreateDeployment, UpdateDeployment, GetDeployment, ListDeployments, ListInstances, ScaleDeployment,
         PauseDeployment, DeleteDeployment, GetLogs, SubmitTask, GetTask, ListTasks, CancelTask, PauseTask,
         ResumeTask, ListApprovals, DecideApproval, CreateToken, WhoAmI, Shutdown, *SIGNAL_RPCS,
-        *OBSERVE_RPCS,
+        *OBSERVE_RPCS, *MEMORY_RPCS,
     )
 }

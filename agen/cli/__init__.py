@@ -19,6 +19,7 @@ from agen.cli import (
     host,
     init,
     mcp,
+    memory,
     observe,
     signals,
     submit,
@@ -46,7 +47,7 @@ def _root() -> None:
 
 
 for module in (version, init, up, deploy, fleet, submit, tasks, approvals, token, mcp, signals, observe, tui,
-               host):
+               host, memory):
     module.register(app)
 
 

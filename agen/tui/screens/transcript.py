@@ -14,6 +14,7 @@ from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
 
 from agen.api import registry as r
+from agen.api.models.memory import Artifact, ListArtifactsRequest
 from agen.api.models.observe import GetTranscriptRequest, ListRunsRequest, Run, TranscriptMessage
 from agen.cli.observe_render import _usage_line
 from agen.tui import fmt
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from agen.api.models.signals import Event
 
 FOLLOW_S = 1.0
+ARTIFACT_ID_CHARS = len("sha256:") + 12
 
 
 class TranscriptScreen(AgenScreen):
@@ -39,6 +41,7 @@ class TranscriptScreen(AgenScreen):
         self.follow: Timer | None = None
         self.calls: dict[str, TreeNode[str]] = {}
         self.shown_target: str | None = None
+        self.artifacts: list[Artifact] = []
 
     def body(self) -> ComposeResult:
         yield Static("", id="transcript-head", classes="detail")
@@ -74,6 +77,9 @@ class TranscriptScreen(AgenScreen):
             if same and self.run is not None and resp.run.id != self.run.id:  # a new attempt: a new run
                 resp = await self.client.call(r.GetTranscript, GetTranscriptRequest(id=target))
                 same = False
+            if not same or resp.run.finished_ms is None or self.run is None or self.run.finished_ms is None:
+                self.artifacts = (await self.client.call(r.ListArtifacts, ListArtifactsRequest(
+                    namespace=resp.run.namespace, run_id=resp.run.id))).artifacts
         except Exception as e:
             self.failed(e, f"loading the transcript of {target}")
             return
@@ -94,7 +100,8 @@ class TranscriptScreen(AgenScreen):
         self.query_one("#transcript-head", Static).update(
             f"run {fmt.short_id(run.id)} · {run.deployment} · task {fmt.short_id(run.task_id)} · {run.status} · "
             f"{run.turns} turns · "
-            f"tokens {run.usage.input_tokens}/{run.usage.output_tokens} · ${run.usage.cost_usd:.4f}{live}")
+            f"tokens {run.usage.input_tokens}/{run.usage.output_tokens} · ${run.usage.cost_usd:.4f}{live}"
+            + artifacts_line(self.artifacts))
         if self.follow is None:
             self.follow = self.set_interval(FOLLOW_S, self._tick, pause=True)
         if run.finished_ms is None:
@@ -142,6 +149,22 @@ class TranscriptScreen(AgenScreen):
         for node in self.query_one(Tree).root.children:
             for child in node.children:
                 child.collapse()
+
+
+def artifacts_line(artifacts: list[Artifact]) -> str:
+    """The run's saved artifacts: name, size, and an id prefix `agen artifacts get` takes."""
+    if not artifacts:
+        return ""
+    shown = ", ".join(f"{a.name} ({_size(a.size)}, {a.id[:ARTIFACT_ID_CHARS]})" for a in artifacts[:5])
+    more = f" and {len(artifacts) - 5} more (agen artifacts ls)" if len(artifacts) > 5 else ""
+    return f"\nartifacts: {shown}{more}"
+
+
+def _size(n: int) -> str:
+    for unit, step in (("MB", 1024 * 1024), ("KB", 1024)):
+        if n >= step:
+            return f"{n / step:.1f} {unit}"
+    return f"{n} B"
 
 
 def _one_line(text: str | None, width: int = 80) -> str:
