@@ -40,6 +40,7 @@ log = logging.getLogger("agen.store")
 
 CHANNEL = "agen_events"
 _WRITE_LOCK_KEY = 0x6167656E_777269  # "agen" "wri"
+CONNECT_TIMEOUT_S = 10
 MAX_RETRIES = 5  # serialization failures and deadlocks are retried this many times, then reported
 
 _EVENT_SQL = to_pg(
@@ -179,9 +180,10 @@ class PostgresStore(Store):
 
     def _open_sync(self) -> None:
         try:
-            self._pool.open(wait=True, timeout=30)
-            with self._pool.connection() as conn:
+            # a connection of its own first: a server that is down fails here at once, not after the pool's wait
+            with psycopg.connect(self.url, row_factory=dict_row, connect_timeout=CONNECT_TIMEOUT_S) as conn:
                 self._version = migrate_postgres(conn, self._where, now_ms())
+            self._pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
         except AgenError:
             raise
         except Exception as e:
