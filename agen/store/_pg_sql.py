@@ -16,7 +16,6 @@ from __future__ import annotations
 import functools
 import re
 
-
 _MINMAX = re.compile(r"\b(MAX|MIN)\(", re.IGNORECASE)
 
 
