@@ -187,3 +187,21 @@ async def test_leasing_passes_over_a_task_another_transaction_has_locked(pg: Any
     [again] = await pg.write(lambda tx: q.lease_tasks(
         tx, deployment_id=dep, nest_id="n1", instance_id="i1", limit=10, lease_ms=30_000))
     assert again["id"] == first["id"]
+
+
+async def test_two_stores_on_one_database_submit_at_once_without_conflicts(pg: Any, pg_url: str) -> None:
+    """Writes commit one at a time across processes, as on SQLite: the hub's read-then-write code (the next
+    task seq is MAX(seq) + 1) stays correct with two Hubs on one database."""
+    from agen.store.postgres import PostgresStore
+
+    other = await PostgresStore.open(pg_url)
+    try:
+        dep = await pg.write(lambda tx: add_deployment(tx))
+        rows = await asyncio.gather(*(s.write(lambda tx, i=i: q.submit_task(tx, new_task(dep, f"t{i}")))
+                                      for i in range(20) for s in (pg, other)))
+        seqs = [r["seq"] for r, _ in rows]
+        assert len(set(seqs)) == 40
+        events = [r["seq"] for r in await pg.all("SELECT seq FROM events WHERE type = 'task.queued' ORDER BY seq")]
+        assert len(events) == 40
+    finally:
+        await other.close()
