@@ -8,6 +8,7 @@ else one made with ``useradd``). Without binaries the Postgres tests skip with t
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import pwd
@@ -77,6 +78,28 @@ def _unprivileged_user() -> str:
     return _USER
 
 
+_OWNER = "owner.pid"  # the pytest process a cluster belongs to
+
+
+def _stop_orphans(bindir: Path) -> None:
+    """Stop clusters left by test processes that were killed before their teardown (a timeout, ^C twice)."""
+    for owner in glob.glob(os.path.join(tempfile.gettempdir(), "agen-pg-*", _OWNER)):
+        root = Path(owner).parent
+        try:
+            pid = int(Path(owner).read_text())
+            os.kill(pid, 0)
+            continue  # its owner still runs
+        except ProcessLookupError:
+            pass
+        except (ValueError, OSError):
+            continue
+        entry = root.stat()
+        user = pwd.getpwuid(entry.st_uid).pw_name if os.getuid() == 0 and entry.st_uid != 0 else None
+        with contextlib.suppress(RuntimeError):
+            Cluster(root, bindir, user).stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def start_cluster() -> Cluster:
     """Start a cluster, or skip (fail under AGEN_REQUIRE_POSTGRES=1) when this machine has no server."""
     bindir = find_bindir()
@@ -92,11 +115,13 @@ def start_cluster() -> Cluster:
         if os.environ.get("AGEN_REQUIRE_POSTGRES") == "1":
             pytest.fail(f"AGEN_REQUIRE_POSTGRES=1 but {reason}", pytrace=False)
         pytest.skip(reason)
+    _stop_orphans(bindir)
     user = _unprivileged_user() if os.getuid() == 0 else None
     root = Path(tempfile.mkdtemp(prefix="agen-pg-"))
     os.chmod(root, 0o755)
     cluster = Cluster(root, bindir, user)
     cluster.start()
+    (root / _OWNER).write_text(str(os.getpid()))
     return cluster
 
 
