@@ -101,7 +101,8 @@ def transcript_lines(resp: GetTranscriptResponse) -> list[RenderableType]:
         if m.run_id != run.id:
             head = Text(f"── {m.role} (earlier run {m.run_id}) ──", style="dim")
         elif m.role == "assistant":
-            head = Text(f"── assistant · {_usage_line(m)} ──", style="cyan")
+            who = "reviewer" if m.name == "reviewer" else "assistant"
+            head = Text(f"── {who} · {_usage_line(m)} ──", style="magenta" if m.name == "reviewer" else "cyan")
         elif m.role == "tool":
             head = Text(f"── tool result · {m.name or '?'}{' · ERROR' if m.is_error else ''} ──",
                         style="red" if m.is_error else "green")
@@ -124,7 +125,12 @@ def _span_label(s: Span) -> str:
     if s.name == "gen_ai.chat":
         model = a.get("gen_ai.response.model") or a.get("gen_ai.request.model") or "?"
         fb = " (fallback)" if a.get("agen.fallback") or a.get("agen.fallback_provider") else ""
-        return f"chat {model}{fb}"
+        who = " (reviewer)" if a.get("agen.role") == "reviewer" else ""
+        return f"chat {model}{fb}{who}"
+    if s.name == "agen.review":
+        grade = a.get("agen.review.grade")
+        return (f"review round {a.get('agen.review.round', '?')}: {a.get('agen.review.result', s.status)}"
+                + (f" (grade {grade})" if grade is not None else ""))
     if s.name == "agen.tool":
         return f"tool {a.get('agen.tool.name', '?')}"
     return s.name
