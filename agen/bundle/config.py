@@ -150,6 +150,8 @@ class Review(AgenModel):
                               description="the reviewer's model on the harness's provider; unset: the harness model")
     max_iterations: int = Field(2, ge=0, le=20, description="how many times the executor may be sent back to revise")
     max_tokens: int = Field(1024, ge=1, description="output tokens per review call")
+    max_usd: float | None = Field(default=None, gt=0, description="USD the reviews of one run may cost (as the "
+                                  "provider reports it); once spent, the result ends unreviewed as partial")
 
 
 class BuiltinTools(AgenModel):

@@ -413,7 +413,8 @@ class Runner:
         spec = self.bundle.config.review
         if spec is None or outcome.status != "done":
             return await self._end(st, outcome)
-        step = await review(st, outcome, spec, self.accounts or [], self.turn_policy, self.bundle.harness.temperature)
+        step = await review(st, outcome, spec, self.accounts or [], self.turn_policy, self.bundle.harness.temperature,
+                            self.store)
         if step.outcome is not None:
             return await self._end(st, step.outcome)
         await st.flush(self.store)

@@ -22,7 +22,7 @@ from agen.runner.providers.base import ModelRequest, ToolCallOut
 from agen.runner.state import RunState
 from agen.runner.turn import TurnFailed, TurnPolicy, model_turn
 from agen.runner.types import Outcome
-from agen.store.base import now_ms
+from agen.store.base import Store, loads, now_ms
 
 REVIEWER = "reviewer"  # messages.name of the reviewer's answers
 FEEDBACK = "review"    # messages.name of the user message that hands a review to the executor
@@ -135,10 +135,22 @@ def _record(st: RunState, outcome: Outcome) -> str:
     return "\n\n".join(parts)
 
 
+async def spent_usd(store: Store, run_id: str) -> float:
+    """What this run's reviews cost so far (earlier rounds are checkpointed before the next review)."""
+    rows = await store.all("SELECT usage FROM messages WHERE run_id = ? AND role = 'assistant' AND name = ?",
+                           (run_id, REVIEWER))
+    return sum(float((loads(r["usage"], {}) or {}).get("cost_usd") or 0.0) for r in rows)
+
+
 async def review(st: RunState, outcome: Outcome, spec: Review, accounts: list[Account], policy: TurnPolicy,
-                 temperature: float | None) -> Step:
+                 temperature: float | None, store: Store) -> Step:
     """One review round: grade ``outcome``, record the call, and end the run or send it back."""
     n = rounds_done(st.ctx.current) + 1
+    if spec.max_usd is not None and (spent := await spent_usd(store, st.run_id)) >= spec.max_usd:
+        info = {"rounds": n - 1, "result": "budget_reached", "satisfied": None, "grade": None,
+                "feedback": f"the reviews spent ${spent:.4f} of review.maxUsd ${spec.max_usd:.4f}; "
+                            "this result was not reviewed"}
+        return Step(outcome.model_copy(update={"status": "partial", "reason": "review_budget", "review": info}))
     system = INSTRUCTIONS + f"\n\n## Rubric\n\n{spec.rubric}"
     if spec.description:
         system += f"\n\n## The outcome wanted\n\n{spec.description}"

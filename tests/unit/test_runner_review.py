@@ -133,3 +133,72 @@ def test_the_reviewer_answer_is_read_from_json_in_any_wrapping(text: str, satisf
 def test_an_answer_without_a_verdict_is_not_read_as_one() -> None:
     assert parse_verdict("Looks good to me!") is None
     assert parse_verdict('{"grade": 1.0}') is None
+
+
+async def test_the_reviewer_runs_on_its_own_model_and_its_call_is_recorded_as_the_reviewer(tmp_path: Path) -> None:
+    store = await open_store(tmp_path)
+    b = make(script({"text": "red, green, blue"}, {"text": '{"satisfied": true, "grade": 1}'}),
+             review_config(model="judge-model"))
+    r, cap = await capturing_runner(store, b)
+    res = await r.run(RunRequest(input="name three colours", task_id="t-1"))
+    assert [q.model for q in cap.requests] == ["fake", "judge-model"]
+    rows = await store.all("SELECT name, model FROM messages WHERE run_id = ? AND role = 'assistant' ORDER BY seq",
+                           (res.run_id,))
+    assert [(m["name"], m["model"]) for m in rows] == [(None, "fake"), ("reviewer", "judge-model")]
+    assert res.outcome.review is not None and res.outcome.review["grade"] == 1.0
+    await store.close()
+
+
+async def test_a_reviewer_answer_that_is_not_a_verdict_counts_as_a_miss_and_its_text_is_the_feedback(
+        tmp_path: Path) -> None:
+    store = await open_store(tmp_path)
+    b = make(script({"text": "red"}, {"text": "Needs more colours."}), review_config(max_iterations=0))
+    res = await runner(store, b).run(RunRequest(input="name three colours", task_id="t-1"))
+    assert res.outcome.status == "partial" and res.outcome.review is not None
+    assert res.outcome.review["rounds"] == 1 and res.outcome.review["satisfied"] is False
+    assert "Needs more colours." in res.outcome.review["feedback"]
+    await store.close()
+
+
+async def test_a_failed_review_call_keeps_the_result_as_partial_and_says_so(tmp_path: Path) -> None:
+    from agen.runner.providers import build_accounts
+    from agen.runner.providers.base import ModelProvider, ModelRequest, ModelResponse, ProviderError
+
+    class NoReviewer(ModelProvider):
+        name = "fake"
+        default_model = "fake"
+
+        def __init__(self, inner: ModelProvider) -> None:
+            self.inner = inner
+
+        async def complete(self, request: ModelRequest) -> ModelResponse:
+            if "## Rubric" in request.messages[0]["content"]:
+                raise ProviderError("other", "the reviewer model does not exist", status=404)
+            return await self.inner.complete(request)
+
+    store = await open_store(tmp_path)
+    b = make(script({"text": "red, green, blue"}), review_config())
+    accounts = await build_accounts(b)
+    accounts[0].provider = NoReviewer(accounts[0].provider)
+    res = await runner(store, b, accounts=accounts).run(RunRequest(input="name three colours", task_id="t-1"))
+    assert res.outcome.status == "partial" and res.outcome.reason == "review_failed"
+    assert res.outcome.summary == "red, green, blue"
+    assert res.outcome.review is not None and res.outcome.review["result"] == "error"
+    assert "does not exist" in res.outcome.review["feedback"]
+    await store.close()
+
+
+async def test_reviews_stop_when_their_usd_budget_is_spent_and_the_result_ends_unreviewed(tmp_path: Path) -> None:
+    store = await open_store(tmp_path)
+    paid = {"inputTokens": 100, "outputTokens": 10, "costUsd": 0.03}
+    b = make(script({"text": "v1"}, {**miss(0.2, "more"), "usage": paid}, {"text": "v2"},
+                    {**miss(0.4, "more still"), "usage": paid}, {"text": "v3"}, {"text": "never asked"}),
+             review_config(max_iterations=5, maxUsd=0.05))
+    res = await runner(store, b).run(RunRequest(input="x", task_id="t-1"))
+    assert res.outcome.status == "partial" and res.outcome.reason == "review_budget"
+    assert res.outcome.summary == "v3"
+    assert res.outcome.review is not None and res.outcome.review["rounds"] == 2
+    assert res.outcome.review["result"] == "budget_reached"
+    cost = await store.scalar("SELECT cost_usd FROM runs WHERE id = ?", (res.run_id,))
+    assert cost == pytest.approx(0.06)
+    await store.close()
