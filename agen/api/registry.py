@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from agen.api.models import approvals as ap
 from agen.api.models import deployments as dp
+from agen.api.models import feedback as fb
 from agen.api.models import memory as mm
 from agen.api.models import observe as ob
 from agen.api.models import signals as sg
@@ -160,12 +161,21 @@ GetArtifact = _rpc("GetArtifact", mm.GetArtifactRequest, mm.GetArtifactResponse,
 MEMORY_RPCS = (ListMemory, GetMemory, SetMemory, MemoryHistory, RollbackMemory, ListArtifacts, GetArtifact)
 # --- end memory and artifacts ---
 
+# --- feedback (issue 20): scores on how tasks went ---
+FB = "agen.hub.feedback"
+RecordFeedback = _rpc("RecordFeedback", fb.RecordFeedbackRequest, fb.RecordFeedbackResponse, "operator",
+                      f"{FB}:record_feedback", "Record a score (-1.0..1.0), note and labels on a task's run.")
+ListFeedback = _rpc("ListFeedback", fb.ListFeedbackRequest, fb.ListFeedbackResponse, "viewer",
+                    f"{FB}:list_feedback", "Feedback, newest first, with the run, task and digest it rates.")
+FEEDBACK_RPCS = (RecordFeedback, ListFeedback)
+# --- end feedback ---
+
 RPCS: dict[str, Rpc[Any, Any]] = {
     r.name: r
     for r in (
         CreateDeployment, UpdateDeployment, GetDeployment, ListDeployments, ListInstances, ScaleDeployment,
         PauseDeployment, DeleteDeployment, GetLogs, SubmitTask, GetTask, ListTasks, CancelTask, PauseTask,
         ResumeTask, ListApprovals, DecideApproval, CreateToken, WhoAmI, Shutdown, *SIGNAL_RPCS,
-        *OBSERVE_RPCS, *MEMORY_RPCS,
+        *OBSERVE_RPCS, *MEMORY_RPCS, *FEEDBACK_RPCS,
     )
 }

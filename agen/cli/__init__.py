@@ -15,6 +15,7 @@ import typer
 from agen.cli import (
     approvals,
     deploy,
+    feedback,
     fleet,
     host,
     init,
@@ -47,7 +48,7 @@ def _root() -> None:
 
 
 for module in (version, init, up, deploy, fleet, submit, tasks, approvals, token, mcp, signals, observe, tui,
-               host, memory):
+               host, memory, feedback):
     module.register(app)
 
 

@@ -28,6 +28,8 @@ class Outcome(BaseModel):
     summary: str = ""
     data: Any = None
     artifacts: list[str] = Field(default_factory=list)
+    # Set when the bundle declares a review (agen/runner/review.py): rounds, result, satisfied, grade, feedback.
+    review: dict[str, Any] | None = None
 
     @property
     def run_status(self) -> RunStatus:

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from agen.api.models.common import NAME_PATTERN, Count, Model, TimeMs
+from agen.api.models.feedback import Feedback, FeedbackSummary
 from agen.api.models.tasks import Task
 
 RunStatus = Literal["running", "waiting_approval", "succeeded", "failed", "cancelled"]
@@ -47,6 +48,7 @@ class Run(Model):
     started_ms: int
     updated_ms: int
     finished_ms: int | None = None
+    feedback: FeedbackSummary | None = Field(None, description="scores recorded with `agen feedback record`")
 
 
 class ListRunsRequest(Model):
@@ -99,6 +101,7 @@ class GetTranscriptResponse(Model):
     run: Run
     system: str | None = None
     messages: list[TranscriptMessage]
+    feedback: list[Feedback] = []
 
 
 class Span(Model):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, ClassVar
 
+from rich.markup import escape
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -16,11 +17,12 @@ from textual.widgets.tree import TreeNode
 from agen.api import registry as r
 from agen.api.models.memory import Artifact, ListArtifactsRequest
 from agen.api.models.observe import GetTranscriptRequest, ListRunsRequest, Run, TranscriptMessage
-from agen.cli.observe_render import _usage_line
+from agen.cli.observe_render import _usage_line, feedback_line
 from agen.tui import fmt
 from agen.tui.screens.base import AgenScreen
 
 if TYPE_CHECKING:
+    from agen.api.models.feedback import Feedback
     from agen.api.models.signals import Event
 
 FOLLOW_S = 1.0
@@ -42,6 +44,7 @@ class TranscriptScreen(AgenScreen):
         self.calls: dict[str, TreeNode[str]] = {}
         self.shown_target: str | None = None
         self.artifacts: list[Artifact] = []
+        self.feedback: list[Feedback] = []
 
     def body(self) -> ComposeResult:
         yield Static("", id="transcript-head", classes="detail")
@@ -89,6 +92,7 @@ class TranscriptScreen(AgenScreen):
             self.calls = {}
             self.last_seq = 0
         self.run = resp.run
+        self.feedback = resp.feedback
         self._add(resp.messages)
         self._head()
 
@@ -101,7 +105,9 @@ class TranscriptScreen(AgenScreen):
             f"run {fmt.short_id(run.id)} · {run.deployment} · task {fmt.short_id(run.task_id)} · {run.status} · "
             f"{run.turns} turns · "
             f"tokens {run.usage.input_tokens}/{run.usage.output_tokens} · ${run.usage.cost_usd:.4f}{live}"
-            + artifacts_line(self.artifacts))
+            + artifacts_line(self.artifacts)
+            + (f"\n{escape(feedback_line(self.feedback[-1]))}" if self.feedback else "")  # notes are not markup
+            + (f" (+{len(self.feedback) - 1} more)" if len(self.feedback) > 1 else ""))
         if self.follow is None:
             self.follow = self.set_interval(FOLLOW_S, self._tick, pause=True)
         if run.finished_ms is None:
@@ -122,7 +128,7 @@ class TranscriptScreen(AgenScreen):
                 node.add_leaf(Text(m.content or ""))
                 continue
             if m.role == "assistant":
-                head = Text(f"assistant · {_usage_line(m)}", style="cyan")
+                head = Text(f"{'reviewer' if m.name == 'reviewer' else 'assistant'} · {_usage_line(m)}", style="cyan")
             else:
                 head = Text(m.role, style="bold blue" if m.role == "user" else "magenta")
             node = tree.root.add(head, expand=True)
