@@ -13,6 +13,7 @@ import typer
 from agen.cli import (
     approvals,
     deploy,
+    evals,
     fleet,
     host,
     init,
@@ -44,7 +45,7 @@ def _root() -> None:
 
 
 for module in (version, init, up, deploy, fleet, submit, tasks, approvals, token, mcp, signals, observe, tui,
-               host):
+               host, evals):
     module.register(app)
 
 
