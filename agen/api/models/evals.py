@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from agen.api.models.common import NAME_PATTERN, Model, TimeMs
+from agen.api.models.common import NAME_PATTERN, Count, Model, TimeMs
 from agen.api.models.observe import Run, TranscriptMessage
 
 
@@ -27,10 +27,10 @@ class GetReplaySourceResponse(Model):
 
 class EvalRunIn(Model):
     scenario: str = Field(min_length=1, max_length=200)
-    run_index: int = Field(ge=0, le=10_000)
+    run_index: Count
     passed: bool
-    failures: list[str] = Field(default=[], max_length=100)
-    duration_ms: int = Field(0, ge=0)
+    failures: list[str] = Field(default=[], max_length=100)  # readable lines, one per failed expectation
+    duration_ms: Count = 0
 
 
 class RecordEvalRunsRequest(Model):
