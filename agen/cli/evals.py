@@ -177,7 +177,7 @@ def replay_cmd(
                            "a bundle folder", field="--bundle")
     if not src.interactions and model == "cassette":
         err("note: this run has no cassette (recordInteractions is off); the model's answers come from its transcript")
-    p, attempt = asyncio.run(replay(src, bundle, model))  # type: ignore[arg-type]
+    p, attempt = asyncio.run(replay(src, bundle, "bundle" if model == "bundle" else "cassette"))
     from agen.evals.replay import diff
 
     d = diff(p, attempt)

@@ -16,15 +16,13 @@ from ulid import ULID
 
 from agen.bundle import Bundle
 from agen.evals.mocks import MockToolset
-from agen.evals.scenario import Expect, Scenario, subset, wire
+from agen.evals.scenario import BUILTIN, Expect, Scenario, subset, wire
 from agen.runner.loop import Runner
 from agen.runner.permissions import BundlePolicy
 from agen.runner.policy import DenyAsks
 from agen.runner.providers import Account
 from agen.runner.types import RunRequest
 from agen.store.base import Store
-
-BUILTIN = {"finish", "report_progress", "save_artifact", "read_artifact", "load_skill"}
 
 
 @dataclass

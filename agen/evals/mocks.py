@@ -40,11 +40,11 @@ class MockToolset(Toolset):
     """One MockTool per distinct tool name in the entries (plus ``specs``: schemas seen in a cassette)."""
 
     def __init__(self, entries: list[MockedTool], *, specs: dict[str, dict[str, Any]] | None = None,
-                 skip: set[str] | None = None) -> None:
+                 skip: frozenset[str] | None = None) -> None:
         self.log = CallLog()
         self._entries = entries
         self._specs = specs or {}
-        self._skip = skip or set()
+        self._skip = skip or frozenset()
 
     async def start(self) -> list[Tool]:
         names: dict[str, list[MockedTool]] = {w: [] for w in self._specs}

@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 from agen.api.models.evals import GetReplaySourceResponse
 from agen.bundle import Bundle
-from agen.evals.engine import BUILTIN, Attempt, run_once
-from agen.evals.scenario import CallCheck, Expect, MockedTool, Scenario, ScenarioModel
+from agen.evals.engine import Attempt, run_once
+from agen.evals.scenario import BUILTIN, CallCheck, Expect, MockedTool, Scenario, ScenarioModel
 
 ModelSource = Literal["cassette", "bundle"]
 

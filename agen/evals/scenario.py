@@ -29,6 +29,10 @@ class _Model(BaseModel):
                               validate_by_alias=True, serialize_by_alias=True)
 
 
+BUILTIN = frozenset({"finish", "report_progress", "save_artifact", "read_artifact", "load_skill"})
+"""Tools every run has: they run as they are (in the scratch store) and are never mocked."""
+
+
 def wire(name: str) -> str:
     """The model-facing name of a tool (``shop.refund`` and ``shop_refund`` are the same tool)."""
     return name.replace(".", "_")
@@ -43,6 +47,12 @@ class MockedTool(_Model):
     is_error: bool = False
     description: str = ""
     parameters: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _not_builtin(self) -> MockedTool:
+        if wire(self.name) in BUILTIN:
+            raise ValueError(f"{self.name} is a built-in tool: it runs as it is and cannot be mocked")
+        return self
 
     def matches(self, name: str, args: dict[str, Any]) -> bool:
         return wire(self.name) == wire(name) and (self.args is None or subset(self.args, args))

@@ -91,7 +91,7 @@ def test_eval_passing_suite_exits_0_and_mocks_answer_only_matching_arguments(
     assert s["passHatK"] and s["attempts"][0]["calls"][0] == {"name": "shop_refund", "arguments": {"order": 9}}
 
 
-def test_eval_refuses_an_unknown_expectation_field_naming_the_file(
+def test_eval_refuses_an_unknown_field_or_a_mocked_builtin_naming_the_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bundle = write_bundle(tmp_path / "shop", "shop")
@@ -101,6 +101,12 @@ def test_eval_refuses_an_unknown_expectation_field_naming_the_file(
     code, _, err = run_agen(capsys, "eval", str(bundle))
     assert code == 2
     assert "bad.json" in err and "sumary" in err and "Traceback" not in err
+
+    mocked_finish = _scenario("bad", scripts=[_refund_script(7)])
+    mocked_finish["tools"].append({"name": "finish", "result": "done"})
+    _write_evals(bundle, [mocked_finish])
+    code, _, err = run_agen(capsys, "eval", str(bundle))
+    assert code == 2 and "finish is a built-in tool" in err
 
 
 def test_deploy_require_eval_refuses_a_bundle_below_its_bar_naming_the_failed_scenario(
