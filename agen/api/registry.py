@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from agen.api.models import approvals as ap
 from agen.api.models import deployments as dp
+from agen.api.models import evals as ev
 from agen.api.models import feedback as fb
 from agen.api.models import memory as mm
 from agen.api.models import observe as ob
@@ -170,12 +171,24 @@ ListFeedback = _rpc("ListFeedback", fb.ListFeedbackRequest, fb.ListFeedbackRespo
 FEEDBACK_RPCS = (RecordFeedback, ListFeedback)
 # --- end feedback ---
 
+# --- replay and eval (issue 20) ---
+EV = "agen.hub.evals"
+GetReplaySource = _rpc("GetReplaySource", ev.GetReplaySourceRequest, ev.GetReplaySourceResponse, "operator",
+                       f"{EV}:get_replay_source",
+                       "A run's messages, cassette and its deployment's current bundle, for `agen replay`.")
+RecordEvalRuns = _rpc("RecordEvalRuns", ev.RecordEvalRunsRequest, ev.RecordEvalRunsResponse, "operator",
+                      f"{EV}:record_eval_runs", "Keep the results of one `agen eval` of a bundle digest.")
+ListEvalRuns = _rpc("ListEvalRuns", ev.ListEvalRunsRequest, ev.ListEvalRunsResponse, "viewer",
+                    f"{EV}:list_eval_runs", "A bundle's recorded evals, newest first, per scenario.")
+EVAL_RPCS = (GetReplaySource, RecordEvalRuns, ListEvalRuns)
+# --- end replay and eval ---
+
 RPCS: dict[str, Rpc[Any, Any]] = {
     r.name: r
     for r in (
         CreateDeployment, UpdateDeployment, GetDeployment, ListDeployments, ListInstances, ScaleDeployment,
         PauseDeployment, DeleteDeployment, GetLogs, SubmitTask, GetTask, ListTasks, CancelTask, PauseTask,
         ResumeTask, ListApprovals, DecideApproval, CreateToken, WhoAmI, Shutdown, *SIGNAL_RPCS,
-        *OBSERVE_RPCS, *MEMORY_RPCS, *FEEDBACK_RPCS,
+        *OBSERVE_RPCS, *MEMORY_RPCS, *FEEDBACK_RPCS, *EVAL_RPCS,
     )
 }

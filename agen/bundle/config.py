@@ -158,6 +158,13 @@ class BuiltinTools(AgenModel):
     workspace: bool | None = None
 
 
+class EvalBar(AgenModel):
+    """The bar ``agen deploy --require-eval`` holds a bundle to: the share of its scenarios that pass
+    every run (pass^k). Default 1.0: every scenario passes."""
+
+    min_pass_rate: float = Field(default=1.0, ge=0.0, le=1.0)
+
+
 class Config(AgenModel):
     """x-agen/config.json; every section is optional."""
 
@@ -178,6 +185,7 @@ class Config(AgenModel):
     rollover: Rollover | None = Field(default=None, description="not supported yet: refused when set")
     builtin_tools: BuiltinTools = BuiltinTools()
     review: Review | None = None
+    eval: EvalBar = EvalBar()
 
     @model_validator(mode="after")
     def _cross_checks(self) -> Config:

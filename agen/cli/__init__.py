@@ -15,6 +15,7 @@ import typer
 from agen.cli import (
     approvals,
     deploy,
+    evals,
     feedback,
     fleet,
     host,
@@ -48,7 +49,7 @@ def _root() -> None:
 
 
 for module in (version, init, up, deploy, fleet, submit, tasks, approvals, token, mcp, signals, observe, tui,
-               host, memory, feedback):
+               host, memory, feedback, evals):
     module.register(app)
 
 
