@@ -24,7 +24,7 @@ from agen.bundle.harness import Harness, Turn
 from agen.bundle.problems import json_kind, problem, problems_from
 from agen.bundle.refused import refused_problems
 from agen.bundle.standard import McpConfig, PluginManifest, SkillFrontMatter
-from agen.errors import BundleError
+from agen.errors import BundleError, InvalidError
 
 PLUGIN, SKILLS = "plugin.json", "skills/"
 REQUIRED = (PLUGIN, checks.AGENT, checks.HARNESS)
@@ -124,8 +124,14 @@ class _Reader:
 
 
 def load_bundle(path: str | os.PathLike[str]) -> Bundle:
-    """Read a bundle folder; BundleError lists every problem found."""
-    files = walk_bundle(path)
+    """Read a bundle folder; BundleError lists every problem found. A folder the OS will not open (a name
+    too long, no permission) is an InvalidError naming it, never a raw OSError."""
+    try:
+        files = walk_bundle(path)
+    except OSError as e:
+        shown = os.fspath(path)
+        shown = shown if len(shown) <= 200 else shown[:100] + "…" + shown[-60:]
+        raise InvalidError(f"cannot read the bundle folder {shown}: {e.strerror or e}", path=shown) from None
     return load_bundle_files(files, root=os.fspath(path))
 
 

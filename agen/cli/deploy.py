@@ -41,14 +41,9 @@ def deploy_request(directory: str, namespace: str, name: str | None, replicas: i
     """A CreateDeploymentRequest carrying the bundle's files (checked locally first)."""
     from agen.api.models.deployments import CreateDeploymentRequest
     from agen.bundle import load_bundle
-    from agen.errors import InvalidError
     from agen.hub.deployments import encode_files
 
-    try:
-        bundle = load_bundle(directory)
-    except OSError as e:  # a name too long, a folder we may not read
-        raise InvalidError(f"cannot read the bundle folder {directory[:200]}: {e.strerror or e}", path=directory
-                           ) from None
+    bundle = load_bundle(directory)  # an unreadable folder is an InvalidError naming it
     return make_request(CreateDeploymentRequest, namespace=namespace, name=name, replicas=replicas,
                                    files=encode_files(dict(bundle.files)))
 

@@ -20,6 +20,7 @@ from agen.cli._common import (
     NamespaceOpt,
     TokenOpt,
     err,
+    make_request,
     print_json,
     stdout_console,
 )
@@ -122,8 +123,8 @@ def _history(ref: str, hub: str | None, token: str | None, namespace: str, json_
         from agen.bundle import load_bundle
 
         name = load_bundle(ref).name
-    resp = with_client(hub, token, lambda c: c.call(r.ListEvalRuns, ListEvalRunsRequest(namespace=namespace,
-                                                                                          bundle=name)))
+    list_req = make_request(ListEvalRunsRequest, {"bundle": "BUNDLE"}, namespace=namespace, bundle=name)
+    resp = with_client(hub, token, lambda c: c.call(r.ListEvalRuns, list_req))
     if json_out:
         print_json(resp.model_dump(mode="json"))
         return
@@ -163,7 +164,8 @@ def replay_cmd(
 
     if model not in ("cassette", "bundle"):
         raise InvalidError(f"--model {model!r}: use cassette or bundle", field="--model")
-    src = with_client(hub, token, lambda c: c.call(r.GetReplaySource, GetReplaySourceRequest(id=run)))
+    src_req = make_request(GetReplaySourceRequest, {"id": "RUN"}, id=run)
+    src = with_client(hub, token, lambda c: c.call(r.GetReplaySource, src_req))
     if export:
         Path(export).write_text(json.dumps(scenario_file(plan(src, "cassette")), indent=2, ensure_ascii=False) + "\n",
                                 encoding="utf-8")

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from agen.cli._common import HubOpt, JsonOpt, NamespaceOpt, TokenOpt, print_json
+from agen.cli._common import HubOpt, JsonOpt, NamespaceOpt, TokenOpt, make_request, print_json
 
 feedback_app = typer.Typer(help="Scores on how tasks went (-1.0..1.0), kept with the runs they rate.",
                            no_args_is_help=True)
@@ -37,7 +37,8 @@ def record(ref: Annotated[str, typer.Argument(help="Task id or run id.", show_de
 
     if math.isnan(score) or not -1.0 <= score <= 1.0:
         raise InvalidError(f"--score {score}: use a number from -1.0 (bad) to 1.0 (good)", field="--score")
-    req = RecordFeedbackRequest(namespace=namespace, id=ref, score=score, note=note, labels=parse_labels(label or []))
+    req = make_request(RecordFeedbackRequest, {"id": "TASK"}, namespace=namespace, id=ref, score=score, note=note,
+                       labels=parse_labels(label or []))
     resp = with_client(hub, token, lambda c: c.call(r.RecordFeedback, req))
     if json_out:
         print_json(resp.model_dump(mode="json"))
@@ -66,8 +67,9 @@ def ls(name: Annotated[str | None, typer.Argument(help="Only this deployment.", 
     from agen.cli._table import print_table
     from agen.hub.events import parse_labels
 
-    req = ListFeedbackRequest(namespace=namespace, deployment=name, id=task, labels=parse_labels(label or []),
-                              since_ms=parse_duration_ms(since, flag="--since") if since else None, limit=limit)
+    req = make_request(ListFeedbackRequest, {"id": "--task", "deployment": "DEPLOYMENT"}, namespace=namespace,
+                       deployment=name, id=task, labels=parse_labels(label or []),
+                       since_ms=parse_duration_ms(since, flag="--since") if since else None, limit=limit)
     resp = with_client(hub, token, lambda c: c.call(r.ListFeedback, req))
     if json_out:
         print_json(resp.model_dump(mode="json"))
