@@ -16,10 +16,9 @@ from ulid import ULID
 
 from agen.bundle import Bundle, load_bundle_files
 from agen.errors import AgenError
-from agen.hub.instances import START_FAILED, Assignment, InstanceReport
 from agen.nest.executor import ExecutorFactory
 from agen.nest.instance import Instance
-from agen.nest.port import HubPort
+from agen.nest.port import START_FAILED, Assignment, HubPort, InstanceReport
 from agen.store import now_ms
 
 log = logging.getLogger("agen.nest")
