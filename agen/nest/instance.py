@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from agen.errors import AgenError
@@ -24,7 +25,7 @@ IDLE_WAIT_S = 0.5
 
 class Instance:
     def __init__(self, instance_id: str, assignment: Assignment, executor: Executor, port: HubPort,
-                 nest_id: str, *, lease_ms: int) -> None:
+                 nest_id: str, *, lease_ms: int, clock: Callable[[], int] = now_ms) -> None:
         self.id = instance_id
         self.assignment = assignment
         self.executor = executor
@@ -32,7 +33,7 @@ class Instance:
         self.nest_id = nest_id
         self.lease_ms = lease_ms
         self.state = "starting"
-        self.started_ms = now_ms()
+        self.started_ms = clock()
         self.exit_reason: str | None = None
         self.running: dict[str, tuple[LeaseRef, asyncio.Task[None]]] = {}
         self.lost: set[str] = set()
