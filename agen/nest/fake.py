@@ -8,6 +8,7 @@ can say what the Nest asked for. ``lose_lease`` and ``cancel`` play the Hub movi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -171,10 +172,8 @@ class FakeHubPort:
 
     async def wait_for_work(self, seen: int, timeout_s: float) -> int:
         if self.generation == seen and timeout_s > 0:
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._work.wait(), timeout=timeout_s)
-            except TimeoutError:
-                pass
         return self.generation
 
     def on_cancel(self, listener: Callable[[str], None]) -> None:
