@@ -10,6 +10,8 @@ test in tests/integration/test_api_bad_requests.py). Check configuration, with t
   checks and JSON Schema cannot express; the 400 lists every problem.
 * the same for ScaleDeployment: ``replicas`` above the deployment's own ``scale.max`` (set in its
   bundle, not in the schema) is a 400 naming that limit.
+* the Nest-facing RPCs (scope ``nest``) also accept 409 for a schema-valid call: a made-up lease id on
+  a real task is fenced (409), as a stale lease is; an unknown Nest, task or definition is a 404.
 """
 
 from __future__ import annotations
@@ -36,6 +38,11 @@ database = "none"
 [[operations]]
 include-operation-id = ["CreateDeployment", "UpdateDeployment", "ScaleDeployment"]
 checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403", "404", "409", "429"]
+
+[[operations]]
+include-operation-id = ["ReportNest", "LeaseTasks", "MarkRunning", "CompleteTask", "ReleaseTask", "SuspendTask",
+                        "GetDefinitionFiles"]
+checks.positive_data_acceptance.expected-statuses = ["2xx", "401", "403", "404", "409"]
 """
 
 

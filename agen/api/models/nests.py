@@ -12,12 +12,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Base64Bytes, ConfigDict, Field, StrictInt
 
-from agen.api.models.common import Count, Model
+from agen.api.models.common import Count, DurationMs, Model
 
 Id = Annotated[str, Field(min_length=1, max_length=200)]
-Slots = Annotated[StrictInt, Field(ge=0, le=10_000)]
-LeaseMs = Annotated[StrictInt, Field(ge=1, le=86_400_000)]
-"""How long a lease lasts before the Hub takes the task back: at most a day."""
 InstanceState = Literal["starting", "ready", "busy", "draining", "stopped", "failed"]
 CompleteStatus = Literal["succeeded", "failed", "cancelled"]
 START_FAILED = "start failed: "   # exit_reason prefix of an instance whose executor could not start
@@ -46,8 +43,8 @@ class InstanceReport(Model):
     deployment_id: Id
     digest: str = Field(max_length=200)
     state: InstanceState
-    in_flight: Slots = 0
-    exit_reason: str | None = Field(None, max_length=10_000)
+    in_flight: Count = 0
+    exit_reason: str | None = None   # unbounded but for the body cap: a host's stderr tail may be long
 
 
 class LeaseRef(Model):
@@ -90,7 +87,7 @@ class RegisterNestRequest(Model):
     """Enrol (or re-enrol, by name) a Nest; a re-enrolled Nest's old instances and leases end."""
 
     name: str = Field(min_length=1, max_length=200)
-    capacity: Slots = 8
+    capacity: Count = 8
     labels: dict[str, str] = Field(default_factory=dict)
 
 
@@ -102,7 +99,7 @@ class ReportNestRequest(Model):
     """A heartbeat: this Nest's instances now."""
 
     nest_id: Id
-    instances: list[InstanceReport] = Field(default_factory=list, max_length=10_000)
+    instances: list[InstanceReport] = Field(default_factory=list, max_length=2_000)
 
 
 class ReportNestResponse(Model):
@@ -125,8 +122,8 @@ class LeaseTasksRequest(Model):
     nest_id: Id
     instance_id: Id
     deployment_id: Id
-    limit: Slots
-    lease_ms: LeaseMs
+    limit: Count
+    lease_ms: DurationMs
 
 
 class LeaseTasksResponse(Model):
@@ -140,8 +137,8 @@ class MarkRunningRequest(Model):
 class ExtendLeasesRequest(Model):
     """Extend many leases in one transaction."""
 
-    leases: list[LeaseRef] = Field(max_length=100_000)
-    lease_ms: LeaseMs
+    leases: list[LeaseRef] = Field(max_length=10_000)
+    lease_ms: DurationMs
 
 
 class ExtendLeasesResponse(Model):
@@ -161,14 +158,14 @@ class ReleaseTaskRequest(Model):
 
     lease: LeaseRef
     count_attempt: bool = False
-    reason: str = Field(min_length=1, max_length=10_000)
+    reason: str = Field(min_length=1)
 
 
 class SuspendTaskRequest(Model):
     """The run suspended: the task gives up its lease and waits for ``wait_for`` (e.g. child:<id>)."""
 
     lease: LeaseRef
-    wait_for: str = Field(min_length=1, max_length=1_000)
+    wait_for: str = Field(min_length=1)
 
 
 class ReportProgressRequest(Model):
