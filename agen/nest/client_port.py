@@ -44,10 +44,12 @@ class ClientHubPort:
         await self.client.call(r.MarkRunning, m.MarkRunningRequest(lease=lease))
 
     async def extend(self, leases: list[m.LeaseRef], lease_ms: int) -> list[str]:
-        if not leases:
-            return []
-        resp = await self.client.call(r.ExtendLeases, m.ExtendLeasesRequest(leases=leases, lease_ms=lease_ms))
-        return resp.lost
+        lost: list[str] = []
+        for i in range(0, len(leases), m.MAX_LEASES):
+            resp = await self.client.call(r.ExtendLeases, m.ExtendLeasesRequest(leases=leases[i:i + m.MAX_LEASES],
+                                                                                lease_ms=lease_ms))
+            lost += resp.lost
+        return lost
 
     async def complete(self, lease: m.LeaseRef, status: str, outcome: dict[str, Any] | None,
                        error: str | None = None) -> None:

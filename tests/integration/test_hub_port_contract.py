@@ -21,7 +21,7 @@ import uvicorn
 from agen.api import registry as r
 from agen.api.app import create_app
 from agen.api.models.common import Empty
-from agen.api.models.nests import InstanceReport, LeaseRef, LeaseTasksRequest
+from agen.api.models.nests import MAX_LEASES, InstanceReport, LeaseRef, LeaseTasksRequest
 from agen.api.models.tasks import ListTasksRequest
 from agen.bundle import digest_files
 from agen.client import Client
@@ -154,5 +154,16 @@ async def test_a_nest_token_calls_only_the_nest_rpcs_and_who_am_i_and_a_viewer_n
             await viewer.call(r.LeaseTasks, lease)
         with pytest.raises(NotFoundError):  # admin implies nest: past the scope check to the unknown Nest
             await Client.in_process(hub).call(r.LeaseTasks, lease)
+    finally:
+        await store.close()
+
+
+async def test_extending_more_leases_than_one_call_carries_splits_them_and_reports_every_lost_one(
+        tmp_path: Path) -> None:
+    store = await SQLiteStore.open(tmp_path / "hub.db")
+    try:
+        port = ClientHubPort(Client.in_process(Hub(store), LOCAL_NEST))
+        refs = [LeaseRef(task_id=f"t{i}", lease_id="l") for i in range(MAX_LEASES + 5)]
+        assert await port.extend(refs, 30_000) == [ref.task_id for ref in refs]  # none of them is held
     finally:
         await store.close()

@@ -14,7 +14,10 @@ from pydantic import Base64Bytes, ConfigDict, Field, StrictInt
 
 from agen.api.models.common import Count, DurationMs, Model
 
-Id = Annotated[str, Field(min_length=1, max_length=200)]
+Id = Annotated[str, Field(min_length=1, max_length=100)]
+MAX_LEASES = 2_000
+"""Leases per ExtendLeases call (the port sends more in several calls): bounds that keep the longest
+valid request under the API's body cap."""
 InstanceState = Literal["starting", "ready", "busy", "draining", "stopped", "failed"]
 CompleteStatus = Literal["succeeded", "failed", "cancelled"]
 START_FAILED = "start failed: "   # exit_reason prefix of an instance whose executor could not start
@@ -41,7 +44,7 @@ class InstanceReport(Model):
 
     id: Id
     deployment_id: Id
-    digest: str = Field(max_length=200)
+    digest: str = Field(max_length=100)
     state: InstanceState
     in_flight: Count = 0
     exit_reason: str | None = None   # unbounded but for the body cap: a host's stderr tail may be long
@@ -99,7 +102,7 @@ class ReportNestRequest(Model):
     """A heartbeat: this Nest's instances now."""
 
     nest_id: Id
-    instances: list[InstanceReport] = Field(default_factory=list, max_length=2_000)
+    instances: list[InstanceReport] = Field(default_factory=list, max_length=1_000)
 
 
 class ReportNestResponse(Model):
@@ -137,7 +140,7 @@ class MarkRunningRequest(Model):
 class ExtendLeasesRequest(Model):
     """Extend many leases in one transaction."""
 
-    leases: list[LeaseRef] = Field(max_length=10_000)
+    leases: list[LeaseRef] = Field(max_length=MAX_LEASES)
     lease_ms: DurationMs
 
 
@@ -192,7 +195,7 @@ class WaitForWorkResponse(Model):
 
 
 __all__ = [
-    "START_FAILED", "Assignment", "CompleteTaskRequest", "ExtendLeasesRequest", "ExtendLeasesResponse",
+    "MAX_LEASES", "START_FAILED", "Assignment", "CompleteTaskRequest", "ExtendLeasesRequest", "ExtendLeasesResponse",
     "GetDefinitionFilesRequest", "GetDefinitionFilesResponse", "InstanceReport", "LeaseRef", "LeaseTasksRequest",
     "LeaseTasksResponse", "LeasedTask", "MarkRunningRequest", "RegisterNestRequest", "RegisterNestResponse",
     "ReleaseTaskRequest", "ReportNestRequest", "ReportNestResponse", "ReportProgressRequest",
