@@ -21,13 +21,17 @@ import time
 from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import uvicorn
 
-from agen._home import agen_home
-from agen.errors import ConflictError, InvalidError, UnavailableError
+from agen._home import agen_home, make_private_dir
+from agen._logrepeat import log_to_stderr_once_per_repeat
+from agen.errors import AgenError, ConflictError, InvalidError, UnavailableError
 from agen.local import LocalConfig, read_local, write_local
+
+if TYPE_CHECKING:
+    from agen.store import Store, Tx
 
 log = logging.getLogger("agen.up")
 PRUNE_EVERY_S = 3600
@@ -74,7 +78,7 @@ def lock_home(home: Path) -> IO[str]:
     """Hold AGEN_HOME/up.lock for this process's life (with our pid in it); a second ``agen up`` is refused."""
     from agen.ownership import claim
 
-    home.mkdir(parents=True, exist_ok=True)
+    make_private_dir(home)
     f = open(home / "up.lock", "a+")  # noqa: SIM115 - held open for the process's life
     for _ in range(20):  # an `agen run` probing the lock holds it shared for a moment
         try:
@@ -109,19 +113,32 @@ async def _admin_token(store: Any, url: str) -> str:
     return str(secret)
 
 
-async def _prune(store: Any, retention_ms: int) -> None:
-    from agen.store import Tx
+def prune_expired(tx: Tx, retention_ms: int) -> None:
+    """Delete what ``--retention`` no longer keeps: finished spans, log lines, trigger events, replay cassettes."""
+    cutoff = tx.now_ms - retention_ms
+    tx.execute("DELETE FROM spans WHERE ended_ms IS NOT NULL AND ended_ms < ?", (cutoff,))
+    tx.execute("DELETE FROM deployment_logs WHERE created_ms < ?", (cutoff,))
+    tx.execute("DELETE FROM trigger_events WHERE created_ms < ?", (cutoff,))
+    tx.execute("DELETE FROM cassettes WHERE updated_ms < ?", (cutoff,))
 
-    def fn(tx: Tx) -> None:
-        cutoff = tx.now_ms - retention_ms
-        tx.execute("DELETE FROM spans WHERE ended_ms IS NOT NULL AND ended_ms < ?", (cutoff,))
-        tx.execute("DELETE FROM deployment_logs WHERE created_ms < ?", (cutoff,))
-        tx.execute("DELETE FROM trigger_events WHERE created_ms < ?", (cutoff,))
 
+async def _prune(store: Store, retention_ms: int, every_s: float = PRUNE_EVERY_S) -> None:
+    """Prune hourly for the process's life. A failure is logged when it starts and when it clears, not every
+    hour; cancellation (shutdown) passes through."""
+    failing = False
     while True:
-        with contextlib.suppress(Exception):
-            await store.write(fn)
-        await asyncio.sleep(PRUNE_EVERY_S)
+        try:
+            await store.write(lambda tx: prune_expired(tx, retention_ms))
+        except Exception as e:
+            if not failing:
+                log.warning("retention pruning failed on %s: %s; retrying every %d s", store.url, e, every_s,
+                            exc_info=not isinstance(e, AgenError))
+            failing = True
+        else:
+            if failing:
+                log.warning("retention pruning on %s works again", store.url)
+            failing = False
+        await asyncio.sleep(every_s)
 
 
 async def _tell_draining(node: Any, every_s: float = 5.0) -> None:
@@ -202,9 +219,10 @@ async def serve(opts: UpOptions) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal)
     pruner: asyncio.Task[None] | None = None
+    serving: asyncio.Task[None] | None = None
+    logged = log_to_stderr_once_per_repeat()  # a fault that fails every loop each second is said once
     try:
         token = await _admin_token(store, url)
-        await node.start()
         serving = asyncio.create_task(server.serve(), name="hub-http")
         while not server.started:
             if serving.done():
@@ -219,6 +237,8 @@ async def serve(opts: UpOptions) -> None:
               f"backend {opts.backend}); "
               "Ctrl-C or `agen down` drains and stops", file=sys.stderr, flush=True)
         ui_app, ui = _start_tui(hub, url) if opts.tui else (None, None)
+        # The API answers first; instances and their MCP servers (seconds each after a crash) start behind it.
+        await node.start()
         await hub.shutdown_requested.wait()
         if ui_app is not None and ui is not None:
             ui_app.exit()
@@ -240,6 +260,10 @@ async def serve(opts: UpOptions) -> None:
             pruner.cancel()
         if not hub.draining:
             await node.drain(0)
+        if serving is not None and not serving.done():  # start-up failed behind a serving API
+            server.should_exit = True
+            with contextlib.suppress(Exception):
+                await serving
         await store.close()
         with contextlib.suppress(OSError):
             (home / "up.pid").unlink()
@@ -247,3 +271,4 @@ async def serve(opts: UpOptions) -> None:
         lock.close()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
+        logging.getLogger("agen").removeHandler(logged)

@@ -2,7 +2,8 @@
 
 Every error leaves as ``{"error": {"code", "message", "details"}}`` with the status of its
 AgenError class. While the Hub drains, /health stays 200 (``shutting_down``), /ready is 503
-and RPCs that start work answer 503 with Retry-After (seed 001, graceful drain).
+and RPCs that start work answer 503 with Retry-After (seed 001, graceful drain). While the store cannot
+take writes, /health is 503 ``degraded`` with the store's error.
 
 A bad request is always a 4xx in that shape, never a 500: the token and its scope are checked
 before the body is read (a viewer gets 403 whatever it sends), the body is capped (413), must be
@@ -164,8 +165,14 @@ def create_app(hub: Hub, max_body: int | None = None) -> Starlette:
             return _error(AgenError(f"{name} failed inside the Hub: {type(e).__name__}: {e}"))
 
     async def health(request: Request) -> Response:
-        status = "shutting_down" if hub.draining else "ok"
-        return JSONResponse({"status": status, "shutting_down": hub.draining, "in_flight": hub.in_flight()})
+        # A store that cannot take writes (full disk, read-only file, stopped writer) makes the Hub useless for
+        # new work while it still answers: say "degraded" with 503, so probes and `agen status` see it.
+        store = hub.store.health()
+        status = "degraded" if not store.ok else "shutting_down" if hub.draining else "ok"
+        return JSONResponse(
+            {"status": status, "shutting_down": hub.draining, "in_flight": hub.in_flight(), "store": store.to_dict()},
+            status_code=200 if store.ok else 503,
+        )
 
     async def ready(request: Request) -> Response:
         if hub.draining:

@@ -46,6 +46,9 @@ class PluginManifest(StandardModel):
     author: str | Author | None = None
 
 
+_STARTUP = "Milliseconds agen waits for the server to start and answer initialize (default 30000, at most 600000)."
+
+
 class StdioServer(StandardModel):
     """An MCP server started as a child process; ``command: "agen"`` means this agen executable."""
 
@@ -54,6 +57,7 @@ class StdioServer(StandardModel):
     args: list[str] = []
     env: dict[str, str] = {}
     cwd: str | None = None
+    startup_timeout_ms: int | None = Field(default=None, gt=0, le=600_000, description=_STARTUP)
 
 
 class HttpServer(StandardModel):
@@ -62,6 +66,7 @@ class HttpServer(StandardModel):
     type: Literal["http", "streamable-http"]
     url: HttpUrl
     headers: dict[str, str] = {}
+    startup_timeout_ms: int | None = Field(default=None, gt=0, le=600_000, description=_STARTUP)
 
 
 def _server_shape(value: Any) -> str | None:

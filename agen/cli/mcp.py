@@ -18,13 +18,21 @@ def register(app: typer.Typer) -> None:
 
     @mcp.command("workspace")
     def workspace(
-        root: Annotated[str, typer.Option("--root", help="Directory every path is confined to.")],
+        root: Annotated[str, typer.Option("--root", help="Directory the file tools are confined to (run starts in it, unconfined).")],
         no_run: Annotated[bool, typer.Option("--no-run", help="Leave out the run (shell) tool.")] = False,
         run_timeout: Annotated[
             str, typer.Option("--run-timeout", help="Default timeout of run, e.g. 2m (at most 10m).")
         ] = "2m",
     ) -> None:
-        """Serve read, write, edit, glob, grep and run inside ROOT (`..`, absolute paths and symlinks out are refused)."""
+        """Serve read, write, edit, glob, grep and run (stdio MCP) over ROOT.
+
+        The file tools are confined to ROOT: `..` that climbs out, absolute paths outside it
+        and symlinks that lead outside are refused. run is NOT confined and is not a sandbox:
+        it runs `sh -c COMMAND` in ROOT as your user, so the command can read and write any
+        path you can and use the network. run returns when the shell exits; on timeout, and
+        when the server exits, every process the command started is killed (setsid children
+        included; on Linux). Use --no-run to leave it out.
+        """
         import os
 
         from agen.errors import InvalidError
@@ -44,7 +52,14 @@ def register(app: typer.Typer) -> None:
             str, typer.Option("--dsn-env", help="Environment variable holding the DSN (sqlite:///path.db, postgres://...).")
         ] = "AGEN_SQL_DSN",
     ) -> None:
-        """Serve read-only SQL queries (row-capped; writes refused) against the database named by --dsn-env."""
+        """Serve read-only SQL queries (row-capped) against the database named by --dsn-env.
+
+        Runs SELECT, WITH, EXPLAIN and VALUES, plus only these PRAGMAs (as PRAGMA name or
+        PRAGMA name(arg), never name = value): table_info, table_xinfo, table_list,
+        index_list, index_info, index_xinfo, foreign_key_list, database_list. Writes and
+        other PRAGMAs are refused before they reach the database; a statement SQLite cannot
+        parse is reported as a syntax error with SQLite's message.
+        """
         from agen.errors import InvalidError
         from agen.mcpservers.sql import serve
 

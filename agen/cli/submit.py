@@ -107,7 +107,8 @@ def hub_is_live(url: str) -> bool:
     import httpx
 
     try:
-        return httpx.get(url.rstrip("/") + "/health", timeout=1.0).status_code == 200
+        # 503 is a live Hub whose store is degraded: use it (and hear its error), never start a second one.
+        return httpx.get(url.rstrip("/") + "/health", timeout=1.0).status_code in (200, 503)
     except httpx.HTTPError:
         return False
 

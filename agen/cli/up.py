@@ -15,7 +15,8 @@ def up(
     store: Annotated[str | None, typer.Option("--store", help="Store URL (default: sqlite in AGEN_HOME).",
                                               show_default=False)] = None,
     retention: Annotated[str, typer.Option(
-        "--retention", help="Delete spans, log lines and trigger events older than this (0 keeps them).")] = "720h",
+        "--retention", help="Delete spans, log lines, trigger events and replay cassettes older than this "
+        "(0 keeps them).")] = "720h",
     headless: Annotated[bool, typer.Option("--headless", help="Run without the terminal UI.")] = False,
     backend: Annotated[str, typer.Option(
         "--backend", help="Instance backend: inproc (asyncio workers in this process) or process (one child "

@@ -1,22 +1,41 @@
-"""Run one shell command for the workspace server: own process group, capped output, hard timeout.
+"""Run one shell command for the workspace server, and make sure nothing it starts outlives it.
 
-On timeout the whole process group gets SIGTERM, then SIGKILL after a grace period,
-so nothing the command started outlives it.
+Each command runs with ``sh -c`` in its own session (so in its own process group) and
+with ``AGEN_RUN_MARK=<server token>:<n>`` in its environment. A process that leaves the
+group (``setsid``, a double fork) still inherits that variable, so "everything this
+command started" is: the group, plus every process whose environment carries the mark
+(read from ``/proc/<pid>/environ``; Linux). On timeout all of them get SIGTERM, then
+SIGKILL after a grace period; when the server exits (stdin closed, SIGTERM, SIGHUP)
+every process carrying the server's token gets SIGKILL. What escapes: a process that
+both leaves the group and clears its environment, or anything left behind when the
+server itself is SIGKILLed (e.g. agen died and the parent-death signal fired).
+
+The call returns when the shell exits: output goes through a pipe that is read while
+the shell runs; at its exit what is buffered is taken and the rest is discarded in the
+background, so a child left running in the background does not hold the call open.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import os
+import secrets
 import signal
+import subprocess
+import sys
 from dataclasses import dataclass
 
 DEFAULT_TIMEOUT_S = 120.0
 MAX_TIMEOUT_S = 600.0
 OUTPUT_CAP = 30_000
 KILL_GRACE_S = 2.0
-_DRAIN_AFTER_EXIT_S = 1.0
+MARK_VAR = "AGEN_RUN_MARK"
+_SERVER_TOKEN = secrets.token_hex(8)
+_numbers = itertools.count(1)
+_groups: set[int] = set()  # process groups of commands whose group may still have members
+_READ_CHUNK = 65536
 
 
 @dataclass
@@ -79,52 +98,156 @@ def group_alive(pgid: int) -> bool:
     return True
 
 
-async def kill_group(pgid: int, grace_s: float = KILL_GRACE_S) -> None:
-    """SIGTERM the process group, then SIGKILL whatever is left after ``grace_s``."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGTERM)
+def marked_pids(mark: str) -> list[int]:
+    """Processes whose environment has ``AGEN_RUN_MARK=<mark>`` (or, for a mark ending in ``:``, any
+    value starting with it: every command of this server)."""
+    if not sys.platform.startswith("linux"):
+        return []
+    needle = b"\0" + f"{MARK_VAR}={mark}".encode() + (b"" if mark.endswith(":") else b"\0")
+    me = os.getpid()
+    found: list[int] = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                environ = f.read()
+        except OSError:
+            continue
+        if needle in b"\0" + environ + b"\0":
+            found.append(int(name))
+    return found
+
+
+def _signal_all(prefix: str, groups: set[int], sig: int) -> bool:
+    """Send ``sig`` to the groups and the marked processes; True if any was there to get it."""
+    hit = False
+    for pgid in list(groups):
+        try:
+            os.killpg(pgid, sig)
+            hit = True
+        except ProcessLookupError:
+            groups.discard(pgid)
+        except PermissionError:
+            pass
+    for pid in marked_pids(prefix):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+            hit = True
+    return hit
+
+
+def _alive(prefix: str, groups: set[int]) -> bool:
+    return any(group_alive(g) for g in groups) or bool(marked_pids(prefix))
+
+
+async def stop_command(mark: str, pgid: int, grace_s: float = KILL_GRACE_S) -> None:
+    """SIGTERM everything the command started, then SIGKILL what is left after ``grace_s``."""
+    groups = {pgid}
+    _signal_all(mark, groups, signal.SIGTERM)
     for _ in range(int(grace_s / 0.05)):
-        if not group_alive(pgid):
-            return
+        if not _alive(mark, groups):
+            break
         await asyncio.sleep(0.05)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
+    for _ in range(10):  # a process may fork while it is being killed: look again until none is left
+        if not _signal_all(mark, groups, signal.SIGKILL):
+            break
+        await asyncio.sleep(0.02)
+    _groups.discard(pgid)
+
+
+def stop_everything() -> None:
+    """SIGKILL every process any command of this server started (called as the server exits)."""
+    for _ in range(10):
+        if not _signal_all(f"{_SERVER_TOKEN}:", _groups, signal.SIGKILL):
+            break
+
+
+def stop_everything_on_exit() -> None:
+    """Run stop_everything when the server is told to stop (SIGTERM, SIGHUP), then die of that signal."""
+
+    def handler(sig: int, _frame: object) -> None:
+        stop_everything()
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, handler)
+
+
+class _PipeReader:
+    """Reads the command's output pipe on the event loop; after ``finish`` it only discards."""
+
+    def __init__(self, fd: int, out: _Capped) -> None:
+        os.set_blocking(fd, False)
+        self.fd = fd
+        self.out: _Capped | None = out
+        self.loop = asyncio.get_running_loop()
+        self.open = True
+        self.loop.add_reader(fd, self._read, 16)
+
+    def _read(self, max_chunks: int) -> None:
+        for _ in range(max_chunks):
+            try:
+                chunk = os.read(self.fd, _READ_CHUNK)
+            except BlockingIOError:
+                return
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self._close()
+                return
+            if self.out is not None:
+                self.out.add(chunk)
+
+    def finish(self) -> None:
+        """Take what is in the pipe now (all the exited shell wrote), then stop collecting."""
+        if self.open:
+            self._read(64)
+        self.out = None
+
+    def _close(self) -> None:
+        if self.open:
+            self.open = False
+            self.loop.remove_reader(self.fd)
+            os.close(self.fd)
 
 
 async def run_command(command: str, cwd: str, timeout_s: float, cap: int = OUTPUT_CAP) -> RunResult:
-    """Run ``command`` with ``sh -c`` in ``cwd``; stdout and stderr together, capped."""
-    proc = await asyncio.create_subprocess_shell(
-        command,
-        cwd=cwd,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        start_new_session=True,
-    )
-    out = _Capped(cap)
-    assert proc.stdout is not None
-    stdout = proc.stdout
-
-    async def pump() -> None:
-        while chunk := await stdout.read(65536):
-            out.add(chunk)
-
-    reader = asyncio.create_task(pump())
-    timed_out = False
+    """Run ``command`` with ``sh -c`` in ``cwd``; stdout and stderr together, capped; returns at the shell's exit."""
+    mark = f"{_SERVER_TOKEN}:{next(_numbers)}"
+    read_fd, write_fd = os.pipe()
     try:
+        proc = await asyncio.create_subprocess_exec(
+            "/bin/sh", "-c", command,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=write_fd,
+            stderr=write_fd,
+            start_new_session=True,
+            env={**os.environ, MARK_VAR: mark},
+        )
+    except BaseException:
+        os.close(read_fd)
+        raise
+    finally:
+        os.close(write_fd)
+    _groups.add(proc.pid)
+    out = _Capped(cap)
+    reader = _PipeReader(read_fd, out)
+    timed_out = False
+    try:  # no pipe of asyncio's own, so wait() returns at the shell's exit, not when its children close stdout
         await asyncio.wait_for(proc.wait(), timeout=timeout_s)
     except TimeoutError:
         timed_out = True
-        await kill_group(proc.pid)
+        await stop_command(mark, proc.pid)
         await proc.wait()
     except asyncio.CancelledError:
-        await kill_group(proc.pid, grace_s=0.5)
+        await stop_command(mark, proc.pid, grace_s=0.5)
         raise
-    # Background children may keep the pipe open; read what is there, then stop waiting.
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(asyncio.shield(reader), timeout=_DRAIN_AFTER_EXIT_S)
-    reader.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await reader
+    finally:
+        reader.finish()
+    if not group_alive(proc.pid):
+        _groups.discard(proc.pid)
     text, dropped = out.text()
     return RunResult(None if timed_out else proc.returncode, text, timed_out, dropped)

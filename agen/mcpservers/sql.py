@@ -2,8 +2,11 @@
 
 Run as ``agen mcp sql [--dsn-env NAME]``; the DSN comes from that environment variable
 (default AGEN_SQL_DSN) so credentials stay out of argv. SQLite opens with ``mode=ro``
-and ``PRAGMA query_only``; Postgres sessions are read-only transactions. Results are
-capped at ROW_CAP rows, with a note when rows were left out.
+and ``PRAGMA query_only``; Postgres sessions are read-only transactions. Only the read
+PRAGMAs in READ_PRAGMAS run (a PRAGMA can switch ``query_only`` off, and SQLite applies
+many PRAGMAs while compiling, so they are checked before anything reaches SQLite).
+A statement SQLite cannot parse is reported as a syntax error with SQLite's message.
+Results are capped at ROW_CAP rows, with a note when rows were left out.
 """
 
 from __future__ import annotations
@@ -20,11 +23,22 @@ ROW_CAP = 500
 CELL_CAP = 500
 DEFAULT_DSN_ENV = "AGEN_SQL_DSN"
 _READ_VERBS = {"select", "with", "explain", "values", "pragma", "show", "table"}
+# PRAGMAs that only describe the schema; every other PRAGMA (query_only, writable_schema, ...) is refused.
+READ_PRAGMAS = (
+    "table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
+    "foreign_key_list", "database_list",
+)
+_EXPLAIN = re.compile(r"^explain\s+(query\s+plan\s+)?", re.I)
+_PRAGMA = re.compile(r"pragma\s+(?:\w+\s*\.\s*)?(\w+)\s*(.*)$", re.I | re.S)
 _WRITE_ERRORS = ("readonly", "read-only", "query_only", "read only")
 
 
 class ReadOnlyError(ValueError):
     """A statement tried to change the database."""
+
+
+class SqlSyntaxError(ValueError):
+    """The database could not parse the statement."""
 
 
 @dataclass
@@ -59,12 +73,32 @@ class Database(Protocol):
 
 def check_read_only(sql: str) -> None:
     """Refuse statements that are not reads before they reach the database (the DB refuses too)."""
-    stripped = re.sub(r"^(\s|--[^\n]*\n|/\*.*?\*/)+", "", sql, flags=re.S)
+    stripped = _strip_comments(sql)
     verb = (stripped.split(None, 1) or [""])[0].lower().rstrip(";(")
     if verb not in _READ_VERBS:
         raise ReadOnlyError(
             f"this SQL server is read-only, so {verb.upper() or 'an empty statement'} is refused; "
-            "only SELECT, WITH, EXPLAIN, VALUES and read PRAGMAs run"
+            f"only SELECT, WITH, EXPLAIN, VALUES and the read PRAGMAs ({', '.join(READ_PRAGMAS)}) run"
+        )
+    body = _EXPLAIN.sub("", stripped)
+    if body[:6].lower() == "pragma":
+        check_pragma(body)
+
+
+def _strip_comments(sql: str) -> str:
+    return re.sub(r"^(\s|--[^\n]*\n|/\*.*?\*/)+", "", sql, flags=re.S)
+
+
+def check_pragma(statement: str) -> None:
+    """Allow ``PRAGMA [schema.]name`` or ``PRAGMA name(arg)`` for the names in READ_PRAGMAS only."""
+    m = _PRAGMA.match(statement.strip().rstrip(";").strip())
+    name = m.group(1).lower() if m else ""
+    rest = m.group(2).strip() if m else ""
+    if name not in READ_PRAGMAS or rest.startswith("="):
+        shown = statement.strip().split("\n", 1)[0][:80]
+        raise ReadOnlyError(
+            f"this SQL server is read-only, so {shown!r} is refused; only these PRAGMAs run, "
+            f"as PRAGMA name or PRAGMA name(arg): {', '.join(READ_PRAGMAS)}"
         )
 
 
@@ -76,11 +110,17 @@ class SqliteDatabase:
         self.conn.execute("PRAGMA query_only = ON")
 
     def query(self, sql: str, params: Sequence[Any] | None) -> Rows:
+        body = _EXPLAIN.sub("", _strip_comments(sql))
+        if body[:6].lower() == "pragma":
+            check_pragma(body)  # before SQLite compiles it: some PRAGMAs act at compile time
+        self._compile(body, params)
         check_read_only(sql)
         try:
             cur = self.conn.execute(sql, tuple(params or ()))
             fetched = cur.fetchmany(ROW_CAP + 1)
         except sqlite3.Error as e:
+            if "syntax error" in str(e) or "incomplete input" in str(e):
+                raise SqlSyntaxError(f"SQL syntax error: {e}; fix the statement and try again") from None
             if any(w in str(e).lower() for w in _WRITE_ERRORS):
                 raise ReadOnlyError(f"this SQL server is read-only; the database refused a write ({e})") from None
             raise
@@ -88,6 +128,18 @@ class SqliteDatabase:
             self.conn.rollback()
         columns = [d[0] for d in cur.description or ()]
         return Rows(columns, fetched[:ROW_CAP], len(fetched) > ROW_CAP)
+
+    def _compile(self, sql: str, params: Sequence[Any] | None) -> None:
+        """Let SQLite parse the statement without running it (EXPLAIN), so a typo reads as one."""
+        try:
+            self.conn.execute(f"EXPLAIN {sql}", tuple(params or ())).fetchmany(1)
+        except sqlite3.ProgrammingError:
+            return  # e.g. several statements or a wrong parameter count: the real run says so
+        except sqlite3.Error as e:
+            if "syntax error" in str(e) or "incomplete input" in str(e):
+                raise SqlSyntaxError(f"SQL syntax error: {e}; fix the statement and try again") from None
+        finally:
+            self.conn.rollback()
 
     def tables(self) -> list[str]:
         rows = self.conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table','view') ORDER BY name")
@@ -150,10 +202,12 @@ def build_server(db: Database) -> Any:
 
     @server.tool(annotations=ro)
     def query(sql: str, params: list[Any] | None = None) -> str:
-        """Run one read-only SQL query (SELECT/WITH/EXPLAIN); at most 500 rows come back."""
+        """Run one read-only SQL query (SELECT/WITH/EXPLAIN/VALUES, or PRAGMA table_info/table_xinfo/
+        table_list/index_list/index_info/index_xinfo/foreign_key_list/database_list); at most 500 rows
+        come back."""
         try:
             return db.query(sql, params).render()
-        except ReadOnlyError as e:
+        except (ReadOnlyError, SqlSyntaxError) as e:
             raise ToolError(str(e)) from None
         except Exception as e:
             raise ToolError(f"query failed: {e}") from None

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from agen.errors import AgenError
+from agen.errors import AgenError, FencedError
 from agen.nest.executor import ExecResult, Executor
 from agen.nest.port import Assignment, HubPort, InstanceReport, LeasedTask, LeaseRef
 from agen.store import now_ms
@@ -140,6 +140,9 @@ class Instance:
             with contextlib.suppress(AgenError):  # drained: give it back, its run resumes elsewhere
                 await self.port.release(task.ref, count_attempt=False,
                                         reason="instance stopped while the task ran")
+            return None
+        except FencedError as e:  # normal after a lease moved on: another holder owns the run; nothing to report
+            log.info("task %s: fenced off, another holder owns its run now: %s", task.id, e)
             return None
         except Exception as e:
             log.exception("task %s failed inside the instance", task.id)

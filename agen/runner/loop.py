@@ -28,6 +28,7 @@ from agen.runner.resume import patch_history, plan_repair
 from agen.runner.state import EventSink, RunState, call_dicts
 from agen.runner.tools.base import Tool, Toolset
 from agen.runner.tools.builtin import FINISH, FinishTool, builtin_tools
+from agen.runner.tools.wire_names import by_wire_name
 from agen.runner.turn import TurnFailed, TurnPolicy, model_turn
 from agen.runner.types import Outcome, RunRequest, RunResult
 from agen.store.base import Store, loads
@@ -97,7 +98,7 @@ class Runner:
                 tools.extend(self.extras.tools())
             for ts in self.toolsets:
                 tools.extend(await ts.start())
-            self.tools = {t.wire_name: t for t in tools}
+            self.tools = by_wire_name(tools)  # two tools with one model-facing name are refused
             self._plain = None
             self._started = True
 
@@ -164,6 +165,7 @@ class Runner:
         return result
 
     def _add_run_tools(self, st: RunState, tools: list[Tool]) -> None:
+        by_wire_name([*self.tools.values(), *tools])  # a per-run server must not hide another tool
         st.tools.update(self._visible(st.req, {t.wire_name: t for t in tools}))
         st.specs = [t.spec() for t in st.tools.values()]
 

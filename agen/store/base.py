@@ -16,6 +16,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
@@ -131,6 +132,22 @@ class Tx(Protocol):
         """Run ``callback`` on the writer thread once this transaction has committed."""
 
 
+@dataclass(frozen=True)
+class StoreHealth:
+    """Whether the store takes writes now: ``/health`` shows it, so a full disk is not reported as ``ok``."""
+
+    ok: bool = True
+    error: str | None = None
+    since_ms: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"ok": self.ok}
+        if not self.ok:
+            out["error"] = self.error
+            out["since_ms"] = self.since_ms
+        return out
+
+
 class Store(abc.ABC):
     """Port implemented by SQLite (local) and, later, Postgres (distributed)."""
 
@@ -164,6 +181,10 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def wait_for_events(self, after_seq: int, timeout_s: float) -> int:
         """Wait until an event with seq > after_seq commits here (or timeout); returns latest seq."""
+
+    def health(self) -> StoreHealth:
+        """The store's write health; adapters that cannot tell say ok."""
+        return StoreHealth()
 
     @abc.abstractmethod
     async def close(self) -> None: ...

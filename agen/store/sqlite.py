@@ -12,38 +12,33 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import logging
 import os
 import queue
 import sqlite3
 import threading
 import urllib.parse
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import aiosqlite
 
+from agen._home import prepare_store_file
 from agen.errors import AgenError, StoreError, UnavailableError
-from agen.store.base import Params, Row, Store, Tx, dumps, new_ulid, now_ms
+from agen.store._sqlite_errors import TransactionLost, is_fault, map_error
+from agen.store._sqlite_tx import SQLiteTx, dict_row
+from agen.store.base import Params, Row, Store, StoreHealth, Tx, now_ms
 from agen.store.migrate import applied_version, migrate_sqlite
 
 T = TypeVar("T")
+log = logging.getLogger("agen.store")
 
 MAX_BATCH = 512
 BUSY_TIMEOUT_MS = 10_000
 # The writer's page cache (KiB; SQLite's default is 2 MiB): the hot task/event/run index pages stay in
 # memory instead of being looked up in the WAL and read again on every statement.
 CACHE_KIB = 65_536
-
-
-_EVENT_SQL = (
-    "INSERT INTO events (id, namespace, type, severity, deployment, task_id, run_id, labels, data, dedupe_key,"
-    " created_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING"
-)
-
-
-def _dict_row(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> Row:
-    return {d[0]: v for d, v in zip(cursor.description, row, strict=True)}
 
 
 def _configure(conn: sqlite3.Connection, synchronous: str) -> None:
@@ -54,81 +49,21 @@ def _configure(conn: sqlite3.Connection, synchronous: str) -> None:
     conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
 
 
-class _Tx:
-    """Tx over the writer's connection; valid only inside one transaction function."""
-
-    __slots__ = ("_callbacks", "_conn", "max_event_seq", "now_ms")
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._conn = conn
-        self.now_ms = now_ms()
-        self.max_event_seq = 0
-        self._callbacks: list[Callable[[], None]] = []
-
-    def execute(self, sql: str, params: Params = ()) -> int:
-        return self._conn.execute(sql, params).rowcount
-
-    def executemany(self, sql: str, rows: Iterable[Params]) -> int:
-        return self._conn.executemany(sql, rows).rowcount
-
-    def one(self, sql: str, params: Params = ()) -> Row | None:
-        cur = self._conn.execute(sql, params)
-        row = cur.fetchone()
-        return None if row is None else _dict_row(cur, row)
-
-    def all(self, sql: str, params: Params = ()) -> list[Row]:
-        cur = self._conn.execute(sql, params)
-        return [_dict_row(cur, r) for r in cur.fetchall()]
-
-    def scalar(self, sql: str, params: Params = ()) -> Any:
-        row = self._conn.execute(sql, params).fetchone()
-        return None if row is None else row[0]
-
-    def event(
-        self,
-        namespace: str,
-        type: str,
-        *,
-        severity: str = "info",
-        deployment: str | None = None,
-        task_id: str | None = None,
-        run_id: str | None = None,
-        labels: Mapping[str, str] | str | None = None,
-        data: Mapping[str, Any] | None = None,
-        dedupe_key: str | None = None,
-    ) -> int | None:
-        cur = self._conn.execute(
-            _EVENT_SQL,
-            (
-                new_ulid(), namespace, type, severity, deployment, task_id, run_id,
-                labels if isinstance(labels, str) else dumps(dict(labels)) if labels else "{}",
-                dumps(dict(data)) if data else "{}", dedupe_key, self.now_ms,
-            ),
-        )
-        if cur.rowcount == 0:
-            return None
-        seq: int = cur.lastrowid or 0
-        if seq > self.max_event_seq:
-            self.max_event_seq = seq
-        return seq
-
-    def after_commit(self, callback: Callable[[], None]) -> None:
-        self._callbacks.append(callback)
-
-
 _Item = tuple[Callable[[Tx], Any], "asyncio.AbstractEventLoop | None", Any]
 
 
 class SQLiteStore(Store):
     """The local Store: a SQLite file in WAL mode."""
 
-    def __init__(self, path: str | Path, *, synchronous: str = "NORMAL", readers: int = 2) -> None:
+    def __init__(self, path: str | Path, *, synchronous: str = "NORMAL", readers: int = 2,
+                 poll_s: float = 0.5) -> None:
         self.path = Path(path)
         self.url = f"sqlite:{self.path}"
         if synchronous.upper() not in ("NORMAL", "FULL", "OFF"):
             raise StoreError(f"synchronous must be NORMAL, FULL or OFF (got {synchronous!r})")
         self._synchronous = synchronous.upper()
         self._n_readers = max(1, readers)
+        self._poll_s = poll_s  # how often wait_for_events looks for other processes' commits
         self._readers: list[aiosqlite.Connection] = []
         self._next_reader = 0
         self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
@@ -141,6 +76,11 @@ class SQLiteStore(Store):
         self._read_pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._read_local = threading.local()
         self._read_conns: list[sqlite3.Connection] = []
+        # Why writes fail now (message, since_ms); the writer thread sets and clears it, /health reads it.
+        self._fault: tuple[str, int] | None = None
+        self._writer_stopped: str | None = None  # set once the writer thread has ended on an error
+        self._gate = threading.Lock()  # orders "queue a write" against "the writer stopped, fail the queue"
+        self._current: list[_Item] = []  # the batch the writer is running
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -155,7 +95,7 @@ class SQLiteStore(Store):
             conn = await aiosqlite.connect(store.path)
             await conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             await conn.execute("PRAGMA foreign_keys=ON")
-            conn.row_factory = _dict_row  # type: ignore[assignment]
+            conn.row_factory = dict_row  # type: ignore[assignment]
             store._readers.append(conn)
         store._latest_seq = int(await store.scalar("SELECT COALESCE(MAX(seq), 0) FROM events") or 0)
         return store
@@ -168,7 +108,7 @@ class SQLiteStore(Store):
         return store
 
     def _start_writer(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        prepare_store_file(self.path)  # 0600 before SQLite writes a byte; looser modes are warned about
         ready: concurrent.futures.Future[int] = concurrent.futures.Future()
         self._thread = threading.Thread(
             target=self._writer_main, args=(ready,), name=f"agen-store-writer:{self.path.name}", daemon=True
@@ -182,8 +122,9 @@ class SQLiteStore(Store):
     async def close(self) -> None:
         if self._closed:
             return
-        self._closed = True
-        self._queue.put(None)
+        with self._gate:
+            self._closed = True
+            self._queue.put(None)
         if self._thread is not None:
             await asyncio.to_thread(self._thread.join)
         if self._read_pool is not None:
@@ -197,27 +138,39 @@ class SQLiteStore(Store):
     def close_sync(self) -> None:
         if self._closed:
             return
-        self._closed = True
-        self._queue.put(None)
+        with self._gate:
+            self._closed = True
+            self._queue.put(None)
         if self._thread is not None:
             self._thread.join()
 
     # -- writes ----------------------------------------------------------------------------
 
     async def write(self, fn: Callable[[Tx], T]) -> T:
-        if self._closed:
-            raise UnavailableError("the store is closed", store=self.url)
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[T] = loop.create_future()
-        self._queue.put((fn, loop, fut))
+        self._submit((fn, loop, fut))
         return await fut
 
     def write_sync(self, fn: Callable[[Tx], T]) -> T:
-        if self._closed:
-            raise UnavailableError("the store is closed", store=self.url)
         fut: concurrent.futures.Future[T] = concurrent.futures.Future()
-        self._queue.put((fn, None, fut))
+        self._submit((fn, None, fut))
         return fut.result()
+
+    def _submit(self, item: _Item) -> None:
+        """Queue a write, or refuse it at once: a write queued to a stopped writer would wait for ever."""
+        with self._gate:
+            if self._closed:
+                raise UnavailableError("the store is closed", store=self.url)
+            if self._writer_stopped is not None:
+                raise StoreError(self._writer_stopped, store=str(self.path))
+            self._queue.put(item)
+
+    def health(self) -> StoreHealth:
+        fault = self._fault
+        if fault is None:
+            return StoreHealth()
+        return StoreHealth(ok=False, error=fault[0], since_ms=fault[1])
 
     def _writer_main(self, ready: concurrent.futures.Future[int]) -> None:
         try:
@@ -227,12 +180,14 @@ class SQLiteStore(Store):
         except AgenError as e:
             ready.set_exception(e)
             return
-        except sqlite3.Error as e:
+        except Exception as e:  # sqlite3.Error, OSError, ...: open() must fail, never wait for ever
             ready.set_exception(StoreError(f"cannot open the store {self.path}: {e}", store=str(self.path)))
             return
         ready.set_result(version)
         try:
             self._writer_loop(conn)
+        except BaseException as e:  # the thread ends here; every waiting caller must hear of it
+            self._stop_writer(e)
         finally:
             conn.close()
 
@@ -253,66 +208,142 @@ class SQLiteStore(Store):
                     stop = True
                     break
                 batch.append(nxt)
-            self._run_batch(conn, batch)
+            self._current = batch
+            try:
+                self._run_batch(conn, batch)
+            except Exception as e:  # a bug of ours: fail this batch, keep serving the next ones
+                log.exception("store %s: a write batch failed unexpectedly", self.path)
+                self._abandon(conn)
+                self._resolve(batch, [(None, self._batch_error(e))] * len(batch))
+            self._current = []
             if stop:
                 return
 
+    def _stop_writer(self, e: BaseException) -> None:
+        """The writer thread is ending on an error: fail its batch and everything queued, refuse new writes."""
+        msg = (f"the store {self.path} stopped taking writes after an internal error ({type(e).__name__}: {e}); "
+               "restart agen")
+        log.critical("store %s: the writer stopped: %s: %s", self.path, type(e).__name__, e)
+        with self._gate:
+            self._writer_stopped = msg
+            self._fault = (msg, now_ms())
+            pending = list(self._current)
+            while True:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if item is not None:
+                    pending.append(item)
+        err = StoreError(msg, store=str(self.path))
+        self._resolve(pending, [(None, err)] * len(pending))
+
     def _run_batch(self, conn: sqlite3.Connection, batch: list[_Item]) -> None:
-        results: list[tuple[Any, BaseException | None]] = []
-        callbacks: list[Callable[[], None]] = []
-        max_seq = 0
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as e:
-            err: AgenError = UnavailableError(f"the store {self.path} is busy or unreadable: {e}; retry", store=str(self.path))
+            self._note_fault(f"cannot start a write transaction: {e}")
+            err: AgenError = UnavailableError(f"the store {self.path} is busy or unwritable: {e}; retry",
+                                              store=str(self.path))
             self._resolve(batch, [(None, err)] * len(batch))
             return
+        changes = conn.total_changes
+        try:
+            results, callbacks, max_seq = self._run_functions(conn, batch)
+            if conn.in_transaction:  # a lone function that failed was rolled back already
+                conn.execute("COMMIT")
+        except Exception as e:  # SQLite ended the transaction, or BEGIN/SAVEPOINT/COMMIT failed
+            self._abandon(conn)
+            if not isinstance(e, TransactionLost) or is_fault(e.__cause__):  # a function's own ROLLBACK is not
+                self._note_fault(str(e.__cause__ or e))
+            self._resolve(batch, [(None, self._batch_error(e))] * len(batch))
+            return
+        if conn.total_changes > changes:
+            self._note_ok()
+        try:
+            self._after_commit(callbacks)
+        finally:  # a callback that ends the thread must not leave committed callers waiting
+            if max_seq and self._loop is not None:
+                with contextlib.suppress(RuntimeError):
+                    self._loop.call_soon_threadsafe(self._note_seq, max_seq)
+            self._resolve(batch, results)
+
+    def _run_functions(
+        self, conn: sqlite3.Connection, batch: list[_Item]
+    ) -> tuple[list[tuple[Any, BaseException | None]], list[Callable[[], None]], int]:
+        """Run each function in the open transaction (a savepoint each when several share it)."""
+        results: list[tuple[Any, BaseException | None]] = []
+        callbacks: list[Callable[[], None]] = []
+        max_seq = 0
         single = len(batch) == 1
         for fn, _loop, _fut in batch:
-            tx = _Tx(conn)
+            tx = SQLiteTx(conn)
             if not single:
                 conn.execute("SAVEPOINT t")
             try:
                 value = fn(tx)
             except BaseException as e:  # the caller gets its own exception back
+                if not conn.in_transaction:  # SQLite rolled back everything (disk full), or fn did
+                    raise TransactionLost(str(e)) from e
                 if single:
                     conn.execute("ROLLBACK")
                 else:
                     conn.execute("ROLLBACK TO t")
                     conn.execute("RELEASE t")
-                results.append((None, _map_error(e, self.path)))
+                if is_fault(e):
+                    self._note_fault(str(e))
+                results.append((None, map_error(e, self.path)))
                 continue
+            if not conn.in_transaction:
+                raise TransactionLost("a transaction function ended the transaction itself (COMMIT or ROLLBACK)")
             if not single:
                 conn.execute("RELEASE t")
             results.append((value, None))
             callbacks.extend(tx._callbacks)
             max_seq = max(max_seq, tx.max_event_seq)
+        return results, callbacks, max_seq
+
+    def _after_commit(self, callbacks: list[Callable[[], None]]) -> None:
+        for cb in callbacks:
+            try:
+                cb()
+            except Exception:  # the write is committed; the callback's failure is ours to report, not the caller's
+                log.exception("store %s: an after-commit callback (%s) failed",
+                              self.path, getattr(cb, "__qualname__", repr(cb)))
+
+    def _abandon(self, conn: sqlite3.Connection) -> None:
+        """Leave no transaction open after a failure (SQLite may have rolled back already)."""
         if conn.in_transaction:
             try:
-                conn.execute("COMMIT")
+                conn.execute("ROLLBACK")
             except sqlite3.Error as e:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK")
-                err = StoreError(f"commit failed on {self.path}: {e}", store=str(self.path))
-                results = [(None, err)] * len(batch)
-                callbacks, max_seq = [], 0
-        for cb in callbacks:
-            with contextlib.suppress(Exception):
-                cb()
-        if max_seq and self._loop is not None:
-            with contextlib.suppress(RuntimeError):
-                self._loop.call_soon_threadsafe(self._note_seq, max_seq)
-        self._resolve(batch, results)
+                log.warning("store %s: rollback after a failed write also failed: %s", self.path, e)
+
+    def _batch_error(self, e: BaseException) -> StoreError:
+        if isinstance(e, TransactionLost):
+            why = f"SQLite rolled the transaction back ({e})"
+        else:
+            why = f"{type(e).__name__}: {e}" if not isinstance(e, sqlite3.Error) else str(e)
+        return StoreError(f"write failed on {self.path}: {why}; nothing in this batch was saved. Retry; if it "
+                          "keeps failing, check free disk space and that the store file is writable",
+                          store=str(self.path))
+
+    def _note_fault(self, error: str) -> None:
+        if self._fault is None:
+            log.error("store %s cannot be written: %s (logged once; another line when it clears)", self.path, error)
+            self._fault = (f"cannot write: {error}", now_ms())
+
+    def _note_ok(self) -> None:
+        if self._fault is not None and self._writer_stopped is None:
+            log.warning("store %s takes writes again (the fault since %d ms cleared)", self.path, self._fault[1])
+            self._fault = None
 
     @staticmethod
     def _resolve(batch: list[_Item], results: list[tuple[Any, BaseException | None]]) -> None:
         by_loop: dict[asyncio.AbstractEventLoop, list[tuple[Any, Any, BaseException | None]]] = {}
         for (_fn, loop, fut), (value, exc) in zip(batch, results, strict=True):
             if loop is None:
-                if exc is None:
-                    fut.set_result(value)
-                else:
-                    fut.set_exception(exc)
+                _settle([(fut, value, exc)])
             else:
                 by_loop.setdefault(loop, []).append((fut, value, exc))
         for loop, items in by_loop.items():
@@ -349,11 +380,11 @@ class SQLiteStore(Store):
         try:
             conn.execute("BEGIN")
             try:
-                return fn(_Tx(conn))
+                return fn(SQLiteTx(conn))
             finally:
                 conn.execute("COMMIT")
         except BaseException as e:
-            raise _map_error(e, self.path) from None
+            raise map_error(e, self.path) from None
 
     async def all(self, sql: str, params: Params = ()) -> list[Row]:
         if not self._readers:
@@ -381,7 +412,7 @@ class SQLiteStore(Store):
             ev = self._seq_changed
             assert ev is not None
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(ev.wait(), timeout=min(remaining, 0.5))
+                await asyncio.wait_for(ev.wait(), timeout=min(remaining, self._poll_s))
             seq = int(await self.scalar("SELECT COALESCE(MAX(seq), 0) FROM events") or 0)
             if seq > self._latest_seq:
                 self._note_seq(seq)
@@ -389,22 +420,13 @@ class SQLiteStore(Store):
 
 def _settle(items: list[tuple[Any, Any, BaseException | None]]) -> None:
     for fut, value, exc in items:
-        if fut.done():
+        if fut.done():  # already settled (the writer stopped after resolving it), or cancelled
             continue
-        if exc is None:
-            fut.set_result(value)
-        else:
-            fut.set_exception(exc)
-
-
-def _map_error(e: BaseException, path: Path) -> BaseException:
-    if isinstance(e, sqlite3.IntegrityError):
-        from agen.errors import ConflictError
-
-        return ConflictError(f"the change conflicts with stored data: {e}", store=str(path))
-    if isinstance(e, sqlite3.Error):
-        return StoreError(f"store error on {path}: {e}", store=str(path))
-    return e
+        with contextlib.suppress(asyncio.InvalidStateError, concurrent.futures.InvalidStateError):
+            if exc is None:
+                fut.set_result(value)
+            else:
+                fut.set_exception(exc)
 
 
 def read_schema_version(path: str | Path) -> int:

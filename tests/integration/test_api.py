@@ -170,7 +170,8 @@ async def test_draining_hub_refuses_new_work_but_answers_health_and_reads(hub: H
         hub.draining = True
         hub.in_flight = lambda: 2
         health = await http.get("/health")
-        assert health.status_code == 200 and health.json() == {"status": "shutting_down", "shutting_down": True, "in_flight": 2}
+        assert health.status_code == 200 and health.json() == {"status": "shutting_down", "shutting_down": True, "in_flight": 2,
+                                                       "store": {"ok": True}}
         ready = await http.get("/ready")
         assert ready.status_code == 503 and ready.json()["reason"] == "draining"
         r = await http.post("/v1/CreateDeployment", json={"files": files_b64(write_bundle(tmp_path / "b"))}, headers=auth)

@@ -163,3 +163,27 @@ async def test_sql_server_reads_sqlite_caps_rows_and_refuses_writes(sales_db: Pa
     finally:
         await ts.close()
     assert sqlite3.connect(sales_db).execute("SELECT COUNT(*) FROM sales").fetchone()[0] == 600
+
+
+async def test_sql_server_runs_only_read_pragmas_and_reports_typos_as_syntax_errors(sales_db: Path) -> None:
+    ts = stdio_toolset(["mcp", "sql"], command="agen", name="sql", env={"AGEN_SQL_DSN": f"sqlite:///{sales_db}"})
+    query = {t.name: t for t in await ts.start()}["sql.query"]
+    try:
+        for statement in ("PRAGMA query_only = 0", "pragma main.query_only=OFF", "EXPLAIN PRAGMA query_only = 0",
+                          "PRAGMA writable_schema = 1", "PRAGMA journal_mode = WAL"):
+            refused = await query.call({"sql": statement}, ctx())
+            assert refused.is_error and "read-only" in refused.content and "table_info" in refused.content, statement
+        still = await query.call({"sql": "PRAGMA table_info(sales)"}, ctx())
+        assert not still.is_error and still.content.splitlines()[1].split("\t")[:3] == ["0", "id", "INTEGER"]
+        listed = await query.call({"sql": "pragma main.table_list"}, ctx())
+        assert not listed.is_error and "sales" in listed.content
+
+        typo = await query.call({"sql": "SELEC region FROM sales"}, ctx())
+        assert typo.is_error and "syntax error" in typo.content and 'near "SELEC"' in typo.content
+        assert "read-only" not in typo.content
+        cut = await query.call({"sql": "SELECT (1"}, ctx())
+        assert cut.is_error and "syntax error" in cut.content
+    finally:
+        await ts.close()
+    conn = sqlite3.connect(f"file:{sales_db}?mode=ro", uri=True)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal"

@@ -52,7 +52,7 @@ async def test_store_written_by_a_newer_schema_is_refused_with_a_clear_error(tmp
     store = await SQLiteStore.open(path)
     await store.close()
     conn = sqlite3.connect(path)
-    conn.execute("INSERT INTO schema_migrations VALUES (9999, 'from_the_future', 0)")
+    conn.execute("INSERT INTO schema_migrations (version, name, applied_ms) VALUES (9999, 'from_the_future', 0)")
     conn.commit()
     conn.close()
     with pytest.raises(SchemaTooNewError) as info:
@@ -127,13 +127,13 @@ async def test_dedupe_key_writes_an_announce_once_event_once(tmp_path: Path) -> 
         await store.close()
 
 
-async def test_wait_for_events_wakes_on_commit(tmp_path: Path) -> None:
-    store = await SQLiteStore.open(tmp_path / "a.db")
+async def test_wait_for_events_is_woken_by_a_local_commit_not_by_polling(tmp_path: Path) -> None:
+    store = await SQLiteStore.open(tmp_path / "a.db", poll_s=3600)  # only a wake can end the wait in time
     try:
-        waiter = asyncio.create_task(store.wait_for_events(0, timeout_s=5))
-        await asyncio.sleep(0.01)
+        waiter = asyncio.create_task(store.wait_for_events(0, timeout_s=3600))
+        await asyncio.sleep(0)  # let it start waiting
         await store.write(lambda tx: tx.event("default", "x"))
-        assert await asyncio.wait_for(waiter, 2) >= 1
+        assert await asyncio.wait_for(waiter, 30) >= 1
     finally:
         await store.close()
 

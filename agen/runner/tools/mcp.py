@@ -1,7 +1,8 @@
 """MCP servers as tools: one toolset per mcp.json server, on the official MCP SDK.
 
 A server's tool ``read`` of server ``workspace`` is registered as ``workspace.read`` and
-sent to the model as ``workspace_read``. Hints decide how the engine treats a call:
+sent to the model as ``workspace_read`` (with a stable hash suffix when that join would be
+ambiguous or too long: see wire_names.py). Hints decide how the engine treats a call:
 side effects unless the server marks it read-only, idempotent (retry-safe, keyed by its
 arguments) from ``idempotentHint`` or config.json tools.<server>.<tool>.idempotent,
 untrusted output from ``openWorldHint`` or ``untrustedOutput``. A call whose server died
@@ -10,7 +11,6 @@ is retried once on a fresh connection only when repeating it is safe.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from agen.bundle.config import ToolHints
@@ -20,9 +20,9 @@ from agen.runner.redact import Redactor
 from agen.runner.secrets import ResolvedSecrets
 from agen.runner.tools.base import Tool, ToolContext, ToolError, ToolResult, Toolset
 from agen.runner.tools.mcp_conn import ServerConn, describe
+from agen.runner.tools.wire_names import by_wire_name, mcp_wire_name
 
 CALL_TIMEOUT_S = 600.0
-_WIRE_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
 class McpTool(Tool):
@@ -31,6 +31,7 @@ class McpTool(Tool):
     def __init__(self, toolset: McpToolset, remote: Any, hints: ToolHints | None) -> None:
         self._toolset = toolset
         self.remote_name: str = remote.name
+        self.server_name = toolset.server_name
         self.name = f"{toolset.server_name}.{remote.name}"
         self.description = remote.description or remote.title or ""
         self.input_schema = dict(remote.input_schema or {"type": "object", "properties": {}})
@@ -45,7 +46,7 @@ class McpTool(Tool):
 
     @property
     def wire_name(self) -> str:
-        return _WIRE_UNSAFE.sub("_", self.name.replace(".", "_"))[:64]
+        return mcp_wire_name(self.server_name, self.remote_name)
 
     @property
     def retry_safe(self) -> bool:
@@ -93,7 +94,9 @@ class McpToolset(Toolset):
                     break
         except Exception as e:
             raise self._unavailable(f"listing its tools failed: {describe(e)}") from None
-        self.tools = [McpTool(self, t, self._hints.get(t.name)) for t in remote]
+        tools = [McpTool(self, t, self._hints.get(t.name)) for t in remote]
+        by_wire_name(tools)  # a server listing one tool twice hides one of them
+        self.tools = tools
         return list(self.tools)
 
     async def close(self) -> None:
@@ -138,7 +141,11 @@ class McpToolset(Toolset):
         except MCPError as e:
             if e.code == CONNECTION_CLOSED:
                 raise _ConnectionLost(e.message) from None
-            raise ToolError(self._redactor.redact(f"{tool.name} failed: {e.message} (MCP error {e.code})")) from None
+            status = self.conn.http_error()  # the SDK drops an HTTP server's status; say it
+            extra = f", {status}" if status else ""
+            raise ToolError(
+                self._redactor.redact(f"{tool.name} failed: {e.message} (MCP error {e.code}{extra})")
+            ) from None
         except TimeoutError:
             raise ToolError(f"{tool.name} did not answer within {self._timeout:g}s") from None
         except (OSError, EOFError) as e:

@@ -5,6 +5,13 @@ must be exited by the task that entered them; a background task per connection o
 it, so tools can call it from any task and a reconnect replaces what all of them see.
 stdio servers start through agen's launcher (cleared environment, parent-death signal)
 and their stderr is kept (redacted) for error messages; its EOF means the server died.
+
+Starting is bounded: a server must answer ``initialize`` within its mcp.json
+``startupTimeoutMs`` (default 30 s). One that does not is remembered as hung for
+HANG_COOLDOWN_S, and starts of the same server in that time fail at once instead of
+waiting again. Failures are one line each, naming the server, what happened (with the
+HTTP status of an HTTP server's refusal) and what to do; a line on a stdio server's
+stdout that is not MCP is reported once per connection, not as a traceback.
 """
 
 from __future__ import annotations
@@ -16,6 +23,8 @@ import logging
 import os
 import sys
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -26,8 +35,50 @@ from agen.runner.secrets import ResolvedSecrets
 
 log = logging.getLogger("agen.mcp")
 
+STARTUP_TIMEOUT_S = 30.0
+HANG_COOLDOWN_S = 300.0
+_SHUTDOWN_WAIT_S = 10.0
+
+
+class _NoParseTraceback(logging.Filter):
+    """Drop the SDK's traceback for a non-MCP stdout line; ServerConn reports it in one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Failed to parse JSONRPC message")
+
+
+logging.getLogger("mcp.client.stdio").addFilter(_NoParseTraceback())
+
+
+class HangMemory:
+    """Servers that did not answer initialize lately, so a restart does not wait on them again."""
+
+    def __init__(self, cooldown_s: float = HANG_COOLDOWN_S, clock: Callable[[], float] = time.monotonic) -> None:
+        self.cooldown_s = cooldown_s
+        self.clock = clock
+        self._hung: dict[str, tuple[float, float]] = {}  # key -> (when, timeout it had)
+
+    def hung(self, key: str, timeout_s: float) -> None:
+        self._hung[key] = (self.clock(), timeout_s)
+
+    def answered(self, key: str) -> None:
+        self._hung.pop(key, None)
+
+    def recent(self, key: str) -> tuple[float, float] | None:
+        """(seconds ago, timeout it had) if ``key`` hung within the cool-down."""
+        seen = self._hung.get(key)
+        if seen is None:
+            return None
+        ago = self.clock() - seen[0]
+        if ago >= self.cooldown_s:
+            del self._hung[key]
+            return None
+        return ago, seen[1]
+
+
+HANGS = HangMemory()
+
 ENV_ALLOWLIST = ("PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "TZ", "AGEN_HOME", "AGEN_WORKSPACE_ROOT")
-CONNECT_TIMEOUT_S = 60.0
 _WORKSPACE_REF = "${WORKSPACE}"
 _STDERR_TAIL_LINES = 40
 
@@ -147,7 +198,8 @@ class ServerConn:
         *,
         workspace: str | None = None,
         cwd_base: str | None = None,
-        connect_timeout_s: float = CONNECT_TIMEOUT_S,
+        connect_timeout_s: float | None = None,
+        hangs: HangMemory | None = None,
     ) -> None:
         self.name = name
         self.server = server
@@ -155,7 +207,13 @@ class ServerConn:
         self._redactor = redactor
         self._workspace = workspace
         self._cwd_base = cwd_base
+        if connect_timeout_s is None:
+            ms = server.startup_timeout_ms
+            connect_timeout_s = ms / 1000 if ms is not None else STARTUP_TIMEOUT_S
         self._timeout = connect_timeout_s
+        self._hangs = HANGS if hangs is None else hangs
+        self._http_error: str | None = None  # the last HTTP error status, e.g. "HTTP 401 Unauthorized"
+        self._stray_reported = False
         self._live: Live | None = None
         self._generation = 0
         self._lock = asyncio.Lock()
@@ -193,20 +251,71 @@ class ServerConn:
                 self._live = None
 
     async def _stop(self, live: Live) -> None:
+        """Ask the connection's owner task to close the session, wait up to 10 s, then cancel it. The
+        caller's own cancellation is never swallowed: the connection is cancelled and it propagates."""
         live.dead = True
         live.stop.set()
-        with contextlib.suppress(BaseException):
+        try:
             await asyncio.wait_for(asyncio.shield(live.owner), timeout=10)
-        if not live.owner.done():
-            live.owner.cancel()
-        if live.stderr is not None:
-            live.stderr.release_writer()
+        except asyncio.CancelledError:
+            me = asyncio.current_task()
+            if me is not None and me.cancelling():
+                live.owner.cancel()
+                raise
+        except TimeoutError:
+            log.warning("MCP server %s did not close within 10 s; its connection is cancelled", self.name)
+        except Exception as e:  # the session ended with an error while closing: said once, with the server
+            log.warning("MCP server %s: closing its connection failed: %s: %s", self.name, type(e).__name__, e)
+        finally:
+            if not live.owner.done():
+                live.owner.cancel()
+            if live.stderr is not None:
+                live.stderr.release_writer()
+
+    def _key(self) -> str:
+        if isinstance(self.server, HttpServer):
+            return f"{self.name}\0{self.server.url}"
+        return "\0".join([self.name, self.server.command, *self.server.args])
+
+    def http_error(self) -> str | None:
+        """The last HTTP error status the server answered with (HTTP servers), e.g. ``HTTP 401 Unauthorized``."""
+        return self._http_error
+
+    async def _on_message(self, message: Any) -> None:
+        """Transport faults the SDK hands over; a non-MCP stdout line is reported once per connection."""
+        if not isinstance(message, Exception):
+            return
+        if isinstance(self.server, StdioServer) and isinstance(message, ValueError):
+            if self._stray_reported:
+                return
+            self._stray_reported = True
+            text = (f"MCP server {self.name} wrote a line to stdout that is not MCP JSON-RPC "
+                    f"({_stray_line(message)}); it was ignored. A stdio server must keep stdout for MCP and "
+                    "log to stderr: fix the server (or its args) so it prints no banner")
+        else:
+            text = f"MCP server {self.name}: transport error: {describe(message)}"
+        log.warning("%s", self._redactor.redact(text))
+
+    async def _on_response(self, response: Any) -> None:
+        if response.status_code >= 400:
+            self._http_error = f"HTTP {response.status_code} {response.reason_phrase}".strip()
 
     async def _connect(self) -> Live:
         from mcp import Client
 
+        key = self._key()
+        recent = self._hangs.recent(key)
+        if recent is not None:
+            ago, waited = recent
+            raise UnavailableError(self._redactor.redact(
+                f"MCP server {self.name} ({self._where()}) did not answer initialize within {waited:g}s "
+                f"{ago:.0f}s ago, so it is not started again for {self._hangs.cooldown_s:g}s; check that it "
+                f"speaks MCP on {'its URL' if isinstance(self.server, HttpServer) else 'stdio'}, or raise "
+                f"mcp.json mcpServers.{self.name}.startupTimeoutMs if it is only slow"), server=self.name)
         stderr: _StderrTail | None = None
         http: Any = None
+        self._http_error = None
+        self._stray_reported = False
         if isinstance(self.server, StdioServer):
             from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -216,14 +325,16 @@ class ServerConn:
                 cwd = os.path.join(self._cwd_base, cwd)
             stderr = _StderrTail(self.name, self._redactor)
             params = StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=cwd)
-            client = Client(stdio_client(params, errlog=stderr.writer), cache=None)
+            client = Client(stdio_client(params, errlog=stderr.writer), cache=None, message_handler=self._on_message)
         else:
             from mcp.client.streamable_http import streamable_http_client
             from mcp.shared._httpx_utils import create_mcp_http_client
 
             headers = self._secrets.expand_map(self.server.headers, where=f"mcp.json mcpServers.{self.name}.headers")
             http = create_mcp_http_client(headers=headers)
-            client = Client(streamable_http_client(self.server.url, http_client=http), cache=None)
+            http.event_hooks["response"].append(self._on_response)
+            client = Client(streamable_http_client(self.server.url, http_client=http), cache=None,
+                            message_handler=self._on_message)
 
         self._generation += 1
         stop = asyncio.Event()
@@ -233,14 +344,29 @@ class ServerConn:
             await asyncio.wait_for(asyncio.shield(ready), timeout=self._timeout)
         except BaseException as e:
             stop.set()
+            ready.cancel()  # nobody reads it now: the owner must not leave an exception on it
             owner.cancel()
-            what = f"did not answer within {self._timeout:g}s" if isinstance(e, TimeoutError) else describe(e)
+            # Let the SDK shut the server down (it closes stdin, then stops the process) before going on.
+            await asyncio.wait({owner}, timeout=_SHUTDOWN_WAIT_S)
+            todo = None
+            if isinstance(e, TimeoutError):
+                self._hangs.hung(key, self._timeout)
+                what = f"it did not answer initialize within {self._timeout:g}s"
+                todo = (f"check that it speaks MCP (run it by hand), or raise mcp.json "
+                        f"mcpServers.{self.name}.startupTimeoutMs (default {STARTUP_TIMEOUT_S * 1000:.0f}) "
+                        "if it is only slow to start")
+            else:
+                what = describe(e)
+                if self._http_error is not None:
+                    what = f"it answered {self._http_error} ({what})"
+                    todo = _http_todo(self._http_error, self.name)
             if stderr is not None:
                 stderr.release_writer()
                 await asyncio.to_thread(stderr.closed.wait, 1.0)
             if isinstance(e, asyncio.CancelledError):
                 raise
-            raise UnavailableError(self._failure(what, stderr), server=self.name) from None
+            raise UnavailableError(self._failure(what, stderr, todo), server=self.name) from None
+        self._hangs.answered(key)
         if stderr is not None:
             stderr.release_writer()
         self.connects += 1
@@ -263,13 +389,33 @@ class ServerConn:
             if isinstance(e, asyncio.CancelledError):
                 raise
 
-    def _failure(self, what: str, stderr: _StderrTail | None) -> str:
-        where = self.server.url if isinstance(self.server, HttpServer) else self.server.command
-        msg = f"MCP server {self.name} ({where}) could not be started: {what}"
+    def _where(self) -> str:
+        return self.server.url if isinstance(self.server, HttpServer) else self.server.command
+
+    def _failure(self, what: str, stderr: _StderrTail | None, todo: str | None = None) -> str:
+        todo = todo or "check mcp.json (command, args, env) and run the server by hand to see it start"
+        msg = f"MCP server {self.name} ({self._where()}) could not be started: {what}; {todo}"
         tail = stderr.tail() if stderr is not None else ""
         if tail:
             msg += "\n  its stderr ended with:\n    " + "\n    ".join(tail.splitlines())
-        return self._redactor.redact(msg + "\n  check mcp.json (command, args, env) and run the server by hand to see it start")
+        return self._redactor.redact(msg)
+
+
+def _stray_line(e: Exception) -> str:
+    """The offending stdout line of a JSON-RPC parse error, shortened."""
+    errors = getattr(e, "errors", None)
+    line: Any = None
+    if callable(errors):
+        with contextlib.suppress(Exception):
+            line = errors()[0].get("input")
+    text = str(line) if line is not None else describe(e)
+    return repr(text[:120] + ("…" if len(text) > 120 else ""))
+
+
+def _http_todo(status: str, name: str) -> str:
+    if status.startswith(("HTTP 401", "HTTP 403")):
+        return f"check the credentials in mcp.json mcpServers.{name}.headers (e.g. Authorization) and the secret they use"
+    return f"check mcp.json mcpServers.{name}.url and that the server is healthy"
 
 
 def describe(e: BaseException) -> str:

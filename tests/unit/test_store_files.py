@@ -1,0 +1,71 @@
+"""AGEN_HOME and the store are private: other local users cannot read transcripts or tokens."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agen._home import default_store_path
+from agen.store import SQLiteStore
+from agen.up import lock_home
+
+
+def mode(p: Path) -> int:
+    return stat.S_IMODE(p.stat().st_mode)
+
+
+@pytest.fixture
+def usual_umask() -> Iterator[None]:
+    """The common umask (022): without agen's care, new files would be readable by everyone."""
+    old = os.umask(0o022)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+@pytest.mark.usefixtures("usual_umask")
+async def test_a_new_home_and_its_store_files_are_private_to_the_user(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "fresh" / ".agen"
+    monkeypatch.setenv("AGEN_HOME", str(home))
+    store = await SQLiteStore.open(default_store_path())
+    try:
+        await store.write(lambda tx: tx.event("default", "x"))
+        assert mode(home) == 0o700
+        for name in ("agen.db", "agen.db-wal", "agen.db-shm"):
+            assert mode(home / name) == 0o600, name
+    finally:
+        await store.close()
+
+
+@pytest.mark.usefixtures("usual_umask")
+def test_agen_up_makes_a_missing_home_private(tmp_path: Path) -> None:
+    home = tmp_path / "up-home"
+    lock = lock_home(home)
+    lock.close()
+    assert mode(home) == 0o700
+
+
+@pytest.mark.usefixtures("usual_umask")
+async def test_a_home_made_readable_by_others_gets_one_warning_with_the_fix(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    home = tmp_path / "old" / ".agen"
+    home.mkdir(parents=True, mode=0o755)
+    os.chmod(home, 0o755)
+    monkeypatch.setenv("AGEN_HOME", str(home))
+    db = home / "agen.db"
+    sqlite3.connect(db).close()  # as an older agen made it: 0644
+    with caplog.at_level(logging.WARNING):
+        for _ in range(2):
+            store = await SQLiteStore.open(db)
+            await store.close()
+    warnings = [r.getMessage() for r in caplog.records if "other local users" in r.getMessage()]
+    assert len(warnings) == 1, warnings
+    assert f"chmod 700 {home} && chmod 600 {db}*" in warnings[0] and "agen.db (mode 0644)" in warnings[0]
