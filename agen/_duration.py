@@ -20,6 +20,8 @@ _UNIT_NS = {
     "d": 86_400_000_000_000,
 }
 _HINT = "use forms like 250ms, 30s, 5m, 1h30m or 720h"
+MAX_NS = 2**63 - 1
+"""Go's longest duration (about 292 years): beyond it a time overflows the Store's 64-bit integers."""
 
 
 def parse_duration_ms(text: str) -> int:
@@ -49,6 +51,8 @@ def parse_duration_ms(text: str) -> int:
         pos = m.end()
     if pos == 0 or pos != len(s):
         raise ValueError(f'"{text}" is not a duration; {_HINT}')
+    if total_ns > MAX_NS:
+        raise ValueError(f'"{text}" is too long; the longest duration is 2562047h (about 292 years)')
     return total_ns // 1_000_000
 
 

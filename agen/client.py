@@ -7,6 +7,9 @@ transport is the strict point where httpx errors become AgenErrors.
 
 from __future__ import annotations
 
+import functools
+import re
+import ssl
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import httpx
@@ -23,6 +26,8 @@ Req = TypeVar("Req", bound=BaseModel)
 Resp = TypeVar("Resp", bound=BaseModel)
 
 DEFAULT_HUB = "http://127.0.0.1:7070"
+_HEADER_SAFE = re.compile(r"[\x21-\x7e]+")
+"""What a bearer token may hold: printable ASCII, no spaces (anything else cannot go in a header)."""
 
 
 class Transport(Protocol):
@@ -55,11 +60,33 @@ def unreachable(url: str, why: object) -> UnavailableError:
     )
 
 
+def check_hub_url(url: str, where: str) -> str:
+    """An http(s) URL with a host, or an InvalidError naming where it came from (before any request)."""
+    from agen.errors import InvalidError
+
+    hint = "use a URL such as http://127.0.0.1:7070"
+    shown = repr(url) if len(url) <= 80 else repr(url[:76] + "...")
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, ValueError, TypeError) as e:
+        raise InvalidError(f"{where} {shown} is not a valid URL ({e}); {hint}", field=where) from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise InvalidError(f"{where} {shown} is not an http(s) URL with a host; {hint}", field=where)
+    return url
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """httpx's default verifying context, built once per process: loading the CA bundle for every
+    client costs tens of milliseconds, which a command (or a test making many) pays each time."""
+    return httpx.create_ssl_context()
+
+
 class HttpTransport:
     def __init__(self, url: str, token: str | None, *, timeout_s: float = 30.0) -> None:
         self.url = url.rstrip("/")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._http = httpx.AsyncClient(base_url=self.url, headers=headers, timeout=timeout_s)
+        self._http = httpx.AsyncClient(base_url=self.url, headers=headers, timeout=timeout_s, verify=_tls_context())
         self._timeout_s = timeout_s
 
     async def call(self, rpc: Rpc[Any, Any], request: BaseModel) -> BaseModel:
@@ -115,10 +142,18 @@ class Client:
         """
         from agen.local import read_local, same_hub
 
-        local = read_local()
-        url = hub or (local.url if local else DEFAULT_HUB)
+        # Without --hub, local.json is where the Hub is: a broken one is an error, not 127.0.0.1:7070.
+        hub, token = hub or None, token or None  # an empty AGEN_HUB / AGEN_TOKEN means unset
+        local = read_local(strict=hub is None)
+        url = check_hub_url(hub, "--hub") if hub else (check_hub_url(local.url, "local.json's url") if local
+                                                       else DEFAULT_HUB)
         if token is None and local is not None and same_hub(url, local.url):
             token = local.token
+        if token is not None and not _HEADER_SAFE.fullmatch(token):
+            from agen.errors import InvalidError
+
+            raise InvalidError("--token (or AGEN_TOKEN) holds spaces or characters a token never has; "
+                               "paste the token exactly as `agen token create` printed it", field="--token")
         return cls.http(url, token)
 
     @property

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agen._home import agen_home, write_private
+from agen.errors import InvalidError
 
 
 @dataclass(frozen=True)
@@ -20,13 +21,40 @@ def local_json_path(home: Path | None = None) -> Path:
     return (home or agen_home()) / "local.json"
 
 
-def read_local(home: Path | None = None) -> LocalConfig | None:
-    """This home's (or ``home``'s) local.json, or None when there is none yet."""
+def read_local(home: Path | None = None, *, strict: bool = False) -> LocalConfig | None:
+    """This home's (or ``home``'s) local.json, or None when there is none yet.
+
+    With ``strict`` (every CLI command that looks for the Hub), a local.json that exists but cannot be
+    used is an InvalidError naming the file: silently falling back to 127.0.0.1:7070 would talk to
+    whatever listens there, with no token. `agen up` itself reads it leniently, since it rewrites it.
+    """
     try:
-        data = json.loads(local_json_path(home).read_text())
-        return LocalConfig(url=str(data["url"]), token=str(data["token"]), pid=data.get("pid"))
-    except (OSError, ValueError, KeyError, TypeError):
+        return parse_local(local_json_path(home))
+    except InvalidError:
+        if strict:
+            raise
         return None
+
+
+def parse_local(path: Path) -> LocalConfig | None:
+    fix = "delete it (agen up rewrites it) or fix it"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise InvalidError(f"{path} is a folder, not agen up's local.json; {fix}", file=str(path)) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InvalidError(f"{path} cannot be read ({e}); {fix}", file=str(path)) from None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise InvalidError(f"{path} is not valid JSON; {fix}", file=str(path)) from None
+    if not isinstance(data, dict) or not isinstance(data.get("url"), str) or not isinstance(data.get("token"), str):
+        raise InvalidError(f'{path} is not a JSON object with "url" and "token" strings; {fix}',
+                           file=str(path))
+    pid = data.get("pid")
+    return LocalConfig(url=data["url"], token=data["token"], pid=pid if isinstance(pid, int) else None)
 
 
 def write_local(config: LocalConfig) -> None:

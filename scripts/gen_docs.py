@@ -244,7 +244,8 @@ ERROR_MEANING: dict[str, str] = {  # for classes whose docstring does not say it
 }
 EXIT_ADVICE: dict[int, str] = {
     0: "",
-    1: "See the task's outcome and error (`agen query TASK`, `agen transcript RUN`).",
+    1: "See the task's outcome and error (`agen query TASK`, `agen transcript RUN`). An internal error is a bug: "
+       "report it with the log file the message names (AGEN_HOME/logs/cli-errors.log).",
     2: "Read the message: it names the flag, file or field. `agen COMMAND --help` lists the flags.",
     3: "Start `agen up`, or point `--hub`/AGEN_HUB at a running Hub; for models, check baseUrl and the network.",
     4: "Check the name/id and namespace (`agen ps`, `agen tasks`).",

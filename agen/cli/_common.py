@@ -9,9 +9,14 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+M = TypeVar("M", bound="BaseModel")
 
 HubOpt = Annotated[
     str | None,
@@ -26,7 +31,8 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.
 
 EXIT_CODES = {
     0: "ok",
-    1: "the work failed (a task or run ended failed, cancelled or expired)",
+    1: "the work failed (a task or run ended failed, cancelled or expired), or agen hit an internal error "
+       "(printed as `agen: internal error: ...; please report it`)",
     2: "usage error or invalid input (bad flag, invalid bundle)",
     3: "Hub or another dependency unreachable",
     4: "not found",
@@ -86,3 +92,64 @@ def parse_duration_ms(text: str, *, flag: str = "duration") -> int:
         return parse(text)
     except ValueError as e:
         raise InvalidError(f"{flag}: {e}", field=flag) from None
+
+
+def flag_name(field: str) -> str:
+    """The CLI flag a request field comes from (``task_id`` -> ``--task-id``)."""
+    return {"namespace": "-n/--namespace", "id": "ID", "name": "NAME"}.get(field, "--" + field.replace("_", "-"))
+
+
+def make_request(model: type[M], flags: dict[str, str] | None = None, /, **fields: Any) -> M:
+    """Build an API request from flags; a value the API would refuse is an InvalidError naming the flag.
+
+    The request models carry the limits (``limit`` 1..1000, non-empty ids): checking them here, before
+    any connection, gives `agen tasks --limit 0` a one-line "--limit 0: must be from 1 to 1000" (exit 2)
+    instead of a pydantic dump. ``flags`` maps a field to what the user typed it as (``{"id": "TASK"}``).
+    """
+    from pydantic import ValidationError
+
+    from agen.errors import InvalidError
+
+    try:
+        return model(**fields)
+    except ValidationError as e:
+        first = e.errors()[0]
+        field = str(first["loc"][0]) if first["loc"] else ""
+        flag = (flags or {}).get(field) or flag_name(field)
+        shown = repr(fields.get(field, first.get("input")))
+        shown = shown if len(shown) <= 80 else shown[:76] + "...'"
+        raise InvalidError(f"{flag} {shown}: {_explain(model, field, first)}", field=flag) from None
+
+
+def _explain(model: type[BaseModel], field: str, error: Any) -> str:
+    """One phrase for a pydantic error: the allowed range for numbers, "must not be empty" for ids."""
+    kind = str(error.get("type", ""))
+    if kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
+        lo = hi = None
+        info = model.model_fields.get(field)
+        for meta in (info.metadata if info else []):
+            lo = getattr(meta, "ge", lo)
+            hi = getattr(meta, "le", hi)
+        if hi is not None and hi >= 2**53 and kind.startswith("greater"):
+            hi = None  # a storage limit (int64), not a range worth reading when the value is too small
+        if lo is not None and hi is not None:
+            return f"must be from {lo} to {hi}"
+        if lo is not None:
+            return f"must be {lo} or more"
+        if hi is not None:
+            return f"must be at most {hi}"
+    if kind == "string_too_short":
+        return "must not be empty"
+    if kind == "string_pattern_mismatch":
+        return "is not a valid name (lowercase letters, digits and '-', starting with a letter)"
+    return str(error.get("msg", "is not valid")).replace("Input should be", "must be")
+
+
+def is_folder(path: str) -> bool:
+    """Whether ``path`` names a folder; a name the OS refuses (too long, NUL) is simply not one."""
+    from pathlib import Path
+
+    try:
+        return Path(path).is_dir()
+    except (OSError, ValueError):
+        return False

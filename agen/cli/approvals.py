@@ -12,6 +12,7 @@ from agen.cli._common import (
     NamespaceOpt,
     TokenOpt,
     err,
+    make_request,
     print_json,
 )
 
@@ -30,7 +31,7 @@ def approvals(all_: Annotated[bool, typer.Option("--all", help="Include decided 
     from agen.cli._table import print_table
 
     resp = with_client(hub, token, lambda c: c.call(
-        r.ListApprovals, ListApprovalsRequest(namespace=namespace, all=all_)))
+        r.ListApprovals, make_request(ListApprovalsRequest, namespace=namespace, all=all_)))
     if json_out:
         print_json(resp.model_dump(mode="json"))
         return
@@ -49,7 +50,7 @@ def _decide(approval_id: str, approve: bool, note: str | None, hub: str | None, 
     from agen.cli._hub import with_client
 
     resp = with_client(hub, token, lambda c: c.call(
-        r.DecideApproval, DecideApprovalRequest(id=approval_id, approve=approve, note=note)))
+        r.DecideApproval, make_request(DecideApprovalRequest, id=approval_id, approve=approve, note=note)))
     if json_out:
         print_json(resp.model_dump(mode="json"))
     else:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agen.cli._common import HubOpt, JsonOpt, NamespaceOpt, TokenOpt, err, print_json
+from agen.cli._common import HubOpt, JsonOpt, NamespaceOpt, TokenOpt, err, make_request, print_json
 
 if TYPE_CHECKING:
     from agen.api.models.deployments import CreateDeploymentRequest, DeploymentResponse
@@ -41,10 +41,15 @@ def deploy_request(directory: str, namespace: str, name: str | None, replicas: i
     """A CreateDeploymentRequest carrying the bundle's files (checked locally first)."""
     from agen.api.models.deployments import CreateDeploymentRequest
     from agen.bundle import load_bundle
+    from agen.errors import InvalidError
     from agen.hub.deployments import encode_files
 
-    bundle = load_bundle(directory)
-    return CreateDeploymentRequest(namespace=namespace, name=name, replicas=replicas,
+    try:
+        bundle = load_bundle(directory)
+    except OSError as e:  # a name too long, a folder we may not read
+        raise InvalidError(f"cannot read the bundle folder {directory[:200]}: {e.strerror or e}", path=directory
+                           ) from None
+    return make_request(CreateDeploymentRequest, namespace=namespace, name=name, replicas=replicas,
                                    files=encode_files(dict(bundle.files)))
 
 

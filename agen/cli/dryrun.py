@@ -20,17 +20,17 @@ def dry_run(target: str, text: str, o: RunOptions, *, hub: str | None, token: st
     import asyncio
 
     from agen.api import registry as r
-    from agen.cli._common import print_json
+    from agen.cli._common import is_folder, print_json
     from agen.cli.submit import build_request, hub_is_live
     from agen.local import read_local
 
     deployment = target
-    if Path(target).is_dir():  # a bundle folder: ask about the deployment of that name (not deployed here)
+    if is_folder(target):  # a bundle folder: ask about the deployment of that name (not deployed here)
         from agen.bundle import load_bundle
 
         deployment = load_bundle(Path(target)).name
     req = build_request(deployment, text, namespace, o)
-    local = read_local()
+    local = read_local(strict=hub is None)
     if hub is not None or (local is not None and hub_is_live(local.url)):
         from agen.cli._hub import with_client
 

@@ -12,6 +12,7 @@ from agen.cli._common import (
     NamespaceOpt,
     TokenOpt,
     err,
+    make_request,
     print_json,
 )
 
@@ -36,7 +37,7 @@ def scale(name: NameArg, replicas: Annotated[int, typer.Argument(help="Desired i
     from agen.cli._hub import with_client
 
     resp = with_client(hub, token, lambda c: c.call(
-        r.ScaleDeployment, ScaleDeploymentRequest(namespace=namespace, name=name, replicas=replicas)))
+        r.ScaleDeployment, make_request(ScaleDeploymentRequest, namespace=namespace, name=name, replicas=replicas)))
     if json_out:
         print_json(resp.model_dump(mode="json"))
     else:
@@ -54,7 +55,7 @@ def ps(all_instances: Annotated[bool, typer.Option("--all", help="List every ins
     from agen.cli._table import print_table
 
     if all_instances:
-        inst = with_client(hub, token, lambda c: c.call(r.ListInstances, ListInstancesRequest()))
+        inst = with_client(hub, token, lambda c: c.call(r.ListInstances, make_request(ListInstancesRequest)))
         if json_out:
             print_json(inst.model_dump(mode="json"))
             return
@@ -63,7 +64,7 @@ def ps(all_instances: Annotated[bool, typer.Option("--all", help="List every ins
                       ago(i.started_ms)) for i in inst.instances])
         return
     resp = with_client(hub, token, lambda c: c.call(
-        r.ListDeployments, ListDeploymentsRequest(namespace=namespace, all_namespaces=all_namespaces)))
+        r.ListDeployments, make_request(ListDeploymentsRequest, namespace=namespace, all_namespaces=all_namespaces)))
     if json_out:
         print_json(resp.model_dump(mode="json"))
         return
@@ -92,7 +93,7 @@ def _pause(name: str, paused: bool, hold_runs: bool, at: str | None, in_: str | 
     until = hold_until(at, in_)
     if (until is not None or reason) and not hold_runs and paused:
         raise InvalidError("--at, --in and --reason go with --hold-runs", field="--hold-runs")
-    req = PauseDeploymentRequest(namespace=namespace, name=name, paused=paused, hold_runs=hold_runs,
+    req = make_request(PauseDeploymentRequest, namespace=namespace, name=name, paused=paused, hold_runs=hold_runs,
                                  hold_until_ms=until, reason=reason)
     resp = with_client(hub, token, lambda c: c.call(r.PauseDeployment, req))
     if json_out:
@@ -122,7 +123,7 @@ def rm(name: NameArg, hub: HubOpt = None, token: TokenOpt = None, namespace: Nam
     from agen.cli._hub import with_client
 
     resp = with_client(hub, token, lambda c: c.call(
-        r.DeleteDeployment, DeleteDeploymentRequest(namespace=namespace, name=name)))
+        r.DeleteDeployment, make_request(DeleteDeploymentRequest, namespace=namespace, name=name)))
     if json_out:
         print_json(resp.model_dump(mode="json"))
     else:
@@ -153,7 +154,7 @@ def logs(name: NameArg,
 
     async def go() -> None:
         async with Client.from_options(hub, token) as c:
-            req = GetLogsRequest(namespace=namespace, name=name, instance=instance, limit=limit)
+            req = make_request(GetLogsRequest, namespace=namespace, name=name, instance=instance, limit=limit)
             resp = await c.call(r.GetLogs, req)
             show(list(resp.lines))
             after = resp.last_seq

@@ -6,7 +6,15 @@ from typing import Annotated
 
 import typer
 
-from agen.cli._common import HubOpt, JsonOpt, NamespaceOpt, TokenOpt, print_json, stdout_console
+from agen.cli._common import (
+    HubOpt,
+    JsonOpt,
+    NamespaceOpt,
+    TokenOpt,
+    make_request,
+    print_json,
+    stdout_console,
+)
 
 RefArg = Annotated[str, typer.Argument(help="Task id or run id.", show_default=False)]
 
@@ -44,7 +52,7 @@ def runs(name: Annotated[str | None, typer.Argument(help="Only this deployment."
     if status is not None and status not in statuses:
         raise InvalidError(f"--status {status!r}: use one of {', '.join(statuses)}", field="--status")
     labels = parse_labels(label or [])
-    req = ListRunsRequest(namespace=namespace, deployment=name, roots=roots, status=status,  # type: ignore[arg-type]
+    req = make_request(ListRunsRequest, {"name": "DEPLOYMENT"}, namespace=namespace, deployment=name, roots=roots, status=status,  # type: ignore[arg-type]
                           labels=labels, since_ms=parse_duration_ms(since, flag="--since") if since else None,
                           task_id=task, effect_unknown=effect_unknown, limit=limit)
     resp = with_client(hub, token, lambda c: c.call(r.ListRuns, req))
@@ -68,7 +76,8 @@ def transcript(ref: RefArg,
     from agen.cli._hub import with_client
     from agen.cli.observe_render import transcript_lines
 
-    req = GetTranscriptRequest(id=ref, history=history, system=system)
+    req = make_request(GetTranscriptRequest, {"id": "REF"}, id=ref, namespace=namespace, history=history,
+                       system=system)
     resp = with_client(hub, token, lambda c: c.call(r.GetTranscript, req))
     if json_out:
         print_json(resp.model_dump(mode="json"))
@@ -87,7 +96,8 @@ def trace(ref: Annotated[str, typer.Argument(help="Task id, trace id or run id."
     from agen.cli._hub import with_client
     from agen.cli.observe_render import trace_tree
 
-    resp = with_client(hub, token, lambda c: c.call(r.GetTrace, GetTraceRequest(id=ref)))
+    req = make_request(GetTraceRequest, {"id": "REF"}, id=ref, namespace=namespace)
+    resp = with_client(hub, token, lambda c: c.call(r.GetTrace, req))
     if json_out:
         print_json(resp.model_dump(mode="json"))
         return
@@ -105,7 +115,8 @@ def query(task_id: Annotated[str, typer.Argument(help="Task id.", show_default=F
     from agen.cli._hub import with_client
     from agen.cli.observe_render import query_view
 
-    resp = with_client(hub, token, lambda c: c.call(r.QueryTask, QueryTaskRequest(id=task_id)))
+    req = make_request(QueryTaskRequest, {"id": "TASK"}, id=task_id, namespace=namespace)
+    resp = with_client(hub, token, lambda c: c.call(r.QueryTask, req))
     if json_out:
         print_json(resp.model_dump(mode="json"))
     else:

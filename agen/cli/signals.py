@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
-from agen.cli._common import HubOpt, JsonOpt, NamespaceOpt, TokenOpt, err, print_json
+from agen.cli._common import HubOpt, JsonOpt, NamespaceOpt, TokenOpt, err, make_request, print_json
 
 if TYPE_CHECKING:
     from agen.api.models.signals import CreateWebhookSecretResponse
@@ -26,7 +26,7 @@ def triggers(name: NameArg,
     from agen.api.models.signals import ListTriggerEventsRequest
     from agen.cli._hub import when, with_client
 
-    req = ListTriggerEventsRequest(namespace=namespace, deployment=name, limit=limit)
+    req = make_request(ListTriggerEventsRequest, namespace=namespace, deployment=name, limit=limit)
     resp = with_client(hub, token, lambda c: c.call(r.ListTriggerEvents, req))
     if json_out:
         print_json(resp.model_dump(mode="json"))
@@ -51,7 +51,7 @@ def webhook_secret(name: NameArg,
     from agen.api.models.signals import CreateWebhookSecretRequest
     from agen.cli._hub import with_client
 
-    req = CreateWebhookSecretRequest(namespace=namespace, deployment=name, trigger=trigger)
+    req = make_request(CreateWebhookSecretRequest, namespace=namespace, deployment=name, trigger=trigger)
 
     async def go(c: Client) -> tuple[CreateWebhookSecretResponse, str | None]:
         return await c.call(r.CreateWebhookSecret, req), c.url
@@ -74,7 +74,7 @@ def _hub_or_store(hub: str | None, token: str | None, fn: Callable[[Client], Awa
     from agen.cli.submit import hub_is_live
     from agen.local import read_local
 
-    local = read_local()
+    local = read_local(strict=hub is None)
     if hub is not None or (local is not None and hub_is_live(local.url)):
         return with_client(hub, token, fn)
 
@@ -107,14 +107,14 @@ def providers(action: Annotated[str | None, typer.Argument(help='"resume" to end
     if action is not None:
         if action != "resume" or not account:
             raise InvalidError("usage: agen providers [resume ACCOUNT]")
-        resp = _hub_or_store(hub, token, lambda c: c.call(r.ResumeProvider, ResumeProviderRequest(account=account)))
+        resp = _hub_or_store(hub, token, lambda c: c.call(r.ResumeProvider, make_request(ResumeProviderRequest, account=account)))
         if json_out:
             print_json(resp.model_dump(mode="json"))
         else:
             print(f"{account}: resumed")
         return
     holds = _hub_or_store(hub, token,
-                          lambda c: c.call(r.ListProviderHolds, ListProviderHoldsRequest(namespace=namespace)))
+                          lambda c: c.call(r.ListProviderHolds, make_request(ListProviderHoldsRequest, namespace=namespace)))
     if json_out:
         print_json(holds.model_dump(mode="json"))
         return
@@ -148,7 +148,7 @@ def events(name: Annotated[str | None, typer.Argument(help="Only this deployment
 
         base = dict(namespace=namespace, deployment=name, types=types or [], labels=label_map,
                     severity=severity, limit=limit)
-        req = ListEventsRequest(after=after or 0, last=None if after is not None else limit, **base)  # type: ignore[arg-type]
+        req = make_request(ListEventsRequest, after=after or 0, last=None if after is not None else limit, **base)  # type: ignore[arg-type]
         while True:
             page = await c.call(r.ListEvents, req)
             for e in page.events:
@@ -158,7 +158,7 @@ def events(name: Annotated[str | None, typer.Argument(help="Only this deployment
                     print(format_event(e), flush=True)
             if not follow:
                 return
-            req = ListEventsRequest(after=page.cursor, wait_seconds=30, **base)  # type: ignore[arg-type]
+            req = make_request(ListEventsRequest, after=page.cursor, wait_seconds=30, **base)  # type: ignore[arg-type]
 
     with_client(hub, token, go)
 
@@ -193,7 +193,7 @@ def notify_set(name: Annotated[str, typer.Argument(help="Target name.", show_def
     from agen.cli._hub import with_client
     from agen.hub.events import parse_labels
 
-    req = SetNotifyTargetRequest(namespace=namespace, name=name, url=url, events=event or [], deployment=deployment,
+    req = make_request(SetNotifyTargetRequest, namespace=namespace, name=name, url=url, events=event or [], deployment=deployment,
                                  labels=parse_labels(label or []), severity=severity, secret=secret)  # type: ignore[arg-type]
     resp = with_client(hub, token, lambda c: c.call(r.SetNotifyTarget, req))
     if json_out:
@@ -210,7 +210,7 @@ def notify_ls(hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOp
     from agen.api.models.signals import ListNotifyTargetsRequest
     from agen.cli._hub import when, with_client
 
-    resp = with_client(hub, token, lambda c: c.call(r.ListNotifyTargets, ListNotifyTargetsRequest(namespace=namespace)))
+    resp = with_client(hub, token, lambda c: c.call(r.ListNotifyTargets, make_request(ListNotifyTargetsRequest, namespace=namespace)))
     if json_out:
         print_json(resp.model_dump(mode="json"))
         return
@@ -231,7 +231,7 @@ def notify_rm(name: Annotated[str, typer.Argument(help="Target name.", show_defa
     from agen.api.models.signals import NotifyTargetRef
     from agen.cli._hub import with_client
 
-    resp = with_client(hub, token, lambda c: c.call(r.DeleteNotifyTarget, NotifyTargetRef(namespace=namespace, name=name)))
+    resp = with_client(hub, token, lambda c: c.call(r.DeleteNotifyTarget, make_request(NotifyTargetRef, namespace=namespace, name=name)))
     if json_out:
         print_json(resp.model_dump(mode="json"))
     else:

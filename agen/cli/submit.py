@@ -12,12 +12,11 @@ a system cron job uses.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agen.cli._common import HubOpt, JsonOpt, NamespaceOpt, TokenOpt
+from agen.cli._common import HubOpt, JsonOpt, NamespaceOpt, TokenOpt, is_folder
 
 if TYPE_CHECKING:
     from agen.api.models.tasks import SubmitTaskRequest, Task
@@ -80,11 +79,11 @@ async def submit_and_report(client: Client, target: str, req: SubmitTaskRequest,
     task = await deploy_and_submit(client, target, req, o, is_bundle=is_bundle)
     if o.no_wait:
         return task
-    return await wait_for_task(client, task.id, timeout_ms)
+    return await wait_for_task(client, task.id, timeout_ms, req.namespace)
 
 
 async def deploy_and_submit(client: Client, target: str, req: SubmitTaskRequest, o: RunOptions, *,
-                            is_bundle: bool) -> Task:
+                            is_bundle: bool, queued_note: str = "") -> Task:
     from agen.api import registry as r
     from agen.cli._common import err
 
@@ -98,7 +97,13 @@ async def deploy_and_submit(client: Client, target: str, req: SubmitTaskRequest,
             err(f"{req.deployment}: {'deployed' if resp.created else 'updated'} ({resp.deployment.definition_id})")
     submitted = await client.call(r.SubmitTask, req)
     task = submitted.task
-    if not o.no_wait:
+    if o.no_wait:
+        if submitted.created:
+            err(f"task {task.id} queued; `agen wait {task.id}` prints its result{queued_note}")
+        else:  # the key named a task submitted before, which may have ended long ago
+            err(f"task {task.id} already exists ({task.state}); idempotency key {req.idempotency_key}; "
+                f"`agen wait {task.id}` prints its result")
+    else:
         err(f"task {task.id} {'submitted' if submitted.created else 'already submitted (same idempotency key)'}")
     return task
 
@@ -109,7 +114,7 @@ def hub_is_live(url: str) -> bool:
     try:
         # 503 is a live Hub whose store is degraded: use it (and hear its error), never start a second one.
         return httpx.get(url.rstrip("/") + "/health", timeout=1.0).status_code in (200, 503)
-    except httpx.HTTPError:
+    except (httpx.HTTPError, httpx.InvalidURL, ValueError):
         return False
 
 
@@ -122,7 +127,7 @@ def run_task(target: str, text: str, o: RunOptions, *, hub: str | None, token: s
     from agen.cli.oneshot import local_hub
     from agen.ownership import release
 
-    is_bundle = Path(target).is_dir()
+    is_bundle = is_folder(target)
     # Every flag is checked before anything happens: a bad --label must not deploy the bundle first.
     req = build_request("bundle" if is_bundle else target, text, namespace, o)  # named once deployed
     timeout_ms = parse_duration_ms(o.timeout, flag="--timeout")
@@ -143,8 +148,6 @@ def run_task(target: str, text: str, o: RunOptions, *, hub: str | None, token: s
             print_json(task.model_dump(mode="json"))
         else:
             print(task.id)
-            err(f"task {task.id} queued; `agen wait {task.id}` prints its result"
-                + ("" if use_http else " once `agen up` runs it"))
         return
     if not use_http and task.pending_approvals:
         err(f"task {task.id} waits for approval {task.pending_approvals[0]}; no `agen up` is running, so start "
@@ -172,14 +175,15 @@ async def _embedded(target: str, req: SubmitTaskRequest, timeout_ms: int, o: Run
     store = await open_store(None)
     try:
         hub = Hub(store)
-        task = await deploy_and_submit(Client.in_process(hub), target, req, o, is_bundle=is_bundle)
+        task = await deploy_and_submit(Client.in_process(hub), target, req, o, is_bundle=is_bundle,
+                                       queued_note=" once `agen up` runs it")
         if o.no_wait:
             return task
         node = LocalNode(store, hub=hub, tick_s=0.2, heartbeat_s=0.2, nest_name=f"oneshot-{os.getpid()}",
                          only_deployment=task.deployment_id, only_tree=task.id)  # a CLI task is its own root
         try:
             await node.start()
-            return await wait_for_task(Client.in_process(hub), task.id, timeout_ms)
+            return await wait_for_task(Client.in_process(hub), task.id, timeout_ms, req.namespace)
         finally:
             await node.drain(30)
     finally:

@@ -12,6 +12,7 @@ from agen.cli._common import (
     NamespaceOpt,
     TokenOpt,
     err,
+    make_request,
     print_json,
 )
 
@@ -23,7 +24,7 @@ TaskArg = Annotated[str, typer.Argument(help="Task id.", show_default=False)]
 MAX_WAIT_S = 300.0
 
 
-async def wait_for_task(client: Client, task_id: str, timeout_ms: int) -> Task:
+async def wait_for_task(client: Client, task_id: str, timeout_ms: int, namespace: str | None = None) -> Task:
     """Wait (in <=300 s GetTask calls) until the task ends, waits for an approval, or time runs out."""
     import time
 
@@ -33,7 +34,8 @@ async def wait_for_task(client: Client, task_id: str, timeout_ms: int) -> Task:
     deadline = None if timeout_ms == 0 else time.monotonic() + timeout_ms / 1000
     while True:
         left = MAX_WAIT_S if deadline is None else max(0.0, min(MAX_WAIT_S, deadline - time.monotonic()))
-        task = (await client.call(r.GetTask, GetTaskRequest(id=task_id, wait_seconds=left))).task
+        task = (await client.call(r.GetTask, make_request(GetTaskRequest, {"id": "TASK"}, id=task_id, namespace=namespace,
+                                                        wait_seconds=left))).task
         if task.state in TERMINAL_STATES or task.pending_approvals or task.wait_reason == "instance_failing":
             return task
         if deadline is not None and time.monotonic() >= deadline:
@@ -96,11 +98,13 @@ def wait(task_id: TaskArg,
          hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOpt = "default",
          json_out: JsonOpt = False) -> None:
     """Wait for a task submitted earlier and print its result."""
+    from agen.api.models.tasks import GetTaskRequest
     from agen.cli._common import parse_duration_ms
     from agen.cli._hub import with_client
 
     timeout_ms = parse_duration_ms(timeout, flag="--timeout")
-    report_task(with_client(hub, token, lambda c: wait_for_task(c, task_id, timeout_ms)), json_out)
+    make_request(GetTaskRequest, {"id": "TASK"}, id=task_id, namespace=namespace)  # bad flags before connecting
+    report_task(with_client(hub, token, lambda c: wait_for_task(c, task_id, timeout_ms, namespace)), json_out)
 
 
 def _done(task: Task, verb: str, json_out: bool) -> None:
@@ -117,8 +121,8 @@ def cancel(task_id: TaskArg, hub: HubOpt = None, token: TokenOpt = None, namespa
     from agen.api.models.tasks import CancelTaskRequest
     from agen.cli._hub import with_client
 
-    _done(with_client(hub, token, lambda c: c.call(r.CancelTask, CancelTaskRequest(id=task_id))).task,
-          "cancelled", json_out)
+    req = make_request(CancelTaskRequest, {"id": "TASK"}, id=task_id, namespace=namespace)
+    _done(with_client(hub, token, lambda c: c.call(r.CancelTask, req)).task, "cancelled", json_out)
 
 
 def pause(task_id: TaskArg,
@@ -135,7 +139,8 @@ def pause(task_id: TaskArg,
     from agen.api.models.tasks import PauseTaskRequest
     from agen.cli._hub import hold_until, with_client
 
-    req = PauseTaskRequest(id=task_id, hold_until_ms=hold_until(at, in_), reason=reason)
+    req = make_request(PauseTaskRequest, {"id": "TASK"}, id=task_id, namespace=namespace,
+                       hold_until_ms=hold_until(at, in_), reason=reason)
     _done(with_client(hub, token, lambda c: c.call(r.PauseTask, req)).task, "held", json_out)
 
 
@@ -146,8 +151,8 @@ def resume(task_id: TaskArg, hub: HubOpt = None, token: TokenOpt = None, namespa
     from agen.api.models.tasks import ResumeTaskRequest
     from agen.cli._hub import with_client
 
-    _done(with_client(hub, token, lambda c: c.call(r.ResumeTask, ResumeTaskRequest(id=task_id))).task,
-          "resumed", json_out)
+    req = make_request(ResumeTaskRequest, {"id": "TASK"}, id=task_id, namespace=namespace)
+    _done(with_client(hub, token, lambda c: c.call(r.ResumeTask, req)).task, "resumed", json_out)
 
 
 def tasks(name: Annotated[str | None, typer.Argument(help="Only this deployment.", show_default=False)] = None,
@@ -162,13 +167,19 @@ def tasks(name: Annotated[str | None, typer.Argument(help="Only this deployment.
           json_out: JsonOpt = False) -> None:
     """Recent tasks (--scheduled: waiting for their start time)."""
 
+    from typing import get_args
+
     from agen.api import registry as r
-    from agen.api.models.tasks import ListTasksRequest
+    from agen.api.models.tasks import ListTasksRequest, TaskState
     from agen.cli._hub import ago, when, with_client
     from agen.cli._table import print_table
+    from agen.errors import InvalidError
     from agen.hub.events import parse_labels
 
-    req = ListTasksRequest(namespace=namespace, deployment=name, state=state, labels=parse_labels(label or []),
+    states = get_args(TaskState)
+    if state is not None and state not in states:
+        raise InvalidError(f"--state {state!r}: use one of {', '.join(states)}", field="--state")
+    req = make_request(ListTasksRequest, {"name": "DEPLOYMENT"}, namespace=namespace, deployment=name, state=state, labels=parse_labels(label or []),
                            scheduled=scheduled, limit=limit)
     resp = with_client(hub, token, lambda c: c.call(r.ListTasks, req))
     if json_out:

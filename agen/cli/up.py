@@ -33,10 +33,17 @@ def up(
     import sys
 
     from agen.cli._common import parse_duration_ms
+    from agen.errors import InvalidError
     from agen.nest.process import parse_memory_limit
     from agen.node import check_backend
-    from agen.up import UpOptions, serve
+    from agen.up import UpOptions, parse_listen, serve
 
+    _, port = parse_listen(listen)
+    if not 1 <= port <= 65535:
+        raise InvalidError(f"--listen {listen}: port {port} is out of range; use 1 to 65535, e.g. 127.0.0.1:7070",
+                           field="--listen")
+    if capacity < 0:
+        raise InvalidError(f"--capacity {capacity}: must be 0 (unlimited) or more", field="--capacity")
     memory = parse_memory_limit(host_memory_limit)
     check_backend(backend, memory)
     opts = UpOptions(listen=listen, capacity=capacity, store=store,
@@ -57,7 +64,7 @@ def down(json_out: JsonOpt = False) -> None:
     from agen.errors import AgenError, UnavailableError
     from agen.local import read_local
 
-    local = read_local()
+    local = read_local(strict=True)
     if local is None:
         raise UnavailableError("no local `agen up` found (AGEN_HOME/local.json is missing); nothing to stop")
 

@@ -166,15 +166,36 @@ async def list_events(
     return page
 
 
-async def tail_start(store: Store, namespaces: Sequence[str], last: int) -> int:
-    """The cursor that shows the newest ``last`` events of these namespaces (for `agen events`)."""
-    sql = "SELECT seq FROM events"
+async def tail_start(store: Store, namespaces: Sequence[str], last: int, flt: EventFilter | None = None) -> int:
+    """The cursor that shows the newest ``last`` *matching* events of these namespaces (for `agen events`).
+
+    The filter runs before the count: "the last 2 task.succeeded events" must not become "whichever
+    of the last 2 events happen to be task.succeeded" (which is often none).
+    """
+    flt = flt or EventFilter()
+    want = max(1, int(last))
+    sql = "SELECT * FROM events WHERE seq < ?"
     params: list[Any] = []
     if namespaces:
-        sql += f" WHERE namespace IN ({','.join('?' * len(namespaces))})"
+        sql += f" AND namespace IN ({','.join('?' * len(namespaces))})"
         params.extend(namespaces)
-    rows = await store.all(sql + f" ORDER BY seq DESC LIMIT {max(1, int(last))}", params)
-    return int(rows[-1]["seq"]) - 1 if rows else 0
+    extra, more = flt.sql()
+    if extra:
+        sql += " AND " + extra
+        params.extend(more)
+    below = int(await store.scalar("SELECT COALESCE(MAX(seq), 0) FROM events") or 0) + 1
+    found: list[int] = []
+    for _ in range(100):  # at most 50k rows examined per call
+        rows = await store.all(sql + f" ORDER BY seq DESC LIMIT {_BATCH}", [below, *params])
+        for row in rows:
+            below = int(row["seq"])
+            if flt.matches(row):
+                found.append(below)
+                if len(found) >= want:
+                    return below - 1
+        if len(rows) < _BATCH:
+            break
+    return found[-1] - 1 if found else 0
 
 
 def prune_events(tx: Tx, now_ms: int, retention_ms: int = RETENTION_MS) -> int:

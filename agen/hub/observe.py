@@ -26,6 +26,7 @@ from agen.api.models.observe import (
     Usage,
 )
 from agen.errors import NotFoundError
+from agen.hub._known import check_namespace, require_known_deployment
 from agen.hub.activity import run_activity
 from agen.hub.auth import Principal
 from agen.hub.service import Hub
@@ -70,6 +71,7 @@ async def run_views(hub: Hub, rows: list[Row]) -> list[Run]:
 
 async def list_runs(hub: Hub, p: Principal, req: ListRunsRequest) -> ListRunsResponse:
     p.require_namespace(req.namespace)
+    await require_known_deployment(hub, [req.namespace], req.deployment, "runs")
     sql = "SELECT * FROM runs WHERE namespace = ?"
     params: list[Any] = [req.namespace]
     if req.deployment:
@@ -107,7 +109,7 @@ async def list_runs(hub: Hub, p: Principal, req: ListRunsRequest) -> ListRunsRes
     return ListRunsResponse(runs=runs)
 
 
-async def find_run(hub: Hub, p: Principal, ref: str) -> Row:
+async def find_run(hub: Hub, p: Principal, ref: str, namespace: str | None = None) -> Row:
     """A run by its id, or the run of a task id."""
     row = await hub.store.one("SELECT * FROM runs WHERE id = ?", (ref,))
     if row is None:
@@ -118,6 +120,7 @@ async def find_run(hub: Hub, p: Principal, ref: str) -> Row:
             raise NotFoundError(f"task {ref} has no run yet (it is {task['state']}); "
                                 f"`agen query {ref}` shows why", task=ref)
         raise NotFoundError(f"no run or task {ref}; `agen runs` lists recent runs", run=ref)
+    check_namespace("run", ref, row["namespace"], namespace)
     return row
 
 
@@ -152,7 +155,7 @@ async def _system_prompt(hub: Hub, run: Row) -> str | None:
 
 
 async def get_transcript(hub: Hub, p: Principal, req: GetTranscriptRequest) -> GetTranscriptResponse:
-    run = await find_run(hub, p, req.id)
+    run = await find_run(hub, p, req.id, req.namespace)
     if req.history:
         last = await hub.store.scalar("SELECT MAX(seq) FROM messages WHERE run_id = ?", (run["id"],))
         rows = await hub.store.all(
@@ -186,6 +189,8 @@ async def get_trace(hub: Hub, p: Principal, req: GetTraceRequest) -> GetTraceRes
                                " ORDER BY started_ms, json_extract(attrs, '$.\"gen_ai.tool.call.id\"'), id LIMIT ?",
                                (trace_id, MAX_SPANS))
     rows = [r for r in rows if p.sees(r["namespace"])]
+    if rows and req.namespace is not None:
+        check_namespace("trace", req.id, rows[0]["namespace"] if run is None else run["namespace"], req.namespace)
     if not rows:
         await find_run(hub, p, req.id)  # a task without a run says so
         raise NotFoundError(f"no spans for {req.id}: not a task, run or trace id with recorded spans", trace=req.id)
@@ -211,7 +216,7 @@ async def query_task(hub: Hub, p: Principal, req: QueryTaskRequest) -> QueryTask
     from agen.hub.live import activities
     from agen.hub.tasks import load_task
 
-    task = await load_task(hub, p, req.id)
+    task = await load_task(hub, p, req.id, req.namespace)
     row = await hub.store.one("SELECT * FROM runs WHERE task_id = ?", (req.id,))
     if row is None:
         return QueryTaskResponse(task=task)

@@ -30,6 +30,7 @@ from agen.api.models.signals import (
 )
 from agen.api.models.tasks import SubmitTaskRequest
 from agen.hub import admission, notify, providers
+from agen.hub._known import require_known_deployment
 from agen.hub.auth import Principal
 from agen.hub.deployments import find_deployment
 from agen.hub.events import EventFilter, list_events, tail_start
@@ -84,9 +85,10 @@ async def list_events_rpc(hub: Hub, p: Principal, req: ListEventsRequest) -> Lis
         p.require_namespace(req.namespace)
     namespaces = [req.namespace] if req.namespace else sorted(p.namespaces)
     flt = EventFilter(types=tuple(req.types), labels=req.labels, deployment=req.deployment, severity=req.severity)
+    await require_known_deployment(hub, namespaces, req.deployment, "events")
     after = req.after
     if req.last is not None and not after:
-        after = await tail_start(hub.store, namespaces, req.last)
+        after = await tail_start(hub.store, namespaces, req.last, flt)
     wait_s = 0.0 if hub.shutdown_requested.is_set() else req.wait_seconds
     search = asyncio.ensure_future(list_events(hub.store, namespaces, after=after, flt=flt, limit=req.limit,
                                                wait_s=wait_s))

@@ -19,6 +19,7 @@ from agen.api.models.tasks import (
 )
 from agen.errors import NotFoundError
 from agen.hub import admission, queue
+from agen.hub._known import check_namespace, require_known_deployment
 from agen.hub.auth import Principal
 from agen.hub.input_redaction import redact_task_input
 from agen.hub.instances import instance_failing
@@ -92,7 +93,7 @@ def _detail(tx: Tx, row: Row, extra: dict[str, Any]) -> dict[str, Any]:
     return extra
 
 
-async def load_task(hub: Hub, p: Principal, task_id: str) -> Task:
+async def load_task(hub: Hub, p: Principal, task_id: str, namespace: str | None = None) -> Task:
     def fn(tx: Tx) -> Task | None:
         row = tx.one("SELECT * FROM tasks WHERE id = ?", (task_id,))
         return None if row is None else task_view(row, extra=_details(tx, row))
@@ -100,6 +101,7 @@ async def load_task(hub: Hub, p: Principal, task_id: str) -> Task:
     task = await hub.store.read(fn)
     if task is None or not p.sees(task.namespace):
         raise NotFoundError(f"task {task_id} not found; `agen tasks` lists recent tasks", task=task_id)
+    check_namespace("task", task_id, task.namespace, namespace)
     return task
 
 
@@ -142,7 +144,7 @@ async def get_task(hub: Hub, p: Principal, req: GetTaskRequest) -> TaskResponse:
     deadline = loop.time() + req.wait_seconds
     seq = await hub.store.wait_for_events(0, 0)
     while True:
-        task = await load_task(hub, p, req.id)
+        task = await load_task(hub, p, req.id, req.namespace)
         remaining = deadline - loop.time()
         if (task.state in TERMINAL_STATES or task.pending_approvals or task.wait_reason == "instance_failing"
                 or remaining <= 0):
@@ -152,6 +154,7 @@ async def get_task(hub: Hub, p: Principal, req: GetTaskRequest) -> TaskResponse:
 
 async def list_tasks(hub: Hub, p: Principal, req: ListTasksRequest) -> ListTasksResponse:
     p.require_namespace(req.namespace)
+    await require_known_deployment(hub, [req.namespace], req.deployment, "tasks")
     now = hub.clock()
     sql = "SELECT * FROM tasks WHERE namespace = ?"
     params: list[Any] = [req.namespace]
@@ -178,27 +181,28 @@ async def list_tasks(hub: Hub, p: Principal, req: ListTasksRequest) -> ListTasks
     return ListTasksResponse(tasks=await hub.store.read(fn))
 
 
-async def _task_namespace(hub: Hub, p: Principal, task_id: str) -> None:
+async def _task_namespace(hub: Hub, p: Principal, task_id: str, namespace: str | None = None) -> None:
     ns = await hub.store.scalar("SELECT namespace FROM tasks WHERE id = ?", (task_id,))
     if ns is None or not p.sees(ns):
         raise NotFoundError(f"task {task_id} not found; `agen tasks` lists recent tasks", task=task_id)
+    check_namespace("task", task_id, ns, namespace)
 
 
 async def cancel_task(hub: Hub, p: Principal, req: CancelTaskRequest) -> TaskResponse:
-    await _task_namespace(hub, p, req.id)
+    await _task_namespace(hub, p, req.id, req.namespace)
     await hub.store.write(lambda tx: queue.cancel_task(tx, req.id, by=p.subject, reason=req.reason))
     hub.notify_cancelled(req.id)
     return TaskResponse(task=await load_task(hub, p, req.id))
 
 
 async def pause_task(hub: Hub, p: Principal, req: PauseTaskRequest) -> TaskResponse:
-    await _task_namespace(hub, p, req.id)
+    await _task_namespace(hub, p, req.id, req.namespace)
     await hub.store.write(lambda tx: queue.pause_task(tx, req.id, req.hold_until_ms, req.reason))
     return TaskResponse(task=await load_task(hub, p, req.id))
 
 
 async def resume_task(hub: Hub, p: Principal, req: ResumeTaskRequest) -> TaskResponse:
-    await _task_namespace(hub, p, req.id)
+    await _task_namespace(hub, p, req.id, req.namespace)
     await hub.store.write(lambda tx: queue.resume_task(tx, req.id))
     hub.desired_state_changed()
     return TaskResponse(task=await load_task(hub, p, req.id))

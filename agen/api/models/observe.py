@@ -88,6 +88,8 @@ class TranscriptMessage(Model):
 
 class GetTranscriptRequest(Model):
     id: str = Field(min_length=1, description="a run id or a task id")
+    namespace: str | None = Field(None, pattern=NAME_PATTERN,
+                                  description="only if it is in this namespace (default: any the token sees)")
     history: bool = False
     system: bool = False
     after_seq: Count = Field(0, description="only messages after this seq (live follow)")
@@ -117,6 +119,8 @@ class Span(Model):
 
 class GetTraceRequest(Model):
     id: str = Field(min_length=1, description="a task id, a trace id or a run id")
+    namespace: str | None = Field(None, pattern=NAME_PATTERN,
+                                  description="only if it is in this namespace (default: any the token sees)")
 
 
 class GetTraceResponse(Model):
@@ -131,6 +135,8 @@ class GetTraceResponse(Model):
 
 class QueryTaskRequest(Model):
     id: str = Field(min_length=1)
+    namespace: str | None = Field(None, pattern=NAME_PATTERN,
+                                  description="only if it is in this namespace (default: any the token sees)")
 
 
 class RunActivity(Model):

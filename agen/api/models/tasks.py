@@ -79,13 +79,15 @@ class GetTaskRequest(Model):
     """wait_seconds > 0 waits for the task to end, or to start waiting for an approval."""
 
     id: str
+    namespace: str | None = Field(None, pattern=NAME_PATTERN,
+                                  description="only if the task is in this namespace (default: any the token sees)")
     wait_seconds: float = Field(0, ge=0, le=300)
 
 
 class ListTasksRequest(Model):
     namespace: str = Field("default", pattern=NAME_PATTERN)
     deployment: str | None = None
-    state: str | None = None
+    state: TaskState | None = None
     labels: dict[str, str] = Field(default_factory=dict, description="only tasks carrying every one of these")
     scheduled: bool = False
     limit: int = Field(20, ge=1, le=1000)
@@ -97,14 +99,20 @@ class ListTasksResponse(Model):
 
 class CancelTaskRequest(Model):
     id: str
+    namespace: str | None = Field(None, pattern=NAME_PATTERN,
+                                  description="only if the task is in this namespace (default: any the token sees)")
     reason: str | None = None
 
 
 class PauseTaskRequest(Model):
     id: str
+    namespace: str | None = Field(None, pattern=NAME_PATTERN,
+                                  description="only if the task is in this namespace (default: any the token sees)")
     hold_until_ms: TimeMs | None = None
     reason: str | None = None
 
 
 class ResumeTaskRequest(Model):
     id: str
+    namespace: str | None = Field(None, pattern=NAME_PATTERN,
+                                  description="only if the task is in this namespace (default: any the token sees)")
