@@ -164,6 +164,22 @@ def _start_tui(hub: Any, url: str) -> tuple[Any, asyncio.Task[None]]:
     return app, task
 
 
+async def _start_export(store: Any, hub: Any) -> Any:
+    """OTLP trace export when AGEN_OTLP_ENDPOINT is set (agen.otel): the SDK is imported only then."""
+    from agen.otel.config import OtlpConfig
+
+    config = OtlpConfig.from_env()
+    if config is None:
+        return None
+    from agen.otel.exporter import start_export
+
+    export = await start_export(store, config)
+    assert export is not None
+    hub.otlp_stats = export.snapshot
+    print(f"agen up: exporting traces to {config.describe()}", file=sys.stderr, flush=True)
+    return export
+
+
 def check_port_free(host: str, port: int, listen: str) -> None:
     """Say plainly that the address is taken, before uvicorn would print a traceback about it."""
     import socket
@@ -220,9 +236,11 @@ async def serve(opts: UpOptions) -> None:
         loop.add_signal_handler(sig, on_signal)
     pruner: asyncio.Task[None] | None = None
     serving: asyncio.Task[None] | None = None
+    export = None
     logged = log_to_stderr_once_per_repeat()  # a fault that fails every loop each second is said once
     try:
         token = await _admin_token(store, url)
+        export = await _start_export(store, hub)
         serving = asyncio.create_task(server.serve(), name="hub-http")
         while not server.started:
             if serving.done():
@@ -264,6 +282,8 @@ async def serve(opts: UpOptions) -> None:
             server.should_exit = True
             with contextlib.suppress(Exception):
                 await serving
+        if export is not None:
+            await export.stop()
         await store.close()
         with contextlib.suppress(OSError):
             (home / "up.pid").unlink()

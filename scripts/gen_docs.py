@@ -247,7 +247,8 @@ EXIT_ADVICE: dict[int, str] = {
     1: "See the task's outcome and error (`agen query TASK`, `agen transcript RUN`). An internal error is a bug: "
        "report it with the log file the message names (AGEN_HOME/logs/cli-errors.log).",
     2: "Read the message: it names the flag, file or field. `agen COMMAND --help` lists the flags.",
-    3: "Start `agen up`, or point `--hub`/AGEN_HUB at a running Hub; for models, check baseUrl and the network.",
+    3: "Start `agen up`, or point `--hub`/AGEN_HUB at a running Hub; for models, check baseUrl and the network; "
+       "for instances that cannot start, `agen logs DEPLOYMENT` says why: fix the bundle and redeploy.",
     4: "Check the name/id and namespace (`agen ps`, `agen tasks`).",
     5: "Re-read the state and retry if the change still applies.",
     6: "Use a token with the needed scope/namespace (`agen whoami` shows yours).",

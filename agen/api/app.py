@@ -32,6 +32,7 @@ from agen.api.openapi import openapi_document
 from agen.api.registry import RPCS, Rpc
 from agen.errors import AgenError, InvalidError, NotFoundError, TooLargeError, UnavailableError
 from agen.hub.service import Hub
+from agen.otel.ids import header_traceparent
 
 log = logging.getLogger("agen.api")
 
@@ -152,6 +153,10 @@ def create_app(hub: Hub, max_body: int | None = None) -> Starlette:
             principal.require(rpc.scope, rpc.name)  # before the body: a caller without scope gets 403
             body = await _read_body(request, name, bundle_cap if name in BUNDLE_RPCS else body_cap)
             payload = parse_body(name, body)
+            if name == "SubmitTask" and isinstance(payload, dict) and "traceparent" not in payload:
+                tp = header_traceparent(request.headers)  # W3C header: the run joins the caller's trace
+                if tp:
+                    payload["traceparent"] = tp
             try:
                 req = rpc.request.model_validate(payload, strict=True)
             except ValidationError as e:
@@ -169,10 +174,11 @@ def create_app(hub: Hub, max_body: int | None = None) -> Starlette:
         # new work while it still answers: say "degraded" with 503, so probes and `agen status` see it.
         store = hub.store.health()
         status = "degraded" if not store.ok else "shutting_down" if hub.draining else "ok"
-        return JSONResponse(
-            {"status": status, "shutting_down": hub.draining, "in_flight": hub.in_flight(), "store": store.to_dict()},
-            status_code=200 if store.ok else 503,
-        )
+        body: dict[str, Any] = {"status": status, "shutting_down": hub.draining, "in_flight": hub.in_flight(),
+                                "store": store.to_dict()}
+        if hub.otlp_stats is not None:  # OTLP trace export (agen.otel): exported, dropped, failed, queued
+            body["otlp"] = hub.otlp_stats()
+        return JSONResponse(body, status_code=200 if store.ok else 503)
 
     async def ready(request: Request) -> Response:
         if hub.draining:
@@ -181,6 +187,24 @@ def create_app(hub: Hub, max_body: int | None = None) -> Starlette:
                 headers={"Retry-After": str(RETRY_AFTER_S)},
             )
         return JSONResponse({"ready": True, "draining": False})
+
+    async def metrics(request: Request) -> Response:
+        """GetMetrics as Prometheus text (agen.otel.prometheus); a viewer token, like GetMetrics itself."""
+        from agen.api.models.observe import GetMetricsRequest
+        from agen.hub.metrics import get_metrics
+        from agen.otel.prometheus import CONTENT_TYPE, exposition
+
+        try:
+            principal = await hub.auth.authenticate(_bearer(request), hub.clock())
+            principal.require("viewer", "GET /metrics")
+            try:
+                req = GetMetricsRequest(namespace=request.query_params.get("namespace", "default"))
+            except ValidationError as e:
+                raise _invalid(RPCS["GetMetrics"], e) from None
+            resp = await get_metrics(hub, principal, req)
+            return Response(exposition(resp, req.namespace), media_type=CONTENT_TYPE)
+        except AgenError as e:
+            return _error(e)
 
     async def openapi(request: Request) -> Response:
         return JSONResponse(openapi_document())
@@ -202,6 +226,7 @@ def create_app(hub: Hub, max_body: int | None = None) -> Starlette:
             Route("/health", health, methods=["GET"]),
             Route("/ready", ready, methods=["GET"]),
             Route("/openapi.json", openapi, methods=["GET"]),
+            Route("/metrics", metrics, methods=["GET"]),
             *hook_routes(hub),  # webhooks and the SSE event stream (agen.api.hooks)
         ]
     )

@@ -17,6 +17,9 @@ from pydantic import BaseModel
 
 from agen.api.models import approvals as ap
 from agen.api.models import deployments as dp
+from agen.api.models import evals as ev
+from agen.api.models import feedback as fb
+from agen.api.models import memory as mm
 from agen.api.models import nests as ns
 from agen.api.models import observe as ob
 from agen.api.models import signals as sg
@@ -141,6 +144,46 @@ GetMetrics = _rpc("GetMetrics", ob.GetMetricsRequest, ob.GetMetricsResponse, "vi
 OBSERVE_RPCS = (ListRuns, GetTranscript, GetTrace, QueryTask, GetActivity, GetMetrics)
 # --- end observe ---
 
+# --- memory and artifacts (issue 20): memory blocks with versions, artifacts agents saved ---
+MM = "agen.hub.memory"
+ListMemory = _rpc("ListMemory", mm.ListMemoryRequest, mm.ListMemoryResponse, "viewer", f"{MM}:list_memory",
+                  "Memory blocks of a namespace, with their versions.")
+GetMemory = _rpc("GetMemory", mm.GetMemoryRequest, mm.MemoryBlockResponse, "viewer", f"{MM}:get_memory",
+                 "A memory block's value (the current version, or an earlier one).")
+SetMemory = _rpc("SetMemory", mm.SetMemoryRequest, mm.MemoryBlockResponse, "operator", f"{MM}:set_memory",
+                 "Replace a memory block's value (creating it); expected_version makes it a compare-and-set.")
+MemoryHistory = _rpc("MemoryHistory", mm.MemoryHistoryRequest, mm.MemoryHistoryResponse, "viewer",
+                     f"{MM}:memory_history", "Every version of a memory block: value, author (run or person), time.")
+RollbackMemory = _rpc("RollbackMemory", mm.RollbackMemoryRequest, mm.MemoryBlockResponse, "operator",
+                      f"{MM}:rollback_memory", "Write a new version of a memory block equal to an earlier one.")
+ListArtifacts = _rpc("ListArtifacts", mm.ListArtifactsRequest, mm.ListArtifactsResponse, "viewer",
+                     f"{MM}:list_artifacts", "Artifacts of a namespace, or of one task or run.")
+GetArtifact = _rpc("GetArtifact", mm.GetArtifactRequest, mm.GetArtifactResponse, "viewer", f"{MM}:get_artifact",
+                   "An artifact's content, a page at a time.")
+MEMORY_RPCS = (ListMemory, GetMemory, SetMemory, MemoryHistory, RollbackMemory, ListArtifacts, GetArtifact)
+# --- end memory and artifacts ---
+
+# --- feedback (issue 20): scores on how tasks went ---
+FB = "agen.hub.feedback"
+RecordFeedback = _rpc("RecordFeedback", fb.RecordFeedbackRequest, fb.RecordFeedbackResponse, "operator",
+                      f"{FB}:record_feedback", "Record a score (-1.0..1.0), note and labels on a task's run.")
+ListFeedback = _rpc("ListFeedback", fb.ListFeedbackRequest, fb.ListFeedbackResponse, "viewer",
+                    f"{FB}:list_feedback", "Feedback, newest first, with the run, task and digest it rates.")
+FEEDBACK_RPCS = (RecordFeedback, ListFeedback)
+# --- end feedback ---
+
+# --- replay and eval (issue 20) ---
+EV = "agen.hub.evals"
+GetReplaySource = _rpc("GetReplaySource", ev.GetReplaySourceRequest, ev.GetReplaySourceResponse, "operator",
+                       f"{EV}:get_replay_source",
+                       "A run's messages, cassette and its deployment's current bundle, for `agen replay`.")
+RecordEvalRuns = _rpc("RecordEvalRuns", ev.RecordEvalRunsRequest, ev.RecordEvalRunsResponse, "operator",
+                      f"{EV}:record_eval_runs", "Keep the results of one `agen eval` of a bundle digest.")
+ListEvalRuns = _rpc("ListEvalRuns", ev.ListEvalRunsRequest, ev.ListEvalRunsResponse, "viewer",
+                    f"{EV}:list_eval_runs", "A bundle's recorded evals, newest first, per scenario.")
+EVAL_RPCS = (GetReplaySource, RecordEvalRuns, ListEvalRuns)
+# --- end replay and eval ---
+
 # --- the Nest-facing calls (DESIGN.md §1): a Nest's Manager and instances use only these (and WhoAmI) ---
 N = "agen.hub.nest_rpcs"
 RegisterNest = _rpc("RegisterNest", ns.RegisterNestRequest, ns.RegisterNestResponse, "nest", f"{N}:register_nest",
@@ -174,6 +217,6 @@ RPCS: dict[str, Rpc[Any, Any]] = {
         CreateDeployment, UpdateDeployment, GetDeployment, ListDeployments, ListInstances, ScaleDeployment,
         PauseDeployment, DeleteDeployment, GetLogs, SubmitTask, GetTask, ListTasks, CancelTask, PauseTask,
         ResumeTask, ListApprovals, DecideApproval, CreateToken, WhoAmI, Shutdown, *SIGNAL_RPCS,
-        *OBSERVE_RPCS, *NEST_RPCS,
+        *OBSERVE_RPCS, *MEMORY_RPCS, *FEEDBACK_RPCS, *EVAL_RPCS, *NEST_RPCS,
     )
 }

@@ -140,8 +140,29 @@ class Rollover(AgenModel):
     prompt: str | None = None
 
 
+class Review(AgenModel):
+    """An outcome rubric and a reviewer that grades each finished result against it (docs/concepts.md
+    "Review"). Not satisfied: the executor revises in the same run, at most maxIterations times."""
+
+    rubric: str = Field(min_length=1, description="what a satisfying result must meet, shown to the reviewer")
+    description: str | None = Field(default=None, description="the outcome in a sentence, shown to the reviewer")
+    model: str | None = Field(default=None, min_length=1,
+                              description="the reviewer's model on the harness's provider; unset: the harness model")
+    max_iterations: int = Field(2, ge=0, le=20, description="how many times the executor may be sent back to revise")
+    max_tokens: int = Field(1024, ge=1, description="output tokens per review call")
+    max_usd: float | None = Field(default=None, gt=0, description="USD the reviews of one run may cost (as the "
+                                  "provider reports it); once spent, the result ends unreviewed as partial")
+
+
 class BuiltinTools(AgenModel):
     workspace: bool | None = None
+
+
+class EvalBar(AgenModel):
+    """The bar ``agen deploy --require-eval`` holds a bundle to: the share of its scenarios that pass
+    every run (pass^k). Default 1.0: every scenario passes."""
+
+    min_pass_rate: float = Field(default=1.0, ge=0.0, le=1.0)
 
 
 class Config(AgenModel):
@@ -163,6 +184,8 @@ class Config(AgenModel):
     record_interactions: bool = False
     rollover: Rollover | None = Field(default=None, description="not supported yet: refused when set")
     builtin_tools: BuiltinTools = BuiltinTools()
+    review: Review | None = None
+    eval: EvalBar = EvalBar()
 
     @model_validator(mode="after")
     def _cross_checks(self) -> Config:

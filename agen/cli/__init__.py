@@ -15,10 +15,13 @@ import typer
 from agen.cli import (
     approvals,
     deploy,
+    evals,
+    feedback,
     fleet,
     host,
     init,
     mcp,
+    memory,
     observe,
     signals,
     submit,
@@ -46,7 +49,7 @@ def _root() -> None:
 
 
 for module in (version, init, up, deploy, fleet, submit, tasks, approvals, token, mcp, signals, observe, tui,
-               host):
+               host, memory, feedback, evals):
     module.register(app)
 
 

@@ -34,7 +34,8 @@ EXIT_CODES = {
     1: "the work failed (a task or run ended failed, cancelled or expired), or agen hit an internal error "
        "(printed as `agen: internal error: ...; please report it`)",
     2: "usage error or invalid input (bad flag, invalid bundle)",
-    3: "Hub or another dependency unreachable",
+    3: "Hub or another dependency unreachable (also: the deployment's instances cannot start, e.g. an MCP "
+       "server that fails; the task stays queued)",
     4: "not found",
     5: "conflict (state refused the change)",
     6: "not allowed (token, scope, namespace)",

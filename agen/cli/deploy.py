@@ -74,6 +74,13 @@ def deploy(
                                              show_default=False)] = None,
     replicas: Annotated[int, typer.Option("--replicas", help="Desired instances after deploying (-1: keep).")] = -1,
     watch: Annotated[bool, typer.Option("--watch", help="Redeploy on every change of the bundle folder.")] = False,
+    require_eval: Annotated[bool, typer.Option(
+        "--require-eval", help="Run the bundle's eval scenarios first and refuse (exit 2) a bundle below its bar "
+        "(x-agen/config.json eval.minPassRate: the share of scenarios passing every run; default 1.0).")] = False,
+    eval_runs: Annotated[int, typer.Option("--eval-runs", help="Runs per scenario for --require-eval.")] = 1,
+    scenarios: Annotated[str | None, typer.Option(
+        "--scenarios", help="Eval scenarios for --require-eval (default: x-agen/evals in the bundle).",
+        show_default=False)] = None,
     hub: HubOpt = None,
     token: TokenOpt = None,
     namespace: NamespaceOpt = "default",
@@ -92,6 +99,10 @@ def deploy(
     from agen.errors import AgenError
 
     def once() -> None:
+        if require_eval:
+            from agen.cli.evals import require_eval as check
+
+            check(directory, scenarios, eval_runs)
         req = deploy_request(directory, namespace, name, replicas if replicas >= 0 else None)
         _report(with_client(hub, token, lambda c: c.call(r.CreateDeployment, req)), json_out)
 

@@ -89,7 +89,10 @@ def transcript(ref: RefArg,
 
 def trace(ref: Annotated[str, typer.Argument(help="Task id, trace id or run id.", show_default=False)],
           hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOpt = "default",
-          json_out: JsonOpt = False) -> None:
+          json_out: JsonOpt = False,
+          otlp_json: Annotated[bool, typer.Option(
+              "--otlp-json", help="Print the trace as OTLP/JSON (an ExportTraceServiceRequest; needs agen[otel]).")
+          ] = False) -> None:
     """Span tree of a trace, across agents (a time bar per span)."""
     from agen.api import registry as r
     from agen.api.models.observe import GetTraceRequest
@@ -98,6 +101,11 @@ def trace(ref: Annotated[str, typer.Argument(help="Task id, trace id or run id."
 
     req = make_request(GetTraceRequest, {"id": "REF"}, id=ref, namespace=namespace)
     resp = with_client(hub, token, lambda c: c.call(r.GetTrace, req))
+    if otlp_json:
+        from agen.otel.trace_json import trace_otlp_json
+
+        print_json(trace_otlp_json(resp))
+        return
     if json_out:
         print_json(resp.model_dump(mode="json"))
         return

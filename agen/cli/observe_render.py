@@ -12,6 +12,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 if TYPE_CHECKING:
+    from agen.api.models.feedback import Feedback
     from agen.api.models.observe import (
         GetTraceResponse,
         GetTranscriptResponse,
@@ -45,7 +46,16 @@ def activity_text(word: str, reason: str | None = None) -> Text:
     return Text(f"{word} ({reason})" if reason else word, style=style)
 
 
-RUN_COLUMNS = ("RUN", "DEPLOYMENT", "TASK", "STATUS", "ACTIVITY", "TURNS", "TOKENS", "COST", "TOOK", "SOURCE")
+RUN_COLUMNS = ("RUN", "DEPLOYMENT", "TASK", "STATUS", "ACTIVITY", "TURNS", "TOKENS", "COST", "TOOK", "SOURCE",
+               "FEEDBACK")
+
+
+def feedback_cell(r: Run) -> str:
+    """The latest score, and how many ratings when more than one (mean in the JSON)."""
+    f = r.feedback
+    if f is None:
+        return "-"
+    return f"{f.last_score:+.2f}" + (f" ({f.count})" if f.count > 1 else "")
 
 
 def runs_rows(runs: list[Run], *, roots: bool = False) -> list[list[str | Text]]:
@@ -60,7 +70,8 @@ def runs_rows(runs: list[Run], *, roots: bool = False) -> list[list[str | Text]]
             status.append(", effect unknown", style="bold yellow")
         rows.append([r.id, r.deployment, r.task_id or "-", status,
                      activity_text(r.activity, r.stopped_reason), str(r.turns),
-                     f"{u.input_tokens}/{u.output_tokens}", money(u.cost_usd) + extra, duration(took), r.source])
+                     f"{u.input_tokens}/{u.output_tokens}", money(u.cost_usd) + extra, duration(took), r.source,
+                     feedback_cell(r)])
     return rows
 
 
@@ -95,13 +106,16 @@ def transcript_lines(resp: GetTranscriptResponse) -> list[RenderableType]:
         f"run {run.id} · {run.deployment} · task {run.task_id or '-'} · {run.status} · "
         f"{run.turns} turns · tokens {run.usage.input_tokens} in / {run.usage.output_tokens} out · "
         f"{money(run.usage.cost_usd)}", style="bold")]
+    for f in resp.feedback:
+        out.append(Text(feedback_line(f), style="bold green" if f.score > 0 else "bold red" if f.score < 0 else "bold"))
     if resp.system is not None:
         out += [Text("── system ──", style="magenta"), Text(resp.system)]
     for m in resp.messages:
         if m.run_id != run.id:
             head = Text(f"── {m.role} (earlier run {m.run_id}) ──", style="dim")
         elif m.role == "assistant":
-            head = Text(f"── assistant · {_usage_line(m)} ──", style="cyan")
+            who = "reviewer" if m.name == "reviewer" else "assistant"
+            head = Text(f"── {who} · {_usage_line(m)} ──", style="magenta" if m.name == "reviewer" else "cyan")
         elif m.role == "tool":
             head = Text(f"── tool result · {m.name or '?'}{' · ERROR' if m.is_error else ''} ──",
                         style="red" if m.is_error else "green")
@@ -117,6 +131,13 @@ def transcript_lines(resp: GetTranscriptResponse) -> list[RenderableType]:
     return out
 
 
+def feedback_line(f: Feedback) -> str:
+    """One line per rating, under the transcript's head (the TUI's transcript screen shows the same)."""
+    labels = " ".join(f"{k}={v}" for k, v in sorted(f.labels.items()))
+    return (f"feedback {f.score:+.2f} by {f.by or '?'}" + (f" [{labels}]" if labels else "")
+            + (f": {f.note}" if f.note else ""))
+
+
 def _span_label(s: Span) -> str:
     a = s.attrs
     if s.name == "agen.run":
@@ -124,7 +145,12 @@ def _span_label(s: Span) -> str:
     if s.name == "gen_ai.chat":
         model = a.get("gen_ai.response.model") or a.get("gen_ai.request.model") or "?"
         fb = " (fallback)" if a.get("agen.fallback") or a.get("agen.fallback_provider") else ""
-        return f"chat {model}{fb}"
+        who = " (reviewer)" if a.get("agen.role") == "reviewer" else ""
+        return f"chat {model}{fb}{who}"
+    if s.name == "agen.review":
+        grade = a.get("agen.review.grade")
+        return (f"review {a.get('agen.review.round', '?')}: {a.get('agen.review.result', s.status)}"
+                + (f" (grade {grade})" if grade is not None else ""))
     if s.name == "agen.tool":
         return f"tool {a.get('agen.tool.name', '?')}"
     return s.name

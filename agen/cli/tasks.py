@@ -56,8 +56,9 @@ STILL_WAITING = 8   # EXIT_CODES[8]: the task goes on (approval, or --timeout ra
 
 
 def report_task(task: Task, json_out: bool) -> None:
-    """Outcome on stdout, status on stderr; exit 1 when the task failed, was cancelled or expired,
-    8 when it has not ended yet (it waits for an approval or --timeout ran out)."""
+    """Outcome on stdout, status on stderr; exit 1 when the task failed, was cancelled or expired, 3 when it
+    stays queued because its deployment's instances cannot start, 8 when it has not ended yet (it waits for
+    an approval or --timeout ran out)."""
     from agen.api.models.tasks import TERMINAL_STATES
 
     if json_out:
@@ -87,8 +88,10 @@ def report_task(task: Task, json_out: bool) -> None:
     else:
         err(f"task {task.id} is still {task.state}"
             + (f" ({task.wait_reason})" if task.wait_reason else "") + f"; `agen wait {task.id}` keeps waiting")
-    if task.state in ("failed", "cancelled", "expired") or task.wait_reason == "instance_failing":
+    if task.state in ("failed", "cancelled", "expired"):
         raise typer.Exit(1)
+    if task.wait_reason == "instance_failing":  # queued on a dependency that cannot start (the table's 3)
+        raise typer.Exit(3)
     if task.state not in TERMINAL_STATES:
         raise typer.Exit(STILL_WAITING)
 

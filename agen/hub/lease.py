@@ -61,6 +61,9 @@ _CANDIDATES = f"""
     ORDER BY t.priority, t.seq
     LIMIT :page
 """
+# Postgres: lock the candidates, passing over rows another transaction holds (another Hub leasing them), so
+# two leasers never wait on each other or lease one task twice. SQLite's single writer needs no row locks.
+_CANDIDATES_LOCKED = _CANDIDATES + " FOR UPDATE OF t SKIP LOCKED"
 
 
 def lease_tasks(
@@ -96,8 +99,8 @@ def lease_tasks(
     cursor = (-1, -1)
     page = limit + 4  # every fetched row costs; blocked ones are rare, so grow the page only when needed
     while len(leased) < limit:
-        rows = tx.all(_CANDIDATES, {"dep": deployment_id, "now": now, "p": cursor[0], "s": cursor[1],
-                                    "page": page})
+        rows = tx.all(_CANDIDATES_LOCKED if tx.dialect == "postgres" else _CANDIDATES,
+                      {"dep": deployment_id, "now": now, "p": cursor[0], "s": cursor[1], "page": page})
         if not rows:
             break
         cursor = (rows[-1]["priority"], rows[-1]["seq"])

@@ -16,6 +16,7 @@ from agen.api.models.observe import (
     GetMetricsRequest,
     GetMetricsResponse,
     ModelMetrics,
+    OtlpStats,
     Usage,
 )
 from agen.hub.auth import Principal
@@ -125,4 +126,5 @@ async def get_metrics(hub: Hub, p: Principal, req: GetMetricsRequest) -> GetMetr
         edges=[EdgeMetrics(caller=c, callee=d, calls=e["calls"], active=e["active"], p95_ms=percentile(e["ms"], 95))
                for (c, d), e in sorted(edges.items())],
         throughput=await throughput(hub, req.namespace, req.window_ms, req.buckets),
+        otlp=OtlpStats(**hub.otlp_stats()) if hub.otlp_stats else None,
     )

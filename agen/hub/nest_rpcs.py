@@ -71,7 +71,7 @@ def leased_task(row: dict[str, Any], *, started: bool) -> m.LeasedTask:
         trust=row.get("trust") or "trusted", source=row.get("source") or "api", model_tier=row.get("model_tier"),
         overrides=loads(row.get("overrides")), budget_pressure=bool(row.get("budget_pressure")),
         root_run_id=row.get("root_run_id"), submitted_by=row.get("submitted_by"),
-        locks=dict(locks) if isinstance(locks, dict) else {}, started=started,
+        locks=dict(locks) if isinstance(locks, dict) else {}, started=started, traceparent=row.get("traceparent"),
     )
 
 

@@ -30,6 +30,7 @@ from agen.hub._known import check_namespace, require_known_deployment
 from agen.hub.activity import run_activity
 from agen.hub.auth import Principal
 from agen.hub.service import Hub
+from agen.otel.ids import agen_trace_id
 from agen.store import Row, loads
 
 MAX_SPANS = 5000
@@ -65,8 +66,14 @@ async def tasks_by_id(hub: Hub, ids: list[str]) -> dict[str, Row]:
 
 
 async def run_views(hub: Hub, rows: list[Row]) -> list[Run]:
+    from agen.hub.feedback import summaries
+
     tasks = await tasks_by_id(hub, [r["task_id"] for r in rows if r["finished_ms"] is None and r["task_id"]])
-    return [run_view(r, tasks.get(r["task_id"] or "")) for r in rows]
+    rated = await summaries(hub.store, [r["id"] for r in rows])
+    views = [run_view(r, tasks.get(r["task_id"] or "")) for r in rows]
+    for v in views:
+        v.feedback = rated.get(v.id)
+    return views
 
 
 async def list_runs(hub: Hub, p: Principal, req: ListRunsRequest) -> ListRunsResponse:
@@ -166,7 +173,10 @@ async def get_transcript(hub: Hub, p: Principal, req: GetTranscriptRequest) -> G
                                    (run["id"], req.after_seq, MAX_MESSAGES))
     [view] = await run_views(hub, [run])
     system = await _system_prompt(hub, run) if req.system else None
-    return GetTranscriptResponse(run=view, system=system, messages=[message_view(r) for r in rows])
+    from agen.hub.feedback import of_run
+
+    return GetTranscriptResponse(run=view, system=system, messages=[message_view(r) for r in rows],
+                                 feedback=await of_run(hub.store, run["id"]))
 
 
 def span_view(row: Row) -> Span:
@@ -182,7 +192,7 @@ def span_view(row: Row) -> Span:
 async def get_trace(hub: Hub, p: Principal, req: GetTraceRequest) -> GetTraceResponse:
     run = await hub.store.one("SELECT namespace, trace_id FROM runs WHERE task_id = ? OR id = ? LIMIT 1",
                               (req.id, req.id))
-    trace_id = run["trace_id"] if run is not None else req.id
+    trace_id = run["trace_id"] if run is not None else agen_trace_id(req.id)  # also as OTel shows it (hex)
     if run is not None and not p.sees(run["namespace"]):
         run = None
     rows = await hub.store.all("SELECT * FROM spans WHERE trace_id = ?"

@@ -61,7 +61,8 @@ def sync_accounts(tx: Tx, deployment_id: str, accounts: Iterable[str],
     envs = key_envs or {}
     tx.execute("DELETE FROM provider_accounts WHERE deployment_id = ?", (deployment_id,))
     tx.executemany(
-        "INSERT OR IGNORE INTO provider_accounts (deployment_id, account, key_env) VALUES (?, ?, ?)",
+        "INSERT INTO provider_accounts (deployment_id, account, key_env) VALUES (?, ?, ?)"
+        " ON CONFLICT DO NOTHING",
         [(deployment_id, a, envs.get(a)) for a in accounts],
     )
 
@@ -96,7 +97,7 @@ def record_account_error(
     namespace, provider = _split(account)
     if deployment_id is not None:
         tx.execute(
-            "INSERT OR IGNORE INTO provider_accounts (deployment_id, account) VALUES (?, ?)",
+            "INSERT INTO provider_accounts (deployment_id, account) VALUES (?, ?) ON CONFLICT DO NOTHING",
             (deployment_id, account),
         )
     row = tx.one("SELECT * FROM provider_holds WHERE account = ?", (account,))

@@ -92,6 +92,7 @@ class NewTask:
     reply_deployment: str | None = None
     reply_conversation_key: str | None = None
     on_parent_end: str = "cancel"
+    traceparent: str | None = None  # W3C: the run joins the caller's trace (agen.otel.ids)
 
 
 @dataclass
@@ -216,6 +217,7 @@ def submit_task(tx: Tx, t: NewTask, *, max_queued: int | None = None) -> tuple[d
         "parent_task_id": t.parent_task_id, "root_task_id": root_id, "depth": depth,
         "reply_deployment": t.reply_deployment, "reply_conversation_key": t.reply_conversation_key,
         "on_parent_end": t.on_parent_end, "event_chain": t.event_chain, "submitted_by": t.submitted_by,
+        **({"traceparent": t.traceparent} if t.traceparent else {}),
         "created_ms": now, "updated_ms": now,
     }
     # seq (submission order) is assigned in the INSERT; RETURNING gives the stored row without reading it again.

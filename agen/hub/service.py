@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
+from typing import Any
 
 from agen.hub.auth import Authenticator
 from agen.store import Store, now_ms
@@ -53,6 +54,8 @@ class Hub:
         self.url: str | None = None
         self.allow_self_approval = False  # `agen up --allow-self-approval`: any token may approve its own work
         self._cancel_listeners: list[Callable[[str], None]] = []
+        # `agen up` with AGEN_OTLP_ENDPOINT: the exporter's counts (agen.otel.exporter), for GetMetrics and /health.
+        self.otlp_stats: Callable[[], dict[str, Any]] | None = None
 
     def on_cancel(self, listener: Callable[[str], None]) -> None:
         """A local Nest stops a cancelled task's run at once instead of at its next lease check."""

@@ -28,6 +28,7 @@ def remember(tx: Tx, deployment_id: str, instance_id: str | None, task_id: str) 
     now = tx.now_ms
     tx.execute("DELETE FROM task_instances WHERE created_ms < ?", (now - KEEP_MS,))
     tx.execute(
-        "INSERT OR IGNORE INTO task_instances (instance_id, deployment_id, task_id, created_ms) VALUES (?,?,?,?)",
+        "INSERT INTO task_instances (instance_id, deployment_id, task_id, created_ms) VALUES (?,?,?,?)"
+        " ON CONFLICT DO NOTHING",
         (instance_id, deployment_id, task_id, now),
     )

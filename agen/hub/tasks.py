@@ -25,6 +25,7 @@ from agen.hub.input_redaction import redact_task_input
 from agen.hub.instances import instance_failing
 from agen.hub.lease_gate import budget_wait_reason
 from agen.hub.service import Hub
+from agen.otel.ids import check_traceparent
 from agen.store import Row, Tx, loads
 
 PRIORITY_NAMES = {v: k for k, v in queue.PRIORITIES.items()}
@@ -125,7 +126,7 @@ async def submit_task(hub: Hub, p: Principal, req: SubmitTaskRequest) -> TaskRes
             idempotency_key=req.idempotency_key, schedule_key=req.schedule_key, not_before_ms=req.not_before_ms,
             not_after_ms=req.not_after_ms, locks=list(req.locks), trust=trust,
             model_tier=req.model_tier, overrides=req.overrides.stored() if req.overrides else None,
-            submitted_by=p.subject,
+            submitted_by=p.subject, traceparent=check_traceparent(req.traceparent) if req.traceparent else None,
         )
         admission.admit(tx, current, tx.now_ms)
         row, created = queue.submit_task(tx, new)

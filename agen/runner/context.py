@@ -117,6 +117,8 @@ class Context:
     _earlier_wire: list[dict[str, Any]] | None = None
 
     def add(self, msg: Msg) -> None:
+        if msg.role == "assistant" and msg.name == "reviewer":
+            return  # the reviewer's own answers (agen/runner/review.py) are stored, never shown to the executor
         self.current.append(msg)
         self._current_wire.append(msg.wire())
         self._current_tokens += msg.tokens

@@ -25,6 +25,7 @@ from agen.runner.providers.base import ModelRequest
 from agen.runner.records import open_run, save_cassette
 from agen.runner.redact import Redactor
 from agen.runner.resume import patch_history, plan_repair
+from agen.runner.review import is_reviewer, review, since_last_review
 from agen.runner.state import EventSink, RunState, call_dicts
 from agen.runner.tools.base import Tool, Toolset
 from agen.runner.tools.builtin import FINISH, FinishTool, builtin_tools
@@ -177,7 +178,7 @@ class Runner:
             "SELECT seq, turn, role, content, run_id, tool_calls, tool_call_id, name, is_error, model FROM messages"
             " WHERE conversation_id = ? ORDER BY seq", (row["conversation_id"],))
         msgs = [Msg.from_row(r) for r in rows]
-        earlier = patch_history([m for m in msgs if m.run_id != row["id"]])
+        earlier = patch_history([m for m in msgs if m.run_id != row["id"] and not is_reviewer(m)])
         current = [m for m in msgs if m.run_id == row["id"]]
         budget = Budget(limits, started_ms=int(row["started_ms"]) + (await self._waited_ms(row["id"]) if resumed else 0))
         st = RunState(
@@ -299,7 +300,10 @@ class Runner:
                            model=resp.model or answer.model_sent, usage=resp.usage, raw=resp.raw)
             await st.emit({"type": "assistant", "turn": st.turn, "text": resp.text, "tool_calls": call_dicts(calls)})
             if not calls:
-                return await self._end(st, Outcome(status="done", summary=resp.text))
+                done = await self._finished(st, Outcome(status="done", summary=resp.text))
+                if done is not None:
+                    return done
+                continue
             if any(st.tools[c.name].side_effect for c in calls if c.name in st.tools):
                 await st.flush(self.store)  # the assistant turn is durable before any effect starts
             results = await execute_calls(env, st, calls)
@@ -316,7 +320,10 @@ class Runner:
                     finish = r.data["outcome"]
                 suspend = suspend or r.suspend
             if finish is not None:
-                return await self._end(st, Outcome.model_validate(finish))
+                done = await self._finished(st, Outcome.model_validate(finish))
+                if done is not None:
+                    return done
+                continue
             if suspend is not None:
                 await st.flush(self.store)
                 return self._suspended(st, suspend)
@@ -345,12 +352,12 @@ class Runner:
     async def _repair(self, st: RunState) -> RunResult | None:
         rows = await self.store.all("SELECT key, tool, state, result FROM effects WHERE run_id = ?", (st.run_id,))
         asked = await self.store.all("SELECT call_id FROM approvals WHERE run_id = ?", (st.run_id,))
-        rep = plan_repair(st.run_id, st.ctx.current, st.tools, read_effects(rows),
+        rep = plan_repair(st.run_id, since_last_review(st.ctx.current), st.tools, read_effects(rows),
                           asked={str(r["call_id"]) for r in asked if r["call_id"]})
         if rep.finish_args is not None:
             finish = self.tools[FINISH]
             assert isinstance(finish, FinishTool)
-            return await self._end(st, Outcome.model_validate(finish.outcome(rep.finish_args)))
+            return await self._finished(st, Outcome.model_validate(finish.outcome(rep.finish_args)))
         if rep.unknown:
             req = st.req
             unknown = [UnknownEffect(c.name, c.id, key) for c, key in rep.unknown]
@@ -363,10 +370,13 @@ class Runner:
             waiting = await self._await_approval(st, results)
             if waiting is not None:
                 return waiting
+            finished: dict[str, Any] | None = None
             for r in results:
                 st.add_message("tool", r.content, tool_call_id=r.call.id, name=r.call.name, is_error=r.is_error)
                 if r.call.name == FINISH and not r.is_error and isinstance(r.data, dict):
-                    return await self._end(st, Outcome.model_validate(r.data["outcome"]))
+                    finished = r.data["outcome"]
+            if finished is not None:
+                return await self._finished(st, Outcome.model_validate(finished))
         if st.messages:
             await st.flush(self.store)
         return None
@@ -396,6 +406,19 @@ class Runner:
         st.add_usage(answer.account.label, resp.model or answer.model_sent, resp.usage)
         st.add_message("assistant", resp.text, model=resp.model or answer.model_sent, usage=resp.usage)
         return await self._end(st, Outcome(status="partial", reason=reason, summary=resp.text))
+
+    async def _finished(self, st: RunState, outcome: Outcome) -> RunResult | None:
+        """The executor finished: with a declared review and status done, the reviewer grades the result
+        first (agen/runner/review.py). None: not satisfied, the executor revises (the round is checkpointed)."""
+        spec = self.bundle.config.review
+        if spec is None or outcome.status != "done":
+            return await self._end(st, outcome)
+        step = await review(st, outcome, spec, self.accounts or [], self.turn_policy, self.bundle.harness.temperature,
+                            self.store)
+        if step.outcome is not None:
+            return await self._end(st, step.outcome)
+        await st.flush(self.store)
+        return None
 
     async def _end(self, st: RunState, outcome: Outcome) -> RunResult:
         data = self.redactor.redact_obj(outcome.model_dump())

@@ -174,7 +174,11 @@ def open_run(tx: Tx, req: RunRequest, owner: str, model: str, digest: str | None
             return Opened(_claim(tx, row, owner, req.attempt), resumed=True, held=task_held(tx, req.task_id))
     session_id, conversation_id, seq, created = _conversation(tx, req)
     run_id, span_id = new_id(), new_id()
-    trace_id = req.trace_id or new_id()
+    trace_id, parent_span = req.trace_id or new_id(), None
+    if req.traceparent:  # the caller's trace: this run's span is a child of the caller's span
+        from agen.otel.ids import from_traceparent
+
+        trace_id, parent_span = from_traceparent(req.traceparent)
     row = tx.one(  # RETURNING: the stored row without reading it back
         "INSERT INTO runs (id, namespace, deployment, task_id, session_id, conversation_id, parent_run_id,"
         " root_run_id, trace_id, span_id, status, input, owner, epoch, labels, trust, source, requested_by, model,"
@@ -185,7 +189,7 @@ def open_run(tx: Tx, req: RunRequest, owner: str, model: str, digest: str | None
     )
     attrs = {"agen.attempt": req.attempt, "agen.epoch": 1, "agen.owner": owner, "agen.definition.digest": digest,
              "gen_ai.conversation.id": conversation_id}
-    tx.execute(SPAN_SQL, (span_id, trace_id, None, run_id, req.task_id, req.namespace, req.deployment, "agen.run",
+    tx.execute(SPAN_SQL, (span_id, trace_id, parent_span, run_id, req.task_id, req.namespace, req.deployment, "agen.run",
                           "unfinished", dumps(attrs), None, now, None))
     tx.execute(MESSAGE_SQL, (new_id(), conversation_id, run_id, seq, 0, "user", req.input, None, None, None, 0,
                              None, None, None, now))

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agen.otel.ids import traceparent
 from agen.runner.budgets import Budget, Guards
 from agen.runner.context import Context, Msg
 from agen.runner.providers.base import ModelUsage
@@ -73,7 +74,7 @@ class RunState:
             namespace=r.namespace, deployment=r.deployment, run_id=self.run_id, root_run_id=self.root_run_id,
             conversation_id=self.conversation_id, task_id=r.task_id, conversation_key=r.conversation_key,
             labels=dict(r.labels), trust=self.trust, locks=dict(r.locks), workspace=self.workspace,
-            traceparent=f"00-{_hex32(self.trace_id)}-{_hex16(self.span_id)}-01", turn=self.turn, call_id=call_id,
+            traceparent=traceparent(self.trace_id, self.span_id), turn=self.turn, call_id=call_id,
             cancel=self.cancel,
         )
 
@@ -141,14 +142,6 @@ class RunState:
 
 def _span_status(run_status: str) -> str:
     return {"succeeded": "ok", "cancelled": "cancelled"}.get(run_status, "error")
-
-
-def _hex32(ulid_text: str) -> str:
-    return (ulid_text.encode().hex() + "0" * 32)[:32]
-
-
-def _hex16(ulid_text: str) -> str:
-    return (ulid_text.encode().hex()[-16:]).rjust(16, "0")
 
 
 def call_dicts(calls: list[Any]) -> list[dict[str, Any]]:

@@ -28,6 +28,8 @@ class Outcome(BaseModel):
     summary: str = ""
     data: Any = None
     artifacts: list[str] = Field(default_factory=list)
+    # Set when the bundle declares a review (agen/runner/review.py): rounds, result, satisfied, grade, feedback.
+    review: dict[str, Any] | None = None
 
     @property
     def run_status(self) -> RunStatus:
@@ -140,6 +142,7 @@ class RunRequest(BaseModel):
     parent_run_id: str | None = None
     root_run_id: str | None = None
     trace_id: str | None = None
+    traceparent: str | None = None  # W3C, from the submitter: the run span's parent (its trace id wins)
     attempt: int = 1
     locks: dict[str, int] = Field(default_factory=dict)
 

@@ -22,6 +22,7 @@ class SQLiteTx:
     """Tx over the writer's connection; valid only inside one transaction function."""
 
     __slots__ = ("_callbacks", "_conn", "max_event_seq", "now_ms")
+    dialect = "sqlite"
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn

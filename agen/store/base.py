@@ -99,6 +99,7 @@ class Tx(Protocol):
     """What a transaction function may do. Only valid while the function runs."""
 
     now_ms: int
+    dialect: str  # "sqlite" or "postgres": for the few statements the engines spell differently
 
     def execute(self, sql: str, params: Params = ()) -> int:
         """Run one statement; returns the number of rows changed."""

@@ -181,7 +181,13 @@ MANIFEST_HEADER = [
 ]
 
 
+DIALECTS = ("sqlite", "postgres")
+
+
 def manifest_lines() -> list[str]:
-    """The content of migrations/SHIPPED.txt: a header, then ``<file> <sha256>`` per shipped migration."""
-    return [*MANIFEST_HEADER, *(f"{m.filename} {m.checksum}" for m in known_migrations("sqlite"))]
+    """The content of migrations/SHIPPED.txt: a header, then ``<file> <sha256>`` per shipped migration file
+    (the shared ones and every dialect's variants)."""
+    files = {m.filename: m for d in DIALECTS for m in known_migrations(d)}
+    ordered = sorted(files.values(), key=lambda m: (m.version, m.filename))
+    return [*MANIFEST_HEADER, *(f"{m.filename} {m.checksum}" for m in ordered)]
 

@@ -19,6 +19,7 @@ from agen.tui.screens.base import AgenScreen
 from agen.tui.screens.events import EventsScreen
 from agen.tui.screens.fleet import FleetScreen
 from agen.tui.screens.logs import LogsScreen
+from agen.tui.screens.memory import MemoryScreen
 from agen.tui.screens.tasks import TasksScreen
 from agen.tui.screens.trace import TraceScreen
 from agen.tui.screens.transcript import TranscriptScreen
@@ -34,6 +35,10 @@ SCREENS_BY_KEY: tuple[tuple[str, str, str], ...] = (
     ("e", "events", "Events: the live event log"),
     ("l", "logs", "Logs: a deployment's live log"),
 )
+MORE_SCREENS_BY_KEY: tuple[tuple[str, str, str], ...] = (
+    ("m", "memory", "Memory: memory blocks, their versions and who wrote them"),
+)
+"""Screens reached by key, the command palette and help (?) but kept out of the footer (no room at 120 columns)."""
 
 
 class AgenApp(App[None]):
@@ -41,10 +46,11 @@ class AgenApp(App[None]):
     TITLE = "agen"
     MODES: ClassVar[dict[str, type[Screen[None]]]] = {  # type: ignore[assignment]
         "fleet": FleetScreen, "tasks": TasksScreen, "approvals": ApprovalsScreen, "transcript": TranscriptScreen,
-        "trace": TraceScreen, "events": EventsScreen, "logs": LogsScreen,
+        "trace": TraceScreen, "events": EventsScreen, "logs": LogsScreen, "memory": MemoryScreen,
     }
     BINDINGS: ClassVar[list[BindingType]] = [
         *(Binding(key, f"show('{mode}')", mode.capitalize()) for key, mode, _ in SCREENS_BY_KEY),
+        *(Binding(key, f"show('{mode}')", mode.capitalize(), show=False) for key, mode, _ in MORE_SCREENS_BY_KEY),
         Binding("question_mark", "help", "Help"),
         Binding("q", "quit", "Quit"),
     ]
@@ -130,7 +136,7 @@ class AgenApp(App[None]):
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        for key, mode, what in SCREENS_BY_KEY:
+        for key, mode, what in (*SCREENS_BY_KEY, *MORE_SCREENS_BY_KEY):
             yield SystemCommand(f"Go to {mode.capitalize()} ({key})", what, lambda m=mode: self.switch_mode(m))
 
     # --- the one event watcher --------------------------------------------------------

@@ -4,7 +4,9 @@ Each command is a fresh process, timed from spawn to exit (median of --repeat). 
 same run: the bare interpreter (`python -c pass`), the floor every installed-package command pays.
 `agen run` uses the offline `hello` template on a fresh AGEN_HOME each time (store creation and
 migrations included). The TUI is timed from spawn to the fleet screen showing its first rows
-(headless, in-process Hub). With --binary PATH the single-file binary's commands are timed too.
+(headless, in-process Hub). With --binary PATH the single-file binary's commands are timed too:
+its first start (unpacking into an empty per-user cache), its warm starts, and, as their baseline,
+the cached one-folder build it execs.
 
     python -m scripts.bench.coldstart_bench [--repeat 5] [--binary dist/agen] [--json]
 """
@@ -83,7 +85,7 @@ def _tui(repeat: int, env: dict[str, str]) -> float | None:
     return round(median(times), 1)
 
 
-def run(repeat: int = 5, binary: Path | None = None) -> dict[str, Any]:
+def run(repeat: int = 5, binary: Path | None = None, others: dict[str, Path] | None = None) -> dict[str, Any]:
     agen = _agen_script()
     env = {k: v for k, v in os.environ.items() if k not in ("AGEN_HUB", "AGEN_TOKEN", "AGEN_HOME")}
     with tempfile.TemporaryDirectory() as d:
@@ -97,13 +99,63 @@ def run(repeat: int = 5, binary: Path | None = None) -> dict[str, Any]:
         out["agen_run_embedded_ms"] = _time([agen, "run", str(bundle), "hi"], repeat, env, fresh_home=tmp / "run")
         out["agen_tui_first_paint_ms"] = _tui(repeat, env)
         if binary is not None and binary.is_file():
-            clean = {"HOME": str(tmp), "PATH": "/usr/bin:/bin", "AGEN_HOME": str(tmp / "bhome")}
-            out["binary"] = str(binary)
-            out["binary_size_mb"] = round(binary.stat().st_size / 2**20, 1)
-            out["binary_help_ms"] = _time([str(binary), "--help"], repeat, clean)
-            out["binary_version_ms"] = _time([str(binary), "version"], repeat, clean)
-            out["binary_run_embedded_ms"] = _time([str(binary), "run", str(bundle), "hi"], repeat, clean,
-                                                  fresh_home=tmp / "brun")
+            out.update(_binary(binary, bundle, repeat, tmp, others))
+    return out
+
+
+def _interleaved(exes: dict[str, Path], args: list[str], repeat: int, env: dict[str, str],
+                 fresh_home: Path | None = None) -> dict[str, float]:
+    """Median ms of ``exe *args`` for each exe, taking turns so load drift hits every build alike."""
+    times: dict[str, list[float]] = {name: [] for name in exes}
+    for i in range(repeat):
+        for name, exe in exes.items():
+            run_env = dict(env)
+            if fresh_home is not None:
+                run_env["AGEN_HOME"] = str(fresh_home / f"{name}-{i}")
+            times[name].append(_time([str(exe), *args], 1, run_env))
+    return {name: round(median(ts), 1) for name, ts in times.items()}
+
+
+def _binary(binary: Path, bundle: Path, repeat: int, tmp: Path,
+            others: dict[str, Path] | None = None) -> dict[str, Any]:
+    """The single-file binary: first start (unpack into an empty cache), then warm starts.
+
+    Baselines in the same run: ``python -c pass`` and the cached one-folder build the launcher
+    execs (``<cache>/<build-hash>/agen``), so binary/one-folder is what the launcher's check costs.
+    ``others`` (label -> path, e.g. a PyInstaller --onefile build) are timed in turn with them.
+    """
+    cache = tmp / "xdg-cache"
+    clean = {"HOME": str(tmp), "PATH": "/usr/bin:/bin", "AGEN_HOME": str(tmp / "bhome"),
+             "XDG_CACHE_HOME": str(cache)}
+    out: dict[str, Any] = {"binary": str(binary), "binary_size_mb": round(binary.stat().st_size / 2**20, 1)}
+    firsts = []
+    for i in range(repeat):  # each with its own empty cache: what the very first command pays
+        env = {**clean, "XDG_CACHE_HOME": str(tmp / f"first-cache-{i}")}
+        firsts.append(_time([str(binary), "version"], 1, env))
+        shutil.rmtree(tmp / f"first-cache-{i}", ignore_errors=True)
+    out["binary_first_start_ms"] = round(median(firsts), 1)
+    _time([str(binary), "version"], 1, clean)  # warm the cache the rows below use
+    exes = {"binary": binary, **(others or {})}
+    cached = [p / "agen" for p in (cache / "agen").glob("*") if p.is_dir() and (p / "agen").is_file()]
+    if cached:
+        exes["onedir"] = cached[0]
+        out["binary_cache_files"] = sum(1 for _ in cached[0].parent.rglob("*"))
+        out["binary_cache_mb"] = round(sum(p.stat().st_size for p in cached[0].parent.rglob("*")
+                                           if p.is_file()) / 2**20, 1)
+    for exe in (others or {}).values():
+        _time([str(exe), "version"], 1, clean)  # a cache, if that build has one, is warm too
+    rows = {"help_ms": _interleaved(exes, ["--help"], repeat, clean),
+            "version_ms": _interleaved(exes, ["version"], repeat, clean),
+            "run_embedded_ms": _interleaved(exes, ["run", str(bundle), "hi"], repeat, clean,
+                                            fresh_home=tmp / "brun")}
+    for key, by_exe in rows.items():
+        out[f"binary_{key}"] = by_exe["binary"]
+        if "onedir" in by_exe:
+            out[f"onedir_{key}"] = by_exe["onedir"]
+    if others:
+        out["other_binaries"] = {label: {"size_mb": round(path.stat().st_size / 2**20, 1),
+                                         **{key: by_exe[label] for key, by_exe in rows.items()}}
+                                 for label, path in others.items()}
     return out
 
 

@@ -40,10 +40,16 @@ include-operation-id = ["CreateDeployment", "UpdateDeployment", "ScaleDeployment
 checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403", "404", "409", "429"]
 
 [[operations]]
+include-operation-id = ["SubmitTask", "DryRunTask"]
+checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403", "404", "409", "429"]
+
+[[operations]]
 include-operation-id = ["ReportNest", "LeaseTasks", "MarkRunning", "CompleteTask", "ReleaseTask", "SuspendTask",
                         "GetDefinitionFiles"]
 checks.positive_data_acceptance.expected-statuses = ["2xx", "401", "403", "404", "409"]
 """
+# SubmitTask/DryRunTask: a schema-valid not_after_ms that is already in the past, or not after not_before_ms,
+# is a 400 by the clock, which JSON Schema cannot express (the stateful phase met it once).
 
 
 @pytest.fixture(scope="module")

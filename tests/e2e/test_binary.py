@@ -5,10 +5,17 @@ PYTHONPATH; HOME and AGEN_HOME in tmp), so anything that starts agen again as a 
 (built-in MCP servers, `agen host serve` for the process backend) must re-launch the binary.
 The binary is built once per session (scripts/build-binary), or dist/agen is used when it is
 newer than every source file that goes into it. Skip locally with ``-m "not binary"``.
+
+The binary is a launcher with the one-folder build packed behind it: the first start unpacks it into
+``$HOME/.cache/agen/<build-hash>/`` and later starts exec the cached copy after a cheap check
+(scripts/binary/launcher.c). The cache tests compare the cache with the payload read back by
+scripts/binary/pack.py, and tell a re-extraction by the cache folder's inode (a fresh copy is a new
+folder renamed into place), never by timing.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -18,13 +25,14 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 pytestmark = [pytest.mark.binary, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
-INPUTS = ("agen", "bundles", "scripts/agen_entry.py", "scripts/build-binary")
+INPUTS = ("agen", "bundles", "scripts/agen_entry.py", "scripts/build-binary", "scripts/binary")
 
 
 def _newest_source_mtime() -> float:
@@ -149,3 +157,102 @@ def test_binary_up_runs_a_deployment_and_down_stops_it(box: Box, backend: str) -
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
+
+
+def _pack_module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("agen_pack", ROOT / "scripts" / "binary" / "pack.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _cache(box: Box) -> tuple[Path, Path]:
+    """(the agen cache root, this build's folder in it)."""
+    build, _ = _pack_module().read_payload(box.bin / "agen")
+    root = box.home / ".cache" / "agen"
+    return root, root / build
+
+
+def _assert_cache_matches_payload(box: Box) -> None:
+    """Every file, folder and link of the packed build is in the cache, byte for byte, and nothing else."""
+    _, payload = _pack_module().read_payload(box.bin / "agen")
+    _, cache = _cache(box)
+    on_disk = {p.relative_to(cache).as_posix() for p in cache.rglob("*")}
+    assert on_disk == set(payload)
+    for rel, (kind, data) in payload.items():
+        path = cache / rel
+        if kind == "f":
+            assert path.read_bytes() == data, rel
+        elif kind == "l":
+            assert os.readlink(path).encode() == data, rel
+        else:
+            assert path.is_dir() and not path.is_symlink(), rel
+
+
+def _leftovers(box: Box) -> list[str]:
+    root, _ = _cache(box)
+    return sorted(p.name for p in root.iterdir() if p.name.startswith("."))
+
+
+def test_binary_second_start_runs_from_the_cache_without_unpacking_again(box: Box) -> None:
+    box.agen("version")
+    root, cache = _cache(box)
+    _assert_cache_matches_payload(box)
+    assert (root.stat().st_mode & 0o777) == 0o700  # the cache is private to the user
+    before = (cache.stat().st_ino, cache.stat().st_mtime_ns, (cache / "agen").stat().st_ino)
+    assert "Usage: agen" in box.agen("--help").stdout
+    box.agen("init", "foo")  # the templates inside the cached build still ship with it
+    assert (box.cwd / "foo" / "plugin.json").is_file()
+    after = (cache.stat().st_ino, cache.stat().st_mtime_ns, (cache / "agen").stat().st_ino)
+    assert after == before, "the second start extracted the build again"
+    assert _leftovers(box) == []
+    assert [p.name for p in root.iterdir() if p.is_dir()] == [cache.name]
+
+
+def _rewrite_same_size_and_mtime(path: Path) -> None:
+    """Change a file's bytes but keep its size and mtime, the change a size/mtime check would miss."""
+    st = path.stat()
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def _internal_file(cache: Path, prefix: str) -> Path:
+    return next(p for p in sorted((cache / "_internal").iterdir()) if p.name.startswith(prefix))
+
+
+@pytest.mark.parametrize("tamper", ["rewrite-library", "delete-library", "truncate-stdlib", "add-module"])
+def test_binary_tampered_cache_is_detected_and_unpacked_again(box: Box, tamper: str) -> None:
+    box.agen("version")
+    _, cache = _cache(box)
+    first = (cache.stat().st_ino, cache.stat().st_ctime_ns)
+    if tamper == "rewrite-library":
+        _rewrite_same_size_and_mtime(_internal_file(cache, "libpython"))
+    elif tamper == "delete-library":
+        _internal_file(cache, "libpython").unlink()
+    elif tamper == "truncate-stdlib":
+        (cache / "_internal" / "base_library.zip").write_bytes(b"")
+    else:
+        (cache / "_internal" / "sitecustomize.py").write_text("raise SystemExit('planted module ran')\n")
+    out = box.agen("version").stdout
+    assert out.startswith("agen "), out
+    assert (cache.stat().st_ino, cache.stat().st_ctime_ns) != first, "the tampered cache was used instead of unpacked again"
+    _assert_cache_matches_payload(box)
+    assert _leftovers(box) == []
+
+
+def test_binary_two_first_starts_at_once_unpack_one_verified_cache(box: Box) -> None:
+    logs = [box.cwd / f"start-{i}.log" for i in range(2)]
+    procs = [box.popen("version", log=log) for log in logs]
+    for proc, log in zip(procs, logs, strict=True):
+        assert proc.wait(120) == 0, log.read_text()
+        assert log.read_text().startswith("agen "), log.read_text()
+    root, cache = _cache(box)
+    _assert_cache_matches_payload(box)
+    assert _leftovers(box) == []
+    assert [p.name for p in root.iterdir() if p.is_dir()] == [cache.name]
+    settled = cache.stat().st_ino
+    box.agen("version")
+    assert cache.stat().st_ino == settled, "the cache two concurrent starts left behind did not verify"

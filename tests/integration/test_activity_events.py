@@ -31,6 +31,10 @@ async def test_a_waiting_queue_becomes_one_activity_event_per_hour_however_often
         bundle = write_bundle(tmp_path / "b", "slowpoke", config={"kind": "pool", "scale": {"min": 0, "max": 1}})
         await client.call(r.CreateDeployment, CreateDeploymentRequest(files=files_b64(bundle)))
         await client.call(r.SubmitTask, SubmitTaskRequest(deployment="slowpoke", input="hello"))
+        # Start the clock (and the task's queue time) at the top of an hour: the warning is keyed per clock hour,
+        # so the ticks below must not straddle an hour boundary whatever the wall-clock time of the run.
+        clock[0] = clock[0] // (60 * MIN) * (60 * MIN)
+        await store.write(lambda tx: tx.execute("UPDATE tasks SET created_ms = ?", (clock[0],)))
 
         async def queue_events() -> list[dict[str, object]]:
             return await store.all("SELECT * FROM events WHERE type = 'activity.queue_waiting' ORDER BY seq")

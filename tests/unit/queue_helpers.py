@@ -25,7 +25,8 @@ def add_deployment(
     digest = "sha256:" + "0" * 64
     def_id = f"{name}@{digest}"
     tx.execute(
-        "INSERT OR IGNORE INTO definitions (id, name, digest, files, size, created_ms) VALUES (?,?,?,?,?,?)",
+        "INSERT INTO definitions (id, name, digest, files, size, created_ms) VALUES (?,?,?,?,?,?)"
+        " ON CONFLICT DO NOTHING",
         (def_id, name, digest, b"", 0, tx.now_ms),
     )
     dep_id = str(ULID())

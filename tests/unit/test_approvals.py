@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
@@ -15,14 +13,6 @@ from agen.runner.policy import ApprovalDecision, ApprovalRequest
 from agen.runner.records import open_run
 from agen.runner.types import RunRequest
 from agen.store.base import Store
-from agen.store.sqlite import SQLiteStore
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    s = await SQLiteStore.open(tmp_path / "agen.db")
-    yield s
-    await s.close()
 
 
 async def new_run(store: Store) -> str:

@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 from ulid import ULID
 
 from agen.errors import BudgetError, RateLimitedError, UnavailableError
 from agen.hub import admission, budgets
-from agen.store import Row, SQLiteStore, Tx, dumps
+from agen.store import Row, Store, Tx, dumps
 from tests.unit.trigger_helpers import add_usage, deployment
 
 NOON = 1_735_732_800_000  # 2025-01-01T12:00:00Z
 DAY = "2025-01-01"
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
-    s = await SQLiteStore.open(tmp_path / "agen.db")
-    yield s
-    await s.close()
 
 
 def queue_task(tx: Tx, dep: Row, state: str = "queued") -> None:
@@ -34,7 +24,7 @@ def queue_task(tx: Tx, dep: Row, state: str = "queued") -> None:
     )
 
 
-async def test_budget_thresholds_are_announced_once_each_and_the_limit_holds_the_deployment(store: SQLiteStore) -> None:
+async def test_budget_thresholds_are_announced_once_each_and_the_limit_holds_the_deployment(store: Store) -> None:
     dep = await deployment(store, "spender", budget={"maxUsdPerDay": 1.0})
     await store.write(lambda tx: add_usage(tx, dep, 0.55, day=DAY))
     sent = await store.write(lambda tx: budgets.announce_all_thresholds(tx, NOON))
@@ -57,7 +47,7 @@ async def test_budget_thresholds_are_announced_once_each_and_the_limit_holds_the
     assert not tomorrow.exhausted and tomorrow.spent_usd == 0
 
 
-async def test_budget_pressure_starts_at_80_percent(store: SQLiteStore) -> None:
+async def test_budget_pressure_starts_at_80_percent(store: Store) -> None:
     dep = await deployment(store, "p", budget={"maxUsdPerDay": 10.0})
     await store.write(lambda tx: add_usage(tx, dep, 7.9, day=DAY))
     assert not (await store.write(lambda tx: budgets.budget_state(tx, dep, NOON))).pressure
@@ -66,7 +56,7 @@ async def test_budget_pressure_starts_at_80_percent(store: SQLiteStore) -> None:
     assert state.pressure and not state.exhausted
 
 
-async def test_an_exhausted_label_holds_back_only_tasks_carrying_it(store: SQLiteStore) -> None:
+async def test_an_exhausted_label_holds_back_only_tasks_carrying_it(store: Store) -> None:
     dep = await deployment(store, "teams", budget={"labelUsdPerDay": {"team=research": 1.0}})
     await store.write(lambda tx: add_usage(tx, dep, 1.2, day=DAY, labels={"team": "research"}))
     await store.write(lambda tx: add_usage(tx, dep, 5.0, day=DAY, labels={"team": "ops"}))
@@ -79,7 +69,7 @@ async def test_an_exhausted_label_holds_back_only_tasks_carrying_it(store: SQLit
     assert len(sent) == 3 and all(":team=research:" in k for k in sent)
 
 
-async def test_rate_limit_refuses_past_the_burst_names_the_stage_and_refills_over_time(store: SQLiteStore) -> None:
+async def test_rate_limit_refuses_past_the_burst_names_the_stage_and_refills_over_time(store: Store) -> None:
     dep = await deployment(store, "rl", admission={"ratePerMinute": 60, "burst": 2})
     await store.write(lambda tx: admission.admit(tx, dep, NOON))
     await store.write(lambda tx: admission.admit(tx, dep, NOON))
@@ -90,7 +80,7 @@ async def test_rate_limit_refuses_past_the_burst_names_the_stage_and_refills_ove
     await store.write(lambda tx: admission.admit(tx, dep, NOON + 1000))  # one token back after 1 s
 
 
-async def test_dry_run_reports_the_verdict_without_taking_a_token(store: SQLiteStore) -> None:
+async def test_dry_run_reports_the_verdict_without_taking_a_token(store: Store) -> None:
     dep = await deployment(store, "dry", admission={"ratePerMinute": 1, "burst": 1})
     for _ in range(3):
         verdict = await store.write(lambda tx: admission.dry_run(tx, dep, NOON))
@@ -100,7 +90,7 @@ async def test_dry_run_reports_the_verdict_without_taking_a_token(store: SQLiteS
     assert not verdict.admitted and verdict.stage == "rate_limit" and verdict.retry_after_s == 60
 
 
-async def test_queue_full_paused_and_budget_stages(store: SQLiteStore) -> None:
+async def test_queue_full_paused_and_budget_stages(store: Store) -> None:
     full = await deployment(store, "full", admission={"maxQueuedTasks": 2})
     await store.write(lambda tx: (queue_task(tx, full), queue_task(tx, full), queue_task(tx, full, "running")))
     with pytest.raises(RateLimitedError) as info:

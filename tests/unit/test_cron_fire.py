@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +12,7 @@ from agen.bundle.config import Config
 from agen.errors import FencedError
 from agen.hub.leader import HUB_LEADER, acquire_or_renew
 from agen.hub.triggers.tick import fire_due_triggers, sync_triggers
-from agen.store import Row, SQLiteStore
+from agen.store import Row, Store
 from tests.unit.trigger_helpers import deployment
 
 
@@ -22,14 +20,7 @@ def ms(text: str) -> int:
     return int(datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp() * 1000)
 
 
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
-    s = await SQLiteStore.open(tmp_path / "agen.db")
-    yield s
-    await s.close()
-
-
-async def setup(store: SQLiteStore, trigger: dict[str, Any], active_since: int) -> tuple[Row, int]:
+async def setup(store: Store, trigger: dict[str, Any], active_since: int) -> tuple[Row, int]:
     dep = await deployment(store, "nightly")
     config = Config.model_validate({"triggers": [trigger]})
     await store.write(lambda tx: sync_triggers(tx, dep, config))
@@ -40,18 +31,18 @@ async def setup(store: SQLiteStore, trigger: dict[str, Any], active_since: int) 
     return dep, epoch
 
 
-async def events(store: SQLiteStore) -> list[tuple[str, str, str | None]]:
+async def events(store: Store) -> list[tuple[str, str, str | None]]:
     rows = await store.all("SELECT status, due_ms, reason FROM trigger_events ORDER BY due_ms")
     return [(r["status"], datetime.fromtimestamp(r["due_ms"] / 1000, tz=UTC).strftime("%H:%M"), r["reason"])
             for r in rows]
 
 
-async def tasks(store: SQLiteStore) -> list[Row]:
+async def tasks(store: Store) -> list[Row]:
     return await store.all("SELECT id, source, idempotency_key, state, input, submitted_by FROM tasks ORDER BY seq")
 
 
 async def test_a_hub_down_across_three_windows_records_them_missed_and_catch_up_fires_exactly_one(
-    store: SQLiteStore,
+    store: Store,
 ) -> None:
     trig = {"name": "report", "type": "cron", "schedule": "@hourly", "catchUp": True, "input": "write the report"}
     _, epoch = await setup(store, trig, ms("2025-01-01T09:30"))
@@ -78,14 +69,14 @@ async def test_a_hub_down_across_three_windows_records_them_missed_and_catch_up_
     assert row == {"last_due_ms": ms("2025-01-01T13:00"), "next_due_ms": ms("2025-01-01T14:00")}
 
 
-async def test_without_catch_up_every_late_window_is_missed_and_nothing_fires(store: SQLiteStore) -> None:
+async def test_without_catch_up_every_late_window_is_missed_and_nothing_fires(store: Store) -> None:
     _, epoch = await setup(store, {"name": "r", "type": "cron", "schedule": "@hourly"}, ms("2025-01-01T09:30"))
     await store.write(lambda tx: fire_due_triggers(tx, leader_epoch=epoch, now_ms=ms("2025-01-01T12:30")))
     assert [e[0] for e in await events(store)] == ["missed", "missed", "missed"]
     assert await tasks(store) == []
 
 
-async def test_catch_up_window_limits_how_old_a_caught_up_window_may_be(store: SQLiteStore) -> None:
+async def test_catch_up_window_limits_how_old_a_caught_up_window_may_be(store: Store) -> None:
     trig = {"name": "r", "type": "cron", "schedule": "@hourly", "catchUp": True, "catchUpWindow": "15m"}
     _, epoch = await setup(store, trig, ms("2025-01-01T09:30"))
     await store.write(lambda tx: fire_due_triggers(tx, leader_epoch=epoch, now_ms=ms("2025-01-01T12:30")))
@@ -93,7 +84,7 @@ async def test_catch_up_window_limits_how_old_a_caught_up_window_may_be(store: S
 
 
 async def test_overlap_skip_records_a_skipped_window_while_the_previous_task_is_unfinished(
-    store: SQLiteStore,
+    store: Store,
 ) -> None:
     trig = {"name": "sync", "type": "cron", "schedule": "*/5 * * * *", "overlap": "skip"}
     _, epoch = await setup(store, trig, ms("2025-01-01T10:00:30"))
@@ -109,7 +100,7 @@ async def test_overlap_skip_records_a_skipped_window_while_the_previous_task_is_
     assert len(await tasks(store)) == 2
 
 
-async def test_min_start_spacing_skips_a_window_too_soon_after_the_last_firing(store: SQLiteStore) -> None:
+async def test_min_start_spacing_skips_a_window_too_soon_after_the_last_firing(store: Store) -> None:
     trig = {"name": "s", "type": "cron", "schedule": "@every 1m", "minStartSpacing": "150s"}
     _, epoch = await setup(store, trig, ms("2025-01-01T10:00:30"))
     for minute in range(1, 5):
@@ -118,7 +109,7 @@ async def test_min_start_spacing_skips_a_window_too_soon_after_the_last_firing(s
     assert [s for s, _, _ in await events(store)] == ["fired", "skipped", "skipped", "fired"]
 
 
-async def test_two_leaders_racing_for_the_same_window_fire_it_once(store: SQLiteStore) -> None:
+async def test_two_leaders_racing_for_the_same_window_fire_it_once(store: Store) -> None:
     trig = {"name": "r", "type": "cron", "schedule": "@hourly", "jitter": "30s"}
     _, epoch = await setup(store, trig, ms("2025-01-01T09:30"))
     now = ms("2025-01-01T10:00:45")
@@ -137,7 +128,7 @@ async def test_two_leaders_racing_for_the_same_window_fire_it_once(store: SQLite
     assert len(await tasks(store)) == 1
 
 
-async def test_a_trigger_added_later_does_not_back_fill_and_a_removed_one_stops(store: SQLiteStore) -> None:
+async def test_a_trigger_added_later_does_not_back_fill_and_a_removed_one_stops(store: Store) -> None:
     dep = await deployment(store, "d")
     config = Config.model_validate({"triggers": [{"name": "a", "type": "cron", "schedule": "@every 1m"}]})
     await store.write(lambda tx: sync_triggers(tx, dep, config))

@@ -6,7 +6,7 @@ import asyncio
 from pathlib import Path
 
 from agen.hub.events import EventFilter, list_events, prune_events, read_events, tail_start
-from agen.store import SQLiteStore
+from agen.store import SQLiteStore, Store
 
 
 async def test_filters_cursor_and_resume_across_a_store_restart(tmp_path: Path) -> None:
@@ -41,32 +41,24 @@ async def test_filters_cursor_and_resume_across_a_store_restart(tmp_path: Path) 
     await store.close()
 
 
-async def test_wait_returns_when_a_matching_event_commits(tmp_path: Path) -> None:
-    store = await SQLiteStore.open(tmp_path / "agen.db")
-    try:
-        await store.write(lambda tx: tx.event("default", "noise"))
-        waiter = asyncio.create_task(list_events(store, ["default"], flt=EventFilter(types=("task.",)), wait_s=10))
-        await asyncio.sleep(0.05)
-        await store.write(lambda tx: tx.event("default", "more.noise"))
-        await asyncio.sleep(0.05)
-        assert not waiter.done()
-        await store.write(lambda tx: tx.event("default", "task.queued"))
-        page = await asyncio.wait_for(waiter, 5)
-        assert [e["type"] for e in page.events] == ["task.queued"]
-        empty = await list_events(store, ["default"], after=page.cursor, wait_s=0.1)
-        assert empty.events == [] and empty.cursor == page.cursor
-    finally:
-        await store.close()
+async def test_wait_returns_when_a_matching_event_commits(store: Store) -> None:
+    await store.write(lambda tx: tx.event("default", "noise"))
+    waiter = asyncio.create_task(list_events(store, ["default"], flt=EventFilter(types=("task.",)), wait_s=10))
+    await asyncio.sleep(0.05)
+    await store.write(lambda tx: tx.event("default", "more.noise"))
+    await asyncio.sleep(0.05)
+    assert not waiter.done()
+    await store.write(lambda tx: tx.event("default", "task.queued"))
+    page = await asyncio.wait_for(waiter, 5)
+    assert [e["type"] for e in page.events] == ["task.queued"]
+    empty = await list_events(store, ["default"], after=page.cursor, wait_s=0.1)
+    assert empty.events == [] and empty.cursor == page.cursor
 
 
-async def test_events_older_than_seven_days_are_pruned_and_seq_keeps_climbing(tmp_path: Path) -> None:
-    store = await SQLiteStore.open(tmp_path / "agen.db")
-    try:
-        await store.write(lambda tx: tx.event("default", "old"))
-        old_seq = int(await store.scalar("SELECT MAX(seq) FROM events"))
-        later = int(await store.scalar("SELECT created_ms FROM events")) + 8 * 86_400_000
-        assert await store.write(lambda tx: prune_events(tx, later)) == 1
-        seq = await store.write(lambda tx: tx.event("default", "new"))
-        assert seq is not None and seq > old_seq
-    finally:
-        await store.close()
+async def test_events_older_than_seven_days_are_pruned_and_seq_keeps_climbing(store: Store) -> None:
+    await store.write(lambda tx: tx.event("default", "old"))
+    old_seq = int(await store.scalar("SELECT MAX(seq) FROM events"))
+    later = int(await store.scalar("SELECT created_ms FROM events")) + 8 * 86_400_000
+    assert await store.write(lambda tx: prune_events(tx, later)) == 1
+    seq = await store.write(lambda tx: tx.event("default", "new"))
+    assert seq is not None and seq > old_seq

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
-import pytest
 from ulid import ULID
 
 from agen.bundle.config import Config
@@ -16,21 +13,14 @@ from agen.hub.signals_tick import signals_tick
 from agen.hub.triggers.events import fire_event_triggers
 from agen.hub.triggers.fire import TickReport
 from agen.hub.triggers.tick import sync_triggers
-from agen.store import Row, SQLiteStore, Tx
+from agen.store import Row, Store, Tx
 from tests.unit.trigger_helpers import deployment
 
 T0 = 1_750_000_000_000
 ACCT = "default/openai:OPENAI_API_KEY"
 
 
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
-    s = await SQLiteStore.open(tmp_path / "agen.db")
-    yield s
-    await s.close()
-
-
-async def watcher(store: SQLiteStore, on: dict[str, Any], **extra: Any) -> Row:
+async def watcher(store: Store, on: dict[str, Any], **extra: Any) -> Row:
     dep = await deployment(store, "watcher")
     config = Config.model_validate({"triggers": [{"name": "react", "type": "event", "on": on,
                                                   "input": "look at this", **extra}]})
@@ -46,11 +36,11 @@ def emit(tx: Tx, type: str, *, task_id: str | None = None, labels: dict[str, str
     return seq
 
 
-async def tick(store: SQLiteStore, at: int) -> TickReport:
+async def tick(store: Store, at: int) -> TickReport:
     return await store.write(lambda tx: fire_event_triggers(tx, now_ms=at))
 
 
-async def fired_tasks(store: SQLiteStore) -> list[Row]:
+async def fired_tasks(store: Store) -> list[Row]:
     return await store.all(
         "SELECT id, source, idempotency_key, event_chain, input, state FROM tasks WHERE source = 'event:react'"
         " ORDER BY seq")
@@ -69,7 +59,7 @@ def other_task(tx: Tx, *, chain: int = 0, source: str = "api") -> str:
 
 
 async def test_event_trigger_starts_at_the_newest_event_and_fires_once_per_match_keyed_by_seq(
-    store: SQLiteStore,
+    store: Store,
 ) -> None:
     await store.write(lambda tx: emit(tx, "task.failed"))  # before the trigger existed: never fires
     await watcher(store, {"type": ["task.", "deployment.updated"], "labels": {"team": "ops"}})
@@ -91,7 +81,7 @@ async def test_event_trigger_starts_at_the_newest_event_and_fires_once_per_match
     assert sorted(r["task_id"] for r in statuses) == sorted(t["id"] for t in tasks)
 
 
-async def test_a_trigger_ignores_the_events_of_its_own_tasks(store: SQLiteStore) -> None:
+async def test_a_trigger_ignores_the_events_of_its_own_tasks(store: Store) -> None:
     await watcher(store, {"type": ["task."]})
     await store.write(lambda tx: emit(tx, "task.failed"))
     first = await tick(store, T0 + 1000)
@@ -103,7 +93,7 @@ async def test_a_trigger_ignores_the_events_of_its_own_tasks(store: SQLiteStore)
     assert len(await fired_tasks(store)) == 1
 
 
-async def test_on_count_fires_only_when_enough_matches_arrive_within_the_window(store: SQLiteStore) -> None:
+async def test_on_count_fires_only_when_enough_matches_arrive_within_the_window(store: Store) -> None:
     await watcher(store, {"type": ["task.failed"], "count": 3, "within": "10m"})
     minute = 60_000
     await store.write(lambda tx: [emit(tx, "task.failed", at=T0), emit(tx, "task.failed", at=T0 + 11 * minute)])
@@ -121,7 +111,7 @@ async def test_on_count_fires_only_when_enough_matches_arrive_within_the_window(
     assert await store.scalar("SELECT pending FROM trigger_cursors") == "[]"
 
 
-async def test_event_chain_counts_triggers_in_a_row_and_the_sixth_link_is_rejected(store: SQLiteStore) -> None:
+async def test_event_chain_counts_triggers_in_a_row_and_the_sixth_link_is_rejected(store: Store) -> None:
     await watcher(store, {"type": ["task.failed"]})
 
     def two_events(tx: Tx) -> None:
@@ -137,7 +127,7 @@ async def test_event_chain_counts_triggers_in_a_row_and_the_sixth_link_is_reject
     assert rejected["reason"].startswith("event_chain:")
 
 
-async def test_coalesce_merges_events_into_the_queued_task_instead_of_firing_another(store: SQLiteStore) -> None:
+async def test_coalesce_merges_events_into_the_queued_task_instead_of_firing_another(store: Store) -> None:
     await watcher(store, {"type": ["task.failed"]}, coalesce="30s")
     a = await store.write(lambda tx: emit(tx, "task.failed", at=T0))
     assert len((await tick(store, T0)).fired) == 1
@@ -158,7 +148,7 @@ async def test_coalesce_merges_events_into_the_queued_task_instead_of_firing_ano
     assert keys[:2] == [f"event:react:{a}", f"event:react:{c}"] and len(keys) == 3
 
 
-async def test_a_held_provider_account_keeps_the_cursor_until_retry_at(store: SQLiteStore) -> None:
+async def test_a_held_provider_account_keeps_the_cursor_until_retry_at(store: Store) -> None:
     dep = await watcher(store, {"type": ["task.failed"]})
     await store.write(lambda tx: providers.sync_accounts(tx, dep["id"], [ACCT]))
 
@@ -176,7 +166,7 @@ async def test_a_held_provider_account_keeps_the_cursor_until_retry_at(store: SQ
     assert (await fired_tasks(store))[0]["idempotency_key"] == f"event:react:{seq}"
 
 
-async def test_the_leader_tick_fires_event_triggers(store: SQLiteStore) -> None:
+async def test_the_leader_tick_fires_event_triggers(store: Store) -> None:
     await watcher(store, {"type": ["deployment.updated"]})
     await store.write(lambda tx: emit(tx, "deployment.updated"))
     epoch = await store.write(lambda tx: acquire_or_renew(tx, HUB_LEADER, "hub-a", 60_000))

@@ -3,15 +3,11 @@ label budgets, budget pressure), with an injected clock and a real Store."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from agen.hub import providers, queue
 from agen.hub.lease_gate import budget_wait_reason, complete_from_nest, lease_for_nest
-from agen.store import Row, SQLiteStore, Tx
+from agen.store import Row, Store, Tx
 from tests.unit.trigger_helpers import add_usage, deployment
 
 NOON = 1_735_732_800_000  # 2025-01-01T12:00:00Z
@@ -21,14 +17,7 @@ ACCOUNT_ERROR = {"status": "failed", "reason": "account_error", "summary": "HTTP
                  "data": None, "artifacts": []}
 
 
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
-    s = await SQLiteStore.open(tmp_path / "agen.db")
-    yield s
-    await s.close()
-
-
-async def submit(store: SQLiteStore, dep: Row, n: int = 1, **kw: Any) -> list[str]:
+async def submit(store: Store, dep: Row, n: int = 1, **kw: Any) -> list[str]:
     def fn(tx: Tx) -> list[str]:
         tx.now_ms = NOON
         return [queue.submit_task(tx, queue.NewTask(namespace="default", deployment_id=dep["id"],
@@ -38,7 +27,7 @@ async def submit(store: SQLiteStore, dep: Row, n: int = 1, **kw: Any) -> list[st
     return await store.write(fn)
 
 
-async def lease(store: SQLiteStore, dep: Row, at: int, limit: int = 10) -> list[dict[str, Any]]:
+async def lease(store: Store, dep: Row, at: int, limit: int = 10) -> list[dict[str, Any]]:
     def fn(tx: Tx) -> list[dict[str, Any]]:
         tx.now_ms = at
         return lease_for_nest(tx, deployment_id=dep["id"], nest_id="n1", instance_id="i1", limit=limit,
@@ -47,7 +36,7 @@ async def lease(store: SQLiteStore, dep: Row, at: int, limit: int = 10) -> list[
     return await store.write(fn)
 
 
-async def complete(store: SQLiteStore, row: dict[str, Any], at: int, outcome: dict[str, Any] | None,
+async def complete(store: Store, row: dict[str, Any], at: int, outcome: dict[str, Any] | None,
                    status: str = "failed") -> None:
     def fn(tx: Tx) -> None:
         tx.now_ms = at
@@ -56,7 +45,7 @@ async def complete(store: SQLiteStore, row: dict[str, Any], at: int, outcome: di
     await store.write(fn)
 
 
-async def reason_of(store: SQLiteStore, task_id: str, at: int) -> str | None:
+async def reason_of(store: Store, task_id: str, at: int) -> str | None:
     def fn(tx: Tx) -> str | None:
         tx.now_ms = at
         row = tx.one("SELECT * FROM tasks WHERE id = ?", (task_id,))
@@ -67,7 +56,7 @@ async def reason_of(store: SQLiteStore, task_id: str, at: int) -> str | None:
 
 
 async def test_an_account_error_holds_leasing_until_retry_at_then_one_probe_whose_failure_backs_off(
-    store: SQLiteStore,
+    store: Store,
 ) -> None:
     dep = await deployment(store, "agent")
     await store.write(lambda tx: providers.sync_accounts(tx, dep["id"], [ACCT]))
@@ -92,7 +81,7 @@ async def test_an_account_error_holds_leasing_until_retry_at_then_one_probe_whos
     assert held_events == 1  # announced when the hold began, not on every backed-off probe
 
 
-async def test_a_retried_completion_report_does_not_back_the_probe_off_twice(store: SQLiteStore) -> None:
+async def test_a_retried_completion_report_does_not_back_the_probe_off_twice(store: Store) -> None:
     dep = await deployment(store, "agent")
     await store.write(lambda tx: providers.sync_accounts(tx, dep["id"], [ACCT]))
     await submit(store, dep, 2)
@@ -105,7 +94,7 @@ async def test_a_retried_completion_report_does_not_back_the_probe_off_twice(sto
 
 
 async def test_a_task_carrying_an_exhausted_label_stays_queued_uncounted_and_says_label_budget(
-    store: SQLiteStore,
+    store: Store,
 ) -> None:
     dep = await deployment(store, "agent", budget={"labelUsdPerDay": {"team=research": 1.0}})
     await store.write(lambda tx: add_usage(tx, dep, 1.5, day=DAY, labels={"team": "research"}))
@@ -121,7 +110,7 @@ async def test_a_task_carrying_an_exhausted_label_stays_queued_uncounted_and_say
     assert [r["id"] for r in await lease(store, dep, NOON + 86_400_000)] == [research]  # a new UTC day
 
 
-async def test_budget_pressure_marks_leased_tasks_and_keeps_background_work_queued(store: SQLiteStore) -> None:
+async def test_budget_pressure_marks_leased_tasks_and_keeps_background_work_queued(store: Store) -> None:
     dep = await deployment(store, "agent", budget={"maxUsdPerDay": 1.0})
     await store.write(lambda tx: add_usage(tx, dep, 0.85, day=DAY))
     [background] = await submit(store, dep, priority="background")
@@ -131,7 +120,7 @@ async def test_budget_pressure_marks_leased_tasks_and_keeps_background_work_queu
     assert await reason_of(store, background, NOON) == "budget"
 
 
-async def test_a_deployment_that_spent_its_daily_budget_leases_nothing_until_the_day_ends(store: SQLiteStore) -> None:
+async def test_a_deployment_that_spent_its_daily_budget_leases_nothing_until_the_day_ends(store: Store) -> None:
     dep = await deployment(store, "agent", budget={"maxUsdPerDay": 1.0})
     await store.write(lambda tx: add_usage(tx, dep, 1.0, day=DAY))
     [task] = await submit(store, dep)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import http.server
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,15 +14,6 @@ from agen.runner.memory import MemoryContext, set_block
 from agen.runner.tools.base import ToolContext, ToolError
 from agen.runner.workspace import TaskWorkspace, release_workspace, workspace_path
 from agen.store.base import Store
-from agen.store.sqlite import SQLiteStore
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    s = await SQLiteStore.open(tmp_path / "agen.db")
-    yield s
-    await s.close()
-
 
 CTX = ToolContext(namespace="ns", deployment="d", run_id="r", root_run_id="r", conversation_id="c")
 

@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 from ulid import ULID
 
 from agen.errors import NotFoundError
 from agen.hub import providers
-from agen.store import Row, SQLiteStore, Tx
+from agen.store import Row, Store, Tx
 from tests.unit.trigger_helpers import add_usage, deployment
 
 ACCT = "default/openai:OPENAI_API_KEY@http://127.0.0.1:9999/v1"
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
-    s = await SQLiteStore.open(tmp_path / "agen.db")
-    yield s
-    await s.close()
 
 
 def task(tx: Tx, dep: Row, state: str) -> str:
@@ -44,7 +34,7 @@ def test_account_ids_name_namespace_provider_key_secret_and_base_url() -> None:
 
 
 async def test_an_account_error_holds_every_deployment_of_the_account_then_one_probe_backs_off(
-    store: SQLiteStore,
+    store: Store,
 ) -> None:
     a = await deployment(store, "a")
     b = await deployment(store, "b")
@@ -91,7 +81,7 @@ async def test_an_account_error_holds_every_deployment_of_the_account_then_one_p
     assert len(resumed) == 1 and "a run succeeded" in resumed[0]["data"]
 
 
-async def test_a_success_before_the_hold_does_not_end_it_but_resume_provider_does(store: SQLiteStore) -> None:
+async def test_a_success_before_the_hold_does_not_end_it_but_resume_provider_does(store: Store) -> None:
     a = await deployment(store, "a")
     await store.write(lambda tx: add_usage(tx, a, 0.0, day="2025-01-01", finished_ms=0))
     await store.write(lambda tx: providers.record_account_error(tx, ACCT, reason="402", deployment_id=a["id"]))
@@ -103,7 +93,7 @@ async def test_a_success_before_the_hold_does_not_end_it_but_resume_provider_doe
         await store.write(lambda tx: providers.resume_provider(tx, ACCT))
 
 
-async def test_other_failures_do_not_hold_anything(store: SQLiteStore) -> None:
+async def test_other_failures_do_not_hold_anything(store: Store) -> None:
     a = await deployment(store, "a")
     await store.write(lambda tx: providers.sync_accounts(tx, a["id"], [ACCT]))
     out = await store.write(lambda tx: providers.on_task_failed(
@@ -116,7 +106,7 @@ async def test_other_failures_do_not_hold_anything(store: SQLiteStore) -> None:
 
 
 async def test_a_hold_belongs_to_the_key_it_failed_with_and_a_changed_key_ends_it(
-    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch,
+    store: Store, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from agen._keyprint import key_fingerprint
 
@@ -142,7 +132,7 @@ async def test_a_hold_belongs_to_the_key_it_failed_with_and_a_changed_key_ends_i
     assert len(resumed) == 1 and "the key was changed" in resumed[0]["data"]
 
 
-async def test_the_failure_that_starts_a_hold_says_so_and_how_to_end_it(store: SQLiteStore) -> None:
+async def test_the_failure_that_starts_a_hold_says_so_and_how_to_end_it(store: Store) -> None:
     a = await deployment(store, "a")
     await store.write(lambda tx: providers.sync_accounts(tx, a["id"], [ACCT]))
     outcome = {"status": "failed", "reason": "account_error", "summary": "401 invalid key", "data": {"account": ACCT}}

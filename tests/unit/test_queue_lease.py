@@ -3,41 +3,32 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
 from agen.errors import FencedError
 from agen.hub import queue as q
-from agen.store import SQLiteStore, Tx
+from agen.store import Store, Tx
 from tests.unit.queue_helpers import add_deployment, add_run, new_task
 
 LEASE = 30_000
 
 
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
-    s = await SQLiteStore.open(tmp_path / "q.db")
-    yield s
-    await s.close()
-
-
-async def setup(store: SQLiteStore, **kw: object) -> str:
+async def setup(store: Store, **kw: object) -> str:
     return await store.write(lambda tx: add_deployment(tx, **kw))  # type: ignore[arg-type]
 
 
-async def submit(store: SQLiteStore, dep: str, text: str = "hi", **kw: object) -> dict:
+async def submit(store: Store, dep: str, text: str = "hi", **kw: object) -> dict:
     row, _ = await store.write(lambda tx: q.submit_task(tx, new_task(dep, text, **kw)))  # type: ignore[arg-type]
     return row
 
 
-async def lease(store: SQLiteStore, dep: str, limit: int = 10, now_ms: int | None = None) -> list[dict]:
+async def lease(store: Store, dep: str, limit: int = 10, now_ms: int | None = None) -> list[dict]:
     return await store.write(lambda tx: q.lease_tasks(
         tx, deployment_id=dep, nest_id="n1", instance_id="i1", limit=limit, lease_ms=LEASE, now_ms=now_ms))
 
 
-async def test_lease_gives_fresh_lease_id_and_counts_attempt(store: SQLiteStore) -> None:
+async def test_lease_gives_fresh_lease_id_and_counts_attempt(store: Store) -> None:
     dep = await setup(store)
     t = await submit(store, dep)
     [got] = await lease(store, dep)
@@ -48,7 +39,7 @@ async def test_lease_gives_fresh_lease_id_and_counts_attempt(store: SQLiteStore)
     assert [e["type"] for e in events] == ["task.queued", "task.leased"]
 
 
-async def test_stale_lease_cannot_complete_a_re_leased_task(store: SQLiteStore) -> None:
+async def test_stale_lease_cannot_complete_a_re_leased_task(store: Store) -> None:
     dep = await setup(store)
     t = await submit(store, dep)
     [first] = await lease(store, dep)
@@ -66,7 +57,7 @@ async def test_stale_lease_cannot_complete_a_re_leased_task(store: SQLiteStore) 
     assert done["state"] == "succeeded" and done["finished_ms"]
 
 
-async def test_completing_twice_with_the_same_lease_returns_the_stored_task(store: SQLiteStore) -> None:
+async def test_completing_twice_with_the_same_lease_returns_the_stored_task(store: Store) -> None:
     dep = await setup(store)
     await submit(store, dep)
     [t] = await lease(store, dep)
@@ -78,7 +69,7 @@ async def test_completing_twice_with_the_same_lease_returns_the_stored_task(stor
     assert await store.scalar("SELECT COUNT(*) FROM events WHERE type = 'task.failed'") == 1
 
 
-async def test_mark_running_and_extend_lease_move_the_expiry(store: SQLiteStore) -> None:
+async def test_mark_running_and_extend_lease_move_the_expiry(store: Store) -> None:
     dep = await setup(store)
     await submit(store, dep)
     [t] = await lease(store, dep)
@@ -89,7 +80,7 @@ async def test_mark_running_and_extend_lease_move_the_expiry(store: SQLiteStore)
     assert await store.write(lambda tx: q.expire_leases(tx, t["lease_expires_ms"] + 1)) == []
 
 
-async def test_lease_expiry_requeues_and_fifth_expiry_fails_task_and_fences_run(store: SQLiteStore) -> None:
+async def test_lease_expiry_requeues_and_fifth_expiry_fails_task_and_fences_run(store: Store) -> None:
     dep = await setup(store)
     t = await submit(store, dep)
     run_id = await store.write(lambda tx: add_run(tx, t["id"]))
@@ -110,7 +101,7 @@ async def test_lease_expiry_requeues_and_fifth_expiry_fails_task_and_fences_run(
     assert await lease(store, dep, now_ms=now) == []
 
 
-async def test_release_by_a_host_that_could_not_take_it_does_not_count_an_attempt(store: SQLiteStore) -> None:
+async def test_release_by_a_host_that_could_not_take_it_does_not_count_an_attempt(store: Store) -> None:
     dep = await setup(store)
     t = await submit(store, dep)
     for _ in range(q.MAX_ATTEMPTS + 2):
@@ -126,7 +117,7 @@ async def test_release_by_a_host_that_could_not_take_it_does_not_count_an_attemp
     assert "instance full (attempt not counted)" in log[0]["message"]
 
 
-async def test_priority_orders_within_a_deployment_never_across(store: SQLiteStore) -> None:
+async def test_priority_orders_within_a_deployment_never_across(store: Store) -> None:
     dep = await setup(store)
     other = await setup(store, name="other")
     bg = await submit(store, dep, "bg", priority="background")
@@ -139,14 +130,14 @@ async def test_priority_orders_within_a_deployment_never_across(store: SQLiteSto
     assert [g["id"] for g in await lease(store, dep, limit=1)] == []
 
 
-async def test_limit_caps_how_many_are_leased_in_submission_order(store: SQLiteStore) -> None:
+async def test_limit_caps_how_many_are_leased_in_submission_order(store: Store) -> None:
     dep = await setup(store)
     ids = [(await submit(store, dep, str(i)))["id"] for i in range(5)]
     assert [g["id"] for g in await lease(store, dep, limit=2)] == ids[:2]
     assert [g["id"] for g in await lease(store, dep, limit=2)] == ids[2:4]
 
 
-async def test_conversation_runs_one_task_at_a_time_in_submission_order(store: SQLiteStore) -> None:
+async def test_conversation_runs_one_task_at_a_time_in_submission_order(store: Store) -> None:
     dep = await setup(store)
     a = await submit(store, dep, "a", conversation_key="chat")
     b = await submit(store, dep, "b", conversation_key="chat", priority="urgent")
@@ -161,7 +152,7 @@ async def test_conversation_runs_one_task_at_a_time_in_submission_order(store: S
     assert [g["id"] for g in await lease(store, dep)] == [b["id"]]
 
 
-async def test_a_waiting_task_holds_its_conversation(store: SQLiteStore) -> None:
+async def test_a_waiting_task_holds_its_conversation(store: Store) -> None:
     dep = await setup(store)
     a = await submit(store, dep, "a", conversation_key="k")
     b = await submit(store, dep, "b", conversation_key="k")
@@ -171,7 +162,7 @@ async def test_a_waiting_task_holds_its_conversation(store: SQLiteStore) -> None
     assert await store.write(lambda tx: q.wait_reason(tx, q.get_task(tx, b["id"]))) == "conversation"
 
 
-async def test_scheduled_task_does_not_hold_up_its_conversation(store: SQLiteStore) -> None:
+async def test_scheduled_task_does_not_hold_up_its_conversation(store: Store) -> None:
     dep = await setup(store)
     now = await store.write(lambda tx: tx.now_ms)
     later = await submit(store, dep, "later", conversation_key="k", not_before_ms=now + 60_000)
@@ -180,7 +171,7 @@ async def test_scheduled_task_does_not_hold_up_its_conversation(store: SQLiteSto
     assert await store.write(lambda tx: q.wait_reason(tx, q.get_task(tx, later["id"]), now_ms=now)) == "scheduled"
 
 
-async def test_cancel_ends_the_run_bumps_its_epoch_and_fences_the_host(store: SQLiteStore) -> None:
+async def test_cancel_ends_the_run_bumps_its_epoch_and_fences_the_host(store: Store) -> None:
     dep = await setup(store)
     t = await submit(store, dep)
     [got] = await lease(store, dep)
@@ -197,14 +188,14 @@ async def test_cancel_ends_the_run_bumps_its_epoch_and_fences_the_host(store: SQ
     assert await store.scalar("SELECT COUNT(*) FROM events WHERE type = 'task.cancelled'") == 1
 
 
-async def test_paused_deployment_leases_nothing(store: SQLiteStore) -> None:
+async def test_paused_deployment_leases_nothing(store: Store) -> None:
     dep = await setup(store, paused=True)
     t = await submit(store, dep)
     assert await lease(store, dep) == []
     assert await store.write(lambda tx: q.wait_reason(tx, q.get_task(tx, t["id"]))) == "paused"
 
 
-async def test_child_finishing_writes_parent_inbox_and_wakes_it(store: SQLiteStore) -> None:
+async def test_child_finishing_writes_parent_inbox_and_wakes_it(store: Store) -> None:
     dep = await setup(store)
     parent = await submit(store, dep, "parent", labels={"team": "a"})
     [p] = await lease(store, dep)
@@ -222,7 +213,7 @@ async def test_child_finishing_writes_parent_inbox_and_wakes_it(store: SQLiteSto
     assert inbox is not None and inbox["kind"] == "child" and inbox["ref"] == child["id"] and "42" in inbox["payload"]
 
 
-async def test_suspend_after_the_awaited_row_already_arrived_wakes_at_once(store: SQLiteStore) -> None:
+async def test_suspend_after_the_awaited_row_already_arrived_wakes_at_once(store: Store) -> None:
     dep = await setup(store)
     parent = await submit(store, dep, "parent")
     [p] = await lease(store, dep)
@@ -231,7 +222,7 @@ async def test_suspend_after_the_awaited_row_already_arrived_wakes_at_once(store
     assert row["state"] == "queued" and row["priority"] == 0
 
 
-async def test_inbox_row_that_does_not_match_leaves_task_waiting(store: SQLiteStore) -> None:
+async def test_inbox_row_that_does_not_match_leaves_task_waiting(store: Store) -> None:
     dep = await setup(store)
     t = await submit(store, dep)
     [got] = await lease(store, dep)
@@ -242,7 +233,7 @@ async def test_inbox_row_that_does_not_match_leaves_task_waiting(store: SQLiteSt
     assert (await store.one("SELECT state FROM tasks WHERE id = ?", (t["id"],))) == {"state": "queued"}
 
 
-async def test_lease_with_start_goes_straight_to_running(store: SQLiteStore) -> None:
+async def test_lease_with_start_goes_straight_to_running(store: Store) -> None:
     dep = await setup(store)
     t = await submit(store, dep)
     [got] = await store.write(lambda tx: q.lease_tasks(
@@ -263,7 +254,7 @@ def checkpoint_turn(tx: Tx, run_id: str, seq: int, at: int) -> None:
                " VALUES (?,?,?,?, 'assistant', 'step', ?)", (f"m{seq}", conv, run_id, seq, at))
 
 
-async def test_losing_the_host_after_the_run_made_progress_does_not_count_an_attempt(store: SQLiteStore) -> None:
+async def test_losing_the_host_after_the_run_made_progress_does_not_count_an_attempt(store: Store) -> None:
     dep = await setup(store)
     t = await submit(store, dep)
     run_id = await store.write(lambda tx: add_run(tx, t["id"]))

@@ -2,47 +2,37 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 
 from agen.errors import ConflictError
 from agen.hub import queue as q
 from agen.hub.locks import held_locks
-from agen.store import SQLiteStore
+from agen.store import Store
 from tests.unit.queue_helpers import add_deployment, new_task
 
 LEASE = 30_000
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
-    s = await SQLiteStore.open(tmp_path / "q.db")
-    yield s
-    await s.close()
-
-
-@pytest.fixture
-async def dep(store: SQLiteStore) -> str:
+async def dep(store: Store) -> str:
     return await store.write(lambda tx: add_deployment(tx))
 
 
-async def submit(store: SQLiteStore, dep: str, text: str = "hi", **kw: object) -> dict:
+async def submit(store: Store, dep: str, text: str = "hi", **kw: object) -> dict:
     row, _ = await store.write(lambda tx: q.submit_task(tx, new_task(dep, text, **kw)))  # type: ignore[arg-type]
     return row
 
 
-async def lease(store: SQLiteStore, dep: str, now_ms: int | None = None) -> list[dict]:
+async def lease(store: Store, dep: str, now_ms: int | None = None) -> list[dict]:
     return await store.write(lambda tx: q.lease_tasks(
         tx, deployment_id=dep, nest_id="n", instance_id="i", limit=10, lease_ms=LEASE, now_ms=now_ms))
 
 
-async def finish(store: SQLiteStore, t: dict) -> None:
+async def finish(store: Store, t: dict) -> None:
     await store.write(lambda tx: q.complete_task(tx, t["id"], t["lease_id"], status="succeeded", outcome=None))
 
 
-async def test_declared_locks_are_granted_all_at_once_or_not_at_all(store: SQLiteStore, dep: str) -> None:
+async def test_declared_locks_are_granted_all_at_once_or_not_at_all(store: Store, dep: str) -> None:
     a = await submit(store, dep, "a", locks=["repo", "db"])
     b = await submit(store, dep, "b", locks=["db", "cache"])
     c = await submit(store, dep, "c", locks=["cache"])
@@ -58,7 +48,7 @@ async def test_declared_locks_are_granted_all_at_once_or_not_at_all(store: SQLit
     assert gb["id"] == b["id"] and gb["locks"] == {"cache": 2, "db": 2}
 
 
-async def test_fence_advances_only_on_handover_to_a_different_task(store: SQLiteStore, dep: str) -> None:
+async def test_fence_advances_only_on_handover_to_a_different_task(store: Store, dep: str) -> None:
     a = await submit(store, dep, "a", locks=["repo"])
     [la] = await lease(store, dep)
     assert la["locks"] == {"repo": 1}
@@ -75,7 +65,7 @@ async def test_fence_advances_only_on_handover_to_a_different_task(store: SQLite
     assert lb["id"] == b["id"] and lb["locks"] == {"repo": 2}
 
 
-async def test_mid_run_lock_is_exclusive_and_climbs_across_release(store: SQLiteStore, dep: str) -> None:
+async def test_mid_run_lock_is_exclusive_and_climbs_across_release(store: Store, dep: str) -> None:
     await submit(store, dep, "a")
     await submit(store, dep, "b")
     ta, tb = await lease(store, dep)
@@ -94,7 +84,7 @@ async def test_mid_run_lock_is_exclusive_and_climbs_across_release(store: SQLite
     assert lc["id"] == c["id"] and lc["locks"] == {"deploy": 4}
 
 
-async def test_locks_are_released_on_every_terminal_path(store: SQLiteStore, dep: str) -> None:
+async def test_locks_are_released_on_every_terminal_path(store: Store, dep: str) -> None:
     t = await submit(store, dep, locks=["x"])
     [lt] = await lease(store, dep)
     await store.write(lambda tx: q.cancel_task(tx, t["id"], by="me"))
@@ -107,7 +97,7 @@ async def test_locks_are_released_on_every_terminal_path(store: SQLiteStore, dep
         await store.write(lambda tx: q.acquire_lock(tx, "default", "y", lt["id"], 1000))
 
 
-async def test_paused_task_is_skipped_until_resumed(store: SQLiteStore, dep: str) -> None:
+async def test_paused_task_is_skipped_until_resumed(store: Store, dep: str) -> None:
     t = await submit(store, dep)
     await store.write(lambda tx: q.pause_task(tx, t["id"], None, "wait for review"))
     assert await lease(store, dep) == []
@@ -119,7 +109,7 @@ async def test_paused_task_is_skipped_until_resumed(store: SQLiteStore, dep: str
     assert types == ["task.queued", "task.held", "task.resumed", "task.leased"]
 
 
-async def test_hold_with_a_deadline_reads_as_not_held_once_passed(store: SQLiteStore, dep: str) -> None:
+async def test_hold_with_a_deadline_reads_as_not_held_once_passed(store: Store, dep: str) -> None:
     now = await store.write(lambda tx: tx.now_ms)
     t = await submit(store, dep)
     await store.write(lambda tx: q.pause_task(tx, t["id"], now + 10_000, None))
@@ -127,7 +117,7 @@ async def test_hold_with_a_deadline_reads_as_not_held_once_passed(store: SQLiteS
     assert [g["id"] for g in await lease(store, dep, now_ms=now + 10_000)] == [t["id"]]
 
 
-async def test_running_task_suspended_on_resume_wakes_on_resume_or_deadline(store: SQLiteStore, dep: str) -> None:
+async def test_running_task_suspended_on_resume_wakes_on_resume_or_deadline(store: Store, dep: str) -> None:
     now = await store.write(lambda tx: tx.now_ms)
     t = await submit(store, dep)
     [lt] = await lease(store, dep)
@@ -143,7 +133,7 @@ async def test_running_task_suspended_on_resume_wakes_on_resume_or_deadline(stor
     assert row2 == {"state": "queued", "priority": 0, "held": 0}
 
 
-async def test_suspend_on_resume_after_the_hold_was_lifted_requeues_at_once(store: SQLiteStore, dep: str) -> None:
+async def test_suspend_on_resume_after_the_hold_was_lifted_requeues_at_once(store: Store, dep: str) -> None:
     t = await submit(store, dep)
     [lt] = await lease(store, dep)
     await store.write(lambda tx: q.pause_task(tx, t["id"], None, None))
@@ -153,7 +143,7 @@ async def test_suspend_on_resume_after_the_hold_was_lifted_requeues_at_once(stor
 
 
 async def test_deployment_hold_holds_unfinished_tasks_and_resume_clears_only_its_own(
-    store: SQLiteStore, dep: str
+    store: Store, dep: str
 ) -> None:
     own = await submit(store, dep, "paused by itself")
     await store.write(lambda tx: q.pause_task(tx, own["id"], None, "mine"))

@@ -2,43 +2,33 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 
 from agen.errors import InvalidError, RateLimitedError
 from agen.hub import queue as q
-from agen.store import SQLiteStore, now_ms
+from agen.store import Store, now_ms
 from tests.unit.queue_helpers import add_deployment, new_task
 
 DAY = 24 * 3600 * 1000
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
-    s = await SQLiteStore.open(tmp_path / "q.db")
-    yield s
-    await s.close()
-
-
-@pytest.fixture
-async def dep(store: SQLiteStore) -> str:
+async def dep(store: Store) -> str:
     return await store.write(lambda tx: add_deployment(tx))
 
 
-async def submit(store: SQLiteStore, dep: str, text: str = "hi", *, max_queued: int | None = None,
+async def submit(store: Store, dep: str, text: str = "hi", *, max_queued: int | None = None,
                  **kw: object) -> tuple[dict, bool]:
     return await store.write(lambda tx: q.submit_task(tx, new_task(dep, text, **kw),  # type: ignore[arg-type]
                                                       max_queued=max_queued))
 
 
-async def lease(store: SQLiteStore, dep: str, now_ms: int | None = None) -> list[dict]:
+async def lease(store: Store, dep: str, now_ms: int | None = None) -> list[dict]:
     return await store.write(lambda tx: q.lease_tasks(
         tx, deployment_id=dep, nest_id="n", instance_id=None, limit=10, lease_ms=1000, now_ms=now_ms))
 
 
-async def test_idempotency_key_returns_the_same_task(store: SQLiteStore, dep: str) -> None:
+async def test_idempotency_key_returns_the_same_task(store: Store, dep: str) -> None:
     a, created_a = await submit(store, dep, "x", idempotency_key="k1")
     b, created_b = await submit(store, dep, "different input", idempotency_key="k1")
     assert created_a and not created_b and a["id"] == b["id"] and b["input"] == "x"
@@ -47,7 +37,7 @@ async def test_idempotency_key_returns_the_same_task(store: SQLiteStore, dep: st
     assert await store.scalar("SELECT COUNT(*) FROM events WHERE type = 'task.queued'") == 2
 
 
-async def test_idempotency_key_still_answers_after_the_task_finished(store: SQLiteStore, dep: str) -> None:
+async def test_idempotency_key_still_answers_after_the_task_finished(store: Store, dep: str) -> None:
     a, _ = await submit(store, dep, idempotency_key="once")
     [t] = await lease(store, dep)
     await store.write(lambda tx: q.complete_task(tx, t["id"], t["lease_id"], status="succeeded", outcome=None))
@@ -55,7 +45,7 @@ async def test_idempotency_key_still_answers_after_the_task_finished(store: SQLi
     assert not created and b["id"] == a["id"] and b["state"] == "succeeded"
 
 
-async def test_schedule_key_replaces_the_queued_task_with_that_key(store: SQLiteStore, dep: str) -> None:
+async def test_schedule_key_replaces_the_queued_task_with_that_key(store: Store, dep: str) -> None:
     first, _ = await submit(store, dep, "v1", schedule_key="nightly")
     second, _ = await submit(store, dep, "v2", schedule_key="nightly")
     rows = await store.all("SELECT id, state FROM tasks ORDER BY seq")
@@ -68,7 +58,7 @@ async def test_schedule_key_replaces_the_queued_task_with_that_key(store: SQLite
     assert states[t["id"]] == "leased" and states[third["id"]] == "queued"
 
 
-async def test_not_before_more_than_90_days_ahead_is_refused(store: SQLiteStore, dep: str) -> None:
+async def test_not_before_more_than_90_days_ahead_is_refused(store: Store, dep: str) -> None:
     now = await store.write(lambda tx: tx.now_ms)
     with pytest.raises(InvalidError, match="90 days"):
         await submit(store, dep, not_before_ms=now + 91 * DAY)
@@ -76,7 +66,7 @@ async def test_not_before_more_than_90_days_ahead_is_refused(store: SQLiteStore,
     assert ok["not_before_ms"] == now + 89 * DAY
 
 
-async def test_not_before_delays_leasing_until_due(store: SQLiteStore, dep: str) -> None:
+async def test_not_before_delays_leasing_until_due(store: Store, dep: str) -> None:
     now = await store.write(lambda tx: tx.now_ms)
     t, _ = await submit(store, dep, not_before_ms=now + 5_000)
     assert await lease(store, dep, now_ms=now) == []
@@ -85,7 +75,7 @@ async def test_not_before_delays_leasing_until_due(store: SQLiteStore, dep: str)
     assert [g["id"] for g in await lease(store, dep, now_ms=now + 5_000)] == [t["id"]]
 
 
-async def test_not_after_expires_a_still_queued_task(store: SQLiteStore, dep: str) -> None:
+async def test_not_after_expires_a_still_queued_task(store: Store, dep: str) -> None:
     now = await store.write(lambda tx: tx.now_ms)
     t, _ = await submit(store, dep, not_after_ms=now + 1_000)
     keep, _ = await submit(store, dep, not_after_ms=now + 60_000)
@@ -99,7 +89,7 @@ async def test_not_after_expires_a_still_queued_task(store: SQLiteStore, dep: st
         await submit(store, dep, not_after_ms=now - 1)
 
 
-async def test_admission_limit_refuses_when_queue_is_full(store: SQLiteStore, dep: str) -> None:
+async def test_admission_limit_refuses_when_queue_is_full(store: Store, dep: str) -> None:
     now = await store.write(lambda tx: tx.now_ms)
     await submit(store, dep, max_queued=2)
     await submit(store, dep, max_queued=2, not_before_ms=now + DAY)  # scheduled tasks count too
@@ -114,7 +104,7 @@ async def test_admission_limit_refuses_when_queue_is_full(store: SQLiteStore, de
         await submit(store, dep, max_queued=3, schedule_key="other")
 
 
-async def test_conversation_keys_are_scoped_by_source(store: SQLiteStore, dep: str) -> None:
+async def test_conversation_keys_are_scoped_by_source(store: Store, dep: str) -> None:
     a, _ = await submit(store, dep, conversation_key="c1")
     b, _ = await submit(store, dep, conversation_key="a2a:caller:ctx", source="a2a")
     c, _ = await submit(store, dep, conversation_key="api:c1")
@@ -123,7 +113,7 @@ async def test_conversation_keys_are_scoped_by_source(store: SQLiteStore, dep: s
         "api:c1", "a2a:caller:ctx", "api:c1", "webhook:c1")
 
 
-async def test_bad_priority_and_trust_are_refused(store: SQLiteStore, dep: str) -> None:
+async def test_bad_priority_and_trust_are_refused(store: Store, dep: str) -> None:
     with pytest.raises(InvalidError, match="priority"):
         await submit(store, dep, priority="asap")
     with pytest.raises(InvalidError, match="trust"):
@@ -132,7 +122,7 @@ async def test_bad_priority_and_trust_are_refused(store: SQLiteStore, dep: str) 
         await submit(store, dep, locks=[""])
 
 
-async def test_queue_counts_per_deployment(store: SQLiteStore, dep: str) -> None:
+async def test_queue_counts_per_deployment(store: Store, dep: str) -> None:
     other = await store.write(lambda tx: add_deployment(tx, "other"))
     for p in ("urgent", "normal", "normal"):
         await submit(store, dep, priority=p)

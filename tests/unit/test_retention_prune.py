@@ -12,25 +12,21 @@ import pytest
 
 from agen.errors import UnavailableError
 from agen.runner.records import save_cassette
-from agen.store import SQLiteStore, Tx
+from agen.store import SQLiteStore, Store, Tx
 from agen.up import _prune, prune_expired
 
 T = TypeVar("T")
 HOUR_MS = 3_600_000
 
 
-async def test_retention_prunes_replay_cassettes_older_than_it_and_keeps_newer_ones(tmp_path: Path) -> None:
-    store = await SQLiteStore.open(tmp_path / "a.db")
-    try:
-        for run_id in ("old-run", "new-run"):
-            await store.write(lambda tx, r=run_id: save_cassette(tx, r, "default", "d", None, [{"turn": 0}]))
-        await store.write(lambda tx: tx.execute(
-            "UPDATE cassettes SET created_ms = ?, updated_ms = ? WHERE run_id = 'old-run'",
-            (tx.now_ms - 3 * HOUR_MS, tx.now_ms - 2 * HOUR_MS)))
-        await store.write(lambda tx: prune_expired(tx, HOUR_MS))
-        assert [r["run_id"] for r in await store.all("SELECT run_id FROM cassettes")] == ["new-run"]
-    finally:
-        await store.close()
+async def test_retention_prunes_replay_cassettes_older_than_it_and_keeps_newer_ones(store: Store) -> None:
+    for run_id in ("old-run", "new-run"):
+        await store.write(lambda tx, r=run_id: save_cassette(tx, r, "default", "d", None, [{"turn": 0}]))
+    await store.write(lambda tx: tx.execute(
+        "UPDATE cassettes SET created_ms = ?, updated_ms = ? WHERE run_id = 'old-run'",
+        (tx.now_ms - 3 * HOUR_MS, tx.now_ms - 2 * HOUR_MS)))
+    await store.write(lambda tx: prune_expired(tx, HOUR_MS))
+    assert [r["run_id"] for r in await store.all("SELECT run_id FROM cassettes")] == ["new-run"]
 
 
 class _FlakyStore(SQLiteStore):

@@ -2,35 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
-
 from agen.hub import queue as q
 from agen.hub.lease_gate import lease_for_nest
-from agen.store import SQLiteStore
+from agen.store import Store
 from tests.unit.queue_helpers import add_deployment, new_task
 
 
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
-    s = await SQLiteStore.open(tmp_path / "k.db")
-    yield s
-    await s.close()
-
-
-async def _submit(store: SQLiteStore, dep: str, **kw: object) -> dict:
+async def _submit(store: Store, dep: str, **kw: object) -> dict:
     row, _ = await store.write(lambda tx: q.submit_task(tx, new_task(dep, **kw)))  # type: ignore[arg-type]
     return row
 
 
-async def _lease(store: SQLiteStore, dep: str, instance: str, limit: int = 4) -> list[dict]:
+async def _lease(store: Store, dep: str, instance: str, limit: int = 4) -> list[dict]:
     return await store.write(lambda tx: lease_for_nest(
         tx, deployment_id=dep, nest_id="n1", instance_id=instance, limit=limit, lease_ms=30_000))
 
 
-async def test_singleton_tasks_share_its_one_conversation_whatever_key_they_carry(store: SQLiteStore) -> None:
+async def test_singleton_tasks_share_its_one_conversation_whatever_key_they_carry(store: Store) -> None:
     dep = await store.write(lambda tx: add_deployment(tx, kind="singleton", scale={"min": 1, "max": 1}))
     keys = {(await _submit(store, dep, conversation_key=k))["conversation_key"] for k in ("a", "b", None)}
     assert keys == {q.SINGLETON_KEY}
@@ -39,13 +27,13 @@ async def test_singleton_tasks_share_its_one_conversation_whatever_key_they_carr
     assert await _lease(store, dep, "i2") == []
 
 
-async def test_pool_tasks_keep_their_own_conversation_keys(store: SQLiteStore) -> None:
+async def test_pool_tasks_keep_their_own_conversation_keys(store: Store) -> None:
     dep = await store.write(lambda tx: add_deployment(tx, kind="pool"))
     assert (await _submit(store, dep, conversation_key="a"))["conversation_key"] == "api:a"
     assert (await _submit(store, dep))["conversation_key"] is None
 
 
-async def test_task_kind_instance_leases_exactly_one_task_ever(store: SQLiteStore) -> None:
+async def test_task_kind_instance_leases_exactly_one_task_ever(store: Store) -> None:
     dep = await store.write(lambda tx: add_deployment(tx, kind="task", scale={"min": 0, "max": 3}))
     ids = [(await _submit(store, dep))["id"] for _ in range(3)]
     first = await _lease(store, dep, "i1", limit=4)
@@ -57,7 +45,7 @@ async def test_task_kind_instance_leases_exactly_one_task_ever(store: SQLiteStor
     assert [t["id"] for t in await _lease(store, dep, "i3")] == ids[2:3]
 
 
-async def test_pool_instance_leases_up_to_its_free_slots(store: SQLiteStore) -> None:
+async def test_pool_instance_leases_up_to_its_free_slots(store: Store) -> None:
     dep = await store.write(lambda tx: add_deployment(tx, kind="pool"))
     for _ in range(3):
         await _submit(store, dep)

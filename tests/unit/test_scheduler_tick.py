@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 
 from agen.hub import leader
 from agen.hub import queue as q
 from agen.hub.scheduler import Demand, NestView, place, schedule_tick
-from agen.store import SQLiteStore, Tx
+from agen.store import Store, Tx
 from tests.unit.queue_helpers import add_deployment, add_nest, new_task
 
 GPU = {"gpu": "yes"}
@@ -46,20 +43,13 @@ def test_instances_are_shared_round_robin_when_capacity_is_short() -> None:
     assert got.counts == {("a", "n"): 2, ("b", "n"): 2} and got.unplaced == {"a": 1, "b": 1}
 
 
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
-    s = await SQLiteStore.open(tmp_path / "s.db")
-    yield s
-    await s.close()
-
-
-async def lead(store: SQLiteStore, holder: str = "hub-a", ttl_ms: int = 60_000) -> int:
+async def lead(store: Store, holder: str = "hub-a", ttl_ms: int = 60_000) -> int:
     epoch = await store.write(lambda tx: leader.acquire_or_renew(tx, leader.HUB_LEADER, holder, ttl_ms))
     assert epoch is not None
     return epoch
 
 
-async def tick(store: SQLiteStore, epoch: int, now_ms: int | None = None, **kw: object):  # type: ignore[no-untyped-def]
+async def tick(store: Store, epoch: int, now_ms: int | None = None, **kw: object):  # type: ignore[no-untyped-def]
     return await store.write(lambda tx: schedule_tick(
         tx, leader_name=leader.HUB_LEADER, leader_epoch=epoch,
         now_ms=tx.now_ms if now_ms is None else now_ms, **kw))  # type: ignore[arg-type]
@@ -70,7 +60,7 @@ def assignments(tx: Tx) -> dict[tuple[str, str], int]:
             for r in tx.all("SELECT deployment_id, nest_id, count FROM assignments")}
 
 
-async def test_tick_scales_up_for_queued_work_and_writes_assignments(store: SQLiteStore) -> None:
+async def test_tick_scales_up_for_queued_work_and_writes_assignments(store: Store) -> None:
     dep = await store.write(lambda tx: add_deployment(tx, scale={"min": 0, "max": 4}))
     nest = await store.write(lambda tx: add_nest(tx, "n1", capacity=8))
     for _ in range(3):
@@ -87,7 +77,7 @@ async def test_tick_scales_up_for_queued_work_and_writes_assignments(store: SQLi
     assert ev is not None and '"reason":"up"' in ev["data"]
 
 
-async def test_tick_scales_down_after_idle_timeout(store: SQLiteStore) -> None:
+async def test_tick_scales_down_after_idle_timeout(store: Store) -> None:
     dep = await store.write(lambda tx: add_deployment(
         tx, scale={"min": 0, "max": 4, "idle_timeout_ms": 60_000}, desired=3))
     nest = await store.write(lambda tx: add_nest(tx, "n1", heartbeat_ms=10**13))
@@ -99,14 +89,14 @@ async def test_tick_scales_down_after_idle_timeout(store: SQLiteStore) -> None:
     assert s.scaled == {dep: (3, 0)} and await store.write(assignments) == {}
 
 
-async def test_paused_deployment_goes_to_zero(store: SQLiteStore) -> None:
+async def test_paused_deployment_goes_to_zero(store: Store) -> None:
     dep = await store.write(lambda tx: add_deployment(tx, desired=2, paused=True, scale={"min": 1, "max": 4}))
     await store.write(lambda tx: add_nest(tx, "n1"))
     s = await tick(store, await lead(store))
     assert s.scaled == {dep: (2, 0)}
 
 
-async def test_silent_nest_is_lost_its_assignments_move_and_leases_expire(store: SQLiteStore) -> None:
+async def test_silent_nest_is_lost_its_assignments_move_and_leases_expire(store: Store) -> None:
     dep = await store.write(lambda tx: add_deployment(tx, scale={"min": 1, "max": 1}, desired=1))
     now = await store.write(lambda tx: tx.now_ms)
     old = await store.write(lambda tx: add_nest(tx, "old", heartbeat_ms=now))
@@ -124,7 +114,7 @@ async def test_silent_nest_is_lost_its_assignments_move_and_leases_expire(store:
     assert (await store.one("SELECT state FROM tasks WHERE id = ?", (t["id"],))) == {"state": "queued"}
 
 
-async def test_capacity_pressure_scales_an_idle_holder_down_to_make_room(store: SQLiteStore) -> None:
+async def test_capacity_pressure_scales_an_idle_holder_down_to_make_room(store: Store) -> None:
     now = await store.write(lambda tx: tx.now_ms)
     idle = await store.write(lambda tx: add_deployment(
         tx, "idle", scale={"min": 0, "max": 2}, desired=2, last_activity_ms=now - 120_000))
@@ -139,7 +129,7 @@ async def test_capacity_pressure_scales_an_idle_holder_down_to_make_room(store: 
     assert await store.write(assignments) == {(busy, nest): 1}
 
 
-async def test_stale_leader_tick_is_refused(store: SQLiteStore) -> None:
+async def test_stale_leader_tick_is_refused(store: Store) -> None:
     await store.write(lambda tx: add_deployment(tx, desired=1, scale={"min": 1, "max": 1}))
     await store.write(lambda tx: add_nest(tx, "n1"))
     old = await lead(store, "hub-a", ttl_ms=1)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from agen.errors import ConflictError, SchemaTooNewError, StoreError
-from agen.store import SQLiteStore, Tx
+from agen.store import SQLiteStore, Store, Tx
 from agen.store.migrate import known_migrations, split_statements
 
 CORE_TABLES = {
@@ -80,51 +80,39 @@ def _insert_session(tx: Tx, sid: str) -> str:
     return sid
 
 
-async def test_event_is_written_in_the_same_transaction_as_the_change(tmp_path: Path) -> None:
-    store = await SQLiteStore.open(tmp_path / "a.db")
-    try:
-        def fails_after_event(tx: Tx) -> None:
-            _insert_session(tx, "s1")
-            raise RuntimeError("boom")
+async def test_event_is_written_in_the_same_transaction_as_the_change(store: Store) -> None:
+    def fails_after_event(tx: Tx) -> None:
+        _insert_session(tx, "s1")
+        raise RuntimeError("boom")
 
-        with pytest.raises(RuntimeError):
-            await store.write(fails_after_event)
-        assert await store.scalar("SELECT COUNT(*) FROM sessions") == 0
-        assert await store.scalar("SELECT COUNT(*) FROM events") == 0
-        await store.write(lambda tx: _insert_session(tx, "s2"))
-        assert await store.scalar("SELECT COUNT(*) FROM events WHERE type='session.created'") == 1
-    finally:
-        await store.close()
+    with pytest.raises(RuntimeError):
+        await store.write(fails_after_event)
+    assert await store.scalar("SELECT COUNT(*) FROM sessions") == 0
+    assert await store.scalar("SELECT COUNT(*) FROM events") == 0
+    await store.write(lambda tx: _insert_session(tx, "s2"))
+    assert await store.scalar("SELECT COUNT(*) FROM events WHERE type='session.created'") == 1
 
 
-async def test_group_commit_isolates_a_failing_transaction_from_its_batch(tmp_path: Path) -> None:
-    store = await SQLiteStore.open(tmp_path / "a.db")
-    try:
-        def dup(tx: Tx) -> None:
-            _insert_session(tx, "same")
+async def test_a_failing_transaction_among_concurrent_writes_rolls_back_alone(store: Store) -> None:
+    def dup(tx: Tx) -> None:
+        _insert_session(tx, "same")
 
-        results = await asyncio.gather(
-            *(store.write(lambda tx, i=i: _insert_session(tx, f"s{i}")) for i in range(50)),
-            store.write(dup), store.write(dup),
-            return_exceptions=True,
-        )
-        errors = [r for r in results if isinstance(r, BaseException)]
-        assert len(errors) == 1 and isinstance(errors[0], ConflictError)
-        assert await store.scalar("SELECT COUNT(*) FROM sessions") == 51
-        seqs = [r["seq"] for r in await store.all("SELECT seq FROM events ORDER BY seq")]
-        assert seqs == sorted(set(seqs)) and len(seqs) == 51
-    finally:
-        await store.close()
+    results = await asyncio.gather(
+        *(store.write(lambda tx, i=i: _insert_session(tx, f"s{i}")) for i in range(50)),
+        store.write(dup), store.write(dup),
+        return_exceptions=True,
+    )
+    errors = [r for r in results if isinstance(r, BaseException)]
+    assert len(errors) == 1 and isinstance(errors[0], ConflictError)
+    assert await store.scalar("SELECT COUNT(*) FROM sessions") == 51
+    seqs = [r["seq"] for r in await store.all("SELECT seq FROM events ORDER BY seq")]
+    assert seqs == sorted(set(seqs)) and len(seqs) == 51
 
 
-async def test_dedupe_key_writes_an_announce_once_event_once(tmp_path: Path) -> None:
-    store = await SQLiteStore.open(tmp_path / "a.db")
-    try:
-        first = await store.write(lambda tx: tx.event("default", "budget.threshold", dedupe_key="k"))
-        second = await store.write(lambda tx: tx.event("default", "budget.threshold", dedupe_key="k"))
-        assert first is not None and second is None
-    finally:
-        await store.close()
+async def test_dedupe_key_writes_an_announce_once_event_once(store: Store) -> None:
+    first = await store.write(lambda tx: tx.event("default", "budget.threshold", dedupe_key="k"))
+    second = await store.write(lambda tx: tx.event("default", "budget.threshold", dedupe_key="k"))
+    assert first is not None and second is None
 
 
 async def test_wait_for_events_is_woken_by_a_local_commit_not_by_polling(tmp_path: Path) -> None:

@@ -20,7 +20,8 @@ def insert_deployment(
 ) -> Row:
     def_id = f"{name}@sha256:{'0' * 64}"
     tx.execute(
-        "INSERT OR IGNORE INTO definitions (id, name, digest, files, size, created_ms) VALUES (?,?,?,?,?,?)",
+        "INSERT INTO definitions (id, name, digest, files, size, created_ms) VALUES (?,?,?,?,?,?)"
+        " ON CONFLICT DO NOTHING",
         (def_id, name, "sha256:" + "0" * 64, b"", 0, tx.now_ms),
     )
     dep_id = str(ULID())

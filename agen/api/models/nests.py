@@ -79,6 +79,7 @@ class LeasedTask(Model):
     root_run_id: str | None = None
     submitted_by: str | None = None
     locks: dict[str, int] = Field(default_factory=dict)
+    traceparent: str | None = None  # W3C, from the submitter: the run joins that trace
     started: bool = False        # leased straight into running (no separate mark_running)
 
     @property

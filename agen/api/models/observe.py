@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from agen.api.models.common import NAME_PATTERN, Count, Model, TimeMs
+from agen.api.models.feedback import Feedback, FeedbackSummary
 from agen.api.models.tasks import Task
 
 RunStatus = Literal["running", "waiting_approval", "succeeded", "failed", "cancelled"]
@@ -47,6 +48,7 @@ class Run(Model):
     started_ms: int
     updated_ms: int
     finished_ms: int | None = None
+    feedback: FeedbackSummary | None = Field(None, description="scores recorded with `agen feedback record`")
 
 
 class ListRunsRequest(Model):
@@ -99,6 +101,7 @@ class GetTranscriptResponse(Model):
     run: Run
     system: str | None = None
     messages: list[TranscriptMessage]
+    feedback: list[Feedback] = []
 
 
 class Span(Model):
@@ -234,6 +237,16 @@ class GetMetricsRequest(Model):
     throughput_only: bool = Field(False, description="only the throughput series (cheap: for live fleet views)")
 
 
+class OtlpStats(Model):
+    """Spans sent to the OTLP endpoint since `agen up` started, and those that could not be."""
+
+    endpoint: str = Field(description="where spans go; header values are never shown")
+    exported: int = 0
+    dropped: int = Field(0, description="not queued: the send queue was full (collector slow or down)")
+    failed: int = Field(0, description="queued but not delivered (the exporter gave up after its retries)")
+    queued: int = 0
+
+
 class GetMetricsResponse(Model):
     window_ms: int
     models: list[ModelMetrics]
@@ -241,3 +254,4 @@ class GetMetricsResponse(Model):
     edges: list[EdgeMetrics]
     throughput: dict[str, list[int]] = Field(
         default_factory=dict, description="runs started per bucket, per deployment, oldest first")
+    otlp: OtlpStats | None = Field(None, description="OTLP trace export (null when it is not configured)")

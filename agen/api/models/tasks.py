@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from agen.api.models.common import NAME_PATTERN, Model, TimeMs
+from agen.otel.ids import TRACEPARENT_PATTERN
 from agen.runner.types import TaskOverrides
 
 Priority = Literal["urgent", "high", "normal", "background"]
+LockName = Annotated[str, Field(min_length=1, max_length=200, pattern=r"\S")]  # = agen.hub.locks.check_lock_names
 TaskState = Literal["queued", "leased", "running", "waiting", "succeeded", "failed", "cancelled", "expired"]
 TERMINAL_STATES: frozenset[str] = frozenset({"succeeded", "failed", "cancelled", "expired"})
 
@@ -53,6 +55,8 @@ class Task(Model):
 
 
 class SubmitTaskRequest(Model):
+    model_config = ConfigDict(extra="forbid", regex_engine="python-re")  # traceparent's look-aheads
+
     namespace: str = Field("default", pattern=NAME_PATTERN)
     deployment: str = Field(min_length=1)
     input: str
@@ -63,11 +67,14 @@ class SubmitTaskRequest(Model):
     schedule_key: str | None = None
     not_before_ms: TimeMs | None = None
     not_after_ms: TimeMs | None = None
-    locks: list[str] = []
+    locks: list[LockName] = []
     trust: Literal["operator", "trusted", "untrusted"] | None = None
     model_tier: Literal["low", "medium", "high", "xhigh", "max"] | None = None
     overrides: TaskOverrides | None = Field(
         None, description="narrowing of the bundle for this task (seed 000 §5); checked here, stored as JSON")
+    traceparent: str | None = Field(
+        None, pattern=TRACEPARENT_PATTERN,
+        description="W3C traceparent: the run joins this trace (the HTTP header of the same name sets it too)")
 
 
 class TaskResponse(Model):

@@ -115,6 +115,7 @@ def fire(
     event_chain: int = 0,
     reason: str | None = None,
     max_queued: int | None = None,
+    traceparent: str | None = None,
 ) -> Fired:
     """Record the firing and queue the task, exactly once per ``key`` (and per due time)."""
     if due_ms is not None and not record_event(tx, dep, trigger, "fired", due_ms=due_ms, reason=reason):
@@ -123,7 +124,7 @@ def fire(
         namespace=dep["namespace"], deployment_id=dep["id"], deployment=dep["name"], input=input,
         source=f"{kind}:{trigger}", conversation_key=conversation_key, labels=dict(labels or {}),
         idempotency_key=f"{kind}:{trigger}:{key}", trust=trust, locks=list(locks or []),
-        event_chain=event_chain, submitted_by=f"trigger:{dep['name']}/{trigger}",
+        event_chain=event_chain, submitted_by=f"trigger:{dep['name']}/{trigger}", traceparent=traceparent,
     )
     try:
         row, created = submit_task(tx, new, max_queued=max_queued)

@@ -33,6 +33,7 @@ from agen.hub.triggers.verify import (
     check_hmac,
     check_timestamped,
 )
+from agen.otel.ids import header_traceparent
 from agen.store import Row, Tx
 
 SecretResolver = Callable[[str, str], str | None]
@@ -207,6 +208,7 @@ def receive(
         tx, dep, trigger, kind="webhook", key=key,
         input=redact_task_input(tx, dep, task_input(spec.input, text or None)),
         labels=spec.labels, conversation_key=conversation, trust=spec.trust or "untrusted",
+        traceparent=header_traceparent(headers),
     )
     if result.status == "skipped":
         return WebhookResult(429, {"error": {"code": "rate_limited", "message": result.reason}})

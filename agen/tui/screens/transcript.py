@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, ClassVar
 
+from rich.markup import escape
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -14,15 +15,18 @@ from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
 
 from agen.api import registry as r
+from agen.api.models.memory import Artifact, ListArtifactsRequest
 from agen.api.models.observe import GetTranscriptRequest, ListRunsRequest, Run, TranscriptMessage
-from agen.cli.observe_render import _usage_line
+from agen.cli.observe_render import _usage_line, feedback_line
 from agen.tui import fmt
 from agen.tui.screens.base import AgenScreen
 
 if TYPE_CHECKING:
+    from agen.api.models.feedback import Feedback
     from agen.api.models.signals import Event
 
 FOLLOW_S = 1.0
+ARTIFACT_ID_CHARS = len("sha256:") + 12
 
 
 class TranscriptScreen(AgenScreen):
@@ -39,6 +43,8 @@ class TranscriptScreen(AgenScreen):
         self.follow: Timer | None = None
         self.calls: dict[str, TreeNode[str]] = {}
         self.shown_target: str | None = None
+        self.artifacts: list[Artifact] = []
+        self.feedback: list[Feedback] = []
 
     def body(self) -> ComposeResult:
         yield Static("", id="transcript-head", classes="detail")
@@ -74,6 +80,9 @@ class TranscriptScreen(AgenScreen):
             if same and self.run is not None and resp.run.id != self.run.id:  # a new attempt: a new run
                 resp = await self.client.call(r.GetTranscript, GetTranscriptRequest(id=target))
                 same = False
+            if not same or resp.run.finished_ms is None or self.run is None or self.run.finished_ms is None:
+                self.artifacts = (await self.client.call(r.ListArtifacts, ListArtifactsRequest(
+                    namespace=resp.run.namespace, run_id=resp.run.id))).artifacts
         except Exception as e:
             self.failed(e, f"loading the transcript of {target}")
             return
@@ -83,6 +92,7 @@ class TranscriptScreen(AgenScreen):
             self.calls = {}
             self.last_seq = 0
         self.run = resp.run
+        self.feedback = resp.feedback
         self._add(resp.messages)
         self._head()
 
@@ -94,7 +104,10 @@ class TranscriptScreen(AgenScreen):
         self.query_one("#transcript-head", Static).update(
             f"run {fmt.short_id(run.id)} · {run.deployment} · task {fmt.short_id(run.task_id)} · {run.status} · "
             f"{run.turns} turns · "
-            f"tokens {run.usage.input_tokens}/{run.usage.output_tokens} · ${run.usage.cost_usd:.4f}{live}")
+            f"tokens {run.usage.input_tokens}/{run.usage.output_tokens} · ${run.usage.cost_usd:.4f}{live}"
+            + artifacts_line(self.artifacts)
+            + (f"\n{escape(feedback_line(self.feedback[-1]))}" if self.feedback else "")  # notes are not markup
+            + (f" (+{len(self.feedback) - 1} more)" if len(self.feedback) > 1 else ""))
         if self.follow is None:
             self.follow = self.set_interval(FOLLOW_S, self._tick, pause=True)
         if run.finished_ms is None:
@@ -115,7 +128,7 @@ class TranscriptScreen(AgenScreen):
                 node.add_leaf(Text(m.content or ""))
                 continue
             if m.role == "assistant":
-                head = Text(f"assistant · {_usage_line(m)}", style="cyan")
+                head = Text(f"{'reviewer' if m.name == 'reviewer' else 'assistant'} · {_usage_line(m)}", style="cyan")
             else:
                 head = Text(m.role, style="bold blue" if m.role == "user" else "magenta")
             node = tree.root.add(head, expand=True)
@@ -142,6 +155,22 @@ class TranscriptScreen(AgenScreen):
         for node in self.query_one(Tree).root.children:
             for child in node.children:
                 child.collapse()
+
+
+def artifacts_line(artifacts: list[Artifact]) -> str:
+    """The run's saved artifacts: name, size, and an id prefix `agen artifacts get` takes."""
+    if not artifacts:
+        return ""
+    shown = ", ".join(f"{a.name} ({_size(a.size)}, {a.id[:ARTIFACT_ID_CHARS]})" for a in artifacts[:5])
+    more = f" and {len(artifacts) - 5} more (agen artifacts ls)" if len(artifacts) > 5 else ""
+    return f"\nartifacts: {shown}{more}"
+
+
+def _size(n: int) -> str:
+    for unit, step in (("MB", 1024 * 1024), ("KB", 1024)):
+        if n >= step:
+            return f"{n / step:.1f} {unit}"
+    return f"{n} B"
 
 
 def _one_line(text: str | None, width: int = 80) -> str:

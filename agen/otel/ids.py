@@ -1,0 +1,86 @@
+"""agen ids (ULIDs) as OpenTelemetry ids, and W3C ``traceparent`` in and out.
+
+A ULID is 128 bits, exactly an OTel trace id: a trace id is the ULID's integer in 32 hex digits,
+and a span id its low 64 bits (the ULID's random part). An incoming traceparent is stored the
+other way round (its trace id and parent span id written as ULID text), so the mapping is
+lossless both ways and every id column keeps one shape. No OpenTelemetry import here: the
+runner uses it for the traceparent it hands to tools.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from ulid import ULID
+
+from agen.errors import InvalidError
+
+# W3C trace-context version 00: lower-case hex, trace and span ids not all zeros. The API model
+# uses the same pattern (with Python's regex engine, for the look-aheads), so the OpenAPI schema
+# says exactly what is accepted.
+TRACEPARENT_PATTERN = r"^00-(?!0{32})([0-9a-f]{32})-(?!0{16})([0-9a-f]{16})-([0-9a-f]{2})$"
+TRACEPARENT = re.compile(TRACEPARENT_PATTERN)
+
+
+def _int(agen_id: str) -> int:
+    try:
+        return int(ULID.from_str(agen_id))
+    except ValueError:  # not a ULID (an id from elsewhere): a stable number from its text
+        return int.from_bytes(agen_id.encode()[-16:].rjust(16, b"\0"), "big")
+
+
+def trace_int(agen_id: str) -> int:
+    return _int(agen_id) or 1  # the all-zero trace id is invalid in OTel
+
+
+def span_int(agen_id: str) -> int:
+    return (_int(agen_id) & 0xFFFF_FFFF_FFFF_FFFF) or 1
+
+
+def trace_hex(agen_id: str) -> str:
+    return f"{trace_int(agen_id):032x}"
+
+
+def span_hex(agen_id: str) -> str:
+    return f"{span_int(agen_id):016x}"
+
+
+def traceparent(trace_id: str, span_id: str) -> str:
+    """The W3C traceparent for an agen span (sampled): what tools and callees see."""
+    return f"00-{trace_hex(trace_id)}-{span_hex(span_id)}-01"
+
+
+def check_traceparent(value: str, where: str = "traceparent") -> str:
+    """The value if it is a valid W3C traceparent, else InvalidError naming ``where``."""
+    if TRACEPARENT.fullmatch(value.strip()) is None:
+        raise InvalidError(
+            f"{where}: {value[:80]!r} is not a W3C traceparent; send 00-<32 hex trace id>-<16 hex span id>-<flags>",
+            field=where)
+    return value.strip()
+
+
+def header_traceparent(headers: Mapping[str, str]) -> str | None:
+    """The request's ``traceparent`` header when it is valid; an invalid one is ignored and the run
+    starts its own trace, as W3C trace-context asks of a receiver (§4.3)."""
+    value = next((v for k, v in headers.items() if k.lower() == "traceparent"), None)
+    if not value:
+        return None
+    try:
+        return check_traceparent(value)
+    except InvalidError:
+        return None
+
+
+def from_traceparent(value: str) -> tuple[str, str]:
+    """(trace id, parent span id) as agen stores them (ULID text) for a valid traceparent."""
+    m = TRACEPARENT.fullmatch(check_traceparent(value))
+    assert m is not None
+    return str(ULID.from_int(int(m.group(1), 16))), str(ULID.from_int(int(m.group(2), 16)))
+
+
+def agen_trace_id(value: str) -> str:
+    """A trace id as the user may type it (32 hex digits, as Jaeger shows it) in agen's form."""
+    if re.fullmatch(r"[0-9a-fA-F]{32}", value):
+        return str(ULID.from_int(int(value, 16)))
+    return value

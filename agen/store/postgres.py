@@ -1,0 +1,334 @@
+"""Postgres adapter (psycopg 3): the same Store port and transaction functions as SQLite (DESIGN.md §4).
+
+Transaction functions are plain synchronous functions, so they run on a worker thread over a connection of
+psycopg's sync ``ConnectionPool``: an async pool would need one thread hop per statement to serve a sync
+``fn`` (the hop SQLite's writer thread was built to avoid), a thread with a sync connection needs one per
+transaction.
+
+Writes take one transaction-level advisory lock first, so write transactions commit one at a time across
+every process on the database, as SQLite's single writer does. The hub code relies on that today (the next
+``tasks.seq`` is ``MAX(seq) + 1``; the event log's seq order must be commit order for the cursors that read
+it); the lease query already locks its candidates ``FOR UPDATE SKIP LOCKED`` for the day writes run side by
+side. Committed events wake waiters through LISTEN/NOTIFY (``agen_events``, payload: the newest seq).
+
+Not reachable from ``agen up`` yet: ``open_store`` still refuses ``postgres://`` URLs (issue #18).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
+
+import psycopg
+import psycopg.errors
+from psycopg.adapt import Dumper
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
+
+from agen.errors import AgenError, ConflictError, StoreError, UnavailableError
+from agen.store._pg_migrate import migrate_postgres
+from agen.store._pg_sql import to_pg
+from agen.store.base import Params, Row, Store, Tx, dumps, new_ulid, now_ms
+
+T = TypeVar("T")
+log = logging.getLogger("agen.store")
+
+CHANNEL = "agen_events"
+_WRITE_LOCK_KEY = 0x6167656E_777269  # "agen" "wri"
+CONNECT_TIMEOUT_S = 10
+MAX_RETRIES = 5  # serialization failures and deadlocks are retried this many times, then reported
+
+_EVENT_SQL = to_pg(
+    "INSERT INTO events (id, namespace, type, severity, deployment, task_id, run_id, labels, data, dedupe_key,"
+    " created_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING"
+    " RETURNING seq"
+)
+_RETRYABLE = (psycopg.errors.SerializationFailure, psycopg.errors.DeadlockDetected)
+
+
+class _BoolAsInt(Dumper):
+    """SQLite has no booleans and the schema keeps flags as 0/1 integers: a Python bool is sent as '1' or '0'
+    of unknown type, which Postgres reads as an integer for a column and as a boolean in ``CASE WHEN ?``."""
+
+    oid = 0
+
+    def dump(self, obj: Any) -> bytes:
+        return b"1" if obj else b"0"
+
+
+def _configure(conn: psycopg.Connection[Any]) -> None:
+    conn.adapters.register_dumper(bool, _BoolAsInt)
+
+
+class PostgresTx:
+    """Tx over one pooled connection inside one transaction."""
+
+    __slots__ = ("_callbacks", "_conn", "max_event_seq", "now_ms")
+    dialect = "postgres"
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self._conn = conn
+        self.now_ms = now_ms()
+        self.max_event_seq = 0
+        self._callbacks: list[Callable[[], None]] = []
+
+    def _cur(self, sql: str, params: Params) -> psycopg.Cursor[Any]:
+        named = isinstance(params, Mapping)
+        return self._conn.execute(to_pg(sql, named), params if named else tuple(params))  # type: ignore[arg-type]
+
+    def execute(self, sql: str, params: Params = ()) -> int:
+        return self._cur(sql, params).rowcount
+
+    def executemany(self, sql: str, rows: Iterable[Params]) -> int:
+        items = list(rows)
+        if not items:
+            return 0
+        named = isinstance(items[0], Mapping)
+        with self._conn.cursor() as cur:
+            cur.executemany(to_pg(sql, named), items if named else [tuple(r) for r in items])  # type: ignore[arg-type, misc]
+            return cur.rowcount
+
+    def one(self, sql: str, params: Params = ()) -> Row | None:
+        row: Row | None = self._cur(sql, params).fetchone()
+        return row
+
+    def all(self, sql: str, params: Params = ()) -> list[Row]:
+        return list(self._cur(sql, params).fetchall())
+
+    def scalar(self, sql: str, params: Params = ()) -> Any:
+        row = self._cur(sql, params).fetchone()
+        return None if row is None else next(iter(row.values()))
+
+    def event(
+        self,
+        namespace: str,
+        type: str,
+        *,
+        severity: str = "info",
+        deployment: str | None = None,
+        task_id: str | None = None,
+        run_id: str | None = None,
+        labels: Mapping[str, str] | str | None = None,
+        data: Mapping[str, Any] | None = None,
+        dedupe_key: str | None = None,
+    ) -> int | None:
+        row = self._conn.execute(
+            _EVENT_SQL,
+            (
+                new_ulid(), namespace, type, severity, deployment, task_id, run_id,
+                labels if isinstance(labels, str) else dumps(dict(labels)) if labels else "{}",
+                dumps(dict(data)) if data else "{}", dedupe_key, self.now_ms,
+            ),
+        ).fetchone()
+        if row is None:
+            return None
+        seq = int(row["seq"])
+        self.max_event_seq = max(self.max_event_seq, seq)
+        return seq
+
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        self._callbacks.append(callback)
+
+
+def map_error(e: BaseException, where: str) -> BaseException:
+    if isinstance(e, psycopg.errors.IntegrityError):
+        return ConflictError(f"the change conflicts with stored data: {e}", store=where)
+    if isinstance(e, psycopg.Error):
+        return StoreError(f"store error on {where}: {e}", store=where)
+    return e
+
+
+class PostgresStore(Store):
+    """A Store on a PostgreSQL database (``postgresql://...``)."""
+
+    def __init__(self, url: str, *, pool_size: int = 4) -> None:
+        self.url = url
+        self._where = _redact(url)
+        self._pool = ConnectionPool(url, min_size=1, max_size=max(2, pool_size), open=False,
+                                    kwargs={"row_factory": dict_row}, configure=_configure,
+                                    name="agen-store")
+        self._threads = concurrent.futures.ThreadPoolExecutor(max(2, pool_size), thread_name_prefix="agen-pg")
+        self._version = 0
+        self._latest_seq = 0
+        self._seq_changed: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._listener: asyncio.Task[None] | None = None
+        self._closed = False
+        self._lock = threading.Lock()
+
+    @classmethod
+    async def open(cls, url: str, **kwargs: Any) -> PostgresStore:
+        """Connect, migrate, and start listening for committed events."""
+        store = cls(url, **kwargs)
+        store._loop = asyncio.get_running_loop()
+        store._seq_changed = asyncio.Event()
+        try:
+            await store._in_thread(store._open_sync)
+        except BaseException:
+            await store.close()
+            raise
+        store._latest_seq = int(await store.scalar("SELECT COALESCE(MAX(seq), 0) AS seq FROM events") or 0)
+        ready = asyncio.Event()
+        store._listener = asyncio.create_task(store._listen(ready), name="agen-pg-listen")
+        await ready.wait()
+        return store
+
+    def _open_sync(self) -> None:
+        try:
+            # a connection of its own first: a server that is down fails here at once, not after the pool's wait
+            with psycopg.connect(self.url, row_factory=dict_row, connect_timeout=CONNECT_TIMEOUT_S) as conn:
+                self._version = migrate_postgres(conn, self._where, now_ms())
+            self._pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
+        except AgenError:
+            raise
+        except Exception as e:
+            raise StoreError(f"cannot open the store {self._where}: {e}", store=self._where) from e
+
+    def schema_version(self) -> int:
+        return self._version
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._listener is not None:
+            self._listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._listener
+        await asyncio.to_thread(self._threads.shutdown)
+        await asyncio.to_thread(self._pool.close)
+
+    async def _in_thread(self, fn: Callable[[], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._threads, fn)
+
+    # -- writes ----------------------------------------------------------------------------
+
+    async def write(self, fn: Callable[[Tx], T]) -> T:
+        if self._closed:
+            raise UnavailableError("the store is closed", store=self._where)
+        return await self._in_thread(lambda: self.write_sync(fn))
+
+    def write_sync(self, fn: Callable[[Tx], T]) -> T:
+        for attempt in range(MAX_RETRIES + 1):
+            try:
+                return self._write_once(fn)
+            except _RETRYABLE as e:
+                if attempt == MAX_RETRIES:
+                    raise StoreError(f"write failed on {self._where} after {MAX_RETRIES} retries: {e}",
+                                     store=self._where) from e
+            except BaseException as e:
+                mapped = map_error(e, self._where)
+                if mapped is e:
+                    raise
+                raise mapped from e
+        raise AssertionError("unreachable")
+
+    def _write_once(self, fn: Callable[[Tx], T]) -> T:
+        with self._pool.connection() as conn:
+            tx = PostgresTx(conn)
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_WRITE_LOCK_KEY,))
+                value = fn(tx)
+                if tx.max_event_seq:
+                    conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, str(tx.max_event_seq)))
+        for cb in tx._callbacks:
+            try:
+                cb()
+            except Exception:
+                log.exception("store %s: an after-commit callback (%s) failed",
+                              self._where, getattr(cb, "__qualname__", repr(cb)))
+        if tx.max_event_seq and self._loop is not None:
+            with contextlib.suppress(RuntimeError):
+                self._loop.call_soon_threadsafe(self._note_seq, tx.max_event_seq)
+        return value
+
+    # -- reads -----------------------------------------------------------------------------
+
+    async def read(self, fn: Callable[[Tx], T]) -> T:
+        """``fn`` over one snapshot (a read-only REPEATABLE READ transaction) on a pooled connection."""
+        if self._closed:
+            raise UnavailableError("the store is closed", store=self._where)
+        return await self._in_thread(lambda: self._read(fn))
+
+    def _read(self, fn: Callable[[Tx], T]) -> T:
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                return fn(PostgresTx(conn))
+        except BaseException as e:
+            mapped = map_error(e, self._where)
+            if mapped is e:
+                raise
+            raise mapped from e
+
+    async def all(self, sql: str, params: Params = ()) -> list[Row]:
+        if self._closed:
+            raise UnavailableError("the store is closed", store=self._where)
+
+        def run() -> list[Row]:
+            try:
+                with self._pool.connection() as conn:
+                    return PostgresTx(conn).all(sql, params)
+            except psycopg.Error as e:
+                raise StoreError(f"read failed on {self._where}: {e}", store=self._where) from e
+
+        return await self._in_thread(run)
+
+    # -- events ----------------------------------------------------------------------------
+
+    async def _listen(self, ready: asyncio.Event) -> None:
+        """LISTEN on a connection of its own; every NOTIFY carries the newest committed seq."""
+        while not self._closed:
+            try:
+                async with await psycopg.AsyncConnection.connect(self.url, autocommit=True) as conn:
+                    await conn.execute(f"LISTEN {CHANNEL}")
+                    # commits made while (re)connecting were not heard: look once
+                    cur = await conn.execute("SELECT COALESCE(MAX(seq), 0) FROM events")
+                    row = await cur.fetchone()
+                    self._note_seq(int(row[0]) if row else 0)
+                    ready.set()
+                    async for note in conn.notifies():
+                        with contextlib.suppress(ValueError):
+                            self._note_seq(int(note.payload))
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                ready.set()
+                log.warning("store %s: the event listener lost its connection (%s); reconnecting", self._where, e)
+                await asyncio.sleep(1.0)
+
+    def _note_seq(self, seq: int) -> None:
+        if seq > self._latest_seq:
+            self._latest_seq = seq
+            if self._seq_changed is not None:
+                self._seq_changed.set()
+                self._seq_changed = asyncio.Event()
+
+    async def wait_for_events(self, after_seq: int, timeout_s: float) -> int:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(0.0, timeout_s)
+        while True:
+            if self._latest_seq > after_seq:
+                return self._latest_seq
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return self._latest_seq
+            ev = self._seq_changed
+            assert ev is not None
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(ev.wait(), timeout=remaining)
+
+
+def _redact(url: str) -> str:
+    """The URL without its password, for messages and logs."""
+    try:
+        info = psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.Error:
+        return "postgres"
+    host = info.get("host") or "localhost"
+    return f"postgresql://{info.get('user') or ''}@{host}/{info.get('dbname') or ''}"
