@@ -14,13 +14,15 @@ import asyncio
 import contextlib
 from typing import Any
 
+from agen.client import Client
 from agen.errors import AgenError
+from agen.hub.auth import LOCAL_NEST
 from agen.hub.instances import retire_nest
 from agen.hub.leading import LeaderLoop
 from agen.hub.scheduler import Scope
 from agen.hub.service import Hub
-from agen.nest.executor import ExecutorFactory
-from agen.nest.inproc import InProcessHubPort
+from agen.nest.client_port import ClientHubPort
+from agen.nest.executor import ExecutorFactory, ProgressSink
 from agen.nest.manager import Manager
 from agen.store import Store
 
@@ -35,9 +37,10 @@ class LocalNode:
         self.hub = hub or Hub(store)
         self.only_deployment = only_deployment
         self.only_tree = only_tree
-        self.port = InProcessHubPort(self.hub)
+        self.port = ClientHubPort(Client.in_process(self.hub, LOCAL_NEST))
         self.manager = Manager(
-            self.port, executor_factory=executor_factory or backend_factory(store, backend, host_memory_limit),
+            self.port, executor_factory=executor_factory or backend_factory(
+                store, backend, host_memory_limit, progress=self.port.report_progress),
             name=nest_name,
             capacity=capacity, lease_ms=lease_ms, heartbeat_s=heartbeat_s, drain_timeout_s=drain_timeout_s,
         )
@@ -77,16 +80,18 @@ class LocalNode:
                 await self.store.write(lambda tx: retire_nest(tx, nest_id))
 
 
-def backend_factory(store: Store, backend: str, host_memory_limit: int = 0) -> ExecutorFactory:
-    """``inproc``: instances are asyncio workers here; ``process``: one ``agen host serve`` child each."""
+def backend_factory(store: Store, backend: str, host_memory_limit: int = 0, *,
+                    progress: ProgressSink | None = None) -> ExecutorFactory:
+    """``inproc``: instances are asyncio workers here; ``process``: one ``agen host serve`` child each.
+    ``progress`` receives the report_progress tool's values (the Nest's HubPort)."""
     check_backend(backend, host_memory_limit)
     if backend == "inproc":
         from agen.nest.runner_executor import runner_factory
 
-        return runner_factory(store)  # type: ignore[no-any-return]
+        return runner_factory(store, progress=progress)  # type: ignore[no-any-return]
     from agen.nest.process import process_factory
 
-    return process_factory(store.url, memory_limit=host_memory_limit)  # type: ignore[no-any-return]
+    return process_factory(store.url, memory_limit=host_memory_limit, progress=progress)  # type: ignore[no-any-return]
 
 
 def check_backend(backend: str, host_memory_limit: int = 0) -> None:

@@ -20,6 +20,7 @@ from agen.api.models import deployments as dp
 from agen.api.models import evals as ev
 from agen.api.models import feedback as fb
 from agen.api.models import memory as mm
+from agen.api.models import nests as ns
 from agen.api.models import observe as ob
 from agen.api.models import signals as sg
 from agen.api.models import tasks as tk
@@ -100,7 +101,7 @@ DecideApproval = _rpc("DecideApproval", ap.DecideApprovalRequest, ap.ApprovalRes
                       f"{A}:decide_approval", "Approve or deny a pending approval.")
 CreateToken = _rpc("CreateToken", tok.CreateTokenRequest, tok.CreateTokenResponse, "admin", f"{K}:create_token",
                    "Create an API token (its secret is shown once).")
-WhoAmI = _rpc("WhoAmI", Empty, tok.WhoAmIResponse, "viewer", f"{K}:who_am_i", "The caller's identity and scopes.")
+WhoAmI = _rpc("WhoAmI", Empty, tok.WhoAmIResponse, "any", f"{K}:who_am_i", "The caller's identity and scopes.")
 Shutdown = _rpc("Shutdown", Empty, Ok, "admin", f"{K}:shutdown", "Drain and stop the local `agen up`.")
 
 S = "agen.hub.signals"  # triggers, webhooks, provider holds, events, notifications, admission
@@ -183,12 +184,39 @@ ListEvalRuns = _rpc("ListEvalRuns", ev.ListEvalRunsRequest, ev.ListEvalRunsRespo
 EVAL_RPCS = (GetReplaySource, RecordEvalRuns, ListEvalRuns)
 # --- end replay and eval ---
 
+# --- the Nest-facing calls (DESIGN.md §1): a Nest's Manager and instances use only these (and WhoAmI) ---
+N = "agen.hub.nest_rpcs"
+RegisterNest = _rpc("RegisterNest", ns.RegisterNestRequest, ns.RegisterNestResponse, "nest", f"{N}:register_nest",
+                    "Enrol (or re-enrol by name) a Nest; returns its id.")
+ReportNest = _rpc("ReportNest", ns.ReportNestRequest, ns.ReportNestResponse, "nest", f"{N}:report_nest",
+                  "A Nest's heartbeat with its instances; returns its assignments.")
+GetDefinitionFiles = _rpc("GetDefinitionFiles", ns.GetDefinitionFilesRequest, ns.GetDefinitionFilesResponse, "nest",
+                          f"{N}:get_definition_files_rpc", "A definition's bundle files (base64), checked.")
+LeaseTasks = _rpc("LeaseTasks", ns.LeaseTasksRequest, ns.LeaseTasksResponse, "nest", f"{N}:lease_tasks",
+                  "Lease queued tasks of a deployment for one instance (none while the Hub drains).")
+MarkRunning = _rpc("MarkRunning", ns.MarkRunningRequest, Ok, "nest", f"{N}:mark_running",
+                   "A leased task started (leased -> running).")
+ExtendLeases = _rpc("ExtendLeases", ns.ExtendLeasesRequest, ns.ExtendLeasesResponse, "nest", f"{N}:extend_leases",
+                    "Extend many leases at once; returns the tasks whose lease was lost.")
+CompleteTask = _rpc("CompleteTask", ns.CompleteTaskRequest, Ok, "nest", f"{N}:complete_task",
+                    "End a leased task with its outcome (fenced by its lease id).")
+ReleaseTask = _rpc("ReleaseTask", ns.ReleaseTaskRequest, Ok, "nest", f"{N}:release_task",
+                   "Give a leased task back to the queue (fenced by its lease id).")
+SuspendTask = _rpc("SuspendTask", ns.SuspendTaskRequest, Ok, "nest", f"{N}:suspend_task",
+                   "A leased task's run suspended until something arrives (fenced by its lease id).")
+ReportProgress = _rpc("ReportProgress", ns.ReportProgressRequest, ns.ReportProgressResponse, "nest",
+                      f"{N}:report_progress", "A running task's latest progress (report_progress tool).")
+WaitForWork = _rpc("WaitForWork", ns.WaitForWorkRequest, ns.WaitForWorkResponse, "nest", f"{N}:wait_for_work",
+                   "Long-poll until tasks may have become leasable since a work generation.")
+NEST_RPCS = (RegisterNest, ReportNest, GetDefinitionFiles, LeaseTasks, MarkRunning, ExtendLeases, CompleteTask,
+             ReleaseTask, SuspendTask, ReportProgress, WaitForWork)
+
 RPCS: dict[str, Rpc[Any, Any]] = {
     r.name: r
     for r in (
         CreateDeployment, UpdateDeployment, GetDeployment, ListDeployments, ListInstances, ScaleDeployment,
         PauseDeployment, DeleteDeployment, GetLogs, SubmitTask, GetTask, ListTasks, CancelTask, PauseTask,
         ResumeTask, ListApprovals, DecideApproval, CreateToken, WhoAmI, Shutdown, *SIGNAL_RPCS,
-        *OBSERVE_RPCS, *MEMORY_RPCS, *FEEDBACK_RPCS, *EVAL_RPCS,
+        *OBSERVE_RPCS, *MEMORY_RPCS, *FEEDBACK_RPCS, *EVAL_RPCS, *NEST_RPCS,
     )
 }

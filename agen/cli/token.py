@@ -13,7 +13,7 @@ token_app = typer.Typer(help="API tokens.", no_args_is_help=True)
 
 @token_app.command("create")
 def create(
-    scope: Annotated[list[str], typer.Option("--scope", help="Scope: viewer, operator, approver or admin (repeatable).",
+    scope: Annotated[list[str], typer.Option("--scope", help="Scope: viewer, operator, approver, admin or nest (a Nest's credential) (repeatable).",
                                              show_default=False)],
     namespace: Annotated[list[str] | None, typer.Option("--namespace", help="Limit to namespace (repeatable).",
                                                         show_default=False)] = None,
@@ -35,7 +35,7 @@ def create(
         req = CreateTokenRequest(scopes=scope, namespaces=namespace or [], name=name, ttl_ms=ttl_ms or None,
                                  trust=trust)  # type: ignore[arg-type]
     except ValueError as e:
-        raise InvalidError(f"token create: {e}".splitlines()[0] + f"; scopes are viewer, operator, approver, admin; "
+        raise InvalidError(f"token create: {e}".splitlines()[0] + f"; scopes are viewer, operator, approver, admin, nest; "
                            f"trust is operator, trusted or untrusted (got --scope {' '.join(scope)}, --trust {trust})"
                            ) from None
     resp = with_client(hub, token, lambda c: c.call(r.CreateToken, req))

@@ -2,7 +2,8 @@
 
 Tokens are ``agen_`` + 32 random bytes (urlsafe); only their SHA-256 is stored, so a
 leaked database does not leak credentials. Scopes: viewer reads; operator deploys,
-runs, scales and cancels; approver decides approvals; admin does everything.
+runs, scales and cancels; approver decides approvals; nest is a Nest's credential (the Nest-facing
+RPCs and WhoAmI, nothing else); admin does everything.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from agen.errors import DeniedError, InvalidError, UnauthenticatedError
 from agen.store import Store, Tx, dumps, loads
 
 TOKEN_PREFIX = "agen_"
-SCOPES = ("viewer", "operator", "approver", "admin")
+SCOPES = ("viewer", "operator", "approver", "admin", "nest")
 TRUSTS = ("operator", "trusted", "untrusted")
 
 
@@ -39,8 +40,9 @@ class Principal:
         return LOCAL_ADMIN_SUBJECT if self.kind == "local" else f"token:{self.id}"
 
     def allows(self, scope: str) -> bool:
-        """admin implies every scope; operator and approver both imply viewer."""
-        if "admin" in self.scopes or scope in self.scopes:
+        """admin implies every scope; operator and approver both imply viewer; ``any`` (WhoAmI) needs
+        only a valid token. ``nest`` implies nothing else: a Nest's token cannot read or submit."""
+        if scope == "any" or "admin" in self.scopes or scope in self.scopes:
             return True
         return scope == "viewer" and bool(self.scopes & {"operator", "approver"})
 
@@ -67,6 +69,8 @@ class Principal:
 
 LOCAL_ADMIN_SUBJECT = "local-admin"
 LOCAL_ADMIN = Principal(id="local", name="local", scopes=frozenset({"admin"}), trust="operator", kind="local")
+LOCAL_NEST = Principal(id="local-nest", name="local nest", scopes=frozenset({"nest"}), kind="nest")
+"""The credential of the Nest that runs in the Hub's own process: the Nest-facing RPCs only."""
 
 
 def hash_token(token: str) -> str:

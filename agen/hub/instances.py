@@ -2,46 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from ulid import ULID
 
 from agen.api.models.deployments import Instance, ListInstancesRequest, ListInstancesResponse
+from agen.api.models.nests import START_FAILED, Assignment, InstanceReport
 from agen.hub.auth import Principal
 from agen.hub.lease import release_task
 from agen.hub.logs import write_log
 from agen.hub.service import Hub
 from agen.store import Tx, dumps, loads
 
-
-@dataclass(frozen=True)
-class Assignment:
-    """What one Nest should run of one deployment, with what it needs to run it."""
-
-    deployment_id: str
-    namespace: str
-    deployment: str
-    definition_id: str
-    digest: str
-    count: int
-    max_concurrency: int
-    paused: bool
-    kind: str = "pool"           # task: each instance leases exactly one task, then stops
-
-
-START_FAILED = "start failed: "   # exit_reason prefix of an instance whose executor could not start
 FAILING_AFTER = 3                 # consecutive start failures that mark a deployment's instances failing
-
-
-@dataclass
-class InstanceReport:
-    id: str
-    deployment_id: str
-    digest: str
-    state: str
-    in_flight: int = 0
-    exit_reason: str | None = None
 
 
 def register_nest(tx: Tx, name: str, *, capacity: int, labels: dict[str, str] | None = None) -> str:
@@ -160,7 +133,7 @@ def assignments_for(tx: Tx, nest_id: str) -> list[Assignment]:
     out = []
     for r in rows:
         scale: dict[str, Any] = loads(r["scale"], {})
-        out.append(Assignment(
+        out.append(Assignment.model_construct(
             deployment_id=r["deployment_id"], namespace=r["namespace"], deployment=r["name"],
             definition_id=r["definition_id"], digest=r["digest"], count=int(r["count"]),
             max_concurrency=int(scale.get("max_concurrency", 4)), paused=bool(r["paused"]), kind=r["kind"],

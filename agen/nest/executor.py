@@ -43,6 +43,9 @@ class Executor(Protocol):
 
 
 ExecutorFactory = Callable[[Bundle, str], Awaitable[Executor]]
+ProgressSink = Callable[[str, dict[str, Any]], Awaitable[None]]
+"""Where the report_progress tool's values go: the HubPort's ReportProgress (or, in a host
+process, the channel to the Manager that forwards them there)."""
 
 
 def run_request(task: LeasedTask) -> Any:

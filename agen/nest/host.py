@@ -6,7 +6,8 @@ the definition by digest (checked), starts the same RunnerExecutor an ``inproc``
 uses (runs write their data straight to the Store) and speaks JSON lines on stdin/stdout:
 
     Manager -> host: hello{token} run{task} cancel{id} drain health{seq} close
-    host -> Manager: ready | failed{error}, result{id, result}, health{seq, in_flight}
+    host -> Manager: ready | failed{error}, result{id, result}, health{seq, in_flight},
+                     progress{task_id, progress}
 
 Only the Manager holds the pipes; the hello must carry the host token, so nothing but the
 Manager that started the host can drive it. Stray prints go to stderr, never the channel.
@@ -41,6 +42,10 @@ class _Channel:
         os.dup2(2, 1)  # print() and libraries now write to stderr
         sys.stdout = sys.stderr
 
+    async def progress(self, task_id: str, progress: dict[str, Any]) -> None:
+        """The report_progress tool's value goes to the Manager, which reports it to the Hub."""
+        self.send({"op": "progress", "task_id": task_id, "progress": progress})
+
     def send(self, msg: dict[str, Any]) -> None:
         self._out.write(json.dumps(msg, separators=(",", ":"), default=str) + "\n")
         self._out.flush()
@@ -55,12 +60,13 @@ async def _stdin_reader() -> asyncio.StreamReader:
 
 async def _load_bundle(store: Any, digest: str) -> Any:
     from agen.bundle import load_bundle_files
-    from agen.hub.definitions import get_definition_files
+    from agen.bundle.archive import unpack
 
-    def_id = await store.scalar("SELECT id FROM definitions WHERE digest = ? LIMIT 1", (digest,))
-    if def_id is None:
+    row = await store.one("SELECT id, digest, files FROM definitions WHERE digest = ? LIMIT 1", (digest,))
+    if row is None:
         raise NotFoundError(f"definition {digest} is not in the store {store.url}", digest=digest)
-    bundle = load_bundle_files(await get_definition_files(store, str(def_id)))
+    def_id = row["id"]
+    bundle = load_bundle_files(unpack(bytes(row["files"]), expect_digest=row["digest"]))
     if bundle.digest != digest:
         raise ConflictError(f"definition {def_id} unpacked to digest {bundle.digest}, expected {digest}",
                             digest=digest)
@@ -88,7 +94,8 @@ async def serve() -> int:
     store = await open_store(env[ENV_STORE])
     try:
         try:
-            executor = await start_executor(store, await _load_bundle(store, digest), instance_id)
+            executor = await start_executor(store, await _load_bundle(store, digest), instance_id,
+                                            progress=chan.progress)
         except Exception as e:
             chan.send({"op": "failed", "error": str(e)})
             return 1
@@ -127,7 +134,7 @@ async def _serve_loop(reader: asyncio.StreamReader, chan: _Channel, executor: An
             msg = json.loads(line)
             op = msg.get("op")
             if op == "run":
-                task = LeasedTask(**msg["task"])
+                task = LeasedTask.model_validate(msg["task"])
                 running[task.id] = asyncio.create_task(run(task), name=f"task-{task.id}")
             elif op == "cancel":
                 if (t := running.get(msg["id"])) is not None:

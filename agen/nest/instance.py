@@ -11,12 +11,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from agen.errors import AgenError, FencedError
-from agen.hub.instances import Assignment, InstanceReport
 from agen.nest.executor import ExecResult, Executor
-from agen.nest.port import HubPort, LeasedTask, LeaseRef
+from agen.nest.port import Assignment, HubPort, InstanceReport, LeasedTask, LeaseRef
 from agen.store import now_ms
 
 log = logging.getLogger("agen.nest")
@@ -25,7 +25,7 @@ IDLE_WAIT_S = 0.5
 
 class Instance:
     def __init__(self, instance_id: str, assignment: Assignment, executor: Executor, port: HubPort,
-                 nest_id: str, *, lease_ms: int) -> None:
+                 nest_id: str, *, lease_ms: int, clock: Callable[[], int] = now_ms) -> None:
         self.id = instance_id
         self.assignment = assignment
         self.executor = executor
@@ -33,7 +33,7 @@ class Instance:
         self.nest_id = nest_id
         self.lease_ms = lease_ms
         self.state = "starting"
-        self.started_ms = now_ms()
+        self.started_ms = clock()
         self.exit_reason: str | None = None
         self.running: dict[str, tuple[LeaseRef, asyncio.Task[None]]] = {}
         self.lost: set[str] = set()
@@ -85,7 +85,7 @@ class Instance:
                 if self._stop_leasing.is_set():
                     await self._release(task, "instance stopping before the task started")
                     continue
-                self.running[task.id] = (LeaseRef(task.id, task.lease_id),
+                self.running[task.id] = (task.ref,
                                          asyncio.create_task(self._run(task), name=f"task-{task.id}"))
             if one_task and leased:
                 self._stop_leasing.set()  # its one task: no more leases, and it stops once the task ends
@@ -104,10 +104,10 @@ class Instance:
 
     async def _release(self, task: LeasedTask, reason: str) -> None:
         with contextlib.suppress(AgenError):
-            await self.port.release(LeaseRef(task.id, task.lease_id), count_attempt=False, reason=reason)
+            await self.port.release(task.ref, count_attempt=False, reason=reason)
 
     async def _run(self, task: LeasedTask) -> None:
-        ref = LeaseRef(task.id, task.lease_id)
+        ref = task.ref
         try:
             if not task.started:
                 try:
@@ -138,7 +138,7 @@ class Instance:
             if task.id in self.lost:
                 return None  # cancelled or re-leased by the Hub: nothing to report
             with contextlib.suppress(AgenError):  # drained: give it back, its run resumes elsewhere
-                await self.port.release(LeaseRef(task.id, task.lease_id), count_attempt=False,
+                await self.port.release(task.ref, count_attempt=False,
                                         reason="instance stopped while the task ran")
             return None
         except FencedError as e:  # normal after a lease moved on: another holder owns the run; nothing to report

@@ -11,15 +11,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 
 from ulid import ULID
 
 from agen.bundle import Bundle, load_bundle_files
 from agen.errors import AgenError
-from agen.hub.instances import START_FAILED, Assignment, InstanceReport
 from agen.nest.executor import ExecutorFactory
 from agen.nest.instance import Instance
-from agen.nest.port import HubPort
+from agen.nest.port import START_FAILED, Assignment, HubPort, InstanceReport
 from agen.store import now_ms
 
 log = logging.getLogger("agen.nest")
@@ -31,8 +31,10 @@ HEALTHY_AFTER_MS = 10_000   # an instance up this long resets its deployment's b
 class Manager:
     def __init__(self, port: HubPort, *, executor_factory: ExecutorFactory, name: str = "local",
                  capacity: int = 8, labels: dict[str, str] | None = None, lease_ms: int = 30_000,
-                 heartbeat_s: float = 1.0, drain_timeout_s: float = 300.0) -> None:
+                 heartbeat_s: float = 1.0, drain_timeout_s: float = 300.0,
+                 clock: Callable[[], int] = now_ms) -> None:
         self.port = port
+        self.clock = clock   # ms; the crash-loop back-off and the healthy-instance reset read it
         self.factory = executor_factory
         self.name = name
         self.capacity = capacity
@@ -105,7 +107,7 @@ class Manager:
             self._final = []
         except (AgenError, OSError) as e:  # keep serving the last assignments
             log.warning("nest %s: cannot reach the Hub (%s); keeping the last assignments", self.name, e)
-        healthy_since = now_ms() - HEALTHY_AFTER_MS
+        healthy_since = self.clock() - HEALTHY_AFTER_MS
         for inst in self.instances.values():
             if inst.state == "ready" and inst.started_ms < healthy_since:
                 self._failures.pop(inst.deployment_id, None)
@@ -135,7 +137,7 @@ class Manager:
     def _crashed(self, deployment_id: str) -> None:
         count, _ = self._failures.get(deployment_id, (0, 0))
         delay = min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** count)
-        self._failures[deployment_id] = (count + 1, now_ms() + delay)
+        self._failures[deployment_id] = (count + 1, self.clock() + delay)
 
     async def _reconcile(self) -> None:
         want = {a.deployment_id: a for a in self.assignments}
@@ -156,7 +158,7 @@ class Manager:
                     self._drain_later(inst)
             for _ in range(count - len(have)):
                 _count, next_ms = self._failures.get(dep_id, (0, 0))
-                if next_ms > now_ms():
+                if next_ms > self.clock():
                     break
                 await self._start_instance(a)
 
@@ -187,7 +189,7 @@ class Manager:
             self._crashed(a.deployment_id)
             return
         self._start_errors.pop(a.deployment_id, None)
-        inst = Instance(inst_id, a, executor, self.port, self.nest_id, lease_ms=self.lease_ms)
+        inst = Instance(inst_id, a, executor, self.port, self.nest_id, lease_ms=self.lease_ms, clock=self.clock)
         self.instances[inst_id] = inst
         main = inst.start()
         main.add_done_callback(lambda _t: self._kick.set())
@@ -198,16 +200,20 @@ class Manager:
         interval = max(0.2, self.lease_ms / 3000)
         while True:
             await asyncio.sleep(interval)
-            refs = [ref for inst in self.instances.values() for ref in inst.refs()]
-            if not refs:
-                continue
-            try:
-                lost = await self.port.extend(refs, self.lease_ms)
-            except (AgenError, OSError) as e:
-                log.warning("nest %s: cannot extend leases: %s", self.name, e)
-                continue
-            for task_id in lost:
-                self._cancelled(task_id)
+            await self.extend_leases()
+
+    async def extend_leases(self) -> None:
+        """Extend every running task's lease in one call; a lease the Hub says is lost stops its run."""
+        refs = [ref for inst in self.instances.values() for ref in inst.refs()]
+        if not refs:
+            return
+        try:
+            lost = await self.port.extend(refs, self.lease_ms)
+        except (AgenError, OSError) as e:
+            log.warning("nest %s: cannot extend leases: %s", self.name, e)
+            return
+        for task_id in lost:
+            self._cancelled(task_id)
 
     def _cancelled(self, task_id: str) -> None:
         for inst in self.instances.values():

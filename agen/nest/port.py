@@ -1,50 +1,19 @@
-"""HubPort: everything a Manager asks of the Hub, so in-process and remote Hubs are interchangeable.
+"""HubPort: everything a Nest asks of the Hub, so in-process and remote Hubs are interchangeable.
 
 The Manager only pulls (assignments, leases) and reports (instances, results); the Hub never
-calls into a Nest. ``InProcessHubPort`` (agen.nest.inproc) is the local one; an HTTP port
-over agen.client speaks the same methods to a remote Hub.
+calls into a Nest. ``ClientHubPort`` (agen.nest.client_port) is the one real implementation: the
+Nest-facing RPCs over agen.client, in-process or HTTP alike. ``FakeHubPort`` (agen.nest.fake) is
+the scripted one for tests. The shapes come from the API models, never from ``agen.hub``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from agen.hub.instances import Assignment, InstanceReport
+from agen.api.models.nests import START_FAILED, Assignment, InstanceReport, LeasedTask, LeaseRef
 
-__all__ = ["Assignment", "HubPort", "InstanceReport", "LeaseRef", "LeasedTask"]
-
-
-@dataclass
-class LeasedTask:
-    """A task this Nest holds a lease on; ``lease_id`` is the fencing token every report presents."""
-
-    id: str
-    lease_id: str
-    namespace: str
-    deployment: str
-    deployment_id: str
-    input: str
-    attempts: int = 0
-    conversation_key: str | None = None
-    labels: dict[str, str] = field(default_factory=dict)
-    trust: str = "trusted"
-    source: str = "api"
-    model_tier: str | None = None
-    overrides: dict[str, Any] | None = None
-    budget_pressure: bool = False
-    root_run_id: str | None = None
-    submitted_by: str | None = None
-    locks: dict[str, int] = field(default_factory=dict)
-    traceparent: str | None = None  # W3C, from the submitter: the run joins that trace
-    started: bool = False        # leased straight into running (no separate mark_running)
-
-
-@dataclass(frozen=True)
-class LeaseRef:
-    task_id: str
-    lease_id: str
+__all__ = ["START_FAILED", "Assignment", "HubPort", "InstanceReport", "LeaseRef", "LeasedTask"]
 
 
 class HubPort(Protocol):
@@ -72,6 +41,9 @@ class HubPort(Protocol):
     async def release(self, lease: LeaseRef, *, count_attempt: bool, reason: str) -> None: ...
 
     async def suspend(self, lease: LeaseRef, wait_for: str) -> None: ...
+
+    async def report_progress(self, task_id: str, progress: dict[str, Any]) -> None:
+        """The built-in report_progress tool's latest value for a running task."""
 
     async def wait_for_work(self, seen: int, timeout_s: float) -> int:
         """Return early when tasks may have become leasable since generation ``seen``; the new generation."""

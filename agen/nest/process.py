@@ -19,13 +19,12 @@ import re
 import secrets
 import signal
 import sys
-from dataclasses import asdict
 from typing import Any
 
 from agen.bundle import Bundle
 from agen.errors import InvalidError, UnavailableError
 from agen.nest import host
-from agen.nest.executor import ExecResult
+from agen.nest.executor import ExecResult, ProgressSink
 from agen.nest.port import LeasedTask
 
 log = logging.getLogger("agen.nest")
@@ -88,9 +87,11 @@ def _preexec(memory_limit: int) -> Any:
 class ProcessExecutor:
     """The Manager's side of one ``agen host serve`` child."""
 
-    def __init__(self, proc: asyncio.subprocess.Process, instance_id: str) -> None:
+    def __init__(self, proc: asyncio.subprocess.Process, instance_id: str,
+                 progress: ProgressSink | None = None) -> None:
         self.proc = proc
         self.instance_id = instance_id
+        self.progress = progress
         self._pending: dict[str, asyncio.Future[ExecResult]] = {}
         self._pongs: dict[int, asyncio.Future[None]] = {}
         self._seq = 0
@@ -102,7 +103,8 @@ class ProcessExecutor:
 
     @classmethod
     async def start(cls, store_url: str, bundle: Bundle, instance_id: str, *, memory_limit: int = 0,
-                    start_timeout_s: float = START_TIMEOUT_S) -> ProcessExecutor:
+                    start_timeout_s: float = START_TIMEOUT_S, progress: ProgressSink | None = None
+                    ) -> ProcessExecutor:
         if memory_limit:
             check_memory_limit(memory_limit)
         token = secrets.token_urlsafe(32)
@@ -116,7 +118,7 @@ class ProcessExecutor:
         except Exception as e:  # OSError, or SubprocessError when the memory cap could not be set
             what = f" with --host-memory-limit {memory_limit} bytes (RLIMIT_AS)" if memory_limit else ""
             raise UnavailableError(f"cannot start agen host serve{what}: {e}", instance=instance_id) from None
-        ex = cls(proc, instance_id)
+        ex = cls(proc, instance_id, progress)
         try:
             ex._send({"op": "hello", "token": token})
             try:
@@ -160,10 +162,25 @@ class ProcessExecutor:
             pong = self._pongs.pop(int(msg.get("seq") or 0), None)
             if pong is not None and not pong.done():
                 pong.set_result(None)
+        elif op == "progress" and self.progress is not None:
+            task: asyncio.Task[None] = asyncio.create_task(
+                self._report_progress(self.progress, str(msg.get("task_id")), dict(msg.get("progress") or {})))
+            self._tasks.append(task)
+            task.add_done_callback(self._forget)
         elif op == "ready" and not self._ready.done():
             self._ready.set_result(msg)
         elif op == "failed" and not self._ready.done():
             self._ready.set_exception(UnavailableError(str(msg.get("error")), instance=self.instance_id))
+
+    @staticmethod
+    async def _report_progress(sink: ProgressSink, task_id: str, progress: dict[str, Any]) -> None:
+        await sink(task_id, progress)
+
+    def _forget(self, task: asyncio.Task[Any]) -> None:
+        with contextlib.suppress(ValueError):
+            self._tasks.remove(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.info("instance %s: progress not recorded: %s", self.instance_id, task.exception())
 
     async def _forward_stderr(self) -> None:
         assert self.proc.stderr is not None
@@ -205,7 +222,7 @@ class ProcessExecutor:
             return ExecResult(status="released", outcome=None, release=f"the instance's host is gone ({self._exit})")
         fut: asyncio.Future[ExecResult] = asyncio.get_running_loop().create_future()
         self._pending[task.id] = fut
-        self._send({"op": "run", "task": asdict(task)})
+        self._send({"op": "run", "task": task.model_dump(mode="json")})
         try:
             return await fut
         except asyncio.CancelledError:
@@ -240,10 +257,11 @@ class ProcessExecutor:
                 await t
 
 
-def process_factory(store_url: str, *, memory_limit: int = 0) -> Any:
+def process_factory(store_url: str, *, memory_limit: int = 0, progress: ProgressSink | None = None) -> Any:
     """An ExecutorFactory starting one ``agen host serve`` child per instance."""
 
     async def build(bundle: Bundle, instance_id: str) -> ProcessExecutor:
-        return await ProcessExecutor.start(store_url, bundle, instance_id, memory_limit=memory_limit)
+        return await ProcessExecutor.start(store_url, bundle, instance_id, memory_limit=memory_limit,
+                                           progress=progress)
 
     return build

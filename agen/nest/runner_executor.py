@@ -8,12 +8,16 @@ counting an attempt and its run resumes from the checkpoint later) and a task ho
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from agen.bundle import Bundle
-from agen.nest.executor import ExecResult, run_request, status_of
+from agen.errors import AgenError
+from agen.nest.executor import ExecResult, ProgressSink, run_request, status_of
 from agen.nest.port import LeasedTask
 from agen.store import Store
+
+log = logging.getLogger("agen.nest")
 
 DRAINED = "drained: the Nest stopped; the run resumes from its checkpoint"
 
@@ -22,8 +26,8 @@ class NestHooks:
     """Runner hooks: ``is_held`` is True while the Nest drains. (A paused task is seen by the Runner
     itself: its open and checkpoint transactions read the task's hold.)"""
 
-    def __init__(self, store: Store) -> None:
-        self.store = store
+    def __init__(self, progress: ProgressSink | None = None) -> None:
+        self.progress = progress
         self.draining = False
 
     async def is_held(self, task_id: str) -> bool:
@@ -31,11 +35,12 @@ class NestHooks:
 
     async def report_progress(self, task_id: str | None, progress: dict[str, Any]) -> None:
         """The built-in report_progress tool: the task's latest progress, for `agen query` and the TUI."""
-        if task_id is None:
+        if task_id is None or self.progress is None:
             return
-        from agen.hub.progress import report_progress
-
-        await self.store.write(lambda tx: report_progress(tx, task_id, progress))
+        try:
+            await self.progress(task_id, progress)
+        except (AgenError, OSError) as e:  # low stakes: the run goes on without it
+            log.info("task %s: progress not recorded: %s", task_id, e)
 
 
 class RunnerExecutor:
@@ -86,10 +91,10 @@ def build_runner(store: Store, bundle: Bundle, owner: str, *, fake_delay_s: floa
                   extras=t.extras)
 
 
-async def start_executor(store: Store, bundle: Bundle, instance_id: str, *,
-                         fake_delay_s: float = 0.0) -> RunnerExecutor:
+async def start_executor(store: Store, bundle: Bundle, instance_id: str, *, fake_delay_s: float = 0.0,
+                         progress: ProgressSink | None = None) -> RunnerExecutor:
     """Build and start one instance's Runner (toolsets started once; a failure closes what started)."""
-    hooks = NestHooks(store)
+    hooks = NestHooks(progress)
     runner = build_runner(store, bundle, f"instance:{instance_id}", fake_delay_s=fake_delay_s, hooks=hooks)
     try:
         await runner.start()
@@ -99,10 +104,10 @@ async def start_executor(store: Store, bundle: Bundle, instance_id: str, *,
     return RunnerExecutor(runner, hooks)
 
 
-def runner_factory(store: Store, *, fake_delay_s: float = 0.0) -> Any:
+def runner_factory(store: Store, *, fake_delay_s: float = 0.0, progress: ProgressSink | None = None) -> Any:
     """An ExecutorFactory building each instance's Runner (started once, serving concurrent runs)."""
 
     async def build(bundle: Bundle, instance_id: str) -> RunnerExecutor:
-        return await start_executor(store, bundle, instance_id, fake_delay_s=fake_delay_s)
+        return await start_executor(store, bundle, instance_id, fake_delay_s=fake_delay_s, progress=progress)
 
     return build

@@ -10,6 +10,8 @@ test in tests/integration/test_api_bad_requests.py). Check configuration, with t
   checks and JSON Schema cannot express; the 400 lists every problem.
 * the same for ScaleDeployment: ``replicas`` above the deployment's own ``scale.max`` (set in its
   bundle, not in the schema) is a 400 naming that limit.
+* the Nest-facing RPCs (scope ``nest``) also accept 409 for a schema-valid call: a made-up lease id on
+  a real task is fenced (409), as a stale lease is; an unknown Nest, task or definition is a 404.
 """
 
 from __future__ import annotations
@@ -38,11 +40,22 @@ include-operation-id = ["CreateDeployment", "UpdateDeployment", "ScaleDeployment
 checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403", "404", "409", "429"]
 
 [[operations]]
+include-operation-id = ["SetMemory", "RollbackMemory"]
+checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403", "404", "409"]
+
+[[operations]]
 include-operation-id = ["SubmitTask", "DryRunTask"]
 checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403", "404", "409", "429"]
+
+[[operations]]
+include-operation-id = ["ReportNest", "LeaseTasks", "MarkRunning", "CompleteTask", "ReleaseTask", "SuspendTask",
+                        "GetDefinitionFiles"]
+checks.positive_data_acceptance.expected-statuses = ["2xx", "401", "403", "404", "409"]
 """
 # SubmitTask/DryRunTask: a schema-valid not_after_ms that is already in the past, or not after not_before_ms,
-# is a 400 by the clock, which JSON Schema cannot express (the stateful phase met it once).
+# is a 400 by the clock, which JSON Schema cannot express (the stateful phase met it once). SetMemory and
+# RollbackMemory: a value longer than the block's stored limit (set by an earlier call) is a 400, and a
+# stale expected_version a 409; both depend on what is stored, which the schema cannot say.
 
 
 @pytest.fixture(scope="module")

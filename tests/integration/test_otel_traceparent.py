@@ -14,11 +14,11 @@ from agen.api.hooks import hook_routes
 from agen.api.models.observe import GetMetricsResponse, ModelMetrics, OtlpStats, Usage
 from agen.bundle.config import Config
 from agen.errors import InvalidError
+from agen.hub.nest_rpcs import leased_task
 from agen.hub.service import Hub
 from agen.hub.triggers.tick import sync_triggers
 from agen.hub.triggers.webhook import create_webhook_secret
 from agen.nest.executor import run_request
-from agen.nest.inproc import leased_from_row
 from agen.otel.config import OtlpConfig
 from agen.otel.ids import span_hex, trace_hex, traceparent
 from agen.otel.prometheus import exposition
@@ -59,7 +59,7 @@ async def test_a_webhook_traceparent_makes_the_run_a_child_of_the_callers_span(
     assert task["traceparent"] == f"00-{TRACE}-{PARENT}-01"
     assert rows[ignored.json()["task_id"]]["traceparent"] is None
 
-    req = run_request(leased_from_row({**task, "lease_id": "l1"}))
+    req = run_request(leased_task({**task, "lease_id": "l1"}, started=False))
     opened = await store.write(lambda tx: open_run(tx, req, "owner", "fake", None))
     span = await store.one("SELECT * FROM spans WHERE id = ?", (opened.run["span_id"],))
     assert span is not None and trace_hex(span["trace_id"]) == TRACE and span_hex(span["parent_id"]) == PARENT

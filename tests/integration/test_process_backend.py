@@ -137,3 +137,27 @@ async def test_pausing_a_running_task_suspends_it_after_its_current_step_and_res
     finally:
         await node.drain(10)
         await store.close()
+
+
+@pytest.mark.parametrize("backend", ["inproc", "process"])
+async def test_report_progress_reaches_the_task_through_the_nests_hub_port_on_either_backend(
+        tmp_path: Path, backend: str) -> None:
+    """A host process has no Hub: its report_progress values go to the Manager over the channel, and
+    from there out through the Nest's HubPort (ReportProgress), as an inproc instance's do."""
+    store = await SQLiteStore.open(tmp_path / "node.db")
+    node = LocalNode(store, tick_s=0.1, heartbeat_s=0.1, backend=backend)
+    await node.start()
+    try:
+        client = Client.in_process(node.hub)
+        bundle = write_bundle(tmp_path / "b", "reporter", script=[
+            {"toolCalls": [{"name": "report_progress", "arguments": {"note": "halfway", "percent": 50}}]},
+            {"text": "done"},
+        ], config={"scale": {"min": 1, "max": 1}})
+        await client.call(r.CreateDeployment, CreateDeploymentRequest(files=files_b64(bundle)))
+        task_id = (await client.call(r.SubmitTask, SubmitTaskRequest(deployment="reporter", input="go"))).task.id
+        task = (await client.call(r.GetTask, GetTaskRequest(id=task_id, wait_seconds=60))).task
+        assert task.state == "succeeded"
+        assert task.progress is not None and task.progress["note"] == "halfway" and task.progress["percent"] == 50
+    finally:
+        await node.drain(10)
+        await store.close()

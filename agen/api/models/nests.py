@@ -1,0 +1,204 @@
+"""The Nest-facing RPCs (scope ``nest``): what a Nest's Manager and instances ask of the Hub.
+
+These are the whole contract between a Nest and the Hub (DESIGN.md §1): the same models run
+in-process (validated once at construction) and over HTTP (JSON, definition files as base64),
+so the Nest imports these and nothing from ``agen.hub``. ``Assignment``, ``InstanceReport``,
+``LeasedTask`` and ``LeaseRef`` are the domain shapes both sides pass around.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Base64Bytes, ConfigDict, Field, StrictInt
+
+from agen.api.models.common import Count, DurationMs, Model
+
+Id = Annotated[str, Field(min_length=1, max_length=100)]
+MAX_LEASES = 2_000
+"""Leases per ExtendLeases call (the port sends more in several calls): bounds that keep the longest
+valid request under the API's body cap."""
+InstanceState = Literal["starting", "ready", "busy", "draining", "stopped", "failed"]
+CompleteStatus = Literal["succeeded", "failed", "cancelled"]
+START_FAILED = "start failed: "   # exit_reason prefix of an instance whose executor could not start
+
+
+class Assignment(Model):
+    """What one Nest should run of one deployment, with what it needs to run it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    deployment_id: str
+    namespace: str
+    deployment: str
+    definition_id: str
+    digest: str
+    count: int
+    max_concurrency: int
+    paused: bool
+    kind: str = "pool"           # task: each instance leases exactly one task, then stops
+
+
+class InstanceReport(Model):
+    """One instance as its Nest sees it, sent with every heartbeat."""
+
+    id: Id
+    deployment_id: Id
+    digest: str = Field(max_length=100)
+    state: InstanceState
+    in_flight: Count = 0
+    exit_reason: str | None = None   # unbounded but for the body cap: a host's stderr tail may be long
+
+
+class LeaseRef(Model):
+    """A task and the lease id this Nest holds on it: the fencing token every report presents."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    task_id: Id
+    lease_id: Id
+
+
+class LeasedTask(Model):
+    """A task this Nest holds a lease on; ``lease_id`` is the fencing token every report presents."""
+
+    id: str
+    lease_id: str
+    namespace: str
+    deployment: str
+    deployment_id: str
+    input: str
+    attempts: int = 0
+    conversation_key: str | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    trust: str = "trusted"
+    source: str = "api"
+    model_tier: str | None = None
+    overrides: dict[str, Any] | None = None
+    budget_pressure: bool = False
+    root_run_id: str | None = None
+    submitted_by: str | None = None
+    locks: dict[str, int] = Field(default_factory=dict)
+    traceparent: str | None = None  # W3C, from the submitter: the run joins that trace
+    started: bool = False        # leased straight into running (no separate mark_running)
+
+    @property
+    def ref(self) -> LeaseRef:
+        return LeaseRef.model_construct(task_id=self.id, lease_id=self.lease_id)
+
+
+class RegisterNestRequest(Model):
+    """Enrol (or re-enrol, by name) a Nest; a re-enrolled Nest's old instances and leases end."""
+
+    name: str = Field(min_length=1, max_length=200)
+    capacity: Count = 8
+    labels: dict[str, str] = Field(default_factory=dict)
+
+
+class RegisterNestResponse(Model):
+    nest_id: str
+
+
+class ReportNestRequest(Model):
+    """A heartbeat: this Nest's instances now."""
+
+    nest_id: Id
+    instances: list[InstanceReport] = Field(default_factory=list, max_length=1_000)
+
+
+class ReportNestResponse(Model):
+    assignments: list[Assignment]
+
+
+class GetDefinitionFilesRequest(Model):
+    definition_id: Id
+
+
+class GetDefinitionFilesResponse(Model):
+    """A definition's bundle files (base64 in JSON), checked against its digest."""
+
+    files: dict[str, Base64Bytes]
+
+
+class LeaseTasksRequest(Model):
+    """Lease up to ``limit`` queued tasks of a deployment for one instance (nothing while the Hub drains)."""
+
+    nest_id: Id
+    instance_id: Id
+    deployment_id: Id
+    limit: Count
+    lease_ms: DurationMs
+
+
+class LeaseTasksResponse(Model):
+    tasks: list[LeasedTask]
+
+
+class MarkRunningRequest(Model):
+    lease: LeaseRef
+
+
+class ExtendLeasesRequest(Model):
+    """Extend many leases in one transaction."""
+
+    leases: list[LeaseRef] = Field(max_length=MAX_LEASES)
+    lease_ms: DurationMs
+
+
+class ExtendLeasesResponse(Model):
+    lost: list[str]
+    """Tasks whose lease this Nest no longer holds: stop their runs without reporting."""
+
+
+class CompleteTaskRequest(Model):
+    lease: LeaseRef
+    status: CompleteStatus
+    outcome: dict[str, Any] | None = None
+    error: str | None = None
+
+
+class ReleaseTaskRequest(Model):
+    """Give a leased task back to the queue; ``count_attempt`` when its host died mid-task."""
+
+    lease: LeaseRef
+    count_attempt: bool = False
+    reason: str = Field(min_length=1)
+
+
+class SuspendTaskRequest(Model):
+    """The run suspended: the task gives up its lease and waits for ``wait_for`` (e.g. child:<id>)."""
+
+    lease: LeaseRef
+    wait_for: str = Field(min_length=1)
+
+
+class ReportProgressRequest(Model):
+    """The built-in report_progress tool's value for a running task (no fencing: low stakes)."""
+
+    task_id: Id
+    progress: dict[str, Any]
+
+
+class ReportProgressResponse(Model):
+    recorded: bool
+    """False when the task is unknown or already ended."""
+
+
+class WaitForWorkRequest(Model):
+    """Long-poll: return as soon as tasks may have become leasable since generation ``seen``."""
+
+    seen: Annotated[StrictInt, Field(ge=-1, le=2**63 - 1)] = -1
+    wait_seconds: float = Field(0, ge=0, le=60)
+
+
+class WaitForWorkResponse(Model):
+    generation: Count
+
+
+__all__ = [
+    "MAX_LEASES", "START_FAILED", "Assignment", "CompleteTaskRequest", "ExtendLeasesRequest", "ExtendLeasesResponse",
+    "GetDefinitionFilesRequest", "GetDefinitionFilesResponse", "InstanceReport", "LeaseRef", "LeaseTasksRequest",
+    "LeaseTasksResponse", "LeasedTask", "MarkRunningRequest", "RegisterNestRequest", "RegisterNestResponse",
+    "ReleaseTaskRequest", "ReportNestRequest", "ReportNestResponse", "ReportProgressRequest",
+    "ReportProgressResponse", "SuspendTaskRequest", "WaitForWorkRequest", "WaitForWorkResponse",
+]
