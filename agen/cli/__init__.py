@@ -67,10 +67,21 @@ def main(argv: list[str] | None = None) -> None:
     where the traceback was written, never the traceback itself (exit 1).
     """
     try:
-        _main(argv)
+        if not _answered_directly(sys.argv[1:] if argv is None else argv):
+            _main(argv)
     finally:
         if argv is None:  # the process entry point (the console script), not a caller in its own process
             _before_exit()
+
+
+def _answered_directly(args: list[str]) -> bool:
+    """``agen version [--json]`` answers before typer builds its parsers: typer validates every option
+    through pydantic, and loading pydantic for a version string would double the command's cost."""
+    json_out = {("version",): False, ("version", "--json"): True}.get(tuple(args))
+    if json_out is None:
+        return False
+    version.version(json_out)
+    return True
 
 
 def _before_exit() -> None:

@@ -3,10 +3,15 @@ process exits without a final garbage collection over its heap."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+
+from tests.cli_helpers import run_agen
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -61,3 +66,37 @@ def test_calling_main_in_process_leaves_the_callers_garbage_collector_alone() ->
     except SystemExit as e:
         assert not e.code
     assert gc.get_freeze_count() == before
+
+
+VERSION_CHILD = """
+import sys
+sys.argv = ["agen", "version"] + sys.argv[1:]
+from agen.cli import main
+main()
+print("pydantic loaded:", "pydantic" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize("extra", [[], ["--json"]])
+def test_agen_version_answers_without_loading_the_option_validators(tmp_path: Path, extra: list[str]) -> None:
+    r = subprocess.run([sys.executable, "-c", VERSION_CHILD, *extra], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    lines = r.stdout.strip().splitlines()
+    assert lines[-1] == "pydantic loaded: False"
+    if extra:
+        assert json.loads("\n".join(lines[:-1]))["version"]
+    else:
+        assert lines[0].startswith("agen ")
+
+
+@pytest.mark.parametrize("extra", [[], ["--json"]])
+def test_agen_version_prints_what_its_typer_command_prints(capsys: pytest.CaptureFixture[str],
+                                                           extra: list[str]) -> None:
+    from agen.cli import command
+
+    with pytest.raises(SystemExit) as e:
+        command()(args=["version", *extra], prog_name="agen")
+    assert not e.value.code
+    through_typer = capsys.readouterr().out
+    assert run_agen(capsys, "version", *extra)[:2] == (0, through_typer)
