@@ -2,7 +2,8 @@
 
 In-process calls go straight to the registry's handlers as the local admin (the embedded
 ``agen run`` path, no HTTP). HTTP calls post JSON to ``--hub`` with a bearer token; the
-transport is the strict point where httpx errors become AgenErrors.
+transport is the strict point where httpx errors become AgenErrors. httpx is imported only by the
+HTTP transport: it pulls in rich and pygments (its own CLI), which the embedded path does not pay for.
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ import re
 import ssl
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-import httpx
 from pydantic import BaseModel
 
 from agen.api.registry import Rpc
 from agen.errors import AgenError, UnavailableError, from_dict
 
 if TYPE_CHECKING:
+    import httpx
+
     from agen.hub.auth import Principal
     from agen.hub.service import Hub
 
@@ -62,6 +64,8 @@ def unreachable(url: str, why: object) -> UnavailableError:
 
 def check_hub_url(url: str, where: str) -> str:
     """An http(s) URL with a host, or an InvalidError naming where it came from (before any request)."""
+    import httpx
+
     from agen.errors import InvalidError
 
     hint = "use a URL such as http://127.0.0.1:7070"
@@ -79,14 +83,24 @@ def check_hub_url(url: str, where: str) -> str:
 def _tls_context() -> ssl.SSLContext:
     """httpx's default verifying context, built once per process: loading the CA bundle for every
     client costs tens of milliseconds, which a command (or a test making many) pays each time."""
+    import httpx
+
     return httpx.create_ssl_context()
+
+
+def _transport_error() -> type[Exception]:
+    import httpx
+
+    return httpx.TransportError
 
 
 class HttpTransport:
     def __init__(self, url: str, token: str | None, *, timeout_s: float = 30.0) -> None:
+        import httpx
+
         self.url = url.rstrip("/")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._http = httpx.AsyncClient(base_url=self.url, headers=headers, timeout=timeout_s, verify=_tls_context())
+        self._http: httpx.AsyncClient = httpx.AsyncClient(base_url=self.url, headers=headers, timeout=timeout_s, verify=_tls_context())
         self._timeout_s = timeout_s
 
     async def call(self, rpc: Rpc[Any, Any], request: BaseModel) -> BaseModel:
@@ -96,7 +110,7 @@ class HttpTransport:
                 rpc.path, content=request.model_dump_json(), headers={"Content-Type": "application/json"},
                 timeout=self._timeout_s + wait,
             )
-        except httpx.TransportError as e:
+        except _transport_error() as e:
             raise unreachable(self.url, type(e).__name__) from None
         if r.status_code >= 400:
             try:
@@ -112,7 +126,7 @@ class HttpTransport:
     async def get_json(self, path: str) -> tuple[int, Any]:
         try:
             r = await self._http.get(path)
-        except httpx.TransportError as e:
+        except _transport_error() as e:
             raise unreachable(self.url, type(e).__name__) from None
         return r.status_code, r.json()
 

@@ -36,6 +36,7 @@ class StandardModel(BaseModel):
         serialize_by_alias=True,
         strict=True,
         frozen=True,
+        defer_build=True,  # built on first use: a command that loads no bundle pays nothing for them
     )
 
 
@@ -50,6 +51,7 @@ class AgenModel(BaseModel):
         serialize_by_alias=True,
         strict=True,
         frozen=True,
+        defer_build=True,  # built on first use: a command that loads no bundle pays nothing for them
     )
 
 

@@ -14,23 +14,26 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-import httpx
 from ulid import ULID
 
 from agen.errors import AgenError
-from agen.hub import announce, leader, live, notify, queue, scheduler
+from agen.hub import leader, queue, scheduler
 from agen.hub.service import Hub
 from agen.hub.signals_tick import PRUNE_EVERY_MS, held_sets, signals_tick
-from agen.hub.triggers.webhook import env_secrets
 from agen.store import Tx, now_ms
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger("agen.hub")
 
 
 class LeaderLoop:
     def __init__(self, hub: Hub, *, holder: str | None = None, ttl_ms: int = 10_000, tick_s: float = 1.0,
-                 on_tick: Callable[[scheduler.TickSummary], None] | None = None) -> None:
+                 on_tick: Callable[[scheduler.TickSummary], None] | None = None,
+                 http_factory: Callable[[], httpx.AsyncClient] | None = None) -> None:
         self.hub = hub
         self.holder = holder or f"hub-{ULID()}"
         self.ttl_ms = ttl_ms
@@ -41,6 +44,7 @@ class LeaderLoop:
         self._last_prune_ms = 0
         self._last_warnings_ms = 0
         self._http: httpx.AsyncClient | None = None
+        self._http_factory = http_factory or _default_http
         self.scope: scheduler.Scope | None = None
 
     @property
@@ -79,7 +83,10 @@ class LeaderLoop:
 
     async def _signals(self, epoch: int) -> None:
         """Triggers, budget thresholds, provider holds, event pruning, activity warnings (every 30 s), then
-        notification delivery."""
+        notification delivery (the fleet-wide modules load here: a scoped one-shot never needs them)."""
+        from agen.hub import announce, live, notify
+        from agen.hub.triggers.webhook import env_secrets
+
         now = self.hub.clock()
         prune = now - self._last_prune_ms >= PRUNE_EVERY_MS
         report = await self.hub.store.write(lambda tx: signals_tick(tx, leader_epoch=epoch, now_ms=now, prune=prune))
@@ -92,9 +99,13 @@ class LeaderLoop:
             warnings = (await live.collect(self.hub, [])).warnings
             if warnings:
                 await self.hub.store.write(lambda tx: announce.announce(tx, warnings, now))
+        await notify.deliver_all(self.hub.store, self._client, now_ms=now, secrets=env_secrets)
+
+    def _client(self) -> httpx.AsyncClient:
+        """The delivery client, built on the first tick that has a notification target, then kept."""
         if self._http is None:
-            self._http = httpx.AsyncClient()
-        await notify.deliver_all(self.hub.store, self._http, now_ms=now, secrets=env_secrets)
+            self._http = self._http_factory()
+        return self._http
 
     async def run(self) -> None:
         kick = self.hub.scheduler_kick
@@ -125,3 +136,9 @@ class LeaderLoop:
         if self._http is not None:
             await self._http.aclose()
             self._http = None
+
+
+def _default_http() -> httpx.AsyncClient:
+    import httpx
+
+    return httpx.AsyncClient()

@@ -13,9 +13,8 @@ import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 from ulid import ULID
 
 from agen.errors import InvalidError, NotFoundError
@@ -28,6 +27,9 @@ FIRST_BACKOFF_MS = 1_000
 DROP_AFTER_MS = 60 * 60_000
 SIGNATURE_HEADER = "X-Agen-Signature"
 PER_TICK = 20
+
+if TYPE_CHECKING:
+    import httpx
 
 SecretResolver = Callable[[str, str], str | None]
 
@@ -126,6 +128,8 @@ async def _post(client: httpx.AsyncClient, row: Row, event: dict[str, Any], secr
         if value is None:
             return f"secret {row['secret']} is not set in namespace {row['namespace']}; `agen secret set` it"
         headers[SIGNATURE_HEADER] = "sha256=" + sign(body, value)
+    import httpx
+
     try:
         resp = await client.post(row["url"], content=body, headers=headers, timeout=10.0)
     except httpx.HTTPError as e:
@@ -207,13 +211,21 @@ def _failed(tx: Tx, target_id: str, old: int, seq: int, error: str, now_ms: int)
 
 async def deliver_all(
     store: Store,
-    client: httpx.AsyncClient,
+    client: httpx.AsyncClient | Callable[[], httpx.AsyncClient],
     *,
     now_ms: int,
     secrets: SecretResolver = lambda _ns, _name: None,
 ) -> DeliveryReport:
-    """Leader tick: every target in parallel, each one strictly in seq order."""
+    """Leader tick: every target in parallel, each one strictly in seq order.
+
+    ``client`` may be a factory: it is called only when there is a target, so a Hub without
+    notification targets never builds an HTTP client (nor loads httpx).
+    """
     report = DeliveryReport()
     rows = await store.all("SELECT * FROM notify_targets ORDER BY namespace, name")
+    if not rows:
+        return report
+    if callable(client):
+        client = client()
     await asyncio.gather(*(deliver_target(store, client, r, now_ms, secrets, report) for r in rows))
     return report

@@ -92,7 +92,20 @@ class Instance:
                 await self._finish_one_task()
                 return
             if not leased and not self._stop_leasing.is_set():
-                await port.wait_for_work(generation, IDLE_WAIT_S)
+                await self._idle(generation)
+
+    async def _idle(self, generation: int) -> None:
+        """Wait for new work or the idle interval, but end at once on stop_leasing.
+
+        A drain (every one-shot ``agen run`` ends with one) must not sit out the idle interval.
+        """
+        work = asyncio.ensure_future(self.port.wait_for_work(generation, IDLE_WAIT_S))
+        stop = asyncio.ensure_future(self._stop_leasing.wait())
+        try:
+            await asyncio.wait((work, stop), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in (work, stop):
+                waiter.cancel()
 
     async def _finish_one_task(self) -> None:
         """A task-kind instance: wait for its task, close its executor, stop (the Manager forgets it)."""

@@ -446,11 +446,12 @@ class Runner:
                         s.error)
 
     def _tier(self, req: RunRequest) -> str | None:
-        from agen.runner.providers.openrouter import route_tier
-
         accounts = self.accounts or []
         if not accounts or accounts[0].label != "openrouter":
             return None
+        # only an openrouter run loads httpx
+        from agen.runner.providers.openrouter import route_tier
+
         return route_tier(accounts[0].models[0], req.model_tier, self.bundle.harness.router, req.budget_pressure)
 
 

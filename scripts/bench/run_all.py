@@ -239,6 +239,7 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
         for key, label in (("agen_help_ms", "`agen --help` (installed package)"),
                            ("agen_version_ms", "`agen version` (installed package)"),
                            ("agen_run_embedded_ms", "`agen run bundles/hello` embedded, fresh AGEN_HOME"),
+                           ("agen_run_existing_home_ms", "`agen run bundles/hello` embedded, existing AGEN_HOME"),
                            ("agen_tui_first_paint_ms", "`agen tui` first paint (fleet rows shown)")):
             if c.get(key) is not None:
                 out.append(("Cold start", label, _f(c[key], "ms"), base, _ratio(c[key], c["python_c_pass_ms"])))

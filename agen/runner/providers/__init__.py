@@ -65,11 +65,8 @@ async def _one(
     *,
     fake_delay_s: float = 0.0,
 ) -> Account:
-    from agen.runner.providers.fake import FakeProvider
-    from agen.runner.providers.openai import OpenAIProvider
-    from agen.runner.providers.openrouter import OpenRouterProvider
-    from agen.runner.providers.replay import ReplayProvider, cassette_interactions
-
+    # each provider module loads only when a harness picks it: the HTTP ones pull in httpx (and, through
+    # it, rich and pygments), which the offline fake and replay models never need
     kind = harness.provider
     model = harness.model
     base_url = harness.base_url
@@ -86,6 +83,8 @@ async def _one(
     provider: ModelProvider
     key_value: str | None = None
     if kind == "fake":
+        from agen.runner.providers.fake import FakeProvider
+
         script: list[Turn] | None = None
         spec = harness.fake
         if spec is not None and spec.script is not None and not spec.echo:
@@ -97,14 +96,20 @@ async def _one(
         provider = FakeProvider(script, delay_s=fake_delay_s)
         model = model or "fake"
     elif kind == "replay":
+        from agen.runner.providers.replay import ReplayProvider, cassette_interactions
+
         assert harness.cassette is not None
         provider = ReplayProvider(cassette_interactions(_bundle_json(bundle, harness.cassette, "cassette")))
         model = model or "replay"
     elif kind == "openrouter":
+        from agen.runner.providers.openrouter import OpenRouterProvider
+
         key_value = _secret(bundle, key_name, redactor)
         provider = OpenRouterProvider(api_key=key_value, model=model or "", base_url=base_url,
                                       timeout_s=timeout_s, extras=harness.openrouter, router=harness.router)
     else:
+        from agen.runner.providers.openai import OpenAIProvider
+
         key_value = _secret(bundle, key_name, redactor) if base_url is None or harness.api_key_secret else None
         provider = OpenAIProvider(api_key=key_value, model=model or "", base_url=base_url, timeout_s=timeout_s)
     provider.default_model = model or provider.default_model
