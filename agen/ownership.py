@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from agen._home import make_private_dir
 from agen.errors import ConflictError
 
 
@@ -47,7 +48,7 @@ def store_lock_path(db: Path) -> Path | None:
 
 
 def _open(path: Path) -> IO[str]:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dir(path.parent)  # often the first thing made in a new AGEN_HOME: it must be 0700 too
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     return os.fdopen(fd, "r+")
 

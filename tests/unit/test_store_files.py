@@ -69,3 +69,17 @@ async def test_a_home_made_readable_by_others_gets_one_warning_with_the_fix(
     warnings = [r.getMessage() for r in caplog.records if "other local users" in r.getMessage()]
     assert len(warnings) == 1, warnings
     assert f"chmod 700 {home} && chmod 600 {db}*" in warnings[0] and "agen.db (mode 0644)" in warnings[0]
+
+
+def test_the_first_agen_run_in_a_new_home_makes_it_private(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's first command: a one-shot in an AGEN_HOME that does not exist yet leaves it 0700."""
+    from tests.cli_helpers import run_agen
+
+    home = tmp_path / "new-home"
+    monkeypatch.setenv("AGEN_HOME", str(home))
+    bundle = Path(__file__).resolve().parents[2] / "bundles" / "hello"
+    code, _out, err = run_agen(capsys, "run", str(bundle), "hi")
+    assert code == 0, err
+    assert stat.S_IMODE(home.stat().st_mode) == 0o700
+    assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in home.iterdir() if p.is_file())
