@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.harness import Up, wait_until
+from tests.e2e.harness import AGEN, Up, wait_until
 from tests.fleet_helpers import write_bundle
 
 TEST_SERVER = str(Path(__file__).parent.parent / "fixtures" / "mcp_test_server.py")
@@ -152,13 +153,21 @@ def test_agen_down_names_the_running_task_it_waits_for_and_not_the_one_waiting_f
     from tests.e2e.test_work_control import tool_bundle
 
     waiting, _ = own_approval(up, tmp_path / "effects.log", tmp_path / "gated", up.local()["token"])
-    slow = tool_bundle(tmp_path / "slow", "slow", tmp_path / "work", "touch started; sleep 3",
-                       permissions={"default": "allow"})
+    # The tool holds its step open until the test creates `go`: the task is certainly running while
+    # `agen down` drains, however slow the machine is.
+    slow = tool_bundle(tmp_path / "slow", "slow", tmp_path / "work",
+                       "touch started; while [ ! -e go ]; do sleep 0.05; done", permissions={"default": "allow"})
     up.agen("deploy", str(slow))
     running = up.agen("run", "slow", "go", "--no-wait").stdout.strip()
     wait_until(lambda: (tmp_path / "work" / "started").exists(), 30, "the slow tool to start")
-    up.agen("down")
+    said = f"waiting for 1 running task(s) to finish their current step: {running}"
+    down = subprocess.Popen([AGEN, "down"], env=up.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: said in up.log.read_text(), 60, "agen up to name the task it drains")
+        (tmp_path / "work" / "go").touch()
+        assert down.wait(60) == 0
+    finally:
+        if down.poll() is None:
+            down.kill()
     assert up.proc is not None and up.proc.wait(30) == 0
-    log = up.log.read_text()
-    assert f"waiting for 1 running task(s) to finish their current step: {running}" in log
-    assert waiting not in log
+    assert waiting not in up.log.read_text()
