@@ -52,7 +52,9 @@ def parse_duration_ms(text: str) -> int:
     if pos == 0 or pos != len(s):
         raise ValueError(f'"{text}" is not a duration; {_HINT}')
     if total_ns > MAX_NS:
-        raise ValueError(f'"{text}" is too long; the longest duration is 2562047h (about 292 years)')
+        raise ValueError(
+            f'"{text}" is too long; the longest duration is 2562047h (about 292 years)'
+        )
     return total_ns // 1_000_000
 
 

@@ -73,9 +73,13 @@ def check_hub_url(url: str, where: str) -> str:
     try:
         parsed = httpx.URL(url)
     except (httpx.InvalidURL, ValueError, TypeError) as e:
-        raise InvalidError(f"{where} {shown} is not a valid URL ({e}); {hint}", field=where) from None
+        raise InvalidError(
+            f"{where} {shown} is not a valid URL ({e}); {hint}", field=where
+        ) from None
     if parsed.scheme not in ("http", "https") or not parsed.host:
-        raise InvalidError(f"{where} {shown} is not an http(s) URL with a host; {hint}", field=where)
+        raise InvalidError(
+            f"{where} {shown} is not an http(s) URL with a host; {hint}", field=where
+        )
     return url
 
 
@@ -100,14 +104,18 @@ class HttpTransport:
 
         self.url = url.rstrip("/")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._http: httpx.AsyncClient = httpx.AsyncClient(base_url=self.url, headers=headers, timeout=timeout_s, verify=_tls_context())
+        self._http: httpx.AsyncClient = httpx.AsyncClient(
+            base_url=self.url, headers=headers, timeout=timeout_s, verify=_tls_context()
+        )
         self._timeout_s = timeout_s
 
     async def call(self, rpc: Rpc[Any, Any], request: BaseModel) -> BaseModel:
         wait = float(getattr(request, "wait_seconds", 0) or 0)
         try:
             r = await self._http.post(
-                rpc.path, content=request.model_dump_json(), headers={"Content-Type": "application/json"},
+                rpc.path,
+                content=request.model_dump_json(),
+                headers={"Content-Type": "application/json"},
                 timeout=self._timeout_s + wait,
             )
         except _transport_error() as e:
@@ -159,15 +167,21 @@ class Client:
         # Without --hub, local.json is where the Hub is: a broken one is an error, not 127.0.0.1:7070.
         hub, token = hub or None, token or None  # an empty AGEN_HUB / AGEN_TOKEN means unset
         local = read_local(strict=hub is None)
-        url = check_hub_url(hub, "--hub") if hub else (check_hub_url(local.url, "local.json's url") if local
-                                                       else DEFAULT_HUB)
+        url = (
+            check_hub_url(hub, "--hub")
+            if hub
+            else (check_hub_url(local.url, "local.json's url") if local else DEFAULT_HUB)
+        )
         if token is None and local is not None and same_hub(url, local.url):
             token = local.token
         if token is not None and not _HEADER_SAFE.fullmatch(token):
             from agen.errors import InvalidError
 
-            raise InvalidError("--token (or AGEN_TOKEN) holds spaces or characters a token never has; "
-                               "paste the token exactly as `agen token create` printed it", field="--token")
+            raise InvalidError(
+                "--token (or AGEN_TOKEN) holds spaces or characters a token never has; "
+                "paste the token exactly as `agen token create` printed it",
+                field="--token",
+            )
         return cls.http(url, token)
 
     @property

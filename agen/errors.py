@@ -139,9 +139,21 @@ class ReentrantError(AgenError):
 CODES: dict[str, type[AgenError]] = {
     cls.code: cls
     for cls in (
-        AgenError, InvalidError, TooLargeError, NotFoundError, ConflictError, DeniedError,
-        UnauthenticatedError, UnavailableError, BudgetError, RateLimitedError,
-        FencedError, StoreError, SchemaTooNewError, BundleError, CancelledError,
+        AgenError,
+        InvalidError,
+        TooLargeError,
+        NotFoundError,
+        ConflictError,
+        DeniedError,
+        UnauthenticatedError,
+        UnavailableError,
+        BudgetError,
+        RateLimitedError,
+        FencedError,
+        StoreError,
+        SchemaTooNewError,
+        BundleError,
+        CancelledError,
         ReentrantError,
     )
 }

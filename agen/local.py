@@ -43,22 +43,34 @@ def parse_local(path: Path) -> LocalConfig | None:
     except FileNotFoundError:
         return None
     except IsADirectoryError:
-        raise InvalidError(f"{path} is a folder, not agen up's local.json; {fix}", file=str(path)) from None
+        raise InvalidError(
+            f"{path} is a folder, not agen up's local.json; {fix}", file=str(path)
+        ) from None
     except (OSError, UnicodeDecodeError) as e:
         raise InvalidError(f"{path} cannot be read ({e}); {fix}", file=str(path)) from None
     try:
         data = json.loads(text)
     except ValueError:
         raise InvalidError(f"{path} is not valid JSON; {fix}", file=str(path)) from None
-    if not isinstance(data, dict) or not isinstance(data.get("url"), str) or not isinstance(data.get("token"), str):
-        raise InvalidError(f'{path} is not a JSON object with "url" and "token" strings; {fix}',
-                           file=str(path))
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("url"), str)
+        or not isinstance(data.get("token"), str)
+    ):
+        raise InvalidError(
+            f'{path} is not a JSON object with "url" and "token" strings; {fix}', file=str(path)
+        )
     pid = data.get("pid")
-    return LocalConfig(url=data["url"], token=data["token"], pid=pid if isinstance(pid, int) else None)
+    return LocalConfig(
+        url=data["url"], token=data["token"], pid=pid if isinstance(pid, int) else None
+    )
 
 
 def write_local(config: LocalConfig) -> None:
-    write_private(local_json_path(), json.dumps({"url": config.url, "token": config.token, "pid": config.pid}) + "\n")
+    write_private(
+        local_json_path(),
+        json.dumps({"url": config.url, "token": config.token, "pid": config.pid}) + "\n",
+    )
 
 
 def same_hub(a: str, b: str) -> bool:

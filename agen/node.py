@@ -28,23 +28,44 @@ from agen.store import Store
 
 
 class LocalNode:
-    def __init__(self, store: Store, *, capacity: int = 8, executor_factory: ExecutorFactory | None = None,
-                 nest_name: str = "local", lease_ms: int = 30_000, tick_s: float = 1.0, heartbeat_s: float = 1.0,
-                 leader_ttl_ms: int = 10_000, drain_timeout_s: float = 300.0, backend: str = "inproc",
-                 host_memory_limit: int = 0, only_deployment: str | None = None, only_tree: str | None = None,
-                 hub: Hub | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        capacity: int = 8,
+        executor_factory: ExecutorFactory | None = None,
+        nest_name: str = "local",
+        lease_ms: int = 30_000,
+        tick_s: float = 1.0,
+        heartbeat_s: float = 1.0,
+        leader_ttl_ms: int = 10_000,
+        drain_timeout_s: float = 300.0,
+        backend: str = "inproc",
+        host_memory_limit: int = 0,
+        only_deployment: str | None = None,
+        only_tree: str | None = None,
+        hub: Hub | None = None,
+    ) -> None:
         self.store = store
         self.hub = hub or Hub(store)
         self.only_deployment = only_deployment
         self.only_tree = only_tree
         self.port = ClientHubPort(Client.in_process(self.hub, LOCAL_NEST))
         self.manager = Manager(
-            self.port, executor_factory=executor_factory or backend_factory(
-                store, backend, host_memory_limit, progress=self.port.report_progress),
+            self.port,
+            executor_factory=executor_factory
+            or backend_factory(
+                store, backend, host_memory_limit, progress=self.port.report_progress
+            ),
             name=nest_name,
-            capacity=capacity, lease_ms=lease_ms, heartbeat_s=heartbeat_s, drain_timeout_s=drain_timeout_s,
+            capacity=capacity,
+            lease_ms=lease_ms,
+            heartbeat_s=heartbeat_s,
+            drain_timeout_s=drain_timeout_s,
         )
-        self.leader = LeaderLoop(self.hub, ttl_ms=leader_ttl_ms, tick_s=tick_s, on_tick=self._ticked)
+        self.leader = LeaderLoop(
+            self.hub, ttl_ms=leader_ttl_ms, tick_s=tick_s, on_tick=self._ticked
+        )
         self.hub.in_flight = self.manager.in_flight
         self._tasks: list[asyncio.Task[Any]] = []
 
@@ -80,8 +101,9 @@ class LocalNode:
                 await self.store.write(lambda tx: retire_nest(tx, nest_id))
 
 
-def backend_factory(store: Store, backend: str, host_memory_limit: int = 0, *,
-                    progress: ProgressSink | None = None) -> ExecutorFactory:
+def backend_factory(
+    store: Store, backend: str, host_memory_limit: int = 0, *, progress: ProgressSink | None = None
+) -> ExecutorFactory:
     """``inproc``: instances are asyncio workers here; ``process``: one ``agen host serve`` child each.
     ``progress`` receives the report_progress tool's values (the Nest's HubPort)."""
     check_backend(backend, host_memory_limit)
@@ -100,5 +122,8 @@ def check_backend(backend: str, host_memory_limit: int = 0) -> None:
     if backend not in ("inproc", "process"):
         raise InvalidError(f"--backend {backend!r}: use inproc or process", field="--backend")
     if host_memory_limit and backend != "process":
-        raise InvalidError("--host-memory-limit needs --backend process (an inproc instance shares this "
-                           "process's memory)", field="--host-memory-limit")
+        raise InvalidError(
+            "--host-memory-limit needs --backend process (an inproc instance shares this "
+            "process's memory)",
+            field="--host-memory-limit",
+        )

@@ -36,7 +36,8 @@ class UpProcess:
 
     def describe(self) -> str:
         return f"agen up (pid {self.pid if self.pid is not None else '?'}" + (
-            f", AGEN_HOME {self.home})" if self.home else ")")
+            f", AGEN_HOME {self.home})" if self.home else ")"
+        )
 
 
 def store_lock_path(db: Path) -> Path | None:
@@ -48,7 +49,9 @@ def store_lock_path(db: Path) -> Path | None:
 
 
 def _open(path: Path) -> IO[str]:
-    make_private_dir(path.parent)  # often the first thing made in a new AGEN_HOME: it must be 0700 too
+    make_private_dir(
+        path.parent
+    )  # often the first thing made in a new AGEN_HOME: it must be 0700 too
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     return os.fdopen(fd, "r+")
 
@@ -68,7 +71,10 @@ def _holder(path: Path) -> UpProcess:
         data = {}
     pid = data.get("pid") if isinstance(data, dict) else None
     home = data.get("home") if isinstance(data, dict) else None
-    return UpProcess(pid=pid if isinstance(pid, int) else None, home=Path(home) if isinstance(home, str) else None)
+    return UpProcess(
+        pid=pid if isinstance(pid, int) else None,
+        home=Path(home) if isinstance(home, str) else None,
+    )
 
 
 def claim(f: IO[str], home: Path) -> None:
@@ -132,10 +138,15 @@ def hold_store_for_up(db: Path, home: Path, on_wait: Callable[[str], None]) -> I
             raise ConflictError(
                 f"{other.describe()} already serves the store {db}; two Hubs on one store would share its "
                 "Nest and double its instances. Use that one, or stop it with `agen down`"
-                + (f" (AGEN_HOME={other.home})" if other.home else ""), store=str(db), pid=other.pid)
+                + (f" (AGEN_HOME={other.home})" if other.home else ""),
+                store=str(db),
+                pid=other.pid,
+            )
         fcntl.flock(f, fcntl.LOCK_UN)
-        on_wait(f"agen up: a one-shot `agen run` is using the store {db}; starting when it ends "
-                "(Ctrl-C to stop waiting)")
+        on_wait(
+            f"agen up: a one-shot `agen run` is using the store {db}; starting when it ends "
+            "(Ctrl-C to stop waiting)"
+        )
         try:
             fcntl.flock(f, fcntl.LOCK_EX)
         except BaseException:

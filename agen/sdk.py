@@ -67,8 +67,14 @@ class _DispatchedGate(ApprovalGate):
         return ApprovalDecision(bool(answer), decided_by="sdk-callback")
 
 
-def _bundle_in_code(name: str, instructions: str, provider: str, model: str | None,
-                    harness: dict[str, Any] | None, config: dict[str, Any] | None) -> Bundle:
+def _bundle_in_code(
+    name: str,
+    instructions: str,
+    provider: str,
+    model: str | None,
+    harness: dict[str, Any] | None,
+    config: dict[str, Any] | None,
+) -> Bundle:
     h: dict[str, Any] = {"provider": provider, **(harness or {})}
     if model:
         h["model"] = model
@@ -103,14 +109,18 @@ class Agent:
         namespace: str = "default",
         deployment: str | None = None,
     ) -> None:
-        self.bundle = bundle or _bundle_in_code(name, instructions, provider, model, harness, config)
+        self.bundle = bundle or _bundle_in_code(
+            name, instructions, provider, model, harness, config
+        )
         self.namespace = namespace
         self.deployment = deployment if deployment is not None else self.bundle.name
         self._store_arg = store
         self._store: Store | None = store if isinstance(store, Store) else None
         self._owns_store = not isinstance(store, Store)
         self.dispatcher = Dispatcher(self, self.bundle.name)
-        self._host_tools: list[Tool] = [t if isinstance(t, Tool) else FunctionTool(t, self.dispatcher) for t in tools]
+        self._host_tools: list[Tool] = [
+            t if isinstance(t, Tool) else FunctionTool(t, self.dispatcher) for t in tools
+        ]
         self._approve = approve
         self._on_event = on_event
         self._policy = policy
@@ -141,12 +151,29 @@ class Agent:
             if self.bundle.root:  # a bundle folder: its MCP servers, rules, workspace and memory
                 from agen.runner.tooling import build_tooling
 
-                t = build_tooling(self.bundle, self._store, namespace=self.namespace, deployment=self.deployment)
-                runner = Runner(self._store, self.bundle, owner=self._owner(), toolsets=[*host, *t.toolsets],
-                                policy=self._policy or t.policy, gate=gate, redactor=t.redactor, extras=t.extras)
+                t = build_tooling(
+                    self.bundle, self._store, namespace=self.namespace, deployment=self.deployment
+                )
+                runner = Runner(
+                    self._store,
+                    self.bundle,
+                    owner=self._owner(),
+                    toolsets=[*host, *t.toolsets],
+                    policy=self._policy or t.policy,
+                    gate=gate,
+                    redactor=t.redactor,
+                    extras=t.extras,
+                )
             else:  # an agent built in code has no permission rules and no MCP servers
-                runner = Runner(self._store, self.bundle, owner=self._owner(), toolsets=host,
-                                policy=self._policy or AllowAll(), gate=gate, redactor=Redactor())
+                runner = Runner(
+                    self._store,
+                    self.bundle,
+                    owner=self._owner(),
+                    toolsets=host,
+                    policy=self._policy or AllowAll(),
+                    gate=gate,
+                    redactor=Redactor(),
+                )
             self._runner = runner
             await runner.start()
             return runner
@@ -156,17 +183,28 @@ class Agent:
         return f"sdk:{os.getpid()}:{ULID()}"
 
     def _request(self, text: str, opts: dict[str, Any]) -> RunRequest:
-        return RunRequest(input=text, namespace=opts.pop("namespace", self.namespace),
-                          deployment=opts.pop("deployment", self.deployment), source="sdk", **opts)
+        return RunRequest(
+            input=text,
+            namespace=opts.pop("namespace", self.namespace),
+            deployment=opts.pop("deployment", self.deployment),
+            source="sdk",
+            **opts,
+        )
 
-    async def run(self, input: str, *, cancel: asyncio.Event | None = None, **opts: Any) -> RunResult:
+    async def run(
+        self, input: str, *, cancel: asyncio.Event | None = None, **opts: Any
+    ) -> RunResult:
         """Run once to its outcome. ``opts`` are RunRequest fields (task_id, conversation_key, labels...)."""
         return await self._run(input, cancel, None, opts)
 
-    async def _run(self, text: str, cancel: asyncio.Event | None, sink: Any, opts: dict[str, Any]) -> RunResult:
+    async def _run(
+        self, text: str, cancel: asyncio.Event | None, sink: Any, opts: dict[str, Any]
+    ) -> RunResult:
         if self.dispatcher.inside():
-            raise ReentrantError("run() was called from inside a callback of the same agent; hand the work to "
-                                 "another task or thread and return from the callback first")
+            raise ReentrantError(
+                "run() was called from inside a callback of the same agent; hand the work to "
+                "another task or thread and return from the callback first"
+            )
         if self._closed:
             raise UnavailableError("the agent is closed; create a new Agent to run more work")
         runner = await self._ensure()
@@ -238,7 +276,7 @@ class Agent:
     async def __aenter__(self) -> Agent:
         return self
 
-    async def __aexit__(self, et: type[BaseException] | None, e: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
         await self.close()
-

@@ -20,7 +20,9 @@ from pydantic import ValidationError, create_model
 from agen.errors import CancelledError as AgenCancelled
 from agen.runner.tools.base import Tool, ToolContext, ToolError, ToolResult
 
-_in_callback: contextvars.ContextVar[object | None] = contextvars.ContextVar("agen_sdk_callback", default=None)
+_in_callback: contextvars.ContextVar[object | None] = contextvars.ContextVar(
+    "agen_sdk_callback", default=None
+)
 
 
 class Dispatcher:
@@ -28,7 +30,9 @@ class Dispatcher:
 
     def __init__(self, owner: object, name: str) -> None:
         self.owner = owner
-        self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"agen-sdk-{name}")
+        self._executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix=f"agen-sdk-{name}"
+        )
         self._thread_id: int | None = None
         self._lock: asyncio.Lock | None = None
         self.closed = False
@@ -67,13 +71,22 @@ class Dispatcher:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
 
-def host_tool(*, name: str | None = None, side_effect: bool = False, idempotent: bool = False,
-              untrusted_output: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def host_tool(
+    *,
+    name: str | None = None,
+    side_effect: bool = False,
+    idempotent: bool = False,
+    untrusted_output: bool = False,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Mark a host function's tool properties (a side-effecting tool goes through the effect ledger)."""
 
     def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
-        fn.__agen_tool__ = {"name": name, "side_effect": side_effect,  # type: ignore[attr-defined]
-                            "idempotent": idempotent, "untrusted_output": untrusted_output}
+        fn.__agen_tool__ = {  # type: ignore[attr-defined]
+            "name": name,
+            "side_effect": side_effect,
+            "idempotent": idempotent,
+            "untrusted_output": untrusted_output,
+        }
         return fn
 
     return mark
@@ -82,8 +95,15 @@ def host_tool(*, name: str | None = None, side_effect: bool = False, idempotent:
 class FunctionTool(Tool):
     """A host tool: a plain (sync or async) Python function, run on the agent's dispatcher."""
 
-    def __init__(self, fn: Callable[..., Any], dispatcher: Dispatcher, *, name: str | None = None,
-                 side_effect: bool = False, idempotent: bool = False) -> None:
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        dispatcher: Dispatcher,
+        *,
+        name: str | None = None,
+        side_effect: bool = False,
+        idempotent: bool = False,
+    ) -> None:
         marks: dict[str, Any] = getattr(fn, "__agen_tool__", {})
         self.fn = fn
         self.dispatcher = dispatcher
@@ -113,6 +133,7 @@ class FunctionTool(Tool):
 
 def _bind(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Callable[[], Any]:
     if inspect.iscoroutinefunction(fn):
+
         async def bound_async() -> Any:
             return await fn(**kwargs)
 

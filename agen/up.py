@@ -47,7 +47,9 @@ class UpOptions:
     drain_timeout_s: float = 300.0
     backend: str = "inproc"
     host_memory_limit: int = 0
-    allow_self_approval: bool = False  # any token may approve its own work (the local admin always may)
+    allow_self_approval: bool = (
+        False  # any token may approve its own work (the local admin always may)
+    )
     tui: bool = False  # show the terminal UI in this process, attached in-process (not --headless)
 
 
@@ -62,7 +64,9 @@ class _Server(uvicorn.Server):
 def parse_listen(listen: str) -> tuple[str, int]:
     host, sep, port = listen.rpartition(":")
     if not sep or not port.isdigit():
-        raise InvalidError(f"--listen {listen!r}: use host:port, e.g. 127.0.0.1:7070", field="--listen")
+        raise InvalidError(
+            f"--listen {listen!r}: use host:port, e.g. 127.0.0.1:7070", field="--listen"
+        )
     host = host.strip("[]") or "127.0.0.1"
     loopback = host == "localhost"
     with contextlib.suppress(ValueError):
@@ -70,7 +74,9 @@ def parse_listen(listen: str) -> tuple[str, int]:
     if not loopback and os.environ.get("AGEN_INSECURE") != "1":
         raise InvalidError(
             f"--listen {listen}: agen up serves plain HTTP and listens on loopback only; "
-            "use 127.0.0.1 (or set AGEN_INSECURE=1 behind a TLS-terminating proxy)", field="--listen")
+            "use 127.0.0.1 (or set AGEN_INSECURE=1 behind a TLS-terminating proxy)",
+            field="--listen",
+        )
     return host, int(port)
 
 
@@ -91,7 +97,8 @@ def lock_home(home: Path) -> IO[str]:
         local = read_local()
         where = f" at {local.url} (pid {local.pid})" if local else ""
         raise ConflictError(
-            f"agen up is already running on {home}{where}; use it, or stop it with `agen down`", home=str(home)
+            f"agen up is already running on {home}{where}; use it, or stop it with `agen down`",
+            home=str(home),
         ) from None
     claim(f, home)
     return f
@@ -107,8 +114,9 @@ async def _admin_token(store: Any, url: str) -> str:
     ):
         secret = local.token
     else:
-        _, secret = await store.write(lambda tx: insert_token(tx, scopes=["admin"], name="local-admin",
-                                                              trust="operator"))
+        _, secret = await store.write(
+            lambda tx: insert_token(tx, scopes=["admin"], name="local-admin", trust="operator")
+        )
     await store.write(lambda tx: mark_local_admin(tx, secret))
     return str(secret)
 
@@ -131,8 +139,13 @@ async def _prune(store: Store, retention_ms: int, every_s: float = PRUNE_EVERY_S
             await store.write(lambda tx: prune_expired(tx, retention_ms))
         except Exception as e:
             if not failing:
-                log.warning("retention pruning failed on %s: %s; retrying every %d s", store.url, e, every_s,
-                            exc_info=not isinstance(e, AgenError))
+                log.warning(
+                    "retention pruning failed on %s: %s; retrying every %d s",
+                    store.url,
+                    e,
+                    every_s,
+                    exc_info=not isinstance(e, AgenError),
+                )
             failing = True
         else:
             if failing:
@@ -148,8 +161,12 @@ async def _tell_draining(node: Any, every_s: float = 5.0) -> None:
         ids = sorted(t for inst in node.manager.instances.values() for t in inst.running)
         if ids:
             more = f" (+{len(ids) - 10} more)" if len(ids) > 10 else ""
-            print(f"agen up: waiting for {len(ids)} running task(s) to finish their current step: "
-                  f"{', '.join(ids[:10])}{more}", file=sys.stderr, flush=True)
+            print(
+                f"agen up: waiting for {len(ids)} running task(s) to finish their current step: "
+                f"{', '.join(ids[:10])}{more}",
+                file=sys.stderr,
+                flush=True,
+            )
         await asyncio.sleep(every_s)
 
 
@@ -193,7 +210,9 @@ def check_port_free(host: str, port: int, listen: str) -> None:
             raise ConflictError(
                 f"--listen {listen}: the address is in use ({e.strerror}); another agen up with another "
                 "AGEN_HOME or another program listens there. Stop it, or pick a free port: "
-                f"agen up --listen {host}:{port + 10}", field="--listen") from None
+                f"agen up --listen {host}:{port + 10}",
+                field="--listen",
+            ) from None
 
 
 async def serve(opts: UpOptions) -> None:
@@ -207,20 +226,35 @@ async def serve(opts: UpOptions) -> None:
     lock = lock_home(home)
     try:
         check_port_free(host, port, opts.listen)
-        store_lock = hold_store_for_up(store_path(opts.store), home,
-                                       lambda msg: print(msg, file=sys.stderr, flush=True))
+        store_lock = hold_store_for_up(
+            store_path(opts.store), home, lambda msg: print(msg, file=sys.stderr, flush=True)
+        )
     except BaseException:
         lock.close()
         raise
     store = await open_store(opts.store)
-    node = LocalNode(store, capacity=opts.capacity, lease_ms=opts.lease_ms, drain_timeout_s=opts.drain_timeout_s,
-                     backend=opts.backend, host_memory_limit=opts.host_memory_limit)
+    node = LocalNode(
+        store,
+        capacity=opts.capacity,
+        lease_ms=opts.lease_ms,
+        drain_timeout_s=opts.drain_timeout_s,
+        backend=opts.backend,
+        host_memory_limit=opts.host_memory_limit,
+    )
     hub = node.hub
     url = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
     hub.url = url
     hub.allow_self_approval = opts.allow_self_approval
-    server = _Server(uvicorn.Config(create_app(hub), host=host, port=port, log_level="warning", lifespan="off",
-                                    access_log=False))
+    server = _Server(
+        uvicorn.Config(
+            create_app(hub),
+            host=host,
+            port=port,
+            log_level="warning",
+            lifespan="off",
+            access_log=False,
+        )
+    )
     loop = asyncio.get_running_loop()
     signals = 0
 
@@ -237,7 +271,9 @@ async def serve(opts: UpOptions) -> None:
     pruner: asyncio.Task[None] | None = None
     serving: asyncio.Task[None] | None = None
     export = None
-    logged = log_to_stderr_once_per_repeat()  # a fault that fails every loop each second is said once
+    logged = (
+        log_to_stderr_once_per_repeat()
+    )  # a fault that fails every loop each second is said once
     try:
         token = await _admin_token(store, url)
         export = await _start_export(store, hub)
@@ -251,9 +287,13 @@ async def serve(opts: UpOptions) -> None:
         (home / "up.pid").write_text(f"{os.getpid()}\n")
         if opts.retention_ms:
             pruner = asyncio.create_task(_prune(store, opts.retention_ms))
-        print(f"agen up: Hub at {url} (store {store.url}, capacity {opts.capacity}, "
-              f"backend {opts.backend}); "
-              "Ctrl-C or `agen down` drains and stops", file=sys.stderr, flush=True)
+        print(
+            f"agen up: Hub at {url} (store {store.url}, capacity {opts.capacity}, "
+            f"backend {opts.backend}); "
+            "Ctrl-C or `agen down` drains and stops",
+            file=sys.stderr,
+            flush=True,
+        )
         ui_app, ui = _start_tui(hub, url) if opts.tui else (None, None)
         # The API answers first; instances and their MCP servers (seconds each after a crash) start behind it.
         await node.start()
@@ -262,8 +302,11 @@ async def serve(opts: UpOptions) -> None:
             ui_app.exit()
             with contextlib.suppress(Exception):
                 await ui
-        print(f"agen up: draining ({hub.in_flight()} tasks in flight; a second Ctrl-C exits at once)",
-              file=sys.stderr, flush=True)
+        print(
+            f"agen up: draining ({hub.in_flight()} tasks in flight; a second Ctrl-C exits at once)",
+            file=sys.stderr,
+            flush=True,
+        )
         telling = asyncio.create_task(_tell_draining(node))
         try:
             await node.drain()

@@ -31,6 +31,7 @@ REGENERATE = "scripts/gen-docs"
 
 # ---------------------------------------------------------------- CLI reference
 
+
 def _commands() -> Iterator[tuple[list[str], Any, Any]]:
     """(path, click command, click context) for the root and every visible subcommand, depth first."""
     os.environ.setdefault("TYPER_USE_RICH", "0")
@@ -41,7 +42,12 @@ def _commands() -> Iterator[tuple[list[str], Any, Any]]:
     root = typer.main.get_command(app)
 
     def walk(cmd: Any, path: list[str], parent: Any) -> Iterator[tuple[list[str], Any, Any]]:
-        settings = {**cmd.context_settings, "terminal_width": WIDTH, "max_content_width": WIDTH, "color": False}
+        settings = {
+            **cmd.context_settings,
+            "terminal_width": WIDTH,
+            "max_content_width": WIDTH,
+            "color": False,
+        }
         ctx = cmd.context_class(cmd, info_name=path[-1], parent=parent, **settings)
         yield path, cmd, ctx
         if hasattr(cmd, "list_commands"):
@@ -56,7 +62,10 @@ def _commands() -> Iterator[tuple[list[str], Any, Any]]:
 def _help(cmd: Any, ctx: Any) -> str:
     import typer.core
 
-    rich, typer.core.HAS_RICH = typer.core.HAS_RICH, False  # plain click text, whatever the environment
+    rich, typer.core.HAS_RICH = (
+        typer.core.HAS_RICH,
+        False,
+    )  # plain click text, whatever the environment
     try:
         return str(cmd.get_help(ctx)).rstrip() + "\n"
     finally:
@@ -86,7 +95,15 @@ def cli_reference() -> str:
 
 # ---------------------------------------------------------------- bundle reference
 
-BUNDLE_FILES = ["plugin", "mcp", "skill-frontmatter", "agent-frontmatter", "harness", "config", "secrets"]
+BUNDLE_FILES = [
+    "plugin",
+    "mcp",
+    "skill-frontmatter",
+    "agent-frontmatter",
+    "harness",
+    "config",
+    "secrets",
+]
 
 
 def _ref_name(ref: str) -> str:
@@ -143,8 +160,10 @@ def _table(schema: dict[str, Any]) -> list[str]:
     required = set(schema.get("required", []))
     rows = ["| Field | Type | Default | Description |", "|---|---|---|---|"]
     for name, prop in props.items():
-        rows.append(f"| `{name}` | {_type(prop)} | {_default(prop, name in required)} | "
-                    f"{_cell(prop.get('description', ''))} |")
+        rows.append(
+            f"| `{name}` | {_type(prop)} | {_default(prop, name in required)} | "
+            f"{_cell(prop.get('description', ''))} |"
+        )
     closed = schema.get("additionalProperties") is False
     return [*rows, "", "Unknown fields are an error." if closed else "", ""]
 
@@ -187,8 +206,10 @@ def bundle_reference() -> str:
         "lists every problem with its file and field. Concepts: [concepts.md](concepts.md).",
         "",
     ]
-    schemas = {name: json.loads((SPEC / f"{name}.schema.json").read_text(encoding="utf-8"))
-               for name in BUNDLE_FILES}
+    schemas = {
+        name: json.loads((SPEC / f"{name}.schema.json").read_text(encoding="utf-8"))
+        for name in BUNDLE_FILES
+    }
     for name, schema in schemas.items():
         title = schema.get("title", name).removeprefix("agen bundle: ")
         out.append(f"- [{title}](#{re.sub(r'[^a-z0-9 -]', '', title.lower()).replace(' ', '-')})")
@@ -209,7 +230,9 @@ def bundle_reference() -> str:
             if sub.get("description"):
                 out += [_cell(sub["description"]), ""]
             out += _table(sub)
-    return "\n".join(line for i, line in enumerate(out) if line or (i and out[i - 1])).rstrip() + "\n"
+    return (
+        "\n".join(line for i, line in enumerate(out) if line or (i and out[i - 1])).rstrip() + "\n"
+    )
 
 
 # ---------------------------------------------------------------- troubleshooting tables
@@ -218,7 +241,7 @@ ERROR_ADVICE: dict[str, str] = {
     "internal": "A bug in agen. Re-run with the same input; if it repeats, report it with the command and its stderr.",
     "invalid": "Fix the flag, request or file named in the message (it says which field) and retry.",
     "too_large": "Send less: a /v1 body may be 1 MiB (AGEN_API_MAX_BODY_BYTES), a bundle 10 MiB with 5 MiB per file "
-                 "(AGEN_BUNDLE_MAX_BYTES, AGEN_BUNDLE_MAX_FILE_BYTES); keep large data out of bundles.",
+    "(AGEN_BUNDLE_MAX_BYTES, AGEN_BUNDLE_MAX_FILE_BYTES); keep large data out of bundles.",
     "not_found": "Check the name or id (`agen ps`, `agen tasks`, `agen runs`); it may be in another namespace (`-n`).",
     "conflict": "The current state refuses the change: re-read it (`agen ps`, `agen tasks`) and retry if it still applies.",
     "denied": "The token lacks the scope or namespace, or a permission rule refused a tool: use a token with the scope (`agen token create`) or change `permissions` in x-agen/config.json.",
@@ -245,10 +268,10 @@ ERROR_MEANING: dict[str, str] = {  # for classes whose docstring does not say it
 EXIT_ADVICE: dict[int, str] = {
     0: "",
     1: "See the task's outcome and error (`agen query TASK`, `agen transcript RUN`). An internal error is a bug: "
-       "report it with the log file the message names (AGEN_HOME/logs/cli-errors.log).",
+    "report it with the log file the message names (AGEN_HOME/logs/cli-errors.log).",
     2: "Read the message: it names the flag, file or field. `agen COMMAND --help` lists the flags.",
     3: "Start `agen up`, or point `--hub`/AGEN_HUB at a running Hub; for models, check baseUrl and the network; "
-       "for instances that cannot start, `agen logs DEPLOYMENT` says why: fix the bundle and redeploy.",
+    "for instances that cannot start, `agen logs DEPLOYMENT` says why: fix the bundle and redeploy.",
     4: "Check the name/id and namespace (`agen ps`, `agen tasks`).",
     5: "Re-read the state and retry if the change still applies.",
     6: "Use a token with the needed scope/namespace (`agen whoami` shows yours).",
@@ -261,11 +284,16 @@ EXIT_ADVICE: dict[int, str] = {
 def error_table() -> str:
     from agen.errors import CODES
 
-    rows = ["| Code | Error class | HTTP | Exit | What it means | What to do |", "|---|---|---|---|---|---|"]
+    rows = [
+        "| Code | Error class | HTTP | Exit | What it means | What to do |",
+        "|---|---|---|---|---|---|",
+    ]
     for code, cls in CODES.items():
         doc = ERROR_MEANING.get(code) or ((cls.__doc__ or "").strip().splitlines() or [""])[0]
-        rows.append(f"| `{code}` | `{cls.__name__}` | {cls.http_status} | {cls.exit_code} | {_cell(doc)} | "
-                    f"{_cell(ERROR_ADVICE.get(code, '(no advice yet: add it to scripts/gen_docs.py)'))} |")
+        rows.append(
+            f"| `{code}` | `{cls.__name__}` | {cls.http_status} | {cls.exit_code} | {_cell(doc)} | "
+            f"{_cell(ERROR_ADVICE.get(code, '(no advice yet: add it to scripts/gen_docs.py)'))} |"
+        )
     return "\n".join(rows)
 
 
@@ -274,7 +302,9 @@ def exit_table() -> str:
 
     rows = ["| Exit | Meaning | What to do |", "|---|---|---|"]
     for code, meaning in EXIT_CODES.items():
-        rows.append(f"| {code} | {_cell(meaning)} | {_cell(EXIT_ADVICE.get(code, '(no advice yet)'))} |")
+        rows.append(
+            f"| {code} | {_cell(meaning)} | {_cell(EXIT_ADVICE.get(code, '(no advice yet)'))} |"
+        )
     return "\n".join(rows)
 
 
@@ -294,6 +324,7 @@ def troubleshooting(current: str) -> str:
 
 # ---------------------------------------------------------------- driver
 
+
 def rendered() -> dict[Path, str]:
     """Every generated file's expected content, computed in memory."""
     trouble = DOCS / "troubleshooting.md"
@@ -305,8 +336,11 @@ def rendered() -> dict[Path, str]:
 
 
 def stale() -> list[Path]:
-    return [p for p, text in rendered().items()
-            if not p.is_file() or p.read_text(encoding="utf-8") != text]
+    return [
+        p
+        for p, text in rendered().items()
+        if not p.is_file() or p.read_text(encoding="utf-8") != text
+    ]
 
 
 def main(argv: list[str]) -> int:

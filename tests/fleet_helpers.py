@@ -21,7 +21,9 @@ def write_bundle(
         "plugin.json": {"name": name, "version": "0.1.0"},
         "x-agen/agent.md": f"---\nname: {name}\n---\n{prompt}\n",
         "x-agen/harness.json": {"provider": "fake", "fake": fake},
-        "x-agen/config.json": config if config is not None else {"kind": "pool", "scale": {"min": 1, "max": 2}},
+        "x-agen/config.json": config
+        if config is not None
+        else {"kind": "pool", "scale": {"min": 1, "max": 2}},
     }
     root.mkdir(parents=True, exist_ok=True)
     for path, value in files.items():

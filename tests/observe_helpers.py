@@ -22,14 +22,27 @@ TEST_SERVER = str(Path(__file__).parent / "fixtures" / "mcp_test_server.py")
 
 # Three turns, three built-in tools, then an answer: a multi-tool run with usage per turn.
 MULTI_TOOL_SCRIPT: list[dict[str, Any]] = [
-    {"text": "Starting: I will note progress and save the findings.",
-     "toolCalls": [{"name": "report_progress", "arguments": {"note": "reading the input", "percent": 30}}],
-     "usage": {"inputTokens": 120, "outputTokens": 24, "costUsd": 0.0012}},
-    {"toolCalls": [{"name": "save_artifact", "arguments": {"name": "findings.md", "content": "# Findings\n- ok\n"}},
-                   {"name": "report_progress", "arguments": {"note": "saved findings", "percent": 80}}],
-     "usage": {"inputTokens": 180, "outputTokens": 40, "costUsd": 0.0019}},
-    {"text": "Done: the findings are saved as findings.md.",
-     "usage": {"inputTokens": 240, "outputTokens": 16, "costUsd": 0.0021}},
+    {
+        "text": "Starting: I will note progress and save the findings.",
+        "toolCalls": [
+            {"name": "report_progress", "arguments": {"note": "reading the input", "percent": 30}}
+        ],
+        "usage": {"inputTokens": 120, "outputTokens": 24, "costUsd": 0.0012},
+    },
+    {
+        "toolCalls": [
+            {
+                "name": "save_artifact",
+                "arguments": {"name": "findings.md", "content": "# Findings\n- ok\n"},
+            },
+            {"name": "report_progress", "arguments": {"note": "saved findings", "percent": 80}},
+        ],
+        "usage": {"inputTokens": 180, "outputTokens": 40, "costUsd": 0.0019},
+    },
+    {
+        "text": "Done: the findings are saved as findings.md.",
+        "usage": {"inputTokens": 240, "outputTokens": 16, "costUsd": 0.0021},
+    },
 ]
 
 
@@ -39,27 +52,52 @@ class Embedded:
     client: Client
     root: Path
 
-    async def deploy(self, name: str, *, script: list[dict[str, Any]] | None = None,
-                     config: dict[str, Any] | None = None, mcp: dict[str, Any] | None = None) -> None:
-        bundle = write_bundle(self.root / name, name, script=script,
-                              config=config or {"kind": "pool", "scale": {"min": 1, "max": 2}})
+    async def deploy(
+        self,
+        name: str,
+        *,
+        script: list[dict[str, Any]] | None = None,
+        config: dict[str, Any] | None = None,
+        mcp: dict[str, Any] | None = None,
+    ) -> None:
+        bundle = write_bundle(
+            self.root / name,
+            name,
+            script=script,
+            config=config or {"kind": "pool", "scale": {"min": 1, "max": 2}},
+        )
         if mcp is not None:
             (bundle / "mcp.json").write_text(json.dumps({"mcpServers": mcp}))
         await self.client.call(r.CreateDeployment, CreateDeploymentRequest(files=files_b64(bundle)))
 
     async def deploy_gated(self, name: str = "gated") -> None:
         """One MCP tool call (t.echo) that needs an approval, then an answer."""
-        script = [{"toolCalls": [{"name": "t_echo", "arguments": {"text": "ship it"}}]}, {"text": "shipped"}]
-        config = {"kind": "pool", "scale": {"min": 1, "max": 1}, "permissions": {"ask": ["t.echo"], "default": "allow"}}
-        await self.deploy(name, script=script, config=config,
-                          mcp={"t": {"command": sys.executable, "args": [TEST_SERVER]}})
+        script = [
+            {"toolCalls": [{"name": "t_echo", "arguments": {"text": "ship it"}}]},
+            {"text": "shipped"},
+        ]
+        config = {
+            "kind": "pool",
+            "scale": {"min": 1, "max": 1},
+            "permissions": {"ask": ["t.echo"], "default": "allow"},
+        }
+        await self.deploy(
+            name,
+            script=script,
+            config=config,
+            mcp={"t": {"command": sys.executable, "args": [TEST_SERVER]}},
+        )
 
     async def submit(self, deployment: str, text: str, **kw: Any) -> Task:
-        resp = await self.client.call(r.SubmitTask, SubmitTaskRequest(deployment=deployment, input=text, **kw))
+        resp = await self.client.call(
+            r.SubmitTask, SubmitTaskRequest(deployment=deployment, input=text, **kw)
+        )
         return resp.task
 
     async def wait(self, task_id: str, seconds: float = 60) -> Task:
-        return (await self.client.call(r.GetTask, GetTaskRequest(id=task_id, wait_seconds=seconds))).task
+        return (
+            await self.client.call(r.GetTask, GetTaskRequest(id=task_id, wait_seconds=seconds))
+        ).task
 
     async def run(self, deployment: str, text: str, **kw: Any) -> Task:
         task = await self.submit(deployment, text, **kw)
@@ -94,8 +132,11 @@ async def http_hub(e: Embedded) -> AsyncIterator[tuple[str, str]]:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    server = uvicorn.Server(uvicorn.Config(create_app(e.node.hub), log_level="warning", lifespan="off",
-                                           access_log=False))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(e.node.hub), log_level="warning", lifespan="off", access_log=False
+        )
+    )
     serving = asyncio.create_task(server.serve(sockets=[sock]))
     while not server.started:  # noqa: ASYNC110 - uvicorn exposes a flag, not an event
         await asyncio.sleep(0.01)

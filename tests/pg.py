@@ -45,7 +45,9 @@ class Cluster:
             cmd = ["runuser", "-u", self.user, "--", *cmd]
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if proc.returncode:
-            raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr or proc.stdout}")
+            raise RuntimeError(
+                f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr or proc.stdout}"
+            )
 
     def start(self) -> None:
         data = self.root / "data"
@@ -54,10 +56,16 @@ class Cluster:
             entry = pwd.getpwnam(self.user)
             for p in (self.root, self.socket_dir):
                 os.chown(p, entry.pw_uid, entry.pw_gid)
-        self._run("initdb", "-D", str(data), "-A", "trust", "-U", self._role(), "--no-sync", "-E", "UTF8")
-        opts = (f"-k {self.socket_dir} -c listen_addresses='' -c port=5432 -c fsync=off "
-                "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200")
-        self._run("pg_ctl", "-D", str(data), "-o", opts, "-l", str(self.root / "log"), "-w", "start")
+        self._run(
+            "initdb", "-D", str(data), "-A", "trust", "-U", self._role(), "--no-sync", "-E", "UTF8"
+        )
+        opts = (
+            f"-k {self.socket_dir} -c listen_addresses='' -c port=5432 -c fsync=off "
+            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+        )
+        self._run(
+            "pg_ctl", "-D", str(data), "-o", opts, "-l", str(self.root / "log"), "-w", "start"
+        )
 
     def stop(self) -> None:
         self._run("pg_ctl", "-D", str(self.root / "data"), "-m", "immediate", "-w", "stop")
@@ -74,7 +82,9 @@ def _unprivileged_user() -> str:
     try:
         pwd.getpwnam(_USER)
     except KeyError:
-        subprocess.run(["useradd", "--system", "--no-create-home", _USER], check=True, capture_output=True)
+        subprocess.run(
+            ["useradd", "--system", "--no-create-home", _USER], check=True, capture_output=True
+        )
     return _USER
 
 
@@ -94,7 +104,9 @@ def _stop_orphans(bindir: Path) -> None:
         except (ValueError, OSError):
             continue
         entry = root.stat()
-        user = pwd.getpwuid(entry.st_uid).pw_name if os.getuid() == 0 and entry.st_uid != 0 else None
+        user = (
+            pwd.getpwuid(entry.st_uid).pw_name if os.getuid() == 0 and entry.st_uid != 0 else None
+        )
         with contextlib.suppress(RuntimeError):
             Cluster(root, bindir, user).stop()
         shutil.rmtree(root, ignore_errors=True)
@@ -104,7 +116,9 @@ def start_cluster() -> Cluster:
     """Start a cluster, or skip (fail under AGEN_REQUIRE_POSTGRES=1) when this machine has no server."""
     bindir = find_bindir()
     if bindir is None:
-        reason = "no PostgreSQL server binaries (initdb) found in /usr/lib/postgresql/*/bin or on PATH"
+        reason = (
+            "no PostgreSQL server binaries (initdb) found in /usr/lib/postgresql/*/bin or on PATH"
+        )
         if os.environ.get("AGEN_REQUIRE_POSTGRES") == "1":
             pytest.fail(f"AGEN_REQUIRE_POSTGRES=1 but {reason}", pytrace=False)
         pytest.skip(reason)

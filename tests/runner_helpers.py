@@ -15,8 +15,11 @@ from agen.store import SQLiteStore
 from tests.unit.bundle_helpers import bundle_files
 
 
-def make(harness: dict[str, Any] | None = None, config: dict[str, Any] | None = None,
-         files: dict[str, Any] | None = None) -> Bundle:
+def make(
+    harness: dict[str, Any] | None = None,
+    config: dict[str, Any] | None = None,
+    files: dict[str, Any] | None = None,
+) -> Bundle:
     h = {"provider": "fake", **(harness or {})}
     c = {"kind": "pool", **(config or {})}
     return load_bundle_files(bundle_files(files, harness=h, config=c))
@@ -37,8 +40,16 @@ async def open_store(tmp_path: Path) -> SQLiteStore:
 class FnTool(Tool):
     """A host tool backed by a coroutine function, with configurable flags."""
 
-    def __init__(self, name: str, fn: Any, *, side_effect: bool = False, idempotent: bool = False,
-                 schema: dict[str, Any] | None = None, untrusted_output: bool = False) -> None:
+    def __init__(
+        self,
+        name: str,
+        fn: Any,
+        *,
+        side_effect: bool = False,
+        idempotent: bool = False,
+        schema: dict[str, Any] | None = None,
+        untrusted_output: bool = False,
+    ) -> None:
         self.name = name
         self.fn = fn
         self.side_effect = side_effect
@@ -88,12 +99,18 @@ class Capturing(ModelProvider):
         return await self.inner.complete(request)
 
 
-def runner(store: SQLiteStore, bundle: Bundle, *tools: Tool, owner: str = "test", **kw: Any) -> Runner:
-    kw.setdefault("turn_policy", TurnPolicy(max_retries=bundle.harness.max_retries, backoff_base_s=0.001))
+def runner(
+    store: SQLiteStore, bundle: Bundle, *tools: Tool, owner: str = "test", **kw: Any
+) -> Runner:
+    kw.setdefault(
+        "turn_policy", TurnPolicy(max_retries=bundle.harness.max_retries, backoff_base_s=0.001)
+    )
     return Runner(store, bundle, owner=owner, toolsets=[Tools(*tools)] if tools else None, **kw)
 
 
-async def capturing_runner(store: SQLiteStore, bundle: Bundle, *tools: Tool, **kw: Any) -> tuple[Runner, Capturing]:
+async def capturing_runner(
+    store: SQLiteStore, bundle: Bundle, *tools: Tool, **kw: Any
+) -> tuple[Runner, Capturing]:
     from agen.runner.providers import build_accounts
 
     accounts = await build_accounts(bundle)

@@ -53,7 +53,9 @@ def _bearer(request: Request) -> str | None:
 
 
 def _invalid(rpc: Rpc[Any, Any], e: ValidationError) -> InvalidError:
-    problems = [f"{'.'.join(str(x) for x in err['loc']) or '(body)'}: {err['msg']}" for err in e.errors()]
+    problems = [
+        f"{'.'.join(str(x) for x in err['loc']) or '(body)'}: {err['msg']}" for err in e.errors()
+    ]
     return InvalidError(f"{rpc.name}: invalid request: {'; '.join(problems)}", problems=problems)
 
 
@@ -104,16 +106,22 @@ def parse_body(name: str, body: bytes) -> Any:
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise InvalidError(f"{name}: body is not UTF-8 (bad byte at offset {e.start}); send UTF-8 JSON") from None
+        raise InvalidError(
+            f"{name}: body is not UTF-8 (bad byte at offset {e.start}); send UTF-8 JSON"
+        ) from None
     try:
         payload = json.loads(text, parse_constant=_no_constant, parse_float=_number)
     except json.JSONDecodeError as e:
-        raise InvalidError(f"{name}: body is not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})") from None
+        raise InvalidError(
+            f"{name}: body is not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})"
+        ) from None
     except RecursionError:
         raise InvalidError(f"{name}: body is nested too deeply to be a request") from None
     where = _lone_surrogate(payload)
     if where is not None:
-        raise InvalidError(f"{name}: {where}: text holds a lone UTF-16 surrogate; send valid Unicode", field=where)
+        raise InvalidError(
+            f"{name}: {where}: text holds a lone UTF-16 surrogate; send valid Unicode", field=where
+        )
     return payload
 
 
@@ -127,8 +135,11 @@ async def _read_body(request: Request, name: str, limit: int) -> bytes:
     declared = request.headers.get("content-length", "")
     too_large = TooLargeError(
         f"{name}: request body is over {human(limit)}; "
-        + ("the bundle is too large (AGEN_BUNDLE_MAX_BYTES raises it on the Hub)" if name in BUNDLE_RPCS
-           else f"{MAX_BODY_ENV} on the Hub raises the limit"),
+        + (
+            "the bundle is too large (AGEN_BUNDLE_MAX_BYTES raises it on the Hub)"
+            if name in BUNDLE_RPCS
+            else f"{MAX_BODY_ENV} on the Hub raises the limit"
+        ),
         limit=limit,
     )
     if declared.isdigit() and int(declared) > limit:
@@ -148,13 +159,19 @@ def create_app(hub: Hub, max_body: int | None = None) -> Starlette:
         rpc = RPCS.get(name)
         try:
             if rpc is None:
-                raise NotFoundError(f"no API method {name!r}; GET /openapi.json lists them", method=name)
+                raise NotFoundError(
+                    f"no API method {name!r}; GET /openapi.json lists them", method=name
+                )
             principal = await hub.auth.authenticate(_bearer(request), hub.clock())
-            principal.require(rpc.scope, rpc.name)  # before the body: a caller without scope gets 403
+            principal.require(
+                rpc.scope, rpc.name
+            )  # before the body: a caller without scope gets 403
             body = await _read_body(request, name, bundle_cap if name in BUNDLE_RPCS else body_cap)
             payload = parse_body(name, body)
             if name == "SubmitTask" and isinstance(payload, dict) and "traceparent" not in payload:
-                tp = header_traceparent(request.headers)  # W3C header: the run joins the caller's trace
+                tp = header_traceparent(
+                    request.headers
+                )  # W3C header: the run joins the caller's trace
                 if tp:
                     payload["traceparent"] = tp
             try:
@@ -174,16 +191,23 @@ def create_app(hub: Hub, max_body: int | None = None) -> Starlette:
         # new work while it still answers: say "degraded" with 503, so probes and `agen status` see it.
         store = hub.store.health()
         status = "degraded" if not store.ok else "shutting_down" if hub.draining else "ok"
-        body: dict[str, Any] = {"status": status, "shutting_down": hub.draining, "in_flight": hub.in_flight(),
-                                "store": store.to_dict()}
-        if hub.otlp_stats is not None:  # OTLP trace export (agen.otel): exported, dropped, failed, queued
+        body: dict[str, Any] = {
+            "status": status,
+            "shutting_down": hub.draining,
+            "in_flight": hub.in_flight(),
+            "store": store.to_dict(),
+        }
+        if (
+            hub.otlp_stats is not None
+        ):  # OTLP trace export (agen.otel): exported, dropped, failed, queued
             body["otlp"] = hub.otlp_stats()
         return JSONResponse(body, status_code=200 if store.ok else 503)
 
     async def ready(request: Request) -> Response:
         if hub.draining:
             return JSONResponse(
-                {"ready": False, "draining": True, "reason": "draining"}, status_code=503,
+                {"ready": False, "draining": True, "reason": "draining"},
+                status_code=503,
                 headers={"Retry-After": str(RETRY_AFTER_S)},
             )
         return JSONResponse({"ready": True, "draining": False})
@@ -228,5 +252,5 @@ def create_app(hub: Hub, max_body: int | None = None) -> Starlette:
             Route("/openapi.json", openapi, methods=["GET"]),
             Route("/metrics", metrics, methods=["GET"]),
             *hook_routes(hub),  # webhooks and the SSE event stream (agen.api.hooks)
-        ]
+        ],
     )

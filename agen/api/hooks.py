@@ -38,7 +38,9 @@ async def read_limited(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
 
 def sse_frame(seq: int, event_type: str, data: Any) -> ServerSentEvent:
     """One SSE frame: ``id`` is the event's seq (what Last-Event-ID resumes after)."""
-    return ServerSentEvent(data=json.dumps(data, separators=(",", ":")), event=event_type, id=str(seq))
+    return ServerSentEvent(
+        data=json.dumps(data, separators=(",", ":")), event=event_type, id=str(seq)
+    )
 
 
 def hook_routes(hub: Hub, secrets: SecretResolver = env_secrets) -> list[Route]:
@@ -48,7 +50,9 @@ def hook_routes(hub: Hub, secrets: SecretResolver = env_secrets) -> list[Route]:
         headers = dict(request.headers)
         try:
             result = await hub.store.write(
-                lambda tx: receive(tx, p["ns"], p["deployment"], p["trigger"], headers, body, secrets, hub.clock())
+                lambda tx: receive(
+                    tx, p["ns"], p["deployment"], p["trigger"], headers, body, secrets, hub.clock()
+                )
             )
         except AgenError as e:
             return JSONResponse(e.to_dict(), status_code=e.http_status)
@@ -66,21 +70,27 @@ def hook_routes(hub: Hub, secrets: SecretResolver = env_secrets) -> list[Route]:
                 principal.require_namespace(ns)
             namespaces = wanted or sorted(principal.namespaces)
             flt = EventFilter(
-                types=tuple(q.getlist("type")), labels=parse_labels(q.getlist("label")),
-                deployment=q.get("deployment"), severity=q.get("severity"),
+                types=tuple(q.getlist("type")),
+                labels=parse_labels(q.getlist("label")),
+                deployment=q.get("deployment"),
+                severity=q.get("severity"),
             )
             raw_after = request.headers.get("last-event-id") or q.get("after") or "0"
             try:
                 after = int(raw_after)
             except ValueError:
-                raise InvalidError(f"Last-Event-ID / after must be an event seq (got {raw_after!r})") from None
+                raise InvalidError(
+                    f"Last-Event-ID / after must be an event seq (got {raw_after!r})"
+                ) from None
         except AgenError as e:
             return JSONResponse(e.to_dict(), status_code=e.http_status)
 
         async def stream() -> AsyncIterator[ServerSentEvent]:
             cursor = after
             while not hub.draining:
-                page = await list_events(hub.store, namespaces, after=cursor, flt=flt, limit=200, wait_s=15)
+                page = await list_events(
+                    hub.store, namespaces, after=cursor, flt=flt, limit=200, wait_s=15
+                )
                 for event in page.events:
                     yield sse_frame(int(event["seq"]), str(event["type"]), event)
                 cursor = page.cursor

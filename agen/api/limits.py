@@ -49,8 +49,10 @@ class BundleLimits:
 
     @classmethod
     def from_env(cls) -> BundleLimits:
-        return cls(env_bytes(BUNDLE_MAX_ENV, DEFAULT_BUNDLE_MAX_BYTES),
-                   env_bytes(BUNDLE_MAX_FILE_ENV, DEFAULT_BUNDLE_MAX_FILE_BYTES))
+        return cls(
+            env_bytes(BUNDLE_MAX_ENV, DEFAULT_BUNDLE_MAX_BYTES),
+            env_bytes(BUNDLE_MAX_FILE_ENV, DEFAULT_BUNDLE_MAX_FILE_BYTES),
+        )
 
     @property
     def request_bytes(self) -> int:
@@ -65,7 +67,10 @@ class BundleLimits:
                 raise TooLargeError(
                     f"bundle file {path} is {human(len(data))}; a bundle file may be at most "
                     f"{human(self.per_file)}. Keep large data out of the bundle, or raise {BUNDLE_MAX_FILE_ENV} "
-                    "on the Hub", field=f"files.{path}", limit=self.per_file, size=len(data),
+                    "on the Hub",
+                    field=f"files.{path}",
+                    limit=self.per_file,
+                    size=len(data),
                 )
         total = sum(len(data) for data in files.values())
         if total > self.total:
@@ -73,5 +78,7 @@ class BundleLimits:
             raise TooLargeError(
                 f"the bundle is {human(total)} in total; a bundle may be at most {human(self.total)} "
                 f"(largest files: {largest}). Keep large data out of the bundle, or raise {BUNDLE_MAX_ENV} on the Hub",
-                field="files", limit=self.total, size=total,
+                field="files",
+                limit=self.total,
+                size=total,
             )

@@ -14,7 +14,11 @@ ERROR_SCHEMA = {
     "properties": {
         "error": {
             "type": "object",
-            "properties": {"code": {"type": "string"}, "message": {"type": "string"}, "details": {"type": "object"}},
+            "properties": {
+                "code": {"type": "string"},
+                "message": {"type": "string"},
+                "details": {"type": "object"},
+            },
             "required": ["code", "message", "details"],
         }
     },
@@ -38,13 +42,23 @@ def openapi_document() -> dict[str, Any]:
                 "x-agen-scope": rpc.scope,
                 "security": [{"bearer": []}],
                 # An empty body reads as {}: only methods with required fields require a body.
-                "requestBody": {"required": bool(rpc.request.model_json_schema().get("required")), "content": {
-                    "application/json": {"schema": keyed[(rpc.request, "validation")]}}},
+                "requestBody": {
+                    "required": bool(rpc.request.model_json_schema().get("required")),
+                    "content": {"application/json": {"schema": keyed[(rpc.request, "validation")]}},
+                },
                 "responses": {
-                    "200": {"description": "OK", "content": {
-                        "application/json": {"schema": keyed[(rpc.response, "validation")]}}},
-                    "default": {"description": "Error", "content": {
-                        "application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+                    "200": {
+                        "description": "OK",
+                        "content": {
+                            "application/json": {"schema": keyed[(rpc.response, "validation")]}
+                        },
+                    },
+                    "default": {
+                        "description": "Error",
+                        "content": {
+                            "application/json": {"schema": {"$ref": "#/components/schemas/Error"}}
+                        },
+                    },
                 },
             }
         }
@@ -54,5 +68,8 @@ def openapi_document() -> dict[str, Any]:
         "openapi": "3.1.0",
         "info": {"title": "agen Hub API", "version": "1"},
         "paths": paths,
-        "components": {"schemas": schemas, "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
     }

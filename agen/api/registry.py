@@ -56,167 +56,566 @@ class Rpc(Generic[Req, Resp]):
         return self._resolved[0]
 
 
-def _rpc(name: str, req: type[Req], resp: type[Resp], scope: str, handler: str, doc: str,
-         *, starts_work: bool = False) -> Rpc[Req, Resp]:
+def _rpc(
+    name: str,
+    req: type[Req],
+    resp: type[Resp],
+    scope: str,
+    handler: str,
+    doc: str,
+    *,
+    starts_work: bool = False,
+) -> Rpc[Req, Resp]:
     return Rpc(name, req, resp, scope, handler, doc, starts_work)
 
 
 D, T, A, K = "agen.hub.deployments", "agen.hub.tasks", "agen.hub.approvals", "agen.hub.tokens"
 
-CreateDeployment = _rpc("CreateDeployment", dp.CreateDeploymentRequest, dp.DeploymentResponse, "operator",
-                        f"{D}:create_deployment", "Create or update a deployment from bundle files.",
-                        starts_work=True)
-UpdateDeployment = _rpc("UpdateDeployment", dp.CreateDeploymentRequest, dp.DeploymentResponse, "operator",
-                        f"{D}:update_deployment", "Update an existing deployment from bundle files.",
-                        starts_work=True)
-GetDeployment = _rpc("GetDeployment", dp.GetDeploymentRequest, dp.DeploymentResponse, "viewer",
-                     f"{D}:get_deployment", "One deployment with queue counts and instances.")
-ListDeployments = _rpc("ListDeployments", dp.ListDeploymentsRequest, dp.ListDeploymentsResponse, "viewer",
-                       f"{D}:list_deployments", "Deployments of a namespace (or every namespace).")
-ListInstances = _rpc("ListInstances", dp.ListInstancesRequest, dp.ListInstancesResponse, "viewer",
-                     "agen.hub.instances:list_instances", "Every live instance on every Nest.")
-ScaleDeployment = _rpc("ScaleDeployment", dp.ScaleDeploymentRequest, dp.DeploymentResponse, "operator",
-                       f"{D}:scale_deployment", "Set desired instances (counts as activity).", starts_work=True)
-PauseDeployment = _rpc("PauseDeployment", dp.PauseDeploymentRequest, dp.DeploymentResponse, "operator",
-                       f"{D}:pause_deployment", "Stop (hold at zero) or start a deployment.")
-DeleteDeployment = _rpc("DeleteDeployment", dp.DeleteDeploymentRequest, dp.DeleteDeploymentResponse, "operator",
-                        f"{D}:delete_deployment", "Delete a deployment, cancelling its unfinished tasks.")
-GetLogs = _rpc("GetLogs", dp.GetLogsRequest, dp.GetLogsResponse, "viewer", f"{D}:get_logs",
-               "The deployment's operational log.")
-SubmitTask = _rpc("SubmitTask", tk.SubmitTaskRequest, tk.TaskResponse, "operator", f"{T}:submit_task",
-                  "Queue a task for a deployment.", starts_work=True)
-GetTask = _rpc("GetTask", tk.GetTaskRequest, tk.TaskResponse, "viewer", f"{T}:get_task",
-               "A task; wait_seconds waits for its end or for an approval it waits on.")
-ListTasks = _rpc("ListTasks", tk.ListTasksRequest, tk.ListTasksResponse, "viewer", f"{T}:list_tasks",
-                 "Recent tasks, or scheduled ones.")
-CancelTask = _rpc("CancelTask", tk.CancelTaskRequest, tk.TaskResponse, "operator", f"{T}:cancel_task",
-                  "Cancel a task; a running one stops.")
-PauseTask = _rpc("PauseTask", tk.PauseTaskRequest, tk.TaskResponse, "operator", f"{T}:pause_task",
-                 "Hold a task until resumed (or until a time).")
-ResumeTask = _rpc("ResumeTask", tk.ResumeTaskRequest, tk.TaskResponse, "operator", f"{T}:resume_task",
-                  "End a hold started by PauseTask.", starts_work=True)
-ListApprovals = _rpc("ListApprovals", ap.ListApprovalsRequest, ap.ListApprovalsResponse, "viewer",
-                     f"{A}:list_approvals", "Pending (or all) approvals.")
-DecideApproval = _rpc("DecideApproval", ap.DecideApprovalRequest, ap.ApprovalResponse, "approver",
-                      f"{A}:decide_approval", "Approve or deny a pending approval.")
-CreateToken = _rpc("CreateToken", tok.CreateTokenRequest, tok.CreateTokenResponse, "admin", f"{K}:create_token",
-                   "Create an API token (its secret is shown once).")
-WhoAmI = _rpc("WhoAmI", Empty, tok.WhoAmIResponse, "any", f"{K}:who_am_i", "The caller's identity and scopes.")
-Shutdown = _rpc("Shutdown", Empty, Ok, "admin", f"{K}:shutdown", "Drain and stop the local `agen up`.")
+CreateDeployment = _rpc(
+    "CreateDeployment",
+    dp.CreateDeploymentRequest,
+    dp.DeploymentResponse,
+    "operator",
+    f"{D}:create_deployment",
+    "Create or update a deployment from bundle files.",
+    starts_work=True,
+)
+UpdateDeployment = _rpc(
+    "UpdateDeployment",
+    dp.CreateDeploymentRequest,
+    dp.DeploymentResponse,
+    "operator",
+    f"{D}:update_deployment",
+    "Update an existing deployment from bundle files.",
+    starts_work=True,
+)
+GetDeployment = _rpc(
+    "GetDeployment",
+    dp.GetDeploymentRequest,
+    dp.DeploymentResponse,
+    "viewer",
+    f"{D}:get_deployment",
+    "One deployment with queue counts and instances.",
+)
+ListDeployments = _rpc(
+    "ListDeployments",
+    dp.ListDeploymentsRequest,
+    dp.ListDeploymentsResponse,
+    "viewer",
+    f"{D}:list_deployments",
+    "Deployments of a namespace (or every namespace).",
+)
+ListInstances = _rpc(
+    "ListInstances",
+    dp.ListInstancesRequest,
+    dp.ListInstancesResponse,
+    "viewer",
+    "agen.hub.instances:list_instances",
+    "Every live instance on every Nest.",
+)
+ScaleDeployment = _rpc(
+    "ScaleDeployment",
+    dp.ScaleDeploymentRequest,
+    dp.DeploymentResponse,
+    "operator",
+    f"{D}:scale_deployment",
+    "Set desired instances (counts as activity).",
+    starts_work=True,
+)
+PauseDeployment = _rpc(
+    "PauseDeployment",
+    dp.PauseDeploymentRequest,
+    dp.DeploymentResponse,
+    "operator",
+    f"{D}:pause_deployment",
+    "Stop (hold at zero) or start a deployment.",
+)
+DeleteDeployment = _rpc(
+    "DeleteDeployment",
+    dp.DeleteDeploymentRequest,
+    dp.DeleteDeploymentResponse,
+    "operator",
+    f"{D}:delete_deployment",
+    "Delete a deployment, cancelling its unfinished tasks.",
+)
+GetLogs = _rpc(
+    "GetLogs",
+    dp.GetLogsRequest,
+    dp.GetLogsResponse,
+    "viewer",
+    f"{D}:get_logs",
+    "The deployment's operational log.",
+)
+SubmitTask = _rpc(
+    "SubmitTask",
+    tk.SubmitTaskRequest,
+    tk.TaskResponse,
+    "operator",
+    f"{T}:submit_task",
+    "Queue a task for a deployment.",
+    starts_work=True,
+)
+GetTask = _rpc(
+    "GetTask",
+    tk.GetTaskRequest,
+    tk.TaskResponse,
+    "viewer",
+    f"{T}:get_task",
+    "A task; wait_seconds waits for its end or for an approval it waits on.",
+)
+ListTasks = _rpc(
+    "ListTasks",
+    tk.ListTasksRequest,
+    tk.ListTasksResponse,
+    "viewer",
+    f"{T}:list_tasks",
+    "Recent tasks, or scheduled ones.",
+)
+CancelTask = _rpc(
+    "CancelTask",
+    tk.CancelTaskRequest,
+    tk.TaskResponse,
+    "operator",
+    f"{T}:cancel_task",
+    "Cancel a task; a running one stops.",
+)
+PauseTask = _rpc(
+    "PauseTask",
+    tk.PauseTaskRequest,
+    tk.TaskResponse,
+    "operator",
+    f"{T}:pause_task",
+    "Hold a task until resumed (or until a time).",
+)
+ResumeTask = _rpc(
+    "ResumeTask",
+    tk.ResumeTaskRequest,
+    tk.TaskResponse,
+    "operator",
+    f"{T}:resume_task",
+    "End a hold started by PauseTask.",
+    starts_work=True,
+)
+ListApprovals = _rpc(
+    "ListApprovals",
+    ap.ListApprovalsRequest,
+    ap.ListApprovalsResponse,
+    "viewer",
+    f"{A}:list_approvals",
+    "Pending (or all) approvals.",
+)
+DecideApproval = _rpc(
+    "DecideApproval",
+    ap.DecideApprovalRequest,
+    ap.ApprovalResponse,
+    "approver",
+    f"{A}:decide_approval",
+    "Approve or deny a pending approval.",
+)
+CreateToken = _rpc(
+    "CreateToken",
+    tok.CreateTokenRequest,
+    tok.CreateTokenResponse,
+    "admin",
+    f"{K}:create_token",
+    "Create an API token (its secret is shown once).",
+)
+WhoAmI = _rpc(
+    "WhoAmI", Empty, tok.WhoAmIResponse, "any", f"{K}:who_am_i", "The caller's identity and scopes."
+)
+Shutdown = _rpc(
+    "Shutdown", Empty, Ok, "admin", f"{K}:shutdown", "Drain and stop the local `agen up`."
+)
 
 S = "agen.hub.signals"  # triggers, webhooks, provider holds, events, notifications, admission
-ListTriggerEvents = _rpc("ListTriggerEvents", sg.ListTriggerEventsRequest, sg.ListTriggerEventsResponse, "viewer",
-                         f"{S}:list_trigger_events", "A deployment's triggers and their fired/missed/skipped/rejected events.")
-CreateWebhookSecret = _rpc("CreateWebhookSecret", sg.CreateWebhookSecretRequest, sg.CreateWebhookSecretResponse,
-                           "operator", f"{S}:create_webhook_secret",
-                           "Create or rotate a webhook trigger's secret (shown once; only a hash is kept).")
-ListProviderHolds = _rpc("ListProviderHolds", sg.ListProviderHoldsRequest, sg.ListProviderHoldsResponse, "viewer",
-                         f"{S}:list_provider_holds", "Provider accounts held after an account error.")
-ResumeProvider = _rpc("ResumeProvider", sg.ResumeProviderRequest, sg.ResumeProviderResponse, "admin",
-                      f"{S}:resume_provider", "End a provider hold at once.")
-ListEvents = _rpc("ListEvents", sg.ListEventsRequest, sg.ListEventsResponse, "viewer", f"{S}:list_events_rpc",
-                  "The event log after a cursor, filtered; wait_seconds waits for the first match.")
-SetNotifyTarget = _rpc("SetNotifyTarget", sg.SetNotifyTargetRequest, sg.NotifyTargetResponse, "admin",
-                       f"{S}:set_notify_target", "Create or replace a notification target.")
-ListNotifyTargets = _rpc("ListNotifyTargets", sg.ListNotifyTargetsRequest, sg.ListNotifyTargetsResponse, "viewer",
-                         f"{S}:list_notify_targets", "Notification targets with their delivery state.")
-DeleteNotifyTarget = _rpc("DeleteNotifyTarget", sg.NotifyTargetRef, Ok, "admin", f"{S}:delete_notify_target",
-                          "Remove a notification target.")
-DryRunTask = _rpc("DryRunTask", tk.SubmitTaskRequest, sg.DryRunTaskResponse, "operator", f"{S}:dry_run_task",
-                  "Run every admission check for a task without queuing it.")
-SIGNAL_RPCS = (ListTriggerEvents, CreateWebhookSecret, ListProviderHolds, ResumeProvider, ListEvents,
-               SetNotifyTarget, ListNotifyTargets, DeleteNotifyTarget, DryRunTask)
+ListTriggerEvents = _rpc(
+    "ListTriggerEvents",
+    sg.ListTriggerEventsRequest,
+    sg.ListTriggerEventsResponse,
+    "viewer",
+    f"{S}:list_trigger_events",
+    "A deployment's triggers and their fired/missed/skipped/rejected events.",
+)
+CreateWebhookSecret = _rpc(
+    "CreateWebhookSecret",
+    sg.CreateWebhookSecretRequest,
+    sg.CreateWebhookSecretResponse,
+    "operator",
+    f"{S}:create_webhook_secret",
+    "Create or rotate a webhook trigger's secret (shown once; only a hash is kept).",
+)
+ListProviderHolds = _rpc(
+    "ListProviderHolds",
+    sg.ListProviderHoldsRequest,
+    sg.ListProviderHoldsResponse,
+    "viewer",
+    f"{S}:list_provider_holds",
+    "Provider accounts held after an account error.",
+)
+ResumeProvider = _rpc(
+    "ResumeProvider",
+    sg.ResumeProviderRequest,
+    sg.ResumeProviderResponse,
+    "admin",
+    f"{S}:resume_provider",
+    "End a provider hold at once.",
+)
+ListEvents = _rpc(
+    "ListEvents",
+    sg.ListEventsRequest,
+    sg.ListEventsResponse,
+    "viewer",
+    f"{S}:list_events_rpc",
+    "The event log after a cursor, filtered; wait_seconds waits for the first match.",
+)
+SetNotifyTarget = _rpc(
+    "SetNotifyTarget",
+    sg.SetNotifyTargetRequest,
+    sg.NotifyTargetResponse,
+    "admin",
+    f"{S}:set_notify_target",
+    "Create or replace a notification target.",
+)
+ListNotifyTargets = _rpc(
+    "ListNotifyTargets",
+    sg.ListNotifyTargetsRequest,
+    sg.ListNotifyTargetsResponse,
+    "viewer",
+    f"{S}:list_notify_targets",
+    "Notification targets with their delivery state.",
+)
+DeleteNotifyTarget = _rpc(
+    "DeleteNotifyTarget",
+    sg.NotifyTargetRef,
+    Ok,
+    "admin",
+    f"{S}:delete_notify_target",
+    "Remove a notification target.",
+)
+DryRunTask = _rpc(
+    "DryRunTask",
+    tk.SubmitTaskRequest,
+    sg.DryRunTaskResponse,
+    "operator",
+    f"{S}:dry_run_task",
+    "Run every admission check for a task without queuing it.",
+)
+SIGNAL_RPCS = (
+    ListTriggerEvents,
+    CreateWebhookSecret,
+    ListProviderHolds,
+    ResumeProvider,
+    ListEvents,
+    SetNotifyTarget,
+    ListNotifyTargets,
+    DeleteNotifyTarget,
+    DryRunTask,
+)
 
 # --- observe (issue 7: see what agents do): runs, transcripts, traces, task queries, activity, metrics ---
 OB = "agen.hub.observe"
-ListRuns = _rpc("ListRuns", ob.ListRunsRequest, ob.ListRunsResponse, "viewer", f"{OB}:list_runs",
-                "Recent runs (roots: one per trace, with the usage of the runs they delegated to).")
-GetTranscript = _rpc("GetTranscript", ob.GetTranscriptRequest, ob.GetTranscriptResponse, "viewer",
-                     f"{OB}:get_transcript", "What a run (or a task's run) sent to the model and got back.")
-GetTrace = _rpc("GetTrace", ob.GetTraceRequest, ob.GetTraceResponse, "viewer", f"{OB}:get_trace",
-                "Every span of a trace (by task, run or trace id), across agents.")
-QueryTask = _rpc("QueryTask", ob.QueryTaskRequest, ob.QueryTaskResponse, "viewer", f"{OB}:query_task",
-                 "A task's progress, what its run does now and its outcome, without waiting.")
-GetActivity = _rpc("GetActivity", ob.GetActivityRequest, ob.GetActivityResponse, "viewer",
-                   "agen.hub.live:get_activity", "Unfinished runs with what they do now, queues and warnings.")
-GetMetrics = _rpc("GetMetrics", ob.GetMetricsRequest, ob.GetMetricsResponse, "viewer",
-                  "agen.hub.metrics:get_metrics", "Per served model calls and latency, entries, call edges, throughput.")
+ListRuns = _rpc(
+    "ListRuns",
+    ob.ListRunsRequest,
+    ob.ListRunsResponse,
+    "viewer",
+    f"{OB}:list_runs",
+    "Recent runs (roots: one per trace, with the usage of the runs they delegated to).",
+)
+GetTranscript = _rpc(
+    "GetTranscript",
+    ob.GetTranscriptRequest,
+    ob.GetTranscriptResponse,
+    "viewer",
+    f"{OB}:get_transcript",
+    "What a run (or a task's run) sent to the model and got back.",
+)
+GetTrace = _rpc(
+    "GetTrace",
+    ob.GetTraceRequest,
+    ob.GetTraceResponse,
+    "viewer",
+    f"{OB}:get_trace",
+    "Every span of a trace (by task, run or trace id), across agents.",
+)
+QueryTask = _rpc(
+    "QueryTask",
+    ob.QueryTaskRequest,
+    ob.QueryTaskResponse,
+    "viewer",
+    f"{OB}:query_task",
+    "A task's progress, what its run does now and its outcome, without waiting.",
+)
+GetActivity = _rpc(
+    "GetActivity",
+    ob.GetActivityRequest,
+    ob.GetActivityResponse,
+    "viewer",
+    "agen.hub.live:get_activity",
+    "Unfinished runs with what they do now, queues and warnings.",
+)
+GetMetrics = _rpc(
+    "GetMetrics",
+    ob.GetMetricsRequest,
+    ob.GetMetricsResponse,
+    "viewer",
+    "agen.hub.metrics:get_metrics",
+    "Per served model calls and latency, entries, call edges, throughput.",
+)
 OBSERVE_RPCS = (ListRuns, GetTranscript, GetTrace, QueryTask, GetActivity, GetMetrics)
 # --- end observe ---
 
 # --- memory and artifacts (issue 20): memory blocks with versions, artifacts agents saved ---
 MM = "agen.hub.memory"
-ListMemory = _rpc("ListMemory", mm.ListMemoryRequest, mm.ListMemoryResponse, "viewer", f"{MM}:list_memory",
-                  "Memory blocks of a namespace, with their versions.")
-GetMemory = _rpc("GetMemory", mm.GetMemoryRequest, mm.MemoryBlockResponse, "viewer", f"{MM}:get_memory",
-                 "A memory block's value (the current version, or an earlier one).")
-SetMemory = _rpc("SetMemory", mm.SetMemoryRequest, mm.MemoryBlockResponse, "operator", f"{MM}:set_memory",
-                 "Replace a memory block's value (creating it); expected_version makes it a compare-and-set.")
-MemoryHistory = _rpc("MemoryHistory", mm.MemoryHistoryRequest, mm.MemoryHistoryResponse, "viewer",
-                     f"{MM}:memory_history", "Every version of a memory block: value, author (run or person), time.")
-RollbackMemory = _rpc("RollbackMemory", mm.RollbackMemoryRequest, mm.MemoryBlockResponse, "operator",
-                      f"{MM}:rollback_memory", "Write a new version of a memory block equal to an earlier one.")
-ListArtifacts = _rpc("ListArtifacts", mm.ListArtifactsRequest, mm.ListArtifactsResponse, "viewer",
-                     f"{MM}:list_artifacts", "Artifacts of a namespace, or of one task or run.")
-GetArtifact = _rpc("GetArtifact", mm.GetArtifactRequest, mm.GetArtifactResponse, "viewer", f"{MM}:get_artifact",
-                   "An artifact's content, a page at a time.")
-MEMORY_RPCS = (ListMemory, GetMemory, SetMemory, MemoryHistory, RollbackMemory, ListArtifacts, GetArtifact)
+ListMemory = _rpc(
+    "ListMemory",
+    mm.ListMemoryRequest,
+    mm.ListMemoryResponse,
+    "viewer",
+    f"{MM}:list_memory",
+    "Memory blocks of a namespace, with their versions.",
+)
+GetMemory = _rpc(
+    "GetMemory",
+    mm.GetMemoryRequest,
+    mm.MemoryBlockResponse,
+    "viewer",
+    f"{MM}:get_memory",
+    "A memory block's value (the current version, or an earlier one).",
+)
+SetMemory = _rpc(
+    "SetMemory",
+    mm.SetMemoryRequest,
+    mm.MemoryBlockResponse,
+    "operator",
+    f"{MM}:set_memory",
+    "Replace a memory block's value (creating it); expected_version makes it a compare-and-set.",
+)
+MemoryHistory = _rpc(
+    "MemoryHistory",
+    mm.MemoryHistoryRequest,
+    mm.MemoryHistoryResponse,
+    "viewer",
+    f"{MM}:memory_history",
+    "Every version of a memory block: value, author (run or person), time.",
+)
+RollbackMemory = _rpc(
+    "RollbackMemory",
+    mm.RollbackMemoryRequest,
+    mm.MemoryBlockResponse,
+    "operator",
+    f"{MM}:rollback_memory",
+    "Write a new version of a memory block equal to an earlier one.",
+)
+ListArtifacts = _rpc(
+    "ListArtifacts",
+    mm.ListArtifactsRequest,
+    mm.ListArtifactsResponse,
+    "viewer",
+    f"{MM}:list_artifacts",
+    "Artifacts of a namespace, or of one task or run.",
+)
+GetArtifact = _rpc(
+    "GetArtifact",
+    mm.GetArtifactRequest,
+    mm.GetArtifactResponse,
+    "viewer",
+    f"{MM}:get_artifact",
+    "An artifact's content, a page at a time.",
+)
+MEMORY_RPCS = (
+    ListMemory,
+    GetMemory,
+    SetMemory,
+    MemoryHistory,
+    RollbackMemory,
+    ListArtifacts,
+    GetArtifact,
+)
 # --- end memory and artifacts ---
 
 # --- feedback (issue 20): scores on how tasks went ---
 FB = "agen.hub.feedback"
-RecordFeedback = _rpc("RecordFeedback", fb.RecordFeedbackRequest, fb.RecordFeedbackResponse, "operator",
-                      f"{FB}:record_feedback", "Record a score (-1.0..1.0), note and labels on a task's run.")
-ListFeedback = _rpc("ListFeedback", fb.ListFeedbackRequest, fb.ListFeedbackResponse, "viewer",
-                    f"{FB}:list_feedback", "Feedback, newest first, with the run, task and digest it rates.")
+RecordFeedback = _rpc(
+    "RecordFeedback",
+    fb.RecordFeedbackRequest,
+    fb.RecordFeedbackResponse,
+    "operator",
+    f"{FB}:record_feedback",
+    "Record a score (-1.0..1.0), note and labels on a task's run.",
+)
+ListFeedback = _rpc(
+    "ListFeedback",
+    fb.ListFeedbackRequest,
+    fb.ListFeedbackResponse,
+    "viewer",
+    f"{FB}:list_feedback",
+    "Feedback, newest first, with the run, task and digest it rates.",
+)
 FEEDBACK_RPCS = (RecordFeedback, ListFeedback)
 # --- end feedback ---
 
 # --- replay and eval (issue 20) ---
 EV = "agen.hub.evals"
-GetReplaySource = _rpc("GetReplaySource", ev.GetReplaySourceRequest, ev.GetReplaySourceResponse, "operator",
-                       f"{EV}:get_replay_source",
-                       "A run's messages, cassette and its deployment's current bundle, for `agen replay`.")
-RecordEvalRuns = _rpc("RecordEvalRuns", ev.RecordEvalRunsRequest, ev.RecordEvalRunsResponse, "operator",
-                      f"{EV}:record_eval_runs", "Keep the results of one `agen eval` of a bundle digest.")
-ListEvalRuns = _rpc("ListEvalRuns", ev.ListEvalRunsRequest, ev.ListEvalRunsResponse, "viewer",
-                    f"{EV}:list_eval_runs", "A bundle's recorded evals, newest first, per scenario.")
+GetReplaySource = _rpc(
+    "GetReplaySource",
+    ev.GetReplaySourceRequest,
+    ev.GetReplaySourceResponse,
+    "operator",
+    f"{EV}:get_replay_source",
+    "A run's messages, cassette and its deployment's current bundle, for `agen replay`.",
+)
+RecordEvalRuns = _rpc(
+    "RecordEvalRuns",
+    ev.RecordEvalRunsRequest,
+    ev.RecordEvalRunsResponse,
+    "operator",
+    f"{EV}:record_eval_runs",
+    "Keep the results of one `agen eval` of a bundle digest.",
+)
+ListEvalRuns = _rpc(
+    "ListEvalRuns",
+    ev.ListEvalRunsRequest,
+    ev.ListEvalRunsResponse,
+    "viewer",
+    f"{EV}:list_eval_runs",
+    "A bundle's recorded evals, newest first, per scenario.",
+)
 EVAL_RPCS = (GetReplaySource, RecordEvalRuns, ListEvalRuns)
 # --- end replay and eval ---
 
 # --- the Nest-facing calls (DESIGN.md §1): a Nest's Manager and instances use only these (and WhoAmI) ---
 N = "agen.hub.nest_rpcs"
-RegisterNest = _rpc("RegisterNest", ns.RegisterNestRequest, ns.RegisterNestResponse, "nest", f"{N}:register_nest",
-                    "Enrol (or re-enrol by name) a Nest; returns its id.")
-ReportNest = _rpc("ReportNest", ns.ReportNestRequest, ns.ReportNestResponse, "nest", f"{N}:report_nest",
-                  "A Nest's heartbeat with its instances; returns its assignments.")
-GetDefinitionFiles = _rpc("GetDefinitionFiles", ns.GetDefinitionFilesRequest, ns.GetDefinitionFilesResponse, "nest",
-                          f"{N}:get_definition_files_rpc", "A definition's bundle files (base64), checked.")
-LeaseTasks = _rpc("LeaseTasks", ns.LeaseTasksRequest, ns.LeaseTasksResponse, "nest", f"{N}:lease_tasks",
-                  "Lease queued tasks of a deployment for one instance (none while the Hub drains).")
-MarkRunning = _rpc("MarkRunning", ns.MarkRunningRequest, Ok, "nest", f"{N}:mark_running",
-                   "A leased task started (leased -> running).")
-ExtendLeases = _rpc("ExtendLeases", ns.ExtendLeasesRequest, ns.ExtendLeasesResponse, "nest", f"{N}:extend_leases",
-                    "Extend many leases at once; returns the tasks whose lease was lost.")
-CompleteTask = _rpc("CompleteTask", ns.CompleteTaskRequest, Ok, "nest", f"{N}:complete_task",
-                    "End a leased task with its outcome (fenced by its lease id).")
-ReleaseTask = _rpc("ReleaseTask", ns.ReleaseTaskRequest, Ok, "nest", f"{N}:release_task",
-                   "Give a leased task back to the queue (fenced by its lease id).")
-SuspendTask = _rpc("SuspendTask", ns.SuspendTaskRequest, Ok, "nest", f"{N}:suspend_task",
-                   "A leased task's run suspended until something arrives (fenced by its lease id).")
-ReportProgress = _rpc("ReportProgress", ns.ReportProgressRequest, ns.ReportProgressResponse, "nest",
-                      f"{N}:report_progress", "A running task's latest progress (report_progress tool).")
-WaitForWork = _rpc("WaitForWork", ns.WaitForWorkRequest, ns.WaitForWorkResponse, "nest", f"{N}:wait_for_work",
-                   "Long-poll until tasks may have become leasable since a work generation.")
-NEST_RPCS = (RegisterNest, ReportNest, GetDefinitionFiles, LeaseTasks, MarkRunning, ExtendLeases, CompleteTask,
-             ReleaseTask, SuspendTask, ReportProgress, WaitForWork)
+RegisterNest = _rpc(
+    "RegisterNest",
+    ns.RegisterNestRequest,
+    ns.RegisterNestResponse,
+    "nest",
+    f"{N}:register_nest",
+    "Enrol (or re-enrol by name) a Nest; returns its id.",
+)
+ReportNest = _rpc(
+    "ReportNest",
+    ns.ReportNestRequest,
+    ns.ReportNestResponse,
+    "nest",
+    f"{N}:report_nest",
+    "A Nest's heartbeat with its instances; returns its assignments.",
+)
+GetDefinitionFiles = _rpc(
+    "GetDefinitionFiles",
+    ns.GetDefinitionFilesRequest,
+    ns.GetDefinitionFilesResponse,
+    "nest",
+    f"{N}:get_definition_files_rpc",
+    "A definition's bundle files (base64), checked.",
+)
+LeaseTasks = _rpc(
+    "LeaseTasks",
+    ns.LeaseTasksRequest,
+    ns.LeaseTasksResponse,
+    "nest",
+    f"{N}:lease_tasks",
+    "Lease queued tasks of a deployment for one instance (none while the Hub drains).",
+)
+MarkRunning = _rpc(
+    "MarkRunning",
+    ns.MarkRunningRequest,
+    Ok,
+    "nest",
+    f"{N}:mark_running",
+    "A leased task started (leased -> running).",
+)
+ExtendLeases = _rpc(
+    "ExtendLeases",
+    ns.ExtendLeasesRequest,
+    ns.ExtendLeasesResponse,
+    "nest",
+    f"{N}:extend_leases",
+    "Extend many leases at once; returns the tasks whose lease was lost.",
+)
+CompleteTask = _rpc(
+    "CompleteTask",
+    ns.CompleteTaskRequest,
+    Ok,
+    "nest",
+    f"{N}:complete_task",
+    "End a leased task with its outcome (fenced by its lease id).",
+)
+ReleaseTask = _rpc(
+    "ReleaseTask",
+    ns.ReleaseTaskRequest,
+    Ok,
+    "nest",
+    f"{N}:release_task",
+    "Give a leased task back to the queue (fenced by its lease id).",
+)
+SuspendTask = _rpc(
+    "SuspendTask",
+    ns.SuspendTaskRequest,
+    Ok,
+    "nest",
+    f"{N}:suspend_task",
+    "A leased task's run suspended until something arrives (fenced by its lease id).",
+)
+ReportProgress = _rpc(
+    "ReportProgress",
+    ns.ReportProgressRequest,
+    ns.ReportProgressResponse,
+    "nest",
+    f"{N}:report_progress",
+    "A running task's latest progress (report_progress tool).",
+)
+WaitForWork = _rpc(
+    "WaitForWork",
+    ns.WaitForWorkRequest,
+    ns.WaitForWorkResponse,
+    "nest",
+    f"{N}:wait_for_work",
+    "Long-poll until tasks may have become leasable since a work generation.",
+)
+NEST_RPCS = (
+    RegisterNest,
+    ReportNest,
+    GetDefinitionFiles,
+    LeaseTasks,
+    MarkRunning,
+    ExtendLeases,
+    CompleteTask,
+    ReleaseTask,
+    SuspendTask,
+    ReportProgress,
+    WaitForWork,
+)
 
 RPCS: dict[str, Rpc[Any, Any]] = {
     r.name: r
     for r in (
-        CreateDeployment, UpdateDeployment, GetDeployment, ListDeployments, ListInstances, ScaleDeployment,
-        PauseDeployment, DeleteDeployment, GetLogs, SubmitTask, GetTask, ListTasks, CancelTask, PauseTask,
-        ResumeTask, ListApprovals, DecideApproval, CreateToken, WhoAmI, Shutdown, *SIGNAL_RPCS,
-        *OBSERVE_RPCS, *MEMORY_RPCS, *FEEDBACK_RPCS, *EVAL_RPCS, *NEST_RPCS,
+        CreateDeployment,
+        UpdateDeployment,
+        GetDeployment,
+        ListDeployments,
+        ListInstances,
+        ScaleDeployment,
+        PauseDeployment,
+        DeleteDeployment,
+        GetLogs,
+        SubmitTask,
+        GetTask,
+        ListTasks,
+        CancelTask,
+        PauseTask,
+        ResumeTask,
+        ListApprovals,
+        DecideApproval,
+        CreateToken,
+        WhoAmI,
+        Shutdown,
+        *SIGNAL_RPCS,
+        *OBSERVE_RPCS,
+        *MEMORY_RPCS,
+        *FEEDBACK_RPCS,
+        *EVAL_RPCS,
+        *NEST_RPCS,
     )
 }

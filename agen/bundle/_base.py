@@ -63,11 +63,13 @@ def _check_duration(value: str) -> str:
 Duration = Annotated[
     str,
     AfterValidator(_check_duration),
-    WithJsonSchema({
-        "type": "string",
-        "pattern": r"^[+]?(0|([0-9]*[.]?[0-9]+(ns|us|µs|μs|ms|s|m|h|d))+)$",
-        "description": 'Go-style duration: "250ms", "30s", "5m", "1h30m", "720h"',
-    }),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": r"^[+]?(0|([0-9]*[.]?[0-9]+(ns|us|µs|μs|ms|s|m|h|d))+)$",
+            "description": 'Go-style duration: "250ms", "30s", "5m", "1h30m", "720h"',
+        }
+    ),
 ]
 """A Go-style duration string, kept as written; ``agen._duration.parse_duration_ms`` reads it."""
 
@@ -77,7 +79,9 @@ _WINDOW = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)-([01]\d|2[0-4]):([0-5]\d)$")
 def _check_window(value: str) -> str:
     m = _WINDOW.match(value)
     if not m or (m.group(3) == "24" and m.group(4) != "00"):
-        raise ValueError(f'must be "HH:MM-HH:MM" in 24-hour time, e.g. "09:00-17:30" (got "{value}")')
+        raise ValueError(
+            f'must be "HH:MM-HH:MM" in 24-hour time, e.g. "09:00-17:30" (got "{value}")'
+        )
     if value[:5] == value[6:]:
         raise ValueError(f'start and end are the same, so the window is empty (got "{value}")')
     return value
@@ -86,11 +90,13 @@ def _check_window(value: str) -> str:
 TimeWindow = Annotated[
     str,
     AfterValidator(_check_window),
-    WithJsonSchema({
-        "type": "string",
-        "pattern": r"^([01][0-9]|2[0-3]):[0-5][0-9]-([01][0-9]|2[0-3]|24):[0-5][0-9]$",
-        "description": 'daily window "HH:MM-HH:MM"; an end before the start wraps past midnight',
-    }),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": r"^([01][0-9]|2[0-3]):[0-5][0-9]-([01][0-9]|2[0-3]|24):[0-5][0-9]$",
+            "description": 'daily window "HH:MM-HH:MM"; an end before the start wraps past midnight',
+        }
+    ),
 ]
 """A daily window "HH:MM-HH:MM"; an end before the start wraps past midnight."""
 
@@ -109,7 +115,9 @@ _SECRET_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
 def _check_secret_name(value: str) -> str:
     if not _SECRET_NAME.match(value):
-        raise ValueError(f'must be a secret name like OPENAI_API_KEY: A-Z, 0-9 and _, starting with a letter (got "{value}")')
+        raise ValueError(
+            f'must be a secret name like OPENAI_API_KEY: A-Z, 0-9 and _, starting with a letter (got "{value}")'
+        )
     return value
 
 
@@ -136,7 +144,9 @@ def _check_http_url(value: str) -> str:
 HttpUrl = Annotated[
     str,
     AfterValidator(_check_http_url),
-    WithJsonSchema({"type": "string", "pattern": "^https?://", "description": "an http:// or https:// URL"}),
+    WithJsonSchema(
+        {"type": "string", "pattern": "^https?://", "description": "an http:// or https:// URL"}
+    ),
 ]
 """A URL agen fetches with httpx: only http and https, with a host."""
 
@@ -157,7 +167,9 @@ def tagged(field: str, tags: tuple[str, ...]) -> Discriminator:
     )
 
 
-def shaped(tags_by_shape: Callable[[Any], str | None], tags: tuple[str, ...], what: str) -> Discriminator:
+def shaped(
+    tags_by_shape: Callable[[Any], str | None], tags: tuple[str, ...], what: str
+) -> Discriminator:
     """A union discriminator on the input's shape (string vs object, which key is present)."""
 
     def pick(value: Any) -> str | None:

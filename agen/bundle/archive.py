@@ -36,9 +36,13 @@ def unpack(blob: bytes, *, expect_digest: str | None = None) -> dict[str, bytes]
         (size,) = struct.unpack_from("<Q", blob, nul + 1)
         start = nul + 9
         if start + size > end:
-            raise StoreError(f"stored definition archive is truncated at {path}; redeploy the bundle")
+            raise StoreError(
+                f"stored definition archive is truncated at {path}; redeploy the bundle"
+            )
         files[path] = blob[start : start + size]
         pos = start + size
     if expect_digest is not None and digest_files(files) != expect_digest:
-        raise StoreError(f"stored definition does not match its digest {expect_digest}; redeploy the bundle")
+        raise StoreError(
+            f"stored definition does not match its digest {expect_digest}; redeploy the bundle"
+        )
     return files

@@ -27,7 +27,11 @@ PLACEHOLDERS = frozenset({"WORKSPACE"})
 """${...} names agen fills in itself; they need no secret."""
 
 MCP, HARNESS, CONFIG, AGENT, SECRETS = (
-    "mcp.json", "x-agen/harness.json", "x-agen/config.json", "x-agen/agent.md", "x-agen/secrets.json",
+    "mcp.json",
+    "x-agen/harness.json",
+    "x-agen/config.json",
+    "x-agen/agent.md",
+    "x-agen/secrets.json",
 )
 
 
@@ -59,8 +63,13 @@ def check_harness(harness: Harness, secrets: Secrets, files: Mapping[str, bytes]
         out.append(problem(HARNESS, "apiKeySecret", _undeclared(harness.api_key_secret, secrets)))
     for i, fb in enumerate(harness.fallback_providers):
         if fb.api_key_secret and fb.api_key_secret not in secrets.secrets:
-            out.append(problem(HARNESS, f"fallbackProviders[{i}].apiKeySecret",
-                               _undeclared(fb.api_key_secret, secrets)))
+            out.append(
+                problem(
+                    HARNESS,
+                    f"fallbackProviders[{i}].apiKeySecret",
+                    _undeclared(fb.api_key_secret, secrets),
+                )
+            )
     if harness.fake is not None and isinstance(harness.fake.script, str):
         out += check_bundle_path(HARNESS, "fake.script", harness.fake.script, files)
     if harness.cassette is not None:
@@ -112,27 +121,43 @@ def warnings_for(harness: Harness | None, config: Config | None, secrets: Secret
     if harness is not None and harness.api_key_secret is None:
         default = DEFAULT_KEY_SECRET.get(harness.provider)
         if default and default not in secrets.secrets:
-            out.append(problem(
-                HARNESS, "apiKeySecret",
-                f"provider {harness.provider} reads its key from secret {default}, which is not "
-                f"declared in {SECRETS}; declare it so the Nest knows to supply it",
-            ))
+            out.append(
+                problem(
+                    HARNESS,
+                    "apiKeySecret",
+                    f"provider {harness.provider} reads its key from secret {default}, which is not "
+                    f"declared in {SECRETS}; declare it so the Nest knows to supply it",
+                )
+            )
     if config is not None:
         perms = config.permissions
         if perms.default == "allow" and not perms.deny and not perms.ask:
-            out.append(problem(
-                CONFIG, "permissions.default",
-                "allow with no deny or ask rules lets the agent call every tool unchecked",
-            ))
+            out.append(
+                problem(
+                    CONFIG,
+                    "permissions.default",
+                    "allow with no deny or ask rules lets the agent call every tool unchecked",
+                )
+            )
         if config.kind == "task" and config.scale.min > 0:
-            out.append(problem(
-                CONFIG, "scale.min",
-                f"kind task starts an instance per task, so scale.min {config.scale.min} keeps idle instances running",
-            ))
+            out.append(
+                problem(
+                    CONFIG,
+                    "scale.min",
+                    f"kind task starts an instance per task, so scale.min {config.scale.min} keeps idle instances running",
+                )
+            )
     return out
 
 
-BUILTIN_TOOLS = ("finish", "report_progress", "save_artifact", "read_artifact", "load_skill", "memory_update")
+BUILTIN_TOOLS = (
+    "finish",
+    "report_progress",
+    "save_artifact",
+    "read_artifact",
+    "load_skill",
+    "memory_update",
+)
 """Tools the runner adds itself (agen.runner.tools.builtin, agen.runner.memory); a test keeps this in step."""
 
 _GLOB_CHARS = re.compile(r"[*?\[]")
@@ -162,7 +187,7 @@ def _may_match(glob: str, exact: list[str], prefixes: list[str]) -> bool:
     a server whose tools are only known once it starts."""
     if any(fnmatch.fnmatchcase(name, glob) for name in exact):
         return True
-    literal = glob[:m.start()] if (m := _GLOB_CHARS.search(glob)) else glob
+    literal = glob[: m.start()] if (m := _GLOB_CHARS.search(glob)) else glob
     if not literal:  # "*", "*.*": deliberately broad, a guard for tools added later
         return True
     return any(p.startswith(literal) or literal.startswith(p) for p in prefixes)
@@ -193,6 +218,10 @@ def permission_warnings(config: Config, mcp: McpConfig) -> list[str]:
             else:
                 why = "it matches no built-in tool or server of this bundle"
             close = difflib.get_close_matches(glob, known, n=1, cutoff=0.4)
-            hint = f"; did you mean {close[0]}?" if close else f" (servers: {', '.join(servers) or 'none'})"
+            hint = (
+                f"; did you mean {close[0]}?"
+                if close
+                else f" (servers: {', '.join(servers) or 'none'})"
+            )
             out.append(problem(CONFIG, path, f'rule "{glob}" matches no tool: {why}{hint}'))
     return out

@@ -47,7 +47,9 @@ def _check_label_budgets(value: dict[str, float]) -> dict[str, float]:
 
 class Budget(AgenModel):
     max_usd_per_day: float | None = Field(default=None, gt=0)
-    label_usd_per_day: Annotated[dict[str, float], AfterValidator(_check_label_budgets)] | None = None
+    label_usd_per_day: Annotated[dict[str, float], AfterValidator(_check_label_budgets)] | None = (
+        None
+    )
     cached_input_weight: float = Field(0.1, ge=0, le=1)
 
 
@@ -59,15 +61,22 @@ class Limits(AgenModel):
     report_tokens: int = Field(1024, ge=1)
     stuck_repeats: int = Field(3, ge=0)
     # Delegation limits: refused until delegation lands (agen.bundle.refused).
-    inline_wait: Duration | None = Field(default=None, description="not supported yet: refused when set")
-    max_delegation_depth: int | None = Field(default=None, ge=0, description="not supported yet: refused when set")
-    max_fan_out: int | None = Field(default=None, ge=1, description="not supported yet: refused when set")
-    max_total_delegations: int | None = Field(default=None, ge=0, description="not supported yet: refused when set")
+    inline_wait: Duration | None = Field(
+        default=None, description="not supported yet: refused when set"
+    )
+    max_delegation_depth: int | None = Field(
+        default=None, ge=0, description="not supported yet: refused when set"
+    )
+    max_fan_out: int | None = Field(
+        default=None, ge=1, description="not supported yet: refused when set"
+    )
+    max_total_delegations: int | None = Field(
+        default=None, ge=0, description="not supported yet: refused when set"
+    )
 
     @property
     def max_run_duration_ms(self) -> int:
         return parse_duration_ms(self.max_run_duration)
-
 
 
 class Workspace(AgenModel):
@@ -125,7 +134,9 @@ class Conversations(AgenModel):
     """What a new message of a busy conversation does: it follows up (runs after the current run)."""
 
     queue_mode: Literal["followup", "collect", "steer", "interrupt"] = Field(
-        "followup", description="only followup works today; collect, steer and interrupt are refused")
+        "followup",
+        description="only followup works today; collect, steer and interrupt are refused",
+    )
 
 
 class Admission(AgenModel):
@@ -144,14 +155,27 @@ class Review(AgenModel):
     """An outcome rubric and a reviewer that grades each finished result against it (docs/concepts.md
     "Review"). Not satisfied: the executor revises in the same run, at most maxIterations times."""
 
-    rubric: str = Field(min_length=1, description="what a satisfying result must meet, shown to the reviewer")
-    description: str | None = Field(default=None, description="the outcome in a sentence, shown to the reviewer")
-    model: str | None = Field(default=None, min_length=1,
-                              description="the reviewer's model on the harness's provider; unset: the harness model")
-    max_iterations: int = Field(2, ge=0, le=20, description="how many times the executor may be sent back to revise")
+    rubric: str = Field(
+        min_length=1, description="what a satisfying result must meet, shown to the reviewer"
+    )
+    description: str | None = Field(
+        default=None, description="the outcome in a sentence, shown to the reviewer"
+    )
+    model: str | None = Field(
+        default=None,
+        min_length=1,
+        description="the reviewer's model on the harness's provider; unset: the harness model",
+    )
+    max_iterations: int = Field(
+        2, ge=0, le=20, description="how many times the executor may be sent back to revise"
+    )
     max_tokens: int = Field(1024, ge=1, description="output tokens per review call")
-    max_usd: float | None = Field(default=None, gt=0, description="USD the reviews of one run may cost (as the "
-                                  "provider reports it); once spent, the result ends unreviewed as partial")
+    max_usd: float | None = Field(
+        default=None,
+        gt=0,
+        description="USD the reviews of one run may cost (as the "
+        "provider reports it); once spent, the result ends unreviewed as partial",
+    )
 
 
 class BuiltinTools(AgenModel):
@@ -182,7 +206,9 @@ class Config(AgenModel):
     conversations: Conversations = Conversations()
     admission: Admission = Admission()
     record_interactions: bool = False
-    rollover: Rollover | None = Field(default=None, description="not supported yet: refused when set")
+    rollover: Rollover | None = Field(
+        default=None, description="not supported yet: refused when set"
+    )
     builtin_tools: BuiltinTools = BuiltinTools()
     review: Review | None = None
     eval: EvalBar = EvalBar()
@@ -190,11 +216,15 @@ class Config(AgenModel):
     @model_validator(mode="after")
     def _cross_checks(self) -> Config:
         if self.kind == "singleton" and self.scale.max > 1:
-            raise FieldProblem("scale.max", f"must be ≤ 1 for kind singleton (got {self.scale.max})")
+            raise FieldProblem(
+                "scale.max", f"must be ≤ 1 for kind singleton (got {self.scale.max})"
+            )
         seen: set[str] = set()
         for i, trigger in enumerate(self.triggers):
             if trigger.name in seen:
-                raise FieldProblem(f"triggers[{i}].name", f'duplicate trigger name "{trigger.name}"')
+                raise FieldProblem(
+                    f"triggers[{i}].name", f'duplicate trigger name "{trigger.name}"'
+                )
             seen.add(trigger.name)
         names = [d.name for d in self.delegates]
         for i, name in enumerate(names):

@@ -29,7 +29,9 @@ def zone(name: str) -> ZoneInfo:
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
-        raise ValueError(f'unknown time zone "{name}"; use an IANA name like Europe/Paris or UTC') from None
+        raise ValueError(
+            f'unknown time zone "{name}"; use an IANA name like Europe/Paris or UTC'
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -65,11 +67,11 @@ def parse_schedule(text: str) -> Schedule:
     rest = text.strip()
     tz = ZoneInfo("UTC")
     if rest.startswith("CRON_TZ="):
-        name, _, rest = rest[len("CRON_TZ="):].partition(" ")
+        name, _, rest = rest[len("CRON_TZ=") :].partition(" ")
         tz = zone(name)
         rest = rest.strip()
     if rest.startswith("@every"):
-        arg = rest[len("@every"):].strip()
+        arg = rest[len("@every") :].strip()
         try:
             every = parse_duration_ms(arg)
         except ValueError as e:

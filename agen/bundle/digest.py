@@ -31,7 +31,9 @@ def is_ignored(path: str) -> bool:
 def digest_files(files: Mapping[str, bytes]) -> str:
     """``sha256:<hex>`` over the non-ignored files of a bundle given as path -> bytes."""
     h = hashlib.sha256()
-    keyed = sorted((path.encode("utf-8"), data) for path, data in files.items() if not is_ignored(path))
+    keyed = sorted(
+        (path.encode("utf-8"), data) for path, data in files.items() if not is_ignored(path)
+    )
     for path, data in keyed:
         h.update(path)
         h.update(b"\x00")
@@ -68,7 +70,9 @@ def walk_bundle(path: str | os.PathLike[str]) -> dict[str, bytes]:
     return files
 
 
-def _walk(folder: Path, prefix: str, real_root: Path, active: set[Path], out: dict[str, bytes]) -> None:
+def _walk(
+    folder: Path, prefix: str, real_root: Path, active: set[Path], out: dict[str, bytes]
+) -> None:
     with os.scandir(folder) as entries:
         for entry in sorted(entries, key=lambda e: e.name):
             rel = f"{prefix}{entry.name}"
@@ -87,7 +91,9 @@ def _walk(folder: Path, prefix: str, real_root: Path, active: set[Path], out: di
                 if real != real_root and real_root not in real.parents:
                     raise BundleError(
                         f"{rel}: symlink points outside the bundle",
-                        [f"{rel}: (file): symlink to {real} leaves the bundle; copy the file in instead"],
+                        [
+                            f"{rel}: (file): symlink to {real} leaves the bundle; copy the file in instead"
+                        ],
                     )
             if entry.is_dir():
                 real = target.resolve()
@@ -100,7 +106,9 @@ def _walk(folder: Path, prefix: str, real_root: Path, active: set[Path], out: di
                 kind = _special_kind(target)
                 raise BundleError(
                     f"{rel}: not a regular file ({kind})",
-                    [f"{rel}: (file): is a {kind}, not a regular file; a bundle holds only files and folders, remove it"],
+                    [
+                        f"{rel}: (file): is a {kind}, not a regular file; a bundle holds only files and folders, remove it"
+                    ],
                 )
 
 
@@ -110,8 +118,12 @@ def _special_kind(path: Path) -> str:
         mode = path.stat().st_mode
     except OSError:
         return "broken symlink"
-    for test, name in ((stat.S_ISFIFO, "FIFO (named pipe)"), (stat.S_ISSOCK, "socket"),
-                       (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device")):
+    for test, name in (
+        (stat.S_ISFIFO, "FIFO (named pipe)"),
+        (stat.S_ISSOCK, "socket"),
+        (stat.S_ISCHR, "character device"),
+        (stat.S_ISBLK, "block device"),
+    ):
         if test(mode):
             return name
     return "special file"

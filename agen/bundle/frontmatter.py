@@ -20,7 +20,7 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
         return {}, text
     for i, line in enumerate(lines[1:], start=1):
         if line.rstrip() in ("---", "..."):
-            raw, body = "".join(lines[1:i]), "".join(lines[i + 1:])
+            raw, body = "".join(lines[1:i]), "".join(lines[i + 1 :])
             break
     else:
         raise ValueError('front matter starts with "---" but has no closing "---" line')

@@ -12,7 +12,10 @@ from agen.bundle._base import AgenModel, Duration, FieldProblem, SecretName, sha
 Provider = Literal["auto", "openai", "openrouter", "fake", "replay"]
 Tier = Literal["low", "medium", "high", "xhigh", "max"]
 
-DEFAULT_KEY_SECRET: dict[str, str] = {"openai": "OPENAI_API_KEY", "openrouter": "OPENROUTER_API_KEY"}
+DEFAULT_KEY_SECRET: dict[str, str] = {
+    "openai": "OPENAI_API_KEY",
+    "openrouter": "OPENROUTER_API_KEY",
+}
 """The secret a provider reads its API key from when apiKeySecret is not set."""
 
 
@@ -75,7 +78,9 @@ def _script_shape(value: Any) -> str | None:
 
 Script = Annotated[
     Annotated[list[Turn], Tag("~turns")] | Annotated[str, Tag("~path")],
-    shaped(_script_shape, ("turns", "path"), "a list of turns or a path to a JSON file in the bundle"),
+    shaped(
+        _script_shape, ("turns", "path"), "a list of turns or a path to a JSON file in the bundle"
+    ),
 ]
 
 
@@ -114,7 +119,9 @@ class Harness(AgenModel):
         if self.model is None and self.provider in ("openai", "openrouter"):
             raise FieldProblem("model", f"required for provider {self.provider}")
         if self.provider == "replay" and self.cassette is None:
-            raise FieldProblem("cassette", "required for provider replay (a JSON file in the bundle)")
+            raise FieldProblem(
+                "cassette", "required for provider replay (a JSON file in the bundle)"
+            )
         return self
 
     @property

@@ -88,7 +88,9 @@ class _Reader:
         try:
             return json.loads(text)
         except json.JSONDecodeError as e:
-            self.problems.append(problem(path, "", f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}"))
+            self.problems.append(
+                problem(path, "", f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}")
+            )
             return None
 
     def model(self, path: str, cls: type[M], data: Any) -> M | None:
@@ -106,7 +108,9 @@ class _Reader:
     def json_model(self, path: str, cls: type[M], default: M | None = None) -> M | None:
         if path not in self.files:
             if default is None:
-                self.problems.append(problem(path, "", "missing; every bundle needs one (see agen init)"))
+                self.problems.append(
+                    problem(path, "", "missing; every bundle needs one (see agen init)")
+                )
             return default
         data = self.json(path)
         self.problems.extend(refused_problems(path, data))
@@ -131,7 +135,9 @@ def load_bundle(path: str | os.PathLike[str]) -> Bundle:
     except OSError as e:
         shown = os.fspath(path)
         shown = shown if len(shown) <= 200 else shown[:100] + "…" + shown[-60:]
-        raise InvalidError(f"cannot read the bundle folder {shown}: {e.strerror or e}", path=shown) from None
+        raise InvalidError(
+            f"cannot read the bundle folder {shown}: {e.strerror or e}", path=shown
+        ) from None
     return load_bundle_files(files, root=os.fspath(path))
 
 
@@ -199,7 +205,9 @@ def load_bundle_files(files: Mapping[str, bytes], root: str | None = None) -> Bu
 
 def _agent(r: _Reader) -> tuple[AgentFrontMatter | None, str | None]:
     if checks.AGENT not in r.files:
-        r.problems.append(problem(checks.AGENT, "", "missing; every bundle needs one (see agen init)"))
+        r.problems.append(
+            problem(checks.AGENT, "", "missing; every bundle needs one (see agen init)")
+        )
         return None, None
     parsed = r.markdown(checks.AGENT)
     if parsed is None:
@@ -213,12 +221,20 @@ def _agent(r: _Reader) -> tuple[AgentFrontMatter | None, str | None]:
 
 
 def _skills(r: _Reader) -> dict[str, Skill]:
-    folders = sorted({p[len(SKILLS):].split("/")[0] for p in r.files if p.startswith(SKILLS) and p.count("/") >= 2})
+    folders = sorted(
+        {
+            p[len(SKILLS) :].split("/")[0]
+            for p in r.files
+            if p.startswith(SKILLS) and p.count("/") >= 2
+        }
+    )
     skills: dict[str, Skill] = {}
     for folder in folders:
         path = f"{SKILLS}{folder}/SKILL.md"
         if path not in r.files:
-            r.problems.append(problem(path, "", "missing; every folder under skills/ needs a SKILL.md"))
+            r.problems.append(
+                problem(path, "", "missing; every folder under skills/ needs a SKILL.md")
+            )
             continue
         parsed = r.markdown(path)
         if parsed is None:
@@ -234,8 +250,14 @@ def _skill_warnings(skill: Skill) -> list[str]:
     path = f"{SKILLS}{skill.name}/SKILL.md"
     out = []
     if skill.front_matter.name != skill.name:
-        out.append(problem(path, "name", f'"{skill.front_matter.name}" differs from its folder name "{skill.name}"; '
-                                         "preloadSkills and load_skill use the folder name"))
+        out.append(
+            problem(
+                path,
+                "name",
+                f'"{skill.front_matter.name}" differs from its folder name "{skill.name}"; '
+                "preloadSkills and load_skill use the folder name",
+            )
+        )
     if not skill.instructions:
         out.append(problem(path, "body", "the skill has no instructions"))
     return out
@@ -250,7 +272,9 @@ def _script_file(r: _Reader, script: str) -> None:
     if data is None:
         return
     if not isinstance(data, list):
-        r.problems.append(problem(path, "", f"a fake script must be a list of turns (got {json_kind(data)})"))
+        r.problems.append(
+            problem(path, "", f"a fake script must be a list of turns (got {json_kind(data)})")
+        )
         return
     for i, turn in enumerate(data):
         try:

@@ -32,13 +32,17 @@ def _check_args(value: dict[str, Any]) -> dict[str, Any]:
 def _check_glob(value: str) -> str:
     """A tool-name glob fnmatch reads as the author meant: not empty, every "[" closed."""
     if not value.strip():
-        raise ValueError("must name a tool: a name like workspace.read_file or a glob like workspace.*")
+        raise ValueError(
+            "must name a tool: a name like workspace.read_file or a glob like workspace.*"
+        )
     i = 0
     while i < len(value):
         if value[i] == "[":
-            close = value.find("]", i + 2 if value[i + 1:i + 2] in ("!", "]") else i + 1)
+            close = value.find("]", i + 2 if value[i + 1 : i + 2] in ("!", "]") else i + 1)
             if close < 0:
-                raise ValueError(f'"{value}" opens a "[" character class at position {i + 1} that is never closed')
+                raise ValueError(
+                    f'"{value}" opens a "[" character class at position {i + 1} that is never closed'
+                )
             i = close
         i += 1
     return value
@@ -47,8 +51,13 @@ def _check_glob(value: str) -> str:
 ToolGlob = Annotated[
     str,
     AfterValidator(_check_glob),
-    WithJsonSchema({"type": "string", "minLength": 1,
-                    "description": "a tool name (server.tool or server_tool) or an fnmatch glob"}),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "minLength": 1,
+            "description": "a tool name (server.tool or server_tool) or an fnmatch glob",
+        }
+    ),
 ]
 
 

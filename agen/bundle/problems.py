@@ -27,8 +27,12 @@ _TYPE_NAMES = {
     "none_required": "null",
 }
 
-_BOUNDS = {"greater_than_equal": ("≥", "ge"), "greater_than": (">", "gt"),
-           "less_than_equal": ("≤", "le"), "less_than": ("<", "lt")}
+_BOUNDS = {
+    "greater_than_equal": ("≥", "ge"),
+    "greater_than": (">", "gt"),
+    "less_than_equal": ("≤", "le"),
+    "less_than": ("<", "lt"),
+}
 
 
 def problem(file: str, path: str, reason: str) -> str:

@@ -65,10 +65,18 @@ def refused_problems(file: str, data: Any) -> list[str]:
         for where, value in _lookup(data, path):
             if _present(value) and not any(where.startswith((f"{r}.", f"{r}[")) for r in reported):
                 reported.append(where)
-                out.append(problem(file, where, f"{NOT_YET}: {path}; remove it (agen does not do this yet)"))
+                out.append(
+                    problem(
+                        file, where, f"{NOT_YET}: {path}; remove it (agen does not do this yet)"
+                    )
+                )
     for path, allowed in SUPPORTED_VALUES.get(file, {}).items():
         for where, value in _lookup(data, path):
             if value is not None and value not in allowed:
                 works = ", ".join(show(a) for a in allowed)
-                out.append(problem(file, where, f"{NOT_YET}: {path} {show(value)}; only {works} works today"))
+                out.append(
+                    problem(
+                        file, where, f"{NOT_YET}: {path} {show(value)}; only {works} works today"
+                    )
+                )
     return out

@@ -45,7 +45,8 @@ def render(name: str) -> str:
 def stale(spec_dir: Path = SPEC_DIR) -> list[str]:
     """Names of schemas whose committed file is missing or differs from the models."""
     return [
-        name for name in SCHEMAS
+        name
+        for name in SCHEMAS
         if not (spec_dir / f"{name}.schema.json").is_file()
         or (spec_dir / f"{name}.schema.json").read_text(encoding="utf-8") != render(name)
     ]
@@ -65,7 +66,10 @@ def main(argv: list[str]) -> int:
     if "--check" in argv:
         names = stale()
         for name in names:
-            print(f"spec/bundle/{name}.schema.json is stale; run python -m agen.bundle.schemas", file=sys.stderr)
+            print(
+                f"spec/bundle/{name}.schema.json is stale; run python -m agen.bundle.schemas",
+                file=sys.stderr,
+            )
         return 1 if names else 0
     for path in write():
         print(path)

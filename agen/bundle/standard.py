@@ -26,7 +26,9 @@ def _check_bundle_name(value: str) -> str:
 
 
 BundleName = Annotated[
-    str, AfterValidator(_check_bundle_name), WithJsonSchema({"type": "string", "pattern": _BUNDLE_NAME.pattern})
+    str,
+    AfterValidator(_check_bundle_name),
+    WithJsonSchema({"type": "string", "pattern": _BUNDLE_NAME.pattern}),
 ]
 
 
@@ -95,7 +97,9 @@ def _check_server_name(value: str) -> str:
 
 
 ServerName = Annotated[
-    str, AfterValidator(_check_server_name), WithJsonSchema({"type": "string", "pattern": _SERVER_NAME.pattern})
+    str,
+    AfterValidator(_check_server_name),
+    WithJsonSchema({"type": "string", "pattern": _SERVER_NAME.pattern}),
 ]
 
 

@@ -74,11 +74,15 @@ class HmacAuth(AgenModel):
     def _timestamped_fields(self) -> HmacAuth:
         if self.scheme == "timestamped":
             if self.prefix is not None:
-                raise FieldProblem("prefix", 'not used by scheme timestamped (its header is "t=...,v1=...")')
+                raise FieldProblem(
+                    "prefix", 'not used by scheme timestamped (its header is "t=...,v1=...")'
+                )
             if self.encoding == "base64":
                 raise FieldProblem("encoding", "scheme timestamped signs in hex only")
         elif self.tolerance is not None:
-            raise FieldProblem("tolerance", 'only scheme "timestamped" has a timestamp to check; set scheme')
+            raise FieldProblem(
+                "tolerance", 'only scheme "timestamped" has a timestamp to check; set scheme'
+            )
         return self
 
 

@@ -42,14 +42,30 @@ app = typer.Typer(
 )
 
 
-
 @app.callback()
 def _root() -> None:
     """agen: run and manage LLM agent fleets, locally and durably."""
 
 
-for module in (version, init, up, deploy, fleet, submit, tasks, approvals, token, mcp, signals, observe, tui,
-               host, memory, feedback, evals):
+for module in (
+    version,
+    init,
+    up,
+    deploy,
+    fleet,
+    submit,
+    tasks,
+    approvals,
+    token,
+    mcp,
+    signals,
+    observe,
+    tui,
+    host,
+    memory,
+    feedback,
+    evals,
+):
     module.register(app)
 
 
@@ -71,7 +87,9 @@ def main(argv: list[str] | None = None) -> None:
         if not _answered_directly(sys.argv[1:] if argv is None else argv):
             _main(argv)
     finally:
-        if argv is None:  # the process entry point (the console script), not a caller in its own process
+        if (
+            argv is None
+        ):  # the process entry point (the console script), not a caller in its own process
             _before_exit()
 
 
@@ -93,7 +111,9 @@ def _before_exit() -> None:
     import gc
 
     for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):  # a closed pipe or stream: nothing left to flush
+        with contextlib.suppress(
+            OSError, ValueError
+        ):  # a closed pipe or stream: nothing left to flush
             stream.flush()
     gc.freeze()
 
@@ -116,8 +136,10 @@ def _main(argv: list[str] | None) -> None:
 
         where = _write_crash_log(argv)
         first = (str(e).splitlines() or [""])[0][:300]
-        err(f"agen: internal error: {type(e).__name__}: {first}; please report it"
-            + (f" with {where}" if where else ""))
+        err(
+            f"agen: internal error: {type(e).__name__}: {first}; please report it"
+            + (f" with {where}" if where else "")
+        )
         sys.exit(1)
 
 
@@ -140,9 +162,11 @@ def _write_crash_log(argv: list[str] | None) -> str | None:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         with os.fdopen(fd, "a", encoding="utf-8") as f:
-            f.write(f"--- {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} agen "
-                    f"{' '.join(_redacted(argv if argv is not None else sys.argv[1:]))}\n"
-                    f"{traceback.format_exc()}\n")
+            f.write(
+                f"--- {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} agen "
+                f"{' '.join(_redacted(argv if argv is not None else sys.argv[1:]))}\n"
+                f"{traceback.format_exc()}\n"
+            )
     except OSError:
         return None
     return str(path)

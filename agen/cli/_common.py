@@ -20,7 +20,12 @@ M = TypeVar("M", bound="BaseModel")
 
 HubOpt = Annotated[
     str | None,
-    typer.Option("--hub", envvar="AGEN_HUB", help="Hub URL (default: the local 'agen up').", show_default=False),
+    typer.Option(
+        "--hub",
+        envvar="AGEN_HUB",
+        help="Hub URL (default: the local 'agen up').",
+        show_default=False,
+    ),
 ]
 TokenOpt = Annotated[
     str | None,
@@ -32,10 +37,10 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.
 EXIT_CODES = {
     0: "ok",
     1: "the work failed (a task or run ended failed, cancelled or expired), or agen hit an internal error "
-       "(printed as `agen: internal error: ...; please report it`)",
+    "(printed as `agen: internal error: ...; please report it`)",
     2: "usage error or invalid input (bad flag, invalid bundle)",
     3: "Hub or another dependency unreachable (also: the deployment's instances cannot start, e.g. an MCP "
-       "server that fails; the task stays queued)",
+    "server that fails; the task stays queued)",
     4: "not found",
     5: "conflict (state refused the change)",
     6: "not allowed (token, scope, namespace)",
@@ -60,8 +65,8 @@ def stdout_console() -> Any:
 
     console = Console(soft_wrap=False, highlight=False)
     if not console.is_terminal:  # piped to a file or grep: whole ids and values, never "…"
-        console = Console(soft_wrap=False, highlight=False, width=1000,
-                          file=_RStripLines(sys.stdout))  # type: ignore[arg-type]  # only write/flush are used
+        wrapper: Any = _RStripLines(sys.stdout)  # only write/flush are used
+        console = Console(soft_wrap=False, highlight=False, width=1000, file=wrapper)
     return console
 
 
@@ -97,7 +102,9 @@ def parse_duration_ms(text: str, *, flag: str = "duration") -> int:
 
 def flag_name(field: str) -> str:
     """The CLI flag a request field comes from (``task_id`` -> ``--task-id``)."""
-    return {"namespace": "-n/--namespace", "id": "ID", "name": "NAME"}.get(field, "--" + field.replace("_", "-"))
+    return {"namespace": "-n/--namespace", "id": "ID", "name": "NAME"}.get(
+        field, "--" + field.replace("_", "-")
+    )
 
 
 def make_request(model: type[M], flags: dict[str, str] | None = None, /, **fields: Any) -> M:
@@ -128,7 +135,7 @@ def _explain(model: type[BaseModel], field: str, error: Any) -> str:
     if kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
         lo = hi = None
         info = model.model_fields.get(field)
-        for meta in (info.metadata if info else []):
+        for meta in info.metadata if info else []:
             lo = getattr(meta, "ge", lo)
             hi = getattr(meta, "le", hi)
         if hi is not None and hi >= 2**53 and kind.startswith("greater"):

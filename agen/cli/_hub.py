@@ -48,7 +48,9 @@ def parse_time_ms(text: str, *, flag: str) -> int:
     try:
         dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise InvalidError(f"{flag}: {text!r} is not an RFC 3339 time, e.g. 2026-10-18T09:00:00Z", field=flag) from None
+        raise InvalidError(
+            f"{flag}: {text!r} is not an RFC 3339 time, e.g. 2026-10-18T09:00:00Z", field=flag
+        ) from None
     if dt.tzinfo is None:
         raise InvalidError(f"{flag}: {text!r} has no time zone; add Z or an offset", field=flag)
     return int(dt.timestamp() * 1000)

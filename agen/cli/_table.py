@@ -29,7 +29,10 @@ def render_table(columns: Sequence[str], rows: Sequence[Sequence[Cell]]) -> Text
         for i, cell in enumerate(row):
             widths[i] = max(widths[i], cell_len(_plain(cell)))
     last = len(columns) - 1
-    out = Text(GAP.join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip() + "\n", style="bold")
+    out = Text(
+        GAP.join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip() + "\n",
+        style="bold",
+    )
     for row in rows:
         for i, cell in enumerate(row):
             pad = "" if i == last else " " * (widths[i] - cell_len(_plain(cell))) + GAP
@@ -42,8 +45,12 @@ def render_table(columns: Sequence[str], rows: Sequence[Sequence[Cell]]) -> Text
     return out
 
 
-def print_table(columns: Sequence[str], rows: Sequence[Sequence[Cell]], console: Any = None) -> None:
+def print_table(
+    columns: Sequence[str], rows: Sequence[Sequence[Cell]], console: Any = None
+) -> None:
     """Print to stdout (or ``console``): piped, lines lose their trailing padding (stdout_console)."""
     from agen.cli._common import stdout_console
 
-    (console or stdout_console()).print(render_table(columns, rows), no_wrap=True, crop=False, end="")
+    (console or stdout_console()).print(
+        render_table(columns, rows), no_wrap=True, crop=False, end=""
+    )

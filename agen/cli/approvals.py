@@ -19,9 +19,13 @@ from agen.cli._common import (
 IdArg = Annotated[str, typer.Argument(help="Approval id.", show_default=False)]
 
 
-def approvals(all_: Annotated[bool, typer.Option("--all", help="Include decided approvals.")] = False,
-              hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOpt = "default",
-              json_out: JsonOpt = False) -> None:
+def approvals(
+    all_: Annotated[bool, typer.Option("--all", help="Include decided approvals.")] = False,
+    hub: HubOpt = None,
+    token: TokenOpt = None,
+    namespace: NamespaceOpt = "default",
+    json_out: JsonOpt = False,
+) -> None:
     """Pending approvals (--all: decided ones too)."""
     import json
 
@@ -30,27 +34,56 @@ def approvals(all_: Annotated[bool, typer.Option("--all", help="Include decided 
     from agen.cli._hub import ago, with_client
     from agen.cli._table import print_table
 
-    resp = with_client(hub, token, lambda c: c.call(
-        r.ListApprovals, make_request(ListApprovalsRequest, namespace=namespace, all=all_)))
+    resp = with_client(
+        hub,
+        token,
+        lambda c: c.call(
+            r.ListApprovals, make_request(ListApprovalsRequest, namespace=namespace, all=all_)
+        ),
+    )
     if json_out:
         print_json(resp.model_dump(mode="json"))
         return
     if not resp.approvals:
         err("no pending approvals" if not all_ else "no approvals")
         return
-    print_table(("ID", "DEPLOYMENT", "TASK", "TOOL", "ARGUMENTS", "STATE", "ASKED"),
-                [(a.id, a.deployment, a.task_id or "-", a.tool, json.dumps(a.arguments, ensure_ascii=False)[:60],
-                  a.state, ago(a.created_ms)) for a in resp.approvals])
+    print_table(
+        ("ID", "DEPLOYMENT", "TASK", "TOOL", "ARGUMENTS", "STATE", "ASKED"),
+        [
+            (
+                a.id,
+                a.deployment,
+                a.task_id or "-",
+                a.tool,
+                json.dumps(a.arguments, ensure_ascii=False)[:60],
+                a.state,
+                ago(a.created_ms),
+            )
+            for a in resp.approvals
+        ],
+    )
 
 
-def _decide(approval_id: str, approve: bool, note: str | None, hub: str | None, token: str | None,
-            json_out: bool) -> None:
+def _decide(
+    approval_id: str,
+    approve: bool,
+    note: str | None,
+    hub: str | None,
+    token: str | None,
+    json_out: bool,
+) -> None:
     from agen.api import registry as r
     from agen.api.models.approvals import DecideApprovalRequest
     from agen.cli._hub import with_client
 
-    resp = with_client(hub, token, lambda c: c.call(
-        r.DecideApproval, make_request(DecideApprovalRequest, id=approval_id, approve=approve, note=note)))
+    resp = with_client(
+        hub,
+        token,
+        lambda c: c.call(
+            r.DecideApproval,
+            make_request(DecideApprovalRequest, id=approval_id, approve=approve, note=note),
+        ),
+    )
     if json_out:
         print_json(resp.model_dump(mode="json"))
     else:
@@ -58,18 +91,29 @@ def _decide(approval_id: str, approve: bool, note: str | None, hub: str | None, 
         print(f"{a.id}: {a.state} ({a.tool}{', task ' + a.task_id if a.task_id else ''})")
 
 
-def approve(approval_id: IdArg,
-            note: Annotated[str | None, typer.Option("--note", help="Why, kept with the decision.",
-                                                     show_default=False)] = None,
-            hub: HubOpt = None, token: TokenOpt = None, json_out: JsonOpt = False) -> None:
+def approve(
+    approval_id: IdArg,
+    note: Annotated[
+        str | None, typer.Option("--note", help="Why, kept with the decision.", show_default=False)
+    ] = None,
+    hub: HubOpt = None,
+    token: TokenOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
     """Approve a pending tool call; the waiting run goes on."""
     _decide(approval_id, True, note, hub, token, json_out)
 
 
-def deny(approval_id: IdArg,
-         note: Annotated[str | None, typer.Option("--note", help="Why, shown to the agent and kept.",
-                                                  show_default=False)] = None,
-         hub: HubOpt = None, token: TokenOpt = None, json_out: JsonOpt = False) -> None:
+def deny(
+    approval_id: IdArg,
+    note: Annotated[
+        str | None,
+        typer.Option("--note", help="Why, shown to the agent and kept.", show_default=False),
+    ] = None,
+    hub: HubOpt = None,
+    token: TokenOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
     """Deny a pending tool call; the run is told it was refused."""
     _decide(approval_id, False, note, hub, token, json_out)
 

@@ -18,14 +18,16 @@ def _validate(directory: str, json_out: bool) -> None:
 
     bundle, problems, warnings = validate_bundle(directory)
     if json_out:
-        print_json({
-            "valid": bundle is not None,
-            "name": bundle.name if bundle else None,
-            "digest": bundle.digest if bundle else None,
-            "definitionId": bundle.definition_id if bundle else None,
-            "problems": problems,
-            "warnings": warnings,
-        })
+        print_json(
+            {
+                "valid": bundle is not None,
+                "name": bundle.name if bundle else None,
+                "digest": bundle.digest if bundle else None,
+                "definitionId": bundle.definition_id if bundle else None,
+                "problems": problems,
+                "warnings": warnings,
+            }
+        )
         if bundle is None:
             raise typer.Exit(2)
         return
@@ -33,19 +35,28 @@ def _validate(directory: str, json_out: bool) -> None:
         err(f"warning: {warning}")
     if bundle is None:
         count = len(problems)
-        raise BundleError(f"bundle {directory} is invalid ({count} problem{'s' if count != 1 else ''})", problems)
+        raise BundleError(
+            f"bundle {directory} is invalid ({count} problem{'s' if count != 1 else ''})", problems
+        )
     print(f"ok: {bundle.name} ({bundle.definition_id})")
 
 
-def deploy_request(directory: str, namespace: str, name: str | None, replicas: int | None) -> CreateDeploymentRequest:
+def deploy_request(
+    directory: str, namespace: str, name: str | None, replicas: int | None
+) -> CreateDeploymentRequest:
     """A CreateDeploymentRequest carrying the bundle's files (checked locally first)."""
     from agen.api.models.deployments import CreateDeploymentRequest
     from agen.bundle import load_bundle
     from agen.hub.deployments import encode_files
 
     bundle = load_bundle(directory)  # an unreadable folder is an InvalidError naming it
-    return make_request(CreateDeploymentRequest, namespace=namespace, name=name, replicas=replicas,
-                                   files=encode_files(dict(bundle.files)))
+    return make_request(
+        CreateDeploymentRequest,
+        namespace=namespace,
+        name=name,
+        replicas=replicas,
+        files=encode_files(dict(bundle.files)),
+    )
 
 
 def _report(resp: DeploymentResponse, json_out: bool) -> None:
@@ -63,19 +74,38 @@ def _report(resp: DeploymentResponse, json_out: bool) -> None:
 def deploy(
     directory: Annotated[str, typer.Argument(help="The bundle folder.", show_default=False)],
     validate: Annotated[
-        bool, typer.Option("--validate", help="Check the bundle and print warnings without deploying.")
+        bool,
+        typer.Option("--validate", help="Check the bundle and print warnings without deploying."),
     ] = False,
-    name: Annotated[str | None, typer.Option("--name", help="Deployment name (default: bundle name).",
-                                             show_default=False)] = None,
-    replicas: Annotated[int, typer.Option("--replicas", help="Desired instances after deploying (-1: keep).")] = -1,
-    watch: Annotated[bool, typer.Option("--watch", help="Redeploy on every change of the bundle folder.")] = False,
-    require_eval: Annotated[bool, typer.Option(
-        "--require-eval", help="Run the bundle's eval scenarios first and refuse (exit 2) a bundle below its bar "
-        "(x-agen/config.json eval.minPassRate: the share of scenarios passing every run; default 1.0).")] = False,
-    eval_runs: Annotated[int, typer.Option("--eval-runs", help="Runs per scenario for --require-eval.")] = 1,
-    scenarios: Annotated[str | None, typer.Option(
-        "--scenarios", help="Eval scenarios for --require-eval (default: x-agen/evals in the bundle).",
-        show_default=False)] = None,
+    name: Annotated[
+        str | None,
+        typer.Option("--name", help="Deployment name (default: bundle name).", show_default=False),
+    ] = None,
+    replicas: Annotated[
+        int, typer.Option("--replicas", help="Desired instances after deploying (-1: keep).")
+    ] = -1,
+    watch: Annotated[
+        bool, typer.Option("--watch", help="Redeploy on every change of the bundle folder.")
+    ] = False,
+    require_eval: Annotated[
+        bool,
+        typer.Option(
+            "--require-eval",
+            help="Run the bundle's eval scenarios first and refuse (exit 2) a bundle below its bar "
+            "(x-agen/config.json eval.minPassRate: the share of scenarios passing every run; default 1.0).",
+        ),
+    ] = False,
+    eval_runs: Annotated[
+        int, typer.Option("--eval-runs", help="Runs per scenario for --require-eval.")
+    ] = 1,
+    scenarios: Annotated[
+        str | None,
+        typer.Option(
+            "--scenarios",
+            help="Eval scenarios for --require-eval (default: x-agen/evals in the bundle).",
+            show_default=False,
+        ),
+    ] = None,
     hub: HubOpt = None,
     token: TokenOpt = None,
     namespace: NamespaceOpt = "default",

@@ -14,8 +14,16 @@ if TYPE_CHECKING:
 REFUSED_EXIT = 7
 
 
-def dry_run(target: str, text: str, o: RunOptions, *, hub: str | None, token: str | None, namespace: str,
-            json_out: bool) -> int:
+def dry_run(
+    target: str,
+    text: str,
+    o: RunOptions,
+    *,
+    hub: str | None,
+    token: str | None,
+    namespace: str,
+    json_out: bool,
+) -> int:
     """Ask the Hub (a live one, else the local store) whether the task would be admitted; the exit code."""
     import asyncio
 
@@ -25,7 +33,9 @@ def dry_run(target: str, text: str, o: RunOptions, *, hub: str | None, token: st
     from agen.local import read_local
 
     deployment = target
-    if is_folder(target):  # a bundle folder: ask about the deployment of that name (not deployed here)
+    if is_folder(
+        target
+    ):  # a bundle folder: ask about the deployment of that name (not deployed here)
         from agen.bundle import load_bundle
 
         deployment = load_bundle(Path(target)).name

@@ -8,10 +8,13 @@ import typer
 
 from agen.cli._common import HubOpt, JsonOpt, NamespaceOpt, TokenOpt, make_request, print_json
 
-feedback_app = typer.Typer(help="Scores on how tasks went (-1.0..1.0), kept with the runs they rate.",
-                           no_args_is_help=True)
+feedback_app = typer.Typer(
+    help="Scores on how tasks went (-1.0..1.0), kept with the runs they rate.", no_args_is_help=True
+)
 
-LabelOpt = Annotated[list[str] | None, typer.Option("--label", help="key=value (repeatable).", show_default=False)]
+LabelOpt = Annotated[
+    list[str] | None, typer.Option("--label", help="key=value (repeatable).", show_default=False)
+]
 
 
 def score_text(score: float) -> str:
@@ -19,13 +22,25 @@ def score_text(score: float) -> str:
 
 
 @feedback_app.command("record")
-def record(ref: Annotated[str, typer.Argument(help="Task id or run id.", show_default=False)],
-           score: Annotated[float, typer.Option(
-               "--score", help="From -1.0 (bad) to 1.0 (good); a 0.0-1.0 rating fits inside.", show_default=False)],
-           note: Annotated[str | None, typer.Option("--note", help="What went well or wrong.", show_default=False)] = None,
-           label: LabelOpt = None,
-           hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOpt = "default",
-           json_out: JsonOpt = False) -> None:
+def record(
+    ref: Annotated[str, typer.Argument(help="Task id or run id.", show_default=False)],
+    score: Annotated[
+        float,
+        typer.Option(
+            "--score",
+            help="From -1.0 (bad) to 1.0 (good); a 0.0-1.0 rating fits inside.",
+            show_default=False,
+        ),
+    ],
+    note: Annotated[
+        str | None, typer.Option("--note", help="What went well or wrong.", show_default=False)
+    ] = None,
+    label: LabelOpt = None,
+    hub: HubOpt = None,
+    token: TokenOpt = None,
+    namespace: NamespaceOpt = "default",
+    json_out: JsonOpt = False,
+) -> None:
     """Record a judgement on how a task went (shown in `agen runs` and `agen transcript`)."""
     import math
 
@@ -36,27 +51,52 @@ def record(ref: Annotated[str, typer.Argument(help="Task id or run id.", show_de
     from agen.hub.events import parse_labels
 
     if math.isnan(score) or not -1.0 <= score <= 1.0:
-        raise InvalidError(f"--score {score}: use a number from -1.0 (bad) to 1.0 (good)", field="--score")
-    req = make_request(RecordFeedbackRequest, {"id": "TASK"}, namespace=namespace, id=ref, score=score, note=note,
-                       labels=parse_labels(label or []))
+        raise InvalidError(
+            f"--score {score}: use a number from -1.0 (bad) to 1.0 (good)", field="--score"
+        )
+    req = make_request(
+        RecordFeedbackRequest,
+        {"id": "TASK"},
+        namespace=namespace,
+        id=ref,
+        score=score,
+        note=note,
+        labels=parse_labels(label or []),
+    )
     resp = with_client(hub, token, lambda c: c.call(r.RecordFeedback, req))
     if json_out:
         print_json(resp.model_dump(mode="json"))
         return
     f = resp.feedback
-    print(f"{f.id}: {score_text(f.score)} on run {f.run_id} ({f.deployment}{', task ' + f.task_id if f.task_id else ''})")
+    print(
+        f"{f.id}: {score_text(f.score)} on run {f.run_id} ({f.deployment}{', task ' + f.task_id if f.task_id else ''})"
+    )
 
 
 @feedback_app.command("ls")
-def ls(name: Annotated[str | None, typer.Argument(help="Only this deployment.", show_default=False)] = None,
-       label: LabelOpt = None,
-       since: Annotated[str | None, typer.Option(
-           "--since", help="Only feedback recorded within this long (e.g. 24h).", show_default=False)] = None,
-       task: Annotated[str | None, typer.Option("--task", help="Only feedback on this task or run.",
-                                                show_default=False)] = None,
-       limit: Annotated[int, typer.Option("--limit", help="Entries.")] = 100,
-       hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOpt = "default",
-       json_out: JsonOpt = False) -> None:
+def ls(
+    name: Annotated[
+        str | None, typer.Argument(help="Only this deployment.", show_default=False)
+    ] = None,
+    label: LabelOpt = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since",
+            help="Only feedback recorded within this long (e.g. 24h).",
+            show_default=False,
+        ),
+    ] = None,
+    task: Annotated[
+        str | None,
+        typer.Option("--task", help="Only feedback on this task or run.", show_default=False),
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", help="Entries.")] = 100,
+    hub: HubOpt = None,
+    token: TokenOpt = None,
+    namespace: NamespaceOpt = "default",
+    json_out: JsonOpt = False,
+) -> None:
     """Feedback, newest first (--json: with run id, task id, deployment and definition digest, for export)."""
     import json
 
@@ -67,9 +107,16 @@ def ls(name: Annotated[str | None, typer.Argument(help="Only this deployment.", 
     from agen.cli._table import print_table
     from agen.hub.events import parse_labels
 
-    req = make_request(ListFeedbackRequest, {"id": "--task", "deployment": "DEPLOYMENT"}, namespace=namespace,
-                       deployment=name, id=task, labels=parse_labels(label or []),
-                       since_ms=parse_duration_ms(since, flag="--since") if since else None, limit=limit)
+    req = make_request(
+        ListFeedbackRequest,
+        {"id": "--task", "deployment": "DEPLOYMENT"},
+        namespace=namespace,
+        deployment=name,
+        id=task,
+        labels=parse_labels(label or []),
+        since_ms=parse_duration_ms(since, flag="--since") if since else None,
+        limit=limit,
+    )
     resp = with_client(hub, token, lambda c: c.call(r.ListFeedback, req))
     if json_out:
         print_json(resp.model_dump(mode="json"))
@@ -77,10 +124,23 @@ def ls(name: Annotated[str | None, typer.Argument(help="Only this deployment.", 
     if not resp.feedback:
         err("no feedback matches; `agen feedback record <task> --score S` records some")
         return
-    print_table(("ID", "DEPLOYMENT", "TASK", "RUN", "SCORE", "LABELS", "NOTE", "BY", "WHEN"),
-                [(f.id, f.deployment, f.task_id or "-", f.run_id, score_text(f.score),
-                  json.dumps(f.labels, ensure_ascii=False) if f.labels else "-", (f.note or "-").replace("\n", " ")[:60],
-                  f.by or "-", ago(f.created_ms)) for f in resp.feedback])
+    print_table(
+        ("ID", "DEPLOYMENT", "TASK", "RUN", "SCORE", "LABELS", "NOTE", "BY", "WHEN"),
+        [
+            (
+                f.id,
+                f.deployment,
+                f.task_id or "-",
+                f.run_id,
+                score_text(f.score),
+                json.dumps(f.labels, ensure_ascii=False) if f.labels else "-",
+                (f.note or "-").replace("\n", " ")[:60],
+                f.by or "-",
+                ago(f.created_ms),
+            )
+            for f in resp.feedback
+        ],
+    )
 
 
 def register(app: typer.Typer) -> None:

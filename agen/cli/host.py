@@ -15,7 +15,10 @@ def serve() -> None:
 
 
 def register(app: typer.Typer) -> None:
-    host = typer.Typer(name="host", help="Instance hosts (started by a Nest; not for direct use).",
-                       no_args_is_help=True)
+    host = typer.Typer(
+        name="host",
+        help="Instance hosts (started by a Nest; not for direct use).",
+        no_args_is_help=True,
+    )
     host.command("serve")(serve)
     app.add_typer(host, name="host", hidden=True)

@@ -104,8 +104,10 @@ def init(
             t.write_json(dest / "x-agen" / "harness.json", harness)
     except (OSError, UnicodeError) as e:  # /proc/x, a read-only disk, a file where a folder goes
         reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-        raise InvalidError(f"cannot write the bundle to {dest}: {reason}; choose a folder you can write to",
-                           path=str(dest)) from None
+        raise InvalidError(
+            f"cannot write the bundle to {dest}: {reason}; choose a folder you can write to",
+            path=str(dest),
+        ) from None
 
     plugin_path = dest / "plugin.json"
     plugin = t.read_json(plugin_path)

@@ -18,10 +18,19 @@ def register(app: typer.Typer) -> None:
 
     @mcp.command("workspace")
     def workspace(
-        root: Annotated[str, typer.Option("--root", help="Directory the file tools are confined to (run starts in it, unconfined).")],
-        no_run: Annotated[bool, typer.Option("--no-run", help="Leave out the run (shell) tool.")] = False,
+        root: Annotated[
+            str,
+            typer.Option(
+                "--root",
+                help="Directory the file tools are confined to (run starts in it, unconfined).",
+            ),
+        ],
+        no_run: Annotated[
+            bool, typer.Option("--no-run", help="Leave out the run (shell) tool.")
+        ] = False,
         run_timeout: Annotated[
-            str, typer.Option("--run-timeout", help="Default timeout of run, e.g. 2m (at most 10m).")
+            str,
+            typer.Option("--run-timeout", help="Default timeout of run, e.g. 2m (at most 10m)."),
         ] = "2m",
     ) -> None:
         """Serve read, write, edit, glob, grep and run (stdio MCP) over ROOT.
@@ -41,7 +50,9 @@ def register(app: typer.Typer) -> None:
 
         timeout_s = parse_duration_ms(run_timeout, flag="--run-timeout") / 1000
         if not 0 < timeout_s <= MAX_TIMEOUT_S:
-            raise InvalidError(f"--run-timeout must be more than 0 and at most 10m (got {run_timeout})")
+            raise InvalidError(
+                f"--run-timeout must be more than 0 and at most 10m (got {run_timeout})"
+            )
         if not os.path.isdir(root):
             raise InvalidError(f"--root {root} is not a directory; create it first", field="--root")
         serve(root, allow_run=not no_run, run_timeout_s=timeout_s)
@@ -49,7 +60,11 @@ def register(app: typer.Typer) -> None:
     @mcp.command("sql")
     def sql(
         dsn_env: Annotated[
-            str, typer.Option("--dsn-env", help="Environment variable holding the DSN (sqlite:///path.db, postgres://...).")
+            str,
+            typer.Option(
+                "--dsn-env",
+                help="Environment variable holding the DSN (sqlite:///path.db, postgres://...).",
+            ),
         ] = "AGEN_SQL_DSN",
     ) -> None:
         """Serve read-only SQL queries (row-capped) against the database named by --dsn-env.

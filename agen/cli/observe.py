@@ -19,22 +19,54 @@ from agen.cli._common import (
 RefArg = Annotated[str, typer.Argument(help="Task id or run id.", show_default=False)]
 
 
-def runs(name: Annotated[str | None, typer.Argument(help="Only this deployment.", show_default=False)] = None,
-         roots: Annotated[bool, typer.Option(
-             "--roots", help="Only runs that started a trace, with the usage of the runs they delegated to.")] = False,
-         status: Annotated[str | None, typer.Option(
-             "--status", help="running, waiting_approval, succeeded, failed or cancelled.", show_default=False)] = None,
-         label: Annotated[list[str] | None, typer.Option(
-             "--label", help="Only runs with this key=value label (repeatable).", show_default=False)] = None,
-         since: Annotated[str | None, typer.Option(
-             "--since", help="Only runs started within this long (e.g. 1h).", show_default=False)] = None,
-         task: Annotated[str | None, typer.Option("--task", help="Only the run of this task.", show_default=False)] = None,
-         effect_unknown: Annotated[bool, typer.Option(
-             "--effect-unknown", help="Only runs that resumed past a side effect that was started and never "
-             "confirmed: check whether it took effect.")] = False,
-         limit: Annotated[int, typer.Option("--limit", help="Runs.")] = 20,
-         hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOpt = "default",
-         json_out: JsonOpt = False) -> None:
+def runs(
+    name: Annotated[
+        str | None, typer.Argument(help="Only this deployment.", show_default=False)
+    ] = None,
+    roots: Annotated[
+        bool,
+        typer.Option(
+            "--roots",
+            help="Only runs that started a trace, with the usage of the runs they delegated to.",
+        ),
+    ] = False,
+    status: Annotated[
+        str | None,
+        typer.Option(
+            "--status",
+            help="running, waiting_approval, succeeded, failed or cancelled.",
+            show_default=False,
+        ),
+    ] = None,
+    label: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--label", help="Only runs with this key=value label (repeatable).", show_default=False
+        ),
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since", help="Only runs started within this long (e.g. 1h).", show_default=False
+        ),
+    ] = None,
+    task: Annotated[
+        str | None, typer.Option("--task", help="Only the run of this task.", show_default=False)
+    ] = None,
+    effect_unknown: Annotated[
+        bool,
+        typer.Option(
+            "--effect-unknown",
+            help="Only runs that resumed past a side effect that was started and never "
+            "confirmed: check whether it took effect.",
+        ),
+    ] = False,
+    limit: Annotated[int, typer.Option("--limit", help="Runs.")] = 20,
+    hub: HubOpt = None,
+    token: TokenOpt = None,
+    namespace: NamespaceOpt = "default",
+    json_out: JsonOpt = False,
+) -> None:
     """Recent runs (--roots: one per trace, --status, --label, --effect-unknown).
 
     STATUS reads "succeeded, effect unknown" for a run that resumed past a side effect whose
@@ -50,11 +82,23 @@ def runs(name: Annotated[str | None, typer.Argument(help="Only this deployment."
 
     statuses = ("running", "waiting_approval", "succeeded", "failed", "cancelled")
     if status is not None and status not in statuses:
-        raise InvalidError(f"--status {status!r}: use one of {', '.join(statuses)}", field="--status")
+        raise InvalidError(
+            f"--status {status!r}: use one of {', '.join(statuses)}", field="--status"
+        )
     labels = parse_labels(label or [])
-    req = make_request(ListRunsRequest, {"name": "DEPLOYMENT"}, namespace=namespace, deployment=name, roots=roots, status=status,  # type: ignore[arg-type]
-                          labels=labels, since_ms=parse_duration_ms(since, flag="--since") if since else None,
-                          task_id=task, effect_unknown=effect_unknown, limit=limit)
+    req = make_request(
+        ListRunsRequest,
+        {"name": "DEPLOYMENT"},
+        namespace=namespace,
+        deployment=name,
+        roots=roots,
+        status=status,  # type: ignore[arg-type]
+        labels=labels,
+        since_ms=parse_duration_ms(since, flag="--since") if since else None,
+        task_id=task,
+        effect_unknown=effect_unknown,
+        limit=limit,
+    )
     resp = with_client(hub, token, lambda c: c.call(r.ListRuns, req))
     if json_out:
         print_json(resp.model_dump(mode="json"))
@@ -64,20 +108,31 @@ def runs(name: Annotated[str | None, typer.Argument(help="Only this deployment."
         print_table(RUN_COLUMNS, runs_rows(resp.runs, roots=roots))
 
 
-def transcript(ref: RefArg,
-               history: Annotated[bool, typer.Option(
-                   "--history", help="Also the earlier messages of the conversation.")] = False,
-               system: Annotated[bool, typer.Option("--system", help="Also the system prompt.")] = False,
-               hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOpt = "default",
-               json_out: JsonOpt = False) -> None:
+def transcript(
+    ref: RefArg,
+    history: Annotated[
+        bool, typer.Option("--history", help="Also the earlier messages of the conversation.")
+    ] = False,
+    system: Annotated[bool, typer.Option("--system", help="Also the system prompt.")] = False,
+    hub: HubOpt = None,
+    token: TokenOpt = None,
+    namespace: NamespaceOpt = "default",
+    json_out: JsonOpt = False,
+) -> None:
     """What a run sent to the model and got back, tool calls included."""
     from agen.api import registry as r
     from agen.api.models.observe import GetTranscriptRequest
     from agen.cli._hub import with_client
     from agen.cli.observe_render import transcript_lines
 
-    req = make_request(GetTranscriptRequest, {"id": "REF"}, id=ref, namespace=namespace, history=history,
-                       system=system)
+    req = make_request(
+        GetTranscriptRequest,
+        {"id": "REF"},
+        id=ref,
+        namespace=namespace,
+        history=history,
+        system=system,
+    )
     resp = with_client(hub, token, lambda c: c.call(r.GetTranscript, req))
     if json_out:
         print_json(resp.model_dump(mode="json"))
@@ -87,12 +142,20 @@ def transcript(ref: RefArg,
         console.print(line)
 
 
-def trace(ref: Annotated[str, typer.Argument(help="Task id, trace id or run id.", show_default=False)],
-          hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOpt = "default",
-          json_out: JsonOpt = False,
-          otlp_json: Annotated[bool, typer.Option(
-              "--otlp-json", help="Print the trace as OTLP/JSON (an ExportTraceServiceRequest; needs agen[otel]).")
-          ] = False) -> None:
+def trace(
+    ref: Annotated[str, typer.Argument(help="Task id, trace id or run id.", show_default=False)],
+    hub: HubOpt = None,
+    token: TokenOpt = None,
+    namespace: NamespaceOpt = "default",
+    json_out: JsonOpt = False,
+    otlp_json: Annotated[
+        bool,
+        typer.Option(
+            "--otlp-json",
+            help="Print the trace as OTLP/JSON (an ExportTraceServiceRequest; needs agen[otel]).",
+        ),
+    ] = False,
+) -> None:
     """Span tree of a trace, across agents (a time bar per span)."""
     from agen.api import registry as r
     from agen.api.models.observe import GetTraceRequest
@@ -114,9 +177,13 @@ def trace(ref: Annotated[str, typer.Argument(help="Task id, trace id or run id."
         raise typer.Exit(1)
 
 
-def query(task_id: Annotated[str, typer.Argument(help="Task id.", show_default=False)],
-          hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOpt = "default",
-          json_out: JsonOpt = False) -> None:
+def query(
+    task_id: Annotated[str, typer.Argument(help="Task id.", show_default=False)],
+    hub: HubOpt = None,
+    token: TokenOpt = None,
+    namespace: NamespaceOpt = "default",
+    json_out: JsonOpt = False,
+) -> None:
     """Its progress, current activity and outcome, without waiting on it."""
     from agen.api import registry as r
     from agen.api.models.observe import QueryTaskRequest

@@ -42,12 +42,25 @@ def money(usd: float) -> str:
 
 
 def activity_text(word: str, reason: str | None = None) -> Text:
-    style = {"working": "green", "needs": "bold yellow", "stopped": "red", "idle": "dim"}.get(word, "")
+    style = {"working": "green", "needs": "bold yellow", "stopped": "red", "idle": "dim"}.get(
+        word, ""
+    )
     return Text(f"{word} ({reason})" if reason else word, style=style)
 
 
-RUN_COLUMNS = ("RUN", "DEPLOYMENT", "TASK", "STATUS", "ACTIVITY", "TURNS", "TOKENS", "COST", "TOOK", "SOURCE",
-               "FEEDBACK")
+RUN_COLUMNS = (
+    "RUN",
+    "DEPLOYMENT",
+    "TASK",
+    "STATUS",
+    "ACTIVITY",
+    "TURNS",
+    "TOKENS",
+    "COST",
+    "TOOK",
+    "SOURCE",
+    "FEEDBACK",
+)
 
 
 def feedback_cell(r: Run) -> str:
@@ -68,20 +81,41 @@ def runs_rows(runs: list[Run], *, roots: bool = False) -> list[list[str | Text]]
         status = Text(r.status, style=_status_style(r.status))
         if r.effect_unknown:
             status.append(", effect unknown", style="bold yellow")
-        rows.append([r.id, r.deployment, r.task_id or "-", status,
-                     activity_text(r.activity, r.stopped_reason), str(r.turns),
-                     f"{u.input_tokens}/{u.output_tokens}", money(u.cost_usd) + extra, duration(took), r.source,
-                     feedback_cell(r)])
+        rows.append(
+            [
+                r.id,
+                r.deployment,
+                r.task_id or "-",
+                status,
+                activity_text(r.activity, r.stopped_reason),
+                str(r.turns),
+                f"{u.input_tokens}/{u.output_tokens}",
+                money(u.cost_usd) + extra,
+                duration(took),
+                r.source,
+                feedback_cell(r),
+            ]
+        )
     return rows
 
 
 def _status_style(status: str) -> str:
-    return {"failed": "red", "error": "red", "cancelled": "yellow", "waiting_approval": "bold yellow",
-            "succeeded": "green", "ok": "green", "running": "cyan", "unfinished": "cyan"}.get(status, "")
+    return {
+        "failed": "red",
+        "error": "red",
+        "cancelled": "yellow",
+        "waiting_approval": "bold yellow",
+        "succeeded": "green",
+        "ok": "green",
+        "running": "cyan",
+        "unfinished": "cyan",
+    }.get(status, "")
 
 
 def _args(arguments: Any) -> str:
-    return json.dumps(arguments, ensure_ascii=False, sort_keys=True) if arguments is not None else ""
+    return (
+        json.dumps(arguments, ensure_ascii=False, sort_keys=True) if arguments is not None else ""
+    )
 
 
 def _usage_line(m: TranscriptMessage) -> str:
@@ -102,12 +136,21 @@ def _usage_line(m: TranscriptMessage) -> str:
 def transcript_lines(resp: GetTranscriptResponse) -> list[RenderableType]:
     """One block per message: who, what, tool arguments and results, usage per turn."""
     run = resp.run
-    out: list[RenderableType] = [Text(
-        f"run {run.id} · {run.deployment} · task {run.task_id or '-'} · {run.status} · "
-        f"{run.turns} turns · tokens {run.usage.input_tokens} in / {run.usage.output_tokens} out · "
-        f"{money(run.usage.cost_usd)}", style="bold")]
+    out: list[RenderableType] = [
+        Text(
+            f"run {run.id} · {run.deployment} · task {run.task_id or '-'} · {run.status} · "
+            f"{run.turns} turns · tokens {run.usage.input_tokens} in / {run.usage.output_tokens} out · "
+            f"{money(run.usage.cost_usd)}",
+            style="bold",
+        )
+    ]
     for f in resp.feedback:
-        out.append(Text(feedback_line(f), style="bold green" if f.score > 0 else "bold red" if f.score < 0 else "bold"))
+        out.append(
+            Text(
+                feedback_line(f),
+                style="bold green" if f.score > 0 else "bold red" if f.score < 0 else "bold",
+            )
+        )
     if resp.system is not None:
         out += [Text("── system ──", style="magenta"), Text(resp.system)]
     for m in resp.messages:
@@ -115,16 +158,24 @@ def transcript_lines(resp: GetTranscriptResponse) -> list[RenderableType]:
             head = Text(f"── {m.role} (earlier run {m.run_id}) ──", style="dim")
         elif m.role == "assistant":
             who = "reviewer" if m.name == "reviewer" else "assistant"
-            head = Text(f"── {who} · {_usage_line(m)} ──", style="magenta" if m.name == "reviewer" else "cyan")
+            head = Text(
+                f"── {who} · {_usage_line(m)} ──",
+                style="magenta" if m.name == "reviewer" else "cyan",
+            )
         elif m.role == "tool":
-            head = Text(f"── tool result · {m.name or '?'}{' · ERROR' if m.is_error else ''} ──",
-                        style="red" if m.is_error else "green")
+            head = Text(
+                f"── tool result · {m.name or '?'}{' · ERROR' if m.is_error else ''} ──",
+                style="red" if m.is_error else "green",
+            )
         else:
             head = Text(f"── {m.role} ──", style="bold blue" if m.role == "user" else "magenta")
         out.append(head)
         if m.content:
-            body = m.content if m.role != "tool" or len(m.content) <= TOOL_RESULT_CHARS else (
-                m.content[:TOOL_RESULT_CHARS] + f"… ({len(m.content)} characters)")
+            body = (
+                m.content
+                if m.role != "tool" or len(m.content) <= TOOL_RESULT_CHARS
+                else (m.content[:TOOL_RESULT_CHARS] + f"… ({len(m.content)} characters)")
+            )
             out.append(Text(body, style="red" if m.is_error else ""))
         for call in m.tool_calls:
             out.append(Text(f"→ {call.name}({_args(call.arguments)})  [{call.id}]", style="yellow"))
@@ -134,8 +185,11 @@ def transcript_lines(resp: GetTranscriptResponse) -> list[RenderableType]:
 def feedback_line(f: Feedback) -> str:
     """One line per rating, under the transcript's head (the TUI's transcript screen shows the same)."""
     labels = " ".join(f"{k}={v}" for k, v in sorted(f.labels.items()))
-    return (f"feedback {f.score:+.2f} by {f.by or '?'}" + (f" [{labels}]" if labels else "")
-            + (f": {f.note}" if f.note else ""))
+    return (
+        f"feedback {f.score:+.2f} by {f.by or '?'}"
+        + (f" [{labels}]" if labels else "")
+        + (f": {f.note}" if f.note else "")
+    )
 
 
 def _span_label(s: Span) -> str:
@@ -149,8 +203,10 @@ def _span_label(s: Span) -> str:
         return f"chat {model}{fb}{who}"
     if s.name == "agen.review":
         grade = a.get("agen.review.grade")
-        return (f"review {a.get('agen.review.round', '?')}: {a.get('agen.review.result', s.status)}"
-                + (f" (grade {grade})" if grade is not None else ""))
+        return (
+            f"review {a.get('agen.review.round', '?')}: {a.get('agen.review.result', s.status)}"
+            + (f" (grade {grade})" if grade is not None else "")
+        )
     if s.name == "agen.tool":
         return f"tool {a.get('agen.tool.name', '?')}"
     return s.name
@@ -186,16 +242,24 @@ def trace_tree(resp: GetTraceResponse) -> Tree:
     for s in resp.spans:
         kids[s.parent_id if s.parent_id in ids else None].append(s)
     u = resp.usage
-    root = Tree(Text(f"trace {resp.trace_id} · {duration(end - t0)} · {len(resp.runs)} runs · "
-                     f"tokens {u.input_tokens} in / {u.output_tokens} out · {money(u.cost_usd)}"
-                     + (f" · {resp.errors} failed" if resp.errors else ""), style="bold"))
+    root = Tree(
+        Text(
+            f"trace {resp.trace_id} · {duration(end - t0)} · {len(resp.runs)} runs · "
+            f"tokens {u.input_tokens} in / {u.output_tokens} out · {money(u.cost_usd)}"
+            + (f" · {resp.errors} failed" if resp.errors else ""),
+            style="bold",
+        )
+    )
 
     def add(parent: Tree, span: Span, depth: int) -> None:
         failed = span.status in ("error", "interrupted", "cancelled")
         label = _span_label(span)
         pad = max(8, LABEL - 4 * depth)
         line = Text(f"{label[:pad]:<{pad}} ", style="red" if failed else "")
-        line.append(waterfall_bar(span, t0, total), style="red" if failed else _status_style(span.status) or "cyan")
+        line.append(
+            waterfall_bar(span, t0, total),
+            style="red" if failed else _status_style(span.status) or "cyan",
+        )
         line.append(f" {_span_numbers(span)}")
         if failed:
             line.append(f"  {span.status}" + (f": {span.error}" if span.error else ""), style="red")
@@ -223,15 +287,24 @@ def query_view(q: QueryTaskResponse) -> RenderableType:
         rows.add_row("progress", json.dumps(t.progress, ensure_ascii=False))
     if q.run is not None:
         r = q.run
-        rows.add_row("run", f"{r.id} · {r.turns} turns · tokens {r.usage.input_tokens}/{r.usage.output_tokens}"
-                            f" · {money(r.usage.cost_usd)}")
+        rows.add_row(
+            "run",
+            f"{r.id} · {r.turns} turns · tokens {r.usage.input_tokens}/{r.usage.output_tokens}"
+            f" · {money(r.usage.cost_usd)}",
+        )
         rows.add_row("activity", activity_text(r.activity, r.stopped_reason))
     if q.now is not None:
-        rows.add_row("now", f"{q.now.doing}" + (f": {q.now.detail}" if q.now.detail else "")
-                     + f" (since {duration(max(0, _now_ms() - q.now.since_ms))})")
+        rows.add_row(
+            "now",
+            f"{q.now.doing}"
+            + (f": {q.now.detail}" if q.now.detail else "")
+            + f" (since {duration(max(0, _now_ms() - q.now.since_ms))})",
+        )
     if t.outcome:
         o = t.outcome
-        rows.add_row("outcome", f"{o.get('status', '')}" + (f" ({o['reason']})" if o.get("reason") else ""))
+        rows.add_row(
+            "outcome", f"{o.get('status', '')}" + (f" ({o['reason']})" if o.get("reason") else "")
+        )
         if o.get("summary"):
             rows.add_row("summary", str(o["summary"]))
     if t.error:

@@ -16,7 +16,7 @@ from typing import IO
 
 from agen.local import LocalConfig
 
-NOT_ANSWERING_AFTER_S = 5.0   # quiet this long before saying the agen up does not answer
+NOT_ANSWERING_AFTER_S = 5.0  # quiet this long before saying the agen up does not answer
 POLL_S = 0.2
 
 
@@ -64,13 +64,19 @@ def local_hub(timeout_ms: int, *, say: Callable[[str], None] | None = None) -> L
         mine = local is not None and (owner.pid is None or local.pid == owner.pid)
         if local is not None and mine and hub_is_live(local.url):
             return LocalHub(up=local)
-        where = f"at {local.url}" if local is not None and mine else "(it has not written local.json yet)"
+        where = (
+            f"at {local.url}"
+            if local is not None and mine
+            else "(it has not written local.json yet)"
+        )
         now = time.monotonic()
         if deadline is not None and now >= deadline:
             raise UnavailableError(
                 f"{owner.describe()} owns this store but did not answer {where} within "
                 f"{(now - started):.0f}s; the task was not submitted. Check that process (is it stopped or "
-                "overloaded?), or stop it (`agen down`) and run again", pid=owner.pid)
+                "overloaded?), or stop it (`agen down`) and run again",
+                pid=owner.pid,
+            )
         if not told and now - started >= NOT_ANSWERING_AFTER_S:
             say(f"{owner.describe()} is not answering {where}; waiting… (Ctrl-C to stop waiting)")
             told = True

@@ -17,10 +17,14 @@ T = TypeVar("T")
 NameArg = Annotated[str, typer.Argument(help="Deployment name.", show_default=False)]
 
 
-def triggers(name: NameArg,
-             limit: Annotated[int, typer.Option("--limit", help="events")] = 50,
-             hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOpt = "default",
-             json_out: JsonOpt = False) -> None:
+def triggers(
+    name: NameArg,
+    limit: Annotated[int, typer.Option("--limit", help="events")] = 50,
+    hub: HubOpt = None,
+    token: TokenOpt = None,
+    namespace: NamespaceOpt = "default",
+    json_out: JsonOpt = False,
+) -> None:
     """Trigger events (fired, missed, skipped, rejected) of a deployment."""
     from agen.api import registry as r
     from agen.api.models.signals import ListTriggerEventsRequest
@@ -37,21 +41,29 @@ def triggers(name: NameArg,
         print()
     for e in resp.events:
         due = when(e.due_ms) if e.due_ms else when(e.created_ms)
-        print(f"{due}  {e.trigger_name:<20} {e.status:<8} {e.task_id or '-':<26} {e.reason or ''}".rstrip())
+        print(
+            f"{due}  {e.trigger_name:<20} {e.status:<8} {e.task_id or '-':<26} {e.reason or ''}".rstrip()
+        )
     if not resp.events:
         err(f"no trigger events for {name} yet")
 
 
-def webhook_secret(name: NameArg,
-                   trigger: Annotated[str, typer.Argument(help="Webhook trigger name.", show_default=False)],
-                   hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOpt = "default",
-                   json_out: JsonOpt = False) -> None:
+def webhook_secret(
+    name: NameArg,
+    trigger: Annotated[str, typer.Argument(help="Webhook trigger name.", show_default=False)],
+    hub: HubOpt = None,
+    token: TokenOpt = None,
+    namespace: NamespaceOpt = "default",
+    json_out: JsonOpt = False,
+) -> None:
     """Create (or rotate) a webhook trigger's secret; it is shown once."""
     from agen.api import registry as r
     from agen.api.models.signals import CreateWebhookSecretRequest
     from agen.cli._hub import with_client
 
-    req = make_request(CreateWebhookSecretRequest, namespace=namespace, deployment=name, trigger=trigger)
+    req = make_request(
+        CreateWebhookSecretRequest, namespace=namespace, deployment=name, trigger=trigger
+    )
 
     async def go(c: Client) -> tuple[CreateWebhookSecretResponse, str | None]:
         return await c.call(r.CreateWebhookSecret, req), c.url
@@ -61,8 +73,10 @@ def webhook_secret(name: NameArg,
         print_json(resp.model_dump(mode="json"))
         return
     print(resp.secret)
-    err(f"POST {(url or '').rstrip('/')}{resp.url_path} with Authorization: Bearer <secret>; "
-        "older secrets of this trigger stop working now")
+    err(
+        f"POST {(url or '').rstrip('/')}{resp.url_path} with Authorization: Bearer <secret>; "
+        "older secrets of this trigger stop working now"
+    )
 
 
 def _hub_or_store(hub: str | None, token: str | None, fn: Callable[[Client], Awaitable[T]]) -> T:
@@ -92,10 +106,18 @@ def _hub_or_store(hub: str | None, token: str | None, fn: Callable[[Client], Awa
     return asyncio.run(offline())
 
 
-def providers(action: Annotated[str | None, typer.Argument(help='"resume" to end a hold.', show_default=False)] = None,
-              account: Annotated[str | None, typer.Argument(help="Account to resume.", show_default=False)] = None,
-              hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOpt = "default",
-              json_out: JsonOpt = False) -> None:
+def providers(
+    action: Annotated[
+        str | None, typer.Argument(help='"resume" to end a hold.', show_default=False)
+    ] = None,
+    account: Annotated[
+        str | None, typer.Argument(help="Account to resume.", show_default=False)
+    ] = None,
+    hub: HubOpt = None,
+    token: TokenOpt = None,
+    namespace: NamespaceOpt = "default",
+    json_out: JsonOpt = False,
+) -> None:
     """Provider accounts held after an account error; `agen providers resume ACCT` ends a hold.
 
     Works without `agen up`: it then reads and changes the local store directly."""
@@ -107,14 +129,25 @@ def providers(action: Annotated[str | None, typer.Argument(help='"resume" to end
     if action is not None:
         if action != "resume" or not account:
             raise InvalidError("usage: agen providers [resume ACCOUNT]")
-        resp = _hub_or_store(hub, token, lambda c: c.call(r.ResumeProvider, make_request(ResumeProviderRequest, account=account)))
+        resp = _hub_or_store(
+            hub,
+            token,
+            lambda c: c.call(
+                r.ResumeProvider, make_request(ResumeProviderRequest, account=account)
+            ),
+        )
         if json_out:
             print_json(resp.model_dump(mode="json"))
         else:
             print(f"{account}: resumed")
         return
-    holds = _hub_or_store(hub, token,
-                          lambda c: c.call(r.ListProviderHolds, make_request(ListProviderHoldsRequest, namespace=namespace)))
+    holds = _hub_or_store(
+        hub,
+        token,
+        lambda c: c.call(
+            r.ListProviderHolds, make_request(ListProviderHoldsRequest, namespace=namespace)
+        ),
+    )
     if json_out:
         print_json(holds.model_dump(mode="json"))
         return
@@ -122,20 +155,40 @@ def providers(action: Annotated[str | None, typer.Argument(help='"resume" to end
         err("no provider account is held")
     for h in holds.holds:
         probe = f" probe {h.probe_task_id}" if h.probe_task_id else ""
-        print(f"{h.account}  held since {when(h.held_since_ms)}  retry {when(h.retry_at_ms)}{probe}  {h.reason}")
+        print(
+            f"{h.account}  held since {when(h.held_since_ms)}  retry {when(h.retry_at_ms)}{probe}  {h.reason}"
+        )
 
 
-def events(name: Annotated[str | None, typer.Argument(help="Only this deployment.", show_default=False)] = None,
-           follow: Annotated[bool, typer.Option("-f", "--follow", help="keep printing new events")] = False,
-           types: Annotated[list[str] | None, typer.Option(
-               "--type", help='only this type (repeatable; "task." matches every task event)')] = None,
-           labels: Annotated[list[str] | None, typer.Option("--label", help="only events with key=value")] = None,
-           severity: Annotated[str | None, typer.Option(
-               "--severity", help="only events at least this severe: info, warning or critical")] = None,
-           after: Annotated[int | None, typer.Option("--after", help="only events after this seq")] = None,
-           limit: Annotated[int, typer.Option("--limit", help="events")] = 50,
-           hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOpt = "default",
-           json_out: JsonOpt = False) -> None:
+def events(
+    name: Annotated[
+        str | None, typer.Argument(help="Only this deployment.", show_default=False)
+    ] = None,
+    follow: Annotated[
+        bool, typer.Option("-f", "--follow", help="keep printing new events")
+    ] = False,
+    types: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--type", help='only this type (repeatable; "task." matches every task event)'
+        ),
+    ] = None,
+    labels: Annotated[
+        list[str] | None, typer.Option("--label", help="only events with key=value")
+    ] = None,
+    severity: Annotated[
+        str | None,
+        typer.Option(
+            "--severity", help="only events at least this severe: info, warning or critical"
+        ),
+    ] = None,
+    after: Annotated[int | None, typer.Option("--after", help="only events after this seq")] = None,
+    limit: Annotated[int, typer.Option("--limit", help="events")] = 50,
+    hub: HubOpt = None,
+    token: TokenOpt = None,
+    namespace: NamespaceOpt = "default",
+    json_out: JsonOpt = False,
+) -> None:
     """The event log: tasks, approvals, budgets, holds, triggers, warnings."""
     from agen.cli._hub import with_client
     from agen.hub.events import parse_labels
@@ -146,9 +199,17 @@ def events(name: Annotated[str | None, typer.Argument(help="Only this deployment
         from agen.api import registry as r
         from agen.api.models.signals import ListEventsRequest
 
-        base = dict(namespace=namespace, deployment=name, types=types or [], labels=label_map,
-                    severity=severity, limit=limit)
-        req = make_request(ListEventsRequest, after=after or 0, last=None if after is not None else limit, **base)  # type: ignore[arg-type]
+        base = dict(
+            namespace=namespace,
+            deployment=name,
+            types=types or [],
+            labels=label_map,
+            severity=severity,
+            limit=limit,
+        )
+        req = make_request(
+            ListEventsRequest, after=after or 0, last=None if after is not None else limit, **base
+        )  # type: ignore[arg-type]
         while True:
             page = await c.call(r.ListEvents, req)
             for e in page.events:
@@ -169,7 +230,9 @@ def format_event(e: object) -> str:
 
     assert isinstance(e, Event)
     where = " ".join(x for x in (e.deployment, e.task_id) if x)
-    data = " ".join(f"{k}={v}" for k, v in e.data.items() if v is not None and not isinstance(v, dict | list))
+    data = " ".join(
+        f"{k}={v}" for k, v in e.data.items() if v is not None and not isinstance(v, dict | list)
+    )
     return f"{e.seq:>6} {when(e.created_ms)} {e.severity:<8} {e.type:<22} {where} {data}".rstrip()
 
 
@@ -177,24 +240,45 @@ notify_app = typer.Typer(help="Where the Hub POSTs a namespace's events.", no_ar
 
 
 @notify_app.command("set")
-def notify_set(name: Annotated[str, typer.Argument(help="Target name.", show_default=False)],
-               url: Annotated[str, typer.Argument(help="http(s) URL to POST events to.", show_default=False)],
-               event: Annotated[list[str] | None, typer.Option("--event", help="event type (repeatable)")] = None,
-               deployment: Annotated[str | None, typer.Option("--deployment", help="only this deployment")] = None,
-               label: Annotated[list[str] | None, typer.Option("--label", help="only events with key=value")] = None,
-               severity: Annotated[str | None, typer.Option("--severity", help="at least this severe")] = None,
-               secret: Annotated[str | None, typer.Option(
-                   "--secret", help="platform secret that signs deliveries (X-Agen-Signature)")] = None,
-               hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOpt = "default",
-               json_out: JsonOpt = False) -> None:
+def notify_set(
+    name: Annotated[str, typer.Argument(help="Target name.", show_default=False)],
+    url: Annotated[str, typer.Argument(help="http(s) URL to POST events to.", show_default=False)],
+    event: Annotated[
+        list[str] | None, typer.Option("--event", help="event type (repeatable)")
+    ] = None,
+    deployment: Annotated[
+        str | None, typer.Option("--deployment", help="only this deployment")
+    ] = None,
+    label: Annotated[
+        list[str] | None, typer.Option("--label", help="only events with key=value")
+    ] = None,
+    severity: Annotated[str | None, typer.Option("--severity", help="at least this severe")] = None,
+    secret: Annotated[
+        str | None,
+        typer.Option("--secret", help="platform secret that signs deliveries (X-Agen-Signature)"),
+    ] = None,
+    hub: HubOpt = None,
+    token: TokenOpt = None,
+    namespace: NamespaceOpt = "default",
+    json_out: JsonOpt = False,
+) -> None:
     """Create or replace a notification target."""
     from agen.api import registry as r
     from agen.api.models.signals import SetNotifyTargetRequest
     from agen.cli._hub import with_client
     from agen.hub.events import parse_labels
 
-    req = make_request(SetNotifyTargetRequest, namespace=namespace, name=name, url=url, events=event or [], deployment=deployment,
-                                 labels=parse_labels(label or []), severity=severity, secret=secret)  # type: ignore[arg-type]
+    req = make_request(
+        SetNotifyTargetRequest,
+        namespace=namespace,
+        name=name,
+        url=url,
+        events=event or [],
+        deployment=deployment,
+        labels=parse_labels(label or []),
+        severity=severity,
+        secret=secret,
+    )  # type: ignore[arg-type]
     resp = with_client(hub, token, lambda c: c.call(r.SetNotifyTarget, req))
     if json_out:
         print_json(resp.model_dump(mode="json"))
@@ -203,19 +287,31 @@ def notify_set(name: Annotated[str, typer.Argument(help="Target name.", show_def
 
 
 @notify_app.command("ls")
-def notify_ls(hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOpt = "default",
-              json_out: JsonOpt = False) -> None:
+def notify_ls(
+    hub: HubOpt = None,
+    token: TokenOpt = None,
+    namespace: NamespaceOpt = "default",
+    json_out: JsonOpt = False,
+) -> None:
     """Notification targets and their delivery state."""
     from agen.api import registry as r
     from agen.api.models.signals import ListNotifyTargetsRequest
     from agen.cli._hub import when, with_client
 
-    resp = with_client(hub, token, lambda c: c.call(r.ListNotifyTargets, make_request(ListNotifyTargetsRequest, namespace=namespace)))
+    resp = with_client(
+        hub,
+        token,
+        lambda c: c.call(
+            r.ListNotifyTargets, make_request(ListNotifyTargetsRequest, namespace=namespace)
+        ),
+    )
     if json_out:
         print_json(resp.model_dump(mode="json"))
         return
     for t in resp.targets:
-        state = f"paused until {when(t.paused_until_ms)}: {t.last_error}" if t.paused_until_ms else "ok"
+        state = (
+            f"paused until {when(t.paused_until_ms)}: {t.last_error}" if t.paused_until_ms else "ok"
+        )
         filt = ",".join(t.events) or "every event"
         print(f"{t.name:<16} {t.url}  {filt}  delivered {t.delivered} dropped {t.dropped}  {state}")
     if not resp.targets:
@@ -223,15 +319,25 @@ def notify_ls(hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOp
 
 
 @notify_app.command("rm")
-def notify_rm(name: Annotated[str, typer.Argument(help="Target name.", show_default=False)],
-              hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOpt = "default",
-              json_out: JsonOpt = False) -> None:
+def notify_rm(
+    name: Annotated[str, typer.Argument(help="Target name.", show_default=False)],
+    hub: HubOpt = None,
+    token: TokenOpt = None,
+    namespace: NamespaceOpt = "default",
+    json_out: JsonOpt = False,
+) -> None:
     """Remove a notification target."""
     from agen.api import registry as r
     from agen.api.models.signals import NotifyTargetRef
     from agen.cli._hub import with_client
 
-    resp = with_client(hub, token, lambda c: c.call(r.DeleteNotifyTarget, make_request(NotifyTargetRef, namespace=namespace, name=name)))
+    resp = with_client(
+        hub,
+        token,
+        lambda c: c.call(
+            r.DeleteNotifyTarget, make_request(NotifyTargetRef, namespace=namespace, name=name)
+        ),
+    )
     if json_out:
         print_json(resp.model_dump(mode="json"))
     else:

@@ -54,25 +54,45 @@ def build_request(deployment: str, text: str, namespace: str, o: RunOptions) -> 
     now = int(time.time() * 1000)
     if o.at and o.in_:
         raise InvalidError("--at and --in both set the start time; pass one", field="--at")
-    not_before = parse_time_ms(o.at, flag="--at") if o.at else (
-        now + parse_duration_ms(o.in_, flag="--in") if o.in_ else None)
+    not_before = (
+        parse_time_ms(o.at, flag="--at")
+        if o.at
+        else (now + parse_duration_ms(o.in_, flag="--in") if o.in_ else None)
+    )
     not_after = now + parse_duration_ms(o.expires_in, flag="--expires-in") if o.expires_in else None
     try:
         return SubmitTaskRequest(
-            namespace=namespace, deployment=deployment, input=text, conversation_key=o.conversation,
-            labels=parse_labels(o.labels), priority=o.priority or "normal",  # type: ignore[arg-type]
-            idempotency_key=o.idempotency_key, schedule_key=o.schedule_key, not_before_ms=not_before,
-            not_after_ms=not_after, locks=o.locks, trust=o.trust, model_tier=o.tier,  # type: ignore[arg-type]
+            namespace=namespace,
+            deployment=deployment,
+            input=text,
+            conversation_key=o.conversation,
+            labels=parse_labels(o.labels),
+            priority=o.priority or "normal",  # type: ignore[arg-type]
+            idempotency_key=o.idempotency_key,
+            schedule_key=o.schedule_key,
+            not_before_ms=not_before,
+            not_after_ms=not_after,
+            locks=o.locks,
+            trust=o.trust,
+            model_tier=o.tier,  # type: ignore[arg-type]
         )
     except ValidationError as e:
         first = e.errors()[0]
         flag = {"priority": "--priority", "trust": "--trust", "model_tier": "--tier"}.get(
-            str(first["loc"][0]), str(first["loc"][0]))
+            str(first["loc"][0]), str(first["loc"][0])
+        )
         raise InvalidError(f"{flag}: {first['msg']}", field=flag) from None
 
 
-async def submit_and_report(client: Client, target: str, req: SubmitTaskRequest, timeout_ms: int, o: RunOptions,
-                            *, is_bundle: bool) -> Task:
+async def submit_and_report(
+    client: Client,
+    target: str,
+    req: SubmitTaskRequest,
+    timeout_ms: int,
+    o: RunOptions,
+    *,
+    is_bundle: bool,
+) -> Task:
     """Deploy a bundle folder if given one, submit the (already validated) task, wait per --timeout/--no-wait."""
     from agen.cli.tasks import wait_for_task
 
@@ -82,29 +102,44 @@ async def submit_and_report(client: Client, target: str, req: SubmitTaskRequest,
     return await wait_for_task(client, task.id, timeout_ms, req.namespace)
 
 
-async def deploy_and_submit(client: Client, target: str, req: SubmitTaskRequest, o: RunOptions, *,
-                            is_bundle: bool, queued_note: str = "") -> Task:
+async def deploy_and_submit(
+    client: Client,
+    target: str,
+    req: SubmitTaskRequest,
+    o: RunOptions,
+    *,
+    is_bundle: bool,
+    queued_note: str = "",
+) -> Task:
     from agen.api import registry as r
     from agen.cli._common import err
 
     if is_bundle:
         from agen.cli.deploy import deploy_request
 
-        resp = await client.call(r.CreateDeployment, deploy_request(target, req.namespace, None, None))
+        resp = await client.call(
+            r.CreateDeployment, deploy_request(target, req.namespace, None, None)
+        )
         assert resp.deployment is not None
         req = req.model_copy(update={"deployment": resp.deployment.name})
         if resp.created or resp.changed:
-            err(f"{req.deployment}: {'deployed' if resp.created else 'updated'} ({resp.deployment.definition_id})")
+            err(
+                f"{req.deployment}: {'deployed' if resp.created else 'updated'} ({resp.deployment.definition_id})"
+            )
     submitted = await client.call(r.SubmitTask, req)
     task = submitted.task
     if o.no_wait:
         if submitted.created:
             err(f"task {task.id} queued; `agen wait {task.id}` prints its result{queued_note}")
         else:  # the key named a task submitted before, which may have ended long ago
-            err(f"task {task.id} already exists ({task.state}); idempotency key {req.idempotency_key}; "
-                f"`agen wait {task.id}` prints its result")
+            err(
+                f"task {task.id} already exists ({task.state}); idempotency key {req.idempotency_key}; "
+                f"`agen wait {task.id}` prints its result"
+            )
     else:
-        err(f"task {task.id} {'submitted' if submitted.created else 'already submitted (same idempotency key)'}")
+        err(
+            f"task {task.id} {'submitted' if submitted.created else 'already submitted (same idempotency key)'}"
+        )
     return task
 
 
@@ -118,8 +153,16 @@ def hub_is_live(url: str) -> bool:
         return False
 
 
-def run_task(target: str, text: str, o: RunOptions, *, hub: str | None, token: str | None, namespace: str,
-             json_out: bool) -> None:
+def run_task(
+    target: str,
+    text: str,
+    o: RunOptions,
+    *,
+    hub: str | None,
+    token: str | None,
+    namespace: str,
+    json_out: bool,
+) -> None:
     import asyncio
 
     from agen.cli._common import err, parse_duration_ms, print_json
@@ -129,14 +172,20 @@ def run_task(target: str, text: str, o: RunOptions, *, hub: str | None, token: s
 
     is_bundle = is_folder(target)
     # Every flag is checked before anything happens: a bad --label must not deploy the bundle first.
-    req = build_request("bundle" if is_bundle else target, text, namespace, o)  # named once deployed
+    req = build_request(
+        "bundle" if is_bundle else target, text, namespace, o
+    )  # named once deployed
     timeout_ms = parse_duration_ms(o.timeout, flag="--timeout")
     found = None if hub is not None else local_hub(timeout_ms)
     use_http = found is None or found.up is not None
     if use_http:
         up = found.up if found is not None else None
         url, token = (hub, token) if up is None else (up.url, token or up.token)
-        task = with_client(url, token, lambda c: submit_and_report(c, target, req, timeout_ms, o, is_bundle=is_bundle))
+        task = with_client(
+            url,
+            token,
+            lambda c: submit_and_report(c, target, req, timeout_ms, o, is_bundle=is_bundle),
+        )
     else:
         assert found is not None
         try:
@@ -150,15 +199,18 @@ def run_task(target: str, text: str, o: RunOptions, *, hub: str | None, token: s
             print(task.id)
         return
     if not use_http and task.pending_approvals:
-        err(f"task {task.id} waits for approval {task.pending_approvals[0]}; no `agen up` is running, so start "
-            f"one (`agen up`), then `agen approve {task.pending_approvals[0]}` and `agen wait {task.id}`")
+        err(
+            f"task {task.id} waits for approval {task.pending_approvals[0]}; no `agen up` is running, so start "
+            f"one (`agen up`), then `agen approve {task.pending_approvals[0]}` and `agen wait {task.id}`"
+        )
     from agen.cli.tasks import report_task
 
     report_task(task, json_out)
 
 
-async def _embedded(target: str, req: SubmitTaskRequest, timeout_ms: int, o: RunOptions, *,
-                    is_bundle: bool) -> Task:
+async def _embedded(
+    target: str, req: SubmitTaskRequest, timeout_ms: int, o: RunOptions, *, is_bundle: bool
+) -> Task:
     """A Hub and a Nest in this process over the local store, scoped to this one task's deployment.
 
     The Nest has its own name (``oneshot-<pid>``), so enrolling it never voids another Nest's leases;
@@ -175,12 +227,25 @@ async def _embedded(target: str, req: SubmitTaskRequest, timeout_ms: int, o: Run
     store = await open_store(None)
     try:
         hub = Hub(store)
-        task = await deploy_and_submit(Client.in_process(hub), target, req, o, is_bundle=is_bundle,
-                                       queued_note=" once `agen up` runs it")
+        task = await deploy_and_submit(
+            Client.in_process(hub),
+            target,
+            req,
+            o,
+            is_bundle=is_bundle,
+            queued_note=" once `agen up` runs it",
+        )
         if o.no_wait:
             return task
-        node = LocalNode(store, hub=hub, tick_s=0.2, heartbeat_s=0.2, nest_name=f"oneshot-{os.getpid()}",
-                         only_deployment=task.deployment_id, only_tree=task.id)  # a CLI task is its own root
+        node = LocalNode(
+            store,
+            hub=hub,
+            tick_s=0.2,
+            heartbeat_s=0.2,
+            nest_name=f"oneshot-{os.getpid()}",
+            only_deployment=task.deployment_id,
+            only_tree=task.id,
+        )  # a CLI task is its own root
         try:
             await node.start()
             return await wait_for_task(Client.in_process(hub), task.id, timeout_ms, req.namespace)
@@ -191,41 +256,113 @@ async def _embedded(target: str, req: SubmitTaskRequest, timeout_ms: int, o: Run
 
 
 def run(
-    target: Annotated[str, typer.Argument(help="Deployment name, or a bundle folder (deployed first).",
-                                          show_default=False)],
-    text: Annotated[str, typer.Argument(metavar="INPUT", help="The task's input.", show_default=False)],
-    at: Annotated[str | None, typer.Option("--at", help="Run no earlier than this time (RFC 3339).",
-                                           show_default=False)] = None,
-    in_: Annotated[str | None, typer.Option("--in", help="Run no earlier than this long from now (e.g. 30m).",
-                                            show_default=False)] = None,
-    conversation: Annotated[str | None, typer.Option(
-        "--conversation", help="Continue the conversation of earlier tasks with this key.", show_default=False)] = None,
-    expires_in: Annotated[str | None, typer.Option(
-        "--expires-in", help="Fail as expired if still queued this long from now.", show_default=False)] = None,
-    idempotency_key: Annotated[str | None, typer.Option(
-        "--idempotency-key", help="Resubmitting the same key returns the same task.", show_default=False)] = None,
-    label: Annotated[list[str] | None, typer.Option("--label", help="Label the task, key=value (repeatable).",
-                                                    show_default=False)] = None,
-    lock: Annotated[list[str] | None, typer.Option(
-        "--lock", help="Wait until this (and every other --lock) is free, then hold it until the task ends "
-        "(repeatable).", show_default=False)] = None,
-    no_wait: Annotated[bool, typer.Option("--no-wait", help="Print the task id and return.")] = False,
-    priority: Annotated[str | None, typer.Option(
-        "--priority", help="Lease order within the deployment's queue: urgent, high, normal or background.",
-        show_default=False)] = None,
-    schedule_key: Annotated[str | None, typer.Option(
-        "--schedule-key", help="At most one queued task per deployment and key; submitting again with the same "
-        "key cancels the queued one.", show_default=False)] = None,
-    tier: Annotated[str | None, typer.Option(
-        "--tier", help="Cost tier for a routing model: low, medium, high, xhigh or max.", show_default=False)] = None,
-    timeout: Annotated[str, typer.Option(
-        "--timeout", help="How long to wait for the result (0: no limit); the task keeps running after it.")] = "10m",
-    trust: Annotated[str | None, typer.Option(
-        "--trust", help="A trust at most this high: operator, trusted or untrusted (default: the token's own).",
-        show_default=False)] = None,
-    dry_run: Annotated[bool, typer.Option(
-        "--dry-run", help="Only say whether the task would be admitted now and, if not, which stage refuses it "
-        "(exit 0 admitted, 7 refused); nothing is queued.")] = False,
+    target: Annotated[
+        str,
+        typer.Argument(
+            help="Deployment name, or a bundle folder (deployed first).", show_default=False
+        ),
+    ],
+    text: Annotated[
+        str, typer.Argument(metavar="INPUT", help="The task's input.", show_default=False)
+    ],
+    at: Annotated[
+        str | None,
+        typer.Option("--at", help="Run no earlier than this time (RFC 3339).", show_default=False),
+    ] = None,
+    in_: Annotated[
+        str | None,
+        typer.Option(
+            "--in", help="Run no earlier than this long from now (e.g. 30m).", show_default=False
+        ),
+    ] = None,
+    conversation: Annotated[
+        str | None,
+        typer.Option(
+            "--conversation",
+            help="Continue the conversation of earlier tasks with this key.",
+            show_default=False,
+        ),
+    ] = None,
+    expires_in: Annotated[
+        str | None,
+        typer.Option(
+            "--expires-in",
+            help="Fail as expired if still queued this long from now.",
+            show_default=False,
+        ),
+    ] = None,
+    idempotency_key: Annotated[
+        str | None,
+        typer.Option(
+            "--idempotency-key",
+            help="Resubmitting the same key returns the same task.",
+            show_default=False,
+        ),
+    ] = None,
+    label: Annotated[
+        list[str] | None,
+        typer.Option("--label", help="Label the task, key=value (repeatable).", show_default=False),
+    ] = None,
+    lock: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--lock",
+            help="Wait until this (and every other --lock) is free, then hold it until the task ends "
+            "(repeatable).",
+            show_default=False,
+        ),
+    ] = None,
+    no_wait: Annotated[
+        bool, typer.Option("--no-wait", help="Print the task id and return.")
+    ] = False,
+    priority: Annotated[
+        str | None,
+        typer.Option(
+            "--priority",
+            help="Lease order within the deployment's queue: urgent, high, normal or background.",
+            show_default=False,
+        ),
+    ] = None,
+    schedule_key: Annotated[
+        str | None,
+        typer.Option(
+            "--schedule-key",
+            help="At most one queued task per deployment and key; submitting again with the same "
+            "key cancels the queued one.",
+            show_default=False,
+        ),
+    ] = None,
+    tier: Annotated[
+        str | None,
+        typer.Option(
+            "--tier",
+            help="Cost tier for a routing model: low, medium, high, xhigh or max.",
+            show_default=False,
+        ),
+    ] = None,
+    timeout: Annotated[
+        str,
+        typer.Option(
+            "--timeout",
+            help="How long to wait for the result (0: no limit); the task keeps running after it.",
+        ),
+    ] = "10m",
+    trust: Annotated[
+        str | None,
+        typer.Option(
+            "--trust",
+            help="A trust at most this high: operator, trusted or untrusted (default: the token's own).",
+            show_default=False,
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Only say whether the task would be admitted now and, if not, which stage refuses it "
+            "(exit 0 admitted, 7 refused); nothing is queued.",
+        ),
+    ] = False,
     hub: HubOpt = None,
     token: TokenOpt = None,
     namespace: NamespaceOpt = "default",
@@ -237,13 +374,27 @@ def run(
     failed, was cancelled or expired, and 8 when it has not ended yet (it waits for an approval,
     or --timeout ran out: the task goes on).
     """
-    opts = RunOptions(at=at, in_=in_, conversation=conversation, expires_in=expires_in,
-                      idempotency_key=idempotency_key, labels=label or [], locks=lock or [], no_wait=no_wait,
-                      priority=priority, schedule_key=schedule_key, tier=tier, timeout=timeout, trust=trust)
+    opts = RunOptions(
+        at=at,
+        in_=in_,
+        conversation=conversation,
+        expires_in=expires_in,
+        idempotency_key=idempotency_key,
+        labels=label or [],
+        locks=lock or [],
+        no_wait=no_wait,
+        priority=priority,
+        schedule_key=schedule_key,
+        tier=tier,
+        timeout=timeout,
+        trust=trust,
+    )
     if dry_run:
         from agen.cli.dryrun import dry_run as check
 
-        code = check(target, text, opts, hub=hub, token=token, namespace=namespace, json_out=json_out)
+        code = check(
+            target, text, opts, hub=hub, token=token, namespace=namespace, json_out=json_out
+        )
         raise typer.Exit(code)
     run_task(target, text, opts, hub=hub, token=token, namespace=namespace, json_out=json_out)
 

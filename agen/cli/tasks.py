@@ -24,7 +24,9 @@ TaskArg = Annotated[str, typer.Argument(help="Task id.", show_default=False)]
 MAX_WAIT_S = 300.0
 
 
-async def wait_for_task(client: Client, task_id: str, timeout_ms: int, namespace: str | None = None) -> Task:
+async def wait_for_task(
+    client: Client, task_id: str, timeout_ms: int, namespace: str | None = None
+) -> Task:
     """Wait (in <=300 s GetTask calls) until the task ends, waits for an approval, or time runs out."""
     import time
 
@@ -33,10 +35,28 @@ async def wait_for_task(client: Client, task_id: str, timeout_ms: int, namespace
 
     deadline = None if timeout_ms == 0 else time.monotonic() + timeout_ms / 1000
     while True:
-        left = MAX_WAIT_S if deadline is None else max(0.0, min(MAX_WAIT_S, deadline - time.monotonic()))
-        task = (await client.call(r.GetTask, make_request(GetTaskRequest, {"id": "TASK"}, id=task_id, namespace=namespace,
-                                                        wait_seconds=left))).task
-        if task.state in TERMINAL_STATES or task.pending_approvals or task.wait_reason == "instance_failing":
+        left = (
+            MAX_WAIT_S
+            if deadline is None
+            else max(0.0, min(MAX_WAIT_S, deadline - time.monotonic()))
+        )
+        task = (
+            await client.call(
+                r.GetTask,
+                make_request(
+                    GetTaskRequest,
+                    {"id": "TASK"},
+                    id=task_id,
+                    namespace=namespace,
+                    wait_seconds=left,
+                ),
+            )
+        ).task
+        if (
+            task.state in TERMINAL_STATES
+            or task.pending_approvals
+            or task.wait_reason == "instance_failing"
+        ):
             return task
         if deadline is not None and time.monotonic() >= deadline:
             return task
@@ -52,7 +72,7 @@ def outcome_text(task: Task) -> str:
     return summary
 
 
-STILL_WAITING = 8   # EXIT_CODES[8]: the task goes on (approval, or --timeout ran out)
+STILL_WAITING = 8  # EXIT_CODES[8]: the task goes on (approval, or --timeout ran out)
 
 
 def report_task(task: Task, json_out: bool) -> None:
@@ -69,45 +89,69 @@ def report_task(task: Task, json_out: bool) -> None:
             print(text, flush=True)
         reason = (task.outcome or {}).get("reason") or task.error
         status = (task.outcome or {}).get("status", task.state)
-        err(f"task {task.id} {task.state} ({status}{': ' + str(reason) if reason and task.state != 'succeeded' else ''})")
+        err(
+            f"task {task.id} {task.state} ({status}{': ' + str(reason) if reason and task.state != 'succeeded' else ''})"
+        )
         if task.state == "failed" and task.error and task.error not in (text, reason):
             err(task.error)  # e.g. the provider hold this failure started, and how to end it
         if task.effect_unknown:
-            err(f"task {task.id}: effect unknown: its run resumed past a side effect that was started and never "
-                f"confirmed, and did not repeat it; check whether it took effect (`agen transcript {task.id}`)")
+            err(
+                f"task {task.id}: effect unknown: its run resumed past a side effect that was started and never "
+                f"confirmed, and did not repeat it; check whether it took effect (`agen transcript {task.id}`)"
+            )
     elif task.pending_approvals:
         ids = ", ".join(task.pending_approvals)
-        err(f"task {task.id} is waiting for approval {ids}: see it with `agen approvals`, "
+        err(
+            f"task {task.id} is waiting for approval {ids}: see it with `agen approvals`, "
             f"then `agen approve {task.pending_approvals[0]}` or `agen deny {task.pending_approvals[0]}`; "
-            f"`agen wait {task.id}` prints the result")
+            f"`agen wait {task.id}` prints the result"
+        )
     elif task.wait_reason == "instance_failing":
-        err(f"task {task.id} is queued, but instances of {task.deployment} keep failing to start: {task.wait_detail}\n"
+        err(
+            f"task {task.id} is queued, but instances of {task.deployment} keep failing to start: {task.wait_detail}\n"
             f"Fix the bundle and redeploy it (`agen deploy <dir>`; `agen logs {task.deployment}` shows the "
             f"failures); the task stays queued and runs once an instance starts (`agen wait {task.id}`), "
-            f"or `agen cancel {task.id}`.")
+            f"or `agen cancel {task.id}`."
+        )
     else:
-        err(f"task {task.id} is still {task.state}"
-            + (f" ({task.wait_reason})" if task.wait_reason else "") + f"; `agen wait {task.id}` keeps waiting")
+        err(
+            f"task {task.id} is still {task.state}"
+            + (f" ({task.wait_reason})" if task.wait_reason else "")
+            + f"; `agen wait {task.id}` keeps waiting"
+        )
     if task.state in ("failed", "cancelled", "expired"):
         raise typer.Exit(1)
-    if task.wait_reason == "instance_failing":  # queued on a dependency that cannot start (the table's 3)
+    if (
+        task.wait_reason == "instance_failing"
+    ):  # queued on a dependency that cannot start (the table's 3)
         raise typer.Exit(3)
     if task.state not in TERMINAL_STATES:
         raise typer.Exit(STILL_WAITING)
 
 
-def wait(task_id: TaskArg,
-         timeout: Annotated[str, typer.Option("--timeout", help="How long to wait (0: no limit).")] = "0",
-         hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOpt = "default",
-         json_out: JsonOpt = False) -> None:
+def wait(
+    task_id: TaskArg,
+    timeout: Annotated[
+        str, typer.Option("--timeout", help="How long to wait (0: no limit).")
+    ] = "0",
+    hub: HubOpt = None,
+    token: TokenOpt = None,
+    namespace: NamespaceOpt = "default",
+    json_out: JsonOpt = False,
+) -> None:
     """Wait for a task submitted earlier and print its result."""
     from agen.api.models.tasks import GetTaskRequest
     from agen.cli._common import parse_duration_ms
     from agen.cli._hub import with_client
 
     timeout_ms = parse_duration_ms(timeout, flag="--timeout")
-    make_request(GetTaskRequest, {"id": "TASK"}, id=task_id, namespace=namespace)  # bad flags before connecting
-    report_task(with_client(hub, token, lambda c: wait_for_task(c, task_id, timeout_ms, namespace)), json_out)
+    make_request(
+        GetTaskRequest, {"id": "TASK"}, id=task_id, namespace=namespace
+    )  # bad flags before connecting
+    report_task(
+        with_client(hub, token, lambda c: wait_for_task(c, task_id, timeout_ms, namespace)),
+        json_out,
+    )
 
 
 def _done(task: Task, verb: str, json_out: bool) -> None:
@@ -117,8 +161,13 @@ def _done(task: Task, verb: str, json_out: bool) -> None:
         print(f"{task.id}: {verb} ({task.state})")
 
 
-def cancel(task_id: TaskArg, hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOpt = "default",
-           json_out: JsonOpt = False) -> None:
+def cancel(
+    task_id: TaskArg,
+    hub: HubOpt = None,
+    token: TokenOpt = None,
+    namespace: NamespaceOpt = "default",
+    json_out: JsonOpt = False,
+) -> None:
     """Cancel a task (a running one stops)."""
     from agen.api import registry as r
     from agen.api.models.tasks import CancelTaskRequest
@@ -128,27 +177,52 @@ def cancel(task_id: TaskArg, hub: HubOpt = None, token: TokenOpt = None, namespa
     _done(with_client(hub, token, lambda c: c.call(r.CancelTask, req)).task, "cancelled", json_out)
 
 
-def pause(task_id: TaskArg,
-          at: Annotated[str | None, typer.Option("--at", help="End the hold at this time (RFC 3339).",
-                                                 show_default=False)] = None,
-          in_: Annotated[str | None, typer.Option("--in", help="End the hold this long from now (e.g. 30m).",
-                                                  show_default=False)] = None,
-          reason: Annotated[str | None, typer.Option("--reason", help="Why, for anyone who looks at the task later.",
-                                                     show_default=False)] = None,
-          hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOpt = "default",
-          json_out: JsonOpt = False) -> None:
+def pause(
+    task_id: TaskArg,
+    at: Annotated[
+        str | None,
+        typer.Option("--at", help="End the hold at this time (RFC 3339).", show_default=False),
+    ] = None,
+    in_: Annotated[
+        str | None,
+        typer.Option(
+            "--in", help="End the hold this long from now (e.g. 30m).", show_default=False
+        ),
+    ] = None,
+    reason: Annotated[
+        str | None,
+        typer.Option(
+            "--reason", help="Why, for anyone who looks at the task later.", show_default=False
+        ),
+    ] = None,
+    hub: HubOpt = None,
+    token: TokenOpt = None,
+    namespace: NamespaceOpt = "default",
+    json_out: JsonOpt = False,
+) -> None:
     """Hold a task (a running one suspends at its next model call)."""
     from agen.api import registry as r
     from agen.api.models.tasks import PauseTaskRequest
     from agen.cli._hub import hold_until, with_client
 
-    req = make_request(PauseTaskRequest, {"id": "TASK"}, id=task_id, namespace=namespace,
-                       hold_until_ms=hold_until(at, in_), reason=reason)
+    req = make_request(
+        PauseTaskRequest,
+        {"id": "TASK"},
+        id=task_id,
+        namespace=namespace,
+        hold_until_ms=hold_until(at, in_),
+        reason=reason,
+    )
     _done(with_client(hub, token, lambda c: c.call(r.PauseTask, req)).task, "held", json_out)
 
 
-def resume(task_id: TaskArg, hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOpt = "default",
-           json_out: JsonOpt = False) -> None:
+def resume(
+    task_id: TaskArg,
+    hub: HubOpt = None,
+    token: TokenOpt = None,
+    namespace: NamespaceOpt = "default",
+    json_out: JsonOpt = False,
+) -> None:
     """End a hold started by agen pause."""
     from agen.api import registry as r
     from agen.api.models.tasks import ResumeTaskRequest
@@ -158,16 +232,35 @@ def resume(task_id: TaskArg, hub: HubOpt = None, token: TokenOpt = None, namespa
     _done(with_client(hub, token, lambda c: c.call(r.ResumeTask, req)).task, "resumed", json_out)
 
 
-def tasks(name: Annotated[str | None, typer.Argument(help="Only this deployment.", show_default=False)] = None,
-          scheduled: Annotated[bool, typer.Option("--scheduled", help="Only tasks waiting for their start time.")] = False,
-          state: Annotated[str | None, typer.Option(
-              "--state", help="Only tasks in this state: queued, running, succeeded, failed, cancelled.",
-              show_default=False)] = None,
-          label: Annotated[list[str] | None, typer.Option(
-              "--label", help="Only tasks with this label, key=value (repeatable).", show_default=False)] = None,
-          limit: Annotated[int, typer.Option("--limit", help="Tasks.")] = 20,
-          hub: HubOpt = None, token: TokenOpt = None, namespace: NamespaceOpt = "default",
-          json_out: JsonOpt = False) -> None:
+def tasks(
+    name: Annotated[
+        str | None, typer.Argument(help="Only this deployment.", show_default=False)
+    ] = None,
+    scheduled: Annotated[
+        bool, typer.Option("--scheduled", help="Only tasks waiting for their start time.")
+    ] = False,
+    state: Annotated[
+        str | None,
+        typer.Option(
+            "--state",
+            help="Only tasks in this state: queued, running, succeeded, failed, cancelled.",
+            show_default=False,
+        ),
+    ] = None,
+    label: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--label",
+            help="Only tasks with this label, key=value (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", help="Tasks.")] = 20,
+    hub: HubOpt = None,
+    token: TokenOpt = None,
+    namespace: NamespaceOpt = "default",
+    json_out: JsonOpt = False,
+) -> None:
     """Recent tasks (--scheduled: waiting for their start time)."""
 
     from typing import get_args
@@ -182,20 +275,52 @@ def tasks(name: Annotated[str | None, typer.Argument(help="Only this deployment.
     states = get_args(TaskState)
     if state is not None and state not in states:
         raise InvalidError(f"--state {state!r}: use one of {', '.join(states)}", field="--state")
-    req = make_request(ListTasksRequest, {"name": "DEPLOYMENT"}, namespace=namespace, deployment=name, state=state, labels=parse_labels(label or []),
-                           scheduled=scheduled, limit=limit)
+    req = make_request(
+        ListTasksRequest,
+        {"name": "DEPLOYMENT"},
+        namespace=namespace,
+        deployment=name,
+        state=state,
+        labels=parse_labels(label or []),
+        scheduled=scheduled,
+        limit=limit,
+    )
     resp = with_client(hub, token, lambda c: c.call(r.ListTasks, req))
     if json_out:
         print_json(resp.model_dump(mode="json"))
         return
     rows = []
     for task in resp.tasks:
-        wait_col = task.wait_reason or ("approval" if task.pending_approvals else "") or ("held" if task.held else "")
+        wait_col = (
+            task.wait_reason
+            or ("approval" if task.pending_approvals else "")
+            or ("held" if task.held else "")
+        )
         last = when(task.not_before_ms) if scheduled else task.input.replace("\n", " ")[:40]
         state_col = f"{task.state}, effect unknown" if task.effect_unknown else task.state
-        rows.append((task.id, task.deployment, state_col, wait_col, task.priority, ago(task.created_ms), last))
-    print_table(("ID", "DEPLOYMENT", "STATE", "WAIT", "PRIORITY", "SUBMITTED", "STARTS" if scheduled else "INPUT"),
-                rows)
+        rows.append(
+            (
+                task.id,
+                task.deployment,
+                state_col,
+                wait_col,
+                task.priority,
+                ago(task.created_ms),
+                last,
+            )
+        )
+    print_table(
+        (
+            "ID",
+            "DEPLOYMENT",
+            "STATE",
+            "WAIT",
+            "PRIORITY",
+            "SUBMITTED",
+            "STARTS" if scheduled else "INPUT",
+        ),
+        rows,
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -13,15 +13,32 @@ token_app = typer.Typer(help="API tokens.", no_args_is_help=True)
 
 @token_app.command("create")
 def create(
-    scope: Annotated[list[str], typer.Option("--scope", help="Scope: viewer, operator, approver, admin or nest (a Nest's credential) (repeatable).",
-                                             show_default=False)],
-    namespace: Annotated[list[str] | None, typer.Option("--namespace", help="Limit to namespace (repeatable).",
-                                                        show_default=False)] = None,
+    scope: Annotated[
+        list[str],
+        typer.Option(
+            "--scope",
+            help="Scope: viewer, operator, approver, admin or nest (a Nest's credential) (repeatable).",
+            show_default=False,
+        ),
+    ],
+    namespace: Annotated[
+        list[str] | None,
+        typer.Option("--namespace", help="Limit to namespace (repeatable).", show_default=False),
+    ] = None,
     ttl: Annotated[str, typer.Option("--ttl", help="Validity (0 = no expiry).")] = "0",
-    name: Annotated[str | None, typer.Option("--name", help="Token name.", show_default=False)] = None,
-    trust: Annotated[str, typer.Option(
-        "--trust", help="Trust tasks submitted with this token get: operator, trusted or untrusted.")] = "trusted",
-    hub: HubOpt = None, token: TokenOpt = None, json_out: JsonOpt = False,
+    name: Annotated[
+        str | None, typer.Option("--name", help="Token name.", show_default=False)
+    ] = None,
+    trust: Annotated[
+        str,
+        typer.Option(
+            "--trust",
+            help="Trust tasks submitted with this token get: operator, trusted or untrusted.",
+        ),
+    ] = "trusted",
+    hub: HubOpt = None,
+    token: TokenOpt = None,
+    json_out: JsonOpt = False,
 ) -> None:
     """Create an API token; its secret is printed once and only its hash is kept."""
     from agen.api import registry as r
@@ -32,20 +49,25 @@ def create(
 
     ttl_ms = parse_duration_ms(ttl, flag="--ttl")
     try:
-        req = CreateTokenRequest(scopes=scope, namespaces=namespace or [], name=name, ttl_ms=ttl_ms or None,
-                                 trust=trust)  # type: ignore[arg-type]
+        req = CreateTokenRequest(
+            scopes=scope, namespaces=namespace or [], name=name, ttl_ms=ttl_ms or None, trust=trust
+        )  # type: ignore[arg-type]
     except ValueError as e:
-        raise InvalidError(f"token create: {e}".splitlines()[0] + f"; scopes are viewer, operator, approver, admin, nest; "
-                           f"trust is operator, trusted or untrusted (got --scope {' '.join(scope)}, --trust {trust})"
-                           ) from None
+        raise InvalidError(
+            f"token create: {e}".splitlines()[0]
+            + f"; scopes are viewer, operator, approver, admin, nest; "
+            f"trust is operator, trusted or untrusted (got --scope {' '.join(scope)}, --trust {trust})"
+        ) from None
     resp = with_client(hub, token, lambda c: c.call(r.CreateToken, req))
     if json_out:
         print_json(resp.model_dump(mode="json"))
         return
     print(resp.token)
-    err(f"token {resp.info.id} ({', '.join(resp.info.scopes)}"
+    err(
+        f"token {resp.info.id} ({', '.join(resp.info.scopes)}"
         + (f"; namespaces {', '.join(resp.info.namespaces)}" if resp.info.namespaces else "")
-        + "): store it now, it is not shown again")
+        + "): store it now, it is not shown again"
+    )
 
 
 def whoami(hub: HubOpt = None, token: TokenOpt = None, json_out: JsonOpt = False) -> None:
@@ -59,8 +81,10 @@ def whoami(hub: HubOpt = None, token: TokenOpt = None, json_out: JsonOpt = False
         print_json(resp.model_dump(mode="json"))
         return
     i = resp.info
-    print(f"{i.name or i.id} ({i.kind}): scopes {', '.join(i.scopes)}; "
-          f"namespaces {', '.join(i.namespaces) or 'all'}; trust {i.trust}")
+    print(
+        f"{i.name or i.id} ({i.kind}): scopes {', '.join(i.scopes)}; "
+        f"namespaces {', '.join(i.namespaces) or 'all'}; trust {i.trust}"
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -10,23 +10,53 @@ from agen.cli._common import JsonOpt, err, print_json
 
 
 def up(
-    listen: Annotated[str, typer.Option("--listen", help="Hub listen address (loopback only).")] = "127.0.0.1:7070",
-    capacity: Annotated[int, typer.Option("--capacity", help="Local nest capacity (0 = unlimited).")] = 8,
-    store: Annotated[str | None, typer.Option("--store", help="Store URL (default: sqlite in AGEN_HOME).",
-                                              show_default=False)] = None,
-    retention: Annotated[str, typer.Option(
-        "--retention", help="Delete spans, log lines, trigger events and replay cassettes older than this "
-        "(0 keeps them).")] = "720h",
-    headless: Annotated[bool, typer.Option("--headless", help="Run without the terminal UI.")] = False,
-    backend: Annotated[str, typer.Option(
-        "--backend", help="Instance backend: inproc (asyncio workers in this process) or process (one child "
-        "`agen host serve` per instance, stopped with this process).")] = "inproc",
-    host_memory_limit: Annotated[str, typer.Option(
-        "--host-memory-limit", help="With --backend process: cap each host's memory (RLIMIT_AS), e.g. 2G; "
-        "0 = no cap. A cap that cannot be applied fails the instance's start.")] = "0",
-    allow_self_approval: Annotated[bool, typer.Option(
-        "--allow-self-approval", envvar="AGEN_ALLOW_SELF_APPROVAL",
-        help="Let any token approve tool calls of work it submitted itself (the local admin always may).")] = False,
+    listen: Annotated[
+        str, typer.Option("--listen", help="Hub listen address (loopback only).")
+    ] = "127.0.0.1:7070",
+    capacity: Annotated[
+        int, typer.Option("--capacity", help="Local nest capacity (0 = unlimited).")
+    ] = 8,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store", help="Store URL (default: sqlite in AGEN_HOME).", show_default=False
+        ),
+    ] = None,
+    retention: Annotated[
+        str,
+        typer.Option(
+            "--retention",
+            help="Delete spans, log lines, trigger events and replay cassettes older than this "
+            "(0 keeps them).",
+        ),
+    ] = "720h",
+    headless: Annotated[
+        bool, typer.Option("--headless", help="Run without the terminal UI.")
+    ] = False,
+    backend: Annotated[
+        str,
+        typer.Option(
+            "--backend",
+            help="Instance backend: inproc (asyncio workers in this process) or process (one child "
+            "`agen host serve` per instance, stopped with this process).",
+        ),
+    ] = "inproc",
+    host_memory_limit: Annotated[
+        str,
+        typer.Option(
+            "--host-memory-limit",
+            help="With --backend process: cap each host's memory (RLIMIT_AS), e.g. 2G; "
+            "0 = no cap. A cap that cannot be applied fails the instance's start.",
+        ),
+    ] = "0",
+    allow_self_approval: Annotated[
+        bool,
+        typer.Option(
+            "--allow-self-approval",
+            envvar="AGEN_ALLOW_SELF_APPROVAL",
+            help="Let any token approve tool calls of work it submitted itself (the local admin always may).",
+        ),
+    ] = False,
 ) -> None:
     """Hub + local Nest in one process (SQLite); Ctrl-C or `agen down` drains and stops it."""
     import asyncio
@@ -40,16 +70,26 @@ def up(
 
     _, port = parse_listen(listen)
     if not 1 <= port <= 65535:
-        raise InvalidError(f"--listen {listen}: port {port} is out of range; use 1 to 65535, e.g. 127.0.0.1:7070",
-                           field="--listen")
+        raise InvalidError(
+            f"--listen {listen}: port {port} is out of range; use 1 to 65535, e.g. 127.0.0.1:7070",
+            field="--listen",
+        )
     if capacity < 0:
-        raise InvalidError(f"--capacity {capacity}: must be 0 (unlimited) or more", field="--capacity")
+        raise InvalidError(
+            f"--capacity {capacity}: must be 0 (unlimited) or more", field="--capacity"
+        )
     memory = parse_memory_limit(host_memory_limit)
     check_backend(backend, memory)
-    opts = UpOptions(listen=listen, capacity=capacity, store=store,
-                     retention_ms=parse_duration_ms(retention, flag="--retention"), backend=backend,
-                     host_memory_limit=memory, allow_self_approval=allow_self_approval,
-                     tui=not headless and sys.stdin.isatty() and sys.stdout.isatty())
+    opts = UpOptions(
+        listen=listen,
+        capacity=capacity,
+        store=store,
+        retention_ms=parse_duration_ms(retention, flag="--retention"),
+        backend=backend,
+        host_memory_limit=memory,
+        allow_self_approval=allow_self_approval,
+        tui=not headless and sys.stdin.isatty() and sys.stdout.isatty(),
+    )
     asyncio.run(serve(opts))
 
 
@@ -66,7 +106,9 @@ def down(json_out: JsonOpt = False) -> None:
 
     local = read_local(strict=True)
     if local is None:
-        raise UnavailableError("no local `agen up` found (AGEN_HOME/local.json is missing); nothing to stop")
+        raise UnavailableError(
+            "no local `agen up` found (AGEN_HOME/local.json is missing); nothing to stop"
+        )
 
     async def go() -> None:
         async with Client.http(local.url, local.token) as c:
@@ -81,7 +123,9 @@ def down(json_out: JsonOpt = False) -> None:
                 except AgenError:
                     pass
                 await asyncio.sleep(0.2)
-            raise UnavailableError(f"{local.url} is still draining after 10 minutes; it stops when its runs end")
+            raise UnavailableError(
+                f"{local.url} is still draining after 10 minutes; it stops when its runs end"
+            )
 
     asyncio.run(go())
     if json_out:

@@ -43,9 +43,17 @@ class Attempt:
         return not self.failures
 
     def to_dict(self) -> dict[str, Any]:
-        return {"scenario": self.scenario, "run": self.run_index, "passed": self.passed, "status": self.status,
-                "summary": self.summary, "data": self.data, "calls": self.calls, "failures": self.failures,
-                "durationMs": self.duration_ms}
+        return {
+            "scenario": self.scenario,
+            "run": self.run_index,
+            "passed": self.passed,
+            "status": self.status,
+            "summary": self.summary,
+            "data": self.data,
+            "calls": self.calls,
+            "failures": self.failures,
+            "durationMs": self.duration_ms,
+        }
 
 
 def _accounts(scenario: Scenario, run_index: int) -> list[Account] | None:
@@ -59,34 +67,61 @@ def _accounts(scenario: Scenario, run_index: int) -> list[Account] | None:
         return [Account(FakeProvider(m.script_for(run_index)), ["fake"], "fake")]
     from agen.runner.providers.replay import ReplayProvider, cassette_interactions
 
-    return [Account(ReplayProvider(cassette_interactions(m.interactions or [])), ["replay"], "replay")]
+    return [
+        Account(ReplayProvider(cassette_interactions(m.interactions or [])), ["replay"], "replay")
+    ]
 
 
-async def run_once(store: Store, bundle: Bundle, scenario: Scenario, run_index: int, *,
-                   specs: dict[str, dict[str, Any]] | None = None) -> Attempt:
+async def run_once(
+    store: Store,
+    bundle: Bundle,
+    scenario: Scenario,
+    run_index: int,
+    *,
+    specs: dict[str, dict[str, Any]] | None = None,
+) -> Attempt:
     """Run the scenario's input once through the bundle and check its expectations."""
     started = time.monotonic()
     toolset = MockToolset(scenario.tools, specs=specs, skip=BUILTIN)
-    runner = Runner(store, bundle, owner=f"eval:{ULID()}", toolsets=[toolset],
-                    policy=BundlePolicy(bundle.config.permissions, store=store), gate=DenyAsks(),
-                    accounts=_accounts(scenario, run_index))
+    runner = Runner(
+        store,
+        bundle,
+        owner=f"eval:{ULID()}",
+        toolsets=[toolset],
+        policy=BundlePolicy(bundle.config.permissions, store=store),
+        gate=DenyAsks(),
+        accounts=_accounts(scenario, run_index),
+    )
     try:
-        result = await runner.run(RunRequest(input=scenario.input, namespace="eval", deployment=bundle.name,
-                                             source="eval"))
+        result = await runner.run(
+            RunRequest(
+                input=scenario.input, namespace="eval", deployment=bundle.name, source="eval"
+            )
+        )
     finally:
         await runner.close()
     calls = await run_calls(store, result.run_id)
     o = result.outcome
-    attempt = Attempt(scenario.name, run_index, o.status, o.summary, o.data, calls,
-                      duration_ms=int((time.monotonic() - started) * 1000))
+    attempt = Attempt(
+        scenario.name,
+        run_index,
+        o.status,
+        o.summary,
+        o.data,
+        calls,
+        duration_ms=int((time.monotonic() - started) * 1000),
+    )
     attempt.failures = check(scenario.expect, attempt)
     return attempt
 
 
 async def run_calls(store: Store, run_id: str) -> list[dict[str, Any]]:
     """Every tool call the model made in a run, in order, built-ins (finish) included."""
-    rows = await store.all("SELECT tool_calls FROM messages WHERE run_id = ? AND role = 'assistant' "
-                           "AND tool_calls IS NOT NULL ORDER BY seq", (run_id,))
+    rows = await store.all(
+        "SELECT tool_calls FROM messages WHERE run_id = ? AND role = 'assistant' "
+        "AND tool_calls IS NOT NULL ORDER BY seq",
+        (run_id,),
+    )
     out: list[dict[str, Any]] = []
     for r in rows:
         for c in json.loads(r["tool_calls"]) or []:
@@ -128,13 +163,18 @@ def check(expect: Expect, a: Attempt) -> list[str]:
         if d.exists is not None and found != d.exists:
             out.append(f"data {d.path} {'is missing' if d.exists else 'exists'}")
         if d.equals is not None and (not found or value != d.equals):
-            out.append(f"data {d.path} is {json.dumps(value) if found else 'missing'}, expected {json.dumps(d.equals)}")
-        if d.contains is not None and (not found or d.contains not in (value if isinstance(value, str)
-                                                                         else json.dumps(value))):
+            out.append(
+                f"data {d.path} is {json.dumps(value) if found else 'missing'}, expected {json.dumps(d.equals)}"
+            )
+        if d.contains is not None and (
+            not found or d.contains not in (value if isinstance(value, str) else json.dumps(value))
+        ):
             out.append(f"data {d.path} does not contain {d.contains!r}")
     for c in expect.called:
-        if not any(wire(c.name) == call["name"] and (c.args is None or subset(c.args, call["arguments"]))
-                   for call in a.calls):
+        if not any(
+            wire(c.name) == call["name"] and (c.args is None or subset(c.args, call["arguments"]))
+            for call in a.calls
+        ):
             args = f" with {json.dumps(c.args)}" if c.args is not None else ""
             out.append(f"{c.name} was not called{args}")
     for name in expect.not_called:

@@ -20,8 +20,15 @@ class CallLog:
 
 
 class MockTool(Tool):
-    def __init__(self, name: str, entries: list[MockedTool], log: CallLog, *, description: str = "",
-                 parameters: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        entries: list[MockedTool],
+        log: CallLog,
+        *,
+        description: str = "",
+        parameters: dict[str, Any] | None = None,
+    ) -> None:
         self.name = name
         self.description = description or f"{name} (mocked)"
         self.input_schema = parameters or {"type": "object", "properties": {}}
@@ -33,14 +40,21 @@ class MockTool(Tool):
         for entry in self.entries:
             if entry.matches(self.name, args):
                 return ToolResult(entry.content(), is_error=entry.is_error)
-        return ToolResult(f"no mocked result for {self.wire_name} with these arguments", is_error=True)
+        return ToolResult(
+            f"no mocked result for {self.wire_name} with these arguments", is_error=True
+        )
 
 
 class MockToolset(Toolset):
     """One MockTool per distinct tool name in the entries (plus ``specs``: schemas seen in a cassette)."""
 
-    def __init__(self, entries: list[MockedTool], *, specs: dict[str, dict[str, Any]] | None = None,
-                 skip: frozenset[str] | None = None) -> None:
+    def __init__(
+        self,
+        entries: list[MockedTool],
+        *,
+        specs: dict[str, dict[str, Any]] | None = None,
+        skip: frozenset[str] | None = None,
+    ) -> None:
         self.log = CallLog()
         self._entries = entries
         self._specs = specs or {}
@@ -58,7 +72,13 @@ class MockToolset(Toolset):
                 continue
             spec = self._specs.get(name, {})
             head = first.get(name)
-            tools.append(MockTool(head.name if head else name, entries, self.log,
-                                  description=str(spec.get("description") or (head.description if head else "")),
-                                  parameters=spec.get("parameters") or (head.parameters if head else None)))
+            tools.append(
+                MockTool(
+                    head.name if head else name,
+                    entries,
+                    self.log,
+                    description=str(spec.get("description") or (head.description if head else "")),
+                    parameters=spec.get("parameters") or (head.parameters if head else None),
+                )
+            )
         return tools

@@ -38,8 +38,16 @@ def _transcript_interactions(src: GetReplaySourceResponse) -> list[dict[str, Any
         if m.role != "assistant":
             continue
         calls = [{"id": c.id, "name": c.name, "arguments": c.arguments or {}} for c in m.tool_calls]
-        out.append({"turn": len(out), "response": {
-            "text": m.content or "", "tool_calls": calls, "finish_reason": "tool_calls" if calls else "stop"}})
+        out.append(
+            {
+                "turn": len(out),
+                "response": {
+                    "text": m.content or "",
+                    "tool_calls": calls,
+                    "finish_reason": "tool_calls" if calls else "stop",
+                },
+            }
+        )
     return out
 
 
@@ -55,7 +63,11 @@ def plan(src: GetReplaySourceResponse, model: ModelSource) -> ReplayPlan:
             calls.append({"name": c.name, "arguments": args})
             res = results.get(c.id)
             if c.name not in BUILTIN and res is not None:
-                mocks.append(MockedTool(name=c.name, args=args, result=res.content or "", is_error=res.is_error))
+                mocks.append(
+                    MockedTool(
+                        name=c.name, args=args, result=res.content or "", is_error=res.is_error
+                    )
+                )
     specs: dict[str, dict[str, Any]] = {}
     if src.interactions:
         for spec in (src.interactions[0].get("request") or {}).get("tools") or []:
@@ -64,11 +76,21 @@ def plan(src: GetReplaySourceResponse, model: ModelSource) -> ReplayPlan:
                 specs[str(fn["name"])] = fn
     interactions = src.interactions or _transcript_interactions(src)
     scenario = Scenario(
-        name=src.run.id, input=src.run.input or "", tools=mocks,
-        model=ScenarioModel(provider="replay", interactions=interactions) if model == "cassette" else None,
-        expect=Expect(status=(src.run.outcome or {}).get("status"),
-                      called=[CallCheck(name=c["name"], args=c["arguments"]) for c in calls
-                              if c["name"] not in BUILTIN]))
+        name=src.run.id,
+        input=src.run.input or "",
+        tools=mocks,
+        model=ScenarioModel(provider="replay", interactions=interactions)
+        if model == "cassette"
+        else None,
+        expect=Expect(
+            status=(src.run.outcome or {}).get("status"),
+            called=[
+                CallCheck(name=c["name"], args=c["arguments"])
+                for c in calls
+                if c["name"] not in BUILTIN
+            ],
+        ),
+    )
     return ReplayPlan(scenario, specs, calls, dict(src.run.outcome or {}), bool(src.interactions))
 
 
@@ -84,14 +106,24 @@ def diff(p: ReplayPlan, a: Attempt) -> dict[str, Any]:
     was = {k: p.recorded_outcome.get(k) for k in ("status", "summary", "data")}
     was["summary"] = was["summary"] or ""
     return {
-        "calls": {"before": p.recorded_calls, "after": a.calls, "changed": before != after,
-                  "diff": list(difflib.unified_diff(before, after, "recorded", "replay", lineterm="", n=len(before)))},
+        "calls": {
+            "before": p.recorded_calls,
+            "after": a.calls,
+            "changed": before != after,
+            "diff": list(
+                difflib.unified_diff(
+                    before, after, "recorded", "replay", lineterm="", n=len(before)
+                )
+            ),
+        },
         "outcome": {"before": was, "after": now, "changed": was != now},
         "changed": before != after or was != now,
     }
 
 
-async def replay(src: GetReplaySourceResponse, bundle: Bundle, model: ModelSource) -> tuple[ReplayPlan, Attempt]:
+async def replay(
+    src: GetReplaySourceResponse, bundle: Bundle, model: ModelSource
+) -> tuple[ReplayPlan, Attempt]:
     """Re-run the recorded run in a scratch store removed after."""
     import tempfile
     from pathlib import Path

@@ -25,8 +25,13 @@ from agen.errors import InvalidError
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, validate_by_name=True,
-                              validate_by_alias=True, serialize_by_alias=True)
+    model_config = ConfigDict(
+        extra="forbid",
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+    )
 
 
 BUILTIN = frozenset({"finish", "report_progress", "save_artifact", "read_artifact", "load_skill"})
@@ -51,14 +56,20 @@ class MockedTool(_Model):
     @model_validator(mode="after")
     def _not_builtin(self) -> MockedTool:
         if wire(self.name) in BUILTIN:
-            raise ValueError(f"{self.name} is a built-in tool: it runs as it is and cannot be mocked")
+            raise ValueError(
+                f"{self.name} is a built-in tool: it runs as it is and cannot be mocked"
+            )
         return self
 
     def matches(self, name: str, args: dict[str, Any]) -> bool:
         return wire(self.name) == wire(name) and (self.args is None or subset(self.args, args))
 
     def content(self) -> str:
-        return self.result if isinstance(self.result, str) else json.dumps(self.result, ensure_ascii=False)
+        return (
+            self.result
+            if isinstance(self.result, str)
+            else json.dumps(self.result, ensure_ascii=False)
+        )
 
 
 class ScenarioModel(_Model):
@@ -72,7 +83,9 @@ class ScenarioModel(_Model):
     @model_validator(mode="after")
     def _one_source(self) -> ScenarioModel:
         if self.provider == "fake" and (self.script is None) == (self.scripts is None):
-            raise ValueError('provider "fake" takes exactly one of "script" or "scripts" (one script per run)')
+            raise ValueError(
+                'provider "fake" takes exactly one of "script" or "scripts" (one script per run)'
+            )
         if self.provider == "replay" and self.interactions is None:
             raise ValueError('provider "replay" needs "interactions" (a recorded cassette)')
         return self
@@ -132,7 +145,9 @@ class Scenario(_Model):
 def subset(want: Any, have: Any) -> bool:
     """``want`` is contained in ``have``: dict keys recursively, other values equal."""
     if isinstance(want, dict):
-        return isinstance(have, dict) and all(k in have and subset(v, have[k]) for k, v in want.items())
+        return isinstance(have, dict) and all(
+            k in have and subset(v, have[k]) for k, v in want.items()
+        )
     return bool(want == have)
 
 
@@ -155,7 +170,10 @@ def load_scenarios(where: Path) -> list[Scenario]:
     if where.is_file():
         return [load_scenario(where)]
     if not where.is_dir():
-        raise InvalidError(f"scenarios: {where} is neither a scenario file nor a folder of them", field="--scenarios")
+        raise InvalidError(
+            f"scenarios: {where} is neither a scenario file nor a folder of them",
+            field="--scenarios",
+        )
     files = sorted(where.glob("*.json"))
     if not files:
         raise InvalidError(f"scenarios: {where} has no *.json scenario files", field="--scenarios")
@@ -163,5 +181,7 @@ def load_scenarios(where: Path) -> list[Scenario]:
     names = [s.name for s in scenarios]
     dup = next((n for i, n in enumerate(names) if n in names[:i]), None)
     if dup is not None:
-        raise InvalidError(f"scenarios: two scenarios in {where} are named {dup!r}", field="--scenarios")
+        raise InvalidError(
+            f"scenarios: two scenarios in {where} are named {dup!r}", field="--scenarios"
+        )
     return scenarios

@@ -37,9 +37,14 @@ class ScenarioScore:
         return self.passes == len(self.attempts)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"scenario": self.name, "runs": len(self.attempts), "passed": self.passes,
-                "passAtK": self.pass_at_k, "passHatK": self.pass_hat_k,
-                "attempts": [a.to_dict() for a in self.attempts]}
+        return {
+            "scenario": self.name,
+            "runs": len(self.attempts),
+            "passed": self.passes,
+            "passAtK": self.pass_at_k,
+            "passHatK": self.pass_hat_k,
+            "attempts": [a.to_dict() for a in self.attempts],
+        }
 
 
 @dataclass
@@ -59,12 +64,24 @@ class Report:
         return all(s.pass_hat_k for s in self.scores)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"bundle": self.bundle, "digest": self.digest, "runs": self.runs, "passRate": self.pass_rate,
-                "allPassed": self.all_passed, "scenarios": [s.to_dict() for s in self.scores]}
+        return {
+            "bundle": self.bundle,
+            "digest": self.digest,
+            "runs": self.runs,
+            "passRate": self.pass_rate,
+            "allPassed": self.all_passed,
+            "scenarios": [s.to_dict() for s in self.scores],
+        }
 
 
-async def run_suite(bundle: Bundle, scenarios: list[Scenario], runs: int, *, parallel: int = 4,
-                    on_done: Callable[[Attempt], None] | None = None) -> Report:
+async def run_suite(
+    bundle: Bundle,
+    scenarios: list[Scenario],
+    runs: int,
+    *,
+    parallel: int = 4,
+    on_done: Callable[[Attempt], None] | None = None,
+) -> Report:
     """Each scenario ``runs`` times, at most ``parallel`` at once, in one scratch store removed after."""
     from agen.store import open_store
 
@@ -72,6 +89,7 @@ async def run_suite(bundle: Bundle, scenarios: list[Scenario], runs: int, *, par
     with tempfile.TemporaryDirectory(prefix="agen-eval-") as scratch:
         store = await open_store(str(Path(scratch) / "eval.db"))
         try:
+
             async def one(s: Scenario, i: int) -> Attempt:
                 async with gate:
                     a = await run_once(store, bundle, s, i)

@@ -19,20 +19,28 @@ if TYPE_CHECKING:
 def check_namespace(kind: str, ref: str, actual: str, wanted: str | None) -> None:
     """``wanted`` None: any namespace (the caller already checked the principal sees ``actual``)."""
     if wanted is not None and actual != wanted:
-        raise NotFoundError(f"{kind} {ref} not found in namespace {wanted} (it is in {actual}: pass -n {actual})",
-                            namespace=wanted, **{kind: ref})
+        raise NotFoundError(
+            f"{kind} {ref} not found in namespace {wanted} (it is in {actual}: pass -n {actual})",
+            namespace=wanted,
+            **{kind: ref},
+        )
 
 
-async def require_known_deployment(hub: Hub, namespaces: Sequence[str], name: str | None, table: str) -> None:
+async def require_known_deployment(
+    hub: Hub, namespaces: Sequence[str], name: str | None, table: str
+) -> None:
     """NotFound unless ``name`` is a deployment of these namespaces, now or once (rows of it in ``table``)."""
     if not name:
         return
     marks = ",".join("?" * len(namespaces))
     where = f" AND namespace IN ({marks})" if namespaces else ""
-    for sql in (f"SELECT 1 FROM deployments WHERE name = ?{where} LIMIT 1",
-                f"SELECT 1 FROM {table} WHERE deployment = ?{where} LIMIT 1"):
+    for sql in (
+        f"SELECT 1 FROM deployments WHERE name = ?{where} LIMIT 1",
+        f"SELECT 1 FROM {table} WHERE deployment = ?{where} LIMIT 1",
+    ):
         if await hub.store.scalar(sql, (name, *namespaces)):
             return
     shown = ", ".join(namespaces) or "any namespace"
-    raise NotFoundError(f"deployment {name} not found in {shown}; `agen ps` lists deployments",
-                        deployment=name)
+    raise NotFoundError(
+        f"deployment {name} not found in {shown}; `agen ps` lists deployments", deployment=name
+    )

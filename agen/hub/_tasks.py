@@ -14,7 +14,6 @@ LIVE = ("leased", "running")
 URGENT = 0
 
 
-
 def due_sql(alias: str = "") -> str:
     """SQL: the task's not_before has passed (or is unset); binds :now."""
     a = f"{alias}." if alias else ""
@@ -30,7 +29,9 @@ def held_sql(alias: str = "") -> str:
 def get_task(tx: Tx, task_id: str) -> dict[str, Any]:
     row = tx.one("SELECT * FROM tasks WHERE id = ?", (task_id,))
     if row is None:
-        raise NotFoundError(f"task {task_id} not found; list tasks with `agen tasks`", task_id=task_id)
+        raise NotFoundError(
+            f"task {task_id} not found; list tasks with `agen tasks`", task_id=task_id
+        )
     return row
 
 
@@ -49,21 +50,40 @@ def stale_lease(row: dict[str, Any], lease_id: str) -> FencedError:
     return FencedError(
         f"lease {lease_id} of task {row['id']} is no longer current ({now}); it expired or the task "
         "was re-leased, cancelled or finished elsewhere — stop working on it and do not report it",
-        task_id=row["id"], lease_id=lease_id, state=row["state"],
+        task_id=row["id"],
+        lease_id=lease_id,
+        state=row["state"],
     )
 
 
-def task_event(tx: Tx, task: dict[str, Any], type: str, data: dict[str, Any] | None = None,
-               *, severity: str = "info") -> None:
+def task_event(
+    tx: Tx,
+    task: dict[str, Any],
+    type: str,
+    data: dict[str, Any] | None = None,
+    *,
+    severity: str = "info",
+) -> None:
     labels = task["labels"]  # the stored JSON text goes into the event as is (no decode + encode)
     tx.event(
-        task["namespace"], type, severity=severity, deployment=task["deployment"], task_id=task["id"],
-        labels=labels if isinstance(labels, str) else loads(labels, {}), data=data,
+        task["namespace"],
+        type,
+        severity=severity,
+        deployment=task["deployment"],
+        task_id=task["id"],
+        labels=labels if isinstance(labels, str) else loads(labels, {}),
+        data=data,
     )
 
 
-def deployment_log(tx: Tx, task: dict[str, Any], message: str, *, level: str = "info",
-                   instance_id: str | None = None) -> None:
+def deployment_log(
+    tx: Tx,
+    task: dict[str, Any],
+    message: str,
+    *,
+    level: str = "info",
+    instance_id: str | None = None,
+) -> None:
     """A line on the deployment's log (`agen logs`): releases and lease expiries."""
     tx.execute(
         "INSERT INTO deployment_logs (namespace, deployment, instance_id, level, message, created_ms)"
@@ -72,9 +92,16 @@ def deployment_log(tx: Tx, task: dict[str, Any], message: str, *, level: str = "
     )
 
 
-def requeue(tx: Tx, task: dict[str, Any], *, reason: str, attempt_delta: int = 0,
-            priority: int | None = None, event: str = "task.requeued",
-            data: dict[str, Any] | None = None) -> None:
+def requeue(
+    tx: Tx,
+    task: dict[str, Any],
+    *,
+    reason: str,
+    attempt_delta: int = 0,
+    priority: int | None = None,
+    event: str = "task.requeued",
+    data: dict[str, Any] | None = None,
+) -> None:
     """Put a leased/running/waiting task back in the queue; drops its lease and locks."""
     tx.execute(
         "UPDATE tasks SET state = 'queued', lease_id = NULL, lease_nest_id = NULL,"
@@ -92,7 +119,13 @@ def end_run(tx: Tx, task_id: str, status: str, reason: str) -> int:
     return tx.execute(
         "UPDATE runs SET status = ?, outcome = COALESCE(outcome, ?), finished_ms = ?, updated_ms = ?,"
         " epoch = epoch + 1 WHERE task_id = ? AND finished_ms IS NULL",
-        (status, dumps({"status": status, "reason": reason, "summary": "", "data": None,
-                        "artifacts": []}),
-         tx.now_ms, tx.now_ms, task_id),
+        (
+            status,
+            dumps(
+                {"status": status, "reason": reason, "summary": "", "data": None, "artifacts": []}
+            ),
+            tx.now_ms,
+            tx.now_ms,
+            task_id,
+        ),
     )

@@ -28,8 +28,15 @@ class Activity:
         return f"stopped ({self.stopped_reason})" if self.stopped_reason else self.word
 
 
-def activity(*, working: bool, needs: bool, paused: bool = False, unplaced: bool = False,
-             budget: bool = False, provider: bool = False) -> Activity:
+def activity(
+    *,
+    working: bool,
+    needs: bool,
+    paused: bool = False,
+    unplaced: bool = False,
+    budget: bool = False,
+    provider: bool = False,
+) -> Activity:
     """The word for these facts; what runs now wins over a question, a question over a stop."""
     if working:
         return Activity("working")
@@ -42,7 +49,9 @@ def activity(*, working: bool, needs: bool, paused: bool = False, unplaced: bool
     return Activity("idle")
 
 
-def run_activity(status: str, *, finished: bool, task_state: str | None = None, held: bool = False) -> Activity:
+def run_activity(
+    status: str, *, finished: bool, task_state: str | None = None, held: bool = False
+) -> Activity:
     """A run: running -> working, waiting for an approval -> needs, a held task -> stopped (paused)."""
     if finished:
         return Activity("idle")
@@ -65,7 +74,9 @@ class DeploymentFacts:
 
 
 def _limit(budget_json: Any) -> float | None:
-    cfg = loads(budget_json, {}) if isinstance(budget_json, str | bytes) else dict(budget_json or {})
+    cfg = (
+        loads(budget_json, {}) if isinstance(budget_json, str | bytes) else dict(budget_json or {})
+    )
     value = cfg.get("maxUsdPerDay", cfg.get("max_usd_per_day"))
     return float(value) if value else None
 
@@ -81,13 +92,18 @@ async def deployment_facts(store: Store, rows: Iterable[Row], now_ms: int) -> De
     marks = ",".join("?" * len(namespaces))
     approvals = await store.all(
         f"SELECT namespace, deployment, COUNT(*) AS n FROM approvals WHERE namespace IN ({marks})"
-        " AND state = 'pending' GROUP BY namespace, deployment", namespaces)
+        " AND state = 'pending' GROUP BY namespace, deployment",
+        namespaces,
+    )
     spent = await store.all(
         f"SELECT namespace, deployment, SUM(cost_usd) AS usd FROM usage WHERE namespace IN ({marks})"
-        " AND day = ? GROUP BY namespace, deployment", [*namespaces, utc_day(now_ms)])
+        " AND day = ? GROUP BY namespace, deployment",
+        [*namespaces, utc_day(now_ms)],
+    )
     held = await store.all(
         "SELECT DISTINCT a.deployment_id FROM provider_holds h JOIN provider_accounts a ON a.account = h.account"
-        " WHERE h.resumed_ms IS NULL")
+        " WHERE h.resumed_ms IS NULL"
+    )
     alive = await store.scalar("SELECT COUNT(*) FROM nests WHERE state = 'active'")
     return DeploymentFacts(
         pending_approvals={(r["namespace"], r["deployment"]): int(r["n"]) for r in approvals},
@@ -97,8 +113,9 @@ async def deployment_facts(store: Store, rows: Iterable[Row], now_ms: int) -> De
     )
 
 
-def deployment_activity(row: Mapping[str, Any], facts: DeploymentFacts, *, running: int, queued: int,
-                        ready: int) -> Activity:
+def deployment_activity(
+    row: Mapping[str, Any], facts: DeploymentFacts, *, running: int, queued: int, ready: int
+) -> Activity:
     """A deployment: a running task -> working; a pending approval -> needs; then the stop reasons."""
     key = (row["namespace"], row["name"])
     pending = facts.pending_approvals.get(key, 0)

@@ -81,7 +81,11 @@ class Verdict:
         return asdict(self)
 
     def error(self, deployment: str) -> AgenError:
-        details = {"stage": self.stage, "retry_after_s": self.retry_after_s, "deployment": deployment}
+        details = {
+            "stage": self.stage,
+            "retry_after_s": self.retry_after_s,
+            "deployment": deployment,
+        }
         msg = f"deployment {deployment!r} refused the task at stage {self.stage}: {self.reason}"
         if self.retry_after_s is not None:
             msg += f"; retry after {self.retry_after_s}s"
@@ -91,7 +95,9 @@ class Verdict:
 
 
 def _bucket(tx: Tx, dep_id: str, cfg: AdmissionConfig, now_ms: int) -> float:
-    row = tx.one("SELECT tokens, updated_ms FROM admission_buckets WHERE deployment_id = ?", (dep_id,))
+    row = tx.one(
+        "SELECT tokens, updated_ms FROM admission_buckets WHERE deployment_id = ?", (dep_id,)
+    )
     if row is None:
         return cfg.capacity
     rate_per_ms = (cfg.rate_per_minute or 0) / 60_000
@@ -111,32 +117,48 @@ def evaluate(tx: Tx, dep: Row, now_ms: int, *, consume: bool) -> Verdict:
     limit, _labels = budget_config(dep)  # label budgets hold back leases, not admission
     state = budget_state(tx, dep, now_ms) if limit is not None else None
     if state is not None and state.exhausted:
-        checks.append(Check(
-            "budget", False,
-            f"spent ${state.spent_usd:.2f} of ${state.limit_usd:.2f} today (UTC); resets at midnight UTC",
-            max(1, math.ceil((state.reset_at_ms - now_ms) / 1000)),
-        ))
+        checks.append(
+            Check(
+                "budget",
+                False,
+                f"spent ${state.spent_usd:.2f} of ${state.limit_usd:.2f} today (UTC); resets at midnight UTC",
+                max(1, math.ceil((state.reset_at_ms - now_ms) / 1000)),
+            )
+        )
     else:
         checks.append(Check("budget", True))
     if cfg.max_queued_tasks is not None:
-        queued = int(tx.scalar("SELECT COUNT(*) FROM tasks WHERE deployment_id = ? AND state = 'queued'",
-                               (dep["id"],)) or 0)
+        queued = int(
+            tx.scalar(
+                "SELECT COUNT(*) FROM tasks WHERE deployment_id = ? AND state = 'queued'",
+                (dep["id"],),
+            )
+            or 0
+        )
         ok = queued < cfg.max_queued_tasks
-        checks.append(Check(
-            "queue_full", ok,
-            "" if ok else f"{queued} tasks queued, maxQueuedTasks is {cfg.max_queued_tasks}",
-            None if ok else 5,
-        ))
+        checks.append(
+            Check(
+                "queue_full",
+                ok,
+                "" if ok else f"{queued} tasks queued, maxQueuedTasks is {cfg.max_queued_tasks}",
+                None if ok else 5,
+            )
+        )
     tokens = None
     if cfg.rate_per_minute:
         tokens = _bucket(tx, dep["id"], cfg, now_ms)
         ok = tokens >= 1.0
         wait = math.ceil((1.0 - tokens) * 60 / cfg.rate_per_minute) if not ok else None
-        checks.append(Check(
-            "rate_limit", ok,
-            "" if ok else f"more than {cfg.rate_per_minute} tasks a minute (burst {int(cfg.capacity)})",
-            max(1, wait) if wait is not None else None,
-        ))
+        checks.append(
+            Check(
+                "rate_limit",
+                ok,
+                ""
+                if ok
+                else f"more than {cfg.rate_per_minute} tasks a minute (burst {int(cfg.capacity)})",
+                max(1, wait) if wait is not None else None,
+            )
+        )
     refused = next((c for c in checks if not c.ok), None)
     if refused is None and consume and tokens is not None:
         tx.execute(

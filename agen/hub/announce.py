@@ -31,7 +31,9 @@ def dedupe_key(w: ActivityWarning, now_ms: int) -> str:
     else:
         anchor = f"h{now_ms // HOUR_MS}"
     subject = w.data.get("account") or w.data.get("conversation_key") or ""
-    return f"activity:{w.kind}:{w.namespace}:{w.deployment or ''}:{w.run_id or ''}:{subject}:{anchor}"
+    return (
+        f"activity:{w.kind}:{w.namespace}:{w.deployment or ''}:{w.run_id or ''}:{subject}:{anchor}"
+    )
 
 
 def announce(tx: Tx, warnings: list[ActivityWarning], now_ms: int) -> int:
@@ -39,8 +41,13 @@ def announce(tx: Tx, warnings: list[ActivityWarning], now_ms: int) -> int:
     new = 0
     for w in warnings:
         seq = tx.event(
-            w.namespace, f"activity.{w.kind}", severity=w.severity, deployment=w.deployment, task_id=w.task_id,
-            run_id=w.run_id, dedupe_key=dedupe_key(w, now_ms),
+            w.namespace,
+            f"activity.{w.kind}",
+            severity=w.severity,
+            deployment=w.deployment,
+            task_id=w.task_id,
+            run_id=w.run_id,
+            dedupe_key=dedupe_key(w, now_ms),
             data={"message": w.message, "since_ms": w.since_ms, **w.data},
         )
         new += seq is not None

@@ -19,14 +19,25 @@ from agen.store import Row, Tx, loads
 
 def approval_view(row: Row) -> Approval:
     return Approval(
-        id=row["id"], namespace=row["namespace"], deployment=row["deployment"], run_id=row["run_id"],
-        task_id=row["task_id"], tool=row["tool"], arguments=loads(row["arguments"]), state=row["state"],
-        requested_by=row["requested_by"], decided_by=row["decided_by"], decided_ms=row["decided_ms"],
-        note=row["note"], created_ms=row["created_ms"],
+        id=row["id"],
+        namespace=row["namespace"],
+        deployment=row["deployment"],
+        run_id=row["run_id"],
+        task_id=row["task_id"],
+        tool=row["tool"],
+        arguments=loads(row["arguments"]),
+        state=row["state"],
+        requested_by=row["requested_by"],
+        decided_by=row["decided_by"],
+        decided_ms=row["decided_ms"],
+        note=row["note"],
+        created_ms=row["created_ms"],
     )
 
 
-async def list_approvals(hub: Hub, p: Principal, req: ListApprovalsRequest) -> ListApprovalsResponse:
+async def list_approvals(
+    hub: Hub, p: Principal, req: ListApprovalsRequest
+) -> ListApprovalsResponse:
     p.require_namespace(req.namespace)
     sql, params = "SELECT * FROM approvals WHERE namespace = ?", [req.namespace]
     if not req.all:
@@ -43,13 +54,26 @@ async def decide_approval(hub: Hub, p: Principal, req: DecideApprovalRequest) ->
 
     row = await hub.store.one("SELECT namespace FROM approvals WHERE id = ?", (req.id,))
     if row is None or not p.sees(row["namespace"]):
-        raise NotFoundError(f"approval {req.id} not found; `agen approvals` lists pending ones", approval=req.id)
+        raise NotFoundError(
+            f"approval {req.id} not found; `agen approvals` lists pending ones", approval=req.id
+        )
 
     def fn(tx: Tx) -> Row:
-        row = decide(tx, req.id, approve=req.approve, by=p.subject, note=req.note, allow_self=hub.allow_self_approval)
-        if row["task_id"] is not None and tx.one("SELECT 1 FROM tasks WHERE id = ?", (row["task_id"],)):
+        row = decide(
+            tx,
+            req.id,
+            approve=req.approve,
+            by=p.subject,
+            note=req.note,
+            allow_self=hub.allow_self_approval,
+        )
+        if row["task_id"] is not None and tx.one(
+            "SELECT 1 FROM tasks WHERE id = ?", (row["task_id"],)
+        ):
             # the task suspended on "approval:<id>" goes back to the queue; its run resumes from its checkpoint
-            write_inbox(tx, row["task_id"], "approval", req.id, {"state": row["state"], "by": p.subject})
+            write_inbox(
+                tx, row["task_id"], "approval", req.id, {"state": row["state"], "by": p.subject}
+            )
         updated = tx.one("SELECT * FROM approvals WHERE id = ?", (req.id,))
         assert updated is not None
         return updated

@@ -68,7 +68,9 @@ class Principal:
 
 
 LOCAL_ADMIN_SUBJECT = "local-admin"
-LOCAL_ADMIN = Principal(id="local", name="local", scopes=frozenset({"admin"}), trust="operator", kind="local")
+LOCAL_ADMIN = Principal(
+    id="local", name="local", scopes=frozenset({"admin"}), trust="operator", kind="local"
+)
 LOCAL_NEST = Principal(id="local-nest", name="local nest", scopes=frozenset({"nest"}), kind="nest")
 """The credential of the Nest that runs in the Hub's own process: the Nest-facing RPCs only."""
 
@@ -79,7 +81,10 @@ def hash_token(token: str) -> str:
 
 def mark_local_admin(tx: Tx, secret: str) -> None:
     """The token ``agen up`` made for its own user (local.json): it authenticates as the local admin."""
-    tx.execute("UPDATE tokens SET subject = ? WHERE hash = ? AND kind = 'api'", (LOCAL_ADMIN_SUBJECT, hash_token(secret)))
+    tx.execute(
+        "UPDATE tokens SET subject = ? WHERE hash = ? AND kind = 'api'",
+        (LOCAL_ADMIN_SUBJECT, hash_token(secret)),
+    )
 
 
 def new_secret() -> str:
@@ -99,16 +104,30 @@ def insert_token(
     """Store a new token (hash only); returns (id, secret). The secret is never readable again."""
     bad = [s for s in scopes if s not in SCOPES]
     if bad or not scopes:
-        raise InvalidError(f"scope must be one of {', '.join(SCOPES)} (got {', '.join(bad) or 'none'})", field="scope")
+        raise InvalidError(
+            f"scope must be one of {', '.join(SCOPES)} (got {', '.join(bad) or 'none'})",
+            field="scope",
+        )
     if trust not in TRUSTS:
-        raise InvalidError(f"trust must be one of {', '.join(TRUSTS)} (got {trust!r})", field="trust")
+        raise InvalidError(
+            f"trust must be one of {', '.join(TRUSTS)} (got {trust!r})", field="trust"
+        )
     token_id, secret = str(ULID()), new_secret()
     expires = tx.now_ms + ttl_ms if ttl_ms is not None else None
     tx.execute(
         "INSERT INTO tokens (id, name, kind, hash, scopes, namespaces, trust, created_ms, expires_ms)"
         " VALUES (?,?,?,?,?,?,?,?,?)",
-        (token_id, name, kind, hash_token(secret), dumps(sorted(set(scopes))),
-         dumps(sorted(set(namespaces or []))), trust, tx.now_ms, expires),
+        (
+            token_id,
+            name,
+            kind,
+            hash_token(secret),
+            dumps(sorted(set(scopes))),
+            dumps(sorted(set(namespaces or []))),
+            trust,
+            tx.now_ms,
+            expires,
+        ),
     )
     return token_id, secret
 
@@ -133,10 +152,14 @@ class Authenticator:
             return hit[0]
         row = await self._store.one("SELECT * FROM tokens WHERE hash = ?", (digest,))
         if row is None or row["kind"] not in ("api",) or row["revoked_ms"] is not None:
-            raise UnauthenticatedError("the API token is not valid (unknown or revoked); create one with `agen token create`")
+            raise UnauthenticatedError(
+                "the API token is not valid (unknown or revoked); create one with `agen token create`"
+            )
         expires = row["expires_ms"]
         if expires is not None and expires <= now_ms:
-            raise UnauthenticatedError(f"the API token {row['id']} expired; create a new one with `agen token create`")
+            raise UnauthenticatedError(
+                f"the API token {row['id']} expired; create a new one with `agen token create`"
+            )
         principal = Principal(
             id=row["id"],
             name=row["name"],

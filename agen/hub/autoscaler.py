@@ -47,7 +47,10 @@ class ScalePolicy:
             if value is None:
                 return default
             if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-                raise InvalidError(f"scale.{name} must be a whole number >= 0 (got {value!r})", field=f"scale.{name}")
+                raise InvalidError(
+                    f"scale.{name} must be a whole number >= 0 (got {value!r})",
+                    field=f"scale.{name}",
+                )
             return int(value)
 
         idle_default = 0 if kind == "task" else DEFAULT_IDLE_TIMEOUT_MS
@@ -58,7 +61,9 @@ class ScalePolicy:
                 try:
                     idle_raw = parse_duration_ms(text)
                 except ValueError as e:
-                    raise InvalidError(f"scale.idle_timeout: {e}", field="scale.idle_timeout") from e
+                    raise InvalidError(
+                        f"scale.idle_timeout: {e}", field="scale.idle_timeout"
+                    ) from e
             else:
                 idle_raw = text
         lo = whole(pick("min"), 0, "min")
@@ -69,10 +74,18 @@ class ScalePolicy:
         return cls(
             min=lo,
             max=hi,
-            target_queue_per_instance=max(1, whole(pick("target_queue_per_instance", "targetQueuePerInstance"), 1,
-                                                   "target_queue_per_instance")),
+            target_queue_per_instance=max(
+                1,
+                whole(
+                    pick("target_queue_per_instance", "targetQueuePerInstance"),
+                    1,
+                    "target_queue_per_instance",
+                ),
+            ),
             idle_timeout_ms=whole(idle_raw, idle_default, "idle_timeout_ms"),
-            max_concurrency=max(1, whole(pick("max_concurrency", "maxConcurrency"), 1, "max_concurrency")),
+            max_concurrency=max(
+                1, whole(pick("max_concurrency", "maxConcurrency"), 1, "max_concurrency")
+            ),
             reserve=whole(pick("reserve"), 0, "reserve"),
         )
 
@@ -83,15 +96,15 @@ class ScaleInput:
 
     kind: str
     policy: ScalePolicy
-    current: int                 # deployments.desired now
-    load: int                    # due queued + leased + running tasks
-    urgent_load: int = 0         # urgent/high share of load
+    current: int  # deployments.desired now
+    load: int  # due queued + leased + running tasks
+    urgent_load: int = 0  # urgent/high share of load
     paused: bool = False
     last_activity_ms: int = 0
     manual_scale_ms: int | None = None
     now_ms: int = 0
-    pressure: bool = False       # capacity pressure on a Nest this deployment holds instances on
-    budget_held: bool = False    # daily budget spent: held at 0
+    pressure: bool = False  # capacity pressure on a Nest this deployment holds instances on
+    budget_held: bool = False  # daily budget spent: held at 0
     provider_held: bool = False  # provider account held: no scale-up for queued tasks
 
 
@@ -99,7 +112,7 @@ class ScaleInput:
 class ScaleDecision:
     desired: int
     want: int
-    reason: str                  # up, down, hold_idle, steady, paused, budget, provider_hold, pressure
+    reason: str  # up, down, hold_idle, steady, paused, budget, provider_hold, pressure
 
 
 def want_for(kind: str, policy: ScalePolicy, load: int, urgent_load: int = 0) -> int:

@@ -26,7 +26,9 @@ def utc_day(ms: int) -> str:
 
 def next_reset_ms(ms: int) -> int:
     """The next UTC midnight after ``ms``: when today's budget resets."""
-    day = datetime.fromtimestamp(ms / 1000, tz=UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    day = datetime.fromtimestamp(ms / 1000, tz=UTC).replace(
+        hour=0, minute=0, second=0, microsecond=0
+    )
     return int((day + timedelta(days=1)).timestamp() * 1000)
 
 
@@ -34,7 +36,9 @@ def budget_config(dep: Mapping[str, Any]) -> tuple[float | None, dict[str, float
     """(maxUsdPerDay, labelUsdPerDay) from a deployment row's budget JSON (camelCase or snake_case)."""
     raw = dep.get("budget")
     if isinstance(raw, str | bytes):
-        limit, labels = _parse_budget(raw)  # parsed once per distinct text: SubmitTask checks it every time
+        limit, labels = _parse_budget(
+            raw
+        )  # parsed once per distinct text: SubmitTask checks it every time
         return limit, dict(labels)
     return _budget_of(dict(raw or {}))
 
@@ -71,7 +75,9 @@ class BudgetState:
 
     @property
     def exhausted_labels(self) -> list[str]:
-        return sorted(k for k, lim in self.label_limits.items() if self.label_spent.get(k, 0.0) >= lim)
+        return sorted(
+            k for k, lim in self.label_limits.items() if self.label_spent.get(k, 0.0) >= lim
+        )
 
 
 def spent_today(tx: Tx, namespace: str, deployment: str, day: str) -> float:
@@ -84,7 +90,9 @@ def spent_today(tx: Tx, namespace: str, deployment: str, day: str) -> float:
     )
 
 
-def label_spent_today(tx: Tx, namespace: str, deployment: str, day: str, rules: list[str]) -> dict[str, float]:
+def label_spent_today(
+    tx: Tx, namespace: str, deployment: str, day: str, rules: list[str]
+) -> dict[str, float]:
     """Spend today per "key=value" rule: per-run sums, then filtered on the run's labels."""
     out = dict.fromkeys(rules, 0.0)
     if not rules:
@@ -108,14 +116,19 @@ def budget_state(tx: Tx, dep: Row, now_ms: int) -> BudgetState:
     day = utc_day(now_ms)
     spent = spent_today(tx, dep["namespace"], dep["name"], day) if limit is not None else 0.0
     return BudgetState(
-        day=day, spent_usd=spent, limit_usd=limit, reset_at_ms=next_reset_ms(now_ms),
+        day=day,
+        spent_usd=spent,
+        limit_usd=limit,
+        reset_at_ms=next_reset_ms(now_ms),
         label_spent=label_spent_today(tx, dep["namespace"], dep["name"], day, list(labels)),
         label_limits=labels,
     )
 
 
 def carries_exhausted_label(task_labels: Mapping[str, str], exhausted: list[str]) -> bool:
-    return any(task_labels.get(rule.partition("=")[0]) == rule.partition("=")[2] for rule in exhausted)
+    return any(
+        task_labels.get(rule.partition("=")[0]) == rule.partition("=")[2] for rule in exhausted
+    )
 
 
 def announce_thresholds(tx: Tx, dep: Row, state: BudgetState) -> list[str]:
@@ -132,11 +145,20 @@ def announce_thresholds(tx: Tx, dep: Row, state: BudgetState) -> list[str]:
                 break
             key = f"budget:{dep['id']}:{state.day}:{label_rule or '*'}:{pct}"
             seq = tx.event(
-                dep["namespace"], "budget.threshold",
+                dep["namespace"],
+                "budget.threshold",
                 severity="critical" if pct >= 100 else "warning" if pct >= 80 else "info",
-                deployment=dep["name"], dedupe_key=key,
-                data={"scope": scope, "label": label_rule, "percent": pct, "spent_usd": round(spent, 6),
-                      "limit_usd": limit, "day": state.day, "reset_at_ms": state.reset_at_ms},
+                deployment=dep["name"],
+                dedupe_key=key,
+                data={
+                    "scope": scope,
+                    "label": label_rule,
+                    "percent": pct,
+                    "spent_usd": round(spent, 6),
+                    "limit_usd": limit,
+                    "day": state.day,
+                    "reset_at_ms": state.reset_at_ms,
+                },
             )
             if seq is not None:
                 sent.append(key)
@@ -146,7 +168,9 @@ def announce_thresholds(tx: Tx, dep: Row, state: BudgetState) -> list[str]:
 def announce_all_thresholds(tx: Tx, now_ms: int) -> list[str]:
     """Leader tick: check every deployment with a budget (cheap: one indexed sum each)."""
     sent: list[str] = []
-    for dep in tx.all("SELECT id, namespace, name, budget FROM deployments WHERE budget NOT IN ('{}', '')"):
+    for dep in tx.all(
+        "SELECT id, namespace, name, budget FROM deployments WHERE budget NOT IN ('{}', '')"
+    ):
         limit, labels = budget_config(dep)
         if limit is None and not labels:
             continue
@@ -162,7 +186,9 @@ def require_budget_left(tx: Tx, dep: Row, now_ms: int, what: str) -> None:
             f"deployment {dep['name']!r} spent ${state.spent_usd:.2f} of its ${state.limit_usd:.2f} daily budget;"
             f" {what} is refused until the budget resets at "
             f"{datetime.fromtimestamp(state.reset_at_ms / 1000, tz=UTC).isoformat()}",
-            deployment=dep["name"], reason="budget", reset_at_ms=state.reset_at_ms,
+            deployment=dep["name"],
+            reason="budget",
+            reset_at_ms=state.reset_at_ms,
             retry_after_s=max(1, (state.reset_at_ms - now_ms + 999) // 1000),
         )
 
@@ -170,8 +196,13 @@ def require_budget_left(tx: Tx, dep: Row, now_ms: int, what: str) -> None:
 def exhausted_deployment_ids(tx: Tx, now_ms: int) -> set[str]:
     """Deployments held at 0 by their daily budget (no leases, wake-ups or scale-ups until reset)."""
     out: set[str] = set()
-    for dep in tx.all("SELECT id, namespace, name, budget FROM deployments WHERE budget NOT IN ('{}', '')"):
+    for dep in tx.all(
+        "SELECT id, namespace, name, budget FROM deployments WHERE budget NOT IN ('{}', '')"
+    ):
         limit, _ = budget_config(dep)
-        if limit is not None and spent_today(tx, dep["namespace"], dep["name"], utc_day(now_ms)) >= limit:
+        if (
+            limit is not None
+            and spent_today(tx, dep["namespace"], dep["name"], utc_day(now_ms)) >= limit
+        ):
             out.add(dep["id"])
     return out

@@ -31,5 +31,7 @@ def put_definition(tx: Tx, name: str, digest: str, files: Mapping[str, bytes]) -
 async def get_definition_files(store: Store, definition_id: str) -> dict[str, bytes]:
     row = await store.one("SELECT digest, files FROM definitions WHERE id = ?", (definition_id,))
     if row is None:
-        raise NotFoundError(f"definition {definition_id} is not in the store", definition=definition_id)
+        raise NotFoundError(
+            f"definition {definition_id} is not in the store", definition=definition_id
+        )
     return unpack(bytes(row["files"]), expect_digest=row["digest"])

@@ -48,7 +48,9 @@ def decode_files(files: dict[str, str], limits: BundleLimits | None = None) -> d
         try:
             out[path] = base64.b64decode(b64, validate=True)
         except (binascii.Error, ValueError):
-            raise InvalidError(f"files[{path!r}] is not valid base64", field=f"files.{path}") from None
+            raise InvalidError(
+                f"files[{path!r}] is not valid base64", field=f"files.{path}"
+            ) from None
     (limits or BundleLimits.from_env()).check(out)
     return out
 
@@ -62,8 +64,12 @@ def encode_files(files: dict[str, bytes], limits: BundleLimits | None = None) ->
 def _scale(bundle: Bundle) -> ScalePolicy:
     s = bundle.config.scale
     return ScalePolicy(
-        min=s.min, max=s.max, target_queue_per_instance=s.target_queue_per_instance,
-        idle_timeout_ms=bundle.config.idle_timeout_ms, max_concurrency=s.max_concurrency, reserve=s.reserve,
+        min=s.min,
+        max=s.max,
+        target_queue_per_instance=s.target_queue_per_instance,
+        idle_timeout_ms=bundle.config.idle_timeout_ms,
+        max_concurrency=s.max_concurrency,
+        reserve=s.reserve,
     )
 
 
@@ -82,8 +88,13 @@ def _sync_signals(tx: Tx, dep_id: str, namespace: str, name: str, bundle: Bundle
 
     sync_triggers(tx, {"id": dep_id, "namespace": namespace, "name": name}, bundle.config)
     sync_bundle_target(tx, namespace, name, bundle.config.permissions.notify)
-    keys = harness_key_secrets(namespace, bundle.harness.model_dump(by_alias=True, exclude_none=True))
-    envs = {acct: None if _platform(bundle, key) else bundle.secrets.env_var(key) for acct, key in keys.items()}
+    keys = harness_key_secrets(
+        namespace, bundle.harness.model_dump(by_alias=True, exclude_none=True)
+    )
+    envs = {
+        acct: None if _platform(bundle, key) else bundle.secrets.env_var(key)
+        for acct, key in keys.items()
+    }
     sync_accounts(tx, dep_id, list(keys), envs)
 
 
@@ -92,15 +103,21 @@ def _platform(bundle: Bundle, secret: str) -> bool:
     return spec is not None and spec.source == "platform"
 
 
-async def create_deployment(hub: Hub, p: Principal, req: CreateDeploymentRequest) -> DeploymentResponse:
+async def create_deployment(
+    hub: Hub, p: Principal, req: CreateDeploymentRequest
+) -> DeploymentResponse:
     return await _apply(hub, p, req, must_exist=False)
 
 
-async def update_deployment(hub: Hub, p: Principal, req: CreateDeploymentRequest) -> DeploymentResponse:
+async def update_deployment(
+    hub: Hub, p: Principal, req: CreateDeploymentRequest
+) -> DeploymentResponse:
     return await _apply(hub, p, req, must_exist=True)
 
 
-async def _apply(hub: Hub, p: Principal, req: CreateDeploymentRequest, *, must_exist: bool) -> DeploymentResponse:
+async def _apply(
+    hub: Hub, p: Principal, req: CreateDeploymentRequest, *, must_exist: bool
+) -> DeploymentResponse:
     p.require_namespace(req.namespace)
     bundle = load_bundle_files(decode_files(req.files))
     if req.validate_only:
@@ -115,14 +132,22 @@ async def _apply(hub: Hub, p: Principal, req: CreateDeploymentRequest, *, must_e
 
     def fn(tx: Tx) -> tuple[str, bool, bool]:
         def_id = put_definition(tx, bundle.name, bundle.digest, bundle.files)
-        row = tx.one("SELECT * FROM deployments WHERE namespace = ? AND name = ?", (req.namespace, name))
+        row = tx.one(
+            "SELECT * FROM deployments WHERE namespace = ? AND name = ?", (req.namespace, name)
+        )
         if row is None and must_exist:
-            raise NotFoundError(f"deployment {req.namespace}/{name} does not exist; create it with `agen deploy`")
+            raise NotFoundError(
+                f"deployment {req.namespace}/{name} does not exist; create it with `agen deploy`"
+            )
         columns = {
-            "kind": bundle.config.kind, "definition_id": def_id, "digest": bundle.digest,
-            "scale": scale.model_dump_json(), "placement": dumps(bundle.config.placement.labels),
+            "kind": bundle.config.kind,
+            "definition_id": def_id,
+            "digest": bundle.digest,
+            "scale": scale.model_dump_json(),
+            "placement": dumps(bundle.config.placement.labels),
             "budget": bundle.config.budget.model_dump_json(exclude_none=True),
-            "limits": bundle.config.limits.model_dump_json(exclude_none=True), "policy": dumps(_policy(bundle)),
+            "limits": bundle.config.limits.model_dump_json(exclude_none=True),
+            "policy": dumps(_policy(bundle)),
         }
         if row is None:
             dep_id = str(ULID())
@@ -132,10 +157,19 @@ async def _apply(hub: Hub, p: Principal, req: CreateDeploymentRequest, *, must_e
                 " limits, policy, desired, last_activity_ms, manual_scale_ms, created_ms, updated_ms)"
                 " VALUES (:id,:ns,:name,:kind,:definition_id,:digest,:scale,:placement,:budget,:limits,:policy,"
                 " :desired,:now,:manual,:now,:now)",
-                {**columns, "id": dep_id, "ns": req.namespace, "name": name, "desired": desired, "now": tx.now_ms,
-                 "manual": tx.now_ms if req.replicas is not None else None},
+                {
+                    **columns,
+                    "id": dep_id,
+                    "ns": req.namespace,
+                    "name": name,
+                    "desired": desired,
+                    "now": tx.now_ms,
+                    "manual": tx.now_ms if req.replicas is not None else None,
+                },
             )
-            tx.event(req.namespace, "deployment.created", deployment=name, data={"definition": def_id})
+            tx.event(
+                req.namespace, "deployment.created", deployment=name, data={"definition": def_id}
+            )
             write_log(tx, req.namespace, name, f"created from {def_id}")
             _sync_signals(tx, dep_id, req.namespace, name, bundle)
             return dep_id, True, True
@@ -150,11 +184,18 @@ async def _apply(hub: Hub, p: Principal, req: CreateDeploymentRequest, *, must_e
             " placement=:placement, budget=:budget, limits=:limits, policy=:policy, desired=:desired,"
             " manual_scale_ms=COALESCE(:manual, manual_scale_ms), last_activity_ms=:now, updated_ms=:now"
             " WHERE id=:id",
-            {**columns, "desired": desired, "now": tx.now_ms, "id": row["id"],
-             "manual": tx.now_ms if req.replicas is not None else None},
+            {
+                **columns,
+                "desired": desired,
+                "now": tx.now_ms,
+                "id": row["id"],
+                "manual": tx.now_ms if req.replicas is not None else None,
+            },
         )
         if changed:
-            tx.event(req.namespace, "deployment.updated", deployment=name, data={"definition": def_id})
+            tx.event(
+                req.namespace, "deployment.updated", deployment=name, data={"definition": def_id}
+            )
             write_log(tx, req.namespace, name, f"updated to {def_id}")
         _sync_signals(tx, str(row["id"]), req.namespace, name, bundle)
         return str(row["id"]), False, changed
@@ -162,16 +203,21 @@ async def _apply(hub: Hub, p: Principal, req: CreateDeploymentRequest, *, must_e
     dep_id, created, changed = await hub.store.write(fn)
     hub.desired_state_changed()
     view = await _view_by_id(hub, dep_id)
-    return DeploymentResponse(deployment=view, created=created, changed=changed, warnings=list(bundle.warnings))
+    return DeploymentResponse(
+        deployment=view, created=created, changed=changed, warnings=list(bundle.warnings)
+    )
 
 
 async def find_deployment(hub: Hub, p: Principal, namespace: str, name: str) -> Row:
     p.require_namespace(namespace)
-    row = await hub.store.one("SELECT * FROM deployments WHERE namespace = ? AND name = ?", (namespace, name))
+    row = await hub.store.one(
+        "SELECT * FROM deployments WHERE namespace = ? AND name = ?", (namespace, name)
+    )
     if row is None:
         raise NotFoundError(
             f"deployment {namespace}/{name} not found; `agen ps` lists deployments, `agen deploy <dir>` creates one",
-            deployment=name, namespace=namespace,
+            deployment=name,
+            namespace=namespace,
         )
     return row
 
@@ -190,23 +236,52 @@ _INSTANCES = (
 )
 
 
-def _to_view(row: Row, counts: Row | None, inst: Row | None, facts: DeploymentFacts | None = None,
-             triggers: list[TriggerDue] | None = None) -> Deployment:
+def _to_view(
+    row: Row,
+    counts: Row | None,
+    inst: Row | None,
+    facts: DeploymentFacts | None = None,
+    triggers: list[TriggerDue] | None = None,
+) -> Deployment:
     counts = counts or {}
     inst = inst or {}
-    running, queued, ready = int(counts.get("running") or 0), int(counts.get("queued") or 0), int(inst.get("ready") or 0)
-    act = deployment_activity(row, facts, running=running, queued=queued, ready=ready) if facts else None
+    running, queued, ready = (
+        int(counts.get("running") or 0),
+        int(counts.get("queued") or 0),
+        int(inst.get("ready") or 0),
+    )
+    act = (
+        deployment_activity(row, facts, running=running, queued=queued, ready=ready)
+        if facts
+        else None
+    )
     key = (row["namespace"], row["name"])
     return Deployment(
-        id=row["id"], namespace=row["namespace"], name=row["name"], kind=row["kind"],
-        definition_id=row["definition_id"], digest=row["digest"], scale=ScalePolicy.model_validate_json(row["scale"]),
-        placement=loads(row["placement"], {}), budget=loads(row["budget"], {}), limits=loads(row["limits"], {}),
-        policy=loads(row["policy"], {}), desired=row["desired"], paused=bool(row["paused"]),
-        pause_reason=row["pause_reason"], ready=int(inst.get("ready") or 0), instances=int(inst.get("total") or 0),
-        queued=int(counts.get("queued") or 0), scheduled=int(counts.get("scheduled") or 0),
-        running=int(counts.get("running") or 0), waiting=int(counts.get("waiting") or 0),
-        last_activity_ms=row["last_activity_ms"], created_ms=row["created_ms"], updated_ms=row["updated_ms"],
-        activity=act.word if act else "idle", stopped_reason=act.stopped_reason if act else None,
+        id=row["id"],
+        namespace=row["namespace"],
+        name=row["name"],
+        kind=row["kind"],
+        definition_id=row["definition_id"],
+        digest=row["digest"],
+        scale=ScalePolicy.model_validate_json(row["scale"]),
+        placement=loads(row["placement"], {}),
+        budget=loads(row["budget"], {}),
+        limits=loads(row["limits"], {}),
+        policy=loads(row["policy"], {}),
+        desired=row["desired"],
+        paused=bool(row["paused"]),
+        pause_reason=row["pause_reason"],
+        ready=int(inst.get("ready") or 0),
+        instances=int(inst.get("total") or 0),
+        queued=int(counts.get("queued") or 0),
+        scheduled=int(counts.get("scheduled") or 0),
+        running=int(counts.get("running") or 0),
+        waiting=int(counts.get("waiting") or 0),
+        last_activity_ms=row["last_activity_ms"],
+        created_ms=row["created_ms"],
+        updated_ms=row["updated_ms"],
+        activity=act.word if act else "idle",
+        stopped_reason=act.stopped_reason if act else None,
         pending_approvals=facts.pending_approvals.get(key, 0) if facts else 0,
         spent_today_usd=round(facts.spent_today.get(key, 0.0), 6) if facts else 0.0,
         triggers=triggers or [],
@@ -229,11 +304,20 @@ async def _views(hub: Hub, rows: list[Row]) -> list[Deployment]:
     by_t: dict[str, list[TriggerDue]] = {}
     for t in await hub.store.all(
         "SELECT deployment_id, name, type, next_due_ms, last_due_ms FROM triggers WHERE type IN ('cron', 'random')"
-        f" AND deployment_id IN ({marks}) ORDER BY name", ids,
+        f" AND deployment_id IN ({marks}) ORDER BY name",
+        ids,
     ):
-        by_t.setdefault(t["deployment_id"], []).append(TriggerDue(
-            name=t["name"], type=t["type"], next_due_at=t["next_due_ms"], last_due_at=t["last_due_ms"]))
-    return [_to_view(r, by_c.get(r["id"]), by_i.get(r["id"]), facts, by_t.get(r["id"])) for r in rows]
+        by_t.setdefault(t["deployment_id"], []).append(
+            TriggerDue(
+                name=t["name"],
+                type=t["type"],
+                next_due_at=t["next_due_ms"],
+                last_due_at=t["last_due_ms"],
+            )
+        )
+    return [
+        _to_view(r, by_c.get(r["id"]), by_i.get(r["id"]), facts, by_t.get(r["id"])) for r in rows
+    ]
 
 
 async def _view_by_id(hub: Hub, dep_id: str) -> Deployment:
@@ -248,17 +332,23 @@ async def get_deployment(hub: Hub, p: Principal, req: GetDeploymentRequest) -> D
     return DeploymentResponse(deployment=(await _views(hub, [row]))[0])
 
 
-async def list_deployments(hub: Hub, p: Principal, req: ListDeploymentsRequest) -> ListDeploymentsResponse:
+async def list_deployments(
+    hub: Hub, p: Principal, req: ListDeploymentsRequest
+) -> ListDeploymentsResponse:
     if req.all_namespaces:
         rows = await hub.store.all("SELECT * FROM deployments ORDER BY namespace, name")
         rows = [r for r in rows if p.sees(r["namespace"])]
     else:
         p.require_namespace(req.namespace)
-        rows = await hub.store.all("SELECT * FROM deployments WHERE namespace = ? ORDER BY name", (req.namespace,))
+        rows = await hub.store.all(
+            "SELECT * FROM deployments WHERE namespace = ? ORDER BY name", (req.namespace,)
+        )
     return ListDeploymentsResponse(deployments=await _views(hub, rows))
 
 
-async def scale_deployment(hub: Hub, p: Principal, req: ScaleDeploymentRequest) -> DeploymentResponse:
+async def scale_deployment(
+    hub: Hub, p: Principal, req: ScaleDeploymentRequest
+) -> DeploymentResponse:
     row = await find_deployment(hub, p, req.namespace, req.name)
     scale = ScalePolicy.model_validate_json(row["scale"])
     if req.replicas > scale.max:
@@ -272,12 +362,16 @@ async def scale_deployment(hub: Hub, p: Principal, req: ScaleDeploymentRequest) 
         if cur is None:
             raise NotFoundError(f"deployment {req.namespace}/{req.name} was deleted")
         if cur["paused"]:
-            raise ConflictError(f"{req.name} is stopped; `agen start {req.name}` first, then scale it")
+            raise ConflictError(
+                f"{req.name} is stopped; `agen start {req.name}` first, then scale it"
+            )
         tx.execute(
             "UPDATE deployments SET desired = ?, manual_scale_ms = ?, last_activity_ms = ?, updated_ms = ? WHERE id = ?",
             (req.replicas, tx.now_ms, tx.now_ms, tx.now_ms, row["id"]),
         )
-        tx.event(req.namespace, "deployment.scaled", deployment=req.name, data={"replicas": req.replicas})
+        tx.event(
+            req.namespace, "deployment.scaled", deployment=req.name, data={"replicas": req.replicas}
+        )
         write_log(tx, req.namespace, req.name, f"scaled to {req.replicas}")
 
     await hub.store.write(fn)
@@ -285,7 +379,9 @@ async def scale_deployment(hub: Hub, p: Principal, req: ScaleDeploymentRequest) 
     return DeploymentResponse(deployment=await _view_by_id(hub, row["id"]), changed=True)
 
 
-async def pause_deployment(hub: Hub, p: Principal, req: PauseDeploymentRequest) -> DeploymentResponse:
+async def pause_deployment(
+    hub: Hub, p: Principal, req: PauseDeploymentRequest
+) -> DeploymentResponse:
     row = await find_deployment(hub, p, req.namespace, req.name)
     scale = ScalePolicy.model_validate_json(row["scale"])
 
@@ -296,9 +392,18 @@ async def pause_deployment(hub: Hub, p: Principal, req: PauseDeploymentRequest) 
                 (req.reason, tx.now_ms, row["id"]),
             )
             if req.hold_runs:
-                queue.hold_deployment(tx, row["id"], req.hold_until_ms, req.reason or "deployment stopped")
-            tx.event(req.namespace, "deployment.stopped", deployment=req.name, data={"reason": req.reason})
-            write_log(tx, req.namespace, req.name, "stopped" + (f": {req.reason}" if req.reason else ""))
+                queue.hold_deployment(
+                    tx, row["id"], req.hold_until_ms, req.reason or "deployment stopped"
+                )
+            tx.event(
+                req.namespace,
+                "deployment.stopped",
+                deployment=req.name,
+                data={"reason": req.reason},
+            )
+            write_log(
+                tx, req.namespace, req.name, "stopped" + (f": {req.reason}" if req.reason else "")
+            )
         else:
             tx.execute(
                 "UPDATE deployments SET paused = 0, pause_reason = NULL, desired = ?, last_activity_ms = ?,"
@@ -314,25 +419,43 @@ async def pause_deployment(hub: Hub, p: Principal, req: PauseDeploymentRequest) 
     return DeploymentResponse(deployment=await _view_by_id(hub, row["id"]), changed=True)
 
 
-async def delete_deployment(hub: Hub, p: Principal, req: DeleteDeploymentRequest) -> DeleteDeploymentResponse:
+async def delete_deployment(
+    hub: Hub, p: Principal, req: DeleteDeploymentRequest
+) -> DeleteDeploymentResponse:
     row = await find_deployment(hub, p, req.namespace, req.name)
 
     def fn(tx: Tx) -> tuple[list[str], int]:
-        unfinished = tx.all(f"SELECT id FROM tasks WHERE deployment_id = ? AND state IN {UNFINISHED}", (row["id"],))
+        unfinished = tx.all(
+            f"SELECT id FROM tasks WHERE deployment_id = ? AND state IN {UNFINISHED}", (row["id"],)
+        )
         for t in unfinished:
             queue.cancel_task(tx, t["id"], by=p.subject, reason="deployment deleted")
         cancelled = len(unfinished)
         ended = tx.execute(
             "UPDATE runs SET status = 'cancelled', epoch = epoch + 1, finished_ms = ?, updated_ms = ?,"
             " outcome = ? WHERE namespace = ? AND deployment = ? AND finished_ms IS NULL",
-            (tx.now_ms, tx.now_ms, dumps({"status": "cancelled", "reason": "deployment_deleted", "summary": ""}),
-             req.namespace, req.name),
+            (
+                tx.now_ms,
+                tx.now_ms,
+                dumps({"status": "cancelled", "reason": "deployment_deleted", "summary": ""}),
+                req.namespace,
+                req.name,
+            ),
         )
         tx.execute("DELETE FROM deployments WHERE id = ?", (row["id"],))
         sync_bundle_target(tx, req.namespace, req.name, None)
-        tx.event(req.namespace, "deployment.deleted", deployment=req.name,
-                 data={"cancelled_tasks": cancelled, "ended_runs": ended})
-        write_log(tx, req.namespace, req.name, f"deleted ({cancelled} tasks cancelled, {ended} runs ended)")
+        tx.event(
+            req.namespace,
+            "deployment.deleted",
+            deployment=req.name,
+            data={"cancelled_tasks": cancelled, "ended_runs": ended},
+        )
+        write_log(
+            tx,
+            req.namespace,
+            req.name,
+            f"deleted ({cancelled} tasks cancelled, {ended} runs ended)",
+        )
         return [t["id"] for t in unfinished], ended
 
     cancelled_ids, ended = await hub.store.write(fn)

@@ -45,7 +45,8 @@ class EventFilter:
     def __post_init__(self) -> None:
         if self.severity is not None and self.severity not in SEVERITY_RANK:
             raise InvalidError(
-                f"severity must be info, warning or critical (got {self.severity!r})", field="severity"
+                f"severity must be info, warning or critical (got {self.severity!r})",
+                field="severity",
             )
 
     def sql(self) -> tuple[str, list[Any]]:
@@ -68,7 +69,10 @@ class EventFilter:
     def matches(self, event: Mapping[str, Any]) -> bool:
         if self.deployment and event.get("deployment") != self.deployment:
             return False
-        if self.severity and SEVERITY_RANK.get(str(event.get("severity")), 0) < SEVERITY_RANK[self.severity]:
+        if (
+            self.severity
+            and SEVERITY_RANK.get(str(event.get("severity")), 0) < SEVERITY_RANK[self.severity]
+        ):
             return False
         if not type_matches(str(event["type"]), self.types):
             return False
@@ -86,7 +90,9 @@ def parse_labels(items: Iterable[str]) -> dict[str, str]:
     for item in items:
         key, eq, value = item.partition("=")
         if not eq or not key:
-            raise InvalidError(f"label {item!r} is not key=value (for example --label team=ops)", field="label")
+            raise InvalidError(
+                f"label {item!r} is not key=value (for example --label team=ops)", field="label"
+            )
         out[key] = value
     return out
 
@@ -99,7 +105,9 @@ def decode(row: Row) -> dict[str, Any]:
     return out
 
 
-def _query(namespaces: Sequence[str], after: int, top: int, flt: EventFilter, batch: int) -> tuple[str, list[Any]]:
+def _query(
+    namespaces: Sequence[str], after: int, top: int, flt: EventFilter, batch: int
+) -> tuple[str, list[Any]]:
     sql = "SELECT * FROM events WHERE seq > ? AND seq <= ?"
     params: list[Any] = [after, top]
     if namespaces:
@@ -120,7 +128,12 @@ class EventPage:
 
 
 async def read_events(
-    store: Store, namespaces: Sequence[str], *, after: int = 0, flt: EventFilter | None = None, limit: int = 50
+    store: Store,
+    namespaces: Sequence[str],
+    *,
+    after: int = 0,
+    flt: EventFilter | None = None,
+    limit: int = 50,
 ) -> EventPage:
     """One page of matching events after ``after`` (bounded fetch, then filter)."""
     flt = flt or EventFilter()
@@ -166,7 +179,9 @@ async def list_events(
     return page
 
 
-async def tail_start(store: Store, namespaces: Sequence[str], last: int, flt: EventFilter | None = None) -> int:
+async def tail_start(
+    store: Store, namespaces: Sequence[str], last: int, flt: EventFilter | None = None
+) -> int:
     """The cursor that shows the newest ``last`` *matching* events of these namespaces (for `agen events`).
 
     The filter runs before the count: "the last 2 task.succeeded events" must not become "whichever

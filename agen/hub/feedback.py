@@ -25,23 +25,49 @@ from agen.store.base import new_ulid
 
 def feedback_view(row: Row) -> Feedback:
     return Feedback(
-        id=row["id"], namespace=row["namespace"], deployment=row["deployment"], run_id=row["run_id"],
-        task_id=row["task_id"], digest=row["digest"], score=float(row["score"]), note=row["note"],
-        labels=loads(row["labels"], {}) or {}, by=row["by"], created_ms=int(row["created_ms"]),
+        id=row["id"],
+        namespace=row["namespace"],
+        deployment=row["deployment"],
+        run_id=row["run_id"],
+        task_id=row["task_id"],
+        digest=row["digest"],
+        score=float(row["score"]),
+        note=row["note"],
+        labels=loads(row["labels"], {}) or {},
+        by=row["by"],
+        created_ms=int(row["created_ms"]),
     )
 
 
-async def record_feedback(hub: Hub, p: Principal, req: RecordFeedbackRequest) -> RecordFeedbackResponse:
+async def record_feedback(
+    hub: Hub, p: Principal, req: RecordFeedbackRequest
+) -> RecordFeedbackResponse:
     p.require_namespace(req.namespace)
     run = await find_run(hub, p, req.id)
     attrs = await hub.store.scalar(
-        "SELECT attrs FROM spans WHERE run_id = ? AND name = 'agen.run' ORDER BY started_ms LIMIT 1", (run["id"],))
+        "SELECT attrs FROM spans WHERE run_id = ? AND name = 'agen.run' ORDER BY started_ms LIMIT 1",
+        (run["id"],),
+    )
     digest = (loads(attrs, {}) or {}).get("agen.definition.digest")
-    row = {"id": new_ulid(), "namespace": run["namespace"], "deployment": run["deployment"], "run_id": run["id"],
-           "task_id": run["task_id"], "digest": digest, "score": req.score, "note": req.note,
-           "labels": dumps(req.labels), "by": p.subject, "created_ms": hub.clock()}
-    await hub.store.write(lambda tx: tx.execute(
-        f"INSERT INTO feedback ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", list(row.values())))
+    row = {
+        "id": new_ulid(),
+        "namespace": run["namespace"],
+        "deployment": run["deployment"],
+        "run_id": run["id"],
+        "task_id": run["task_id"],
+        "digest": digest,
+        "score": req.score,
+        "note": req.note,
+        "labels": dumps(req.labels),
+        "by": p.subject,
+        "created_ms": hub.clock(),
+    }
+    await hub.store.write(
+        lambda tx: tx.execute(
+            f"INSERT INTO feedback ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+            list(row.values()),
+        )
+    )
     return RecordFeedbackResponse(feedback=feedback_view(row))
 
 
@@ -62,7 +88,9 @@ async def list_feedback(hub: Hub, p: Principal, req: ListFeedbackRequest) -> Lis
     for key, value in sorted(req.labels.items()):
         sql += " AND EXISTS (SELECT 1 FROM json_each(feedback.labels) WHERE json_each.key = ? AND json_each.value = ?)"
         params += [key, value]
-    rows = await hub.store.all(sql + " ORDER BY created_ms DESC, id DESC LIMIT ?", [*params, req.limit])
+    rows = await hub.store.all(
+        sql + " ORDER BY created_ms DESC, id DESC LIMIT ?", [*params, req.limit]
+    )
     return ListFeedbackResponse(feedback=[feedback_view(r) for r in rows])
 
 
@@ -72,14 +100,20 @@ async def summaries(store: Store, run_ids: list[str]) -> dict[str, FeedbackSumma
         return {}
     rows = await store.all(
         "SELECT run_id, score, created_ms FROM feedback"
-        f" WHERE run_id IN ({','.join('?' * len(run_ids))}) ORDER BY created_ms, id", run_ids)
+        f" WHERE run_id IN ({','.join('?' * len(run_ids))}) ORDER BY created_ms, id",
+        run_ids,
+    )
     by_run: dict[str, list[float]] = {}
     for r in rows:
         by_run.setdefault(r["run_id"], []).append(float(r["score"]))
-    return {rid: FeedbackSummary(count=len(s), last_score=s[-1], mean_score=round(sum(s) / len(s), 4))
-            for rid, s in by_run.items()}
+    return {
+        rid: FeedbackSummary(count=len(s), last_score=s[-1], mean_score=round(sum(s) / len(s), 4))
+        for rid, s in by_run.items()
+    }
 
 
 async def of_run(store: Store, run_id: str) -> list[Feedback]:
-    rows = await store.all("SELECT * FROM feedback WHERE run_id = ? ORDER BY created_ms, id", (run_id,))
+    rows = await store.all(
+        "SELECT * FROM feedback WHERE run_id = ? ORDER BY created_ms, id", (run_id,)
+    )
     return [feedback_view(r) for r in rows]

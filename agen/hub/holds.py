@@ -37,12 +37,17 @@ def _wake_if_resuming(tx: Tx, row: dict[str, Any], reason: str) -> bool:
     return False
 
 
-def pause_task(tx: Tx, task_id: str, until_ms: int | None = None, reason: str | None = None) -> dict[str, Any]:
+def pause_task(
+    tx: Tx, task_id: str, until_ms: int | None = None, reason: str | None = None
+) -> dict[str, Any]:
     """Hold an unfinished task (until ``until_ms``, or until resumed)."""
     row = get_task(tx, task_id)
     if row["state"] not in UNFINISHED:
-        raise ConflictError(f"task {task_id} already ended ({row['state']}); there is nothing to pause",
-                            task_id=task_id, state=row["state"])
+        raise ConflictError(
+            f"task {task_id} already ended ({row['state']}); there is nothing to pause",
+            task_id=task_id,
+            state=row["state"],
+        )
     tx.execute(
         "UPDATE tasks SET held = 1, held_until_ms = ?, hold_reason = ?, held_by = 'task', updated_ms = ?"
         " WHERE id = ?",
@@ -56,8 +61,11 @@ def resume_task(tx: Tx, task_id: str) -> dict[str, Any]:
     """Clear a task's hold; a task suspended on "resume" is requeued at urgent priority."""
     row = get_task(tx, task_id)
     if row["state"] not in UNFINISHED:
-        raise ConflictError(f"task {task_id} already ended ({row['state']}); there is nothing to resume",
-                            task_id=task_id, state=row["state"])
+        raise ConflictError(
+            f"task {task_id} already ended ({row['state']}); there is nothing to resume",
+            task_id=task_id,
+            state=row["state"],
+        )
     if not row["held"] and not (row["state"] == "waiting" and row["wait_for"] == RESUME):
         return row
     _clear_hold(tx, task_id)
@@ -69,12 +77,16 @@ def resume_task(tx: Tx, task_id: str) -> dict[str, Any]:
 def _deployment(tx: Tx, deployment_id: str) -> dict[str, Any]:
     dep = tx.one("SELECT id, namespace, name FROM deployments WHERE id = ?", (deployment_id,))
     if dep is None:
-        raise NotFoundError(f"deployment {deployment_id} not found; list deployments with `agen ps`",
-                            deployment_id=deployment_id)
+        raise NotFoundError(
+            f"deployment {deployment_id} not found; list deployments with `agen ps`",
+            deployment_id=deployment_id,
+        )
     return dep
 
 
-def hold_deployment(tx: Tx, deployment_id: str, until_ms: int | None = None, reason: str | None = None) -> int:
+def hold_deployment(
+    tx: Tx, deployment_id: str, until_ms: int | None = None, reason: str | None = None
+) -> int:
     """Hold every unfinished task of a deployment (not ones paused on their own); returns how many."""
     dep = _deployment(tx, deployment_id)
     n = tx.execute(
@@ -83,8 +95,12 @@ def hold_deployment(tx: Tx, deployment_id: str, until_ms: int | None = None, rea
         " AND (held = 0 OR held_by = 'deployment')",
         (until_ms, reason, tx.now_ms, deployment_id),
     )
-    tx.event(dep["namespace"], "deployment.held", deployment=dep["name"],
-             data={"tasks": n, "until_ms": until_ms, "reason": reason})
+    tx.event(
+        dep["namespace"],
+        "deployment.held",
+        deployment=dep["name"],
+        data={"tasks": n, "until_ms": until_ms, "reason": reason},
+    )
     return n
 
 
@@ -100,7 +116,12 @@ def resume_deployment_hold(tx: Tx, deployment_id: str) -> int:
         _clear_hold(tx, row["id"])
         _wake_if_resuming(tx, row, "deployment resumed")
     if rows:
-        tx.event(dep["namespace"], "deployment.resumed", deployment=dep["name"], data={"tasks": len(rows)})
+        tx.event(
+            dep["namespace"],
+            "deployment.resumed",
+            deployment=dep["name"],
+            data={"tasks": len(rows)},
+        )
     return len(rows)
 
 
@@ -115,7 +136,8 @@ def is_held(tx: Tx, task_id: str) -> bool:
 def wake_expired_holds(tx: Tx, now_ms: int) -> list[str]:
     """End holds whose deadline passed; requeue tasks suspended on "resume". Returns the woken ids."""
     rows = tx.all(
-        "SELECT * FROM tasks WHERE held = 1 AND held_until_ms IS NOT NULL AND held_until_ms <= ?", (now_ms,)
+        "SELECT * FROM tasks WHERE held = 1 AND held_until_ms IS NOT NULL AND held_until_ms <= ?",
+        (now_ms,),
     )
     woken: list[str] = []
     for row in rows:

@@ -37,7 +37,9 @@ def _secrets_of(tx: Tx, definition_id: str) -> Secrets:
             try:
                 secrets = Secrets.model_validate(json.loads(raw))
             except (ValueError, ValidationError):
-                secrets = Secrets()  # a stored definition was validated at deploy; nothing to mask otherwise
+                secrets = (
+                    Secrets()
+                )  # a stored definition was validated at deploy; nothing to mask otherwise
     if len(_declared) > 256:
         _declared.clear()
     _declared[definition_id] = secrets

@@ -14,7 +14,7 @@ from agen.hub.logs import write_log
 from agen.hub.service import Hub
 from agen.store import Tx, dumps, loads
 
-FAILING_AFTER = 3                 # consecutive start failures that mark a deployment's instances failing
+FAILING_AFTER = 3  # consecutive start failures that mark a deployment's instances failing
 
 
 def register_nest(tx: Tx, name: str, *, capacity: int, labels: dict[str, str] | None = None) -> str:
@@ -38,10 +38,16 @@ def register_nest(tx: Tx, name: str, *, capacity: int, labels: dict[str, str] | 
         " WHERE nest_id = ? AND state NOT IN ('stopped', 'failed')",
         (tx.now_ms, nest_id),
     )
-    held = tx.all("SELECT id, lease_id FROM tasks WHERE lease_nest_id = ? AND state IN ('leased', 'running')",
-                  (nest_id,))
-    for t in held:  # the restarted Nest runs nothing: its old leases are void, not worth waiting out
-        release_task(tx, t["id"], t["lease_id"], count_attempt=True, reason=f"nest {name} restarted")
+    held = tx.all(
+        "SELECT id, lease_id FROM tasks WHERE lease_nest_id = ? AND state IN ('leased', 'running')",
+        (nest_id,),
+    )
+    for (
+        t
+    ) in held:  # the restarted Nest runs nothing: its old leases are void, not worth waiting out
+        release_task(
+            tx, t["id"], t["lease_id"], count_attempt=True, reason=f"nest {name} restarted"
+        )
     return nest_id
 
 
@@ -55,8 +61,13 @@ def retire_nest(tx: Tx, nest_id: str) -> None:
 
 def report_status(tx: Tx, nest_id: str, reports: list[InstanceReport]) -> list[Assignment]:
     """Heartbeat: record this Nest's instances (logging state changes), return its assignments."""
-    tx.execute("UPDATE nests SET last_heartbeat_ms = ?, state = 'active' WHERE id = ?", (tx.now_ms, nest_id))
-    known = {r["id"]: r for r in tx.all("SELECT id, state FROM instances WHERE nest_id = ?", (nest_id,))}
+    tx.execute(
+        "UPDATE nests SET last_heartbeat_ms = ?, state = 'active' WHERE id = ?",
+        (tx.now_ms, nest_id),
+    )
+    known = {
+        r["id"]: r for r in tx.all("SELECT id, state FROM instances WHERE nest_id = ?", (nest_id,))
+    }
     names = {
         r["id"]: (r["namespace"], r["name"])
         for r in tx.all("SELECT id, namespace, name FROM deployments")
@@ -67,8 +78,17 @@ def report_status(tx: Tx, nest_id: str, reports: list[InstanceReport]) -> list[A
             tx.execute(
                 "INSERT INTO instances (id, nest_id, deployment_id, digest, state, in_flight, exit_reason,"
                 " started_ms, updated_ms) VALUES (?,?,?,?,?,?,?,?,?)",
-                (rep.id, nest_id, rep.deployment_id, rep.digest, rep.state, rep.in_flight, rep.exit_reason,
-                 tx.now_ms, tx.now_ms),
+                (
+                    rep.id,
+                    nest_id,
+                    rep.deployment_id,
+                    rep.digest,
+                    rep.state,
+                    rep.in_flight,
+                    rep.exit_reason,
+                    tx.now_ms,
+                    tx.now_ms,
+                ),
             )
         else:
             tx.execute(
@@ -84,13 +104,19 @@ def report_status(tx: Tx, nest_id: str, reports: list[InstanceReport]) -> list[A
                 level = "error" if rep.state == "failed" else "info"
                 write_log(tx, ns, dep, message, level=level, instance_id=rep.id)
         if rep.state in ("ready", "busy") and rep.in_flight and rep.deployment_id in names:
-            tx.execute("UPDATE deployments SET last_activity_ms = ? WHERE id = ?", (tx.now_ms, rep.deployment_id))
+            tx.execute(
+                "UPDATE deployments SET last_activity_ms = ? WHERE id = ?",
+                (tx.now_ms, rep.deployment_id),
+            )
     return assignments_for(tx, nest_id)
 
 
 def _repeats_last_error(tx: Tx, namespace: str, deployment: str, message: str) -> bool:
-    last = tx.scalar("SELECT message FROM deployment_logs WHERE namespace = ? AND deployment = ? AND level = 'error'"
-                     " ORDER BY seq DESC LIMIT 1", (namespace, deployment))
+    last = tx.scalar(
+        "SELECT message FROM deployment_logs WHERE namespace = ? AND deployment = ? AND level = 'error'"
+        " ORDER BY seq DESC LIMIT 1",
+        (namespace, deployment),
+    )
     return bool(last == message)
 
 
@@ -103,9 +129,10 @@ def instance_failing(tx: Tx, deployment_id: str) -> str | None:
         (deployment_id, FAILING_AFTER),
     )
     if len(rows) < FAILING_AFTER or not all(
-            r["state"] == "failed" and (r["exit_reason"] or "").startswith(START_FAILED) for r in rows):
+        r["state"] == "failed" and (r["exit_reason"] or "").startswith(START_FAILED) for r in rows
+    ):
         return None
-    return str(rows[0]["exit_reason"])[len(START_FAILED):]
+    return str(rows[0]["exit_reason"])[len(START_FAILED) :]
 
 
 def _transition(rep: InstanceReport, before: str | None) -> str | None:
@@ -117,8 +144,12 @@ def _transition(rep: InstanceReport, before: str | None) -> str | None:
         return f"instance {rep.id} draining"
     if rep.state == "stopped":
         return f"instance {rep.id} stopped" + (f": {rep.exit_reason}" if rep.exit_reason else "")
-    if rep.state == "failed" and before is None and (rep.exit_reason or "").startswith(START_FAILED):
-        return f"instance failed to start: {(rep.exit_reason or '')[len(START_FAILED):]}"
+    if (
+        rep.state == "failed"
+        and before is None
+        and (rep.exit_reason or "").startswith(START_FAILED)
+    ):
+        return f"instance failed to start: {(rep.exit_reason or '')[len(START_FAILED) :]}"
     if rep.state == "failed":
         return f"instance {rep.id} failed: {rep.exit_reason or 'unknown'}"
     return None
@@ -133,15 +164,25 @@ def assignments_for(tx: Tx, nest_id: str) -> list[Assignment]:
     out = []
     for r in rows:
         scale: dict[str, Any] = loads(r["scale"], {})
-        out.append(Assignment.model_construct(
-            deployment_id=r["deployment_id"], namespace=r["namespace"], deployment=r["name"],
-            definition_id=r["definition_id"], digest=r["digest"], count=int(r["count"]),
-            max_concurrency=int(scale.get("max_concurrency", 4)), paused=bool(r["paused"]), kind=r["kind"],
-        ))
+        out.append(
+            Assignment.model_construct(
+                deployment_id=r["deployment_id"],
+                namespace=r["namespace"],
+                deployment=r["name"],
+                definition_id=r["definition_id"],
+                digest=r["digest"],
+                count=int(r["count"]),
+                max_concurrency=int(scale.get("max_concurrency", 4)),
+                paused=bool(r["paused"]),
+                kind=r["kind"],
+            )
+        )
     return out
 
 
-async def list_instances(hub: Hub, p: Principal, req: ListInstancesRequest) -> ListInstancesResponse:
+async def list_instances(
+    hub: Hub, p: Principal, req: ListInstancesRequest
+) -> ListInstancesResponse:
     rows = await hub.store.all(
         "SELECT i.*, n.name AS nest, d.namespace, d.name AS deployment FROM instances i"
         " JOIN nests n ON n.id = i.nest_id LEFT JOIN deployments d ON d.id = i.deployment_id"
@@ -152,9 +193,20 @@ async def list_instances(hub: Hub, p: Principal, req: ListInstancesRequest) -> L
         ns = r["namespace"] or ""
         if (req.namespace and ns != req.namespace) or (ns and not p.sees(ns)):
             continue
-        out.append(Instance(
-            id=r["id"], nest_id=r["nest_id"], nest=r["nest"], namespace=ns, deployment=r["deployment"] or "",
-            deployment_id=r["deployment_id"], digest=r["digest"], state=r["state"], in_flight=r["in_flight"],
-            exit_reason=r["exit_reason"], started_ms=r["started_ms"], updated_ms=r["updated_ms"],
-        ))
+        out.append(
+            Instance(
+                id=r["id"],
+                nest_id=r["nest_id"],
+                nest=r["nest"],
+                namespace=ns,
+                deployment=r["deployment"] or "",
+                deployment_id=r["deployment_id"],
+                digest=r["digest"],
+                state=r["state"],
+                in_flight=r["in_flight"],
+                exit_reason=r["exit_reason"],
+                started_ms=r["started_ms"],
+                updated_ms=r["updated_ms"],
+            )
+        )
     return ListInstancesResponse(instances=out)

@@ -31,41 +31,61 @@ def acquire_or_renew(tx: Tx, name: str, holder: str, ttl_ms: int) -> int | None:
     now = tx.now_ms
     row = tx.one("SELECT holder, epoch, expires_ms FROM leases WHERE name = ?", (name,))
     if row is None:
-        tx.execute("INSERT INTO leases (name, holder, epoch, expires_ms) VALUES (?, ?, 1, ?)",
-                   (name, holder, now + ttl_ms))
+        tx.execute(
+            "INSERT INTO leases (name, holder, epoch, expires_ms) VALUES (?, ?, 1, ?)",
+            (name, holder, now + ttl_ms),
+        )
         _elected(tx, name, holder, 1, None)
         return 1
     epoch = int(row["epoch"])
     if row["expires_ms"] > now:
         if row["holder"] != holder:
             return None
-        tx.execute("UPDATE leases SET expires_ms = ? WHERE name = ? AND epoch = ?", (now + ttl_ms, name, epoch))
+        tx.execute(
+            "UPDATE leases SET expires_ms = ? WHERE name = ? AND epoch = ?",
+            (now + ttl_ms, name, epoch),
+        )
         return epoch
     epoch += 1
-    tx.execute("UPDATE leases SET holder = ?, epoch = ?, expires_ms = ? WHERE name = ?",
-               (holder, epoch, now + ttl_ms, name))
+    tx.execute(
+        "UPDATE leases SET holder = ?, epoch = ?, expires_ms = ? WHERE name = ?",
+        (holder, epoch, now + ttl_ms, name),
+    )
     _elected(tx, name, holder, epoch, str(row["holder"]))
     return epoch
 
 
 def _elected(tx: Tx, name: str, holder: str, epoch: int, previous: str | None) -> None:
-    tx.event(SYSTEM_NAMESPACE, "leader.elected", data={"lease": name, "holder": holder, "epoch": epoch,
-                                                       "previous": previous})
+    tx.event(
+        SYSTEM_NAMESPACE,
+        "leader.elected",
+        data={"lease": name, "holder": holder, "epoch": epoch, "previous": previous},
+    )
 
 
 def check_epoch(tx: Tx, name: str, epoch: int) -> None:
     """Raise FencedError unless ``epoch`` is the current, unexpired leadership term of ``name``."""
     row = tx.one("SELECT holder, epoch, expires_ms FROM leases WHERE name = ?", (name,))
     if row is None or row["epoch"] != epoch or row["expires_ms"] <= tx.now_ms:
-        now = "nobody leads" if row is None else (
-            f"epoch {row['epoch']} held by {row['holder']}" + (" (expired)" if row["expires_ms"] <= tx.now_ms else ""))
+        now = (
+            "nobody leads"
+            if row is None
+            else (
+                f"epoch {row['epoch']} held by {row['holder']}"
+                + (" (expired)" if row["expires_ms"] <= tx.now_ms else "")
+            )
+        )
         raise FencedError(
             f"leader epoch {epoch} of {name!r} is no longer current ({now}); this Hub lost leadership "
             "and its scheduler write was refused — it will retry once it leads again",
-            lease=name, epoch=epoch,
+            lease=name,
+            epoch=epoch,
         )
 
 
 def step_down(tx: Tx, name: str, holder: str) -> bool:
     """Give leadership up at once (shutdown) so another Hub takes over without waiting out the TTL."""
-    return tx.execute("UPDATE leases SET expires_ms = 0 WHERE name = ? AND holder = ?", (name, holder)) > 0
+    return (
+        tx.execute("UPDATE leases SET expires_ms = 0 WHERE name = ? AND holder = ?", (name, holder))
+        > 0
+    )

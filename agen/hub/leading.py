@@ -31,9 +31,16 @@ log = logging.getLogger("agen.hub")
 
 
 class LeaderLoop:
-    def __init__(self, hub: Hub, *, holder: str | None = None, ttl_ms: int = 10_000, tick_s: float = 1.0,
-                 on_tick: Callable[[scheduler.TickSummary], None] | None = None,
-                 http_factory: Callable[[], httpx.AsyncClient] | None = None) -> None:
+    def __init__(
+        self,
+        hub: Hub,
+        *,
+        holder: str | None = None,
+        ttl_ms: int = 10_000,
+        tick_s: float = 1.0,
+        on_tick: Callable[[scheduler.TickSummary], None] | None = None,
+        http_factory: Callable[[], httpx.AsyncClient] | None = None,
+    ) -> None:
         self.hub = hub
         self.holder = holder or f"hub-{ULID()}"
         self.ttl_ms = ttl_ms
@@ -60,17 +67,28 @@ class LeaderLoop:
         """Renew (or try to take) the lease; when leading, run one scheduler tick."""
         store = self.hub.store
         name, scope = self.lease_name, self.scope
-        self.epoch = await store.write(lambda tx: leader.acquire_or_renew(tx, name, self.holder, self.ttl_ms))
+        self.epoch = await store.write(
+            lambda tx: leader.acquire_or_renew(tx, name, self.holder, self.ttl_ms)
+        )
         epoch = self.epoch
         if epoch is None:
             return None
-        counts = await queue.read_queue_counts(store, now_ms=now_ms())  # off the writer: a scan; tx time
+        counts = await queue.read_queue_counts(
+            store, now_ms=now_ms()
+        )  # off the writer: a scan; tx time
 
         def tick(tx: Tx) -> scheduler.TickSummary:
             budget_held, provider_held = held_sets(tx, tx.now_ms)
-            return scheduler.schedule_tick(tx, leader_name=name, leader_epoch=epoch, now_ms=tx.now_ms,
-                                           budget_held=budget_held, provider_held=provider_held, counts=counts,
-                                           scope=scope)
+            return scheduler.schedule_tick(
+                tx,
+                leader_name=name,
+                leader_epoch=epoch,
+                now_ms=tx.now_ms,
+                budget_held=budget_held,
+                provider_held=provider_held,
+                counts=counts,
+                scope=scope,
+            )
 
         summary = await store.write(tick)
         if scope is None:
@@ -89,7 +107,9 @@ class LeaderLoop:
 
         now = self.hub.clock()
         prune = now - self._last_prune_ms >= PRUNE_EVERY_MS
-        report = await self.hub.store.write(lambda tx: signals_tick(tx, leader_epoch=epoch, now_ms=now, prune=prune))
+        report = await self.hub.store.write(
+            lambda tx: signals_tick(tx, leader_epoch=epoch, now_ms=now, prune=prune)
+        )
         if prune:
             self._last_prune_ms = now
         if report.triggers.fired or report.resumed:
@@ -124,9 +144,12 @@ class LeaderLoop:
         self.hub.scheduler_kick.set()
         name, scoped = self.lease_name, self.scope is not None
         if self.epoch is not None or scoped:
+
             def give_up(tx: Tx) -> None:
                 if scoped:  # a one-shot's lease is its alone: leave no row behind
-                    tx.execute("DELETE FROM leases WHERE name = ? AND holder = ?", (name, self.holder))
+                    tx.execute(
+                        "DELETE FROM leases WHERE name = ? AND holder = ?", (name, self.holder)
+                    )
                 else:
                     leader.step_down(tx, name, self.holder)
 

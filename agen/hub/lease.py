@@ -97,10 +97,14 @@ def lease_tasks(
         return []
     leased: list[dict[str, Any]] = []
     cursor = (-1, -1)
-    page = limit + 4  # every fetched row costs; blocked ones are rare, so grow the page only when needed
+    page = (
+        limit + 4
+    )  # every fetched row costs; blocked ones are rare, so grow the page only when needed
     while len(leased) < limit:
-        rows = tx.all(_CANDIDATES_LOCKED if tx.dialect == "postgres" else _CANDIDATES,
-                      {"dep": deployment_id, "now": now, "p": cursor[0], "s": cursor[1], "page": page})
+        rows = tx.all(
+            _CANDIDATES_LOCKED if tx.dialect == "postgres" else _CANDIDATES,
+            {"dep": deployment_id, "now": now, "p": cursor[0], "s": cursor[1], "page": page},
+        )
         if not rows:
             break
         cursor = (rows[-1]["priority"], rows[-1]["seq"])
@@ -108,8 +112,16 @@ def lease_tasks(
         for row in rows:
             if skip is not None and skip(row):
                 continue
-            got = _lease_one(tx, row, declared.get(row["id"], []), nest_id, instance_id, now + lease_ms, now,
-                             start)
+            got = _lease_one(
+                tx,
+                row,
+                declared.get(row["id"], []),
+                nest_id,
+                instance_id,
+                now + lease_ms,
+                now,
+                start,
+            )
             if got is not None:
                 leased.append(got)
                 if len(leased) >= limit:
@@ -123,13 +135,23 @@ def lease_tasks(
 def _declared_locks(tx: Tx, task_ids: list[str]) -> dict[str, list[str]]:
     marks = ",".join("?" * len(task_ids))
     out: dict[str, list[str]] = {}
-    for r in tx.all(f"SELECT task_id, name FROM task_locks WHERE task_id IN ({marks}) ORDER BY name", task_ids):
+    for r in tx.all(
+        f"SELECT task_id, name FROM task_locks WHERE task_id IN ({marks}) ORDER BY name", task_ids
+    ):
         out.setdefault(r["task_id"], []).append(r["name"])
     return out
 
 
-def _lease_one(tx: Tx, row: dict[str, Any], lock_names: list[str], nest_id: str,
-               instance_id: str | None, expires_ms: int, now: int, start: bool) -> dict[str, Any] | None:
+def _lease_one(
+    tx: Tx,
+    row: dict[str, Any],
+    lock_names: list[str],
+    nest_id: str,
+    instance_id: str | None,
+    expires_ms: int,
+    now: int,
+    start: bool,
+) -> dict[str, Any] | None:
     grants: dict[str, int] = {}
     if lock_names:
         got = try_grant_all(tx, row["namespace"], lock_names, row["id"], expires_ms, now_ms=now)
@@ -149,12 +171,30 @@ def _lease_one(tx: Tx, row: dict[str, Any], lock_names: list[str], nest_id: str,
         if grants:
             release_task_locks(tx, row["id"])
         return None
-    row.update(state=state, lease_id=lease_id, lease_nest_id=nest_id, lease_instance_id=instance_id,
-               lease_expires_ms=expires_ms, leased_ms=now, attempts=row["attempts"] + 1,
-               wait_reason=None, started_ms=started, updated_ms=tx.now_ms)
+    row.update(
+        state=state,
+        lease_id=lease_id,
+        lease_nest_id=nest_id,
+        lease_instance_id=instance_id,
+        lease_expires_ms=expires_ms,
+        leased_ms=now,
+        attempts=row["attempts"] + 1,
+        wait_reason=None,
+        started_ms=started,
+        updated_ms=tx.now_ms,
+    )
     # Leased straight into running, nobody can see the leased state: one task.started event carries the lease.
-    task_event(tx, row, "task.started" if start else "task.leased",
-               {"lease_id": lease_id, "nest_id": nest_id, "instance_id": instance_id, "attempt": row["attempts"]})
+    task_event(
+        tx,
+        row,
+        "task.started" if start else "task.leased",
+        {
+            "lease_id": lease_id,
+            "nest_id": nest_id,
+            "instance_id": instance_id,
+            "attempt": row["attempts"],
+        },
+    )
     row["locks"] = grants
     return row
 
@@ -168,7 +208,9 @@ def mark_running(tx: Tx, task_id: str, lease_id: str) -> dict[str, Any]:
         "UPDATE tasks SET state = 'running', started_ms = COALESCE(started_ms, ?), updated_ms = ? WHERE id = ?",
         (tx.now_ms, tx.now_ms, task_id),
     )
-    task_event(tx, row, "task.started", {"lease_id": lease_id, "instance_id": row["lease_instance_id"]})
+    task_event(
+        tx, row, "task.started", {"lease_id": lease_id, "instance_id": row["lease_instance_id"]}
+    )
     row.update(state="running", started_ms=row["started_ms"] or tx.now_ms, updated_ms=tx.now_ms)
     return row
 
@@ -177,7 +219,10 @@ def extend_lease(tx: Tx, task_id: str, lease_id: str, lease_ms: int) -> int:
     """Push the lease (and the task's granted locks) to now + lease_ms; returns the new expiry."""
     fenced_task(tx, task_id, lease_id)
     expires = tx.now_ms + lease_ms
-    tx.execute("UPDATE tasks SET lease_expires_ms = ?, updated_ms = ? WHERE id = ?", (expires, tx.now_ms, task_id))
+    tx.execute(
+        "UPDATE tasks SET lease_expires_ms = ?, updated_ms = ? WHERE id = ?",
+        (expires, tx.now_ms, task_id),
+    )
     refresh_task_locks(tx, task_id, expires)
     return expires
 
@@ -189,32 +234,82 @@ _FINISH_SQL = (
 )
 
 
-def finish_task(tx: Tx, row: dict[str, Any], state: str, *, outcome: dict[str, Any] | None,
-                error: str | None, keep_lease_id: bool = False, data: dict[str, Any] | None = None) -> None:
+def finish_task(
+    tx: Tx,
+    row: dict[str, Any],
+    state: str,
+    *,
+    outcome: dict[str, Any] | None,
+    error: str | None,
+    keep_lease_id: bool = False,
+    data: dict[str, Any] | None = None,
+) -> None:
     """The one terminal path: state, locks released, pending approvals closed, the event, the parent's inbox."""
-    tx.execute(_FINISH_SQL, (state, None if outcome is None else dumps(outcome), error, keep_lease_id, tx.now_ms,
-                             tx.now_ms, row["id"]))
+    tx.execute(
+        _FINISH_SQL,
+        (
+            state,
+            None if outcome is None else dumps(outcome),
+            error,
+            keep_lease_id,
+            tx.now_ms,
+            tx.now_ms,
+            row["id"],
+        ),
+    )
     _finished(tx, row, state, outcome, error, data)
 
 
-def _finished(tx: Tx, row: dict[str, Any], state: str, outcome: dict[str, Any] | None, error: str | None,
-              data: dict[str, Any] | None = None) -> None:
+def _finished(
+    tx: Tx,
+    row: dict[str, Any],
+    state: str,
+    outcome: dict[str, Any] | None,
+    error: str | None,
+    data: dict[str, Any] | None = None,
+) -> None:
     release_task_locks(tx, row["id"])
     close_task_approvals(tx, row["id"], state, (data or {}).get("by"))
-    task_event(tx, row, f"task.{state}", {"error": error, **(data or {})},
-               severity="warning" if state in ("failed", "expired") else "info")
+    task_event(
+        tx,
+        row,
+        f"task.{state}",
+        {"error": error, **(data or {})},
+        severity="warning" if state in ("failed", "expired") else "info",
+    )
     if row["parent_task_id"]:
-        write_inbox(tx, row["parent_task_id"], "child", row["id"],
-                    {"task_id": row["id"], "status": state, "outcome": outcome, "error": error})
+        write_inbox(
+            tx,
+            row["parent_task_id"],
+            "child",
+            row["id"],
+            {"task_id": row["id"], "status": state, "outcome": outcome, "error": error},
+        )
 
 
-def _finish_fenced(tx: Tx, task_id: str, lease_id: str, state: str, outcome: dict[str, Any] | None,
-                   error: str | None) -> dict[str, Any] | None:
+def _finish_fenced(
+    tx: Tx,
+    task_id: str,
+    lease_id: str,
+    state: str,
+    outcome: dict[str, Any] | None,
+    error: str | None,
+) -> dict[str, Any] | None:
     """complete_task's common case in one statement: the update only matches while ``lease_id`` is the
     task's live lease, and returns the finished row; None when it did not match (read and decide why)."""
-    row = tx.one(_FINISH_SQL + " AND lease_id = ? AND state IN ('leased', 'running') RETURNING *",
-                 (state, None if outcome is None else dumps(outcome), error, True, tx.now_ms, tx.now_ms, task_id,
-                  lease_id))
+    row = tx.one(
+        _FINISH_SQL + " AND lease_id = ? AND state IN ('leased', 'running') RETURNING *",
+        (
+            state,
+            None if outcome is None else dumps(outcome),
+            error,
+            True,
+            tx.now_ms,
+            tx.now_ms,
+            task_id,
+            lease_id,
+        ),
+    )
     if row is not None:
         _finished(tx, row, state, outcome, error)
     return row
@@ -234,8 +329,9 @@ def complete_task(
     Reporting the same lease's completion twice returns the stored task (a retried RPC).
     """
     if status not in COMPLETE_STATES:
-        raise InvalidError(f"status must be one of {', '.join(COMPLETE_STATES)} (got {status!r})",
-                           field="status")
+        raise InvalidError(
+            f"status must be one of {', '.join(COMPLETE_STATES)} (got {status!r})", field="status"
+        )
     done = _finish_fenced(tx, task_id, lease_id, status, outcome, error)
     if done is not None:
         return done
@@ -245,9 +341,17 @@ def complete_task(
     if row["lease_id"] != lease_id or row["state"] not in LIVE:
         raise stale_lease(row, lease_id)
     finish_task(tx, row, status, outcome=outcome, error=error, keep_lease_id=True)
-    row.update(state=status, outcome=None if outcome is None else dumps(outcome), error=error,
-               lease_nest_id=None, lease_instance_id=None, lease_expires_ms=None, wait_for=None,
-               finished_ms=tx.now_ms, updated_ms=tx.now_ms)
+    row.update(
+        state=status,
+        outcome=None if outcome is None else dumps(outcome),
+        error=error,
+        lease_nest_id=None,
+        lease_instance_id=None,
+        lease_expires_ms=None,
+        wait_for=None,
+        finished_ms=tx.now_ms,
+        updated_ms=tx.now_ms,
+    )
     return row
 
 
@@ -264,13 +368,24 @@ def release_task(
     if count_attempt and progressed_during_lease(tx, row):
         count_attempt = False
         why += "; the run made progress"
-    deployment_log(tx, row, f"task {task_id} released by instance {row['lease_instance_id'] or '-'}: {why}"
-                   f"{'' if count_attempt else ' (attempt not counted)'}", instance_id=row["lease_instance_id"])
+    deployment_log(
+        tx,
+        row,
+        f"task {task_id} released by instance {row['lease_instance_id'] or '-'}: {why}"
+        f"{'' if count_attempt else ' (attempt not counted)'}",
+        instance_id=row["lease_instance_id"],
+    )
     if count_attempt and row["attempts"] >= MAX_ATTEMPTS:
         _fail_max_attempts(tx, row, why)
     else:
-        requeue(tx, row, reason=why, attempt_delta=0 if count_attempt else -1, event="task.released",
-                data={"count_attempt": count_attempt})
+        requeue(
+            tx,
+            row,
+            reason=why,
+            attempt_delta=0 if count_attempt else -1,
+            event="task.released",
+            data={"count_attempt": count_attempt},
+        )
     return get_task(tx, task_id)
 
 
@@ -281,7 +396,9 @@ def suspend_task(tx: Tx, task_id: str, lease_id: str, wait_for: str) -> dict[str
     resume before a "resume" wait) wakes it at once, so a suspend never misses its wake-up.
     """
     if not wait_for:
-        raise InvalidError("wait_for must say what the task waits for, e.g. child:<task id>", field="wait_for")
+        raise InvalidError(
+            "wait_for must say what the task waits for, e.g. child:<task id>", field="wait_for"
+        )
     row = fenced_task(tx, task_id, lease_id)
     tx.execute(
         "UPDATE tasks SET state = 'waiting', wait_for = ?, lease_id = NULL, lease_nest_id = NULL,"
@@ -302,15 +419,28 @@ def suspend_task(tx: Tx, task_id: str, lease_id: str, wait_for: str) -> dict[str
         )
         hit = next((a for a in arrived if inbox_matches(wait_for, a["kind"], a["ref"])), None)
         if hit is not None:
-            requeue(tx, row, reason="inbox", priority=0, data={"kind": hit["kind"], "ref": hit["ref"]})
+            requeue(
+                tx, row, reason="inbox", priority=0, data={"kind": hit["kind"], "ref": hit["ref"]}
+            )
     return get_task(tx, task_id)
 
 
 def _fail_max_attempts(tx: Tx, row: dict[str, Any], last: str) -> None:
-    error = (f"task failed after {row['attempts']} attempts (max {MAX_ATTEMPTS}); last: {last}")
-    finish_task(tx, row, "failed", outcome={"status": "failed", "reason": "max_attempts", "summary": error,
-                                            "data": None, "artifacts": []},
-                error=error, data={"reason": "max_attempts"})
+    error = f"task failed after {row['attempts']} attempts (max {MAX_ATTEMPTS}); last: {last}"
+    finish_task(
+        tx,
+        row,
+        "failed",
+        outcome={
+            "status": "failed",
+            "reason": "max_attempts",
+            "summary": error,
+            "data": None,
+            "artifacts": [],
+        },
+        error=error,
+        data={"reason": "max_attempts"},
+    )
     end_run(tx, row["id"], "failed", "max_attempts")
 
 
@@ -318,9 +448,13 @@ def progressed_during_lease(tx: Tx, row: dict[str, Any]) -> bool:
     """Did the task's run checkpoint a model turn or a tool result since its current lease began?"""
     if not row.get("leased_ms"):
         return False
-    return bool(tx.scalar(
-        "SELECT 1 FROM runs r JOIN messages m ON m.run_id = r.id WHERE r.task_id = ?"
-        " AND m.role IN ('assistant', 'tool') AND m.created_ms >= ? LIMIT 1", (row["id"], row["leased_ms"])))
+    return bool(
+        tx.scalar(
+            "SELECT 1 FROM runs r JOIN messages m ON m.run_id = r.id WHERE r.task_id = ?"
+            " AND m.role IN ('assistant', 'tool') AND m.created_ms >= ? LIMIT 1",
+            (row["id"], row["leased_ms"]),
+        )
+    )
 
 
 def _only(deployment_ids: Collection[str] | None) -> tuple[str, list[str]]:
@@ -330,51 +464,101 @@ def _only(deployment_ids: Collection[str] | None) -> tuple[str, list[str]]:
     return f" AND deployment_id IN ({','.join('?' * len(ids)) or 'NULL'})", ids
 
 
-def expire_leases(tx: Tx, now_ms: int, *, deployment_ids: Collection[str] | None = None) -> list[dict[str, Any]]:
+def expire_leases(
+    tx: Tx, now_ms: int, *, deployment_ids: Collection[str] | None = None
+) -> list[dict[str, Any]]:
     """Requeue tasks whose lease expired; the attempt is counted unless the run made progress during the
     lease (see ``progressed_during_lease``). The 5th counted expiry fails the task and fences its run.
     ``deployment_ids``: only those deployments' tasks (an embedded one-shot's scope)."""
     scope, ids = _only(deployment_ids)
     rows = tx.all(
-        "SELECT * FROM tasks WHERE state IN ('leased', 'running') AND lease_expires_ms <= ?" + scope, [now_ms, *ids])
+        "SELECT * FROM tasks WHERE state IN ('leased', 'running') AND lease_expires_ms <= ?"
+        + scope,
+        [now_ms, *ids],
+    )
     out: list[dict[str, Any]] = []
     for row in rows:
         where = f"nest {row['lease_nest_id']}, instance {row['lease_instance_id'] or '-'}"
         progressed = progressed_during_lease(tx, row)
-        deployment_log(tx, row, f"lease {row['lease_id']} of task {row['id']} expired ({where}); "
-                       + ("the run made progress, so the attempt is not counted" if progressed else
-                          f"attempt {row['attempts']} of {MAX_ATTEMPTS}"), level="warning",
-                       instance_id=row["lease_instance_id"])
+        deployment_log(
+            tx,
+            row,
+            f"lease {row['lease_id']} of task {row['id']} expired ({where}); "
+            + (
+                "the run made progress, so the attempt is not counted"
+                if progressed
+                else f"attempt {row['attempts']} of {MAX_ATTEMPTS}"
+            ),
+            level="warning",
+            instance_id=row["lease_instance_id"],
+        )
         if progressed:
-            requeue(tx, row, reason="lease_expired", attempt_delta=-1,
-                    data={"lease_id": row["lease_id"], "attempts": row["attempts"] - 1, "count_attempt": False})
+            requeue(
+                tx,
+                row,
+                reason="lease_expired",
+                attempt_delta=-1,
+                data={
+                    "lease_id": row["lease_id"],
+                    "attempts": row["attempts"] - 1,
+                    "count_attempt": False,
+                },
+            )
             action = "requeued"
         elif row["attempts"] >= MAX_ATTEMPTS:
             _fail_max_attempts(tx, row, f"lease expired on {where}")
             action = "failed"
         else:
-            requeue(tx, row, reason="lease_expired", data={"lease_id": row["lease_id"], "attempts": row["attempts"]})
+            requeue(
+                tx,
+                row,
+                reason="lease_expired",
+                data={"lease_id": row["lease_id"], "attempts": row["attempts"]},
+            )
             action = "requeued"
-        out.append({"task_id": row["id"], "deployment_id": row["deployment_id"], "action": action,
-                    "attempts": row["attempts"]})
+        out.append(
+            {
+                "task_id": row["id"],
+                "deployment_id": row["deployment_id"],
+                "action": action,
+                "attempts": row["attempts"],
+            }
+        )
     return out
 
 
-def expire_overdue(tx: Tx, now_ms: int, *, deployment_ids: Collection[str] | None = None) -> list[str]:
+def expire_overdue(
+    tx: Tx, now_ms: int, *, deployment_ids: Collection[str] | None = None
+) -> list[str]:
     """Queued tasks past not_after end as expired (reason expired); returns their ids."""
     scope, ids = _only(deployment_ids)
     rows = tx.all(
-        "SELECT * FROM tasks WHERE state = 'queued' AND not_after_ms IS NOT NULL AND not_after_ms <= ?" + scope,
-        [now_ms, *ids])
+        "SELECT * FROM tasks WHERE state = 'queued' AND not_after_ms IS NOT NULL AND not_after_ms <= ?"
+        + scope,
+        [now_ms, *ids],
+    )
     for row in rows:
         error = "not started before its not_after deadline"
-        finish_task(tx, row, "expired", outcome={"status": "failed", "reason": "expired", "summary": error,
-                                                 "data": None, "artifacts": []},
-                    error=error, data={"reason": "expired", "not_after_ms": row["not_after_ms"]})
+        finish_task(
+            tx,
+            row,
+            "expired",
+            outcome={
+                "status": "failed",
+                "reason": "expired",
+                "summary": error,
+                "data": None,
+                "artifacts": [],
+            },
+            error=error,
+            data={"reason": "expired", "not_after_ms": row["not_after_ms"]},
+        )
     return [r["id"] for r in rows]
 
 
-def cancel_task(tx: Tx, task_id: str, *, by: str | None, reason: str | None = None) -> dict[str, Any]:
+def cancel_task(
+    tx: Tx, task_id: str, *, by: str | None, reason: str | None = None
+) -> dict[str, Any]:
     """Hard cancel: ends the task and its unfinished run (epoch+1), releases its locks.
 
     Cancelling an already finished task changes nothing and returns it.
@@ -383,8 +567,19 @@ def cancel_task(tx: Tx, task_id: str, *, by: str | None, reason: str | None = No
     if row["state"] in TERMINAL:
         return row
     why = reason or "cancelled"
-    finish_task(tx, row, "cancelled", outcome={"status": "cancelled", "reason": "cancelled",
-                                               "summary": why, "data": None, "artifacts": []},
-                error=None, data={"by": by, "reason": why})
+    finish_task(
+        tx,
+        row,
+        "cancelled",
+        outcome={
+            "status": "cancelled",
+            "reason": "cancelled",
+            "summary": why,
+            "data": None,
+            "artifacts": [],
+        },
+        error=None,
+        data={"by": by, "reason": why},
+    )
     end_run(tx, task_id, "cancelled", why)
     return get_task(tx, task_id)

@@ -33,22 +33,50 @@ def lease_for_nest(
     """Lease up to ``limit`` tasks unless a provider hold or a budget says otherwise.
 
     An instance of a task-kind deployment leases exactly one task, ever (agen.hub.task_kind)."""
-    dep = tx.one("SELECT id, namespace, name, kind, budget FROM deployments WHERE id = ?", (deployment_id,))
+    dep = tx.one(
+        "SELECT id, namespace, name, kind, budget FROM deployments WHERE id = ?", (deployment_id,)
+    )
     if dep is None or limit <= 0:
         return []
     if dep["kind"] != "task":
-        return _lease_gated(tx, dep, nest_id=nest_id, instance_id=instance_id, limit=limit, lease_ms=lease_ms,
-                            start=start)
+        return _lease_gated(
+            tx,
+            dep,
+            nest_id=nest_id,
+            instance_id=instance_id,
+            limit=limit,
+            lease_ms=lease_ms,
+            start=start,
+        )
     limit = task_kind.lease_limit(tx, instance_id, limit)
-    rows = _lease_gated(tx, dep, nest_id=nest_id, instance_id=instance_id, limit=limit, lease_ms=lease_ms,
-                        start=start) if limit > 0 else []
+    rows = (
+        _lease_gated(
+            tx,
+            dep,
+            nest_id=nest_id,
+            instance_id=instance_id,
+            limit=limit,
+            lease_ms=lease_ms,
+            start=start,
+        )
+        if limit > 0
+        else []
+    )
     if rows:
         task_kind.remember(tx, deployment_id, instance_id, rows[0]["id"])
     return rows
 
 
-def _lease_gated(tx: Tx, dep: Row, *, nest_id: str, instance_id: str | None, limit: int, lease_ms: int,
-                 start: bool) -> list[dict[str, Any]]:
+def _lease_gated(
+    tx: Tx,
+    dep: Row,
+    *,
+    nest_id: str,
+    instance_id: str | None,
+    limit: int,
+    lease_ms: int,
+    start: bool,
+) -> list[dict[str, Any]]:
     now = tx.now_ms
     deployment_id = dep["id"]
     gate = providers.lease_gate(tx, deployment_id, now)
@@ -58,8 +86,15 @@ def _lease_gated(tx: Tx, dep: Row, *, nest_id: str, instance_id: str | None, lim
             return []
     limit_usd, label_rules = budgets.budget_config(dep)
     if limit_usd is None and not label_rules:  # the common case: no budget, nothing to sum
-        rows = queue.lease_tasks(tx, deployment_id=deployment_id, nest_id=nest_id, instance_id=instance_id,
-                                 limit=limit, lease_ms=lease_ms, start=start)
+        rows = queue.lease_tasks(
+            tx,
+            deployment_id=deployment_id,
+            nest_id=nest_id,
+            instance_id=instance_id,
+            limit=limit,
+            lease_ms=lease_ms,
+            start=start,
+        )
         if gate.state == "probe" and rows:
             providers.mark_probe(tx, deployment_id, rows[0]["id"])
         return rows
@@ -76,11 +111,20 @@ def _lease_gated(tx: Tx, dep: Row, *, nest_id: str, instance_id: str | None, lim
             held_back[row["id"]] = "budget"
         return row["id"] in held_back
 
-    rows = queue.lease_tasks(tx, deployment_id=deployment_id, nest_id=nest_id, instance_id=instance_id,
-                             limit=limit, lease_ms=lease_ms, start=start,
-                             skip=skip if exhausted or state.pressure else None)
+    rows = queue.lease_tasks(
+        tx,
+        deployment_id=deployment_id,
+        nest_id=nest_id,
+        instance_id=instance_id,
+        limit=limit,
+        lease_ms=lease_ms,
+        start=start,
+        skip=skip if exhausted or state.pressure else None,
+    )
     for task_id, reason in held_back.items():
-        tx.execute("UPDATE tasks SET wait_reason = ? WHERE id = ? AND state = 'queued'", (reason, task_id))
+        tx.execute(
+            "UPDATE tasks SET wait_reason = ? WHERE id = ? AND state = 'queued'", (reason, task_id)
+        )
     for row in rows:
         row["budget_pressure"] = state.pressure
     if gate.state == "probe" and rows:
@@ -89,13 +133,23 @@ def _lease_gated(tx: Tx, dep: Row, *, nest_id: str, instance_id: str | None, lim
 
 
 def complete_from_nest(
-    tx: Tx, task_id: str, lease_id: str, *, status: str, outcome: dict[str, Any] | None, error: str | None = None
+    tx: Tx,
+    task_id: str,
+    lease_id: str,
+    *,
+    status: str,
+    outcome: dict[str, Any] | None,
+    error: str | None = None,
 ) -> dict[str, Any]:
     """CompleteTask; a failure with a provider account error also holds the account (once: a retried
     report of the same completion changes nothing)."""
     # The fenced update matches only a live lease (leased or running before): then a failure may hold its
     # account. A retried report of a finished task returns it unchanged and holds nothing.
-    before = tx.scalar("SELECT state FROM tasks WHERE id = ?", (task_id,)) if status == "failed" else None
+    before = (
+        tx.scalar("SELECT state FROM tasks WHERE id = ?", (task_id,))
+        if status == "failed"
+        else None
+    )
     row = queue.complete_task(tx, task_id, lease_id, status=status, outcome=outcome, error=error)
     if status == "failed" and before in ("leased", "running"):
         providers.on_task_failed(tx, row, outcome, error)
@@ -107,7 +161,9 @@ def budget_wait_reason(tx: Tx, task: Row, reason: str | None) -> str | None:
     if reason != "capacity":
         return reason
     now = tx.now_ms
-    dep = tx.one("SELECT id, namespace, name, budget FROM deployments WHERE id = ?", (task["deployment_id"],))
+    dep = tx.one(
+        "SELECT id, namespace, name, budget FROM deployments WHERE id = ?", (task["deployment_id"],)
+    )
     if dep is None:
         return reason
     if providers.lease_gate(tx, dep["id"], now).state == "held":

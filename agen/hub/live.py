@@ -27,10 +27,10 @@ from agen.hub.service import Hub
 from agen.store import Row, loads
 
 MIN = 60_000
-NEAR = 0.8                      # near_turn_limit, near_run_budget, near_daily_budget
-QUIET_MS = 5 * MIN              # quiet_run: no step for 5 min
-APPROVAL_WAIT_MS = 30 * MIN     # waiting_approval
-QUEUE_WAIT_MS = 5 * MIN         # queue_waiting
+NEAR = 0.8  # near_turn_limit, near_run_budget, near_daily_budget
+QUIET_MS = 5 * MIN  # quiet_run: no step for 5 min
+APPROVAL_WAIT_MS = 30 * MIN  # waiting_approval
+QUEUE_WAIT_MS = 5 * MIN  # queue_waiting
 BURST_TASKS, BURST_MS = 10, 10 * MIN
 MODEL_ERR_SHARE, MODEL_ERR_MIN, MODEL_ERR_MS = 0.3, 5, 15 * MIN
 DAY_MS = 86_400_000
@@ -49,7 +49,9 @@ def ns_sql(column: str, namespaces: list[str]) -> str:
     return f"{column} IN ({', '.join(chr(39) + n.replace(chr(39), chr(39) * 2) + chr(39) for n in namespaces)})"
 
 
-def _doing(run: Row, task: Row | None, approval: Row | None, tail: list[Row]) -> tuple[str, str | None, int]:
+def _doing(
+    run: Row, task: Row | None, approval: Row | None, tail: list[Row]
+) -> tuple[str, str | None, int]:
     """(doing, detail, since_ms) for one unfinished run."""
     if approval is not None:
         return "approval", f"{approval['tool']} ({approval['id']})", int(approval["created_ms"])
@@ -86,55 +88,117 @@ async def activities(hub: Hub, runs: list[Row]) -> list[RunActivity]:
         return []
     ids = [r["id"] for r in runs]
     tasks = await tasks_by_id(hub, [r["task_id"] for r in runs if r["task_id"]])
-    approvals = {a["run_id"]: a for a in await hub.store.all(
-        f"SELECT id, run_id, tool, created_ms FROM approvals WHERE run_id IN ({_marks(ids)}) AND state = 'pending'"
-        " ORDER BY created_ms DESC", ids)}
+    approvals = {
+        a["run_id"]: a
+        for a in await hub.store.all(
+            f"SELECT id, run_id, tool, created_ms FROM approvals WHERE run_id IN ({_marks(ids)}) AND state = 'pending'"
+            " ORDER BY created_ms DESC",
+            ids,
+        )
+    }
     tails: dict[str, list[Row]] = defaultdict(list)
     for m in await hub.store.all(
         "SELECT * FROM (SELECT run_id, seq, role, tool_calls, created_ms,"
         " ROW_NUMBER() OVER (PARTITION BY run_id ORDER BY seq DESC) AS rn FROM messages"
-        f" WHERE run_id IN ({_marks(ids)})) WHERE rn <= {TAIL} ORDER BY run_id, seq DESC", ids):
+        f" WHERE run_id IN ({_marks(ids)})) WHERE rn <= {TAIL} ORDER BY run_id, seq DESC",
+        ids,
+    ):
         tails[m["run_id"]].append(m)
     names = sorted({(r["namespace"], r["deployment"]) for r in runs})
-    deps = {(d["namespace"], d["name"]): d for d in await hub.store.all(
-        f"SELECT namespace, name, limits FROM deployments WHERE name IN ({_marks(names)})", [n for _, n in names])}
+    deps = {
+        (d["namespace"], d["name"]): d
+        for d in await hub.store.all(
+            f"SELECT namespace, name, limits FROM deployments WHERE name IN ({_marks(names)})",
+            [n for _, n in names],
+        )
+    }
     out: list[RunActivity] = []
     for r in runs:
         task = tasks.get(r["task_id"] or "")
-        act = run_activity(r["status"], finished=False, task_state=task["state"] if task else None,
-                           held=bool(task and task["held"]))
+        act = run_activity(
+            r["status"],
+            finished=False,
+            task_state=task["state"] if task else None,
+            held=bool(task and task["held"]),
+        )
         doing, detail, since = _doing(r, task, approvals.get(r["id"]), tails.get(r["id"], []))
         limits = _limits(deps.get((r["namespace"], r["deployment"])))
-        out.append(RunActivity(
-            run_id=r["id"], namespace=r["namespace"], deployment=r["deployment"], task_id=r["task_id"],
-            status=r["status"], activity=act.word, stopped_reason=act.stopped_reason, doing=doing,  # type: ignore[arg-type]
-            detail=detail, since_ms=since, turns=r["turns"], max_turns=_get(limits, "max_turns", "maxTurns"),
-            usage=usage_of(r), max_usd_per_run=_get(limits, "max_usd_per_run", "maxUsdPerRun"),
-            caller=r["requested_by"] or (f"run:{r['parent_run_id']}" if r["parent_run_id"] else None),
-            source=r["source"], labels=loads(r["labels"], {}), started_ms=r["started_ms"],
-        ))
+        out.append(
+            RunActivity(
+                run_id=r["id"],
+                namespace=r["namespace"],
+                deployment=r["deployment"],
+                task_id=r["task_id"],
+                status=r["status"],
+                activity=act.word,
+                stopped_reason=act.stopped_reason,
+                doing=doing,  # type: ignore[arg-type]
+                detail=detail,
+                since_ms=since,
+                turns=r["turns"],
+                max_turns=_get(limits, "max_turns", "maxTurns"),
+                usage=usage_of(r),
+                max_usd_per_run=_get(limits, "max_usd_per_run", "maxUsdPerRun"),
+                caller=r["requested_by"]
+                or (f"run:{r['parent_run_id']}" if r["parent_run_id"] else None),
+                source=r["source"],
+                labels=loads(r["labels"], {}),
+                started_ms=r["started_ms"],
+            )
+        )
     return out
 
 
 def _run_warnings(acts: list[RunActivity], runs: dict[str, Row], now: int) -> list[ActivityWarning]:
     out: list[ActivityWarning] = []
     for a in acts:
-        base = {"namespace": a.namespace, "deployment": a.deployment, "run_id": a.run_id, "task_id": a.task_id}
+        base = {
+            "namespace": a.namespace,
+            "deployment": a.deployment,
+            "run_id": a.run_id,
+            "task_id": a.task_id,
+        }
         if a.max_turns and a.turns >= NEAR * a.max_turns:
-            out.append(ActivityWarning(kind="near_turn_limit", severity="warning", **base,
-                                       message=f"{a.turns} of {a.max_turns} turns used",
-                                       data={"turns": a.turns, "max_turns": a.max_turns}))
+            out.append(
+                ActivityWarning(
+                    kind="near_turn_limit",
+                    severity="warning",
+                    **base,
+                    message=f"{a.turns} of {a.max_turns} turns used",
+                    data={"turns": a.turns, "max_turns": a.max_turns},
+                )
+            )
         if a.max_usd_per_run and a.usage.cost_usd >= NEAR * a.max_usd_per_run:
-            out.append(ActivityWarning(kind="near_run_budget", severity="warning", **base,
-                                       message=f"${a.usage.cost_usd:.4f} of ${a.max_usd_per_run:.2f} per run spent",
-                                       data={"cost_usd": a.usage.cost_usd, "max_usd_per_run": a.max_usd_per_run}))
+            out.append(
+                ActivityWarning(
+                    kind="near_run_budget",
+                    severity="warning",
+                    **base,
+                    message=f"${a.usage.cost_usd:.4f} of ${a.max_usd_per_run:.2f} per run spent",
+                    data={"cost_usd": a.usage.cost_usd, "max_usd_per_run": a.max_usd_per_run},
+                )
+            )
         last_step = int(runs[a.run_id]["updated_ms"])
         if a.doing in ("model", "tool") and now - last_step >= QUIET_MS:
-            out.append(ActivityWarning(kind="quiet_run", severity="warning", **base, since_ms=last_step,
-                                       message=f"no step for {(now - last_step) // MIN} min ({a.doing})"))
+            out.append(
+                ActivityWarning(
+                    kind="quiet_run",
+                    severity="warning",
+                    **base,
+                    since_ms=last_step,
+                    message=f"no step for {(now - last_step) // MIN} min ({a.doing})",
+                )
+            )
         if a.doing == "approval" and now - a.since_ms >= APPROVAL_WAIT_MS:
-            out.append(ActivityWarning(kind="waiting_approval", severity="warning", **base, since_ms=a.since_ms,
-                                       message=f"waiting {(now - a.since_ms) // MIN} min for approval {a.detail}"))
+            out.append(
+                ActivityWarning(
+                    kind="waiting_approval",
+                    severity="warning",
+                    **base,
+                    since_ms=a.since_ms,
+                    message=f"waiting {(now - a.since_ms) // MIN} min for approval {a.detail}",
+                )
+            )
     return out
 
 
@@ -154,10 +218,21 @@ async def _queues(hub: Hub, namespaces: list[str], deployment: str | None, now: 
     if deployment:
         sql += " AND deployment = :dep"
         params["dep"] = deployment
-    rows = await hub.store.all(sql + " GROUP BY namespace, deployment ORDER BY namespace, deployment", params)
-    return [Queue(namespace=r["namespace"], deployment=r["deployment"], due=r["due"] or 0,
-                  scheduled=r["scheduled"] or 0, running=r["running"] or 0, waiting=r["waiting"] or 0,
-                  oldest_wait_ms=None if r["oldest"] is None else now - int(r["oldest"])) for r in rows]
+    rows = await hub.store.all(
+        sql + " GROUP BY namespace, deployment ORDER BY namespace, deployment", params
+    )
+    return [
+        Queue(
+            namespace=r["namespace"],
+            deployment=r["deployment"],
+            due=r["due"] or 0,
+            scheduled=r["scheduled"] or 0,
+            running=r["running"] or 0,
+            waiting=r["waiting"] or 0,
+            oldest_wait_ms=None if r["oldest"] is None else now - int(r["oldest"]),
+        )
+        for r in rows
+    ]
 
 
 def _queue_warnings(queues: list[Queue], acts: list[RunActivity]) -> list[ActivityWarning]:
@@ -167,19 +242,36 @@ def _queue_warnings(queues: list[Queue], acts: list[RunActivity]) -> list[Activi
         by_dep[(a.namespace, a.deployment)].append(a)
     for q in queues:
         if q.oldest_wait_ms is not None and q.oldest_wait_ms >= QUEUE_WAIT_MS:
-            out.append(ActivityWarning(kind="queue_waiting", severity="warning", namespace=q.namespace,
-                                       deployment=q.deployment, message=f"{q.due} due tasks; the oldest has waited "
-                                       f"{q.oldest_wait_ms // MIN} min", data={"due": q.due}))
+            out.append(
+                ActivityWarning(
+                    kind="queue_waiting",
+                    severity="warning",
+                    namespace=q.namespace,
+                    deployment=q.deployment,
+                    message=f"{q.due} due tasks; the oldest has waited "
+                    f"{q.oldest_wait_ms // MIN} min",
+                    data={"due": q.due},
+                )
+            )
         running = by_dep.get((q.namespace, q.deployment), [])
         if q.due and running and all(a.doing == "approval" for a in running):
-            out.append(ActivityWarning(kind="blocked_by_approval", severity="critical", namespace=q.namespace,
-                                       deployment=q.deployment, message=f"{q.due} queued tasks wait while every run "
-                                       "waits for an approval; `agen approvals` lists them", data={"due": q.due}))
+            out.append(
+                ActivityWarning(
+                    kind="blocked_by_approval",
+                    severity="critical",
+                    namespace=q.namespace,
+                    deployment=q.deployment,
+                    message=f"{q.due} queued tasks wait while every run "
+                    "waits for an approval; `agen approvals` lists them",
+                    data={"due": q.due},
+                )
+            )
     return out
 
 
-async def _store_warnings(hub: Hub, namespaces: list[str], deployment: str | None, runs: list[Row],
-                          now: int) -> list[ActivityWarning]:
+async def _store_warnings(
+    hub: Hub, namespaces: list[str], deployment: str | None, runs: list[Row], now: int
+) -> list[ActivityWarning]:
     """Warnings read from their own tables: budgets, bursts, model errors, holds, triggers."""
     from agen.hub.activity import _limit
     from agen.hub.budgets import utc_day
@@ -189,68 +281,124 @@ async def _store_warnings(hub: Hub, namespaces: list[str], deployment: str | Non
     dns = ns_sql("d.namespace", namespaces)
     dep_sql = " AND deployment = ?" if deployment else ""
     dep_p: list[Any] = [deployment] if deployment else []
-    spent = {(r["namespace"], r["deployment"]): float(r["usd"] or 0) for r in await hub.store.all(
-        f"SELECT namespace, deployment, SUM(cost_usd) AS usd FROM usage WHERE {ns} AND day = ?"
-        f"{dep_sql} GROUP BY namespace, deployment", [utc_day(now), *dep_p])}
+    spent = {
+        (r["namespace"], r["deployment"]): float(r["usd"] or 0)
+        for r in await hub.store.all(
+            f"SELECT namespace, deployment, SUM(cost_usd) AS usd FROM usage WHERE {ns} AND day = ?"
+            f"{dep_sql} GROUP BY namespace, deployment",
+            [utc_day(now), *dep_p],
+        )
+    }
     if spent:
         for d in await hub.store.all(f"SELECT namespace, name, budget FROM deployments WHERE {ns}"):
             limit, used = _limit(d["budget"]), spent.get((d["namespace"], d["name"]), 0.0)
             if limit and used >= NEAR * limit:
-                out.append(ActivityWarning(
-                    kind="near_daily_budget", severity="critical" if used >= limit else "warning",
-                    namespace=d["namespace"], deployment=d["name"], data={"spent_usd": used, "limit_usd": limit},
-                    message=f"${used:.4f} of ${limit:.2f} spent today (UTC)"))
+                out.append(
+                    ActivityWarning(
+                        kind="near_daily_budget",
+                        severity="critical" if used >= limit else "warning",
+                        namespace=d["namespace"],
+                        deployment=d["name"],
+                        data={"spent_usd": used, "limit_usd": limit},
+                        message=f"${used:.4f} of ${limit:.2f} spent today (UTC)",
+                    )
+                )
     for r in await hub.store.all(
         f"SELECT namespace, deployment, conversation_key, COUNT(*) AS n FROM tasks WHERE {ns}"
         f" AND created_ms >= ? AND conversation_key IS NOT NULL{dep_sql}"
         f" GROUP BY namespace, deployment, conversation_key HAVING COUNT(*) >= {BURST_TASKS}",
-        [now - BURST_MS, *dep_p]):
-        out.append(ActivityWarning(kind="burst", severity="warning", namespace=r["namespace"],
-                                   deployment=r["deployment"], data={"conversation_key": r["conversation_key"]},
-                                   message=f"{r['n']} tasks in conversation {r['conversation_key']} in 10 min"))
-    recent = [r["id"] for r in runs] + [r["id"] for r in await hub.store.all(
-        f"SELECT id FROM runs WHERE {ns} AND started_ms >= ?{dep_sql} AND finished_ms IS NOT NULL"
-        " LIMIT 5000", [now - MODEL_ERR_MS, *dep_p])]
+        [now - BURST_MS, *dep_p],
+    ):
+        out.append(
+            ActivityWarning(
+                kind="burst",
+                severity="warning",
+                namespace=r["namespace"],
+                deployment=r["deployment"],
+                data={"conversation_key": r["conversation_key"]},
+                message=f"{r['n']} tasks in conversation {r['conversation_key']} in 10 min",
+            )
+        )
+    recent = [r["id"] for r in runs] + [
+        r["id"]
+        for r in await hub.store.all(
+            f"SELECT id FROM runs WHERE {ns} AND started_ms >= ?{dep_sql} AND finished_ms IS NOT NULL"
+            " LIMIT 5000",
+            [now - MODEL_ERR_MS, *dep_p],
+        )
+    ]
     if recent:
         calls = await hub.store.all(
             "SELECT namespace, deployment, COUNT(*) AS n, SUM(CASE WHEN status = 'error' THEN 1 ELSE 0 END) AS bad"
             f" FROM spans WHERE run_id IN ({_marks(recent)}) AND name = 'gen_ai.chat' AND started_ms >= ?"
-            " GROUP BY namespace, deployment", [*recent, now - MODEL_ERR_MS])
+            " GROUP BY namespace, deployment",
+            [*recent, now - MODEL_ERR_MS],
+        )
         for c in calls:
             if c["n"] >= MODEL_ERR_MIN and c["bad"] >= MODEL_ERR_SHARE * c["n"]:
-                out.append(ActivityWarning(kind="model_errors", severity="warning", namespace=c["namespace"],
-                                           deployment=c["deployment"], data={"calls": c["n"], "failed": c["bad"]},
-                                           message=f"{c['bad']} of {c['n']} model calls failed in 15 min"))
-    for h in await hub.store.all(
-            f"SELECT * FROM provider_holds WHERE resumed_ms IS NULL AND {ns}"):
-        out.append(ActivityWarning(kind="provider_held", severity="critical", namespace=h["namespace"],
-                                   since_ms=h["held_since_ms"], data={"account": h["account"]},
-                                   message=f"provider account {h['account']} held: {h['reason']}; "
-                                   f"`agen providers resume` ends it"))
+                out.append(
+                    ActivityWarning(
+                        kind="model_errors",
+                        severity="warning",
+                        namespace=c["namespace"],
+                        deployment=c["deployment"],
+                        data={"calls": c["n"], "failed": c["bad"]},
+                        message=f"{c['bad']} of {c['n']} model calls failed in 15 min",
+                    )
+                )
+    for h in await hub.store.all(f"SELECT * FROM provider_holds WHERE resumed_ms IS NULL AND {ns}"):
+        out.append(
+            ActivityWarning(
+                kind="provider_held",
+                severity="critical",
+                namespace=h["namespace"],
+                since_ms=h["held_since_ms"],
+                data={"account": h["account"]},
+                message=f"provider account {h['account']} held: {h['reason']}; "
+                f"`agen providers resume` ends it",
+            )
+        )
     for t in await hub.store.all(
         "SELECT d.namespace, d.name, e.status, COUNT(*) AS n, MAX(e.created_ms) AS last FROM trigger_events e"
         f" JOIN deployments d ON d.id = e.deployment_id WHERE {dns} AND e.created_ms >= ?"
         f" AND e.status IN ('missed', 'rejected'){dep_sql.replace('deployment', 'd.name')}"
-        " GROUP BY d.namespace, d.name, e.status", [now - DAY_MS, *dep_p]):
+        " GROUP BY d.namespace, d.name, e.status",
+        [now - DAY_MS, *dep_p],
+    ):
         kind = "trigger_missed" if t["status"] == "missed" else "webhook_rejected"
-        out.append(ActivityWarning(kind=kind, severity="warning", namespace=t["namespace"], deployment=t["name"],
-                                   since_ms=t["last"], data={"count": t["n"]},
-                                   message=f"{t['n']} trigger events {t['status']} in the last day; "
-                                   f"`agen triggers {t['name']}` shows them"))
+        out.append(
+            ActivityWarning(
+                kind=kind,
+                severity="warning",
+                namespace=t["namespace"],
+                deployment=t["name"],
+                since_ms=t["last"],
+                data={"count": t["n"]},
+                message=f"{t['n']} trigger events {t['status']} in the last day; "
+                f"`agen triggers {t['name']}` shows them",
+            )
+        )
     return out
 
 
 async def get_activity(hub: Hub, p: Principal, req: GetActivityRequest) -> GetActivityResponse:
     if req.namespace:
         p.require_namespace(req.namespace)
-    return await collect(hub, [req.namespace] if req.namespace else sorted(p.namespaces), req.deployment)
+    return await collect(
+        hub, [req.namespace] if req.namespace else sorted(p.namespaces), req.deployment
+    )
 
 
-async def collect(hub: Hub, namespaces: list[str], deployment: str | None = None) -> GetActivityResponse:
+async def collect(
+    hub: Hub, namespaces: list[str], deployment: str | None = None
+) -> GetActivityResponse:
     """Runs, queues and warnings in ``namespaces`` (empty: every one), as of the Hub's clock."""
     now = hub.clock()
-    sql = (f"SELECT * FROM runs WHERE finished_ms IS NULL AND {ns_sql('namespace', namespaces)}"
-           + (" AND deployment = ?" if deployment else "") + f" ORDER BY started_ms LIMIT {MAX_RUNS}")
+    sql = (
+        f"SELECT * FROM runs WHERE finished_ms IS NULL AND {ns_sql('namespace', namespaces)}"
+        + (" AND deployment = ?" if deployment else "")
+        + f" ORDER BY started_ms LIMIT {MAX_RUNS}"
+    )
     runs = await hub.store.all(sql, [deployment] if deployment else [])
     acts = await activities(hub, runs)
     queues = await _queues(hub, namespaces, deployment, now)

@@ -42,14 +42,19 @@ def _holder(tx: Tx, namespace: str, name: str, task_id: str, now_ms: int) -> str
 
 def _grant(tx: Tx, namespace: str, name: str, task_id: str, expires_ms: int) -> int:
     """Grant a lock known to be free for this task; returns its fence."""
-    cur = tx.one("SELECT task_id, fence FROM locks WHERE namespace = ? AND name = ?", (namespace, name))
+    cur = tx.one(
+        "SELECT task_id, fence FROM locks WHERE namespace = ? AND name = ?", (namespace, name)
+    )
     if cur is not None and cur["task_id"] == task_id:
         tx.execute(
             "UPDATE locks SET expires_ms = MAX(expires_ms, ?) WHERE namespace = ? AND name = ?",
             (expires_ms, namespace, name),
         )
         return int(cur["fence"])
-    f = tx.one("SELECT fence, last_task_id FROM lock_fences WHERE namespace = ? AND name = ?", (namespace, name))
+    f = tx.one(
+        "SELECT fence, last_task_id FROM lock_fences WHERE namespace = ? AND name = ?",
+        (namespace, name),
+    )
     if f is None:
         fence = 1
         tx.execute(
@@ -75,7 +80,13 @@ def _grant(tx: Tx, namespace: str, name: str, task_id: str, expires_ms: int) -> 
 
 
 def try_grant_all(
-    tx: Tx, namespace: str, names: Iterable[str], task_id: str, expires_ms: int, *, now_ms: int | None = None
+    tx: Tx,
+    namespace: str,
+    names: Iterable[str],
+    task_id: str,
+    expires_ms: int,
+    *,
+    now_ms: int | None = None,
 ) -> dict[str, int] | None:
     """Grant every name at once (all or nothing): name -> fence, or None when any is held elsewhere."""
     now = tx.now_ms if now_ms is None else now_ms
@@ -92,11 +103,14 @@ def acquire_lock(tx: Tx, namespace: str, name: str, task_id: str, ttl_ms: int) -
         raise InvalidError(f"lock ttl must be positive (got {ttl_ms} ms)", field="ttl")
     task = tx.one("SELECT state FROM tasks WHERE id = ?", (task_id,))
     if task is None:
-        raise NotFoundError(f"task {task_id} not found; a lock is held by a running task", task_id=task_id)
+        raise NotFoundError(
+            f"task {task_id} not found; a lock is held by a running task", task_id=task_id
+        )
     if task["state"] not in ("leased", "running"):
         raise ConflictError(
             f"task {task_id} is {task['state']}; only a leased or running task can acquire lock {name!r}",
-            task_id=task_id, lock=name,
+            task_id=task_id,
+            lock=name,
         )
     if _holder(tx, namespace, name, task_id, tx.now_ms):
         return None
@@ -105,7 +119,10 @@ def acquire_lock(tx: Tx, namespace: str, name: str, task_id: str, ttl_ms: int) -
 
 def release_lock(tx: Tx, namespace: str, name: str, task_id: str) -> bool:
     """Drop a lock the task holds (True if it held it); the fence counter is kept."""
-    n = tx.execute("DELETE FROM locks WHERE namespace = ? AND name = ? AND task_id = ?", (namespace, name, task_id))
+    n = tx.execute(
+        "DELETE FROM locks WHERE namespace = ? AND name = ? AND task_id = ?",
+        (namespace, name, task_id),
+    )
     if n:
         tx.event(namespace, "lock.released", task_id=task_id, data={"name": name})
     return n > 0

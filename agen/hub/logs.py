@@ -6,7 +6,13 @@ from agen.store import Tx
 
 
 def write_log(
-    tx: Tx, namespace: str, deployment: str, message: str, *, level: str = "info", instance_id: str | None = None
+    tx: Tx,
+    namespace: str,
+    deployment: str,
+    message: str,
+    *,
+    level: str = "info",
+    instance_id: str | None = None,
 ) -> None:
     tx.execute(
         "INSERT INTO deployment_logs (namespace, deployment, instance_id, level, message, created_ms)"

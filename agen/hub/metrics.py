@@ -36,14 +36,18 @@ def percentile(values: list[int], pct: float) -> int | None:
     return ordered[int(rank) - 1]
 
 
-async def throughput(hub: Hub, namespace: str, window_ms: int, buckets: int) -> dict[str, list[int]]:
+async def throughput(
+    hub: Hub, namespace: str, window_ms: int, buckets: int
+) -> dict[str, list[int]]:
     """Runs started per bucket per deployment, oldest bucket first (one grouped, indexed read)."""
     now = hub.clock()
     start = now - window_ms
     size = max(1, window_ms // buckets)
     rows = await hub.store.all(
         "SELECT deployment, (started_ms - ?) / ? AS b, COUNT(*) AS n FROM runs"
-        " WHERE namespace = ? AND started_ms >= ? GROUP BY deployment, b", (start, size, namespace, start))
+        " WHERE namespace = ? AND started_ms >= ? GROUP BY deployment, b",
+        (start, size, namespace, start),
+    )
     out: dict[str, list[int]] = {}
     for r in rows:
         series = out.setdefault(r["deployment"], [0] * buckets)
@@ -54,15 +58,28 @@ async def throughput(hub: Hub, namespace: str, window_ms: int, buckets: int) -> 
 async def _model_metrics(hub: Hub, run_ids: list[str]) -> list[ModelMetrics]:
     stats: dict[tuple[str, str | None], dict[str, Any]] = {}
     for i in range(0, len(run_ids), CHUNK):
-        part = run_ids[i:i + CHUNK]
+        part = run_ids[i : i + CHUNK]
         spans = await hub.store.all(
             f"SELECT status, attrs, started_ms, ended_ms FROM spans WHERE run_id IN ({','.join('?' * len(part))})"
-            " AND name = 'gen_ai.chat'", part)
+            " AND name = 'gen_ai.chat'",
+            part,
+        )
         for s in spans:
             a = loads(s["attrs"], {}) or {}
             model = str(a.get("gen_ai.response.model") or a.get("gen_ai.request.model") or "?")
-            st = stats.setdefault((model, a.get("gen_ai.provider.name")), {
-                "calls": 0, "failures": 0, "fallbacks": 0, "lat": [], "in": 0, "out": 0, "cached": 0, "usd": 0.0})
+            st = stats.setdefault(
+                (model, a.get("gen_ai.provider.name")),
+                {
+                    "calls": 0,
+                    "failures": 0,
+                    "fallbacks": 0,
+                    "lat": [],
+                    "in": 0,
+                    "out": 0,
+                    "cached": 0,
+                    "usd": 0.0,
+                },
+            )
             st["calls"] += 1
             st["failures"] += s["status"] == "error"
             st["fallbacks"] += bool(a.get("agen.fallback") or a.get("agen.fallback_provider"))
@@ -76,10 +93,21 @@ async def _model_metrics(hub: Hub, run_ids: list[str]) -> list[ModelMetrics]:
             st["cached"] += int(a.get("gen_ai.usage.cached_input_tokens") or 0)
             st["usd"] += float(a.get("agen.cost_usd") or 0.0)
     return [
-        ModelMetrics(model=model, provider=provider, calls=st["calls"], failures=st["failures"],
-                     fallbacks=st["fallbacks"], p50_ms=percentile(st["lat"], 50), p95_ms=percentile(st["lat"], 95),
-                     usage=Usage(input_tokens=st["in"], output_tokens=st["out"], cached_tokens=st["cached"],
-                                 cost_usd=round(st["usd"], 6)))
+        ModelMetrics(
+            model=model,
+            provider=provider,
+            calls=st["calls"],
+            failures=st["failures"],
+            fallbacks=st["fallbacks"],
+            p50_ms=percentile(st["lat"], 50),
+            p95_ms=percentile(st["lat"], 95),
+            usage=Usage(
+                input_tokens=st["in"],
+                output_tokens=st["out"],
+                cached_tokens=st["cached"],
+                cost_usd=round(st["usd"], 6),
+            ),
+        )
         for (model, provider), st in sorted(stats.items(), key=lambda kv: -kv[1]["calls"])
     ]
 
@@ -87,17 +115,27 @@ async def _model_metrics(hub: Hub, run_ids: list[str]) -> list[ModelMetrics]:
 async def get_metrics(hub: Hub, p: Principal, req: GetMetricsRequest) -> GetMetricsResponse:
     p.require_namespace(req.namespace)
     if req.throughput_only:
-        return GetMetricsResponse(window_ms=req.window_ms, models=[], entries=[], edges=[],
-                                  throughput=await throughput(hub, req.namespace, req.window_ms, req.buckets))
+        return GetMetricsResponse(
+            window_ms=req.window_ms,
+            models=[],
+            entries=[],
+            edges=[],
+            throughput=await throughput(hub, req.namespace, req.window_ms, req.buckets),
+        )
     since = hub.clock() - req.window_ms
     runs = await hub.store.all(
         "SELECT id, deployment, source, parent_run_id, status, input_tokens, output_tokens, cached_tokens, cost_usd,"
         " started_ms, finished_ms FROM runs WHERE namespace = ? AND started_ms >= ?"
-        " ORDER BY started_ms DESC LIMIT ?", (req.namespace, since, MAX_RUNS))
+        " ORDER BY started_ms DESC LIMIT ?",
+        (req.namespace, since, MAX_RUNS),
+    )
     entries: dict[tuple[str, str], dict[str, Any]] = defaultdict(
-        lambda: {"runs": 0, "failed": 0, "in": 0, "out": 0, "cached": 0, "usd": 0.0})
+        lambda: {"runs": 0, "failed": 0, "in": 0, "out": 0, "cached": 0, "usd": 0.0}
+    )
     by_id = {r["id"]: r for r in runs}
-    edges: dict[tuple[str, str], dict[str, Any]] = defaultdict(lambda: {"calls": 0, "active": 0, "ms": []})
+    edges: dict[tuple[str, str], dict[str, Any]] = defaultdict(
+        lambda: {"calls": 0, "active": 0, "ms": []}
+    )
     for r in runs:
         if r["parent_run_id"] is None:
             e = entries[(r["source"], r["deployment"])]
@@ -119,12 +157,31 @@ async def get_metrics(hub: Hub, p: Principal, req: GetMetricsRequest) -> GetMetr
     return GetMetricsResponse(
         window_ms=req.window_ms,
         models=await _model_metrics(hub, [r["id"] for r in runs]),
-        entries=[EntryMetrics(source=src, deployment=dep, runs=e["runs"], failed=e["failed"],
-                              usage=Usage(input_tokens=e["in"], output_tokens=e["out"], cached_tokens=e["cached"],
-                                          cost_usd=round(e["usd"], 6)))
-                 for (src, dep), e in sorted(entries.items())],
-        edges=[EdgeMetrics(caller=c, callee=d, calls=e["calls"], active=e["active"], p95_ms=percentile(e["ms"], 95))
-               for (c, d), e in sorted(edges.items())],
+        entries=[
+            EntryMetrics(
+                source=src,
+                deployment=dep,
+                runs=e["runs"],
+                failed=e["failed"],
+                usage=Usage(
+                    input_tokens=e["in"],
+                    output_tokens=e["out"],
+                    cached_tokens=e["cached"],
+                    cost_usd=round(e["usd"], 6),
+                ),
+            )
+            for (src, dep), e in sorted(entries.items())
+        ],
+        edges=[
+            EdgeMetrics(
+                caller=c,
+                callee=d,
+                calls=e["calls"],
+                active=e["active"],
+                p95_ms=percentile(e["ms"], 95),
+            )
+            for (c, d), e in sorted(edges.items())
+        ],
         throughput=await throughput(hub, req.namespace, req.window_ms, req.buckets),
         otlp=OtlpStats(**hub.otlp_stats()) if hub.otlp_stats else None,
     )

@@ -28,36 +28,51 @@ OK = Ok()
 
 def _known_nest(tx: Tx, nest_id: str) -> None:
     if tx.scalar("SELECT 1 FROM nests WHERE id = ?", (nest_id,)) is None:
-        raise NotFoundError(f"nest {nest_id} is not registered; call RegisterNest first", nest_id=nest_id)
+        raise NotFoundError(
+            f"nest {nest_id} is not registered; call RegisterNest first", nest_id=nest_id
+        )
 
 
-async def register_nest(hub: Hub, p: Principal, req: m.RegisterNestRequest) -> m.RegisterNestResponse:
-    nest_id = await hub.store.write(lambda tx: _register(tx, req.name, capacity=req.capacity, labels=req.labels))
+async def register_nest(
+    hub: Hub, p: Principal, req: m.RegisterNestRequest
+) -> m.RegisterNestResponse:
+    nest_id = await hub.store.write(
+        lambda tx: _register(tx, req.name, capacity=req.capacity, labels=req.labels)
+    )
     return m.RegisterNestResponse(nest_id=nest_id)
 
 
 async def report_nest(hub: Hub, p: Principal, req: m.ReportNestRequest) -> m.ReportNestResponse:
-    reports = list({r.id: r for r in req.instances}.values())  # one row per instance id: the last report wins
+    reports = list(
+        {r.id: r for r in req.instances}.values()
+    )  # one row per instance id: the last report wins
 
     def fn(tx: Tx) -> list[m.Assignment]:
         _known_nest(tx, req.nest_id)
         if reports:
             marks = ",".join("?" * len(reports))
-            other = tx.one(f"SELECT id, nest_id FROM instances WHERE id IN ({marks}) AND nest_id != ?",
-                           (*(r.id for r in reports), req.nest_id))
+            other = tx.one(
+                f"SELECT id, nest_id FROM instances WHERE id IN ({marks}) AND nest_id != ?",
+                (*(r.id for r in reports), req.nest_id),
+            )
             if other is not None:
-                raise ConflictError(f"instance {other['id']} belongs to nest {other['nest_id']}, not "
-                                    f"{req.nest_id}; a Nest reports only its own instances",
-                                    instance_id=other["id"])
+                raise ConflictError(
+                    f"instance {other['id']} belongs to nest {other['nest_id']}, not "
+                    f"{req.nest_id}; a Nest reports only its own instances",
+                    instance_id=other["id"],
+                )
         return report_status(tx, req.nest_id, reports)
 
     return m.ReportNestResponse(assignments=await hub.store.write(fn))
 
 
-async def get_definition_files_rpc(hub: Hub, p: Principal,
-                                   req: m.GetDefinitionFilesRequest) -> m.GetDefinitionFilesResponse:
+async def get_definition_files_rpc(
+    hub: Hub, p: Principal, req: m.GetDefinitionFilesRequest
+) -> m.GetDefinitionFilesResponse:
     # Raw bytes in-process (Base64Bytes would read them as base64); over HTTP they serialize as base64.
-    return m.GetDefinitionFilesResponse.model_construct(files=await get_definition_files(hub.store, req.definition_id))
+    return m.GetDefinitionFilesResponse.model_construct(
+        files=await get_definition_files(hub.store, req.definition_id)
+    )
 
 
 def leased_task(row: dict[str, Any], *, started: bool) -> m.LeasedTask:
@@ -65,13 +80,25 @@ def leased_task(row: dict[str, Any], *, started: bool) -> m.LeasedTask:
     hot path); over HTTP the Nest's client validates the JSON it receives."""
     locks = row.get("locks") or {}
     return m.LeasedTask.model_construct(
-        id=row["id"], lease_id=row["lease_id"], namespace=row["namespace"], deployment=row["deployment"],
-        deployment_id=row["deployment_id"], input=row["input"], attempts=int(row.get("attempts") or 0),
-        conversation_key=row.get("conversation_key"), labels=loads(row.get("labels"), {}) or {},
-        trust=row.get("trust") or "trusted", source=row.get("source") or "api", model_tier=row.get("model_tier"),
-        overrides=loads(row.get("overrides")), budget_pressure=bool(row.get("budget_pressure")),
-        root_run_id=row.get("root_run_id"), submitted_by=row.get("submitted_by"),
-        locks=dict(locks) if isinstance(locks, dict) else {}, started=started, traceparent=row.get("traceparent"),
+        id=row["id"],
+        lease_id=row["lease_id"],
+        namespace=row["namespace"],
+        deployment=row["deployment"],
+        deployment_id=row["deployment_id"],
+        input=row["input"],
+        attempts=int(row.get("attempts") or 0),
+        conversation_key=row.get("conversation_key"),
+        labels=loads(row.get("labels"), {}) or {},
+        trust=row.get("trust") or "trusted",
+        source=row.get("source") or "api",
+        model_tier=row.get("model_tier"),
+        overrides=loads(row.get("overrides")),
+        budget_pressure=bool(row.get("budget_pressure")),
+        root_run_id=row.get("root_run_id"),
+        submitted_by=row.get("submitted_by"),
+        locks=dict(locks) if isinstance(locks, dict) else {},
+        started=started,
+        traceparent=row.get("traceparent"),
     )
 
 
@@ -81,8 +108,15 @@ async def lease_tasks(hub: Hub, p: Principal, req: m.LeaseTasksRequest) -> m.Lea
 
     def fn(tx: Tx) -> list[dict[str, Any]]:
         _known_nest(tx, req.nest_id)
-        return lease_for_nest(tx, deployment_id=req.deployment_id, nest_id=req.nest_id,
-                              instance_id=req.instance_id, limit=req.limit, lease_ms=req.lease_ms, start=True)
+        return lease_for_nest(
+            tx,
+            deployment_id=req.deployment_id,
+            nest_id=req.nest_id,
+            instance_id=req.instance_id,
+            limit=req.limit,
+            lease_ms=req.lease_ms,
+            start=True,
+        )
 
     rows = await hub.store.write(fn)
     return m.LeaseTasksResponse(tasks=[leased_task(r, started=True) for r in rows])
@@ -93,7 +127,9 @@ async def mark_running(hub: Hub, p: Principal, req: m.MarkRunningRequest) -> Ok:
     return OK
 
 
-async def extend_leases(hub: Hub, p: Principal, req: m.ExtendLeasesRequest) -> m.ExtendLeasesResponse:
+async def extend_leases(
+    hub: Hub, p: Principal, req: m.ExtendLeasesRequest
+) -> m.ExtendLeasesResponse:
     if not req.leases:
         return m.ExtendLeasesResponse(lost=[])
 
@@ -110,26 +146,46 @@ async def extend_leases(hub: Hub, p: Principal, req: m.ExtendLeasesRequest) -> m
 
 
 async def complete_task(hub: Hub, p: Principal, req: m.CompleteTaskRequest) -> Ok:
-    await hub.store.write(lambda tx: complete_from_nest(
-        tx, req.lease.task_id, req.lease.lease_id, status=req.status, outcome=req.outcome, error=req.error))
+    await hub.store.write(
+        lambda tx: complete_from_nest(
+            tx,
+            req.lease.task_id,
+            req.lease.lease_id,
+            status=req.status,
+            outcome=req.outcome,
+            error=req.error,
+        )
+    )
     return OK
 
 
 async def release_task(hub: Hub, p: Principal, req: m.ReleaseTaskRequest) -> Ok:
-    await hub.store.write(lambda tx: queue.release_task(
-        tx, req.lease.task_id, req.lease.lease_id, count_attempt=req.count_attempt, reason=req.reason))
+    await hub.store.write(
+        lambda tx: queue.release_task(
+            tx,
+            req.lease.task_id,
+            req.lease.lease_id,
+            count_attempt=req.count_attempt,
+            reason=req.reason,
+        )
+    )
     hub.work.notify()
     return OK
 
 
 async def suspend_task(hub: Hub, p: Principal, req: m.SuspendTaskRequest) -> Ok:
-    await hub.store.write(lambda tx: queue.suspend_task(tx, req.lease.task_id, req.lease.lease_id, req.wait_for))
+    await hub.store.write(
+        lambda tx: queue.suspend_task(tx, req.lease.task_id, req.lease.lease_id, req.wait_for)
+    )
     return OK
 
 
-async def report_progress(hub: Hub, p: Principal, req: m.ReportProgressRequest) -> m.ReportProgressResponse:
+async def report_progress(
+    hub: Hub, p: Principal, req: m.ReportProgressRequest
+) -> m.ReportProgressResponse:
     return m.ReportProgressResponse(
-        recorded=await hub.store.write(lambda tx: _progress(tx, req.task_id, req.progress)))
+        recorded=await hub.store.write(lambda tx: _progress(tx, req.task_id, req.progress))
+    )
 
 
 async def wait_for_work(hub: Hub, p: Principal, req: m.WaitForWorkRequest) -> m.WaitForWorkResponse:

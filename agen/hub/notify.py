@@ -59,8 +59,20 @@ def set_target(
         " deployment = excluded.deployment, labels = excluded.labels, severity = excluded.severity,"
         " secret = excluded.secret, paused_until_ms = NULL, backoff_ms = 0, last_error = NULL,"
         " updated_ms = excluded.updated_ms",
-        (str(ULID()), namespace, name, url, dumps(sorted(set(events))), deployment, dumps(labels or {}),
-         severity, secret, start, now, now),
+        (
+            str(ULID()),
+            namespace,
+            name,
+            url,
+            dumps(sorted(set(events))),
+            deployment,
+            dumps(labels or {}),
+            severity,
+            secret,
+            start,
+            now,
+            now,
+        ),
     )
     row = tx.one("SELECT * FROM notify_targets WHERE namespace = ? AND name = ?", (namespace, name))
     assert row is not None
@@ -80,16 +92,22 @@ def sync_bundle_target(tx: Tx, namespace: str, deployment: str, url: str | None)
         tx.execute("DELETE FROM notify_targets WHERE namespace = ? AND name = ?", (namespace, name))
         return
     if not url.startswith(("http://", "https://")):
-        raise InvalidError(f"permissions.notify of {deployment} must be an http(s) URL (got {url!r})",
-                           field="permissions.notify")
+        raise InvalidError(
+            f"permissions.notify of {deployment} must be an http(s) URL (got {url!r})",
+            field="permissions.notify",
+        )
     set_target(tx, namespace, name, url, events=["approval.requested"], deployment=deployment)
 
 
 def delete_target(tx: Tx, namespace: str, name: str) -> None:
-    if tx.execute("DELETE FROM notify_targets WHERE namespace = ? AND name = ?", (namespace, name)) == 0:
+    if (
+        tx.execute("DELETE FROM notify_targets WHERE namespace = ? AND name = ?", (namespace, name))
+        == 0
+    ):
         raise NotFoundError(
             f"no notification target {name!r} in namespace {namespace!r}; `agen notify ls` lists them",
-            namespace=namespace, name=name,
+            namespace=namespace,
+            name=name,
         )
 
 
@@ -102,8 +120,10 @@ def target_view(row: Row) -> dict[str, Any]:
 
 def target_filter(row: Row) -> EventFilter:
     return EventFilter(
-        types=tuple(loads(row["events"], [])), labels=loads(row["labels"], {}),
-        deployment=row["deployment"], severity=row["severity"],
+        types=tuple(loads(row["events"], [])),
+        labels=loads(row["labels"], {}),
+        deployment=row["deployment"],
+        severity=row["severity"],
     )
 
 
@@ -119,10 +139,16 @@ def body_of(event: dict[str, Any]) -> bytes:
     return json.dumps(event, separators=(",", ":"), sort_keys=True).encode()
 
 
-async def _post(client: httpx.AsyncClient, row: Row, event: dict[str, Any], secrets: SecretResolver) -> str | None:
+async def _post(
+    client: httpx.AsyncClient, row: Row, event: dict[str, Any], secrets: SecretResolver
+) -> str | None:
     """POST one event; None on a 2xx, else the error to store on the target."""
     body = body_of(event)
-    headers = {"Content-Type": "application/json", "X-Agen-Event": event["type"], "X-Agen-Delivery": event["id"]}
+    headers = {
+        "Content-Type": "application/json",
+        "X-Agen-Event": event["type"],
+        "X-Agen-Delivery": event["id"],
+    }
     if row["secret"]:
         value = secrets(row["namespace"], row["secret"])
         if value is None:
@@ -140,7 +166,12 @@ async def _post(client: httpx.AsyncClient, row: Row, event: dict[str, Any], secr
 
 
 async def deliver_target(
-    store: Store, client: httpx.AsyncClient, row: Row, now_ms: int, secrets: SecretResolver, report: DeliveryReport
+    store: Store,
+    client: httpx.AsyncClient,
+    row: Row,
+    now_ms: int,
+    secrets: SecretResolver,
+    report: DeliveryReport,
 ) -> None:
     """Deliver this target's pending events in order until one fails (or PER_TICK were sent)."""
     if row["paused_until_ms"] is not None and row["paused_until_ms"] > now_ms:
@@ -151,7 +182,9 @@ async def deliver_target(
         page = await read_events(store, [row["namespace"]], after=cursor, flt=flt, limit=1)
         if not page.events:
             if page.cursor != cursor:
-                await store.write(partial(_advance, target_id=row["id"], old=cursor, new=page.cursor))
+                await store.write(
+                    partial(_advance, target_id=row["id"], old=cursor, new=page.cursor)
+                )
             return
         event = page.events[0]
         error = await _post(client, row, event, secrets)
@@ -174,7 +207,8 @@ async def deliver_target(
 
 def _advance(tx: Tx, target_id: str, old: int, new: int) -> None:
     tx.execute(
-        "UPDATE notify_targets SET cursor_seq = ? WHERE id = ? AND cursor_seq = ?", (new, target_id, old)
+        "UPDATE notify_targets SET cursor_seq = ? WHERE id = ? AND cursor_seq = ?",
+        (new, target_id, old),
     )
 
 
@@ -197,8 +231,14 @@ def _failed(tx: Tx, target_id: str, old: int, seq: int, error: str, now_ms: int)
         tx.execute(
             "UPDATE notify_targets SET cursor_seq = ?, dropped = dropped + 1, failing_since_ms = NULL,"
             " paused_until_ms = ?, backoff_ms = ?, last_error = ?, updated_ms = ? WHERE id = ?",
-            (seq, now_ms + backoff, backoff, f"dropped event {seq} after failing for an hour: {error}",
-             tx.now_ms, target_id),
+            (
+                seq,
+                now_ms + backoff,
+                backoff,
+                f"dropped event {seq} after failing for an hour: {error}",
+                tx.now_ms,
+                target_id,
+            ),
         )
         return "dropped"
     tx.execute(

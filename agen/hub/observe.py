@@ -38,21 +38,44 @@ MAX_MESSAGES = 5000
 
 
 def usage_of(row: Mapping[str, Any]) -> Usage:
-    return Usage(input_tokens=int(row.get("input_tokens") or 0), output_tokens=int(row.get("output_tokens") or 0),
-                 cached_tokens=int(row.get("cached_tokens") or 0), cost_usd=float(row.get("cost_usd") or 0.0))
+    return Usage(
+        input_tokens=int(row.get("input_tokens") or 0),
+        output_tokens=int(row.get("output_tokens") or 0),
+        cached_tokens=int(row.get("cached_tokens") or 0),
+        cost_usd=float(row.get("cost_usd") or 0.0),
+    )
 
 
 def run_view(row: Row, task: Row | None = None) -> Run:
-    act = run_activity(row["status"], finished=row["finished_ms"] is not None,
-                       task_state=task["state"] if task else None, held=bool(task and task["held"]))
+    act = run_activity(
+        row["status"],
+        finished=row["finished_ms"] is not None,
+        task_state=task["state"] if task else None,
+        held=bool(task and task["held"]),
+    )
     return Run(
-        id=row["id"], namespace=row["namespace"], deployment=row["deployment"], task_id=row["task_id"],
-        parent_run_id=row["parent_run_id"], root_run_id=row["root_run_id"], trace_id=row["trace_id"],
-        status=row["status"], activity=act.word, stopped_reason=act.stopped_reason, source=row["source"],
-        requested_by=row["requested_by"], labels=loads(row["labels"], {}), model=row["model"], turns=row["turns"],
-        usage=usage_of(row), input=row["input"], outcome=loads(row["outcome"]),
-        effect_unknown=bool(row.get("effect_unknown")), started_ms=row["started_ms"],
-        updated_ms=row["updated_ms"], finished_ms=row["finished_ms"],
+        id=row["id"],
+        namespace=row["namespace"],
+        deployment=row["deployment"],
+        task_id=row["task_id"],
+        parent_run_id=row["parent_run_id"],
+        root_run_id=row["root_run_id"],
+        trace_id=row["trace_id"],
+        status=row["status"],
+        activity=act.word,
+        stopped_reason=act.stopped_reason,
+        source=row["source"],
+        requested_by=row["requested_by"],
+        labels=loads(row["labels"], {}),
+        model=row["model"],
+        turns=row["turns"],
+        usage=usage_of(row),
+        input=row["input"],
+        outcome=loads(row["outcome"]),
+        effect_unknown=bool(row.get("effect_unknown")),
+        started_ms=row["started_ms"],
+        updated_ms=row["updated_ms"],
+        finished_ms=row["finished_ms"],
     )
 
 
@@ -61,14 +84,18 @@ async def tasks_by_id(hub: Hub, ids: list[str]) -> dict[str, Row]:
     if not ids:
         return {}
     rows = await hub.store.all(
-        f"SELECT id, state, held, wait_for, updated_ms FROM tasks WHERE id IN ({','.join('?' * len(ids))})", ids)
+        f"SELECT id, state, held, wait_for, updated_ms FROM tasks WHERE id IN ({','.join('?' * len(ids))})",
+        ids,
+    )
     return {r["id"]: r for r in rows}
 
 
 async def run_views(hub: Hub, rows: list[Row]) -> list[Run]:
     from agen.hub.feedback import summaries
 
-    tasks = await tasks_by_id(hub, [r["task_id"] for r in rows if r["finished_ms"] is None and r["task_id"]])
+    tasks = await tasks_by_id(
+        hub, [r["task_id"] for r in rows if r["finished_ms"] is None and r["task_id"]]
+    )
     rated = await summaries(hub.store, [r["id"] for r in rows])
     views = [run_view(r, tasks.get(r["task_id"] or "")) for r in rows]
     for v in views:
@@ -97,17 +124,23 @@ async def list_runs(hub: Hub, p: Principal, req: ListRunsRequest) -> ListRunsRes
     if req.since_ms is not None:
         sql += " AND started_ms >= ?"
         params.append(hub.clock() - req.since_ms)
-    for key, value in sorted(req.labels.items()):  # json_each, as ListTasks: any key, no JSON-path quoting
+    for key, value in sorted(
+        req.labels.items()
+    ):  # json_each, as ListTasks: any key, no JSON-path quoting
         sql += " AND EXISTS (SELECT 1 FROM json_each(runs.labels) WHERE json_each.key = ? AND json_each.value = ?)"
         params += [key, value]
-    rows = await hub.store.all(sql + " ORDER BY started_ms DESC, id DESC LIMIT ?", [*params, req.limit])
+    rows = await hub.store.all(
+        sql + " ORDER BY started_ms DESC, id DESC LIMIT ?", [*params, req.limit]
+    )
     runs = await run_views(hub, rows)
     if req.roots and runs:
         ids = [r.id for r in runs]
         trees = await hub.store.all(
             "SELECT root_run_id, COUNT(*) AS n, SUM(input_tokens) AS input_tokens, SUM(output_tokens) AS output_tokens,"
             " SUM(cached_tokens) AS cached_tokens, SUM(cost_usd) AS cost_usd FROM runs"
-            f" WHERE root_run_id IN ({','.join('?' * len(ids))}) GROUP BY root_run_id", ids)
+            f" WHERE root_run_id IN ({','.join('?' * len(ids))}) GROUP BY root_run_id",
+            ids,
+        )
         by_root = {t["root_run_id"]: t for t in trees}
         for run in runs:
             tree = by_root.get(run.id)
@@ -124,20 +157,35 @@ async def find_run(hub: Hub, p: Principal, ref: str, namespace: str | None = Non
     if row is None or not p.sees(row["namespace"]):
         task = await hub.store.one("SELECT namespace, state FROM tasks WHERE id = ?", (ref,))
         if task is not None and p.sees(task["namespace"]):
-            raise NotFoundError(f"task {ref} has no run yet (it is {task['state']}); "
-                                f"`agen query {ref}` shows why", task=ref)
+            raise NotFoundError(
+                f"task {ref} has no run yet (it is {task['state']}); `agen query {ref}` shows why",
+                task=ref,
+            )
         raise NotFoundError(f"no run or task {ref}; `agen runs` lists recent runs", run=ref)
     check_namespace("run", ref, row["namespace"], namespace)
     return row
 
 
 def message_view(row: Row) -> TranscriptMessage:
-    calls = [ToolCall(id=str(c.get("id") or ""), name=str(c.get("name") or ""), arguments=c.get("arguments"))
-             for c in loads(row["tool_calls"], []) or []]
+    calls = [
+        ToolCall(
+            id=str(c.get("id") or ""), name=str(c.get("name") or ""), arguments=c.get("arguments")
+        )
+        for c in loads(row["tool_calls"], []) or []
+    ]
     return TranscriptMessage(
-        seq=row["seq"], run_id=row["run_id"], turn=row["turn"], role=row["role"], content=row["content"],
-        tool_calls=calls, tool_call_id=row["tool_call_id"], name=row["name"], is_error=bool(row["is_error"]),
-        model=row["model"], usage=loads(row["usage"]), created_ms=row["created_ms"],
+        seq=row["seq"],
+        run_id=row["run_id"],
+        turn=row["turn"],
+        role=row["role"],
+        content=row["content"],
+        tool_calls=calls,
+        tool_call_id=row["tool_call_id"],
+        name=row["name"],
+        is_error=bool(row["is_error"]),
+        model=row["model"],
+        usage=loads(row["usage"]),
+        created_ms=row["created_ms"],
     )
 
 
@@ -148,75 +196,125 @@ async def _system_prompt(hub: Hub, run: Row) -> str | None:
     from agen.runner.context import system_prompt
 
     attrs = await hub.store.scalar(
-        "SELECT attrs FROM spans WHERE run_id = ? AND name = 'agen.run' ORDER BY started_ms LIMIT 1", (run["id"],))
+        "SELECT attrs FROM spans WHERE run_id = ? AND name = 'agen.run' ORDER BY started_ms LIMIT 1",
+        (run["id"],),
+    )
     digest = (loads(attrs, {}) or {}).get("agen.definition.digest")
     sql, params = "SELECT digest, files FROM definitions WHERE digest = ? LIMIT 1", [digest]
     if not digest:
-        sql = ("SELECT f.digest, f.files FROM deployments d JOIN definitions f ON f.id = d.definition_id"
-               " WHERE d.namespace = ? AND d.name = ?")
+        sql = (
+            "SELECT f.digest, f.files FROM deployments d JOIN definitions f ON f.id = d.definition_id"
+            " WHERE d.namespace = ? AND d.name = ?"
+        )
         params = [run["namespace"], run["deployment"]]
     row = await hub.store.one(sql, params)
     if row is None:
         return None
-    return system_prompt(load_bundle_files(unpack(bytes(row["files"]), expect_digest=row["digest"])))
+    return system_prompt(
+        load_bundle_files(unpack(bytes(row["files"]), expect_digest=row["digest"]))
+    )
 
 
-async def get_transcript(hub: Hub, p: Principal, req: GetTranscriptRequest) -> GetTranscriptResponse:
+async def get_transcript(
+    hub: Hub, p: Principal, req: GetTranscriptRequest
+) -> GetTranscriptResponse:
     run = await find_run(hub, p, req.id, req.namespace)
     if req.history:
-        last = await hub.store.scalar("SELECT MAX(seq) FROM messages WHERE run_id = ?", (run["id"],))
+        last = await hub.store.scalar(
+            "SELECT MAX(seq) FROM messages WHERE run_id = ?", (run["id"],)
+        )
         rows = await hub.store.all(
             "SELECT * FROM messages WHERE conversation_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
-            (run["conversation_id"], req.after_seq, int(last or 0), MAX_MESSAGES))
+            (run["conversation_id"], req.after_seq, int(last or 0), MAX_MESSAGES),
+        )
     else:
-        rows = await hub.store.all("SELECT * FROM messages WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-                                   (run["id"], req.after_seq, MAX_MESSAGES))
+        rows = await hub.store.all(
+            "SELECT * FROM messages WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+            (run["id"], req.after_seq, MAX_MESSAGES),
+        )
     [view] = await run_views(hub, [run])
     system = await _system_prompt(hub, run) if req.system else None
     from agen.hub.feedback import of_run
 
-    return GetTranscriptResponse(run=view, system=system, messages=[message_view(r) for r in rows],
-                                 feedback=await of_run(hub.store, run["id"]))
+    return GetTranscriptResponse(
+        run=view,
+        system=system,
+        messages=[message_view(r) for r in rows],
+        feedback=await of_run(hub.store, run["id"]),
+    )
 
 
 def span_view(row: Row) -> Span:
     ended = row["ended_ms"]
     return Span(
-        id=row["id"], parent_id=row["parent_id"], trace_id=row["trace_id"], run_id=row["run_id"],
-        task_id=row["task_id"], deployment=row["deployment"], name=row["name"], status=row["status"],
-        attrs=loads(row["attrs"], {}), error=row["error"], started_ms=row["started_ms"], ended_ms=ended,
+        id=row["id"],
+        parent_id=row["parent_id"],
+        trace_id=row["trace_id"],
+        run_id=row["run_id"],
+        task_id=row["task_id"],
+        deployment=row["deployment"],
+        name=row["name"],
+        status=row["status"],
+        attrs=loads(row["attrs"], {}),
+        error=row["error"],
+        started_ms=row["started_ms"],
+        ended_ms=ended,
         duration_ms=None if ended is None else ended - row["started_ms"],
     )
 
 
 async def get_trace(hub: Hub, p: Principal, req: GetTraceRequest) -> GetTraceResponse:
-    run = await hub.store.one("SELECT namespace, trace_id FROM runs WHERE task_id = ? OR id = ? LIMIT 1",
-                              (req.id, req.id))
-    trace_id = run["trace_id"] if run is not None else agen_trace_id(req.id)  # also as OTel shows it (hex)
+    run = await hub.store.one(
+        "SELECT namespace, trace_id FROM runs WHERE task_id = ? OR id = ? LIMIT 1", (req.id, req.id)
+    )
+    trace_id = (
+        run["trace_id"] if run is not None else agen_trace_id(req.id)
+    )  # also as OTel shows it (hex)
     if run is not None and not p.sees(run["namespace"]):
         run = None
-    rows = await hub.store.all("SELECT * FROM spans WHERE trace_id = ?"
-                               " ORDER BY started_ms, json_extract(attrs, '$.\"gen_ai.tool.call.id\"'), id LIMIT ?",
-                               (trace_id, MAX_SPANS))
+    rows = await hub.store.all(
+        "SELECT * FROM spans WHERE trace_id = ?"
+        " ORDER BY started_ms, json_extract(attrs, '$.\"gen_ai.tool.call.id\"'), id LIMIT ?",
+        (trace_id, MAX_SPANS),
+    )
     rows = [r for r in rows if p.sees(r["namespace"])]
     if rows and req.namespace is not None:
-        check_namespace("trace", req.id, rows[0]["namespace"] if run is None else run["namespace"], req.namespace)
+        check_namespace(
+            "trace",
+            req.id,
+            rows[0]["namespace"] if run is None else run["namespace"],
+            req.namespace,
+        )
     if not rows:
         await find_run(hub, p, req.id)  # a task without a run says so
-        raise NotFoundError(f"no spans for {req.id}: not a task, run or trace id with recorded spans", trace=req.id)
+        raise NotFoundError(
+            f"no spans for {req.id}: not a task, run or trace id with recorded spans", trace=req.id
+        )
     run_ids = sorted({r["run_id"] for r in rows if r["run_id"]})
-    run_rows = await hub.store.all(
-        f"SELECT * FROM runs WHERE id IN ({','.join('?' * len(run_ids))}) ORDER BY started_ms", run_ids
-    ) if run_ids else []
+    run_rows = (
+        await hub.store.all(
+            f"SELECT * FROM runs WHERE id IN ({','.join('?' * len(run_ids))}) ORDER BY started_ms",
+            run_ids,
+        )
+        if run_ids
+        else []
+    )
     runs = await run_views(hub, run_rows)
     spans = [span_view(r) for r in rows]
     ends = [s.ended_ms for s in spans]
     total = Usage(
-        input_tokens=sum(r.usage.input_tokens for r in runs), output_tokens=sum(r.usage.output_tokens for r in runs),
-        cached_tokens=sum(r.usage.cached_tokens for r in runs), cost_usd=sum(r.usage.cost_usd for r in runs))
+        input_tokens=sum(r.usage.input_tokens for r in runs),
+        output_tokens=sum(r.usage.output_tokens for r in runs),
+        cached_tokens=sum(r.usage.cached_tokens for r in runs),
+        cost_usd=sum(r.usage.cost_usd for r in runs),
+    )
     return GetTraceResponse(
-        trace_id=trace_id, spans=spans, runs=runs, started_ms=min(s.started_ms for s in spans),
-        ended_ms=None if any(e is None for e in ends) else max(e for e in ends if e is not None), usage=total,
+        trace_id=trace_id,
+        spans=spans,
+        runs=runs,
+        started_ms=min(s.started_ms for s in spans),
+        ended_ms=None if any(e is None for e in ends) else max(e for e in ends if e is not None),
+        usage=total,
         errors=sum(1 for s in spans if s.status == "error"),
     )
 

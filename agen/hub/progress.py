@@ -17,15 +17,26 @@ TERMINAL = ("succeeded", "failed", "cancelled", "expired")
 
 def report_progress(tx: Tx, task_id: str, progress: dict[str, Any]) -> bool:
     """Store ``progress`` on the task; returns False when the task is unknown or already ended."""
-    task = tx.one("SELECT id, namespace, deployment, labels, state FROM tasks WHERE id = ?", (task_id,))
+    task = tx.one(
+        "SELECT id, namespace, deployment, labels, state FROM tasks WHERE id = ?", (task_id,)
+    )
     if task is None or task["state"] in TERMINAL:
         return False
     value = dict(progress)  # when it was reported: tasks.updated_ms and the event's created_ms
-    tx.execute("UPDATE tasks SET progress = ?, updated_ms = ? WHERE id = ?", (dumps(value), tx.now_ms, task_id))
+    tx.execute(
+        "UPDATE tasks SET progress = ?, updated_ms = ? WHERE id = ?",
+        (dumps(value), tx.now_ms, task_id),
+    )
     bucket = tx.now_ms // BUCKET_MS
-    tx.event(task["namespace"], "task.progress", deployment=task["deployment"], task_id=task_id,
-             labels=loads(task["labels"], {}), data=value,
-             dedupe_key=f"progress:{task_id}:{bucket}")
+    tx.event(
+        task["namespace"],
+        "task.progress",
+        deployment=task["deployment"],
+        task_id=task_id,
+        labels=loads(task["labels"], {}),
+        data=value,
+        dedupe_key=f"progress:{task_id}:{bucket}",
+    )
     return True
 
 

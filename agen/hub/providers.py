@@ -54,8 +54,12 @@ def harness_accounts(namespace: str, harness: Mapping[str, Any]) -> list[str]:
     return list(harness_key_secrets(namespace, harness))
 
 
-def sync_accounts(tx: Tx, deployment_id: str, accounts: Iterable[str],
-                  key_envs: Mapping[str, str | None] | None = None) -> None:
+def sync_accounts(
+    tx: Tx,
+    deployment_id: str,
+    accounts: Iterable[str],
+    key_envs: Mapping[str, str | None] | None = None,
+) -> None:
     """Remember which accounts a deployment uses (on deploy), so a hold reaches all of them, and the
     environment variable each one's key is read from (``key_envs``), so a changed key ends its hold."""
     envs = key_envs or {}
@@ -101,7 +105,9 @@ def record_account_error(
             (deployment_id, account),
         )
     row = tx.one("SELECT * FROM provider_holds WHERE account = ?", (account,))
-    same_key = row is not None and (row["key_fingerprint"] == key_fingerprint or key_fingerprint is None)
+    same_key = row is not None and (
+        row["key_fingerprint"] == key_fingerprint or key_fingerprint is None
+    )
     if row is not None and row["resumed_ms"] is None and same_key:
         if task_id is not None and task_id == row["probe_task_id"]:
             backoff = min(int(row["backoff_ms"]) * 2, MAX_BACKOFF_MS)
@@ -117,12 +123,28 @@ def record_account_error(
         " ON CONFLICT (account) DO UPDATE SET reason = excluded.reason, held_since_ms = excluded.held_since_ms,"
         " retry_at_ms = excluded.retry_at_ms, backoff_ms = excluded.backoff_ms, probe_task_id = NULL,"
         " resumed_ms = NULL, key_fingerprint = excluded.key_fingerprint",
-        (account, namespace, provider, reason, now, now + FIRST_BACKOFF_MS, FIRST_BACKOFF_MS, key_fingerprint),
+        (
+            account,
+            namespace,
+            provider,
+            reason,
+            now,
+            now + FIRST_BACKOFF_MS,
+            FIRST_BACKOFF_MS,
+            key_fingerprint,
+        ),
     )
     tx.event(
-        namespace, "provider.held", severity="warning", task_id=task_id,
-        data={"account": account, "reason": reason, "retry_at_ms": now + FIRST_BACKOFF_MS,
-              "key_fingerprint": key_fingerprint},
+        namespace,
+        "provider.held",
+        severity="warning",
+        task_id=task_id,
+        data={
+            "account": account,
+            "reason": reason,
+            "retry_at_ms": now + FIRST_BACKOFF_MS,
+            "key_fingerprint": key_fingerprint,
+        },
     )
     return _get(tx, account)
 
@@ -147,13 +169,19 @@ def account_error(outcome: Mapping[str, Any] | None) -> str | None:
 
 def hold_note(hold: Mapping[str, Any]) -> str:
     """What a hold means and how to end it, said on the task whose failure started it."""
-    retry = datetime.fromtimestamp(int(hold["retry_at_ms"]) / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return (f"provider account {hold['account']} is now held: its deployments lease no tasks until {retry} "
-            "(then one probe), or until a run of them succeeds; a changed key ends the hold, and "
-            f"`agen providers resume {hold['account']}` ends it now")
+    retry = datetime.fromtimestamp(int(hold["retry_at_ms"]) / 1000, tz=UTC).strftime(
+        "%Y-%m-%dT%H:%M:%SZ"
+    )
+    return (
+        f"provider account {hold['account']} is now held: its deployments lease no tasks until {retry} "
+        "(then one probe), or until a run of them succeeds; a changed key ends the hold, and "
+        f"`agen providers resume {hold['account']}` ends it now"
+    )
 
 
-def on_task_failed(tx: Tx, task: Mapping[str, Any], outcome: Mapping[str, Any] | None, error: str | None) -> Row | None:
+def on_task_failed(
+    tx: Tx, task: Mapping[str, Any], outcome: Mapping[str, Any] | None, error: str | None
+) -> Row | None:
     """Hook for CompleteTask: hold the account when a task failed with an account error; a new hold is
     explained on the task's error (what is held, until when, how to end it)."""
     blamed = account_error(outcome)
@@ -170,13 +198,26 @@ def on_task_failed(tx: Tx, task: Mapping[str, Any], outcome: Mapping[str, Any] |
     reason = str((outcome or {}).get("summary") or error or "provider account error")[:500]
     data = (outcome or {}).get("data")
     fingerprint = data.get("key_fingerprint") if isinstance(data, Mapping) else None
-    before = tx.scalar("SELECT held_since_ms FROM provider_holds WHERE account = ? AND resumed_ms IS NULL",
-                       (blamed,))
-    hold = record_account_error(tx, blamed, reason=reason, deployment_id=task["deployment_id"], task_id=task["id"],
-                                key_fingerprint=str(fingerprint) if fingerprint else None)
-    if hold["held_since_ms"] != before:  # this failure started the hold: say so where the user looks first
+    before = tx.scalar(
+        "SELECT held_since_ms FROM provider_holds WHERE account = ? AND resumed_ms IS NULL",
+        (blamed,),
+    )
+    hold = record_account_error(
+        tx,
+        blamed,
+        reason=reason,
+        deployment_id=task["deployment_id"],
+        task_id=task["id"],
+        key_fingerprint=str(fingerprint) if fingerprint else None,
+    )
+    if (
+        hold["held_since_ms"] != before
+    ):  # this failure started the hold: say so where the user looks first
         note = hold_note(hold)
-        tx.execute("UPDATE tasks SET error = ? WHERE id = ?", (f"{error}; {note}" if error else note, task["id"]))
+        tx.execute(
+            "UPDATE tasks SET error = ? WHERE id = ?",
+            (f"{error}; {note}" if error else note, task["id"]),
+        )
     return hold
 
 
@@ -199,11 +240,15 @@ class LeaseGate:
 
 def lease_gate(tx: Tx, deployment_id: str, now_ms: int) -> LeaseGate:
     """Held until retry_at; then one probe at a time; open when no account of it is held."""
-    rows = [r for r in tx.all(
-        "SELECT h.*, a.key_env FROM provider_holds h JOIN provider_accounts a ON a.account = h.account"
-        " WHERE a.deployment_id = ? AND h.resumed_ms IS NULL ORDER BY h.retry_at_ms DESC",
-        (deployment_id,),
-    ) if not key_changed(r)]
+    rows = [
+        r
+        for r in tx.all(
+            "SELECT h.*, a.key_env FROM provider_holds h JOIN provider_accounts a ON a.account = h.account"
+            " WHERE a.deployment_id = ? AND h.resumed_ms IS NULL ORDER BY h.retry_at_ms DESC",
+            (deployment_id,),
+        )
+        if not key_changed(r)
+    ]
     if not rows:
         return LeaseGate("open")
     for row in rows:
@@ -227,10 +272,18 @@ def mark_probe(tx: Tx, deployment_id: str, task_id: str) -> None:
 
 
 def _resume(tx: Tx, row: Row, why: str, by: str | None = None) -> None:
-    tx.execute("UPDATE provider_holds SET resumed_ms = ? WHERE account = ?", (tx.now_ms, row["account"]))
+    tx.execute(
+        "UPDATE provider_holds SET resumed_ms = ? WHERE account = ?", (tx.now_ms, row["account"])
+    )
     tx.event(
-        row["namespace"], "provider.resumed",
-        data={"account": row["account"], "why": why, "by": by, "held_since_ms": row["held_since_ms"]},
+        row["namespace"],
+        "provider.resumed",
+        data={
+            "account": row["account"],
+            "why": why,
+            "by": by,
+            "held_since_ms": row["held_since_ms"],
+        },
     )
 
 
@@ -238,9 +291,11 @@ def end_recovered_holds(tx: Tx) -> list[str]:
     """Scheduler tick: end holds whose deployments had a run succeed after the hold began, or whose key
     was changed since (a new key is a new account)."""
     ended: list[str] = []
-    for row in tx.all("SELECT h.*, (SELECT a.key_env FROM provider_accounts a WHERE a.account = h.account"
-                      " AND a.key_env IS NOT NULL LIMIT 1) AS key_env FROM provider_holds h"
-                      " WHERE h.resumed_ms IS NULL"):
+    for row in tx.all(
+        "SELECT h.*, (SELECT a.key_env FROM provider_accounts a WHERE a.account = h.account"
+        " AND a.key_env IS NOT NULL LIMIT 1) AS key_env FROM provider_holds h"
+        " WHERE h.resumed_ms IS NULL"
+    ):
         if key_changed(row):
             _resume(tx, row, "the key was changed")
             ended.append(row["account"])
@@ -259,10 +314,13 @@ def end_recovered_holds(tx: Tx) -> list[str]:
 
 def resume_provider(tx: Tx, account: str, *, by: str | None = None) -> Row:
     """ResumeProvider (admin): end a hold at once."""
-    row = tx.one("SELECT * FROM provider_holds WHERE account = ? AND resumed_ms IS NULL", (account,))
+    row = tx.one(
+        "SELECT * FROM provider_holds WHERE account = ? AND resumed_ms IS NULL", (account,)
+    )
     if row is None:
         raise NotFoundError(
-            f"no provider account {account!r} is held; `agen providers` lists held accounts", account=account
+            f"no provider account {account!r} is held; `agen providers` lists held accounts",
+            account=account,
         )
     _resume(tx, row, "resumed by an operator", by)
     return _get(tx, account)
@@ -278,7 +336,9 @@ def held_deployment_ids(tx: Tx, now_ms: int) -> set[str]:
     return {r["deployment_id"] for r in rows if not key_changed(r)}
 
 
-def list_holds(tx: Tx, namespaces: Iterable[str] | None = None, *, include_resumed: bool = False) -> list[Row]:
+def list_holds(
+    tx: Tx, namespaces: Iterable[str] | None = None, *, include_resumed: bool = False
+) -> list[Row]:
     sql = "SELECT * FROM provider_holds"
     where = [] if include_resumed else ["resumed_ms IS NULL"]
     params: list[Any] = []

@@ -47,19 +47,51 @@ from agen.store import Store, Tx, dumps, loads
 from agen.store.base import new_ulid
 
 __all__ = [
-    "MAX_ATTEMPTS", "PRIORITIES", "NewTask", "QueueCounts", "acquire_lock", "cancel_task",
-    "complete_task", "expire_leases", "expire_overdue", "extend_lease", "get_task", "hold_deployment",
-    "is_held", "lease_tasks", "mark_running", "pause_task", "queue_counts", "read_queue_counts", "release_lock",
-    "release_task", "resume_deployment_hold", "resume_task", "submit_task", "suspend_task",
-    "wait_reason", "wake_expired_holds", "write_inbox",
+    "MAX_ATTEMPTS",
+    "PRIORITIES",
+    "NewTask",
+    "QueueCounts",
+    "acquire_lock",
+    "cancel_task",
+    "complete_task",
+    "expire_leases",
+    "expire_overdue",
+    "extend_lease",
+    "get_task",
+    "hold_deployment",
+    "is_held",
+    "lease_tasks",
+    "mark_running",
+    "pause_task",
+    "queue_counts",
+    "read_queue_counts",
+    "release_lock",
+    "release_task",
+    "resume_deployment_hold",
+    "resume_task",
+    "submit_task",
+    "suspend_task",
+    "wait_reason",
+    "wake_expired_holds",
+    "write_inbox",
 ]
 
 PRIORITIES: dict[str, int] = {"urgent": 0, "high": 1, "normal": 2, "background": 3}
 MAX_NOT_BEFORE_MS = 90 * 24 * 3600 * 1000
 TRUST_LEVELS = ("operator", "trusted", "untrusted")
 # A conversation key already carrying one of these prefixes is taken as is.
-SOURCE_PREFIXES = ("api:", "webhook:", "a2a:", "reply:", "cron:", "event:", "random:", "child:", "mcp:",
-                   "singleton:")
+SOURCE_PREFIXES = (
+    "api:",
+    "webhook:",
+    "a2a:",
+    "reply:",
+    "cron:",
+    "event:",
+    "random:",
+    "child:",
+    "mcp:",
+    "singleton:",
+)
 # A singleton keeps its one conversation and ignores keys (seed 000 §5 "Tasks"): every task of it carries this key,
 # so its runs share one session and run one at a time, in submission order.
 SINGLETON_KEY = "singleton:session"
@@ -99,13 +131,13 @@ class NewTask:
 class QueueCounts:
     """One deployment's queue at a glance (autoscaler load, `agen ps`, the TUI)."""
 
-    queued: int = 0            # due now (not_before passed or unset)
-    scheduled: int = 0         # queued with not_before in the future
+    queued: int = 0  # due now (not_before passed or unset)
+    scheduled: int = 0  # queued with not_before in the future
     leased: int = 0
     running: int = 0
     waiting: int = 0
-    held: int = 0              # due but held (PauseTask / HoldDeployment)
-    urgent_load: int = 0       # urgent/high priority, due or in flight
+    held: int = 0  # due but held (PauseTask / HoldDeployment)
+    urgent_load: int = 0  # urgent/high priority, due or in flight
     oldest_queued_ms: int | None = None
 
     @property
@@ -123,7 +155,9 @@ def priority_value(priority: str | int) -> int:
         return priority
     if isinstance(priority, str) and priority in PRIORITIES:
         return PRIORITIES[priority]
-    raise InvalidError(f"priority {priority!r} is not one of {', '.join(PRIORITIES)}", field="priority")
+    raise InvalidError(
+        f"priority {priority!r} is not one of {', '.join(PRIORITIES)}", field="priority"
+    )
 
 
 def scoped_conversation_key(key: str | None, source: str) -> str | None:
@@ -146,21 +180,29 @@ def _validate(tx: Tx, t: NewTask) -> int:
     if not t.input and t.input != "":
         raise InvalidError("task input is missing", field="input")
     if t.trust not in TRUST_LEVELS:
-        raise InvalidError(f"trust {t.trust!r} is not one of {', '.join(TRUST_LEVELS)}", field="trust")
+        raise InvalidError(
+            f"trust {t.trust!r} is not one of {', '.join(TRUST_LEVELS)}", field="trust"
+        )
     now = tx.now_ms
     if t.not_before_ms is not None and t.not_before_ms > now + MAX_NOT_BEFORE_MS:
-        raise InvalidError("not_before is more than 90 days ahead; schedule it closer (at most 90 days)",
-                           field="not_before_ms")
+        raise InvalidError(
+            "not_before is more than 90 days ahead; schedule it closer (at most 90 days)",
+            field="not_before_ms",
+        )
     if t.not_after_ms is not None:
         if t.not_after_ms <= now:
-            raise InvalidError("not_after is already in the past; give a deadline ahead of now",
-                               field="not_after_ms")
+            raise InvalidError(
+                "not_after is already in the past; give a deadline ahead of now",
+                field="not_after_ms",
+            )
         if t.not_before_ms is not None and t.not_after_ms <= t.not_before_ms:
             raise InvalidError("not_after must be later than not_before", field="not_after_ms")
     return priority_value(t.priority)
 
 
-def submit_task(tx: Tx, t: NewTask, *, max_queued: int | None = None) -> tuple[dict[str, Any], bool]:
+def submit_task(
+    tx: Tx, t: NewTask, *, max_queued: int | None = None
+) -> tuple[dict[str, Any], bool]:
     """Store a queued task; (row, created). An idempotency key seen before returns the existing task.
 
     schedule_key cancels the deployment's queued task with that key in this transaction;
@@ -179,57 +221,106 @@ def submit_task(tx: Tx, t: NewTask, *, max_queued: int | None = None) -> tuple[d
     lock_names = check_lock_names(t.locks)
     replaced = None
     if t.schedule_key:
-        replaced = tx.one("SELECT * FROM tasks WHERE deployment_id = ? AND schedule_key = ? AND state = 'queued'",
-                          (t.deployment_id, t.schedule_key))
+        replaced = tx.one(
+            "SELECT * FROM tasks WHERE deployment_id = ? AND schedule_key = ? AND state = 'queued'",
+            (t.deployment_id, t.schedule_key),
+        )
     if max_queued is not None and replaced is None:
-        queued = int(tx.scalar("SELECT COUNT(*) FROM tasks WHERE deployment_id = ? AND state = 'queued'",
-                               (t.deployment_id,)) or 0)
+        queued = int(
+            tx.scalar(
+                "SELECT COUNT(*) FROM tasks WHERE deployment_id = ? AND state = 'queued'",
+                (t.deployment_id,),
+            )
+            or 0
+        )
         if queued >= max_queued:
             raise RateLimitedError(
                 f"deployment {t.namespace}/{t.deployment} already has {queued} queued tasks (maxQueuedTasks "
                 f"{max_queued}); retry in {QUEUE_FULL_RETRY_S}s or raise the limit",
-                stage="queue_full", retry_after_s=QUEUE_FULL_RETRY_S, deployment=t.deployment,
-                queued=queued, limit=max_queued,
+                stage="queue_full",
+                retry_after_s=QUEUE_FULL_RETRY_S,
+                deployment=t.deployment,
+                queued=queued,
+                limit=max_queued,
             )
     task_id = new_ulid()
     labels = dict(t.labels)
     root_id, depth = task_id, 0
     if t.parent_task_id:
-        parent = tx.one("SELECT root_task_id, depth, labels FROM tasks WHERE id = ?", (t.parent_task_id,))
+        parent = tx.one(
+            "SELECT root_task_id, depth, labels FROM tasks WHERE id = ?", (t.parent_task_id,)
+        )
         if parent is None:
             raise NotFoundError(f"parent task {t.parent_task_id} not found", field="parent_task_id")
         root_id, depth = parent["root_task_id"], int(parent["depth"]) + 1
         labels = {**loads_labels(parent["labels"]), **labels}
     if replaced is not None:
-        finish_task(tx, replaced, "cancelled",
-                    outcome={"status": "cancelled", "reason": "replaced", "summary": f"replaced by task {task_id}",
-                             "data": None, "artifacts": []},
-                    error=None, data={"reason": "replaced", "by_task": task_id, "schedule_key": t.schedule_key})
+        finish_task(
+            tx,
+            replaced,
+            "cancelled",
+            outcome={
+                "status": "cancelled",
+                "reason": "replaced",
+                "summary": f"replaced by task {task_id}",
+                "data": None,
+                "artifacts": [],
+            },
+            error=None,
+            data={"reason": "replaced", "by_task": task_id, "schedule_key": t.schedule_key},
+        )
     now = tx.now_ms
     row: dict[str, Any] = {
-        "id": task_id, "namespace": t.namespace, "deployment_id": t.deployment_id, "deployment": t.deployment,
-        "state": "queued", "input": t.input, "source": t.source or "api",
+        "id": task_id,
+        "namespace": t.namespace,
+        "deployment_id": t.deployment_id,
+        "deployment": t.deployment,
+        "state": "queued",
+        "input": t.input,
+        "source": t.source or "api",
         "conversation_key": _conversation_key(tx, t),
-        "labels": dumps(labels), "priority": priority, "idempotency_key": t.idempotency_key,
-        "schedule_key": t.schedule_key, "not_before_ms": t.not_before_ms, "not_after_ms": t.not_after_ms,
-        "trust": t.trust, "model_tier": t.model_tier,
+        "labels": dumps(labels),
+        "priority": priority,
+        "idempotency_key": t.idempotency_key,
+        "schedule_key": t.schedule_key,
+        "not_before_ms": t.not_before_ms,
+        "not_after_ms": t.not_after_ms,
+        "trust": t.trust,
+        "model_tier": t.model_tier,
         "overrides": None if t.overrides is None else dumps(t.overrides),
-        "parent_task_id": t.parent_task_id, "root_task_id": root_id, "depth": depth,
-        "reply_deployment": t.reply_deployment, "reply_conversation_key": t.reply_conversation_key,
-        "on_parent_end": t.on_parent_end, "event_chain": t.event_chain, "submitted_by": t.submitted_by,
+        "parent_task_id": t.parent_task_id,
+        "root_task_id": root_id,
+        "depth": depth,
+        "reply_deployment": t.reply_deployment,
+        "reply_conversation_key": t.reply_conversation_key,
+        "on_parent_end": t.on_parent_end,
+        "event_chain": t.event_chain,
+        "submitted_by": t.submitted_by,
         **({"traceparent": t.traceparent} if t.traceparent else {}),
-        "created_ms": now, "updated_ms": now,
+        "created_ms": now,
+        "updated_ms": now,
     }
     # seq (submission order) is assigned in the INSERT; RETURNING gives the stored row without reading it again.
     stored = tx.one(_insert_sql(tuple(row)), tuple(row.values()))
     assert stored is not None
     if lock_names:
-        tx.executemany("INSERT INTO task_locks (task_id, name) VALUES (?, ?)", [(task_id, n) for n in lock_names])
-    task_event(tx, stored, "task.queued", {
-        "priority": priority, "conversation_key": row["conversation_key"], "not_before_ms": t.not_before_ms,
-        "source": row["source"], "parent_task_id": t.parent_task_id,
-        **({"replaced": replaced["id"]} if replaced is not None else {}),
-    })
+        tx.executemany(
+            "INSERT INTO task_locks (task_id, name) VALUES (?, ?)",
+            [(task_id, n) for n in lock_names],
+        )
+    task_event(
+        tx,
+        stored,
+        "task.queued",
+        {
+            "priority": priority,
+            "conversation_key": row["conversation_key"],
+            "not_before_ms": t.not_before_ms,
+            "source": row["source"],
+            "parent_task_id": t.parent_task_id,
+            **({"replaced": replaced["id"]} if replaced is not None else {}),
+        },
+    )
     stored["locks"] = lock_names
     return stored, True
 
@@ -237,8 +328,10 @@ def submit_task(tx: Tx, t: NewTask, *, max_queued: int | None = None) -> tuple[d
 @functools.cache
 def _insert_sql(cols: tuple[str, ...]) -> str:
     """The task INSERT for these columns (one constant text: sqlite3 caches its prepared statement)."""
-    return (f"INSERT INTO tasks ({', '.join(cols)}, seq) VALUES ({', '.join('?' * len(cols))},"
-            " (SELECT COALESCE(MAX(seq), 0) + 1 FROM tasks)) RETURNING *")
+    return (
+        f"INSERT INTO tasks ({', '.join(cols)}, seq) VALUES ({', '.join('?' * len(cols))},"
+        " (SELECT COALESCE(MAX(seq), 0) + 1 FROM tasks)) RETURNING *"
+    )
 
 
 def loads_labels(text: str | None) -> dict[str, str]:
@@ -247,11 +340,20 @@ def loads_labels(text: str | None) -> dict[str, str]:
 
 
 def _declared(tx: Tx, task_id: str) -> list[str]:
-    return [r["name"] for r in tx.all("SELECT name FROM task_locks WHERE task_id = ? ORDER BY name", (task_id,))]
+    return [
+        r["name"]
+        for r in tx.all("SELECT name FROM task_locks WHERE task_id = ? ORDER BY name", (task_id,))
+    ]
 
 
-def wait_reason(tx: Tx, task: dict[str, Any], *, now_ms: int | None = None,
-                deployment_paused: bool | None = None, budget_held: bool = False) -> str | None:
+def wait_reason(
+    tx: Tx,
+    task: dict[str, Any],
+    *,
+    now_ms: int | None = None,
+    deployment_paused: bool | None = None,
+    budget_held: bool = False,
+) -> str | None:
     """Why a queued task is not starting: scheduled, paused, budget, held, conversation, locks or capacity.
 
     None for a task that is not queued. Each check is one indexed probe; pass
@@ -264,7 +366,9 @@ def wait_reason(tx: Tx, task: dict[str, Any], *, now_ms: int | None = None,
         return "scheduled"
     paused = deployment_paused
     if paused is None:
-        paused = bool(tx.scalar("SELECT paused FROM deployments WHERE id = ?", (task["deployment_id"],)))
+        paused = bool(
+            tx.scalar("SELECT paused FROM deployments WHERE id = ?", (task["deployment_id"],))
+        )
     if paused:
         return "paused"
     if budget_held:
@@ -272,7 +376,8 @@ def wait_reason(tx: Tx, task: dict[str, Any], *, now_ms: int | None = None,
     if task.get("held") and (task.get("held_until_ms") is None or task["held_until_ms"] > now):
         return "held"
     if task.get("conversation_key") and not tx.scalar(
-        f"SELECT 1 FROM tasks t WHERE t.id = :id AND {CONVERSATION_FREE_SQL}", {"id": task["id"], "now": now}
+        f"SELECT 1 FROM tasks t WHERE t.id = :id AND {CONVERSATION_FREE_SQL}",
+        {"id": task["id"], "now": now},
     ):
         return "conversation"
     if tx.scalar(
@@ -300,8 +405,9 @@ _COUNTS = f"""
 """
 
 
-def queue_counts(tx: Tx, *, now_ms: int | None = None,
-                 deployment_ids: list[str] | None = None) -> dict[str, QueueCounts]:
+def queue_counts(
+    tx: Tx, *, now_ms: int | None = None, deployment_ids: list[str] | None = None
+) -> dict[str, QueueCounts]:
     """Per-deployment counts of unfinished tasks in one aggregate query (deployment_id -> counts)."""
     now = tx.now_ms if now_ms is None else now_ms
     params: dict[str, Any] = {"now": now}
@@ -312,7 +418,10 @@ def queue_counts(tx: Tx, *, now_ms: int | None = None,
         names = [f"d{i}" for i in range(len(deployment_ids))]
         sql += f" AND deployment_id IN ({', '.join(':' + n for n in names)})"
         params.update(zip(names, deployment_ids, strict=True))
-    return {r.pop("deployment_id"): _counts_of(r) for r in tx.all(sql + " GROUP BY deployment_id", params)}
+    return {
+        r.pop("deployment_id"): _counts_of(r)
+        for r in tx.all(sql + " GROUP BY deployment_id", params)
+    }
 
 
 def _counts_of(r: dict[str, Any]) -> QueueCounts:
@@ -322,5 +431,7 @@ def _counts_of(r: dict[str, Any]) -> QueueCounts:
 async def read_queue_counts(store: Store, *, now_ms: int) -> dict[str, QueueCounts]:
     """queue_counts on a reader connection: the leader's tick takes them before its write transaction, so
     the writer is not held for the scan (about 90 ms over 100,000 unfinished tasks)."""
-    return {r.pop("deployment_id"): _counts_of(r)
-            for r in await store.all(_COUNTS + " GROUP BY deployment_id", {"now": now_ms})}
+    return {
+        r.pop("deployment_id"): _counts_of(r)
+        for r in await store.all(_COUNTS + " GROUP BY deployment_id", {"now": now_ms})
+    }

@@ -35,9 +35,14 @@ class Scope:
     def deployment_ids(self, tx: Tx) -> set[str]:
         ids = {self.deployment_id}
         if self.root_task_id:
-            ids.update(r["deployment_id"] for r in tx.all(
-                "SELECT DISTINCT deployment_id FROM tasks WHERE root_task_id = ?"
-                " AND state IN ('queued', 'leased', 'running', 'waiting')", (self.root_task_id,)))
+            ids.update(
+                r["deployment_id"]
+                for r in tx.all(
+                    "SELECT DISTINCT deployment_id FROM tasks WHERE root_task_id = ?"
+                    " AND state IN ('queued', 'leased', 'running', 'waiting')",
+                    (self.root_task_id,),
+                )
+            )
         return ids
 
 
@@ -45,25 +50,28 @@ class Scope:
 class NestView:
     id: str
     labels: dict[str, str]
-    capacity: int                # 0 = unlimited
+    capacity: int  # 0 = unlimited
 
 
 @dataclass(frozen=True)
 class Demand:
     deployment_id: str
     desired: int
-    labels: dict[str, str]       # placement.labels: a Nest must carry every one
+    labels: dict[str, str]  # placement.labels: a Nest must carry every one
 
 
 @dataclass
 class Placement:
-    counts: dict[tuple[str, str], int]            # (deployment_id, nest_id) -> instances
-    unplaced: dict[str, int]                      # deployment_id -> instances that fit nowhere
-    full_nests: dict[str, set[str]] = field(default_factory=dict)  # deployment_id -> full eligible Nests
+    counts: dict[tuple[str, str], int]  # (deployment_id, nest_id) -> instances
+    unplaced: dict[str, int]  # deployment_id -> instances that fit nowhere
+    full_nests: dict[str, set[str]] = field(
+        default_factory=dict
+    )  # deployment_id -> full eligible Nests
 
 
-def place(demands: list[Demand], nests: list[NestView],
-          current: dict[tuple[str, str], int]) -> Placement:
+def place(
+    demands: list[Demand], nests: list[NestView], current: dict[tuple[str, str], int]
+) -> Placement:
     """Where each deployment's instances go, starting from the current assignments.
 
     Existing instances on Nests that still match stay; surplus leaves the most loaded Nest
@@ -121,7 +129,10 @@ def place(demands: list[Demand], nests: list[NestView],
         pending = still
     counts = {(dep, nest): c for dep, have in mine.items() for nest, c in have.items() if c > 0}
     unplaced = {dep: n for dep, n in need.items() if n > 0}
-    full = {dep: {n.id for n in eligible[dep] if n.capacity and used[n.id] >= n.capacity} for dep in unplaced}
+    full = {
+        dep: {n.id for n in eligible[dep] if n.capacity and used[n.id] >= n.capacity}
+        for dep in unplaced
+    }
     return Placement(counts=counts, unplaced=unplaced, full_nests=full)
 
 
@@ -136,7 +147,7 @@ class TickSummary:
     failed: list[str] = field(default_factory=list)
     overdue: list[str] = field(default_factory=list)
     woken: list[str] = field(default_factory=list)
-    scaled: dict[str, tuple[int, int]] = field(default_factory=dict)   # deployment id -> (old, new)
+    scaled: dict[str, tuple[int, int]] = field(default_factory=dict)  # deployment id -> (old, new)
     assignments_changed: int = 0
     unplaced: dict[str, int] = field(default_factory=dict)
 
@@ -178,30 +189,48 @@ def schedule_tick(
 
     if counts is None:
         counts = queue_counts(tx, now_ms=now_ms)
-    deps = [d for d in tx.all("SELECT id, namespace, name, kind, digest, scale, placement, desired, paused,"
-                              " last_activity_ms, manual_scale_ms FROM deployments") if only is None or d["id"] in only]
+    deps = [
+        d
+        for d in tx.all(
+            "SELECT id, namespace, name, kind, digest, scale, placement, desired, paused,"
+            " last_activity_ms, manual_scale_ms FROM deployments"
+        )
+        if only is None or d["id"] in only
+    ]
     active = [(now_ms, d["id"]) for d in deps if counts.get(d["id"], _NONE).load > 0]
     if active:
         tx.executemany("UPDATE deployments SET last_activity_ms = ? WHERE id = ?", active)
     busy = {dep for _, dep in active}
-    nests = [NestView(r["id"], loads(r["labels"], {}), int(r["capacity"]))
-             for r in tx.all("SELECT id, labels, capacity FROM nests WHERE state = 'active' ORDER BY id")
-             if scope is None or r["id"] == scope.nest_id]
+    nests = [
+        NestView(r["id"], loads(r["labels"], {}), int(r["capacity"]))
+        for r in tx.all("SELECT id, labels, capacity FROM nests WHERE state = 'active' ORDER BY id")
+        if scope is None or r["id"] == scope.nest_id
+    ]
     current: dict[tuple[str, str], int] = {}
     digests: dict[tuple[str, str], str] = {}
-    for a in tx.all("SELECT deployment_id, nest_id, count, digest FROM assignments"
-                    + (" WHERE nest_id = ?" if scope else ""), (scope.nest_id,) if scope else ()):
+    for a in tx.all(
+        "SELECT deployment_id, nest_id, count, digest FROM assignments"
+        + (" WHERE nest_id = ?" if scope else ""),
+        (scope.nest_id,) if scope else (),
+    ):
         current[(a["deployment_id"], a["nest_id"])] = int(a["count"])
         digests[(a["deployment_id"], a["nest_id"])] = a["digest"]
 
     def inputs(d: dict[str, Any], pressure: bool) -> ScaleInput:
         c = counts.get(d["id"], _NONE)
         return ScaleInput(
-            kind=d["kind"], policy=ScalePolicy.from_json(d["kind"], loads(d["scale"], {})), current=int(d["desired"]),
-            load=c.load, urgent_load=c.urgent_load, paused=bool(d["paused"]),
+            kind=d["kind"],
+            policy=ScalePolicy.from_json(d["kind"], loads(d["scale"], {})),
+            current=int(d["desired"]),
+            load=c.load,
+            urgent_load=c.urgent_load,
+            paused=bool(d["paused"]),
             last_activity_ms=now_ms if d["id"] in busy else int(d["last_activity_ms"]),
-            manual_scale_ms=d["manual_scale_ms"], now_ms=now_ms, pressure=pressure,
-            budget_held=d["id"] in budget_held, provider_held=d["id"] in provider_held,
+            manual_scale_ms=d["manual_scale_ms"],
+            now_ms=now_ms,
+            pressure=pressure,
+            budget_held=d["id"] in budget_held,
+            provider_held=d["id"] in provider_held,
         )
 
     decisions: dict[str, ScaleDecision] = {d["id"]: decide(inputs(d, False)) for d in deps}
@@ -213,7 +242,9 @@ def schedule_tick(
     placed = place(demands(), nests, current)
     full = set().union(*placed.full_nests.values()) if placed.full_nests else set()
     if full:  # capacity pressure: idle holders of a full Nest make room
-        holders = {dep for (dep, nest) in placed.counts if nest in full and dep not in placed.unplaced}
+        holders = {
+            dep for (dep, nest) in placed.counts if nest in full and dep not in placed.unplaced
+        }
         changed = False
         for d in deps:
             if d["id"] in holders:
@@ -228,15 +259,29 @@ def schedule_tick(
     for d in deps:
         dec = decisions[d["id"]]
         if dec.desired != d["desired"]:
-            tx.execute("UPDATE deployments SET desired = ?, updated_ms = ? WHERE id = ?", (dec.desired, now_ms, d["id"]))
-            tx.event(d["namespace"], "deployment.scaled", deployment=d["name"],
-                     data={"from": d["desired"], "to": dec.desired, "want": dec.want, "reason": dec.reason,
-                           "load": counts.get(d["id"], _NONE).load})
+            tx.execute(
+                "UPDATE deployments SET desired = ?, updated_ms = ? WHERE id = ?",
+                (dec.desired, now_ms, d["id"]),
+            )
+            tx.event(
+                d["namespace"],
+                "deployment.scaled",
+                deployment=d["name"],
+                data={
+                    "from": d["desired"],
+                    "to": dec.desired,
+                    "want": dec.want,
+                    "reason": dec.reason,
+                    "load": counts.get(d["id"], _NONE).load,
+                },
+            )
             s.scaled[d["id"]] = (int(d["desired"]), dec.desired)
     digest_of = {d["id"]: d["digest"] for d in deps}
-    upserts = [(dep, nest, n, digest_of[dep], leader_epoch, now_ms)
-               for (dep, nest), n in placed.counts.items()
-               if current.get((dep, nest)) != n or digests.get((dep, nest)) != digest_of[dep]]
+    upserts = [
+        (dep, nest, n, digest_of[dep], leader_epoch, now_ms)
+        for (dep, nest), n in placed.counts.items()
+        if current.get((dep, nest)) != n or digests.get((dep, nest)) != digest_of[dep]
+    ]
     gone = [key for key in current if key not in placed.counts]
     if upserts:
         tx.executemany(
@@ -256,15 +301,26 @@ _NONE = QueueCounts()
 
 def _lose_silent_nests(tx: Tx, now_ms: int, lost_after_ms: int) -> list[str]:
     """Mark Nests lost after heartbeat silence: drop their assignments, expire their task leases now."""
-    lost = tx.all("SELECT id, name FROM nests WHERE state = 'active' AND last_heartbeat_ms < ?",
-                  (now_ms - lost_after_ms,))
+    lost = tx.all(
+        "SELECT id, name FROM nests WHERE state = 'active' AND last_heartbeat_ms < ?",
+        (now_ms - lost_after_ms,),
+    )
     for n in lost:
         tx.execute("UPDATE nests SET state = 'lost' WHERE id = ? AND state = 'active'", (n["id"],))
         tx.execute("DELETE FROM assignments WHERE nest_id = ?", (n["id"],))
-        tx.execute("UPDATE tasks SET lease_expires_ms = ? WHERE lease_nest_id = ? AND state IN ('leased', 'running')",
-                   (now_ms, n["id"]))
-        tx.execute("UPDATE instances SET state = 'failed', exit_reason = 'nest lost', updated_ms = ?"
-                   " WHERE nest_id = ? AND state NOT IN ('stopped', 'failed')", (now_ms, n["id"]))
-        tx.event(SYSTEM_NAMESPACE, "nest.lost", severity="warning",
-                 data={"nest_id": n["id"], "nest": n["name"], "silent_for_ms": lost_after_ms})
+        tx.execute(
+            "UPDATE tasks SET lease_expires_ms = ? WHERE lease_nest_id = ? AND state IN ('leased', 'running')",
+            (now_ms, n["id"]),
+        )
+        tx.execute(
+            "UPDATE instances SET state = 'failed', exit_reason = 'nest lost', updated_ms = ?"
+            " WHERE nest_id = ? AND state NOT IN ('stopped', 'failed')",
+            (now_ms, n["id"]),
+        )
+        tx.event(
+            SYSTEM_NAMESPACE,
+            "nest.lost",
+            severity="warning",
+            data={"nest_id": n["id"], "nest": n["name"], "silent_for_ms": lost_after_ms},
+        )
     return [n["id"] for n in lost]

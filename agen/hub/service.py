@@ -52,7 +52,9 @@ class Hub:
         self.in_flight: Callable[[], int] = lambda: 0
         self.shutdown_requested = asyncio.Event()
         self.url: str | None = None
-        self.allow_self_approval = False  # `agen up --allow-self-approval`: any token may approve its own work
+        self.allow_self_approval = (
+            False  # `agen up --allow-self-approval`: any token may approve its own work
+        )
         self._cancel_listeners: list[Callable[[str], None]] = []
         # `agen up` with AGEN_OTLP_ENDPOINT: the exporter's counts (agen.otel.exporter), for GetMetrics and /health.
         self.otlp_stats: Callable[[], dict[str, Any]] | None = None

@@ -42,5 +42,7 @@ def signals_tick(tx: Tx, *, leader_epoch: int, now_ms: int, prune: bool = False)
 
 def held_sets(tx: Tx, now_ms: int) -> tuple[frozenset[str], frozenset[str]]:
     """(budget_held, provider_held) deployment ids for the scheduler tick."""
-    return (frozenset(budgets.exhausted_deployment_ids(tx, now_ms)),
-            frozenset(providers.held_deployment_ids(tx, now_ms)))
+    return (
+        frozenset(budgets.exhausted_deployment_ids(tx, now_ms)),
+        frozenset(providers.held_deployment_ids(tx, now_ms)),
+    )

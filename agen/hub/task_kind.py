@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from agen.store import Tx
 
-KEEP_MS = 7 * 24 * 3600 * 1000   # an instance lives minutes; a week of memory is plenty
+KEEP_MS = 7 * 24 * 3600 * 1000  # an instance lives minutes; a week of memory is plenty
 
 
 def lease_limit(tx: Tx, instance_id: str | None, limit: int) -> int:

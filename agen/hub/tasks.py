@@ -41,18 +41,40 @@ def effective_trust(asked: str | None, principal_trust: str) -> str:
 def task_view(row: Row, *, extra: dict[str, Any] | None = None) -> Task:
     extra = extra or {}
     return Task(
-        id=row["id"], namespace=row["namespace"], deployment=row["deployment"], deployment_id=row["deployment_id"],
-        state=row["state"], input=row["input"], source=row["source"], conversation_key=row["conversation_key"],
-        labels=loads(row["labels"], {}), priority=PRIORITY_NAMES.get(row["priority"], "normal"),
-        idempotency_key=row["idempotency_key"], schedule_key=row["schedule_key"],
-        not_before_ms=row["not_before_ms"], not_after_ms=row["not_after_ms"], attempts=row["attempts"],
-        wait_reason=extra.get("wait_reason", row["wait_reason"]), wait_detail=extra.get("wait_detail"),
-        wait_for=row["wait_for"], held=bool(row["held"]),
-        held_until_ms=row["held_until_ms"], hold_reason=row["hold_reason"], progress=loads(row["progress"]),
-        outcome=loads(row["outcome"]), error=row["error"], trust=row["trust"], model_tier=row["model_tier"],
-        locks=extra.get("locks", []), run_id=extra.get("run_id"), effect_unknown=bool(extra.get("effect_unknown")),
-        pending_approvals=extra.get("pending_approvals", []), created_ms=row["created_ms"],
-        started_ms=row["started_ms"], finished_ms=row["finished_ms"], updated_ms=row["updated_ms"],
+        id=row["id"],
+        namespace=row["namespace"],
+        deployment=row["deployment"],
+        deployment_id=row["deployment_id"],
+        state=row["state"],
+        input=row["input"],
+        source=row["source"],
+        conversation_key=row["conversation_key"],
+        labels=loads(row["labels"], {}),
+        priority=PRIORITY_NAMES.get(row["priority"], "normal"),
+        idempotency_key=row["idempotency_key"],
+        schedule_key=row["schedule_key"],
+        not_before_ms=row["not_before_ms"],
+        not_after_ms=row["not_after_ms"],
+        attempts=row["attempts"],
+        wait_reason=extra.get("wait_reason", row["wait_reason"]),
+        wait_detail=extra.get("wait_detail"),
+        wait_for=row["wait_for"],
+        held=bool(row["held"]),
+        held_until_ms=row["held_until_ms"],
+        hold_reason=row["hold_reason"],
+        progress=loads(row["progress"]),
+        outcome=loads(row["outcome"]),
+        error=row["error"],
+        trust=row["trust"],
+        model_tier=row["model_tier"],
+        locks=extra.get("locks", []),
+        run_id=extra.get("run_id"),
+        effect_unknown=bool(extra.get("effect_unknown")),
+        pending_approvals=extra.get("pending_approvals", []),
+        created_ms=row["created_ms"],
+        started_ms=row["started_ms"],
+        finished_ms=row["finished_ms"],
+        updated_ms=row["updated_ms"],
     )
 
 
@@ -68,27 +90,50 @@ def _many_details(tx: Tx, rows: list[Row]) -> list[dict[str, Any]]:
         return []
     marks = ",".join("?" * len(ids))
     locks: dict[str, list[str]] = {}
-    for r in tx.all(f"SELECT task_id, name FROM task_locks WHERE task_id IN ({marks}) ORDER BY name", ids):
+    for r in tx.all(
+        f"SELECT task_id, name FROM task_locks WHERE task_id IN ({marks}) ORDER BY name", ids
+    ):
         locks.setdefault(r["task_id"], []).append(r["name"])
     runs: dict[str, str] = {}
     unknown: set[str] = set()
-    for r in tx.all(f"SELECT task_id, id, effect_unknown FROM runs WHERE task_id IN ({marks})", ids):
+    for r in tx.all(
+        f"SELECT task_id, id, effect_unknown FROM runs WHERE task_id IN ({marks})", ids
+    ):
         runs[r["task_id"]] = r["id"]
         if r["effect_unknown"]:
             unknown.add(r["task_id"])
     approvals: dict[str, list[str]] = {}
-    for r in tx.all(f"SELECT task_id, id FROM approvals WHERE task_id IN ({marks}) AND state = 'pending'"
-                    " ORDER BY created_ms", ids):
+    for r in tx.all(
+        f"SELECT task_id, id FROM approvals WHERE task_id IN ({marks}) AND state = 'pending'"
+        " ORDER BY created_ms",
+        ids,
+    ):
         approvals.setdefault(r["task_id"], []).append(r["id"])
-    return [_detail(tx, row, {"locks": locks.get(row["id"], []), "run_id": runs.get(row["id"]),
-                              "effect_unknown": row["id"] in unknown,
-                              "pending_approvals": approvals.get(row["id"], [])}) for row in rows]
+    return [
+        _detail(
+            tx,
+            row,
+            {
+                "locks": locks.get(row["id"], []),
+                "run_id": runs.get(row["id"]),
+                "effect_unknown": row["id"] in unknown,
+                "pending_approvals": approvals.get(row["id"], []),
+            },
+        )
+        for row in rows
+    ]
 
 
 def _detail(tx: Tx, row: Row, extra: dict[str, Any]) -> dict[str, Any]:
     if row["state"] == "queued":
-        extra["wait_reason"] = budget_wait_reason(tx, row, queue.wait_reason(tx, row, now_ms=tx.now_ms))
-        failing = instance_failing(tx, row["deployment_id"]) if extra["wait_reason"] == "capacity" else None
+        extra["wait_reason"] = budget_wait_reason(
+            tx, row, queue.wait_reason(tx, row, now_ms=tx.now_ms)
+        )
+        failing = (
+            instance_failing(tx, row["deployment_id"])
+            if extra["wait_reason"] == "capacity"
+            else None
+        )
         if failing is not None:
             extra["wait_reason"], extra["wait_detail"] = "instance_failing", failing
     return extra
@@ -101,7 +146,9 @@ async def load_task(hub: Hub, p: Principal, task_id: str, namespace: str | None 
 
     task = await hub.store.read(fn)
     if task is None or not p.sees(task.namespace):
-        raise NotFoundError(f"task {task_id} not found; `agen tasks` lists recent tasks", task=task_id)
+        raise NotFoundError(
+            f"task {task_id} not found; `agen tasks` lists recent tasks", task=task_id
+        )
     check_namespace("task", task_id, task.namespace, namespace)
     return task
 
@@ -113,20 +160,35 @@ async def submit_task(hub: Hub, p: Principal, req: SubmitTaskRequest) -> TaskRes
     def fn(tx: Tx) -> tuple[Task, bool]:
         # The deployment is found inside the insert's transaction: one writer statement instead of a
         # read on another thread first, and no window where it is deleted in between.
-        current = tx.one("SELECT * FROM deployments WHERE namespace = ? AND name = ?", (req.namespace, req.deployment))
+        current = tx.one(
+            "SELECT * FROM deployments WHERE namespace = ? AND name = ?",
+            (req.namespace, req.deployment),
+        )
         if current is None:
             raise NotFoundError(
                 f"deployment {req.namespace}/{req.deployment} not found; `agen ps` lists deployments,"
-                " `agen deploy <dir>` creates one", deployment=req.deployment, namespace=req.namespace,
+                " `agen deploy <dir>` creates one",
+                deployment=req.deployment,
+                namespace=req.namespace,
             )
         new = queue.NewTask(
-            namespace=req.namespace, deployment_id=current["id"], deployment=current["name"],
+            namespace=req.namespace,
+            deployment_id=current["id"],
+            deployment=current["name"],
             input=redact_task_input(tx, current, req.input),
-            conversation_key=req.conversation_key, labels=dict(req.labels), priority=req.priority,
-            idempotency_key=req.idempotency_key, schedule_key=req.schedule_key, not_before_ms=req.not_before_ms,
-            not_after_ms=req.not_after_ms, locks=list(req.locks), trust=trust,
-            model_tier=req.model_tier, overrides=req.overrides.stored() if req.overrides else None,
-            submitted_by=p.subject, traceparent=check_traceparent(req.traceparent) if req.traceparent else None,
+            conversation_key=req.conversation_key,
+            labels=dict(req.labels),
+            priority=req.priority,
+            idempotency_key=req.idempotency_key,
+            schedule_key=req.schedule_key,
+            not_before_ms=req.not_before_ms,
+            not_after_ms=req.not_after_ms,
+            locks=list(req.locks),
+            trust=trust,
+            model_tier=req.model_tier,
+            overrides=req.overrides.stored() if req.overrides else None,
+            submitted_by=p.subject,
+            traceparent=check_traceparent(req.traceparent) if req.traceparent else None,
         )
         admission.admit(tx, current, tx.now_ms)
         row, created = queue.submit_task(tx, new)
@@ -147,8 +209,12 @@ async def get_task(hub: Hub, p: Principal, req: GetTaskRequest) -> TaskResponse:
     while True:
         task = await load_task(hub, p, req.id, req.namespace)
         remaining = deadline - loop.time()
-        if (task.state in TERMINAL_STATES or task.pending_approvals or task.wait_reason == "instance_failing"
-                or remaining <= 0):
+        if (
+            task.state in TERMINAL_STATES
+            or task.pending_approvals
+            or task.wait_reason == "instance_failing"
+            or remaining <= 0
+        ):
             return TaskResponse(task=task)
         seq = await hub.store.wait_for_events(seq, min(remaining, 1.0))
 
@@ -177,15 +243,22 @@ async def list_tasks(hub: Hub, p: Principal, req: ListTasksRequest) -> ListTasks
 
     def fn(tx: Tx) -> list[Task]:
         rows = tx.all(sql, params)
-        return [task_view(r, extra=extra) for r, extra in zip(rows, _many_details(tx, rows), strict=True)]
+        return [
+            task_view(r, extra=extra)
+            for r, extra in zip(rows, _many_details(tx, rows), strict=True)
+        ]
 
     return ListTasksResponse(tasks=await hub.store.read(fn))
 
 
-async def _task_namespace(hub: Hub, p: Principal, task_id: str, namespace: str | None = None) -> None:
+async def _task_namespace(
+    hub: Hub, p: Principal, task_id: str, namespace: str | None = None
+) -> None:
     ns = await hub.store.scalar("SELECT namespace FROM tasks WHERE id = ?", (task_id,))
     if ns is None or not p.sees(ns):
-        raise NotFoundError(f"task {task_id} not found; `agen tasks` lists recent tasks", task=task_id)
+        raise NotFoundError(
+            f"task {task_id} not found; `agen tasks` lists recent tasks", task=task_id
+        )
     check_namespace("task", task_id, ns, namespace)
 
 

@@ -26,31 +26,51 @@ async def create_token(hub: Hub, p: Principal, req: CreateTokenRequest) -> Creat
     for ns in req.namespaces:
         p.require_namespace(ns)
     if p.namespaces and not req.namespaces:
-        raise DeniedError("a token limited to namespaces can only create tokens limited to some of them; pass --namespace")
+        raise DeniedError(
+            "a token limited to namespaces can only create tokens limited to some of them; pass --namespace"
+        )
     if TRUST_RANK[req.trust] > TRUST_RANK.get(p.trust, 0):
         raise DeniedError(
             f"this token's trust is {p.trust}; it cannot create a token with trust {req.trust} "
-            f"(pass --trust {p.trust} or lower)", field="trust", trust=req.trust,
+            f"(pass --trust {p.trust} or lower)",
+            field="trust",
+            trust=req.trust,
         )
 
     def fn(tx: Tx) -> tuple[str, str, int]:
         token_id, secret = insert_token(
-            tx, scopes=list(req.scopes), namespaces=req.namespaces, name=req.name, ttl_ms=req.ttl_ms, trust=req.trust
+            tx,
+            scopes=list(req.scopes),
+            namespaces=req.namespaces,
+            name=req.name,
+            ttl_ms=req.ttl_ms,
+            trust=req.trust,
         )
         return token_id, secret, tx.now_ms
 
     token_id, secret, now = await hub.store.write(fn)
     info = TokenInfo(
-        id=token_id, name=req.name, scopes=sorted(set(req.scopes)), namespaces=sorted(set(req.namespaces)),
-        trust=req.trust, created_ms=now, expires_ms=now + req.ttl_ms if req.ttl_ms is not None else None,
+        id=token_id,
+        name=req.name,
+        scopes=sorted(set(req.scopes)),
+        namespaces=sorted(set(req.namespaces)),
+        trust=req.trust,
+        created_ms=now,
+        expires_ms=now + req.ttl_ms if req.ttl_ms is not None else None,
     )
     return CreateTokenResponse(token=secret, info=info)
 
 
 async def who_am_i(hub: Hub, p: Principal, req: Empty) -> WhoAmIResponse:
     return WhoAmIResponse(
-        info=TokenInfo(id=p.id, name=p.name, kind=p.kind, scopes=sorted(p.scopes), namespaces=sorted(p.namespaces),
-                       trust=p.trust),
+        info=TokenInfo(
+            id=p.id,
+            name=p.name,
+            kind=p.kind,
+            scopes=sorted(p.scopes),
+            namespaces=sorted(p.namespaces),
+            trust=p.trust,
+        ),
         local=p.kind == "local",
     )
 
@@ -61,7 +81,8 @@ async def shutdown(hub: Hub, p: Principal, req: Empty) -> Ok:
     if p.namespaces:
         raise DeniedError(
             "stopping the Hub needs an admin token without a namespace limit; this one is limited to "
-            f"{', '.join(sorted(p.namespaces))}", scope="admin",
+            f"{', '.join(sorted(p.namespaces))}",
+            scope="admin",
         )
     hub.request_shutdown()
     return Ok(message="draining")

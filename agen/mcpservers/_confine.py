@@ -45,8 +45,14 @@ class Root:
         candidate = given if given.is_absolute() else self.path / given
         real = Path(os.path.realpath(candidate))
         if not self.contains(real):
-            why = "it is an absolute path" if given.is_absolute() else (
-                "it climbs out with '..'" if ".." in given.parts else "a symlink on the way leads out"
+            why = (
+                "it is an absolute path"
+                if given.is_absolute()
+                else (
+                    "it climbs out with '..'"
+                    if ".." in given.parts
+                    else "a symlink on the way leads out"
+                )
             )
             raise self._outside(path, f"{why}, resolving to {real}")
         return real
@@ -58,7 +64,9 @@ class Root:
         rel = os.path.relpath(real, self.path)
         return "." if rel == "." else rel.replace(os.sep, "/")
 
-    def open_file(self, path: str, flags: int, *, mode: int = 0o644, make_dirs: bool = False) -> tuple[int, str]:
+    def open_file(
+        self, path: str, flags: int, *, mode: int = 0o644, make_dirs: bool = False
+    ) -> tuple[int, str]:
         """Open ``path`` inside the root with no gap between check and use: (fd, path relative to root).
 
         Raises OutsideRootError, or the OSError of the failing step (FileNotFoundError,
@@ -74,7 +82,9 @@ class Root:
                 while todo and todo[0] in ("", "."):
                     todo.popleft()
                 if not todo:  # the path names a directory (the root, or one a symlink led to)
-                    return os.open(".", flags | os.O_CLOEXEC, dir_fd=stack[-1]), "/".join(names) or "."
+                    return os.open(".", flags | os.O_CLOEXEC, dir_fd=stack[-1]), "/".join(
+                        names
+                    ) or "."
                 name = todo.popleft()
                 if name == "..":
                     if len(stack) == 1:
@@ -89,25 +99,33 @@ class Root:
                         stack.append(fd)
                         names.append(name)
                         continue
-                    return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=top), "/".join(
-                        [*names, name]
-                    )
+                    return os.open(
+                        name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=top
+                    ), "/".join([*names, name])
                 except FileNotFoundError:
                     if not (todo and make_dirs):
                         raise
-                    with contextlib.suppress(FileExistsError):  # made meanwhile, or a symlink appeared
+                    with contextlib.suppress(
+                        FileExistsError
+                    ):  # made meanwhile, or a symlink appeared
                         os.mkdir(name, 0o777, dir_fd=top)
                     todo.appendleft(name)
                 except OSError as e:
                     if e.errno not in (errno.ELOOP, errno.ENOTDIR):
                         raise
                     kind = _lstat_mode(name, top)
-                    changed = kind is None or (bool(todo) and stat.S_ISDIR(kind)) or (not todo and e.errno == errno.ELOOP)
+                    changed = (
+                        kind is None
+                        or (bool(todo) and stat.S_ISDIR(kind))
+                        or (not todo and e.errno == errno.ELOOP)
+                    )
                     if not (changed or (kind is not None and stat.S_ISLNK(kind))):
                         raise
                     links += 1
                     if links > _MAX_LINKS:
-                        raise OSError(errno.ELOOP, f"{path}: too many symbolic links (or it keeps changing)") from None
+                        raise OSError(
+                            errno.ELOOP, f"{path}: too many symbolic links (or it keeps changing)"
+                        ) from None
                     if kind is not None and stat.S_ISLNK(kind):
                         self._follow(path, name, top, todo, stack, names)
                     else:  # swapped meanwhile: look at it again
@@ -116,7 +134,9 @@ class Root:
             for fd in stack:
                 os.close(fd)
 
-    def _follow(self, path: str, name: str, top: int, todo: deque[str], stack: list[int], names: list[str]) -> None:
+    def _follow(
+        self, path: str, name: str, top: int, todo: deque[str], stack: list[int], names: list[str]
+    ) -> None:
         """Put the target of symlink ``name`` (in directory ``top``) in front of what is left to walk."""
         try:
             target = os.readlink(name, dir_fd=top)

@@ -149,7 +149,9 @@ async def stop_command(mark: str, pgid: int, grace_s: float = KILL_GRACE_S) -> N
         if not _alive(mark, groups):
             break
         await asyncio.sleep(0.05)
-    for _ in range(10):  # a process may fork while it is being killed: look again until none is left
+    for _ in range(
+        10
+    ):  # a process may fork while it is being killed: look again until none is left
         if not _signal_all(mark, groups, signal.SIGKILL):
             break
         await asyncio.sleep(0.02)
@@ -219,7 +221,9 @@ async def run_command(command: str, cwd: str, timeout_s: float, cap: int = OUTPU
     read_fd, write_fd = os.pipe()
     try:
         proc = await asyncio.create_subprocess_exec(
-            "/bin/sh", "-c", command,
+            "/bin/sh",
+            "-c",
+            command,
             cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=write_fd,

@@ -25,8 +25,14 @@ DEFAULT_DSN_ENV = "AGEN_SQL_DSN"
 _READ_VERBS = {"select", "with", "explain", "values", "pragma", "show", "table"}
 # PRAGMAs that only describe the schema; every other PRAGMA (query_only, writable_schema, ...) is refused.
 READ_PRAGMAS = (
-    "table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
-    "foreign_key_list", "database_list",
+    "table_info",
+    "table_xinfo",
+    "table_list",
+    "index_list",
+    "index_info",
+    "index_xinfo",
+    "foreign_key_list",
+    "database_list",
 )
 _EXPLAIN = re.compile(r"^explain\s+(query\s+plan\s+)?", re.I)
 _PRAGMA = re.compile(r"pragma\s+(?:\w+\s*\.\s*)?(\w+)\s*(.*)$", re.I | re.S)
@@ -106,7 +112,9 @@ class SqliteDatabase:
     def __init__(self, path: str) -> None:
         if not os.path.exists(path):
             raise FileNotFoundError(f"SQLite database {path} does not exist")
-        self.conn = sqlite3.connect(f"file:{quote(os.path.abspath(path))}?mode=ro", uri=True, check_same_thread=False)
+        self.conn = sqlite3.connect(
+            f"file:{quote(os.path.abspath(path))}?mode=ro", uri=True, check_same_thread=False
+        )
         self.conn.execute("PRAGMA query_only = ON")
 
     def query(self, sql: str, params: Sequence[Any] | None) -> Rows:
@@ -120,9 +128,13 @@ class SqliteDatabase:
             fetched = cur.fetchmany(ROW_CAP + 1)
         except sqlite3.Error as e:
             if "syntax error" in str(e) or "incomplete input" in str(e):
-                raise SqlSyntaxError(f"SQL syntax error: {e}; fix the statement and try again") from None
+                raise SqlSyntaxError(
+                    f"SQL syntax error: {e}; fix the statement and try again"
+                ) from None
             if any(w in str(e).lower() for w in _WRITE_ERRORS):
-                raise ReadOnlyError(f"this SQL server is read-only; the database refused a write ({e})") from None
+                raise ReadOnlyError(
+                    f"this SQL server is read-only; the database refused a write ({e})"
+                ) from None
             raise
         finally:
             self.conn.rollback()
@@ -137,12 +149,16 @@ class SqliteDatabase:
             return  # e.g. several statements or a wrong parameter count: the real run says so
         except sqlite3.Error as e:
             if "syntax error" in str(e) or "incomplete input" in str(e):
-                raise SqlSyntaxError(f"SQL syntax error: {e}; fix the statement and try again") from None
+                raise SqlSyntaxError(
+                    f"SQL syntax error: {e}; fix the statement and try again"
+                ) from None
         finally:
             self.conn.rollback()
 
     def tables(self) -> list[str]:
-        rows = self.conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table','view') ORDER BY name")
+        rows = self.conn.execute(
+            "SELECT name FROM sqlite_master WHERE type IN ('table','view') ORDER BY name"
+        )
         return [r[0] for r in rows]
 
 
@@ -154,7 +170,9 @@ class PostgresDatabase:
             raise RuntimeError(
                 "a postgres DSN needs psycopg: pip install 'agen[postgres]'"
             ) from None
-        self.conn: Any = psycopg.connect(dsn, options="-c default_transaction_read_only=on", autocommit=False)
+        self.conn: Any = psycopg.connect(
+            dsn, options="-c default_transaction_read_only=on", autocommit=False
+        )
         self.conn.read_only = True
 
     def query(self, sql: str, params: Sequence[Any] | None) -> Rows:
@@ -166,16 +184,23 @@ class PostgresDatabase:
                 fetched = cur.fetchmany(ROW_CAP + 1) if cur.description else []
         except Exception as e:
             if any(w in str(e).lower() for w in _WRITE_ERRORS):
-                raise ReadOnlyError(f"this SQL server is read-only; the database refused a write ({e})") from None
+                raise ReadOnlyError(
+                    f"this SQL server is read-only; the database refused a write ({e})"
+                ) from None
             raise
         finally:
             self.conn.rollback()
         return Rows(columns, [tuple(r) for r in fetched[:ROW_CAP]], len(fetched) > ROW_CAP)
 
     def tables(self) -> list[str]:
-        return [r[0] for r in self.query(
-            "SELECT table_schema || '.' || table_name FROM information_schema.tables "
-            "WHERE table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1", None).rows]
+        return [
+            r[0]
+            for r in self.query(
+                "SELECT table_schema || '.' || table_name FROM information_schema.tables "
+                "WHERE table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1",
+                None,
+            ).rows
+        ]
 
 
 def open_database(dsn: str) -> Database:
@@ -185,7 +210,7 @@ def open_database(dsn: str) -> Database:
     path = dsn
     for prefix in ("sqlite:///", "sqlite://", "sqlite:"):
         if dsn.startswith(prefix):
-            path = dsn[len(prefix):]
+            path = dsn[len(prefix) :]
             if prefix == "sqlite:///" and not path.startswith("/"):
                 path = "/" + path
             break

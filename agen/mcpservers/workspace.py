@@ -36,7 +36,9 @@ def is_binary(data: bytes) -> bool:
     return b"\x00" in data[:_BINARY_SNIFF]
 
 
-def build_server(root: str, *, allow_run: bool = True, run_timeout_s: float = DEFAULT_TIMEOUT_S) -> Any:
+def build_server(
+    root: str, *, allow_run: bool = True, run_timeout_s: float = DEFAULT_TIMEOUT_S
+) -> Any:
     """An MCPServer exposing the workspace tools over ``root``."""
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
@@ -92,7 +94,10 @@ def build_server(root: str, *, allow_run: bool = True, run_timeout_s: float = DE
         lines = data.decode("utf-8", "replace").splitlines()
         start = max(offset, 1)
         chosen = lines[start - 1 : start - 1 + max(limit, 1)]
-        out = [f"{n:6d}\t{ln[:LINE_CAP]}{' …' if len(ln) > LINE_CAP else ''}" for n, ln in enumerate(chosen, start)]
+        out = [
+            f"{n:6d}\t{ln[:LINE_CAP]}{' …' if len(ln) > LINE_CAP else ''}"
+            for n, ln in enumerate(chosen, start)
+        ]
         end = start - 1 + len(chosen)
         if end < len(lines):
             out.append(f"[lines {start}-{end} of {len(lines)}; read on with offset={end + 1}]")
@@ -125,14 +130,18 @@ def build_server(root: str, *, allow_run: bool = True, run_timeout_s: float = DE
     def edit(path: str, old_string: str, new_string: str) -> str:
         """Replace one exact, unique occurrence of old_string with new_string."""
         if not old_string:
-            raise ToolError("old_string is empty; give the exact text to replace (use write to create a file)")
+            raise ToolError(
+                "old_string is empty; give the exact text to replace (use write to create a file)"
+            )
         fd, rel = opened(path, os.O_RDWR | os.O_NONBLOCK)
         with os.fdopen(fd, "r+b") as f:
             regular(f, path)
             text = f.read().decode("utf-8")
             count = text.count(old_string)
             if count == 0:
-                raise ToolError(f"old_string was not found in {path}; read the file and copy the text exactly")
+                raise ToolError(
+                    f"old_string was not found in {path}; read the file and copy the text exactly"
+                )
             if count > 1:
                 raise ToolError(
                     f"old_string occurs {count} times in {path}; include more surrounding text so it is unique"
@@ -156,7 +165,11 @@ def build_server(root: str, *, allow_run: bool = True, run_timeout_s: float = DE
 
     @server.tool(annotations=read_only)
     def grep(
-        pattern: str, path: str = ".", include: str | None = None, context: int = 0, ignore_case: bool = False
+        pattern: str,
+        path: str = ".",
+        include: str | None = None,
+        context: int = 0,
+        ignore_case: bool = False,
     ) -> str:
         """Regex search in files (optionally only those matching the include glob), with context lines."""
         try:
@@ -202,7 +215,9 @@ def build_server(root: str, *, allow_run: bool = True, run_timeout_s: float = DE
             on timeout every process the command started is stopped."""
             limit = run_timeout_s if timeout_seconds is None else timeout_seconds
             if limit <= 0 or limit > MAX_TIMEOUT_S:
-                raise ToolError(f"timeout_seconds must be between 0 and {MAX_TIMEOUT_S:g} (got {limit:g})")
+                raise ToolError(
+                    f"timeout_seconds must be between 0 and {MAX_TIMEOUT_S:g} (got {limit:g})"
+                )
             result = await run_command(command, str(box.path), limit)
             return result.render(command, limit)
 

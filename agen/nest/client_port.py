@@ -22,22 +22,36 @@ class ClientHubPort:
         self.client = client
 
     async def register(self, name: str, capacity: int, labels: dict[str, str]) -> str:
-        resp = await self.client.call(r.RegisterNest, m.RegisterNestRequest(name=name, capacity=capacity,
-                                                                            labels=labels))
+        resp = await self.client.call(
+            r.RegisterNest, m.RegisterNestRequest(name=name, capacity=capacity, labels=labels)
+        )
         return resp.nest_id
 
     async def report(self, nest_id: str, instances: list[m.InstanceReport]) -> list[m.Assignment]:
-        resp = await self.client.call(r.ReportNest, m.ReportNestRequest(nest_id=nest_id, instances=instances))
+        resp = await self.client.call(
+            r.ReportNest, m.ReportNestRequest(nest_id=nest_id, instances=instances)
+        )
         return resp.assignments
 
     async def definition_files(self, definition_id: str) -> dict[str, bytes]:
-        resp = await self.client.call(r.GetDefinitionFiles, m.GetDefinitionFilesRequest(definition_id=definition_id))
+        resp = await self.client.call(
+            r.GetDefinitionFiles, m.GetDefinitionFilesRequest(definition_id=definition_id)
+        )
         return dict(resp.files)
 
-    async def lease(self, nest_id: str, instance_id: str, deployment_id: str, limit: int,
-                    lease_ms: int) -> list[m.LeasedTask]:
-        resp = await self.client.call(r.LeaseTasks, m.LeaseTasksRequest(
-            nest_id=nest_id, instance_id=instance_id, deployment_id=deployment_id, limit=limit, lease_ms=lease_ms))
+    async def lease(
+        self, nest_id: str, instance_id: str, deployment_id: str, limit: int, lease_ms: int
+    ) -> list[m.LeasedTask]:
+        resp = await self.client.call(
+            r.LeaseTasks,
+            m.LeaseTasksRequest(
+                nest_id=nest_id,
+                instance_id=instance_id,
+                deployment_id=deployment_id,
+                limit=limit,
+                lease_ms=lease_ms,
+            ),
+        )
         return resp.tasks
 
     async def mark_running(self, lease: m.LeaseRef) -> None:
@@ -46,31 +60,48 @@ class ClientHubPort:
     async def extend(self, leases: list[m.LeaseRef], lease_ms: int) -> list[str]:
         lost: list[str] = []
         for i in range(0, len(leases), m.MAX_LEASES):
-            resp = await self.client.call(r.ExtendLeases, m.ExtendLeasesRequest(leases=leases[i:i + m.MAX_LEASES],
-                                                                                lease_ms=lease_ms))
+            resp = await self.client.call(
+                r.ExtendLeases,
+                m.ExtendLeasesRequest(leases=leases[i : i + m.MAX_LEASES], lease_ms=lease_ms),
+            )
             lost += resp.lost
         return lost
 
-    async def complete(self, lease: m.LeaseRef, status: str, outcome: dict[str, Any] | None,
-                       error: str | None = None) -> None:
-        await self.client.call(r.CompleteTask, m.CompleteTaskRequest(
-            lease=lease, status=status, outcome=outcome, error=error))  # type: ignore[arg-type]
+    async def complete(
+        self,
+        lease: m.LeaseRef,
+        status: str,
+        outcome: dict[str, Any] | None,
+        error: str | None = None,
+    ) -> None:
+        await self.client.call(
+            r.CompleteTask,
+            m.CompleteTaskRequest(lease=lease, status=status, outcome=outcome, error=error),
+        )  # type: ignore[arg-type]
 
     async def release(self, lease: m.LeaseRef, *, count_attempt: bool, reason: str) -> None:
-        await self.client.call(r.ReleaseTask, m.ReleaseTaskRequest(lease=lease, count_attempt=count_attempt,
-                                                                   reason=reason))
+        await self.client.call(
+            r.ReleaseTask,
+            m.ReleaseTaskRequest(lease=lease, count_attempt=count_attempt, reason=reason),
+        )
 
     async def suspend(self, lease: m.LeaseRef, wait_for: str) -> None:
         await self.client.call(r.SuspendTask, m.SuspendTaskRequest(lease=lease, wait_for=wait_for))
 
     async def report_progress(self, task_id: str, progress: dict[str, Any]) -> None:
-        await self.client.call(r.ReportProgress, m.ReportProgressRequest(task_id=task_id, progress=progress))
+        await self.client.call(
+            r.ReportProgress, m.ReportProgressRequest(task_id=task_id, progress=progress)
+        )
 
     async def wait_for_work(self, seen: int, timeout_s: float) -> int:
-        resp = await self.client.call(r.WaitForWork, m.WaitForWorkRequest(seen=seen, wait_seconds=timeout_s))
+        resp = await self.client.call(
+            r.WaitForWork, m.WaitForWorkRequest(seen=seen, wait_seconds=timeout_s)
+        )
         return resp.generation
 
     def on_cancel(self, listener: Callable[[str], None]) -> None:
         transport = self.client.transport
-        if isinstance(transport, InProcessTransport):  # the hint's fast path; remote Nests rely on lease loss
+        if isinstance(
+            transport, InProcessTransport
+        ):  # the hint's fast path; remote Nests rely on lease loss
             transport.hub.on_cancel(listener)

@@ -19,12 +19,14 @@ from agen.nest.port import LeasedTask
 class ExecResult:
     """How a task's run ended, for CompleteTask (or SuspendTask when ``wait_for`` is set)."""
 
-    status: str                       # succeeded | failed | cancelled
+    status: str  # succeeded | failed | cancelled
     outcome: dict[str, Any] | None
     error: str | None = None
     wait_for: str | None = None
-    release: str | None = None        # give the task back (ReleaseTask) for this reason; its run resumes later
-    count_attempt: bool = False       # ... counting an attempt (the host died mid-task)
+    release: str | None = (
+        None  # give the task back (ReleaseTask) for this reason; its run resumes later
+    )
+    count_attempt: bool = False  # ... counting an attempt (the host died mid-task)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -53,12 +55,22 @@ def run_request(task: LeasedTask) -> Any:
     from agen.runner.types import RunRequest, TaskOverrides
 
     return RunRequest(
-        input=task.input, namespace=task.namespace, deployment=task.deployment, task_id=task.id,
-        conversation_key=task.conversation_key, labels=task.labels, trust=task.trust,  # type: ignore[arg-type]
-        source=task.source, model_tier=task.model_tier, budget_pressure=task.budget_pressure,
+        input=task.input,
+        namespace=task.namespace,
+        deployment=task.deployment,
+        task_id=task.id,
+        conversation_key=task.conversation_key,
+        labels=task.labels,
+        trust=task.trust,  # type: ignore[arg-type]
+        source=task.source,
+        model_tier=task.model_tier,
+        budget_pressure=task.budget_pressure,
         overrides=TaskOverrides.model_validate(task.overrides) if task.overrides else None,
-        root_run_id=task.root_run_id, attempt=max(1, task.attempts), requested_by=task.submitted_by,
-        locks=task.locks, traceparent=task.traceparent,
+        root_run_id=task.root_run_id,
+        attempt=max(1, task.attempts),
+        requested_by=task.submitted_by,
+        locks=task.locks,
+        traceparent=task.traceparent,
     )
 
 

@@ -40,10 +40,10 @@ class FakeHubPort:
         self.nest_id = nest_id
         self.assignments: list[Assignment] = []
         self.files: dict[str, dict[str, bytes]] = {}
-        self.queued: dict[str, list[LeasedTask]] = {}       # deployment id -> tasks waiting for a lease
-        self.leases: dict[str, str] = {}                    # task id -> its live lease id
+        self.queued: dict[str, list[LeasedTask]] = {}  # deployment id -> tasks waiting for a lease
+        self.leases: dict[str, str] = {}  # task id -> its live lease id
         self.completed: dict[str, tuple[str, dict[str, Any] | None, str | None]] = {}
-        self.released: dict[str, tuple[bool, str]] = {}     # task id -> (count_attempt, reason)
+        self.released: dict[str, tuple[bool, str]] = {}  # task id -> (count_attempt, reason)
         self.suspended: dict[str, str] = {}
         self.progress: dict[str, dict[str, Any]] = {}
         self.reports: list[list[InstanceReport]] = []
@@ -55,27 +55,50 @@ class FakeHubPort:
 
     # -- scripting ------------------------------------------------------------------------
 
-    def deploy(self, name: str = "d", *, count: int = 1, max_concurrency: int = 4, kind: str = "pool",
-               config: dict[str, Any] | None = None) -> Assignment:
+    def deploy(
+        self,
+        name: str = "d",
+        *,
+        count: int = 1,
+        max_concurrency: int = 4,
+        kind: str = "pool",
+        config: dict[str, Any] | None = None,
+    ) -> Assignment:
         """Assign ``count`` instances of a small valid bundle (fake provider) to this Nest."""
         files = dict(AGENT_FILES)
         files["x-agen/config.json"] = json.dumps(config or {"kind": kind}).encode()
         digest = digest_files(files)
-        a = Assignment(deployment_id=f"dep-{name}", namespace="default", deployment=name,
-                       definition_id=f"{name}@{digest}", digest=digest, count=count,
-                       max_concurrency=max_concurrency, paused=False, kind=kind)
+        a = Assignment(
+            deployment_id=f"dep-{name}",
+            namespace="default",
+            deployment=name,
+            definition_id=f"{name}@{digest}",
+            digest=digest,
+            count=count,
+            max_concurrency=max_concurrency,
+            paused=False,
+            kind=kind,
+        )
         self.files[a.definition_id] = files
         self.assignments = [x for x in self.assignments if x.deployment_id != a.deployment_id] + [a]
         return a
 
     def scale(self, deployment_id: str, count: int) -> None:
-        self.assignments = [a.model_copy(update={"count": count}) if a.deployment_id == deployment_id else a
-                            for a in self.assignments]
+        self.assignments = [
+            a.model_copy(update={"count": count}) if a.deployment_id == deployment_id else a
+            for a in self.assignments
+        ]
 
     def submit(self, deployment_id: str, text: str = "hi") -> str:
         a = next(a for a in self.assignments if a.deployment_id == deployment_id)
-        task = LeasedTask(id=str(ULID()), lease_id="", namespace=a.namespace, deployment=a.deployment,
-                          deployment_id=deployment_id, input=text)
+        task = LeasedTask(
+            id=str(ULID()),
+            lease_id="",
+            namespace=a.namespace,
+            deployment=a.deployment,
+            deployment_id=deployment_id,
+            input=text,
+        )
         self.queued.setdefault(deployment_id, []).append(task)
         self._notify()
         return task.id
@@ -105,8 +128,11 @@ class FakeHubPort:
 
     def _fenced(self, lease: LeaseRef) -> None:
         if self.leases.get(lease.task_id) != lease.lease_id:
-            raise FencedError(f"lease {lease.lease_id} of task {lease.task_id} is no longer current",
-                              task_id=lease.task_id, lease_id=lease.lease_id)
+            raise FencedError(
+                f"lease {lease.lease_id} of task {lease.task_id} is no longer current",
+                task_id=lease.task_id,
+                lease_id=lease.lease_id,
+            )
 
     # -- HubPort --------------------------------------------------------------------------
 
@@ -122,21 +148,33 @@ class FakeHubPort:
     async def definition_files(self, definition_id: str) -> dict[str, bytes]:
         self._call("definition_files", definition_id=definition_id)
         if definition_id not in self.files:
-            raise NotFoundError(f"definition {definition_id} is not in the fake Hub", definition=definition_id)
+            raise NotFoundError(
+                f"definition {definition_id} is not in the fake Hub", definition=definition_id
+            )
         return dict(self.files[definition_id])
 
-    async def lease(self, nest_id: str, instance_id: str, deployment_id: str, limit: int,
-                    lease_ms: int) -> list[LeasedTask]:
-        self._call("lease", nest_id=nest_id, instance_id=instance_id, deployment_id=deployment_id, limit=limit,
-                   lease_ms=lease_ms)
+    async def lease(
+        self, nest_id: str, instance_id: str, deployment_id: str, limit: int, lease_ms: int
+    ) -> list[LeasedTask]:
+        self._call(
+            "lease",
+            nest_id=nest_id,
+            instance_id=instance_id,
+            deployment_id=deployment_id,
+            limit=limit,
+            lease_ms=lease_ms,
+        )
         queue = self.queued.get(deployment_id, [])
         taken, self.queued[deployment_id] = queue[:limit], queue[limit:]
         out = []
         for task in taken:
             lease_id = str(ULID())
             self.leases[task.id] = lease_id
-            out.append(task.model_copy(update={"lease_id": lease_id, "attempts": task.attempts + 1,
-                                               "started": True}))
+            out.append(
+                task.model_copy(
+                    update={"lease_id": lease_id, "attempts": task.attempts + 1, "started": True}
+                )
+            )
         return out
 
     async def mark_running(self, lease: LeaseRef) -> None:
@@ -147,8 +185,9 @@ class FakeHubPort:
         self._call("extend", leases=list(leases), lease_ms=lease_ms)
         return [ref.task_id for ref in leases if self.leases.get(ref.task_id) != ref.lease_id]
 
-    async def complete(self, lease: LeaseRef, status: str, outcome: dict[str, Any] | None,
-                       error: str | None = None) -> None:
+    async def complete(
+        self, lease: LeaseRef, status: str, outcome: dict[str, Any] | None, error: str | None = None
+    ) -> None:
         self._call("complete", lease=lease, status=status, outcome=outcome, error=error)
         self._fenced(lease)
         del self.leases[lease.task_id]

@@ -62,14 +62,18 @@ async def _load_bundle(store: Any, digest: str) -> Any:
     from agen.bundle import load_bundle_files
     from agen.bundle.archive import unpack
 
-    row = await store.one("SELECT id, digest, files FROM definitions WHERE digest = ? LIMIT 1", (digest,))
+    row = await store.one(
+        "SELECT id, digest, files FROM definitions WHERE digest = ? LIMIT 1", (digest,)
+    )
     if row is None:
         raise NotFoundError(f"definition {digest} is not in the store {store.url}", digest=digest)
     def_id = row["id"]
     bundle = load_bundle_files(unpack(bytes(row["files"]), expect_digest=row["digest"]))
     if bundle.digest != digest:
-        raise ConflictError(f"definition {def_id} unpacked to digest {bundle.digest}, expected {digest}",
-                            digest=digest)
+        raise ConflictError(
+            f"definition {def_id} unpacked to digest {bundle.digest}, expected {digest}",
+            digest=digest,
+        )
     return bundle
 
 
@@ -81,21 +85,28 @@ async def serve() -> int:
     env = os.environ
     missing = [k for k in (ENV_STORE, ENV_INSTANCE, ENV_DIGEST, ENV_TOKEN) if not env.get(k)]
     if missing:
-        raise InvalidError(f"agen host serve is started by a Nest's Manager; {', '.join(missing)} not set")
+        raise InvalidError(
+            f"agen host serve is started by a Nest's Manager; {', '.join(missing)} not set"
+        )
     token = env.pop(ENV_TOKEN)
     instance_id, digest = env[ENV_INSTANCE], env[ENV_DIGEST]
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the Nest drains us; Ctrl-C in its terminal is its business
+    signal.signal(
+        signal.SIGINT, signal.SIG_IGN
+    )  # the Nest drains us; Ctrl-C in its terminal is its business
     chan = _Channel()
     reader = await _stdin_reader()
     hello = json.loads(await reader.readline() or b"{}")
     if hello.get("op") != "hello" or hello.get("token") != token:
-        chan.send({"op": "failed", "error": "the first message must be hello with this host's token"})
+        chan.send(
+            {"op": "failed", "error": "the first message must be hello with this host's token"}
+        )
         return 2
     store = await open_store(env[ENV_STORE])
     try:
         try:
-            executor = await start_executor(store, await _load_bundle(store, digest), instance_id,
-                                            progress=chan.progress)
+            executor = await start_executor(
+                store, await _load_bundle(store, digest), instance_id, progress=chan.progress
+            )
         except Exception as e:
             chan.send({"op": "failed", "error": str(e)})
             return 1
@@ -120,8 +131,11 @@ async def _serve_loop(reader: asyncio.StreamReader, chan: _Channel, executor: An
         except asyncio.CancelledError:
             return  # cancelled by the Manager: it expects no result
         except Exception as e:
-            result = ExecResult(status="failed", outcome={"status": "failed", "reason": "error", "summary": str(e)},
-                                error=f"{type(e).__name__}: {e}")
+            result = ExecResult(
+                status="failed",
+                outcome={"status": "failed", "reason": "error", "summary": str(e)},
+                error=f"{type(e).__name__}: {e}",
+            )
         finally:
             running.pop(task.id, None)
         chan.send({"op": "result", "id": task.id, "result": result.to_dict()})

@@ -24,8 +24,17 @@ IDLE_WAIT_S = 0.5
 
 
 class Instance:
-    def __init__(self, instance_id: str, assignment: Assignment, executor: Executor, port: HubPort,
-                 nest_id: str, *, lease_ms: int, clock: Callable[[], int] = now_ms) -> None:
+    def __init__(
+        self,
+        instance_id: str,
+        assignment: Assignment,
+        executor: Executor,
+        port: HubPort,
+        nest_id: str,
+        *,
+        lease_ms: int,
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
         self.id = instance_id
         self.assignment = assignment
         self.executor = executor
@@ -53,8 +62,14 @@ class Instance:
         state = self.state
         if state == "ready" and self.running:
             state = "busy"
-        return InstanceReport(id=self.id, deployment_id=self.deployment_id, digest=self.digest, state=state,
-                              in_flight=len(self.running), exit_reason=self.exit_reason)
+        return InstanceReport(
+            id=self.id,
+            deployment_id=self.deployment_id,
+            digest=self.digest,
+            state=state,
+            in_flight=len(self.running),
+            exit_reason=self.exit_reason,
+        )
 
     def start(self) -> asyncio.Task[None]:
         self._main = asyncio.create_task(self._lease_loop(), name=f"instance-{self.id}")
@@ -76,7 +91,9 @@ class Instance:
                 continue
             generation = await port.wait_for_work(-1, 0)
             try:
-                leased = await port.lease(self.nest_id, self.id, a.deployment_id, free, self.lease_ms)
+                leased = await port.lease(
+                    self.nest_id, self.id, a.deployment_id, free, self.lease_ms
+                )
             except AgenError as e:
                 log.warning("instance %s: lease failed: %s", self.id, e)
                 leased = []
@@ -85,8 +102,10 @@ class Instance:
                 if self._stop_leasing.is_set():
                     await self._release(task, "instance stopping before the task started")
                     continue
-                self.running[task.id] = (task.ref,
-                                         asyncio.create_task(self._run(task), name=f"task-{task.id}"))
+                self.running[task.id] = (
+                    task.ref,
+                    asyncio.create_task(self._run(task), name=f"task-{task.id}"),
+                )
             if one_task and leased:
                 self._stop_leasing.set()  # its one task: no more leases, and it stops once the task ends
                 await self._finish_one_task()
@@ -133,7 +152,9 @@ class Instance:
                 return
             try:
                 if result.release:
-                    await self.port.release(ref, count_attempt=result.count_attempt, reason=result.release)
+                    await self.port.release(
+                        ref, count_attempt=result.count_attempt, reason=result.release
+                    )
                 elif result.wait_for:
                     await self.port.suspend(ref, result.wait_for)
                 else:
@@ -151,16 +172,22 @@ class Instance:
             if task.id in self.lost:
                 return None  # cancelled or re-leased by the Hub: nothing to report
             with contextlib.suppress(AgenError):  # drained: give it back, its run resumes elsewhere
-                await self.port.release(task.ref, count_attempt=False,
-                                        reason="instance stopped while the task ran")
+                await self.port.release(
+                    task.ref, count_attempt=False, reason="instance stopped while the task ran"
+                )
             return None
-        except FencedError as e:  # normal after a lease moved on: another holder owns the run; nothing to report
+        except (
+            FencedError
+        ) as e:  # normal after a lease moved on: another holder owns the run; nothing to report
             log.info("task %s: fenced off, another holder owns its run now: %s", task.id, e)
             return None
         except Exception as e:
             log.exception("task %s failed inside the instance", task.id)
-            return ExecResult(status="failed", outcome={"status": "failed", "reason": "error", "summary": str(e)},
-                              error=f"{type(e).__name__}: {e}")
+            return ExecResult(
+                status="failed",
+                outcome={"status": "failed", "reason": "error", "summary": str(e)},
+                error=f"{type(e).__name__}: {e}",
+            )
 
     def lease_lost(self, task_id: str) -> None:
         """The Hub cancelled the task or its lease moved on: stop its run without reporting."""
@@ -210,5 +237,9 @@ class Instance:
         return [ref for ref, _ in self.running.values()]
 
     def describe(self) -> dict[str, Any]:
-        return {"id": self.id, "deployment": self.assignment.deployment, "state": self.state,
-                "in_flight": len(self.running)}
+        return {
+            "id": self.id,
+            "deployment": self.assignment.deployment,
+            "state": self.state,
+            "in_flight": len(self.running),
+        }

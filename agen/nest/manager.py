@@ -25,16 +25,25 @@ from agen.store import now_ms
 log = logging.getLogger("agen.nest")
 BACKOFF_BASE_MS = 1_000
 BACKOFF_MAX_MS = 60_000
-HEALTHY_AFTER_MS = 10_000   # an instance up this long resets its deployment's back-off
+HEALTHY_AFTER_MS = 10_000  # an instance up this long resets its deployment's back-off
 
 
 class Manager:
-    def __init__(self, port: HubPort, *, executor_factory: ExecutorFactory, name: str = "local",
-                 capacity: int = 8, labels: dict[str, str] | None = None, lease_ms: int = 30_000,
-                 heartbeat_s: float = 1.0, drain_timeout_s: float = 300.0,
-                 clock: Callable[[], int] = now_ms) -> None:
+    def __init__(
+        self,
+        port: HubPort,
+        *,
+        executor_factory: ExecutorFactory,
+        name: str = "local",
+        capacity: int = 8,
+        labels: dict[str, str] | None = None,
+        lease_ms: int = 30_000,
+        heartbeat_s: float = 1.0,
+        drain_timeout_s: float = 300.0,
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
         self.port = port
-        self.clock = clock   # ms; the crash-loop back-off and the healthy-instance reset read it
+        self.clock = clock  # ms; the crash-loop back-off and the healthy-instance reset read it
         self.factory = executor_factory
         self.name = name
         self.capacity = capacity
@@ -46,8 +55,10 @@ class Manager:
         self.instances: dict[str, Instance] = {}
         self.assignments: list[Assignment] = []
         self._bundles: dict[str, Bundle] = {}
-        self._failures: dict[str, tuple[int, int]] = {}   # deployment_id -> (consecutive, next start ms)
-        self._start_errors: dict[str, str] = {}            # deployment_id -> the last start error logged
+        self._failures: dict[
+            str, tuple[int, int]
+        ] = {}  # deployment_id -> (consecutive, next start ms)
+        self._start_errors: dict[str, str] = {}  # deployment_id -> the last start error logged
         self._final: list[InstanceReport] = []
         self._background: set[asyncio.Task[None]] = set()
         self._stopping = asyncio.Event()
@@ -89,8 +100,10 @@ class Manager:
         timeout = self.drain_timeout_s if timeout_s is None else timeout_s
         extend = asyncio.create_task(self._extend_loop())
         try:
-            await asyncio.gather(*(i.drain(timeout, stop_runs=True) for i in self.instances.values()),
-                                 *self._background)
+            await asyncio.gather(
+                *(i.drain(timeout, stop_runs=True) for i in self.instances.values()),
+                *self._background,
+            )
         finally:
             extend.cancel()
         with contextlib.suppress(AgenError, OSError):
@@ -106,7 +119,9 @@ class Manager:
             self.assignments = await self.port.report(self.nest_id, reports)
             self._final = []
         except (AgenError, OSError) as e:  # keep serving the last assignments
-            log.warning("nest %s: cannot reach the Hub (%s); keeping the last assignments", self.name, e)
+            log.warning(
+                "nest %s: cannot reach the Hub (%s); keeping the last assignments", self.name, e
+            )
         healthy_since = self.clock() - HEALTHY_AFTER_MS
         for inst in self.instances.values():
             if inst.state == "ready" and inst.started_ms < healthy_since:
@@ -119,8 +134,13 @@ class Manager:
         for inst in self.instances.values():
             gone = inst.executor.exit_reason() if inst.state == "ready" else None
             if gone is not None:  # its host process exited or hung: replace it
-                log.warning("nest %s: instance %s of %s failed: %s", self.name, inst.id, inst.assignment.deployment,
-                            gone)
+                log.warning(
+                    "nest %s: instance %s of %s failed: %s",
+                    self.name,
+                    inst.id,
+                    inst.assignment.deployment,
+                    gone,
+                )
                 inst.fail(gone)
         for inst_id, inst in list(self.instances.items()):
             main = inst._main
@@ -136,7 +156,7 @@ class Manager:
 
     def _crashed(self, deployment_id: str) -> None:
         count, _ = self._failures.get(deployment_id, (0, 0))
-        delay = min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** count)
+        delay = min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2**count)
         self._failures[deployment_id] = (count + 1, self.clock() + delay)
 
     async def _reconcile(self) -> None:
@@ -180,16 +200,31 @@ class Manager:
         try:
             executor = await self.factory(await self._bundle(a), inst_id)
         except Exception as e:
-            if self._start_errors.get(a.deployment_id) != str(e):  # once per distinct error, not per attempt
+            if self._start_errors.get(a.deployment_id) != str(
+                e
+            ):  # once per distinct error, not per attempt
                 self._start_errors[a.deployment_id] = str(e)
-                log.warning("nest %s: an instance of %s failed to start: %s (retrying with back-off)",
-                            self.name, a.deployment, e)
-            self._final.append(InstanceReport(id=inst_id, deployment_id=a.deployment_id, digest=a.digest,
-                                              state="failed", exit_reason=f"{START_FAILED}{e}"))
+                log.warning(
+                    "nest %s: an instance of %s failed to start: %s (retrying with back-off)",
+                    self.name,
+                    a.deployment,
+                    e,
+                )
+            self._final.append(
+                InstanceReport(
+                    id=inst_id,
+                    deployment_id=a.deployment_id,
+                    digest=a.digest,
+                    state="failed",
+                    exit_reason=f"{START_FAILED}{e}",
+                )
+            )
             self._crashed(a.deployment_id)
             return
         self._start_errors.pop(a.deployment_id, None)
-        inst = Instance(inst_id, a, executor, self.port, self.nest_id, lease_ms=self.lease_ms, clock=self.clock)
+        inst = Instance(
+            inst_id, a, executor, self.port, self.nest_id, lease_ms=self.lease_ms, clock=self.clock
+        )
         self.instances[inst_id] = inst
         main = inst.start()
         main.add_done_callback(lambda _t: self._kick.set())

@@ -40,8 +40,10 @@ def parse_memory_limit(text: str) -> int:
     """Bytes from ``512M``, ``2G``, ``1.5GiB`` or a plain byte count; 0 = no limit."""
     m = _SIZE.match(text)
     if m is None:
-        raise InvalidError(f"--host-memory-limit {text!r}: use a size like 512M or 2G (0: no limit)",
-                           field="--host-memory-limit")
+        raise InvalidError(
+            f"--host-memory-limit {text!r}: use a size like 512M or 2G (0: no limit)",
+            field="--host-memory-limit",
+        )
     return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
 
 
@@ -58,8 +60,11 @@ def check_memory_limit(limit: int) -> None:
 
     _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     if hard != resource.RLIM_INFINITY and limit > hard:
-        raise UnavailableError(f"--host-memory-limit {limit} bytes is above this process's hard RLIMIT_AS "
-                               f"({hard} bytes); lower it or raise the hard limit (ulimit -Hv)", limit=limit)
+        raise UnavailableError(
+            f"--host-memory-limit {limit} bytes is above this process's hard RLIMIT_AS "
+            f"({hard} bytes); lower it or raise the hard limit (ulimit -Hv)",
+            limit=limit,
+        )
 
 
 def _preexec(memory_limit: int) -> Any:
@@ -70,7 +75,9 @@ def _preexec(memory_limit: int) -> Any:
     if sys.platform.startswith("linux"):
         import ctypes
 
-        prctl = ctypes.CDLL(None, use_errno=True).prctl  # resolved before fork: no dlopen in the child
+        prctl = ctypes.CDLL(
+            None, use_errno=True
+        ).prctl  # resolved before fork: no dlopen in the child
     parent = os.getpid()
 
     def setup() -> None:
@@ -87,8 +94,12 @@ def _preexec(memory_limit: int) -> Any:
 class ProcessExecutor:
     """The Manager's side of one ``agen host serve`` child."""
 
-    def __init__(self, proc: asyncio.subprocess.Process, instance_id: str,
-                 progress: ProgressSink | None = None) -> None:
+    def __init__(
+        self,
+        proc: asyncio.subprocess.Process,
+        instance_id: str,
+        progress: ProgressSink | None = None,
+    ) -> None:
         self.proc = proc
         self.instance_id = instance_id
         self.progress = progress
@@ -98,34 +109,63 @@ class ProcessExecutor:
         self._exit: str | None = None
         self._stderr: collections.deque[str] = collections.deque(maxlen=30)
         self._ready: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self._tasks = [asyncio.create_task(self._read(), name=f"host-{instance_id}-read"),
-                       asyncio.create_task(self._forward_stderr(), name=f"host-{instance_id}-stderr")]
+        self._tasks = [
+            asyncio.create_task(self._read(), name=f"host-{instance_id}-read"),
+            asyncio.create_task(self._forward_stderr(), name=f"host-{instance_id}-stderr"),
+        ]
 
     @classmethod
-    async def start(cls, store_url: str, bundle: Bundle, instance_id: str, *, memory_limit: int = 0,
-                    start_timeout_s: float = START_TIMEOUT_S, progress: ProgressSink | None = None
-                    ) -> ProcessExecutor:
+    async def start(
+        cls,
+        store_url: str,
+        bundle: Bundle,
+        instance_id: str,
+        *,
+        memory_limit: int = 0,
+        start_timeout_s: float = START_TIMEOUT_S,
+        progress: ProgressSink | None = None,
+    ) -> ProcessExecutor:
         if memory_limit:
             check_memory_limit(memory_limit)
         token = secrets.token_urlsafe(32)
-        env = {**os.environ, host.ENV_STORE: store_url, host.ENV_INSTANCE: instance_id,
-               host.ENV_DIGEST: bundle.digest, host.ENV_TOKEN: token}
+        env = {
+            **os.environ,
+            host.ENV_STORE: store_url,
+            host.ENV_INSTANCE: instance_id,
+            host.ENV_DIGEST: bundle.digest,
+            host.ENV_TOKEN: token,
+        }
         try:
             proc = await asyncio.create_subprocess_exec(
-                *host_argv(), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, env=env, preexec_fn=_preexec(memory_limit),
-                start_new_session=True, limit=host.LINE_LIMIT)
+                *host_argv(),
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=env,
+                preexec_fn=_preexec(memory_limit),
+                start_new_session=True,
+                limit=host.LINE_LIMIT,
+            )
         except Exception as e:  # OSError, or SubprocessError when the memory cap could not be set
-            what = f" with --host-memory-limit {memory_limit} bytes (RLIMIT_AS)" if memory_limit else ""
-            raise UnavailableError(f"cannot start agen host serve{what}: {e}", instance=instance_id) from None
+            what = (
+                f" with --host-memory-limit {memory_limit} bytes (RLIMIT_AS)"
+                if memory_limit
+                else ""
+            )
+            raise UnavailableError(
+                f"cannot start agen host serve{what}: {e}", instance=instance_id
+            ) from None
         ex = cls(proc, instance_id, progress)
         try:
             ex._send({"op": "hello", "token": token})
             try:
                 await asyncio.wait_for(asyncio.shield(ex._ready), start_timeout_s)
             except TimeoutError:
-                raise UnavailableError(f"agen host serve for instance {instance_id} did not get ready in "
-                                       f"{start_timeout_s:.0f}s", instance=instance_id) from None
+                raise UnavailableError(
+                    f"agen host serve for instance {instance_id} did not get ready in "
+                    f"{start_timeout_s:.0f}s",
+                    instance=instance_id,
+                ) from None
         except BaseException:
             await ex.close()
             raise
@@ -164,13 +204,18 @@ class ProcessExecutor:
                 pong.set_result(None)
         elif op == "progress" and self.progress is not None:
             task: asyncio.Task[None] = asyncio.create_task(
-                self._report_progress(self.progress, str(msg.get("task_id")), dict(msg.get("progress") or {})))
+                self._report_progress(
+                    self.progress, str(msg.get("task_id")), dict(msg.get("progress") or {})
+                )
+            )
             self._tasks.append(task)
             task.add_done_callback(self._forget)
         elif op == "ready" and not self._ready.done():
             self._ready.set_result(msg)
         elif op == "failed" and not self._ready.done():
-            self._ready.set_exception(UnavailableError(str(msg.get("error")), instance=self.instance_id))
+            self._ready.set_exception(
+                UnavailableError(str(msg.get("error")), instance=self.instance_id)
+            )
 
     @staticmethod
     async def _report_progress(sink: ProgressSink, task_id: str, progress: dict[str, Any]) -> None:
@@ -193,12 +238,21 @@ class ProcessExecutor:
         if self._exit is None:
             self._exit = reason
         if not self._ready.done():
-            self._ready.set_exception(UnavailableError(f"agen host serve failed to start: {reason}",
-                                                       instance=self.instance_id))
+            self._ready.set_exception(
+                UnavailableError(
+                    f"agen host serve failed to start: {reason}", instance=self.instance_id
+                )
+            )
         for task_id, fut in list(self._pending.items()):
             if not fut.done():
-                fut.set_result(ExecResult(status="released", outcome=None, count_attempt=True,
-                                          release=f"the instance's host process stopped mid-task ({reason})"))
+                fut.set_result(
+                    ExecResult(
+                        status="released",
+                        outcome=None,
+                        count_attempt=True,
+                        release=f"the instance's host process stopped mid-task ({reason})",
+                    )
+                )
             self._pending.pop(task_id, None)
 
     async def _health_loop(self) -> None:
@@ -211,7 +265,9 @@ class ProcessExecutor:
             try:
                 await asyncio.wait_for(pong, HEALTH_TIMEOUT_S)
             except TimeoutError:
-                self._gone(f"host process stopped answering health checks for {HEALTH_TIMEOUT_S:.0f}s")
+                self._gone(
+                    f"host process stopped answering health checks for {HEALTH_TIMEOUT_S:.0f}s"
+                )
                 with contextlib.suppress(ProcessLookupError):
                     self.proc.kill()
 
@@ -219,7 +275,11 @@ class ProcessExecutor:
 
     async def run(self, task: LeasedTask) -> ExecResult:
         if self._exit is not None:
-            return ExecResult(status="released", outcome=None, release=f"the instance's host is gone ({self._exit})")
+            return ExecResult(
+                status="released",
+                outcome=None,
+                release=f"the instance's host is gone ({self._exit})",
+            )
         fut: asyncio.Future[ExecResult] = asyncio.get_running_loop().create_future()
         self._pending[task.id] = fut
         self._send({"op": "run", "task": task.model_dump(mode="json")})
@@ -257,11 +317,14 @@ class ProcessExecutor:
                 await t
 
 
-def process_factory(store_url: str, *, memory_limit: int = 0, progress: ProgressSink | None = None) -> Any:
+def process_factory(
+    store_url: str, *, memory_limit: int = 0, progress: ProgressSink | None = None
+) -> Any:
     """An ExecutorFactory starting one ``agen host serve`` child per instance."""
 
     async def build(bundle: Bundle, instance_id: str) -> ProcessExecutor:
-        return await ProcessExecutor.start(store_url, bundle, instance_id, memory_limit=memory_limit,
-                                           progress=progress)
+        return await ProcessExecutor.start(
+            store_url, bundle, instance_id, memory_limit=memory_limit, progress=progress
+        )
 
     return build

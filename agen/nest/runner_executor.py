@@ -56,8 +56,14 @@ class RunnerExecutor:
         wait_for = getattr(result, "wait_for", None)
         if wait_for == "resume" and self.hooks is not None and self.hooks.draining:
             return ExecResult(status="released", outcome=None, release=DRAINED)
-        error = None if result.status == "succeeded" else (outcome.get("summary") or outcome.get("reason"))
-        return ExecResult(status=status_of(result.status), outcome=outcome, error=error, wait_for=wait_for)
+        error = (
+            None
+            if result.status == "succeeded"
+            else (outcome.get("summary") or outcome.get("reason"))
+        )
+        return ExecResult(
+            status=status_of(result.status), outcome=outcome, error=error, wait_for=wait_for
+        )
 
     async def drain(self) -> None:
         if self.hooks is not None:
@@ -77,8 +83,9 @@ class RunnerExecutor:
         await self.runner.close()
 
 
-def build_runner(store: Store, bundle: Bundle, owner: str, *, fake_delay_s: float = 0.0,
-                 hooks: Any = None) -> Any:
+def build_runner(
+    store: Store, bundle: Bundle, owner: str, *, fake_delay_s: float = 0.0, hooks: Any = None
+) -> Any:
     """A managed Runner: the bundle's MCP servers (per run when bound to ${WORKSPACE}), its permission
     rules, durable approvals, the task workspace and memory."""
     from agen.runner.approvals import StoreApprovalGate
@@ -86,16 +93,33 @@ def build_runner(store: Store, bundle: Bundle, owner: str, *, fake_delay_s: floa
     from agen.runner.tooling import build_tooling
 
     t = build_tooling(bundle, store)
-    return Runner(store, bundle, owner=owner, toolsets=list(t.toolsets), policy=t.policy,
-                  gate=StoreApprovalGate(store), redactor=t.redactor, hooks=hooks, fake_delay_s=fake_delay_s,
-                  extras=t.extras)
+    return Runner(
+        store,
+        bundle,
+        owner=owner,
+        toolsets=list(t.toolsets),
+        policy=t.policy,
+        gate=StoreApprovalGate(store),
+        redactor=t.redactor,
+        hooks=hooks,
+        fake_delay_s=fake_delay_s,
+        extras=t.extras,
+    )
 
 
-async def start_executor(store: Store, bundle: Bundle, instance_id: str, *, fake_delay_s: float = 0.0,
-                         progress: ProgressSink | None = None) -> RunnerExecutor:
+async def start_executor(
+    store: Store,
+    bundle: Bundle,
+    instance_id: str,
+    *,
+    fake_delay_s: float = 0.0,
+    progress: ProgressSink | None = None,
+) -> RunnerExecutor:
     """Build and start one instance's Runner (toolsets started once; a failure closes what started)."""
     hooks = NestHooks(progress)
-    runner = build_runner(store, bundle, f"instance:{instance_id}", fake_delay_s=fake_delay_s, hooks=hooks)
+    runner = build_runner(
+        store, bundle, f"instance:{instance_id}", fake_delay_s=fake_delay_s, hooks=hooks
+    )
     try:
         await runner.start()
     except BaseException:
@@ -104,10 +128,14 @@ async def start_executor(store: Store, bundle: Bundle, instance_id: str, *, fake
     return RunnerExecutor(runner, hooks)
 
 
-def runner_factory(store: Store, *, fake_delay_s: float = 0.0, progress: ProgressSink | None = None) -> Any:
+def runner_factory(
+    store: Store, *, fake_delay_s: float = 0.0, progress: ProgressSink | None = None
+) -> Any:
     """An ExecutorFactory building each instance's Runner (started once, serving concurrent runs)."""
 
     async def build(bundle: Bundle, instance_id: str) -> RunnerExecutor:
-        return await start_executor(store, bundle, instance_id, fake_delay_s=fake_delay_s, progress=progress)
+        return await start_executor(
+            store, bundle, instance_id, fake_delay_s=fake_delay_s, progress=progress
+        )
 
     return build

@@ -40,13 +40,21 @@ class OtlpConfig:
             return None
         parts = urlsplit(base)
         if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise InvalidError(f"AGEN_OTLP_ENDPOINT {base!r} is not an http(s) URL; give e.g. http://127.0.0.1:4318",
-                               field="AGEN_OTLP_ENDPOINT")
+            raise InvalidError(
+                f"AGEN_OTLP_ENDPOINT {base!r} is not an http(s) URL; give e.g. http://127.0.0.1:4318",
+                field="AGEN_OTLP_ENDPOINT",
+            )
         path = parts.path.rstrip("/")
-        endpoint = urlunsplit(parts._replace(path=path if path.endswith(TRACES_PATH) else path + TRACES_PATH))
-        return cls(endpoint=endpoint, headers=parse_headers(env.get("AGEN_OTLP_HEADERS", "")),
-                   content=_flag(env, "AGEN_OTLP_CONTENT"), timeout_s=_number(env, "AGEN_OTLP_TIMEOUT", 10.0),
-                   queue_size=int(_number(env, "AGEN_OTLP_QUEUE", 2048)))
+        endpoint = urlunsplit(
+            parts._replace(path=path if path.endswith(TRACES_PATH) else path + TRACES_PATH)
+        )
+        return cls(
+            endpoint=endpoint,
+            headers=parse_headers(env.get("AGEN_OTLP_HEADERS", "")),
+            content=_flag(env, "AGEN_OTLP_CONTENT"),
+            timeout_s=_number(env, "AGEN_OTLP_TIMEOUT", 10.0),
+            queue_size=int(_number(env, "AGEN_OTLP_QUEUE", 2048)),
+        )
 
     def describe(self) -> str:
         """For logs, /health and GetMetrics: the endpoint without credentials or query, and header
@@ -54,7 +62,11 @@ class OtlpConfig:
         parts = urlsplit(self.endpoint)
         where = f"{parts.scheme}://{parts.hostname or ''}{f':{parts.port}' if parts.port else ''}{parts.path}"
         names = ", ".join(f"{k}=***" for k in sorted(self.headers))
-        return where + (f" (headers {names})" if names else "") + (" with contents" if self.content else "")
+        return (
+            where
+            + (f" (headers {names})" if names else "")
+            + (" with contents" if self.content else "")
+        )
 
 
 def parse_headers(text: str) -> dict[str, str]:
@@ -62,8 +74,11 @@ def parse_headers(text: str) -> dict[str, str]:
     for n, item in enumerate(filter(None, (p.strip() for p in text.split(","))), 1):
         key, sep, value = item.partition("=")
         if not sep or not key.strip():  # the item itself is not shown: it may be the secret
-            raise InvalidError(f"AGEN_OTLP_HEADERS: item {n} is not key=value; "
-                               "give e.g. Authorization=Basic%20<base64>", field="AGEN_OTLP_HEADERS")
+            raise InvalidError(
+                f"AGEN_OTLP_HEADERS: item {n} is not key=value; "
+                "give e.g. Authorization=Basic%20<base64>",
+                field="AGEN_OTLP_HEADERS",
+            )
         out[unquote(key.strip())] = unquote(value.strip())
     return out
 

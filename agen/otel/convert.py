@@ -37,7 +37,11 @@ def _value(v: Any) -> Any:
         return v
     if isinstance(v, list | tuple) and v and all(isinstance(x, str) for x in v):
         return tuple(v)
-    if isinstance(v, list | tuple) and v and all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+    if (
+        isinstance(v, list | tuple)
+        and v
+        and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
+    ):
         return tuple(v)
     return json.dumps(v, default=str, ensure_ascii=False)
 
@@ -50,7 +54,14 @@ def _parts(msg: Mapping[str, Any]) -> list[dict[str, Any]]:
     if isinstance(calls, str):
         calls = json.loads(calls)
     for c in calls or []:
-        parts.append({"type": "tool_call", "id": c.get("id"), "name": c.get("name"), "arguments": c.get("arguments")})
+        parts.append(
+            {
+                "type": "tool_call",
+                "id": c.get("id"),
+                "name": c.get("name"),
+                "arguments": c.get("arguments"),
+            }
+        )
     return parts
 
 
@@ -67,12 +78,16 @@ def _content(row: Mapping[str, Any], attrs: Mapping[str, Any], info: RunInfo) ->
             out["gen_ai.output.messages"] = [{"role": "assistant", "parts": _parts(last)}]
     elif row["name"] == "gen_ai.chat" and row["status"] == "ok":
         turn = attrs.get("agen.turn")
-        answer = next((m for m in msgs if m.get("role") == "assistant" and m.get("turn") == turn), None)
+        answer = next(
+            (m for m in msgs if m.get("role") == "assistant" and m.get("turn") == turn), None
+        )
         if answer is not None:
             out["gen_ai.output.messages"] = [{"role": "assistant", "parts": _parts(answer)}]
     elif row["name"] == "agen.tool":
         call_id = attrs.get("gen_ai.tool.call.id")
-        result = next((m for m in msgs if m.get("role") == "tool" and m.get("tool_call_id") == call_id), None)
+        result = next(
+            (m for m in msgs if m.get("role") == "tool" and m.get("tool_call_id") == call_id), None
+        )
         if result is not None:
             out["gen_ai.tool.call.result"] = result.get("content") or ""
         for m in msgs:
@@ -90,13 +105,19 @@ def attributes(row: Mapping[str, Any], info: RunInfo, *, content: bool = False) 
     if op:
         out["gen_ai.operation.name"] = op
     if row["name"] == "gen_ai.chat" and attrs.get("gen_ai.provider.name"):
-        out["gen_ai.system"] = attrs["gen_ai.provider.name"]  # the older name some backends still read
+        out["gen_ai.system"] = attrs[
+            "gen_ai.provider.name"
+        ]  # the older name some backends still read
     if row["name"] == "agen.tool" and attrs.get("agen.tool.name"):
         out["gen_ai.tool.name"] = attrs["agen.tool.name"]
     if row["name"] == "agen.run" and row.get("deployment"):
         out["gen_ai.agent.name"] = row["deployment"]
-    for key, col in (("agen.namespace", "namespace"), ("agen.deployment", "deployment"),
-                     ("agen.task.id", "task_id"), ("agen.run.id", "run_id")):
+    for key, col in (
+        ("agen.namespace", "namespace"),
+        ("agen.deployment", "deployment"),
+        ("agen.task.id", "task_id"),
+        ("agen.run.id", "run_id"),
+    ):
         if row.get(col):
             out[key] = row[col]
     out.update({f"agen.label.{k}": v for k, v in info.labels.items()})
@@ -117,8 +138,9 @@ def span_name(row: Mapping[str, Any]) -> str:
     return str(row["name"])
 
 
-def readable_spans(rows: Iterable[Mapping[str, Any]], runs: Mapping[str, RunInfo], *,
-                   content: bool = False) -> list[ReadableSpan]:
+def readable_spans(
+    rows: Iterable[Mapping[str, Any]], runs: Mapping[str, RunInfo], *, content: bool = False
+) -> list[ReadableSpan]:
     """SDK spans carrying the recorded trace/span/parent ids and start/end times of ``rows``."""
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import ReadableSpan
@@ -134,8 +156,11 @@ def readable_spans(rows: Iterable[Mapping[str, Any]], runs: Mapping[str, RunInfo
     for row in rows:
         trace = trace_int(row["trace_id"])
         ctx = SpanContext(trace, span_int(row["id"]), is_remote=False, trace_flags=sampled)
-        parent = (SpanContext(trace, span_int(row["parent_id"]), is_remote=True, trace_flags=sampled)
-                  if row.get("parent_id") else None)
+        parent = (
+            SpanContext(trace, span_int(row["parent_id"]), is_remote=True, trace_flags=sampled)
+            if row.get("parent_id")
+            else None
+        )
         if row["status"] in ("error", "interrupted"):
             status = Status(StatusCode.ERROR, row.get("error") or row["status"])
         elif row["status"] == "ok":
@@ -144,12 +169,22 @@ def readable_spans(rows: Iterable[Mapping[str, Any]], runs: Mapping[str, RunInfo
             status = Status(StatusCode.UNSET)
         started = int(row["started_ms"]) * 1_000_000
         ended = row.get("ended_ms")
-        out.append(ReadableSpan(
-            name=span_name(row), context=ctx, parent=parent, resource=resource, instrumentation_scope=scope,
-            attributes=attributes(row, runs.get(row.get("run_id") or "", RunInfo()), content=content),
-            kind=SpanKind.CLIENT if row["name"] == "gen_ai.chat" else SpanKind.INTERNAL, status=status,
-            start_time=started, end_time=started if ended is None else int(ended) * 1_000_000,
-        ))
+        out.append(
+            ReadableSpan(
+                name=span_name(row),
+                context=ctx,
+                parent=parent,
+                resource=resource,
+                instrumentation_scope=scope,
+                attributes=attributes(
+                    row, runs.get(row.get("run_id") or "", RunInfo()), content=content
+                ),
+                kind=SpanKind.CLIENT if row["name"] == "gen_ai.chat" else SpanKind.INTERNAL,
+                status=status,
+                start_time=started,
+                end_time=started if ended is None else int(ended) * 1_000_000,
+            )
+        )
     return out
 
 

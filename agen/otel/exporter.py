@@ -44,7 +44,9 @@ class ExportStats:
 
 
 class SpanExport:
-    def __init__(self, store: Store, config: OtlpConfig, exporter: SpanExporter | None = None) -> None:
+    def __init__(
+        self, store: Store, config: OtlpConfig, exporter: SpanExporter | None = None
+    ) -> None:
         self.store = store
         self.config = config
         self.stats = ExportStats(endpoint=config.describe())
@@ -61,11 +63,16 @@ class SpanExport:
         if self._exporter is None:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-            self._exporter = OTLPSpanExporter(endpoint=self.config.endpoint, headers=self.config.headers,
-                                              timeout=self.config.timeout_s)
+            self._exporter = OTLPSpanExporter(
+                endpoint=self.config.endpoint,
+                headers=self.config.headers,
+                timeout=self.config.timeout_s,
+            )
         self._after = int(await self.store.scalar("SELECT COALESCE(MAX(seq), 0) FROM events") or 0)
-        self._tasks = [asyncio.create_task(self._follow(), name="otlp-follow"),
-                       asyncio.create_task(self._send(), name="otlp-send")]
+        self._tasks = [
+            asyncio.create_task(self._follow(), name="otlp-follow"),
+            asyncio.create_task(self._send(), name="otlp-send"),
+        ]
 
     async def stop(self, timeout_s: float | None = None) -> None:
         """Stop following (after one last look: runs that ended while draining are sent too); give what
@@ -79,7 +86,9 @@ class SpanExport:
                 await self._step()
         if send is not None:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.queue.join(), timeout_s if timeout_s is not None else self.config.timeout_s)
+                await asyncio.wait_for(
+                    self.queue.join(), timeout_s if timeout_s is not None else self.config.timeout_s
+                )
             send.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await send
@@ -96,7 +105,8 @@ class SpanExport:
         """Queue the spans of the next runs that finished; how many runs were read."""
         rows = await self.store.all(
             "SELECT seq, run_id FROM events WHERE seq > ? AND type = 'run.finished' ORDER BY seq LIMIT ?",
-            (self._after, FOLLOW_BATCH))
+            (self._after, FOLLOW_BATCH),
+        )
         for row in rows:
             try:
                 await self._enqueue_run(str(row["run_id"]))
@@ -106,14 +116,17 @@ class SpanExport:
         return len(rows)
 
     async def _enqueue_run(self, run_id: str) -> None:
-        spans = await self.store.all("SELECT * FROM spans WHERE run_id = ? AND ended_ms IS NOT NULL"
-                                     " ORDER BY started_ms", (run_id,))
+        spans = await self.store.all(
+            "SELECT * FROM spans WHERE run_id = ? AND ended_ms IS NOT NULL ORDER BY started_ms",
+            (run_id,),
+        )
         run = await self.store.one("SELECT labels FROM runs WHERE id = ?", (run_id,))
         info = RunInfo(labels=loads(run["labels"], {}) if run else {})
         if self.config.content:
             info.messages = await self.store.all(
                 "SELECT role, turn, content, tool_calls, tool_call_id FROM messages WHERE run_id = ? ORDER BY seq",
-                (run_id,))
+                (run_id,),
+            )
         rows = [{**s, "attrs": loads(s["attrs"], {})} for s in spans]
         for span in readable_spans(rows, {run_id: info}, content=self.config.content):
             try:
@@ -156,8 +169,11 @@ async def start_export(store: Store, config: OtlpConfig | None = None) -> SpanEx
     except ImportError:
         from agen.errors import InvalidError
 
-        raise InvalidError("AGEN_OTLP_ENDPOINT is set but the OpenTelemetry exporter is not installed; "
-                           "install it with: pip install 'agen[otel]'", field="AGEN_OTLP_ENDPOINT") from None
+        raise InvalidError(
+            "AGEN_OTLP_ENDPOINT is set but the OpenTelemetry exporter is not installed; "
+            "install it with: pip install 'agen[otel]'",
+            field="AGEN_OTLP_ENDPOINT",
+        ) from None
     export = SpanExport(store, config)
     await export.start()
     return export

@@ -56,7 +56,8 @@ def check_traceparent(value: str, where: str = "traceparent") -> str:
     if TRACEPARENT.fullmatch(value.strip()) is None:
         raise InvalidError(
             f"{where}: {value[:80]!r} is not a W3C traceparent; send 00-<32 hex trace id>-<16 hex span id>-<flags>",
-            field=where)
+            field=where,
+        )
     return value.strip()
 
 

@@ -18,8 +18,10 @@ def trace_otlp_json(resp: GetTraceResponse) -> dict[str, Any]:
         import opentelemetry.exporter.otlp.proto.common
         import opentelemetry.sdk  # noqa: F401
     except ImportError:
-        raise InvalidError("--otlp-json needs the OpenTelemetry SDK; install it with: pip install 'agen[otel]'",
-                           field="--otlp-json") from None
+        raise InvalidError(
+            "--otlp-json needs the OpenTelemetry SDK; install it with: pip install 'agen[otel]'",
+            field="--otlp-json",
+        ) from None
     runs = {r.id: r for r in resp.runs}
     rows = []
     for s in resp.spans:

@@ -23,7 +23,9 @@ from agen.errors import ConflictError, DeniedError, NotFoundError
 from agen.runner.policy import ApprovalDecision, ApprovalGate, ApprovalRequest
 from agen.store.base import Row, Store, Tx, dumps
 
-LOCAL_ADMIN_SUBJECT = "local-admin"  # = agen.hub.auth.LOCAL_ADMIN_SUBJECT: the local `agen up`'s own user
+LOCAL_ADMIN_SUBJECT = (
+    "local-admin"  # = agen.hub.auth.LOCAL_ADMIN_SUBJECT: the local `agen up`'s own user
+)
 
 POLL_S = 5.0
 
@@ -38,26 +40,57 @@ def request_approval(tx: Tx, req: ApprovalRequest) -> Row:
     h = args_hash(req.arguments)
     row = tx.one(
         "SELECT * FROM approvals WHERE run_id = ? AND call_id = ? AND tool = ? AND args_hash = ?"
-        " ORDER BY created_ms DESC LIMIT 1", (req.run_id, req.call_id, req.tool, h))
+        " ORDER BY created_ms DESC LIMIT 1",
+        (req.run_id, req.call_id, req.tool, h),
+    )
     if row is None:
-        row = tx.one("SELECT * FROM approvals WHERE run_id = ? AND tool = ? AND args_hash = ? AND state = 'pending'",
-                     (req.run_id, req.tool, h))
+        row = tx.one(
+            "SELECT * FROM approvals WHERE run_id = ? AND tool = ? AND args_hash = ? AND state = 'pending'",
+            (req.run_id, req.tool, h),
+        )
     if row is not None:
         if row["state"] == "pending":
-            tx.execute("UPDATE runs SET status = 'waiting_approval', updated_ms = ? WHERE id = ? AND status = 'running'",
-                       (tx.now_ms, req.run_id))
+            tx.execute(
+                "UPDATE runs SET status = 'waiting_approval', updated_ms = ? WHERE id = ? AND status = 'running'",
+                (tx.now_ms, req.run_id),
+            )
         return row
     approval_id = str(ULID())
     tx.execute(
         "INSERT INTO approvals (id, namespace, deployment, run_id, task_id, call_id, tool, arguments, args_hash,"
         " requested_by, state, created_ms) VALUES (?,?,?,?,?,?,?,?,?,?,'pending',?)",
-        (approval_id, req.namespace, req.deployment, req.run_id, req.task_id, req.call_id, req.tool,
-         dumps(req.arguments), h, req.requested_by, tx.now_ms))
-    tx.execute("UPDATE runs SET status = 'waiting_approval', updated_ms = ? WHERE id = ? AND status = 'running'",
-               (tx.now_ms, req.run_id))
-    tx.event(req.namespace, "approval.requested", deployment=req.deployment, task_id=req.task_id,
-             run_id=req.run_id, data={"approvalId": approval_id, "tool": req.tool, "arguments": req.arguments,
-                                      "callId": req.call_id, "requestedBy": req.requested_by})
+        (
+            approval_id,
+            req.namespace,
+            req.deployment,
+            req.run_id,
+            req.task_id,
+            req.call_id,
+            req.tool,
+            dumps(req.arguments),
+            h,
+            req.requested_by,
+            tx.now_ms,
+        ),
+    )
+    tx.execute(
+        "UPDATE runs SET status = 'waiting_approval', updated_ms = ? WHERE id = ? AND status = 'running'",
+        (tx.now_ms, req.run_id),
+    )
+    tx.event(
+        req.namespace,
+        "approval.requested",
+        deployment=req.deployment,
+        task_id=req.task_id,
+        run_id=req.run_id,
+        data={
+            "approvalId": approval_id,
+            "tool": req.tool,
+            "arguments": req.arguments,
+            "callId": req.call_id,
+            "requestedBy": req.requested_by,
+        },
+    )
     return tx.one("SELECT * FROM approvals WHERE id = ?", (approval_id,)) or {}
 
 
@@ -67,31 +100,61 @@ def may_self_approve(by: str, *, allow_self: bool = False) -> bool:
     return allow_self or by == LOCAL_ADMIN_SUBJECT
 
 
-def decide_approval(tx: Tx, approval_id: str, approve: bool, by: str, note: str | None = None, *,
-                    allow_self: bool = False) -> Row:
+def decide_approval(
+    tx: Tx,
+    approval_id: str,
+    approve: bool,
+    by: str,
+    note: str | None = None,
+    *,
+    allow_self: bool = False,
+) -> Row:
     """Settle a pending approval (the Hub's DecideApproval); the requester cannot approve its own
     (see ``may_self_approve``). The Hub then wakes the waiting task (agen.hub.approvals)."""
     row = tx.one("SELECT * FROM approvals WHERE id = ?", (approval_id,))
     if row is None:
-        raise NotFoundError(f"approval {approval_id} does not exist; list pending ones with `agen approvals`",
-                            approval=approval_id)
+        raise NotFoundError(
+            f"approval {approval_id} does not exist; list pending ones with `agen approvals`",
+            approval=approval_id,
+        )
     if row["state"] == "cancelled":
-        raise ConflictError(f"approval {approval_id} was closed because {row['note'] or 'its task ended'};"
-                            " there is nothing left to decide", approval=approval_id, state=row["state"])
+        raise ConflictError(
+            f"approval {approval_id} was closed because {row['note'] or 'its task ended'};"
+            " there is nothing left to decide",
+            approval=approval_id,
+            state=row["state"],
+        )
     if row["state"] != "pending":
         who = f" by {row['decided_by']}" if row["decided_by"] else ""
-        raise ConflictError(f"approval {approval_id} was already {row['state']}{who}; it cannot be decided again",
-                            approval=approval_id, state=row["state"])
-    if (approve and row["requested_by"] is not None and by == row["requested_by"]
-            and not may_self_approve(by, allow_self=allow_self)):
+        raise ConflictError(
+            f"approval {approval_id} was already {row['state']}{who}; it cannot be decided again",
+            approval=approval_id,
+            state=row["state"],
+        )
+    if (
+        approve
+        and row["requested_by"] is not None
+        and by == row["requested_by"]
+        and not may_self_approve(by, allow_self=allow_self)
+    ):
         raise DeniedError(
             f"the principal that caused an approval cannot approve it: {by} submitted the task behind "
-            f"approval {approval_id}; ask someone else to approve it (or deny it)", approval=approval_id)
+            f"approval {approval_id}; ask someone else to approve it (or deny it)",
+            approval=approval_id,
+        )
     state = "approved" if approve else "denied"
-    tx.execute("UPDATE approvals SET state = ?, decided_by = ?, decided_ms = ?, note = ? WHERE id = ? AND state = 'pending'",
-               (state, by, tx.now_ms, note, approval_id))
-    tx.event(row["namespace"], "approval.decided", deployment=row["deployment"], task_id=row["task_id"],
-             run_id=row["run_id"], data={"approvalId": approval_id, "tool": row["tool"], "state": state, "by": by})
+    tx.execute(
+        "UPDATE approvals SET state = ?, decided_by = ?, decided_ms = ?, note = ? WHERE id = ? AND state = 'pending'",
+        (state, by, tx.now_ms, note, approval_id),
+    )
+    tx.event(
+        row["namespace"],
+        "approval.decided",
+        deployment=row["deployment"],
+        task_id=row["task_id"],
+        run_id=row["run_id"],
+        data={"approvalId": approval_id, "tool": row["tool"], "state": state, "by": by},
+    )
     return {**row, "state": state, "decided_by": by, "decided_ms": tx.now_ms, "note": note}
 
 
@@ -101,25 +164,39 @@ def close_task_approvals(tx: Tx, task_id: str, state: str, by: str | None = None
     rows = tx.all("SELECT * FROM approvals WHERE task_id = ? AND state = 'pending'", (task_id,))
     why = f"its task {task_id} was {state}" + (f" by {by}" if by else "")
     for row in rows:
-        tx.execute("UPDATE approvals SET state = 'cancelled', decided_by = ?, decided_ms = ?, note = ?"
-                   " WHERE id = ? AND state = 'pending'", (by, tx.now_ms, why, row["id"]))
-        tx.event(row["namespace"], "approval.decided", deployment=row["deployment"], task_id=task_id,
-                 run_id=row["run_id"], data={"approvalId": row["id"], "tool": row["tool"], "state": "cancelled",
-                                             "by": by})
+        tx.execute(
+            "UPDATE approvals SET state = 'cancelled', decided_by = ?, decided_ms = ?, note = ?"
+            " WHERE id = ? AND state = 'pending'",
+            (by, tx.now_ms, why, row["id"]),
+        )
+        tx.event(
+            row["namespace"],
+            "approval.decided",
+            deployment=row["deployment"],
+            task_id=task_id,
+            run_id=row["run_id"],
+            data={"approvalId": row["id"], "tool": row["tool"], "state": "cancelled", "by": by},
+        )
     return len(rows)
 
 
 def _resume_run(tx: Tx, run_id: str) -> None:
-    still = tx.scalar("SELECT COUNT(*) FROM approvals WHERE run_id = ? AND state = 'pending'", (run_id,))
+    still = tx.scalar(
+        "SELECT COUNT(*) FROM approvals WHERE run_id = ? AND state = 'pending'", (run_id,)
+    )
     if not still:
-        tx.execute("UPDATE runs SET status = 'running', updated_ms = ? WHERE id = ? AND status = 'waiting_approval'",
-                   (tx.now_ms, run_id))
+        tx.execute(
+            "UPDATE runs SET status = 'running', updated_ms = ? WHERE id = ? AND status = 'waiting_approval'",
+            (tx.now_ms, run_id),
+        )
 
 
 def _decision(row: Row) -> ApprovalDecision:
     if row["state"] == "approved":
         return ApprovalDecision(True, note=row["note"], decided_by=row["decided_by"])
-    note = row["note"] or ("the approval expired before anyone decided" if row["state"] == "expired" else None)
+    note = row["note"] or (
+        "the approval expired before anyone decided" if row["state"] == "expired" else None
+    )
     return ApprovalDecision(False, note=note, decided_by=row["decided_by"])
 
 
@@ -139,12 +216,16 @@ class StoreApprovalGate(ApprovalGate):
             return ApprovalDecision(False, pending=approval_id)
         while row["state"] == "pending":
             seq = await self.store.wait_for_events(seq, self.poll_s)
-            row = await self.store.one("SELECT * FROM approvals WHERE id = ?", (approval_id,)) or row
+            row = (
+                await self.store.one("SELECT * FROM approvals WHERE id = ?", (approval_id,)) or row
+            )
         await self.store.write(lambda tx: _resume_run(tx, request.run_id))
         return _decision(row)
 
 
-Callback = Callable[[ApprovalRequest], "ApprovalDecision | bool | Awaitable[ApprovalDecision | bool]"]
+Callback = Callable[
+    [ApprovalRequest], "ApprovalDecision | bool | Awaitable[ApprovalDecision | bool]"
+]
 
 
 class CallbackGate(ApprovalGate):

@@ -58,15 +58,19 @@ class Budget:
 
     def add(self, usage: ModelUsage) -> None:
         cached = min(usage.cached_tokens, usage.input_tokens)
-        self.tokens += (usage.input_tokens - cached) + cached * self.limits.cached_weight + usage.output_tokens
+        self.tokens += (
+            (usage.input_tokens - cached) + cached * self.limits.cached_weight + usage.output_tokens
+        )
         if usage.cost_usd is not None:
             self.usd += usage.cost_usd
             self.usd_known = True
 
     def fractions(self) -> dict[str, float]:
         lim = self.limits
-        out = {"max_turns": self.turns / lim.max_turns,
-               "max_run_duration": (self.now_ms() - self.started_ms) / max(lim.max_run_duration_ms, 1)}
+        out = {
+            "max_turns": self.turns / lim.max_turns,
+            "max_run_duration": (self.now_ms() - self.started_ms) / max(lim.max_run_duration_ms, 1),
+        }
         if lim.max_tokens:
             out["max_tokens"] = self.tokens / lim.max_tokens
         if lim.max_usd and self.usd_known:
@@ -95,8 +99,10 @@ class Budget:
                 detail = f"{int(self.tokens)} of {lim.max_tokens} tokens used"
             else:
                 detail = f"${self.usd:.4f} of ${lim.max_usd} used"
-            lines.append(f"Budget: {detail} ({min(used, 1.0):.0%} of {REASON_TEXT[reason]}). "
-                         "Prioritise finishing; call finish when the work is done.")
+            lines.append(
+                f"Budget: {detail} ({min(used, 1.0):.0%} of {REASON_TEXT[reason]}). "
+                "Prioritise finishing; call finish when the work is done."
+            )
         return lines
 
     def max_tokens_for_call(self) -> int | None:
@@ -126,8 +132,10 @@ class Guards:
     def refused(self, name: str, args: dict[str, Any]) -> str | None:
         seen = self._failures.get(call_signature(name, args))
         if seen is not None and seen[1] >= FAILURE_REPEATS:
-            return (f"refused: this exact call to {name} failed {seen[1]} times in a row with the same error "
-                    f"({seen[0][:200]}); change the arguments or try another approach")
+            return (
+                f"refused: this exact call to {name} failed {seen[1]} times in a row with the same error "
+                f"({seen[0][:200]}); change the arguments or try another approach"
+            )
         return None
 
     def record_call(self, name: str, args: dict[str, Any], error: str | None) -> None:
@@ -138,13 +146,15 @@ class Guards:
         last = self._failures.get(sig)
         self._failures[sig] = (error, last[1] + 1 if last and last[0] == error else 1)
 
-    def record_turn(self, text: str, calls: list[tuple[str, dict[str, Any]]], results: list[str]) -> str | None:
+    def record_turn(
+        self, text: str, calls: list[tuple[str, dict[str, Any]]], results: list[str]
+    ) -> str | None:
         """'nudge' or 'stuck' when the last stuckRepeats turns were identical, else None."""
         if self.stuck_repeats <= 0:
             return None
         blob = json.dumps([text, [call_signature(n, a) for n, a in calls], results], default=str)
         self._turns.append(hashlib.sha256(blob.encode()).hexdigest())
-        tail = self._turns[-self.stuck_repeats:]
+        tail = self._turns[-self.stuck_repeats :]
         if len(tail) < self.stuck_repeats or len(set(tail)) != 1:
             return None
         if not self.nudged:

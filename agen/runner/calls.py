@@ -49,8 +49,9 @@ def _ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-async def execute_calls(env: CallEnv, st: RunState, calls: list[ToolCallOut],
-                        indices: list[int] | None = None) -> list[CallResult]:
+async def execute_calls(
+    env: CallEnv, st: RunState, calls: list[ToolCallOut], indices: list[int] | None = None
+) -> list[CallResult]:
     idx = indices if indices is not None else list(range(len(calls)))
     verdicts: list[Verdict | None] = []
     for call in calls:
@@ -59,7 +60,11 @@ async def execute_calls(env: CallEnv, st: RunState, calls: list[ToolCallOut],
             verdicts.append(None)
         else:
             verdicts.append(await env.policy.check(tool, call.arguments, st.tool_context(call.id)))
-    sequential = not env.parallel or len(calls) < 2 or any(v is not None and v.decision == "ask" for v in verdicts)
+    sequential = (
+        not env.parallel
+        or len(calls) < 2
+        or any(v is not None and v.decision == "ask" for v in verdicts)
+    )
     if sequential:
         out: list[CallResult] = []
         for c, i, v in zip(calls, idx, verdicts, strict=True):
@@ -67,18 +72,31 @@ async def execute_calls(env: CallEnv, st: RunState, calls: list[ToolCallOut],
             if out[-1].approval is not None:
                 break  # the rest of the turn waits with it: they run (in order) once it is decided
         return out
-    return list(await asyncio.gather(*(_one(env, st, c, i, v) for c, i, v in zip(calls, idx, verdicts, strict=True))))
+    return list(
+        await asyncio.gather(
+            *(_one(env, st, c, i, v) for c, i, v in zip(calls, idx, verdicts, strict=True))
+        )
+    )
 
 
-async def _one(env: CallEnv, st: RunState, call: ToolCallOut, index: int, verdict: Verdict | None) -> CallResult:
+async def _one(
+    env: CallEnv, st: RunState, call: ToolCallOut, index: int, verdict: Verdict | None
+) -> CallResult:
     t0 = _ms()
     tool = st.tools.get(call.name)
     res = await _guarded(env, st, tool, call, index, verdict)
     res.tool = tool.name if tool else call.name
     if tool is not None and not res.is_error and res.suspend is None:
         res.content = st.redactor.redact(res.content)
-        capped, art = await artifacts.cap_result(env.store, st.req.namespace, tool.name, res.content,
-                                                 env.max_result_chars, st.task_id, st.run_id)
+        capped, art = await artifacts.cap_result(
+            env.store,
+            st.req.namespace,
+            tool.name,
+            res.content,
+            env.max_result_chars,
+            st.task_id,
+            st.run_id,
+        )
         if art is not None:
             res.content = capped
             res.attrs["agen.artifact"] = art
@@ -88,17 +106,36 @@ async def _one(env: CallEnv, st: RunState, call: ToolCallOut, index: int, verdic
         st.trust = "untrusted"
         res.attrs["agen.trust.lowered"] = True
     st.guards.record_call(call.name, call.arguments, res.content if res.is_error else None)
-    attrs = {"agen.tool.name": res.tool, "gen_ai.tool.call.id": call.id, "agen.turn": st.turn, **res.attrs}
-    st.add_span("agen.tool", "error" if res.is_error else "ok", attrs, t0, _ms(),
-                res.content if res.is_error else None)
+    attrs = {
+        "agen.tool.name": res.tool,
+        "gen_ai.tool.call.id": call.id,
+        "agen.turn": st.turn,
+        **res.attrs,
+    }
+    st.add_span(
+        "agen.tool",
+        "error" if res.is_error else "ok",
+        attrs,
+        t0,
+        _ms(),
+        res.content if res.is_error else None,
+    )
     return res
 
 
-async def _guarded(env: CallEnv, st: RunState, tool: Tool | None, call: ToolCallOut, index: int,
-                   verdict: Verdict | None) -> CallResult:
+async def _guarded(
+    env: CallEnv,
+    st: RunState,
+    tool: Tool | None,
+    call: ToolCallOut,
+    index: int,
+    verdict: Verdict | None,
+) -> CallResult:
     if tool is None:
         names = ", ".join(sorted(st.tools)) or "none"
-        return CallResult(call, index, f"unknown tool {call.name!r}; the tools you can call are: {names}", True)
+        return CallResult(
+            call, index, f"unknown tool {call.name!r}; the tools you can call are: {names}", True
+        )
     if call.arguments_error:
         return CallResult(call, index, f"{tool.name}: {call.arguments_error}", True)
     refused = st.guards.refused(call.name, call.arguments)
@@ -106,27 +143,59 @@ async def _guarded(env: CallEnv, st: RunState, tool: Tool | None, call: ToolCall
         return CallResult(call, index, refused, True, attrs={"agen.guard": "repeated_failure"})
     if verdict is not None and verdict.decision == "deny":
         rule = f" ({verdict.rule})" if verdict.rule else ""
-        return CallResult(call, index, f"denied: a permission rule{rule} does not allow {tool.name}", True,
-                          attrs={"agen.permission": "deny"})
+        return CallResult(
+            call,
+            index,
+            f"denied: a permission rule{rule} does not allow {tool.name}",
+            True,
+            attrs={"agen.permission": "deny"},
+        )
     if verdict is not None and verdict.decision == "ask":
-        decision = await env.gate.decide(ApprovalRequest(
-            namespace=st.req.namespace, deployment=st.req.deployment, run_id=st.run_id, task_id=st.task_id,
-            call_id=call.id, tool=tool.name, arguments=st.redactor.redact_obj(call.arguments),
-            requested_by=st.req.requested_by))
+        decision = await env.gate.decide(
+            ApprovalRequest(
+                namespace=st.req.namespace,
+                deployment=st.req.deployment,
+                run_id=st.run_id,
+                task_id=st.task_id,
+                call_id=call.id,
+                tool=tool.name,
+                arguments=st.redactor.redact_obj(call.arguments),
+                requested_by=st.req.requested_by,
+            )
+        )
         if decision.pending is not None:
-            return CallResult(call, index, f"waiting for approval {decision.pending}", approval=decision.pending,
-                              attrs={"agen.permission": "ask", "agen.approval": decision.pending})
+            return CallResult(
+                call,
+                index,
+                f"waiting for approval {decision.pending}",
+                approval=decision.pending,
+                attrs={"agen.permission": "ask", "agen.approval": decision.pending},
+            )
         if not decision.approved:
             note = f": {decision.note}" if decision.note else ""
-            return CallResult(call, index, f"denied by the approver{note}", True, attrs={"agen.permission": "denied"})
+            return CallResult(
+                call,
+                index,
+                f"denied by the approver{note}",
+                True,
+                attrs={"agen.permission": "denied"},
+            )
     key = None
     if tool.side_effect:
         key = effect_key(st.run_id, st.turn, index, tool.name, call.arguments, tool.idempotent)
         await env.store.write(start_effect(st.run_id, st.epoch, key, tool.name, call.id))
     result = await invoke(tool, call, st)
     if key is not None:
-        await env.store.write(complete_effect(st.run_id, st.epoch, key, ok=not result.is_error,
-                                              content=st.redactor.redact(result.content), is_error=result.is_error))
+        await env.store.write(
+            complete_effect(
+                st.run_id,
+                st.epoch,
+                key,
+                ok=not result.is_error,
+                content=st.redactor.redact(result.content),
+                is_error=result.is_error,
+            )
+        )
     out = CallResult(call, index, result.content, result.is_error, result.data, result.suspend)
     if key is not None:
         out.attrs["agen.effect_key"] = key

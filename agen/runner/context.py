@@ -50,8 +50,14 @@ class Msg:
             if self.role == "assistant" and self.tool_calls:
                 w["content"] = self.content or None
                 w["tool_calls"] = [
-                    {"id": c["id"], "type": "function",
-                     "function": {"name": c["name"], "arguments": json.dumps(c.get("arguments") or {})}}
+                    {
+                        "id": c["id"],
+                        "type": "function",
+                        "function": {
+                            "name": c["name"],
+                            "arguments": json.dumps(c.get("arguments") or {}),
+                        },
+                    }
                     for c in self.tool_calls
                 ]
             if self.role == "tool":
@@ -63,27 +69,48 @@ class Msg:
     def tokens(self) -> int:
         if self._tokens < 0:
             self._tokens = estimate_tokens(self.content or "") + (
-                estimate_tokens(json.dumps(self.tool_calls)) if self.tool_calls else 0)
+                estimate_tokens(json.dumps(self.tool_calls)) if self.tool_calls else 0
+            )
         return self._tokens
 
     @classmethod
     def from_row(cls, r: Row) -> Msg:
         return cls(
-            seq=int(r["seq"]), turn=int(r["turn"]), role=str(r["role"]), content=r["content"], run_id=str(r["run_id"]),
-            tool_calls=json.loads(r["tool_calls"]) if r["tool_calls"] else None, tool_call_id=r["tool_call_id"],
-            name=r["name"], is_error=bool(r["is_error"]), model=r["model"],
+            seq=int(r["seq"]),
+            turn=int(r["turn"]),
+            role=str(r["role"]),
+            content=r["content"],
+            run_id=str(r["run_id"]),
+            tool_calls=json.loads(r["tool_calls"]) if r["tool_calls"] else None,
+            tool_call_id=r["tool_call_id"],
+            name=r["name"],
+            is_error=bool(r["is_error"]),
+            model=r["model"],
         )
 
 
-def system_prompt(bundle: Bundle, *, skills: list[str] | None = None, addendum: str | None = None,
-                  extra: list[str] | None = None) -> str:
+def system_prompt(
+    bundle: Bundle,
+    *,
+    skills: list[str] | None = None,
+    addendum: str | None = None,
+    extra: list[str] | None = None,
+) -> str:
     """agent.md's body, then each preloaded skill in full, then the others to load with load_skill."""
     allowed = set(skills) if skills is not None else None
     parts = [bundle.system_prompt]
-    preload = [s for s in bundle.agent.preload_skills if s in bundle.skills and (allowed is None or s in allowed)]
+    preload = [
+        s
+        for s in bundle.agent.preload_skills
+        if s in bundle.skills and (allowed is None or s in allowed)
+    ]
     for name in preload:
         parts.append(f"## Skill: {name}\n\n{bundle.skills[name].instructions}")
-    others = [s for s in bundle.skills.values() if s.name not in preload and (allowed is None or s.name in allowed)]
+    others = [
+        s
+        for s in bundle.skills.values()
+        if s.name not in preload and (allowed is None or s.name in allowed)
+    ]
     if others:
         lines = [f"- {s.name}: {s.front_matter.description}" for s in others]
         parts.append("## Skills you can load with load_skill\n\n" + "\n".join(lines))
@@ -95,8 +122,10 @@ def system_prompt(bundle: Bundle, *, skills: list[str] | None = None, addendum: 
 
 def _cut(msg: Msg) -> dict[str, Any]:
     text = msg.content or ""
-    note = (f"\n[cut: showing the first {CUT_TO} of {len(text)} characters of the {msg.name} result from turn "
-            f"{msg.turn}; call the tool again if you need the rest]")
+    note = (
+        f"\n[cut: showing the first {CUT_TO} of {len(text)} characters of the {msg.name} result from turn "
+        f"{msg.turn}; call the tool again if you need the rest]"
+    )
     return {**msg.wire(), "content": text[:CUT_TO] + note}
 
 
@@ -147,18 +176,26 @@ class Context:
         return out
 
     def _cut_current(self, budget: int) -> tuple[list[dict[str, Any]], int]:
-        candidates = [i for i, m in enumerate(self.current)
-                      if m.role == "tool" and len(m.content or "") > CUT_OVER and m.name not in UNCUT_TOOLS]
+        candidates = [
+            i
+            for i, m in enumerate(self.current)
+            if m.role == "tool" and len(m.content or "") > CUT_OVER and m.name not in UNCUT_TOOLS
+        ]
         tool_idx = [i for i, m in enumerate(self.current) if m.role == "tool"]
         latest = set(tool_idx[-KEEP_LATEST:])
         candidates = [i for i in candidates if i not in latest]
         target = budget * 2 // 3
         used = self._system_tokens + self._current_tokens
-        saved = {i: self.current[i].tokens - estimate_tokens(_cut(self.current[i])["content"]) for i in candidates}
+        saved = {
+            i: self.current[i].tokens - estimate_tokens(_cut(self.current[i])["content"])
+            for i in candidates
+        }
         blocks = 0
         cut: set[int] = set()
-        while candidates[: blocks * CUT_BLOCK] != candidates and (blocks < self.cut_blocks or used > target):
-            block = candidates[blocks * CUT_BLOCK:(blocks + 1) * CUT_BLOCK]
+        while candidates[: blocks * CUT_BLOCK] != candidates and (
+            blocks < self.cut_blocks or used > target
+        ):
+            block = candidates[blocks * CUT_BLOCK : (blocks + 1) * CUT_BLOCK]
             cut.update(block)
             used -= sum(saved[i] for i in block)
             blocks += 1

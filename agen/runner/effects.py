@@ -24,9 +24,13 @@ EFFECT_UNKNOWN = (
 )
 
 
-def effect_key(run_id: str, turn: int, call_index: int, tool: str, args: dict[str, Any], idempotent: bool) -> str:
+def effect_key(
+    run_id: str, turn: int, call_index: int, tool: str, args: dict[str, Any], idempotent: bool
+) -> str:
     if idempotent:
-        canonical = json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+        canonical = json.dumps(
+            args, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
+        )
         return "idem:" + hashlib.sha256(f"{tool}\x00{canonical}".encode()).hexdigest()
     return f"{run_id}.{turn}.{call_index}"
 
@@ -52,13 +56,21 @@ def start_effect(run_id: str, epoch: int, key: str, tool: str, call_id: str) -> 
     return fn
 
 
-def complete_effect(run_id: str, epoch: int, key: str, *, ok: bool, content: str, is_error: bool) -> Any:
+def complete_effect(
+    run_id: str, epoch: int, key: str, *, ok: bool, content: str, is_error: bool
+) -> Any:
     def fn(tx: Tx) -> None:
         check_epoch(tx, run_id, epoch)
         tx.execute(
             "UPDATE effects SET state = ?, result = ?, completed_ms = ?, epoch = ? WHERE run_id = ? AND key = ?",
-            ("completed" if ok else "failed", dumps({"content": content, "is_error": is_error}), tx.now_ms, epoch,
-             run_id, key),
+            (
+                "completed" if ok else "failed",
+                dumps({"content": content, "is_error": is_error}),
+                tx.now_ms,
+                epoch,
+                run_id,
+                key,
+            ),
         )
 
     return fn
@@ -73,19 +85,35 @@ class UnknownEffect:
     key: str
 
 
-def mark_effect_unknown(run_id: str, epoch: int, namespace: str, deployment: str | None, task_id: str | None,
-                        unknown: list[UnknownEffect]) -> Any:
+def mark_effect_unknown(
+    run_id: str,
+    epoch: int,
+    namespace: str,
+    deployment: str | None,
+    task_id: str | None,
+    unknown: list[UnknownEffect],
+) -> Any:
     """Flag the run and record one ``run.effect_unknown`` warning per call (epoch-checked)."""
 
     def fn(tx: Tx) -> None:
         check_epoch(tx, run_id, epoch)
         tx.execute("UPDATE runs SET effect_unknown = 1 WHERE id = ?", (run_id,))
         for u in unknown:
-            tx.event(namespace, "run.effect_unknown", severity="warning", deployment=deployment or None,
-                     task_id=task_id, run_id=run_id,
-                     data={"tool": u.tool, "call_id": u.call_id, "effect_key": u.key,
-                           "message": f"{u.tool} was started before the run was interrupted and its completion "
-                                      "was never recorded; check whether it took effect"})
+            tx.event(
+                namespace,
+                "run.effect_unknown",
+                severity="warning",
+                deployment=deployment or None,
+                task_id=task_id,
+                run_id=run_id,
+                data={
+                    "tool": u.tool,
+                    "call_id": u.call_id,
+                    "effect_key": u.key,
+                    "message": f"{u.tool} was started before the run was interrupted and its completion "
+                    "was never recorded; check whether it took effect",
+                },
+            )
 
     return fn
 

@@ -31,7 +31,9 @@ class RunScope:
     workspace: TaskWorkspace | None = None
     memory: MemoryContext | None = None
     system_lines: list[str] = field(default_factory=list)
-    toolsets: list[Toolset] = field(default_factory=list)   # this run's own MCP servers (${WORKSPACE})
+    toolsets: list[Toolset] = field(
+        default_factory=list
+    )  # this run's own MCP servers (${WORKSPACE})
 
     @property
     def workspace_path(self) -> str | None:
@@ -66,8 +68,14 @@ class RunScope:
 class RunExtras:
     """The tools side's per-run additions for one bundle."""
 
-    def __init__(self, bundle: Bundle, store: Store, redactor: Redactor | None = None, *,
-                 run_toolsets: Callable[[str | None], list[Toolset]] | None = None) -> None:
+    def __init__(
+        self,
+        bundle: Bundle,
+        store: Store,
+        redactor: Redactor | None = None,
+        *,
+        run_toolsets: Callable[[str | None], list[Toolset]] | None = None,
+    ) -> None:
         self.bundle = bundle
         self.run_toolsets = run_toolsets  # workspace path -> the run's own toolsets
         self.store = store
@@ -81,8 +89,20 @@ class RunExtras:
         return MemoryContext(self.store, namespace, list(self._memory), self.redactor).tools()
 
     async def begin(self, req: RunRequest, run_id: str) -> RunScope:
-        ws = prepare_workspace(self.bundle, namespace=req.namespace, deployment=req.deployment or self.bundle.name,
-                               run_id=run_id, task_id=req.task_id, conversation_key=req.conversation_key)
-        memory = MemoryContext(self.store, req.namespace, list(self._memory), self.redactor) if self._memory else None
-        toolsets = self.run_toolsets(ws.path if ws else None) if self.run_toolsets is not None else []
+        ws = prepare_workspace(
+            self.bundle,
+            namespace=req.namespace,
+            deployment=req.deployment or self.bundle.name,
+            run_id=run_id,
+            task_id=req.task_id,
+            conversation_key=req.conversation_key,
+        )
+        memory = (
+            MemoryContext(self.store, req.namespace, list(self._memory), self.redactor)
+            if self._memory
+            else None
+        )
+        toolsets = (
+            self.run_toolsets(ws.path if ws else None) if self.run_toolsets is not None else []
+        )
         return RunScope(ws, memory, [ws.prompt_line()] if ws else [], toolsets)

@@ -34,8 +34,10 @@ from agen.runner.turn import TurnFailed, TurnPolicy, model_turn
 from agen.runner.types import Outcome, RunRequest, RunResult
 from agen.store.base import Store, loads
 
-NUDGE = ("[agen] Your last turns repeated the same calls with the same results. Change approach, or call finish "
-         "with what you have.")
+NUDGE = (
+    "[agen] Your last turns repeated the same calls with the same results. Change approach, or call finish "
+    "with what you have."
+)
 
 
 class _Shape(NamedTuple):
@@ -90,11 +92,17 @@ class Runner:
             if self._started:
                 return
             if self.accounts is None:
-                self.accounts = await build_accounts(self.bundle, self.redactor, fake_delay_s=self.fake_delay_s)
+                self.accounts = await build_accounts(
+                    self.bundle, self.redactor, fake_delay_s=self.fake_delay_s
+                )
             h = self.bundle.harness
-            tools = builtin_tools(self.store, result_schema=h.result.schema_ if h.result else None,
-                                  skills=self.bundle.skills, progress=hk.progress_hook(self.hooks),
-                                  max_tool_result_chars=h.max_tool_result_chars)
+            tools = builtin_tools(
+                self.store,
+                result_schema=h.result.schema_ if h.result else None,
+                skills=self.bundle.skills,
+                progress=hk.progress_hook(self.hooks),
+                max_tool_result_chars=h.max_tool_result_chars,
+            )
             if self.extras is not None:
                 tools.extend(self.extras.tools())
             for ts in self.toolsets:
@@ -111,19 +119,32 @@ class Runner:
 
     # -- a run ------------------------------------------------------------------------------
 
-    async def run(self, req: RunRequest, *, cancel: asyncio.Event | None = None,
-                  events: EventSink | None = None) -> RunResult:
+    async def run(
+        self,
+        req: RunRequest,
+        *,
+        cancel: asyncio.Event | None = None,
+        events: EventSink | None = None,
+    ) -> RunResult:
         await self.start()
         assert self.accounts is not None
         model = self.accounts[0].models[0]
-        masked = self.redactor.redact(req.input)  # a secret typed into the input is masked before it is stored
-        if masked != req.input:                    # or sent to the model, like tool results (docs/security.md)
+        masked = self.redactor.redact(
+            req.input
+        )  # a secret typed into the input is masked before it is stored
+        if masked != req.input:  # or sent to the model, like tool results (docs/security.md)
             req = req.model_copy(update={"input": masked})
-        opened = await self.store.write(lambda tx: open_run(tx, req, self.owner, model, self.bundle.digest))
+        opened = await self.store.write(
+            lambda tx: open_run(tx, req, self.owner, model, self.bundle.digest)
+        )
         row = opened.run
         if opened.finished:
-            outcome = Outcome.model_validate(loads(row["outcome"]) or {"status": "failed", "reason": "unknown"})
-            return RunResult(run_id=row["id"], status=row["status"], outcome=outcome, epoch=int(row["epoch"]))
+            outcome = Outcome.model_validate(
+                loads(row["outcome"]) or {"status": "failed", "reason": "unknown"}
+            )
+            return RunResult(
+                run_id=row["id"], status=row["status"], outcome=outcome, epoch=int(row["epoch"])
+            )
         st = await self._state(req, row, opened.resumed, events, cancel, opened.messages)
         st.held = opened.held
         scope = await self.extras.begin(req, st.run_id) if self.extras is not None else None
@@ -132,14 +153,22 @@ class Runner:
             st.sections = scope.section
             if scope.system_lines:
                 st.ctx.system = "\n\n".join([st.ctx.system, *scope.system_lines])
-            if scope.toolsets:  # MCP servers bound to this run's workspace (${WORKSPACE}), started per run
+            if (
+                scope.toolsets
+            ):  # MCP servers bound to this run's workspace (${WORKSPACE}), started per run
                 try:
                     self._add_run_tools(st, await scope.start_tools())
                 except Exception as e:
                     await scope.close_tools()
                     scope.end()
-                    return await self._end(st, Outcome(status="failed", reason="error",
-                                                       summary=f"a tool server of this run could not start: {e}"))
+                    return await self._end(
+                        st,
+                        Outcome(
+                            status="failed",
+                            reason="error",
+                            summary=f"a tool server of this run could not start: {e}",
+                        ),
+                    )
         me = asyncio.current_task()
         watcher = None
         result: RunResult | None = None
@@ -152,8 +181,14 @@ class Runner:
             by_event = cancel is not None and cancel.is_set()
             if by_event and me is not None:
                 me.uncancel()
-            result = await asyncio.shield(self._end(st, Outcome(status="cancelled", reason="cancelled",
-                                                                  summary="the run was cancelled")))
+            result = await asyncio.shield(
+                self._end(
+                    st,
+                    Outcome(
+                        status="cancelled", reason="cancelled", summary="the run was cancelled"
+                    ),
+                )
+            )
             if not by_event:
                 raise
         finally:
@@ -170,33 +205,66 @@ class Runner:
         st.tools.update(self._visible(st.req, {t.wire_name: t for t in tools}))
         st.specs = [t.spec() for t in st.tools.values()]
 
-    async def _state(self, req: RunRequest, row: dict[str, Any], resumed: bool, events: EventSink | None,
-                     cancel: asyncio.Event | None, known: list[dict[str, Any]] | None = None) -> RunState:
+    async def _state(
+        self,
+        req: RunRequest,
+        row: dict[str, Any],
+        resumed: bool,
+        events: EventSink | None,
+        cancel: asyncio.Event | None,
+        known: list[dict[str, Any]] | None = None,
+    ) -> RunState:
         b = self.bundle
         limits, system, tools, specs = self._shape(req)
-        rows = known if known is not None else await self.store.all(  # a brand-new conversation: no read back
-            "SELECT seq, turn, role, content, run_id, tool_calls, tool_call_id, name, is_error, model FROM messages"
-            " WHERE conversation_id = ? ORDER BY seq", (row["conversation_id"],))
+        rows = (
+            known
+            if known is not None
+            else await self.store.all(  # a brand-new conversation: no read back
+                "SELECT seq, turn, role, content, run_id, tool_calls, tool_call_id, name, is_error, model FROM messages"
+                " WHERE conversation_id = ? ORDER BY seq",
+                (row["conversation_id"],),
+            )
+        )
         msgs = [Msg.from_row(r) for r in rows]
         earlier = patch_history([m for m in msgs if m.run_id != row["id"] and not is_reviewer(m)])
         current = [m for m in msgs if m.run_id == row["id"]]
-        budget = Budget(limits, started_ms=int(row["started_ms"]) + (await self._waited_ms(row["id"]) if resumed else 0))
+        budget = Budget(
+            limits,
+            started_ms=int(row["started_ms"])
+            + (await self._waited_ms(row["id"]) if resumed else 0),
+        )
         st = RunState(
-            req=req, run_id=row["id"], conversation_id=row["conversation_id"], root_run_id=row["root_run_id"],
-            trace_id=row["trace_id"], span_id=row["span_id"], epoch=int(row["epoch"]),
-            started_ms=int(row["started_ms"]), seq=(msgs[-1].seq + 1) if msgs else 1,
+            req=req,
+            run_id=row["id"],
+            conversation_id=row["conversation_id"],
+            root_run_id=row["root_run_id"],
+            trace_id=row["trace_id"],
+            span_id=row["span_id"],
+            epoch=int(row["epoch"]),
+            started_ms=int(row["started_ms"]),
+            seq=(msgs[-1].seq + 1) if msgs else 1,
             ctx=Context(system, b.harness.context_tokens, earlier=earlier),
-            budget=budget, guards=Guards(limits.stuck_repeats), tools=dict(tools),
-            specs=list(specs), redactor=self.redactor, trust=req.trust,
-            resumed=resumed, events=events, cancel=cancel,
+            budget=budget,
+            guards=Guards(limits.stuck_repeats),
+            tools=dict(tools),
+            specs=list(specs),
+            redactor=self.redactor,
+            trust=req.trust,
+            resumed=resumed,
+            events=events,
+            cancel=cancel,
         )
         st.ctx.extend(current)
         st.turn = sum(1 for m in current if m.role == "assistant")
         budget.turns = st.turn
         if resumed:
             w = limits.cached_weight
-            budget.tokens = (row["input_tokens"] - row["cached_tokens"] + row["cached_tokens"] * w
-                             + row["output_tokens"])
+            budget.tokens = (
+                row["input_tokens"]
+                - row["cached_tokens"]
+                + row["cached_tokens"] * w
+                + row["output_tokens"]
+            )
             budget.usd = float(row["cost_usd"] or 0.0)
             budget.usd_known = budget.usd > 0
         return st
@@ -206,7 +274,8 @@ class Runner:
         (maxRunDuration), so an approval decided after an hour does not end the run on resume."""
         waited = await self.store.scalar(
             "SELECT COALESCE(SUM(decided_ms - created_ms), 0) FROM approvals WHERE run_id = ? AND decided_ms IS NOT NULL",
-            (run_id,))
+            (run_id,),
+        )
         return max(0, int(waited or 0))
 
     def _shape(self, req: RunRequest) -> _Shape:
@@ -219,15 +288,23 @@ class Runner:
         ov = req.overrides
         limits = RunLimits(
             max_turns=_narrow(lim.max_turns, ov.max_turns if ov else None) or lim.max_turns,
-            max_run_duration_ms=_narrow(lim.max_run_duration_ms, ov.max_run_duration_ms if ov else None)
+            max_run_duration_ms=_narrow(
+                lim.max_run_duration_ms, ov.max_run_duration_ms if ov else None
+            )
             or lim.max_run_duration_ms,
             max_tokens=_narrow(lim.max_tokens_per_run, ov.max_tokens_per_run if ov else None),
             max_usd=_narrow(lim.max_usd_per_run, ov.max_usd_per_run if ov else None),
-            report_tokens=lim.report_tokens, stuck_repeats=lim.stuck_repeats,
-            cached_weight=b.config.budget.cached_input_weight, max_output_tokens=b.harness.max_output_tokens,
+            report_tokens=lim.report_tokens,
+            stuck_repeats=lim.stuck_repeats,
+            cached_weight=b.config.budget.cached_input_weight,
+            max_output_tokens=b.harness.max_output_tokens,
         )
-        system = system_prompt(b, skills=ov.skills if ov else None, addendum=ov.system_addendum if ov else None,
-                               extra=self.extra_system)
+        system = system_prompt(
+            b,
+            skills=ov.skills if ov else None,
+            addendum=ov.system_addendum if ov else None,
+            extra=self.extra_system,
+        )
         tools = self._visible(req)
         shape = _Shape(limits, system, tools, tuple(t.spec() for t in tools.values()))
         if ov is None:
@@ -242,8 +319,9 @@ class Runner:
             if not tool.bypass_permissions:
                 if not policy.visible(tool):
                     continue
-                if allow is not None and not any(fnmatch.fnmatchcase(tool.name, p) or fnmatch.fnmatchcase(wire, p)
-                                                 for p in allow):
+                if allow is not None and not any(
+                    fnmatch.fnmatchcase(tool.name, p) or fnmatch.fnmatchcase(wire, p) for p in allow
+                ):
                     continue
             out[wire] = tool
         return out
@@ -251,11 +329,17 @@ class Runner:
     def _policy(self, req: RunRequest) -> ToolPolicy:
         """The bundle's rules narrowed by the task's overrides (when the policy supports it)."""
         narrow = getattr(self.policy, "for_task", None)
-        return narrow(req.overrides) if narrow is not None and req.overrides is not None else self.policy
+        return (
+            narrow(req.overrides)
+            if narrow is not None and req.overrides is not None
+            else self.policy
+        )
 
     def _env(self, req: RunRequest) -> CallEnv:
         h = self.bundle.harness
-        return CallEnv(self.store, self._policy(req), self.gate, h.parallel_tool_calls, h.max_tool_result_chars)
+        return CallEnv(
+            self.store, self._policy(req), self.gate, h.parallel_tool_calls, h.max_tool_result_chars
+        )
 
     async def _drive(self, st: RunState) -> RunResult:
         if st.resumed:
@@ -274,12 +358,20 @@ class Runner:
             if reason is not None:
                 return await self._report(st, reason)
             if st.sections is not None:
-                st.ctx.section = await st.sections()  # memory blocks and live context, fresh every call
+                st.ctx.section = (
+                    await st.sections()
+                )  # memory blocks and live context, fresh every call
             request = ModelRequest(
-                model="", messages=st.ctx.messages(st.budget.late_lines()), tools=st.specs,
-                max_tokens=st.budget.max_tokens_for_call(), temperature=h.temperature,
+                model="",
+                messages=st.ctx.messages(st.budget.late_lines()),
+                tools=st.specs,
+                max_tokens=st.budget.max_tokens_for_call(),
+                temperature=h.temperature,
                 parallel_tool_calls=h.parallel_tool_calls if st.specs else None,
-                reasoning_effort=h.reasoning_effort, tier=self._tier(st.req), run_id=st.run_id, run_turn=st.turn,
+                reasoning_effort=h.reasoning_effort,
+                tier=self._tier(st.req),
+                run_id=st.run_id,
+                run_turn=st.turn,
             )
             try:
                 answer = await model_turn(self.accounts or [], request, self.turn_policy)
@@ -288,17 +380,34 @@ class Runner:
                 acct = e.account.account_id(st.req.namespace) if e.account is not None else None
                 data: dict[str, Any] | None = {"account": acct} if acct else None
                 if data is not None and e.account is not None and e.account.key_fingerprint:
-                    data["key_fingerprint"] = e.account.key_fingerprint  # the hold belongs to this key value
-                return await self._end(st, Outcome(status="failed", reason=e.reason, summary=e.message, data=data))
+                    data["key_fingerprint"] = (
+                        e.account.key_fingerprint
+                    )  # the hold belongs to this key value
+                return await self._end(
+                    st, Outcome(status="failed", reason=e.reason, summary=e.message, data=data)
+                )
             self._spans(st, answer.spans)
             resp = answer.response
             st.turn += 1
             st.budget.turns = st.turn
             st.add_usage(answer.account.label, resp.model or answer.model_sent, resp.usage)
             calls = resp.tool_calls
-            st.add_message("assistant", resp.text, tool_calls=call_dicts(calls) or None,
-                           model=resp.model or answer.model_sent, usage=resp.usage, raw=resp.raw)
-            await st.emit({"type": "assistant", "turn": st.turn, "text": resp.text, "tool_calls": call_dicts(calls)})
+            st.add_message(
+                "assistant",
+                resp.text,
+                tool_calls=call_dicts(calls) or None,
+                model=resp.model or answer.model_sent,
+                usage=resp.usage,
+                raw=resp.raw,
+            )
+            await st.emit(
+                {
+                    "type": "assistant",
+                    "turn": st.turn,
+                    "text": resp.text,
+                    "tool_calls": call_dicts(calls),
+                }
+            )
             if not calls:
                 done = await self._finished(st, Outcome(status="done", summary=resp.text))
                 if done is not None:
@@ -313,9 +422,18 @@ class Runner:
             finish: dict[str, Any] | None = None
             suspend: str | None = None
             for r in results:
-                st.add_message("tool", r.content, tool_call_id=r.call.id, name=r.call.name, is_error=r.is_error)
-                await st.emit({"type": "tool_result", "turn": st.turn, "tool": r.tool, "content": r.content,
-                               "is_error": r.is_error})
+                st.add_message(
+                    "tool", r.content, tool_call_id=r.call.id, name=r.call.name, is_error=r.is_error
+                )
+                await st.emit(
+                    {
+                        "type": "tool_result",
+                        "turn": st.turn,
+                        "tool": r.tool,
+                        "content": r.content,
+                        "is_error": r.is_error,
+                    }
+                )
                 if r.call.name == FINISH and not r.is_error and isinstance(r.data, dict):
                     finish = r.data["outcome"]
                 suspend = suspend or r.suspend
@@ -327,8 +445,9 @@ class Runner:
             if suspend is not None:
                 await st.flush(self.store)
                 return self._suspended(st, suspend)
-            verdict = st.guards.record_turn(resp.text, [(c.name, c.arguments) for c in calls],
-                                            [r.content for r in results])
+            verdict = st.guards.record_turn(
+                resp.text, [(c.name, c.arguments) for c in calls], [r.content for r in results]
+            )
             if verdict == "nudge":
                 st.add_message("user", NUDGE)
             elif verdict == "stuck":
@@ -345,15 +464,24 @@ class Runner:
             return None
         for r in results:
             if r.approval is None:
-                st.add_message("tool", r.content, tool_call_id=r.call.id, name=r.call.name, is_error=r.is_error)
+                st.add_message(
+                    "tool", r.content, tool_call_id=r.call.id, name=r.call.name, is_error=r.is_error
+                )
         await st.flush(self.store)
         return self._suspended(st, f"approval:{pending}")
 
     async def _repair(self, st: RunState) -> RunResult | None:
-        rows = await self.store.all("SELECT key, tool, state, result FROM effects WHERE run_id = ?", (st.run_id,))
+        rows = await self.store.all(
+            "SELECT key, tool, state, result FROM effects WHERE run_id = ?", (st.run_id,)
+        )
         asked = await self.store.all("SELECT call_id FROM approvals WHERE run_id = ?", (st.run_id,))
-        rep = plan_repair(st.run_id, since_last_review(st.ctx.current), st.tools, read_effects(rows),
-                          asked={str(r["call_id"]) for r in asked if r["call_id"]})
+        rep = plan_repair(
+            st.run_id,
+            since_last_review(st.ctx.current),
+            st.tools,
+            read_effects(rows),
+            asked={str(r["call_id"]) for r in asked if r["call_id"]},
+        )
         if rep.finish_args is not None:
             finish = self.tools[FINISH]
             assert isinstance(finish, FinishTool)
@@ -361,18 +489,25 @@ class Runner:
         if rep.unknown:
             req = st.req
             unknown = [UnknownEffect(c.name, c.id, key) for c, key in rep.unknown]
-            await self.store.write(mark_effect_unknown(st.run_id, st.epoch, req.namespace, req.deployment,
-                                                       req.task_id, unknown))
+            await self.store.write(
+                mark_effect_unknown(
+                    st.run_id, st.epoch, req.namespace, req.deployment, req.task_id, unknown
+                )
+            )
         for call, content, is_error in rep.results:
             st.add_message("tool", content, tool_call_id=call.id, name=call.name, is_error=is_error)
         if rep.rerun:
-            results = await execute_calls(self._env(st.req), st, [c for _, c in rep.rerun], [i for i, _ in rep.rerun])
+            results = await execute_calls(
+                self._env(st.req), st, [c for _, c in rep.rerun], [i for i, _ in rep.rerun]
+            )
             waiting = await self._await_approval(st, results)
             if waiting is not None:
                 return waiting
             finished: dict[str, Any] | None = None
             for r in results:
-                st.add_message("tool", r.content, tool_call_id=r.call.id, name=r.call.name, is_error=r.is_error)
+                st.add_message(
+                    "tool", r.content, tool_call_id=r.call.id, name=r.call.name, is_error=r.is_error
+                )
                 if r.call.name == FINISH and not r.is_error and isinstance(r.data, dict):
                     finished = r.data["outcome"]
             if finished is not None:
@@ -386,25 +521,44 @@ class Runner:
         limits = st.budget.limits
         what = REASON_TEXT.get(reason, reason)
         if limits.report_tokens <= 0:
-            return await self._end(st, Outcome(status="failed", reason=reason, summary=f"the run stopped at {what}"))
-        st.add_message("user", f"[agen] You have reached {what}. Stop working now and write your final report: "
-                               "what you did, what you found and what is left. Do not call tools.")
+            return await self._end(
+                st, Outcome(status="failed", reason=reason, summary=f"the run stopped at {what}")
+            )
+        st.add_message(
+            "user",
+            f"[agen] You have reached {what}. Stop working now and write your final report: "
+            "what you did, what you found and what is left. Do not call tools.",
+        )
         request = ModelRequest(
-            model="", messages=st.ctx.messages(), tools=st.specs, max_tokens=limits.report_tokens,
-            tool_choice="none" if st.specs else None, temperature=self.bundle.harness.temperature,
-            run_id=st.run_id, run_turn=st.turn, tier=self._tier(st.req),
+            model="",
+            messages=st.ctx.messages(),
+            tools=st.specs,
+            max_tokens=limits.report_tokens,
+            tool_choice="none" if st.specs else None,
+            temperature=self.bundle.harness.temperature,
+            run_id=st.run_id,
+            run_turn=st.turn,
+            tier=self._tier(st.req),
         )
         try:
             answer = await model_turn(self.accounts or [], request, self.turn_policy)
         except TurnFailed as e:
             self._spans(st, e.spans)
-            return await self._end(st, Outcome(status="failed", reason=reason,
-                                               summary=f"the run stopped at {what}; the report call failed: {e.message}"))
+            return await self._end(
+                st,
+                Outcome(
+                    status="failed",
+                    reason=reason,
+                    summary=f"the run stopped at {what}; the report call failed: {e.message}",
+                ),
+            )
         self._spans(st, answer.spans)
         st.turn += 1
         resp = answer.response
         st.add_usage(answer.account.label, resp.model or answer.model_sent, resp.usage)
-        st.add_message("assistant", resp.text, model=resp.model or answer.model_sent, usage=resp.usage)
+        st.add_message(
+            "assistant", resp.text, model=resp.model or answer.model_sent, usage=resp.usage
+        )
         return await self._end(st, Outcome(status="partial", reason=reason, summary=resp.text))
 
     async def _finished(self, st: RunState, outcome: Outcome) -> RunResult | None:
@@ -413,8 +567,15 @@ class Runner:
         spec = self.bundle.config.review
         if spec is None or outcome.status != "done":
             return await self._end(st, outcome)
-        step = await review(st, outcome, spec, self.accounts or [], self.turn_policy, self.bundle.harness.temperature,
-                            self.store)
+        step = await review(
+            st,
+            outcome,
+            spec,
+            self.accounts or [],
+            self.turn_policy,
+            self.bundle.harness.temperature,
+            self.store,
+        )
         if step.outcome is not None:
             return await self._end(st, step.outcome)
         await st.flush(self.store)
@@ -431,19 +592,38 @@ class Runner:
         if recorded:
             r, digest = st.req, self.bundle.digest
             await self.store.write(
-                lambda tx: save_cassette(tx, st.run_id, r.namespace, r.deployment, digest, recorded))
+                lambda tx: save_cassette(tx, st.run_id, r.namespace, r.deployment, digest, recorded)
+            )
         await st.emit({"type": "finished", "status": status, "outcome": data})
-        return RunResult(run_id=st.run_id, status=status, outcome=outcome, epoch=st.epoch, resumed=st.resumed)
+        return RunResult(
+            run_id=st.run_id, status=status, outcome=outcome, epoch=st.epoch, resumed=st.resumed
+        )
 
     def _suspended(self, st: RunState, why: str) -> RunResult:
-        outcome = Outcome(status="needs_input", reason=why, summary=f"the run is suspended ({why}); it resumes later")
-        return RunResult(run_id=st.run_id, status="running", outcome=outcome, epoch=st.epoch, resumed=st.resumed,
-                         suspended=why)
+        outcome = Outcome(
+            status="needs_input",
+            reason=why,
+            summary=f"the run is suspended ({why}); it resumes later",
+        )
+        return RunResult(
+            run_id=st.run_id,
+            status="running",
+            outcome=outcome,
+            epoch=st.epoch,
+            resumed=st.resumed,
+            suspended=why,
+        )
 
     def _spans(self, st: RunState, spans: list[Any]) -> None:
         for s in spans:
-            st.add_span("gen_ai.chat", s.status, {**s.attrs, "agen.turn": st.turn + 1}, s.started_ms, s.ended_ms,
-                        s.error)
+            st.add_span(
+                "gen_ai.chat",
+                s.status,
+                {**s.attrs, "agen.turn": st.turn + 1},
+                s.started_ms,
+                s.ended_ms,
+                s.error,
+            )
 
     def _tier(self, req: RunRequest) -> str | None:
         accounts = self.accounts or []
@@ -452,7 +632,9 @@ class Runner:
         # only an openrouter run loads httpx
         from agen.runner.providers.openrouter import route_tier
 
-        return route_tier(accounts[0].models[0], req.model_tier, self.bundle.harness.router, req.budget_pressure)
+        return route_tier(
+            accounts[0].models[0], req.model_tier, self.bundle.harness.router, req.budget_pressure
+        )
 
 
 def _narrow(base: Any, override: Any) -> Any:

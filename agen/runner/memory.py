@@ -49,7 +49,9 @@ UNKNOWN = Author("unknown", "unknown")
 
 
 def get_block(tx: Tx, namespace: str, label: str) -> Row | None:
-    return tx.one("SELECT * FROM memory_blocks WHERE namespace = ? AND label = ?", (namespace, label))
+    return tx.one(
+        "SELECT * FROM memory_blocks WHERE namespace = ? AND label = ?", (namespace, label)
+    )
 
 
 def check_version(label: str, current: int, expected: int | None) -> None:
@@ -58,12 +60,23 @@ def check_version(label: str, current: int, expected: int | None) -> None:
         raise ConflictError(
             f"memory block {label} is at version {current}, not {expected}: someone else updated it; "
             f"read the current value and apply your change to it (expected version {current})",
-            version=current)
+            version=current,
+        )
 
 
-def set_block(tx: Tx, namespace: str, label: str, value: str, *, description: str | None = None,
-              limit_chars: int | None = None, title: str | None = None, expected_version: int | None = None,
-              author: Author = UNKNOWN, note: str | None = None) -> Row:
+def set_block(
+    tx: Tx,
+    namespace: str,
+    label: str,
+    value: str,
+    *,
+    description: str | None = None,
+    limit_chars: int | None = None,
+    title: str | None = None,
+    expected_version: int | None = None,
+    author: Author = UNKNOWN,
+    note: str | None = None,
+) -> Row:
     """People's SetMemoryBlock: replace the value outright (creating the block if needed).
 
     Every write records a memory_versions row (value, author, time), so history and rollback
@@ -73,34 +86,64 @@ def set_block(tx: Tx, namespace: str, label: str, value: str, *, description: st
     check_version(label, int(row["version"]) if row else 0, expected_version)
     limit = limit_chars or (row["limit_chars"] if row else DEFAULT_LIMIT)
     if len(value) > limit:
-        raise InvalidError(f"memory block {label} would hold {len(value)} characters, over its limit of {limit}")
+        raise InvalidError(
+            f"memory block {label} would hold {len(value)} characters, over its limit of {limit}"
+        )
     if row is None:
-        tx.execute("INSERT INTO memory_blocks (namespace, id, label, title, description, value, limit_chars, version,"
-                   " updated_ms) VALUES (?,?,?,?,?,?,?,1,?)",
-                   (namespace, str(ULID()), label, title, description, value, limit, tx.now_ms))
+        tx.execute(
+            "INSERT INTO memory_blocks (namespace, id, label, title, description, value, limit_chars, version,"
+            " updated_ms) VALUES (?,?,?,?,?,?,?,1,?)",
+            (namespace, str(ULID()), label, title, description, value, limit, tx.now_ms),
+        )
     else:
-        tx.execute("UPDATE memory_blocks SET value = ?, description = COALESCE(?, description),"
-                   " title = COALESCE(?, title), limit_chars = ?, version = version + 1, updated_ms = ?"
-                   " WHERE namespace = ? AND label = ?",
-                   (value, description, title, limit, tx.now_ms, namespace, label))
+        tx.execute(
+            "UPDATE memory_blocks SET value = ?, description = COALESCE(?, description),"
+            " title = COALESCE(?, title), limit_chars = ?, version = version + 1, updated_ms = ?"
+            " WHERE namespace = ? AND label = ?",
+            (value, description, title, limit, tx.now_ms, namespace, label),
+        )
     new = get_block(tx, namespace, label)
     assert new is not None
-    tx.execute("INSERT INTO memory_versions (namespace, block_id, version, value, title, description, limit_chars,"
-               " author_kind, author, note, created_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-               (namespace, new["id"], new["version"], new["value"], new["title"], new["description"],
-                new["limit_chars"], author.kind, author.id, note, tx.now_ms))
+    tx.execute(
+        "INSERT INTO memory_versions (namespace, block_id, version, value, title, description, limit_chars,"
+        " author_kind, author, note, created_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        (
+            namespace,
+            new["id"],
+            new["version"],
+            new["value"],
+            new["title"],
+            new["description"],
+            new["limit_chars"],
+            author.kind,
+            author.id,
+            note,
+            tx.now_ms,
+        ),
+    )
     return new
 
 
-def update_block(tx: Tx, namespace: str, label: str, operation: str, value: str, *, old: str | None = None,
-                 expected_version: int | None = None, author: Author = UNKNOWN) -> Row:
+def update_block(
+    tx: Tx,
+    namespace: str,
+    label: str,
+    operation: str,
+    value: str,
+    *,
+    old: str | None = None,
+    expected_version: int | None = None,
+    author: Author = UNKNOWN,
+) -> Row:
     """The agent's memory_update: replace / append / str_replace, with optional compare-and-set."""
     row = get_block(tx, namespace, label)
     current, version = (row["value"], int(row["version"])) if row else ("", 0)
     if expected_version is not None and expected_version != version:
         raise ConflictError(
             f"memory block {label} is at version {version}, not {expected_version}: someone else updated it; "
-            "read the current value in your system prompt and apply your change to it", version=version)
+            "read the current value in your system prompt and apply your change to it",
+            version=version,
+        )
     if operation == "replace":
         new = value
     elif operation == "append":
@@ -110,28 +153,54 @@ def update_block(tx: Tx, namespace: str, label: str, operation: str, value: str,
             raise InvalidError("str_replace needs old: the exact text to replace")
         count = current.count(old)
         if count != 1:
-            raise InvalidError(f"old occurs {count} times in memory block {label}; it must occur exactly once")
+            raise InvalidError(
+                f"old occurs {count} times in memory block {label}; it must occur exactly once"
+            )
         new = current.replace(old, value, 1)
     else:
         raise InvalidError(f"operation must be one of {', '.join(OPERATIONS)} (got {operation!r})")
     return set_block(tx, namespace, label, new, author=author)
 
 
-def rollback_block(tx: Tx, namespace: str, label: str, to_version: int, *, expected_version: int | None = None,
-                   author: Author = UNKNOWN) -> Row:
+def rollback_block(
+    tx: Tx,
+    namespace: str,
+    label: str,
+    to_version: int,
+    *,
+    expected_version: int | None = None,
+    author: Author = UNKNOWN,
+) -> Row:
     """Write a new version equal to an earlier one (value, title, description, limit); history is kept."""
     row = get_block(tx, namespace, label)
     if row is None:
-        raise NotFoundError(f"no memory block {label} in namespace {namespace!r}; `agen memory ls` lists them",
-                            block=label)
+        raise NotFoundError(
+            f"no memory block {label} in namespace {namespace!r}; `agen memory ls` lists them",
+            block=label,
+        )
     check_version(label, int(row["version"]), expected_version)
-    old = tx.one("SELECT * FROM memory_versions WHERE namespace = ? AND block_id = ? AND version = ?",
-                 (namespace, row["id"], to_version))
+    old = tx.one(
+        "SELECT * FROM memory_versions WHERE namespace = ? AND block_id = ? AND version = ?",
+        (namespace, row["id"], to_version),
+    )
     if old is None:
-        raise NotFoundError(f"memory block {label} has no version {to_version} (it is at version {row['version']}); "
-                            f"`agen memory history {label}` lists its versions", block=label, version=to_version)
-    return set_block(tx, namespace, label, old["value"], description=old["description"], title=old["title"],
-                     limit_chars=old["limit_chars"], author=author, note=f"rollback to version {to_version}")
+        raise NotFoundError(
+            f"memory block {label} has no version {to_version} (it is at version {row['version']}); "
+            f"`agen memory history {label}` lists its versions",
+            block=label,
+            version=to_version,
+        )
+    return set_block(
+        tx,
+        namespace,
+        label,
+        old["value"],
+        description=old["description"],
+        title=old["title"],
+        limit_chars=old["limit_chars"],
+        author=author,
+        note=f"rollback to version {to_version}",
+    )
 
 
 @dataclass
@@ -144,14 +213,22 @@ class _Live:
 class MemoryContext:
     """A bundle's memory attachments for one namespace: the prompt section and the update tool."""
 
-    def __init__(self, store: Store, namespace: str, attachments: list[MemoryBlock | MemoryUrl],
-                 redactor: Redactor | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        namespace: str,
+        attachments: list[MemoryBlock | MemoryUrl],
+        redactor: Redactor | None = None,
+    ) -> None:
         self.store = store
         self.redactor = redactor or Redactor()  # values are scrubbed before they are stored
         self.namespace = namespace
         self.blocks = [a for a in attachments if isinstance(a, MemoryBlock)]
-        self.live = [_Live(a.url, a.max_chars or URL_MAX_CHARS, a.timeout_seconds or URL_TIMEOUT_S)
-                     for a in attachments if isinstance(a, MemoryUrl)]
+        self.live = [
+            _Live(a.url, a.max_chars or URL_MAX_CHARS, a.timeout_seconds or URL_TIMEOUT_S)
+            for a in attachments
+            if isinstance(a, MemoryUrl)
+        ]
 
     def tools(self) -> list[Tool]:
         writable: dict[str, str] = {b.block: b.mode for b in self.blocks if b.mode != "read"}
@@ -164,7 +241,9 @@ class MemoryContext:
             labels = [b.block for b in self.blocks]
             marks = ",".join("?" * len(labels))
             rows = await self.store.all(
-                f"SELECT * FROM memory_blocks WHERE namespace = ? AND label IN ({marks})", (self.namespace, *labels))
+                f"SELECT * FROM memory_blocks WHERE namespace = ? AND label IN ({marks})",
+                (self.namespace, *labels),
+            )
             by_label = {r["label"]: r for r in rows}
             for b in self.blocks:
                 r = by_label.get(b.block)
@@ -194,7 +273,9 @@ async def fetch_live(url: str, max_chars: int, timeout_s: float) -> str | None:
     except (httpx.HTTPError, OSError) as e:
         log.info("live context %s failed (%s); left out this turn", url, e)
         return None
-    return text if len(text) <= max_chars else text[:max_chars] + f"\n[cut at {max_chars} characters]"
+    return (
+        text if len(text) <= max_chars else text[:max_chars] + f"\n[cut at {max_chars} characters]"
+    )
 
 
 class MemoryUpdateTool(Tool):
@@ -227,8 +308,10 @@ class MemoryUpdateTool(Tool):
         label, op = str(args.get("block", "")), str(args.get("operation", ""))
         mode = self.modes.get(label)
         if mode is None:
-            raise ToolError(f"memory block {label!r} is not attached for writing; you can change: "
-                            f"{', '.join(sorted(self.modes))}")
+            raise ToolError(
+                f"memory block {label!r} is not attached for writing; you can change: "
+                f"{', '.join(sorted(self.modes))}"
+            )
         if mode == "append" and op != "append":
             raise ToolError(f"memory block {label} is attached append-only; use operation append")
         expected = args.get("expectedVersion")
@@ -236,10 +319,21 @@ class MemoryUpdateTool(Tool):
         value = red.redact(str(args.get("value", "")))
         old = red.redact(str(args["old"])) if args.get("old") is not None else None
         try:
-            row = await self.memory.store.write(lambda tx: update_block(
-                tx, ctx.namespace or self.memory.namespace, label, op, value, old=old,
-                expected_version=int(expected) if expected is not None else None, author=Author.run(ctx.run_id)))
+            row = await self.memory.store.write(
+                lambda tx: update_block(
+                    tx,
+                    ctx.namespace or self.memory.namespace,
+                    label,
+                    op,
+                    value,
+                    old=old,
+                    expected_version=int(expected) if expected is not None else None,
+                    author=Author.run(ctx.run_id),
+                )
+            )
         except (ConflictError, InvalidError) as e:
             raise ToolError(e.message) from None
-        return ToolResult(f"memory block {label} is now at version {row['version']} "
-                          f"({len(row['value'])}/{row['limit_chars']} characters)")
+        return ToolResult(
+            f"memory block {label} is now at version {row['version']} "
+            f"({len(row['value'])}/{row['limit_chars']} characters)"
+        )

@@ -35,7 +35,9 @@ class Rule:
     label: str  # how the rule is named in verdicts: "deny[0]", "override deny[1]"
 
     def names_tool(self, tool: Tool) -> bool:
-        return fnmatch.fnmatchcase(tool.name, self.glob) or fnmatch.fnmatchcase(tool.wire_name, self.glob)
+        return fnmatch.fnmatchcase(tool.name, self.glob) or fnmatch.fnmatchcase(
+            tool.wire_name, self.glob
+        )
 
 
 def _rules(decision: Decision, raw: list[str | RuleObject], prefix: str = "") -> list[Rule]:
@@ -67,8 +69,10 @@ def args_match(cond: Mapping[str, Any], args: Mapping[str, Any]) -> bool:
             if isinstance(got, bool) or not isinstance(got, int | float):
                 return False
             ops: dict[str, Callable[[float, float], bool]] = {
-                "lt": lambda a, b: a < b, "lte": lambda a, b: a <= b,
-                "gt": lambda a, b: a > b, "gte": lambda a, b: a >= b,
+                "lt": lambda a, b: a < b,
+                "lte": lambda a, b: a <= b,
+                "gt": lambda a, b: a > b,
+                "gte": lambda a, b: a >= b,
             }
             if not all(ops[op](got, bound) for op, bound in want.items()):
                 return False
@@ -131,7 +135,8 @@ class BundlePolicy(ToolPolicy):
         if tool.bypass_permissions:
             return True
         if self.allowlist is not None and not any(
-            fnmatch.fnmatchcase(tool.name, g) or fnmatch.fnmatchcase(tool.wire_name, g) for g in self.allowlist
+            fnmatch.fnmatchcase(tool.name, g) or fnmatch.fnmatchcase(tool.wire_name, g)
+            for g in self.allowlist
         ):
             return False
         if any(r.decision == "deny" and r.when is None and r.names_tool(tool) for r in self.rules):
@@ -144,16 +149,22 @@ class BundlePolicy(ToolPolicy):
         if tool.bypass_permissions:
             return Verdict("allow")
         if not self.visible(tool):
-            return Verdict("deny", "not in the task's tool list" if self.allowlist is not None else None)
+            return Verdict(
+                "deny", "not in the task's tool list" if self.allowlist is not None else None
+            )
         call = Call(tool, args, ctx.trust, ctx.labels, self.clock())
         candidates = [r for r in self.rules if r.names_tool(tool)]
         if not any(r.when is not None and r.when.rate is not None for r in candidates):
             return self._decide(candidates, call, lambda _per: 0)
         key = (ctx.namespace, ctx.deployment, tool.name)
-        longest = max(parse_duration_ms(r.when.rate.per) for r in candidates if r.when and r.when.rate)
+        longest = max(
+            parse_duration_ms(r.when.rate.per) for r in candidates if r.when and r.when.rate
+        )
         if self.store is None:
             return self._check_in_memory(candidates, call, key, longest)
-        return await self.store.write(lambda tx: self._check_durable(tx, candidates, call, key, ctx.run_id, longest))
+        return await self.store.write(
+            lambda tx: self._check_durable(tx, candidates, call, key, ctx.run_id, longest)
+        )
 
     def _decide(self, rules: list[Rule], call: Call, count_within: Callable[[int], int]) -> Verdict:
         for rule in rules:
@@ -173,31 +184,49 @@ class BundlePolicy(ToolPolicy):
             return False
         if w.time is not None and not time_match(w.time.window, w.time.days, call.now_ms):
             return False
-        return not (w.rate is not None and count_within(parse_duration_ms(w.rate.per)) >= w.rate.max)
+        return not (
+            w.rate is not None and count_within(parse_duration_ms(w.rate.per)) >= w.rate.max
+        )
 
     def _check_durable(
-        self, tx: Tx, rules: list[Rule], call: Call, key: tuple[str, str, str], run_id: str, longest: int
+        self,
+        tx: Tx,
+        rules: list[Rule],
+        call: Call,
+        key: tuple[str, str, str],
+        run_id: str,
+        longest: int,
     ) -> Verdict:
         ns, dep, name = key
 
         def count_within(per_ms: int) -> int:
-            return int(tx.scalar(
-                "SELECT COUNT(*) FROM tool_rate_calls WHERE namespace = ? AND deployment = ? AND tool = ?"
-                " AND created_ms > ?", (ns, dep, name, call.now_ms - per_ms)))
+            return int(
+                tx.scalar(
+                    "SELECT COUNT(*) FROM tool_rate_calls WHERE namespace = ? AND deployment = ? AND tool = ?"
+                    " AND created_ms > ?",
+                    (ns, dep, name, call.now_ms - per_ms),
+                )
+            )
 
         verdict = self._decide(rules, call, count_within)
-        tx.execute("DELETE FROM tool_rate_calls WHERE namespace = ? AND deployment = ? AND tool = ? AND created_ms <= ?",
-                   (ns, dep, name, call.now_ms - longest))
+        tx.execute(
+            "DELETE FROM tool_rate_calls WHERE namespace = ? AND deployment = ? AND tool = ? AND created_ms <= ?",
+            (ns, dep, name, call.now_ms - longest),
+        )
         if verdict.decision != "deny":
-            tx.execute("INSERT INTO tool_rate_calls (namespace, deployment, tool, run_id, created_ms) VALUES (?, ?, ?, ?, ?)",
-                       (ns, dep, name, run_id, call.now_ms))
+            tx.execute(
+                "INSERT INTO tool_rate_calls (namespace, deployment, tool, run_id, created_ms) VALUES (?, ?, ?, ?, ?)",
+                (ns, dep, name, run_id, call.now_ms),
+            )
         return verdict
 
     def _check_in_memory(
         self, rules: list[Rule], call: Call, key: tuple[str, str, str], longest: int
     ) -> Verdict:
         times = [t for t in self._memory_calls.get(key, []) if t > call.now_ms - longest]
-        verdict = self._decide(rules, call, lambda per: sum(1 for t in times if t > call.now_ms - per))
+        verdict = self._decide(
+            rules, call, lambda per: sum(1 for t in times if t > call.now_ms - per)
+        )
         if verdict.decision != "deny":
             times.append(call.now_ms)
         self._memory_calls[key] = times

@@ -40,7 +40,9 @@ class ApprovalDecision:
     approved: bool
     note: str | None = None
     decided_by: str | None = None
-    pending: str | None = None  # no decision yet: the id of the durable approval the run suspends on
+    pending: str | None = (
+        None  # no decision yet: the id of the durable approval the run suspends on
+    )
 
 
 class ToolPolicy(abc.ABC):

@@ -40,7 +40,9 @@ class Opened:
     # The conversation's stored messages when this call created it (exactly the input message), so the
     # Runner need not read them back; None when there may be history to read (resumed or keyed conversation).
     messages: list[Row] | None = None
-    held: bool = False  # the run's task is paused (PauseTask): the run suspends before its first model call
+    held: bool = (
+        False  # the run's task is paused (PauseTask): the run suspends before its first model call
+    )
 
 
 @dataclass
@@ -66,12 +68,16 @@ class Checkpoint:
     outcome: dict[str, Any] | None = None
     span_id: str | None = None
     span_status: str | None = None
-    event: tuple[str, str, str | None, dict[str, Any]] | None = None  # namespace, deployment, task_id, data
+    event: tuple[str, str, str | None, dict[str, Any]] | None = (
+        None  # namespace, deployment, task_id, data
+    )
 
 
 def check_epoch(tx: Tx, run_id: str, epoch: int) -> None:
     """Raise FencedError unless this writer still owns the run at ``epoch``."""
-    n = tx.execute("UPDATE runs SET updated_ms = ? WHERE id = ? AND epoch = ?", (tx.now_ms, run_id, epoch))
+    n = tx.execute(
+        "UPDATE runs SET updated_ms = ? WHERE id = ? AND epoch = ?", (tx.now_ms, run_id, epoch)
+    )
     if n == 0:
         _fenced(tx, run_id, epoch)
 
@@ -81,7 +87,9 @@ def _fenced(tx: Tx, run_id: str, epoch: int) -> None:
     raise FencedError(
         f"run {run_id} was claimed by another owner (epoch {current}, this writer had {epoch}); "
         "this writer stops: the new owner continues the run",
-        run_id=run_id, epoch=epoch, current_epoch=current,
+        run_id=run_id,
+        epoch=epoch,
+        current_epoch=current,
     )
 
 
@@ -91,7 +99,9 @@ def task_held(tx: Tx, task_id: str | None) -> bool:
     if task_id is None:
         return False
     row = tx.one("SELECT held, held_until_ms FROM tasks WHERE id = ?", (task_id,))
-    return bool(row and row["held"] and (row["held_until_ms"] is None or row["held_until_ms"] > tx.now_ms))
+    return bool(
+        row and row["held"] and (row["held_until_ms"] is None or row["held_until_ms"] > tx.now_ms)
+    )
 
 
 def write_checkpoint(tx: Tx, cp: Checkpoint) -> bool:
@@ -102,34 +112,67 @@ def write_checkpoint(tx: Tx, cp: Checkpoint) -> bool:
             "UPDATE runs SET turns = ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,"
             " cached_tokens = cached_tokens + ?, cost_usd = cost_usd + ?, model = COALESCE(?, model), updated_ms = ?"
             " WHERE id = ? AND epoch = ?",
-            (cp.turns, cp.input_tokens, cp.output_tokens, cp.cached_tokens, cp.cost_usd, cp.model, now,
-             cp.run_id, cp.epoch),
+            (
+                cp.turns,
+                cp.input_tokens,
+                cp.output_tokens,
+                cp.cached_tokens,
+                cp.cost_usd,
+                cp.model,
+                now,
+                cp.run_id,
+                cp.epoch,
+            ),
         )
     else:
         n = tx.execute(
             "UPDATE runs SET turns = ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,"
             " cached_tokens = cached_tokens + ?, cost_usd = cost_usd + ?, model = COALESCE(?, model), updated_ms = ?,"
             " status = ?, outcome = ?, finished_ms = ? WHERE id = ? AND epoch = ?",
-            (cp.turns, cp.input_tokens, cp.output_tokens, cp.cached_tokens, cp.cost_usd, cp.model, now,
-             cp.status, dumps(cp.outcome), now, cp.run_id, cp.epoch),
+            (
+                cp.turns,
+                cp.input_tokens,
+                cp.output_tokens,
+                cp.cached_tokens,
+                cp.cost_usd,
+                cp.model,
+                now,
+                cp.status,
+                dumps(cp.outcome),
+                now,
+                cp.run_id,
+                cp.epoch,
+            ),
         )
     if n == 0:
         _fenced(tx, cp.run_id, cp.epoch)
     if cp.messages:
         tx.executemany(MESSAGE_SQL, cp.messages)
-        tx.execute("UPDATE conversations SET next_seq = ?, updated_ms = ? WHERE id = ?",
-                   (cp.next_seq, now, cp.conversation_id))
+        tx.execute(
+            "UPDATE conversations SET next_seq = ?, updated_ms = ? WHERE id = ?",
+            (cp.next_seq, now, cp.conversation_id),
+        )
     if cp.spans:
         tx.executemany(SPAN_SQL, cp.spans)
     if cp.usage:
         tx.executemany(USAGE_SQL, cp.usage)
     if cp.span_id and cp.span_status:
-        tx.execute("UPDATE spans SET status = ?, ended_ms = ?, attrs = json_set(attrs, '$.\"agen.outcome\"', ?)"
-                   " WHERE id = ?", (cp.span_status, now, (cp.outcome or {}).get("status"), cp.span_id))
+        tx.execute(
+            "UPDATE spans SET status = ?, ended_ms = ?, attrs = json_set(attrs, '$.\"agen.outcome\"', ?)"
+            " WHERE id = ?",
+            (cp.span_status, now, (cp.outcome or {}).get("status"), cp.span_id),
+        )
     if cp.event is not None:
         namespace, deployment, task_id, data = cp.event
-        tx.event(namespace, "run.finished", deployment=deployment or None, task_id=task_id, run_id=cp.run_id,
-                 data=data, severity="info" if cp.status == "succeeded" else "warning")
+        tx.event(
+            namespace,
+            "run.finished",
+            deployment=deployment or None,
+            task_id=task_id,
+            run_id=cp.run_id,
+            data=data,
+            severity="info" if cp.status == "succeeded" else "warning",
+        )
     return cp.status is None and task_held(tx, cp.task_id)
 
 
@@ -143,11 +186,15 @@ def _conversation(tx: Tx, req: RunRequest) -> tuple[str, str, int, bool]:
             (req.namespace, req.deployment, req.conversation_key),
         )
         if row is not None:
-            busy = tx.scalar("SELECT id FROM runs WHERE conversation_id = ? AND finished_ms IS NULL", (row["id"],))
+            busy = tx.scalar(
+                "SELECT id FROM runs WHERE conversation_id = ? AND finished_ms IS NULL",
+                (row["id"],),
+            )
             if busy:
                 raise ConflictError(
                     f"conversation already has an unfinished run ({busy}); wait for it to end or cancel it",
-                    conversation_key=req.conversation_key, run_id=busy,
+                    conversation_key=req.conversation_key,
+                    run_id=busy,
                 )
             return str(row["session_id"]), str(row["id"]), int(row["next_seq"]), False
     session_id, conversation_id = new_id(), new_id()
@@ -158,7 +205,15 @@ def _conversation(tx: Tx, req: RunRequest) -> tuple[str, str, int, bool]:
     tx.execute(
         "INSERT INTO conversations (id, session_id, namespace, deployment, key, next_seq, created_ms, updated_ms)"
         " VALUES (?,?,?,?,?,2,?,?)",
-        (conversation_id, session_id, req.namespace, req.deployment, req.conversation_key, now, now),
+        (
+            conversation_id,
+            session_id,
+            req.namespace,
+            req.deployment,
+            req.conversation_key,
+            now,
+            now,
+        ),
     )
     return session_id, conversation_id, 1, True
 
@@ -171,7 +226,9 @@ def open_run(tx: Tx, req: RunRequest, owner: str, model: str, digest: str | None
         if row is not None:
             if row["finished_ms"] is not None:
                 return Opened(row, finished=True)
-            return Opened(_claim(tx, row, owner, req.attempt), resumed=True, held=task_held(tx, req.task_id))
+            return Opened(
+                _claim(tx, row, owner, req.attempt), resumed=True, held=task_held(tx, req.task_id)
+            )
     session_id, conversation_id, seq, created = _conversation(tx, req)
     run_id, span_id = new_id(), new_id()
     trace_id, parent_span = req.trace_id or new_id(), None
@@ -183,23 +240,98 @@ def open_run(tx: Tx, req: RunRequest, owner: str, model: str, digest: str | None
         "INSERT INTO runs (id, namespace, deployment, task_id, session_id, conversation_id, parent_run_id,"
         " root_run_id, trace_id, span_id, status, input, owner, epoch, labels, trust, source, requested_by, model,"
         " started_ms, updated_ms) VALUES (?,?,?,?,?,?,?,?,?,?,'running',?,?,1,?,?,?,?,?,?,?) RETURNING *",
-        (run_id, req.namespace, req.deployment, req.task_id, session_id, conversation_id, req.parent_run_id,
-         req.root_run_id or run_id, trace_id, span_id, req.input, owner, dumps(req.labels), req.trust, req.source,
-         req.requested_by, model, now, now),
+        (
+            run_id,
+            req.namespace,
+            req.deployment,
+            req.task_id,
+            session_id,
+            conversation_id,
+            req.parent_run_id,
+            req.root_run_id or run_id,
+            trace_id,
+            span_id,
+            req.input,
+            owner,
+            dumps(req.labels),
+            req.trust,
+            req.source,
+            req.requested_by,
+            model,
+            now,
+            now,
+        ),
     )
-    attrs = {"agen.attempt": req.attempt, "agen.epoch": 1, "agen.owner": owner, "agen.definition.digest": digest,
-             "gen_ai.conversation.id": conversation_id}
-    tx.execute(SPAN_SQL, (span_id, trace_id, parent_span, run_id, req.task_id, req.namespace, req.deployment, "agen.run",
-                          "unfinished", dumps(attrs), None, now, None))
-    tx.execute(MESSAGE_SQL, (new_id(), conversation_id, run_id, seq, 0, "user", req.input, None, None, None, 0,
-                             None, None, None, now))
-    first = {"seq": seq, "turn": 0, "role": "user", "content": req.input, "run_id": run_id, "tool_calls": None,
-             "tool_call_id": None, "name": None, "is_error": 0, "model": None}
+    attrs = {
+        "agen.attempt": req.attempt,
+        "agen.epoch": 1,
+        "agen.owner": owner,
+        "agen.definition.digest": digest,
+        "gen_ai.conversation.id": conversation_id,
+    }
+    tx.execute(
+        SPAN_SQL,
+        (
+            span_id,
+            trace_id,
+            parent_span,
+            run_id,
+            req.task_id,
+            req.namespace,
+            req.deployment,
+            "agen.run",
+            "unfinished",
+            dumps(attrs),
+            None,
+            now,
+            None,
+        ),
+    )
+    tx.execute(
+        MESSAGE_SQL,
+        (
+            new_id(),
+            conversation_id,
+            run_id,
+            seq,
+            0,
+            "user",
+            req.input,
+            None,
+            None,
+            None,
+            0,
+            None,
+            None,
+            None,
+            now,
+        ),
+    )
+    first = {
+        "seq": seq,
+        "turn": 0,
+        "role": "user",
+        "content": req.input,
+        "run_id": run_id,
+        "tool_calls": None,
+        "tool_call_id": None,
+        "name": None,
+        "is_error": 0,
+        "model": None,
+    }
     if not created:
-        tx.execute("UPDATE conversations SET next_seq = ?, updated_ms = ? WHERE id = ?",
-                   (seq + 1, now, conversation_id))
-    tx.event(req.namespace, "run.started", deployment=req.deployment or None, task_id=req.task_id, run_id=run_id,
-             data={"conversation_id": conversation_id})
+        tx.execute(
+            "UPDATE conversations SET next_seq = ?, updated_ms = ? WHERE id = ?",
+            (seq + 1, now, conversation_id),
+        )
+    tx.event(
+        req.namespace,
+        "run.started",
+        deployment=req.deployment or None,
+        task_id=req.task_id,
+        run_id=run_id,
+        data={"conversation_id": conversation_id},
+    )
     assert row is not None
     return Opened(row, messages=[first] if created else None, held=task_held(tx, req.task_id))
 
@@ -210,22 +342,66 @@ def _claim(tx: Tx, row: Row, owner: str, attempt: int) -> Row:
     epoch = int(row["epoch"]) + 1
     old_span = row["span_id"]
     if old_span:
-        tx.execute("UPDATE spans SET status = 'interrupted', ended_ms = ? WHERE id = ? AND status = 'unfinished'",
-                   (now, old_span))
+        tx.execute(
+            "UPDATE spans SET status = 'interrupted', ended_ms = ? WHERE id = ? AND status = 'unfinished'",
+            (now, old_span),
+        )
     span_id = new_id()
-    attrs = {"agen.attempt": attempt, "agen.epoch": epoch, "agen.owner": owner, "agen.resumed": True,
-             "gen_ai.conversation.id": row["conversation_id"]}
-    tx.execute(SPAN_SQL, (span_id, row["trace_id"], old_span, row["id"], row["task_id"], row["namespace"],
-                          row["deployment"], "agen.run", "unfinished", dumps(attrs), None, now, None))
-    tx.execute("UPDATE runs SET epoch = ?, owner = ?, span_id = ?, status = 'running', updated_ms = ? WHERE id = ?",
-               (epoch, owner, span_id, now, row["id"]))
-    tx.event(row["namespace"], "run.resumed", deployment=row["deployment"] or None, task_id=row["task_id"],
-             run_id=row["id"], data={"epoch": epoch, "attempt": attempt})
-    return {**row, "epoch": epoch, "owner": owner, "span_id": span_id, "status": "running", "updated_ms": now}
+    attrs = {
+        "agen.attempt": attempt,
+        "agen.epoch": epoch,
+        "agen.owner": owner,
+        "agen.resumed": True,
+        "gen_ai.conversation.id": row["conversation_id"],
+    }
+    tx.execute(
+        SPAN_SQL,
+        (
+            span_id,
+            row["trace_id"],
+            old_span,
+            row["id"],
+            row["task_id"],
+            row["namespace"],
+            row["deployment"],
+            "agen.run",
+            "unfinished",
+            dumps(attrs),
+            None,
+            now,
+            None,
+        ),
+    )
+    tx.execute(
+        "UPDATE runs SET epoch = ?, owner = ?, span_id = ?, status = 'running', updated_ms = ? WHERE id = ?",
+        (epoch, owner, span_id, now, row["id"]),
+    )
+    tx.event(
+        row["namespace"],
+        "run.resumed",
+        deployment=row["deployment"] or None,
+        task_id=row["task_id"],
+        run_id=row["id"],
+        data={"epoch": epoch, "attempt": attempt},
+    )
+    return {
+        **row,
+        "epoch": epoch,
+        "owner": owner,
+        "span_id": span_id,
+        "status": "running",
+        "updated_ms": now,
+    }
 
 
-def save_cassette(tx: Tx, run_id: str, namespace: str, deployment: str, digest: str | None,
-                  interactions: list[dict[str, Any]]) -> None:
+def save_cassette(
+    tx: Tx,
+    run_id: str,
+    namespace: str,
+    deployment: str,
+    digest: str | None,
+    interactions: list[dict[str, Any]],
+) -> None:
     """Append a run's recorded interactions to its cassette (a resumed run adds to the same one)."""
     from agen.store.base import loads
 

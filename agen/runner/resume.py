@@ -18,18 +18,24 @@ from agen.runner.providers.base import ToolCallOut
 from agen.runner.tools.base import Tool
 from agen.runner.tools.builtin import FINISH
 
-INTERRUPTED = ("interrupted: the run stopped before this call to {tool} returned; it was not run again. "
-               "Call it again if you still need its result.")
+INTERRUPTED = (
+    "interrupted: the run stopped before this call to {tool} returned; it was not run again. "
+    "Call it again if you still need its result."
+)
 
 
 @dataclass
 class Repair:
     """What resuming needs: results to store now, calls to run again, an accepted finish."""
 
-    results: list[tuple[ToolCallOut, str, bool]] = field(default_factory=list)  # call, content, is_error
+    results: list[tuple[ToolCallOut, str, bool]] = field(
+        default_factory=list
+    )  # call, content, is_error
     rerun: list[tuple[int, ToolCallOut]] = field(default_factory=list)
     finish_args: dict[str, Any] | None = None
-    unknown: list[tuple[ToolCallOut, str]] = field(default_factory=list)  # effect_unknown: call, effect key
+    unknown: list[tuple[ToolCallOut, str]] = field(
+        default_factory=list
+    )  # effect_unknown: call, effect key
 
 
 def missing_results(msgs: list[Msg]) -> list[tuple[Msg, list[tuple[int, dict[str, Any]]]]]:
@@ -53,8 +59,18 @@ def patch_history(msgs: list[Msg]) -> list[Msg]:
     for m in msgs:
         out.append(m)
         for _i, c in gaps.get(id(m), []):
-            out.append(Msg(m.seq, m.turn, "tool", INTERRUPTED.format(tool=c["name"]), m.run_id,
-                           tool_call_id=c["id"], name=c["name"], is_error=True))
+            out.append(
+                Msg(
+                    m.seq,
+                    m.turn,
+                    "tool",
+                    INTERRUPTED.format(tool=c["name"]),
+                    m.run_id,
+                    tool_call_id=c["id"],
+                    name=c["name"],
+                    is_error=True,
+                )
+            )
     return out
 
 
@@ -68,17 +84,31 @@ def accepted_finish(msgs: list[Msg]) -> dict[str, Any] | None:
     return None
 
 
-def _not_started(run_id: str, turn: int, index: int, c: dict[str, Any], tools: dict[str, Tool],
-                 effects: dict[str, Effect]) -> bool:
+def _not_started(
+    run_id: str,
+    turn: int,
+    index: int,
+    c: dict[str, Any],
+    tools: dict[str, Tool],
+    effects: dict[str, Effect],
+) -> bool:
     """No effect of this call was recorded: it never began, so running it now runs it once."""
     tool = tools.get(c["name"])
     if tool is None or not tool.side_effect:
         return True
-    return effect_key(run_id, turn, index, tool.name, dict(c.get("arguments") or {}), tool.idempotent) not in effects
+    return (
+        effect_key(run_id, turn, index, tool.name, dict(c.get("arguments") or {}), tool.idempotent)
+        not in effects
+    )
 
 
-def plan_repair(run_id: str, current: list[Msg], tools: dict[str, Tool], effects: dict[str, Effect],
-                asked: set[str] | frozenset[str] = frozenset()) -> Repair:
+def plan_repair(
+    run_id: str,
+    current: list[Msg],
+    tools: dict[str, Tool],
+    effects: dict[str, Effect],
+    asked: set[str] | frozenset[str] = frozenset(),
+) -> Repair:
     """``asked``: ids of calls that requested an approval. A turn that suspended on one kept its
     unstarted calls for later: they run now (each asks its approval again and reads the decision)."""
     rep = Repair(finish_args=accepted_finish(current))
@@ -86,8 +116,14 @@ def plan_repair(run_id: str, current: list[Msg], tools: dict[str, Tool], effects
         waited = any(c["id"] in asked for _, c in gaps)
         for index, c in gaps:
             if waited and _not_started(run_id, msg.turn, index, c, tools, effects):
-                rep.rerun.append((index, ToolCallOut(id=c["id"], name=c["name"],
-                                                     arguments=dict(c.get("arguments") or {}))))
+                rep.rerun.append(
+                    (
+                        index,
+                        ToolCallOut(
+                            id=c["id"], name=c["name"], arguments=dict(c.get("arguments") or {})
+                        ),
+                    )
+                )
                 continue
             call = ToolCallOut(id=c["id"], name=c["name"], arguments=dict(c.get("arguments") or {}))
             tool = tools.get(call.name)
@@ -100,7 +136,9 @@ def plan_repair(run_id: str, current: list[Msg], tools: dict[str, Tool], effects
             key = effect_key(run_id, msg.turn, index, tool.name, call.arguments, tool.idempotent)
             eff = effects.get(key)
             if eff is not None and eff.state in ("completed", "failed") and eff.result is not None:
-                rep.results.append((call, str(eff.result.get("content", "")), bool(eff.result.get("is_error"))))
+                rep.results.append(
+                    (call, str(eff.result.get("content", "")), bool(eff.result.get("is_error")))
+                )
             elif eff is not None and tool.idempotent:
                 rep.rerun.append((index, call))
             elif eff is not None:

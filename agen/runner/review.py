@@ -25,7 +25,7 @@ from agen.runner.types import Outcome
 from agen.store.base import Store, loads, now_ms
 
 REVIEWER = "reviewer"  # messages.name of the reviewer's answers
-FEEDBACK = "review"    # messages.name of the user message that hands a review to the executor
+FEEDBACK = "review"  # messages.name of the user message that hands a review to the executor
 RECORD_CALLS = 20
 RECORD_CHARS = 500
 
@@ -62,8 +62,10 @@ def rounds_done(current: list[Msg]) -> int:
 
 def since_last_review(current: list[Msg]) -> list[Msg]:
     """The messages of the round under way: a finish accepted before a review is not the result."""
-    last = max((i for i, m in enumerate(current) if m.role == "user" and m.name == FEEDBACK), default=-1)
-    return current[last + 1:]
+    last = max(
+        (i for i, m in enumerate(current) if m.role == "user" and m.name == FEEDBACK), default=-1
+    )
+    return current[last + 1 :]
 
 
 def parse_verdict(text: str, calls: list[ToolCallOut] | None = None) -> Verdict | None:
@@ -93,7 +95,14 @@ def _verdict(obj: dict[str, Any]) -> Verdict | None:
     if isinstance(raw, str):
         word = raw.strip().lower()
         satisfied = word in ("true", "yes", "satisfied", "pass", "passed")
-        if not satisfied and word not in ("false", "no", "needs_revision", "not_satisfied", "fail", "failed"):
+        if not satisfied and word not in (
+            "false",
+            "no",
+            "needs_revision",
+            "not_satisfied",
+            "fail",
+            "failed",
+        ):
             return None
     elif isinstance(raw, bool):
         satisfied = raw
@@ -105,29 +114,42 @@ def _verdict(obj: dict[str, Any]) -> Verdict | None:
         grade = None if g is None or isinstance(g, bool) else float(g)
     except (TypeError, ValueError):
         grade = None
-    if grade is not None and grade > 1.0 and grade <= 100.0:  # "85" or "8.5"-style grades: scale to 0..1
+    if (
+        grade is not None and grade > 1.0 and grade <= 100.0
+    ):  # "85" or "8.5"-style grades: scale to 0..1
         grade = grade / (10.0 if grade <= 10.0 else 100.0)
     if grade is not None and not 0.0 <= grade <= 1.0:
         grade = None
     fb = obj.get("feedback", obj.get("explanation", ""))
-    return Verdict(satisfied, grade, fb if isinstance(fb, str) else json.dumps(fb, ensure_ascii=False))
+    return Verdict(
+        satisfied, grade, fb if isinstance(fb, str) else json.dumps(fb, ensure_ascii=False)
+    )
 
 
 def _record(st: RunState, outcome: Outcome) -> str:
     """What the reviewer sees: the task, this round's tool calls (short) and the result."""
     lines: list[str] = []
     results = {m.tool_call_id: m for m in st.ctx.current if m.role == "tool"}
-    calls = [c for m in since_last_review(st.ctx.current) if m.role == "assistant" for c in m.tool_calls or []]
+    calls = [
+        c
+        for m in since_last_review(st.ctx.current)
+        if m.role == "assistant"
+        for c in m.tool_calls or []
+    ]
     for c in calls[-RECORD_CALLS:]:
         res = results.get(c["id"])
         out = (res.content or "") if res is not None else "(no result)"
         if len(out) > RECORD_CHARS:
             out = out[:RECORD_CHARS] + f"… ({len(out)} characters)"
         args = json.dumps(c.get("arguments") or {}, ensure_ascii=False)[:RECORD_CHARS]
-        lines.append(f"- {c['name']}({args}) → {'ERROR: ' if res is not None and res.is_error else ''}{out}")
+        lines.append(
+            f"- {c['name']}({args}) → {'ERROR: ' if res is not None and res.is_error else ''}{out}"
+        )
     parts = [f"## Task\n\n{st.req.input}"]
     if lines:
-        parts.append(f"## What the executor did this round ({len(calls)} tool calls)\n\n" + "\n".join(lines))
+        parts.append(
+            f"## What the executor did this round ({len(calls)} tool calls)\n\n" + "\n".join(lines)
+        )
     result = outcome.summary or "(no summary)"
     if outcome.data is not None:
         result += "\n\nData:\n" + json.dumps(outcome.data, ensure_ascii=False, indent=2)
@@ -137,70 +159,144 @@ def _record(st: RunState, outcome: Outcome) -> str:
 
 async def spent_usd(store: Store, run_id: str) -> float:
     """What this run's reviews cost so far (earlier rounds are checkpointed before the next review)."""
-    rows = await store.all("SELECT usage FROM messages WHERE run_id = ? AND role = 'assistant' AND name = ?",
-                           (run_id, REVIEWER))
+    rows = await store.all(
+        "SELECT usage FROM messages WHERE run_id = ? AND role = 'assistant' AND name = ?",
+        (run_id, REVIEWER),
+    )
     return sum(float((loads(r["usage"], {}) or {}).get("cost_usd") or 0.0) for r in rows)
 
 
-async def review(st: RunState, outcome: Outcome, spec: Review, accounts: list[Account], policy: TurnPolicy,
-                 temperature: float | None, store: Store) -> Step:
+async def review(
+    st: RunState,
+    outcome: Outcome,
+    spec: Review,
+    accounts: list[Account],
+    policy: TurnPolicy,
+    temperature: float | None,
+    store: Store,
+) -> Step:
     """One review round: grade ``outcome``, record the call, and end the run or send it back."""
     n = rounds_done(st.ctx.current) + 1
     if spec.max_usd is not None and (spent := await spent_usd(store, st.run_id)) >= spec.max_usd:
-        info = {"rounds": n - 1, "result": "budget_reached", "satisfied": None, "grade": None,
-                "feedback": f"the reviews spent ${spent:.4f} of review.maxUsd ${spec.max_usd:.4f}; "
-                            "this result was not reviewed"}
-        return Step(outcome.model_copy(update={"status": "partial", "reason": "review_budget", "review": info}))
+        info = {
+            "rounds": n - 1,
+            "result": "budget_reached",
+            "satisfied": None,
+            "grade": None,
+            "feedback": f"the reviews spent ${spent:.4f} of review.maxUsd ${spec.max_usd:.4f}; "
+            "this result was not reviewed",
+        }
+        return Step(
+            outcome.model_copy(
+                update={"status": "partial", "reason": "review_budget", "review": info}
+            )
+        )
     system = INSTRUCTIONS + f"\n\n## Rubric\n\n{spec.rubric}"
     if spec.description:
         system += f"\n\n## The outcome wanted\n\n{spec.description}"
     if spec.model:
         accounts = [replace(accounts[0], models=[spec.model])]
-    request = ModelRequest(model="", messages=[{"role": "system", "content": system},
-                                               {"role": "user", "content": _record(st, outcome)}],
-                           max_tokens=spec.max_tokens, temperature=temperature, run_id=st.run_id, run_turn=st.turn)
+    request = ModelRequest(
+        model="",
+        messages=[
+            {"role": "system", "content": system},
+            {"role": "user", "content": _record(st, outcome)},
+        ],
+        max_tokens=spec.max_tokens,
+        temperature=temperature,
+        run_id=st.run_id,
+        run_turn=st.turn,
+    )
     t0 = now_ms()
     await st.emit({"type": "review_started", "turn": st.turn, "round": n})
     try:
         answer = await model_turn(accounts, request, policy)
     except TurnFailed as e:
         _spans(st, e.spans, n)
-        info = {"rounds": n, "result": "error", "satisfied": None, "grade": None, "feedback": e.message}
+        info = {
+            "rounds": n,
+            "result": "error",
+            "satisfied": None,
+            "grade": None,
+            "feedback": e.message,
+        }
         st.add_span("agen.review", "error", {"agen.review.round": n}, t0, now_ms(), e.message)
-        return Step(outcome.model_copy(update={"status": "partial", "reason": "review_failed", "review": info}))
+        return Step(
+            outcome.model_copy(
+                update={"status": "partial", "reason": "review_failed", "review": info}
+            )
+        )
     _spans(st, answer.spans, n)
     resp = answer.response
     st.turn += 1
     st.budget.turns = st.turn
     model = resp.model or answer.model_sent
     st.add_usage(answer.account.label, model, resp.usage)
-    st.add_message("assistant", resp.text, name=REVIEWER, model=model, usage=resp.usage, raw=resp.raw)
+    st.add_message(
+        "assistant", resp.text, name=REVIEWER, model=model, usage=resp.usage, raw=resp.raw
+    )
     verdict = parse_verdict(resp.text, resp.tool_calls) or Verdict(
-        False, None, "[agen] The reviewer's answer was not the JSON verdict asked for; its text follows.\n\n"
-        + resp.text)
+        False,
+        None,
+        "[agen] The reviewer's answer was not the JSON verdict asked for; its text follows.\n\n"
+        + resp.text,
+    )
     last = n > spec.max_iterations
-    result = "satisfied" if verdict.satisfied else "max_iterations_reached" if last else "needs_revision"
-    attrs = {"agen.review.round": n, "agen.review.result": result, "agen.review.satisfied": verdict.satisfied,
-             "gen_ai.request.model": model}
+    result = (
+        "satisfied" if verdict.satisfied else "max_iterations_reached" if last else "needs_revision"
+    )
+    attrs = {
+        "agen.review.round": n,
+        "agen.review.result": result,
+        "agen.review.satisfied": verdict.satisfied,
+        "gen_ai.request.model": model,
+    }
     if verdict.grade is not None:
         attrs["agen.review.grade"] = verdict.grade
     st.add_span("agen.review", "ok", attrs, t0, now_ms())
-    await st.emit({"type": "review", "turn": st.turn, "round": n, "result": result, "satisfied": verdict.satisfied,
-                   "grade": verdict.grade, "feedback": verdict.feedback})
-    info = {"rounds": n, "result": result, "satisfied": verdict.satisfied, "grade": verdict.grade,
-            "feedback": verdict.feedback}
+    await st.emit(
+        {
+            "type": "review",
+            "turn": st.turn,
+            "round": n,
+            "result": result,
+            "satisfied": verdict.satisfied,
+            "grade": verdict.grade,
+            "feedback": verdict.feedback,
+        }
+    )
+    info = {
+        "rounds": n,
+        "result": result,
+        "satisfied": verdict.satisfied,
+        "grade": verdict.grade,
+        "feedback": verdict.feedback,
+    }
     if verdict.satisfied:
         return Step(outcome.model_copy(update={"review": info}))
     if last:
-        return Step(outcome.model_copy(update={"status": "partial", "reason": "max_iterations_reached",
-                                               "review": info}))
+        return Step(
+            outcome.model_copy(
+                update={"status": "partial", "reason": "max_iterations_reached", "review": info}
+            )
+        )
     grade = f" (grade {verdict.grade:.2f})" if verdict.grade is not None else ""
-    st.add_message("user", f"[agen] Review {n} of your result{grade}: the rubric is not met yet. Revise your work "
-                           f"and finish again.\n\n{verdict.feedback}", name=FEEDBACK)
+    st.add_message(
+        "user",
+        f"[agen] Review {n} of your result{grade}: the rubric is not met yet. Revise your work "
+        f"and finish again.\n\n{verdict.feedback}",
+        name=FEEDBACK,
+    )
     return Step(None)
 
 
 def _spans(st: RunState, spans: list[Any], n: int) -> None:
     for s in spans:
-        st.add_span("gen_ai.chat", s.status, {**s.attrs, "agen.turn": st.turn + 1, "agen.role": REVIEWER,
-                                              "agen.review.round": n}, s.started_ms, s.ended_ms, s.error)
+        st.add_span(
+            "gen_ai.chat",
+            s.status,
+            {**s.attrs, "agen.turn": st.turn + 1, "agen.role": REVIEWER, "agen.review.round": n},
+            s.started_ms,
+            s.ended_ms,
+            s.error,
+        )

@@ -50,7 +50,9 @@ class RunState:
     events: EventSink | None = None
     cancel: asyncio.Event | None = None
     workspace: str | None = None  # the task workspace (agen/runner/workspace.py), passed in _meta
-    sections: Callable[[], Awaitable[str]] | None = None  # per-model-call system prompt text (memory)
+    sections: Callable[[], Awaitable[str]] | None = (
+        None  # per-model-call system prompt text (memory)
+    )
     messages: list[tuple[Any, ...]] = field(default_factory=list)
     spans: list[tuple[Any, ...]] = field(default_factory=list)
     usage: list[tuple[Any, ...]] = field(default_factory=list)
@@ -66,48 +68,123 @@ class RunState:
 
     @functools.cached_property
     def day(self) -> str:
-        return datetime.datetime.fromtimestamp(self.started_ms / 1000, datetime.UTC).strftime("%Y-%m-%d")
+        return datetime.datetime.fromtimestamp(self.started_ms / 1000, datetime.UTC).strftime(
+            "%Y-%m-%d"
+        )
 
     def tool_context(self, call_id: str) -> ToolContext:
         r = self.req
         return ToolContext(
-            namespace=r.namespace, deployment=r.deployment, run_id=self.run_id, root_run_id=self.root_run_id,
-            conversation_id=self.conversation_id, task_id=r.task_id, conversation_key=r.conversation_key,
-            labels=dict(r.labels), trust=self.trust, locks=dict(r.locks), workspace=self.workspace,
-            traceparent=traceparent(self.trace_id, self.span_id), turn=self.turn, call_id=call_id,
+            namespace=r.namespace,
+            deployment=r.deployment,
+            run_id=self.run_id,
+            root_run_id=self.root_run_id,
+            conversation_id=self.conversation_id,
+            task_id=r.task_id,
+            conversation_key=r.conversation_key,
+            labels=dict(r.labels),
+            trust=self.trust,
+            locks=dict(r.locks),
+            workspace=self.workspace,
+            traceparent=traceparent(self.trace_id, self.span_id),
+            turn=self.turn,
+            call_id=call_id,
             cancel=self.cancel,
         )
 
-    def add_message(self, role: str, content: str | None, *, turn: int | None = None,
-                    tool_calls: list[dict[str, Any]] | None = None, tool_call_id: str | None = None,
-                    name: str | None = None, is_error: bool = False, model: str | None = None,
-                    usage: ModelUsage | None = None, raw: dict[str, Any] | None = None) -> Msg:
+    def add_message(
+        self,
+        role: str,
+        content: str | None,
+        *,
+        turn: int | None = None,
+        tool_calls: list[dict[str, Any]] | None = None,
+        tool_call_id: str | None = None,
+        name: str | None = None,
+        is_error: bool = False,
+        model: str | None = None,
+        usage: ModelUsage | None = None,
+        raw: dict[str, Any] | None = None,
+    ) -> Msg:
         red = self.redactor
         content = red.redact(content) if content else content
         if tool_calls:
             tool_calls = red.redact_obj(tool_calls)
         t = self.turn if turn is None else turn
-        msg = Msg(self.seq, t, role, content, self.run_id, tool_calls, tool_call_id, name, is_error, model)
+        msg = Msg(
+            self.seq, t, role, content, self.run_id, tool_calls, tool_call_id, name, is_error, model
+        )
         self.ctx.add(msg)
-        self.messages.append((
-            new_id(), self.conversation_id, self.run_id, self.seq, t, role, content,
-            dumps(tool_calls) if tool_calls else None, tool_call_id, name, int(is_error), model,
-            dumps(usage.__dict__) if usage else None, dumps(red.redact_obj(raw)) if raw else None, now_ms(),
-        ))
+        self.messages.append(
+            (
+                new_id(),
+                self.conversation_id,
+                self.run_id,
+                self.seq,
+                t,
+                role,
+                content,
+                dumps(tool_calls) if tool_calls else None,
+                tool_call_id,
+                name,
+                int(is_error),
+                model,
+                dumps(usage.__dict__) if usage else None,
+                dumps(red.redact_obj(raw)) if raw else None,
+                now_ms(),
+            )
+        )
         self.seq += 1
         return msg
 
-    def add_span(self, name: str, status: str, attrs: dict[str, Any], started_ms: int, ended_ms: int,
-                 error: str | None = None) -> None:
+    def add_span(
+        self,
+        name: str,
+        status: str,
+        attrs: dict[str, Any],
+        started_ms: int,
+        ended_ms: int,
+        error: str | None = None,
+    ) -> None:
         err = self.redactor.redact(error)[:1000] if error else None
         r = self.req
-        self.spans.append((new_id(), self.trace_id, self.span_id, self.run_id, r.task_id, r.namespace, r.deployment,
-                           name, status, dumps(attrs), err, started_ms, ended_ms))
+        self.spans.append(
+            (
+                new_id(),
+                self.trace_id,
+                self.span_id,
+                self.run_id,
+                r.task_id,
+                r.namespace,
+                r.deployment,
+                name,
+                status,
+                dumps(attrs),
+                err,
+                started_ms,
+                ended_ms,
+            )
+        )
 
     def add_usage(self, provider: str, model: str, u: ModelUsage) -> None:
         r = self.req
-        self.usage.append((new_id(), self.run_id, r.task_id, r.namespace, r.deployment, provider, model,
-                           u.input_tokens, u.output_tokens, u.cached_tokens, u.cost_usd, self.day, now_ms()))
+        self.usage.append(
+            (
+                new_id(),
+                self.run_id,
+                r.task_id,
+                r.namespace,
+                r.deployment,
+                provider,
+                model,
+                u.input_tokens,
+                u.output_tokens,
+                u.cached_tokens,
+                u.cost_usd,
+                self.day,
+                now_ms(),
+            )
+        )
         self.tokens[0] += u.input_tokens
         self.tokens[1] += u.output_tokens
         self.tokens[2] += u.cached_tokens
@@ -115,21 +192,40 @@ class RunState:
         self.model = model
         self.budget.add(u)
 
-    async def flush(self, store: Store, *, status: str | None = None, outcome: dict[str, Any] | None = None) -> None:
+    async def flush(
+        self, store: Store, *, status: str | None = None, outcome: dict[str, Any] | None = None
+    ) -> None:
         """Checkpoint: everything pending in one transaction that checks the epoch."""
         cp = Checkpoint(
-            run_id=self.run_id, epoch=self.epoch, conversation_id=self.conversation_id, turns=self.turn,
-            next_seq=self.seq, messages=self.messages, spans=self.spans, usage=self.usage,
-            input_tokens=self.tokens[0], output_tokens=self.tokens[1], cached_tokens=self.tokens[2],
-            cost_usd=self.cost, model=self.model, task_id=self.req.task_id,
+            run_id=self.run_id,
+            epoch=self.epoch,
+            conversation_id=self.conversation_id,
+            turns=self.turn,
+            next_seq=self.seq,
+            messages=self.messages,
+            spans=self.spans,
+            usage=self.usage,
+            input_tokens=self.tokens[0],
+            output_tokens=self.tokens[1],
+            cached_tokens=self.tokens[2],
+            cost_usd=self.cost,
+            model=self.model,
+            task_id=self.req.task_id,
         )
         if status is not None:
             cp.status, cp.outcome = status, outcome
             cp.span_id, cp.span_status = self.span_id, _span_status(status)
             r = self.req
-            cp.event = (r.namespace, r.deployment, r.task_id,
-                        {"status": status, "outcome": (outcome or {}).get("status"),
-                         "reason": (outcome or {}).get("reason")})
+            cp.event = (
+                r.namespace,
+                r.deployment,
+                r.task_id,
+                {
+                    "status": status,
+                    "outcome": (outcome or {}).get("status"),
+                    "reason": (outcome or {}).get("reason"),
+                },
+            )
         self.held = await store.write(lambda tx: write_checkpoint(tx, cp))
         self.messages, self.spans, self.usage = [], [], []
         self.tokens = [0, 0, 0]

@@ -59,16 +59,41 @@ def build_tooling(
             if mode != "shared":
                 per_run.append(name)
                 continue
-            path = workspace_path(mode, namespace=namespace, deployment=dep, run_id="shared", task_id=None,
-                                  conversation_key=None)
+            path = workspace_path(
+                mode,
+                namespace=namespace,
+                deployment=dep,
+                run_id="shared",
+                task_id=None,
+                conversation_key=None,
+            )
             path.mkdir(parents=True, exist_ok=True)
             ws = str(path)
-        toolsets.append(McpToolset(name, server, secrets, redactor, bundle.config.tools.get(name),
-                                   workspace=ws, cwd_base=bundle.root))
+        toolsets.append(
+            McpToolset(
+                name,
+                server,
+                secrets,
+                redactor,
+                bundle.config.tools.get(name),
+                workspace=ws,
+                cwd_base=bundle.root,
+            )
+        )
 
     def run_toolsets(workspace: str | None) -> list[Toolset]:
-        return [McpToolset(name, bundle.mcp.mcp_servers[name], secrets, redactor, bundle.config.tools.get(name),
-                           workspace=workspace, cwd_base=bundle.root) for name in per_run]
+        return [
+            McpToolset(
+                name,
+                bundle.mcp.mcp_servers[name],
+                secrets,
+                redactor,
+                bundle.config.tools.get(name),
+                workspace=workspace,
+                cwd_base=bundle.root,
+            )
+            for name in per_run
+        ]
 
     policy = BundlePolicy(bundle.config.permissions, store=store)
     extras = RunExtras(bundle, store, redactor, run_toolsets=run_toolsets if per_run else None)

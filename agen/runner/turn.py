@@ -48,7 +48,9 @@ class TurnAnswer:
 
 
 class TurnFailed(Exception):
-    def __init__(self, reason: str, message: str, spans: list[CallSpan], account: Account | None = None) -> None:
+    def __init__(
+        self, reason: str, message: str, spans: list[CallSpan], account: Account | None = None
+    ) -> None:
         super().__init__(message)
         self.reason = reason  # no_answer | account_error
         self.message = message
@@ -64,8 +66,16 @@ def _ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def _span(t0: int, account: Account, ai: int, mi: int, req: ModelRequest, attempt: int,
-          resp: ModelResponse | None, err: ProviderError | None) -> CallSpan:
+def _span(
+    t0: int,
+    account: Account,
+    ai: int,
+    mi: int,
+    req: ModelRequest,
+    attempt: int,
+    resp: ModelResponse | None,
+    err: ProviderError | None,
+) -> CallSpan:
     t1 = _ms()
     attrs: dict[str, Any] = {
         "gen_ai.provider.name": account.label,
@@ -83,13 +93,17 @@ def _span(t0: int, account: Account, ai: int, mi: int, req: ModelRequest, attemp
         attrs["agen.router.tier"] = req.tier
     if resp is not None:
         u = resp.usage
-        attrs.update({
-            "gen_ai.response.model": resp.model or req.model,
-            "gen_ai.response.finish_reasons": [resp.finish_reason] if resp.finish_reason else [],
-            "gen_ai.usage.input_tokens": u.input_tokens,
-            "gen_ai.usage.output_tokens": u.output_tokens,
-            "gen_ai.usage.cached_input_tokens": u.cached_tokens,
-        })
+        attrs.update(
+            {
+                "gen_ai.response.model": resp.model or req.model,
+                "gen_ai.response.finish_reasons": [resp.finish_reason]
+                if resp.finish_reason
+                else [],
+                "gen_ai.usage.input_tokens": u.input_tokens,
+                "gen_ai.usage.output_tokens": u.output_tokens,
+                "gen_ai.usage.cached_input_tokens": u.cached_tokens,
+            }
+        )
         if u.cost_usd is not None:
             attrs["agen.cost_usd"] = u.cost_usd
         attrs.update(resp.attrs)
@@ -99,7 +113,9 @@ def _span(t0: int, account: Account, ai: int, mi: int, req: ModelRequest, attemp
     return CallSpan(t0, t1, "error", attrs, err.message[:1000])
 
 
-async def model_turn(accounts: list[Account], request: ModelRequest, policy: TurnPolicy) -> TurnAnswer:
+async def model_turn(
+    accounts: list[Account], request: ModelRequest, policy: TurnPolicy
+) -> TurnAnswer:
     """Ask the model(s) for one answer, or raise TurnFailed."""
     spans: list[CallSpan] = []
     last_problem = "no model answered"
@@ -119,7 +135,11 @@ async def model_turn(accounts: list[Account], request: ModelRequest, policy: Tur
                         account_error = e
                         break
                     if e.kind == "retryable" and attempt < policy.max_retries:
-                        delay = e.retry_after_s if e.retry_after_s is not None else policy.backoff_base_s * 2**attempt
+                        delay = (
+                            e.retry_after_s
+                            if e.retry_after_s is not None
+                            else policy.backoff_base_s * 2**attempt
+                        )
                         await policy.sleep(min(delay, MAX_BACKOFF_S))
                         attempt += 1
                         continue
@@ -131,7 +151,9 @@ async def model_turn(accounts: list[Account], request: ModelRequest, policy: Tur
                         asked_cut = True
                         req = replace(req, max_tokens=req.max_tokens * 2)
                         continue
-                    last_problem = f"{model}: the answer was cut off at the output limit with nothing usable"
+                    last_problem = (
+                        f"{model}: the answer was cut off at the output limit with nothing usable"
+                    )
                     break
                 if resp.empty:
                     if not asked_empty:

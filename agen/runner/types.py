@@ -61,7 +61,9 @@ class OverridePermissions(BaseModel):
     @classmethod
     def _no_allow(cls, data: Any) -> Any:
         if isinstance(data, dict) and "allow" in data:
-            raise ValueError("allow rules are not accepted: task overrides only narrow (use deny or ask)")
+            raise ValueError(
+                "allow rules are not accepted: task overrides only narrow (use deny or ask)"
+            )
         return data
 
 
@@ -71,9 +73,15 @@ class OverrideBudget(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     max_turns: int | None = Field(default=None, ge=1, le=1_000_000, alias="maxTurns")
-    max_run_duration: Annotated[str, AfterValidator(_duration), Field(json_schema_extra={"pattern": DURATION_PATTERN})] | None = Field(
-        default=None, alias="maxRunDuration")
-    max_tokens_per_run: int | None = Field(default=None, ge=1, le=2**63 - 1, alias="maxTokensPerRun")
+    max_run_duration: (
+        Annotated[
+            str, AfterValidator(_duration), Field(json_schema_extra={"pattern": DURATION_PATTERN})
+        ]
+        | None
+    ) = Field(default=None, alias="maxRunDuration")
+    max_tokens_per_run: int | None = Field(
+        default=None, ge=1, le=2**63 - 1, alias="maxTokensPerRun"
+    )
     max_usd_per_run: float | None = Field(default=None, gt=0, le=1e12, alias="maxUsdPerRun")
 
 
@@ -142,7 +150,9 @@ class RunRequest(BaseModel):
     parent_run_id: str | None = None
     root_run_id: str | None = None
     trace_id: str | None = None
-    traceparent: str | None = None  # W3C, from the submitter: the run span's parent (its trace id wins)
+    traceparent: str | None = (
+        None  # W3C, from the submitter: the run span's parent (its trace id wins)
+    )
     attempt: int = 1
     locks: dict[str, int] = Field(default_factory=dict)
 

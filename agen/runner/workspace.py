@@ -46,20 +46,31 @@ class TaskWorkspace:
     def prompt_line(self) -> str:
         """What the system prompt says about it."""
         kept = "removed when this task ends" if self.remove_at_end else "kept after this task ends"
-        return (f"Your workspace directory is {self.path} ({self.mode.replace('_', '-')}, {kept}). "
-                "Create and edit files there; tool servers that work on files use it.")
+        return (
+            f"Your workspace directory is {self.path} ({self.mode.replace('_', '-')}, {kept}). "
+            "Create and edit files there; tool servers that work on files use it."
+        )
 
 
 def wants_workspace(bundle: Bundle) -> bool:
     """A bundle has a workspace when config.json sets one, or an MCP server's args use ${WORKSPACE}."""
     cfg = bundle.config
-    return ("workspace" in cfg.model_fields_set or bool(cfg.builtin_tools.workspace)
-            or any(uses_workspace(s) for s in bundle.mcp.mcp_servers.values()))
+    return (
+        "workspace" in cfg.model_fields_set
+        or bool(cfg.builtin_tools.workspace)
+        or any(uses_workspace(s) for s in bundle.mcp.mcp_servers.values())
+    )
 
 
 def workspace_path(
-    mode: str, *, namespace: str, deployment: str, run_id: str, task_id: str | None,
-    conversation_key: str | None, root: Path | None = None,
+    mode: str,
+    *,
+    namespace: str,
+    deployment: str,
+    run_id: str,
+    task_id: str | None,
+    conversation_key: str | None,
+    root: Path | None = None,
 ) -> Path:
     base = (root or workspace_root()) / _part(namespace) / _part(deployment or "default")
     if mode == "shared":
@@ -70,19 +81,32 @@ def workspace_path(
 
 
 def prepare_workspace(
-    bundle: Bundle, *, namespace: str, deployment: str, run_id: str, task_id: str | None = None,
+    bundle: Bundle,
+    *,
+    namespace: str,
+    deployment: str,
+    run_id: str,
+    task_id: str | None = None,
     conversation_key: str | None = None,
 ) -> TaskWorkspace | None:
     """Create the run's workspace directory (None when the bundle has none or it cannot be made)."""
     if not wants_workspace(bundle):
         return None
     ws = bundle.config.workspace
-    path = workspace_path(ws.mode, namespace=namespace, deployment=deployment or bundle.name, run_id=run_id,
-                          task_id=task_id, conversation_key=conversation_key)
+    path = workspace_path(
+        ws.mode,
+        namespace=namespace,
+        deployment=deployment or bundle.name,
+        run_id=run_id,
+        task_id=task_id,
+        conversation_key=conversation_key,
+    )
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        log.warning("could not create the task workspace %s: %s; the run goes on without one", path, e)
+        log.warning(
+            "could not create the task workspace %s: %s; the run goes on without one", path, e
+        )
         return None
     return TaskWorkspace(str(path), ws.mode, remove_at_end=ws.mode == "per_task" and not ws.retain)
 

@@ -9,7 +9,17 @@ from agen.errors import InvalidError
 from agen.store.base import Row, Store, Tx, dumps, loads, now_ms
 from agen.store.sqlite import SQLiteStore
 
-__all__ = ["Row", "SQLiteStore", "Store", "Tx", "dumps", "loads", "now_ms", "open_store", "store_path"]
+__all__ = [
+    "Row",
+    "SQLiteStore",
+    "Store",
+    "Tx",
+    "dumps",
+    "loads",
+    "now_ms",
+    "open_store",
+    "store_path",
+]
 
 
 def store_path(url: str | None) -> Path:

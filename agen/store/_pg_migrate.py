@@ -34,25 +34,36 @@ def migrate_postgres(conn: Any, where: str, now_ms: int) -> int:
     try:
         conn.execute(_CREATE_TABLE)
         conn.commit()
-        rows = conn.execute("SELECT version, name, checksum FROM schema_migrations ORDER BY version").fetchall()
+        rows = conn.execute(
+            "SELECT version, name, checksum FROM schema_migrations ORDER BY version"
+        ).fetchall()
         conn.commit()
         current = max((int(_get(r, 0, "version")) for r in rows), default=0)
         if current > latest:
             raise SchemaTooNewError(
                 f"the store {where} has schema version {current}, but this agen only knows up to "
                 f"{latest}; it was written by a newer agen. Upgrade agen, or point --store elsewhere.",
-                store=where, schema=current, known=latest,
+                store=where,
+                schema=current,
+                known=latest,
             )
         shipped = {m.version: m for m in migrations}
         for r in rows:
-            version, name, checksum = _get(r, 0, "version"), _get(r, 1, "name"), _get(r, 2, "checksum")
+            version, name, checksum = (
+                _get(r, 0, "version"),
+                _get(r, 1, "name"),
+                _get(r, 2, "checksum"),
+            )
             mig = shipped.get(version)
             if mig is not None and checksum != mig.checksum:
                 raise StoreError(
                     f"the store {where} applied migration {version:04d}_{name} from a different text than this "
                     f"agen ships (checksum {str(checksum)[:12]} vs {mig.checksum[:12]}), so its schema may not be "
                     "what this agen expects. Open it with the agen build that made it, or use a new database",
-                    store=where, migration=version, applied_checksum=checksum, shipped_checksum=mig.checksum,
+                    store=where,
+                    migration=version,
+                    applied_checksum=checksum,
+                    shipped_checksum=mig.checksum,
                 )
         for mig in migrations:
             if mig.version <= current:
@@ -66,8 +77,11 @@ def migrate_postgres(conn: Any, where: str, now_ms: int) -> int:
                         (mig.version, mig.name, now_ms, mig.checksum),
                     )
             except psycopg.Error as e:
-                raise StoreError(f"migration {mig.version:04d}_{mig.name} failed on {where}: {e}",
-                                 store=where, migration=mig.version) from e
+                raise StoreError(
+                    f"migration {mig.version:04d}_{mig.name} failed on {where}: {e}",
+                    store=where,
+                    migration=mig.version,
+                ) from e
         return max(current, latest)
     finally:
         if not conn.closed:

@@ -13,10 +13,17 @@ class TransactionLost(Exception):
 
 
 # SQLite result codes that mean the store itself cannot take writes (not the caller's mistake).
-_FAULT_CODES = frozenset({
-    sqlite3.SQLITE_PERM, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CORRUPT,
-    sqlite3.SQLITE_FULL, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_NOTADB,
-})
+_FAULT_CODES = frozenset(
+    {
+        sqlite3.SQLITE_PERM,
+        sqlite3.SQLITE_READONLY,
+        sqlite3.SQLITE_IOERR,
+        sqlite3.SQLITE_CORRUPT,
+        sqlite3.SQLITE_FULL,
+        sqlite3.SQLITE_CANTOPEN,
+        sqlite3.SQLITE_NOTADB,
+    }
+)
 
 
 def is_fault(e: BaseException | None) -> bool:

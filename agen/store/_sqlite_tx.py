@@ -65,9 +65,17 @@ class SQLiteTx:
         cur = self._conn.execute(
             _EVENT_SQL,
             (
-                new_ulid(), namespace, type, severity, deployment, task_id, run_id,
+                new_ulid(),
+                namespace,
+                type,
+                severity,
+                deployment,
+                task_id,
+                run_id,
                 labels if isinstance(labels, str) else dumps(dict(labels)) if labels else "{}",
-                dumps(dict(data)) if data else "{}", dedupe_key, self.now_ms,
+                dumps(dict(data)) if data else "{}",
+                dedupe_key,
+                self.now_ms,
             ),
         )
         if cur.rowcount == 0:

@@ -29,9 +29,11 @@ def now_ms() -> int:
 
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-_PAIRS = [a + b for a in _CROCKFORD for b in _CROCKFORD]   # 10 bits -> 2 chars
+_PAIRS = [a + b for a in _CROCKFORD for b in _CROCKFORD]  # 10 bits -> 2 chars
 _RAND_MAX = (1 << 80) - 1
-_ULID_RANDOM = random.Random(os.urandom(32))  # private: a program's random.seed() must not make ids repeat
+_ULID_RANDOM = random.Random(
+    os.urandom(32)
+)  # private: a program's random.seed() must not make ids repeat
 os.register_at_fork(after_in_child=lambda: _ULID_RANDOM.seed(os.urandom(32)))
 _random_bits = _ULID_RANDOM.getrandbits
 
@@ -49,7 +51,9 @@ class _UlidClock(threading.local):
         self.last_ms = -1
         self.last_rand = 0
         self.prefix = ""
-        self.head = ""  # prefix + the encoding of the random bits above the low 20 (they rarely change)
+        self.head = (
+            ""  # prefix + the encoding of the random bits above the low 20 (they rarely change)
+        )
 
     def new(self) -> str:
         ms = time.time_ns() // 1_000_000
@@ -62,15 +66,23 @@ class _UlidClock(threading.local):
             self.last_ms = ms
             # 48-bit time: 10 chars (the top one holds 3 bits)
             self.prefix = _CROCKFORD[ms >> 45] + "".join(
-                _CROCKFORD[(ms >> s) & 31] for s in (40, 35, 30, 25, 20, 15, 10, 5, 0))
+                _CROCKFORD[(ms >> s) & 31] for s in (40, 35, 30, 25, 20, 15, 10, 5, 0)
+            )
             self.head = self._head(r)
         p = _PAIRS
         return self.head + p[(r >> 10) & 1023] + p[r & 1023]
 
     def _head(self, r: int) -> str:
         p = _PAIRS
-        return (self.prefix + p[r >> 70] + p[(r >> 60) & 1023] + p[(r >> 50) & 1023] + p[(r >> 40) & 1023]
-                + p[(r >> 30) & 1023] + p[(r >> 20) & 1023])
+        return (
+            self.prefix
+            + p[r >> 70]
+            + p[(r >> 60) & 1023]
+            + p[(r >> 50) & 1023]
+            + p[(r >> 40) & 1023]
+            + p[(r >> 30) & 1023]
+            + p[(r >> 20) & 1023]
+        )
 
 
 _ULIDS = _UlidClock()

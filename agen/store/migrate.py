@@ -48,15 +48,21 @@ def known_migrations(dialect: str = "sqlite") -> list[Migration]:
         if not m or (not is_variant and fname.count(".") > 1):
             continue
         version = int(m.group(1))
-        if bases.setdefault(version, base) != base:  # two migrations took one number: one would be skipped
-            raise StoreError(f"two migrations share number {version:04d}: {bases[version]} and {base}; "
-                             "renumber the newer one")
+        if (
+            bases.setdefault(version, base) != base
+        ):  # two migrations took one number: one would be skipped
+            raise StoreError(
+                f"two migrations share number {version:04d}: {bases[version]} and {base}; "
+                "renumber the newer one"
+            )
         if version in found and not is_variant:
             continue
         found[version] = Migration(version, m.group(2), entry.read_text(encoding="utf-8"), fname)
     versions = sorted(found)
     if versions != list(range(1, len(versions) + 1)):
-        raise StoreError(f"migrations are not numbered 0001..{len(versions):04d} without gaps: {versions}")
+        raise StoreError(
+            f"migrations are not numbered 0001..{len(versions):04d} without gaps: {versions}"
+        )
     return [found[v] for v in versions]
 
 
@@ -110,7 +116,9 @@ def migrate_sqlite(conn: sqlite3.Connection, where: str, now_ms: int) -> int:
         raise SchemaTooNewError(
             f"the store {where} has schema version {current}, but this agen only knows up to "
             f"{latest}; it was written by a newer agen. Upgrade agen, or point --store elsewhere.",
-            store=where, schema=current, known=latest,
+            store=where,
+            schema=current,
+            known=latest,
         )
     if current:
         check_checksums(conn, where, migrations)
@@ -135,7 +143,8 @@ def migrate_sqlite(conn: sqlite3.Connection, where: str, now_ms: int) -> int:
                 conn.execute("ROLLBACK")
             raise StoreError(
                 f"migration {mig.version:04d}_{mig.name} failed on {where}: {e}",
-                store=where, migration=mig.version,
+                store=where,
+                migration=mig.version,
             ) from e
     return max(current, latest)
 
@@ -148,22 +157,34 @@ def check_checksums(conn: sqlite3.Connection, where: str, migrations: list[Migra
     """
     shipped = {m.version: m for m in migrations}
     columns = {r[1] for r in conn.execute("PRAGMA table_info(schema_migrations)")}
-    if "checksum" not in columns or conn.execute(
-            "SELECT 1 FROM schema_migrations WHERE checksum IS NULL LIMIT 1").fetchone():
+    if (
+        "checksum" not in columns
+        or conn.execute("SELECT 1 FROM schema_migrations WHERE checksum IS NULL LIMIT 1").fetchone()
+    ):
         conn.execute("BEGIN IMMEDIATE")
         try:
-            if "checksum" not in {r[1] for r in conn.execute("PRAGMA table_info(schema_migrations)")}:
+            if "checksum" not in {
+                r[1] for r in conn.execute("PRAGMA table_info(schema_migrations)")
+            }:
                 conn.execute("ALTER TABLE schema_migrations ADD COLUMN checksum TEXT")
-            for (version,) in conn.execute("SELECT version FROM schema_migrations WHERE checksum IS NULL").fetchall():
+            for (version,) in conn.execute(
+                "SELECT version FROM schema_migrations WHERE checksum IS NULL"
+            ).fetchall():
                 if version in shipped:
-                    conn.execute("UPDATE schema_migrations SET checksum = ? WHERE version = ?",
-                                 (shipped[version].checksum, version))
+                    conn.execute(
+                        "UPDATE schema_migrations SET checksum = ? WHERE version = ?",
+                        (shipped[version].checksum, version),
+                    )
             conn.execute("COMMIT")
         except sqlite3.Error as e:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
-            raise StoreError(f"cannot record migration checksums in {where}: {e}", store=where) from e
-    for version, name, checksum in conn.execute("SELECT version, name, checksum FROM schema_migrations"):
+            raise StoreError(
+                f"cannot record migration checksums in {where}: {e}", store=where
+            ) from e
+    for version, name, checksum in conn.execute(
+        "SELECT version, name, checksum FROM schema_migrations"
+    ):
         mig = shipped.get(version)
         if mig is not None and checksum != mig.checksum:
             raise StoreError(
@@ -171,7 +192,10 @@ def check_checksums(conn: sqlite3.Connection, where: str, migrations: list[Migra
                 f"agen ships (checksum {str(checksum)[:12]} vs {mig.checksum[:12]}), so its schema may not be "
                 "what this agen expects. Open it with the agen build that made it, or start a new store "
                 "(--store <new path>)",
-                store=where, migration=version, applied_checksum=checksum, shipped_checksum=mig.checksum,
+                store=where,
+                migration=version,
+                applied_checksum=checksum,
+                shipped_checksum=mig.checksum,
             )
 
 
@@ -190,4 +214,3 @@ def manifest_lines() -> list[str]:
     files = {m.filename: m for d in DIALECTS for m in known_migrations(d)}
     ordered = sorted(files.values(), key=lambda m: (m.version, m.filename))
     return [*MANIFEST_HEADER, *(f"{m.filename} {m.checksum}" for m in ordered)]
-

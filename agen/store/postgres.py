@@ -120,9 +120,17 @@ class PostgresTx:
         row = self._conn.execute(
             _EVENT_SQL,
             (
-                new_ulid(), namespace, type, severity, deployment, task_id, run_id,
+                new_ulid(),
+                namespace,
+                type,
+                severity,
+                deployment,
+                task_id,
+                run_id,
                 labels if isinstance(labels, str) else dumps(dict(labels)) if labels else "{}",
-                dumps(dict(data)) if data else "{}", dedupe_key, self.now_ms,
+                dumps(dict(data)) if data else "{}",
+                dedupe_key,
+                self.now_ms,
             ),
         ).fetchone()
         if row is None:
@@ -149,10 +157,18 @@ class PostgresStore(Store):
     def __init__(self, url: str, *, pool_size: int = 4) -> None:
         self.url = url
         self._where = _redact(url)
-        self._pool = ConnectionPool(url, min_size=1, max_size=max(2, pool_size), open=False,
-                                    kwargs={"row_factory": dict_row}, configure=_configure,
-                                    name="agen-store")
-        self._threads = concurrent.futures.ThreadPoolExecutor(max(2, pool_size), thread_name_prefix="agen-pg")
+        self._pool = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=max(2, pool_size),
+            open=False,
+            kwargs={"row_factory": dict_row},
+            configure=_configure,
+            name="agen-store",
+        )
+        self._threads = concurrent.futures.ThreadPoolExecutor(
+            max(2, pool_size), thread_name_prefix="agen-pg"
+        )
         self._version = 0
         self._latest_seq = 0
         self._seq_changed: asyncio.Event | None = None
@@ -172,7 +188,9 @@ class PostgresStore(Store):
         except BaseException:
             await store.close()
             raise
-        store._latest_seq = int(await store.scalar("SELECT COALESCE(MAX(seq), 0) AS seq FROM events") or 0)
+        store._latest_seq = int(
+            await store.scalar("SELECT COALESCE(MAX(seq), 0) AS seq FROM events") or 0
+        )
         ready = asyncio.Event()
         store._listener = asyncio.create_task(store._listen(ready), name="agen-pg-listen")
         await ready.wait()
@@ -181,7 +199,9 @@ class PostgresStore(Store):
     def _open_sync(self) -> None:
         try:
             # a connection of its own first: a server that is down fails here at once, not after the pool's wait
-            with psycopg.connect(self.url, row_factory=dict_row, connect_timeout=CONNECT_TIMEOUT_S) as conn:
+            with psycopg.connect(
+                self.url, row_factory=dict_row, connect_timeout=CONNECT_TIMEOUT_S
+            ) as conn:
                 self._version = migrate_postgres(conn, self._where, now_ms())
             self._pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
         except AgenError:
@@ -219,8 +239,10 @@ class PostgresStore(Store):
                 return self._write_once(fn)
             except _RETRYABLE as e:
                 if attempt == MAX_RETRIES:
-                    raise StoreError(f"write failed on {self._where} after {MAX_RETRIES} retries: {e}",
-                                     store=self._where) from e
+                    raise StoreError(
+                        f"write failed on {self._where} after {MAX_RETRIES} retries: {e}",
+                        store=self._where,
+                    ) from e
             except BaseException as e:
                 mapped = map_error(e, self._where)
                 if mapped is e:
@@ -240,8 +262,11 @@ class PostgresStore(Store):
             try:
                 cb()
             except Exception:
-                log.exception("store %s: an after-commit callback (%s) failed",
-                              self._where, getattr(cb, "__qualname__", repr(cb)))
+                log.exception(
+                    "store %s: an after-commit callback (%s) failed",
+                    self._where,
+                    getattr(cb, "__qualname__", repr(cb)),
+                )
         if tx.max_event_seq and self._loop is not None:
             with contextlib.suppress(RuntimeError):
                 self._loop.call_soon_threadsafe(self._note_seq, tx.max_event_seq)
@@ -299,7 +324,11 @@ class PostgresStore(Store):
                 raise
             except Exception as e:
                 ready.set()
-                log.warning("store %s: the event listener lost its connection (%s); reconnecting", self._where, e)
+                log.warning(
+                    "store %s: the event listener lost its connection (%s); reconnecting",
+                    self._where,
+                    e,
+                )
                 await asyncio.sleep(1.0)
 
     def _note_seq(self, seq: int) -> None:

@@ -55,8 +55,14 @@ _Item = tuple[Callable[[Tx], Any], "asyncio.AbstractEventLoop | None", Any]
 class SQLiteStore(Store):
     """The local Store: a SQLite file in WAL mode."""
 
-    def __init__(self, path: str | Path, *, synchronous: str = "NORMAL", readers: int = 2,
-                 poll_s: float = 0.5) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        synchronous: str = "NORMAL",
+        readers: int = 2,
+        poll_s: float = 0.5,
+    ) -> None:
         self.path = Path(path)
         self.url = f"sqlite:{self.path}"
         if synchronous.upper() not in ("NORMAL", "FULL", "OFF"):
@@ -79,7 +85,9 @@ class SQLiteStore(Store):
         # Why writes fail now (message, since_ms); the writer thread sets and clears it, /health reads it.
         self._fault: tuple[str, int] | None = None
         self._writer_stopped: str | None = None  # set once the writer thread has ended on an error
-        self._gate = threading.Lock()  # orders "queue a write" against "the writer stopped, fail the queue"
+        self._gate = (
+            threading.Lock()
+        )  # orders "queue a write" against "the writer stopped, fail the queue"
         self._current: list[_Item] = []  # the batch the writer is running
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -108,10 +116,15 @@ class SQLiteStore(Store):
         return store
 
     def _start_writer(self) -> None:
-        prepare_store_file(self.path)  # 0600 before SQLite writes a byte; looser modes are warned about
+        prepare_store_file(
+            self.path
+        )  # 0600 before SQLite writes a byte; looser modes are warned about
         ready: concurrent.futures.Future[int] = concurrent.futures.Future()
         self._thread = threading.Thread(
-            target=self._writer_main, args=(ready,), name=f"agen-store-writer:{self.path.name}", daemon=True
+            target=self._writer_main,
+            args=(ready,),
+            name=f"agen-store-writer:{self.path.name}",
+            daemon=True,
         )
         self._thread.start()
         self._version = ready.result()
@@ -174,14 +187,18 @@ class SQLiteStore(Store):
 
     def _writer_main(self, ready: concurrent.futures.Future[int]) -> None:
         try:
-            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, cached_statements=512)
+            conn = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False, cached_statements=512
+            )
             _configure(conn, self._synchronous)
             version = migrate_sqlite(conn, str(self.path), now_ms())
         except AgenError as e:
             ready.set_exception(e)
             return
         except Exception as e:  # sqlite3.Error, OSError, ...: open() must fail, never wait for ever
-            ready.set_exception(StoreError(f"cannot open the store {self.path}: {e}", store=str(self.path)))
+            ready.set_exception(
+                StoreError(f"cannot open the store {self.path}: {e}", store=str(self.path))
+            )
             return
         ready.set_result(version)
         try:
@@ -221,8 +238,10 @@ class SQLiteStore(Store):
 
     def _stop_writer(self, e: BaseException) -> None:
         """The writer thread is ending on an error: fail its batch and everything queued, refuse new writes."""
-        msg = (f"the store {self.path} stopped taking writes after an internal error ({type(e).__name__}: {e}); "
-               "restart agen")
+        msg = (
+            f"the store {self.path} stopped taking writes after an internal error ({type(e).__name__}: {e}); "
+            "restart agen"
+        )
         log.critical("store %s: the writer stopped: %s: %s", self.path, type(e).__name__, e)
         with self._gate:
             self._writer_stopped = msg
@@ -243,8 +262,9 @@ class SQLiteStore(Store):
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as e:
             self._note_fault(f"cannot start a write transaction: {e}")
-            err: AgenError = UnavailableError(f"the store {self.path} is busy or unwritable: {e}; retry",
-                                              store=str(self.path))
+            err: AgenError = UnavailableError(
+                f"the store {self.path} is busy or unwritable: {e}; retry", store=str(self.path)
+            )
             self._resolve(batch, [(None, err)] * len(batch))
             return
         changes = conn.total_changes
@@ -254,7 +274,9 @@ class SQLiteStore(Store):
                 conn.execute("COMMIT")
         except Exception as e:  # SQLite ended the transaction, or BEGIN/SAVEPOINT/COMMIT failed
             self._abandon(conn)
-            if not isinstance(e, TransactionLost) or is_fault(e.__cause__):  # a function's own ROLLBACK is not
+            if not isinstance(e, TransactionLost) or is_fault(
+                e.__cause__
+            ):  # a function's own ROLLBACK is not
                 self._note_fault(str(e.__cause__ or e))
             self._resolve(batch, [(None, self._batch_error(e))] * len(batch))
             return
@@ -295,7 +317,9 @@ class SQLiteStore(Store):
                 results.append((None, map_error(e, self.path)))
                 continue
             if not conn.in_transaction:
-                raise TransactionLost("a transaction function ended the transaction itself (COMMIT or ROLLBACK)")
+                raise TransactionLost(
+                    "a transaction function ended the transaction itself (COMMIT or ROLLBACK)"
+                )
             if not single:
                 conn.execute("RELEASE t")
             results.append((value, None))
@@ -307,9 +331,14 @@ class SQLiteStore(Store):
         for cb in callbacks:
             try:
                 cb()
-            except Exception:  # the write is committed; the callback's failure is ours to report, not the caller's
-                log.exception("store %s: an after-commit callback (%s) failed",
-                              self.path, getattr(cb, "__qualname__", repr(cb)))
+            except (
+                Exception
+            ):  # the write is committed; the callback's failure is ours to report, not the caller's
+                log.exception(
+                    "store %s: an after-commit callback (%s) failed",
+                    self.path,
+                    getattr(cb, "__qualname__", repr(cb)),
+                )
 
     def _abandon(self, conn: sqlite3.Connection) -> None:
         """Leave no transaction open after a failure (SQLite may have rolled back already)."""
@@ -324,18 +353,28 @@ class SQLiteStore(Store):
             why = f"SQLite rolled the transaction back ({e})"
         else:
             why = f"{type(e).__name__}: {e}" if not isinstance(e, sqlite3.Error) else str(e)
-        return StoreError(f"write failed on {self.path}: {why}; nothing in this batch was saved. Retry; if it "
-                          "keeps failing, check free disk space and that the store file is writable",
-                          store=str(self.path))
+        return StoreError(
+            f"write failed on {self.path}: {why}; nothing in this batch was saved. Retry; if it "
+            "keeps failing, check free disk space and that the store file is writable",
+            store=str(self.path),
+        )
 
     def _note_fault(self, error: str) -> None:
         if self._fault is None:
-            log.error("store %s cannot be written: %s (logged once; another line when it clears)", self.path, error)
+            log.error(
+                "store %s cannot be written: %s (logged once; another line when it clears)",
+                self.path,
+                error,
+            )
             self._fault = (f"cannot write: {error}", now_ms())
 
     def _note_ok(self) -> None:
         if self._fault is not None and self._writer_stopped is None:
-            log.warning("store %s takes writes again (the fault since %d ms cleared)", self.path, self._fault[1])
+            log.warning(
+                "store %s takes writes again (the fault since %d ms cleared)",
+                self.path,
+                self._fault[1],
+            )
             self._fault = None
 
     @staticmethod
@@ -365,14 +404,20 @@ class SQLiteStore(Store):
         if self._closed:
             raise UnavailableError("the store is closed", store=self.url)
         if self._read_pool is None:
-            self._read_pool = concurrent.futures.ThreadPoolExecutor(self._n_readers, thread_name_prefix="agen-read")
+            self._read_pool = concurrent.futures.ThreadPoolExecutor(
+                self._n_readers, thread_name_prefix="agen-read"
+            )
         return await asyncio.get_running_loop().run_in_executor(self._read_pool, self._read, fn)
 
     def _read(self, fn: Callable[[Tx], T]) -> T:
         conn: sqlite3.Connection | None = getattr(self._read_local, "conn", None)
         if conn is None:
-            uri = "file:" + urllib.parse.quote(str(self.path.resolve())) + "?mode=ro"  # spaces, '?', '#', '%'
-            conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False, cached_statements=256)
+            uri = (
+                "file:" + urllib.parse.quote(str(self.path.resolve())) + "?mode=ro"
+            )  # spaces, '?', '#', '%'
+            conn = sqlite3.connect(
+                uri, uri=True, isolation_level=None, check_same_thread=False, cached_statements=256
+            )
             conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             conn.execute(f"PRAGMA cache_size=-{CACHE_KIB // 4}")
             self._read_local.conn = conn

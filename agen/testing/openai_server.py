@@ -54,21 +54,31 @@ class Reply:
             import json
 
             message["tool_calls"] = [
-                {"id": c.get("id") or f"call_{n}_{i}", "type": "function",
-                 "function": {"name": c["name"], "arguments": c["arguments"] if isinstance(c["arguments"], str)
-                              else json.dumps(c.get("arguments") or {})}}
+                {
+                    "id": c.get("id") or f"call_{n}_{i}",
+                    "type": "function",
+                    "function": {
+                        "name": c["name"],
+                        "arguments": c["arguments"]
+                        if isinstance(c["arguments"], str)
+                        else json.dumps(c.get("arguments") or {}),
+                    },
+                }
                 for i, c in enumerate(self.tool_calls)
             ]
         finish = self.finish_reason or ("tool_calls" if self.tool_calls else "stop")
         usage: dict[str, Any] = {
-            "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
             "total_tokens": self.prompt_tokens + self.completion_tokens,
             "prompt_tokens_details": {"cached_tokens": self.cached_tokens},
         }
         if self.cost is not None:
             usage["cost"] = self.cost
         return {
-            "id": f"chatcmpl-{n}", "object": "chat.completion", "created": int(time.time()),
+            "id": f"chatcmpl-{n}",
+            "object": "chat.completion",
+            "created": int(time.time()),
             "model": self.model or model,
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
             "usage": usage,
@@ -130,8 +140,11 @@ class OpenAIServer:
             await asyncio.sleep(delay)
         if reply.status >= 400:
             headers = {"retry-after": reply.retry_after} if reply.retry_after is not None else None
-            return JSONResponse({"error": {"message": reply.error, "code": reply.status}}, reply.status,
-                                headers=headers)
+            return JSONResponse(
+                {"error": {"message": reply.error, "code": reply.status}},
+                reply.status,
+                headers=headers,
+            )
         return JSONResponse(reply.body(model, n))
 
     async def _tags(self, request: Request) -> Response:
@@ -140,9 +153,15 @@ class OpenAIServer:
         return JSONResponse({"models": [{"name": m, "model": m} for m in self.ollama_models]})
 
     def start(self) -> OpenAIServer:
-        app = Starlette(routes=[Route("/v1/chat/completions", self._chat, methods=["POST"]),
-                                Route("/api/tags", self._tags, methods=["GET"])])
-        self._http = ThreadServer(app, name="agen-openai-test-server", timeout_keep_alive=30, backlog=4096).start()
+        app = Starlette(
+            routes=[
+                Route("/v1/chat/completions", self._chat, methods=["POST"]),
+                Route("/api/tags", self._tags, methods=["GET"]),
+            ]
+        )
+        self._http = ThreadServer(
+            app, name="agen-openai-test-server", timeout_keep_alive=30, backlog=4096
+        ).start()
         self.port = self._http.port
         return self
 
@@ -153,12 +172,15 @@ class OpenAIServer:
     def __enter__(self) -> OpenAIServer:
         return self.start()
 
-    def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
     async def __aenter__(self) -> OpenAIServer:
         return await asyncio.to_thread(self.start)
 
-    async def __aexit__(self, et: type[BaseException] | None, e: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
         await asyncio.to_thread(self.stop)

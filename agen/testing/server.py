@@ -33,10 +33,15 @@ class ThreadServer:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
         self._sock, self.port = sock, sock.getsockname()[1]
-        server = uvicorn.Server(uvicorn.Config(self.app, log_level="error", lifespan="off", access_log=False,
-                                               **self.config))
+        server = uvicorn.Server(
+            uvicorn.Config(
+                self.app, log_level="error", lifespan="off", access_log=False, **self.config
+            )
+        )
         self._server = server
-        self._thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True, name=self.name)
+        self._thread = threading.Thread(
+            target=server.run, kwargs={"sockets": [sock]}, daemon=True, name=self.name
+        )
         self._thread.start()
         deadline = time.monotonic() + 10
         while not server.started:
@@ -56,12 +61,15 @@ class ThreadServer:
     def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
     async def __aenter__(self) -> Self:
         return await asyncio.to_thread(self.start)
 
-    async def __aexit__(self, et: type[BaseException] | None, e: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
         await asyncio.to_thread(self.stop)

@@ -45,12 +45,21 @@ class AgenApp(App[None]):
     CSS_PATH = "agen.tcss"
     TITLE = "agen"
     MODES: ClassVar[dict[str, type[Screen[None]]]] = {  # type: ignore[assignment]
-        "fleet": FleetScreen, "tasks": TasksScreen, "approvals": ApprovalsScreen, "transcript": TranscriptScreen,
-        "trace": TraceScreen, "events": EventsScreen, "logs": LogsScreen, "memory": MemoryScreen,
+        "fleet": FleetScreen,
+        "tasks": TasksScreen,
+        "approvals": ApprovalsScreen,
+        "transcript": TranscriptScreen,
+        "trace": TraceScreen,
+        "events": EventsScreen,
+        "logs": LogsScreen,
+        "memory": MemoryScreen,
     }
     BINDINGS: ClassVar[list[BindingType]] = [
         *(Binding(key, f"show('{mode}')", mode.capitalize()) for key, mode, _ in SCREENS_BY_KEY),
-        *(Binding(key, f"show('{mode}')", mode.capitalize(), show=False) for key, mode, _ in MORE_SCREENS_BY_KEY),
+        *(
+            Binding(key, f"show('{mode}')", mode.capitalize(), show=False)
+            for key, mode, _ in MORE_SCREENS_BY_KEY
+        ),
         Binding("question_mark", "help", "Help"),
         Binding("q", "quit", "Quit"),
     ]
@@ -130,14 +139,19 @@ class AgenApp(App[None]):
             screen.set_filter(f"dep:{deployment}")
 
     def action_help(self) -> None:
-        lines = [(a.binding.key_display or a.binding.key, a.binding.description)
-                 for a in self.screen.active_bindings.values() if a.binding.description]
+        lines = [
+            (a.binding.key_display or a.binding.key, a.binding.description)
+            for a in self.screen.active_bindings.values()
+            if a.binding.description
+        ]
         self.push_screen(HelpDialog(lines))
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         for key, mode, what in (*SCREENS_BY_KEY, *MORE_SCREENS_BY_KEY):
-            yield SystemCommand(f"Go to {mode.capitalize()} ({key})", what, lambda m=mode: self.switch_mode(m))
+            yield SystemCommand(
+                f"Go to {mode.capitalize()} ({key})", what, lambda m=mode: self.switch_mode(m)
+            )
 
     # --- the one event watcher --------------------------------------------------------
     @work(exclusive=True, group="watch")

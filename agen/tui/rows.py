@@ -72,7 +72,11 @@ class KeyedRows:
             table.reorder(order)
             self.rows = {key: self.rows[key] for key in order}
         if self.rows:
-            row = table.get_row_index(keep_key) if keep_key in self.rows else min(max(keep_row, 0), len(self.rows) - 1)
+            row = (
+                table.get_row_index(keep_key)
+                if keep_key in self.rows
+                else min(max(keep_row, 0), len(self.rows) - 1)
+            )
             if row != table.cursor_row:
                 table.move_cursor(row=row)
         return changed

@@ -19,7 +19,9 @@ WAIT_S = 20.0
 MAX_BACKOFF_S = 5.0
 
 
-async def watch_events(client: Client, post: Callable[[object], object], *, wait_s: float = WAIT_S) -> None:
+async def watch_events(
+    client: Client, post: Callable[[object], object], *, wait_s: float = WAIT_S
+) -> None:
     """Run until cancelled: post HubChanged for each batch and ConnectionChanged on loss/recovery."""
     cursor: int | None = None
     up: bool | None = None
@@ -28,7 +30,9 @@ async def watch_events(client: Client, post: Callable[[object], object], *, wait
         try:
             if cursor is None:
                 cursor = (await client.call(r.ListEvents, ListEventsRequest(last=1))).cursor
-            page = await client.call(r.ListEvents, ListEventsRequest(after=cursor, limit=500, wait_seconds=wait_s))
+            page = await client.call(
+                r.ListEvents, ListEventsRequest(after=cursor, limit=500, wait_seconds=wait_s)
+            )
         except AgenError as e:
             if up is not False:
                 post(ConnectionChanged(False, e.message))

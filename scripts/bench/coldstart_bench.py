@@ -35,8 +35,13 @@ def _agen_script() -> str:
     return str(here) if here.is_file() else (shutil.which("agen") or "agen")
 
 
-def _time(argv: list[str], repeat: int, env: dict[str, str], fresh_home: Path | None = None,
-          cwd: Path | None = None) -> float:
+def _time(
+    argv: list[str],
+    repeat: int,
+    env: dict[str, str],
+    fresh_home: Path | None = None,
+    cwd: Path | None = None,
+) -> float:
     times = []
     for i in range(repeat):
         run_env = dict(env)
@@ -77,20 +82,31 @@ def _tui(repeat: int, env: dict[str, str]) -> float | None:
     times = []
     for _ in range(repeat):
         spawned = time.time()
-        r = subprocess.run([sys.executable, "-m", "scripts.bench.coldstart_bench", "--tui-child", repr(spawned)],
-                           env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+        r = subprocess.run(
+            [sys.executable, "-m", "scripts.bench.coldstart_bench", "--tui-child", repr(spawned)],
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         if r.returncode != 0:
             raise SystemExit(f"tui cold start failed: {r.stderr[-2000:]}")
         times.append(float(json.loads(r.stdout.strip().splitlines()[-1])["first_paint_ms"]))
     return round(median(times), 1)
 
 
-def run(repeat: int = 5, binary: Path | None = None, others: dict[str, Path] | None = None) -> dict[str, Any]:
+def run(
+    repeat: int = 5, binary: Path | None = None, others: dict[str, Path] | None = None
+) -> dict[str, Any]:
     agen = _agen_script()
     # PYTHONDONTWRITEBYTECODE would recompile agen's own modules on every start: an installed agen has
     # its bytecode, so the first start writes it here and the median counts starts that find it
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("AGEN_HUB", "AGEN_TOKEN", "AGEN_HOME", "PYTHONDONTWRITEBYTECODE")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("AGEN_HUB", "AGEN_TOKEN", "AGEN_HOME", "PYTHONDONTWRITEBYTECODE")
+    }
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         env["AGEN_HOME"] = str(tmp / "home")
@@ -99,8 +115,13 @@ def run(repeat: int = 5, binary: Path | None = None, others: dict[str, Path] | N
         out["python_c_pass_ms"] = _time([sys.executable, "-c", "pass"], repeat, env)
         out["agen_help_ms"] = _time([agen, "--help"], repeat, env)
         out["agen_version_ms"] = _time([agen, "version"], repeat, env)
-        out["agen_run_embedded_ms"] = _time([agen, "run", str(bundle), "hi"], repeat, env, fresh_home=tmp / "run")
-        home = {**env, "AGEN_HOME": str(tmp / "kept")}  # the usual case: a home with a store already in it
+        out["agen_run_embedded_ms"] = _time(
+            [agen, "run", str(bundle), "hi"], repeat, env, fresh_home=tmp / "run"
+        )
+        home = {
+            **env,
+            "AGEN_HOME": str(tmp / "kept"),
+        }  # the usual case: a home with a store already in it
         _time([agen, "run", str(bundle), "hi"], 1, home)
         out["agen_run_existing_home_ms"] = _time([agen, "run", str(bundle), "hi"], repeat, home)
         out["agen_tui_first_paint_ms"] = _tui(repeat, env)
@@ -109,8 +130,13 @@ def run(repeat: int = 5, binary: Path | None = None, others: dict[str, Path] | N
     return out
 
 
-def _interleaved(exes: dict[str, Path], args: list[str], repeat: int, env: dict[str, str],
-                 fresh_home: Path | None = None) -> dict[str, float]:
+def _interleaved(
+    exes: dict[str, Path],
+    args: list[str],
+    repeat: int,
+    env: dict[str, str],
+    fresh_home: Path | None = None,
+) -> dict[str, float]:
     """Median ms of ``exe *args`` for each exe, taking turns so load drift hits every build alike."""
     times: dict[str, list[float]] = {name: [] for name in exes}
     for i in range(repeat):
@@ -122,8 +148,9 @@ def _interleaved(exes: dict[str, Path], args: list[str], repeat: int, env: dict[
     return {name: round(median(ts), 1) for name, ts in times.items()}
 
 
-def _binary(binary: Path, bundle: Path, repeat: int, tmp: Path,
-            others: dict[str, Path] | None = None) -> dict[str, Any]:
+def _binary(
+    binary: Path, bundle: Path, repeat: int, tmp: Path, others: dict[str, Path] | None = None
+) -> dict[str, Any]:
     """The single-file binary: first start (unpack into an empty cache), then warm starts.
 
     Baselines in the same run: ``python -c pass`` and the cached one-folder build the launcher
@@ -131,9 +158,16 @@ def _binary(binary: Path, bundle: Path, repeat: int, tmp: Path,
     ``others`` (label -> path, e.g. a PyInstaller --onefile build) are timed in turn with them.
     """
     cache = tmp / "xdg-cache"
-    clean = {"HOME": str(tmp), "PATH": "/usr/bin:/bin", "AGEN_HOME": str(tmp / "bhome"),
-             "XDG_CACHE_HOME": str(cache)}
-    out: dict[str, Any] = {"binary": str(binary), "binary_size_mb": round(binary.stat().st_size / 2**20, 1)}
+    clean = {
+        "HOME": str(tmp),
+        "PATH": "/usr/bin:/bin",
+        "AGEN_HOME": str(tmp / "bhome"),
+        "XDG_CACHE_HOME": str(cache),
+    }
+    out: dict[str, Any] = {
+        "binary": str(binary),
+        "binary_size_mb": round(binary.stat().st_size / 2**20, 1),
+    }
     firsts = []
     for i in range(repeat):  # each with its own empty cache: what the very first command pays
         env = {**clean, "XDG_CACHE_HOME": str(tmp / f"first-cache-{i}")}
@@ -142,31 +176,43 @@ def _binary(binary: Path, bundle: Path, repeat: int, tmp: Path,
     out["binary_first_start_ms"] = round(median(firsts), 1)
     _time([str(binary), "version"], 1, clean)  # warm the cache the rows below use
     exes = {"binary": binary, **(others or {})}
-    cached = [p / "agen" for p in (cache / "agen").glob("*") if p.is_dir() and (p / "agen").is_file()]
+    cached = [
+        p / "agen" for p in (cache / "agen").glob("*") if p.is_dir() and (p / "agen").is_file()
+    ]
     if cached:
         exes["onedir"] = cached[0]
         out["binary_cache_files"] = sum(1 for _ in cached[0].parent.rglob("*"))
-        out["binary_cache_mb"] = round(sum(p.stat().st_size for p in cached[0].parent.rglob("*")
-                                           if p.is_file()) / 2**20, 1)
+        out["binary_cache_mb"] = round(
+            sum(p.stat().st_size for p in cached[0].parent.rglob("*") if p.is_file()) / 2**20, 1
+        )
     for exe in (others or {}).values():
         _time([str(exe), "version"], 1, clean)  # a cache, if that build has one, is warm too
-    rows = {"help_ms": _interleaved(exes, ["--help"], repeat, clean),
-            "version_ms": _interleaved(exes, ["version"], repeat, clean),
-            "run_embedded_ms": _interleaved(exes, ["run", str(bundle), "hi"], repeat, clean,
-                                            fresh_home=tmp / "brun")}
+    rows = {
+        "help_ms": _interleaved(exes, ["--help"], repeat, clean),
+        "version_ms": _interleaved(exes, ["version"], repeat, clean),
+        "run_embedded_ms": _interleaved(
+            exes, ["run", str(bundle), "hi"], repeat, clean, fresh_home=tmp / "brun"
+        ),
+    }
     for key, by_exe in rows.items():
         out[f"binary_{key}"] = by_exe["binary"]
         if "onedir" in by_exe:
             out[f"onedir_{key}"] = by_exe["onedir"]
     if others:
-        out["other_binaries"] = {label: {"size_mb": round(path.stat().st_size / 2**20, 1),
-                                         **{key: by_exe[label] for key, by_exe in rows.items()}}
-                                 for label, path in others.items()}
+        out["other_binaries"] = {
+            label: {
+                "size_mb": round(path.stat().st_size / 2**20, 1),
+                **{key: by_exe[label] for key, by_exe in rows.items()},
+            }
+            for label, path in others.items()
+        }
     return out
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--binary", type=Path, default=None)
     ap.add_argument("--json", action="store_true")

@@ -46,7 +46,9 @@ async def _direct(url: str, n: int) -> dict[str, Any]:
     messages = [{"role": "system", "content": "You answer."}, {"role": "user", "content": "hi"}]
     before = _rss_mb()
     t0 = time.perf_counter()
-    await asyncio.gather(*(provider.complete(ModelRequest(model="slow", messages=messages)) for _ in range(n)))
+    await asyncio.gather(
+        *(provider.complete(ModelRequest(model="slow", messages=messages)) for _ in range(n))
+    )
     wall = time.perf_counter() - t0
     await provider.aclose()
     return {"wall_s": wall, "rss_before_mb": before, "peak_mb": _peak_mb()}
@@ -61,9 +63,18 @@ async def _runs(url: str, n: int, db: Path) -> dict[str, Any]:
     files = {
         "plugin.json": json.dumps({"name": "slow"}).encode(),
         "x-agen/agent.md": b"You answer.",
-        "x-agen/harness.json": json.dumps({"provider": "openai", "model": "slow", "baseUrl": url,
-                                           "maxRetries": 0, "requestTimeout": "10m"}).encode(),
-        "x-agen/config.json": json.dumps({"limits": {"maxTurns": 3, "maxRunDuration": "1h"}}).encode(),
+        "x-agen/harness.json": json.dumps(
+            {
+                "provider": "openai",
+                "model": "slow",
+                "baseUrl": url,
+                "maxRetries": 0,
+                "requestTimeout": "10m",
+            }
+        ).encode(),
+        "x-agen/config.json": json.dumps(
+            {"limits": {"maxTurns": 3, "maxRunDuration": "1h"}}
+        ).encode(),
     }
     store = await SQLiteStore.open(db)
     runner = Runner(store, load_bundle_files(files), owner="bench")
@@ -86,8 +97,24 @@ def _child(mode: str, url: str, n: int, db: str) -> None:
 
 
 def _spawn(mode: str, url: str, n: int, db: Path) -> dict[str, Any]:
-    r = subprocess.run([sys.executable, "-m", "scripts.bench.concurrency_bench", "--child", mode, "--url", url,
-                        "--n", str(n), "--db", str(db)], capture_output=True, text=True, timeout=900)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "scripts.bench.concurrency_bench",
+            "--child",
+            mode,
+            "--url",
+            url,
+            "--n",
+            str(n),
+            "--db",
+            str(db),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     if r.returncode != 0:
         raise SystemExit(f"concurrency bench child ({mode}, {n}) failed:\n{r.stderr[-3000:]}")
     return dict(json.loads(r.stdout.strip().splitlines()[-1]))
@@ -101,19 +128,28 @@ def run(runs: list[int], latency_s: float) -> dict[str, Any]:
         for n in runs:
             direct = _spawn("direct", server.base_url, n, Path(d) / f"direct-{n}.db")
             agen = _spawn("runs", server.base_url, n, Path(d) / f"runs-{n}.db")
-            rows.append({
-                "runs": n, "model_latency_s": latency_s,
-                "direct_wall_s": round(direct["wall_s"], 2), "agen_wall_s": round(agen["wall_s"], 2),
-                "agen_wall_vs_latency": round(agen["wall_s"] / latency_s, 1),
-                "agen_wall_vs_direct": round(agen["wall_s"] / direct["wall_s"], 2),
-                "direct_peak_mb": round(direct["peak_mb"]), "agen_peak_mb": round(agen["peak_mb"]),
-                "agen_kb_per_run": round((agen["peak_mb"] - agen["rss_before_mb"]) * 1024 / n, 1),
-            })
+            rows.append(
+                {
+                    "runs": n,
+                    "model_latency_s": latency_s,
+                    "direct_wall_s": round(direct["wall_s"], 2),
+                    "agen_wall_s": round(agen["wall_s"], 2),
+                    "agen_wall_vs_latency": round(agen["wall_s"] / latency_s, 1),
+                    "agen_wall_vs_direct": round(agen["wall_s"] / direct["wall_s"], 2),
+                    "direct_peak_mb": round(direct["peak_mb"]),
+                    "agen_peak_mb": round(agen["peak_mb"]),
+                    "agen_kb_per_run": round(
+                        (agen["peak_mb"] - agen["rss_before_mb"]) * 1024 / n, 1
+                    ),
+                }
+            )
     return {"name": "concurrency", "machine": machine(), "rows": rows}
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--runs", default="1000,10000")
     ap.add_argument("--latency", type=float, default=0.5, help="model latency in seconds")
     ap.add_argument("--json", action="store_true")
@@ -130,10 +166,12 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(r))
         return
     for row in r["rows"]:
-        print(f"{row['runs']:>6} runs on a {row['model_latency_s']} s model: agen {row['agen_wall_s']} s "
-              f"({row['agen_wall_vs_latency']}x the latency, {row['agen_wall_vs_direct']}x direct calls "
-              f"{row['direct_wall_s']} s); peak RSS {row['agen_peak_mb']} MB vs {row['direct_peak_mb']} MB direct "
-              f"({row['agen_kb_per_run']} KB/run)")
+        print(
+            f"{row['runs']:>6} runs on a {row['model_latency_s']} s model: agen {row['agen_wall_s']} s "
+            f"({row['agen_wall_vs_latency']}x the latency, {row['agen_wall_vs_direct']}x direct calls "
+            f"{row['direct_wall_s']} s); peak RSS {row['agen_peak_mb']} MB vs {row['direct_peak_mb']} MB direct "
+            f"({row['agen_kb_per_run']} KB/run)"
+        )
 
 
 if __name__ == "__main__":

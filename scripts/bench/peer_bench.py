@@ -31,8 +31,14 @@ def huey_run(db: Path, n: int, workers: int) -> dict[str, Any]:
     def noop(i: int) -> float:
         return time.time()
 
-    consumer = huey.create_consumer(workers=workers, worker_type="thread", periodic=False,
-                                    initial_delay=0.001, backoff=1.15, max_delay=0.01)
+    consumer = huey.create_consumer(
+        workers=workers,
+        worker_type="thread",
+        periodic=False,
+        initial_delay=0.001,
+        backoff=1.15,
+        max_delay=0.01,
+    )
     consumer.start()  # worker threads; signal handlers need the main thread, so no consumer.run()
     time.sleep(0.2)  # workers up before the first enqueue, as agen's instances are
     t0 = time.perf_counter()
@@ -46,20 +52,34 @@ def huey_run(db: Path, n: int, workers: int) -> dict[str, Any]:
         lat.append((done - at) * 1000)
     elapsed = time.perf_counter() - t0
     consumer.stop(graceful=True)
-    return {"tasks": n, "workers": workers, "seconds": round(elapsed, 3), "tasks_per_s": round(n / elapsed),
-            "submit_per_s": round(n / submitted), "p50_ms": round(median(lat), 1), "p95_ms": round(pct(lat, 95), 1)}
+    return {
+        "tasks": n,
+        "workers": workers,
+        "seconds": round(elapsed, 3),
+        "tasks_per_s": round(n / elapsed),
+        "submit_per_s": round(n / submitted),
+        "p50_ms": round(median(lat), 1),
+        "p95_ms": round(pct(lat, 95), 1),
+    }
 
 
 def run(n: int = 2000, workers: int = 4) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as d:
         raw = raw_commits(Path(d) / "raw.db")
         h = huey_run(Path(d) / "huey.db", n, workers)
-    return {"name": "peer_huey", "machine": machine(), "raw_sqlite_commits_per_s": round(raw), "huey": h,
-            "huey_vs_raw_commits": round(h["tasks_per_s"] / raw, 3)}
+    return {
+        "name": "peer_huey",
+        "machine": machine(),
+        "raw_sqlite_commits_per_s": round(raw),
+        "huey": h,
+        "huey_vs_raw_commits": round(h["tasks_per_s"] / raw, 3),
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--n", type=int, default=2000)
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--json", action="store_true")
@@ -69,8 +89,10 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(r))
         return
     h = r["huey"]
-    print(f"huey SqliteHuey, {h['workers']} thread workers: {h['tasks_per_s']} tasks/s "
-          f"(p50 {h['p50_ms']} ms, p95 {h['p95_ms']} ms); raw SQLite {r['raw_sqlite_commits_per_s']} commits/s")
+    print(
+        f"huey SqliteHuey, {h['workers']} thread workers: {h['tasks_per_s']} tasks/s "
+        f"(p50 {h['p50_ms']} ms, p95 {h['p95_ms']} ms); raw SQLite {r['raw_sqlite_commits_per_s']} commits/s"
+    )
 
 
 if __name__ == "__main__":

@@ -43,8 +43,12 @@ async def _fill(db: Path, deployments: int, queue: int) -> None:
     store = await SQLiteStore.open(db)
     await store.write(lambda tx: _populate(tx, deployments, queue, 10))
     await store.write(lambda tx: _deployment(tx, "solo", {"min": 0, "max": 1}))
-    await store.write(lambda tx: tx.execute("UPDATE deployments SET paused = 1, pause_reason = 'bench'"))
-    await store.write(lambda tx: tx.execute("UPDATE deployments SET namespace = 'solo' WHERE name = 'solo'"))
+    await store.write(
+        lambda tx: tx.execute("UPDATE deployments SET paused = 1, pause_reason = 'bench'")
+    )
+    await store.write(
+        lambda tx: tx.execute("UPDATE deployments SET namespace = 'solo' WHERE name = 'solo'")
+    )
     await store.close()
 
 
@@ -62,18 +66,27 @@ def run(deployments: int = 1000, queue: int = 100_000, repeat: int = 5) -> dict[
         port = _port()
         url = f"http://127.0.0.1:{port}"
         with open(home / "up.log", "wb") as log:
-            proc = subprocess.Popen([_agen(), "up", "--headless", "--listen", f"127.0.0.1:{port}", "--capacity", "1"],
-                                    env=env, stdout=log, stderr=log)
+            proc = subprocess.Popen(
+                [_agen(), "up", "--headless", "--listen", f"127.0.0.1:{port}", "--capacity", "1"],
+                env=env,
+                stdout=log,
+                stderr=log,
+            )
         try:
             deadline = time.monotonic() + 120
             while True:
                 try:
-                    if httpx.get(url + "/health", timeout=1).status_code == 200 and (home / "local.json").exists():
+                    if (
+                        httpx.get(url + "/health", timeout=1).status_code == 200
+                        and (home / "local.json").exists()
+                    ):
                         break
                 except httpx.HTTPError:
                     pass
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit(f"agen up did not start: {(home / 'up.log').read_text()[-2000:]}")
+                    raise SystemExit(
+                        f"agen up did not start: {(home / 'up.log').read_text()[-2000:]}"
+                    )
                 time.sleep(0.2)
             token = json.loads((home / "local.json").read_text())["token"]
 
@@ -81,7 +94,9 @@ def run(deployments: int = 1000, queue: int = 100_000, repeat: int = 5) -> dict[
                 times = []
                 for _ in range(repeat):
                     t = time.perf_counter()
-                    r = subprocess.run([_agen(), "ps", "-n", ns], env=env, capture_output=True, timeout=120)
+                    r = subprocess.run(
+                        [_agen(), "ps", "-n", ns], env=env, capture_output=True, timeout=120
+                    )
                     times.append((time.perf_counter() - t) * 1000)
                     if r.returncode != 0:
                         raise SystemExit(f"agen ps -n {ns} failed: {r.stderr.decode()[-2000:]}")
@@ -89,7 +104,9 @@ def run(deployments: int = 1000, queue: int = 100_000, repeat: int = 5) -> dict[
 
             def rpc(ns: str) -> tuple[float, int]:
                 times, rows = [], 0
-                with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=120) as h:
+                with httpx.Client(
+                    base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=120
+                ) as h:
                     for _ in range(repeat):
                         t = time.perf_counter()
                         resp = h.post("/v1/ListDeployments", json={"namespace": ns})
@@ -106,15 +123,28 @@ def run(deployments: int = 1000, queue: int = 100_000, repeat: int = 5) -> dict[
             proc.terminate()
             proc.wait(60)
     if big_rows != deployments or solo_rows != 1:
-        raise SystemExit(f"ps bench: ListDeployments returned {big_rows}/{solo_rows} rows, not {deployments}/1")
-    return {"name": "ps", "machine": machine(), "deployments": deployments, "unfinished_tasks": queue,
-            "fill_s": round(fill_s, 1), "list_rpc_1_ms": solo_rpc, "list_rpc_ms": big_rpc,
-            "ratio_rpc_vs_1": round(big_rpc / solo_rpc, 1), "agen_ps_1_ms": solo_cli, "agen_ps_ms": big_cli,
-            "ratio_ps_vs_1": round(big_cli / solo_cli, 2)}
+        raise SystemExit(
+            f"ps bench: ListDeployments returned {big_rows}/{solo_rows} rows, not {deployments}/1"
+        )
+    return {
+        "name": "ps",
+        "machine": machine(),
+        "deployments": deployments,
+        "unfinished_tasks": queue,
+        "fill_s": round(fill_s, 1),
+        "list_rpc_1_ms": solo_rpc,
+        "list_rpc_ms": big_rpc,
+        "ratio_rpc_vs_1": round(big_rpc / solo_rpc, 1),
+        "agen_ps_1_ms": solo_cli,
+        "agen_ps_ms": big_cli,
+        "ratio_ps_vs_1": round(big_cli / solo_cli, 2),
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--deployments", type=int, default=1000)
     ap.add_argument("--queue", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=5)
@@ -124,9 +154,11 @@ def main(argv: list[str] | None = None) -> None:
     if args.json:
         print(json.dumps(r))
         return
-    print(f"agen ps, {r['deployments']} deployments / {r['unfinished_tasks']} tasks: {r['agen_ps_ms']} ms "
-          f"({r['ratio_ps_vs_1']}x one deployment); ListDeployments over HTTP {r['list_rpc_ms']} ms "
-          f"({r['ratio_rpc_vs_1']}x)")
+    print(
+        f"agen ps, {r['deployments']} deployments / {r['unfinished_tasks']} tasks: {r['agen_ps_ms']} ms "
+        f"({r['ratio_ps_vs_1']}x one deployment); ListDeployments over HTTP {r['list_rpc_ms']} ms "
+        f"({r['ratio_rpc_vs_1']}x)"
+    )
 
 
 if __name__ == "__main__":

@@ -42,7 +42,9 @@ def store_section(quick: bool) -> dict[str, Any]:
 def queue_section(quick: bool) -> dict[str, Any]:
     from scripts.bench import queue_bench
 
-    return queue_bench.run(1000 if quick else 4000, 100 if quick else 1000, 10_000 if quick else 100_000)
+    return queue_bench.run(
+        1000 if quick else 4000, 100 if quick else 1000, 10_000 if quick else 100_000
+    )
 
 
 def tasks_section(quick: bool) -> dict[str, Any]:
@@ -55,8 +57,13 @@ def tasks_section(quick: bool) -> dict[str, Any]:
         raw = task_bench.raw_commits(tmp / "raw.db")
         inproc, floor = task_bench.in_process_and_floor(tmp, n, 2, 256)
         http = task_bench.http_figures(tmp, http_n, 2, 256, 32)
-    return {"name": "tasks", "raw_sqlite_commits_per_s": round(raw), "in_process": inproc, "sqlite_floor": floor,
-            "http": http}
+    return {
+        "name": "tasks",
+        "raw_sqlite_commits_per_s": round(raw),
+        "in_process": inproc,
+        "sqlite_floor": floor,
+        "http": http,
+    }
 
 
 def tui_section(quick: bool) -> dict[str, Any]:
@@ -65,7 +72,13 @@ def tui_section(quick: bool) -> dict[str, Any]:
     sizes = (100, 10_000, 2_000) if quick else (1000, 100_000, 20_000)
     base = asyncio.run(tui_bench.measure("baseline", 10, 1000, 200, 3 if quick else 5))
     big = asyncio.run(tui_bench.measure("target", *sizes, 3 if quick else 5))
-    return {"name": "tui", "deployments": sizes[0], "tasks": sizes[1], "baseline": base, "target": big}
+    return {
+        "name": "tui",
+        "deployments": sizes[0],
+        "tasks": sizes[1],
+        "baseline": base,
+        "target": big,
+    }
 
 
 def runner_section(quick: bool) -> dict[str, Any]:
@@ -79,10 +92,15 @@ def runner_section(quick: bool) -> dict[str, Any]:
             direct = await rb.direct_calls(2000)
             gaps, whole = await rb.overhead(store, 100 if quick else 300, 3)
             await store.close()
-        return {"name": "runner", "raw_sqlite_commit_ms": round(1000 / commits, 4),
-                "direct_call_p50_ms": round(median(direct), 4), "turn_overhead_p50_ms": round(median(gaps), 3),
-                "turn_overhead_p95_ms": round(pct(gaps, 95), 3), "single_turn_run_p50_ms": round(median(whole), 3),
-                "turns_measured": len(gaps)}
+        return {
+            "name": "runner",
+            "raw_sqlite_commit_ms": round(1000 / commits, 4),
+            "direct_call_p50_ms": round(median(direct), 4),
+            "turn_overhead_p50_ms": round(median(gaps), 3),
+            "turn_overhead_p95_ms": round(pct(gaps, 95), 3),
+            "single_turn_run_p50_ms": round(median(whole), 3),
+            "turns_measured": len(gaps),
+        }
 
     return asyncio.run(go())
 
@@ -99,7 +117,9 @@ def ps_section(quick: bool) -> dict[str, Any]:
     return ps_bench.run(100 if quick else 1000, 10_000 if quick else 100_000, 3)
 
 
-def coldstart_section(quick: bool, binary: Path | None, compare: list[str] | None = None) -> dict[str, Any]:
+def coldstart_section(
+    quick: bool, binary: Path | None, compare: list[str] | None = None
+) -> dict[str, Any]:
     from scripts.bench import coldstart_bench
 
     others = {label: Path(path) for label, path in (c.split("=", 1) for c in compare or [])}
@@ -119,15 +139,25 @@ def find_binary(choice: str) -> Path | None:
     if choice != "auto":
         return Path(choice)
     dist = ROOT / "dist" / "agen"
-    sources = [p for d in ("agen", "bundles", "scripts/binary") for p in (ROOT / d).rglob("*") if p.is_file()
-               and "__pycache__" not in p.parts] + [ROOT / "scripts" / "build-binary"]
+    sources = [
+        p
+        for d in ("agen", "bundles", "scripts/binary")
+        for p in (ROOT / d).rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    ] + [ROOT / "scripts" / "build-binary"]
     if dist.is_file() and dist.stat().st_mtime > max(p.stat().st_mtime for p in sources):
         return dist
     out = Path(tempfile.mkdtemp(prefix="agen-bench-bin-"))
-    print(f"building the binary into {out} (dist/agen is missing or older than the sources)", file=sys.stderr)
-    r = subprocess.run([str(ROOT / "scripts" / "build-binary")], env={**os.environ, "AGEN_DIST": str(out),
-                                                                      "PYTHON": sys.executable},
-                       capture_output=True, text=True)
+    print(
+        f"building the binary into {out} (dist/agen is missing or older than the sources)",
+        file=sys.stderr,
+    )
+    r = subprocess.run(
+        [str(ROOT / "scripts" / "build-binary")],
+        env={**os.environ, "AGEN_DIST": str(out), "PYTHON": sys.executable},
+        capture_output=True,
+        text=True,
+    )
     if r.returncode != 0:
         print(f"build-binary failed; binary figures skipped:\n{r.stderr[-2000:]}", file=sys.stderr)
         return None
@@ -135,6 +165,7 @@ def find_binary(choice: str) -> Path | None:
 
 
 # ---------------------------------------------------------------- report
+
 
 def _f(x: Any, unit: str = "") -> str:
     if x is None:
@@ -159,219 +190,421 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
     s = results.get("store") or {}
     if "raw_sqlite_tx_per_s" in s:
         base = f"raw sqlite3 {_f(s['raw_sqlite_tx_per_s'], 'tx/s')}"
-        out.append(("Store", "4-statement tx, 1 caller", _f(s["store_1_caller_tx_per_s"], "tx/s"), base,
-                    _ratio(s["store_1_caller_tx_per_s"], s["raw_sqlite_tx_per_s"])))
-        out.append(("Store", "4-statement tx, 64 callers (group commit)", _f(s["store_64_callers_tx_per_s"], "tx/s"),
-                    base, _ratio(s["store_64_callers_tx_per_s"], s["raw_sqlite_tx_per_s"])))
+        out.append(
+            (
+                "Store",
+                "4-statement tx, 1 caller",
+                _f(s["store_1_caller_tx_per_s"], "tx/s"),
+                base,
+                _ratio(s["store_1_caller_tx_per_s"], s["raw_sqlite_tx_per_s"]),
+            )
+        )
+        out.append(
+            (
+                "Store",
+                "4-statement tx, 64 callers (group commit)",
+                _f(s["store_64_callers_tx_per_s"], "tx/s"),
+                base,
+                _ratio(s["store_64_callers_tx_per_s"], s["raw_sqlite_tx_per_s"]),
+            )
+        )
     q = results.get("queue") or {}
     if "raw_sqlite_tx_per_s" in q:
         base = f"raw sqlite3 {_f(q['raw_sqlite_tx_per_s'], 'tx/s')}"
-        for key, label in (("queue_1_worker_tasks_per_s", "submit→lease→run→complete, 1 worker"),
-                           ("queue_64_workers_tasks_per_s", "submit→lease→run→complete, 64 workers"),
-                           ("queue_batched_64_tasks_per_s", "64 submits, 1 lease of 64, 64 completes")):
-            out.append(("Queue", label, _f(q[key], "tasks/s"), base, _ratio(q[key], q["raw_sqlite_tx_per_s"])))
+        for key, label in (
+            ("queue_1_worker_tasks_per_s", "submit→lease→run→complete, 1 worker"),
+            ("queue_64_workers_tasks_per_s", "submit→lease→run→complete, 64 workers"),
+            ("queue_batched_64_tasks_per_s", "64 submits, 1 lease of 64, 64 completes"),
+        ):
+            out.append(
+                (
+                    "Queue",
+                    label,
+                    _f(q[key], "tasks/s"),
+                    base,
+                    _ratio(q[key], q["raw_sqlite_tx_per_s"]),
+                )
+            )
         t = q["tick"]
         scale = f"{_f(t['deployments'])} deployments / {_f(t['unfinished_tasks'])} tasks"
-        out.append(("Scheduler", f"first tick, {scale}", _f(t["first_tick_ms"], "ms"), "steady tick",
-                    _ratio(t["first_tick_ms"], t["steady_tick_ms"])))
-        out.append(("Scheduler", f"steady tick, {scale}", _f(t["steady_tick_ms"], "ms"),
-                    f"queue_counts alone {_f(t['queue_counts_ms'], 'ms')}",
-                    _ratio(t["steady_tick_ms"], t["queue_counts_ms"])))
+        out.append(
+            (
+                "Scheduler",
+                f"first tick, {scale}",
+                _f(t["first_tick_ms"], "ms"),
+                "steady tick",
+                _ratio(t["first_tick_ms"], t["steady_tick_ms"]),
+            )
+        )
+        out.append(
+            (
+                "Scheduler",
+                f"steady tick, {scale}",
+                _f(t["steady_tick_ms"], "ms"),
+                f"queue_counts alone {_f(t['queue_counts_ms'], 'ms')}",
+                _ratio(t["steady_tick_ms"], t["queue_counts_ms"]),
+            )
+        )
     k = results.get("tasks") or {}
     if "in_process" in k:
         base = f"raw sqlite3 {_f(k['raw_sqlite_commits_per_s'], 'commits/s')}"
-        for mode, label in (("in_process", "in-process"), ("http", "over HTTP (`agen up`, 32 clients)")):
+        for mode, label in (
+            ("in_process", "in-process"),
+            ("http", "over HTTP (`agen up`, 32 clients)"),
+        ):
             m = k.get(mode)
             if not m:
                 continue
-            out.append(("Tasks", f"throughput {label}, 1 fake-model turn", _f(m["tasks_per_s"], "tasks/s"), base,
-                        _ratio(m["tasks_per_s"], k["raw_sqlite_commits_per_s"])))
-            out.append(("Tasks", f"latency submit→complete {label}, p50 / p95",
-                        f"{_f(m['p50_ms'])} / {_f(m['p95_ms'])} ms", "", ""))
+            out.append(
+                (
+                    "Tasks",
+                    f"throughput {label}, 1 fake-model turn",
+                    _f(m["tasks_per_s"], "tasks/s"),
+                    base,
+                    _ratio(m["tasks_per_s"], k["raw_sqlite_commits_per_s"]),
+                )
+            )
+            out.append(
+                (
+                    "Tasks",
+                    f"latency submit→complete {label}, p50 / p95",
+                    f"{_f(m['p50_ms'])} / {_f(m['p95_ms'])} ms",
+                    "",
+                    "",
+                )
+            )
         fl = k.get("sqlite_floor")
         if fl and k.get("in_process"):
-            out.append(("Tasks", f"SQLite floor: the in-process run's {fl['statements_per_task']} statements/task "
-                        "replayed through raw sqlite3", _f(fl["max_tasks_per_s"], "tasks/s"),
-                        f"agen in-process {_f(k['in_process']['tasks_per_s'], 'tasks/s')}",
-                        _ratio(k["in_process"]["tasks_per_s"], fl["max_tasks_per_s"])))
+            out.append(
+                (
+                    "Tasks",
+                    f"SQLite floor: the in-process run's {fl['statements_per_task']} statements/task "
+                    "replayed through raw sqlite3",
+                    _f(fl["max_tasks_per_s"], "tasks/s"),
+                    f"agen in-process {_f(k['in_process']['tasks_per_s'], 'tasks/s')}",
+                    _ratio(k["in_process"]["tasks_per_s"], fl["max_tasks_per_s"]),
+                )
+            )
     r = results.get("runner") or {}
     if "turn_overhead_p50_ms" in r:
         base = f"direct provider call {_f(r['direct_call_p50_ms'], 'ms')}"
-        out.append(("Runner", "overhead per turn (tool call + checkpoint), p50", _f(r["turn_overhead_p50_ms"], "ms"),
-                    base, _ratio(r["turn_overhead_p50_ms"], r["direct_call_p50_ms"])))
-        out.append(("Runner", "overhead per turn, p95", _f(r["turn_overhead_p95_ms"], "ms"),
-                    f"one raw SQLite commit {_f(r['raw_sqlite_commit_ms'], 'ms')}",
-                    _ratio(r["turn_overhead_p95_ms"], r["raw_sqlite_commit_ms"])))
-        out.append(("Runner", "whole single-turn run, p50", _f(r["single_turn_run_p50_ms"], "ms"),
-                    f"one raw SQLite commit {_f(r['raw_sqlite_commit_ms'], 'ms')}",
-                    _ratio(r["single_turn_run_p50_ms"], r["raw_sqlite_commit_ms"])))
+        out.append(
+            (
+                "Runner",
+                "overhead per turn (tool call + checkpoint), p50",
+                _f(r["turn_overhead_p50_ms"], "ms"),
+                base,
+                _ratio(r["turn_overhead_p50_ms"], r["direct_call_p50_ms"]),
+            )
+        )
+        out.append(
+            (
+                "Runner",
+                "overhead per turn, p95",
+                _f(r["turn_overhead_p95_ms"], "ms"),
+                f"one raw SQLite commit {_f(r['raw_sqlite_commit_ms'], 'ms')}",
+                _ratio(r["turn_overhead_p95_ms"], r["raw_sqlite_commit_ms"]),
+            )
+        )
+        out.append(
+            (
+                "Runner",
+                "whole single-turn run, p50",
+                _f(r["single_turn_run_p50_ms"], "ms"),
+                f"one raw SQLite commit {_f(r['raw_sqlite_commit_ms'], 'ms')}",
+                _ratio(r["single_turn_run_p50_ms"], r["raw_sqlite_commit_ms"]),
+            )
+        )
     for row in (results.get("concurrency") or {}).get("rows", []):
         n = _f(row["runs"])
-        out.append(("Concurrency", f"{n} runs at once, {row['model_latency_s']} s model: wall time",
-                    _f(row["agen_wall_s"], "s"), f"same {n} calls direct {_f(row['direct_wall_s'], 's')}",
-                    _ratio(row["agen_wall_s"], row["direct_wall_s"])))
-        out.append(("Concurrency", f"{n} runs: wall time vs one model call", _f(row["agen_wall_s"], "s"),
-                    f"model latency {row['model_latency_s']} s", f"{row['agen_wall_vs_latency']}×"))
-        out.append(("Concurrency", f"{n} runs: peak RSS", _f(row["agen_peak_mb"], "MB"),
-                    f"direct calls {_f(row['direct_peak_mb'], 'MB')}", _ratio(row["agen_peak_mb"], row["direct_peak_mb"])))
+        out.append(
+            (
+                "Concurrency",
+                f"{n} runs at once, {row['model_latency_s']} s model: wall time",
+                _f(row["agen_wall_s"], "s"),
+                f"same {n} calls direct {_f(row['direct_wall_s'], 's')}",
+                _ratio(row["agen_wall_s"], row["direct_wall_s"]),
+            )
+        )
+        out.append(
+            (
+                "Concurrency",
+                f"{n} runs: wall time vs one model call",
+                _f(row["agen_wall_s"], "s"),
+                f"model latency {row['model_latency_s']} s",
+                f"{row['agen_wall_vs_latency']}×",
+            )
+        )
+        out.append(
+            (
+                "Concurrency",
+                f"{n} runs: peak RSS",
+                _f(row["agen_peak_mb"], "MB"),
+                f"direct calls {_f(row['direct_peak_mb'], 'MB')}",
+                _ratio(row["agen_peak_mb"], row["direct_peak_mb"]),
+            )
+        )
     p = results.get("ps") or {}
     if "agen_ps_ms" in p:
         scale = f"{_f(p['deployments'])} deployments / {_f(p['unfinished_tasks'])} tasks"
-        out.append(("ps", f"`agen ps` (whole command), {scale}", _f(p["agen_ps_ms"], "ms"),
-                    f"1 deployment {_f(p['agen_ps_1_ms'], 'ms')}", f"{p['ratio_ps_vs_1']}×"))
-        out.append(("ps", f"ListDeployments over HTTP, {scale}", _f(p["list_rpc_ms"], "ms"),
-                    f"1 deployment {_f(p['list_rpc_1_ms'], 'ms')}", f"{p['ratio_rpc_vs_1']}×"))
+        out.append(
+            (
+                "ps",
+                f"`agen ps` (whole command), {scale}",
+                _f(p["agen_ps_ms"], "ms"),
+                f"1 deployment {_f(p['agen_ps_1_ms'], 'ms')}",
+                f"{p['ratio_ps_vs_1']}×",
+            )
+        )
+        out.append(
+            (
+                "ps",
+                f"ListDeployments over HTTP, {scale}",
+                _f(p["list_rpc_ms"], "ms"),
+                f"1 deployment {_f(p['list_rpc_1_ms'], 'ms')}",
+                f"{p['ratio_rpc_vs_1']}×",
+            )
+        )
     u = results.get("tui") or {}
     if "target" in u:
         scale = f"{_f(u['deployments'])} deployments / {_f(u['tasks'])} tasks"
-        for key, label in (("switch_p50_ms", "screen switch (key → new screen painted), p50"),
-                           ("switch_p95_ms", "screen switch, p95"),
-                           ("refresh_p50_ms", "refresh (store commit → screen painted), p50"),
-                           ("refresh_p95_ms", "refresh, p95"),
-                           ("switch_fresh_p95_ms", "switch + reload of what changed while hidden, p95"),
-                           ("first_paint_ms", "first paint")):
-            out.append(("TUI", f"{label}, {scale}", _f(u["target"][key], "ms"),
-                        f"10 deployments / 1,000 tasks {_f(u['baseline'][key], 'ms')}",
-                        _ratio(u["target"][key], u["baseline"][key])))
+        for key, label in (
+            ("switch_p50_ms", "screen switch (key → new screen painted), p50"),
+            ("switch_p95_ms", "screen switch, p95"),
+            ("refresh_p50_ms", "refresh (store commit → screen painted), p50"),
+            ("refresh_p95_ms", "refresh, p95"),
+            ("switch_fresh_p95_ms", "switch + reload of what changed while hidden, p95"),
+            ("first_paint_ms", "first paint"),
+        ):
+            out.append(
+                (
+                    "TUI",
+                    f"{label}, {scale}",
+                    _f(u["target"][key], "ms"),
+                    f"10 deployments / 1,000 tasks {_f(u['baseline'][key], 'ms')}",
+                    _ratio(u["target"][key], u["baseline"][key]),
+                )
+            )
     c = results.get("coldstart") or {}
     if "agen_help_ms" in c:
         base = f"`python -c pass` {_f(c['python_c_pass_ms'], 'ms')}"
-        for key, label in (("agen_help_ms", "`agen --help` (installed package)"),
-                           ("agen_version_ms", "`agen version` (installed package)"),
-                           ("agen_run_embedded_ms", "`agen run bundles/hello` embedded, fresh AGEN_HOME"),
-                           ("agen_run_existing_home_ms", "`agen run bundles/hello` embedded, existing AGEN_HOME"),
-                           ("agen_tui_first_paint_ms", "`agen tui` first paint (fleet rows shown)")):
+        for key, label in (
+            ("agen_help_ms", "`agen --help` (installed package)"),
+            ("agen_version_ms", "`agen version` (installed package)"),
+            ("agen_run_embedded_ms", "`agen run bundles/hello` embedded, fresh AGEN_HOME"),
+            ("agen_run_existing_home_ms", "`agen run bundles/hello` embedded, existing AGEN_HOME"),
+            ("agen_tui_first_paint_ms", "`agen tui` first paint (fleet rows shown)"),
+        ):
             if c.get(key) is not None:
-                out.append(("Cold start", label, _f(c[key], "ms"), base, _ratio(c[key], c["python_c_pass_ms"])))
+                out.append(
+                    (
+                        "Cold start",
+                        label,
+                        _f(c[key], "ms"),
+                        base,
+                        _ratio(c[key], c["python_c_pass_ms"]),
+                    )
+                )
         out.extend(_binary_rows(c, base))
     h = results.get("peer") or {}
     k_in = (results.get("tasks") or {}).get("in_process") or {}
     if "huey" in h:
-        out.append(("Peer", f"huey (SqliteHuey, {h['huey']['workers']} threads), no-op tasks",
-                    _f(h["huey"]["tasks_per_s"], "tasks/s"), f"raw sqlite3 {_f(h['raw_sqlite_commits_per_s'], 'commits/s')}",
-                    _ratio(h["huey"]["tasks_per_s"], h["raw_sqlite_commits_per_s"])))
-        out.append(("Peer", "huey latency enqueue→done, p50 / p95", f"{_f(h['huey']['p50_ms'])} / {_f(h['huey']['p95_ms'])} ms",
-                    "", ""))
+        out.append(
+            (
+                "Peer",
+                f"huey (SqliteHuey, {h['huey']['workers']} threads), no-op tasks",
+                _f(h["huey"]["tasks_per_s"], "tasks/s"),
+                f"raw sqlite3 {_f(h['raw_sqlite_commits_per_s'], 'commits/s')}",
+                _ratio(h["huey"]["tasks_per_s"], h["raw_sqlite_commits_per_s"]),
+            )
+        )
+        out.append(
+            (
+                "Peer",
+                "huey latency enqueue→done, p50 / p95",
+                f"{_f(h['huey']['p50_ms'])} / {_f(h['huey']['p95_ms'])} ms",
+                "",
+                "",
+            )
+        )
         if k_in:
-            out.append(("Peer", "agen in-process tasks/s vs huey tasks/s", _f(k_in["tasks_per_s"], "tasks/s"),
-                        f"huey {_f(h['huey']['tasks_per_s'], 'tasks/s')}", _ratio(k_in["tasks_per_s"], h["huey"]["tasks_per_s"])))
+            out.append(
+                (
+                    "Peer",
+                    "agen in-process tasks/s vs huey tasks/s",
+                    _f(k_in["tasks_per_s"], "tasks/s"),
+                    f"huey {_f(h['huey']['tasks_per_s'], 'tasks/s')}",
+                    _ratio(k_in["tasks_per_s"], h["huey"]["tasks_per_s"]),
+                )
+            )
     return out
 
 
 def markdown(report: dict[str, Any]) -> str:
     table = ["| Area | Figure | Value | Baseline (same run) | Ratio |", "|---|---|---|---|---|"]
     table += [f"| {a} | {f} | {v} | {b} | {r} |" for a, f, v, b, r in rows(report["results"])]
-    errors = [f"- **{name}** failed: `{res['error']}`" for name, res in report["results"].items()
-              if isinstance(res, dict) and "error" in res]
+    errors = [
+        f"- **{name}** failed: `{res['error']}`"
+        for name, res in report["results"].items()
+        if isinstance(res, dict) and "error" in res
+    ]
     timing = ", ".join(f"{k} {v:.0f} s" for k, v in report["section_seconds"].items())
-    return "\n".join([
-        "# Performance",
-        "",
-        "<!-- Written by scripts/bench/run (scripts/bench/run_all.py); do not edit by hand. -->",
-        "",
-        f"Measured {report['date']} on **{report['machine']}**, git `{report['rev']}`, "
-        f"in {report['total_seconds']:.0f} s ({timing}).",
-        *[f"Section {name} re-measured {res['measured']} (scripts/bench/run --only {name} --merge)."
-          for name, res in report["results"].items() if isinstance(res, dict) and res.get("measured")],
-        "",
-        "Every figure is next to a baseline measured in the same run on the same disk: these machines are",
-        "noisy, so compare ratios across runs rather than absolute numbers. Raw numbers, including the ones",
-        "not in this table, are in [performance.json](performance.json).",
-        "",
-        *table,
-        "",
-        *(["Sections that failed in this run:", "", *errors, ""] if errors else []),
-        "## What the figures mean",
-        "",
-        "- **Store / Queue**: transactions through agen's Store (one writer thread, group commit) against plain",
-        "  sqlite3 committing the same statements one transaction at a time (WAL, synchronous=NORMAL). A task",
-        "  costs 4 transactions (submit, lease, running, complete), or fewer with batched leases.",
-        "- **Tasks**: submit → complete with one fake-model turn and no tools, through a Hub + local Nest in one",
-        "  process, then through a real `agen up` over HTTP. Latency comes from the Hub's own timestamps. The",
-        "  SQLite floor replays every statement the in-process run's Store writer executed (same SQL, parameters",
-        "  and transactions) through raw sqlite3 on a fresh file with the same schema: what a task's durable",
-        "  records (task row and its state changes, run, session, conversation, messages, spans, usage, and an",
-        "  event per state change) cost before any agen code runs. The HTTP figure shares the 2 cores with its",
-        "  httpx load generator.",
-        "- **Runner**: the time between a model call returning and the next one starting (the tool call and the",
-        "  checkpoint in between) with a zero-latency fake model, against calling that model directly.",
-        "- **Concurrency**: N runs started at once against a local OpenAI-compatible server that answers after a",
-        "  fixed latency; the baseline sends the same N requests straight through the provider. Each side runs",
-        "  in its own process (peak RSS is that process's). One provider keeps at most 100 requests in flight,",
-        "  so N runs take about N / 100 × the latency.",
-        "- **ps**: a real `agen up` over a store filled with 1,000 paused deployments and 100,000 unfinished",
-        "  tasks; the whole `agen ps` command (start, call, render) and the API call alone.",
-        "- **TUI**: the Textual app attached to an in-process Hub, driven by key presses; every frame it hands",
-        "  the terminal is timestamped, so a figure ends at a painted frame (scripts/bench/tui_bench.py).",
-        "  A switch shows the screen as it last drew it; \"switch + reload\" also waits for the reload of what",
-        "  changed while it was hidden.",
-        "- **Cold start**: fresh processes, median of several.",
-        "- **Binary**: dist/agen is a launcher with the stripped PyInstaller one-folder build packed behind it.",
-        "  The first start unpacks it once into `~/.cache/agen/<build-hash>/`; every later start checks that",
-        "  copy (one lstat per file against the list recorded when it was unpacked) and execs it, so a warm",
-        "  start costs what the one-folder build run directly costs plus that check (the one-folder rows).",
-        "  Rows marked \"other build\" time alternatives in the same run (`--compare-binary LABEL=PATH`), e.g.",
-        "  PyInstaller one-file, which unpacks its whole payload into a temp folder on every start.",
-        "- **Peer**: huey with SqliteHuey running no-op tasks. agen's tasks do more per task (a run with a model",
-        "  turn, its checkpoint, events), so the comparison is what a user gets for the same \"do this later\".",
-        "",
-        "## Reproduce",
-        "",
-        "```sh",
-        'pip install -e ".[dev,bench]"          # huey for the peer benchmark',
-        "scripts/build-binary                   # optional: binary cold start (else built into a temp dir)",
-        "scripts/bench/run                      # all sections; rewrites docs/performance.md and .json",
-        "scripts/bench/run --only tasks,peer    # some sections (prints JSON; docs untouched)",
-        "python -m scripts.bench.queue_bench    # any section alone: store_bench, queue_bench, task_bench,",
-        "                                       # runner_bench, concurrency_bench, ps_bench, coldstart_bench,",
-        "                                       # peer_bench, tui_bench",
-        "```",
-        "",
-    ])
+    return "\n".join(
+        [
+            "# Performance",
+            "",
+            "<!-- Written by scripts/bench/run (scripts/bench/run_all.py); do not edit by hand. -->",
+            "",
+            f"Measured {report['date']} on **{report['machine']}**, git `{report['rev']}`, "
+            f"in {report['total_seconds']:.0f} s ({timing}).",
+            *[
+                f"Section {name} re-measured {res['measured']} (scripts/bench/run --only {name} --merge)."
+                for name, res in report["results"].items()
+                if isinstance(res, dict) and res.get("measured")
+            ],
+            "",
+            "Every figure is next to a baseline measured in the same run on the same disk: these machines are",
+            "noisy, so compare ratios across runs rather than absolute numbers. Raw numbers, including the ones",
+            "not in this table, are in [performance.json](performance.json).",
+            "",
+            *table,
+            "",
+            *(["Sections that failed in this run:", "", *errors, ""] if errors else []),
+            "## What the figures mean",
+            "",
+            "- **Store / Queue**: transactions through agen's Store (one writer thread, group commit) against plain",
+            "  sqlite3 committing the same statements one transaction at a time (WAL, synchronous=NORMAL). A task",
+            "  costs 4 transactions (submit, lease, running, complete), or fewer with batched leases.",
+            "- **Tasks**: submit → complete with one fake-model turn and no tools, through a Hub + local Nest in one",
+            "  process, then through a real `agen up` over HTTP. Latency comes from the Hub's own timestamps. The",
+            "  SQLite floor replays every statement the in-process run's Store writer executed (same SQL, parameters",
+            "  and transactions) through raw sqlite3 on a fresh file with the same schema: what a task's durable",
+            "  records (task row and its state changes, run, session, conversation, messages, spans, usage, and an",
+            "  event per state change) cost before any agen code runs. The HTTP figure shares the 2 cores with its",
+            "  httpx load generator.",
+            "- **Runner**: the time between a model call returning and the next one starting (the tool call and the",
+            "  checkpoint in between) with a zero-latency fake model, against calling that model directly.",
+            "- **Concurrency**: N runs started at once against a local OpenAI-compatible server that answers after a",
+            "  fixed latency; the baseline sends the same N requests straight through the provider. Each side runs",
+            "  in its own process (peak RSS is that process's). One provider keeps at most 100 requests in flight,",
+            "  so N runs take about N / 100 × the latency.",
+            "- **ps**: a real `agen up` over a store filled with 1,000 paused deployments and 100,000 unfinished",
+            "  tasks; the whole `agen ps` command (start, call, render) and the API call alone.",
+            "- **TUI**: the Textual app attached to an in-process Hub, driven by key presses; every frame it hands",
+            "  the terminal is timestamped, so a figure ends at a painted frame (scripts/bench/tui_bench.py).",
+            '  A switch shows the screen as it last drew it; "switch + reload" also waits for the reload of what',
+            "  changed while it was hidden.",
+            "- **Cold start**: fresh processes, median of several.",
+            "- **Binary**: dist/agen is a launcher with the stripped PyInstaller one-folder build packed behind it.",
+            "  The first start unpacks it once into `~/.cache/agen/<build-hash>/`; every later start checks that",
+            "  copy (one lstat per file against the list recorded when it was unpacked) and execs it, so a warm",
+            "  start costs what the one-folder build run directly costs plus that check (the one-folder rows).",
+            '  Rows marked "other build" time alternatives in the same run (`--compare-binary LABEL=PATH`), e.g.',
+            "  PyInstaller one-file, which unpacks its whole payload into a temp folder on every start.",
+            "- **Peer**: huey with SqliteHuey running no-op tasks. agen's tasks do more per task (a run with a model",
+            '  turn, its checkpoint, events), so the comparison is what a user gets for the same "do this later".',
+            "",
+            "## Reproduce",
+            "",
+            "```sh",
+            'pip install -e ".[dev,bench]"          # huey for the peer benchmark',
+            "scripts/build-binary                   # optional: binary cold start (else built into a temp dir)",
+            "scripts/bench/run                      # all sections; rewrites docs/performance.md and .json",
+            "scripts/bench/run --only tasks,peer    # some sections (prints JSON; docs untouched)",
+            "python -m scripts.bench.queue_bench    # any section alone: store_bench, queue_bench, task_bench,",
+            "                                       # runner_bench, concurrency_bench, ps_bench, coldstart_bench,",
+            "                                       # peer_bench, tui_bench",
+            "```",
+            "",
+        ]
+    )
 
 
 def _binary_rows(c: dict[str, Any], base: str) -> list[tuple[str, str, str, str, str]]:
     """The single-file binary against python -c pass and against the one-folder build it execs."""
     out: list[tuple[str, str, str, str, str]] = []
-    onedir = {"binary_help_ms": "onedir_help_ms", "binary_version_ms": "onedir_version_ms",
-              "binary_run_embedded_ms": "onedir_run_embedded_ms"}
-    for key, label in (("binary_first_start_ms", "`agen version`, first start (unpacks into an empty cache)"),
-                       ("binary_help_ms", "`agen --help`, cache warm"),
-                       ("binary_version_ms", "`agen version`, cache warm"),
-                       ("binary_run_embedded_ms", "`agen run bundles/hello`, cache warm, fresh AGEN_HOME")):
+    onedir = {
+        "binary_help_ms": "onedir_help_ms",
+        "binary_version_ms": "onedir_version_ms",
+        "binary_run_embedded_ms": "onedir_run_embedded_ms",
+    }
+    for key, label in (
+        ("binary_first_start_ms", "`agen version`, first start (unpacks into an empty cache)"),
+        ("binary_help_ms", "`agen --help`, cache warm"),
+        ("binary_version_ms", "`agen version`, cache warm"),
+        ("binary_run_embedded_ms", "`agen run bundles/hello`, cache warm, fresh AGEN_HOME"),
+    ):
         if c.get(key) is None:
             continue
         out.append(("Binary", label, _f(c[key], "ms"), base, _ratio(c[key], c["python_c_pass_ms"])))
         twin = onedir.get(key)
         if twin and c.get(twin) is not None:
-            out.append(("Binary", f"{label}, vs the cached one-folder build run directly", _f(c[key], "ms"),
-                        f"one-folder {_f(c[twin], 'ms')}", _ratio(c[key], c[twin])))
+            out.append(
+                (
+                    "Binary",
+                    f"{label}, vs the cached one-folder build run directly",
+                    _f(c[key], "ms"),
+                    f"one-folder {_f(c[twin], 'ms')}",
+                    _ratio(c[key], c[twin]),
+                )
+            )
     for label, o in (c.get("other_binaries") or {}).items():
-        for key, what in (("help_ms", "`agen --help`"), ("version_ms", "`agen version`"),
-                          ("run_embedded_ms", "`agen run bundles/hello`, fresh AGEN_HOME")):
-            twin = {"help_ms": "binary_help_ms", "version_ms": "binary_version_ms",
-                    "run_embedded_ms": "binary_run_embedded_ms"}[key]
+        for key, what in (
+            ("help_ms", "`agen --help`"),
+            ("version_ms", "`agen version`"),
+            ("run_embedded_ms", "`agen run bundles/hello`, fresh AGEN_HOME"),
+        ):
+            twin = {
+                "help_ms": "binary_help_ms",
+                "version_ms": "binary_version_ms",
+                "run_embedded_ms": "binary_run_embedded_ms",
+            }[key]
             if o.get(key) is not None and c.get(twin) is not None:
-                out.append(("Binary (other build)", f"{what}, {label}", _f(o[key], "ms"),
-                            f"dist/agen cache warm {_f(c[twin], 'ms')}", _ratio(o[key], c[twin])))
+                out.append(
+                    (
+                        "Binary (other build)",
+                        f"{what}, {label}",
+                        _f(o[key], "ms"),
+                        f"dist/agen cache warm {_f(c[twin], 'ms')}",
+                        _ratio(o[key], c[twin]),
+                    )
+                )
         out.append(("Binary (other build)", f"size, {label}", _f(o["size_mb"], "MiB"), "", ""))
     if c.get("binary_size_mb"):
         size = _f(c["binary_size_mb"], "MiB")
         if c.get("binary_cache_mb") is not None:
-            size += f"; cache {_f(c['binary_cache_mb'], 'MiB')} in {_f(c['binary_cache_files'])} files"
+            size += (
+                f"; cache {_f(c['binary_cache_mb'], 'MiB')} in {_f(c['binary_cache_files'])} files"
+            )
         out.append(("Binary", "size of dist/agen", size, "", ""))
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="smaller sizes (checks the suite; docs untouched)")
-    ap.add_argument("--only", default="", help=f"comma-separated sections of: {', '.join(SECTIONS)}")
-    ap.add_argument("--binary", default="auto", help="auto (dist/agen if fresh, else build), PATH, or none")
-    ap.add_argument("--compare-binary", action="append", default=[], metavar="LABEL=PATH",
-                    help="also time another build of the binary (e.g. a PyInstaller --onefile one) in the same run")
-    ap.add_argument("--merge", action="store_true",
-                    help="with --only: merge the sections into the existing performance.json and rewrite the docs")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--quick", action="store_true", help="smaller sizes (checks the suite; docs untouched)"
+    )
+    ap.add_argument(
+        "--only", default="", help=f"comma-separated sections of: {', '.join(SECTIONS)}"
+    )
+    ap.add_argument(
+        "--binary", default="auto", help="auto (dist/agen if fresh, else build), PATH, or none"
+    )
+    ap.add_argument(
+        "--compare-binary",
+        action="append",
+        default=[],
+        metavar="LABEL=PATH",
+        help="also time another build of the binary (e.g. a PyInstaller --onefile one) in the same run",
+    )
+    ap.add_argument(
+        "--merge",
+        action="store_true",
+        help="with --only: merge the sections into the existing performance.json and rewrite the docs",
+    )
     ap.add_argument("--out", type=Path, default=ROOT / "docs", help="where performance.md/.json go")
     args = ap.parse_args(argv)
     only = [s for s in args.only.split(",") if s]
@@ -381,11 +614,15 @@ def main(argv: list[str] | None = None) -> int:
     chosen = only or list(SECTIONS)
     binary = find_binary(args.binary) if "coldstart" in chosen else None
     funcs: dict[str, Callable[[], dict[str, Any]]] = {
-        "store": lambda: store_section(args.quick), "queue": lambda: queue_section(args.quick),
-        "tasks": lambda: tasks_section(args.quick), "runner": lambda: runner_section(args.quick),
+        "store": lambda: store_section(args.quick),
+        "queue": lambda: queue_section(args.quick),
+        "tasks": lambda: tasks_section(args.quick),
+        "runner": lambda: runner_section(args.quick),
         "tui": lambda: tui_section(args.quick),
-        "concurrency": lambda: concurrency_section(args.quick), "ps": lambda: ps_section(args.quick),
-        "coldstart": lambda: coldstart_section(args.quick, binary, args.compare_binary), "peer": lambda: peer_section(args.quick),
+        "concurrency": lambda: concurrency_section(args.quick),
+        "ps": lambda: ps_section(args.quick),
+        "coldstart": lambda: coldstart_section(args.quick, binary, args.compare_binary),
+        "peer": lambda: peer_section(args.quick),
     }
     started = time.perf_counter()
     results: dict[str, Any] = {}
@@ -401,16 +638,23 @@ def main(argv: list[str] | None = None) -> int:
         seconds[name] = round(time.perf_counter() - t0, 1)
         print(f"[bench] {name} done in {seconds[name]:.0f} s", file=sys.stderr, flush=True)
     report = {
-        "machine": machine(), "rev": git_rev(), "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "quick": args.quick, "total_seconds": round(time.perf_counter() - started, 1),
-        "section_seconds": seconds, "results": results,
+        "machine": machine(),
+        "rev": git_rev(),
+        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "quick": args.quick,
+        "total_seconds": round(time.perf_counter() - started, 1),
+        "section_seconds": seconds,
+        "results": results,
     }
     if args.merge and only and not args.quick:
         previous = json.loads((args.out / "performance.json").read_text())
         for name in chosen:  # the merged sections say when and at which commit they were measured
             results[name] = {**results[name], "measured": f"{report['date']}, git {report['rev']}"}
-        report = {**previous, "results": {**previous["results"], **results},
-                  "section_seconds": {**previous.get("section_seconds", {}), **seconds}}
+        report = {
+            **previous,
+            "results": {**previous["results"], **results},
+            "section_seconds": {**previous.get("section_seconds", {}), **seconds},
+        }
         only = []
     text = markdown(report)
     if args.quick or only:

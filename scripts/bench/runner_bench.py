@@ -37,7 +37,9 @@ def bundle(script: list[dict[str, Any]] | None, max_turns: int) -> Bundle:
         "plugin.json": json.dumps({"name": "bench"}).encode(),
         "x-agen/agent.md": b"You are a benchmark agent.",
         "x-agen/harness.json": json.dumps(harness).encode(),
-        "x-agen/config.json": json.dumps({"limits": {"maxTurns": max_turns, "stuckRepeats": 0}}).encode(),
+        "x-agen/config.json": json.dumps(
+            {"limits": {"maxTurns": max_turns, "stuckRepeats": 0}}
+        ).encode(),
     }
     return load_bundle_files(files)
 
@@ -116,7 +118,10 @@ async def overhead(store: SQLiteStore, turns: int, runs: int) -> tuple[list[floa
         provider = Timed(b.harness.fake.script if b.harness.fake else None)  # type: ignore[arg-type]
         runner = Runner(store, b, owner="bench", accounts=[Account(provider, ["bench"], "fake")])
         await runner.run(RunRequest(input="go", task_id=f"turns-{r}"))
-        gaps += [(provider.enter[i + 1] - provider.leave[i]) / 1e6 for i in range(len(provider.leave) - 1)]
+        gaps += [
+            (provider.enter[i + 1] - provider.leave[i]) / 1e6
+            for i in range(len(provider.leave) - 1)
+        ]
     whole: list[float] = []
     b = bundle([{"text": "hi"}], 5)
     runner = Runner(store, b, owner="bench")
@@ -137,7 +142,9 @@ def rss_mb() -> float:
 
 async def waiting_runs(store: SQLiteStore, n: int) -> dict[str, float]:
     provider = Gated()
-    runner = Runner(store, bundle(None, 5), owner="bench", accounts=[Account(provider, ["bench"], "fake")])
+    runner = Runner(
+        store, bundle(None, 5), owner="bench", accounts=[Account(provider, ["bench"], "fake")]
+    )
     await runner.start()
     gc.collect()
     before = rss_mb()
@@ -153,13 +160,22 @@ async def waiting_runs(store: SQLiteStore, n: int) -> dict[str, float]:
     results = await asyncio.gather(*tasks)
     finish_s = time.perf_counter() - t1
     assert all(r.status == "succeeded" for r in results)
-    return {"runs": n, "rss_before_mb": before, "rss_waiting_mb": during, "delta_mb": during - before,
-            "kb_per_run": (during - before) * 1024 / n, "start_s": started_s, "finish_s": finish_s}
+    return {
+        "runs": n,
+        "rss_before_mb": before,
+        "rss_waiting_mb": during,
+        "delta_mb": during - before,
+        "kb_per_run": (during - before) * 1024 / n,
+        "start_s": started_s,
+        "finish_s": finish_s,
+    }
 
 
 async def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--turns", type=int, default=50, help="turns per run (limits.maxTurns defaults to 50)")
+    ap.add_argument(
+        "--turns", type=int, default=50, help="turns per run (limits.maxTurns defaults to 50)"
+    )
     ap.add_argument("--runs", default="1000,10000")
     args = ap.parse_args()
     print(f"runner benchmark · {machine()} · git {git_rev()}")
@@ -177,17 +193,27 @@ async def report(store: SQLiteStore, commits: float, args: argparse.Namespace) -
     if True:
         direct = await direct_calls(2000)
         gaps, whole = await overhead(store, args.turns, max(1, 2000 // args.turns))
-        print(f"raw SQLite commits (same disk, same run): {commits:,.0f}/s = {1000 / commits:.3f} ms each")
-        print(f"direct fake-model call: median {median(direct):.4f} ms, p95 {pct(direct, 95):.4f} ms")
-        print(f"runner overhead per turn ({len(gaps)} turns, tool call + checkpoint included): "
-              f"median {median(gaps):.3f} ms, p95 {pct(gaps, 95):.3f} ms (target < 0.5 ms median)")
-        print(f"whole single-turn run (open run + turn + final write, 2 commits): "
-              f"median {median(whole):.3f} ms, p95 {pct(whole, 95):.3f} ms")
+        print(
+            f"raw SQLite commits (same disk, same run): {commits:,.0f}/s = {1000 / commits:.3f} ms each"
+        )
+        print(
+            f"direct fake-model call: median {median(direct):.4f} ms, p95 {pct(direct, 95):.4f} ms"
+        )
+        print(
+            f"runner overhead per turn ({len(gaps)} turns, tool call + checkpoint included): "
+            f"median {median(gaps):.3f} ms, p95 {pct(gaps, 95):.3f} ms (target < 0.5 ms median)"
+        )
+        print(
+            f"whole single-turn run (open run + turn + final write, 2 commits): "
+            f"median {median(whole):.3f} ms, p95 {pct(whole, 95):.3f} ms"
+        )
         for n in (int(x) for x in args.runs.split(",") if x):
             m = await waiting_runs(store, n)
-            print(f"{n:,} concurrent runs waiting on a slow model: RSS {m['rss_waiting_mb']:.0f} MB "
-                  f"(+{m['delta_mb']:.0f} MB, {m['kb_per_run']:.1f} KB/run; all waiting after {m['start_s']:.2f} s, "
-                  f"all finished {m['finish_s']:.2f} s after release)")
+            print(
+                f"{n:,} concurrent runs waiting on a slow model: RSS {m['rss_waiting_mb']:.0f} MB "
+                f"(+{m['delta_mb']:.0f} MB, {m['kb_per_run']:.1f} KB/run; all waiting after {m['start_s']:.2f} s, "
+                f"all finished {m['finish_s']:.2f} s after release)"
+            )
 
 
 if __name__ == "__main__":

@@ -39,7 +39,9 @@ def raw_sqlite(path: Path, n: int, synchronous: str) -> float:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute(f"PRAGMA synchronous={synchronous}")
     conn.execute(DDL)
-    conn.execute("CREATE TABLE IF NOT EXISTS ev (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT, data TEXT)")
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS ev (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT, data TEXT)"
+    )
     t0 = time.perf_counter()
     for i in range(n):
         key = str(ULID())
@@ -88,7 +90,9 @@ def run(n: int = 4000, synchronous: str = "NORMAL") -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--n", type=int, default=4000)
     ap.add_argument("--synchronous", default="NORMAL")
     ap.add_argument("--json", action="store_true")
@@ -97,10 +101,16 @@ def main(argv: list[str] | None = None) -> None:
     if args.json:
         print(json.dumps(r))
         return
-    print(f"store write, 4-statement transaction, synchronous={r['synchronous']}, n={r['transactions']}")
+    print(
+        f"store write, 4-statement transaction, synchronous={r['synchronous']}, n={r['transactions']}"
+    )
     print(f"  raw sqlite3, one thread (baseline): {r['raw_sqlite_tx_per_s']:>8} tx/s")
-    print(f"  Store, 1 caller:                    {r['store_1_caller_tx_per_s']:>8} tx/s  ({r['ratio_1_caller_vs_raw']}x raw)")
-    print(f"  Store, 64 callers (group commit):   {r['store_64_callers_tx_per_s']:>8} tx/s  ({r['ratio_64_callers_vs_raw']}x raw)")
+    print(
+        f"  Store, 1 caller:                    {r['store_1_caller_tx_per_s']:>8} tx/s  ({r['ratio_1_caller_vs_raw']}x raw)"
+    )
+    print(
+        f"  Store, 64 callers (group commit):   {r['store_64_callers_tx_per_s']:>8} tx/s  ({r['ratio_64_callers_vs_raw']}x raw)"
+    )
     sys.stdout.flush()
 
 

@@ -34,8 +34,10 @@ def write_bundle(root: Path, instances: int, concurrency: int) -> Path:
         "plugin.json": {"name": "bench", "version": "0.1.0"},
         "x-agen/agent.md": "---\nname: bench\n---\nYou echo.\n",
         "x-agen/harness.json": {"provider": "fake", "fake": {"echo": True}},
-        "x-agen/config.json": {"kind": "pool", "scale": {"min": instances, "max": instances,
-                                                          "maxConcurrency": concurrency}},
+        "x-agen/config.json": {
+            "kind": "pool",
+            "scale": {"min": instances, "max": instances, "maxConcurrency": concurrency},
+        },
     }
     for path, value in files.items():
         target = root / path
@@ -61,7 +63,9 @@ def raw_commits(path: Path, n: int = 5000) -> float:
 
 def latencies(db: Path, ids: set[str] | None = None) -> tuple[list[float], int, int]:
     conn = sqlite3.connect(db)
-    rows = conn.execute("SELECT id, created_ms, finished_ms, state FROM tasks WHERE finished_ms IS NOT NULL").fetchall()
+    rows = conn.execute(
+        "SELECT id, created_ms, finished_ms, state FROM tasks WHERE finished_ms IS NOT NULL"
+    ).fetchall()
     conn.close()
     rows = [r for r in rows if ids is None or r[0] in ids]
     ok = sum(1 for r in rows if r[3] == "succeeded")
@@ -80,7 +84,11 @@ class _Recorder:
         conn = self._connect(*args, **kwargs)
         import threading
 
-        return _Recording(conn, self) if threading.current_thread().name.startswith("agen-store-writer") else conn
+        return (
+            _Recording(conn, self)
+            if threading.current_thread().name.startswith("agen-store-writer")
+            else conn
+        )
 
 
 class _Recording:
@@ -111,7 +119,9 @@ def replay(tmp: Path, log: list[tuple[bool, str, Any]], tasks: int) -> dict[str,
     SQLiteStore.open_sync(db).close_sync()
     conn = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
     _configure(conn, "NORMAL")
-    conn.execute("PRAGMA foreign_keys=OFF")  # the rows the setup wrote (the deployment) are not replayed
+    conn.execute(
+        "PRAGMA foreign_keys=OFF"
+    )  # the rows the setup wrote (the deployment) are not replayed
     failed = 0
     t0 = time.perf_counter()
     for many, sql, params in log:
@@ -124,12 +134,17 @@ def replay(tmp: Path, log: list[tuple[bool, str, Any]], tasks: int) -> dict[str,
             failed += 1
     seconds = time.perf_counter() - t0
     conn.close()
-    return {"statements_per_task": round(len(log) / tasks, 1), "failed_statements": failed,
-            "us_per_task": round(seconds / tasks * 1e6), "max_tasks_per_s": round(tasks / seconds)}
+    return {
+        "statements_per_task": round(len(log) / tasks, 1),
+        "failed_statements": failed,
+        "us_per_task": round(seconds / tasks * 1e6),
+        "max_tasks_per_s": round(tasks / seconds),
+    }
 
 
-async def in_process(tmp: Path, n: int, instances: int, concurrency: int,
-                     recorder: _Recorder | None = None) -> dict[str, Any]:
+async def in_process(
+    tmp: Path, n: int, instances: int, concurrency: int, recorder: _Recorder | None = None
+) -> dict[str, Any]:
     from agen.api import registry as r
     from agen.api.models.deployments import CreateDeploymentRequest
     from agen.api.models.tasks import SubmitTaskRequest
@@ -145,7 +160,9 @@ async def in_process(tmp: Path, n: int, instances: int, concurrency: int,
     await node.start()
     client = Client.in_process(node.hub)
     bundle = write_bundle(tmp / "bundle", instances, concurrency)
-    await client.call(r.CreateDeployment, CreateDeploymentRequest(files=encode_files(walk_bundle(bundle))))
+    await client.call(
+        r.CreateDeployment, CreateDeploymentRequest(files=encode_files(walk_bundle(bundle)))
+    )
     while sum(i.state == "ready" for i in node.manager.instances.values()) < instances:  # noqa: ASYNC110
         await asyncio.sleep(0.05)
     if recorder is not None:
@@ -153,8 +170,12 @@ async def in_process(tmp: Path, n: int, instances: int, concurrency: int,
     t0 = time.perf_counter()
     batch = 200
     for start in range(0, n, batch):
-        await asyncio.gather(*(client.call(r.SubmitTask, SubmitTaskRequest(deployment="bench", input=f"t{i}"))
-                               for i in range(start, min(n, start + batch))))
+        await asyncio.gather(
+            *(
+                client.call(r.SubmitTask, SubmitTaskRequest(deployment="bench", input=f"t{i}"))
+                for i in range(start, min(n, start + batch))
+            )
+        )
     submitted = time.perf_counter() - t0
     while True:
         done = await store.scalar("SELECT COUNT(*) FROM tasks WHERE finished_ms IS NOT NULL")
@@ -167,12 +188,21 @@ async def in_process(tmp: Path, n: int, instances: int, concurrency: int,
     await node.drain(10)
     await store.close()
     lat, ok, _total = latencies(db)
-    return {"tasks": n, "succeeded": ok, "seconds": round(elapsed, 3), "tasks_per_s": round(n / elapsed),
-            "submit_per_s": round(n / submitted), "p50_ms": median(lat), "p95_ms": pct(lat, 95),
-            "p99_ms": pct(lat, 99)}
+    return {
+        "tasks": n,
+        "succeeded": ok,
+        "seconds": round(elapsed, 3),
+        "tasks_per_s": round(n / elapsed),
+        "submit_per_s": round(n / submitted),
+        "p50_ms": median(lat),
+        "p95_ms": pct(lat, 95),
+        "p99_ms": pct(lat, 99),
+    }
 
 
-def in_process_and_floor(tmp: Path, n: int, instances: int, concurrency: int) -> tuple[dict[str, Any], dict[str, Any]]:
+def in_process_and_floor(
+    tmp: Path, n: int, instances: int, concurrency: int
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """The in-process figures, and the SQLite floor of the very statements that run wrote."""
     from unittest import mock
 
@@ -182,7 +212,9 @@ def in_process_and_floor(tmp: Path, n: int, instances: int, concurrency: int) ->
     return inproc, replay(tmp, recorder.log, n)
 
 
-def start_up(tmp: Path, instances: int, concurrency: int) -> tuple[subprocess.Popen[bytes], str, str, Path]:
+def start_up(
+    tmp: Path, instances: int, concurrency: int
+) -> tuple[subprocess.Popen[bytes], str, str, Path]:
     """A real `agen up` with the bench bundle deployed: (process, url, admin token, home)."""
     import httpx
 
@@ -193,12 +225,19 @@ def start_up(tmp: Path, instances: int, concurrency: int) -> tuple[subprocess.Po
     port = free_port()
     env = {**os.environ, "AGEN_HOME": str(home)}
     log = open(home / "up.log", "wb")  # noqa: SIM115 - owned by the child
-    proc = subprocess.Popen([AGEN, "up", "--headless", "--listen", f"127.0.0.1:{port}", "--capacity", "0"],
-                            env=env, stdout=log, stderr=log)
+    proc = subprocess.Popen(
+        [AGEN, "up", "--headless", "--listen", f"127.0.0.1:{port}", "--capacity", "0"],
+        env=env,
+        stdout=log,
+        stderr=log,
+    )
     url = f"http://127.0.0.1:{port}"
     for _ in range(200):
         try:
-            if httpx.get(url + "/health", timeout=0.5).status_code == 200 and (home / "local.json").exists():
+            if (
+                httpx.get(url + "/health", timeout=0.5).status_code == 200
+                and (home / "local.json").exists()
+            ):
                 break
         except httpx.HTTPError:
             pass
@@ -209,13 +248,21 @@ def start_up(tmp: Path, instances: int, concurrency: int) -> tuple[subprocess.Po
     return proc, url, token, home
 
 
-async def over_http(url: str, token: str, n: int, instances: int, clients: int) -> tuple[set[str], float, float]:
+async def over_http(
+    url: str, token: str, n: int, instances: int, clients: int
+) -> tuple[set[str], float, float]:
     import httpx
 
-    async with httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {token}"},
-                                 limits=httpx.Limits(max_connections=clients), timeout=60) as http:
+    async with httpx.AsyncClient(
+        base_url=url,
+        headers={"Authorization": f"Bearer {token}"},
+        limits=httpx.Limits(max_connections=clients),
+        timeout=60,
+    ) as http:
         while True:
-            dep = (await http.post("/v1/GetDeployment", json={"name": "bench"})).json()["deployment"]
+            dep = (await http.post("/v1/GetDeployment", json={"name": "bench"})).json()[
+                "deployment"
+            ]
             if dep["ready"] >= instances:
                 break
             await asyncio.sleep(0.1)
@@ -225,13 +272,17 @@ async def over_http(url: str, token: str, n: int, instances: int, clients: int) 
 
         async def worker() -> None:
             for i in queue:
-                resp = await http.post("/v1/SubmitTask", json={"deployment": "bench", "input": f"t{i}"})
+                resp = await http.post(
+                    "/v1/SubmitTask", json={"deployment": "bench", "input": f"t{i}"}
+                )
                 ids.add(resp.json()["task"]["id"])
 
         await asyncio.gather(*(worker() for _ in range(clients)))
         submitted = time.perf_counter() - t0
         while True:
-            dep = (await http.post("/v1/GetDeployment", json={"name": "bench"})).json()["deployment"]
+            dep = (await http.post("/v1/GetDeployment", json={"name": "bench"})).json()[
+                "deployment"
+            ]
             if dep["queued"] + dep["running"] == 0:
                 break
             await asyncio.sleep(0.05)
@@ -239,7 +290,9 @@ async def over_http(url: str, token: str, n: int, instances: int, clients: int) 
     return ids, submitted, elapsed
 
 
-def http_figures(tmp: Path, n: int, instances: int, concurrency: int, clients: int) -> dict[str, Any]:
+def http_figures(
+    tmp: Path, n: int, instances: int, concurrency: int, clients: int
+) -> dict[str, Any]:
     proc, url, token, home = start_up(tmp, instances, concurrency)
     try:
         ids, submitted, elapsed = asyncio.run(over_http(url, token, n, instances, clients))
@@ -247,9 +300,17 @@ def http_figures(tmp: Path, n: int, instances: int, concurrency: int, clients: i
         proc.terminate()
         proc.wait(60)
     lat, ok, _total = latencies(home / "agen.db", ids)
-    return {"tasks": n, "succeeded": ok, "seconds": round(elapsed, 3), "tasks_per_s": round(n / elapsed),
-            "submit_per_s": round(n / submitted), "p50_ms": median(lat), "p95_ms": pct(lat, 95),
-            "p99_ms": pct(lat, 99), "http_clients": clients}
+    return {
+        "tasks": n,
+        "succeeded": ok,
+        "seconds": round(elapsed, 3),
+        "tasks_per_s": round(n / elapsed),
+        "submit_per_s": round(n / submitted),
+        "p50_ms": median(lat),
+        "p95_ms": pct(lat, 95),
+        "p99_ms": pct(lat, 99),
+        "http_clients": clients,
+    }
 
 
 def main() -> None:
@@ -257,7 +318,9 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=3000)
     ap.add_argument("--http-n", type=int, default=1500)
     ap.add_argument("--instances", type=int, default=2)
-    ap.add_argument("--concurrency", type=int, default=256, help="scale.maxConcurrency per instance")
+    ap.add_argument(
+        "--concurrency", type=int, default=256, help="scale.maxConcurrency per instance"
+    )
     ap.add_argument("--clients", type=int, default=32, help="concurrent HTTP submitters")
     ap.add_argument("--skip-http", action="store_true")
     args = ap.parse_args()
@@ -266,22 +329,34 @@ def main() -> None:
         os.environ["AGEN_HOME"] = str(tmp / "home")
         base = raw_commits(tmp / "raw.db")
         inproc, floor = in_process_and_floor(tmp, args.n, args.instances, args.concurrency)
-        http = None if args.skip_http else http_figures(tmp, args.http_n, args.instances, args.concurrency,
-                                                        args.clients)
+        http = (
+            None
+            if args.skip_http
+            else http_figures(tmp, args.http_n, args.instances, args.concurrency, args.clients)
+        )
     report = {
-        "machine": machine(), "rev": git_rev(), "raw_sqlite_commits_per_s": round(base),
-        "in_process": inproc, "sqlite_floor": floor, "http": http,
+        "machine": machine(),
+        "rev": git_rev(),
+        "raw_sqlite_commits_per_s": round(base),
+        "in_process": inproc,
+        "sqlite_floor": floor,
+        "http": http,
         "in_process_vs_raw_commits": round(inproc["tasks_per_s"] / base, 3),
         "in_process_vs_sqlite_floor": round(inproc["tasks_per_s"] / floor["max_tasks_per_s"], 3),
     }
     print(json.dumps(report, indent=2))
-    print(f"in-process: {inproc['tasks_per_s']} tasks/s (p50 {inproc['p50_ms']:.0f} ms, p95 {inproc['p95_ms']:.0f} ms); "
-          f"raw SQLite {round(base)} commits/s; the same statements replayed through raw sqlite3: "
-          f"{floor['us_per_task']} us/task ({floor['statements_per_task']} statements) = at most "
-          f"{floor['max_tasks_per_s']} tasks/s", file=sys.stderr)
+    print(
+        f"in-process: {inproc['tasks_per_s']} tasks/s (p50 {inproc['p50_ms']:.0f} ms, p95 {inproc['p95_ms']:.0f} ms); "
+        f"raw SQLite {round(base)} commits/s; the same statements replayed through raw sqlite3: "
+        f"{floor['us_per_task']} us/task ({floor['statements_per_task']} statements) = at most "
+        f"{floor['max_tasks_per_s']} tasks/s",
+        file=sys.stderr,
+    )
     if http:
-        print(f"HTTP: {http['tasks_per_s']} tasks/s (p50 {http['p50_ms']:.0f} ms, p95 {http['p95_ms']:.0f} ms)",
-              file=sys.stderr)
+        print(
+            f"HTTP: {http['tasks_per_s']} tasks/s (p50 {http['p50_ms']:.0f} ms, p95 {http['p95_ms']:.0f} ms)",
+            file=sys.stderr,
+        )
 
 
 if __name__ == "__main__":

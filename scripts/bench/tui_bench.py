@@ -32,64 +32,164 @@ from typing import Any
 
 from scripts.bench._util import machine, median, pct
 
-SCREENS = (("t", "tasks"), ("a", "approvals"), ("r", "transcript"), ("w", "trace"), ("e", "events"),
-           ("f", "fleet"))
+SCREENS = (
+    ("t", "tasks"),
+    ("a", "approvals"),
+    ("r", "transcript"),
+    ("w", "trace"),
+    ("e", "events"),
+    ("f", "fleet"),
+)
 
 
 def populate(tx: Any, deployments: int, tasks: int, runs: int) -> None:
     """Rows the way the Hub and runners write them, in bulk (ids sortable like ULIDs)."""
     now = tx.now_ms
-    tx.execute("INSERT INTO definitions (id, name, digest, files, size, created_ms) VALUES (?,?,?,?,?,?)",
-               ("bench@sha256:0", "bench", "sha256:0", b"", 0, now))
-    scale = json.dumps({"min": 1, "max": 4, "target_queue_per_instance": 1, "idle_timeout_ms": 300000,
-                        "max_concurrency": 4, "reserve": 0})
+    tx.execute(
+        "INSERT INTO definitions (id, name, digest, files, size, created_ms) VALUES (?,?,?,?,?,?)",
+        ("bench@sha256:0", "bench", "sha256:0", b"", 0, now),
+    )
+    scale = json.dumps(
+        {
+            "min": 1,
+            "max": 4,
+            "target_queue_per_instance": 1,
+            "idle_timeout_ms": 300000,
+            "max_concurrency": 4,
+            "reserve": 0,
+        }
+    )
     tx.executemany(
         "INSERT INTO deployments (id, namespace, name, kind, definition_id, digest, scale, budget, desired,"
         " last_activity_ms, created_ms, updated_ms) VALUES (?, 'default', ?, 'pool', 'bench@sha256:0', 'sha256:0',"
         " ?, ?, 1, ?, ?, ?)",
-        [(f"D{i:06d}", f"dep-{i:04d}", scale, json.dumps({"max_usd_per_day": 5.0}), now, now, now)
-         for i in range(deployments)])
+        [
+            (
+                f"D{i:06d}",
+                f"dep-{i:04d}",
+                scale,
+                json.dumps({"max_usd_per_day": 5.0}),
+                now,
+                now,
+                now,
+            )
+            for i in range(deployments)
+        ],
+    )
     states = ["succeeded"] * 90 + ["failed"] * 4 + ["queued"] * 4 + ["running"] * 2
     tx.executemany(
         "INSERT INTO tasks (id, namespace, deployment_id, deployment, state, input, root_task_id, seq, created_ms,"
         " updated_ms, finished_ms) VALUES (?, 'default', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [(f"T{i:08d}", f"D{i % deployments:06d}", f"dep-{i % deployments:04d}", states[i % 100], f"task {i}",
-          f"T{i:08d}", i + 1, now - (tasks - i) * 30, now, now if states[i % 100] in ("succeeded", "failed") else None)
-         for i in range(tasks)])
-    tx.executemany("INSERT INTO sessions (id, namespace, deployment, created_ms, updated_ms) VALUES (?,?,?,?,?)",
-                   [(f"S{i:08d}", "default", f"dep-{i % deployments:04d}", now, now) for i in range(runs)])
+        [
+            (
+                f"T{i:08d}",
+                f"D{i % deployments:06d}",
+                f"dep-{i % deployments:04d}",
+                states[i % 100],
+                f"task {i}",
+                f"T{i:08d}",
+                i + 1,
+                now - (tasks - i) * 30,
+                now,
+                now if states[i % 100] in ("succeeded", "failed") else None,
+            )
+            for i in range(tasks)
+        ],
+    )
+    tx.executemany(
+        "INSERT INTO sessions (id, namespace, deployment, created_ms, updated_ms) VALUES (?,?,?,?,?)",
+        [(f"S{i:08d}", "default", f"dep-{i % deployments:04d}", now, now) for i in range(runs)],
+    )
     tx.executemany(
         "INSERT INTO conversations (id, session_id, namespace, deployment, created_ms, updated_ms)"
         " VALUES (?,?,?,?,?,?)",
-        [(f"C{i:08d}", f"S{i:08d}", "default", f"dep-{i % deployments:04d}", now, now) for i in range(runs)])
+        [
+            (f"C{i:08d}", f"S{i:08d}", "default", f"dep-{i % deployments:04d}", now, now)
+            for i in range(runs)
+        ],
+    )
     run_rows, msgs, spans = [], [], []
     for i in range(runs):
         t = tasks - runs + i
         state = states[t % 100]
         done = state in ("succeeded", "failed")
         start = now - (runs - i) * 30
-        run_rows.append((f"R{i:08d}", "default", f"dep-{t % deployments:04d}", f"T{t:08d}", f"S{i:08d}",
-                         f"C{i:08d}", f"R{i:08d}", f"X{i:08d}", "succeeded" if done else "running", start, start,
-                         start + 20 if done else None))
-        msgs += [(f"M{i:08d}a", f"C{i:08d}", f"R{i:08d}", 1, 0, "user", f"task {t}", None, None, start),
-                 (f"M{i:08d}b", f"C{i:08d}", f"R{i:08d}", 2, 1, "assistant", "done", None, "fake", start + 10)]
-        spans += [(f"P{i:08d}a", f"X{i:08d}", None, f"R{i:08d}", "agen.run", "ok", "{}", start, start + 20),
-                  (f"P{i:08d}b", f"X{i:08d}", f"P{i:08d}a", f"R{i:08d}", "gen_ai.chat", "ok",
-                   '{"gen_ai.response.model": "fake", "agen.latency_ms": 9}', start + 1, start + 10)]
+        run_rows.append(
+            (
+                f"R{i:08d}",
+                "default",
+                f"dep-{t % deployments:04d}",
+                f"T{t:08d}",
+                f"S{i:08d}",
+                f"C{i:08d}",
+                f"R{i:08d}",
+                f"X{i:08d}",
+                "succeeded" if done else "running",
+                start,
+                start,
+                start + 20 if done else None,
+            )
+        )
+        msgs += [
+            (f"M{i:08d}a", f"C{i:08d}", f"R{i:08d}", 1, 0, "user", f"task {t}", None, None, start),
+            (
+                f"M{i:08d}b",
+                f"C{i:08d}",
+                f"R{i:08d}",
+                2,
+                1,
+                "assistant",
+                "done",
+                None,
+                "fake",
+                start + 10,
+            ),
+        ]
+        spans += [
+            (
+                f"P{i:08d}a",
+                f"X{i:08d}",
+                None,
+                f"R{i:08d}",
+                "agen.run",
+                "ok",
+                "{}",
+                start,
+                start + 20,
+            ),
+            (
+                f"P{i:08d}b",
+                f"X{i:08d}",
+                f"P{i:08d}a",
+                f"R{i:08d}",
+                "gen_ai.chat",
+                "ok",
+                '{"gen_ai.response.model": "fake", "agen.latency_ms": 9}',
+                start + 1,
+                start + 10,
+            ),
+        ]
     tx.executemany(
         "INSERT INTO runs (id, namespace, deployment, task_id, session_id, conversation_id, root_run_id, trace_id,"
         " status, started_ms, updated_ms, finished_ms, turns, input_tokens, output_tokens, cost_usd)"
-        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,1,100,10,0.0001)", run_rows)
+        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,1,100,10,0.0001)",
+        run_rows,
+    )
     tx.executemany(
         "INSERT INTO messages (id, conversation_id, run_id, seq, turn, role, content, tool_calls, model, created_ms)"
-        " VALUES (?,?,?,?,?,?,?,?,?,?)", msgs)
+        " VALUES (?,?,?,?,?,?,?,?,?,?)",
+        msgs,
+    )
     tx.executemany(
         "INSERT INTO spans (id, trace_id, parent_id, run_id, namespace, name, status, attrs, started_ms, ended_ms)"
-        " VALUES (?,?,?,?,'default',?,?,?,?,?)", spans)
+        " VALUES (?,?,?,?,'default',?,?,?,?,?)",
+        spans,
+    )
     tx.executemany(
         "INSERT INTO approvals (id, namespace, deployment, run_id, task_id, tool, arguments, args_hash, created_ms)"
         " VALUES (?, 'default', ?, ?, ?, 'ws.run', '{\"command\": \"ls\"}', ?, ?)",
-        [(f"A{i:04d}", f"dep-{i:04d}", f"R{i:08d}", None, f"h{i}", now) for i in range(50)])
+        [(f"A{i:04d}", f"dep-{i:04d}", f"R{i:08d}", None, f"h{i}", now) for i in range(50)],
+    )
     for i in range(5000):
         tx.event("default", "task.queued", deployment=f"dep-{i % deployments:04d}", data={"n": i})
 
@@ -130,15 +230,22 @@ class Paints:
             seen = len(self.log)
             self.changed.clear()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.changed.wait(), timeout=max(0.001, min(0.5, deadline - time.perf_counter())))
+                await asyncio.wait_for(
+                    self.changed.wait(),
+                    timeout=max(0.001, min(0.5, deadline - time.perf_counter())),
+                )
         raise TimeoutError("no matching frame was painted")
 
-    async def loaded(self, t0: float, screen: Any, before: int, ended: asyncio.Task[float] | None = None) -> float:
+    async def loaded(
+        self, t0: float, screen: Any, before: int, ended: asyncio.Task[float] | None = None
+    ) -> float:
         """Milliseconds from ``t0`` to the frame showing ``screen``'s next load; if that load changed nothing
         on screen no frame comes, and the load's end (``ended``, watched from ``t0`` on) is the time."""
         done = await (ended or load_end(screen, before))
         try:
-            return await self.until(t0, lambda s, loads: s is screen and loads > before, limit_s=0.3)
+            return await self.until(
+                t0, lambda s, loads: s is screen and loads > before, limit_s=0.3
+            )
         except TimeoutError:
             return (done - t0) * 1000
 
@@ -163,15 +270,23 @@ def change(tx: Any, i: int) -> None:
     task = tx.one("SELECT id, deployment FROM tasks ORDER BY created_ms DESC, seq DESC LIMIT 1")
     run = tx.one("SELECT id FROM runs WHERE task_id = ?", (task["id"],))
     dep, run_id = task["deployment"], run["id"] if run else None
-    tx.execute("UPDATE tasks SET state = ?, updated_ms = ? WHERE id = ?",
-               ("running" if i % 2 else "succeeded", tx.now_ms, task["id"]))
+    tx.execute(
+        "UPDATE tasks SET state = ?, updated_ms = ? WHERE id = ?",
+        ("running" if i % 2 else "succeeded", tx.now_ms, task["id"]),
+    )
     tx.execute("UPDATE deployments SET desired = ? WHERE name = ?", (1 + i % 2, dep))
-    tx.event("default", "task.started", deployment=dep, task_id=task["id"], run_id=run_id, data={"n": i})
+    tx.event(
+        "default", "task.started", deployment=dep, task_id=task["id"], run_id=run_id, data={"n": i}
+    )
     tx.event("default", "deployment.scaled", deployment=dep, data={"replicas": 1 + i % 2})
-    tx.event("default", "run.finished", deployment=dep, task_id=task["id"], run_id=run_id, data={"n": i})
+    tx.event(
+        "default", "run.finished", deployment=dep, task_id=task["id"], run_id=run_id, data={"n": i}
+    )
 
 
-async def measure(label: str, deployments: int, tasks: int, runs: int, repeat: int) -> dict[str, float]:
+async def measure(
+    label: str, deployments: int, tasks: int, runs: int, repeat: int
+) -> dict[str, float]:
     from textual import events
 
     from agen.client import Client
@@ -192,7 +307,8 @@ async def measure(label: str, deployments: int, tasks: int, runs: int, repeat: i
         async with app.run_test(size=(160, 50)) as pilot:
             paints = Paints(app)
             out["first_paint_ms"] = await paints.until(
-                start, lambda s, loads: isinstance(s, FleetScreen) and loads > 0)
+                start, lambda s, loads: isinstance(s, FleetScreen) and loads > 0
+            )
 
             def screen_of(mode: str) -> Any:
                 return app._screen_stacks[mode][0]
@@ -207,24 +323,39 @@ async def measure(label: str, deployments: int, tasks: int, runs: int, repeat: i
             for key, _ in SCREENS:  # mount every screen once (first visits compose)
                 await pilot.press(key)
                 await quiet(app)
-            per: dict[str, dict[str, list[float]]] = {m: {"paint": [], "fresh": [], "refresh": []} for _, m in SCREENS}
+            per: dict[str, dict[str, list[float]]] = {
+                m: {"paint": [], "fresh": [], "refresh": []} for _, m in SCREENS
+            }
             for i in range(repeat):
                 for key, mode in SCREENS:
                     target = screen_of(mode)
                     before = target.loads
                     t = await press(key)
-                    ended = asyncio.create_task(load_end(target, before))  # a load the switch starts ends when
-                    per[mode]["paint"].append(await paints.until(t, lambda s, _l, tg=target: s is tg))
-                    await asyncio.sleep(0.1)  # a screen may start its load after the switch's first frame
+                    ended = asyncio.create_task(
+                        load_end(target, before)
+                    )  # a load the switch starts ends when
+                    per[mode]["paint"].append(
+                        await paints.until(t, lambda s, _l, tg=target: s is tg)
+                    )
+                    await asyncio.sleep(
+                        0.1
+                    )  # a screen may start its load after the switch's first frame
                     await quiet(app, 0)
-                    fresh = target.loads > before  # did the switch load anything (cached content may be current)
+                    fresh = (
+                        target.loads > before
+                    )  # did the switch load anything (cached content may be current)
                     per[mode]["fresh"].append(
-                        await paints.loaded(t, target, before, ended) if fresh else per[mode]["paint"][-1])
+                        await paints.loaded(t, target, before, ended)
+                        if fresh
+                        else per[mode]["paint"][-1]
+                    )
                     ended.cancel()
                     await quiet(app)
                     before = target.loads
                     await store.write(lambda tx, n=i: change(tx, n))
-                    t = time.perf_counter()  # committed: the watcher's long poll wakes, the screen refreshes
+                    t = (
+                        time.perf_counter()
+                    )  # committed: the watcher's long poll wakes, the screen refreshes
                     per[mode]["refresh"].append(await paints.loaded(t, target, before))
                     await quiet(app)
         await store.close()
@@ -234,12 +365,16 @@ async def measure(label: str, deployments: int, tasks: int, runs: int, repeat: i
     out["switch_p50_ms"], out["switch_p95_ms"] = median(paint), pct(paint, 95)
     out["switch_fresh_p50_ms"], out["switch_fresh_p95_ms"] = median(fresh), pct(fresh, 95)
     out["refresh_p50_ms"], out["refresh_p95_ms"] = median(refresh), pct(refresh, 95)
-    print(f"{label}: {deployments} deployments, {tasks} tasks, {runs} runs (filled in {fill_s:.1f}s)")
+    print(
+        f"{label}: {deployments} deployments, {tasks} tasks, {runs} runs (filled in {fill_s:.1f}s)"
+    )
     for k, v in out.items():
         print(f"  {k:<22} {v:8.1f}")
     print(f"  {'per screen (p50/max)':<22} {'switch':>13} {'switch+fresh':>13} {'refresh':>13}")
     for mode, m in per.items():
-        cols = "".join(f"{median(m[k]):7.1f}/{max(m[k]):5.0f}" for k in ("paint", "fresh", "refresh"))
+        cols = "".join(
+            f"{median(m[k]):7.1f}/{max(m[k]):5.0f}" for k in ("paint", "fresh", "refresh")
+        )
         print(f"  {mode:<22} {cols}")
     return out
 
@@ -249,8 +384,15 @@ async def main_async(args: argparse.Namespace) -> None:
     base = await measure("baseline", 10, 1000, 200, args.repeat)
     big = await measure("target", args.deployments, args.tasks, args.runs, args.repeat)
     print("ratios (target / baseline):")
-    for k in ("first_paint_ms", "switch_p50_ms", "switch_p95_ms", "switch_fresh_p50_ms", "switch_fresh_p95_ms",
-              "refresh_p50_ms", "refresh_p95_ms"):
+    for k in (
+        "first_paint_ms",
+        "switch_p50_ms",
+        "switch_p95_ms",
+        "switch_fresh_p50_ms",
+        "switch_fresh_p95_ms",
+        "refresh_p50_ms",
+        "refresh_p95_ms",
+    ):
         print(f"  {k:<22} {big[k] / max(base[k], 0.001):6.2f}x  ({big[k]:.1f} ms; target < 100 ms)")
 
 

@@ -27,19 +27,23 @@ MAGIC = b"AGENPK01"
 def read_payload(binary: Path) -> tuple[str, dict[str, tuple[str, bytes]]]:
     """(build hash, {relative path: (type, data)}) of a packed binary: what its cache must hold."""
     blob = binary.read_bytes()
-    magic, offset, length, build = blob[-56:-48], *struct.unpack("<QQ", blob[-48:-32]), blob[-32:].decode()
+    magic, offset, length, build = (
+        blob[-56:-48],
+        *struct.unpack("<QQ", blob[-48:-32]),
+        blob[-32:].decode(),
+    )
     if magic != MAGIC:
         raise ValueError(f"{binary} has no agen payload")
-    raw = zlib.decompress(blob[offset:offset + length])
+    raw = zlib.decompress(blob[offset : offset + length])
     out: dict[str, tuple[str, bytes]] = {}
     pos = 0
-    while raw[pos:pos + 1] != b"E":
-        kind = raw[pos:pos + 1].decode()
-        _mode, size, _crc, plen = struct.unpack("<IQIH", raw[pos + 1:pos + 19])
+    while raw[pos : pos + 1] != b"E":
+        kind = raw[pos : pos + 1].decode()
+        _mode, size, _crc, plen = struct.unpack("<IQIH", raw[pos + 1 : pos + 19])
         pos += 19
-        rel = raw[pos:pos + plen].decode()
+        rel = raw[pos : pos + plen].decode()
         pos += plen
-        out[rel] = (kind, raw[pos:pos + size])
+        out[rel] = (kind, raw[pos : pos + size])
         pos += size
     return build, out
 
@@ -85,7 +89,9 @@ def _order(entry: tuple[bytes, bytes, Path | None, str]) -> tuple[tuple[str, ...
 
 def _header(kind: bytes, mode: int, size: int, crc: int, name: bytes) -> bytes:
     if b"\n" in name or len(name) >= 4096:  # the launcher's .ok list is one line per path
-        raise SystemExit(f"pack: cannot pack {name!r}: a newline in the name, or longer than 4095 bytes")
+        raise SystemExit(
+            f"pack: cannot pack {name!r}: a newline in the name, or longer than 4095 bytes"
+        )
     return kind + struct.pack("<IQIH", mode, size, crc, len(name)) + name
 
 

@@ -19,13 +19,29 @@ import schemathesis
 
 SHORT_WAIT_S = 0.2
 # Methods whose ``name`` is a deployment (DeleteDeployment is left out: it would delete it for the rest).
-DEPLOYMENT_NAMED = {"GetDeployment", "ScaleDeployment", "PauseDeployment", "GetLogs", "CreateWebhookSecret"}
-TASK_ID = {"GetTask", "QueryTask", "GetTrace", "GetTranscript", "CancelTask", "PauseTask", "ResumeTask"}
+DEPLOYMENT_NAMED = {
+    "GetDeployment",
+    "ScaleDeployment",
+    "PauseDeployment",
+    "GetLogs",
+    "CreateWebhookSecret",
+}
+TASK_ID = {
+    "GetTask",
+    "QueryTask",
+    "GetTrace",
+    "GetTranscript",
+    "CancelTask",
+    "PauseTask",
+    "ResumeTask",
+}
 _calls = {"n": 0}
 
 
 @schemathesis.hook
-def before_call(context: schemathesis.HookContext, case: schemathesis.Case, kwargs: dict[str, Any]) -> None:
+def before_call(
+    context: schemathesis.HookContext, case: schemathesis.Case, kwargs: dict[str, Any]
+) -> None:
     body = case.body
     if not isinstance(body, dict):
         return

@@ -46,14 +46,22 @@ class Up:
         self.home.mkdir(parents=True, exist_ok=True)
         out = open(self.log, "ab")  # noqa: SIM115 - owned by the child
         self.proc = subprocess.Popen(
-            [AGEN, "up", "--headless", "--listen", f"127.0.0.1:{self.port}", *self.args], env=self.env, stdout=out, stderr=out
+            [AGEN, "up", "--headless", "--listen", f"127.0.0.1:{self.port}", *self.args],
+            env=self.env,
+            stdout=out,
+            stderr=out,
         )
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise AssertionError(f"agen up exited {self.proc.returncode}: {self.log.read_text()}")
+                raise AssertionError(
+                    f"agen up exited {self.proc.returncode}: {self.log.read_text()}"
+                )
             try:
-                if httpx.get(self.url + "/health", timeout=0.5).status_code == 200 and self.local().get("url") == self.url:
+                if (
+                    httpx.get(self.url + "/health", timeout=0.5).status_code == 200
+                    and self.local().get("url") == self.url
+                ):
                     return self
             except (httpx.HTTPError, OSError, ValueError):
                 pass
@@ -63,23 +71,37 @@ class Up:
     def local(self) -> dict[str, Any]:
         return dict(json.loads((self.home / "local.json").read_text()))
 
-    def agen(self, *args: str, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-        r = subprocess.run([AGEN, *args], env=self.env, capture_output=True, text=True, timeout=timeout)
+    def agen(
+        self, *args: str, check: bool = True, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
+        r = subprocess.run(
+            [AGEN, *args], env=self.env, capture_output=True, text=True, timeout=timeout
+        )
         if check and r.returncode != 0:
-            raise AssertionError(f"agen {' '.join(args)} exited {r.returncode}\nstdout: {r.stdout}\nstderr: {r.stderr}")
+            raise AssertionError(
+                f"agen {' '.join(args)} exited {r.returncode}\nstdout: {r.stdout}\nstderr: {r.stderr}"
+            )
         return r
 
     def json(self, *args: str) -> Any:
         """The command's --json result; exit 8 (the task is still waiting) still carries one."""
         r = self.agen(*args, "--json", check=False)
         if r.returncode not in (0, 8):
-            raise AssertionError(f"agen {' '.join(args)} exited {r.returncode}\nstdout: {r.stdout}\nstderr: {r.stderr}")
+            raise AssertionError(
+                f"agen {' '.join(args)} exited {r.returncode}\nstdout: {r.stdout}\nstderr: {r.stderr}"
+            )
         return json.loads(r.stdout)
 
-    def http(self, method: str, body: dict[str, Any] | None = None, token: str | None = None) -> httpx.Response:
+    def http(
+        self, method: str, body: dict[str, Any] | None = None, token: str | None = None
+    ) -> httpx.Response:
         token = token or self.local()["token"]
-        return httpx.post(f"{self.url}/v1/{method}", json=body or {}, timeout=30,
-                          headers={"Authorization": f"Bearer {token}"})
+        return httpx.post(
+            f"{self.url}/v1/{method}",
+            json=body or {},
+            timeout=30,
+            headers={"Authorization": f"Bearer {token}"},
+        )
 
     def kill(self) -> None:
         assert self.proc is not None

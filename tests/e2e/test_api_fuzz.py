@@ -65,8 +65,10 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Up, str]]:
     up = Up(root / "home").start()
     up.agen("deploy", str(write_bundle(root / "bundle", "fuzz")))
     task = up.http("SubmitTask", {"deployment": "fuzz", "input": "hello"}).json()["task"]
-    wait_until(lambda: up.http("GetTask", {"id": task["id"]}).json()["task"]["state"] == "succeeded",
-               what="the seed task to finish")
+    wait_until(
+        lambda: up.http("GetTask", {"id": task["id"]}).json()["task"]["state"] == "succeeded",
+        what="the seed task to finish",
+    )
     yield up, str(task["id"])
     up.stop()
 
@@ -80,21 +82,49 @@ def token_for(hub: Up, scope: str) -> str:
 
 
 @pytest.mark.parametrize("scope", ["admin", "viewer"])
-def test_fuzzed_requests_get_no_server_error_and_pass_every_check(hub: tuple[Up, str], scope: str,
-                                                                   tmp_path: Path) -> None:
+def test_fuzzed_requests_get_no_server_error_and_pass_every_check(
+    hub: tuple[Up, str], scope: str, tmp_path: Path
+) -> None:
     up, task_id = hub
     config = tmp_path / "schemathesis.toml"
     config.write_text(CONFIG)
-    env = {**os.environ, "SCHEMATHESIS_HOOKS": str(HERE / "fuzz_hooks.py"), "NO_COLOR": "1",
-           "FUZZ_DEPLOYMENT": "fuzz", "FUZZ_TASK_ID": task_id}
+    env = {
+        **os.environ,
+        "SCHEMATHESIS_HOOKS": str(HERE / "fuzz_hooks.py"),
+        "NO_COLOR": "1",
+        "FUZZ_DEPLOYMENT": "fuzz",
+        "FUZZ_TASK_ID": task_id,
+    }
     r = subprocess.run(
-        [SCHEMATHESIS, "--config-file", str(config), "run", f"{up.url}/openapi.json",
-         "--checks", "all", "--exclude-operation-id", "Shutdown",
-         "-H", f"Authorization: Bearer {token_for(up, scope)}",
-         "--workers", "1", "--request-timeout", "10", "--no-color", "--report-dir", str(tmp_path / "report")],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
+        [
+            SCHEMATHESIS,
+            "--config-file",
+            str(config),
+            "run",
+            f"{up.url}/openapi.json",
+            "--checks",
+            "all",
+            "--exclude-operation-id",
+            "Shutdown",
+            "-H",
+            f"Authorization: Bearer {token_for(up, scope)}",
+            "--workers",
+            "1",
+            "--request-timeout",
+            "10",
+            "--no-color",
+            "--report-dir",
+            str(tmp_path / "report"),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
-    assert r.returncode == 0, f"schemathesis ({scope} token) found problems:\n{r.stdout[-20000:]}\n{r.stderr[-2000:]}"
+    assert r.returncode == 0, (
+        f"schemathesis ({scope} token) found problems:\n{r.stdout[-20000:]}\n{r.stderr[-2000:]}"
+    )
     assert up.proc is not None and up.proc.poll() is None  # the Hub is still up after the run
     log = up.log.read_text()
     assert "Traceback" not in log, f"the Hub logged a traceback during the fuzz run:\n{log[-5000:]}"

@@ -23,10 +23,17 @@ def gated(root: Path, effects: Path) -> Path:
     """One asked call of a side-effecting tool that appends the task's id to ``effects``, then an answer.
     Four slots for twenty tasks: the waits must hold none."""
     bundle = write_bundle(
-        root, "gated",
-        script=[{"toolCalls": [{"name": "t_append_task", "arguments": {"path": str(effects)}}]}, {"text": "done"}],
-        config={"kind": "pool", "scale": {"min": 1, "max": 1, "maxConcurrency": 4},
-                "permissions": {"ask": ["t.append_task"], "default": "allow"}},
+        root,
+        "gated",
+        script=[
+            {"toolCalls": [{"name": "t_append_task", "arguments": {"path": str(effects)}}]},
+            {"text": "done"},
+        ],
+        config={
+            "kind": "pool",
+            "scale": {"min": 1, "max": 1, "maxConcurrency": 4},
+            "permissions": {"ask": ["t.append_task"], "default": "allow"},
+        },
     )
     server = {"command": sys.executable, "args": [TEST_SERVER]}
     (bundle / "mcp.json").write_text(json.dumps({"mcpServers": {"t": server}}))
@@ -56,13 +63,16 @@ def all_waiting(up: Up, ids: list[str]) -> bool:
 
 @pytest.mark.slow
 def test_twenty_approval_waits_survive_sigkills_and_agen_down_and_each_call_runs_at_most_once(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     effects = tmp_path / "effects.log"
     up = Up(tmp_path / "home").start()
     try:
         up.agen("deploy", str(gated(tmp_path / "gated", effects)))
-        ids = [call(up, "SubmitTask", {"deployment": "gated", "input": f"job {i}"})["task"]["id"]
-               for i in range(TASKS)]
+        ids = [
+            call(up, "SubmitTask", {"deployment": "gated", "input": f"job {i}"})["task"]["id"]
+            for i in range(TASKS)
+        ]
         wait_until(lambda: all_waiting(up, ids), 60, "all twenty tasks to wait for their approvals")
         approvals = pending(up)
 
@@ -86,7 +96,10 @@ def test_twenty_approval_waits_survive_sigkills_and_agen_down_and_each_call_runs
         wait_until(lambda: set(states(up, ids).values()) <= set(TERMINAL), 90, "every task to end")
         assert set(states(up, ids).values()) == {"succeeded"}
         for task_id in ids:  # deciding again is a conflict, not a second run
-            assert up.http("DecideApproval", {"id": approvals[task_id], "approve": True}).status_code == 409
+            assert (
+                up.http("DecideApproval", {"id": approvals[task_id], "approve": True}).status_code
+                == 409
+            )
     finally:
         up.stop()
 
@@ -95,16 +108,23 @@ def test_twenty_approval_waits_survive_sigkills_and_agen_down_and_each_call_runs
     assert sorted(ran) == sorted(approved)  # each approved call ran exactly once, no denied one ran
     db = sqlite3.connect(up.home / "agen.db")
     try:
-        ends = db.execute("SELECT task_id, COUNT(*) FROM events WHERE type IN"
-                          " ('task.succeeded', 'task.failed', 'task.cancelled', 'task.expired') GROUP BY task_id").fetchall()
+        ends = db.execute(
+            "SELECT task_id, COUNT(*) FROM events WHERE type IN"
+            " ('task.succeeded', 'task.failed', 'task.cancelled', 'task.expired') GROUP BY task_id"
+        ).fetchall()
         runs = db.execute("SELECT task_id, COUNT(*) FROM runs GROUP BY task_id").fetchall()
-        told = db.execute("SELECT ru.task_id, m.content FROM messages m JOIN runs ru ON ru.id = m.run_id"
-                          " WHERE m.role = 'tool'").fetchall()
+        told = db.execute(
+            "SELECT ru.task_id, m.content FROM messages m JOIN runs ru ON ru.id = m.run_id"
+            " WHERE m.role = 'tool'"
+        ).fetchall()
     finally:
         db.close()
     assert dict(ends) == dict.fromkeys(ids, 1)  # exactly one terminal state each
     assert dict(runs) == dict.fromkeys(ids, 1)  # each run resumed, never started over
-    assert dict(told) == {**dict.fromkeys(approved, "appended"), **dict.fromkeys(denied, "denied by the approver: no")}
+    assert dict(told) == {
+        **dict.fromkeys(approved, "appended"),
+        **dict.fromkeys(denied, "denied by the approver: no"),
+    }
 
 
 def own_approval(up: Up, effects: Path, bundle_root: Path, token: str) -> tuple[str, str]:
@@ -119,20 +139,29 @@ def own_approval(up: Up, effects: Path, bundle_root: Path, token: str) -> tuple[
 
 
 def second_token(up: Up, name: str) -> str:
-    return str(up.json("token", "create", "--scope", "operator", "--scope", "approver", "--name", name)["token"])
+    return str(
+        up.json("token", "create", "--scope", "operator", "--scope", "approver", "--name", name)[
+            "token"
+        ]
+    )
 
 
 def test_a_second_token_cannot_approve_its_own_task_over_http_but_the_local_admin_and_others_can(
-        up: Up, tmp_path: Path) -> None:
+    up: Up, tmp_path: Path
+) -> None:
     alice, bob = second_token(up, "alice"), second_token(up, "bob")
     effects = tmp_path / "effects.log"
     task_id, approval = own_approval(up, effects, tmp_path / "gated", alice)
     refused = up.http("DecideApproval", {"id": approval, "approve": True}, token=alice)
     assert refused.status_code == 403 and "cannot approve it" in refused.json()["error"]["message"]
-    assert up.http("DecideApproval", {"id": approval, "approve": True}, token=bob).status_code == 200
+    assert (
+        up.http("DecideApproval", {"id": approval, "approve": True}, token=bob).status_code == 200
+    )
     assert up.agen("wait", task_id).stdout.strip() == "done"
 
-    mine, own = own_approval(up, effects, tmp_path / "gated", up.local()["token"])  # the local admin's own work
+    mine, own = own_approval(
+        up, effects, tmp_path / "gated", up.local()["token"]
+    )  # the local admin's own work
     assert up.json("approve", own)["approval"]["state"] == "approved"
     assert up.agen("wait", mine).stdout.strip() == "done"
 
@@ -142,26 +171,37 @@ def test_allow_self_approval_lets_a_token_approve_its_own_task(tmp_path: Path) -
     try:
         alice = second_token(up, "alice")
         task_id, approval = own_approval(up, tmp_path / "effects.log", tmp_path / "gated", alice)
-        assert up.http("DecideApproval", {"id": approval, "approve": True}, token=alice).status_code == 200
+        assert (
+            up.http("DecideApproval", {"id": approval, "approve": True}, token=alice).status_code
+            == 200
+        )
         assert up.agen("wait", task_id).stdout.strip() == "done"
     finally:
         up.stop()
 
 
 def test_agen_down_names_the_running_task_it_waits_for_and_not_the_one_waiting_for_approval(
-        up: Up, tmp_path: Path) -> None:
+    up: Up, tmp_path: Path
+) -> None:
     from tests.e2e.test_work_control import tool_bundle
 
     waiting, _ = own_approval(up, tmp_path / "effects.log", tmp_path / "gated", up.local()["token"])
     # The tool holds its step open until the test creates `go`: the task is certainly running while
     # `agen down` drains, however slow the machine is.
-    slow = tool_bundle(tmp_path / "slow", "slow", tmp_path / "work",
-                       "touch started; while [ ! -e go ]; do sleep 0.05; done", permissions={"default": "allow"})
+    slow = tool_bundle(
+        tmp_path / "slow",
+        "slow",
+        tmp_path / "work",
+        "touch started; while [ ! -e go ]; do sleep 0.05; done",
+        permissions={"default": "allow"},
+    )
     up.agen("deploy", str(slow))
     running = up.agen("run", "slow", "go", "--no-wait").stdout.strip()
     wait_until(lambda: (tmp_path / "work" / "started").exists(), 30, "the slow tool to start")
     said = f"waiting for 1 running task(s) to finish their current step: {running}"
-    down = subprocess.Popen([AGEN, "down"], env=up.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    down = subprocess.Popen(
+        [AGEN, "down"], env=up.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         wait_until(lambda: said in up.log.read_text(), 60, "agen up to name the task it drains")
         (tmp_path / "work" / "go").touch()

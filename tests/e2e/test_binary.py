@@ -39,7 +39,11 @@ def _newest_source_mtime() -> float:
     newest = 0.0
     for name in INPUTS:
         path = ROOT / name
-        files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+        files = (
+            [path]
+            if path.is_file()
+            else [p for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+        )
         newest = max([newest, *(p.stat().st_mtime for p in files)])
     return newest
 
@@ -52,9 +56,16 @@ def agen_binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
         return dist
     out = tmp_path_factory.mktemp("binary")
     env = {**os.environ, "AGEN_DIST": str(out), "PYTHON": sys.executable}
-    r = subprocess.run([str(ROOT / "scripts" / "build-binary")], env=env, capture_output=True, text=True,
-                       timeout=900)
-    assert r.returncode == 0 and (out / "agen").is_file(), f"build-binary failed:\n{r.stdout}\n{r.stderr}"
+    r = subprocess.run(
+        [str(ROOT / "scripts" / "build-binary")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert r.returncode == 0 and (out / "agen").is_file(), (
+        f"build-binary failed:\n{r.stdout}\n{r.stderr}"
+    )
     return out / "agen"
 
 
@@ -68,17 +79,30 @@ class Box:
         self.cwd = root / "work"
         self.cwd.mkdir()
         self.home = root / "home"
-        self.env = {"HOME": str(self.home), "AGEN_HOME": str(self.home / ".agen"), "PATH": str(self.bin),
-                    "AGEN_WORKSPACE_ROOT": str(root / "workspaces"), "LANG": "C.UTF-8"}
+        self.env = {
+            "HOME": str(self.home),
+            "AGEN_HOME": str(self.home / ".agen"),
+            "PATH": str(self.bin),
+            "AGEN_WORKSPACE_ROOT": str(root / "workspaces"),
+            "LANG": "C.UTF-8",
+        }
 
     def popen(self, *args: str, log: Path) -> subprocess.Popen[bytes]:
         out = open(log, "ab")  # noqa: SIM115 - owned by the child
         return subprocess.Popen(["agen", *args], env=self.env, cwd=self.cwd, stdout=out, stderr=out)
 
     def agen(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        r = subprocess.run(["agen", *args], env=self.env, cwd=self.cwd, capture_output=True, text=True,
-                           timeout=timeout)
-        assert r.returncode == 0, f"agen {' '.join(args)} exited {r.returncode}\nstdout: {r.stdout}\nstderr: {r.stderr}"
+        r = subprocess.run(
+            ["agen", *args],
+            env=self.env,
+            cwd=self.cwd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        assert r.returncode == 0, (
+            f"agen {' '.join(args)} exited {r.returncode}\nstdout: {r.stdout}\nstderr: {r.stderr}"
+        )
         return r
 
 
@@ -117,18 +141,48 @@ def test_binary_init_then_run_answers_offline_from_the_bundled_template(box: Box
 def test_binary_run_calls_the_builtin_workspace_mcp_server_by_relaunching_itself(box: Box) -> None:
     root = box.cwd / "files"
     root.mkdir()
-    _write_bundle(box.cwd / "writer", {
-        "plugin.json": {"name": "writer", "version": "0.1.0"},
-        "mcp.json": {"mcpServers": {"workspace": {"command": "agen",
-                                                  "args": ["mcp", "workspace", "--root", str(root)]}}},
-        "x-agen/agent.md": "---\nname: writer\n---\nYou write one file.\n",
-        "x-agen/harness.json": {"provider": "fake", "fake": {"script": [
-            {"toolCalls": [{"name": "workspace.write",
-                            "arguments": {"path": "note.txt", "content": "written by the binary"}}]},
-            {"toolCalls": [{"name": "finish", "arguments": {"status": "done", "summary": "wrote note.txt"}}]},
-        ]}},
-        "x-agen/config.json": {"permissions": {"allow": ["workspace.*"], "default": "deny"}},
-    })
+    _write_bundle(
+        box.cwd / "writer",
+        {
+            "plugin.json": {"name": "writer", "version": "0.1.0"},
+            "mcp.json": {
+                "mcpServers": {
+                    "workspace": {
+                        "command": "agen",
+                        "args": ["mcp", "workspace", "--root", str(root)],
+                    }
+                }
+            },
+            "x-agen/agent.md": "---\nname: writer\n---\nYou write one file.\n",
+            "x-agen/harness.json": {
+                "provider": "fake",
+                "fake": {
+                    "script": [
+                        {
+                            "toolCalls": [
+                                {
+                                    "name": "workspace.write",
+                                    "arguments": {
+                                        "path": "note.txt",
+                                        "content": "written by the binary",
+                                    },
+                                }
+                            ]
+                        },
+                        {
+                            "toolCalls": [
+                                {
+                                    "name": "finish",
+                                    "arguments": {"status": "done", "summary": "wrote note.txt"},
+                                }
+                            ]
+                        },
+                    ]
+                },
+            },
+            "x-agen/config.json": {"permissions": {"allow": ["workspace.*"], "default": "deny"}},
+        },
+    )
     task = json.loads(box.agen("run", "writer", "write the note", "--json", timeout=180).stdout)
     assert task["state"] == "succeeded", task
     assert task["outcome"]["summary"] == "wrote note.txt"
@@ -140,7 +194,9 @@ def test_binary_up_runs_a_deployment_and_down_stops_it(box: Box, backend: str) -
     box.agen("init", "greeter")
     port = _free_port()
     log = box.cwd / "up.log"
-    proc = box.popen("up", "--headless", "--listen", f"127.0.0.1:{port}", "--backend", backend, log=log)
+    proc = box.popen(
+        "up", "--headless", "--listen", f"127.0.0.1:{port}", "--backend", backend, log=log
+    )
     try:
         deadline = time.monotonic() + 60
         while not (box.home / ".agen" / "local.json").is_file():
@@ -160,7 +216,9 @@ def test_binary_up_runs_a_deployment_and_down_stops_it(box: Box, backend: str) -
 
 
 def _pack_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("agen_pack", ROOT / "scripts" / "binary" / "pack.py")
+    spec = importlib.util.spec_from_file_location(
+        "agen_pack", ROOT / "scripts" / "binary" / "pack.py"
+    )
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -223,7 +281,9 @@ def _internal_file(cache: Path, prefix: str) -> Path:
     return next(p for p in sorted((cache / "_internal").iterdir()) if p.name.startswith(prefix))
 
 
-@pytest.mark.parametrize("tamper", ["rewrite-library", "delete-library", "truncate-stdlib", "add-module"])
+@pytest.mark.parametrize(
+    "tamper", ["rewrite-library", "delete-library", "truncate-stdlib", "add-module"]
+)
 def test_binary_tampered_cache_is_detected_and_unpacked_again(box: Box, tamper: str) -> None:
     box.agen("version")
     _, cache = _cache(box)
@@ -235,10 +295,14 @@ def test_binary_tampered_cache_is_detected_and_unpacked_again(box: Box, tamper: 
     elif tamper == "truncate-stdlib":
         (cache / "_internal" / "base_library.zip").write_bytes(b"")
     else:
-        (cache / "_internal" / "sitecustomize.py").write_text("raise SystemExit('planted module ran')\n")
+        (cache / "_internal" / "sitecustomize.py").write_text(
+            "raise SystemExit('planted module ran')\n"
+        )
     out = box.agen("version").stdout
     assert out.startswith("agen "), out
-    assert (cache.stat().st_ino, cache.stat().st_ctime_ns) != first, "the tampered cache was used instead of unpacked again"
+    assert (cache.stat().st_ino, cache.stat().st_ctime_ns) != first, (
+        "the tampered cache was used instead of unpacked again"
+    )
     _assert_cache_matches_payload(box)
     assert _leftovers(box) == []
 
@@ -255,4 +319,6 @@ def test_binary_two_first_starts_at_once_unpack_one_verified_cache(box: Box) -> 
     assert [p.name for p in root.iterdir() if p.is_dir()] == [cache.name]
     settled = cache.stat().st_ino
     box.agen("version")
-    assert cache.stat().st_ino == settled, "the cache two concurrent starts left behind did not verify"
+    assert cache.stat().st_ino == settled, (
+        "the cache two concurrent starts left behind did not verify"
+    )

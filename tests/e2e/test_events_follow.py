@@ -19,8 +19,13 @@ class Follow:
     """A running `agen events -f --json`; its events are decoded as they arrive."""
 
     def __init__(self, up: Up, *args: str) -> None:
-        self.proc = subprocess.Popen([AGEN, "events", "-f", "--json", *args], env=up.env, text=True,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [AGEN, "events", "-f", "--json", *args],
+            env=up.env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
         self.events: queue.Queue[dict[str, Any]] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -59,7 +64,10 @@ def test_events_follow_prints_new_events_and_resuming_after_a_restart_loses_and_
 ) -> None:
     up = Up(tmp_path / "home").start()
     try:
-        up.agen("deploy", str(write_bundle(tmp_path / "echo", "echo", config={"scale": {"min": 1, "max": 1}})))
+        up.agen(
+            "deploy",
+            str(write_bundle(tmp_path / "echo", "echo", config={"scale": {"min": 1, "max": 1}})),
+        )
         follow = Follow(up, "--after", "0")
         seen: list[dict[str, Any]] = []
         first = up.agen("run", "echo", "one", "--no-wait").stdout.strip()
@@ -73,8 +81,12 @@ def test_events_follow_prints_new_events_and_resuming_after_a_restart_loses_and_
         resumed.until(lambda e: e["type"] == "task.succeeded" and e["task_id"] == second, seen)
         resumed.stop()
 
-        everything = [json.loads(x) for x in _json_objects(up.agen("events", "--after", "0", "--limit", "1000",
-                                                                    "--json").stdout)]
+        everything = [
+            json.loads(x)
+            for x in _json_objects(
+                up.agen("events", "--after", "0", "--limit", "1000", "--json").stdout
+            )
+        ]
         upto = [e for e in everything if e["seq"] <= seen[-1]["seq"]]
         seqs = [e["seq"] for e in seen]
         assert seqs == sorted(set(seqs)), "an event was repeated or came out of order"

@@ -23,14 +23,20 @@ def test_deploy_run_scale_stop_start_logs_and_rm_through_the_cli(up: Up, tmp_pat
     assert r.stdout.strip() == "You said: hello fleet" and "succeeded" in r.stderr
 
     assert up.json("scale", "echo", "3")["deployment"]["desired"] == 3
-    wait_until(lambda: len([i for i in up.json("ps", "--all")["instances"] if i["deployment"] == "echo"]) == 3,
-               what="3 instances")
+    wait_until(
+        lambda: (
+            len([i for i in up.json("ps", "--all")["instances"] if i["deployment"] == "echo"]) == 3
+        ),
+        what="3 instances",
+    )
     [dep] = up.json("ps")["deployments"]
     assert dep["desired"] == 3 and dep["name"] == "echo"
 
     up.agen("stop", "echo")
-    wait_until(lambda: not [i for i in up.json("ps", "--all")["instances"] if i["deployment"] == "echo"],
-               what="instances drained")
+    wait_until(
+        lambda: not [i for i in up.json("ps", "--all")["instances"] if i["deployment"] == "echo"],
+        what="instances drained",
+    )
     [row] = [ln for ln in up.agen("ps").stdout.splitlines() if ln.split()[:1] == ["echo"]]
     assert "stopped (paused)" in row  # the one activity word, as the TUI shows it
     refused = up.agen("scale", "echo", "2", check=False)
@@ -64,7 +70,9 @@ def test_tokens_scopes_and_whoami(up: Up, tmp_path: Path) -> None:
     assert viewer.startswith("agen_")
     me = up.json("whoami", "--token", viewer, "--hub", up.url)
     assert me["info"]["scopes"] == ["viewer"]
-    denied = up.agen("deploy", str(write_bundle(tmp_path / "b", "b")), "--token", viewer, check=False)
+    denied = up.agen(
+        "deploy", str(write_bundle(tmp_path / "b", "b")), "--token", viewer, check=False
+    )
     assert denied.returncode == 6 and "operator scope" in denied.stderr
     other = up.agen("whoami", "--hub", "http://127.0.0.1:1", check=False)
     assert other.returncode == 3 and "cannot reach the Hub at http://127.0.0.1:1" in other.stderr
@@ -79,7 +87,10 @@ def test_no_wait_then_wait_and_tasks_listing(up: Up, tmp_path: Path) -> None:
     scheduled = up.agen("run", "echo", "tomorrow", "--in", "24h", "--no-wait").stdout.strip()
     assert [t["id"] for t in up.json("tasks", "--scheduled")["tasks"]] == [scheduled]
     same = up.agen("run", "echo", "once", "--idempotency-key", "k1", "--no-wait").stdout.strip()
-    assert up.agen("run", "echo", "once", "--idempotency-key", "k1", "--no-wait").stdout.strip() == same
+    assert (
+        up.agen("run", "echo", "once", "--idempotency-key", "k1", "--no-wait").stdout.strip()
+        == same
+    )
 
 
 def test_second_up_on_the_same_home_is_refused_and_down_drains_it(up: Up) -> None:

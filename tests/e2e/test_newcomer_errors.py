@@ -12,10 +12,15 @@ from tests.e2e.harness import AGEN, Up, free_port
 
 
 def agen(tmp_path: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("AGEN_HUB", "AGEN_TOKEN", "OPENAI_API_KEY", "OPENROUTER_API_KEY")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("AGEN_HUB", "AGEN_TOKEN", "OPENAI_API_KEY", "OPENROUTER_API_KEY")
+    }
     env["AGEN_HOME"] = str(tmp_path / "home")
-    return subprocess.run([AGEN, *args], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [AGEN, *args], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def test_init_then_run_works_offline_without_editing_anything(tmp_path: Path) -> None:
@@ -30,7 +35,9 @@ def test_run_without_the_model_key_names_the_variable_to_set(tmp_path: Path) -> 
     harness = tmp_path / "bot" / "x-agen" / "harness.json"
     harness.write_text(json.dumps({**json.loads(harness.read_text()), "provider": "openai"}))
     r = agen(tmp_path, "run", "bot", "hi", "--timeout", "60s")
-    assert r.returncode == 3  # its instances cannot start: the task stays queued (docs/troubleshooting.md)
+    assert (
+        r.returncode == 3
+    )  # its instances cannot start: the task stays queued (docs/troubleshooting.md)
     assert "OPENAI_API_KEY is not set" in r.stderr and "export OPENAI_API_KEY" in r.stderr
     assert "Traceback" not in r.stderr
 
@@ -44,7 +51,9 @@ def test_bad_bundle_lists_every_problem_with_file_and_field(tmp_path: Path) -> N
     assert "Traceback" not in r.stderr
 
 
-def test_a_bad_flag_on_run_of_a_bundle_folder_is_refused_before_anything_is_deployed(tmp_path: Path) -> None:
+def test_a_bad_flag_on_run_of_a_bundle_folder_is_refused_before_anything_is_deployed(
+    tmp_path: Path,
+) -> None:
     assert agen(tmp_path, "init", "bot").returncode == 0
     r = agen(tmp_path, "run", "bot", "hi", "--label", "no-equals-sign")
     assert r.returncode == 2

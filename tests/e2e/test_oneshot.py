@@ -30,12 +30,18 @@ OTHERS = [f"other{i}" for i in range(5)]
 
 def marked_bundle(root: Path, name: str, marker: Path, **kw: object) -> Path:
     """A pool bundle whose MCP server writes ``marker`` when it starts: seen from outside the Hub."""
-    bundle = write_bundle(root / name, name, config={"kind": "pool", "scale": {"min": 0, "max": 1}}, **kw)  # type: ignore[arg-type]
+    bundle = write_bundle(
+        root / name, name, config={"kind": "pool", "scale": {"min": 0, "max": 1}}, **kw
+    )  # type: ignore[arg-type]
     work = root / f"{name}-work"
     work.mkdir(parents=True, exist_ok=True)
-    start = f"touch {shlex.quote(str(marker))}; exec {shlex.quote(sys.executable)} -m agen mcp workspace --root " \
-            f"{shlex.quote(str(work))}"
-    (bundle / "mcp.json").write_text(json.dumps({"mcpServers": {"ws": {"command": "sh", "args": ["-c", start]}}}))
+    start = (
+        f"touch {shlex.quote(str(marker))}; exec {shlex.quote(sys.executable)} -m agen mcp workspace --root "
+        f"{shlex.quote(str(work))}"
+    )
+    (bundle / "mcp.json").write_text(
+        json.dumps({"mcpServers": {"ws": {"command": "sh", "args": ["-c", start]}}})
+    )
     return bundle
 
 
@@ -56,7 +62,9 @@ async def seed(home: Path, tmp: Path) -> dict[str, Path]:
             await client.call(r.CreateDeployment, CreateDeploymentRequest(files=files_b64(bundle)))
         for name in OTHERS:
             for i in range(2):
-                await client.call(r.SubmitTask, SubmitTaskRequest(deployment=name, input=f"{name} task {i}"))
+                await client.call(
+                    r.SubmitTask, SubmitTaskRequest(deployment=name, input=f"{name} task {i}")
+                )
     finally:
         await store.close()
     return markers
@@ -76,10 +84,21 @@ def test_one_shot_starts_no_other_deployment_and_runs_none_of_their_tasks(tmp_pa
     db = home / "agen.db"
     others = rows(db, "SELECT deployment, state, attempts FROM tasks WHERE deployment != 'mine'")
     assert len(others) == 10 and all(t["state"] == "queued" and t["attempts"] == 0 for t in others)
-    assert rows(db, "SELECT d.name FROM instances i JOIN deployments d ON d.id = i.deployment_id"
-                    " WHERE d.name != 'mine'") == []
-    assert rows(db, "SELECT name, desired FROM deployments WHERE name != 'mine' AND desired != 0") == []
-    assert rows(db, "SELECT name FROM nests WHERE state = 'active'") == []  # the one-shot's Nest went with it
+    assert (
+        rows(
+            db,
+            "SELECT d.name FROM instances i JOIN deployments d ON d.id = i.deployment_id"
+            " WHERE d.name != 'mine'",
+        )
+        == []
+    )
+    assert (
+        rows(db, "SELECT name, desired FROM deployments WHERE name != 'mine' AND desired != 0")
+        == []
+    )
+    assert (
+        rows(db, "SELECT name FROM nests WHERE state = 'active'") == []
+    )  # the one-shot's Nest went with it
     assert rows(db, "SELECT name FROM leases") == []
 
 
@@ -87,9 +106,15 @@ def stepping_bundle(root: Path, work: Path, hold: Path) -> Path:
     """One long side effect: it appends to effects.log, then blocks while ``hold`` exists."""
     work.mkdir(parents=True, exist_ok=True)
     command = f"echo 1 >> effects.log; while [ -e {shlex.quote(str(hold))} ]; do sleep 0.1; done"
-    bundle = write_bundle(root, "stepper", script=[
-        {"toolCalls": [{"name": "ws_run", "arguments": {"command": command}}]}, {"text": "done"}],
-        config={"scale": {"min": 1, "max": 1}, "permissions": {"default": "allow"}})
+    bundle = write_bundle(
+        root,
+        "stepper",
+        script=[
+            {"toolCalls": [{"name": "ws_run", "arguments": {"command": command}}]},
+            {"text": "done"},
+        ],
+        config={"scale": {"min": 1, "max": 1}, "permissions": {"default": "allow"}},
+    )
     server = {"command": "agen", "args": ["mcp", "workspace", "--root", str(work)]}
     (bundle / "mcp.json").write_text(json.dumps({"mcpServers": {"ws": server}}))
     return bundle
@@ -128,10 +153,15 @@ def test_one_shot_waits_for_a_stopped_agen_up_and_never_takes_its_leases(tmp_pat
     db = home / "agen.db"
     try:
         up.agen("deploy", str(stepping_bundle(tmp_path / "stepper", work, hold)))
-        up.agen("deploy", str(write_bundle(tmp_path / "quick", "quick", config={"scale": {"min": 1, "max": 1}})))
+        up.agen(
+            "deploy",
+            str(write_bundle(tmp_path / "quick", "quick", config={"scale": {"min": 1, "max": 1}})),
+        )
         long_id = up.agen("run", "stepper", "go", "--no-wait").stdout.strip()
         wait_until(lambda: (work / "effects.log").exists(), what="the long task's effect to start")
-        before = rows(db, "SELECT state, lease_id, lease_nest_id, attempts FROM tasks WHERE id = ?", long_id)[0]
+        before = rows(
+            db, "SELECT state, lease_id, lease_nest_id, attempts FROM tasks WHERE id = ?", long_id
+        )[0]
         assert before["state"] == "running"
 
         os.kill(pid, signal.SIGSTOP)
@@ -140,13 +170,24 @@ def test_one_shot_waits_for_a_stopped_agen_up_and_never_takes_its_leases(tmp_pat
             assert gave_up.returncode == 3, gave_up.stderr
             assert f"agen up (pid {pid}" in gave_up.stderr and "did not answer" in gave_up.stderr
             assert "Traceback" not in gave_up.stderr
-            assert rows(db, "SELECT id FROM tasks WHERE deployment = 'quick'") == []  # nothing submitted
+            assert (
+                rows(db, "SELECT id FROM tasks WHERE deployment = 'quick'") == []
+            )  # nothing submitted
 
-            waiting = subprocess.Popen([AGEN, "run", "quick", "hi again"], env=up.env, text=True,
-                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            waiting = subprocess.Popen(
+                [AGEN, "run", "quick", "hi again"],
+                env=up.env,
+                text=True,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
             line = wait_for_line(stderr_lines(waiting), "is not answering")
             assert f"agen up (pid {pid}" in line and up.url in line and "Ctrl-C" in line
-            after = rows(db, "SELECT state, lease_id, lease_nest_id, attempts FROM tasks WHERE id = ?", long_id)[0]
+            after = rows(
+                db,
+                "SELECT state, lease_id, lease_nest_id, attempts FROM tasks WHERE id = ?",
+                long_id,
+            )[0]
             assert after == before  # agen up's lease stands: no Hub was started beside it
             assert [n["name"] for n in rows(db, "SELECT name FROM nests")] == ["local"]
             assert [x["name"] for x in rows(db, "SELECT name FROM leases")] == ["hub-leader"]
@@ -154,10 +195,16 @@ def test_one_shot_waits_for_a_stopped_agen_up_and_never_takes_its_leases(tmp_pat
             os.kill(pid, signal.SIGCONT)
         out, _ = waiting.communicate(timeout=60)
         assert waiting.returncode == 0 and out.strip() == "You said: hi again"
-        ran = rows(db, "SELECT t.state, r.owner FROM tasks t JOIN runs r ON r.task_id = t.id"
-                       " WHERE t.deployment = 'quick'")
+        ran = rows(
+            db,
+            "SELECT t.state, r.owner FROM tasks t JOIN runs r ON r.task_id = t.id"
+            " WHERE t.deployment = 'quick'",
+        )
         assert [x["state"] for x in ran] == ["succeeded"]
-        assert rows(db, "SELECT lease_id FROM tasks WHERE id = ?", long_id)[0]["lease_id"] == before["lease_id"]
+        assert (
+            rows(db, "SELECT lease_id FROM tasks WHERE id = ?", long_id)[0]["lease_id"]
+            == before["lease_id"]
+        )
     finally:
         hold.unlink(missing_ok=True)
         up.stop()
@@ -169,13 +216,27 @@ def test_second_agen_up_on_the_same_store_file_is_refused_naming_the_first(tmp_p
     try:
         second = Up(tmp_path / "b")
         second.home.mkdir()
-        r2 = subprocess.run([AGEN, "up", "--headless", "--listen", f"127.0.0.1:{free_port()}",
-                             "--store", str(first.home / "agen.db")], env=second.env, capture_output=True,
-                            text=True, timeout=60)
+        r2 = subprocess.run(
+            [
+                AGEN,
+                "up",
+                "--headless",
+                "--listen",
+                f"127.0.0.1:{free_port()}",
+                "--store",
+                str(first.home / "agen.db"),
+            ],
+            env=second.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert r2.returncode == 5, r2.stderr
         assert f"agen up (pid {first.proc.pid}" in r2.stderr and str(first.home) in r2.stderr
         assert "Traceback" not in r2.stderr
-        assert [n["name"] for n in rows(first.home / "agen.db", "SELECT name FROM nests")] == ["local"]
+        assert [n["name"] for n in rows(first.home / "agen.db", "SELECT name FROM nests")] == [
+            "local"
+        ]
     finally:
         first.stop()
 
@@ -183,18 +244,29 @@ def test_second_agen_up_on_the_same_store_file_is_refused_naming_the_first(tmp_p
 def test_agen_up_waits_for_a_one_shot_using_its_store_then_starts(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
-    lock = hold_store_for_oneshot(home / "agen.db")  # what an embedded `agen run` holds while it runs
+    lock = hold_store_for_oneshot(
+        home / "agen.db"
+    )  # what an embedded `agen run` holds while it runs
     assert lock is not None
     up = Up(home)
     try:
         out = open(up.log, "ab")  # noqa: SIM115 - owned by the child
-        up.proc = subprocess.Popen([AGEN, "up", "--headless", "--listen", f"127.0.0.1:{up.port}"], env=up.env,
-                                   stdout=out, stderr=out)
-        wait_until(lambda: "one-shot `agen run` is using the store" in up.log.read_text(), what="agen up to wait")
+        up.proc = subprocess.Popen(
+            [AGEN, "up", "--headless", "--listen", f"127.0.0.1:{up.port}"],
+            env=up.env,
+            stdout=out,
+            stderr=out,
+        )
+        wait_until(
+            lambda: "one-shot `agen run` is using the store" in up.log.read_text(),
+            what="agen up to wait",
+        )
         assert not (home / "local.json").exists()
         release(lock)
-        wait_until(lambda: (home / "local.json").exists() and up.local().get("pid") == up.proc.pid,
-                   what="agen up to start once the one-shot ended")
+        wait_until(
+            lambda: (home / "local.json").exists() and up.local().get("pid") == up.proc.pid,
+            what="agen up to start once the one-shot ended",
+        )
     finally:
         release(lock)
         up.stop()

@@ -72,12 +72,22 @@ def attr(span: dict[str, Any], key: str) -> Any:
 
 def tool_bundle(root: Path) -> Path:
     """Two turns: a report_progress tool call carrying the canary secret, then an answer with it."""
-    bundle = write_bundle(root, "traced", script=[
-        {"toolCalls": [{"name": "report_progress", "arguments": {"message": f"halfway, key {CANARY}"}}]},
-        {"text": f"done; the key was {CANARY}"},
-    ], config={"kind": "pool", "scale": {"min": 1, "max": 1}, "permissions": {"default": "allow"}})
-    (bundle / "x-agen" / "secrets.json").write_text(json.dumps(
-        {"secrets": {"KEY": {"source": "env", "env": "AGEN_TEST_OTLP_CANARY"}}}))
+    bundle = write_bundle(
+        root,
+        "traced",
+        script=[
+            {
+                "toolCalls": [
+                    {"name": "report_progress", "arguments": {"message": f"halfway, key {CANARY}"}}
+                ]
+            },
+            {"text": f"done; the key was {CANARY}"},
+        ],
+        config={"kind": "pool", "scale": {"min": 1, "max": 1}, "permissions": {"default": "allow"}},
+    )
+    (bundle / "x-agen" / "secrets.json").write_text(
+        json.dumps({"secrets": {"KEY": {"source": "env", "env": "AGEN_TEST_OTLP_CANARY"}}})
+    )
     return bundle
 
 
@@ -97,8 +107,12 @@ def start_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, endpoint: str, **e
 
 
 def submit(up: Up, body: dict[str, Any], headers: dict[str, str] | None = None) -> str:
-    r = httpx.post(f"{up.url}/v1/SubmitTask", json=body, timeout=30,
-                   headers={"Authorization": f"Bearer {up.local()['token']}", **(headers or {})})
+    r = httpx.post(
+        f"{up.url}/v1/SubmitTask",
+        json=body,
+        timeout=30,
+        headers={"Authorization": f"Bearer {up.local()['token']}", **(headers or {})},
+    )
     assert r.status_code == 200, r.text
     task_id = str(r.json()["task"]["id"])
     up.agen("wait", task_id)
@@ -106,15 +120,24 @@ def submit(up: Up, body: dict[str, Any], headers: dict[str, str] | None = None) 
 
 
 def test_two_turn_run_with_a_tool_call_reaches_the_collector_as_one_linked_genai_trace(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, receiver: tuple[Receiver, ThreadServer],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    receiver: tuple[Receiver, ThreadServer],
 ) -> None:
     rec, server = receiver
-    up = start_up(tmp_path, monkeypatch, server.url, AGEN_OTLP_CONTENT="1",
-                  AGEN_OTLP_HEADERS="x-api-key=sekrit-header-value")
+    up = start_up(
+        tmp_path,
+        monkeypatch,
+        server.url,
+        AGEN_OTLP_CONTENT="1",
+        AGEN_OTLP_HEADERS="x-api-key=sekrit-header-value",
+    )
     try:
         up.agen("deploy", str(tool_bundle(tmp_path / "traced")))
         task_id = submit(up, {"deployment": "traced", "input": "go", "labels": {"team": "blue"}})
-        spans = wait_until(lambda: (s := rec.of_task(task_id)) and len(s) >= 4 and s, what="the run's spans")
+        spans = wait_until(
+            lambda: (s := rec.of_task(task_id)) and len(s) >= 4 and s, what="the run's spans"
+        )
         health = httpx.get(up.url + "/health").json()
         log = up.log.read_text()
     finally:
@@ -151,7 +174,8 @@ def test_two_turn_run_with_a_tool_call_reaches_the_collector_as_one_linked_genai
 
 
 def test_a_dead_collector_neither_fails_the_run_nor_hides_the_lost_spans(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     up = start_up(tmp_path, monkeypatch, f"http://127.0.0.1:{free_port()}", AGEN_OTLP_TIMEOUT="0.5")
     try:
@@ -165,7 +189,9 @@ def test_a_dead_collector_neither_fails_the_run_nor_hides_the_lost_spans(
 
         otlp = wait_until(lost, what="the exporter to give up on the spans")
         assert otlp["exported"] == 0
-        metrics = httpx.get(up.url + "/metrics", headers={"Authorization": f"Bearer {up.local()['token']}"})
+        metrics = httpx.get(
+            up.url + "/metrics", headers={"Authorization": f"Bearer {up.local()['token']}"}
+        )
         assert metrics.status_code == 200
         assert f"agen_otlp_spans_failed_total {otlp['failed']}" in metrics.text
         assert f"agen_otlp_spans_dropped_total {otlp['dropped']}" in metrics.text
@@ -175,16 +201,23 @@ def test_a_dead_collector_neither_fails_the_run_nor_hides_the_lost_spans(
 
 
 def test_a_task_submitted_with_a_traceparent_header_joins_the_callers_trace(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, receiver: tuple[Receiver, ThreadServer],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    receiver: tuple[Receiver, ThreadServer],
 ) -> None:
     rec, server = receiver
     trace, parent = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
     up = start_up(tmp_path, monkeypatch, server.url)
     try:
         up.agen("deploy", str(tool_bundle(tmp_path / "traced")))
-        task_id = submit(up, {"deployment": "traced", "input": "go"},
-                         headers={"traceparent": f"00-{trace}-{parent}-01"})
-        spans = wait_until(lambda: (s := rec.of_task(task_id)) and len(s) >= 4 and s, what="the run's spans")
+        task_id = submit(
+            up,
+            {"deployment": "traced", "input": "go"},
+            headers={"traceparent": f"00-{trace}-{parent}-01"},
+        )
+        spans = wait_until(
+            lambda: (s := rec.of_task(task_id)) and len(s) >= 4 and s, what="the run's spans"
+        )
         printed = json.loads(up.agen("trace", task_id, "--otlp-json").stdout)
         by_hex = up.json("trace", trace)
     finally:
@@ -193,7 +226,9 @@ def test_a_task_submitted_with_a_traceparent_header_joins_the_callers_trace(
     assert {s["trace_hex"] for s in spans} == {trace}
     assert run["parent_hex"] == parent
     # `agen trace --otlp-json` prints the same spans, ids as OTLP/JSON writes them (hex)
-    [[printed_spans]] = [[ss["spans"] for ss in rs["scopeSpans"]] for rs in printed["resourceSpans"]]
+    [[printed_spans]] = [
+        [ss["spans"] for ss in rs["scopeSpans"]] for rs in printed["resourceSpans"]
+    ]
     [printed_run] = [s for s in printed_spans if s["name"] == "invoke_agent traced"]
     assert printed_run["traceId"] == trace and printed_run["parentSpanId"] == parent
     assert printed_run["spanId"] == run["span_hex"]

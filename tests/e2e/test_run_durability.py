@@ -52,10 +52,15 @@ def write_bundle(root: Path) -> None:
     files = {
         "plugin.json": {"name": "ledger"},
         "x-agen/agent.md": "You record payments in the ledger.",
-        "x-agen/harness.json": {"provider": "fake", "fake": {"script": [
-            {"toolCalls": [{"name": "append_line", "arguments": {"text": "paid 5 EUR"}}]},
-            {"text": "the payment may already be recorded; not repeating it"},
-        ]}},
+        "x-agen/harness.json": {
+            "provider": "fake",
+            "fake": {
+                "script": [
+                    {"toolCalls": [{"name": "append_line", "arguments": {"text": "paid 5 EUR"}}]},
+                    {"text": "the payment may already be recorded; not repeating it"},
+                ]
+            },
+        },
         "x-agen/config.json": {"permissions": {"default": "allow"}},
     }
     for path, data in files.items():
@@ -68,13 +73,25 @@ def start(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
     script = tmp_path / "child.py"
     script.write_text(CHILD)
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    return subprocess.Popen([sys.executable, str(script), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
+    return subprocess.Popen(
+        [sys.executable, str(script), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
 
 
 @pytest.mark.slow
-async def test_sigkill_between_effect_start_and_completion_resumes_without_repeating_it(tmp_path: Path) -> None:
-    bundle, db, out, marker = tmp_path / "bundle", tmp_path / "agen.db", tmp_path / "ledger.txt", tmp_path / "started"
+async def test_sigkill_between_effect_start_and_completion_resumes_without_repeating_it(
+    tmp_path: Path,
+) -> None:
+    bundle, db, out, marker = (
+        tmp_path / "bundle",
+        tmp_path / "agen.db",
+        tmp_path / "ledger.txt",
+        tmp_path / "started",
+    )
     write_bundle(bundle)
     args = (str(bundle), str(db), str(out), str(marker))
 
@@ -98,15 +115,25 @@ async def test_sigkill_between_effect_start_and_completion_resumes_without_repea
     try:
         run = await store.one("SELECT id, conversation_id, epoch FROM runs WHERE task_id = 'dur-1'")
         assert run is not None and run["epoch"] == 2
-        tool = await store.one("SELECT content, is_error FROM messages WHERE run_id = ? AND role = 'tool'",
-                               (run["id"],))
-        assert tool is not None and tool["content"].startswith("effect_unknown") and tool["is_error"] == 1
+        tool = await store.one(
+            "SELECT content, is_error FROM messages WHERE run_id = ? AND role = 'tool'",
+            (run["id"],),
+        )
+        assert (
+            tool is not None
+            and tool["content"].startswith("effect_unknown")
+            and tool["is_error"] == 1
+        )
         effect = await store.one("SELECT state, epoch FROM effects WHERE run_id = ?", (run["id"],))
         assert effect == {"state": "started", "epoch": 1}
-        spans = await store.all("SELECT status FROM spans WHERE run_id = ? AND name = 'agen.run' ORDER BY started_ms",
-                                (run["id"],))
+        spans = await store.all(
+            "SELECT status FROM spans WHERE run_id = ? AND name = 'agen.run' ORDER BY started_ms",
+            (run["id"],),
+        )
         assert [s["status"] for s in spans] == ["interrupted", "ok"]
-        late = Checkpoint(run_id=run["id"], epoch=1, conversation_id=run["conversation_id"], turns=5, next_seq=50)
+        late = Checkpoint(
+            run_id=run["id"], epoch=1, conversation_id=run["conversation_id"], turns=5, next_seq=50
+        )
         with pytest.raises(FencedError):  # the killed owner's late write would be rejected
             await store.write(lambda tx: write_checkpoint(tx, late))
     finally:
@@ -121,10 +148,20 @@ def long_task_bundle(root: Path, work: Path, hold: Path) -> Path:
     ``hold`` exists: the test kills the host while each turn's effect is in flight."""
     work.mkdir(parents=True, exist_ok=True)
     wait = f"while [ -e {shlex.quote(str(hold))} ]; do sleep 0.1; done"
-    turns = [{"toolCalls": [{"name": "ws_run", "arguments": {"command": f"echo {i} >> effects.log; {wait}"}}]}
-             for i in range(1, KILLS + 2)]
-    bundle = write_fleet_bundle(root, "longtask", script=[*turns, {"text": "all turns done"}],
-                                config={"scale": {"min": 1, "max": 1}, "permissions": {"default": "allow"}})
+    turns = [
+        {
+            "toolCalls": [
+                {"name": "ws_run", "arguments": {"command": f"echo {i} >> effects.log; {wait}"}}
+            ]
+        }
+        for i in range(1, KILLS + 2)
+    ]
+    bundle = write_fleet_bundle(
+        root,
+        "longtask",
+        script=[*turns, {"text": "all turns done"}],
+        config={"scale": {"min": 1, "max": 1}, "permissions": {"default": "allow"}},
+    )
     server = {"command": "agen", "args": ["mcp", "workspace", "--root", str(work)]}
     (bundle / "mcp.json").write_text(json.dumps({"mcpServers": {"ws": server}}))
     return bundle
@@ -132,7 +169,8 @@ def long_task_bundle(root: Path, work: Path, hold: Path) -> Path:
 
 @pytest.mark.slow
 def test_long_task_making_progress_survives_five_sigkills_of_agen_up_with_each_effect_done_once(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     home, work, hold = tmp_path / "home", tmp_path / "work", tmp_path / "hold"
     hold.touch()
     log = work / "effects.log"
@@ -141,8 +179,11 @@ def test_long_task_making_progress_survives_five_sigkills_of_agen_up_with_each_e
         up.agen("deploy", str(long_task_bundle(tmp_path / "longtask", work, hold)))
         task_id = up.agen("run", "longtask", "go", "--no-wait").stdout.strip()
         for turn in range(1, KILLS + 1):
-            wait_until(lambda n=turn: log.exists() and len(log.read_text().split()) >= n,  # type: ignore[misc]
-                       timeout_s=60, what=f"turn {turn}'s effect")
+            wait_until(
+                lambda n=turn: log.exists() and len(log.read_text().split()) >= n,  # type: ignore[misc]
+                timeout_s=60,
+                what=f"turn {turn}'s effect",
+            )
             up.kill()  # the whole host dies while the turn's effect is in flight
             up = Up(home).start()
         hold.unlink()  # the last turn's effect completes
@@ -152,10 +193,15 @@ def test_long_task_making_progress_survives_five_sigkills_of_agen_up_with_each_e
     finally:
         hold.unlink(missing_ok=True)
         up.stop()
-    assert log.read_text().split() == [str(i) for i in range(1, KILLS + 2)]  # each effect exactly once
+    assert log.read_text().split() == [
+        str(i) for i in range(1, KILLS + 2)
+    ]  # each effect exactly once
     with sqlite3.connect(home / "agen.db") as db:
-        state, attempts = db.execute("SELECT state, attempts FROM tasks WHERE id = ?", (task_id,)).fetchone()
-        released = db.execute("SELECT COUNT(*) FROM events WHERE task_id = ? AND type = 'task.released'",
-                               (task_id,)).fetchone()[0]
+        state, attempts = db.execute(
+            "SELECT state, attempts FROM tasks WHERE id = ?", (task_id,)
+        ).fetchone()
+        released = db.execute(
+            "SELECT COUNT(*) FROM events WHERE task_id = ? AND type = 'task.released'", (task_id,)
+        ).fetchone()[0]
     assert state == "succeeded" and attempts < KILLS
     assert released == KILLS  # every restart voided the dead process's lease

@@ -10,14 +10,28 @@ from tests.e2e.harness import Up, wait_until
 from tests.fleet_helpers import write_bundle
 
 
-def tool_bundle(root: Path, name: str, workdir: Path, command: str, *, permissions: dict[str, Any],
-                scale: dict[str, Any] | None = None) -> Path:
+def tool_bundle(
+    root: Path,
+    name: str,
+    workdir: Path,
+    command: str,
+    *,
+    permissions: dict[str, Any],
+    scale: dict[str, Any] | None = None,
+) -> Path:
     """A fake-model bundle whose one turn runs a shell command through the built-in workspace server."""
     workdir.mkdir(parents=True, exist_ok=True)
     bundle = write_bundle(
-        root, name,
-        script=[{"toolCalls": [{"name": "ws_run", "arguments": {"command": command}}]}, {"text": "done"}],
-        config={"scale": scale or {"min": 1, "max": 1, "maxConcurrency": 4}, "permissions": permissions},
+        root,
+        name,
+        script=[
+            {"toolCalls": [{"name": "ws_run", "arguments": {"command": command}}]},
+            {"text": "done"},
+        ],
+        config={
+            "scale": scale or {"min": 1, "max": 1, "maxConcurrency": 4},
+            "permissions": permissions,
+        },
     )
     server = {"command": "agen", "args": ["mcp", "workspace", "--root", str(workdir)]}
     (bundle / "mcp.json").write_text(json.dumps({"mcpServers": {"ws": server}}))
@@ -26,13 +40,20 @@ def tool_bundle(root: Path, name: str, workdir: Path, command: str, *, permissio
 
 def test_run_waiting_for_approval_says_how_and_approve_finishes_it(up: Up, tmp_path: Path) -> None:
     work = tmp_path / "work"
-    bundle = tool_bundle(tmp_path / "gated", "gated", work, "echo approved >> effects.log",
-                         permissions={"ask": ["ws.run"], "default": "allow"})
+    bundle = tool_bundle(
+        tmp_path / "gated",
+        "gated",
+        work,
+        "echo approved >> effects.log",
+        permissions={"ask": ["ws.run"], "default": "allow"},
+    )
     up.agen("deploy", str(bundle))
     r = up.agen("run", "gated", "do it", check=False)
     assert r.returncode == 8 and "waiting for approval" in r.stderr and "agen approve" in r.stderr
     [pending] = up.json("approvals")["approvals"]
-    assert pending["tool"] == "ws.run" and pending["arguments"] == {"command": "echo approved >> effects.log"}
+    assert pending["tool"] == "ws.run" and pending["arguments"] == {
+        "command": "echo approved >> effects.log"
+    }
     assert not (work / "effects.log").exists()
     approved = up.json("approve", pending["id"])
     assert approved["approval"]["state"] == "approved"
@@ -44,8 +65,13 @@ def test_run_waiting_for_approval_says_how_and_approve_finishes_it(up: Up, tmp_p
 
 def test_denied_approval_is_told_to_the_run_and_nothing_happens(up: Up, tmp_path: Path) -> None:
     work = tmp_path / "work"
-    bundle = tool_bundle(tmp_path / "gated", "gated", work, "echo nope >> effects.log",
-                         permissions={"ask": ["ws.run"], "default": "allow"})
+    bundle = tool_bundle(
+        tmp_path / "gated",
+        "gated",
+        work,
+        "echo nope >> effects.log",
+        permissions={"ask": ["ws.run"], "default": "allow"},
+    )
     up.agen("deploy", str(bundle))
     task_id = up.agen("run", "gated", "do it", "--no-wait").stdout.strip()
     approval = wait_until(lambda: up.json("approvals")["approvals"], what="an approval")[0]
@@ -56,12 +82,21 @@ def test_denied_approval_is_told_to_the_run_and_nothing_happens(up: Up, tmp_path
 
 
 def test_cancel_stops_a_running_task_and_pause_holds_a_queued_one(up: Up, tmp_path: Path) -> None:
-    bundle = tool_bundle(tmp_path / "slow", "slow", tmp_path / "work", "sleep 30",
-                         permissions={"default": "allow"}, scale={"min": 1, "max": 1, "maxConcurrency": 1})
+    bundle = tool_bundle(
+        tmp_path / "slow",
+        "slow",
+        tmp_path / "work",
+        "sleep 30",
+        permissions={"default": "allow"},
+        scale={"min": 1, "max": 1, "maxConcurrency": 1},
+    )
     up.agen("deploy", str(bundle))
     running = up.agen("run", "slow", "one", "--no-wait").stdout.strip()
     queued = up.agen("run", "slow", "two", "--no-wait").stdout.strip()
-    wait_until(lambda: up.json("wait", running, "--timeout", "1ms")["state"] == "running", what="task running")
+    wait_until(
+        lambda: up.json("wait", running, "--timeout", "1ms")["state"] == "running",
+        what="task running",
+    )
     r = up.agen("wait", running, "--timeout", "1ms", check=False)
     assert r.returncode == 8 and "still running" in r.stderr  # --timeout ran out: the task goes on
     held = up.json("pause", queued, "--reason", "not yet")
@@ -73,23 +108,40 @@ def test_cancel_stops_a_running_task_and_pause_holds_a_queued_one(up: Up, tmp_pa
     [t] = [t for t in up.json("tasks", "--state", "queued")["tasks"] if t["id"] == queued]
     assert t["held"]
     up.json("resume", queued)
-    wait_until(lambda: up.json("wait", queued, "--timeout", "1ms")["state"] == "running", what="resumed task runs")
+    wait_until(
+        lambda: up.json("wait", queued, "--timeout", "1ms")["state"] == "running",
+        what="resumed task runs",
+    )
     up.agen("cancel", queued)
 
 
-def test_sigkill_mid_run_then_restart_finishes_every_task_once_without_repeating_effects(tmp_path: Path) -> None:
+def test_sigkill_mid_run_then_restart_finishes_every_task_once_without_repeating_effects(
+    tmp_path: Path,
+) -> None:
     work = tmp_path / "work"
     # Each effect blocks until the test creates `go` (after the kill): the tasks are certainly mid-run when
     # they are counted, however slow the machine is.
-    bundle = tool_bundle(tmp_path / "effects", "effects", work,
-                         "echo x >> effects.log; while [ ! -e go ]; do sleep 0.05; done",
-                         permissions={"default": "allow"}, scale={"min": 1, "max": 1, "maxConcurrency": 3})
+    bundle = tool_bundle(
+        tmp_path / "effects",
+        "effects",
+        work,
+        "echo x >> effects.log; while [ ! -e go ]; do sleep 0.05; done",
+        permissions={"default": "allow"},
+        scale={"min": 1, "max": 1, "maxConcurrency": 3},
+    )
     first = Up(tmp_path / "home").start()
     try:
         first.agen("deploy", str(bundle))
-        ids = [first.agen("run", "effects", f"task {i}", "--no-wait").stdout.strip() for i in range(5)]
-        wait_until(lambda: (work / "effects.log").exists() and len((work / "effects.log").read_text().splitlines()) >= 2,
-                   what="effects started")
+        ids = [
+            first.agen("run", "effects", f"task {i}", "--no-wait").stdout.strip() for i in range(5)
+        ]
+        wait_until(
+            lambda: (
+                (work / "effects.log").exists()
+                and len((work / "effects.log").read_text().splitlines()) >= 2
+            ),
+            what="effects started",
+        )
         states = {t["id"]: t["state"] for t in first.json("tasks")["tasks"]}
         assert sum(s in ("leased", "running") for s in states.values()) >= 2
     finally:

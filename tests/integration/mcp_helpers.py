@@ -25,8 +25,11 @@ TEST_SERVER = str(FIXTURES / "mcp_test_server.py")
 
 def ctx(**kw: Any) -> ToolContext:
     base: dict[str, Any] = {
-        "namespace": "default", "deployment": "dep", "run_id": "run-1",
-        "root_run_id": "run-1", "conversation_id": "conv-1",
+        "namespace": "default",
+        "deployment": "dep",
+        "run_id": "run-1",
+        "root_run_id": "run-1",
+        "conversation_id": "conv-1",
     }
     base.update(kw)
     return ToolContext(**base)
@@ -45,7 +48,9 @@ def stdio_toolset(
 ) -> McpToolset:
     redactor = redactor or Redactor()
     resolved = resolve_secrets(Secrets.model_validate({"secrets": secrets or {}}), redactor)
-    server = StdioServer(command=command, args=args if args is not None else [TEST_SERVER], env=env or {})
+    server = StdioServer(
+        command=command, args=args if args is not None else [TEST_SERVER], env=env or {}
+    )
     return McpToolset(name, server, resolved, redactor, hints, workspace=workspace)
 
 

@@ -28,7 +28,9 @@ async def test_a_waiting_queue_becomes_one_activity_event_per_hour_however_often
     loop = LeaderLoop(hub)
     try:
         client = Client.in_process(hub)  # a Hub with no Nest: the task waits in the queue
-        bundle = write_bundle(tmp_path / "b", "slowpoke", config={"kind": "pool", "scale": {"min": 0, "max": 1}})
+        bundle = write_bundle(
+            tmp_path / "b", "slowpoke", config={"kind": "pool", "scale": {"min": 0, "max": 1}}
+        )
         await client.call(r.CreateDeployment, CreateDeploymentRequest(files=files_b64(bundle)))
         await client.call(r.SubmitTask, SubmitTaskRequest(deployment="slowpoke", input="hello"))
         # Start the clock (and the task's queue time) at the top of an hour: the warning is keyed per clock hour,
@@ -37,7 +39,9 @@ async def test_a_waiting_queue_becomes_one_activity_event_per_hour_however_often
         await store.write(lambda tx: tx.execute("UPDATE tasks SET created_ms = ?", (clock[0],)))
 
         async def queue_events() -> list[dict[str, object]]:
-            return await store.all("SELECT * FROM events WHERE type = 'activity.queue_waiting' ORDER BY seq")
+            return await store.all(
+                "SELECT * FROM events WHERE type = 'activity.queue_waiting' ORDER BY seq"
+            )
 
         await loop.step()
         assert await queue_events() == []  # waited less than 5 minutes: no warning yet
@@ -60,11 +64,26 @@ async def test_a_waiting_queue_becomes_one_activity_event_per_hour_however_often
 
 def test_run_warnings_are_keyed_once_per_run_or_per_episode() -> None:
     now = now_ms()
-    near = ActivityWarning(kind="near_turn_limit", severity="warning", namespace="default", deployment="d",
-                           run_id="r1", message="8 of 10 turns used")
+    near = ActivityWarning(
+        kind="near_turn_limit",
+        severity="warning",
+        namespace="default",
+        deployment="d",
+        run_id="r1",
+        message="8 of 10 turns used",
+    )
     assert announce.dedupe_key(near, now) == announce.dedupe_key(near, now + 5 * 3_600_000)
-    quiet = ActivityWarning(kind="quiet_run", severity="warning", namespace="default", deployment="d",
-                            run_id="r1", since_ms=now - 6 * MIN, message="no step for 6 min (model)")
-    again = quiet.model_copy(update={"since_ms": now + MIN})  # the run stepped, then went quiet again
+    quiet = ActivityWarning(
+        kind="quiet_run",
+        severity="warning",
+        namespace="default",
+        deployment="d",
+        run_id="r1",
+        since_ms=now - 6 * MIN,
+        message="no step for 6 min (model)",
+    )
+    again = quiet.model_copy(
+        update={"since_ms": now + MIN}
+    )  # the run stepped, then went quiet again
     assert announce.dedupe_key(quiet, now) == announce.dedupe_key(quiet, now + 2 * 3_600_000)
     assert announce.dedupe_key(quiet, now) != announce.dedupe_key(again, now)

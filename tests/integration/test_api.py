@@ -44,7 +44,8 @@ async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
 def http_client(hub: Hub, token: str | None) -> Client:
     transport = HttpTransport("http://hub.test", token)
     transport._http = httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=create_app(hub)), base_url="http://hub.test",
+        transport=httpx.ASGITransport(app=create_app(hub)),
+        base_url="http://hub.test",
         headers={"Authorization": f"Bearer {token}"} if token else {},
     )
     return Client(transport)
@@ -59,30 +60,47 @@ async def admin_token(hub: Hub, **kw: object) -> str:
 async def test_deploy_scale_stop_start_and_delete_over_http(hub: Hub, tmp_path: Path) -> None:
     bundle = write_bundle(tmp_path / "b", "greeter", config={"scale": {"min": 1, "max": 3}})
     client = http_client(hub, await admin_token(hub))
-    created = await client.call(rpc.CreateDeployment, CreateDeploymentRequest(files=files_b64(bundle)))
+    created = await client.call(
+        rpc.CreateDeployment, CreateDeploymentRequest(files=files_b64(bundle))
+    )
     assert created.created and created.deployment is not None
     dep = created.deployment
-    assert dep.name == "greeter" and dep.definition_id.startswith("greeter@sha256:") and dep.desired == 1
+    assert (
+        dep.name == "greeter"
+        and dep.definition_id.startswith("greeter@sha256:")
+        and dep.desired == 1
+    )
 
-    again = await client.call(rpc.CreateDeployment, CreateDeploymentRequest(files=files_b64(bundle)))
+    again = await client.call(
+        rpc.CreateDeployment, CreateDeploymentRequest(files=files_b64(bundle))
+    )
     assert not again.created and not again.changed
 
-    scaled = await client.call(rpc.ScaleDeployment, ScaleDeploymentRequest(name="greeter", replicas=3))
+    scaled = await client.call(
+        rpc.ScaleDeployment, ScaleDeploymentRequest(name="greeter", replicas=3)
+    )
     assert scaled.deployment and scaled.deployment.desired == 3
     with pytest.raises(InvalidError, match="at most 3"):
         await client.call(rpc.ScaleDeployment, ScaleDeploymentRequest(name="greeter", replicas=4))
 
-    stopped = await client.call(rpc.PauseDeployment, PauseDeploymentRequest(name="greeter", reason="maintenance"))
+    stopped = await client.call(
+        rpc.PauseDeployment, PauseDeploymentRequest(name="greeter", reason="maintenance")
+    )
     assert stopped.deployment and stopped.deployment.paused and stopped.deployment.desired == 0
     with pytest.raises(ConflictError, match="agen start greeter"):
         await client.call(rpc.ScaleDeployment, ScaleDeploymentRequest(name="greeter", replicas=2))
-    started = await client.call(rpc.PauseDeployment, PauseDeploymentRequest(name="greeter", paused=False))
+    started = await client.call(
+        rpc.PauseDeployment, PauseDeploymentRequest(name="greeter", paused=False)
+    )
     assert started.deployment and not started.deployment.paused and started.deployment.desired == 1
 
     listed = await client.call(rpc.ListDeployments, ListDeploymentsRequest())
     assert [d.name for d in listed.deployments] == ["greeter"]
     logs = await client.call(rpc.GetLogs, GetLogsRequest(name="greeter"))
-    assert [line.message for line in logs.lines][:2] == [f"created from {dep.definition_id}", "scaled to 3"]
+    assert [line.message for line in logs.lines][:2] == [
+        f"created from {dep.definition_id}",
+        "scaled to 3",
+    ]
 
     await client.call(rpc.DeleteDeployment, DeleteDeploymentRequest(name="greeter"))
     with pytest.raises(NotFoundError, match="agen ps"):
@@ -92,10 +110,15 @@ async def test_deploy_scale_stop_start_and_delete_over_http(hub: Hub, tmp_path: 
 async def test_changed_bundle_updates_the_definition_by_digest(hub: Hub, tmp_path: Path) -> None:
     client = Client.in_process(hub)
     first = await client.call(
-        rpc.CreateDeployment, CreateDeploymentRequest(files=files_b64(write_bundle(tmp_path / "b", "w")))
+        rpc.CreateDeployment,
+        CreateDeploymentRequest(files=files_b64(write_bundle(tmp_path / "b", "w"))),
     )
-    second = await client.call(rpc.CreateDeployment, CreateDeploymentRequest(
-        files=files_b64(write_bundle(tmp_path / "b", "w", prompt="You answer at length."))))
+    second = await client.call(
+        rpc.CreateDeployment,
+        CreateDeploymentRequest(
+            files=files_b64(write_bundle(tmp_path / "b", "w", prompt="You answer at length."))
+        ),
+    )
     assert second.changed and not second.created
     assert first.deployment and second.deployment
     assert first.deployment.digest != second.deployment.digest
@@ -119,14 +142,19 @@ async def test_missing_or_unknown_token_is_unauthenticated(hub: Hub) -> None:
 
 async def test_viewer_token_reads_but_cannot_deploy(hub: Hub, tmp_path: Path) -> None:
     local = Client.in_process(hub)
-    viewer = (await local.call(rpc.CreateToken, CreateTokenRequest(scopes=["viewer"], name="ro"))).token
+    viewer = (
+        await local.call(rpc.CreateToken, CreateTokenRequest(scopes=["viewer"], name="ro"))
+    ).token
     assert viewer.startswith("agen_")
     client = http_client(hub, viewer)
     me = await client.call(rpc.WhoAmI, Empty())
     assert me.info.scopes == ["viewer"] and me.info.name == "ro"
     await client.call(rpc.ListDeployments, ListDeploymentsRequest())
     with pytest.raises(DeniedError, match="operator scope"):
-        await client.call(rpc.CreateDeployment, CreateDeploymentRequest(files=files_b64(write_bundle(tmp_path / "b"))))
+        await client.call(
+            rpc.CreateDeployment,
+            CreateDeploymentRequest(files=files_b64(write_bundle(tmp_path / "b"))),
+        )
     stored = await hub.store.all("SELECT hash FROM tokens")
     assert all(viewer not in r["hash"] for r in stored)
 
@@ -150,30 +178,48 @@ async def test_expired_token_is_refused(hub: Hub) -> None:
 
 async def test_errors_have_one_shape_and_openapi_lists_every_rpc(hub: Hub) -> None:
     app = create_app(hub)
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://hub.test") as http:
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://hub.test"
+    ) as http:
         token = await admin_token(hub)
-        r = await http.post("/v1/NoSuchMethod", json={}, headers={"Authorization": f"Bearer {token}"})
+        r = await http.post(
+            "/v1/NoSuchMethod", json={}, headers={"Authorization": f"Bearer {token}"}
+        )
         assert r.status_code == 404 and r.json()["error"]["code"] == "not_found"
-        r = await http.post("/v1/GetDeployment", json={"nme": "x"}, headers={"Authorization": f"Bearer {token}"})
+        r = await http.post(
+            "/v1/GetDeployment", json={"nme": "x"}, headers={"Authorization": f"Bearer {token}"}
+        )
         assert r.status_code == 400 and set(r.json()["error"]) == {"code", "message", "details"}
         doc = (await http.get("/openapi.json")).json()
         assert set(doc["paths"]) == {r.path for r in rpc.RPCS.values()}
         assert doc["paths"]["/v1/SubmitTask"]["post"]["x-agen-scope"] == "operator"
 
 
-async def test_draining_hub_refuses_new_work_but_answers_health_and_reads(hub: Hub, tmp_path: Path) -> None:
+async def test_draining_hub_refuses_new_work_but_answers_health_and_reads(
+    hub: Hub, tmp_path: Path
+) -> None:
     app = create_app(hub)
     token = await admin_token(hub)
     auth = {"Authorization": f"Bearer {token}"}
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://hub.test") as http:
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://hub.test"
+    ) as http:
         assert (await http.get("/ready")).status_code == 200
         hub.draining = True
         hub.in_flight = lambda: 2
         health = await http.get("/health")
-        assert health.status_code == 200 and health.json() == {"status": "shutting_down", "shutting_down": True, "in_flight": 2,
-                                                       "store": {"ok": True}}
+        assert health.status_code == 200 and health.json() == {
+            "status": "shutting_down",
+            "shutting_down": True,
+            "in_flight": 2,
+            "store": {"ok": True},
+        }
         ready = await http.get("/ready")
         assert ready.status_code == 503 and ready.json()["reason"] == "draining"
-        r = await http.post("/v1/CreateDeployment", json={"files": files_b64(write_bundle(tmp_path / "b"))}, headers=auth)
+        r = await http.post(
+            "/v1/CreateDeployment",
+            json={"files": files_b64(write_bundle(tmp_path / "b"))},
+            headers=auth,
+        )
         assert r.status_code == 503 and r.headers["Retry-After"] == "5"
         assert (await http.post("/v1/ListDeployments", json={}, headers=auth)).status_code == 200

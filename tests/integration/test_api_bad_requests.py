@@ -33,7 +33,9 @@ async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
 
 
 async def token(hub: Hub, scopes: list[str], **kw: Any) -> str:
-    created = await Client.in_process(hub).call(rpc.CreateToken, CreateTokenRequest(scopes=scopes, **kw))
+    created = await Client.in_process(hub).call(
+        rpc.CreateToken, CreateTokenRequest(scopes=scopes, **kw)
+    )
     return created.token
 
 
@@ -43,10 +45,16 @@ class Api:
     def __init__(self, hub: Hub, max_body: int | None = None) -> None:
         self.app = create_app(hub, max_body=max_body)
 
-    async def post(self, method: str, body: bytes | dict[str, Any] | None, tok: str) -> httpx.Response:
+    async def post(
+        self, method: str, body: bytes | dict[str, Any] | None, tok: str
+    ) -> httpx.Response:
         content = json.dumps(body).encode() if isinstance(body, dict) else body or b""
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=self.app), base_url="http://hub.test") as h:
-            return await h.post(f"/v1/{method}", content=content, headers={"Authorization": f"Bearer {tok}"})
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=self.app), base_url="http://hub.test"
+        ) as h:
+            return await h.post(
+                f"/v1/{method}", content=content, headers={"Authorization": f"Bearer {tok}"}
+            )
 
 
 def error(r: httpx.Response, status: int) -> dict[str, Any]:
@@ -74,7 +82,9 @@ async def test_token_cannot_mint_a_token_with_more_trust_than_its_own(hub: Hub) 
     api = Api(hub)
     untrusted = await token(hub, ["admin"], trust="untrusted")
     for higher in ("trusted", "operator"):
-        err = error(await api.post("CreateToken", {"scopes": ["viewer"], "trust": higher}, untrusted), 403)
+        err = error(
+            await api.post("CreateToken", {"scopes": ["viewer"], "trust": higher}, untrusted), 403
+        )
         assert "trust is untrusted" in err["message"] and err["details"]["field"] == "trust"
     same = await api.post("CreateToken", {"scopes": ["viewer"], "trust": "untrusted"}, untrusted)
     assert same.status_code == 200 and same.json()["info"]["trust"] == "untrusted"
@@ -86,7 +96,10 @@ async def test_token_cannot_mint_a_token_with_more_trust_than_its_own(hub: Hub) 
 async def test_namespace_limited_admin_mints_only_inside_its_namespaces(hub: Hub) -> None:
     api = Api(hub)
     limited = await token(hub, ["admin"], namespaces=["team-a"])
-    error(await api.post("CreateToken", {"scopes": ["viewer"], "namespaces": ["team-b"]}, limited), 403)
+    error(
+        await api.post("CreateToken", {"scopes": ["viewer"], "namespaces": ["team-b"]}, limited),
+        403,
+    )
     error(await api.post("CreateToken", {"scopes": ["viewer"]}, limited), 403)
     ok = await api.post("CreateToken", {"scopes": ["viewer"], "namespaces": ["team-a"]}, limited)
     assert ok.status_code == 200
@@ -107,34 +120,49 @@ async def test_body_that_is_not_utf8_is_400_and_a_viewer_without_scope_gets_403(
     error(await api.post("SubmitTask", b"{not json", viewer), 403)
 
 
-@pytest.mark.parametrize(("method", "body", "field"), [
-    ("CreateToken", {"scopes": ["viewer"], "ttl_ms": 2**64}, "ttl_ms"),
-    ("SubmitTask", {"deployment": "d", "input": "x", "not_after_ms": 2**64}, "not_after_ms"),
-    ("SubmitTask", {"deployment": "d", "input": "x", "not_before_ms": -(2**70)}, "not_before_ms"),
-    ("PauseTask", {"id": "t", "hold_until_ms": 10**30}, "hold_until_ms"),
-    ("PauseDeployment", {"name": "d", "hold_until_ms": 2**64}, "hold_until_ms"),
-    ("ListEvents", {"after": 2**64}, "after"),
-    ("GetLogs", {"name": "d", "after_seq": 2**64}, "after_seq"),
-    ("ListRuns", {"since_ms": 2**64}, "since_ms"),
-    ("GetTranscript", {"id": "r", "after_seq": 2**64}, "after_seq"),
-    ("ScaleDeployment", {"name": "d", "replicas": 2**64}, "replicas"),
-])
-async def test_integers_past_64_bits_are_400_naming_the_field(hub: Hub, method: str, body: dict[str, Any],
-                                                             field: str) -> None:
+@pytest.mark.parametrize(
+    ("method", "body", "field"),
+    [
+        ("CreateToken", {"scopes": ["viewer"], "ttl_ms": 2**64}, "ttl_ms"),
+        ("SubmitTask", {"deployment": "d", "input": "x", "not_after_ms": 2**64}, "not_after_ms"),
+        (
+            "SubmitTask",
+            {"deployment": "d", "input": "x", "not_before_ms": -(2**70)},
+            "not_before_ms",
+        ),
+        ("PauseTask", {"id": "t", "hold_until_ms": 10**30}, "hold_until_ms"),
+        ("PauseDeployment", {"name": "d", "hold_until_ms": 2**64}, "hold_until_ms"),
+        ("ListEvents", {"after": 2**64}, "after"),
+        ("GetLogs", {"name": "d", "after_seq": 2**64}, "after_seq"),
+        ("ListRuns", {"since_ms": 2**64}, "since_ms"),
+        ("GetTranscript", {"id": "r", "after_seq": 2**64}, "after_seq"),
+        ("ScaleDeployment", {"name": "d", "replicas": 2**64}, "replicas"),
+    ],
+)
+async def test_integers_past_64_bits_are_400_naming_the_field(
+    hub: Hub, method: str, body: dict[str, Any], field: str
+) -> None:
     err = error(await Api(hub).post(method, body, await token(hub, ["admin"])), 400)
     assert err["message"].startswith(f"{method}: invalid request: {field}:")
 
 
-@pytest.mark.parametrize(("body", "field"), [
-    ({"scopes": ["viewer"], "ttl_ms": False}, "ttl_ms"),
-    ({"scopes": ["viewer"], "ttl_ms": True}, "ttl_ms"),
-    ({"scopes": ["viewer"], "ttl_ms": "60000"}, "ttl_ms"),
-    ({"scopes": ["viewer"], "ttl_ms": 0}, "ttl_ms"),
-])
-async def test_a_bool_or_string_is_not_a_token_lifetime(hub: Hub, body: dict[str, Any], field: str) -> None:
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"scopes": ["viewer"], "ttl_ms": False}, "ttl_ms"),
+        ({"scopes": ["viewer"], "ttl_ms": True}, "ttl_ms"),
+        ({"scopes": ["viewer"], "ttl_ms": "60000"}, "ttl_ms"),
+        ({"scopes": ["viewer"], "ttl_ms": 0}, "ttl_ms"),
+    ],
+)
+async def test_a_bool_or_string_is_not_a_token_lifetime(
+    hub: Hub, body: dict[str, Any], field: str
+) -> None:
     err = error(await Api(hub).post("CreateToken", body, await token(hub, ["admin"])), 400)
     assert f"{field}:" in err["message"]
-    assert await hub.store.scalar("SELECT COUNT(*) FROM tokens WHERE expires_ms IS NULL") == 1  # only the caller
+    assert (
+        await hub.store.scalar("SELECT COUNT(*) FROM tokens WHERE expires_ms IS NULL") == 1
+    )  # only the caller
 
 
 async def test_integral_json_numbers_are_integers_and_non_finite_ones_are_refused(hub: Hub) -> None:
@@ -156,13 +184,19 @@ async def test_lone_surrogate_in_a_task_input_is_400_naming_the_field(hub: Hub) 
     err = error(await Api(hub).post("SubmitTask", body, await token(hub, ["admin"])), 400)
     assert err["details"]["field"] == "input" and "lone UTF-16 surrogate" in err["message"]
     labels = b'{"labels": {"\\udc00k": "v"}}'
-    assert error(await Api(hub).post("ListTasks", labels, await token(hub, ["admin"])), 400)["details"]["field"] \
+    assert (
+        error(await Api(hub).post("ListTasks", labels, await token(hub, ["admin"])), 400)[
+            "details"
+        ]["field"]
         == "labels.(key)"
+    )
 
 
 async def test_empty_body_is_refused_exactly_where_the_document_requires_one(hub: Hub) -> None:
     api, admin = Api(hub), await token(hub, ["admin"])
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=api.app), base_url="http://hub.test") as h:
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=api.app), base_url="http://hub.test"
+    ) as h:
         doc = (await h.get("/openapi.json")).json()
     for name, one in rpc.RPCS.items():
         if name == "Shutdown":
@@ -178,7 +212,9 @@ async def test_empty_body_is_refused_exactly_where_the_document_requires_one(hub
 
 
 async def test_wrong_route_or_method_answers_in_the_error_shape(hub: Hub) -> None:
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(hub)), base_url="http://hub.test") as h:
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=create_app(hub)), base_url="http://hub.test"
+    ) as h:
         r = await h.get("/v1/WhoAmI")
         assert error(r, 405)["code"] == "method_not_allowed" and "POST" in r.headers["allow"]
         assert error(await h.get("/nowhere"), 404)["code"] == "not_found"
@@ -203,8 +239,9 @@ def test_body_limit_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) 
     assert max_body_bytes() == 4096
 
 
-async def test_bundle_over_the_size_limits_is_refused_naming_the_file(hub: Hub, tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_bundle_over_the_size_limits_is_refused_naming_the_file(
+    hub: Hub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("AGEN_BUNDLE_MAX_FILE_BYTES", "4000")
     monkeypatch.setenv("AGEN_BUNDLE_MAX_BYTES", "9000")
     api, admin = Api(hub), await token(hub, ["admin"])
@@ -230,32 +267,54 @@ def test_the_cli_refuses_an_oversize_bundle_before_uploading_it() -> None:
 # --- task overrides -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("overrides", "field"), [
-    ({"permissions": {"allow": ["fs.*"]}}, "overrides.permissions"),
-    ({"budget": {"maxRunDuration": "soon"}}, "overrides.budget.maxRunDuration"),
-    ({"budget": {"maxTurns": 0}}, "overrides.budget.maxTurns"),
-    ({"tool": ["fs.read"]}, "overrides.tool"),
-])
-async def test_bad_task_overrides_are_400_naming_the_field(hub: Hub, overrides: dict[str, Any], field: str) -> None:
+@pytest.mark.parametrize(
+    ("overrides", "field"),
+    [
+        ({"permissions": {"allow": ["fs.*"]}}, "overrides.permissions"),
+        ({"budget": {"maxRunDuration": "soon"}}, "overrides.budget.maxRunDuration"),
+        ({"budget": {"maxTurns": 0}}, "overrides.budget.maxTurns"),
+        ({"tool": ["fs.read"]}, "overrides.tool"),
+    ],
+)
+async def test_bad_task_overrides_are_400_naming_the_field(
+    hub: Hub, overrides: dict[str, Any], field: str
+) -> None:
     body = {"deployment": "d", "input": "x", "overrides": overrides}
     err = error(await Api(hub).post("SubmitTask", body, await token(hub, ["admin"])), 400)
     assert f"{field}:" in err["message"]
 
 
-async def test_task_overrides_are_stored_in_the_seed_shape_the_runner_reads(hub: Hub, tmp_path: Path) -> None:
+async def test_task_overrides_are_stored_in_the_seed_shape_the_runner_reads(
+    hub: Hub, tmp_path: Path
+) -> None:
     api, admin = Api(hub), await token(hub, ["admin"])
-    r = await api.post("CreateDeployment", {"files": files_b64(write_bundle(tmp_path / "b", "w"))}, admin)
+    r = await api.post(
+        "CreateDeployment", {"files": files_b64(write_bundle(tmp_path / "b", "w"))}, admin
+    )
     assert r.status_code == 200, r.text
-    overrides = {"tools": ["fs.*"], "systemAddendum": "Be brief.",
-                 "permissions": {"deny": ["fs.write"], "ask": ["fs.read"]},
-                 "budget": {"maxTurns": 3, "maxRunDuration": "90s"}}
-    r = await api.post("SubmitTask", {"deployment": "w", "input": "x", "overrides": overrides}, admin)
+    overrides = {
+        "tools": ["fs.*"],
+        "systemAddendum": "Be brief.",
+        "permissions": {"deny": ["fs.write"], "ask": ["fs.read"]},
+        "budget": {"maxTurns": 3, "maxRunDuration": "90s"},
+    }
+    r = await api.post(
+        "SubmitTask", {"deployment": "w", "input": "x", "overrides": overrides}, admin
+    )
     assert r.status_code == 200, r.text
-    stored = loads(await hub.store.scalar("SELECT overrides FROM tasks WHERE id = ?", (r.json()["task"]["id"],)))
+    stored = loads(
+        await hub.store.scalar(
+            "SELECT overrides FROM tasks WHERE id = ?", (r.json()["task"]["id"],)
+        )
+    )
     assert stored == overrides
     ov = TaskOverrides.model_validate(stored)
-    assert (ov.deny, ov.ask, ov.max_turns, ov.max_run_duration_ms) == (["fs.write"], ["fs.read"], 3, 90_000)
-
+    assert (ov.deny, ov.ask, ov.max_turns, ov.max_run_duration_ms) == (
+        ["fs.write"],
+        ["fs.read"],
+        3,
+        90_000,
+    )
 
 
 async def test_a_label_filter_key_with_quotes_is_just_a_key(tmp_path: Path) -> None:

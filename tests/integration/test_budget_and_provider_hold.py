@@ -42,17 +42,23 @@ async def node(tmp_path: Path) -> AsyncIterator[LocalNode]:
 
 
 async def deploy(node: LocalNode, root: Path, srv: OpenAIServer, config: dict[str, Any]) -> Client:
-    write_bundle(root, "paid", config={"kind": "pool", "scale": {"min": 1, "max": 1, "maxConcurrency": 1},
-                                       **config})
-    (root / "x-agen/harness.json").write_text(json.dumps({"provider": "openai", "model": "m1",
-                                                          "baseUrl": srv.base_url}))
+    write_bundle(
+        root,
+        "paid",
+        config={"kind": "pool", "scale": {"min": 1, "max": 1, "maxConcurrency": 1}, **config},
+    )
+    (root / "x-agen/harness.json").write_text(
+        json.dumps({"provider": "openai", "model": "m1", "baseUrl": srv.base_url})
+    )
     client = Client.in_process(node.hub)
     await client.call(r.CreateDeployment, CreateDeploymentRequest(files=files_b64(root)))
     return client
 
 
 async def submit(client: Client, text: str) -> str:
-    return (await client.call(r.SubmitTask, SubmitTaskRequest(deployment="paid", input=text))).task.id
+    return (
+        await client.call(r.SubmitTask, SubmitTaskRequest(deployment="paid", input=text))
+    ).task.id
 
 
 async def task(client: Client, task_id: str, wait: float = 0) -> Task:
@@ -89,13 +95,15 @@ async def ticks_later(node: LocalNode, n: int) -> None:
 
 
 async def test_costs_over_the_daily_budget_hold_the_deployment_at_zero_and_announce_each_threshold_once(
-    tmp_path: Path, srv: OpenAIServer, node: LocalNode,
+    tmp_path: Path,
+    srv: OpenAIServer,
+    node: LocalNode,
 ) -> None:
     srv.script(*[Reply(text="done", cost=0.006) for _ in range(5)])
     client = await deploy(node, tmp_path / "b", srv, {"budget": {"maxUsdPerDay": 0.01}})
     ids = [await submit(client, f"job {i}") for i in range(3)]
-    assert (await task(client, ids[0], 30)).state == "succeeded"   # $0.006: 60 %
-    assert (await task(client, ids[1], 30)).state == "succeeded"   # $0.012: over the limit
+    assert (await task(client, ids[0], 30)).state == "succeeded"  # $0.006: 60 %
+    assert (await task(client, ids[1], 30)).state == "succeeded"  # $0.012: over the limit
     store = node.store
 
     async def held_at_zero() -> bool:
@@ -114,10 +122,17 @@ async def test_costs_over_the_daily_budget_hold_the_deployment_at_zero_and_annou
 
 
 async def test_a_401_holds_the_account_then_one_probe_after_retry_at_and_its_success_resumes(
-    tmp_path: Path, srv: OpenAIServer, node: LocalNode, monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    srv: OpenAIServer,
+    node: LocalNode,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(providers, "FIRST_BACKOFF_MS", 3000)  # room for a slow machine to read it held
-    srv.script(Reply(status=401, error="invalid api key"), Reply(text="probe ok"), Reply(text="after"))
+    monkeypatch.setattr(
+        providers, "FIRST_BACKOFF_MS", 3000
+    )  # room for a slow machine to read it held
+    srv.script(
+        Reply(status=401, error="invalid api key"), Reply(text="probe ok"), Reply(text="after")
+    )
     client = await deploy(node, tmp_path / "b", srv, {})
     account = f"default/openai:OPENAI_API_KEY@{srv.base_url.rstrip('/')}"
     first = await task(client, await submit(client, "first"), 30)
@@ -127,36 +142,62 @@ async def test_a_401_holds_the_account_then_one_probe_after_retry_at_and_its_suc
     hold = await store.one("SELECT * FROM provider_holds WHERE account = ?", (account,))
     assert hold is not None and hold["resumed_ms"] is None
     probe_id, later_id = await submit(client, "second"), await submit(client, "third")
-    waiting = await task(client, probe_id)   # the hold is in place before the task is even queued
+    waiting = await task(client, probe_id)  # the hold is in place before the task is even queued
     assert waiting.state == "queued" and waiting.wait_reason == "provider_hold"
     assert (await task(client, probe_id, 30)).state == "succeeded"
     assert (await task(client, later_id, 30)).state == "succeeded"
-    leases = {row["task_id"]: row["created_ms"] for row in await store.all(
-        "SELECT task_id, created_ms FROM events WHERE type IN ('task.leased', 'task.started') AND task_id IN (?, ?)",
-        (probe_id, later_id))}
+    leases = {
+        row["task_id"]: row["created_ms"]
+        for row in await store.all(
+            "SELECT task_id, created_ms FROM events WHERE type IN ('task.leased', 'task.started') AND task_id IN (?, ?)",
+            (probe_id, later_id),
+        )
+    }
     assert leases[probe_id] >= hold["retry_at_ms"]  # nothing leased before retry_at
     probe_done = await store.scalar("SELECT finished_ms FROM tasks WHERE id = ?", (probe_id,))
     assert leases[later_id] >= probe_done  # one probe at a time: the next waited for its result
 
     async def resumed() -> bool:
-        return bool(await store.scalar("SELECT resumed_ms FROM provider_holds WHERE account = ?", (account,)))
+        return bool(
+            await store.scalar(
+                "SELECT resumed_ms FROM provider_holds WHERE account = ?", (account,)
+            )
+        )
 
     await until(resumed)
-    kinds = [row["type"] for row in await store.all(
-        "SELECT type FROM events WHERE type LIKE 'provider.%' ORDER BY seq")]
+    kinds = [
+        row["type"]
+        for row in await store.all(
+            "SELECT type FROM events WHERE type LIKE 'provider.%' ORDER BY seq"
+        )
+    ]
     assert kinds == ["provider.held", "provider.resumed"]
     assert len(srv.requests) == 3
 
 
 async def test_the_next_one_shot_with_a_changed_key_is_not_held_by_the_old_keys_401(
-    tmp_path: Path, srv: OpenAIServer, monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    srv: OpenAIServer,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Two embedded Hub + Nest lifetimes over one store, as two `agen run` one-shots are."""
     srv.script(Reply(status=401, error="invalid api key"), Reply(text="fine with the new key"))
-    root = write_bundle(tmp_path / "b", "paid", config={"kind": "pool", "scale": {"min": 1, "max": 1}})
-    (root / "x-agen/harness.json").write_text(json.dumps({"provider": "openai", "model": "m1", "baseUrl": srv.base_url,
-                                                          "apiKeySecret": "PAID_KEY"}))
-    (root / "x-agen/secrets.json").write_text(json.dumps({"secrets": {"PAID_KEY": {"source": "env"}}}))
+    root = write_bundle(
+        tmp_path / "b", "paid", config={"kind": "pool", "scale": {"min": 1, "max": 1}}
+    )
+    (root / "x-agen/harness.json").write_text(
+        json.dumps(
+            {
+                "provider": "openai",
+                "model": "m1",
+                "baseUrl": srv.base_url,
+                "apiKeySecret": "PAID_KEY",
+            }
+        )
+    )
+    (root / "x-agen/secrets.json").write_text(
+        json.dumps({"secrets": {"PAID_KEY": {"source": "env"}}})
+    )
     account = f"default/openai:PAID_KEY@{srv.base_url.rstrip('/')}"
     store = await SQLiteStore.open(tmp_path / "node.db")
 
@@ -165,8 +206,10 @@ async def test_the_next_one_shot_with_a_changed_key_is_not_held_by_the_old_keys_
         await node.start()
         try:
             client = Client.in_process(node.hub)
-            await client.call(r.CreateDeployment if text == "first" else r.UpdateDeployment,
-                              CreateDeploymentRequest(files=files_b64(root)))
+            await client.call(
+                r.CreateDeployment if text == "first" else r.UpdateDeployment,
+                CreateDeploymentRequest(files=files_b64(root)),
+            )
             return await task(client, await submit(client, text), 30)
         finally:
             await node.drain(5)
@@ -175,17 +218,27 @@ async def test_the_next_one_shot_with_a_changed_key_is_not_held_by_the_old_keys_
         monkeypatch.setenv("PAID_KEY", "sk-old")
         first = await one_shot("first")
         assert first.state == "failed" and first.error is not None
-        assert f"`agen providers resume {account}`" in first.error  # the first error says how to end the hold
+        assert (
+            f"`agen providers resume {account}`" in first.error
+        )  # the first error says how to end the hold
         assert srv.headers[0]["authorization"] == "Bearer sk-old"
-        hold = await store.one("SELECT retry_at_ms, key_fingerprint FROM provider_holds WHERE account = ?", (account,))
-        assert hold is not None and hold["key_fingerprint"] and "sk-old" not in hold["key_fingerprint"]
+        hold = await store.one(
+            "SELECT retry_at_ms, key_fingerprint FROM provider_holds WHERE account = ?", (account,)
+        )
+        assert (
+            hold is not None and hold["key_fingerprint"] and "sk-old" not in hold["key_fingerprint"]
+        )
 
-        monkeypatch.setenv("PAID_KEY", "sk-new")   # the operator fixes the key: a new account, not held
+        monkeypatch.setenv(
+            "PAID_KEY", "sk-new"
+        )  # the operator fixes the key: a new account, not held
         second = await one_shot("second")
         assert second.state == "succeeded"
         assert srv.headers[1]["authorization"] == "Bearer sk-new"
-        leased = await store.scalar("SELECT created_ms FROM events WHERE type = 'task.started' AND task_id = ?",
-                                    (second.id,))
-        assert leased < hold["retry_at_ms"]   # it did not wait out the old key's hold
+        leased = await store.scalar(
+            "SELECT created_ms FROM events WHERE type = 'task.started' AND task_id = ?",
+            (second.id,),
+        )
+        assert leased < hold["retry_at_ms"]  # it did not wait out the old key's hold
     finally:
         await store.close()

@@ -20,8 +20,12 @@ from tests.observe_helpers import Embedded, embedded_hub, http_hub
 
 async def _scheduled(e: Embedded, namespace: str = "default") -> str:
     """A task that stays queued: it may not start for an hour."""
-    req = SubmitTaskRequest(namespace=namespace, deployment="scribe", input="later",
-                            not_before_ms=int(time.time() * 1000) + 3_600_000)
+    req = SubmitTaskRequest(
+        namespace=namespace,
+        deployment="scribe",
+        input="later",
+        not_before_ms=int(time.time() * 1000) + 3_600_000,
+    )
     return (await e.client.call(r.SubmitTask, req)).task.id
 
 
@@ -36,7 +40,9 @@ async def test_ids_filters_and_event_limits_mean_what_they_say(
         await e.deploy("scribe")
         done = [(await e.run("scribe", f"job {i}")).id for i in range(3)]
         bundle = write_bundle(tmp_path / "ops-scribe", "scribe")
-        await e.client.call(r.CreateDeployment, CreateDeploymentRequest(namespace="ops", files=files_b64(bundle)))
+        await e.client.call(
+            r.CreateDeployment, CreateDeploymentRequest(namespace="ops", files=files_b64(bundle))
+        )
         queued = await _scheduled(e)
         ops_task = await _scheduled(e, "ops")
 
@@ -50,13 +56,25 @@ async def test_ids_filters_and_event_limits_mean_what_they_say(
         assert done[1] in lines[0] and done[2] in lines[1]
 
         # -n on commands that take an id: another namespace is "not found there", and nothing happens
-        for cmd in (["cancel", queued], ["pause", queued], ["resume", queued], ["wait", queued, "--timeout", "1s"],
-                    ["query", queued], ["trace", done[0]], ["transcript", done[0]]):
+        for cmd in (
+            ["cancel", queued],
+            ["pause", queued],
+            ["resume", queued],
+            ["wait", queued, "--timeout", "1s"],
+            ["query", queued],
+            ["trace", done[0]],
+            ["transcript", done[0]],
+        ):
             code, _, err = await agen(*cmd, "-n", "nosuchns")
             assert code == 4, (cmd, err)
-            assert "not found in namespace nosuchns (it is in default: pass -n default)" in err, (cmd, err)
+            assert "not found in namespace nosuchns (it is in default: pass -n default)" in err, (
+                cmd,
+                err,
+            )
         code, out, _ = await agen("query", queued, "--json")
-        assert code == 0 and '"state": "queued"' in out and '"held": false' in out  # not cancelled, not held
+        assert (
+            code == 0 and '"state": "queued"' in out and '"held": false' in out
+        )  # not cancelled, not held
         code, _, err = await agen("cancel", ops_task)
         assert code == 4 and "not found in namespace default (it is in ops: pass -n ops)" in err
         code, out, err = await agen("cancel", ops_task, "-n", "ops")
@@ -74,10 +92,16 @@ async def test_ids_filters_and_event_limits_mean_what_they_say(
         assert code == 0, err
 
         # --no-wait with a key that names an old task says so, with its state
-        code, first, err = await agen("run", "scribe", "hello", "--idempotency-key", "k1", "--no-wait")
+        code, first, err = await agen(
+            "run", "scribe", "hello", "--idempotency-key", "k1", "--no-wait"
+        )
         assert code == 0 and f"task {first.strip()} queued" in err
         assert (await e.wait(first.strip())).state == "succeeded"
-        code, again, err = await agen("run", "scribe", "hello", "--idempotency-key", "k1", "--no-wait")
+        code, again, err = await agen(
+            "run", "scribe", "hello", "--idempotency-key", "k1", "--no-wait"
+        )
         assert code == 0 and again == first
-        assert err.strip() == (f"task {first.strip()} already exists (succeeded); idempotency key k1; "
-                               f"`agen wait {first.strip()}` prints its result")
+        assert err.strip() == (
+            f"task {first.strip()} already exists (succeeded); idempotency key k1; "
+            f"`agen wait {first.strip()}` prints its result"
+        )

@@ -20,9 +20,12 @@ from agen.store import SQLiteStore, loads
 from tests.fleet_helpers import files_b64, write_bundle
 
 
-async def _run_all(tmp_path: Path, config: dict[str, object], tasks: list[SubmitTaskRequest],
-                   then: Callable[[SQLiteStore, list[str]], Awaitable[None]] | None = None,
-                   ) -> tuple[SQLiteStore, list[str]]:
+async def _run_all(
+    tmp_path: Path,
+    config: dict[str, object],
+    tasks: list[SubmitTaskRequest],
+    then: Callable[[SQLiteStore, list[str]], Awaitable[None]] | None = None,
+) -> tuple[SQLiteStore, list[str]]:
     store = await SQLiteStore.open(tmp_path / "node.db")
     node = LocalNode(store, tick_s=0.05, heartbeat_s=0.05)
     await node.start()
@@ -41,10 +44,14 @@ async def _run_all(tmp_path: Path, config: dict[str, object], tasks: list[Submit
     return store, ids
 
 
-async def test_singleton_keeps_one_conversation_whatever_keys_its_tasks_carry(tmp_path: Path) -> None:
-    tasks = [SubmitTaskRequest(deployment="k", input="one", conversation_key="a"),
-             SubmitTaskRequest(deployment="k", input="two", conversation_key="b"),
-             SubmitTaskRequest(deployment="k", input="three")]
+async def test_singleton_keeps_one_conversation_whatever_keys_its_tasks_carry(
+    tmp_path: Path,
+) -> None:
+    tasks = [
+        SubmitTaskRequest(deployment="k", input="one", conversation_key="a"),
+        SubmitTaskRequest(deployment="k", input="two", conversation_key="b"),
+        SubmitTaskRequest(deployment="k", input="three"),
+    ]
     store, _ = await _run_all(tmp_path, {"kind": "singleton", "scale": {"min": 1, "max": 1}}, tasks)
     try:
         conversations = await store.all("SELECT DISTINCT conversation_id, session_id FROM runs")
@@ -56,7 +63,9 @@ async def test_singleton_keeps_one_conversation_whatever_keys_its_tasks_carry(tm
         await store.close()
 
 
-async def test_task_deployment_runs_each_task_on_its_own_instance_which_then_stops(tmp_path: Path) -> None:
+async def test_task_deployment_runs_each_task_on_its_own_instance_which_then_stops(
+    tmp_path: Path,
+) -> None:
     instance_of: dict[str, str] = {}
 
     async def instances_stopped(store: SQLiteStore, ids: list[str]) -> None:
@@ -64,9 +73,13 @@ async def test_task_deployment_runs_each_task_on_its_own_instance_which_then_sto
         instance_of.update({e["task_id"]: loads(e["data"], {})["instance_id"] for e in started})
         marks = ",".join("?" * len(instance_of))
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:  # each instance reports itself stopped after its one task
-            ended = await store.all(f"SELECT exit_reason FROM instances WHERE state = 'stopped' AND id IN ({marks})",
-                                    list(instance_of.values()))
+        while (
+            time.monotonic() < deadline
+        ):  # each instance reports itself stopped after its one task
+            ended = await store.all(
+                f"SELECT exit_reason FROM instances WHERE state = 'stopped' AND id IN ({marks})",
+                list(instance_of.values()),
+            )
             if len(ended) == len(instance_of):
                 break
             await asyncio.sleep(0.05)
@@ -74,8 +87,9 @@ async def test_task_deployment_runs_each_task_on_its_own_instance_which_then_sto
         assert len(ended) == len(instance_of)
 
     tasks = [SubmitTaskRequest(deployment="k", input=f"n{i}") for i in range(3)]
-    store, ids = await _run_all(tmp_path, {"kind": "task", "scale": {"min": 0, "max": 3}}, tasks,
-                                then=instances_stopped)
+    store, ids = await _run_all(
+        tmp_path, {"kind": "task", "scale": {"min": 0, "max": 3}}, tasks, then=instances_stopped
+    )
     try:
         assert sorted(instance_of) == sorted(ids)
         assert len(set(instance_of.values())) == 3

@@ -21,7 +21,9 @@ from tests.fleet_helpers import files_b64, write_bundle
 HOUR = 3_600_000
 
 
-async def test_deployment_responses_show_when_each_scheduled_trigger_fires_next_and_last(tmp_path: Path) -> None:
+async def test_deployment_responses_show_when_each_scheduled_trigger_fires_next_and_last(
+    tmp_path: Path,
+) -> None:
     store = await SQLiteStore.open(tmp_path / "hub.db")
     try:
         client = Client.in_process(Hub(store))
@@ -30,11 +32,16 @@ async def test_deployment_responses_show_when_each_scheduled_trigger_fires_next_
             {"name": "sometimes", "type": "random", "count": 3, "window": "00:00-23:59"},
             {"name": "hook", "type": "webhook"},
         ]
-        bundle = write_bundle(tmp_path / "b", "sched", config={"kind": "pool", "triggers": triggers})
+        bundle = write_bundle(
+            tmp_path / "b", "sched", config={"kind": "pool", "triggers": triggers}
+        )
         before = int(time.time() * 1000)
         await client.call(r.CreateDeployment, CreateDeploymentRequest(files=files_b64(bundle)))
         dep = (await client.call(r.GetDeployment, GetDeploymentRequest(name="sched"))).deployment
-        assert [(t.name, t.type) for t in dep.triggers] == [("hourly", "cron"), ("sometimes", "random")]
+        assert [(t.name, t.type) for t in dep.triggers] == [
+            ("hourly", "cron"),
+            ("sometimes", "random"),
+        ]
         hourly = dep.triggers[0]
         assert hourly.last_due_at is None and hourly.next_due_at is not None
         assert before < hourly.next_due_at <= before + HOUR and hourly.next_due_at % HOUR == 0

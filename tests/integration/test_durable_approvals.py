@@ -29,13 +29,19 @@ from tests.observe_helpers import TEST_SERVER
 
 def gated_bundle(root: Path, log: Path) -> Path:
     """Turn 1: t.append (a side effect, counted in ``log``) behind an ask; turn 2: an answer."""
-    script = [{"toolCalls": [{"name": "t_append", "arguments": {"path": str(log), "line": "ran"}}]},
-              {"text": "finished"}]
-    config = {"kind": "pool", "scale": {"min": 1, "max": 1, "maxConcurrency": 2},
-              "permissions": {"ask": ["t.append"], "default": "allow"}}
+    script = [
+        {"toolCalls": [{"name": "t_append", "arguments": {"path": str(log), "line": "ran"}}]},
+        {"text": "finished"},
+    ]
+    config = {
+        "kind": "pool",
+        "scale": {"min": 1, "max": 1, "maxConcurrency": 2},
+        "permissions": {"ask": ["t.append"], "default": "allow"},
+    }
     bundle = write_bundle(root, "gated", script=script, config=config)
-    (bundle / "mcp.json").write_text(json.dumps({"mcpServers": {"t": {"command": sys.executable,
-                                                                        "args": [TEST_SERVER]}}}))
+    (bundle / "mcp.json").write_text(
+        json.dumps({"mcpServers": {"t": {"command": sys.executable, "args": [TEST_SERVER]}}})
+    )
     return bundle
 
 
@@ -65,6 +71,7 @@ async def until(check: Any, what: str, timeout_s: float = 30) -> Any:
 
 async def suspended(store: Store, task_id: str) -> dict[str, Any]:
     """The task waits for its approval with no lease (and so no instance slot)."""
+
     async def check() -> dict[str, Any] | None:
         row = await store.one("SELECT * FROM tasks WHERE id = ?", (task_id,))
         return row if row is not None and row["state"] == "waiting" else None
@@ -74,8 +81,11 @@ async def suspended(store: Store, task_id: str) -> dict[str, Any]:
 
 async def pending_of(client: Client, task_id: str) -> Approval:
     async def check() -> list[Approval]:
-        return [a for a in (await client.call(r.ListApprovals, ListApprovalsRequest())).approvals
-                if a.task_id == task_id]
+        return [
+            a
+            for a in (await client.call(r.ListApprovals, ListApprovalsRequest())).approvals
+            if a.task_id == task_id
+        ]
 
     [approval] = await until(check, "the pending approval")
     return approval
@@ -90,15 +100,22 @@ async def wait(client: Client, task_id: str) -> Task:
 
 
 async def test_an_approval_wait_holds_no_slot_survives_a_restart_and_the_approved_call_runs_once(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     log, db = tmp_path / "effects.log", tmp_path / "hub.db"
     async with node_on(db) as node:
         client = Client.in_process(node.hub)
-        await client.call(r.CreateDeployment, CreateDeploymentRequest(files=files_b64(gated_bundle(tmp_path / "b", log))))
-        tasks = [await submit(client, f"go {i}") for i in range(3)]  # more than the instance's 2 slots
+        await client.call(
+            r.CreateDeployment,
+            CreateDeploymentRequest(files=files_b64(gated_bundle(tmp_path / "b", log))),
+        )
+        tasks = [
+            await submit(client, f"go {i}") for i in range(3)
+        ]  # more than the instance's 2 slots
         for t in tasks:
             row = await suspended(node.store, t.id)
             assert row["wait_for"].startswith("approval:") and row["lease_id"] is None
+
         async def idle() -> bool:
             return node.hub.in_flight() == 0
 
@@ -109,9 +126,13 @@ async def test_an_approval_wait_holds_no_slot_survives_a_restart_and_the_approve
     async with node_on(db) as node:  # a new process on the same store
         client = Client.in_process(node.hub)
         first, second, third = tasks
-        await client.call(r.DecideApproval, DecideApprovalRequest(id=approvals[first.id].id, approve=True))
-        await client.call(r.DecideApproval, DecideApprovalRequest(id=approvals[second.id].id, approve=False,
-                                                                  note="not today"))
+        await client.call(
+            r.DecideApproval, DecideApprovalRequest(id=approvals[first.id].id, approve=True)
+        )
+        await client.call(
+            r.DecideApproval,
+            DecideApprovalRequest(id=approvals[second.id].id, approve=False, note="not today"),
+        )
         done = await wait(client, first.id)
         assert done.state == "succeeded" and (done.outcome or {}).get("summary") == "finished"
         assert log.read_text() == "ran\n"
@@ -120,43 +141,72 @@ async def test_an_approval_wait_holds_no_slot_survives_a_restart_and_the_approve
         assert log.read_text() == "ran\n"
         told = await node.store.scalar(
             "SELECT m.content FROM messages m JOIN runs ru ON ru.id = m.run_id WHERE ru.task_id = ? AND m.role = 'tool'",
-            (second.id,))
+            (second.id,),
+        )
         assert told == "denied by the approver: not today"
         # one run per task, resumed (not restarted): its first user message is stored once
         for t in (first, second):
-            assert await node.store.scalar("SELECT COUNT(*) FROM runs WHERE task_id = ?", (t.id,)) == 1
-            assert await node.store.scalar(
-                "SELECT COUNT(*) FROM messages m JOIN runs ru ON ru.id = m.run_id WHERE ru.task_id = ?"
-                " AND m.role = 'user'", (t.id,)) == 1
-        assert (await node.store.one("SELECT state FROM tasks WHERE id = ?", (third.id,)) or {})["state"] == "waiting"
+            assert (
+                await node.store.scalar("SELECT COUNT(*) FROM runs WHERE task_id = ?", (t.id,)) == 1
+            )
+            assert (
+                await node.store.scalar(
+                    "SELECT COUNT(*) FROM messages m JOIN runs ru ON ru.id = m.run_id WHERE ru.task_id = ?"
+                    " AND m.role = 'user'",
+                    (t.id,),
+                )
+                == 1
+            )
+        assert (await node.store.one("SELECT state FROM tasks WHERE id = ?", (third.id,)) or {})[
+            "state"
+        ] == "waiting"
 
 
 async def test_time_spent_waiting_for_a_person_does_not_count_against_the_runs_max_duration(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     log = tmp_path / "effects.log"
     async with node_on(tmp_path / "hub.db") as node:
         client = Client.in_process(node.hub)
-        await client.call(r.CreateDeployment, CreateDeploymentRequest(files=files_b64(gated_bundle(tmp_path / "b", log))))
+        await client.call(
+            r.CreateDeployment,
+            CreateDeploymentRequest(files=files_b64(gated_bundle(tmp_path / "b", log))),
+        )
         task = await submit(client)
         await suspended(node.store, task.id)
         approval = await pending_of(client, task.id)
         two_hours = 2 * 3_600_000  # the approver answers two hours later (maxRunDuration is 30m)
-        await node.store.write(lambda tx: (
-            tx.execute("UPDATE runs SET started_ms = started_ms - ? WHERE task_id = ?", (two_hours, task.id)),
-            tx.execute("UPDATE approvals SET created_ms = created_ms - ? WHERE id = ?", (two_hours, approval.id))))
+        await node.store.write(
+            lambda tx: (
+                tx.execute(
+                    "UPDATE runs SET started_ms = started_ms - ? WHERE task_id = ?",
+                    (two_hours, task.id),
+                ),
+                tx.execute(
+                    "UPDATE approvals SET created_ms = created_ms - ? WHERE id = ?",
+                    (two_hours, approval.id),
+                ),
+            )
+        )
         await client.call(r.DecideApproval, DecideApprovalRequest(id=approval.id, approve=True))
         done = await wait(client, task.id)
-        assert done.state == "succeeded" and (done.outcome or {}).get("status") == "done", done.outcome
+        assert done.state == "succeeded" and (done.outcome or {}).get("status") == "done", (
+            done.outcome
+        )
         assert log.read_text() == "ran\n"
 
 
 async def test_cancelling_a_waiting_task_closes_its_approval_and_deciding_it_is_a_conflict(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.INFO)
     log = tmp_path / "effects.log"
     async with node_on(tmp_path / "hub.db") as node:
         client = Client.in_process(node.hub)
-        await client.call(r.CreateDeployment, CreateDeploymentRequest(files=files_b64(gated_bundle(tmp_path / "b", log))))
+        await client.call(
+            r.CreateDeployment,
+            CreateDeploymentRequest(files=files_b64(gated_bundle(tmp_path / "b", log))),
+        )
         task = await submit(client)
         await suspended(node.store, task.id)
         approval = await pending_of(client, task.id)
@@ -164,7 +214,9 @@ async def test_cancelling_a_waiting_task_closes_its_approval_and_deciding_it_is_
         assert (await wait(client, task.id)).state == "cancelled"
         assert (await client.call(r.ListApprovals, ListApprovalsRequest())).approvals == []
         [closed] = (await client.call(r.ListApprovals, ListApprovalsRequest(all=True))).approvals
-        assert closed.state == "cancelled" and f"task {task.id} was cancelled" in (closed.note or "")
+        assert closed.state == "cancelled" and f"task {task.id} was cancelled" in (
+            closed.note or ""
+        )
         with pytest.raises(ConflictError, match=r"closed because its task \w+ was cancelled"):
             await client.call(r.DecideApproval, DecideApprovalRequest(id=approval.id, approve=True))
     assert not log.exists()
@@ -173,16 +225,22 @@ async def test_cancelling_a_waiting_task_closes_its_approval_and_deciding_it_is_
 
 async def token(node: LocalNode, name: str) -> Principal:
     """A second, non-local API token with operator and approver scopes, as the Hub authenticates it."""
-    _, secret = await node.store.write(lambda tx: insert_token(tx, scopes=["operator", "approver"], name=name))
+    _, secret = await node.store.write(
+        lambda tx: insert_token(tx, scopes=["operator", "approver"], name=name)
+    )
     return await node.hub.auth.authenticate(secret, node.hub.clock())
 
 
 async def test_a_token_cannot_approve_its_own_task_unless_allowed_but_the_local_admin_and_others_can(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     log = tmp_path / "effects.log"
     async with node_on(tmp_path / "hub.db") as node:
         admin = Client.in_process(node.hub)
-        await admin.call(r.CreateDeployment, CreateDeploymentRequest(files=files_b64(gated_bundle(tmp_path / "b", log))))
+        await admin.call(
+            r.CreateDeployment,
+            CreateDeploymentRequest(files=files_b64(gated_bundle(tmp_path / "b", log))),
+        )
         alice, bob = await token(node, "alice"), await token(node, "bob")
         as_alice, as_bob = Client.in_process(node.hub, alice), Client.in_process(node.hub, bob)
 
@@ -190,27 +248,43 @@ async def test_a_token_cannot_approve_its_own_task_unless_allowed_but_the_local_
         approval = await pending_of(admin, mine.id)
         who = f"token:{alice.id}"
         assert approval.requested_by == who
-        assert await node.store.scalar("SELECT submitted_by FROM tasks WHERE id = ?", (mine.id,)) == who
-        assert await node.store.scalar("SELECT requested_by FROM runs WHERE task_id = ?", (mine.id,)) == who
+        assert (
+            await node.store.scalar("SELECT submitted_by FROM tasks WHERE id = ?", (mine.id,))
+            == who
+        )
+        assert (
+            await node.store.scalar("SELECT requested_by FROM runs WHERE task_id = ?", (mine.id,))
+            == who
+        )
         with pytest.raises(DeniedError, match="cannot approve it") as refused:
-            await as_alice.call(r.DecideApproval, DecideApprovalRequest(id=approval.id, approve=True))
+            await as_alice.call(
+                r.DecideApproval, DecideApprovalRequest(id=approval.id, approve=True)
+            )
         assert refused.value.http_status == 403
-        decided = await as_bob.call(r.DecideApproval, DecideApprovalRequest(id=approval.id, approve=True))
+        decided = await as_bob.call(
+            r.DecideApproval, DecideApprovalRequest(id=approval.id, approve=True)
+        )
         assert decided.approval.decided_by == f"token:{bob.id}"
 
         node.hub.allow_self_approval = True  # `agen up --allow-self-approval`
         again = await pending_of(admin, (await submit(as_alice, "two")).id)
-        assert (await as_alice.call(r.DecideApproval, DecideApprovalRequest(id=again.id, approve=True))
-                ).approval.state == "approved"
+        assert (
+            await as_alice.call(r.DecideApproval, DecideApprovalRequest(id=again.id, approve=True))
+        ).approval.state == "approved"
         node.hub.allow_self_approval = False
 
-        own = await pending_of(admin, (await submit(admin, "three")).id)  # the local admin's own work
+        own = await pending_of(
+            admin, (await submit(admin, "three")).id
+        )  # the local admin's own work
         assert own.requested_by == "local-admin"
-        assert (await admin.call(r.DecideApproval, DecideApprovalRequest(id=own.id, approve=True))
-                ).approval.state == "approved"
+        assert (
+            await admin.call(r.DecideApproval, DecideApprovalRequest(id=own.id, approve=True))
+        ).approval.state == "approved"
 
 
-async def test_a_bundles_permissions_notify_url_receives_each_new_pending_approval(tmp_path: Path) -> None:
+async def test_a_bundles_permissions_notify_url_receives_each_new_pending_approval(
+    tmp_path: Path,
+) -> None:
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import Response

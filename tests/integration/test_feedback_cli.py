@@ -17,19 +17,35 @@ REVIEWED = [
     {"text": "red, green, blue"},
     {"text": '{"satisfied": true, "grade": 0.9, "feedback": "good"}'},
 ]
-CONFIG = {"kind": "pool", "scale": {"min": 1, "max": 1},
-          "review": {"rubric": "three colours", "maxIterations": 2}}
+CONFIG = {
+    "kind": "pool",
+    "scale": {"min": 1, "max": 1},
+    "review": {"rubric": "three colours", "maxIterations": 2},
+}
 
 
-async def test_feedback_recorded_from_the_cli_shows_in_runs_transcript_and_ls_json(tmp_path: Path) -> None:
+async def test_feedback_recorded_from_the_cli_shows_in_runs_transcript_and_ls_json(
+    tmp_path: Path,
+) -> None:
     async with embedded_hub(tmp_path) as e, http_hub(e) as (url, token):
         await e.deploy("painter", script=REVIEWED, config=CONFIG)
         task = await e.run("painter", "name three colours")
         assert task.state == "succeeded" and task.outcome is not None
         assert task.outcome["review"]["rounds"] == 2 and task.outcome["review"]["grade"] == 0.9
 
-        code, out, err = await agen(url, token, "feedback", "record", task.id, "--score", "0.8",
-                                    "--note", "nice palette", "--label", "by=qa")
+        code, out, err = await agen(
+            url,
+            token,
+            "feedback",
+            "record",
+            task.id,
+            "--score",
+            "0.8",
+            "--note",
+            "nice palette",
+            "--label",
+            "by=qa",
+        )
         assert code == 0, err
         assert "+0.80" in out
         code, _, err = await agen(url, token, "feedback", "record", task.id, "--score", "-0.5")
@@ -48,7 +64,9 @@ async def test_feedback_recorded_from_the_cli_shows_in_runs_transcript_and_ls_js
         assert code == 0 and "(reviewer)" in out and "review 1: needs_revision (grade 0.3)" in out
         assert "review 2: satisfied (grade 0.9)" in out
 
-        code, out, _ = await agen(url, token, "feedback", "ls", "--json", "--label", "by=qa", "--since", "1h")
+        code, out, _ = await agen(
+            url, token, "feedback", "ls", "--json", "--label", "by=qa", "--since", "1h"
+        )
         [f] = json.loads(out)["feedback"]
         assert f["run_id"] == run["id"] and f["task_id"] == task.id and f["deployment"] == "painter"
         assert f["score"] == 0.8 and f["note"] == "nice palette" and f["labels"] == {"by": "qa"}

@@ -41,7 +41,8 @@ async def _factory(bundle: Bundle, instance_id: str) -> Executor:
 
 
 async def test_a_fenced_run_is_logged_as_fencing_in_one_line_not_as_a_failure(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     store = await SQLiteStore.open(tmp_path / "node.db")
     node = LocalNode(store, tick_s=0.1, heartbeat_s=0.1, executor_factory=_factory)
     caplog.set_level(logging.INFO, logger="agen.nest")
@@ -50,7 +51,9 @@ async def test_a_fenced_run_is_logged_as_fencing_in_one_line_not_as_a_failure(
         client = Client.in_process(node.hub)
         bundle = write_bundle(tmp_path / "b", "echo", config={"scale": {"min": 1, "max": 1}})
         await client.call(r.CreateDeployment, CreateDeploymentRequest(files=files_b64(bundle)))
-        task = (await client.call(r.SubmitTask, SubmitTaskRequest(deployment="echo", input="hi"))).task
+        task = (
+            await client.call(r.SubmitTask, SubmitTaskRequest(deployment="echo", input="hi"))
+        ).task
         for _ in range(600):
             if any("fenced off" in rec.getMessage() for rec in caplog.records):
                 break

@@ -27,11 +27,13 @@ def _free_the_disk(tx: Tx) -> None:
 
 
 async def test_health_is_503_degraded_with_the_store_error_while_the_disk_is_full_and_ok_after(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     store = await SQLiteStore.open(tmp_path / "hub.db")
     try:
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(Hub(store))),
-                                     base_url="http://hub.test") as http:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=create_app(Hub(store))), base_url="http://hub.test"
+        ) as http:
             assert (await http.get("/health")).json()["store"] == {"ok": True}
             with pytest.raises(StoreError):
                 await store.write(_fill_the_disk)

@@ -34,7 +34,10 @@ from agen.nest.client_port import ClientHubPort
 from agen.store import SQLiteStore, Tx
 from tests.unit.queue_helpers import add_deployment, new_task
 
-FILES = {"plugin.json": b'{"name": "d", "version": "0.1.0"}', "x-agen/blob.bin": bytes(range(256)) * 3}
+FILES = {
+    "plugin.json": b'{"name": "d", "version": "0.1.0"}',
+    "x-agen/blob.bin": bytes(range(256)) * 3,
+}
 
 
 @contextlib.asynccontextmanager
@@ -42,7 +45,9 @@ async def served(hub: Hub) -> AsyncIterator[str]:
     """The Hub's real ASGI app on a loopback socket, in this event loop."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(create_app(hub), log_level="error", lifespan="off", access_log=False))
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(hub), log_level="error", lifespan="off", access_log=False)
+    )
     task = asyncio.create_task(server.serve(sockets=[sock]))
     try:
         while not server.started:
@@ -70,7 +75,9 @@ async def state(hub: Hub, task_id: str) -> str:
 
 
 @pytest.mark.parametrize("door", ["inproc", "http"])
-async def test_the_in_process_and_the_http_hub_port_pass_the_same_sequence(tmp_path: Path, door: str) -> None:
+async def test_the_in_process_and_the_http_hub_port_pass_the_same_sequence(
+    tmp_path: Path, door: str
+) -> None:
     store = await SQLiteStore.open(tmp_path / "hub.db")
     hub = Hub(store)
 
@@ -78,7 +85,10 @@ async def test_the_in_process_and_the_http_hub_port_pass_the_same_sequence(tmp_p
         dep = add_deployment(tx, "d")
         digest = digest_files(FILES)
         def_id = put_definition(tx, "d", digest, FILES)
-        tx.execute("UPDATE deployments SET definition_id = ?, digest = ? WHERE id = ?", (def_id, digest, dep))
+        tx.execute(
+            "UPDATE deployments SET definition_id = ?, digest = ? WHERE id = ?",
+            (def_id, digest, dep),
+        )
         return dep, def_id, digest
 
     dep, def_id, digest = await store.write(seed)
@@ -91,12 +101,19 @@ async def test_the_in_process_and_the_http_hub_port_pass_the_same_sequence(tmp_p
     try:
         async with port_for(door, hub) as port:
             nest_id = await port.register("n1", 4, {"zone": "a"})
-            await store.write(lambda tx: tx.execute(
-                "INSERT INTO assignments (deployment_id, nest_id, count, digest, leader_epoch, updated_ms)"
-                " VALUES (?,?,?,?,?,?)", (dep, nest_id, 1, digest, 1, tx.now_ms)))
-            assignments = await port.report(nest_id, [InstanceReport(id="i1", deployment_id=dep, digest=digest,
-                                                                     state="ready")])
-            assert [(a.deployment_id, a.count, a.definition_id) for a in assignments] == [(dep, 1, def_id)]
+            await store.write(
+                lambda tx: tx.execute(
+                    "INSERT INTO assignments (deployment_id, nest_id, count, digest, leader_epoch, updated_ms)"
+                    " VALUES (?,?,?,?,?,?)",
+                    (dep, nest_id, 1, digest, 1, tx.now_ms),
+                )
+            )
+            assignments = await port.report(
+                nest_id, [InstanceReport(id="i1", deployment_id=dep, digest=digest, state="ready")]
+            )
+            assert [(a.deployment_id, a.count, a.definition_id) for a in assignments] == [
+                (dep, 1, def_id)
+            ]
             assert await port.definition_files(def_id) == FILES
 
             generation = await port.wait_for_work(-1, 0)
@@ -105,7 +122,12 @@ async def test_the_in_process_and_the_http_hub_port_pass_the_same_sequence(tmp_p
             assert await asyncio.wait_for(waiter, timeout=10) > generation  # woken, not timed out
 
             [leased] = await port.lease(nest_id, "i1", dep, 4, 30_000)
-            assert (leased.id, leased.input, leased.started, leased.attempts) == (one, "one", True, 1)
+            assert (leased.id, leased.input, leased.started, leased.attempts) == (
+                one,
+                "one",
+                True,
+                1,
+            )
             await port.mark_running(leased.ref)  # repeating it is harmless
             assert await port.extend([leased.ref], 30_000) == []
             await port.report_progress(one, {"percent": 50})
@@ -119,7 +141,9 @@ async def test_the_in_process_and_the_http_hub_port_pass_the_same_sequence(tmp_p
             assert fenced.value.details["lease_id"] == "not-the-lease"
             assert await port.extend([stale], 30_000) == [one]
             with pytest.raises(NotFoundError):
-                await port.release(LeaseRef(task_id="no-such-task", lease_id="x"), count_attempt=False, reason="r")
+                await port.release(
+                    LeaseRef(task_id="no-such-task", lease_id="x"), count_attempt=False, reason="r"
+                )
 
             two = await submit("two")
             [leased] = await port.lease(nest_id, "i1", dep, 4, 30_000)
@@ -137,7 +161,8 @@ async def test_the_in_process_and_the_http_hub_port_pass_the_same_sequence(tmp_p
 
 
 async def test_a_nest_token_calls_only_the_nest_rpcs_and_who_am_i_and_a_viewer_none_of_them(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     store = await SQLiteStore.open(tmp_path / "hub.db")
     hub = Hub(store)
     try:
@@ -147,23 +172,30 @@ async def test_a_nest_token_calls_only_the_nest_rpcs_and_who_am_i_and_a_viewer_n
         with pytest.raises(DeniedError):
             await nest.call(r.ListTasks, ListTasksRequest())
         viewer = Client.in_process(hub, Principal(id="v", name="v", scopes=frozenset({"viewer"})))
-        lease = LeaseTasksRequest(nest_id="n", instance_id="i", deployment_id="d", limit=1, lease_ms=1000)
+        lease = LeaseTasksRequest(
+            nest_id="n", instance_id="i", deployment_id="d", limit=1, lease_ms=1000
+        )
         for rpc in r.NEST_RPCS:
             assert rpc.scope == "nest"
         with pytest.raises(DeniedError):
             await viewer.call(r.LeaseTasks, lease)
-        with pytest.raises(NotFoundError):  # admin implies nest: past the scope check to the unknown Nest
+        with pytest.raises(
+            NotFoundError
+        ):  # admin implies nest: past the scope check to the unknown Nest
             await Client.in_process(hub).call(r.LeaseTasks, lease)
     finally:
         await store.close()
 
 
 async def test_extending_more_leases_than_one_call_carries_splits_them_and_reports_every_lost_one(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     store = await SQLiteStore.open(tmp_path / "hub.db")
     try:
         port = ClientHubPort(Client.in_process(Hub(store), LOCAL_NEST))
         refs = [LeaseRef(task_id=f"t{i}", lease_id="l") for i in range(MAX_LEASES + 5)]
-        assert await port.extend(refs, 30_000) == [ref.task_id for ref in refs]  # none of them is held
+        assert await port.extend(refs, 30_000) == [
+            ref.task_id for ref in refs
+        ]  # none of them is held
     finally:
         await store.close()

@@ -26,7 +26,9 @@ class CountedClient(httpx.AsyncClient):
         super().__init__(**kwargs)
 
 
-async def test_leader_ticks_build_no_http_client_until_a_target_exists_then_reuse_one(tmp_path: Path) -> None:
+async def test_leader_ticks_build_no_http_client_until_a_target_exists_then_reuse_one(
+    tmp_path: Path,
+) -> None:
     received: list[bytes] = []
 
     async def hook(request: Request) -> JSONResponse:
@@ -39,11 +41,19 @@ async def test_leader_ticks_build_no_http_client_until_a_target_exists_then_reus
         async with ThreadServer(Starlette(routes=[Route("/hook", hook, methods=["POST"])])) as srv:
             for _ in range(3):
                 await loop.step()
-            assert loop.is_leader and CountedClient.built == 0  # nothing to deliver: no client, no TLS setup
+            assert (
+                loop.is_leader and CountedClient.built == 0
+            )  # nothing to deliver: no client, no TLS setup
 
-            await store.write(lambda tx: notify.set_target(tx, "default", "ops", srv.url + "/hook", events=["task."]))
+            await store.write(
+                lambda tx: notify.set_target(
+                    tx, "default", "ops", srv.url + "/hook", events=["task."]
+                )
+            )
             for i in range(3):
-                await store.write(lambda tx, i=i: tx.event("default", "task.queued", task_id=f"t{i}"))
+                await store.write(
+                    lambda tx, i=i: tx.event("default", "task.queued", task_id=f"t{i}")
+                )
                 await loop.step()
             assert len(received) == 3 and CountedClient.built == 1
     finally:

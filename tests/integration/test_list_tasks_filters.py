@@ -13,15 +13,21 @@ from agen.store import SQLiteStore
 from tests.fleet_helpers import files_b64, write_bundle
 
 
-async def test_a_label_filter_finds_matching_tasks_behind_a_page_of_newer_ones(tmp_path: Path) -> None:
+async def test_a_label_filter_finds_matching_tasks_behind_a_page_of_newer_ones(
+    tmp_path: Path,
+) -> None:
     store = await SQLiteStore.open(tmp_path / "agen.db")
     try:
         client = Client.in_process(Hub(store))
-        bundle = write_bundle(tmp_path / "b", "sorter", config={"kind": "pool", "scale": {"min": 0, "max": 1}})
+        bundle = write_bundle(
+            tmp_path / "b", "sorter", config={"kind": "pool", "scale": {"min": 0, "max": 1}}
+        )
         await client.call(r.CreateDeployment, CreateDeploymentRequest(files=files_b64(bundle)))
 
         async def submit(text: str, **labels: str) -> str:
-            resp = await client.call(r.SubmitTask, SubmitTaskRequest(deployment="sorter", input=text, labels=labels))
+            resp = await client.call(
+                r.SubmitTask, SubmitTaskRequest(deployment="sorter", input=text, labels=labels)
+            )
             return resp.task.id
 
         docs_ops = await submit("old", team="docs", env="ops")
@@ -33,7 +39,10 @@ async def test_a_label_filter_finds_matching_tasks_behind_a_page_of_newer_ones(t
             resp = await client.call(r.ListTasks, ListTasksRequest(labels=labels, limit=10))
             return [t.id for t in resp.tasks]
 
-        assert await ids(team="docs") == [docs, docs_ops]  # newest first, found behind 30 newer tasks
+        assert await ids(team="docs") == [
+            docs,
+            docs_ops,
+        ]  # newest first, found behind 30 newer tasks
         assert await ids(team="docs", env="ops") == [docs_ops]  # every label must match
         assert await ids(team="nobody") == []
         assert len(await ids()) == 10

@@ -18,7 +18,9 @@ from tests.integration.mcp_helpers import ctx, eventually, pid_alive, stdio_tool
 async def workspace(tmp_path: Path) -> AsyncIterator[tuple[Path, dict[str, Tool], McpToolset]]:
     root = tmp_path / "root"
     root.mkdir()
-    ts = stdio_toolset(["mcp", "workspace", "--root", str(root), "--run-timeout", "30s"], command="agen", name="ws")
+    ts = stdio_toolset(
+        ["mcp", "workspace", "--root", str(root), "--run-timeout", "30s"], command="agen", name="ws"
+    )
     tools = {t.name: t for t in await ts.start()}
     yield root, tools, ts
     await ts.close()
@@ -34,7 +36,12 @@ async def test_workspace_file_tools_read_write_edit_glob_grep(
 ) -> None:
     root, tools, _ = workspace
     assert {t.name: t.read_only for t in tools.values()} == {
-        "ws.read": True, "ws.glob": True, "ws.grep": True, "ws.write": False, "ws.edit": False, "ws.run": False,
+        "ws.read": True,
+        "ws.glob": True,
+        "ws.grep": True,
+        "ws.write": False,
+        "ws.edit": False,
+        "ws.run": False,
     }
     text, err = await call(tools, "write", path="src/deep/a.py", content="one\ntwo\nthree\nfour\n")
     assert not err and (root / "src/deep/a.py").read_text() == "one\ntwo\nthree\nfour\n"
@@ -60,11 +67,16 @@ async def test_workspace_file_tools_read_write_edit_glob_grep(
     assert text.splitlines() == ["b.py", "src/deep/a.py"]
 
     text, _ = await call(tools, "grep", pattern=r"^TW.$", context=1)
-    assert text.splitlines() == ["src/deep/a.py-1-one", "src/deep/a.py:2:TWO", "src/deep/a.py-3-three"]
+    assert text.splitlines() == [
+        "src/deep/a.py-1-one",
+        "src/deep/a.py:2:TWO",
+        "src/deep/a.py-3-three",
+    ]
 
 
 async def test_workspace_refuses_paths_that_leave_the_root(
-    workspace: tuple[Path, dict[str, Tool], McpToolset], tmp_path: Path,
+    workspace: tuple[Path, dict[str, Tool], McpToolset],
+    tmp_path: Path,
 ) -> None:
     root, tools, _ = workspace
     outside = tmp_path / "outside"
@@ -99,7 +111,9 @@ async def test_run_executes_in_the_root_and_a_timed_out_command_loses_its_whole_
     root, tools, _ = workspace
     text, err = await call(tools, "run", command="pwd; echo out; echo err >&2; exit 3")
     assert not err
-    assert str(root.resolve()) in text and "out" in text and "err" in text and "[exit code 3]" in text
+    assert (
+        str(root.resolve()) in text and "out" in text and "err" in text and "[exit code 3]" in text
+    )
 
     script = (
         "sh -c 'trap \"\" TERM; echo $$ > stubborn.pid; while true; do sleep 0.1; done' & "
@@ -115,7 +129,9 @@ async def test_run_executes_in_the_root_and_a_timed_out_command_loses_its_whole_
 
 
 async def test_run_output_is_capped_and_no_run_leaves_the_tool_out(tmp_path: Path) -> None:
-    ts = stdio_toolset(["mcp", "workspace", "--root", str(tmp_path), "--no-run"], command="agen", name="ws")
+    ts = stdio_toolset(
+        ["mcp", "workspace", "--root", str(tmp_path), "--no-run"], command="agen", name="ws"
+    )
     tools = {t.name for t in await ts.start()}
     await ts.close()
     assert "ws.run" not in tools and "ws.read" in tools
@@ -132,7 +148,10 @@ def sales_db(tmp_path: Path) -> Path:
     path = tmp_path / "sales.db"
     conn = sqlite3.connect(path)
     conn.execute("CREATE TABLE sales (id INTEGER PRIMARY KEY, region TEXT, amount REAL)")
-    conn.executemany("INSERT INTO sales (region, amount) VALUES (?, ?)", [("eu" if i % 2 else "us", i) for i in range(600)])
+    conn.executemany(
+        "INSERT INTO sales (region, amount) VALUES (?, ?)",
+        [("eu" if i % 2 else "us", i) for i in range(600)],
+    )
     conn.commit()
     conn.close()
     return path
@@ -142,21 +161,33 @@ async def test_sql_server_reads_sqlite_caps_rows_and_refuses_writes(sales_db: Pa
     os.environ["AGEN_TEST_DSN"] = f"sqlite:///{sales_db}"
     try:
         ts = stdio_toolset(
-            ["mcp", "sql", "--dsn-env", "DB_URL"], command="agen", name="sql",
-            env={"DB_URL": "${AGEN_TEST_DSN}"}, secrets={"AGEN_TEST_DSN": {"source": "env"}},
+            ["mcp", "sql", "--dsn-env", "DB_URL"],
+            command="agen",
+            name="sql",
+            env={"DB_URL": "${AGEN_TEST_DSN}"},
+            secrets={"AGEN_TEST_DSN": {"source": "env"}},
         )
         tools = {t.name: t for t in await ts.start()}
     finally:
         del os.environ["AGEN_TEST_DSN"]
     try:
         assert tools["sql.query"].read_only and not tools["sql.query"].side_effect
-        result = await tools["sql.query"].call({"sql": "SELECT region, SUM(amount) AS total FROM sales GROUP BY region ORDER BY region"}, ctx())
+        result = await tools["sql.query"].call(
+            {
+                "sql": "SELECT region, SUM(amount) AS total FROM sales GROUP BY region ORDER BY region"
+            },
+            ctx(),
+        )
         assert result.content.splitlines()[:3] == ["region\ttotal", "eu\t90000.0", "us\t89700.0"]
         many = await tools["sql.query"].call({"sql": "SELECT * FROM sales"}, ctx())
         lines = many.content.splitlines()
         assert len(lines) == 1 + 500 + 1 and "more rows matched" in lines[-1]
-        for statement in ("DELETE FROM sales", "insert into sales (region) values ('x')",
-                          "WITH x AS (SELECT 1) DELETE FROM sales", "/* hi */ DROP TABLE sales"):
+        for statement in (
+            "DELETE FROM sales",
+            "insert into sales (region) values ('x')",
+            "WITH x AS (SELECT 1) DELETE FROM sales",
+            "/* hi */ DROP TABLE sales",
+        ):
             refused = await tools["sql.query"].call({"sql": statement}, ctx())
             assert refused.is_error and "read-only" in refused.content, statement
         assert (await tools["sql.tables"].call({}, ctx())).content == "sales"
@@ -165,16 +196,33 @@ async def test_sql_server_reads_sqlite_caps_rows_and_refuses_writes(sales_db: Pa
     assert sqlite3.connect(sales_db).execute("SELECT COUNT(*) FROM sales").fetchone()[0] == 600
 
 
-async def test_sql_server_runs_only_read_pragmas_and_reports_typos_as_syntax_errors(sales_db: Path) -> None:
-    ts = stdio_toolset(["mcp", "sql"], command="agen", name="sql", env={"AGEN_SQL_DSN": f"sqlite:///{sales_db}"})
+async def test_sql_server_runs_only_read_pragmas_and_reports_typos_as_syntax_errors(
+    sales_db: Path,
+) -> None:
+    ts = stdio_toolset(
+        ["mcp", "sql"], command="agen", name="sql", env={"AGEN_SQL_DSN": f"sqlite:///{sales_db}"}
+    )
     query = {t.name: t for t in await ts.start()}["sql.query"]
     try:
-        for statement in ("PRAGMA query_only = 0", "pragma main.query_only=OFF", "EXPLAIN PRAGMA query_only = 0",
-                          "PRAGMA writable_schema = 1", "PRAGMA journal_mode = WAL"):
+        for statement in (
+            "PRAGMA query_only = 0",
+            "pragma main.query_only=OFF",
+            "EXPLAIN PRAGMA query_only = 0",
+            "PRAGMA writable_schema = 1",
+            "PRAGMA journal_mode = WAL",
+        ):
             refused = await query.call({"sql": statement}, ctx())
-            assert refused.is_error and "read-only" in refused.content and "table_info" in refused.content, statement
+            assert (
+                refused.is_error
+                and "read-only" in refused.content
+                and "table_info" in refused.content
+            ), statement
         still = await query.call({"sql": "PRAGMA table_info(sales)"}, ctx())
-        assert not still.is_error and still.content.splitlines()[1].split("\t")[:3] == ["0", "id", "INTEGER"]
+        assert not still.is_error and still.content.splitlines()[1].split("\t")[:3] == [
+            "0",
+            "id",
+            "INTEGER",
+        ]
         listed = await query.call({"sql": "pragma main.table_list"}, ctx())
         assert not listed.is_error and "sales" in listed.content
 

@@ -43,7 +43,16 @@ async def test_stdio_server_sees_only_allowlisted_and_declared_environment(
         leaked = await tools["t.env"].call({"name": "AGEN_TEST_HOST_CANARY"}, ctx())
         assert leaked.content == "<unset>"
         names = (await tools["t.env_names"].call({}, ctx())).content.split(",")
-        allowed = {"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "TZ", "AGEN_HOME", "AGEN_WORKSPACE_ROOT"}
+        allowed = {
+            "PATH",
+            "HOME",
+            "TMPDIR",
+            "LANG",
+            "LC_ALL",
+            "TZ",
+            "AGEN_HOME",
+            "AGEN_WORKSPACE_ROOT",
+        }
         assert set(names) - allowed == {"TOKEN", "PLAIN"}
         token = await tools["t.env"].call({"name": "TOKEN"}, ctx())
         assert token.content == "[REDACTED]"  # the server got it; the result shown is scrubbed
@@ -55,8 +64,15 @@ async def test_every_call_carries_the_run_meta_keys() -> None:
     ts = stdio_toolset()
     tools = {t.name: t for t in await ts.start()}
     try:
-        run = ctx(task_id="task-9", labels={"team": "a"}, trust="untrusted", workspace="/w",
-                  locks={"db": 3}, traceparent="00-abc-def-01", conversation_key="api:k")
+        run = ctx(
+            task_id="task-9",
+            labels={"team": "a"},
+            trust="untrusted",
+            workspace="/w",
+            locks={"db": 3},
+            traceparent="00-abc-def-01",
+            conversation_key="api:k",
+        )
         meta = json.loads((await tools["t.meta"].call({}, run)).content)
         assert meta["agen/taskId"] == "task-9"
         assert meta["agen/labels"] == {"team": "a"}
@@ -65,14 +81,22 @@ async def test_every_call_carries_the_run_meta_keys() -> None:
         assert meta["agen/locks"] == {"db": 3}
         assert meta["agen/conversationKey"] == "api:k"
         assert meta["traceparent"] == "00-abc-def-01"
-        for key in ("agen/namespace", "agen/deployment", "agen/runId", "agen/rootRunId", "agen/conversationId"):
+        for key in (
+            "agen/namespace",
+            "agen/deployment",
+            "agen/runId",
+            "agen/rootRunId",
+            "agen/conversationId",
+        ):
             assert key in meta
     finally:
         await ts.close()
 
 
 async def test_tool_names_and_hints_follow_annotations_and_config_overrides() -> None:
-    ts = stdio_toolset(hints={"append": ToolHints(idempotent=True), "echo": ToolHints(untrusted_output=True)})
+    ts = stdio_toolset(
+        hints={"append": ToolHints(idempotent=True), "echo": ToolHints(untrusted_output=True)}
+    )
     tools = {t.name: t for t in await ts.start()}
     try:
         read = tools["t.env"]
@@ -80,7 +104,9 @@ async def test_tool_names_and_hints_follow_annotations_and_config_overrides() ->
         assert tools["t.append"].side_effect and tools["t.append"].idempotent
         assert tools["t.echo"].idempotent and tools["t.echo"].untrusted_output
         assert tools["t.browse"].untrusted_output and not tools["t.browse"].side_effect
-        assert tools["t.crash_once_effect"].side_effect and not tools["t.crash_once_effect"].idempotent
+        assert (
+            tools["t.crash_once_effect"].side_effect and not tools["t.crash_once_effect"].idempotent
+        )
         failed = await tools["t.fail"].call({"reason": "nope"}, ctx())
         assert failed.is_error and "failed on purpose: nope" in failed.content
     finally:
@@ -110,7 +136,9 @@ async def test_server_dying_mid_call_does_not_retry_a_side_effecting_call(tmp_pa
     tools = {t.name: t for t in await ts.start()}
     marker = tmp_path / "calls"
     try:
-        with pytest.raises(ToolError, match="not retried because the tool is neither read-only nor idempotent"):
+        with pytest.raises(
+            ToolError, match="not retried because the tool is neither read-only nor idempotent"
+        ):
             await tools["t.crash_once_effect"].call({"marker": str(marker)}, ctx())
         assert marker.read_text() == "1"
         assert not ts.healthy()  # a dead server reports unhealthy until something reconnects
@@ -119,7 +147,9 @@ async def test_server_dying_mid_call_does_not_retry_a_side_effecting_call(tmp_pa
         await ts.close()
 
 
-async def test_externally_killed_server_is_unhealthy_and_a_read_only_call_reconnects(tmp_path: Path) -> None:
+async def test_externally_killed_server_is_unhealthy_and_a_read_only_call_reconnects(
+    tmp_path: Path,
+) -> None:
     ts = stdio_toolset()
     tools = {t.name: t for t in await ts.start()}
     try:
@@ -133,7 +163,9 @@ async def test_externally_killed_server_is_unhealthy_and_a_read_only_call_reconn
         assert await eventually(lambda: not ts.healthy())
         out = tmp_path / "out.txt"
         result = await tools["t.append"].call({"path": str(out), "line": "x"}, ctx())
-        assert result.content == "appended" and out.read_text() == "x\n"  # sent once, on a fresh connection
+        assert (
+            result.content == "appended" and out.read_text() == "x\n"
+        )  # sent once, on a fresh connection
     finally:
         await ts.close()
 
@@ -148,7 +180,8 @@ async def test_closing_the_toolset_stops_the_server_process() -> None:
 
 def test_stdio_server_dies_with_agen_through_the_parent_death_signal(tmp_path: Path) -> None:
     script = tmp_path / "host.py"
-    script.write_text(textwrap.dedent(f"""
+    script.write_text(
+        textwrap.dedent(f"""
         import asyncio, sys
         sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
         from tests.integration.mcp_helpers import stdio_toolset, ctx
@@ -158,7 +191,8 @@ def test_stdio_server_dies_with_agen_through_the_parent_death_signal(tmp_path: P
             print((await tools["t.pid"].call({{}}, ctx())).content, flush=True)
             await asyncio.sleep(120)
         asyncio.run(main())
-    """))
+    """)
+    )
     host = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
     try:
         assert host.stdout is not None
@@ -176,7 +210,9 @@ def test_stdio_server_dies_with_agen_through_the_parent_death_signal(tmp_path: P
 
 
 async def test_third_party_time_server_from_pypi_answers_through_the_client() -> None:
-    ts = stdio_toolset([], command=str(Path(sys.executable).parent / "mcp-server-time"), name="time")
+    ts = stdio_toolset(
+        [], command=str(Path(sys.executable).parent / "mcp-server-time"), name="time"
+    )
     tools = {t.name: t for t in await ts.start()}
     try:
         assert "time.get_current_time" in tools
@@ -193,7 +229,8 @@ def http_server_url() -> Iterator[str]:
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, TEST_SERVER, "--http", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         wait_port(port)
@@ -216,7 +253,9 @@ async def test_streamable_http_server_lists_and_calls_tools(http_server_url: str
 
 
 async def test_a_server_that_cannot_start_fails_with_its_name_and_stderr() -> None:
-    ts = stdio_toolset(["-c", "import sys; sys.stderr.write('boot failed: missing config\\n'); sys.exit(3)"])
+    ts = stdio_toolset(
+        ["-c", "import sys; sys.stderr.write('boot failed: missing config\\n'); sys.exit(3)"]
+    )
     with pytest.raises(UnavailableError) as e:
         await ts.start()
     assert "MCP server t" in e.value.message

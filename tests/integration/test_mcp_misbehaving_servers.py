@@ -20,7 +20,7 @@ from agen.runner.secrets import resolve_secrets
 from agen.runner.tools.mcp import McpToolset
 from tests.integration.mcp_helpers import ctx, http_toolset, stdio_toolset
 
-BANNER_SERVER = '''
+BANNER_SERVER = """
 print("Welcome to BannerServer 1.0 -- ready!", flush=True)
 from mcp.server.mcpserver import MCPServer
 
@@ -31,14 +31,14 @@ def hello() -> str:
     return "hello back"
 
 server.run()
-'''
+"""
 
-HANGING_SERVER = '''
+HANGING_SERVER = """
 import os, sys, time
 with open(sys.argv[1], "a") as f:
     f.write(f"{os.getpid()}\\n")
 time.sleep(3600)  # never answers initialize
-'''
+"""
 
 
 class _Refuses(BaseHTTPRequestHandler):
@@ -64,7 +64,9 @@ def refusing_url() -> Iterator[str]:
     httpd.server_close()
 
 
-async def test_an_http_server_answering_401_is_reported_with_its_status_and_what_to_check(refusing_url: str) -> None:
+async def test_an_http_server_answering_401_is_reported_with_its_status_and_what_to_check(
+    refusing_url: str,
+) -> None:
     ts = http_toolset(refusing_url, name="remote")
     try:
         with pytest.raises(UnavailableError) as raised:
@@ -78,7 +80,8 @@ async def test_an_http_server_answering_401_is_reported_with_its_status_and_what
 
 
 async def test_a_banner_on_stdout_is_one_warning_line_naming_the_server_not_a_traceback(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     script = tmp_path / "banner_server.py"
     script.write_text(BANNER_SERVER)
@@ -107,7 +110,8 @@ def hanging_toolset(tmp_path: Path, starts: Path) -> McpToolset:
 
 
 async def test_a_server_that_never_answers_initialize_fails_after_its_startup_timeout_and_is_not_restarted_at_once(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     starts = tmp_path / "starts.txt"
     first = hanging_toolset(tmp_path, starts)
@@ -127,8 +131,12 @@ async def test_a_server_that_never_answers_initialize_fails_after_its_startup_ti
             await again.start()
     finally:
         await again.close()
-    assert "not started again" in raised.value.message and "startupTimeoutMs" in raised.value.message
-    assert len(starts.read_text().splitlines()) == 1  # the hung server was spawned once, not per start
+    assert (
+        "not started again" in raised.value.message and "startupTimeoutMs" in raised.value.message
+    )
+    assert (
+        len(starts.read_text().splitlines()) == 1
+    )  # the hung server was spawned once, not per start
 
     gc.collect()
     assert not [r for r in caplog.records if "never retrieved" in r.getMessage()]

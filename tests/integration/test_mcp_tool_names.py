@@ -14,7 +14,7 @@ from agen.runner.tools.wire_names import by_wire_name
 from tests.integration.mcp_helpers import ctx, stdio_toolset
 from tests.runner_helpers import make, open_store
 
-NAMED_TOOLS_SERVER = '''
+NAMED_TOOLS_SERVER = """
 import sys
 from mcp.server.mcpserver import MCPServer
 
@@ -27,7 +27,7 @@ def says(name):
 for name in sys.argv[1:]:
     server.add_tool(says(name), name=name, description="says its name")
 server.run()
-'''
+"""
 
 
 def named_server(tmp_path: Path, server: str, *tools: str):  # type: ignore[no-untyped-def]
@@ -47,13 +47,19 @@ async def test_tools_that_joined_names_would_confuse_each_reach_the_model_under_
         named = by_wire_name(tools)  # no collision
         assert len(named) == 4
         assert all(len(w) <= 64 and w.replace("_", "").replace("-", "").isalnum() for w in named)
-        assert "a_b_c" in named and named["a_b_c"].name == "a.b_c"  # the plain join where it is unambiguous
+        assert (
+            "a_b_c" in named and named["a_b_c"].name == "a.b_c"
+        )  # the plain join where it is unambiguous
         for wire, tool in named.items():  # each name reaches its own tool
-            assert (await tool.call({}, ctx())).content == f"I am {tool.name.split('.', 1)[1]}", wire
+            assert (await tool.call({}, ctx())).content == f"I am {tool.name.split('.', 1)[1]}", (
+                wire
+            )
         # stable: the same tool gets the same name on the next start
         again = named_server(tmp_path, "a_b", "c")
         try:
-            assert [t.wire_name for t in await again.start()] == [t.wire_name for t in await a_b.start()]
+            assert [t.wire_name for t in await again.start()] == [
+                t.wire_name for t in await a_b.start()
+            ]
         finally:
             await again.close()
     finally:
@@ -61,11 +67,19 @@ async def test_tools_that_joined_names_would_confuse_each_reach_the_model_under_
         await a_b.close()
 
 
-async def test_a_server_tool_named_like_a_builtin_is_refused_at_instance_start_naming_both(tmp_path: Path) -> None:
+async def test_a_server_tool_named_like_a_builtin_is_refused_at_instance_start_naming_both(
+    tmp_path: Path,
+) -> None:
     store = await open_store(tmp_path)
     bundle = make()
     shadow = named_server(tmp_path, "save", "artifact")  # would reach the model as save_artifact
-    runner = Runner(store, bundle, owner="test", toolsets=[shadow], policy=BundlePolicy(bundle.config.permissions))
+    runner = Runner(
+        store,
+        bundle,
+        owner="test",
+        toolsets=[shadow],
+        policy=BundlePolicy(bundle.config.permissions),
+    )
     try:
         with pytest.raises(InvalidError) as raised:
             await runner.start()

@@ -14,7 +14,9 @@ import pytest
 from agen.mcpservers._confine import OutsideRootError, Root
 from tests.integration.mcp_helpers import ctx, stdio_toolset
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="renameat2 swap is Linux-only")
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="renameat2 swap is Linux-only"
+)
 
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
@@ -65,7 +67,10 @@ def test_open_file_never_opens_outside_while_a_folder_flips_to_a_symlink(
     box = Root(root)
     inside_reads = 0
     for i in range(3000):
-        for path, flags in (("d/secret.txt", os.O_RDONLY), (f"d/w{i % 7}.txt", os.O_WRONLY | os.O_CREAT)):
+        for path, flags in (
+            ("d/secret.txt", os.O_RDONLY),
+            (f"d/w{i % 7}.txt", os.O_WRONLY | os.O_CREAT),
+        ):
             try:
                 fd, _ = box.open_file(path, flags)
             except (OutsideRootError, OSError):  # refused, or changed meanwhile: fine
@@ -84,15 +89,20 @@ async def test_workspace_server_never_writes_or_reads_outside_while_a_folder_fli
     swapping: tuple[Path, Path, list[int]],
 ) -> None:
     root, outside, swaps = swapping
-    ts = stdio_toolset(["mcp", "workspace", "--root", str(root), "--no-run"], command="agen", name="ws")
+    ts = stdio_toolset(
+        ["mcp", "workspace", "--root", str(root), "--no-run"], command="agen", name="ws"
+    )
     tools = {t.name: t for t in await ts.start()}
     written = read_inside = 0
     try:
         for i in range(300):
-            wrote = await tools["ws.write"].call({"path": "d/new.txt", "content": f"write {i}"}, ctx())
+            wrote = await tools["ws.write"].call(
+                {"path": "d/new.txt", "content": f"write {i}"}, ctx()
+            )
             written += not wrote.is_error
-            edited = await tools["ws.edit"].call({"path": "d/secret.txt", "old_string": "inside",
-                                                  "new_string": "inside"}, ctx())
+            edited = await tools["ws.edit"].call(
+                {"path": "d/secret.txt", "old_string": "inside", "new_string": "inside"}, ctx()
+            )
             assert SECRET not in edited.content
             got = await tools["ws.read"].call({"path": "d/secret.txt"}, ctx())
             assert SECRET not in got.content
@@ -103,7 +113,9 @@ async def test_workspace_server_never_writes_or_reads_outside_while_a_folder_fli
     nothing_landed_outside(outside)
 
 
-def test_open_file_still_follows_symlinks_that_stay_inside_and_walks_dotdot_inside(tmp_path: Path) -> None:
+def test_open_file_still_follows_symlinks_that_stay_inside_and_walks_dotdot_inside(
+    tmp_path: Path,
+) -> None:
     root = tmp_path / "root"
     (root / "real" / "deep").mkdir(parents=True)
     (root / "real" / "deep" / "a.txt").write_text("A")
@@ -111,7 +123,13 @@ def test_open_file_still_follows_symlinks_that_stay_inside_and_walks_dotdot_insi
     (root / "abs").symlink_to(root / "real")
     (root / "file-link.txt").symlink_to("real/deep/a.txt")
     box = Root(root)
-    for path in ("rel/a.txt", "abs/deep/a.txt", "file-link.txt", "real/deep/../deep/a.txt", str(root / "rel/a.txt")):
+    for path in (
+        "rel/a.txt",
+        "abs/deep/a.txt",
+        "file-link.txt",
+        "real/deep/../deep/a.txt",
+        str(root / "rel/a.txt"),
+    ):
         fd, rel = box.open_file(path, os.O_RDONLY)
         with os.fdopen(fd, "rb") as f:
             assert f.read() == b"A", path

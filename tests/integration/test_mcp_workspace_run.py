@@ -16,7 +16,9 @@ from tests.integration.mcp_helpers import ctx, eventually, pid_alive, stdio_tool
 async def server(tmp_path: Path) -> AsyncIterator[tuple[Path, Tool, McpToolset]]:
     root = tmp_path / "root"
     root.mkdir()
-    ts = stdio_toolset(["mcp", "workspace", "--root", str(root), "--run-timeout", "60s"], command="agen", name="ws")
+    ts = stdio_toolset(
+        ["mcp", "workspace", "--root", str(root), "--run-timeout", "60s"], command="agen", name="ws"
+    )
     tools = {t.name: t for t in await ts.start()}
     yield root, tools["ws.run"], ts
     await ts.close()
@@ -27,7 +29,9 @@ def pids(root: Path, *names: str) -> list[int]:
 
 
 async def wait_for_files(root: Path, *names: str) -> None:
-    assert await eventually(lambda: all((root / n).exists() and (root / n).read_text().strip() for n in names), 20)
+    assert await eventually(
+        lambda: all((root / n).exists() and (root / n).read_text().strip() for n in names), 20
+    )
 
 
 async def test_run_returns_at_the_shells_exit_while_a_background_child_still_runs_then_server_exit_stops_it(
@@ -43,7 +47,9 @@ async def test_run_returns_at_the_shells_exit_while_a_background_child_still_run
     assert not result.is_error and "started" in result.content and "[exit code 0]" in result.content
     await wait_for_files(root, "bg.pid", "daemon.pid")
     bg, daemon = pids(root, "bg.pid", "daemon.pid")
-    assert pid_alive(bg) and pid_alive(daemon)  # the call did not wait for them (they would run 1000 s)
+    assert pid_alive(bg) and pid_alive(
+        daemon
+    )  # the call did not wait for them (they would run 1000 s)
 
     await ts.close()  # the server exits: nothing its commands started outlives it
     assert await eventually(lambda: not pid_alive(bg) and not pid_alive(daemon), 20)
@@ -70,9 +76,10 @@ async def test_many_background_children_do_not_turn_a_finished_shell_into_a_time
     _, run, _ = server
     command = "for i in $(seq 20); do sleep 1000 & done; echo launched"
     result = await run.call({"command": command, "timeout_seconds": 20}, ctx())
-    assert not result.is_error and "launched" in result.content and "[exit code 0]" in result.content
+    assert (
+        not result.is_error and "launched" in result.content and "[exit code 0]" in result.content
+    )
     assert "timed out" not in result.content
-
 
 
 def test_a_commands_mark_selects_only_its_own_processes_not_one_whose_mark_it_prefixes() -> None:
@@ -90,7 +97,9 @@ def test_a_commands_mark_selects_only_its_own_processes_not_one_whose_mark_it_pr
     }
     try:
         assert marked_pids("tok:1") == [procs["tok:1"].pid]  # command 1 is not command 10
-        assert sorted(marked_pids("tok:")) == sorted([procs["tok:1"].pid, procs["tok:10"].pid])  # the whole server
+        assert sorted(marked_pids("tok:")) == sorted(
+            [procs["tok:1"].pid, procs["tok:10"].pid]
+        )  # the whole server
     finally:
         for p in procs.values():
             p.kill()

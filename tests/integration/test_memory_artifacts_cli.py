@@ -16,8 +16,13 @@ from tests.observe_helpers import embedded_hub, http_hub
 
 async def agen(url: str, token: str, *args: str, stdin: str | None = None) -> tuple[int, str, str]:
     runner = CliRunner()
-    res = await asyncio.to_thread(runner.invoke, app, [*args, "--hub", url, "--token", token], input=stdin,
-                                  env={"COLUMNS": "160"})
+    res = await asyncio.to_thread(
+        runner.invoke,
+        app,
+        [*args, "--hub", url, "--token", token],
+        input=stdin,
+        env={"COLUMNS": "160"},
+    )
     if isinstance(res.exception, AgenError):  # what agen.cli.main() prints and exits with
         return res.exception.exit_code, res.stdout, f"error: {res.exception}"
     return res.exit_code, res.stdout, res.stderr
@@ -25,13 +30,29 @@ async def agen(url: str, token: str, *args: str, stdin: str | None = None) -> tu
 
 async def test_memory_set_show_history_and_rollback_with_compare_and_set(tmp_path: Path) -> None:
     async with embedded_hub(tmp_path) as e, http_hub(e) as (url, token):
-        code, out, _ = await agen(url, token, "memory", "set", "rules", "--title", "House rules",
-                                  "--description", "how we behave", "--limit-chars", "100", stdin="be kind\n")
+        code, out, _ = await agen(
+            url,
+            token,
+            "memory",
+            "set",
+            "rules",
+            "--title",
+            "House rules",
+            "--description",
+            "how we behave",
+            "--limit-chars",
+            "100",
+            stdin="be kind\n",
+        )
         assert (code, out) == (0, "rules: version 1 (8 characters)\n")
-        code, out, _ = await agen(url, token, "memory", "set", "rules", "--expected-version", "1", stdin="be fast\n")
+        code, out, _ = await agen(
+            url, token, "memory", "set", "rules", "--expected-version", "1", stdin="be fast\n"
+        )
         assert code == 0 and "version 2" in out
         # a second writer who read version 1 is refused, told the current version (exit 5: conflict)
-        code, _, err = await agen(url, token, "memory", "set", "rules", "--expected-version", "1", stdin="be late\n")
+        code, _, err = await agen(
+            url, token, "memory", "set", "rules", "--expected-version", "1", stdin="be late\n"
+        )
         assert code == 5 and "memory block rules is at version 2, not 1" in err
 
         code, out, _ = await agen(url, token, "memory", "ls")
@@ -41,7 +62,9 @@ async def test_memory_set_show_history_and_rollback_with_compare_and_set(tmp_pat
         assert [v["value"] for v in hist["versions"]] == ["be fast\n", "be kind\n"]
         assert {v["author_kind"] for v in hist["versions"]} == {"person"}
 
-        code, out, _ = await agen(url, token, "memory", "rollback", "rules", "--to", "1", "--expected-version", "2")
+        code, out, _ = await agen(
+            url, token, "memory", "rollback", "rules", "--to", "1", "--expected-version", "2"
+        )
         assert (code, out) == (0, "rules: version 3 (= version 1)\n")
         code, out, err = await agen(url, token, "memory", "show", "rules")
         assert code == 0 and out == "be kind\n"

@@ -38,7 +38,9 @@ async def test_draining_an_idle_instance_wakes_its_lease_loop(tmp_path: Path) ->
     await node.start()
     try:
         bundle = write_bundle(tmp_path / "b", "echo", config={"scale": {"min": 1, "max": 1}})
-        await Client.in_process(node.hub).call(r.CreateDeployment, CreateDeploymentRequest(files=files_b64(bundle)))
+        await Client.in_process(node.hub).call(
+            r.CreateDeployment, CreateDeploymentRequest(files=files_b64(bundle))
+        )
         await asyncio.wait_for(port.idling.wait(), timeout=60)
         inst = next(iter(node.manager.instances.values()))
         await asyncio.wait_for(node.drain(), timeout=60)

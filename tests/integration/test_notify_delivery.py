@@ -53,28 +53,43 @@ def secrets(namespace: str, name: str) -> str | None:
     return "hook-key" if (namespace, name) == ("default", "HOOK_KEY") else None
 
 
-async def test_a_failing_target_pauses_with_back_off_then_delivers_in_seq_order_signed(store: SQLiteStore) -> None:
+async def test_a_failing_target_pauses_with_back_off_then_delivers_in_seq_order_signed(
+    store: SQLiteStore,
+) -> None:
     rx = Receiver()
     app = Starlette(routes=[Route("/hook", rx.hook, methods=["POST"])])
     async with ThreadServer(app) as srv, httpx.AsyncClient() as client:
-        await store.write(lambda tx: tx.event("default", "task.queued", task_id="before"))  # not delivered
-        await store.write(lambda tx: notify.set_target(
-            tx, "default", "ops", srv.url + "/hook", events=["task."], secret="HOOK_KEY"))
-        await store.write(lambda tx: (
-            tx.event("default", "task.queued", task_id="t1"),
-            tx.event("default", "deployment.created", deployment="x"),
-            tx.event("other", "task.queued", task_id="elsewhere"),
-            tx.event("default", "task.succeeded", task_id="t1"),
-        ))
+        await store.write(
+            lambda tx: tx.event("default", "task.queued", task_id="before")
+        )  # not delivered
+        await store.write(
+            lambda tx: notify.set_target(
+                tx, "default", "ops", srv.url + "/hook", events=["task."], secret="HOOK_KEY"
+            )
+        )
+        await store.write(
+            lambda tx: (
+                tx.event("default", "task.queued", task_id="t1"),
+                tx.event("default", "deployment.created", deployment="x"),
+                tx.event("other", "task.queued", task_id="elsewhere"),
+                tx.event("default", "task.succeeded", task_id="t1"),
+            )
+        )
 
         report = await notify.deliver_all(store, client, now_ms=T0, secrets=secrets)
         assert report.failed == 1 and report.delivered == 0 and "HTTP 500" in report.errors["ops"]
         row = await store.one("SELECT * FROM notify_targets WHERE name = 'ops'")
-        assert row is not None and row["paused_until_ms"] == T0 + 1000 and "HTTP 500" in row["last_error"]
+        assert (
+            row is not None
+            and row["paused_until_ms"] == T0 + 1000
+            and "HTTP 500" in row["last_error"]
+        )
 
         await notify.deliver_all(store, client, now_ms=T0 + 500, secrets=secrets)  # still paused
         assert rx.attempts == 1
-        await notify.deliver_all(store, client, now_ms=T0 + 1000, secrets=secrets)  # fails again: 2 s
+        await notify.deliver_all(
+            store, client, now_ms=T0 + 1000, secrets=secrets
+        )  # fails again: 2 s
         row = await store.one("SELECT * FROM notify_targets WHERE name = 'ops'")
         assert row is not None and row["backoff_ms"] == 2000
 
@@ -82,7 +97,8 @@ async def test_a_failing_target_pauses_with_back_off_then_delivers_in_seq_order_
         report = await notify.deliver_all(store, client, now_ms=T0 + 3000, secrets=secrets)
         assert report.delivered == 2
         assert [(b["type"], b["task_id"], sig) for b, sig in rx.accepted] == [
-            ("task.queued", "t1", "ok"), ("task.succeeded", "t1", "ok"),
+            ("task.queued", "t1", "ok"),
+            ("task.succeeded", "t1", "ok"),
         ]
         row = await store.one("SELECT * FROM notify_targets WHERE name = 'ops'")
         assert row is not None and row["last_error"] is None and row["paused_until_ms"] is None
@@ -93,7 +109,9 @@ async def test_a_failing_target_pauses_with_back_off_then_delivers_in_seq_order_
         assert len(rx.accepted) == 2
 
 
-async def test_back_off_grows_to_five_minutes_and_an_event_failing_for_an_hour_is_dropped(store: SQLiteStore) -> None:
+async def test_back_off_grows_to_five_minutes_and_an_event_failing_for_an_hour_is_dropped(
+    store: SQLiteStore,
+) -> None:
     rx = Receiver()
     app = Starlette(routes=[Route("/hook", rx.hook, methods=["POST"])])
     async with ThreadServer(app) as srv, httpx.AsyncClient() as client:
@@ -118,10 +136,22 @@ async def test_back_off_grows_to_five_minutes_and_an_event_failing_for_an_hour_i
 
 
 async def test_targets_are_listed_replaced_and_removed(store: SQLiteStore) -> None:
-    await store.write(lambda tx: notify.set_target(tx, "default", "ops", "http://127.0.0.1:1/x", severity="warning"))
-    await store.write(lambda tx: notify.set_target(tx, "default", "ops", "http://127.0.0.1:1/y", labels={"a": "b"}))
+    await store.write(
+        lambda tx: notify.set_target(
+            tx, "default", "ops", "http://127.0.0.1:1/x", severity="warning"
+        )
+    )
+    await store.write(
+        lambda tx: notify.set_target(
+            tx, "default", "ops", "http://127.0.0.1:1/y", labels={"a": "b"}
+        )
+    )
     rows = await store.all("SELECT * FROM notify_targets")
-    assert len(rows) == 1 and notify.target_view(rows[0])["labels"] == {"a": "b"} and rows[0]["url"].endswith("/y")
+    assert (
+        len(rows) == 1
+        and notify.target_view(rows[0])["labels"] == {"a": "b"}
+        and rows[0]["url"].endswith("/y")
+    )
     await store.write(lambda tx: notify.delete_target(tx, "default", "ops"))
     from agen.errors import InvalidError, NotFoundError
 

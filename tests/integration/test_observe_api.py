@@ -23,13 +23,19 @@ from tests.observe_helpers import MULTI_TOOL_SCRIPT, embedded_hub
 def test_activity_word_order_is_working_then_needs_then_stop_reasons_then_idle() -> None:
     assert activity(working=True, needs=True, paused=True) == Activity("working")
     assert activity(working=False, needs=True, paused=True) == Activity("needs")
-    assert activity(working=False, needs=False, budget=True, paused=True) == Activity("stopped", "paused")
-    assert activity(working=False, needs=False, provider=True, budget=True) == Activity("stopped", "budget")
+    assert activity(working=False, needs=False, budget=True, paused=True) == Activity(
+        "stopped", "paused"
+    )
+    assert activity(working=False, needs=False, provider=True, budget=True) == Activity(
+        "stopped", "budget"
+    )
     assert activity(working=False, needs=False) == Activity("idle")
     assert str(Activity("stopped", "unplaced")) == "stopped (unplaced)"
 
 
-async def test_multi_tool_run_shows_in_runs_transcript_trace_query_and_metrics(tmp_path: Path) -> None:
+async def test_multi_tool_run_shows_in_runs_transcript_trace_query_and_metrics(
+    tmp_path: Path,
+) -> None:
     async with embedded_hub(tmp_path) as e:
         await e.deploy("scribe", script=MULTI_TOOL_SCRIPT)
         task = await e.run("scribe", "summarise the input", labels={"team": "docs"})
@@ -54,16 +60,30 @@ async def test_multi_tool_run_shows_in_runs_transcript_trace_query_and_metrics(t
 
         trace = await c.call(r.GetTrace, GetTraceRequest(id=task.id))
         names = [s.name for s in trace.spans]
-        assert names.count("gen_ai.chat") == 3 and names.count("agen.tool") == 3 and "agen.run" in names
+        assert (
+            names.count("gen_ai.chat") == 3
+            and names.count("agen.tool") == 3
+            and "agen.run" in names
+        )
         assert trace.errors == 0 and trace.usage.input_tokens == 540 and trace.ended_ms is not None
         assert (await c.call(r.GetTrace, GetTraceRequest(id=trace.trace_id))).spans == trace.spans
 
         q = await c.call(r.QueryTask, QueryTaskRequest(id=task.id))
-        assert q.task.state == "succeeded" and q.run and q.run.id == trace.runs[0].id and q.now is None
+        assert (
+            q.task.state == "succeeded" and q.run and q.run.id == trace.runs[0].id and q.now is None
+        )
         # report_progress reaches the task: the latest value on it, the history in the event log
-        assert q.task.progress and q.task.progress["note"] == "saved findings" and q.task.progress["percent"] == 80
-        notes = [ev["data"] for ev in await e.node.store.all(
-            "SELECT data FROM events WHERE type = 'task.progress' AND task_id = ?", (task.id,))]
+        assert (
+            q.task.progress
+            and q.task.progress["note"] == "saved findings"
+            and q.task.progress["percent"] == 80
+        )
+        notes = [
+            ev["data"]
+            for ev in await e.node.store.all(
+                "SELECT data FROM events WHERE type = 'task.progress' AND task_id = ?", (task.id,)
+            )
+        ]
         assert 1 <= len(notes) <= 2  # at most one event per task per 10-second bucket
 
         m = await c.call(r.GetMetrics, GetMetricsRequest())
@@ -87,10 +107,15 @@ async def test_waiting_approval_reads_needs_everywhere_and_blocks_the_queue(tmp_
         deps = (await e.client.call(r.ListDeployments, ListDeploymentsRequest())).deployments
         assert deps[0].pending_approvals >= 1
         q = await e.client.call(r.QueryTask, QueryTaskRequest(id=first.id))
-        assert q.now is not None and q.now.doing == "approval" and q.run and q.run.activity == "needs"
+        assert (
+            q.now is not None and q.now.doing == "approval" and q.run and q.run.activity == "needs"
+        )
 
-        [approval] = [a for a in (await e.client.call(r.ListApprovals, ListApprovalsRequest())).approvals
-                      if a.task_id == first.id]
+        [approval] = [
+            a
+            for a in (await e.client.call(r.ListApprovals, ListApprovalsRequest())).approvals
+            if a.task_id == first.id
+        ]
         await e.client.call(r.DecideApproval, DecideApprovalRequest(id=approval.id, approve=True))
         assert (await e.wait(first.id)).state == "succeeded"
         for a in (await e.client.call(r.ListApprovals, ListApprovalsRequest())).approvals:

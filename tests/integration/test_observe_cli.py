@@ -15,8 +15,9 @@ from tests.observe_helpers import MULTI_TOOL_SCRIPT, Embedded, embedded_hub, htt
 
 async def agen(url: str, token: str, *args: str) -> tuple[int, str, str]:
     runner = CliRunner()
-    res = await asyncio.to_thread(runner.invoke, app, [*args, "--hub", url, "--token", token],
-                                  env={"COLUMNS": "140"})
+    res = await asyncio.to_thread(
+        runner.invoke, app, [*args, "--hub", url, "--token", token], env={"COLUMNS": "140"}
+    )
     if isinstance(res.exception, AgenError):  # what agen.cli.main() prints and exits with
         return res.exception.exit_code, res.stdout, f"error: {res.exception}"
     return res.exit_code, res.stdout, res.stderr
@@ -53,7 +54,9 @@ async def test_runs_transcript_trace_and_query_print_text_and_json(tmp_path: Pat
         assert [m["role"] for m in json.loads(out)["messages"]][:2] == ["user", "assistant"]
 
         code, out, _ = await agen(url, token, "trace", task_id)
-        assert code == 0 and "scribe run" in out and "chat fake" in out and "tool save_artifact" in out
+        assert (
+            code == 0 and "scribe run" in out and "chat fake" in out and "tool save_artifact" in out
+        )
         assert "█" in out and "120/24 tok" in out and "$0.0012" in out
         code, out, _ = await agen(url, token, "trace", task_id, "--json")
         assert len(json.loads(out)["spans"]) == 7

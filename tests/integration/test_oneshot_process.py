@@ -30,8 +30,14 @@ print("loaded:", ",".join(heavy) or "none")
 def test_embedded_run_on_the_fake_model_does_not_import_httpx_or_rich(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("AGEN_HUB", "AGEN_TOKEN")}
     env["AGEN_HOME"] = str(tmp_path / "home")
-    r = subprocess.run([sys.executable, "-c", CHILD, str(ROOT / "bundles" / "hello")], env=env, cwd=tmp_path,
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-c", CHILD, str(ROOT / "bundles" / "hello")],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     assert "I'm hello" in r.stdout
     assert r.stdout.strip().splitlines()[-1] == "loaded: none"
@@ -49,8 +55,14 @@ main()
 def test_the_console_entry_point_exits_without_collecting_its_heap(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("AGEN_HUB", "AGEN_TOKEN")}
     env["AGEN_HOME"] = str(tmp_path / "home")
-    r = subprocess.run([sys.executable, "-c", EXIT_CHILD], env=env, cwd=tmp_path, capture_output=True, text=True,
-                       timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-c", EXIT_CHILD],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.strip().splitlines()[-1] == "frozen at exit: True"
 
@@ -78,9 +90,16 @@ print("pydantic loaded:", "pydantic" in sys.modules)
 
 
 @pytest.mark.parametrize("extra", [[], ["--json"]])
-def test_agen_version_answers_without_loading_the_option_validators(tmp_path: Path, extra: list[str]) -> None:
-    r = subprocess.run([sys.executable, "-c", VERSION_CHILD, *extra], cwd=tmp_path, capture_output=True, text=True,
-                       timeout=120)
+def test_agen_version_answers_without_loading_the_option_validators(
+    tmp_path: Path, extra: list[str]
+) -> None:
+    r = subprocess.run(
+        [sys.executable, "-c", VERSION_CHILD, *extra],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     lines = r.stdout.strip().splitlines()
     assert lines[-1] == "pydantic loaded: False"
@@ -91,8 +110,9 @@ def test_agen_version_answers_without_loading_the_option_validators(tmp_path: Pa
 
 
 @pytest.mark.parametrize("extra", [[], ["--json"]])
-def test_agen_version_prints_what_its_typer_command_prints(capsys: pytest.CaptureFixture[str],
-                                                           extra: list[str]) -> None:
+def test_agen_version_prints_what_its_typer_command_prints(
+    capsys: pytest.CaptureFixture[str], extra: list[str]
+) -> None:
     from agen.cli import command
 
     with pytest.raises(SystemExit) as e:

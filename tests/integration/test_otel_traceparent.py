@@ -35,7 +35,9 @@ async def hook(tmp_path: Path) -> AsyncIterator[tuple[SQLiteStore, str, str]]:
     store = await SQLiteStore.open(tmp_path / "agen.db")
     dep = await deployment(store, "triage")
     triggers = [{"name": "gh", "type": "webhook", "input": "Triage:"}]
-    await store.write(lambda tx: sync_triggers(tx, dep, Config.model_validate({"triggers": triggers})))
+    await store.write(
+        lambda tx: sync_triggers(tx, dep, Config.model_validate({"triggers": triggers}))
+    )
     secret = await store.write(lambda tx: create_webhook_secret(tx, "default", "triage", "gh"))
     app = Starlette(routes=hook_routes(Hub(store), lambda ns, name: None))
     async with ThreadServer(app) as srv:
@@ -48,12 +50,24 @@ async def test_a_webhook_traceparent_makes_the_run_a_child_of_the_callers_span(
 ) -> None:
     store, url, secret = hook
     async with httpx.AsyncClient() as c:
-        r = await c.post(url, content=b"{}", headers={"Authorization": f"Bearer {secret}",
-                                                      "traceparent": f"00-{TRACE}-{PARENT}-01"})
+        r = await c.post(
+            url,
+            content=b"{}",
+            headers={"Authorization": f"Bearer {secret}", "traceparent": f"00-{TRACE}-{PARENT}-01"},
+        )
         assert r.status_code == 202, r.text
-        ignored = await c.post(url, content=b"{}", headers={"Authorization": f"Bearer {secret}",
-                                                            "Idempotency-Key": "2", "traceparent": "garbage"})
-        assert ignored.status_code == 202  # W3C: an invalid traceparent is ignored, the run starts a trace
+        ignored = await c.post(
+            url,
+            content=b"{}",
+            headers={
+                "Authorization": f"Bearer {secret}",
+                "Idempotency-Key": "2",
+                "traceparent": "garbage",
+            },
+        )
+        assert (
+            ignored.status_code == 202
+        )  # W3C: an invalid traceparent is ignored, the run starts a trace
     rows = {r["id"]: r for r in await store.all("SELECT * FROM tasks")}
     task = rows[r.json()["task_id"]]
     assert task["traceparent"] == f"00-{TRACE}-{PARENT}-01"
@@ -62,7 +76,11 @@ async def test_a_webhook_traceparent_makes_the_run_a_child_of_the_callers_span(
     req = run_request(leased_task({**task, "lease_id": "l1"}, started=False))
     opened = await store.write(lambda tx: open_run(tx, req, "owner", "fake", None))
     span = await store.one("SELECT * FROM spans WHERE id = ?", (opened.run["span_id"],))
-    assert span is not None and trace_hex(span["trace_id"]) == TRACE and span_hex(span["parent_id"]) == PARENT
+    assert (
+        span is not None
+        and trace_hex(span["trace_id"]) == TRACE
+        and span_hex(span["parent_id"]) == PARENT
+    )
     # what tools are handed continues the same trace, under the run's span
     assert traceparent(span["trace_id"], span["id"]) == f"00-{TRACE}-{span_hex(span['id'])}-01"
 
@@ -70,23 +88,35 @@ async def test_a_webhook_traceparent_makes_the_run_a_child_of_the_callers_span(
 def test_submit_task_refuses_a_traceparent_field_that_is_not_w3c() -> None:
     from agen.api.models.tasks import SubmitTaskRequest
 
-    ok = SubmitTaskRequest.model_validate({"deployment": "d", "input": "x", "traceparent": f"00-{TRACE}-{PARENT}-01"})
+    ok = SubmitTaskRequest.model_validate(
+        {"deployment": "d", "input": "x", "traceparent": f"00-{TRACE}-{PARENT}-01"}
+    )
     assert ok.traceparent is not None
-    for bad in (f"00-{'0' * 32}-{PARENT}-01", f"ff-{TRACE}-{PARENT}-01", f"00-{TRACE.upper()}-{PARENT}-01"):
+    for bad in (
+        f"00-{'0' * 32}-{PARENT}-01",
+        f"ff-{TRACE}-{PARENT}-01",
+        f"00-{TRACE.upper()}-{PARENT}-01",
+    ):
         with pytest.raises(ValueError, match="traceparent"):
             SubmitTaskRequest.model_validate({"deployment": "d", "input": "x", "traceparent": bad})
 
 
 def test_otlp_header_values_never_show_in_what_agen_prints() -> None:
-    config = OtlpConfig.from_env({"AGEN_OTLP_ENDPOINT": "https://cloud.langfuse.com/api/public/otel",
-                                  "AGEN_OTLP_HEADERS": "Authorization=Basic%20cGs6c2s=,x-langfuse-ingestion-version=4"})
+    config = OtlpConfig.from_env(
+        {
+            "AGEN_OTLP_ENDPOINT": "https://cloud.langfuse.com/api/public/otel",
+            "AGEN_OTLP_HEADERS": "Authorization=Basic%20cGs6c2s=,x-langfuse-ingestion-version=4",
+        }
+    )
     assert config is not None
     assert config.endpoint == "https://cloud.langfuse.com/api/public/otel/v1/traces"
     assert config.headers["Authorization"] == "Basic cGs6c2s="
     assert "cGs6c2s" not in config.describe() and "cGs6c2s" not in repr(config)
     assert "Authorization=***" in config.describe()
     with pytest.raises(InvalidError, match="AGEN_OTLP_HEADERS") as e:
-        OtlpConfig.from_env({"AGEN_OTLP_ENDPOINT": "http://127.0.0.1:4318", "AGEN_OTLP_HEADERS": "sekrit-token"})
+        OtlpConfig.from_env(
+            {"AGEN_OTLP_ENDPOINT": "http://127.0.0.1:4318", "AGEN_OTLP_HEADERS": "sekrit-token"}
+        )
     assert "sekrit" not in str(e.value)
     with pytest.raises(InvalidError, match="AGEN_OTLP_ENDPOINT"):
         OtlpConfig.from_env({"AGEN_OTLP_ENDPOINT": "127.0.0.1:4318"})
@@ -95,11 +125,30 @@ def test_otlp_header_values_never_show_in_what_agen_prints() -> None:
 
 def test_metrics_exposition_is_prometheus_text_with_escaped_labels() -> None:
     resp = GetMetricsResponse(
-        window_ms=3_600_000, entries=[], edges=[],
-        models=[ModelMetrics(model='we"ird\\model\n', provider="fake", calls=3, failures=1, fallbacks=0, p50_ms=5,
-                             p95_ms=None, usage=Usage(input_tokens=10, output_tokens=2))],
-        otlp=OtlpStats(endpoint="x", exported=7, dropped=1, failed=2))
+        window_ms=3_600_000,
+        entries=[],
+        edges=[],
+        models=[
+            ModelMetrics(
+                model='we"ird\\model\n',
+                provider="fake",
+                calls=3,
+                failures=1,
+                fallbacks=0,
+                p50_ms=5,
+                p95_ms=None,
+                usage=Usage(input_tokens=10, output_tokens=2),
+            )
+        ],
+        otlp=OtlpStats(endpoint="x", exported=7, dropped=1, failed=2),
+    )
     text = exposition(resp, "default")
-    assert 'agen_model_calls{namespace="default",window="3600s",model="we\\"ird\\\\model\\n",provider="fake"} 3' in text
-    assert "# TYPE agen_otlp_spans_failed_total counter" in text and "agen_otlp_spans_failed_total 2" in text
+    assert (
+        'agen_model_calls{namespace="default",window="3600s",model="we\\"ird\\\\model\\n",provider="fake"} 3'
+        in text
+    )
+    assert (
+        "# TYPE agen_otlp_spans_failed_total counter" in text
+        and "agen_otlp_spans_failed_total 2" in text
+    )
     assert 'quantile="0.95"' not in text  # no p95 yet: no sample rather than a made-up value

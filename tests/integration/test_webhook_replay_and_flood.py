@@ -31,10 +31,22 @@ KEY = "k3y"
 TRIGGERS = [
     {"name": "gh", "type": "webhook"},
     {"name": "nosecret", "type": "webhook"},
-    {"name": "stamped", "type": "webhook", "auth": {"type": "hmac", "secret": "HOOK", "scheme": "timestamped"}},
-    {"name": "strict", "type": "webhook",
-     "auth": {"type": "hmac", "secret": "HOOK", "scheme": "timestamped", "tolerance": "30s",
-              "header": "X-Sig"}},
+    {
+        "name": "stamped",
+        "type": "webhook",
+        "auth": {"type": "hmac", "secret": "HOOK", "scheme": "timestamped"},
+    },
+    {
+        "name": "strict",
+        "type": "webhook",
+        "auth": {
+            "type": "hmac",
+            "secret": "HOOK",
+            "scheme": "timestamped",
+            "tolerance": "30s",
+            "header": "X-Sig",
+        },
+    },
 ]
 
 
@@ -59,7 +71,9 @@ async def env(tmp_path: Path) -> AsyncIterator[Env]:
     clock = Clock()
     hub = Hub(store, clock=clock)
     dep = await deployment(store, "triage")
-    await store.write(lambda tx: sync_triggers(tx, dep, Config.model_validate({"triggers": TRIGGERS})))
+    await store.write(
+        lambda tx: sync_triggers(tx, dep, Config.model_validate({"triggers": TRIGGERS}))
+    )
     await store.write(lambda tx: create_webhook_secret(tx, "default", "triage", "gh"))
     app = Starlette(routes=hook_routes(hub, lambda ns, name: KEY if name == "HOOK" else None))
     async with ThreadServer(app) as srv:
@@ -70,9 +84,17 @@ async def env(tmp_path: Path) -> AsyncIterator[Env]:
 async def junk(store: SQLiteStore, n: int, now_ms: int, trigger: str = "gh") -> None:
     def fn(tx: object) -> None:
         for _ in range(n):
-            result = receive(tx, "default", "triage", trigger, {"Authorization": "Bearer junk"}, b"{}",  # type: ignore[arg-type]
-                             now_ms=now_ms)
+            result = receive(
+                tx,
+                "default",
+                "triage",
+                trigger,
+                {"Authorization": "Bearer junk"},
+                b"{}",  # type: ignore[arg-type]
+                now_ms=now_ms,
+            )
             assert result.status == 401
+
     await store.write(fn)
 
 
@@ -84,18 +106,28 @@ async def test_500_rejected_calls_in_a_minute_add_one_row_and_one_event(env: Env
     events = await env.store.all("SELECT data FROM events WHERE type = 'webhook.rejected'")
     assert len(events) == 1 and json.loads(events[0]["data"])["previous"] is None
 
-    await junk(env.store, 3, T0 + 60_000)  # the next minute: a new row and event, which report the last count
-    rows = await env.store.all("SELECT count FROM trigger_events WHERE status = 'rejected' ORDER BY created_ms")
+    await junk(
+        env.store, 3, T0 + 60_000
+    )  # the next minute: a new row and event, which report the last count
+    rows = await env.store.all(
+        "SELECT count FROM trigger_events WHERE status = 'rejected' ORDER BY created_ms"
+    )
     assert [r["count"] for r in rows] == [500, 3]
-    events = await env.store.all("SELECT data FROM events WHERE type = 'webhook.rejected' ORDER BY seq")
+    events = await env.store.all(
+        "SELECT data FROM events WHERE type = 'webhook.rejected' ORDER BY seq"
+    )
     assert len(events) == 2
     assert json.loads(events[1]["data"])["previous"] == {"count": 500, "at_ms": T0 + 100}
 
 
-async def test_a_flood_at_a_trigger_with_no_secret_logs_the_configuration_error_once_a_minute(env: Env) -> None:
+async def test_a_flood_at_a_trigger_with_no_secret_logs_the_configuration_error_once_a_minute(
+    env: Env,
+) -> None:
     await junk(env.store, 200, T0 + 100, trigger="nosecret")
     await junk(env.store, 200, T0 + 60_100, trigger="nosecret")
-    logs = await env.store.all("SELECT message FROM deployment_logs WHERE message LIKE '%no secret yet%'")
+    logs = await env.store.all(
+        "SELECT message FROM deployment_logs WHERE message LIKE '%no secret yet%'"
+    )
     assert len(logs) == 2
 
 
@@ -110,26 +142,40 @@ async def test_timestamped_signature_contract(env: Env) -> None:
         ok = await c.post(url, content=body, headers=stamped(body, T0 - 10_000))
         assert ok.status_code == 202, ok.text
         replay = await c.post(url, content=body, headers=stamped(body, T0 - 10_000))
-        assert replay.status_code == 200 and replay.json() == {"task_id": ok.json()["task_id"], "duplicate": True}
+        assert replay.status_code == 200 and replay.json() == {
+            "task_id": ok.json()["task_id"],
+            "duplicate": True,
+        }
 
         env.clock.ms = T0 + 5 * 60_000  # the same delivery, replayed after the 5m tolerance
         stale = await c.post(url, content=body, headers=stamped(body, T0 - 10_000))
-        assert stale.status_code == 401 and "outside the tolerance" in stale.json()["error"]["message"]
+        assert (
+            stale.status_code == 401 and "outside the tolerance" in stale.json()["error"]["message"]
+        )
         future = await c.post(url, content=body, headers=stamped(body, env.clock.ms + 6 * 60_000))
         assert future.status_code == 401
 
         fresh = await c.post(url, content=body, headers=stamped(body, env.clock.ms))
         assert fresh.status_code == 202 and fresh.json()["task_id"] != ok.json()["task_id"]
-        wrong_key = await c.post(url, content=body, headers=stamped(body, env.clock.ms, key="other"))
+        wrong_key = await c.post(
+            url, content=body, headers=stamped(body, env.clock.ms, key="other")
+        )
         assert wrong_key.status_code == 401
-        plain = "v1=" + hmac.new(KEY.encode(), body, hashlib.sha256).hexdigest()  # no timestamp: refused
-        assert (await c.post(url, content=body, headers={"X-Agen-Signature": plain})).status_code == 401
+        plain = (
+            "v1=" + hmac.new(KEY.encode(), body, hashlib.sha256).hexdigest()
+        )  # no timestamp: refused
+        assert (
+            await c.post(url, content=body, headers={"X-Agen-Signature": plain})
+        ).status_code == 401
         tampered = await c.post(url, content=b'{"ref":"evil"}', headers=stamped(body, env.clock.ms))
         assert tampered.status_code == 401
-        assert (await c.post(f"{env.base}/nope", content=body, headers=stamped(body, env.clock.ms))).status_code == 404
+        assert (
+            await c.post(f"{env.base}/nope", content=body, headers=stamped(body, env.clock.ms))
+        ).status_code == 404
     # stale, future, wrong key, no timestamp, tampered: one aggregated row (the latest reason); 404 records nothing
-    assert await env.store.all("SELECT count, reason FROM trigger_events WHERE status = 'rejected'") == [
-        {"count": 5, "reason": "signature does not match the timestamp and body"}]
+    assert await env.store.all(
+        "SELECT count, reason FROM trigger_events WHERE status = 'rejected'"
+    ) == [{"count": 5, "reason": "signature does not match the timestamp and body"}]
     assert len(await env.store.all("SELECT 1 FROM tasks")) == 2
 
 
@@ -140,11 +186,15 @@ async def test_timestamped_tolerance_and_header_are_configurable(env: Env) -> No
         old = await c.post(f"{env.base}/strict", content=body, headers={"X-Sig": sig})
         assert old.status_code == 401
         sig = sign_timestamped(body, KEY, (T0 - 29_000) // 1000)
-        assert (await c.post(f"{env.base}/strict", content=body, headers={"X-Sig": sig})).status_code == 202
+        assert (
+            await c.post(f"{env.base}/strict", content=body, headers={"X-Sig": sig})
+        ).status_code == 202
 
 
 async def test_a_paused_deployments_webhook_queues_the_task_to_wait(env: Env) -> None:
-    await env.store.write(lambda tx: tx.execute("UPDATE deployments SET paused = 1 WHERE name = 'triage'"))
+    await env.store.write(
+        lambda tx: tx.execute("UPDATE deployments SET paused = 1 WHERE name = 'triage'")
+    )
     body = b"{}"
     async with httpx.AsyncClient() as c:
         resp = await c.post(f"{env.base}/stamped", content=body, headers=stamped(body, T0))
@@ -153,7 +203,8 @@ async def test_a_paused_deployments_webhook_queues_the_task_to_wait(env: Env) ->
 
 
 async def test_a_secret_in_a_webhook_body_is_masked_in_the_task_input(
-    env: Env, monkeypatch: pytest.MonkeyPatch,
+    env: Env,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from agen.bundle import digest_files
     from agen.hub.definitions import put_definition
@@ -161,7 +212,9 @@ async def test_a_secret_in_a_webhook_body_is_masked_in_the_task_input(
 
     canary = "canary-webhook-5e1f-do-not-leak"
     monkeypatch.setenv("AGEN_TEST_CANARY", canary)
-    files = bundle_files(secrets={"secrets": {"CANARY": {"source": "env", "env": "AGEN_TEST_CANARY"}}})
+    files = bundle_files(
+        secrets={"secrets": {"CANARY": {"source": "env", "env": "AGEN_TEST_CANARY"}}}
+    )
 
     def redeploy(tx: Tx) -> None:
         def_id = put_definition(tx, "triage", digest_files(files), files)

@@ -9,7 +9,9 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable
 
 
-async def until(pilot: Pilot[object], cond: Callable[[], bool], what: str, limit_s: float = 20.0) -> None:
+async def until(
+    pilot: Pilot[object], cond: Callable[[], bool], what: str, limit_s: float = 20.0
+) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + limit_s
     while not cond():

@@ -24,19 +24,31 @@ async def test_approving_in_the_tui_lets_the_waiting_run_finish(tmp_path: Path) 
         assert (await e.wait(task.id)).pending_approvals
         app = AgenApp(e.client, hub_label="test")
         async with app.run_test(size=(120, 40)) as pilot:
-            await until(pilot, lambda: "approvals pending: 1" in app.sub_title, "the pending count in the header")
+            await until(
+                pilot,
+                lambda: "approvals pending: 1" in app.sub_title,
+                "the pending count in the header",
+            )
             await pilot.press("a")
-            await until(pilot, lambda: isinstance(app.screen, ApprovalsScreen), "the approvals screen")
+            await until(
+                pilot, lambda: isinstance(app.screen, ApprovalsScreen), "the approvals screen"
+            )
             table = app.screen.query_one(DataTable)
             await until(pilot, lambda: table.row_count == 1, "the pending approval")
-            assert "t.echo" in str(table.get_row_at(0)[2]) and "ship it" in str(table.get_row_at(0)[3])
+            assert "t.echo" in str(table.get_row_at(0)[2]) and "ship it" in str(
+                table.get_row_at(0)[3]
+            )
             await pilot.press("y")
-            await until(pilot, lambda: isinstance(app.screen, DecisionDialog), "the decision dialog")
+            await until(
+                pilot, lambda: isinstance(app.screen, DecisionDialog), "the decision dialog"
+            )
             app.screen.query_one(Input).value = "looks right"
             await pilot.press("enter")
             done = await e.wait(task.id)
             assert done.state == "succeeded", done
-            await until(pilot, lambda: "approvals pending: 0" in app.sub_title, "the count back to 0")
+            await until(
+                pilot, lambda: "approvals pending: 0" in app.sub_title, "the count back to 0"
+            )
             await until(pilot, lambda: table.row_count == 0, "the approval gone from the list")
         [decided] = (await e.client.call(r.ListApprovals, ListApprovalsRequest(all=True))).approvals
         assert decided.state == "approved" and decided.note == "looks right"

@@ -31,12 +31,25 @@ def pinned(monkeypatch: pytest.MonkeyPatch) -> None:
 async def remember(e: Embedded) -> None:
     """Two blocks: one a person set, changed and rolled back; one an agent's run appended to."""
     c = e.client
-    await c.call(r.SetMemory, SetMemoryRequest(label="rules", value="be kind", title="House rules",
-                                               description="how we behave"))
+    await c.call(
+        r.SetMemory,
+        SetMemoryRequest(
+            label="rules", value="be kind", title="House rules", description="how we behave"
+        ),
+    )
     await c.call(r.SetMemory, SetMemoryRequest(label="rules", value="be fast", expected_version=1))
-    await c.call(r.RollbackMemory, RollbackMemoryRequest(label="rules", to_version=1, expected_version=2))
-    await e.node.store.write(lambda tx: set_block(tx, "default", "journal", "met the team",
-                                                  author=Author.run("01RUNAAAAAAAAAAAAAAAAAAAAA")))
+    await c.call(
+        r.RollbackMemory, RollbackMemoryRequest(label="rules", to_version=1, expected_version=2)
+    )
+    await e.node.store.write(
+        lambda tx: set_block(
+            tx,
+            "default",
+            "journal",
+            "met the team",
+            author=Author.run("01RUNAAAAAAAAAAAAAAAAAAAAA"),
+        )
+    )
 
 
 def detail(app: AgenApp) -> str:
@@ -56,8 +69,12 @@ async def test_memory_screen_shows_blocks_versions_and_who_wrote_them(tmp_path: 
             assert cells(table, 0) == ["journal", "rules"] and cells(table, 2) == ["1", "3"]
             assert cells(table, 5) == ["run ID", "local-admin"]
             await pilot.press("down")
-            await until(pilot, lambda: "rules · version 3" in detail(app), "the rules block's detail")
-            assert "be kind" in detail(app) and "v3 1m local-admin (rollback to version 1)" in detail(app)
+            await until(
+                pilot, lambda: "rules · version 3" in detail(app), "the rules block's detail"
+            )
+            assert "be kind" in detail(
+                app
+            ) and "v3 1m local-admin (rollback to version 1)" in detail(app)
             # a write elsewhere shows on refresh (memory writes are not events)
             await e.client.call(r.SetMemory, SetMemoryRequest(label="rules", value="be brave"))
             await pilot.press("ctrl+r")
@@ -72,7 +89,9 @@ async def test_memory_snapshot(tmp_path: Path, snapshot: SnapshotAssertion) -> N
         async with app.run_test(size=SIZE) as pilot:
             await until(pilot, lambda: isinstance(app.screen, FleetScreen), "the first screen")
             await pilot.press("m")
-            await until(pilot, lambda: "journal · version 1" in detail(app), "the first block's detail")
+            await until(
+                pilot, lambda: "journal · version 1" in detail(app), "the first block's detail"
+            )
             await settle(pilot, app)
             still(app)
             await pilot.pause()
@@ -87,7 +106,9 @@ async def test_transcript_lists_the_artifacts_the_run_saved(tmp_path: Path) -> N
         async with app.run_test(size=SIZE) as pilot:
             await until(pilot, lambda: isinstance(app.screen, FleetScreen), "the first screen")
             await pilot.press("r")
-            await until(pilot, lambda: isinstance(app.screen, TranscriptScreen), "the transcript screen")
+            await until(
+                pilot, lambda: isinstance(app.screen, TranscriptScreen), "the transcript screen"
+            )
             head = lambda: str(app.screen.query_one("#transcript-head", Static).render())  # noqa: E731
             await until(pilot, lambda: "artifacts:" in head(), "the run's artifacts")
             assert "artifacts: findings.md (16 B, sha256:" in head()

@@ -25,7 +25,9 @@ from tests.tui.helpers import cells, until
 SIZE = (120, 40)
 
 
-async def test_empty_fleet_says_how_to_deploy_and_every_screen_is_one_key_away(tmp_path: Path) -> None:
+async def test_empty_fleet_says_how_to_deploy_and_every_screen_is_one_key_away(
+    tmp_path: Path,
+) -> None:
     async with embedded_hub(tmp_path) as e:
         app = AgenApp(e.client, hub_label="test", watch=False)
         async with app.run_test(size=SIZE) as pilot:
@@ -33,10 +35,19 @@ async def test_empty_fleet_says_how_to_deploy_and_every_screen_is_one_key_away(t
             empty = app.screen.query_one("#fleet-empty", Static)
             await until(pilot, lambda: bool(empty.display), "the empty-fleet hint")
             assert "agen deploy bundles/hello" in str(empty.render())
-            for key, screen in (("t", TasksScreen), ("a", ApprovalsScreen), ("r", TranscriptScreen),
-                                ("w", TraceScreen), ("e", EventsScreen), ("l", LogsScreen), ("f", FleetScreen)):
+            for key, screen in (
+                ("t", TasksScreen),
+                ("a", ApprovalsScreen),
+                ("r", TranscriptScreen),
+                ("w", TraceScreen),
+                ("e", EventsScreen),
+                ("l", LogsScreen),
+                ("f", FleetScreen),
+            ):
                 await pilot.press(key)
-                await until(pilot, lambda s=screen: isinstance(app.screen, s), f"{screen.__name__} on {key}")
+                await until(
+                    pilot, lambda s=screen: isinstance(app.screen, s), f"{screen.__name__} on {key}"
+                )
             await pilot.press("question_mark")
             await until(pilot, lambda: isinstance(app.screen, HelpDialog), "the help dialog")
             await pilot.press("escape")
@@ -45,7 +56,9 @@ async def test_empty_fleet_says_how_to_deploy_and_every_screen_is_one_key_away(t
             assert "Go to Approvals (a)" in titles and "Go to Trace (w)" in titles
 
 
-async def test_fleet_scales_stops_starts_and_runs_a_task_through_the_input_dialog(tmp_path: Path) -> None:
+async def test_fleet_scales_stops_starts_and_runs_a_task_through_the_input_dialog(
+    tmp_path: Path,
+) -> None:
     async with embedded_hub(tmp_path) as e:
         await e.deploy("hello", config={"kind": "pool", "scale": {"min": 1, "max": 3}})
         app = AgenApp(e.client, hub_label="test", watch=False)
@@ -71,7 +84,9 @@ async def test_fleet_scales_stops_starts_and_runs_a_task_through_the_input_dialo
             await pilot.press("enter")
             await until(pilot, lambda: app.target is not None, "a submitted task")
             assert app.target is not None
-            task = (await e.client.call(r.GetTask, GetTaskRequest(id=app.target, wait_seconds=30))).task
+            task = (
+                await e.client.call(r.GetTask, GetTaskRequest(id=app.target, wait_seconds=30))
+            ).task
             assert task.state == "succeeded" and task.input == "hi there"
             [dep] = (await e.client.call(r.ListDeployments, ListDeploymentsRequest())).deployments
             assert dep.desired == 1 and not dep.paused  # start goes back to scale.min
@@ -81,7 +96,9 @@ async def test_tasks_filter_detail_cancel_pause_and_resume(tmp_path: Path) -> No
     async with embedded_hub(tmp_path) as e:
         await e.deploy("hello")
         await e.deploy("parked", config={"kind": "pool", "scale": {"min": 0, "max": 1}})
-        later_ms = e.node.hub.clock() + 3_600_000  # scheduled: stays queued while the test drives it
+        later_ms = (
+            e.node.hub.clock() + 3_600_000
+        )  # scheduled: stays queued while the test drives it
         done = await e.run("hello", "first", labels={"team": "docs"})
         queued = await e.submit("parked", "later", not_before_ms=later_ms)
         app = AgenApp(e.client, hub_label="test", watch=False)
@@ -94,21 +111,33 @@ async def test_tasks_filter_detail_cancel_pause_and_resume(tmp_path: Path) -> No
             await until(pilot, lambda: table.row_count == 2, "two tasks")
 
             screen.set_filter("team=docs")
-            await until(pilot, lambda: [t.id for t in screen.tasks] == [done.id], "the label filter")
+            await until(
+                pilot, lambda: [t.id for t in screen.tasks] == [done.id], "the label filter"
+            )
             detail = screen.query_one("#task-detail", Static)
             await until(pilot, lambda: "outcome: done" in str(detail.render()), "the task detail")
             assert "root run" in str(detail.render())
 
             screen.set_filter("dep:parked queued")
-            await until(pilot, lambda: [t.id for t in screen.tasks] == [queued.id], "deployment + state filter")
+            await until(
+                pilot,
+                lambda: [t.id for t in screen.tasks] == [queued.id],
+                "deployment + state filter",
+            )
             table.focus()
             await pilot.press("p")
             await until(pilot, lambda: bool(screen.tasks and screen.tasks[0].held), "the task held")
             await pilot.press("u")
-            await until(pilot, lambda: bool(screen.tasks and not screen.tasks[0].held), "the hold ended")
+            await until(
+                pilot, lambda: bool(screen.tasks and not screen.tasks[0].held), "the hold ended"
+            )
             await pilot.press("c")
             screen.set_filter("dep:parked")
-            await until(pilot, lambda: bool(screen.tasks and screen.tasks[0].state == "cancelled"), "cancelled")
+            await until(
+                pilot,
+                lambda: bool(screen.tasks and screen.tasks[0].state == "cancelled"),
+                "cancelled",
+            )
 
 
 async def test_transcript_folds_tool_calls_and_trace_draws_the_waterfall(tmp_path: Path) -> None:
@@ -118,7 +147,11 @@ async def test_transcript_folds_tool_calls_and_trace_draws_the_waterfall(tmp_pat
         app = AgenApp(e.client, hub_label="test", watch=False)
         async with app.run_test(size=SIZE) as pilot:
             await pilot.press("t")
-            await until(pilot, lambda: isinstance(app.screen, TasksScreen) and bool(app.screen.tasks), "tasks")
+            await until(
+                pilot,
+                lambda: isinstance(app.screen, TasksScreen) and bool(app.screen.tasks),
+                "tasks",
+            )
             await pilot.press("R")
             await until(pilot, lambda: isinstance(app.screen, TranscriptScreen), "the transcript")
             tree = app.screen.query_one(Tree)
@@ -140,8 +173,9 @@ async def test_transcript_folds_tool_calls_and_trace_draws_the_waterfall(tmp_pat
             assert isinstance(screen, TraceScreen)
             await until(pilot, lambda: screen.trace is not None, "the waterfall")
             assert screen.trace is not None
-            assert [s.attrs.get("agen.tool.name") for s in screen.trace.spans if s.name == "agen.tool"] == [
-                "report_progress", "save_artifact", "report_progress"]  # call order
+            assert [
+                s.attrs.get("agen.tool.name") for s in screen.trace.spans if s.name == "agen.tool"
+            ] == ["report_progress", "save_artifact", "report_progress"]  # call order
 
 
 async def test_events_tail_filters_and_logs_tail_a_deployment(tmp_path: Path) -> None:
@@ -156,8 +190,13 @@ async def test_events_tail_filters_and_logs_tail_a_deployment(tmp_path: Path) ->
             await until(pilot, lambda: "deployment.created" in cells(table, 2), "the event tail")
             app.screen.query_one(Input).value = "task."
             await app.screen.query_one(Input).action_submit()
-            await until(pilot, lambda: bool(cells(table, 2)) and all(t.startswith("task.") for t in cells(table, 2)),
-                        "the type filter")
+            await until(
+                pilot,
+                lambda: (
+                    bool(cells(table, 2)) and all(t.startswith("task.") for t in cells(table, 2))
+                ),
+                "the type filter",
+            )
             before = table.row_count
             await e.run("hello", "two")  # arrives through the one watcher, not a refetch
             await until(pilot, lambda: table.row_count > before, "live events")
@@ -165,4 +204,8 @@ async def test_events_tail_filters_and_logs_tail_a_deployment(tmp_path: Path) ->
             await pilot.press("l")
             await until(pilot, lambda: isinstance(app.screen, LogsScreen), "the logs screen")
             log = app.screen.query_one(RichLog)
-            await until(pilot, lambda: any("created from" in str(line.text) for line in log.lines), "log lines")
+            await until(
+                pilot,
+                lambda: any("created from" in str(line.text) for line in log.lines),
+                "log lines",
+            )

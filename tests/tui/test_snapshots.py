@@ -92,8 +92,11 @@ async def settled_fleet(e: Embedded) -> None:
 
 async def settle(pilot: Pilot[object], app: AgenApp) -> None:
     await pilot.pause(0.3)
-    await until(pilot, lambda: all(w.is_finished for w in app.workers if w.group not in ("tail", "watch")),
-                "the screen's loads")
+    await until(
+        pilot,
+        lambda: all(w.is_finished for w in app.workers if w.group not in ("tail", "watch")),
+        "the screen's loads",
+    )
     await pilot.pause()
 
 
@@ -105,8 +108,11 @@ async def test_fleet_snapshot(tmp_path: Path, svg: SnapshotAssertion) -> None:
 
         def ready(app: AgenApp) -> bool:
             table = app.screen.query_one("#deployments", DataTable)
-            return table.row_count == 1 and str(table.get_row_at(0)[3]) == "1/1" and \
-                app.screen.query_one("#instances", DataTable).row_count == 1
+            return (
+                table.row_count == 1
+                and str(table.get_row_at(0)[3]) == "1/1"
+                and app.screen.query_one("#instances", DataTable).row_count == 1
+            )
 
         assert await shot(e, "", ready) == svg
 
@@ -154,13 +160,20 @@ async def pin_span_times(e: Embedded) -> None:
 
     def order(row: dict[str, object]) -> tuple[bool, int, bool, str]:
         attrs = json.loads(str(row["attrs"]))
-        return (row["name"] != "agen.run", int(attrs.get("agen.turn", 0)), row["name"] != "gen_ai.chat",
-                str(attrs.get("gen_ai.tool.call.id") or ""))
+        return (
+            row["name"] != "agen.run",
+            int(attrs.get("agen.turn", 0)),
+            row["name"] != "gen_ai.chat",
+            str(attrs.get("gen_ai.tool.call.id") or ""),
+        )
 
     def write(tx: Tx) -> None:
         for i, row in enumerate(sorted(rows, key=order)):
             start, end = (T0, T0 + 70) if i == 0 else (T0 + 10 * i, T0 + 10 * i + 8)
-            tx.execute("UPDATE spans SET started_ms = ?, ended_ms = ? WHERE id = ?", (start, end, row["id"]))
+            tx.execute(
+                "UPDATE spans SET started_ms = ?, ended_ms = ? WHERE id = ?",
+                (start, end, row["id"]),
+            )
 
     await store.write(write)
 

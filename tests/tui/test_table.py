@@ -11,8 +11,13 @@ from textual.widgets import DataTable
 from agen.tui.rows import KeyedRows
 from agen.tui.widgets.table import FastTable
 
-ROWS = [(f"k{i}", (f"row {i}", Text(f"[{i}]", style="red" if i % 3 else ""), "x" * (i % 7), None, 1.5 * i))
-        for i in range(30)]
+ROWS = [
+    (
+        f"k{i}",
+        (f"row {i}", Text(f"[{i}]", style="red" if i % 3 else ""), "x" * (i % 7), None, 1.5 * i),
+    )
+    for i in range(30)
+]
 COLUMNS = ("NAME", "TEXT", "PAD", "NONE", "FLOAT")
 
 
@@ -27,10 +32,14 @@ class Tables(App[None]):
 def lines(table: DataTable[Any]) -> list[list[tuple[str, Any]]]:
     """Every visible line as (text, style) segments, meta included (mouse clicks read row/column from it)."""
     table._line_cache.clear()  # what is drawn now, not what a cache kept
-    return [[(seg.text, seg.style) for seg in table.render_line(y)] for y in range(table.size.height)]
+    return [
+        [(seg.text, seg.style) for seg in table.render_line(y)] for y in range(table.size.height)
+    ]
 
 
-async def test_fast_table_draws_exactly_what_datatable_draws_through_updates_removals_and_moves() -> None:
+async def test_fast_table_draws_exactly_what_datatable_draws_through_updates_removals_and_moves() -> (
+    None
+):
     app = Tables()
     async with app.run_test(size=(100, 40)) as pilot:
         plain, fast = app.query_one("#plain", DataTable), app.query_one("#fast", FastTable)
@@ -56,7 +65,9 @@ async def test_fast_table_draws_exactly_what_datatable_draws_through_updates_rem
         assert lines(fast) == lines(plain)
 
 
-async def test_a_refresh_renders_again_only_the_cells_that_changed_and_keeps_the_cursor_on_its_row() -> None:
+async def test_a_refresh_renders_again_only_the_cells_that_changed_and_keeps_the_cursor_on_its_row() -> (
+    None
+):
     app = Tables()
     async with app.run_test(size=(100, 40)) as pilot:
         fast = app.query_one("#fast", FastTable)
@@ -79,9 +90,18 @@ async def test_a_refresh_renders_again_only_the_cells_that_changed_and_keeps_the
         await pilot.pause()
         lines(fast)
         again = set(map(str, rendered))
-        assert {"now k1", "row 99", "[n]"} <= again and not again & {"row 2", "row 10", "[10]", "xxx"}
-        assert len(rendered) <= 12  # the new row, the changed cell, the row the hover coordinate left
-        assert rows.cursor_key() == "k2" and fast.cursor_row == 3  # the row it was on, one lower now
+        assert {"now k1", "row 99", "[n]"} <= again and not again & {
+            "row 2",
+            "row 10",
+            "[10]",
+            "xxx",
+        }
+        assert (
+            len(rendered) <= 12
+        )  # the new row, the changed cell, the row the hover coordinate left
+        assert (
+            rows.cursor_key() == "k2" and fast.cursor_row == 3
+        )  # the row it was on, one lower now
 
         assert rows.apply([new_top]) == len(ROWS)  # everything else went, in one removal
         await pilot.pause()

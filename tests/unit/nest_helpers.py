@@ -43,7 +43,9 @@ class FakeExecutor:
         self.drained = True
         for fut in self.runs.values():
             if not fut.done():
-                fut.set_result(ExecResult(status="released", outcome=None, release="drained: resumes later"))
+                fut.set_result(
+                    ExecResult(status="released", outcome=None, release="drained: resumes later")
+                )
 
     def exit_reason(self) -> str | None:
         return self.dead

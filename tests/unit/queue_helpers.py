@@ -33,20 +33,44 @@ def add_deployment(
     tx.execute(
         "INSERT INTO deployments (id, namespace, name, kind, definition_id, digest, scale, placement, desired,"
         " paused, last_activity_ms, created_ms, updated_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        (dep_id, namespace, name, kind, def_id, digest, dumps(scale or {"min": 0, "max": 4}),
-         dumps({"labels": labels or {}}), desired, int(paused),
-         tx.now_ms if last_activity_ms is None else last_activity_ms, tx.now_ms, tx.now_ms),
+        (
+            dep_id,
+            namespace,
+            name,
+            kind,
+            def_id,
+            digest,
+            dumps(scale or {"min": 0, "max": 4}),
+            dumps({"labels": labels or {}}),
+            desired,
+            int(paused),
+            tx.now_ms if last_activity_ms is None else last_activity_ms,
+            tx.now_ms,
+            tx.now_ms,
+        ),
     )
     return dep_id
 
 
-def add_nest(tx: Tx, name: str, *, capacity: int = 0, labels: dict[str, str] | None = None,
-             heartbeat_ms: int | None = None) -> str:
+def add_nest(
+    tx: Tx,
+    name: str,
+    *,
+    capacity: int = 0,
+    labels: dict[str, str] | None = None,
+    heartbeat_ms: int | None = None,
+) -> str:
     nest_id = str(ULID())
     tx.execute(
         "INSERT INTO nests (id, name, labels, capacity, last_heartbeat_ms, created_ms) VALUES (?,?,?,?,?,?)",
-        (nest_id, name, dumps(labels or {}), capacity,
-         tx.now_ms if heartbeat_ms is None else heartbeat_ms, tx.now_ms),
+        (
+            nest_id,
+            name,
+            dumps(labels or {}),
+            capacity,
+            tx.now_ms if heartbeat_ms is None else heartbeat_ms,
+            tx.now_ms,
+        ),
     )
     return nest_id
 
@@ -59,13 +83,30 @@ def add_run(tx: Tx, task_id: str, *, namespace: str = "default", deployment: str
     """An unfinished run of a task (session and conversation included), as a host would open it."""
     now = tx.now_ms
     session_id, conv_id, run_id = str(ULID()), str(ULID()), str(ULID())
-    tx.execute("INSERT INTO sessions (id, namespace, deployment, created_ms, updated_ms) VALUES (?,?,?,?,?)",
-               (session_id, namespace, deployment, now, now))
+    tx.execute(
+        "INSERT INTO sessions (id, namespace, deployment, created_ms, updated_ms) VALUES (?,?,?,?,?)",
+        (session_id, namespace, deployment, now, now),
+    )
     tx.execute(
         "INSERT INTO conversations (id, session_id, namespace, deployment, created_ms, updated_ms)"
-        " VALUES (?,?,?,?,?,?)", (conv_id, session_id, namespace, deployment, now, now))
+        " VALUES (?,?,?,?,?,?)",
+        (conv_id, session_id, namespace, deployment, now, now),
+    )
     tx.execute(
         "INSERT INTO runs (id, namespace, deployment, task_id, session_id, conversation_id, root_run_id,"
         " trace_id, status, started_ms, updated_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-        (run_id, namespace, deployment, task_id, session_id, conv_id, run_id, "t" * 32, "running", now, now))
+        (
+            run_id,
+            namespace,
+            deployment,
+            task_id,
+            session_id,
+            conv_id,
+            run_id,
+            "t" * 32,
+            "running",
+            now,
+            now,
+        ),
+    )
     return run_id

@@ -24,7 +24,9 @@ def queue_task(tx: Tx, dep: Row, state: str = "queued") -> None:
     )
 
 
-async def test_budget_thresholds_are_announced_once_each_and_the_limit_holds_the_deployment(store: Store) -> None:
+async def test_budget_thresholds_are_announced_once_each_and_the_limit_holds_the_deployment(
+    store: Store,
+) -> None:
     dep = await deployment(store, "spender", budget={"maxUsdPerDay": 1.0})
     await store.write(lambda tx: add_usage(tx, dep, 0.55, day=DAY))
     sent = await store.write(lambda tx: budgets.announce_all_thresholds(tx, NOON))
@@ -33,7 +35,9 @@ async def test_budget_thresholds_are_announced_once_each_and_the_limit_holds_the
     await store.write(lambda tx: add_usage(tx, dep, 0.5, day=DAY))
     sent = await store.write(lambda tx: budgets.announce_all_thresholds(tx, NOON))
     assert [k.rsplit(":", 1)[1] for k in sent] == ["80", "100"]
-    rows = await store.all("SELECT data, severity FROM events WHERE type = 'budget.threshold' ORDER BY seq")
+    rows = await store.all(
+        "SELECT data, severity FROM events WHERE type = 'budget.threshold' ORDER BY seq"
+    )
     assert [r["severity"] for r in rows] == ["info", "warning", "critical"]
 
     state = await store.write(lambda tx: budgets.budget_state(tx, dep, NOON))
@@ -69,7 +73,9 @@ async def test_an_exhausted_label_holds_back_only_tasks_carrying_it(store: Store
     assert len(sent) == 3 and all(":team=research:" in k for k in sent)
 
 
-async def test_rate_limit_refuses_past_the_burst_names_the_stage_and_refills_over_time(store: Store) -> None:
+async def test_rate_limit_refuses_past_the_burst_names_the_stage_and_refills_over_time(
+    store: Store,
+) -> None:
     dep = await deployment(store, "rl", admission={"ratePerMinute": 60, "burst": 2})
     await store.write(lambda tx: admission.admit(tx, dep, NOON))
     await store.write(lambda tx: admission.admit(tx, dep, NOON))
@@ -84,7 +90,11 @@ async def test_dry_run_reports_the_verdict_without_taking_a_token(store: Store) 
     dep = await deployment(store, "dry", admission={"ratePerMinute": 1, "burst": 1})
     for _ in range(3):
         verdict = await store.write(lambda tx: admission.dry_run(tx, dep, NOON))
-        assert verdict.admitted and [c.stage for c in verdict.checks] == ["paused", "budget", "rate_limit"]
+        assert verdict.admitted and [c.stage for c in verdict.checks] == [
+            "paused",
+            "budget",
+            "rate_limit",
+        ]
     await store.write(lambda tx: admission.admit(tx, dep, NOON))
     verdict = await store.write(lambda tx: admission.dry_run(tx, dep, NOON))
     assert not verdict.admitted and verdict.stage == "rate_limit" and verdict.retry_after_s == 60
@@ -92,7 +102,9 @@ async def test_dry_run_reports_the_verdict_without_taking_a_token(store: Store) 
 
 async def test_queue_full_paused_and_budget_stages(store: Store) -> None:
     full = await deployment(store, "full", admission={"maxQueuedTasks": 2})
-    await store.write(lambda tx: (queue_task(tx, full), queue_task(tx, full), queue_task(tx, full, "running")))
+    await store.write(
+        lambda tx: (queue_task(tx, full), queue_task(tx, full), queue_task(tx, full, "running"))
+    )
     with pytest.raises(RateLimitedError) as info:
         await store.write(lambda tx: admission.admit(tx, full, NOON))
     assert info.value.details["stage"] == "queue_full"
@@ -110,5 +122,7 @@ async def test_queue_full_paused_and_budget_stages(store: Store) -> None:
 
 
 def test_admission_config_reads_the_policy_json() -> None:
-    cfg = admission.admission_config({"policy": dumps({"admission": {"ratePerMinute": 30, "maxQueuedTasks": 5}})})
+    cfg = admission.admission_config(
+        {"policy": dumps({"admission": {"ratePerMinute": 30, "maxQueuedTasks": 5}})}
+    )
     assert cfg.rate_per_minute == 30 and cfg.max_queued_tasks == 5 and cfg.capacity == 30

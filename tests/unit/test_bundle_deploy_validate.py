@@ -13,7 +13,9 @@ from tests.cli_helpers import run_agen
 from tests.unit.bundle_helpers import make_bundle
 
 
-def test_validate_prints_definition_id_and_warnings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_validate_prints_definition_id_and_warnings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = make_bundle(tmp_path, config={"permissions": {"default": "allow"}})
     code, out, err = run_agen(capsys, "deploy", str(root), "--validate")
     assert code == 0
@@ -24,7 +26,9 @@ def test_validate_prints_definition_id_and_warnings(tmp_path: Path, capsys: pyte
     )
 
 
-def test_validate_lists_every_problem_and_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_validate_lists_every_problem_and_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = make_bundle(tmp_path, plugin={}, harness={"provider": "gpt"})
     code, out, err = run_agen(capsys, "deploy", str(root), "--validate")
     assert code == 2 and out == ""
@@ -41,20 +45,37 @@ def test_validate_json_reports_validity_digest_problems_and_warnings(
     root = make_bundle(tmp_path)
     code, out, _ = run_agen(capsys, "deploy", str(root), "--validate", "--json")
     assert code == 0
-    assert json.loads(out) == {"valid": True, "name": "hello", "digest": digest_dir(root),
-                               "definitionId": f"hello@{digest_dir(root)}", "problems": [], "warnings": []}
+    assert json.loads(out) == {
+        "valid": True,
+        "name": "hello",
+        "digest": digest_dir(root),
+        "definitionId": f"hello@{digest_dir(root)}",
+        "problems": [],
+        "warnings": [],
+    }
 
     bad = make_bundle(tmp_path / "bad", agent="---\n---\n")
     code, out, _ = run_agen(capsys, "deploy", str(bad), "--validate", "--json")
     assert code == 2
-    assert json.loads(out) == {"valid": False, "name": None, "digest": None, "definitionId": None,
-                               "problems": ["x-agen/agent.md: body: the system prompt is empty"], "warnings": []}
+    assert json.loads(out) == {
+        "valid": False,
+        "name": None,
+        "digest": None,
+        "definitionId": None,
+        "problems": ["x-agen/agent.md: body: the system prompt is empty"],
+        "warnings": [],
+    }
 
 
-def test_validate_of_a_missing_folder_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_validate_of_a_missing_folder_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, _, err = run_agen(capsys, "deploy", str(tmp_path / "nope"), "--validate")
     assert code == 2
-    assert f"{tmp_path / 'nope'}: (file): does not exist; point at a bundle folder (see agen init)" in err
+    assert (
+        f"{tmp_path / 'nope'}: (file): does not exist; point at a bundle folder (see agen init)"
+        in err
+    )
 
 
 def test_deploy_with_no_hub_running_exits_3_and_says_to_start_one(

@@ -18,8 +18,19 @@ from agen.errors import InvalidError
 
 @pytest.mark.parametrize(
     ("text", "ms"),
-    [("0", 0), ("30s", 30_000), ("5m", 300_000), ("1h30m", 5_400_000), ("720h", 2_592_000_000),
-     ("250ms", 250), ("1.5h", 5_400_000), ("1m0.5s", 60_500), ("1500us", 1), ("2d", 172_800_000), (" 10s ", 10_000)],
+    [
+        ("0", 0),
+        ("30s", 30_000),
+        ("5m", 300_000),
+        ("1h30m", 5_400_000),
+        ("720h", 2_592_000_000),
+        ("250ms", 250),
+        ("1.5h", 5_400_000),
+        ("1m0.5s", 60_500),
+        ("1500us", 1),
+        ("2d", 172_800_000),
+        (" 10s ", 10_000),
+    ],
 )
 def test_go_style_durations_parse_to_milliseconds(text: str, ms: int) -> None:
     assert parse_duration_ms(text) == ms
@@ -36,8 +47,17 @@ def test_negative_duration_is_refused() -> None:
         parse_duration_ms("-5s")
 
 
-@pytest.mark.parametrize(("ms", "text"), [(0, "0s"), (250, "250ms"), (90_000, "1m30s"), (3_600_000, "1h"),
-                                          (5_400_500, "1h30m0.5s"), (1_000, "1s")])
+@pytest.mark.parametrize(
+    ("ms", "text"),
+    [
+        (0, "0s"),
+        (250, "250ms"),
+        (90_000, "1m30s"),
+        (3_600_000, "1h"),
+        (5_400_500, "1h30m0.5s"),
+        (1_000, "1s"),
+    ],
+)
 def test_durations_format_like_go(ms: int, text: str) -> None:
     assert format_duration_ms(ms) == text
 
@@ -61,8 +81,12 @@ def test_cron_schedules_compute_next_due_time_in_their_zone() -> None:
     after = _ms(2024, 1, 15, 8, 30)  # a Monday, 09:30 in Paris (UTC+1)
     assert parse_schedule("*/5 * * * *").next_after_ms(after) == _ms(2024, 1, 15, 8, 35)
     assert parse_schedule("@hourly").next_after_ms(after) == _ms(2024, 1, 15, 9, 0)
-    assert parse_schedule("CRON_TZ=Europe/Paris 0 9 * * *").next_after_ms(after) == _ms(2024, 1, 16, 8, 0)
-    assert parse_schedule("CRON_TZ=Europe/Paris @daily").next_after_ms(after) == _ms(2024, 1, 15, 23, 0)
+    assert parse_schedule("CRON_TZ=Europe/Paris 0 9 * * *").next_after_ms(after) == _ms(
+        2024, 1, 16, 8, 0
+    )
+    assert parse_schedule("CRON_TZ=Europe/Paris @daily").next_after_ms(after) == _ms(
+        2024, 1, 15, 23, 0
+    )
     assert parse_schedule("@every 30s").next_after_ms(after) == after + 30_000
     assert parse_schedule("@every 30s").next_after_ms(after + 1) == after + 30_000
 
@@ -72,7 +96,9 @@ def test_cron_next_due_is_strictly_after_a_due_time() -> None:
     assert parse_schedule("0 * * * *").next_after_ms(due) == _ms(2024, 1, 15, 10, 0)
 
 
-@pytest.mark.parametrize("text", ["* * * * * *", "@every", "@every 1x", "CRON_TZ=Nowhere/Else * * * * *", "60 * * * *"])
+@pytest.mark.parametrize(
+    "text", ["* * * * * *", "@every", "@every 1x", "CRON_TZ=Nowhere/Else * * * * *", "60 * * * *"]
+)
 def test_bad_schedules_are_refused(text: str) -> None:
     with pytest.raises(ValueError):
         parse_schedule(text)

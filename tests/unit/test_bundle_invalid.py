@@ -20,7 +20,9 @@ CASES: list[tuple[str, dict[str, Any], list[str]]] = [
     (
         "unknown provider",
         {"harness": {"provider": "gpt"}},
-        ['x-agen/harness.json: provider: must be one of auto, openai, openrouter, fake, replay (got "gpt")'],
+        [
+            'x-agen/harness.json: provider: must be one of auto, openai, openrouter, fake, replay (got "gpt")'
+        ],
     ),
     (
         "unknown field in x-agen permissions",
@@ -49,24 +51,49 @@ CASES: list[tuple[str, dict[str, Any], list[str]]] = [
     ),
     (
         "bad cron schedule",
-        {"config": {"triggers": [{"name": "ok", "type": "cron", "schedule": "@hourly"},
-                                 {"name": "nightly", "type": "cron", "schedule": "0 25 * * *"}]}},
-        ['x-agen/config.json: triggers[1].schedule: "0 25 * * *" is not a valid cron expression: bad hour'],
+        {
+            "config": {
+                "triggers": [
+                    {"name": "ok", "type": "cron", "schedule": "@hourly"},
+                    {"name": "nightly", "type": "cron", "schedule": "0 25 * * *"},
+                ]
+            }
+        },
+        [
+            'x-agen/config.json: triggers[1].schedule: "0 25 * * *" is not a valid cron expression: bad hour'
+        ],
     ),
     (
         "bad CRON_TZ zone",
-        {"config": {"triggers": [{"name": "paris", "type": "cron", "schedule": "CRON_TZ=Europe/Lyon 0 9 * * *"}]}},
-        ['x-agen/config.json: triggers[0].schedule: unknown time zone "Europe/Lyon"; use an IANA name like Europe/Paris or UTC'],
+        {
+            "config": {
+                "triggers": [
+                    {"name": "paris", "type": "cron", "schedule": "CRON_TZ=Europe/Lyon 0 9 * * *"}
+                ]
+            }
+        },
+        [
+            'x-agen/config.json: triggers[0].schedule: unknown time zone "Europe/Lyon"; use an IANA name like Europe/Paris or UTC'
+        ],
     ),
     (
         "duplicate trigger names",
-        {"config": {"triggers": [{"name": "hook", "type": "webhook"}, {"name": "hook", "type": "webhook"}]}},
+        {
+            "config": {
+                "triggers": [
+                    {"name": "hook", "type": "webhook"},
+                    {"name": "hook", "type": "webhook"},
+                ]
+            }
+        },
         ['x-agen/config.json: triggers[1].name: duplicate trigger name "hook"'],
     ),
     (
         "unknown trigger type",
         {"config": {"triggers": [{"name": "x", "type": "sms"}]}},
-        ['x-agen/config.json: triggers[0].type: must be one of cron, random, webhook, event (got "sms")'],
+        [
+            'x-agen/config.json: triggers[0].type: must be one of cron, random, webhook, event (got "sms")'
+        ],
     ),
     (
         "singleton scaled past one",
@@ -76,23 +103,43 @@ CASES: list[tuple[str, dict[str, Any], list[str]]] = [
     (
         "bad duration",
         {"config": {"limits": {"maxRunDuration": "5 minutes"}}},
-        ['x-agen/config.json: limits.maxRunDuration: "5 minutes" is not a duration; use forms like 250ms, 30s, 5m, 1h30m or 720h'],
+        [
+            'x-agen/config.json: limits.maxRunDuration: "5 minutes" is not a duration; use forms like 250ms, 30s, 5m, 1h30m or 720h'
+        ],
     ),
     (
         "bad permission time window",
-        {"config": {"permissions": {"ask": [{"tool": "shell_*", "when": {"time": {"window": "9:00-17:00"}}}]}}},
-        ['x-agen/config.json: permissions.ask[0].when.time.window: must be "HH:MM-HH:MM" in 24-hour time, e.g. "09:00-17:30" (got "9:00-17:00")'],
+        {
+            "config": {
+                "permissions": {
+                    "ask": [{"tool": "shell_*", "when": {"time": {"window": "9:00-17:00"}}}]
+                }
+            }
+        },
+        [
+            'x-agen/config.json: permissions.ask[0].when.time.window: must be "HH:MM-HH:MM" in 24-hour time, e.g. "09:00-17:30" (got "9:00-17:00")'
+        ],
     ),
     (
         "undeclared secret in mcp env",
-        {"mcp": {"mcpServers": {"github": {"command": "gh-mcp", "env": {"TOKEN": "${GITHUB_TOKEN}"}}}}},
-        ["mcp.json: mcpServers.github.env.TOKEN: secret ${GITHUB_TOKEN} is not declared in x-agen/secrets.json (have: none declared)"],
+        {
+            "mcp": {
+                "mcpServers": {"github": {"command": "gh-mcp", "env": {"TOKEN": "${GITHUB_TOKEN}"}}}
+            }
+        },
+        [
+            "mcp.json: mcpServers.github.env.TOKEN: secret ${GITHUB_TOKEN} is not declared in x-agen/secrets.json (have: none declared)"
+        ],
     ),
     (
         "undeclared apiKeySecret",
-        {"harness": {"provider": "openai", "model": "gpt-4o-mini", "apiKeySecret": "MY_KEY"},
-         "secrets": {"secrets": {"OTHER": {"source": "env"}}}},
-        ["x-agen/harness.json: apiKeySecret: secret MY_KEY is not declared in x-agen/secrets.json (have: OTHER)"],
+        {
+            "harness": {"provider": "openai", "model": "gpt-4o-mini", "apiKeySecret": "MY_KEY"},
+            "secrets": {"secrets": {"OTHER": {"source": "env"}}},
+        },
+        [
+            "x-agen/harness.json: apiKeySecret: secret MY_KEY is not declared in x-agen/secrets.json (have: OTHER)"
+        ],
     ),
     (
         "preload of a missing skill",
@@ -102,7 +149,9 @@ CASES: list[tuple[str, dict[str, Any], list[str]]] = [
     (
         "fake script escapes the bundle",
         {"harness": {"provider": "fake", "fake": {"script": "../outside.json"}}},
-        ['x-agen/harness.json: fake.script: "../outside.json" must be a relative path inside the bundle'],
+        [
+            'x-agen/harness.json: fake.script: "../outside.json" must be a relative path inside the bundle'
+        ],
     ),
     (
         "cassette missing",
@@ -117,7 +166,9 @@ CASES: list[tuple[str, dict[str, Any], list[str]]] = [
     (
         "bad bundle name",
         {"plugin": {"name": "Hello World"}},
-        ["plugin.json: name: must be 1-63 lowercase letters, digits and '-', starting with a letter (got \"Hello World\")"],
+        [
+            "plugin.json: name: must be 1-63 lowercase letters, digits and '-', starting with a letter (got \"Hello World\")"
+        ],
     ),
     (
         "wrong type",
@@ -127,7 +178,9 @@ CASES: list[tuple[str, dict[str, Any], list[str]]] = [
     (
         "agent front matter not YAML",
         {"agent": "---\nname: [unclosed\n---\nYou help.\n"},
-        ["x-agen/agent.md: front matter: front matter is not valid YAML at line 3: expected ',' or ']', but got '<stream end>'"],
+        [
+            "x-agen/agent.md: front matter: front matter is not valid YAML at line 3: expected ',' or ']', but got '<stream end>'"
+        ],
     ),
     (
         "skill folder without SKILL.md",
@@ -136,20 +189,34 @@ CASES: list[tuple[str, dict[str, Any], list[str]]] = [
     ),
     (
         "hmac secret undeclared",
-        {"config": {"triggers": [{"name": "gh", "type": "webhook", "auth": {"type": "hmac", "secret": "GH_HOOK"}}]}},
-        ["x-agen/config.json: triggers[0].auth.secret: secret GH_HOOK is not declared in x-agen/secrets.json (have: none declared)"],
+        {
+            "config": {
+                "triggers": [
+                    {"name": "gh", "type": "webhook", "auth": {"type": "hmac", "secret": "GH_HOOK"}}
+                ]
+            }
+        },
+        [
+            "x-agen/config.json: triggers[0].auth.secret: secret GH_HOOK is not declared in x-agen/secrets.json (have: none declared)"
+        ],
     ),
     (
         "fake script file with a bad turn",
-        {"harness": {"provider": "fake", "fake": {"script": "x-agen/script.json"}},
-         "files": {"x-agen/script.json": [{"text": "hi"}, {"usage": {"inputTokens": 1}}]}},
+        {
+            "harness": {"provider": "fake", "fake": {"script": "x-agen/script.json"}},
+            "files": {"x-agen/script.json": [{"text": "hi"}, {"usage": {"inputTokens": 1}}]},
+        },
         ['x-agen/script.json: [1]: a turn needs "text" or "toolCalls"'],
     ),
 ]
 
 
-@pytest.mark.parametrize(("overrides", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_invalid_bundle_reports_precise_problem(overrides: dict[str, Any], expected: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("overrides", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_invalid_bundle_reports_precise_problem(
+    overrides: dict[str, Any], expected: list[str]
+) -> None:
     with pytest.raises(BundleError) as exc:
         load_bundle_files(bundle_files(**overrides))
     assert exc.value.problems == expected
@@ -160,7 +227,11 @@ def test_bundle_with_several_problems_reports_all_of_them_at_once(tmp_path: Path
         tmp_path,
         plugin={"description": "no name"},
         harness={"provider": "gpt", "maxOutputTokens": 0},
-        config={"scale": {"min": 2, "max": 1}, "kind": "daemon", "workspace": {"mode": "per_task", "size": 1}},
+        config={
+            "scale": {"min": 2, "max": 1},
+            "kind": "daemon",
+            "workspace": {"mode": "per_task", "size": 1},
+        },
         agent="---\nname: x\n---\n",
         secrets={"secrets": {"lower": {"source": "env"}}},
     )

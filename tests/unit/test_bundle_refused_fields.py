@@ -16,18 +16,31 @@ from agen.errors import BundleError
 from tests.unit.bundle_helpers import bundle_files
 
 AGEN = Path(__file__).resolve().parents[2] / "agen"
-MODEL_FILES = {"_base.py", "agent.py", "config.py", "harness.py", "permissions.py", "standard.py", "triggers.py",
-               "schemas.py", "refused.py"}
+MODEL_FILES = {
+    "_base.py",
+    "agent.py",
+    "config.py",
+    "harness.py",
+    "permissions.py",
+    "standard.py",
+    "triggers.py",
+    "schemas.py",
+    "refused.py",
+}
 """The files that define the bundle models: a field named only there is read by nobody."""
 
 # Standard (Agent Plugins) files keep fields other tools own; these are metadata for people and
 # editors, shown by `agen describe`-style output or not at all, and never change what agen does.
-METADATA = {"plugin.json": {"$schema", "version", "author", "author.name", "author.email", "author.url"}}
+METADATA = {
+    "plugin.json": {"$schema", "version", "author", "author.name", "author.email", "author.url"}
+}
 
 FILE_OF = {name: what for name, (_, what) in SCHEMAS.items()}
 
 
-def _walk(schema: dict[str, Any], defs: dict[str, Any], prefix: str, seen: frozenset[str]) -> list[str]:
+def _walk(
+    schema: dict[str, Any], defs: dict[str, Any], prefix: str, seen: frozenset[str]
+) -> list[str]:
     """Every property path of a JSON Schema (``a.b``, ``a[].b`` for lists), following $refs."""
     if "$ref" in schema:
         name = schema["$ref"].split("/")[-1]
@@ -50,14 +63,21 @@ def _walk(schema: dict[str, Any], defs: dict[str, Any], prefix: str, seen: froze
 
 
 def _sources() -> str:
-    return "\n".join(p.read_text(encoding="utf-8") for p in AGEN.rglob("*.py")
-                     if not (p.parent.name == "bundle" and p.name in MODEL_FILES))
+    return "\n".join(
+        p.read_text(encoding="utf-8")
+        for p in AGEN.rglob("*.py")
+        if not (p.parent.name == "bundle" and p.name in MODEL_FILES)
+    )
 
 
 def _read_somewhere(field: str, sources: str) -> bool:
     attr = to_snake(field.lstrip("$")).rstrip("_")
-    return bool(re.search(rf"\.{re.escape(attr)}(_ms|_)?\b|[\"']{re.escape(field)}[\"']|[\"']{re.escape(attr)}[\"']",
-                          sources))
+    return bool(
+        re.search(
+            rf"\.{re.escape(attr)}(_ms|_)?\b|[\"']{re.escape(field)}[\"']|[\"']{re.escape(attr)}[\"']",
+            sources,
+        )
+    )
 
 
 def _refused(file: str, path: str) -> bool:
@@ -80,8 +100,10 @@ def test_every_schema_field_is_read_by_agen_or_refused() -> None:
                 continue
             if not _read_somewhere(field, sources):
                 ignored.append(f"{file}: {path}")
-    assert not ignored, ("accepted but read nowhere in agen/ (make it work, or add it to "
-                         f"agen/bundle/refused.py): {ignored}")
+    assert not ignored, (
+        "accepted but read nowhere in agen/ (make it work, or add it to "
+        f"agen/bundle/refused.py): {ignored}"
+    )
 
 
 def test_the_refused_list_names_fields_the_schemas_have() -> None:
@@ -93,36 +115,62 @@ def test_the_refused_list_names_fields_the_schemas_have() -> None:
         assert path in paths, path
 
 
-@pytest.mark.parametrize(("config", "where", "field"), [
-    ({"delegates": [{"name": "researcher", "via": "a2a"}]}, "delegates", "delegates"),
-    ({"rollover": {"prompt": "Summarise."}}, "rollover", "rollover"),
-    ({"limits": {"inlineWait": "5s"}}, "limits.inlineWait", "limits.inlineWait"),
-    ({"limits": {"maxDelegationDepth": 2}}, "limits.maxDelegationDepth", "limits.maxDelegationDepth"),
-    ({"limits": {"maxFanOut": 2}}, "limits.maxFanOut", "limits.maxFanOut"),
-    ({"limits": {"maxTotalDelegations": 2}}, "limits.maxTotalDelegations", "limits.maxTotalDelegations"),
-    ({"conversations": {"queueMode": "collect"}}, "conversations.queueMode", "conversations.queueMode"),
-])
+@pytest.mark.parametrize(
+    ("config", "where", "field"),
+    [
+        ({"delegates": [{"name": "researcher", "via": "a2a"}]}, "delegates", "delegates"),
+        ({"rollover": {"prompt": "Summarise."}}, "rollover", "rollover"),
+        ({"limits": {"inlineWait": "5s"}}, "limits.inlineWait", "limits.inlineWait"),
+        (
+            {"limits": {"maxDelegationDepth": 2}},
+            "limits.maxDelegationDepth",
+            "limits.maxDelegationDepth",
+        ),
+        ({"limits": {"maxFanOut": 2}}, "limits.maxFanOut", "limits.maxFanOut"),
+        (
+            {"limits": {"maxTotalDelegations": 2}},
+            "limits.maxTotalDelegations",
+            "limits.maxTotalDelegations",
+        ),
+        (
+            {"conversations": {"queueMode": "collect"}},
+            "conversations.queueMode",
+            "conversations.queueMode",
+        ),
+    ],
+)
 def test_a_field_agen_does_not_do_yet_is_refused_naming_file_and_field(
-    config: dict[str, Any], where: str, field: str,
+    config: dict[str, Any],
+    where: str,
+    field: str,
 ) -> None:
     with pytest.raises(BundleError) as e:
         load_bundle_files(bundle_files(config=config))
-    assert [p for p in e.value.problems if p.startswith(f"x-agen/config.json: {where}: not supported yet: {field}")]
+    assert [
+        p
+        for p in e.value.problems
+        if p.startswith(f"x-agen/config.json: {where}: not supported yet: {field}")
+    ]
 
 
 def test_delegate_overrides_is_refused_once_with_its_delegate() -> None:
     with pytest.raises(BundleError) as e:
         load_bundle_files(bundle_files(config={"delegates": [{"name": "r", "overrides": True}]}))
     assert e.value.problems == [
-        "x-agen/config.json: delegates: not supported yet: delegates; remove it (agen does not do this yet)"]
+        "x-agen/config.json: delegates: not supported yet: delegates; remove it (agen does not do this yet)"
+    ]
 
 
 def test_followup_queue_mode_and_empty_sections_are_accepted() -> None:
-    bundle = load_bundle_files(bundle_files(config={"conversations": {"queueMode": "followup"}, "delegates": []}))
+    bundle = load_bundle_files(
+        bundle_files(config={"conversations": {"queueMode": "followup"}, "delegates": []})
+    )
     assert bundle.config.conversations.queue_mode == "followup"
 
 
-def test_agen_up_has_no_gateway_listen_flag_that_opens_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+def test_agen_up_has_no_gateway_listen_flag_that_opens_nothing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     from tests.cli_helpers import run_agen
 
     # --capacity x fails the old command at once too, instead of starting a Hub that never stops.
@@ -130,14 +178,38 @@ def test_agen_up_has_no_gateway_listen_flag_that_opens_nothing(capsys: pytest.Ca
     assert code == 2 and "No such option: --gateway-listen" in err
 
 
-@pytest.mark.parametrize(("auth", "problem"), [
-    ({"tolerance": "1m"}, 'triggers[0].auth.tolerance: only scheme "timestamped" has a timestamp to check; set scheme'),
-    ({"scheme": "timestamped", "prefix": "sha256="}, "triggers[0].auth.prefix: not used by scheme timestamped"),
-    ({"scheme": "timestamped", "encoding": "base64"}, "triggers[0].auth.encoding: scheme timestamped signs in hex only"),
-])
-def test_hmac_options_that_the_chosen_scheme_would_ignore_are_refused(auth: dict[str, Any], problem: str) -> None:
-    trigger = {"name": "hook", "type": "webhook", "auth": {"type": "hmac", "secret": "HOOK", **auth}}
+@pytest.mark.parametrize(
+    ("auth", "problem"),
+    [
+        (
+            {"tolerance": "1m"},
+            'triggers[0].auth.tolerance: only scheme "timestamped" has a timestamp to check; set scheme',
+        ),
+        (
+            {"scheme": "timestamped", "prefix": "sha256="},
+            "triggers[0].auth.prefix: not used by scheme timestamped",
+        ),
+        (
+            {"scheme": "timestamped", "encoding": "base64"},
+            "triggers[0].auth.encoding: scheme timestamped signs in hex only",
+        ),
+    ],
+)
+def test_hmac_options_that_the_chosen_scheme_would_ignore_are_refused(
+    auth: dict[str, Any], problem: str
+) -> None:
+    trigger = {
+        "name": "hook",
+        "type": "webhook",
+        "auth": {"type": "hmac", "secret": "HOOK", **auth},
+    }
     with pytest.raises(BundleError) as e:
-        load_bundle_files(bundle_files(config={"triggers": [trigger]},
-                                       secrets={"secrets": {"HOOK": {"source": "platform"}}}))
-    assert [p for p in e.value.problems if p.startswith(f"x-agen/config.json: {problem}")], e.value.problems
+        load_bundle_files(
+            bundle_files(
+                config={"triggers": [trigger]},
+                secrets={"secrets": {"HOOK": {"source": "platform"}}},
+            )
+        )
+    assert [p for p in e.value.problems if p.startswith(f"x-agen/config.json: {problem}")], (
+        e.value.problems
+    )

@@ -15,7 +15,9 @@ from agen.errors import BundleError
 from tests.cli_helpers import run_agen
 from tests.unit.bundle_helpers import bundle_files, make_bundle
 
-WORKSPACE = {"mcpServers": {"workspace": {"command": "python3", "args": ["my_workspace_server.py"]}}}
+WORKSPACE = {
+    "mcpServers": {"workspace": {"command": "python3", "args": ["my_workspace_server.py"]}}
+}
 """A third-party server: its tools are only known once it starts, so any tool under it may exist."""
 
 
@@ -26,7 +28,9 @@ def problems(**short: Any) -> list[str]:
 
 
 def test_empty_and_malformed_permission_rules_are_errors() -> None:
-    assert problems(config={"permissions": {"deny": ["", "work[space.*"], "ask": [{"tool": " "}]}}) == [
+    assert problems(
+        config={"permissions": {"deny": ["", "work[space.*"], "ask": [{"tool": " "}]}}
+    ) == [
         "x-agen/config.json: permissions.deny[0]: must name a tool: a name like workspace.read_file"
         " or a glob like workspace.*",
         'x-agen/config.json: permissions.deny[1]: "work[space.*" opens a "[" character class at position 5'
@@ -37,9 +41,25 @@ def test_empty_and_malformed_permission_rules_are_errors() -> None:
 
 
 def test_a_rule_for_an_undeclared_server_warns_naming_the_closest_tool() -> None:
-    bundle = load_bundle_files(bundle_files(mcp=WORKSPACE, config={"permissions": {
-        "deny": ["workspce.run"], "ask": [{"tool": "finsh"}],
-        "allow": ["workspace.*", "workspace_read_*", "workspace.any_tool", "finish", "*", "memory_*"]}}))
+    bundle = load_bundle_files(
+        bundle_files(
+            mcp=WORKSPACE,
+            config={
+                "permissions": {
+                    "deny": ["workspce.run"],
+                    "ask": [{"tool": "finsh"}],
+                    "allow": [
+                        "workspace.*",
+                        "workspace_read_*",
+                        "workspace.any_tool",
+                        "finish",
+                        "*",
+                        "memory_*",
+                    ],
+                }
+            },
+        )
+    )
     assert list(bundle.warnings) == [
         'x-agen/config.json: permissions.deny[0]: rule "workspce.run" matches no tool: no MCP server "workspce"'
         " in mcp.json; did you mean workspace.*?",
@@ -52,31 +72,49 @@ def test_builtin_tool_names_the_validator_knows_are_the_runners() -> None:
     from agen.runner.memory import MemoryUpdateTool
     from agen.runner.tools import builtin
 
-    names = {cls.name for cls in (builtin.FinishTool, builtin.ReportProgressTool, builtin.SaveArtifactTool,
-                                  builtin.ReadArtifactTool, builtin.LoadSkillTool, MemoryUpdateTool)}
+    names = {
+        cls.name
+        for cls in (
+            builtin.FinishTool,
+            builtin.ReportProgressTool,
+            builtin.SaveArtifactTool,
+            builtin.ReadArtifactTool,
+            builtin.LoadSkillTool,
+            MemoryUpdateTool,
+        )
+    }
     assert names == set(BUILTIN_TOOLS)
 
 
-@pytest.mark.parametrize("url", ["not a url", "ftp://example.com/x", "http://", "https://host:port/"])
+@pytest.mark.parametrize(
+    "url", ["not a url", "ftp://example.com/x", "http://", "https://host:port/"]
+)
 def test_http_mcp_server_url_must_be_an_http_url(url: str) -> None:
     assert problems(mcp={"mcpServers": {"api": {"type": "http", "url": url}}}) == [
-        f'mcp.json: mcpServers.api.url: must be an http:// or https:// URL with a host (got "{url}")']
+        f'mcp.json: mcpServers.api.url: must be an http:// or https:// URL with a host (got "{url}")'
+    ]
 
 
 @pytest.mark.parametrize("url", ["file:///etc/passwd", "s3://bucket/notes.md", "notes.md"])
 def test_memory_url_with_an_unsupported_scheme_is_an_error(url: str) -> None:
     assert problems(config={"memory": [{"url": url}]}) == [
-        f'x-agen/config.json: memory[0].url: must be an http:// or https:// URL with a host (got "{url}")']
+        f'x-agen/config.json: memory[0].url: must be an http:// or https:// URL with a host (got "{url}")'
+    ]
 
 
 def test_valid_urls_pass() -> None:
-    bundle = load_bundle_files(bundle_files(mcp={"mcpServers": {"api": {"type": "http", "url": "http://127.0.0.1:7070/mcp"}}},
-                                            config={"memory": [{"url": "https://example.com/a.md"}]}))
+    bundle = load_bundle_files(
+        bundle_files(
+            mcp={"mcpServers": {"api": {"type": "http", "url": "http://127.0.0.1:7070/mcp"}}},
+            config={"memory": [{"url": "https://example.com/a.md"}]},
+        )
+    )
     assert bundle.warnings == ()
 
 
 def test_validate_refuses_a_fifo_in_the_bundle_instead_of_skipping_or_blocking(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     root = make_bundle(tmp_path)
     os.mkfifo(root / "skills.pipe")
@@ -85,7 +123,9 @@ def test_validate_refuses_a_fifo_in_the_bundle_instead_of_skipping_or_blocking(
     assert "skills.pipe: (file): is a FIFO (named pipe), not a regular file" in err
 
 
-def test_validate_refuses_a_socket_in_the_bundle(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_validate_refuses_a_socket_in_the_bundle(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = make_bundle(tmp_path)
     short = Path(f"/tmp/agen-sock-{os.getpid()}")  # AF_UNIX paths are short; link it in
     sock = socket.socket(socket.AF_UNIX)
@@ -100,23 +140,41 @@ def test_validate_refuses_a_socket_in_the_bundle(tmp_path: Path, capsys: pytest.
 
 
 def test_a_rule_naming_a_tool_agens_own_server_lacks_warns_with_the_real_tool() -> None:
-    mcp = {"mcpServers": {"workspace": {"command": "agen", "args": ["mcp", "workspace", "--root", "w"]},
-                          "sql": {"command": "agen", "args": ["mcp", "sql"]}}}
-    bundle = load_bundle_files(bundle_files(mcp=mcp, config={"permissions": {
-        "deny": ["workspace.run_shell"], "allow": ["workspace.run", "workspace_read", "workspace.*", "sql.query", "*.*"]}}))
+    mcp = {
+        "mcpServers": {
+            "workspace": {"command": "agen", "args": ["mcp", "workspace", "--root", "w"]},
+            "sql": {"command": "agen", "args": ["mcp", "sql"]},
+        }
+    }
+    bundle = load_bundle_files(
+        bundle_files(
+            mcp=mcp,
+            config={
+                "permissions": {
+                    "deny": ["workspace.run_shell"],
+                    "allow": ["workspace.run", "workspace_read", "workspace.*", "sql.query", "*.*"],
+                }
+            },
+        )
+    )
     assert list(bundle.warnings) == [
         'x-agen/config.json: permissions.deny[0]: rule "workspace.run_shell" matches no tool: server "workspace"'
-        " is agen's own and has no such tool; did you mean workspace.run?"]
+        " is agen's own and has no such tool; did you mean workspace.run?"
+    ]
 
 
-async def test_builtin_server_tool_names_the_validator_knows_are_the_servers(tmp_path: Path) -> None:
+async def test_builtin_server_tool_names_the_validator_knows_are_the_servers(
+    tmp_path: Path,
+) -> None:
     import sqlite3
 
     from agen.bundle.checks import BUILTIN_SERVER_TOOLS
     from agen.mcpservers import sql, workspace
 
     sqlite3.connect(tmp_path / "db.sqlite").close()
-    servers = {"workspace": workspace.build_server(str(tmp_path)),
-               "sql": sql.build_server(sql.open_database(str(tmp_path / "db.sqlite")))}
+    servers = {
+        "workspace": workspace.build_server(str(tmp_path)),
+        "sql": sql.build_server(sql.open_database(str(tmp_path / "db.sqlite"))),
+    }
     for name, server in servers.items():
         assert {t.name for t in await server.list_tools()} == set(BUILTIN_SERVER_TOOLS[name]), name

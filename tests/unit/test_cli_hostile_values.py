@@ -33,8 +33,19 @@ AGEN = Path(sys.executable).parent / "agen"
 LONG_RUNNING = {"tui", "host serve", "mcp workspace", "mcp sql", "mcp launch"}
 # A required value that is fine, so the hostile value in another slot is what gets checked.
 BENIGN = {"scope": "viewer"}
-HOSTILE_TEXT = ["", "-1", "99999999999999999999", "99999999999999h", "1x", "http://[::1", "\u2603\u202e\U0001d54f",
-                "/proc/x", "{dir}", "{missing}", "a" * 3000]
+HOSTILE_TEXT = [
+    "",
+    "-1",
+    "99999999999999999999",
+    "99999999999999h",
+    "1x",
+    "http://[::1",
+    "\u2603\u202e\U0001d54f",
+    "/proc/x",
+    "{dir}",
+    "{missing}",
+    "a" * 3000,
+]
 HOSTILE_INT = ["0", "-1", "99999999999999999999", "abc", ""]
 # A failed task (1) and still-waiting (8) need real work; hostile input must be refused or reach the Hub.
 ALLOWED = set(EXIT_CODES) - {1, 8, 130}
@@ -47,7 +58,9 @@ def _dead_port() -> int:
 
 
 @pytest.fixture
-def sandbox(tmp_path: Path, agen_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+def sandbox(
+    tmp_path: Path, agen_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[dict[str, str]]:
     """cwd in tmp, the Hub on a closed port (AGEN_HUB and local.json), and AGEN_HOME's up.lock held,
     so a hostile `agen up` that gets past its checks stops at "already running" instead of serving."""
     url = f"http://127.0.0.1:{_dead_port()}"
@@ -123,16 +136,38 @@ def _check(code: int, out: str, err: str, argv: list[str]) -> None:
     assert "internal error" not in err, shown
     assert "errors.pydantic.dev" not in out + err, shown
     assert code in ALLOWED, shown
-    if code != 0:  # agen's "error: ..." or click's usage error ("Error: ...", boxed when rich is on)
-        lines = [ln for ln in err.splitlines() if ln.startswith(("error:", "Error:")) or "─ Error ─" in ln]
+    if (
+        code != 0
+    ):  # agen's "error: ..." or click's usage error ("Error: ...", boxed when rich is on)
+        lines = [
+            ln
+            for ln in err.splitlines()
+            if ln.startswith(("error:", "Error:")) or "─ Error ─" in ln
+        ]
         assert lines, shown
-        assert all(len(ln) < 600 for ln in lines), shown  # the bad value is quoted, not pasted whole
+        assert all(len(ln) < 600 for ln in lines), (
+            shown
+        )  # the bad value is quoted, not pasted whole
 
 
 def test_the_sweep_covers_every_command_and_flag() -> None:
     names = {name for name, _ in _walk()}
-    assert {"tasks", "runs", "events", "logs", "query", "trace", "transcript", "init", "up", "token create",
-            "notify set", "run", "wait", "cancel"} <= names
+    assert {
+        "tasks",
+        "runs",
+        "events",
+        "logs",
+        "query",
+        "trace",
+        "transcript",
+        "init",
+        "up",
+        "token create",
+        "notify set",
+        "run",
+        "wait",
+        "cancel",
+    } <= names
     assert len(CASES) > 400
 
 
@@ -147,7 +182,9 @@ def test_no_command_prints_a_traceback_for_hostile_values(
             _check(code, out, err, argv)
         except AssertionError as e:
             failures.append(str(e))
-    assert not failures, f"{len(failures)} of {len(CASES)} cases failed:\n\n" + "\n\n".join(failures[:15])
+    assert not failures, f"{len(failures)} of {len(CASES)} cases failed:\n\n" + "\n\n".join(
+        failures[:15]
+    )
 
 
 # The ones users hit, each with the exit code and the words that tell them what to do.
@@ -167,7 +204,11 @@ REPORTED = [
     (["ps", "--hub", "http://[::1"], 2, "--hub 'http://[::1' is not a valid URL"),
     (["ps", "--hub", "ftp://example.com"], 2, "is not an http(s) URL"),
     (["ps", "--token", "to ken\u2603"], 2, "--token"),
-    (["token", "create", "--scope", "viewer", "--ttl", "99999999999999h"], 2, "the longest duration is 2562047h"),
+    (
+        ["token", "create", "--scope", "viewer", "--ttl", "99999999999999h"],
+        2,
+        "the longest duration is 2562047h",
+    ),
     (["tui", "--hub", "http://[::1"], 2, "is not a valid URL"),
     (["mcp", "workspace", "--root", "/proc/x"], 2, "--root /proc/x is not a directory"),
     (["mcp", "workspace", "--root", ".", "--run-timeout", "1x"], 2, "--run-timeout"),
@@ -175,9 +216,15 @@ REPORTED = [
 ]
 
 
-@pytest.mark.parametrize(("argv", "code", "words"), REPORTED, ids=[" ".join(a)[:40] for a, _, _ in REPORTED])
+@pytest.mark.parametrize(
+    ("argv", "code", "words"), REPORTED, ids=[" ".join(a)[:40] for a, _, _ in REPORTED]
+)
 def test_reported_crashes_are_one_line_errors(
-    sandbox: dict[str, str], capsys: pytest.CaptureFixture[str], argv: list[str], code: int, words: str
+    sandbox: dict[str, str],
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    code: int,
+    words: str,
 ) -> None:
     got, out, err = run_agen(capsys, *argv)
     _check(got, out, err, argv)
@@ -186,8 +233,11 @@ def test_reported_crashes_are_one_line_errors(
     assert len([ln for ln in err.splitlines() if ln.strip()]) == 1, err
 
 
-@pytest.mark.parametrize("content", ["garbage{", "", "[1, 2]", '{"url": 7}', None],
-                         ids=["garbage", "empty", "a-list", "wrong-types", "a-folder"])
+@pytest.mark.parametrize(
+    "content",
+    ["garbage{", "", "[1, 2]", '{"url": 7}', None],
+    ids=["garbage", "empty", "a-list", "wrong-types", "a-folder"],
+)
 def test_a_corrupt_local_json_names_the_file_and_the_fix(
     agen_home: Path, capsys: pytest.CaptureFixture[str], content: str | None
 ) -> None:
@@ -217,25 +267,35 @@ def test_an_unexpected_exception_is_one_line_and_a_private_log_without_the_token
         command.cache_clear()
     log = agen_home / "logs" / "cli-errors.log"
     assert code == 1
-    assert err.strip() == (f"agen: internal error: RuntimeError: the frobnicator broke; please report it "
-                           f"with {log}")
+    assert err.strip() == (
+        f"agen: internal error: RuntimeError: the frobnicator broke; please report it with {log}"
+    )
     text = log.read_text()
-    assert "Traceback" in text and "the frobnicator broke" in text and "boom-for-test --token ***" in text
+    assert (
+        "Traceback" in text
+        and "the frobnicator broke" in text
+        and "boom-for-test --token ***" in text
+    )
     assert "s3cret-token" not in text
     assert os.stat(log).st_mode & 0o777 == 0o600
 
 
-@pytest.mark.parametrize(("argv", "code"), [
-    (["tasks", "--limit", "0"], 2),
-    (["ps", "--hub", "http://[::1"], 2),
-    (["init", "/proc/x"], 2),
-    (["events", "--after", "-5"], 2),
-    (["tasks"], 3),
-])
+@pytest.mark.parametrize(
+    ("argv", "code"),
+    [
+        (["tasks", "--limit", "0"], 2),
+        (["ps", "--hub", "http://[::1"], 2),
+        (["init", "/proc/x"], 2),
+        (["events", "--after", "-5"], 2),
+        (["tasks"], 3),
+    ],
+)
 def test_the_installed_entry_point_exits_with_one_line(
     sandbox: dict[str, str], argv: list[str], code: int
 ) -> None:
-    proc = subprocess.run([str(AGEN), *argv], capture_output=True, text=True, timeout=60, env=os.environ.copy())
+    proc = subprocess.run(
+        [str(AGEN), *argv], capture_output=True, text=True, timeout=60, env=os.environ.copy()
+    )
     _check(proc.returncode, proc.stdout, proc.stderr, argv)
     assert proc.returncode == code, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr

@@ -10,16 +10,25 @@ from scripts import gen_docs
 
 def _stale_message(path: Path, expected: str) -> str:
     current = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
-    diff = "\n".join(list(difflib.unified_diff(current, expected.splitlines(), "committed", "generated",
-                                               lineterm=""))[:40])
-    return (f"{path.relative_to(gen_docs.ROOT)} is stale: regenerate it with `scripts/gen-docs` "
-            f"(or `python -m scripts.gen_docs`) and commit the result.\n{diff}")
+    diff = "\n".join(
+        list(
+            difflib.unified_diff(
+                current, expected.splitlines(), "committed", "generated", lineterm=""
+            )
+        )[:40]
+    )
+    return (
+        f"{path.relative_to(gen_docs.ROOT)} is stale: regenerate it with `scripts/gen-docs` "
+        f"(or `python -m scripts.gen_docs`) and commit the result.\n{diff}"
+    )
 
 
 def test_cli_reference_matches_every_commands_help() -> None:
     path = gen_docs.DOCS / "cli-reference.md"
     expected = gen_docs.cli_reference()
-    assert path.is_file() and path.read_text(encoding="utf-8") == expected, _stale_message(path, expected)
+    assert path.is_file() and path.read_text(encoding="utf-8") == expected, _stale_message(
+        path, expected
+    )
 
 
 def test_cli_reference_lists_every_visible_command_and_subcommand() -> None:
@@ -33,11 +42,15 @@ def test_cli_reference_lists_every_visible_command_and_subcommand() -> None:
 def test_bundle_reference_matches_the_json_schemas() -> None:
     path = gen_docs.DOCS / "bundle-reference.md"
     expected = gen_docs.bundle_reference()
-    assert path.is_file() and path.read_text(encoding="utf-8") == expected, _stale_message(path, expected)
+    assert path.is_file() and path.read_text(encoding="utf-8") == expected, _stale_message(
+        path, expected
+    )
 
 
 def test_troubleshooting_tables_match_error_and_exit_codes() -> None:
     path = gen_docs.DOCS / "troubleshooting.md"
     expected = gen_docs.troubleshooting(path.read_text(encoding="utf-8"))
     assert path.read_text(encoding="utf-8") == expected, _stale_message(path, expected)
-    assert "no advice yet" not in expected, "an error or exit code has no advice: add it in scripts/gen_docs.py"
+    assert "no advice yet" not in expected, (
+        "an error or exit code has no advice: add it in scripts/gen_docs.py"
+    )

@@ -37,7 +37,9 @@ def reference_digest(root: Path) -> str:
     """An independent, deliberately plain reading of seed 000 §9 (os.walk + hashlib + struct)."""
     entries: list[tuple[bytes, bytes]] = []
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d not in (".git", "node_modules", "__pycache__", ".venv")]
+        dirnames[:] = [
+            d for d in dirnames if d not in (".git", "node_modules", "__pycache__", ".venv")
+        ]
         for fn in filenames:
             if fn == ".DS_Store" or fn.endswith("~") or fn.endswith(".swp") or fn.endswith(".pyc"):
                 continue
@@ -59,8 +61,15 @@ def test_golden_bundle_digest_matches_reference_and_pinned_value() -> None:
 def test_golden_digest_ignores_git_and_venv_folders_added_later(tmp_path: Path) -> None:
     copy = tmp_path / "golden"
     shutil.copytree(GOLDEN_DIR, copy)
-    for junk in (".git/HEAD", ".git/objects/ab/cdef", ".venv/bin/python", "x-agen/__pycache__/a.pyc",
-                 "skills/résumé/.SKILL.md.swp", "deep/node_modules/x.js", "x-agen/.DS_Store"):
+    for junk in (
+        ".git/HEAD",
+        ".git/objects/ab/cdef",
+        ".venv/bin/python",
+        "x-agen/__pycache__/a.pyc",
+        "skills/résumé/.SKILL.md.swp",
+        "deep/node_modules/x.js",
+        "x-agen/.DS_Store",
+    ):
         (copy / junk).parent.mkdir(parents=True, exist_ok=True)
         (copy / junk).write_bytes(b"junk")
     assert digest_dir(copy) == GOLDEN_DIGEST
@@ -80,11 +89,22 @@ def test_definition_id_is_name_at_digest() -> None:
 @pytest.mark.parametrize(
     ("path", "ignored"),
     [
-        (".git/config", True), ("a/.git/config", True), ("node_modules/x/y.js", True),
-        ("a/__pycache__/m.py", True), (".venv/lib/x", True), (".DS_Store", True),
-        ("deep/dir/.DS_Store", True), ("notes~", True), ("a/.x.swp", True), ("m.pyc", True),
-        ("git/config", False), (".gitignore", False), ("x.py", False), ("venv/x", False),
-        ("a.swpx", False), ("node_modules.txt", False),
+        (".git/config", True),
+        ("a/.git/config", True),
+        ("node_modules/x/y.js", True),
+        ("a/__pycache__/m.py", True),
+        (".venv/lib/x", True),
+        (".DS_Store", True),
+        ("deep/dir/.DS_Store", True),
+        ("notes~", True),
+        ("a/.x.swp", True),
+        ("m.pyc", True),
+        ("git/config", False),
+        (".gitignore", False),
+        ("x.py", False),
+        ("venv/x", False),
+        ("a.swpx", False),
+        ("node_modules.txt", False),
     ],
 )
 def test_ignore_rules_apply_at_any_depth(path: str, ignored: bool) -> None:
@@ -116,8 +136,13 @@ def test_symlinked_directory_loop_is_refused(tmp_path: Path) -> None:
 
 
 paths = st.lists(
-    st.text(st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="/\x00"), min_size=1, max_size=8),
-    min_size=1, max_size=3,
+    st.text(
+        st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="/\x00"),
+        min_size=1,
+        max_size=8,
+    ),
+    min_size=1,
+    max_size=3,
 ).map("/".join)
 bundles = st.dictionaries(paths, st.binary(max_size=64), min_size=1, max_size=8).filter(
     lambda files: not any(is_ignored(p) for p in files)
@@ -126,7 +151,9 @@ bundles = st.dictionaries(paths, st.binary(max_size=64), min_size=1, max_size=8)
 
 @settings(max_examples=200, deadline=None)
 @given(files=bundles, data=st.data())
-def test_digest_does_not_depend_on_insertion_order(files: dict[str, bytes], data: st.DataObject) -> None:
+def test_digest_does_not_depend_on_insertion_order(
+    files: dict[str, bytes], data: st.DataObject
+) -> None:
     order = data.draw(st.permutations(list(files)))
     assert digest_files({p: files[p] for p in order}) == digest_files(files)
 
@@ -135,12 +162,24 @@ def test_digest_does_not_depend_on_insertion_order(files: dict[str, bytes], data
 @given(
     files=bundles,
     junk=st.dictionaries(
-        st.sampled_from([".git/HEAD", "a/node_modules/x", "__pycache__/m.py", ".venv/y", ".DS_Store",
-                         "x/notes~", "a.swp", "b/c.pyc"]),
+        st.sampled_from(
+            [
+                ".git/HEAD",
+                "a/node_modules/x",
+                "__pycache__/m.py",
+                ".venv/y",
+                ".DS_Store",
+                "x/notes~",
+                "a.swp",
+                "b/c.pyc",
+            ]
+        ),
         st.binary(max_size=16),
     ),
 )
-def test_adding_ignored_paths_does_not_change_digest(files: dict[str, bytes], junk: dict[str, bytes]) -> None:
+def test_adding_ignored_paths_does_not_change_digest(
+    files: dict[str, bytes], junk: dict[str, bytes]
+) -> None:
     assert digest_files({**files, **junk}) == digest_files(files)
 
 
@@ -152,7 +191,7 @@ def test_any_byte_change_changes_digest(files: dict[str, bytes], data: st.DataOb
     if original:
         i = data.draw(st.integers(0, len(original) - 1))
         flip = data.draw(st.integers(1, 255))
-        changed = original[:i] + bytes([original[i] ^ flip]) + original[i + 1:]
+        changed = original[:i] + bytes([original[i] ^ flip]) + original[i + 1 :]
     else:
         changed = b"\x00"
     assert digest_files({**files, path: changed}) != digest_files(files)

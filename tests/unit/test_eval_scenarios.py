@@ -21,18 +21,25 @@ def _finish(summary: str, **data: Any) -> dict[str, Any]:
 
 
 def _refund_script(order: int) -> list[dict[str, Any]]:
-    return [{"toolCalls": [{"name": "shop.refund", "arguments": {"order": order}}]},
-            _finish(f"refunded order {order}", order=order)]
+    return [
+        {"toolCalls": [{"name": "shop.refund", "arguments": {"order": order}}]},
+        _finish(f"refunded order {order}", order=order),
+    ]
 
 
 def _scenario(name: str, *, scripts: list[list[dict[str, Any]]]) -> dict[str, Any]:
     return {
-        "name": name, "input": "refund order 7",
+        "name": name,
+        "input": "refund order 7",
         "tools": [{"name": "shop.refund", "args": {"order": 7}, "result": {"ok": True}}],
         "model": {"provider": "fake", "scripts": scripts},
-        "expect": {"status": "done", "summary": {"contains": "refunded"},
-                   "data": [{"path": "$.order", "equals": 7}],
-                   "called": [{"name": "shop.refund", "args": {"order": 7}}], "notCalled": ["shop.delete"]},
+        "expect": {
+            "status": "done",
+            "summary": {"contains": "refunded"},
+            "data": [{"path": "$.order", "equals": 7}],
+            "called": [{"name": "shop.refund", "args": {"order": 7}}],
+            "notCalled": ["shop.delete"],
+        },
     }
 
 
@@ -48,11 +55,16 @@ def _flaky_suite(root: Path, config: dict[str, Any] | None = None) -> Path:
     """Three scenarios; 'flaky' fails runs 1 and 3 of 5 (its fake model refunds the wrong order then)."""
     bundle = write_bundle(root / "shop", "shop", config=config)
     good = _refund_script(7)
-    _write_evals(bundle, [
-        _scenario("alpha", scripts=[good]),
-        _scenario("beta", scripts=[good]),
-        _scenario("flaky", scripts=[good, _refund_script(8)]),  # run i uses scripts[i % 2]: runs 1, 3 fail
-    ])
+    _write_evals(
+        bundle,
+        [
+            _scenario("alpha", scripts=[good]),
+            _scenario("beta", scripts=[good]),
+            _scenario(
+                "flaky", scripts=[good, _refund_script(8)]
+            ),  # run i uses scripts[i % 2]: runs 1, 3 fail
+        ],
+    )
     return bundle
 
 
@@ -64,11 +76,15 @@ def test_eval_reports_pass_at_k_and_pass_hat_k_when_one_scenario_fails_2_of_5(
     assert code == 1
     report = json.loads(out)
     by_name = {s["scenario"]: s for s in report["scenarios"]}
-    assert {n: (s["passed"], s["runs"], s["passAtK"], s["passHatK"]) for n, s in by_name.items()} == {
-        "alpha": (5, 5, True, True), "beta": (5, 5, True, True), "flaky": (3, 5, True, False)}
+    assert {
+        n: (s["passed"], s["runs"], s["passAtK"], s["passHatK"]) for n, s in by_name.items()
+    } == {"alpha": (5, 5, True, True), "beta": (5, 5, True, True), "flaky": (3, 5, True, False)}
     failed = [a for a in by_name["flaky"]["attempts"] if not a["passed"]]
     assert [a["run"] for a in failed] == [1, 3]
-    assert failed[0]["failures"] == ['data $.order is 8, expected 7', 'shop.refund was not called with {"order": 7}']
+    assert failed[0]["failures"] == [
+        "data $.order is 8, expected 7",
+        'shop.refund was not called with {"order": 7}',
+    ]
     assert report["passRate"] == pytest.approx(2 / 3) and report["allPassed"] is False
 
     code, out, _ = run_agen(capsys, "eval", str(bundle), "--runs", "5")
@@ -85,10 +101,15 @@ def test_eval_passing_suite_exits_0_and_mocks_answer_only_matching_arguments(
     wrong_args["expect"] = {"status": "done", "notCalled": ["shop.delete"]}
     scenario = tmp_path / "one.json"
     scenario.write_text(json.dumps(wrong_args))
-    code, out, _ = run_agen(capsys, "eval", str(bundle), "--scenarios", str(scenario), "--runs", "2", "--json")
+    code, out, _ = run_agen(
+        capsys, "eval", str(bundle), "--scenarios", str(scenario), "--runs", "2", "--json"
+    )
     assert code == 0
     [s] = json.loads(out)["scenarios"]
-    assert s["passHatK"] and s["attempts"][0]["calls"][0] == {"name": "shop_refund", "arguments": {"order": 9}}
+    assert s["passHatK"] and s["attempts"][0]["calls"][0] == {
+        "name": "shop_refund",
+        "arguments": {"order": 9},
+    }
 
 
 def test_eval_refuses_an_unknown_field_or_a_mocked_builtin_naming_the_file(
@@ -113,8 +134,16 @@ def test_deploy_require_eval_refuses_a_bundle_below_its_bar_naming_the_failed_sc
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bundle = _flaky_suite(tmp_path)  # default bar: every scenario passes every run
-    code, _, err = run_agen(capsys, "deploy", str(bundle), "--require-eval", "--eval-runs", "5",
-                            "--hub", "http://127.0.0.1:9")  # never reached: refused before any Hub call
+    code, _, err = run_agen(
+        capsys,
+        "deploy",
+        str(bundle),
+        "--require-eval",
+        "--eval-runs",
+        "5",
+        "--hub",
+        "http://127.0.0.1:9",
+    )  # never reached: refused before any Hub call
     assert code == 2
     assert "deploy refused" in err and "flaky (3/5)" in err and "minPassRate 1.00" in err
     assert "alpha" not in err.split("failed:")[1]

@@ -12,18 +12,28 @@ from agen.store import SQLiteStore, Store
 async def test_filters_cursor_and_resume_across_a_store_restart(tmp_path: Path) -> None:
     path = tmp_path / "agen.db"
     store = await SQLiteStore.open(path)
-    await store.write(lambda tx: (
-        tx.event("default", "task.queued", deployment="a", labels={"team": "x"}),
-        tx.event("default", "task.failed", deployment="b", severity="warning"),
-        tx.event("default", "deployment.created", deployment="a"),
-        tx.event("other", "task.queued", deployment="a"),
-        tx.event("default", "budget.threshold", deployment="a", severity="critical", labels={"team": "x"}),
-    ))
+    await store.write(
+        lambda tx: (
+            tx.event("default", "task.queued", deployment="a", labels={"team": "x"}),
+            tx.event("default", "task.failed", deployment="b", severity="warning"),
+            tx.event("default", "deployment.created", deployment="a"),
+            tx.event("other", "task.queued", deployment="a"),
+            tx.event(
+                "default",
+                "budget.threshold",
+                deployment="a",
+                severity="critical",
+                labels={"team": "x"},
+            ),
+        )
+    )
     page = await read_events(store, ["default"], flt=EventFilter(types=("task.",)))
     assert [e["type"] for e in page.events] == ["task.queued", "task.failed"]
     page = await read_events(store, ["default"], flt=EventFilter(severity="warning"))
     assert [e["type"] for e in page.events] == ["task.failed", "budget.threshold"]
-    page = await read_events(store, ["default"], flt=EventFilter(labels={"team": "x"}, deployment="a"))
+    page = await read_events(
+        store, ["default"], flt=EventFilter(labels={"team": "x"}, deployment="a")
+    )
     assert [e["type"] for e in page.events] == ["task.queued", "budget.threshold"]
     assert page.events[0]["labels"] == {"team": "x"}
 
@@ -35,7 +45,10 @@ async def test_filters_cursor_and_resume_across_a_store_restart(tmp_path: Path) 
     await store.write(lambda tx: tx.event("default", "task.started"))
     rest = await read_events(store, ["default"], after=cursor, limit=50)
     seen = [e["seq"] for e in first.events] + [e["seq"] for e in rest.events]
-    all_default = [r["seq"] for r in await store.all("SELECT seq FROM events WHERE namespace = 'default' ORDER BY seq")]
+    all_default = [
+        r["seq"]
+        for r in await store.all("SELECT seq FROM events WHERE namespace = 'default' ORDER BY seq")
+    ]
     assert seen == all_default  # nothing lost, nothing repeated
     assert await tail_start(store, ["default"], 2) == all_default[-2] - 1
     await store.close()
@@ -43,7 +56,9 @@ async def test_filters_cursor_and_resume_across_a_store_restart(tmp_path: Path) 
 
 async def test_wait_returns_when_a_matching_event_commits(store: Store) -> None:
     await store.write(lambda tx: tx.event("default", "noise"))
-    waiter = asyncio.create_task(list_events(store, ["default"], flt=EventFilter(types=("task.",)), wait_s=10))
+    waiter = asyncio.create_task(
+        list_events(store, ["default"], flt=EventFilter(types=("task.",)), wait_s=10)
+    )
     await asyncio.sleep(0.05)
     await store.write(lambda tx: tx.event("default", "more.noise"))
     await asyncio.sleep(0.05)

@@ -22,16 +22,29 @@ ACCT = "default/openai:OPENAI_API_KEY"
 
 async def watcher(store: Store, on: dict[str, Any], **extra: Any) -> Row:
     dep = await deployment(store, "watcher")
-    config = Config.model_validate({"triggers": [{"name": "react", "type": "event", "on": on,
-                                                  "input": "look at this", **extra}]})
+    config = Config.model_validate(
+        {
+            "triggers": [
+                {"name": "react", "type": "event", "on": on, "input": "look at this", **extra}
+            ]
+        }
+    )
     await store.write(lambda tx: sync_triggers(tx, dep, config))
     return dep
 
 
-def emit(tx: Tx, type: str, *, task_id: str | None = None, labels: dict[str, str] | None = None,
-         at: int = T0) -> int:
+def emit(
+    tx: Tx,
+    type: str,
+    *,
+    task_id: str | None = None,
+    labels: dict[str, str] | None = None,
+    at: int = T0,
+) -> int:
     tx.now_ms = at
-    seq = tx.event("default", type, deployment="other", task_id=task_id, labels=labels, data={"n": 1})
+    seq = tx.event(
+        "default", type, deployment="other", task_id=task_id, labels=labels, data={"n": 1}
+    )
     assert seq is not None
     return seq
 
@@ -43,7 +56,8 @@ async def tick(store: Store, at: int) -> TickReport:
 async def fired_tasks(store: Store) -> list[Row]:
     return await store.all(
         "SELECT id, source, idempotency_key, event_chain, input, state FROM tasks WHERE source = 'event:react'"
-        " ORDER BY seq")
+        " ORDER BY seq"
+    )
 
 
 def other_task(tx: Tx, *, chain: int = 0, source: str = "api") -> str:
@@ -53,7 +67,20 @@ def other_task(tx: Tx, *, chain: int = 0, source: str = "api") -> str:
     tx.execute(
         "INSERT INTO tasks (id, namespace, deployment_id, deployment, state, input, source, event_chain,"
         " root_task_id, seq, created_ms, updated_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-        (tid, "default", "dep-other", "other", "failed", "x", source, chain, tid, seq, tx.now_ms, tx.now_ms),
+        (
+            tid,
+            "default",
+            "dep-other",
+            "other",
+            "failed",
+            "x",
+            source,
+            chain,
+            tid,
+            seq,
+            tx.now_ms,
+            tx.now_ms,
+        ),
     )
     return tid
 
@@ -63,21 +90,28 @@ async def test_event_trigger_starts_at_the_newest_event_and_fires_once_per_match
 ) -> None:
     await store.write(lambda tx: emit(tx, "task.failed"))  # before the trigger existed: never fires
     await watcher(store, {"type": ["task.", "deployment.updated"], "labels": {"team": "ops"}})
-    seqs = await store.write(lambda tx: [
-        emit(tx, "task.failed", labels={"team": "ops"}),       # prefix "task." matches
-        emit(tx, "task.failed", labels={"team": "research"}),  # wrong label
-        emit(tx, "approval.requested", labels={"team": "ops"}),  # wrong type
-        emit(tx, "deployment.updated", labels={"team": "ops"}),  # exact type
-    ])
+    seqs = await store.write(
+        lambda tx: [
+            emit(tx, "task.failed", labels={"team": "ops"}),  # prefix "task." matches
+            emit(tx, "task.failed", labels={"team": "research"}),  # wrong label
+            emit(tx, "approval.requested", labels={"team": "ops"}),  # wrong type
+            emit(tx, "deployment.updated", labels={"team": "ops"}),  # exact type
+        ]
+    )
     report = await tick(store, T0 + 1000)
     tasks = await fired_tasks(store)
     assert len(report.fired) == 2
-    assert [t["idempotency_key"] for t in tasks] == [f"event:react:{seqs[0]}", f"event:react:{seqs[3]}"]
+    assert [t["idempotency_key"] for t in tasks] == [
+        f"event:react:{seqs[0]}",
+        f"event:react:{seqs[3]}",
+    ]
     assert tasks[0]["input"].startswith("look at this\n\n[event] ")
     assert '"type":"task.failed"' in tasks[0]["input"].replace(" ", "")
     assert [t["event_chain"] for t in tasks] == [1, 1]
     assert (await tick(store, T0 + 2000)).fired == []  # the cursor moved: nothing repeats
-    statuses = await store.all("SELECT status, task_id FROM trigger_events WHERE trigger_name = 'react'")
+    statuses = await store.all(
+        "SELECT status, task_id FROM trigger_events WHERE trigger_name = 'react'"
+    )
     assert sorted(r["task_id"] for r in statuses) == sorted(t["id"] for t in tasks)
 
 
@@ -93,11 +127,17 @@ async def test_a_trigger_ignores_the_events_of_its_own_tasks(store: Store) -> No
     assert len(await fired_tasks(store)) == 1
 
 
-async def test_on_count_fires_only_when_enough_matches_arrive_within_the_window(store: Store) -> None:
+async def test_on_count_fires_only_when_enough_matches_arrive_within_the_window(
+    store: Store,
+) -> None:
     await watcher(store, {"type": ["task.failed"], "count": 3, "within": "10m"})
     minute = 60_000
-    await store.write(lambda tx: [emit(tx, "task.failed", at=T0), emit(tx, "task.failed", at=T0 + 11 * minute)])
-    assert (await tick(store, T0 + 11 * minute)).fired == []  # two, and the first fell out of the window
+    await store.write(
+        lambda tx: [emit(tx, "task.failed", at=T0), emit(tx, "task.failed", at=T0 + 11 * minute)]
+    )
+    assert (
+        await tick(store, T0 + 11 * minute)
+    ).fired == []  # two, and the first fell out of the window
     pending = await store.scalar("SELECT pending FROM trigger_cursors")
     assert pending.count("[") == 2  # only the second is still held: [[seq, ms, chain]]
     await store.write(lambda tx: emit(tx, "task.failed", at=T0 + 12 * minute))
@@ -111,7 +151,9 @@ async def test_on_count_fires_only_when_enough_matches_arrive_within_the_window(
     assert await store.scalar("SELECT pending FROM trigger_cursors") == "[]"
 
 
-async def test_event_chain_counts_triggers_in_a_row_and_the_sixth_link_is_rejected(store: Store) -> None:
+async def test_event_chain_counts_triggers_in_a_row_and_the_sixth_link_is_rejected(
+    store: Store,
+) -> None:
     await watcher(store, {"type": ["task.failed"]})
 
     def two_events(tx: Tx) -> None:
@@ -122,12 +164,16 @@ async def test_event_chain_counts_triggers_in_a_row_and_the_sixth_link_is_reject
     report = await tick(store, T0 + 1000)
     assert len(report.fired) == 1 and report.rejected == 1
     assert [t["event_chain"] for t in await fired_tasks(store)] == [3]
-    rejected = await store.one("SELECT status, reason, task_id FROM trigger_events WHERE status = 'rejected'")
+    rejected = await store.one(
+        "SELECT status, reason, task_id FROM trigger_events WHERE status = 'rejected'"
+    )
     assert rejected is not None and rejected["task_id"] is None
     assert rejected["reason"].startswith("event_chain:")
 
 
-async def test_coalesce_merges_events_into_the_queued_task_instead_of_firing_another(store: Store) -> None:
+async def test_coalesce_merges_events_into_the_queued_task_instead_of_firing_another(
+    store: Store,
+) -> None:
     await watcher(store, {"type": ["task.failed"]}, coalesce="30s")
     a = await store.write(lambda tx: emit(tx, "task.failed", at=T0))
     assert len((await tick(store, T0)).fired) == 1
@@ -135,13 +181,17 @@ async def test_coalesce_merges_events_into_the_queued_task_instead_of_firing_ano
     report = await tick(store, T0 + 10_000)
     assert report.fired == [] and report.merged == 1
     [task] = await fired_tasks(store)
-    assert f'"seq":{a}' in task["input"].replace(" ", "") and f'"seq":{b}' in task["input"].replace(" ", "")
+    assert f'"seq":{a}' in task["input"].replace(" ", "") and f'"seq":{b}' in task["input"].replace(
+        " ", ""
+    )
     merged = await store.one("SELECT data FROM events WHERE type = 'task.merged'")
     assert merged is not None and f"event:react:{b}" in merged["data"]
     # Outside the coalesce window, or once the task left the queue, an event fires its own task.
     c = await store.write(lambda tx: emit(tx, "task.failed", at=T0 + 60_000))
     assert len((await tick(store, T0 + 60_000)).fired) == 1
-    await store.write(lambda tx: tx.execute("UPDATE tasks SET state = 'running' WHERE source = 'event:react'"))
+    await store.write(
+        lambda tx: tx.execute("UPDATE tasks SET state = 'running' WHERE source = 'event:react'")
+    )
     await store.write(lambda tx: emit(tx, "task.failed", at=T0 + 61_000))
     assert len((await tick(store, T0 + 61_000)).fired) == 1
     keys = [t["idempotency_key"] for t in await fired_tasks(store)]

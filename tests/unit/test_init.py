@@ -16,7 +16,6 @@ from tests.cli_helpers import run_agen
 AGEN = Path(sys.executable).parent / "agen"
 
 
-
 def _json(path: Path) -> dict[str, object]:
     data = json.loads(path.read_text(encoding="utf-8"))
     assert isinstance(data, dict)

@@ -34,7 +34,9 @@ def test_two_hubs_on_one_file_never_both_believe_they_lead(tmp_path: Path) -> No
         try:
             for _ in range(120):
                 before = wall_ms()  # the term counts from before the write was sent
-                epoch = store.write_sync(lambda tx: leader.acquire_or_renew(tx, leader.HUB_LEADER, name, TTL_MS))
+                epoch = store.write_sync(
+                    lambda tx: leader.acquire_or_renew(tx, leader.HUB_LEADER, name, TTL_MS)
+                )
                 after = wall_ms()
                 if epoch is not None and after < before + TTL_MS:
                     beliefs[name].append((after, before + TTL_MS, epoch))
@@ -54,7 +56,14 @@ def test_two_hubs_on_one_file_never_both_believe_they_lead(tmp_path: Path) -> No
     assert beliefs["a"] and beliefs["b"], "both Hubs should have led at some point"
     for a_start, a_end, a_epoch in beliefs["a"]:
         for b_start, b_end, b_epoch in beliefs["b"]:
-            assert a_end <= b_start or b_end <= a_start, (a_start, a_end, a_epoch, b_start, b_end, b_epoch)
+            assert a_end <= b_start or b_end <= a_start, (
+                a_start,
+                a_end,
+                a_epoch,
+                b_start,
+                b_end,
+                b_epoch,
+            )
             assert a_epoch != b_epoch
     epochs = sorted({e for v in beliefs.values() for _, _, e in v})
     assert len(epochs) >= 2
@@ -63,12 +72,13 @@ def test_two_hubs_on_one_file_never_both_believe_they_lead(tmp_path: Path) -> No
 def test_taking_over_an_expired_lease_increments_the_epoch(tmp_path: Path) -> None:
     store = SQLiteStore.open_sync(tmp_path / "l.db")
     try:
+
         def acq(holder: str, ttl: int = 60_000) -> int | None:
             return store.write_sync(lambda tx: leader.acquire_or_renew(tx, "x", holder, ttl))
 
         assert acq("a") == 1
-        assert acq("a") == 1      # renewal keeps the term
-        assert acq("b") is None   # live lease held by someone else
+        assert acq("a") == 1  # renewal keeps the term
+        assert acq("b") is None  # live lease held by someone else
         store.write_sync(lambda tx: leader.step_down(tx, "x", "a"))
         assert acq("b") == 2
         store.write_sync(lambda tx: leader.check_epoch(tx, "x", 2))
@@ -84,18 +94,27 @@ def test_stale_leader_assignment_write_is_refused_after_a_pause(tmp_path: Path) 
     try:
         hub_a.write_sync(lambda tx: add_deployment(tx, desired=1, scale={"min": 1, "max": 1}))
         hub_a.write_sync(lambda tx: add_nest(tx, "n"))
-        epoch_a = hub_a.write_sync(lambda tx: leader.acquire_or_renew(tx, leader.HUB_LEADER, "a", TTL_MS))
+        epoch_a = hub_a.write_sync(
+            lambda tx: leader.acquire_or_renew(tx, leader.HUB_LEADER, "a", TTL_MS)
+        )
         assert epoch_a is not None
         time.sleep(TTL_MS / 1000 * 2)  # hub a stalls past its lease
-        epoch_b = hub_b.write_sync(lambda tx: leader.acquire_or_renew(tx, leader.HUB_LEADER, "b", 60_000))
+        epoch_b = hub_b.write_sync(
+            lambda tx: leader.acquire_or_renew(tx, leader.HUB_LEADER, "b", 60_000)
+        )
         assert epoch_b == epoch_a + 1
 
         def tick(epoch: int) -> object:
-            return lambda tx: schedule_tick(tx, leader_name=leader.HUB_LEADER, leader_epoch=epoch, now_ms=tx.now_ms)
+            return lambda tx: schedule_tick(
+                tx, leader_name=leader.HUB_LEADER, leader_epoch=epoch, now_ms=tx.now_ms
+            )
 
         with pytest.raises(FencedError):
             hub_a.write_sync(tick(epoch_a))  # type: ignore[arg-type]
-        assert hub_a.write_sync(lambda tx: leader.acquire_or_renew(tx, leader.HUB_LEADER, "a", TTL_MS)) is None
+        assert (
+            hub_a.write_sync(lambda tx: leader.acquire_or_renew(tx, leader.HUB_LEADER, "a", TTL_MS))
+            is None
+        )
         hub_b.write_sync(tick(epoch_b))  # type: ignore[arg-type]
 
         def rows(tx: Tx) -> list[int]:

@@ -13,16 +13,31 @@ from tests.unit.trigger_helpers import add_usage, deployment
 NOON = 1_735_732_800_000  # 2025-01-01T12:00:00Z
 DAY = "2025-01-01"
 ACCT = "default/openai:OPENAI_API_KEY@http://127.0.0.1:9/v1"
-ACCOUNT_ERROR = {"status": "failed", "reason": "account_error", "summary": "HTTP 401 invalid key",
-                 "data": None, "artifacts": []}
+ACCOUNT_ERROR = {
+    "status": "failed",
+    "reason": "account_error",
+    "summary": "HTTP 401 invalid key",
+    "data": None,
+    "artifacts": [],
+}
 
 
 async def submit(store: Store, dep: Row, n: int = 1, **kw: Any) -> list[str]:
     def fn(tx: Tx) -> list[str]:
         tx.now_ms = NOON
-        return [queue.submit_task(tx, queue.NewTask(namespace="default", deployment_id=dep["id"],
-                                                    deployment=dep["name"], input=f"t{i}", **kw))[0]["id"]
-                for i in range(n)]
+        return [
+            queue.submit_task(
+                tx,
+                queue.NewTask(
+                    namespace="default",
+                    deployment_id=dep["id"],
+                    deployment=dep["name"],
+                    input=f"t{i}",
+                    **kw,
+                ),
+            )[0]["id"]
+            for i in range(n)
+        ]
 
     return await store.write(fn)
 
@@ -30,17 +45,30 @@ async def submit(store: Store, dep: Row, n: int = 1, **kw: Any) -> list[str]:
 async def lease(store: Store, dep: Row, at: int, limit: int = 10) -> list[dict[str, Any]]:
     def fn(tx: Tx) -> list[dict[str, Any]]:
         tx.now_ms = at
-        return lease_for_nest(tx, deployment_id=dep["id"], nest_id="n1", instance_id="i1", limit=limit,
-                              lease_ms=60_000)
+        return lease_for_nest(
+            tx,
+            deployment_id=dep["id"],
+            nest_id="n1",
+            instance_id="i1",
+            limit=limit,
+            lease_ms=60_000,
+        )
 
     return await store.write(fn)
 
 
-async def complete(store: Store, row: dict[str, Any], at: int, outcome: dict[str, Any] | None,
-                   status: str = "failed") -> None:
+async def complete(
+    store: Store,
+    row: dict[str, Any],
+    at: int,
+    outcome: dict[str, Any] | None,
+    status: str = "failed",
+) -> None:
     def fn(tx: Tx) -> None:
         tx.now_ms = at
-        complete_from_nest(tx, row["id"], row["lease_id"], status=status, outcome=outcome, error="x")
+        complete_from_nest(
+            tx, row["id"], row["lease_id"], status=status, outcome=outcome, error="x"
+        )
 
     await store.write(fn)
 
@@ -102,15 +130,21 @@ async def test_a_task_carrying_an_exhausted_label_stays_queued_uncounted_and_say
     [ops] = await submit(store, dep, labels={"team": "ops"})
     leased = await lease(store, dep, NOON)
     assert [r["id"] for r in leased] == [ops]
-    row = await store.one("SELECT state, attempts, wait_reason FROM tasks WHERE id = ?", (research,))
+    row = await store.one(
+        "SELECT state, attempts, wait_reason FROM tasks WHERE id = ?", (research,)
+    )
     assert row == {"state": "queued", "attempts": 0, "wait_reason": "label_budget"}
     assert await reason_of(store, research, NOON) == "label_budget"
     events = await store.all("SELECT type FROM events WHERE task_id = ?", (research,))
     assert [e["type"] for e in events] == ["task.queued"]  # passed over, not leased and released
-    assert [r["id"] for r in await lease(store, dep, NOON + 86_400_000)] == [research]  # a new UTC day
+    assert [r["id"] for r in await lease(store, dep, NOON + 86_400_000)] == [
+        research
+    ]  # a new UTC day
 
 
-async def test_budget_pressure_marks_leased_tasks_and_keeps_background_work_queued(store: Store) -> None:
+async def test_budget_pressure_marks_leased_tasks_and_keeps_background_work_queued(
+    store: Store,
+) -> None:
     dep = await deployment(store, "agent", budget={"maxUsdPerDay": 1.0})
     await store.write(lambda tx: add_usage(tx, dep, 0.85, day=DAY))
     [background] = await submit(store, dep, priority="background")
@@ -120,7 +154,9 @@ async def test_budget_pressure_marks_leased_tasks_and_keeps_background_work_queu
     assert await reason_of(store, background, NOON) == "budget"
 
 
-async def test_a_deployment_that_spent_its_daily_budget_leases_nothing_until_the_day_ends(store: Store) -> None:
+async def test_a_deployment_that_spent_its_daily_budget_leases_nothing_until_the_day_ends(
+    store: Store,
+) -> None:
     dep = await deployment(store, "agent", budget={"maxUsdPerDay": 1.0})
     await store.write(lambda tx: add_usage(tx, dep, 1.0, day=DAY))
     [task] = await submit(store, dep)

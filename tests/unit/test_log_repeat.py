@@ -20,10 +20,20 @@ def _logger(out: io.StringIO) -> logging.Logger:
 def test_the_same_failure_from_one_loop_is_logged_once_until_it_changes() -> None:
     out = io.StringIO()
     log = _logger(out)
-    for msg in ["disk is full", "disk is full", "disk is full", "busy", "disk is full", "disk is full"]:
+    for msg in [
+        "disk is full",
+        "disk is full",
+        "disk is full",
+        "busy",
+        "disk is full",
+        "disk is full",
+    ]:
         log.warning("leader tick failed: %s", msg)  # one call site, as a loop would
     assert out.getvalue().splitlines() == [
-        "leader tick failed: disk is full", "leader tick failed: busy", "leader tick failed: disk is full"]
+        "leader tick failed: disk is full",
+        "leader tick failed: busy",
+        "leader tick failed: disk is full",
+    ]
 
 
 def test_different_lines_of_code_are_not_merged() -> None:

@@ -12,7 +12,9 @@ from agen.runner.secrets import ResolvedSecrets
 from agen.runner.tools.mcp_conn import Live, ServerConn
 
 
-async def test_cancelling_a_caller_while_it_closes_a_connection_cancels_it_and_the_connection() -> None:
+async def test_cancelling_a_caller_while_it_closes_a_connection_cancels_it_and_the_connection() -> (
+    None
+):
     conn = ServerConn("slow", StdioServer(command="true"), ResolvedSecrets(), Redactor())
     owner_started = asyncio.Event()
 

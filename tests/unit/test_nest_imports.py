@@ -26,8 +26,9 @@ def test_no_nest_module_imports_the_hub() -> None:
     files = sorted(NEST.rglob("*.py"))
     assert len(files) > 5
     offenders = {
-        str(f.relative_to(NEST.parent.parent)): sorted(m for m in imported_modules(f)
-                                                      if m == "agen.hub" or m.startswith("agen.hub."))
+        str(f.relative_to(NEST.parent.parent)): sorted(
+            m for m in imported_modules(f) if m == "agen.hub" or m.startswith("agen.hub.")
+        )
         for f in files
     }
     assert {f: mods for f, mods in offenders.items() if mods} == {}

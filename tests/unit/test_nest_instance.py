@@ -74,7 +74,9 @@ async def test_a_suspended_run_gives_its_task_back_waiting() -> None:
     await inst.drain(5)
 
 
-async def test_draining_an_instance_gives_its_running_tasks_back_without_counting_an_attempt() -> None:
+async def test_draining_an_instance_gives_its_running_tasks_back_without_counting_an_attempt() -> (
+    None
+):
     port, ex = FakeHubPort(), FakeExecutor()
     inst = instance(port, ex, max_concurrency=2)
     tasks = [port.submit("dep-d") for _ in range(2)]

@@ -14,7 +14,9 @@ from tests.unit.nest_helpers import Factory, until
 
 def manager(port: FakeHubPort, factory: Factory, now: list[int] | None = None) -> Manager:
     clock = now if now is not None else [1_000_000]
-    return Manager(port, executor_factory=factory, name="n1", lease_ms=30_000, clock=lambda: clock[0])
+    return Manager(
+        port, executor_factory=factory, name="n1", lease_ms=30_000, clock=lambda: clock[0]
+    )
 
 
 async def test_the_manager_registers_and_starts_what_it_is_assigned_and_drains_surplus() -> None:
@@ -28,7 +30,9 @@ async def test_the_manager_registers_and_starts_what_it_is_assigned_and_drains_s
     assert port.calls_of("definition_files")[0].args["definition_id"] == a.definition_id
     port.scale(a.deployment_id, 1)
     await m.tick()
-    await until(lambda: sum(ex.closed for ex in factory.executors) == 1, "the surplus instance to stop")
+    await until(
+        lambda: sum(ex.closed for ex in factory.executors) == 1, "the surplus instance to stop"
+    )
     await m.tick()  # reaps it and reports it stopped
     assert len(m.instances) == 1
     assert [r.state for r in port.reports[-1]].count("stopped") == 1
@@ -47,7 +51,9 @@ async def test_an_extension_that_finds_a_lease_lost_stops_that_run_without_a_rep
     port.lose_lease(lost)
     await m.extend_leases()
     extended = port.calls_of("extend")[-1].args
-    assert {r.task_id for r in extended["leases"]} == {kept, lost} and extended["lease_ms"] == 30_000
+    assert {r.task_id for r in extended["leases"]} == {kept, lost} and extended[
+        "lease_ms"
+    ] == 30_000
     await until(lambda: ex.cancelled == [lost], "the lost run to stop")
     assert lost not in port.completed and lost not in port.released
     ex.finish(kept)
@@ -96,7 +102,9 @@ async def test_an_executor_that_fails_to_start_is_retried_with_doubling_back_off
     await m.drain(5)
 
 
-async def test_draining_the_nest_releases_running_tasks_and_reports_every_instance_stopped() -> None:
+async def test_draining_the_nest_releases_running_tasks_and_reports_every_instance_stopped() -> (
+    None
+):
     port, factory = FakeHubPort(), Factory()
     port.deploy(count=2, max_concurrency=1)
     m = manager(port, factory)

@@ -26,8 +26,15 @@ class FakeTool(Tool):
 
 
 def ctx(trust: str = "trusted", labels: dict[str, str] | None = None) -> ToolContext:
-    return ToolContext(namespace="ns", deployment="dep", run_id="r", root_run_id="r", conversation_id="c",
-                       trust=trust, labels=labels or {})
+    return ToolContext(
+        namespace="ns",
+        deployment="dep",
+        run_id="r",
+        root_run_id="r",
+        conversation_id="c",
+        trust=trust,
+        labels=labels or {},
+    )
 
 
 # Wednesday 2026-11-25 10:30 UTC, and Thursday 01:00 UTC (inside a window that wrapped from Wednesday)
@@ -42,51 +49,179 @@ CASES: list[tuple[str, dict[str, Any], str, dict[str, Any], dict[str, Any], str]
     ("ask beats allow", {"ask": ["fs.write"], "allow": ["fs.*"]}, "fs.write", {}, {}, "ask"),
     ("wire name matches", {"allow": ["fs_read"]}, "fs.read", {}, {}, "allow"),
     ("glob on registered name", {"allow": ["fs.r*"]}, "fs.read", {}, {}, "allow"),
-    ("trust equals", {"allow": [{"tool": "*", "when": {"trust": "operator"}}]}, "x.y", {}, {"trust": "operator"}, "allow"),
-    ("trust differs", {"allow": [{"tool": "*", "when": {"trust": "operator"}}]}, "x.y", {}, {}, "ask"),
-    ("trustBelow holds", {"deny": [{"tool": "*", "when": {"trustBelow": "trusted"}}], "default": "allow"},
-     "x.y", {}, {"trust": "untrusted"}, "deny"),
-    ("trustBelow fails", {"deny": [{"tool": "*", "when": {"trustBelow": "trusted"}}], "default": "allow"},
-     "x.y", {}, {"trust": "trusted"}, "allow"),
-    ("args glob", {"allow": [{"tool": "git.push", "when": {"args": {"branch": "feature/*"}}}]},
-     "git.push", {"branch": "feature/a"}, {}, "allow"),
-    ("args glob misses", {"allow": [{"tool": "git.push", "when": {"args": {"branch": "feature/*"}}}]},
-     "git.push", {"branch": "main"}, {}, "ask"),
-    ("args numeric", {"allow": [{"tool": "pay.send", "when": {"args": {"amount": {"gt": 0, "lte": 100}}}}]},
-     "pay.send", {"amount": 100}, {}, "allow"),
-    ("args numeric over", {"allow": [{"tool": "pay.send", "when": {"args": {"amount": {"lte": 100}}}}]},
-     "pay.send", {"amount": 100.5}, {}, "ask"),
-    ("args numeric rejects strings", {"allow": [{"tool": "pay.send", "when": {"args": {"amount": {"lt": 5}}}}]},
-     "pay.send", {"amount": "1"}, {}, "ask"),
-    ("args exact", {"deny": [{"tool": "db.q", "when": {"args": {"dry": False}}}], "default": "allow"},
-     "db.q", {"dry": False}, {}, "deny"),
-    ("args exact bool is not int", {"deny": [{"tool": "db.q", "when": {"args": {"n": 1}}}], "default": "allow"},
-     "db.q", {"n": True}, {}, "allow"),
-    ("omitted arg never matches", {"allow": [{"tool": "git.push", "when": {"args": {"branch": "*"}}}]},
-     "git.push", {}, {}, "ask"),
-    ("labels equal", {"allow": [{"tool": "*", "when": {"labels": {"team": "ops"}}}]},
-     "x.y", {}, {"labels": {"team": "ops", "env": "dev"}}, "allow"),
-    ("labels differ", {"allow": [{"tool": "*", "when": {"labels": {"team": "ops"}}}]},
-     "x.y", {}, {"labels": {"team": "dev"}}, "ask"),
-    ("time inside window", {"allow": [{"tool": "*", "when": {"time": {"window": "09:00-17:00"}}}]},
-     "x.y", {}, {"now": WED_1030}, "allow"),
-    ("time outside window", {"allow": [{"tool": "*", "when": {"time": {"window": "11:00-17:00"}}}]},
-     "x.y", {}, {"now": WED_1030}, "ask"),
-    ("time on listed day", {"allow": [{"tool": "*", "when": {"time": {"window": "09:00-17:00", "days": ["wed"]}}}]},
-     "x.y", {}, {"now": WED_1030}, "allow"),
-    ("time on other day", {"allow": [{"tool": "*", "when": {"time": {"window": "09:00-17:00", "days": ["mon"]}}}]},
-     "x.y", {}, {"now": WED_1030}, "ask"),
-    ("time wraps midnight, counted from its start day",
-     {"allow": [{"tool": "*", "when": {"time": {"window": "22:00-02:00", "days": ["wed"]}}}]},
-     "x.y", {}, {"now": THU_0100}, "allow"),
-    ("all conditions must hold", {"allow": [{"tool": "*", "when": {"trust": "trusted", "labels": {"a": "b"}}}]},
-     "x.y", {}, {"labels": {"a": "c"}}, "ask"),
+    (
+        "trust equals",
+        {"allow": [{"tool": "*", "when": {"trust": "operator"}}]},
+        "x.y",
+        {},
+        {"trust": "operator"},
+        "allow",
+    ),
+    (
+        "trust differs",
+        {"allow": [{"tool": "*", "when": {"trust": "operator"}}]},
+        "x.y",
+        {},
+        {},
+        "ask",
+    ),
+    (
+        "trustBelow holds",
+        {"deny": [{"tool": "*", "when": {"trustBelow": "trusted"}}], "default": "allow"},
+        "x.y",
+        {},
+        {"trust": "untrusted"},
+        "deny",
+    ),
+    (
+        "trustBelow fails",
+        {"deny": [{"tool": "*", "when": {"trustBelow": "trusted"}}], "default": "allow"},
+        "x.y",
+        {},
+        {"trust": "trusted"},
+        "allow",
+    ),
+    (
+        "args glob",
+        {"allow": [{"tool": "git.push", "when": {"args": {"branch": "feature/*"}}}]},
+        "git.push",
+        {"branch": "feature/a"},
+        {},
+        "allow",
+    ),
+    (
+        "args glob misses",
+        {"allow": [{"tool": "git.push", "when": {"args": {"branch": "feature/*"}}}]},
+        "git.push",
+        {"branch": "main"},
+        {},
+        "ask",
+    ),
+    (
+        "args numeric",
+        {"allow": [{"tool": "pay.send", "when": {"args": {"amount": {"gt": 0, "lte": 100}}}}]},
+        "pay.send",
+        {"amount": 100},
+        {},
+        "allow",
+    ),
+    (
+        "args numeric over",
+        {"allow": [{"tool": "pay.send", "when": {"args": {"amount": {"lte": 100}}}}]},
+        "pay.send",
+        {"amount": 100.5},
+        {},
+        "ask",
+    ),
+    (
+        "args numeric rejects strings",
+        {"allow": [{"tool": "pay.send", "when": {"args": {"amount": {"lt": 5}}}}]},
+        "pay.send",
+        {"amount": "1"},
+        {},
+        "ask",
+    ),
+    (
+        "args exact",
+        {"deny": [{"tool": "db.q", "when": {"args": {"dry": False}}}], "default": "allow"},
+        "db.q",
+        {"dry": False},
+        {},
+        "deny",
+    ),
+    (
+        "args exact bool is not int",
+        {"deny": [{"tool": "db.q", "when": {"args": {"n": 1}}}], "default": "allow"},
+        "db.q",
+        {"n": True},
+        {},
+        "allow",
+    ),
+    (
+        "omitted arg never matches",
+        {"allow": [{"tool": "git.push", "when": {"args": {"branch": "*"}}}]},
+        "git.push",
+        {},
+        {},
+        "ask",
+    ),
+    (
+        "labels equal",
+        {"allow": [{"tool": "*", "when": {"labels": {"team": "ops"}}}]},
+        "x.y",
+        {},
+        {"labels": {"team": "ops", "env": "dev"}},
+        "allow",
+    ),
+    (
+        "labels differ",
+        {"allow": [{"tool": "*", "when": {"labels": {"team": "ops"}}}]},
+        "x.y",
+        {},
+        {"labels": {"team": "dev"}},
+        "ask",
+    ),
+    (
+        "time inside window",
+        {"allow": [{"tool": "*", "when": {"time": {"window": "09:00-17:00"}}}]},
+        "x.y",
+        {},
+        {"now": WED_1030},
+        "allow",
+    ),
+    (
+        "time outside window",
+        {"allow": [{"tool": "*", "when": {"time": {"window": "11:00-17:00"}}}]},
+        "x.y",
+        {},
+        {"now": WED_1030},
+        "ask",
+    ),
+    (
+        "time on listed day",
+        {"allow": [{"tool": "*", "when": {"time": {"window": "09:00-17:00", "days": ["wed"]}}}]},
+        "x.y",
+        {},
+        {"now": WED_1030},
+        "allow",
+    ),
+    (
+        "time on other day",
+        {"allow": [{"tool": "*", "when": {"time": {"window": "09:00-17:00", "days": ["mon"]}}}]},
+        "x.y",
+        {},
+        {"now": WED_1030},
+        "ask",
+    ),
+    (
+        "time wraps midnight, counted from its start day",
+        {"allow": [{"tool": "*", "when": {"time": {"window": "22:00-02:00", "days": ["wed"]}}}]},
+        "x.y",
+        {},
+        {"now": THU_0100},
+        "allow",
+    ),
+    (
+        "all conditions must hold",
+        {"allow": [{"tool": "*", "when": {"trust": "trusted", "labels": {"a": "b"}}}]},
+        "x.y",
+        {},
+        {"labels": {"a": "c"}},
+        "ask",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("case", "perms", "tool", "args", "context", "expected"), CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("case", "perms", "tool", "args", "context", "expected"), CASES, ids=[c[0] for c in CASES]
+)
 async def test_rule_evaluation_table(
-    case: str, perms: dict[str, Any], tool: str, args: dict[str, Any], context: dict[str, Any], expected: str
+    case: str,
+    perms: dict[str, Any],
+    tool: str,
+    args: dict[str, Any],
+    context: dict[str, Any],
+    expected: str,
 ) -> None:
     now = context.get("now", WED_1030)
     policy = BundlePolicy(Permissions.model_validate(perms), clock=lambda: now)
@@ -95,10 +230,18 @@ async def test_rule_evaluation_table(
 
 
 def test_static_deny_hides_tool_but_conditional_and_args_rules_do_not() -> None:
-    policy = BundlePolicy(Permissions.model_validate({
-        "deny": ["shell.*", "net_raw", {"tool": "git.push", "when": {"args": {"branch": "main"}}},
-                 {"tool": "web.*", "when": {"trust": "untrusted"}}],
-    }))
+    policy = BundlePolicy(
+        Permissions.model_validate(
+            {
+                "deny": [
+                    "shell.*",
+                    "net_raw",
+                    {"tool": "git.push", "when": {"args": {"branch": "main"}}},
+                    {"tool": "web.*", "when": {"trust": "untrusted"}},
+                ],
+            }
+        )
+    )
     assert not policy.visible(FakeTool("shell.run"))
     assert not policy.visible(FakeTool("net.raw"))  # a rule written with the wire name
     assert policy.visible(FakeTool("git.push"))
@@ -114,22 +257,31 @@ def test_default_deny_hides_tools_no_rule_could_allow() -> None:
 
 async def test_task_overrides_only_narrow_the_bundle() -> None:
     base = BundlePolicy(Permissions.model_validate({"allow": ["*"], "deny": ["db.drop"]}))
-    task = base.for_task(TaskOverrides.model_validate(
-        {"tools": ["fs.*", "db.*"], "permissions": {"deny": ["fs.write"], "ask": ["db.query"]}}))
+    task = base.for_task(
+        TaskOverrides.model_validate(
+            {"tools": ["fs.*", "db.*"], "permissions": {"deny": ["fs.write"], "ask": ["db.query"]}}
+        )
+    )
     assert not task.visible(FakeTool("web.fetch"))  # outside the task allowlist
     assert not task.visible(FakeTool("fs.write"))  # task deny hides it
     assert (await task.check(FakeTool("fs.read"), {}, ctx())).decision == "allow"
-    assert (await task.check(FakeTool("db.query"), {}, ctx())).decision == "ask"  # allow narrowed to ask
+    assert (
+        await task.check(FakeTool("db.query"), {}, ctx())
+    ).decision == "ask"  # allow narrowed to ask
     assert (await task.check(FakeTool("db.drop"), {}, ctx())).decision == "deny"  # bundle deny kept
     assert (await task.check(FakeTool("web.fetch"), {}, ctx())).decision == "deny"
-    assert (await base.check(FakeTool("web.fetch"), {}, ctx())).decision == "allow"  # base unchanged
+    assert (
+        await base.check(FakeTool("web.fetch"), {}, ctx())
+    ).decision == "allow"  # base unchanged
 
 
 async def test_rate_limit_counts_calls_durably_across_a_store_restart(tmp_path: Path) -> None:
-    perms = Permissions.model_validate({
-        "allow": [{"tool": "mail.send", "when": {"rate": {"max": 2, "per": "1h"}}}],
-        "default": "deny",
-    })
+    perms = Permissions.model_validate(
+        {
+            "allow": [{"tool": "mail.send", "when": {"rate": {"max": 2, "per": "1h"}}}],
+            "default": "deny",
+        }
+    )
     now = [WED_1030]
     db = tmp_path / "agen.db"
     store = await SQLiteStore.open(db)
@@ -144,7 +296,9 @@ async def test_rate_limit_counts_calls_durably_across_a_store_restart(tmp_path: 
     try:
         policy = BundlePolicy(perms, store=store, clock=lambda: now[0])
         assert (await policy.check(tool, {}, ctx())).decision == "deny"
-        other = ToolContext(namespace="ns", deployment="other", run_id="r", root_run_id="r", conversation_id="c")
+        other = ToolContext(
+            namespace="ns", deployment="other", run_id="r", root_run_id="r", conversation_id="c"
+        )
         assert (await policy.check(tool, {}, other)).decision == "allow"  # counted per deployment
         now[0] += 3_600_000 + 1  # the window has passed
         assert (await policy.check(tool, {}, ctx())).decision == "allow"
@@ -153,8 +307,9 @@ async def test_rate_limit_counts_calls_durably_across_a_store_restart(tmp_path: 
 
 
 async def test_rate_without_a_store_counts_in_memory() -> None:
-    perms = Permissions.model_validate({"deny": [{"tool": "*", "when": {"rate": {"max": 1, "per": "1m"}}}],
-                                        "default": "allow"})
+    perms = Permissions.model_validate(
+        {"deny": [{"tool": "*", "when": {"rate": {"max": 1, "per": "1m"}}}], "default": "allow"}
+    )
     policy = BundlePolicy(perms, clock=lambda: WED_1030)
     # a deny with a rate matches while fewer than max calls happened: the first is denied and not counted
     assert (await policy.check(FakeTool("a.b"), {}, ctx())).decision == "deny"

@@ -26,10 +26,15 @@ def task(tx: Tx, dep: Row, state: str) -> str:
 
 def test_account_ids_name_namespace_provider_key_secret_and_base_url() -> None:
     harness = {
-        "provider": "openai", "model": "m", "baseUrl": "http://127.0.0.1:9999/v1/",
+        "provider": "openai",
+        "model": "m",
+        "baseUrl": "http://127.0.0.1:9999/v1/",
         "fallbackProviders": [{"provider": "openrouter", "model": "x"}, {"provider": "fake"}],
     }
-    assert providers.harness_accounts("default", harness) == [ACCT, "default/openrouter:OPENROUTER_API_KEY"]
+    assert providers.harness_accounts("default", harness) == [
+        ACCT,
+        "default/openrouter:OPENROUTER_API_KEY",
+    ]
     assert providers.harness_accounts("default", {"provider": "fake"}) == []
 
 
@@ -38,13 +43,24 @@ async def test_an_account_error_holds_every_deployment_of_the_account_then_one_p
 ) -> None:
     a = await deployment(store, "a")
     b = await deployment(store, "b")
-    await store.write(lambda tx: (providers.sync_accounts(tx, a["id"], [ACCT]),
-                                  providers.sync_accounts(tx, b["id"], [ACCT])))
+    await store.write(
+        lambda tx: (
+            providers.sync_accounts(tx, a["id"], [ACCT]),
+            providers.sync_accounts(tx, b["id"], [ACCT]),
+        )
+    )
     failed = await store.write(lambda tx: task(tx, a, "failed"))
-    outcome = {"status": "failed", "reason": "provider_account", "summary": "401 invalid key",
-               "data": {"account": ACCT}}
-    hold = await store.write(lambda tx: providers.on_task_failed(
-        tx, {"id": failed, "deployment_id": a["id"]}, outcome, None))
+    outcome = {
+        "status": "failed",
+        "reason": "provider_account",
+        "summary": "401 invalid key",
+        "data": {"account": ACCT},
+    }
+    hold = await store.write(
+        lambda tx: providers.on_task_failed(
+            tx, {"id": failed, "deployment_id": a["id"]}, outcome, None
+        )
+    )
     assert hold is not None and hold["backoff_ms"] == 5 * 60_000
     t0 = int(hold["held_since_ms"])
     events = await store.all("SELECT type, severity FROM events WHERE type LIKE 'provider.%'")
@@ -52,24 +68,35 @@ async def test_an_account_error_holds_every_deployment_of_the_account_then_one_p
 
     gate = await store.write(lambda tx: providers.lease_gate(tx, b["id"], t0 + 1000))
     assert gate.state == "held" and gate.limit == 0 and gate.retry_at_ms == t0 + 5 * 60_000
-    assert await store.write(lambda tx: providers.held_deployment_ids(tx, t0 + 1000)) == {a["id"], b["id"]}
+    assert await store.write(lambda tx: providers.held_deployment_ids(tx, t0 + 1000)) == {
+        a["id"],
+        b["id"],
+    }
 
     # After retry_at exactly one probe may be leased; while it is unfinished nothing else is.
     gate = await store.write(lambda tx: providers.lease_gate(tx, b["id"], t0 + 5 * 60_000))
     assert gate.state == "probe" and gate.limit == 1
     probe = await store.write(lambda tx: task(tx, b, "running"))
     await store.write(lambda tx: providers.mark_probe(tx, b["id"], probe))
-    assert (await store.write(lambda tx: providers.lease_gate(tx, a["id"], t0 + 5 * 60_000 + 1))).state == "held"
+    assert (
+        await store.write(lambda tx: providers.lease_gate(tx, a["id"], t0 + 5 * 60_000 + 1))
+    ).state == "held"
 
     # The probe fails with another account error: back-off doubles (5 -> 10 min), capped at 1 h.
-    hold = await store.write(lambda tx: providers.on_task_failed(
-        tx, {"id": probe, "deployment_id": b["id"]}, outcome, None))
+    hold = await store.write(
+        lambda tx: providers.on_task_failed(
+            tx, {"id": probe, "deployment_id": b["id"]}, outcome, None
+        )
+    )
     assert hold is not None and hold["backoff_ms"] == 10 * 60_000 and hold["probe_task_id"] is None
     for _ in range(5):
         p = await store.write(lambda tx: task(tx, b, "running"))
         await store.write(lambda tx, p=p: providers.mark_probe(tx, b["id"], p))  # type: ignore[misc]
-        hold = await store.write(lambda tx, p=p: providers.on_task_failed(  # type: ignore[misc]
-            tx, {"id": p, "deployment_id": b["id"]}, outcome, None))
+        hold = await store.write(
+            lambda tx, p=p: providers.on_task_failed(  # type: ignore[misc]
+                tx, {"id": p, "deployment_id": b["id"]}, outcome, None
+            )
+        )
     assert hold is not None and hold["backoff_ms"] == 60 * 60_000
     assert len(await store.all("SELECT 1 FROM events WHERE type = 'provider.held'")) == 1
 
@@ -81,12 +108,18 @@ async def test_an_account_error_holds_every_deployment_of_the_account_then_one_p
     assert len(resumed) == 1 and "a run succeeded" in resumed[0]["data"]
 
 
-async def test_a_success_before_the_hold_does_not_end_it_but_resume_provider_does(store: Store) -> None:
+async def test_a_success_before_the_hold_does_not_end_it_but_resume_provider_does(
+    store: Store,
+) -> None:
     a = await deployment(store, "a")
     await store.write(lambda tx: add_usage(tx, a, 0.0, day="2025-01-01", finished_ms=0))
-    await store.write(lambda tx: providers.record_account_error(tx, ACCT, reason="402", deployment_id=a["id"]))
+    await store.write(
+        lambda tx: providers.record_account_error(tx, ACCT, reason="402", deployment_id=a["id"])
+    )
     assert await store.write(providers.end_recovered_holds) == []
-    assert [r["account"] for r in await store.write(lambda tx: providers.list_holds(tx, ["default"]))] == [ACCT]
+    assert [
+        r["account"] for r in await store.write(lambda tx: providers.list_holds(tx, ["default"]))
+    ] == [ACCT]
     await store.write(lambda tx: providers.resume_provider(tx, ACCT, by="admin"))
     assert await store.write(lambda tx: providers.list_holds(tx, ["default"])) == []
     with pytest.raises(NotFoundError):
@@ -96,17 +129,30 @@ async def test_a_success_before_the_hold_does_not_end_it_but_resume_provider_doe
 async def test_other_failures_do_not_hold_anything(store: Store) -> None:
     a = await deployment(store, "a")
     await store.write(lambda tx: providers.sync_accounts(tx, a["id"], [ACCT]))
-    out = await store.write(lambda tx: providers.on_task_failed(
-        tx, {"id": "t", "deployment_id": a["id"]}, {"status": "failed", "reason": "max_turns"}, None))
+    out = await store.write(
+        lambda tx: providers.on_task_failed(
+            tx,
+            {"id": "t", "deployment_id": a["id"]},
+            {"status": "failed", "reason": "max_turns"},
+            None,
+        )
+    )
     assert out is None
     # An account error that names no account blames the deployment's account.
-    out = await store.write(lambda tx: providers.on_task_failed(
-        tx, {"id": "t", "deployment_id": a["id"]}, {"status": "failed", "reason": "provider_account"}, "401"))
+    out = await store.write(
+        lambda tx: providers.on_task_failed(
+            tx,
+            {"id": "t", "deployment_id": a["id"]},
+            {"status": "failed", "reason": "provider_account"},
+            "401",
+        )
+    )
     assert out is not None and out["account"] == ACCT and out["reason"] == "401"
 
 
 async def test_a_hold_belongs_to_the_key_it_failed_with_and_a_changed_key_ends_it(
-    store: Store, monkeypatch: pytest.MonkeyPatch,
+    store: Store,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from agen._keyprint import key_fingerprint
 
@@ -114,17 +160,26 @@ async def test_a_hold_belongs_to_the_key_it_failed_with_and_a_changed_key_ends_i
     a = await deployment(store, "a")
     await store.write(lambda tx: providers.sync_accounts(tx, a["id"], [ACCT], {ACCT: "PAID_KEY"}))
     failed = await store.write(lambda tx: task(tx, a, "failed"))
-    outcome = {"status": "failed", "reason": "account_error", "summary": "401 invalid key",
-               "data": {"account": ACCT, "key_fingerprint": key_fingerprint("sk-old")}}
-    hold = await store.write(lambda tx: providers.on_task_failed(
-        tx, {"id": failed, "deployment_id": a["id"]}, outcome, "401 invalid key"))
+    outcome = {
+        "status": "failed",
+        "reason": "account_error",
+        "summary": "401 invalid key",
+        "data": {"account": ACCT, "key_fingerprint": key_fingerprint("sk-old")},
+    }
+    hold = await store.write(
+        lambda tx: providers.on_task_failed(
+            tx, {"id": failed, "deployment_id": a["id"]}, outcome, "401 invalid key"
+        )
+    )
     assert hold is not None and hold["key_fingerprint"] == key_fingerprint("sk-old")
     assert "sk-old" not in str(dict(hold))  # only the fingerprint is stored
     t0 = int(hold["held_since_ms"])
     assert (await store.write(lambda tx: providers.lease_gate(tx, a["id"], t0 + 1))).state == "held"
-    assert await store.write(providers.end_recovered_holds) == []   # the same key: still held
+    assert await store.write(providers.end_recovered_holds) == []  # the same key: still held
 
-    monkeypatch.setenv("PAID_KEY", "sk-new")   # a changed key is a new account: the hold no longer applies
+    monkeypatch.setenv(
+        "PAID_KEY", "sk-new"
+    )  # a changed key is a new account: the hold no longer applies
     assert (await store.write(lambda tx: providers.lease_gate(tx, a["id"], t0 + 1))).state == "open"
     assert await store.write(lambda tx: providers.held_deployment_ids(tx, t0 + 1)) == set()
     assert await store.write(providers.end_recovered_holds) == [ACCT]
@@ -135,18 +190,28 @@ async def test_a_hold_belongs_to_the_key_it_failed_with_and_a_changed_key_ends_i
 async def test_the_failure_that_starts_a_hold_says_so_and_how_to_end_it(store: Store) -> None:
     a = await deployment(store, "a")
     await store.write(lambda tx: providers.sync_accounts(tx, a["id"], [ACCT]))
-    outcome = {"status": "failed", "reason": "account_error", "summary": "401 invalid key", "data": {"account": ACCT}}
+    outcome = {
+        "status": "failed",
+        "reason": "account_error",
+        "summary": "401 invalid key",
+        "data": {"account": ACCT},
+    }
     first, second = await store.write(lambda tx: (task(tx, a, "failed"), task(tx, a, "failed")))
     for tid in (first, second):
-        await store.write(lambda tx, tid=tid: providers.on_task_failed(  # type: ignore[misc]
-            tx, {"id": tid, "deployment_id": a["id"]}, outcome, "401 invalid key"))
+        await store.write(
+            lambda tx, tid=tid: providers.on_task_failed(  # type: ignore[misc]
+                tx, {"id": tid, "deployment_id": a["id"]}, outcome, "401 invalid key"
+            )
+        )
     errors = {r["id"]: r["error"] for r in await store.all("SELECT id, error FROM tasks")}
     assert errors[first].startswith("401 invalid key; provider account " + ACCT + " is now held")
     assert f"`agen providers resume {ACCT}`" in errors[first]
-    assert errors[second] is None   # only the failure that started the hold explains it
+    assert errors[second] is None  # only the failure that started the hold explains it
 
 
-def test_agen_providers_lists_and_resumes_a_hold_without_agen_up(capsys: pytest.CaptureFixture[str]) -> None:
+def test_agen_providers_lists_and_resumes_a_hold_without_agen_up(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     import asyncio
 
     from agen.store import open_store
@@ -155,14 +220,18 @@ def test_agen_providers_lists_and_resumes_a_hold_without_agen_up(capsys: pytest.
     async def hold() -> None:
         store = await open_store(None)
         try:
-            await store.write(lambda tx: providers.record_account_error(tx, ACCT, reason="401 invalid key"))
+            await store.write(
+                lambda tx: providers.record_account_error(tx, ACCT, reason="401 invalid key")
+            )
         finally:
             await store.close()
 
     async def resumed_ms() -> object:
         store = await open_store(None)
         try:
-            return await store.scalar("SELECT resumed_ms FROM provider_holds WHERE account = ?", (ACCT,))
+            return await store.scalar(
+                "SELECT resumed_ms FROM provider_holds WHERE account = ?", (ACCT,)
+            )
         finally:
             await store.close()
 

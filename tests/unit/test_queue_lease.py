@@ -24,8 +24,17 @@ async def submit(store: Store, dep: str, text: str = "hi", **kw: object) -> dict
 
 
 async def lease(store: Store, dep: str, limit: int = 10, now_ms: int | None = None) -> list[dict]:
-    return await store.write(lambda tx: q.lease_tasks(
-        tx, deployment_id=dep, nest_id="n1", instance_id="i1", limit=limit, lease_ms=LEASE, now_ms=now_ms))
+    return await store.write(
+        lambda tx: q.lease_tasks(
+            tx,
+            deployment_id=dep,
+            nest_id="n1",
+            instance_id="i1",
+            limit=limit,
+            lease_ms=LEASE,
+            now_ms=now_ms,
+        )
+    )
 
 
 async def test_lease_gives_fresh_lease_id_and_counts_attempt(store: Store) -> None:
@@ -47,13 +56,25 @@ async def test_stale_lease_cannot_complete_a_re_leased_task(store: Store) -> Non
     await store.write(lambda tx: q.expire_leases(tx, far))
     [second] = await lease(store, dep, now_ms=far)
     assert second["lease_id"] != first["lease_id"]
-    with pytest.raises(FencedError, match=f"lease {first['lease_id']} of task {t['id']} is no longer current"):
-        await store.write(lambda tx: q.complete_task(tx, t["id"], first["lease_id"], status="succeeded",
-                                                     outcome={"status": "done"}))
+    with pytest.raises(
+        FencedError, match=f"lease {first['lease_id']} of task {t['id']} is no longer current"
+    ):
+        await store.write(
+            lambda tx: q.complete_task(
+                tx, t["id"], first["lease_id"], status="succeeded", outcome={"status": "done"}
+            )
+        )
     with pytest.raises(FencedError):
         await store.write(lambda tx: q.extend_lease(tx, t["id"], first["lease_id"], LEASE))
-    done = await store.write(lambda tx: q.complete_task(tx, t["id"], second["lease_id"], status="succeeded",
-                                                        outcome={"status": "done", "summary": "ok"}))
+    done = await store.write(
+        lambda tx: q.complete_task(
+            tx,
+            t["id"],
+            second["lease_id"],
+            status="succeeded",
+            outcome={"status": "done", "summary": "ok"},
+        )
+    )
     assert done["state"] == "succeeded" and done["finished_ms"]
 
 
@@ -61,10 +82,16 @@ async def test_completing_twice_with_the_same_lease_returns_the_stored_task(stor
     dep = await setup(store)
     await submit(store, dep)
     [t] = await lease(store, dep)
-    a = await store.write(lambda tx: q.complete_task(tx, t["id"], t["lease_id"], status="failed",
-                                                     outcome=None, error="boom"))
-    b = await store.write(lambda tx: q.complete_task(tx, t["id"], t["lease_id"], status="failed",
-                                                     outcome=None, error="boom"))
+    a = await store.write(
+        lambda tx: q.complete_task(
+            tx, t["id"], t["lease_id"], status="failed", outcome=None, error="boom"
+        )
+    )
+    b = await store.write(
+        lambda tx: q.complete_task(
+            tx, t["id"], t["lease_id"], status="failed", outcome=None, error="boom"
+        )
+    )
     assert a["state"] == b["state"] == "failed" and a["finished_ms"] == b["finished_ms"]
     assert await store.scalar("SELECT COUNT(*) FROM events WHERE type = 'task.failed'") == 1
 
@@ -80,7 +107,9 @@ async def test_mark_running_and_extend_lease_move_the_expiry(store: Store) -> No
     assert await store.write(lambda tx: q.expire_leases(tx, t["lease_expires_ms"] + 1)) == []
 
 
-async def test_lease_expiry_requeues_and_fifth_expiry_fails_task_and_fences_run(store: Store) -> None:
+async def test_lease_expiry_requeues_and_fifth_expiry_fails_task_and_fences_run(
+    store: Store,
+) -> None:
     dep = await setup(store)
     t = await submit(store, dep)
     run_id = await store.write(lambda tx: add_run(tx, t["id"]))
@@ -95,23 +124,33 @@ async def test_lease_expiry_requeues_and_fifth_expiry_fails_task_and_fences_run(
     assert row is not None and row["state"] == "failed" and "5 attempts" in row["error"]
     assert '"max_attempts"' in row["outcome"]
     run = await store.one("SELECT status, epoch, finished_ms FROM runs WHERE id = ?", (run_id,))
-    assert run == {"status": "failed", "epoch": 2, "finished_ms": run["finished_ms"]} and run["finished_ms"]
+    assert (
+        run == {"status": "failed", "epoch": 2, "finished_ms": run["finished_ms"]}
+        and run["finished_ms"]
+    )
     logs = await store.all("SELECT message FROM deployment_logs WHERE deployment = 'd'")
     assert len(logs) == q.MAX_ATTEMPTS and all("expired" in r["message"] for r in logs)
     assert await lease(store, dep, now_ms=now) == []
 
 
-async def test_release_by_a_host_that_could_not_take_it_does_not_count_an_attempt(store: Store) -> None:
+async def test_release_by_a_host_that_could_not_take_it_does_not_count_an_attempt(
+    store: Store,
+) -> None:
     dep = await setup(store)
     t = await submit(store, dep)
     for _ in range(q.MAX_ATTEMPTS + 2):
         [got] = await lease(store, dep)
         assert got["attempts"] == 1
-        back = await store.write(lambda tx, g=got: q.release_task(  # type: ignore[misc]
-            tx, t["id"], g["lease_id"], count_attempt=False, reason="instance full"))
+        back = await store.write(
+            lambda tx, g=got: q.release_task(  # type: ignore[misc]
+                tx, t["id"], g["lease_id"], count_attempt=False, reason="instance full"
+            )
+        )
         assert back["state"] == "queued" and back["attempts"] == 0 and back["lease_id"] is None
     counted = (await lease(store, dep))[0]
-    back = await store.write(lambda tx: q.release_task(tx, t["id"], counted["lease_id"], count_attempt=True))
+    back = await store.write(
+        lambda tx: q.release_task(tx, t["id"], counted["lease_id"], count_attempt=True)
+    )
     assert back["attempts"] == 1
     log = await store.all("SELECT message FROM deployment_logs ORDER BY seq")
     assert "instance full (attempt not counted)" in log[0]["message"]
@@ -147,8 +186,11 @@ async def test_conversation_runs_one_task_at_a_time_in_submission_order(store: S
     assert [g["id"] for g in got] == [a["id"], other["id"]]  # b waits although urgent
     reason = await store.write(lambda tx: q.wait_reason(tx, q.get_task(tx, b["id"])))
     assert reason == "conversation"
-    await store.write(lambda tx: q.complete_task(tx, a["id"], got[0]["lease_id"], status="succeeded",
-                                                 outcome=None))
+    await store.write(
+        lambda tx: q.complete_task(
+            tx, a["id"], got[0]["lease_id"], status="succeeded", outcome=None
+        )
+    )
     assert [g["id"] for g in await lease(store, dep)] == [b["id"]]
 
 
@@ -159,7 +201,9 @@ async def test_a_waiting_task_holds_its_conversation(store: Store) -> None:
     [got] = await lease(store, dep)
     await store.write(lambda tx: q.suspend_task(tx, a["id"], got["lease_id"], "child:x"))
     assert await lease(store, dep) == []
-    assert await store.write(lambda tx: q.wait_reason(tx, q.get_task(tx, b["id"]))) == "conversation"
+    assert (
+        await store.write(lambda tx: q.wait_reason(tx, q.get_task(tx, b["id"]))) == "conversation"
+    )
 
 
 async def test_scheduled_task_does_not_hold_up_its_conversation(store: Store) -> None:
@@ -168,7 +212,10 @@ async def test_scheduled_task_does_not_hold_up_its_conversation(store: Store) ->
     later = await submit(store, dep, "later", conversation_key="k", not_before_ms=now + 60_000)
     b = await submit(store, dep, "now", conversation_key="k")
     assert [g["id"] for g in await lease(store, dep, now_ms=now)] == [b["id"]]
-    assert await store.write(lambda tx: q.wait_reason(tx, q.get_task(tx, later["id"]), now_ms=now)) == "scheduled"
+    assert (
+        await store.write(lambda tx: q.wait_reason(tx, q.get_task(tx, later["id"]), now_ms=now))
+        == "scheduled"
+    )
 
 
 async def test_cancel_ends_the_run_bumps_its_epoch_and_fences_the_host(store: Store) -> None:
@@ -181,8 +228,11 @@ async def test_cancel_ends_the_run_bumps_its_epoch_and_fences_the_host(store: St
     run = await store.one("SELECT status, epoch FROM runs WHERE id = ?", (run_id,))
     assert run == {"status": "cancelled", "epoch": 2}
     with pytest.raises(FencedError):
-        await store.write(lambda tx: q.complete_task(tx, t["id"], got["lease_id"], status="succeeded",
-                                                     outcome=None))
+        await store.write(
+            lambda tx: q.complete_task(
+                tx, t["id"], got["lease_id"], status="succeeded", outcome=None
+            )
+        )
     again = await store.write(lambda tx: q.cancel_task(tx, t["id"], by="alice"))
     assert again["state"] == "cancelled"
     assert await store.scalar("SELECT COUNT(*) FROM events WHERE type = 'task.cancelled'") == 1
@@ -200,17 +250,39 @@ async def test_child_finishing_writes_parent_inbox_and_wakes_it(store: Store) ->
     parent = await submit(store, dep, "parent", labels={"team": "a"})
     [p] = await lease(store, dep)
     child = await submit(store, dep, "child", parent_task_id=parent["id"])
-    assert child["root_task_id"] == parent["id"] and child["depth"] == 1 and '"team":"a"' in child["labels"]
-    waiting = await store.write(lambda tx: q.suspend_task(tx, parent["id"], p["lease_id"], f"child:{child['id']}"))
+    assert (
+        child["root_task_id"] == parent["id"]
+        and child["depth"] == 1
+        and '"team":"a"' in child["labels"]
+    )
+    waiting = await store.write(
+        lambda tx: q.suspend_task(tx, parent["id"], p["lease_id"], f"child:{child['id']}")
+    )
     assert waiting["state"] == "waiting" and waiting["attempts"] == 0
     [c] = await lease(store, dep)
     assert c["id"] == child["id"]
-    await store.write(lambda tx: q.complete_task(tx, child["id"], c["lease_id"], status="succeeded",
-                                                 outcome={"status": "done", "summary": "42"}))
-    woke = await store.one("SELECT state, priority, wait_for FROM tasks WHERE id = ?", (parent["id"],))
+    await store.write(
+        lambda tx: q.complete_task(
+            tx,
+            child["id"],
+            c["lease_id"],
+            status="succeeded",
+            outcome={"status": "done", "summary": "42"},
+        )
+    )
+    woke = await store.one(
+        "SELECT state, priority, wait_for FROM tasks WHERE id = ?", (parent["id"],)
+    )
     assert woke == {"state": "queued", "priority": 0, "wait_for": None}
-    inbox = await store.one("SELECT kind, ref, payload FROM run_inbox WHERE task_id = ?", (parent["id"],))
-    assert inbox is not None and inbox["kind"] == "child" and inbox["ref"] == child["id"] and "42" in inbox["payload"]
+    inbox = await store.one(
+        "SELECT kind, ref, payload FROM run_inbox WHERE task_id = ?", (parent["id"],)
+    )
+    assert (
+        inbox is not None
+        and inbox["kind"] == "child"
+        and inbox["ref"] == child["id"]
+        and "42" in inbox["payload"]
+    )
 
 
 async def test_suspend_after_the_awaited_row_already_arrived_wakes_at_once(store: Store) -> None:
@@ -228,45 +300,80 @@ async def test_inbox_row_that_does_not_match_leaves_task_waiting(store: Store) -
     [got] = await lease(store, dep)
     await store.write(lambda tx: q.suspend_task(tx, t["id"], got["lease_id"], "child:abc"))
     await store.write(lambda tx: q.write_inbox(tx, t["id"], "child", "other", None))
-    assert (await store.one("SELECT state FROM tasks WHERE id = ?", (t["id"],))) == {"state": "waiting"}
+    assert (await store.one("SELECT state FROM tasks WHERE id = ?", (t["id"],))) == {
+        "state": "waiting"
+    }
     await store.write(lambda tx: q.write_inbox(tx, t["id"], "child", "abc", None))
-    assert (await store.one("SELECT state FROM tasks WHERE id = ?", (t["id"],))) == {"state": "queued"}
+    assert (await store.one("SELECT state FROM tasks WHERE id = ?", (t["id"],))) == {
+        "state": "queued"
+    }
 
 
 async def test_lease_with_start_goes_straight_to_running(store: Store) -> None:
     dep = await setup(store)
     t = await submit(store, dep)
-    [got] = await store.write(lambda tx: q.lease_tasks(
-        tx, deployment_id=dep, nest_id="n1", instance_id="i1", limit=1, lease_ms=LEASE, start=True))
+    [got] = await store.write(
+        lambda tx: q.lease_tasks(
+            tx,
+            deployment_id=dep,
+            nest_id="n1",
+            instance_id="i1",
+            limit=1,
+            lease_ms=LEASE,
+            start=True,
+        )
+    )
     assert got["state"] == "running" and got["started_ms"]
     row = await store.one("SELECT state, started_ms FROM tasks WHERE id = ?", (t["id"],))
     assert row == {"state": "running", "started_ms": got["started_ms"]}
-    types = [r["type"] for r in await store.all("SELECT type FROM events WHERE task_id = ? ORDER BY seq", (t["id"],))]
+    types = [
+        r["type"]
+        for r in await store.all(
+            "SELECT type FROM events WHERE task_id = ? ORDER BY seq", (t["id"],)
+        )
+    ]
     assert types == ["task.queued", "task.started"]  # the leased state was never visible: one event
-    data = await store.scalar("SELECT data FROM events WHERE task_id = ? AND type = 'task.started'", (t["id"],))
-    assert json.loads(data) == {"lease_id": got["lease_id"], "nest_id": "n1", "instance_id": "i1", "attempt": 1}
+    data = await store.scalar(
+        "SELECT data FROM events WHERE task_id = ? AND type = 'task.started'", (t["id"],)
+    )
+    assert json.loads(data) == {
+        "lease_id": got["lease_id"],
+        "nest_id": "n1",
+        "instance_id": "i1",
+        "attempt": 1,
+    }
 
 
 def checkpoint_turn(tx: Tx, run_id: str, seq: int, at: int) -> None:
     """What a host's checkpoint of one model turn leaves in the store: an assistant message."""
     conv = tx.scalar("SELECT conversation_id FROM runs WHERE id = ?", (run_id,))
-    tx.execute("INSERT INTO messages (id, conversation_id, run_id, seq, role, content, created_ms)"
-               " VALUES (?,?,?,?, 'assistant', 'step', ?)", (f"m{seq}", conv, run_id, seq, at))
+    tx.execute(
+        "INSERT INTO messages (id, conversation_id, run_id, seq, role, content, created_ms)"
+        " VALUES (?,?,?,?, 'assistant', 'step', ?)",
+        (f"m{seq}", conv, run_id, seq, at),
+    )
 
 
-async def test_losing_the_host_after_the_run_made_progress_does_not_count_an_attempt(store: Store) -> None:
+async def test_losing_the_host_after_the_run_made_progress_does_not_count_an_attempt(
+    store: Store,
+) -> None:
     dep = await setup(store)
     t = await submit(store, dep)
     run_id = await store.write(lambda tx: add_run(tx, t["id"]))
     now = t["created_ms"]
-    for turn in range(q.MAX_ATTEMPTS + 2):  # more host deaths than MAX_ATTEMPTS, each after a checkpoint
+    for turn in range(
+        q.MAX_ATTEMPTS + 2
+    ):  # more host deaths than MAX_ATTEMPTS, each after a checkpoint
         [got] = await lease(store, dep, now_ms=now)
         assert got["attempts"] == 1
         await store.write(lambda tx, n=now, s=turn: checkpoint_turn(tx, run_id, s, n + 1))  # type: ignore[misc]
         now = got["lease_expires_ms"] + 1
         if turn % 2:  # the Nest restarted (agen up was killed and started again)
-            back = await store.write(lambda tx, g=got: q.release_task(  # type: ignore[misc]
-                tx, t["id"], g["lease_id"], count_attempt=True, reason="nest local restarted"))
+            back = await store.write(
+                lambda tx, g=got: q.release_task(  # type: ignore[misc]
+                    tx, t["id"], g["lease_id"], count_attempt=True, reason="nest local restarted"
+                )
+            )
         else:  # the host went silent and its lease ran out
             [res] = await store.write(lambda tx, n=now: q.expire_leases(tx, n))  # type: ignore[misc]
             assert res["action"] == "requeued"
@@ -275,6 +382,8 @@ async def test_losing_the_host_after_the_run_made_progress_does_not_count_an_att
     [got] = await lease(store, dep, now_ms=now)  # no progress during this lease: it is charged
     [res] = await store.write(lambda tx: q.expire_leases(tx, got["lease_expires_ms"] + 1))
     assert res["attempts"] == 1
-    log = [r["message"] for r in await store.all("SELECT message FROM deployment_logs ORDER BY seq")]
+    log = [
+        r["message"] for r in await store.all("SELECT message FROM deployment_logs ORDER BY seq")
+    ]
     assert "nest local restarted; the run made progress (attempt not counted)" in log[1]
     assert "the run made progress, so the attempt is not counted" in log[0]

@@ -24,12 +24,23 @@ async def submit(store: Store, dep: str, text: str = "hi", **kw: object) -> dict
 
 
 async def lease(store: Store, dep: str, now_ms: int | None = None) -> list[dict]:
-    return await store.write(lambda tx: q.lease_tasks(
-        tx, deployment_id=dep, nest_id="n", instance_id="i", limit=10, lease_ms=LEASE, now_ms=now_ms))
+    return await store.write(
+        lambda tx: q.lease_tasks(
+            tx,
+            deployment_id=dep,
+            nest_id="n",
+            instance_id="i",
+            limit=10,
+            lease_ms=LEASE,
+            now_ms=now_ms,
+        )
+    )
 
 
 async def finish(store: Store, t: dict) -> None:
-    await store.write(lambda tx: q.complete_task(tx, t["id"], t["lease_id"], status="succeeded", outcome=None))
+    await store.write(
+        lambda tx: q.complete_task(tx, t["id"], t["lease_id"], status="succeeded", outcome=None)
+    )
 
 
 async def test_declared_locks_are_granted_all_at_once_or_not_at_all(store: Store, dep: str) -> None:
@@ -69,12 +80,21 @@ async def test_mid_run_lock_is_exclusive_and_climbs_across_release(store: Store,
     await submit(store, dep, "a")
     await submit(store, dep, "b")
     ta, tb = await lease(store, dep)
-    assert await store.write(lambda tx: q.acquire_lock(tx, "default", "deploy", ta["id"], 60_000)) == 1
-    assert await store.write(lambda tx: q.acquire_lock(tx, "default", "deploy", tb["id"], 60_000)) is None
+    assert (
+        await store.write(lambda tx: q.acquire_lock(tx, "default", "deploy", ta["id"], 60_000)) == 1
+    )
+    assert (
+        await store.write(lambda tx: q.acquire_lock(tx, "default", "deploy", tb["id"], 60_000))
+        is None
+    )
     assert await store.write(lambda tx: q.release_lock(tx, "default", "deploy", ta["id"]))
-    assert await store.write(lambda tx: q.acquire_lock(tx, "default", "deploy", tb["id"], 60_000)) == 2
+    assert (
+        await store.write(lambda tx: q.acquire_lock(tx, "default", "deploy", tb["id"], 60_000)) == 2
+    )
     await store.write(lambda tx: q.release_lock(tx, "default", "deploy", tb["id"]))
-    assert await store.write(lambda tx: q.acquire_lock(tx, "default", "deploy", ta["id"], 60_000)) == 3
+    assert (
+        await store.write(lambda tx: q.acquire_lock(tx, "default", "deploy", ta["id"], 60_000)) == 3
+    )
     # a declared lock and a mid-run one obey the same uniqueness rule
     c = await submit(store, dep, "c", locks=["deploy"])
     assert await lease(store, dep) == []
@@ -105,7 +125,12 @@ async def test_paused_task_is_skipped_until_resumed(store: Store, dep: str) -> N
     assert await store.write(lambda tx: q.wait_reason(tx, q.get_task(tx, t["id"]))) == "held"
     await store.write(lambda tx: q.resume_task(tx, t["id"]))
     assert [g["id"] for g in await lease(store, dep)] == [t["id"]]
-    types = [r["type"] for r in await store.all("SELECT type FROM events WHERE task_id = ? ORDER BY seq", (t["id"],))]
+    types = [
+        r["type"]
+        for r in await store.all(
+            "SELECT type FROM events WHERE task_id = ? ORDER BY seq", (t["id"],)
+        )
+    ]
     assert types == ["task.queued", "task.held", "task.resumed", "task.leased"]
 
 
@@ -117,7 +142,9 @@ async def test_hold_with_a_deadline_reads_as_not_held_once_passed(store: Store, 
     assert [g["id"] for g in await lease(store, dep, now_ms=now + 10_000)] == [t["id"]]
 
 
-async def test_running_task_suspended_on_resume_wakes_on_resume_or_deadline(store: Store, dep: str) -> None:
+async def test_running_task_suspended_on_resume_wakes_on_resume_or_deadline(
+    store: Store, dep: str
+) -> None:
     now = await store.write(lambda tx: tx.now_ms)
     t = await submit(store, dep)
     [lt] = await lease(store, dep)
@@ -125,15 +152,21 @@ async def test_running_task_suspended_on_resume_wakes_on_resume_or_deadline(stor
     assert await store.write(lambda tx: q.is_held(tx, t["id"]))
     row = await store.write(lambda tx: q.suspend_task(tx, t["id"], lt["lease_id"], "resume"))
     assert row["state"] == "waiting"
-    await store.write(lambda tx: q.write_inbox(tx, t["id"], "resume", None, None))  # nothing else wakes it
-    assert (await store.one("SELECT state FROM tasks WHERE id = ?", (t["id"],))) == {"state": "waiting"}
+    await store.write(
+        lambda tx: q.write_inbox(tx, t["id"], "resume", None, None)
+    )  # nothing else wakes it
+    assert (await store.one("SELECT state FROM tasks WHERE id = ?", (t["id"],))) == {
+        "state": "waiting"
+    }
     assert await store.write(lambda tx: q.wake_expired_holds(tx, now + 1_000)) == []
     assert await store.write(lambda tx: q.wake_expired_holds(tx, now + 60_000)) == [t["id"]]
     row2 = await store.one("SELECT state, priority, held FROM tasks WHERE id = ?", (t["id"],))
     assert row2 == {"state": "queued", "priority": 0, "held": 0}
 
 
-async def test_suspend_on_resume_after_the_hold_was_lifted_requeues_at_once(store: Store, dep: str) -> None:
+async def test_suspend_on_resume_after_the_hold_was_lifted_requeues_at_once(
+    store: Store, dep: str
+) -> None:
     t = await submit(store, dep)
     [lt] = await lease(store, dep)
     await store.write(lambda tx: q.pause_task(tx, t["id"], None, None))
@@ -150,7 +183,9 @@ async def test_deployment_hold_holds_unfinished_tasks_and_resume_clears_only_its
     a = await submit(store, dep, "a")
     b = await submit(store, dep, "b")
     [la, lb] = await lease(store, dep)
-    await store.write(lambda tx: q.suspend_task(tx, b["id"], lb["lease_id"], "resume"))  # not held yet: requeued
+    await store.write(
+        lambda tx: q.suspend_task(tx, b["id"], lb["lease_id"], "resume")
+    )  # not held yet: requeued
     n = await store.write(lambda tx: q.hold_deployment(tx, dep, None, "incident"))
     assert n == 2
     assert await store.write(lambda tx: q.is_held(tx, a["id"]))
@@ -158,5 +193,9 @@ async def test_deployment_hold_holds_unfinished_tasks_and_resume_clears_only_its
     assert await lease(store, dep) == []
     assert await store.write(lambda tx: q.resume_deployment_hold(tx, dep)) == 2
     rows = {r["id"]: r for r in await store.all("SELECT id, state, held FROM tasks")}
-    assert rows[own["id"]]["held"] == 1 and rows[a["id"]] == {"id": a["id"], "state": "queued", "held": 0}
+    assert rows[own["id"]]["held"] == 1 and rows[a["id"]] == {
+        "id": a["id"],
+        "state": "queued",
+        "held": 0,
+    }
     assert {g["id"] for g in await lease(store, dep)} == {a["id"], b["id"]}

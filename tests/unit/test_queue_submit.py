@@ -17,15 +17,30 @@ async def dep(store: Store) -> str:
     return await store.write(lambda tx: add_deployment(tx))
 
 
-async def submit(store: Store, dep: str, text: str = "hi", *, max_queued: int | None = None,
-                 **kw: object) -> tuple[dict, bool]:
-    return await store.write(lambda tx: q.submit_task(tx, new_task(dep, text, **kw),  # type: ignore[arg-type]
-                                                      max_queued=max_queued))
+async def submit(
+    store: Store, dep: str, text: str = "hi", *, max_queued: int | None = None, **kw: object
+) -> tuple[dict, bool]:
+    return await store.write(
+        lambda tx: q.submit_task(
+            tx,
+            new_task(dep, text, **kw),  # type: ignore[arg-type]
+            max_queued=max_queued,
+        )
+    )
 
 
 async def lease(store: Store, dep: str, now_ms: int | None = None) -> list[dict]:
-    return await store.write(lambda tx: q.lease_tasks(
-        tx, deployment_id=dep, nest_id="n", instance_id=None, limit=10, lease_ms=1000, now_ms=now_ms))
+    return await store.write(
+        lambda tx: q.lease_tasks(
+            tx,
+            deployment_id=dep,
+            nest_id="n",
+            instance_id=None,
+            limit=10,
+            lease_ms=1000,
+            now_ms=now_ms,
+        )
+    )
 
 
 async def test_idempotency_key_returns_the_same_task(store: Store, dep: str) -> None:
@@ -37,10 +52,14 @@ async def test_idempotency_key_returns_the_same_task(store: Store, dep: str) -> 
     assert await store.scalar("SELECT COUNT(*) FROM events WHERE type = 'task.queued'") == 2
 
 
-async def test_idempotency_key_still_answers_after_the_task_finished(store: Store, dep: str) -> None:
+async def test_idempotency_key_still_answers_after_the_task_finished(
+    store: Store, dep: str
+) -> None:
     a, _ = await submit(store, dep, idempotency_key="once")
     [t] = await lease(store, dep)
-    await store.write(lambda tx: q.complete_task(tx, t["id"], t["lease_id"], status="succeeded", outcome=None))
+    await store.write(
+        lambda tx: q.complete_task(tx, t["id"], t["lease_id"], status="succeeded", outcome=None)
+    )
     b, created = await submit(store, dep, idempotency_key="once")
     assert not created and b["id"] == a["id"] and b["state"] == "succeeded"
 
@@ -49,7 +68,10 @@ async def test_schedule_key_replaces_the_queued_task_with_that_key(store: Store,
     first, _ = await submit(store, dep, "v1", schedule_key="nightly")
     second, _ = await submit(store, dep, "v2", schedule_key="nightly")
     rows = await store.all("SELECT id, state FROM tasks ORDER BY seq")
-    assert rows == [{"id": first["id"], "state": "cancelled"}, {"id": second["id"], "state": "queued"}]
+    assert rows == [
+        {"id": first["id"], "state": "cancelled"},
+        {"id": second["id"], "state": "queued"},
+    ]
     ev = await store.one("SELECT data FROM events WHERE type = 'task.cancelled'")
     assert ev is not None and second["id"] in ev["data"]
     [t] = await lease(store, dep)  # a leased task with the key is not replaced
@@ -109,8 +131,12 @@ async def test_conversation_keys_are_scoped_by_source(store: Store, dep: str) ->
     b, _ = await submit(store, dep, conversation_key="a2a:caller:ctx", source="a2a")
     c, _ = await submit(store, dep, conversation_key="api:c1")
     d, _ = await submit(store, dep, conversation_key="c1", source="webhook")
-    assert (a["conversation_key"], b["conversation_key"], c["conversation_key"], d["conversation_key"]) == (
-        "api:c1", "a2a:caller:ctx", "api:c1", "webhook:c1")
+    assert (
+        a["conversation_key"],
+        b["conversation_key"],
+        c["conversation_key"],
+        d["conversation_key"],
+    ) == ("api:c1", "a2a:caller:ctx", "api:c1", "webhook:c1")
 
 
 async def test_bad_priority_and_trust_are_refused(store: Store, dep: str) -> None:

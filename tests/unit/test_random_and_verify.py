@@ -14,7 +14,12 @@ from agen.hub.triggers.verify import bearer_token, check_bearer, check_hmac
 
 
 def spec(**kw: object) -> RandomTrigger:
-    base: dict[str, object] = {"name": "nudge", "type": "random", "count": 3, "window": "09:00-17:00"}
+    base: dict[str, object] = {
+        "name": "nudge",
+        "type": "random",
+        "count": 3,
+        "window": "09:00-17:00",
+    }
     base.update(kw)
     return RandomTrigger.model_validate(base)
 
@@ -34,7 +39,9 @@ def test_planned_times_are_deterministic_inside_the_window_and_min_gap_apart() -
 
 def test_days_filter_and_a_window_wrapping_past_midnight() -> None:
     s = spec(days=["mon"], window="23:00-01:00", count=2)
-    assert rnd.planned_times_ms(s, namespace="ns", deployment="d", day=date(2025, 6, 3)) == []  # a Tuesday
+    assert (
+        rnd.planned_times_ms(s, namespace="ns", deployment="d", day=date(2025, 6, 3)) == []
+    )  # a Tuesday
     times = rnd.planned_times_ms(s, namespace="ns", deployment="d", day=date(2025, 6, 2))
     start = int(datetime(2025, 6, 2, 23, tzinfo=UTC).timestamp() * 1000)
     assert all(start <= t <= start + 2 * 3_600_000 for t in times)
@@ -60,7 +67,10 @@ def test_hmac_signatures_with_header_prefix_algorithm_and_encoding() -> None:
     gh = HmacAuth(type="hmac", secret="GH_SECRET", header="X-Hub-Signature-256", prefix="sha256=")
     good = "sha256=" + hmac.new(b"k", body, hashlib.sha256).hexdigest()
     assert check_hmac(gh, {"x-hub-signature-256": good}, body, "k") is None
-    assert check_hmac(gh, {"X-Hub-Signature-256": good}, body + b" ", "k") == "signature does not match the body"
+    assert (
+        check_hmac(gh, {"X-Hub-Signature-256": good}, body + b" ", "k")
+        == "signature does not match the body"
+    )
     assert "missing" in str(check_hmac(gh, {}, body, "k"))
     assert "does not start" in str(check_hmac(gh, {"x-hub-signature-256": good[7:]}, body, "k"))
     b64 = HmacAuth(type="hmac", secret="S", algorithm="sha1", encoding="base64")

@@ -19,12 +19,19 @@ T = TypeVar("T")
 HOUR_MS = 3_600_000
 
 
-async def test_retention_prunes_replay_cassettes_older_than_it_and_keeps_newer_ones(store: Store) -> None:
+async def test_retention_prunes_replay_cassettes_older_than_it_and_keeps_newer_ones(
+    store: Store,
+) -> None:
     for run_id in ("old-run", "new-run"):
-        await store.write(lambda tx, r=run_id: save_cassette(tx, r, "default", "d", None, [{"turn": 0}]))
-    await store.write(lambda tx: tx.execute(
-        "UPDATE cassettes SET created_ms = ?, updated_ms = ? WHERE run_id = 'old-run'",
-        (tx.now_ms - 3 * HOUR_MS, tx.now_ms - 2 * HOUR_MS)))
+        await store.write(
+            lambda tx, r=run_id: save_cassette(tx, r, "default", "d", None, [{"turn": 0}])
+        )
+    await store.write(
+        lambda tx: tx.execute(
+            "UPDATE cassettes SET created_ms = ?, updated_ms = ? WHERE run_id = 'old-run'",
+            (tx.now_ms - 3 * HOUR_MS, tx.now_ms - 2 * HOUR_MS),
+        )
+    )
     await store.write(lambda tx: prune_expired(tx, HOUR_MS))
     assert [r["run_id"] for r in await store.all("SELECT run_id FROM cassettes")] == ["new-run"]
 
@@ -48,7 +55,8 @@ class _FlakyStore(SQLiteStore):
 
 
 async def test_a_failing_pruner_logs_once_when_it_fails_and_once_when_it_recovers_and_stops_on_cancel(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     store: Any = await _FlakyStore.open(tmp_path / "a.db", fail=3)
     try:
         with caplog.at_level(logging.WARNING, logger="agen.up"):

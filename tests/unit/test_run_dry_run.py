@@ -25,10 +25,14 @@ def local_deployment(root: Path, *, queued: int) -> None:
         store = await open_store(None)
         try:
             client = Client.in_process(Hub(store))
-            bundle = write_bundle(root, "capped", config={"kind": "pool", "admission": {"maxQueuedTasks": 1}})
+            bundle = write_bundle(
+                root, "capped", config={"kind": "pool", "admission": {"maxQueuedTasks": 1}}
+            )
             await client.call(r.CreateDeployment, CreateDeploymentRequest(files=files_b64(bundle)))
             for i in range(queued):
-                await client.call(r.SubmitTask, SubmitTaskRequest(deployment="capped", input=f"t{i}"))
+                await client.call(
+                    r.SubmitTask, SubmitTaskRequest(deployment="capped", input=f"t{i}")
+                )
         finally:
             await store.close()
 
@@ -54,16 +58,24 @@ def test_dry_run_of_an_admissible_task_exits_0_and_queues_nothing(
     assert asyncio.run(queued_count()) == 0
 
 
-def test_dry_run_names_the_refusing_stage_and_exits_7(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_dry_run_names_the_refusing_stage_and_exits_7(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     local_deployment(tmp_path / "b", queued=1)
     code, out, _ = run_agen(capsys, "run", "capped", "hello", "--dry-run")
     assert code == 7
-    assert out.startswith("refused at stage queue_full: 1 tasks queued, maxQueuedTasks is 1 (retry after 5s)")
+    assert out.startswith(
+        "refused at stage queue_full: 1 tasks queued, maxQueuedTasks is 1 (retry after 5s)"
+    )
     code, out, _ = run_agen(capsys, "run", "capped", "hello", "--dry-run", "--json")
     assert code == 7
     verdict = json.loads(out)
     assert verdict["admitted"] is False and verdict["stage"] == "queue_full"
-    assert {c["stage"]: c["ok"] for c in verdict["checks"]} == {"paused": True, "budget": True, "queue_full": False}
+    assert {c["stage"]: c["ok"] for c in verdict["checks"]} == {
+        "paused": True,
+        "budget": True,
+        "queue_full": False,
+    }
     assert asyncio.run(queued_count()) == 1
 
 

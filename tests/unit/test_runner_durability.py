@@ -31,26 +31,44 @@ async def test_claiming_a_live_run_resumes_it_and_fences_the_old_owner(tmp_path:
     h = script(turn, {"text": "order handled"})
     h["parallelToolCalls"] = False
     b = make(h)
-    old = runner(store, b, FnTool("charge", charge, side_effect=True), FnTool("ship", ship, side_effect=True),
-                 owner="host-a")
+    old = runner(
+        store,
+        b,
+        FnTool("charge", charge, side_effect=True),
+        FnTool("ship", ship, side_effect=True),
+        owner="host-a",
+    )
     task = asyncio.create_task(old.run(RunRequest(input="order", task_id="t-1")))
     await started.wait()
 
-    new = runner(store, b, FnTool("charge", charge, side_effect=True), FnTool("ship", ship, side_effect=True),
-                 owner="host-b")
+    new = runner(
+        store,
+        b,
+        FnTool("charge", charge, side_effect=True),
+        FnTool("ship", ship, side_effect=True),
+        owner="host-b",
+    )
     res = await new.run(RunRequest(input="order", task_id="t-1", attempt=2))
     assert res.resumed and res.epoch == 2 and res.outcome.summary == "order handled"
     assert side_effects == ["charged"]  # neither call ran again
-    tools = await store.all("SELECT name, content, is_error FROM messages WHERE run_id = ? AND role = 'tool'"
-                            " ORDER BY seq", (res.run_id,))
-    assert tools[0]["content"] == "charged 5 EUR" and tools[0]["is_error"] == 0  # completed effect: its result
+    tools = await store.all(
+        "SELECT name, content, is_error FROM messages WHERE run_id = ? AND role = 'tool'"
+        " ORDER BY seq",
+        (res.run_id,),
+    )
+    assert (
+        tools[0]["content"] == "charged 5 EUR" and tools[0]["is_error"] == 0
+    )  # completed effect: its result
     assert tools[1]["content"].startswith("effect_unknown") and tools[1]["is_error"] == 1
 
     release.set()  # the old owner wakes up and tries to record its effect
     with pytest.raises(FencedError):
         await task
-    spans = await store.all("SELECT id, parent_id, status, attrs FROM spans WHERE run_id = ? AND name = 'agen.run'"
-                            " ORDER BY started_ms", (res.run_id,))
+    spans = await store.all(
+        "SELECT id, parent_id, status, attrs FROM spans WHERE run_id = ? AND name = 'agen.run'"
+        " ORDER BY started_ms",
+        (res.run_id,),
+    )
     assert [s["status"] for s in spans] == ["interrupted", "ok"]
     assert spans[1]["parent_id"] == spans[0]["id"] and '"agen.attempt":2' in spans[1]["attrs"]
     run = await store.one("SELECT epoch, owner, status FROM runs WHERE id = ?", (res.run_id,))
@@ -60,10 +78,14 @@ async def test_claiming_a_live_run_resumes_it_and_fences_the_old_owner(tmp_path:
 
 async def test_a_checkpoint_with_a_stale_epoch_is_rejected(tmp_path: Path) -> None:
     store = await open_store(tmp_path)
-    res = await runner(store, make(script({"text": "hi"}))).run(RunRequest(input="x", task_id="t-2"))
+    res = await runner(store, make(script({"text": "hi"}))).run(
+        RunRequest(input="x", task_id="t-2")
+    )
     row = await store.one("SELECT conversation_id FROM runs WHERE id = ?", (res.run_id,))
     assert row is not None
-    cp = Checkpoint(run_id=res.run_id, epoch=0, conversation_id=row["conversation_id"], turns=9, next_seq=99)
+    cp = Checkpoint(
+        run_id=res.run_id, epoch=0, conversation_id=row["conversation_id"], turns=9, next_seq=99
+    )
     with pytest.raises(FencedError, match="claimed by another owner"):
         await store.write(lambda tx: write_checkpoint(tx, cp))
     await store.close()
@@ -85,10 +107,13 @@ async def test_an_idempotent_started_effect_runs_again_on_resume(tmp_path: Path)
     old = runner(store, b, FnTool("put", put, side_effect=True, idempotent=True), owner="a")
     task = asyncio.create_task(old.run(RunRequest(input="go", task_id="t-3")))
     await started.wait()
-    res = await runner(store, b, FnTool("put", put, side_effect=True, idempotent=True), owner="b").run(
-        RunRequest(input="go", task_id="t-3"))
+    res = await runner(
+        store, b, FnTool("put", put, side_effect=True, idempotent=True), owner="b"
+    ).run(RunRequest(input="go", task_id="t-3"))
     assert calls == ["put", "put"] and res.outcome.summary == "ok"
-    msg = await store.one("SELECT content FROM messages WHERE run_id = ? AND role = 'tool'", (res.run_id,))
+    msg = await store.one(
+        "SELECT content FROM messages WHERE run_id = ? AND role = 'tool'", (res.run_id,)
+    )
     assert msg == {"content": "stored"}
     task.cancel()
     with pytest.raises((asyncio.CancelledError, FencedError)):

@@ -26,14 +26,23 @@ async def test_fake_bundle_run_writes_complete_readable_record(tmp_path: Path) -
     tool = FnTool("notes.add", echo)
     b = make(script(call("notes_add", text="x"), {"text": "all done"}))
     res = await runner(store, b, tool).run(RunRequest(input="add a note", task_id="t-1"))
-    assert res.status == "succeeded" and res.outcome.status == "done" and res.outcome.summary == "all done"
+    assert (
+        res.status == "succeeded"
+        and res.outcome.status == "done"
+        and res.outcome.summary == "all done"
+    )
     run = await store.one("SELECT * FROM runs WHERE id = ?", (res.run_id,))
     assert run is not None and run["turns"] == 2 and run["finished_ms"] is not None
     assert json.loads(run["outcome"])["status"] == "done"
-    msgs = await store.all("SELECT role, content, tool_calls FROM messages WHERE run_id = ? ORDER BY seq", (res.run_id,))
+    msgs = await store.all(
+        "SELECT role, content, tool_calls FROM messages WHERE run_id = ? ORDER BY seq",
+        (res.run_id,),
+    )
     assert [m["role"] for m in msgs] == ["user", "assistant", "tool", "assistant"]
     assert json.loads(msgs[1]["tool_calls"])[0]["name"] == "notes_add"
-    spans = await store.all("SELECT name, status, parent_id FROM spans WHERE run_id = ?", (res.run_id,))
+    spans = await store.all(
+        "SELECT name, status, parent_id FROM spans WHERE run_id = ?", (res.run_id,)
+    )
     names = sorted(s["name"] for s in spans)
     assert names == ["agen.run", "agen.tool", "gen_ai.chat", "gen_ai.chat"]
     assert {s["status"] for s in spans} == {"ok"}
@@ -42,19 +51,32 @@ async def test_fake_bundle_run_writes_complete_readable_record(tmp_path: Path) -
     await store.close()
 
 
-async def test_finish_rejects_data_that_breaks_the_result_schema_then_accepts_valid_data(tmp_path: Path) -> None:
+async def test_finish_rejects_data_that_breaks_the_result_schema_then_accepts_valid_data(
+    tmp_path: Path,
+) -> None:
     store = await open_store(tmp_path)
     schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
-    h = script(call("finish", summary="s", data={"n": "x"}), call("finish", summary="counted", data={"n": 3}))
+    h = script(
+        call("finish", summary="s", data={"n": "x"}),
+        call("finish", summary="counted", data={"n": 3}),
+    )
     h["result"] = {"schema": schema}
     res = await runner(store, make(h)).run(RunRequest(input="count"))
-    assert res.outcome.status == "done" and res.outcome.data == {"n": 3} and res.outcome.summary == "counted"
-    tool_msgs = await store.all("SELECT content, is_error FROM messages WHERE role = 'tool' ORDER BY seq")
+    assert (
+        res.outcome.status == "done"
+        and res.outcome.data == {"n": 3}
+        and res.outcome.summary == "counted"
+    )
+    tool_msgs = await store.all(
+        "SELECT content, is_error FROM messages WHERE role = 'tool' ORDER BY seq"
+    )
     assert tool_msgs[0]["is_error"] == 1 and "result schema" in tool_msgs[0]["content"]
     await store.close()
 
 
-async def test_running_a_finished_task_again_returns_its_result_without_calling_the_model(tmp_path: Path) -> None:
+async def test_running_a_finished_task_again_returns_its_result_without_calling_the_model(
+    tmp_path: Path,
+) -> None:
     store = await open_store(tmp_path)
     r, cap = await capturing_runner(store, make(script({"text": "first"})))
     first = await r.run(RunRequest(input="go", task_id="t-9"))
@@ -96,31 +118,49 @@ async def test_a_second_concurrent_run_in_a_conversation_is_refused(tmp_path: Pa
     await store.close()
 
 
-async def test_tool_calls_of_a_turn_run_concurrently_and_results_keep_call_order(tmp_path: Path) -> None:
+async def test_tool_calls_of_a_turn_run_concurrently_and_results_keep_call_order(
+    tmp_path: Path,
+) -> None:
     """Call a can only finish once call b has run: that completes only when they run concurrently."""
     store = await open_store(tmp_path)
-    turn = {"toolCalls": [{"name": "step", "arguments": {"tag": "a"}}, {"name": "step", "arguments": {"tag": "b"}}]}
+    turn = {
+        "toolCalls": [
+            {"name": "step", "arguments": {"tag": "a"}},
+            {"name": "step", "arguments": {"tag": "b"}},
+        ]
+    }
     h = script(turn, {"text": "ok"})
     h["parallelToolCalls"] = True
     b_ran = asyncio.Event()
 
     async def step(args: dict[str, Any]) -> str:
         if args["tag"] == "a":
-            await b_ran.wait()   # finishes after b, yet its result comes first
+            await b_ran.wait()  # finishes after b, yet its result comes first
         else:
             b_ran.set()
         return f"stepped {args['tag']}"
 
-    res = await asyncio.wait_for(runner(store, make(h), FnTool("step", step)).run(RunRequest(input="go")), 30)
-    rows = await store.all("SELECT content FROM messages WHERE run_id = ? AND role = 'tool' ORDER BY seq",
-                           (res.run_id,))
+    res = await asyncio.wait_for(
+        runner(store, make(h), FnTool("step", step)).run(RunRequest(input="go")), 30
+    )
+    rows = await store.all(
+        "SELECT content FROM messages WHERE run_id = ? AND role = 'tool' ORDER BY seq",
+        (res.run_id,),
+    )
     assert [r["content"] for r in rows] == ["stepped a", "stepped b"]
     await store.close()
 
 
-async def test_tool_calls_run_one_after_another_when_parallel_tool_calls_is_off(tmp_path: Path) -> None:
+async def test_tool_calls_run_one_after_another_when_parallel_tool_calls_is_off(
+    tmp_path: Path,
+) -> None:
     store = await open_store(tmp_path)
-    turn = {"toolCalls": [{"name": "step", "arguments": {"tag": "a"}}, {"name": "step", "arguments": {"tag": "b"}}]}
+    turn = {
+        "toolCalls": [
+            {"name": "step", "arguments": {"tag": "a"}},
+            {"name": "step", "arguments": {"tag": "b"}},
+        ]
+    }
     h = script(turn, {"text": "ok"})
     h["parallelToolCalls"] = False
     log: list[str] = []
@@ -133,8 +173,10 @@ async def test_tool_calls_run_one_after_another_when_parallel_tool_calls_is_off(
 
     res = await runner(store, make(h), FnTool("step", step)).run(RunRequest(input="go"))
     assert log == ["start a", "end a", "start b", "end b"]
-    rows = await store.all("SELECT content FROM messages WHERE run_id = ? AND role = 'tool' ORDER BY seq",
-                           (res.run_id,))
+    rows = await store.all(
+        "SELECT content FROM messages WHERE run_id = ? AND role = 'tool' ORDER BY seq",
+        (res.run_id,),
+    )
     assert [r["content"] for r in rows] == ["stepped a", "stepped b"]
     await store.close()
 
@@ -157,7 +199,9 @@ async def test_cancel_event_ends_the_run_cancelled(tmp_path: Path) -> None:
     assert res.status == "cancelled" and res.outcome.status == "cancelled"
     run = await store.one("SELECT status, finished_ms FROM runs WHERE id = ?", (res.run_id,))
     assert run is not None and run["status"] == "cancelled" and run["finished_ms"] is not None
-    span = await store.one("SELECT status FROM spans WHERE run_id = ? AND name = 'agen.run'", (res.run_id,))
+    span = await store.one(
+        "SELECT status FROM spans WHERE run_id = ? AND name = 'agen.run'", (res.run_id,)
+    )
     assert span is not None and span["status"] == "cancelled"
     await store.close()
 
@@ -192,19 +236,26 @@ async def test_a_held_task_suspends_before_its_model_call_and_resumes_later(tmp_
     await store.close()
 
 
-async def test_report_progress_reaches_the_hook_and_inbox_notes_reach_the_model(tmp_path: Path) -> None:
+async def test_report_progress_reaches_the_hook_and_inbox_notes_reach_the_model(
+    tmp_path: Path,
+) -> None:
     store = await open_store(tmp_path)
     hooks = Hooks()
     hooks.inbox = ["also mention cats"]
-    r, cap = await capturing_runner(store, make(script(call("report_progress", note="half", percent=50),
-                                                       {"text": "ok"})), hooks=hooks)
+    r, cap = await capturing_runner(
+        store,
+        make(script(call("report_progress", note="half", percent=50), {"text": "ok"})),
+        hooks=hooks,
+    )
     await r.run(RunRequest(input="hi", task_id="t-p"))
     assert hooks.progress == [("t-p", {"note": "half", "percent": 50})]
     assert "also mention cats" in [m["content"] for m in cap.requests[0].messages]
     await store.close()
 
 
-async def test_an_over_long_tool_result_is_saved_as_an_artifact_and_the_model_gets_a_preview(tmp_path: Path) -> None:
+async def test_an_over_long_tool_result_is_saved_as_an_artifact_and_the_model_gets_a_preview(
+    tmp_path: Path,
+) -> None:
     store = await open_store(tmp_path)
 
     async def big(args: dict[str, Any]) -> str:
@@ -213,7 +264,9 @@ async def test_an_over_long_tool_result_is_saved_as_an_artifact_and_the_model_ge
     h = script(call("big"), {"text": "ok"})
     h["maxToolResultChars"] = 500
     res = await runner(store, make(h), FnTool("big", big)).run(RunRequest(input="go"))
-    msg = await store.one("SELECT content FROM messages WHERE run_id = ? AND role = 'tool'", (res.run_id,))
+    msg = await store.one(
+        "SELECT content FROM messages WHERE run_id = ? AND role = 'tool'", (res.run_id,)
+    )
     assert msg is not None and len(msg["content"]) < 700 and "sha256:" in msg["content"]
     art = await store.one("SELECT id, size FROM artifacts")
     assert art is not None and art["size"] == 5000 and art["id"] in msg["content"]
@@ -223,26 +276,41 @@ async def test_an_over_long_tool_result_is_saved_as_an_artifact_and_the_model_ge
 async def test_artifacts_are_content_addressed_and_read_back_in_pages(tmp_path: Path) -> None:
     store = await open_store(tmp_path)
     text = "abcdefghij" * 10
-    b = make(script(call("save_artifact", name="r", content=text), call("save_artifact", name="again", content=text),
-                    {"text": "ok"}))
+    b = make(
+        script(
+            call("save_artifact", name="r", content=text),
+            call("save_artifact", name="again", content=text),
+            {"text": "ok"},
+        )
+    )
     await runner(store, b).run(RunRequest(input="go"))
     rows = await store.all("SELECT id FROM artifacts")
     assert len(rows) == 1
     aid = rows[0]["id"]
     b2 = make(script(call("read_artifact", id=aid, offset=10, length=20), {"text": "ok"}))
     res = await runner(store, b2).run(RunRequest(input="read"))
-    msg = await store.one("SELECT content FROM messages WHERE run_id = ? AND role = 'tool'", (res.run_id,))
-    assert msg is not None and msg["content"].startswith(text[10:30]) and "next offset 30" in msg["content"]
+    msg = await store.one(
+        "SELECT content FROM messages WHERE run_id = ? AND role = 'tool'", (res.run_id,)
+    )
+    assert (
+        msg is not None
+        and msg["content"].startswith(text[10:30])
+        and "next offset 30" in msg["content"]
+    )
     await store.close()
 
 
 async def test_load_skill_returns_the_skill_and_the_prompt_lists_it(tmp_path: Path) -> None:
     store = await open_store(tmp_path)
     skill = "---\nname: tea\ndescription: brewing tea\n---\nBoil water first.\n"
-    b = make(script(call("load_skill", name="tea"), {"text": "ok"}), files={"skills/tea/SKILL.md": skill})
+    b = make(
+        script(call("load_skill", name="tea"), {"text": "ok"}), files={"skills/tea/SKILL.md": skill}
+    )
     r, cap = await capturing_runner(store, b)
     res = await r.run(RunRequest(input="tea?"))
     assert "- tea: brewing tea" in cap.requests[0].messages[0]["content"]
-    msg = await store.one("SELECT content FROM messages WHERE run_id = ? AND role = 'tool'", (res.run_id,))
+    msg = await store.one(
+        "SELECT content FROM messages WHERE run_id = ? AND role = 'tool'", (res.run_id,)
+    )
     assert msg is not None and "Boil water first." in msg["content"]
     await store.close()

@@ -14,13 +14,23 @@ async def _submit(store: Store, dep: str, **kw: object) -> dict:
 
 
 async def _lease(store: Store, dep: str, instance: str, limit: int = 4) -> list[dict]:
-    return await store.write(lambda tx: lease_for_nest(
-        tx, deployment_id=dep, nest_id="n1", instance_id=instance, limit=limit, lease_ms=30_000))
+    return await store.write(
+        lambda tx: lease_for_nest(
+            tx, deployment_id=dep, nest_id="n1", instance_id=instance, limit=limit, lease_ms=30_000
+        )
+    )
 
 
-async def test_singleton_tasks_share_its_one_conversation_whatever_key_they_carry(store: Store) -> None:
-    dep = await store.write(lambda tx: add_deployment(tx, kind="singleton", scale={"min": 1, "max": 1}))
-    keys = {(await _submit(store, dep, conversation_key=k))["conversation_key"] for k in ("a", "b", None)}
+async def test_singleton_tasks_share_its_one_conversation_whatever_key_they_carry(
+    store: Store,
+) -> None:
+    dep = await store.write(
+        lambda tx: add_deployment(tx, kind="singleton", scale={"min": 1, "max": 1})
+    )
+    keys = {
+        (await _submit(store, dep, conversation_key=k))["conversation_key"]
+        for k in ("a", "b", None)
+    }
     assert keys == {q.SINGLETON_KEY}
     # one conversation: the second task waits for the first instead of running beside it
     assert [t["input"] for t in await _lease(store, dep, "i1")] == ["hi"]
@@ -38,9 +48,18 @@ async def test_task_kind_instance_leases_exactly_one_task_ever(store: Store) -> 
     ids = [(await _submit(store, dep))["id"] for _ in range(3)]
     first = await _lease(store, dep, "i1", limit=4)
     assert [t["id"] for t in first] == ids[:1]
-    await store.write(lambda tx: q.complete_task(tx, first[0]["id"], first[0]["lease_id"], status="succeeded",
-                                                 outcome={"status": "succeeded", "summary": "ok"}))
-    assert await _lease(store, dep, "i1", limit=4) == []   # its one task is done: it leases nothing more
+    await store.write(
+        lambda tx: q.complete_task(
+            tx,
+            first[0]["id"],
+            first[0]["lease_id"],
+            status="succeeded",
+            outcome={"status": "succeeded", "summary": "ok"},
+        )
+    )
+    assert (
+        await _lease(store, dep, "i1", limit=4) == []
+    )  # its one task is done: it leases nothing more
     assert [t["id"] for t in await _lease(store, dep, "i2")] == ids[1:2]
     assert [t["id"] for t in await _lease(store, dep, "i3")] == ids[2:3]
 

@@ -44,20 +44,30 @@ def test_instances_are_shared_round_robin_when_capacity_is_short() -> None:
 
 
 async def lead(store: Store, holder: str = "hub-a", ttl_ms: int = 60_000) -> int:
-    epoch = await store.write(lambda tx: leader.acquire_or_renew(tx, leader.HUB_LEADER, holder, ttl_ms))
+    epoch = await store.write(
+        lambda tx: leader.acquire_or_renew(tx, leader.HUB_LEADER, holder, ttl_ms)
+    )
     assert epoch is not None
     return epoch
 
 
 async def tick(store: Store, epoch: int, now_ms: int | None = None, **kw: object):  # type: ignore[no-untyped-def]
-    return await store.write(lambda tx: schedule_tick(
-        tx, leader_name=leader.HUB_LEADER, leader_epoch=epoch,
-        now_ms=tx.now_ms if now_ms is None else now_ms, **kw))  # type: ignore[arg-type]
+    return await store.write(
+        lambda tx: schedule_tick(
+            tx,
+            leader_name=leader.HUB_LEADER,
+            leader_epoch=epoch,
+            now_ms=tx.now_ms if now_ms is None else now_ms,
+            **kw,
+        )
+    )  # type: ignore[arg-type]
 
 
 def assignments(tx: Tx) -> dict[tuple[str, str], int]:
-    return {(r["deployment_id"], r["nest_id"]): r["count"]
-            for r in tx.all("SELECT deployment_id, nest_id, count FROM assignments")}
+    return {
+        (r["deployment_id"], r["nest_id"]): r["count"]
+        for r in tx.all("SELECT deployment_id, nest_id, count FROM assignments")
+    }
 
 
 async def test_tick_scales_up_for_queued_work_and_writes_assignments(store: Store) -> None:
@@ -78,8 +88,11 @@ async def test_tick_scales_up_for_queued_work_and_writes_assignments(store: Stor
 
 
 async def test_tick_scales_down_after_idle_timeout(store: Store) -> None:
-    dep = await store.write(lambda tx: add_deployment(
-        tx, scale={"min": 0, "max": 4, "idle_timeout_ms": 60_000}, desired=3))
+    dep = await store.write(
+        lambda tx: add_deployment(
+            tx, scale={"min": 0, "max": 4, "idle_timeout_ms": 60_000}, desired=3
+        )
+    )
     nest = await store.write(lambda tx: add_nest(tx, "n1", heartbeat_ms=10**13))
     epoch = await lead(store)
     now = await store.write(lambda tx: tx.now_ms)
@@ -90,7 +103,9 @@ async def test_tick_scales_down_after_idle_timeout(store: Store) -> None:
 
 
 async def test_paused_deployment_goes_to_zero(store: Store) -> None:
-    dep = await store.write(lambda tx: add_deployment(tx, desired=2, paused=True, scale={"min": 1, "max": 4}))
+    dep = await store.write(
+        lambda tx: add_deployment(tx, desired=2, paused=True, scale={"min": 1, "max": 4})
+    )
     await store.write(lambda tx: add_nest(tx, "n1"))
     s = await tick(store, await lead(store))
     assert s.scaled == {dep: (2, 0)}
@@ -104,20 +119,28 @@ async def test_silent_nest_is_lost_its_assignments_move_and_leases_expire(store:
     await tick(store, epoch, now)
     assert await store.write(assignments) == {(dep, old): 1}
     await store.write(lambda tx: q.submit_task(tx, new_task(dep)))
-    [t] = await store.write(lambda tx: q.lease_tasks(tx, deployment_id=dep, nest_id=old, instance_id="i",
-                                                     limit=1, lease_ms=600_000))
+    [t] = await store.write(
+        lambda tx: q.lease_tasks(
+            tx, deployment_id=dep, nest_id=old, instance_id="i", limit=1, lease_ms=600_000
+        )
+    )
     fresh = await store.write(lambda tx: add_nest(tx, "fresh", heartbeat_ms=now + 40_000))
     s = await tick(store, epoch, now + 31_000)
     assert s.nests_lost == [old] and s.requeued == [t["id"]]
     assert await store.write(assignments) == {(dep, fresh): 1}
     assert (await store.one("SELECT state FROM nests WHERE id = ?", (old,))) == {"state": "lost"}
-    assert (await store.one("SELECT state FROM tasks WHERE id = ?", (t["id"],))) == {"state": "queued"}
+    assert (await store.one("SELECT state FROM tasks WHERE id = ?", (t["id"],))) == {
+        "state": "queued"
+    }
 
 
 async def test_capacity_pressure_scales_an_idle_holder_down_to_make_room(store: Store) -> None:
     now = await store.write(lambda tx: tx.now_ms)
-    idle = await store.write(lambda tx: add_deployment(
-        tx, "idle", scale={"min": 0, "max": 2}, desired=2, last_activity_ms=now - 120_000))
+    idle = await store.write(
+        lambda tx: add_deployment(
+            tx, "idle", scale={"min": 0, "max": 2}, desired=2, last_activity_ms=now - 120_000
+        )
+    )
     busy = await store.write(lambda tx: add_deployment(tx, "busy", scale={"min": 0, "max": 2}))
     nest = await store.write(lambda tx: add_nest(tx, "small", capacity=2, heartbeat_ms=now + 10**9))
     epoch = await lead(store)

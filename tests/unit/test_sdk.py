@@ -22,15 +22,24 @@ def scripted(*turns: dict[str, Any]) -> dict[str, Any]:
     return {"fake": {"script": list(turns)}}
 
 
-async def test_a_fake_bundle_runs_end_to_end_through_the_sdk_and_is_recorded(tmp_path: Path) -> None:
+async def test_a_fake_bundle_runs_end_to_end_through_the_sdk_and_is_recorded(
+    tmp_path: Path,
+) -> None:
     db = tmp_path / "sdk.db"
     async with agen.Agent.from_bundle(ROOT / "bundles" / "hello", store=db) as agent:
         result = await agent.run("hi there", task_id="sdk-1")
     assert result.status == "succeeded" and result.outcome.status == "done"
     assert result.outcome.summary.startswith("Hello! I'm hello")
     store = await SQLiteStore.open(db)
-    run = await store.one("SELECT deployment, source, outcome, turns FROM runs WHERE task_id = 'sdk-1'")
-    assert run is not None and run["deployment"] == "hello" and run["source"] == "sdk" and run["turns"] == 1
+    run = await store.one(
+        "SELECT deployment, source, outcome, turns FROM runs WHERE task_id = 'sdk-1'"
+    )
+    assert (
+        run is not None
+        and run["deployment"] == "hello"
+        and run["source"] == "sdk"
+        and run["turns"] == 1
+    )
     assert json.loads(run["outcome"])["status"] == "done"
     assert await store.scalar("SELECT COUNT(*) FROM messages") == 2
     assert await store.scalar("SELECT COUNT(*) FROM spans") == 2
@@ -46,14 +55,30 @@ async def test_host_functions_become_tools_with_schemas_from_type_hints(tmp_path
         seen.append((name, qty, threading.current_thread().name))
         return f"added {qty} x {name}"
 
-    turns = [{"toolCalls": [{"name": "add_item", "arguments": {"name": "tea", "qty": 2}}]},
-             {"toolCalls": [{"name": "add_item", "arguments": {"qty": "lots"}}]}, {"text": "basket ready"}]
-    agent = Agent(name="shop", instructions="Shop.", provider="fake", harness=scripted(*turns), tools=[add_item],
-                  store=tmp_path / "a.db")
+    turns = [
+        {"toolCalls": [{"name": "add_item", "arguments": {"name": "tea", "qty": 2}}]},
+        {"toolCalls": [{"name": "add_item", "arguments": {"qty": "lots"}}]},
+        {"text": "basket ready"},
+    ]
+    agent = Agent(
+        name="shop",
+        instructions="Shop.",
+        provider="fake",
+        harness=scripted(*turns),
+        tools=[add_item],
+        store=tmp_path / "a.db",
+    )
     res = await agent.run("buy tea")
     tool = agent._host_tools[0]
-    assert tool.input_schema["properties"]["qty"] == {"default": 1, "title": "Qty", "type": "integer"}
-    assert tool.input_schema["required"] == ["name"] and tool.description == "Add an item to the basket."
+    assert tool.input_schema["properties"]["qty"] == {
+        "default": 1,
+        "title": "Qty",
+        "type": "integer",
+    }
+    assert (
+        tool.input_schema["required"] == ["name"]
+        and tool.description == "Add an item to the basket."
+    )
     assert res.outcome.summary == "basket ready"
     assert [(n, q) for n, q, _ in seen] == [("tea", 2)] and seen[0][2].startswith("agen-sdk-shop")
     await agent.close()
@@ -77,16 +102,27 @@ async def test_the_approval_callback_decides_asks(tmp_path: Path) -> None:
     def pay(amount: int) -> str:
         return f"paid {amount}"
 
-    turns = [{"toolCalls": [{"name": "pay", "arguments": {"amount": 10}}]},
-             {"toolCalls": [{"name": "pay", "arguments": {"amount": 500}}]}, {"text": "done"}]
-    agent = Agent(provider="fake", harness=scripted(*turns), tools=[pay], approve=approve, policy=AskAll(),
-                  store=tmp_path / "a.db")
+    turns = [
+        {"toolCalls": [{"name": "pay", "arguments": {"amount": 10}}]},
+        {"toolCalls": [{"name": "pay", "arguments": {"amount": 500}}]},
+        {"text": "done"},
+    ]
+    agent = Agent(
+        provider="fake",
+        harness=scripted(*turns),
+        tools=[pay],
+        approve=approve,
+        policy=AskAll(),
+        store=tmp_path / "a.db",
+    )
     res = await agent.run("pay")
     assert [a.arguments for a in asked] == [{"amount": 10}, {"amount": 500}]
     store = agent._store
     assert store is not None
-    rows = await store.all("SELECT content FROM messages WHERE run_id = ? AND role = 'tool' ORDER BY seq",
-                           (res.run_id,))
+    rows = await store.all(
+        "SELECT content FROM messages WHERE run_id = ? AND role = 'tool' ORDER BY seq",
+        (res.run_id,),
+    )
     assert [r["content"] for r in rows] == ["paid 10", "denied by the approver"]
     await agent.close()
 
@@ -97,8 +133,13 @@ async def test_stream_yields_events_in_order_ending_with_the_outcome(tmp_path: P
 
     turns = [{"toolCalls": [{"name": "look", "arguments": {}}]}, {"text": "finished looking"}]
     delivered: list[str] = []
-    agent = Agent(provider="fake", harness=scripted(*turns), tools=[look], store=tmp_path / "a.db",
-                  on_event=lambda e: delivered.append(e["type"]))
+    agent = Agent(
+        provider="fake",
+        harness=scripted(*turns),
+        tools=[look],
+        store=tmp_path / "a.db",
+        on_event=lambda e: delivered.append(e["type"]),
+    )
     events = [e async for e in agent.stream("look")]
     assert [e["type"] for e in events] == ["assistant", "tool_result", "assistant", "finished"]
     assert events[-1]["outcome"]["summary"] == "finished looking"
@@ -124,15 +165,29 @@ async def test_run_from_inside_a_callback_is_rejected_as_reentrant(tmp_path: Pat
             errors.append(e)
         return "tried"
 
-    turns = [{"toolCalls": [{"name": "nested", "arguments": {}}, {"name": "nested_sync", "arguments": {}}]},
-             {"text": "ok"}]
-    agent = Agent(provider="fake", harness=scripted(*turns), tools=[nested, nested_sync], store=tmp_path / "a.db")
+    turns = [
+        {
+            "toolCalls": [
+                {"name": "nested", "arguments": {}},
+                {"name": "nested_sync", "arguments": {}},
+            ]
+        },
+        {"text": "ok"},
+    ]
+    agent = Agent(
+        provider="fake",
+        harness=scripted(*turns),
+        tools=[nested, nested_sync],
+        store=tmp_path / "a.db",
+    )
     assert (await agent.run("go")).status == "succeeded"
     assert len(errors) == 2 and all(e.code == "reentrant" for e in errors)  # type: ignore[attr-defined]
     await agent.close()
 
 
-async def test_close_cancels_running_runs_fails_pending_host_calls_and_rejects_new_runs(tmp_path: Path) -> None:
+async def test_close_cancels_running_runs_fails_pending_host_calls_and_rejects_new_runs(
+    tmp_path: Path,
+) -> None:
     started = threading.Event()
     release = threading.Event()
 
@@ -145,7 +200,9 @@ async def test_close_cancels_running_runs_fails_pending_host_calls_and_rejects_n
         return "should not run"
 
     turns = [{"toolCalls": [{"name": "block", "arguments": {}}]}, {"text": "never"}]
-    agent = Agent(provider="fake", harness=scripted(*turns), tools=[block, never], store=tmp_path / "a.db")
+    agent = Agent(
+        provider="fake", harness=scripted(*turns), tools=[block, never], store=tmp_path / "a.db"
+    )
     runs = [asyncio.create_task(agent.run("go", conversation_key=f"c{i}")) for i in range(2)]
     await asyncio.to_thread(started.wait, 5)
     await asyncio.sleep(0.05)
@@ -163,7 +220,9 @@ async def test_cancelling_a_run_through_an_event_ends_it_cancelled(tmp_path: Pat
         return "x"
 
     turns = [{"toolCalls": [{"name": "wait_long", "arguments": {}}]}, {"text": "never"}]
-    agent = Agent(provider="fake", harness=scripted(*turns), tools=[wait_long], store=tmp_path / "a.db")
+    agent = Agent(
+        provider="fake", harness=scripted(*turns), tools=[wait_long], store=tmp_path / "a.db"
+    )
     cancel = asyncio.Event()
     task = asyncio.create_task(agent.run("go", cancel=cancel))
     await asyncio.sleep(0.1)
@@ -177,5 +236,7 @@ def test_importing_agen_does_not_load_the_engine() -> None:
     import sys
 
     code = "import sys, agen; print('agen.runner.loop' in sys.modules, 'httpx' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert out.split() == ["False", "False"]

@@ -12,17 +12,24 @@ from agen.errors import InvalidError, UnavailableError
 from agen.runner.redact import Redactor, StreamRedactor
 from agen.runner.secrets import resolve_secrets
 
-SECRETS = Secrets.model_validate({"secrets": {
-    "API_KEY": {"source": "env", "env": "MY_API_KEY"},
-    "MISSING": {"source": "env"},
-    "VAULT": {"source": "platform"},
-}})
+SECRETS = Secrets.model_validate(
+    {
+        "secrets": {
+            "API_KEY": {"source": "env", "env": "MY_API_KEY"},
+            "MISSING": {"source": "env"},
+            "VAULT": {"source": "platform"},
+        }
+    }
+)
 
 
 def test_env_secrets_resolve_expand_and_register_with_the_redactor() -> None:
     red = Redactor()
     resolved = resolve_secrets(SECRETS, red, environ={"MY_API_KEY": "sk-live-123456"})
-    assert resolved.expand("Bearer ${API_KEY}", where="headers.Authorization") == "Bearer sk-live-123456"
+    assert (
+        resolved.expand("Bearer ${API_KEY}", where="headers.Authorization")
+        == "Bearer sk-live-123456"
+    )
     assert resolved.expand("--root ${WORKSPACE}", where="args[0]") == "--root ${WORKSPACE}"
     assert red.redact("key=sk-live-123456") == "key=[REDACTED]"
 
@@ -43,10 +50,17 @@ def test_redactor_catches_base64_and_url_encoded_forms_and_nested_values() -> No
     red = Redactor()
     secret = "p@ss/word+42=="
     red.add(secret)
-    for form in (secret, quote(secret, safe=""), base64.b64encode(secret.encode()).decode(),
-                 base64.urlsafe_b64encode(secret.encode()).decode().rstrip("=")):
+    for form in (
+        secret,
+        quote(secret, safe=""),
+        base64.b64encode(secret.encode()).decode(),
+        base64.urlsafe_b64encode(secret.encode()).decode().rstrip("="),
+    ):
         assert "[REDACTED]" in red.redact(f"x {form} y") and form not in red.redact(f"x {form} y")
-    assert red.redact_obj({"a": [secret, 1], secret: "k"}) == {"a": ["[REDACTED]", 1], "[REDACTED]": "k"}
+    assert red.redact_obj({"a": [secret, 1], secret: "k"}) == {
+        "a": ["[REDACTED]", 1],
+        "[REDACTED]": "k",
+    }
 
 
 def test_stream_redactor_catches_a_secret_split_across_chunks() -> None:

@@ -11,9 +11,26 @@ from agen.store import SQLiteStore, Store, Tx
 from agen.store.migrate import known_migrations, split_statements
 
 CORE_TABLES = {
-    "definitions", "deployments", "assignments", "nests", "instances", "tasks", "triggers",
-    "trigger_events", "approvals", "tokens", "sessions", "conversations", "messages", "runs",
-    "spans", "effects", "usage", "provider_holds", "events", "schema_migrations",
+    "definitions",
+    "deployments",
+    "assignments",
+    "nests",
+    "instances",
+    "tasks",
+    "triggers",
+    "trigger_events",
+    "approvals",
+    "tokens",
+    "sessions",
+    "conversations",
+    "messages",
+    "runs",
+    "spans",
+    "effects",
+    "usage",
+    "provider_holds",
+    "events",
+    "schema_migrations",
 }
 
 
@@ -47,12 +64,16 @@ async def test_reopening_applies_nothing_twice(tmp_path: Path) -> None:
     assert count == len(known_migrations())
 
 
-async def test_store_written_by_a_newer_schema_is_refused_with_a_clear_error(tmp_path: Path) -> None:
+async def test_store_written_by_a_newer_schema_is_refused_with_a_clear_error(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "a.db"
     store = await SQLiteStore.open(path)
     await store.close()
     conn = sqlite3.connect(path)
-    conn.execute("INSERT INTO schema_migrations (version, name, applied_ms) VALUES (9999, 'from_the_future', 0)")
+    conn.execute(
+        "INSERT INTO schema_migrations (version, name, applied_ms) VALUES (9999, 'from_the_future', 0)"
+    )
     conn.commit()
     conn.close()
     with pytest.raises(SchemaTooNewError) as info:
@@ -99,7 +120,8 @@ async def test_a_failing_transaction_among_concurrent_writes_rolls_back_alone(st
 
     results = await asyncio.gather(
         *(store.write(lambda tx, i=i: _insert_session(tx, f"s{i}")) for i in range(50)),
-        store.write(dup), store.write(dup),
+        store.write(dup),
+        store.write(dup),
         return_exceptions=True,
     )
     errors = [r for r in results if isinstance(r, BaseException)]
@@ -116,7 +138,9 @@ async def test_dedupe_key_writes_an_announce_once_event_once(store: Store) -> No
 
 
 async def test_wait_for_events_is_woken_by_a_local_commit_not_by_polling(tmp_path: Path) -> None:
-    store = await SQLiteStore.open(tmp_path / "a.db", poll_s=3600)  # only a wake can end the wait in time
+    store = await SQLiteStore.open(
+        tmp_path / "a.db", poll_s=3600
+    )  # only a wake can end the wait in time
     try:
         waiter = asyncio.create_task(store.wait_for_events(0, timeout_s=3600))
         await asyncio.sleep(0)  # let it start waiting
@@ -142,10 +166,15 @@ async def test_two_stores_on_one_file_both_write(tmp_path: Path) -> None:
 
 def test_split_statements_keeps_semicolons_inside_strings() -> None:
     sql = "-- c\nCREATE TABLE t (a TEXT DEFAULT ';');\nINSERT INTO t VALUES ('x;y');\n-- end\n"
-    assert split_statements(sql) == ["-- c\nCREATE TABLE t (a TEXT DEFAULT ';');", "INSERT INTO t VALUES ('x;y');"]
+    assert split_statements(sql) == [
+        "-- c\nCREATE TABLE t (a TEXT DEFAULT ';');",
+        "INSERT INTO t VALUES ('x;y');",
+    ]
 
 
-async def test_a_read_after_a_committed_write_sees_it_even_with_concurrent_reads(tmp_path: Path) -> None:
+async def test_a_read_after_a_committed_write_sees_it_even_with_concurrent_reads(
+    tmp_path: Path,
+) -> None:
     store = await SQLiteStore.open(tmp_path / "a.db", readers=1)
     try:
         await store.write(lambda tx: [_insert_session(tx, f"seed{i}") for i in range(200)])
@@ -159,7 +188,10 @@ async def test_a_read_after_a_committed_write_sees_it_even_with_concurrent_reads
         try:
             for i in range(100):
                 await store.write(lambda tx, i=i: _insert_session(tx, f"w{i}"))
-                assert await store.scalar("SELECT COUNT(*) FROM sessions WHERE id = ?", (f"w{i}",)) == 1
+                assert (
+                    await store.scalar("SELECT COUNT(*) FROM sessions WHERE id = ?", (f"w{i}",))
+                    == 1
+                )
         finally:
             stop.set()
             await asyncio.gather(*readers)
@@ -167,15 +199,21 @@ async def test_a_read_after_a_committed_write_sees_it_even_with_concurrent_reads
         await store.close()
 
 
-async def test_read_functions_see_committed_writes_on_a_read_only_connection_off_the_writer(tmp_path: Path) -> None:
-    store = await SQLiteStore.open(tmp_path / "my agen #1 %20?" / "s.db")  # a path a URI must escape
+async def test_read_functions_see_committed_writes_on_a_read_only_connection_off_the_writer(
+    tmp_path: Path,
+) -> None:
+    store = await SQLiteStore.open(
+        tmp_path / "my agen #1 %20?" / "s.db"
+    )  # a path a URI must escape
     try:
         await store.write(lambda tx: tx.event("default", "demo.one"))
 
         def count(tx: Tx) -> tuple[int, str]:
             import threading
 
-            return int(tx.scalar("SELECT COUNT(*) FROM events WHERE type LIKE 'demo.%'")), threading.current_thread().name
+            return int(
+                tx.scalar("SELECT COUNT(*) FROM events WHERE type LIKE 'demo.%'")
+            ), threading.current_thread().name
 
         n, thread = await store.read(count)
         assert n == 1 and thread.startswith("agen-read")  # not the writer thread

@@ -63,7 +63,8 @@ async def _sessions(store: SQLiteStore) -> set[str]:
 
 
 async def test_a_full_disk_fails_the_write_with_a_store_error_and_the_writer_keeps_serving(
-        store: SQLiteStore) -> None:
+    store: SQLiteStore,
+) -> None:
     with pytest.raises(StoreError, match="full"):
         await _write(store, _fill_the_disk)
     health = store.health()
@@ -75,7 +76,9 @@ async def test_a_full_disk_fails_the_write_with_a_store_error_and_the_writer_kee
     assert store.health().ok
 
 
-async def test_a_full_disk_inside_a_group_commit_fails_every_write_it_rolled_back(store: SQLiteStore) -> None:
+async def test_a_full_disk_inside_a_group_commit_fails_every_write_it_rolled_back(
+    store: SQLiteStore,
+) -> None:
     """SQLite drops the whole shared transaction: no write in it may report success."""
     writes = [store.write(lambda tx, i=i: _insert_session(tx, f"s{i}")) for i in range(20)]
     writes.insert(10, store.write(_fill_the_disk))
@@ -88,7 +91,8 @@ async def test_a_full_disk_inside_a_group_commit_fails_every_write_it_rolled_bac
 
 
 async def test_a_function_that_rolls_back_itself_fails_its_write_and_the_writer_keeps_serving(
-        store: SQLiteStore) -> None:
+    store: SQLiteStore,
+) -> None:
     def rollback_and_raise(tx: Tx) -> None:
         _insert_session(tx, "gone")
         tx.execute("ROLLBACK")
@@ -101,7 +105,9 @@ async def test_a_function_that_rolls_back_itself_fails_its_write_and_the_writer_
 
     with pytest.raises(StoreError, match="rolled the transaction back"):
         await _write(store, rollback_and_raise)
-    with pytest.raises(StoreError, match="ended the transaction itself"):  # not a success that saved nothing
+    with pytest.raises(
+        StoreError, match="ended the transaction itself"
+    ):  # not a success that saved nothing
         await _write(store, rollback_and_return)
     assert await _write(store, lambda tx: _insert_session(tx, "next")) == "next"
     assert await _sessions(store) == {"next"}
@@ -109,7 +115,8 @@ async def test_a_function_that_rolls_back_itself_fails_its_write_and_the_writer_
 
 
 async def test_an_after_commit_callback_error_is_logged_and_the_write_still_succeeds(
-        store: SQLiteStore, caplog: pytest.LogCaptureFixture) -> None:
+    store: SQLiteStore, caplog: pytest.LogCaptureFixture
+) -> None:
     def broken() -> None:
         raise ValueError("callback bug")
 
@@ -120,11 +127,17 @@ async def test_an_after_commit_callback_error_is_logged_and_the_write_still_succ
     with caplog.at_level(logging.ERROR, logger="agen.store"):
         assert await _write(store, fn) == "kept"
     failures = [r for r in caplog.records if "after-commit callback" in r.getMessage()]
-    assert len(failures) == 1 and "broken" in failures[0].getMessage() and failures[0].exc_info is not None
+    assert (
+        len(failures) == 1
+        and "broken" in failures[0].getMessage()
+        and failures[0].exc_info is not None
+    )
     assert await _write(store, lambda tx: _insert_session(tx, "next")) == "next"
 
 
-async def test_after_the_writer_stops_every_write_fails_at_once_and_health_says_so(store: SQLiteStore) -> None:
+async def test_after_the_writer_stops_every_write_fails_at_once_and_health_says_so(
+    store: SQLiteStore,
+) -> None:
     def stop_the_thread() -> None:
         raise SystemExit("a callback ended the writer thread")
 
@@ -143,7 +156,8 @@ async def test_after_the_writer_stops_every_write_fails_at_once_and_health_says_
 
 
 async def test_a_lasting_fault_is_logged_once_and_its_clearing_once(
-        store: SQLiteStore, caplog: pytest.LogCaptureFixture) -> None:
+    store: SQLiteStore, caplog: pytest.LogCaptureFixture
+) -> None:
     with caplog.at_level(logging.WARNING, logger="agen.store"):
         with pytest.raises(StoreError):
             await _write(store, _fill_the_disk)

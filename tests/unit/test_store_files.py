@@ -32,7 +32,8 @@ def usual_umask() -> Iterator[None]:
 
 @pytest.mark.usefixtures("usual_umask")
 async def test_a_new_home_and_its_store_files_are_private_to_the_user(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     home = tmp_path / "fresh" / ".agen"
     monkeypatch.setenv("AGEN_HOME", str(home))
     store = await SQLiteStore.open(default_store_path())
@@ -55,7 +56,8 @@ def test_agen_up_makes_a_missing_home_private(tmp_path: Path) -> None:
 
 @pytest.mark.usefixtures("usual_umask")
 async def test_a_home_made_readable_by_others_gets_one_warning_with_the_fix(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     home = tmp_path / "old" / ".agen"
     home.mkdir(parents=True, mode=0o755)
     os.chmod(home, 0o755)
@@ -68,11 +70,15 @@ async def test_a_home_made_readable_by_others_gets_one_warning_with_the_fix(
             await store.close()
     warnings = [r.getMessage() for r in caplog.records if "other local users" in r.getMessage()]
     assert len(warnings) == 1, warnings
-    assert f"chmod 700 {home} && chmod 600 {db}*" in warnings[0] and "agen.db (mode 0644)" in warnings[0]
+    assert (
+        f"chmod 700 {home} && chmod 600 {db}*" in warnings[0]
+        and "agen.db (mode 0644)" in warnings[0]
+    )
 
 
 def test_the_first_agen_run_in_a_new_home_makes_it_private(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The README's first command: a one-shot in an AGEN_HOME that does not exist yet leaves it 0700."""
     from tests.cli_helpers import run_agen
 

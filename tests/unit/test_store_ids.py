@@ -20,12 +20,16 @@ def test_new_ulid_ids_parse_as_ulids_carrying_the_current_time() -> None:
 
 
 def test_new_ulid_ids_are_unique_and_sort_in_creation_order() -> None:
-    ids = [new_ulid() for _ in range(20_000)]  # many share a millisecond: randomness + 1 keeps them ordered
+    ids = [
+        new_ulid() for _ in range(20_000)
+    ]  # many share a millisecond: randomness + 1 keeps them ordered
     assert len(set(ids)) == len(ids)
     assert ids == sorted(ids)
 
 
-def test_ids_in_one_millisecond_count_up_through_a_carry_into_the_cached_high_bits(monkeypatch) -> None:
+def test_ids_in_one_millisecond_count_up_through_a_carry_into_the_cached_high_bits(
+    monkeypatch,
+) -> None:
     from agen.store import base
 
     ms = 1_795_958_206_388
@@ -34,5 +38,7 @@ def test_ids_in_one_millisecond_count_up_through_a_carry_into_the_cached_high_bi
         monkeypatch.setattr(base, "_random_bits", lambda _n, start=start: start)
         clock = base._UlidClock()
         ids = [clock.new() for _ in range(40)]
-        assert ids == [str(ULID.from_bytes(ms.to_bytes(6, "big") + (start + i).to_bytes(10, "big")))
-                       for i in range(40)]
+        assert ids == [
+            str(ULID.from_bytes(ms.to_bytes(6, "big") + (start + i).to_bytes(10, "big")))
+            for i in range(40)
+        ]

@@ -26,10 +26,13 @@ def test_every_shipped_migration_matches_the_committed_manifest() -> None:
     committed = _entries(MANIFEST.read_text(encoding="utf-8").splitlines())
     current = _entries(manifest_lines())
     changed = sorted(f for f in committed.keys() & current.keys() if committed[f] != current[f])
-    assert not changed, f"shipped migrations were edited: {changed}; restore them and add a new migration"
+    assert not changed, (
+        f"shipped migrations were edited: {changed}; restore them and add a new migration"
+    )
     assert not committed.keys() - current.keys(), "shipped migrations were removed or renamed"
     assert not current.keys() - committed.keys(), (
-        "new migrations lack a manifest line: python -m agen.store.migrations > agen/store/migrations/SHIPPED.txt")
+        "new migrations lack a manifest line: python -m agen.store.migrations > agen/store/migrations/SHIPPED.txt"
+    )
 
 
 def _sql(path: Path, *statements: str) -> None:
@@ -42,7 +45,9 @@ def _sql(path: Path, *statements: str) -> None:
         conn.close()
 
 
-async def test_a_store_whose_applied_migration_differs_from_the_shipped_one_is_refused(tmp_path: Path) -> None:
+async def test_a_store_whose_applied_migration_differs_from_the_shipped_one_is_refused(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "a.db"
     await (await SQLiteStore.open(path)).close()
     _sql(path, "UPDATE schema_migrations SET checksum = 'edited-after-it-ran' WHERE version = 1")
@@ -56,18 +61,23 @@ async def test_a_store_whose_applied_migration_differs_from_the_shipped_one_is_r
 async def test_a_store_made_before_checksums_gets_them_recorded_and_opens(tmp_path: Path) -> None:
     path = tmp_path / "a.db"
     await (await SQLiteStore.open(path)).close()
-    _sql(path, "ALTER TABLE schema_migrations DROP COLUMN checksum")  # as stores made before this change
+    _sql(
+        path, "ALTER TABLE schema_migrations DROP COLUMN checksum"
+    )  # as stores made before this change
     store = await SQLiteStore.open(path)
     try:
         rows = await store.all("SELECT version, checksum FROM schema_migrations ORDER BY version")
-        assert [(r["version"], r["checksum"]) for r in rows] == [(m.version, m.checksum) for m in known_migrations()]
+        assert [(r["version"], r["checksum"]) for r in rows] == [
+            (m.version, m.checksum) for m in known_migrations()
+        ]
     finally:
         await store.close()
     await (await SQLiteStore.open(path)).close()  # and opens again, now checked
 
 
 def test_two_migrations_with_one_number_are_refused_not_one_silently_skipped(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Two engineers adding 0011 at once must not leave one of them never applied."""
     pkg = tmp_path / "migs"
     pkg.mkdir()

@@ -6,11 +6,15 @@ from agen.store import Store, Tx, loads
 from tests.unit.queue_helpers import add_deployment, new_task
 
 
-async def test_progress_keeps_the_latest_value_and_writes_one_event_per_ten_second_bucket(store: Store) -> None:
+async def test_progress_keeps_the_latest_value_and_writes_one_event_per_ten_second_bucket(
+    store: Store,
+) -> None:
     dep = await store.write(lambda tx: add_deployment(tx, "d"))
     task, _ = await store.write(lambda tx: q.submit_task(tx, new_task(dep, "hi")))
     for pct in (10, 20, 30):
-        assert await store.write(lambda tx, pct=pct: report_progress(tx, task["id"], {"note": "n", "percent": pct}))
+        assert await store.write(
+            lambda tx, pct=pct: report_progress(tx, task["id"], {"note": "n", "percent": pct})
+        )
     row = await store.one("SELECT progress FROM tasks WHERE id = ?", (task["id"],))
     assert row is not None and loads(row["progress"])["percent"] == 30
     events = await store.all("SELECT data FROM events WHERE type = 'task.progress'")
@@ -21,7 +25,10 @@ async def test_progress_keeps_the_latest_value_and_writes_one_event_per_ten_seco
         return report_progress(tx, task["id"], {"note": "later", "percent": 90})
 
     assert await store.write(later)
-    assert await store.scalar("SELECT COUNT(*) FROM events WHERE type = 'task.progress'") == len(events) + 1
+    assert (
+        await store.scalar("SELECT COUNT(*) FROM events WHERE type = 'task.progress'")
+        == len(events) + 1
+    )
 
 
 async def test_progress_on_an_ended_or_unknown_task_is_a_no_op(store: Store) -> None:

@@ -56,7 +56,7 @@ class Deployment(Model):
     stopped_reason: str | None = None
     pending_approvals: int = 0
     spent_today_usd: float = 0.0
-    triggers: list[TriggerDue] = []   # cron and random triggers only (the others have no schedule)
+    triggers: list[TriggerDue] = []  # cron and random triggers only (the others have no schedule)
 
 
 class CreateDeploymentRequest(Model):

@@ -20,16 +20,21 @@ class GetReplaySourceResponse(Model):
     run: Run
     messages: list[TranscriptMessage]
     interactions: list[dict[str, Any]] | None = Field(
-        None, description="the run's cassette (recordInteractions on), else null")
+        None, description="the run's cassette (recordInteractions on), else null"
+    )
     files: dict[str, str] | None = Field(
-        None, description="the deployment's current bundle files (path -> base64), null if it was deleted")
+        None,
+        description="the deployment's current bundle files (path -> base64), null if it was deleted",
+    )
 
 
 class EvalRunIn(Model):
     scenario: str = Field(min_length=1, max_length=200)
     run_index: Count
     passed: bool
-    failures: list[str] = Field(default=[], max_length=100)  # readable lines, one per failed expectation
+    failures: list[str] = Field(
+        default=[], max_length=100
+    )  # readable lines, one per failed expectation
     duration_ms: Count = 0
 
 

@@ -47,7 +47,9 @@ class MemoryVersion(Model):
     title: str | None = None
     description: str | None = None
     limit_chars: int
-    author_kind: str = Field(description="run (an agent's memory_update), person, or unknown (written before history)")
+    author_kind: str = Field(
+        description="run (an agent's memory_update), person, or unknown (written before history)"
+    )
     author: str = Field(description="the run id, or the person's subject")
     note: str | None = None
     created_ms: int
@@ -65,7 +67,9 @@ class ListMemoryResponse(Model):
 class GetMemoryRequest(Model):
     namespace: str = Field("default", pattern=NAME_PATTERN)
     label: Label
-    version: Version | None = Field(None, description="an earlier version's value; the current one when unset")
+    version: Version | None = Field(
+        None, description="an earlier version's value; the current one when unset"
+    )
 
 
 class MemoryBlockResponse(Model):
@@ -80,8 +84,10 @@ class SetMemoryRequest(Model):
     description: str | None = Field(None, max_length=2000)
     limit_chars: LimitChars | None = None
     expected_version: Version | None = Field(
-        None, description="compare-and-set: refused (409, naming the current version) unless the block is at it; "
-                          "0 means the block must not exist yet")
+        None,
+        description="compare-and-set: refused (409, naming the current version) unless the block is at it; "
+        "0 means the block must not exist yet",
+    )
 
 
 class MemoryHistoryRequest(Model):
@@ -116,7 +122,9 @@ class Artifact(Model):
 
 class ListArtifactsRequest(Model):
     namespace: str = Field("default", pattern=NAME_PATTERN)
-    task_id: str | None = Field(None, max_length=200, description="only this task's (its run's) artifacts")
+    task_id: str | None = Field(
+        None, max_length=200, description="only this task's (its run's) artifacts"
+    )
     run_id: str | None = Field(None, max_length=200, description="only this run's artifacts")
     limit: int = Field(200, ge=1, le=5000)
 
@@ -127,13 +135,19 @@ class ListArtifactsResponse(Model):
 
 class GetArtifactRequest(Model):
     namespace: str = Field("default", pattern=NAME_PATTERN)
-    id: str = Field(min_length=1, max_length=200, description="sha256:<hex>, or a unique prefix of it")
+    id: str = Field(
+        min_length=1, max_length=200, description="sha256:<hex>, or a unique prefix of it"
+    )
     offset: int = Field(0, ge=0, le=2**31, description="characters to skip")
-    length: int = Field(1_000_000, ge=1, le=4_000_000, description="characters of content in this page")
+    length: int = Field(
+        1_000_000, ge=1, le=4_000_000, description="characters of content in this page"
+    )
 
 
 class GetArtifactResponse(Model):
     artifact: Artifact
     content: str
     total_chars: int
-    next_offset: int | None = Field(None, description="where the next page starts; unset at the end")
+    next_offset: int | None = Field(
+        None, description="where the next page starts; unset at the end"
+    )

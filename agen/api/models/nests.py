@@ -20,7 +20,7 @@ MAX_LEASES = 2_000
 valid request under the API's body cap."""
 InstanceState = Literal["starting", "ready", "busy", "draining", "stopped", "failed"]
 CompleteStatus = Literal["succeeded", "failed", "cancelled"]
-START_FAILED = "start failed: "   # exit_reason prefix of an instance whose executor could not start
+START_FAILED = "start failed: "  # exit_reason prefix of an instance whose executor could not start
 
 
 class Assignment(Model):
@@ -36,7 +36,7 @@ class Assignment(Model):
     count: int
     max_concurrency: int
     paused: bool
-    kind: str = "pool"           # task: each instance leases exactly one task, then stops
+    kind: str = "pool"  # task: each instance leases exactly one task, then stops
 
 
 class InstanceReport(Model):
@@ -47,7 +47,9 @@ class InstanceReport(Model):
     digest: str = Field(max_length=100)
     state: InstanceState
     in_flight: Count = 0
-    exit_reason: str | None = None   # unbounded but for the body cap: a host's stderr tail may be long
+    exit_reason: str | None = (
+        None  # unbounded but for the body cap: a host's stderr tail may be long
+    )
 
 
 class LeaseRef(Model):
@@ -80,7 +82,7 @@ class LeasedTask(Model):
     submitted_by: str | None = None
     locks: dict[str, int] = Field(default_factory=dict)
     traceparent: str | None = None  # W3C, from the submitter: the run joins that trace
-    started: bool = False        # leased straight into running (no separate mark_running)
+    started: bool = False  # leased straight into running (no separate mark_running)
 
     @property
     def ref(self) -> LeaseRef:
@@ -196,9 +198,28 @@ class WaitForWorkResponse(Model):
 
 
 __all__ = [
-    "MAX_LEASES", "START_FAILED", "Assignment", "CompleteTaskRequest", "ExtendLeasesRequest", "ExtendLeasesResponse",
-    "GetDefinitionFilesRequest", "GetDefinitionFilesResponse", "InstanceReport", "LeaseRef", "LeaseTasksRequest",
-    "LeaseTasksResponse", "LeasedTask", "MarkRunningRequest", "RegisterNestRequest", "RegisterNestResponse",
-    "ReleaseTaskRequest", "ReportNestRequest", "ReportNestResponse", "ReportProgressRequest",
-    "ReportProgressResponse", "SuspendTaskRequest", "WaitForWorkRequest", "WaitForWorkResponse",
+    "MAX_LEASES",
+    "START_FAILED",
+    "Assignment",
+    "CompleteTaskRequest",
+    "ExtendLeasesRequest",
+    "ExtendLeasesResponse",
+    "GetDefinitionFilesRequest",
+    "GetDefinitionFilesResponse",
+    "InstanceReport",
+    "LeaseRef",
+    "LeaseTasksRequest",
+    "LeaseTasksResponse",
+    "LeasedTask",
+    "MarkRunningRequest",
+    "RegisterNestRequest",
+    "RegisterNestResponse",
+    "ReleaseTaskRequest",
+    "ReportNestRequest",
+    "ReportNestResponse",
+    "ReportProgressRequest",
+    "ReportProgressResponse",
+    "SuspendTaskRequest",
+    "WaitForWorkRequest",
+    "WaitForWorkResponse",
 ]

@@ -39,16 +39,23 @@ class Run(Model):
     model: str | None = None
     turns: int = 0
     usage: Usage = Usage()
-    tree_usage: Usage | None = Field(None, description="with --roots: this run plus every run it delegated to")
+    tree_usage: Usage | None = Field(
+        None, description="with --roots: this run plus every run it delegated to"
+    )
     tree_runs: int | None = None
     input: str | None = None
     outcome: dict[str, Any] | None = None
-    effect_unknown: bool = Field(False, description="resumed past a side effect that was started and never "
-                                                    "confirmed (effect_unknown): check what really happened")
+    effect_unknown: bool = Field(
+        False,
+        description="resumed past a side effect that was started and never "
+        "confirmed (effect_unknown): check what really happened",
+    )
     started_ms: int
     updated_ms: int
     finished_ms: int | None = None
-    feedback: FeedbackSummary | None = Field(None, description="scores recorded with `agen feedback record`")
+    feedback: FeedbackSummary | None = Field(
+        None, description="scores recorded with `agen feedback record`"
+    )
 
 
 class ListRunsRequest(Model):
@@ -90,8 +97,11 @@ class TranscriptMessage(Model):
 
 class GetTranscriptRequest(Model):
     id: str = Field(min_length=1, description="a run id or a task id")
-    namespace: str | None = Field(None, pattern=NAME_PATTERN,
-                                  description="only if it is in this namespace (default: any the token sees)")
+    namespace: str | None = Field(
+        None,
+        pattern=NAME_PATTERN,
+        description="only if it is in this namespace (default: any the token sees)",
+    )
     history: bool = False
     system: bool = False
     after_seq: Count = Field(0, description="only messages after this seq (live follow)")
@@ -122,8 +132,11 @@ class Span(Model):
 
 class GetTraceRequest(Model):
     id: str = Field(min_length=1, description="a task id, a trace id or a run id")
-    namespace: str | None = Field(None, pattern=NAME_PATTERN,
-                                  description="only if it is in this namespace (default: any the token sees)")
+    namespace: str | None = Field(
+        None,
+        pattern=NAME_PATTERN,
+        description="only if it is in this namespace (default: any the token sees)",
+    )
 
 
 class GetTraceResponse(Model):
@@ -138,8 +151,11 @@ class GetTraceResponse(Model):
 
 class QueryTaskRequest(Model):
     id: str = Field(min_length=1)
-    namespace: str | None = Field(None, pattern=NAME_PATTERN,
-                                  description="only if it is in this namespace (default: any the token sees)")
+    namespace: str | None = Field(
+        None,
+        pattern=NAME_PATTERN,
+        description="only if it is in this namespace (default: any the token sees)",
+    )
 
 
 class RunActivity(Model):
@@ -192,7 +208,9 @@ class ActivityWarning(Model):
 
 
 class GetActivityRequest(Model):
-    namespace: str | None = Field(None, pattern=NAME_PATTERN, description="default: every namespace you may see")
+    namespace: str | None = Field(
+        None, pattern=NAME_PATTERN, description="default: every namespace you may see"
+    )
     deployment: str | None = None
 
 
@@ -234,7 +252,9 @@ class GetMetricsRequest(Model):
     namespace: str = Field("default", pattern=NAME_PATTERN)
     window_ms: int = Field(3_600_000, ge=60_000, le=7 * 86_400_000)
     buckets: int = Field(12, ge=1, le=120, description="throughput buckets across the window")
-    throughput_only: bool = Field(False, description="only the throughput series (cheap: for live fleet views)")
+    throughput_only: bool = Field(
+        False, description="only the throughput series (cheap: for live fleet views)"
+    )
 
 
 class OtlpStats(Model):
@@ -242,8 +262,12 @@ class OtlpStats(Model):
 
     endpoint: str = Field(description="where spans go; header values are never shown")
     exported: int = 0
-    dropped: int = Field(0, description="not queued: the send queue was full (collector slow or down)")
-    failed: int = Field(0, description="queued but not delivered (the exporter gave up after its retries)")
+    dropped: int = Field(
+        0, description="not queued: the send queue was full (collector slow or down)"
+    )
+    failed: int = Field(
+        0, description="queued but not delivered (the exporter gave up after its retries)"
+    )
     queued: int = 0
 
 
@@ -253,5 +277,8 @@ class GetMetricsResponse(Model):
     entries: list[EntryMetrics]
     edges: list[EdgeMetrics]
     throughput: dict[str, list[int]] = Field(
-        default_factory=dict, description="runs started per bucket, per deployment, oldest first")
-    otlp: OtlpStats | None = Field(None, description="OTLP trace export (null when it is not configured)")
+        default_factory=dict, description="runs started per bucket, per deployment, oldest first"
+    )
+    otlp: OtlpStats | None = Field(
+        None, description="OTLP trace export (null when it is not configured)"
+    )

@@ -94,7 +94,9 @@ class ListEventsRequest(Model):
     severity: Severity | None = None
     limit: int = Field(50, ge=1, le=1000)
     wait_seconds: float = Field(0, ge=0, le=300)
-    last: int | None = Field(None, ge=1, le=1000, description="start at the newest N events instead of after")
+    last: int | None = Field(
+        None, ge=1, le=1000, description="start at the newest N events instead of after"
+    )
 
 
 class Event(Model):
@@ -136,7 +138,9 @@ class NotifyTarget(Model):
 class SetNotifyTargetRequest(Model):
     namespace: str = Field("default", pattern=NAME_PATTERN)
     name: str = Field(pattern=NAME_PATTERN)
-    url: str = Field(json_schema_extra={"pattern": "^https?://"})  # checked (with its message) by the Hub
+    url: str = Field(
+        json_schema_extra={"pattern": "^https?://"}
+    )  # checked (with its message) by the Hub
     events: list[str] = []
     deployment: str | None = None
     labels: dict[str, str] = {}

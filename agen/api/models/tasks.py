@@ -11,8 +11,12 @@ from agen.otel.ids import TRACEPARENT_PATTERN
 from agen.runner.types import TaskOverrides
 
 Priority = Literal["urgent", "high", "normal", "background"]
-LockName = Annotated[str, Field(min_length=1, max_length=200, pattern=r"\S")]  # = agen.hub.locks.check_lock_names
-TaskState = Literal["queued", "leased", "running", "waiting", "succeeded", "failed", "cancelled", "expired"]
+LockName = Annotated[
+    str, Field(min_length=1, max_length=200, pattern=r"\S")
+]  # = agen.hub.locks.check_lock_names
+TaskState = Literal[
+    "queued", "leased", "running", "waiting", "succeeded", "failed", "cancelled", "expired"
+]
 TERMINAL_STATES: frozenset[str] = frozenset({"succeeded", "failed", "cancelled", "expired"})
 
 
@@ -33,7 +37,7 @@ class Task(Model):
     not_after_ms: int | None = None
     attempts: int = 0
     wait_reason: str | None = None
-    wait_detail: str | None = None   # wait_reason instance_failing: the last start error
+    wait_detail: str | None = None  # wait_reason instance_failing: the last start error
     wait_for: str | None = None
     held: bool = False
     held_until_ms: int | None = None
@@ -45,8 +49,11 @@ class Task(Model):
     model_tier: str | None = None
     locks: list[str] = []
     run_id: str | None = None
-    effect_unknown: bool = Field(False, description="its run met a side effect that may or may not have happened "
-                                                    "(started, never confirmed): check what really happened")
+    effect_unknown: bool = Field(
+        False,
+        description="its run met a side effect that may or may not have happened "
+        "(started, never confirmed): check what really happened",
+    )
     pending_approvals: list[str] = []
     created_ms: int
     started_ms: int | None = None
@@ -71,10 +78,14 @@ class SubmitTaskRequest(Model):
     trust: Literal["operator", "trusted", "untrusted"] | None = None
     model_tier: Literal["low", "medium", "high", "xhigh", "max"] | None = None
     overrides: TaskOverrides | None = Field(
-        None, description="narrowing of the bundle for this task (seed 000 §5); checked here, stored as JSON")
+        None,
+        description="narrowing of the bundle for this task (seed 000 §5); checked here, stored as JSON",
+    )
     traceparent: str | None = Field(
-        None, pattern=TRACEPARENT_PATTERN,
-        description="W3C traceparent: the run joins this trace (the HTTP header of the same name sets it too)")
+        None,
+        pattern=TRACEPARENT_PATTERN,
+        description="W3C traceparent: the run joins this trace (the HTTP header of the same name sets it too)",
+    )
 
 
 class TaskResponse(Model):
@@ -86,8 +97,11 @@ class GetTaskRequest(Model):
     """wait_seconds > 0 waits for the task to end, or to start waiting for an approval."""
 
     id: str
-    namespace: str | None = Field(None, pattern=NAME_PATTERN,
-                                  description="only if the task is in this namespace (default: any the token sees)")
+    namespace: str | None = Field(
+        None,
+        pattern=NAME_PATTERN,
+        description="only if the task is in this namespace (default: any the token sees)",
+    )
     wait_seconds: float = Field(0, ge=0, le=300)
 
 
@@ -95,7 +109,9 @@ class ListTasksRequest(Model):
     namespace: str = Field("default", pattern=NAME_PATTERN)
     deployment: str | None = None
     state: TaskState | None = None
-    labels: dict[str, str] = Field(default_factory=dict, description="only tasks carrying every one of these")
+    labels: dict[str, str] = Field(
+        default_factory=dict, description="only tasks carrying every one of these"
+    )
     scheduled: bool = False
     limit: int = Field(20, ge=1, le=1000)
 
@@ -106,20 +122,29 @@ class ListTasksResponse(Model):
 
 class CancelTaskRequest(Model):
     id: str
-    namespace: str | None = Field(None, pattern=NAME_PATTERN,
-                                  description="only if the task is in this namespace (default: any the token sees)")
+    namespace: str | None = Field(
+        None,
+        pattern=NAME_PATTERN,
+        description="only if the task is in this namespace (default: any the token sees)",
+    )
     reason: str | None = None
 
 
 class PauseTaskRequest(Model):
     id: str
-    namespace: str | None = Field(None, pattern=NAME_PATTERN,
-                                  description="only if the task is in this namespace (default: any the token sees)")
+    namespace: str | None = Field(
+        None,
+        pattern=NAME_PATTERN,
+        description="only if the task is in this namespace (default: any the token sees)",
+    )
     hold_until_ms: TimeMs | None = None
     reason: str | None = None
 
 
 class ResumeTaskRequest(Model):
     id: str
-    namespace: str | None = Field(None, pattern=NAME_PATTERN,
-                                  description="only if the task is in this namespace (default: any the token sees)")
+    namespace: str | None = Field(
+        None,
+        pattern=NAME_PATTERN,
+        description="only if the task is in this namespace (default: any the token sees)",
+    )

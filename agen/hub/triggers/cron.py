@@ -22,7 +22,9 @@ MAX_RECORDED = 100
 """At most this many late windows are recorded per evaluation; older ones are only counted."""
 
 
-def jitter_offset_ms(namespace: str, deployment: str, trigger: str, due_ms: int, jitter_ms: int) -> int:
+def jitter_offset_ms(
+    namespace: str, deployment: str, trigger: str, due_ms: int, jitter_ms: int
+) -> int:
     """A deterministic offset in [0, jitter_ms] per window, so re-evaluating a window is idempotent."""
     if jitter_ms <= 0:
         return 0

@@ -27,14 +27,14 @@ from agen.hub.triggers.tick import parse_spec
 from agen.store import Row, Tx, dumps, loads
 
 MAX_EVENT_CHAIN = 5
-BATCH = 500   # events examined per trigger per tick; the rest wait for the next tick
+BATCH = 500  # events examined per trigger per tick; the rest wait for the next tick
 
 
 @dataclass(frozen=True)
 class _Match:
     seq: int
     created_ms: int
-    chain: int   # event_chain the fired task gets: the event's task's chain + 1
+    chain: int  # event_chain the fired task gets: the event's task's chain + 1
 
 
 def fire_event_triggers(tx: Tx, *, now_ms: int | None = None) -> TickReport:
@@ -54,11 +54,21 @@ def fire_event_triggers(tx: Tx, *, now_ms: int | None = None) -> TickReport:
     for row in rows:
         if row["deployment_id"] in held:
             continue  # a held provider account keeps the cursor where it is
-        dep: Row = {"id": row["deployment_id"], "namespace": row["namespace"], "name": row["deployment_name"]}
+        dep: Row = {
+            "id": row["deployment_id"],
+            "namespace": row["namespace"],
+            "name": row["deployment_name"],
+        }
         try:
             spec = parse_spec(row)
         except ValueError as e:
-            write_log(tx, dep["namespace"], dep["name"], f"trigger {row['name']}: bad stored spec: {e}", level="error")
+            write_log(
+                tx,
+                dep["namespace"],
+                dep["name"],
+                f"trigger {row['name']}: bad stored spec: {e}",
+                level="error",
+            )
             continue
         if isinstance(spec, EventTrigger):
             _advance(tx, row, dep, spec, tasks, report)
@@ -67,18 +77,24 @@ def fire_event_triggers(tx: Tx, *, now_ms: int | None = None) -> TickReport:
 
 def _task(tx: Tx, cache: dict[str, Row | None], task_id: str) -> Row | None:
     if task_id not in cache:
-        cache[task_id] = tx.one("SELECT id, deployment_id, source, event_chain FROM tasks WHERE id = ?", (task_id,))
+        cache[task_id] = tx.one(
+            "SELECT id, deployment_id, source, event_chain FROM tasks WHERE id = ?", (task_id,)
+        )
     return cache[task_id]
 
 
-def _advance(tx: Tx, row: Row, dep: Row, spec: EventTrigger, cache: dict[str, Row | None],
-             report: TickReport) -> None:
+def _advance(
+    tx: Tx, row: Row, dep: Row, spec: EventTrigger, cache: dict[str, Row | None], report: TickReport
+) -> None:
     name = row["name"]
     source = f"event:{name}"
     flt = EventFilter(types=tuple(spec.on.type), labels=dict(spec.on.labels or {}))
     need = spec.on.count or 1
     within = parse_duration_ms(spec.on.within) if spec.on.within else None
-    pending = [_Match(int(p[0]), int(p[1]), int(p[2]) if len(p) > 2 else 1) for p in loads(row["pending"], [])]
+    pending = [
+        _Match(int(p[0]), int(p[1]), int(p[2]) if len(p) > 2 else 1)
+        for p in loads(row["pending"], [])
+    ]
     cursor = int(row["cursor_seq"])
     events = tx.all(
         "SELECT * FROM events WHERE namespace = ? AND seq > ? ORDER BY seq LIMIT ?",
@@ -91,7 +107,11 @@ def _advance(tx: Tx, row: Row, dep: Row, spec: EventTrigger, cache: dict[str, Ro
         chain = 1
         if ev["task_id"]:
             origin = _task(tx, cache, ev["task_id"])
-            if origin is not None and origin["deployment_id"] == dep["id"] and origin["source"] == source:
+            if (
+                origin is not None
+                and origin["deployment_id"] == dep["id"]
+                and origin["source"] == source
+            ):
                 continue  # its own task's events would make it fire itself forever
             chain = (int(origin["event_chain"]) if origin is not None else 0) + 1
         pending.append(_Match(cursor, int(ev["created_ms"]), chain))
@@ -107,23 +127,40 @@ def _advance(tx: Tx, row: Row, dep: Row, spec: EventTrigger, cache: dict[str, Ro
     )
 
 
-def _settle(tx: Tx, dep: Row, spec: EventTrigger, matched: list[_Match], report: TickReport) -> None:
+def _settle(
+    tx: Tx, dep: Row, spec: EventTrigger, matched: list[_Match], report: TickReport
+) -> None:
     """Fire (or coalesce, or reject) for the events that completed the trigger's ``on`` match."""
     last = matched[-1]
     chain = max(m.chain for m in matched)
     if chain > MAX_EVENT_CHAIN:
-        record_event(tx, dep, spec.name, "rejected", reason=(
-            f"event_chain: event {last.seq} comes from a task {chain - 1} event triggers deep (limit "
-            f"{MAX_EVENT_CHAIN}); stop the loop or change this trigger's `on` filter"))
+        record_event(
+            tx,
+            dep,
+            spec.name,
+            "rejected",
+            reason=(
+                f"event_chain: event {last.seq} comes from a task {chain - 1} event triggers deep (limit "
+                f"{MAX_EVENT_CHAIN}); stop the loop or change this trigger's `on` filter"
+            ),
+        )
         report.rejected += 1
         return
     text = _events_text(tx, [m.seq for m in matched])
-    if spec.coalesce and _coalesce(tx, dep, spec, parse_duration_ms(spec.coalesce), last.seq, chain, text):
+    if spec.coalesce and _coalesce(
+        tx, dep, spec, parse_duration_ms(spec.coalesce), last.seq, chain, text
+    ):
         report.merged += 1
         return
     result: Fired = fire(
-        tx, dep, spec.name, kind="event", key=str(last.seq), input=task_input(spec.input, text),
-        event_chain=chain, reason=f"event {last.seq}",
+        tx,
+        dep,
+        spec.name,
+        kind="event",
+        key=str(last.seq),
+        input=task_input(spec.input, text),
+        event_chain=chain,
+        reason=f"event {last.seq}",
     )
     if result.status == "fired" and result.task_id:
         report.fired.append(result.task_id)
@@ -133,18 +170,27 @@ def _settle(tx: Tx, dep: Row, spec: EventTrigger, matched: list[_Match], report:
 
 def _events_text(tx: Tx, seqs: list[int]) -> str:
     """The events that caused a firing, one JSON line each, as the task input's tail."""
-    rows = tx.all(f"SELECT * FROM events WHERE seq IN ({','.join('?' * len(seqs))}) ORDER BY seq", seqs)
+    rows = tx.all(
+        f"SELECT * FROM events WHERE seq IN ({','.join('?' * len(seqs))}) ORDER BY seq", seqs
+    )
     lines = []
     for r in rows:
         event: dict[str, Any] = {
-            "seq": r["seq"], "type": r["type"], "severity": r["severity"], "deployment": r["deployment"],
-            "task_id": r["task_id"], "labels": loads(r["labels"], {}), "data": loads(r["data"], {}),
+            "seq": r["seq"],
+            "type": r["type"],
+            "severity": r["severity"],
+            "deployment": r["deployment"],
+            "task_id": r["task_id"],
+            "labels": loads(r["labels"], {}),
+            "data": loads(r["data"], {}),
         }
         lines.append("[event] " + dumps({k: v for k, v in event.items() if v not in (None, {})}))
     return "\n".join(lines)
 
 
-def _coalesce(tx: Tx, dep: Row, spec: EventTrigger, window_ms: int, seq: int, chain: int, text: str) -> bool:
+def _coalesce(
+    tx: Tx, dep: Row, spec: EventTrigger, window_ms: int, seq: int, chain: int, text: str
+) -> bool:
     """Append the event to this trigger's task still queued (created within the window); False if none."""
     target = tx.one(
         "SELECT * FROM tasks WHERE deployment_id = ? AND source = ? AND state = 'queued' AND conversation_key IS NULL"
@@ -157,8 +203,18 @@ def _coalesce(tx: Tx, dep: Row, spec: EventTrigger, window_ms: int, seq: int, ch
         "UPDATE tasks SET input = ?, event_chain = MAX(event_chain, ?), updated_ms = ? WHERE id = ?",
         (f"{target['input']}\n{text}" if target["input"] else text, chain, tx.now_ms, target["id"]),
     )
-    task_event(tx, target, "task.merged", {"trigger": spec.name, "event_seq": seq,
-                                           "idempotency_key": f"event:{spec.name}:{seq}"})
-    record_event(tx, dep, spec.name, "fired", task_id=target["id"],
-                 reason=f"event {seq} coalesced into queued task {target['id']}")
+    task_event(
+        tx,
+        target,
+        "task.merged",
+        {"trigger": spec.name, "event_seq": seq, "idempotency_key": f"event:{spec.name}:{seq}"},
+    )
+    record_event(
+        tx,
+        dep,
+        spec.name,
+        "fired",
+        task_id=target["id"],
+        reason=f"event {seq} coalesced into queued task {target['id']}",
+    )
     return True

@@ -67,13 +67,25 @@ def record_event(
         tx.execute(
             "INSERT INTO trigger_events (id, namespace, deployment_id, trigger_name, status, due_ms, task_id,"
             " reason, created_ms) VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
-            (str(ULID()), dep["namespace"], dep["id"], trigger, status, due_ms, task_id, reason, tx.now_ms),
+            (
+                str(ULID()),
+                dep["namespace"],
+                dep["id"],
+                trigger,
+                status,
+                due_ms,
+                task_id,
+                reason,
+                tx.now_ms,
+            ),
         )
         == 1
     )
 
 
-def overlap_refusal(tx: Tx, dep: Row, trigger: str, kind: str, overlap: str | None, spacing_ms: int) -> str | None:
+def overlap_refusal(
+    tx: Tx, dep: Row, trigger: str, kind: str, overlap: str | None, spacing_ms: int
+) -> str | None:
     """Why a window may not fire now (overlap / minStartSpacing), or None."""
     source = f"{kind}:{trigger}"
     if overlap in ("skip", "buffer_one"):
@@ -118,13 +130,24 @@ def fire(
     traceparent: str | None = None,
 ) -> Fired:
     """Record the firing and queue the task, exactly once per ``key`` (and per due time)."""
-    if due_ms is not None and not record_event(tx, dep, trigger, "fired", due_ms=due_ms, reason=reason):
+    if due_ms is not None and not record_event(
+        tx, dep, trigger, "fired", due_ms=due_ms, reason=reason
+    ):
         return Fired("duplicate", reason="this window was already settled")
     new = NewTask(
-        namespace=dep["namespace"], deployment_id=dep["id"], deployment=dep["name"], input=input,
-        source=f"{kind}:{trigger}", conversation_key=conversation_key, labels=dict(labels or {}),
-        idempotency_key=f"{kind}:{trigger}:{key}", trust=trust, locks=list(locks or []),
-        event_chain=event_chain, submitted_by=f"trigger:{dep['name']}/{trigger}", traceparent=traceparent,
+        namespace=dep["namespace"],
+        deployment_id=dep["id"],
+        deployment=dep["name"],
+        input=input,
+        source=f"{kind}:{trigger}",
+        conversation_key=conversation_key,
+        labels=dict(labels or {}),
+        idempotency_key=f"{kind}:{trigger}:{key}",
+        trust=trust,
+        locks=list(locks or []),
+        event_chain=event_chain,
+        submitted_by=f"trigger:{dep['name']}/{trigger}",
+        traceparent=traceparent,
     )
     try:
         row, created = submit_task(tx, new, max_queued=max_queued)

@@ -44,7 +44,9 @@ def planned_times_ms(
     if spec.count > 1:
         gap = min(gap, length / (spec.count - 1) * 0.999)
     free = max(0.0, length - gap * (spec.count - 1))
-    seed = hashlib.sha256(f"{namespace}/{deployment}/{spec.name}/{day.isoformat()}".encode()).digest()
+    seed = hashlib.sha256(
+        f"{namespace}/{deployment}/{spec.name}/{day.isoformat()}".encode()
+    ).digest()
     rng = _random.Random(int.from_bytes(seed[:8], "big"))
     offsets = sorted(rng.random() * free for _ in range(spec.count))
     minutes = [start_min + off + i * gap for i, off in enumerate(offsets)]
@@ -73,7 +75,9 @@ def next_planned_ms(
     """The first planned time strictly after ``after_ms`` (looks up to 8 days ahead)."""
     day = local_day(after_ms, spec) - timedelta(days=1)
     for i in range(9):
-        for t in planned_times_ms(spec, namespace=namespace, deployment=deployment, day=day + timedelta(days=i)):
+        for t in planned_times_ms(
+            spec, namespace=namespace, deployment=deployment, day=day + timedelta(days=i)
+        ):
             if t > after_ms:
                 return t
     return None

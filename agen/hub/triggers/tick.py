@@ -42,7 +42,9 @@ def next_due_ms(spec: Any, dep: Row, after_ms: int) -> int | None:
     if isinstance(spec, CronTrigger):
         return parse_schedule(spec.schedule).next_after_ms(after_ms)
     if isinstance(spec, RandomTrigger):
-        return rnd.next_planned_ms(spec, namespace=dep["namespace"], deployment=dep["name"], after_ms=after_ms)
+        return rnd.next_planned_ms(
+            spec, namespace=dep["namespace"], deployment=dep["name"], after_ms=after_ms
+        )
     return None
 
 
@@ -53,7 +55,9 @@ def sync_triggers(tx: Tx, dep: Row, config: Config) -> None:
     Event triggers get their cursor at the newest event.
     """
     now = tx.now_ms
-    existing = {r["name"]: r for r in tx.all("SELECT * FROM triggers WHERE deployment_id = ?", (dep["id"],))}
+    existing = {
+        r["name"]: r for r in tx.all("SELECT * FROM triggers WHERE deployment_id = ?", (dep["id"],))
+    }
     newest_seq = int(tx.scalar("SELECT COALESCE(MAX(seq), 0) FROM events") or 0)
     for trig in config.triggers:
         spec_json = dumps(trig.model_dump(mode="json", by_alias=True, exclude_none=True))
@@ -85,7 +89,11 @@ def sync_triggers(tx: Tx, dep: Row, config: Config) -> None:
 
 
 def _deployment(row: Row) -> Row:
-    return {"id": row["deployment_id"], "namespace": row["namespace"], "name": row["deployment_name"]}
+    return {
+        "id": row["deployment_id"],
+        "namespace": row["namespace"],
+        "name": row["deployment_name"],
+    }
 
 
 def fire_due_triggers(tx: Tx, *, leader_epoch: int, now_ms: int | None = None) -> TickReport:
@@ -105,7 +113,13 @@ def fire_due_triggers(tx: Tx, *, leader_epoch: int, now_ms: int | None = None) -
         try:
             spec = parse_spec(row)
         except ValueError as e:
-            write_log(tx, dep["namespace"], dep["name"], f"trigger {row['name']}: bad stored spec: {e}", level="error")
+            write_log(
+                tx,
+                dep["namespace"],
+                dep["name"],
+                f"trigger {row['name']}: bad stored spec: {e}",
+                level="error",
+            )
             continue
         if isinstance(spec, CronTrigger):
             _cron(tx, row, dep, spec, now, report)
@@ -125,8 +139,14 @@ def _cron(tx: Tx, row: Row, dep: Row, spec: CronTrigger, now: int, report: TickR
     schedule = parse_schedule(spec.schedule)
     jitter = parse_duration_ms(spec.jitter) if spec.jitter else 0
     plan = plan_windows(
-        schedule, namespace=dep["namespace"], deployment=dep["name"], trigger=row["name"],
-        cursor_ms=row["last_due_ms"], active_since_ms=row["active_since_ms"], now_ms=now, jitter_ms=jitter,
+        schedule,
+        namespace=dep["namespace"],
+        deployment=dep["name"],
+        trigger=row["name"],
+        cursor_ms=row["last_due_ms"],
+        active_since_ms=row["active_since_ms"],
+        now_ms=now,
+        jitter_ms=jitter,
     )
     window_ms = parse_duration_ms(spec.catch_up_window) if spec.catch_up_window else None
     catch = plan.catch_up(now, window_ms) if spec.catch_up else None
@@ -134,19 +154,44 @@ def _cron(tx: Tx, row: Row, dep: Row, spec: CronTrigger, now: int, report: TickR
     locks = [f"trigger:{dep['name']}:{row['name']}"] if spec.overlap == "buffer_one" else []
     missed = [w for w in plan.late if w is not catch]
     for w in missed:
-        if record_event(tx, dep, row["name"], "missed", due_ms=w.due_ms, reason="the Hub did not evaluate it in time"):
+        if record_event(
+            tx,
+            dep,
+            row["name"],
+            "missed",
+            due_ms=w.due_ms,
+            reason="the Hub did not evaluate it in time",
+        ):
             report.missed += 1
     if missed or plan.uncounted_late:
-        older = "" if plan.uncounted_late == 0 else (
-            f" and {plan.uncounted_late} older windows" if plan.uncounted_late > 0 else " and windows older than 7 days"
+        older = (
+            ""
+            if plan.uncounted_late == 0
+            else (
+                f" and {plan.uncounted_late} older windows"
+                if plan.uncounted_late > 0
+                else " and windows older than 7 days"
+            )
         )
         tx.event(
-            dep["namespace"], "trigger.missed", severity="warning", deployment=dep["name"],
-            data={"trigger": row["name"], "windows": [w.due_ms for w in missed], "older": plan.uncounted_late},
+            dep["namespace"],
+            "trigger.missed",
+            severity="warning",
+            deployment=dep["name"],
+            data={
+                "trigger": row["name"],
+                "windows": [w.due_ms for w in missed],
+                "older": plan.uncounted_late,
+            },
             dedupe_key=f"trigger.missed:{dep['id']}:{row['name']}:{missed[-1].due_ms if missed else now}",
         )
-        write_log(tx, dep["namespace"], dep["name"], f"trigger {row['name']}: {len(missed)} missed windows{older}",
-                  level="warning")
+        write_log(
+            tx,
+            dep["namespace"],
+            dep["name"],
+            f"trigger {row['name']}: {len(missed)} missed windows{older}",
+            level="warning",
+        )
     windows = ([catch] if catch else []) + plan.on_time
     for w in windows:
         why = overlap_refusal(tx, dep, row["name"], "cron", spec.overlap, spacing)
@@ -155,9 +200,17 @@ def _cron(tx: Tx, row: Row, dep: Row, spec: CronTrigger, now: int, report: TickR
                 report.skipped += 1
             continue
         result = fire(
-            tx, dep, row["name"], kind="cron", key=str(w.due_ms), due_ms=w.due_ms,
-            input=task_input(spec.input), labels=spec.labels, conversation_key=spec.conversation_key,
-            locks=locks, reason="catch_up" if w is catch else None,
+            tx,
+            dep,
+            row["name"],
+            kind="cron",
+            key=str(w.due_ms),
+            due_ms=w.due_ms,
+            input=task_input(spec.input),
+            labels=spec.labels,
+            conversation_key=spec.conversation_key,
+            locks=locks,
+            reason="catch_up" if w is catch else None,
         )
         _count(report, result)
     tx.execute(
@@ -169,14 +222,39 @@ def _cron(tx: Tx, row: Row, dep: Row, spec: CronTrigger, now: int, report: TickR
 def _random(tx: Tx, row: Row, dep: Row, spec: RandomTrigger, now: int, report: TickReport) -> None:
     cursor = row["last_due_ms"] if row["last_due_ms"] is not None else row["active_since_ms"] - 1
     last = cursor
-    for t in rnd.candidate_times_ms(spec, namespace=dep["namespace"], deployment=dep["name"], now_ms=now):
+    for t in rnd.candidate_times_ms(
+        spec, namespace=dep["namespace"], deployment=dep["name"], now_ms=now
+    ):
         if t <= cursor or t < row["active_since_ms"] or t > now:
             continue
         last = t
         if now - t > GRACE_MS:
-            if record_event(tx, dep, row["name"], "missed", due_ms=t, reason="the Hub did not evaluate it in time"):
+            if record_event(
+                tx,
+                dep,
+                row["name"],
+                "missed",
+                due_ms=t,
+                reason="the Hub did not evaluate it in time",
+            ):
                 report.missed += 1
             continue
-        _count(report, fire(tx, dep, row["name"], kind="random", key=str(t), due_ms=t, input=task_input(spec.input)))
-    nxt = rnd.next_planned_ms(spec, namespace=dep["namespace"], deployment=dep["name"], after_ms=max(last, now))
-    tx.execute("UPDATE triggers SET last_due_ms = ?, next_due_ms = ? WHERE id = ?", (last if last != cursor else row["last_due_ms"], nxt, row["id"]))
+        _count(
+            report,
+            fire(
+                tx,
+                dep,
+                row["name"],
+                kind="random",
+                key=str(t),
+                due_ms=t,
+                input=task_input(spec.input),
+            ),
+        )
+    nxt = rnd.next_planned_ms(
+        spec, namespace=dep["namespace"], deployment=dep["name"], after_ms=max(last, now)
+    )
+    tx.execute(
+        "UPDATE triggers SET last_due_ms = ?, next_due_ms = ? WHERE id = ?",
+        (last if last != cursor else row["last_due_ms"], nxt, row["id"]),
+    )

@@ -41,7 +41,9 @@ def check_bearer(presented: str | None, stored_hashes: Iterable[str]) -> bool:
 
 def sign(body: bytes, secret: str, *, algorithm: str = "sha256", encoding: str = "hex") -> str:
     """The signature a sender computes (also used to sign notification deliveries)."""
-    mac = hmac.new(secret.encode(), body, hashlib.sha1 if algorithm == "sha1" else hashlib.sha256).digest()
+    mac = hmac.new(
+        secret.encode(), body, hashlib.sha1 if algorithm == "sha1" else hashlib.sha256
+    ).digest()
     return base64.b64encode(mac).decode() if encoding == "base64" else mac.hex()
 
 
@@ -55,8 +57,10 @@ def check_hmac(auth: HmacAuth, headers: Mapping[str, str], body: bytes, secret: 
     prefix = auth.prefix or ""
     if prefix and not presented.startswith(prefix):
         return f"signature header {header} does not start with {prefix!r}"
-    presented = presented[len(prefix):].strip()
-    expected = sign(body, secret, algorithm=auth.algorithm or "sha256", encoding=auth.encoding or "hex")
+    presented = presented[len(prefix) :].strip()
+    expected = sign(
+        body, secret, algorithm=auth.algorithm or "sha256", encoding=auth.encoding or "hex"
+    )
     if auth.encoding != "base64":
         presented = presented.lower()
     if not hmac.compare_digest(presented.encode(), expected.encode()):
@@ -78,7 +82,9 @@ class Verdict:
     signature: str | None = None
 
 
-def check_timestamped(auth: HmacAuth, headers: Mapping[str, str], body: bytes, secret: str, now_ms: int) -> Verdict:
+def check_timestamped(
+    auth: HmacAuth, headers: Mapping[str, str], body: bytes, secret: str, now_ms: int
+) -> Verdict:
     """Check ``t=<unix>,v1=<hex>[,v1=...]`` (several v1 while a secret is rotated) within the tolerance."""
     header = auth.header or TIMESTAMPED_HEADER
     lower = {k.lower(): v for k, v in headers.items()}
@@ -95,8 +101,11 @@ def check_timestamped(auth: HmacAuth, headers: Mapping[str, str], body: bytes, s
     t = int(stamps[0])
     tolerance = parse_duration_ms(auth.tolerance) if auth.tolerance else DEFAULT_TOLERANCE_MS
     if abs(now_ms - t * 1000) > tolerance:
-        return Verdict(f"signature timestamp {t} is {abs(now_ms // 1000 - t)}s from the Hub's clock, "
-                       f"outside the {tolerance // 1000}s tolerance", stale=True)
+        return Verdict(
+            f"signature timestamp {t} is {abs(now_ms // 1000 - t)}s from the Hub's clock, "
+            f"outside the {tolerance // 1000}s tolerance",
+            stale=True,
+        )
     expected = sign(stamps[0].encode() + b"." + body, secret, algorithm=auth.algorithm or "sha256")
     for sig in sigs:
         if hmac.compare_digest(sig.lower().encode(), expected.encode()):

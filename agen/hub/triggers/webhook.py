@@ -45,14 +45,24 @@ def env_secrets(namespace: str, name: str) -> str | None:
 
 
 def _find(tx: Tx, namespace: str, deployment: str, trigger: str) -> tuple[Row, Row]:
-    dep = tx.one("SELECT id, namespace, name, definition_id FROM deployments WHERE namespace = ? AND name = ?",
-                 (namespace, deployment))
-    trig = None if dep is None else tx.one(
-        "SELECT * FROM triggers WHERE deployment_id = ? AND name = ? AND type = 'webhook'", (dep["id"], trigger))
+    dep = tx.one(
+        "SELECT id, namespace, name, definition_id FROM deployments WHERE namespace = ? AND name = ?",
+        (namespace, deployment),
+    )
+    trig = (
+        None
+        if dep is None
+        else tx.one(
+            "SELECT * FROM triggers WHERE deployment_id = ? AND name = ? AND type = 'webhook'",
+            (dep["id"], trigger),
+        )
+    )
     if dep is None or trig is None:
         raise NotFoundError(
             f"no webhook trigger {trigger!r} on deployment {namespace}/{deployment}",
-            namespace=namespace, deployment=deployment, trigger=trigger,
+            namespace=namespace,
+            deployment=deployment,
+            trigger=trigger,
         )
     return dep, trig
 
@@ -61,14 +71,25 @@ def create_webhook_secret(tx: Tx, namespace: str, deployment: str, trigger: str)
     """CreateWebhookSecret: a new secret for the trigger (older ones are revoked); shown once."""
     dep, _ = _find(tx, namespace, deployment, trigger)
     subject = f"{dep['id']}/{trigger}"
-    tx.execute("UPDATE tokens SET revoked_ms = ? WHERE kind = 'webhook' AND subject = ? AND revoked_ms IS NULL",
-               (tx.now_ms, subject))
+    tx.execute(
+        "UPDATE tokens SET revoked_ms = ? WHERE kind = 'webhook' AND subject = ? AND revoked_ms IS NULL",
+        (tx.now_ms, subject),
+    )
     secret = new_secret()
     tx.execute(
         "INSERT INTO tokens (id, name, kind, hash, scopes, namespaces, trust, subject, created_ms)"
         " VALUES (?,?,?,?,?,?,?,?,?)",
-        (str(ULID()), f"webhook {deployment}/{trigger}", "webhook", hash_token(secret), "[]",
-         json.dumps([namespace]), "untrusted", subject, tx.now_ms),
+        (
+            str(ULID()),
+            f"webhook {deployment}/{trigger}",
+            "webhook",
+            hash_token(secret),
+            "[]",
+            json.dumps([namespace]),
+            "untrusted",
+            subject,
+            tx.now_ms,
+        ),
     )
     return secret
 
@@ -87,12 +108,19 @@ REJECT_WINDOW_MS = 60_000
 
 def _rejected_this_minute(tx: Tx, dep: Row, trigger: str, now_ms: int) -> bool:
     """Whether this trigger already rejected a call this minute (its configuration error is logged once)."""
-    return tx.scalar(
-        "SELECT 1 FROM trigger_events WHERE deployment_id = ? AND trigger_name = ? AND status = 'rejected'"
-        " AND created_ms >= ? LIMIT 1", (dep["id"], trigger, now_ms - now_ms % REJECT_WINDOW_MS)) is not None
+    return (
+        tx.scalar(
+            "SELECT 1 FROM trigger_events WHERE deployment_id = ? AND trigger_name = ? AND status = 'rejected'"
+            " AND created_ms >= ? LIMIT 1",
+            (dep["id"], trigger, now_ms - now_ms % REJECT_WINDOW_MS),
+        )
+        is not None
+    )
 
 
-def _reject(tx: Tx, dep: Row, trigger: str, status: int, reason: str, public: str, now_ms: int) -> WebhookResult:
+def _reject(
+    tx: Tx, dep: Row, trigger: str, status: int, reason: str, public: str, now_ms: int
+) -> WebhookResult:
     window = now_ms - now_ms % REJECT_WINDOW_MS
     counted = tx.execute(
         "UPDATE trigger_events SET count = count + 1, reason = ? WHERE id = (SELECT id FROM trigger_events"
@@ -110,11 +138,24 @@ def _reject(tx: Tx, dep: Row, trigger: str, status: int, reason: str, public: st
         # got only one event however many calls it counted.
         earlier = tx.one(
             "SELECT count, created_ms FROM trigger_events WHERE deployment_id = ? AND trigger_name = ?"
-            " AND status = 'rejected' AND created_ms < ? ORDER BY created_ms DESC LIMIT 1", (dep["id"], trigger, window))
-        tx.event(dep["namespace"], "webhook.rejected", severity="warning", deployment=dep["name"],
-                 data={"trigger": trigger, "reason": reason, "status": status, "window_ms": REJECT_WINDOW_MS,
-                       "previous": None if earlier is None else {"count": earlier["count"],
-                                                                  "at_ms": earlier["created_ms"]}})
+            " AND status = 'rejected' AND created_ms < ? ORDER BY created_ms DESC LIMIT 1",
+            (dep["id"], trigger, window),
+        )
+        tx.event(
+            dep["namespace"],
+            "webhook.rejected",
+            severity="warning",
+            deployment=dep["name"],
+            data={
+                "trigger": trigger,
+                "reason": reason,
+                "status": status,
+                "window_ms": REJECT_WINDOW_MS,
+                "previous": None
+                if earlier is None
+                else {"count": earlier["count"], "at_ms": earlier["created_ms"]},
+            },
+        )
     return WebhookResult(status, {"error": {"code": "rejected", "message": public}})
 
 
@@ -155,41 +196,84 @@ def receive(
     spec = parse_spec(trig)
     assert isinstance(spec, WebhookTrigger)
     if len(body) > MAX_BODY_BYTES:
-        return _reject(tx, dep, trigger, 413, f"body of {len(body)} bytes is over the 1 MiB limit",
-                       "the body is over the 1 MiB limit", now)
+        return _reject(
+            tx,
+            dep,
+            trigger,
+            413,
+            f"body of {len(body)} bytes is over the 1 MiB limit",
+            "the body is over the 1 MiB limit",
+            now,
+        )
     if isinstance(spec.auth, HmacAuth):
         key = secrets(namespace, spec.auth.secret)
         if key is None:
             if not _rejected_this_minute(tx, dep, trigger, now):
-                write_log(tx, namespace, deployment,
-                          f"webhook {trigger}: HMAC secret {spec.auth.secret} is not set; every call is rejected",
-                          level="error")
-            return _reject(tx, dep, trigger, 401, f"secret {spec.auth.secret} is not configured",
-                           "the call could not be verified", now)
+                write_log(
+                    tx,
+                    namespace,
+                    deployment,
+                    f"webhook {trigger}: HMAC secret {spec.auth.secret} is not set; every call is rejected",
+                    level="error",
+                )
+            return _reject(
+                tx,
+                dep,
+                trigger,
+                401,
+                f"secret {spec.auth.secret} is not configured",
+                "the call could not be verified",
+                now,
+            )
         if spec.auth.scheme == "timestamped":
             verdict = check_timestamped(spec.auth, headers, body, key, now)
             if verdict.stale:
-                return _reject(tx, dep, trigger, 401, verdict.problem or "stale",
-                               "the signature timestamp is outside the tolerance; sign each delivery when it is sent",
-                               now)
+                return _reject(
+                    tx,
+                    dep,
+                    trigger,
+                    401,
+                    verdict.problem or "stale",
+                    "the signature timestamp is outside the tolerance; sign each delivery when it is sent",
+                    now,
+                )
             if verdict.problem is not None:
-                return _reject(tx, dep, trigger, 401, verdict.problem, "the call could not be verified", now)
+                return _reject(
+                    tx, dep, trigger, 401, verdict.problem, "the call could not be verified", now
+                )
             signed_key = f"sig:{verdict.signature}"
         else:
             problem = check_hmac(spec.auth, headers, body, key)
             if problem is not None:
-                return _reject(tx, dep, trigger, 401, problem, "the call could not be verified", now)
+                return _reject(
+                    tx, dep, trigger, 401, problem, "the call could not be verified", now
+                )
     else:
-        hashes = [r["hash"] for r in tx.all(
-            "SELECT hash FROM tokens WHERE kind = 'webhook' AND subject = ? AND revoked_ms IS NULL",
-            (f"{dep['id']}/{trigger}",))]
+        hashes = [
+            r["hash"]
+            for r in tx.all(
+                "SELECT hash FROM tokens WHERE kind = 'webhook' AND subject = ? AND revoked_ms IS NULL",
+                (f"{dep['id']}/{trigger}",),
+            )
+        ]
         if not hashes and not _rejected_this_minute(tx, dep, trigger, now):
-            write_log(tx, namespace, deployment,
-                      f"webhook {trigger}: no secret yet; create one with `agen webhook-secret {deployment} {trigger}`",
-                      level="error")
+            write_log(
+                tx,
+                namespace,
+                deployment,
+                f"webhook {trigger}: no secret yet; create one with `agen webhook-secret {deployment} {trigger}`",
+                level="error",
+            )
         if not check_bearer(bearer_token(headers), hashes):
-            return _reject(tx, dep, trigger, 401, "missing or wrong bearer secret", "the call could not be verified",
-                           now)
+            return _reject(
+                tx,
+                dep,
+                trigger,
+                401,
+                "missing or wrong bearer secret",
+                "the call could not be verified",
+                now,
+            )
     text = body.decode("utf-8", errors="replace")
     try:
         payload: Any = json.loads(text) if text.strip() else None
@@ -205,12 +289,20 @@ def receive(
                 value = value.get(part) if isinstance(value, dict) else None
             conversation = None if value is None else str(value)
     result = fire(
-        tx, dep, trigger, kind="webhook", key=key,
+        tx,
+        dep,
+        trigger,
+        kind="webhook",
+        key=key,
         input=redact_task_input(tx, dep, task_input(spec.input, text or None)),
-        labels=spec.labels, conversation_key=conversation, trust=spec.trust or "untrusted",
+        labels=spec.labels,
+        conversation_key=conversation,
+        trust=spec.trust or "untrusted",
         traceparent=header_traceparent(headers),
     )
     if result.status == "skipped":
         return WebhookResult(429, {"error": {"code": "rate_limited", "message": result.reason}})
-    return WebhookResult(200 if result.status == "duplicate" else 202,
-                         {"task_id": result.task_id, "duplicate": result.status == "duplicate"})
+    return WebhookResult(
+        200 if result.status == "duplicate" else 202,
+        {"task_id": result.task_id, "duplicate": result.status == "duplicate"},
+    )

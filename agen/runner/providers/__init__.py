@@ -19,7 +19,14 @@ from agen.errors import BundleError, InvalidError
 from agen.runner.providers.base import ModelProvider, ModelRequest, ModelResponse, ProviderError
 from agen.runner.redact import Redactor
 
-__all__ = ["Account", "ModelProvider", "ModelRequest", "ModelResponse", "ProviderError", "build_accounts"]
+__all__ = [
+    "Account",
+    "ModelProvider",
+    "ModelRequest",
+    "ModelResponse",
+    "ProviderError",
+    "build_accounts",
+]
 
 
 @dataclass
@@ -27,9 +34,11 @@ class Account:
     provider: ModelProvider
     models: list[str]
     label: str  # provider name, for spans (gen_ai.provider.name)
-    key_secret: str | None = None   # with base_url: names the account a provider hold is recorded on
+    key_secret: str | None = None  # with base_url: names the account a provider hold is recorded on
     base_url: str | None = None
-    key_fingerprint: str | None = None  # of the key value sent: a hold belongs to this key, not a changed one
+    key_fingerprint: str | None = (
+        None  # of the key value sent: a hold belongs to this key, not a changed one
+    )
 
     def account_id(self, namespace: str) -> str | None:
         """``<namespace>/<provider>:<key secret name>[@<baseUrl>]`` (seed 000 §8); None without a key."""
@@ -51,7 +60,10 @@ def _secret(bundle: Bundle, name: str | None, redactor: Redactor | None) -> str 
 def _bundle_json(bundle: Bundle, path: str, field: str) -> object:
     norm = bundle_path(path)
     if norm is None or norm not in bundle.files:
-        raise BundleError(f"harness {field} names a missing file", [f"x-agen/harness.json: {field}: {path!r} is not in the bundle"])
+        raise BundleError(
+            f"harness {field} names a missing file",
+            [f"x-agen/harness.json: {field}: {path!r} is not in the bundle"],
+        )
     try:
         return json.loads(bundle.files[norm])
     except ValueError as e:
@@ -99,37 +111,63 @@ async def _one(
         from agen.runner.providers.replay import ReplayProvider, cassette_interactions
 
         assert harness.cassette is not None
-        provider = ReplayProvider(cassette_interactions(_bundle_json(bundle, harness.cassette, "cassette")))
+        provider = ReplayProvider(
+            cassette_interactions(_bundle_json(bundle, harness.cassette, "cassette"))
+        )
         model = model or "replay"
     elif kind == "openrouter":
         from agen.runner.providers.openrouter import OpenRouterProvider
 
         key_value = _secret(bundle, key_name, redactor)
-        provider = OpenRouterProvider(api_key=key_value, model=model or "", base_url=base_url,
-                                      timeout_s=timeout_s, extras=harness.openrouter, router=harness.router)
+        provider = OpenRouterProvider(
+            api_key=key_value,
+            model=model or "",
+            base_url=base_url,
+            timeout_s=timeout_s,
+            extras=harness.openrouter,
+            router=harness.router,
+        )
     else:
         from agen.runner.providers.openai import OpenAIProvider
 
-        key_value = _secret(bundle, key_name, redactor) if base_url is None or harness.api_key_secret else None
-        provider = OpenAIProvider(api_key=key_value, model=model or "", base_url=base_url, timeout_s=timeout_s)
+        key_value = (
+            _secret(bundle, key_name, redactor)
+            if base_url is None or harness.api_key_secret
+            else None
+        )
+        provider = OpenAIProvider(
+            api_key=key_value, model=model or "", base_url=base_url, timeout_s=timeout_s
+        )
     provider.default_model = model or provider.default_model
     key = key_name if kind in ("openai", "openrouter") else None
-    return Account(provider, [model or provider.default_model, *harness.fallback_models], kind, key, base_url,
-                   key_fingerprint(key_value))
+    return Account(
+        provider,
+        [model or provider.default_model, *harness.fallback_models],
+        kind,
+        key,
+        base_url,
+        key_fingerprint(key_value),
+    )
 
 
 def _require_key(bundle: Bundle, account: Account) -> None:
     """A cloud provider without its key fails here, saying which variable to set (not later as 'unreachable')."""
-    if account.label not in ("openai", "openrouter") or account.base_url is not None or not account.key_secret:
+    if (
+        account.label not in ("openai", "openrouter")
+        or account.base_url is not None
+        or not account.key_secret
+    ):
         return
     if getattr(account.provider, "api_key", None):
         return
     var = bundle.secrets.env_var(account.key_secret)
     raise InvalidError(
         f"bundle {bundle.name}: provider {account.label} needs an API key, and {var} is not set in the "
-        f"environment of agen; export {var}=..., or set \"provider\": \"auto\" in x-agen/harness.json "
-        "(uses a key, a local Ollama, or the offline fake model) or \"fake\"",
-        field="x-agen/harness.json provider", secret=var)
+        f'environment of agen; export {var}=..., or set "provider": "auto" in x-agen/harness.json '
+        '(uses a key, a local Ollama, or the offline fake model) or "fake"',
+        field="x-agen/harness.json provider",
+        secret=var,
+    )
 
 
 async def build_accounts(
@@ -140,10 +178,16 @@ async def build_accounts(
     accounts = [await _one(bundle, harness, redactor, fake_delay_s=fake_delay_s)]
     _require_key(bundle, accounts[0])
     for fb in harness.fallback_providers:
-        swapped = harness.model_copy(update={
-            "provider": fb.provider, "model": fb.model, "fallback_models": list(fb.fallback_models),
-            "base_url": fb.base_url, "api_key_secret": fb.api_key_secret, "fallback_providers": [],
-        })
+        swapped = harness.model_copy(
+            update={
+                "provider": fb.provider,
+                "model": fb.model,
+                "fallback_models": list(fb.fallback_models),
+                "base_url": fb.base_url,
+                "api_key_secret": fb.api_key_secret,
+                "fallback_providers": [],
+            }
+        )
         accounts.append(await _one(bundle, swapped, redactor, fake_delay_s=fake_delay_s))
     if bundle.config.record_interactions:
         from agen.runner.providers.replay import RecordingProvider

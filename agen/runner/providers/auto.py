@@ -41,13 +41,17 @@ async def choose(model: str | None) -> AutoChoice:
     if os.environ.get("OPENAI_API_KEY"):
         return AutoChoice("openai", model or "gpt-4o-mini", None, "OPENAI_API_KEY is set")
     if os.environ.get("OPENROUTER_API_KEY"):
-        return AutoChoice("openrouter", model or "openrouter/auto", None, "OPENROUTER_API_KEY is set")
+        return AutoChoice(
+            "openrouter", model or "openrouter/auto", None, "OPENROUTER_API_KEY is set"
+        )
     url = os.environ.get("AGEN_OLLAMA_URL", OLLAMA_URL)
     names = await ollama_models(url)
     if names:
         pick = model if model in names else names[0]
         return AutoChoice("openai", pick, url.rstrip("/") + "/v1", f"Ollama answers at {url}")
-    return AutoChoice("fake", "fake-echo", None, "no API key in the environment and no Ollama on localhost")
+    return AutoChoice(
+        "fake", "fake-echo", None, "no API key in the environment and no Ollama on localhost"
+    )
 
 
 def say_once(choice: AutoChoice) -> None:

@@ -58,7 +58,9 @@ class ModelResponse:
     usage: ModelUsage = field(default_factory=ModelUsage)
     model: str = ""  # the model that served the answer
     raw: dict[str, Any] | None = None
-    attrs: dict[str, Any] = field(default_factory=dict)  # provider extras for the span (router decision)
+    attrs: dict[str, Any] = field(
+        default_factory=dict
+    )  # provider extras for the span (router decision)
 
     @property
     def empty(self) -> bool:

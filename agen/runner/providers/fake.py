@@ -21,7 +21,13 @@ from agen.runner.providers.base import (
 
 
 def _estimate_tokens(messages: list[dict[str, Any]]) -> int:
-    return sum(len(str(m.get("content") or "")) + len(str(m.get("tool_calls") or "")) for m in messages) // 4 + 1
+    return (
+        sum(
+            len(str(m.get("content") or "")) + len(str(m.get("tool_calls") or "")) for m in messages
+        )
+        // 4
+        + 1
+    )
 
 
 def last_user_text(messages: list[dict[str, Any]]) -> str:
@@ -50,11 +56,19 @@ class FakeProvider(ModelProvider):
         pos = request.run_turn
         if pos >= len(self.script):
             text = f"(the fake script has {len(self.script)} turns; there is no turn {pos + 1}, so this run ends here)"
-            return ModelResponse(text=text, finish_reason="stop", model=model,
-                                 usage=ModelUsage(_estimate_tokens(request.messages), len(text) // 4 + 1))
+            return ModelResponse(
+                text=text,
+                finish_reason="stop",
+                model=model,
+                usage=ModelUsage(_estimate_tokens(request.messages), len(text) // 4 + 1),
+            )
         turn = self.script[pos]
         calls = [
-            ToolCallOut(id=c.id or f"call_{pos}_{i}", name=c.name.replace(".", "_"), arguments=dict(c.arguments))
+            ToolCallOut(
+                id=c.id or f"call_{pos}_{i}",
+                name=c.name.replace(".", "_"),
+                arguments=dict(c.arguments),
+            )
             for i, c in enumerate(turn.tool_calls or [])
         ]
         text = turn.text or ""
@@ -62,17 +76,25 @@ class FakeProvider(ModelProvider):
             calls = []
             text = text or f"Report: {last_user_text(request.messages)[:500]}"
         if turn.usage is not None:
-            usage = ModelUsage(turn.usage.input_tokens, turn.usage.output_tokens, 0,
-                               turn.usage.cost_usd if turn.usage.cost_usd else None)
+            usage = ModelUsage(
+                turn.usage.input_tokens,
+                turn.usage.output_tokens,
+                0,
+                turn.usage.cost_usd if turn.usage.cost_usd else None,
+            )
         else:
             usage = ModelUsage(_estimate_tokens(request.messages), len(text) // 4 + 1)
         finish = turn.finish_reason or ("tool_calls" if calls else "stop")
-        return ModelResponse(text=text, tool_calls=calls, finish_reason=finish, usage=usage, model=model)
+        return ModelResponse(
+            text=text, tool_calls=calls, finish_reason=finish, usage=usage, model=model
+        )
 
     def _echo(self, request: ModelRequest, model: str) -> ModelResponse:
         said = last_user_text(request.messages)
         text = f"You said: {said}" if said else "Hello from the offline fake model."
         return ModelResponse(
-            text=text, finish_reason="stop", model=model,
+            text=text,
+            finish_reason="stop",
+            model=model,
             usage=ModelUsage(_estimate_tokens(request.messages), len(text) // 4 + 1),
         )

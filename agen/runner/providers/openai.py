@@ -74,7 +74,10 @@ class OpenAIProvider(ModelProvider):
         await self._client.aclose()
 
     def body(self, request: ModelRequest) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": request.model or self.default_model, "messages": request.messages}
+        body: dict[str, Any] = {
+            "model": request.model or self.default_model,
+            "messages": request.messages,
+        }
         if request.tools:
             body["tools"] = request.tools
             if request.parallel_tool_calls is not None:
@@ -97,9 +100,13 @@ class OpenAIProvider(ModelProvider):
             async with self._slots:
                 resp = await self._client.post("/chat/completions", json=body)
         except httpx.TimeoutException as e:
-            raise ProviderError("retryable", f"{self.name}: the request to {self.base_url} timed out ({e})") from e
+            raise ProviderError(
+                "retryable", f"{self.name}: the request to {self.base_url} timed out ({e})"
+            ) from e
         except httpx.HTTPError as e:
-            raise ProviderError("retryable", f"{self.name}: cannot reach {self.base_url}: {e}") from e
+            raise ProviderError(
+                "retryable", f"{self.name}: cannot reach {self.base_url}: {e}"
+            ) from e
         if resp.status_code >= 400:
             text = resp.text[:2000]
             raise ProviderError(
@@ -111,7 +118,9 @@ class OpenAIProvider(ModelProvider):
         try:
             data = resp.json()
         except ValueError as e:
-            raise ProviderError("retryable", f"{self.name}: the answer from {self.base_url} is not JSON") from e
+            raise ProviderError(
+                "retryable", f"{self.name}: the answer from {self.base_url} is not JSON"
+            ) from e
         return parse_completion(data, body.get("model", ""))
 
 
@@ -124,8 +133,14 @@ def parse_completion(data: dict[str, Any], model_sent: str) -> ModelResponse:
     for i, c in enumerate(message.get("tool_calls") or []):
         fn = c.get("function") or {}
         args, problem = parse_arguments(fn.get("arguments"))
-        calls.append(ToolCallOut(id=str(c.get("id") or f"call_{i}"), name=str(fn.get("name") or ""),
-                                 arguments=args, arguments_error=problem))
+        calls.append(
+            ToolCallOut(
+                id=str(c.get("id") or f"call_{i}"),
+                name=str(fn.get("name") or ""),
+                arguments=args,
+                arguments_error=problem,
+            )
+        )
     u = data.get("usage") or {}
     details = u.get("prompt_tokens_details") or {}
     cost = u.get("cost")
@@ -138,6 +153,10 @@ def parse_completion(data: dict[str, Any], model_sent: str) -> ModelResponse:
     content = message.get("content")
     text = content if isinstance(content, str) else ""
     return ModelResponse(
-        text=text, tool_calls=calls, finish_reason=finish, usage=usage,
-        model=str(data.get("model") or model_sent), raw=data,
+        text=text,
+        tool_calls=calls,
+        finish_reason=finish,
+        usage=usage,
+        model=str(data.get("model") or model_sent),
+        raw=data,
     )

@@ -27,7 +27,9 @@ def _rank(tier: str) -> int:
     return TIERS.index(tier)
 
 
-def route_tier(model: str, task_tier: str | None, router: Router | None, budget_pressure: bool) -> str | None:
+def route_tier(
+    model: str, task_tier: str | None, router: Router | None, budget_pressure: bool
+) -> str | None:
     """The tier a routing model runs at for this run (None for a plain model or no tier asked)."""
     spec = ROUTERS.get(model)
     if spec is None:
@@ -58,8 +60,13 @@ class OpenRouterProvider(OpenAIProvider):
         extras: dict[str, Any] | None = None,
         router: Router | None = None,
     ) -> None:
-        super().__init__(api_key=api_key, model=model, base_url=base_url or OPENROUTER_URL, timeout_s=timeout_s,
-                         extra_headers={"x-title": "agen"})
+        super().__init__(
+            api_key=api_key,
+            model=model,
+            base_url=base_url or OPENROUTER_URL,
+            timeout_s=timeout_s,
+            extra_headers={"x-title": "agen"},
+        )
         self.direct = False
         self.extras = extras or {}
         self.router = router

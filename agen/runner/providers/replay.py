@@ -45,8 +45,12 @@ class ReplayProvider(ModelProvider):
         item = items[n]
         if "error" in item:
             err = item["error"]
-            raise ProviderError(err.get("kind", "other"), err.get("message", "recorded error"),
-                                status=err.get("status"), retry_after_s=0.0)
+            raise ProviderError(
+                err.get("kind", "other"),
+                err.get("message", "recorded error"),
+                status=err.get("status"),
+                retry_after_s=0.0,
+            )
         return ModelResponse.from_dict(item["response"])
 
 

@@ -24,8 +24,10 @@ ProgressHook = Callable[[str | None, dict[str, Any]], Awaitable[None]]
 
 class FinishTool(Tool):
     name = FINISH
-    description = ("End the run with its outcome. Call it once the work is done (or cannot be done): a one-line "
-                   "summary, optional structured data, and any artifact ids to hand over.")
+    description = (
+        "End the run with its outcome. Call it once the work is done (or cannot be done): a one-line "
+        "summary, optional structured data, and any artifact ids to hand over."
+    )
     bypass_permissions = True
 
     def __init__(self, result_schema: dict[str, Any] | None) -> None:
@@ -44,7 +46,9 @@ class FinishTool(Tool):
         }
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        return ToolResult("accepted: the run ends with this outcome", data={"outcome": self.outcome(args)})
+        return ToolResult(
+            "accepted: the run ends with this outcome", data={"outcome": self.outcome(args)}
+        )
 
     def outcome(self, args: dict[str, Any]) -> dict[str, Any]:
         """The outcome these arguments give, or ToolError saying what to fix."""
@@ -61,22 +65,34 @@ class FinishTool(Tool):
                 jsonschema.validate(args.get("data"), self.result_schema)
             except jsonschema.ValidationError as e:
                 where = "/".join(str(p) for p in e.absolute_path) or "data"
-                raise ToolError(f"data does not match the result schema at {where}: {e.message}; "
-                                "call finish again with corrected data") from None
+                raise ToolError(
+                    f"data does not match the result schema at {where}: {e.message}; "
+                    "call finish again with corrected data"
+                ) from None
         arts = args.get("artifacts") or []
         if not isinstance(arts, list) or not all(isinstance(a, str) for a in arts):
             raise ToolError("artifacts must be a list of artifact ids")
-        return {"status": status, "reason": args.get("reason"), "summary": summary, "data": args.get("data"),
-                "artifacts": arts}
+        return {
+            "status": status,
+            "reason": args.get("reason"),
+            "summary": summary,
+            "data": args.get("data"),
+            "artifacts": arts,
+        }
 
 
 class ReportProgressTool(Tool):
     name = "report_progress"
-    description = "Tell the people watching this run how far along it is (a short note, optional percent)."
+    description = (
+        "Tell the people watching this run how far along it is (a short note, optional percent)."
+    )
     bypass_permissions = True
     input_schema = {
         "type": "object",
-        "properties": {"note": {"type": "string"}, "percent": {"type": "number", "minimum": 0, "maximum": 100}},
+        "properties": {
+            "note": {"type": "string"},
+            "percent": {"type": "number", "minimum": 0, "maximum": 100},
+        },
         "required": ["note"],
     }
 
@@ -85,20 +101,27 @@ class ReportProgressTool(Tool):
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         if self.hook is not None:
-            await self.hook(ctx.task_id, {"note": str(args.get("note") or ""), "percent": args.get("percent")})
+            await self.hook(
+                ctx.task_id, {"note": str(args.get("note") or ""), "percent": args.get("percent")}
+            )
             return ToolResult("progress reported")
         return ToolResult("progress noted (nobody is watching this run live; carry on)")
 
 
 class SaveArtifactTool(Tool):
     name = "save_artifact"
-    description = ("Save text (a report, data, a file's content) as a named artifact people can read later. "
-                   "Returns its id. Saving the same content again returns the same id.")
+    description = (
+        "Save text (a report, data, a file's content) as a named artifact people can read later. "
+        "Returns its id. Saving the same content again returns the same id."
+    )
     bypass_permissions = True
     input_schema = {
         "type": "object",
-        "properties": {"name": {"type": "string"}, "content": {"type": "string"},
-                       "media_type": {"type": "string", "default": "text/plain"}},
+        "properties": {
+            "name": {"type": "string"},
+            "content": {"type": "string"},
+            "media_type": {"type": "string", "default": "text/plain"},
+        },
         "required": ["name", "content"],
     }
 
@@ -107,9 +130,15 @@ class SaveArtifactTool(Tool):
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         try:
-            art = await artifacts.save_artifact(self.store, ctx.namespace, str(args.get("name") or "artifact"),
-                                                str(args.get("content") or ""),
-                                                str(args.get("media_type") or "text/plain"), ctx.task_id, ctx.run_id)
+            art = await artifacts.save_artifact(
+                self.store,
+                ctx.namespace,
+                str(args.get("name") or "artifact"),
+                str(args.get("content") or ""),
+                str(args.get("media_type") or "text/plain"),
+                ctx.task_id,
+                ctx.run_id,
+            )
         except AgenError as e:
             raise ToolError(e.message) from None
         return ToolResult(f"saved artifact {art.id} ({art.size} bytes)", data={"artifact": art.id})
@@ -122,8 +151,11 @@ class ReadArtifactTool(Tool):
     read_only = True
     input_schema = {
         "type": "object",
-        "properties": {"id": {"type": "string"}, "offset": {"type": "integer", "minimum": 0},
-                       "length": {"type": "integer", "minimum": 1}},
+        "properties": {
+            "id": {"type": "string"},
+            "offset": {"type": "integer", "minimum": 0},
+            "length": {"type": "integer", "minimum": 1},
+        },
         "required": ["id"],
     }
 
@@ -135,12 +167,14 @@ class ReadArtifactTool(Tool):
         offset = int(args.get("offset") or 0)
         length = min(int(args.get("length") or self.page_chars), self.page_chars)
         try:
-            page, total, nxt = await artifacts.read_artifact(self.store, ctx.namespace, str(args.get("id")),
-                                                             offset, length)
+            page, total, nxt = await artifacts.read_artifact(
+                self.store, ctx.namespace, str(args.get("id")), offset, length
+            )
         except AgenError as e:
             raise ToolError(e.message) from None
         tail = f"\n[characters {offset}-{offset + len(page)} of {total}" + (
-            f"; next offset {nxt}]" if nxt >= 0 else "; end of artifact]")
+            f"; next offset {nxt}]" if nxt >= 0 else "; end of artifact]"
+        )
         return ToolResult(page + tail)
 
 
@@ -152,24 +186,39 @@ class LoadSkillTool(Tool):
 
     def __init__(self, skills: Mapping[str, Skill]) -> None:
         self.skills = skills
-        self.input_schema = {"type": "object", "properties": {"name": {"type": "string", "enum": sorted(skills)}},
-                             "required": ["name"]}
+        self.input_schema = {
+            "type": "object",
+            "properties": {"name": {"type": "string", "enum": sorted(skills)}},
+            "required": ["name"],
+        }
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         name = str(args.get("name") or "")
         skill = self.skills.get(name)
         if skill is None:
-            raise ToolError(f"no skill named {name!r}; available: {', '.join(sorted(self.skills)) or 'none'}")
+            raise ToolError(
+                f"no skill named {name!r}; available: {', '.join(sorted(self.skills)) or 'none'}"
+            )
         return ToolResult(f"# Skill: {name}\n\n{skill.instructions}")
 
 
-def builtin_tools(store: Store, *, result_schema: dict[str, Any] | None, skills: Mapping[str, Skill],
-                  progress: ProgressHook | None, max_tool_result_chars: int) -> list[Tool]:
+def builtin_tools(
+    store: Store,
+    *,
+    result_schema: dict[str, Any] | None,
+    skills: Mapping[str, Skill],
+    progress: ProgressHook | None,
+    max_tool_result_chars: int,
+) -> list[Tool]:
     page = artifacts.DEFAULT_PAGE
     if max_tool_result_chars > 0:
         page = max(200, min(page, max_tool_result_chars - 200))
-    tools: list[Tool] = [FinishTool(result_schema), ReportProgressTool(progress), SaveArtifactTool(store),
-                         ReadArtifactTool(store, page)]
+    tools: list[Tool] = [
+        FinishTool(result_schema),
+        ReportProgressTool(progress),
+        SaveArtifactTool(store),
+        ReadArtifactTool(store, page),
+    ]
     if skills:
         tools.append(LoadSkillTool(skills))
     return tools

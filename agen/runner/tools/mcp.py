@@ -42,7 +42,9 @@ class McpTool(Tool):
         h = hints or ToolHints()
         self.side_effect = h.side_effect if h.side_effect is not None else not self.read_only
         self.idempotent = h.idempotent if h.idempotent is not None else hinted_idempotent
-        self.untrusted_output = h.untrusted_output if h.untrusted_output is not None else hinted_open
+        self.untrusted_output = (
+            h.untrusted_output if h.untrusted_output is not None else hinted_open
+        )
 
     @property
     def wire_name(self) -> str:
@@ -130,7 +132,9 @@ class McpToolset(Toolset):
                 ) from None
         return self._result(result)
 
-    async def _send(self, client: Any, tool: McpTool, args: dict[str, Any], ctx: ToolContext) -> Any:
+    async def _send(
+        self, client: Any, tool: McpTool, args: dict[str, Any], ctx: ToolContext
+    ) -> Any:
         from mcp.shared.exceptions import MCPError
         from mcp_types import CONNECTION_CLOSED
 
@@ -144,7 +148,9 @@ class McpToolset(Toolset):
             status = self.conn.http_error()  # the SDK drops an HTTP server's status; say it
             extra = f", {status}" if status else ""
             raise ToolError(
-                self._redactor.redact(f"{tool.name} failed: {e.message} (MCP error {e.code}{extra})")
+                self._redactor.redact(
+                    f"{tool.name} failed: {e.message} (MCP error {e.code}{extra})"
+                )
             ) from None
         except TimeoutError:
             raise ToolError(f"{tool.name} did not answer within {self._timeout:g}s") from None
@@ -170,7 +176,9 @@ class McpToolset(Toolset):
     def _unavailable(self, what: str) -> AgenError:
         from agen.errors import UnavailableError
 
-        return UnavailableError(self._redactor.redact(f"MCP server {self.server_name}: {what}"), server=self.server_name)
+        return UnavailableError(
+            self._redactor.redact(f"MCP server {self.server_name}: {what}"), server=self.server_name
+        )
 
 
 class _ConnectionLost(Exception):

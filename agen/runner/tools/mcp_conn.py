@@ -53,7 +53,9 @@ logging.getLogger("mcp.client.stdio").addFilter(_NoParseTraceback())
 class HangMemory:
     """Servers that did not answer initialize lately, so a restart does not wait on them again."""
 
-    def __init__(self, cooldown_s: float = HANG_COOLDOWN_S, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, cooldown_s: float = HANG_COOLDOWN_S, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.cooldown_s = cooldown_s
         self.clock = clock
         self._hung: dict[str, tuple[float, float]] = {}  # key -> (when, timeout it had)
@@ -78,7 +80,16 @@ class HangMemory:
 
 HANGS = HangMemory()
 
-ENV_ALLOWLIST = ("PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "TZ", "AGEN_HOME", "AGEN_WORKSPACE_ROOT")
+ENV_ALLOWLIST = (
+    "PATH",
+    "HOME",
+    "TMPDIR",
+    "LANG",
+    "LC_ALL",
+    "TZ",
+    "AGEN_HOME",
+    "AGEN_WORKSPACE_ROOT",
+)
 _WORKSPACE_REF = "${WORKSPACE}"
 _STDERR_TAIL_LINES = 40
 
@@ -212,7 +223,9 @@ class ServerConn:
             connect_timeout_s = ms / 1000 if ms is not None else STARTUP_TIMEOUT_S
         self._timeout = connect_timeout_s
         self._hangs = HANGS if hangs is None else hangs
-        self._http_error: str | None = None  # the last HTTP error status, e.g. "HTTP 401 Unauthorized"
+        self._http_error: str | None = (
+            None  # the last HTTP error status, e.g. "HTTP 401 Unauthorized"
+        )
         self._stray_reported = False
         self._live: Live | None = None
         self._generation = 0
@@ -263,9 +276,18 @@ class ServerConn:
                 live.owner.cancel()
                 raise
         except TimeoutError:
-            log.warning("MCP server %s did not close within 10 s; its connection is cancelled", self.name)
-        except Exception as e:  # the session ended with an error while closing: said once, with the server
-            log.warning("MCP server %s: closing its connection failed: %s: %s", self.name, type(e).__name__, e)
+            log.warning(
+                "MCP server %s did not close within 10 s; its connection is cancelled", self.name
+            )
+        except (
+            Exception
+        ) as e:  # the session ended with an error while closing: said once, with the server
+            log.warning(
+                "MCP server %s: closing its connection failed: %s: %s",
+                self.name,
+                type(e).__name__,
+                e,
+            )
         finally:
             if not live.owner.done():
                 live.owner.cancel()
@@ -289,9 +311,11 @@ class ServerConn:
             if self._stray_reported:
                 return
             self._stray_reported = True
-            text = (f"MCP server {self.name} wrote a line to stdout that is not MCP JSON-RPC "
-                    f"({_stray_line(message)}); it was ignored. A stdio server must keep stdout for MCP and "
-                    "log to stderr: fix the server (or its args) so it prints no banner")
+            text = (
+                f"MCP server {self.name} wrote a line to stdout that is not MCP JSON-RPC "
+                f"({_stray_line(message)}); it was ignored. A stdio server must keep stdout for MCP and "
+                "log to stderr: fix the server (or its args) so it prints no banner"
+            )
         else:
             text = f"MCP server {self.name}: transport error: {describe(message)}"
         log.warning("%s", self._redactor.redact(text))
@@ -307,11 +331,15 @@ class ServerConn:
         recent = self._hangs.recent(key)
         if recent is not None:
             ago, waited = recent
-            raise UnavailableError(self._redactor.redact(
-                f"MCP server {self.name} ({self._where()}) did not answer initialize within {waited:g}s "
-                f"{ago:.0f}s ago, so it is not started again for {self._hangs.cooldown_s:g}s; check that it "
-                f"speaks MCP on {'its URL' if isinstance(self.server, HttpServer) else 'stdio'}, or raise "
-                f"mcp.json mcpServers.{self.name}.startupTimeoutMs if it is only slow"), server=self.name)
+            raise UnavailableError(
+                self._redactor.redact(
+                    f"MCP server {self.name} ({self._where()}) did not answer initialize within {waited:g}s "
+                    f"{ago:.0f}s ago, so it is not started again for {self._hangs.cooldown_s:g}s; check that it "
+                    f"speaks MCP on {'its URL' if isinstance(self.server, HttpServer) else 'stdio'}, or raise "
+                    f"mcp.json mcpServers.{self.name}.startupTimeoutMs if it is only slow"
+                ),
+                server=self.name,
+            )
         stderr: _StderrTail | None = None
         http: Any = None
         self._http_error = None
@@ -325,16 +353,25 @@ class ServerConn:
                 cwd = os.path.join(self._cwd_base, cwd)
             stderr = _StderrTail(self.name, self._redactor)
             params = StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=cwd)
-            client = Client(stdio_client(params, errlog=stderr.writer), cache=None, message_handler=self._on_message)
+            client = Client(
+                stdio_client(params, errlog=stderr.writer),
+                cache=None,
+                message_handler=self._on_message,
+            )
         else:
             from mcp.client.streamable_http import streamable_http_client
             from mcp.shared._httpx_utils import create_mcp_http_client
 
-            headers = self._secrets.expand_map(self.server.headers, where=f"mcp.json mcpServers.{self.name}.headers")
+            headers = self._secrets.expand_map(
+                self.server.headers, where=f"mcp.json mcpServers.{self.name}.headers"
+            )
             http = create_mcp_http_client(headers=headers)
             http.event_hooks["response"].append(self._on_response)
-            client = Client(streamable_http_client(self.server.url, http_client=http), cache=None,
-                            message_handler=self._on_message)
+            client = Client(
+                streamable_http_client(self.server.url, http_client=http),
+                cache=None,
+                message_handler=self._on_message,
+            )
 
         self._generation += 1
         stop = asyncio.Event()
@@ -352,9 +389,11 @@ class ServerConn:
             if isinstance(e, TimeoutError):
                 self._hangs.hung(key, self._timeout)
                 what = f"it did not answer initialize within {self._timeout:g}s"
-                todo = (f"check that it speaks MCP (run it by hand), or raise mcp.json "
-                        f"mcpServers.{self.name}.startupTimeoutMs (default {STARTUP_TIMEOUT_S * 1000:.0f}) "
-                        "if it is only slow to start")
+                todo = (
+                    f"check that it speaks MCP (run it by hand), or raise mcp.json "
+                    f"mcpServers.{self.name}.startupTimeoutMs (default {STARTUP_TIMEOUT_S * 1000:.0f}) "
+                    "if it is only slow to start"
+                )
             else:
                 what = describe(e)
                 if self._http_error is not None:
@@ -372,7 +411,9 @@ class ServerConn:
         self.connects += 1
         return Live(client, self._generation, stderr, stop, owner)
 
-    async def _own(self, client: Any, http: Any, ready: asyncio.Future[None], stop: asyncio.Event) -> None:
+    async def _own(
+        self, client: Any, http: Any, ready: asyncio.Future[None], stop: asyncio.Event
+    ) -> None:
         try:
             async with contextlib.AsyncExitStack() as stack:
                 if http is not None:  # the SDK leaves a client it was given open
@@ -385,7 +426,11 @@ class ServerConn:
             if not ready.done():
                 ready.set_exception(e if isinstance(e, Exception) else RuntimeError(describe(e)))
             elif not stop.is_set():
-                log.warning("MCP server %s: connection ended: %s", self.name, self._redactor.redact(describe(e)))
+                log.warning(
+                    "MCP server %s: connection ended: %s",
+                    self.name,
+                    self._redactor.redact(describe(e)),
+                )
             if isinstance(e, asyncio.CancelledError):
                 raise
 
@@ -393,7 +438,9 @@ class ServerConn:
         return self.server.url if isinstance(self.server, HttpServer) else self.server.command
 
     def _failure(self, what: str, stderr: _StderrTail | None, todo: str | None = None) -> str:
-        todo = todo or "check mcp.json (command, args, env) and run the server by hand to see it start"
+        todo = (
+            todo or "check mcp.json (command, args, env) and run the server by hand to see it start"
+        )
         msg = f"MCP server {self.name} ({self._where()}) could not be started: {what}; {todo}"
         tail = stderr.tail() if stderr is not None else ""
         if tail:

@@ -33,17 +33,24 @@ class ApprovalsScreen(AgenScreen):
         self.args_shown: dict[str, str] = {}
 
     def body(self) -> ComposeResult:
-        yield Static("Nothing waits for approval. Tool calls a bundle's permissions mark `ask` appear here.",
-                     id="approvals-empty", classes="empty")
+        yield Static(
+            "Nothing waits for approval. Tool calls a bundle's permissions mark `ask` appear here.",
+            id="approvals-empty",
+            classes="empty",
+        )
         yield FastTable(id="approvals", cursor_type="row", zebra_stripes=True)
 
     def on_mount(self) -> None:
-        self.rows = KeyedRows(self.query_one("#approvals", FastTable),
-                              ("ID", "DEPLOYMENT", "TOOL", "ARGUMENTS (redacted)", "REQUESTER", "TASK", "AGE"))
+        self.rows = KeyedRows(
+            self.query_one("#approvals", FastTable),
+            ("ID", "DEPLOYMENT", "TOOL", "ARGUMENTS (redacted)", "REQUESTER", "TASK", "AGE"),
+        )
 
     async def load(self) -> None:
         try:
-            approvals = (await self.client.call(r.ListApprovals, ListApprovalsRequest(limit=1000))).approvals
+            approvals = (
+                await self.client.call(r.ListApprovals, ListApprovalsRequest(limit=1000))
+            ).approvals
         except Exception as e:
             self.failed(e, "loading approvals")
             return
@@ -58,8 +65,15 @@ class ApprovalsScreen(AgenScreen):
         if args is None:  # arguments never change: dumped once per approval
             args = json.dumps(a.arguments, ensure_ascii=False, sort_keys=True)
             args = self.args_shown[a.id] = args[:60] + ("…" if len(args) > 60 else "")
-        return (fmt.short_id(a.id), a.deployment, a.tool, args, a.requested_by or "-", fmt.short_id(a.task_id),
-                fmt.age(a.created_ms))
+        return (
+            fmt.short_id(a.id),
+            a.deployment,
+            a.tool,
+            args,
+            a.requested_by or "-",
+            fmt.short_id(a.task_id),
+            fmt.age(a.created_ms),
+        )
 
     def selected(self) -> Approval | None:
         table = self.query_one("#approvals", DataTable)
@@ -77,12 +91,16 @@ class ApprovalsScreen(AgenScreen):
             if result is not None:
                 self.decide(approval.id, result[0], result[1])
 
-        self.app.push_screen(DecisionDialog(f"{approval.tool} for {approval.deployment}", approve), done)
+        self.app.push_screen(
+            DecisionDialog(f"{approval.tool} for {approval.deployment}", approve), done
+        )
 
     @work(group="act")
     async def decide(self, approval_id: str, approve: bool, note: str | None) -> None:
         try:
-            await self.client.call(r.DecideApproval, DecideApprovalRequest(id=approval_id, approve=approve, note=note))
+            await self.client.call(
+                r.DecideApproval, DecideApprovalRequest(id=approval_id, approve=approve, note=note)
+            )
         except Exception as e:
             self.failed(e, f"deciding approval {approval_id}")
             return

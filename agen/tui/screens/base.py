@@ -82,7 +82,9 @@ class AgenScreen(Screen[None]):
         event.refresh_styles = False
 
     def on_screen_resume(self) -> None:
-        if self.outdated():  # what it showed last is painted first; the load starts after that frame
+        if (
+            self.outdated()
+        ):  # what it showed last is painted first; the load starts after that frame
             self.call_after_refresh(self.start_load)
 
     def outdated(self) -> bool:

@@ -46,11 +46,16 @@ class EventsScreen(AgenScreen):
         self.events: list[Event] = []
 
     def body(self) -> ComposeResult:
-        yield Input(placeholder="filter: task. approval. dep:hello sev:warning   (enter applies)", id="event-filter")
+        yield Input(
+            placeholder="filter: task. approval. dep:hello sev:warning   (enter applies)",
+            id="event-filter",
+        )
         yield FastTable(id="events", cursor_type="row", zebra_stripes=True)
 
     def on_mount(self) -> None:
-        self.query_one(DataTable).add_columns("SEQ", "AGE", "TYPE", "SEVERITY", "DEPLOYMENT", "TASK", "DATA")
+        self.query_one(DataTable).add_columns(
+            "SEQ", "AGE", "TYPE", "SEVERITY", "DEPLOYMENT", "TASK", "DATA"
+        )
 
     def action_focus_filter(self) -> None:
         self.query_one(Input).focus()
@@ -73,11 +78,15 @@ class EventsScreen(AgenScreen):
         """The last events on first show; afterwards only what came after the last one shown."""
         try:
             if self.events:
-                page = await self.client.call(r.ListEvents, ListEventsRequest(after=self.events[-1].seq, limit=PAGE))
+                page = await self.client.call(
+                    r.ListEvents, ListEventsRequest(after=self.events[-1].seq, limit=PAGE)
+                )
                 if len(page.events) < PAGE:
                     self.append(page.events)
                     return
-            self.events = (await self.client.call(r.ListEvents, ListEventsRequest(last=200, limit=200))).events
+            self.events = (
+                await self.client.call(r.ListEvents, ListEventsRequest(last=200, limit=200))
+            ).events
         except Exception as e:
             self.failed(e, "loading events")
             return
@@ -116,5 +125,13 @@ class EventsScreen(AgenScreen):
     @staticmethod
     def _row(table: DataTable[object], e: Event) -> None:
         data = json.dumps(e.data, ensure_ascii=False, sort_keys=True)
-        table.add_row(str(e.seq), fmt.age(e.created_ms), e.type, e.severity, e.deployment or "-",
-                      fmt.short_id(e.task_id), data[:70], key=str(e.seq))
+        table.add_row(
+            str(e.seq),
+            fmt.age(e.created_ms),
+            e.type,
+            e.severity,
+            e.deployment or "-",
+            fmt.short_id(e.task_id),
+            data[:70],
+            key=str(e.seq),
+        )

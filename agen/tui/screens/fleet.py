@@ -73,10 +73,22 @@ class FleetScreen(AgenScreen):
         yield FastTable(id="instances", cursor_type="row")
 
     def on_mount(self) -> None:
-        self.rows = KeyedRows(self.query_one("#deployments", FastTable), (
-            "NAME", "KIND", "ACTIVITY", "DESIRED/READY", "QUEUED/RUNNING", "SPEND TODAY", "THROUGHPUT 1h"))
-        self.instance_rows = KeyedRows(self.query_one("#instances", FastTable), (
-            "INSTANCE", "NEST", "DEPLOYMENT", "STATE", "IN FLIGHT", "AGE"))
+        self.rows = KeyedRows(
+            self.query_one("#deployments", FastTable),
+            (
+                "NAME",
+                "KIND",
+                "ACTIVITY",
+                "DESIRED/READY",
+                "QUEUED/RUNNING",
+                "SPEND TODAY",
+                "THROUGHPUT 1h",
+            ),
+        )
+        self.instance_rows = KeyedRows(
+            self.query_one("#instances", FastTable),
+            ("INSTANCE", "NEST", "DEPLOYMENT", "STATE", "IN FLIGHT", "AGE"),
+        )
         self.query_one("#fleet-empty").display = False
 
     def outdated(self) -> bool:
@@ -116,7 +128,8 @@ class FleetScreen(AgenScreen):
     async def _load_all(self) -> None:
         calls: list[Awaitable[Any]] = [
             self.client.call(r.ListDeployments, ListDeploymentsRequest(namespace=NAMESPACE)),
-            self.client.call(r.ListInstances, ListInstancesRequest(namespace=NAMESPACE))]
+            self.client.call(r.ListInstances, ListInstancesRequest(namespace=NAMESPACE)),
+        ]
         spark = time.monotonic() - self.throughput_at > SPARK_EVERY_S
         if spark:  # runs per 5 minutes: a minute-old line looks the same
             calls.append(self.client.call(r.GetMetrics, GetMetricsRequest(throughput_only=True)))
@@ -128,12 +141,16 @@ class FleetScreen(AgenScreen):
     async def _load_some(self, names: list[str]) -> None:
         async def one(name: str) -> Deployment | None:
             try:
-                return (await self.client.call(r.GetDeployment, GetDeploymentRequest(name=name))).deployment
+                return (
+                    await self.client.call(r.GetDeployment, GetDeploymentRequest(name=name))
+                ).deployment
             except NotFoundError:
                 return None
 
         fresh = dict(zip(names, await asyncio.gather(*(one(n) for n in names)), strict=True))
-        inst = (await self.client.call(r.ListInstances, ListInstancesRequest(namespace=NAMESPACE))).instances
+        inst = (
+            await self.client.call(r.ListInstances, ListInstancesRequest(namespace=NAMESPACE))
+        ).instances
         if any(n not in self.by_name for n, d in fresh.items() if d is not None):
             self.full = True  # a new deployment: its place in the list comes from a full load
             await self._load_all()
@@ -148,8 +165,22 @@ class FleetScreen(AgenScreen):
             self.shown = {name: row for name, row in self.shown.items() if name in self.by_name}
         self.query_one("#fleet-empty").display = not deps
         self.rows.table.display = bool(deps)
-        self.instance_rows.apply([(i.id, (fmt.short_id(i.id), i.nest or fmt.short_id(i.nest_id), i.deployment,
-                                          i.state, str(i.in_flight), fmt.age(i.started_ms))) for i in inst])
+        self.instance_rows.apply(
+            [
+                (
+                    i.id,
+                    (
+                        fmt.short_id(i.id),
+                        i.nest or fmt.short_id(i.nest_id),
+                        i.deployment,
+                        i.state,
+                        str(i.in_flight),
+                        fmt.age(i.started_ms),
+                    ),
+                )
+                for i in inst
+            ]
+        )
 
     def _row(self, d: Deployment) -> Cells:
         """A deployment's cells, made again only when it or the throughput line changed (a partial load
@@ -164,16 +195,29 @@ class FleetScreen(AgenScreen):
 
     def _cells(self, d: Deployment) -> Cells:
         limit = d.budget.get("max_usd_per_day") or d.budget.get("maxUsdPerDay")
-        return (d.name, d.kind, activity_text(d.activity, d.stopped_reason), f"{d.desired}/{d.ready}",
-                f"{d.queued}/{d.running}" + (f" +{d.waiting} waiting" if d.waiting else ""),
-                Text(fmt.spend_bar(d.spent_today_usd, float(limit) if limit else None),
-                     style="red" if limit and d.spent_today_usd >= float(limit) else ""),
-                fmt.sparkline(self.throughput.get(d.name, [0] * 12)))
+        return (
+            d.name,
+            d.kind,
+            activity_text(d.activity, d.stopped_reason),
+            f"{d.desired}/{d.ready}",
+            f"{d.queued}/{d.running}" + (f" +{d.waiting} waiting" if d.waiting else ""),
+            Text(
+                fmt.spend_bar(d.spent_today_usd, float(limit) if limit else None),
+                style="red" if limit and d.spent_today_usd >= float(limit) else "",
+            ),
+            fmt.sparkline(self.throughput.get(d.name, [0] * 12)),
+        )
 
     def selected(self) -> Deployment | None:
         table = self.query_one("#deployments", DataTable)
-        if not self.deployments or table.cursor_row < 0 or table.cursor_row >= len(self.deployments):
-            self.notify("No deployment selected: deploy one with `agen deploy <dir>`", severity="warning")
+        if (
+            not self.deployments
+            or table.cursor_row < 0
+            or table.cursor_row >= len(self.deployments)
+        ):
+            self.notify(
+                "No deployment selected: deploy one with `agen deploy <dir>`", severity="warning"
+            )
             return None
         return self.deployments[table.cursor_row]
 
@@ -186,8 +230,14 @@ class FleetScreen(AgenScreen):
             if value is not None:
                 self.scale(dep.name, value)
 
-        self.app.push_screen(InputDialog(f"Scale {dep.name} to how many instances? (max {dep.scale.max})",
-                                         value=str(dep.desired), ok="Scale"), done)
+        self.app.push_screen(
+            InputDialog(
+                f"Scale {dep.name} to how many instances? (max {dep.scale.max})",
+                value=str(dep.desired),
+                ok="Scale",
+            ),
+            done,
+        )
 
     @work(group="act")
     async def scale(self, name: str, value: str) -> None:
@@ -195,7 +245,9 @@ class FleetScreen(AgenScreen):
             self.notify(f"{value!r} is not a whole number of instances", severity="error")
             return
         try:
-            await self.client.call(r.ScaleDeployment, ScaleDeploymentRequest(name=name, replicas=int(value)))
+            await self.client.call(
+                r.ScaleDeployment, ScaleDeploymentRequest(name=name, replicas=int(value))
+            )
         except Exception as e:
             self.failed(e, f"scaling {name}")
             return
@@ -208,7 +260,9 @@ class FleetScreen(AgenScreen):
         if dep is None:
             return
         try:
-            await self.client.call(r.PauseDeployment, PauseDeploymentRequest(name=dep.name, paused=not dep.paused))
+            await self.client.call(
+                r.PauseDeployment, PauseDeploymentRequest(name=dep.name, paused=not dep.paused)
+            )
         except Exception as e:
             self.failed(e, f"stopping/starting {dep.name}")
             return
@@ -224,13 +278,17 @@ class FleetScreen(AgenScreen):
             if text:
                 self.submit(dep.name, text)
 
-        self.app.push_screen(InputDialog(f"Run a task on {dep.name}: its input", placeholder="what to do",
-                                         ok="Run"), done)
+        self.app.push_screen(
+            InputDialog(f"Run a task on {dep.name}: its input", placeholder="what to do", ok="Run"),
+            done,
+        )
 
     @work(group="act")
     async def submit(self, name: str, text: str) -> None:
         try:
-            task = (await self.client.call(r.SubmitTask, SubmitTaskRequest(deployment=name, input=text))).task
+            task = (
+                await self.client.call(r.SubmitTask, SubmitTaskRequest(deployment=name, input=text))
+            ).task
         except Exception as e:
             self.failed(e, f"submitting to {name}")
             return

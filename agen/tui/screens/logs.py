@@ -19,7 +19,9 @@ WAIT_S = 10.0
 
 class LogsScreen(AgenScreen):
     AUTO_FOCUS = "#log"
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("slash", "focus_filter", "Deployment / filter")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("slash", "focus_filter", "Deployment / filter")
+    ]
 
     def body(self) -> ComposeResult:
         yield Input(placeholder="deployment [text to match]   (enter applies)", id="log-filter")
@@ -46,7 +48,9 @@ class LogsScreen(AgenScreen):
         name, _, needle = text.strip().partition(" ")
         try:
             if not name:
-                deps = (await self.client.call(r.ListDeployments, ListDeploymentsRequest())).deployments
+                deps = (
+                    await self.client.call(r.ListDeployments, ListDeploymentsRequest())
+                ).deployments
                 if not deps:
                     log.write("No deployments yet: `agen deploy bundles/hello` creates one.")
                     return
@@ -55,12 +59,16 @@ class LogsScreen(AgenScreen):
             after = 0
             wait = 0.0
             while True:
-                resp = await self.client.call(r.GetLogs, GetLogsRequest(name=name, after_seq=after, limit=500,
-                                                                        wait_seconds=wait))
+                resp = await self.client.call(
+                    r.GetLogs,
+                    GetLogsRequest(name=name, after_seq=after, limit=500, wait_seconds=wait),
+                )
                 for line in resp.lines:
                     if needle and needle not in line.message:
                         continue
-                    log.write(f"{line.level:<5} {line.deployment} {line.instance_id or '-':>10.10} {line.message}")
+                    log.write(
+                        f"{line.level:<5} {line.deployment} {line.instance_id or '-':>10.10} {line.message}"
+                    )
                 after, wait = resp.last_seq, WAIT_S
         except AgenError as e:
             self.failed(e, f"tailing the log of {name or 'a deployment'}")

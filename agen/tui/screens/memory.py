@@ -37,14 +37,20 @@ class MemoryScreen(AgenScreen):
         self.blocks: list[MemoryBlockSummary] = []
 
     def body(self) -> ComposeResult:
-        yield Static("No memory blocks yet. Agents write the blocks their config.json `memory` attaches; "
-                     "`agen memory set ID` sets one.", id="memory-empty", classes="empty")
+        yield Static(
+            "No memory blocks yet. Agents write the blocks their config.json `memory` attaches; "
+            "`agen memory set ID` sets one.",
+            id="memory-empty",
+            classes="empty",
+        )
         yield FastTable(id="memory", cursor_type="row", zebra_stripes=True)
         yield Static("", id="memory-detail", classes="detail")
 
     def on_mount(self) -> None:
-        self.rows = KeyedRows(self.query_one("#memory", FastTable),
-                              ("ID", "TITLE", "VERSION", "SIZE", "UPDATED", "BY"))
+        self.rows = KeyedRows(
+            self.query_one("#memory", FastTable),
+            ("ID", "TITLE", "VERSION", "SIZE", "UPDATED", "BY"),
+        )
         self.query_one("#memory-empty").display = False
 
     def action_reload_memory(self) -> None:
@@ -52,7 +58,9 @@ class MemoryScreen(AgenScreen):
 
     async def load(self) -> None:
         try:
-            blocks = (await self.client.call(r.ListMemory, ListMemoryRequest(namespace=NAMESPACE))).blocks
+            blocks = (
+                await self.client.call(r.ListMemory, ListMemoryRequest(namespace=NAMESPACE))
+            ).blocks
         except Exception as e:
             self.failed(e, "loading memory blocks")
             return
@@ -67,8 +75,14 @@ class MemoryScreen(AgenScreen):
 
     @staticmethod
     def _cells(b: MemoryBlockSummary) -> Cells:
-        return (b.label, b.title or "-", str(b.version), f"{b.chars}/{b.limit_chars}", fmt.age(b.updated_ms),
-                who(b.author_kind, b.author))
+        return (
+            b.label,
+            b.title or "-",
+            str(b.version),
+            f"{b.chars}/{b.limit_chars}",
+            fmt.age(b.updated_ms),
+            who(b.author_kind, b.author),
+        )
 
     @on(DataTable.RowHighlighted, "#memory")
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -78,8 +92,10 @@ class MemoryScreen(AgenScreen):
     @work(exclusive=True, group="detail")
     async def show_detail(self, label: str) -> None:
         try:
-            hist = await self.client.call(r.MemoryHistory, MemoryHistoryRequest(
-                namespace=NAMESPACE, label=label, limit=HISTORY_SHOWN))
+            hist = await self.client.call(
+                r.MemoryHistory,
+                MemoryHistoryRequest(namespace=NAMESPACE, label=label, limit=HISTORY_SHOWN),
+            )
         except Exception as e:
             self.failed(e, f"loading memory block {label}")
             return
@@ -91,6 +107,11 @@ class MemoryScreen(AgenScreen):
                 text.append(f" · {cur.description}")
             text.append(f"\n{cur.value or '(empty)'}\n")
         text.append("history: ", style="bold")
-        text.append("   ".join(f"v{v.version} {fmt.age(v.created_ms)} {who(v.author_kind, v.author)}"
-                               + (f" ({v.note})" if v.note else "") for v in hist.versions))
+        text.append(
+            "   ".join(
+                f"v{v.version} {fmt.age(v.created_ms)} {who(v.author_kind, v.author)}"
+                + (f" ({v.note})" if v.note else "")
+                for v in hist.versions
+            )
+        )
         self.query_one("#memory-detail", Static).update(text)

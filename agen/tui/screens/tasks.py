@@ -65,15 +65,23 @@ class TasksScreen(AgenScreen):
         self.detail_shown = ""
 
     def body(self) -> ComposeResult:
-        yield Input(placeholder="filter: state:running dep:hello team=docs   (enter applies)", id="task-filter")
-        yield Static("No tasks match. Run one from Fleet (n) or with `agen run <deployment> <input>`.",
-                     id="tasks-empty", classes="empty")
+        yield Input(
+            placeholder="filter: state:running dep:hello team=docs   (enter applies)",
+            id="task-filter",
+        )
+        yield Static(
+            "No tasks match. Run one from Fleet (n) or with `agen run <deployment> <input>`.",
+            id="tasks-empty",
+            classes="empty",
+        )
         yield FastTable(id="tasks", cursor_type="row", zebra_stripes=True)
         yield Static("", id="task-detail", classes="detail")
 
     def on_mount(self) -> None:
-        self.rows = KeyedRows(self.query_one("#tasks", FastTable),
-                              ("ID", "DEPLOYMENT", "STATE", "WAIT", "PRIORITY", "AGE", "INPUT"))
+        self.rows = KeyedRows(
+            self.query_one("#tasks", FastTable),
+            ("ID", "DEPLOYMENT", "STATE", "WAIT", "PRIORITY", "AGE", "INPUT"),
+        )
         self.query_one("#tasks-empty").display = False
 
     def set_filter(self, text: str) -> None:
@@ -91,8 +99,10 @@ class TasksScreen(AgenScreen):
     async def load(self) -> None:
         state, dep, labels = parse_filter(self.query_one("#task-filter", Input).value)
         try:
-            resp = await self.client.call(r.ListTasks, ListTasksRequest(deployment=dep, state=state, labels=labels,
-                                                                        limit=LIMIT))
+            resp = await self.client.call(
+                r.ListTasks,
+                ListTasksRequest(deployment=dep, state=state, labels=labels, limit=LIMIT),
+            )
         except Exception as e:
             self.failed(e, "loading tasks")
             return
@@ -174,18 +184,33 @@ class TasksScreen(AgenScreen):
 
 
 def row_cells(t: Task) -> Cells:
-    wait = t.wait_reason or ("approval" if t.pending_approvals else "") or ("held" if t.held else "")
-    state = f"{t.state} !effect" if t.effect_unknown else t.state  # a side effect nobody confirmed: check it
-    return (fmt.short_id(t.id), t.deployment, state, wait, t.priority, fmt.age(t.created_ms),
-            t.input.replace("\n", " ")[:50])
+    wait = (
+        t.wait_reason or ("approval" if t.pending_approvals else "") or ("held" if t.held else "")
+    )
+    state = (
+        f"{t.state} !effect" if t.effect_unknown else t.state
+    )  # a side effect nobody confirmed: check it
+    return (
+        fmt.short_id(t.id),
+        t.deployment,
+        state,
+        wait,
+        t.priority,
+        fmt.age(t.created_ms),
+        t.input.replace("\n", " ")[:50],
+    )
 
 
 def detail_text(q: QueryTaskResponse) -> str:
     t = q.task
-    lines = [f"[b]{fmt.short_id(t.id)}[/b]  {t.deployment}  [b]{t.state}[/b]  priority {t.priority}  attempts {t.attempts}"]
+    lines = [
+        f"[b]{fmt.short_id(t.id)}[/b]  {t.deployment}  [b]{t.state}[/b]  priority {t.priority}  attempts {t.attempts}"
+    ]
     if t.effect_unknown:
-        lines.append("[b yellow]effect unknown:[/b yellow] its run resumed past a side effect that was started and "
-                     "never confirmed; agen did not repeat it: check whether it took effect")
+        lines.append(
+            "[b yellow]effect unknown:[/b yellow] its run resumed past a side effect that was started and "
+            "never confirmed; agen did not repeat it: check whether it took effect"
+        )
     if t.wait_reason:
         lines.append(f"waiting: {t.wait_reason}")
     if t.wait_for:
@@ -199,16 +224,25 @@ def detail_text(q: QueryTaskResponse) -> str:
     if q.run is not None:
         run = q.run
         lineage = f"root run {fmt.short_id(run.root_run_id)}" + (
-            f", parent run {fmt.short_id(run.parent_run_id)}" if run.parent_run_id else "")
-        lines.append(f"run {fmt.short_id(run.id)} ({run.activity}) · {run.turns} turns · tokens {run.usage.input_tokens}/"
-                     f"{run.usage.output_tokens} · ${run.usage.cost_usd:.4f} · {lineage} · trace {fmt.short_id(run.trace_id)}")
+            f", parent run {fmt.short_id(run.parent_run_id)}" if run.parent_run_id else ""
+        )
+        lines.append(
+            f"run {fmt.short_id(run.id)} ({run.activity}) · {run.turns} turns · tokens {run.usage.input_tokens}/"
+            f"{run.usage.output_tokens} · ${run.usage.cost_usd:.4f} · {lineage} · trace {fmt.short_id(run.trace_id)}"
+        )
     if q.now is not None:
-        lines.append(f"now: {q.now.doing}" + (f" {q.now.detail}" if q.now.detail else "")
-                     + f" for {fmt.age(q.now.since_ms)}")
+        lines.append(
+            f"now: {q.now.doing}"
+            + (f" {q.now.detail}" if q.now.detail else "")
+            + f" for {fmt.age(q.now.since_ms)}"
+        )
     if t.outcome:
         o = t.outcome
-        lines.append(f"outcome: {o.get('status', '')}" + (f" ({o['reason']})" if o.get("reason") else "")
-                     + (f" — {escape(str(o['summary']))}" if o.get("summary") else ""))
+        lines.append(
+            f"outcome: {o.get('status', '')}"
+            + (f" ({o['reason']})" if o.get("reason") else "")
+            + (f" — {escape(str(o['summary']))}" if o.get("summary") else "")
+        )
     if t.error:
         lines.append(f"[red]error: {escape(t.error)}[/red]")
     return "\n".join(lines)

@@ -45,7 +45,9 @@ class TraceScreen(AgenScreen):
         view = self.query_one("#trace", Static)
         try:
             if target is None:
-                runs = (await self.client.call(r.ListRuns, ListRunsRequest(limit=1, roots=True))).runs
+                runs = (
+                    await self.client.call(r.ListRuns, ListRunsRequest(limit=1, roots=True))
+                ).runs
                 if not runs:
                     view.update("No traces yet. Run a task (Fleet: n), then press w.")
                     return

@@ -71,18 +71,32 @@ class TranscriptScreen(AgenScreen):
                 runs = (await self.client.call(r.ListRuns, ListRunsRequest(limit=1))).runs
                 if not runs:
                     self.query_one("#transcript-head", Static).update(
-                        "No runs yet. Run a task (Fleet: n), then press r.")
+                        "No runs yet. Run a task (Fleet: n), then press r."
+                    )
                     return
                 target = runs[0].id
             same = self.run is not None and target in (self.run.id, self.run.task_id)
-            resp = await self.client.call(r.GetTranscript, GetTranscriptRequest(
-                id=target, after_seq=self.last_seq if same else 0))
-            if same and self.run is not None and resp.run.id != self.run.id:  # a new attempt: a new run
+            resp = await self.client.call(
+                r.GetTranscript,
+                GetTranscriptRequest(id=target, after_seq=self.last_seq if same else 0),
+            )
+            if (
+                same and self.run is not None and resp.run.id != self.run.id
+            ):  # a new attempt: a new run
                 resp = await self.client.call(r.GetTranscript, GetTranscriptRequest(id=target))
                 same = False
-            if not same or resp.run.finished_ms is None or self.run is None or self.run.finished_ms is None:
-                self.artifacts = (await self.client.call(r.ListArtifacts, ListArtifactsRequest(
-                    namespace=resp.run.namespace, run_id=resp.run.id))).artifacts
+            if (
+                not same
+                or resp.run.finished_ms is None
+                or self.run is None
+                or self.run.finished_ms is None
+            ):
+                self.artifacts = (
+                    await self.client.call(
+                        r.ListArtifacts,
+                        ListArtifactsRequest(namespace=resp.run.namespace, run_id=resp.run.id),
+                    )
+                ).artifacts
         except Exception as e:
             self.failed(e, f"loading the transcript of {target}")
             return
@@ -106,8 +120,11 @@ class TranscriptScreen(AgenScreen):
             f"{run.turns} turns · "
             f"tokens {run.usage.input_tokens}/{run.usage.output_tokens} · ${run.usage.cost_usd:.4f}{live}"
             + artifacts_line(self.artifacts)
-            + (f"\n{escape(feedback_line(self.feedback[-1]))}" if self.feedback else "")  # notes are not markup
-            + (f" (+{len(self.feedback) - 1} more)" if len(self.feedback) > 1 else ""))
+            + (
+                f"\n{escape(feedback_line(self.feedback[-1]))}" if self.feedback else ""
+            )  # notes are not markup
+            + (f" (+{len(self.feedback) - 1} more)" if len(self.feedback) > 1 else "")
+        )
         if self.follow is None:
             self.follow = self.set_interval(FOLLOW_S, self._tick, pause=True)
         if run.finished_ms is None:
@@ -121,14 +138,19 @@ class TranscriptScreen(AgenScreen):
             self.last_seq = max(self.last_seq, m.seq)
             if m.role == "tool":
                 parent = self.calls.get(m.tool_call_id or "")
-                label = Text(f"← result{' (error)' if m.is_error else ''}: {_one_line(m.content)}",
-                             style="red" if m.is_error else "green")
+                label = Text(
+                    f"← result{' (error)' if m.is_error else ''}: {_one_line(m.content)}",
+                    style="red" if m.is_error else "green",
+                )
                 target = parent if parent is not None else tree.root
                 node = target.add(label, data=m.content or "")
                 node.add_leaf(Text(m.content or ""))
                 continue
             if m.role == "assistant":
-                head = Text(f"{'reviewer' if m.name == 'reviewer' else 'assistant'} · {_usage_line(m)}", style="cyan")
+                head = Text(
+                    f"{'reviewer' if m.name == 'reviewer' else 'assistant'} · {_usage_line(m)}",
+                    style="cyan",
+                )
             else:
                 head = Text(m.role, style="bold blue" if m.role == "user" else "magenta")
             node = tree.root.add(head, expand=True)
@@ -136,7 +158,9 @@ class TranscriptScreen(AgenScreen):
                 node.add_leaf(Text(m.content))
             for call in m.tool_calls:
                 args = json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)
-                folded = node.add(Text(f"→ {call.name}({_one_line(args)})", style="yellow"), data=call.id)
+                folded = node.add(
+                    Text(f"→ {call.name}({_one_line(args)})", style="yellow"), data=call.id
+                )
                 folded.add_leaf(Text(args))
                 self.calls[call.id] = folded
 
@@ -161,7 +185,9 @@ def artifacts_line(artifacts: list[Artifact]) -> str:
     """The run's saved artifacts: name, size, and an id prefix `agen artifacts get` takes."""
     if not artifacts:
         return ""
-    shown = ", ".join(f"{a.name} ({_size(a.size)}, {a.id[:ARTIFACT_ID_CHARS]})" for a in artifacts[:5])
+    shown = ", ".join(
+        f"{a.name} ({_size(a.size)}, {a.id[:ARTIFACT_ID_CHARS]})" for a in artifacts[:5]
+    )
     more = f" and {len(artifacts) - 5} more (agen artifacts ls)" if len(artifacts) > 5 else ""
     return f"\nartifacts: {shown}{more}"
 
@@ -176,4 +202,3 @@ def _size(n: int) -> str:
 def _one_line(text: str | None, width: int = 80) -> str:
     flat = (text or "").replace("\n", " ")
     return flat if len(flat) <= width else flat[: width - 1] + "…"
-

@@ -19,4 +19,6 @@ class ConnectionBanner(Static):
     def watch_lost(self, lost: str | None) -> None:
         self.display = lost is not None
         if lost is not None:
-            self.update(f"Hub unreachable: {lost}\nStart one with `agen up` (or pass --hub); reconnecting…")
+            self.update(
+                f"Hub unreachable: {lost}\nStart one with `agen up` (or pass --hub); reconnecting…"
+            )

@@ -17,8 +17,11 @@ class KeysFooter(Footer):
         self._shown: tuple[tuple[str, str, bool], ...] | None = None
 
     def bindings_changed(self, screen: Screen[object]) -> None:
-        shown = tuple((b.key, b.description, enabled) for _, b, enabled, _ in screen.active_bindings.values()
-                      if b.show)
+        shown = tuple(
+            (b.key, b.description, enabled)
+            for _, b, enabled, _ in screen.active_bindings.values()
+            if b.show
+        )
         if shown == self._shown and self._bindings_ready:
             return
         if screen.app.app_focus and self.is_attached and screen is self.screen:

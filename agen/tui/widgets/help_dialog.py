@@ -19,7 +19,9 @@ class HelpDialog(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         text = "\n".join(f"{key:>12}  {what}" for key, what in self.lines)
         with Vertical(classes="dialog help"):
-            yield Label("Keys (the command palette, ctrl+p, has every screen too)", classes="dialog-title")
+            yield Label(
+                "Keys (the command palette, ctrl+p, has every screen too)", classes="dialog-title"
+            )
             yield Static(text)
 
     def action_close(self) -> None:

@@ -13,7 +13,9 @@ from textual.widgets import Button, Input, Label
 class InputDialog(ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, title: str, *, placeholder: str = "", value: str = "", ok: str = "OK") -> None:
+    def __init__(
+        self, title: str, *, placeholder: str = "", value: str = "", ok: str = "OK"
+    ) -> None:
         super().__init__()
         self.title_text, self.placeholder, self.value, self.ok = title, placeholder, value, ok
 

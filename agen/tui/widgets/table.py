@@ -36,7 +36,9 @@ CACHED_CELLS = 20_000
 
 def _value_key(value: object) -> object:
     """Plain values are keys by value; anything else (a rich Text) by identity, checked on a hit."""
-    return (type(value), value) if value is None or isinstance(value, (str, int, float)) else id(value)
+    return (
+        (type(value), value) if value is None or isinstance(value, (str, int, float)) else id(value)
+    )
 
 
 class FastTable(DataTable[Any]):
@@ -48,24 +50,43 @@ class FastTable(DataTable[Any]):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._rendered: LRUCache[tuple[object, ...], tuple[object, SegmentLines]] = LRUCache(CACHED_CELLS)
+        self._rendered: LRUCache[tuple[object, ...], tuple[object, SegmentLines]] = LRUCache(
+            CACHED_CELLS
+        )
         self._metas: LRUCache[tuple[int, int], Style] = LRUCache(CACHED_CELLS)
         self._settings: tuple[int, int, bool, bool, int] | None = None
         """Reactive settings a cell's rendering depends on, read once per render_lines (reads cost ~1 µs)."""
 
     def render_lines(self, crop: Region) -> list[Strip]:
-        self._settings = (self.fixed_rows, self.fixed_columns, self._show_hover_cursor, self.show_cursor,
-                          self.cell_padding)
+        self._settings = (
+            self.fixed_rows,
+            self.fixed_columns,
+            self._show_hover_cursor,
+            self.show_cursor,
+            self.cell_padding,
+        )
         return super().render_lines(crop)
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._rendered.clear()
 
-    def _render_cell(self, row_index: int, column_index: int, base_style: Style, width: int,
-                     cursor: bool = False, hover: bool = False) -> SegmentLines:
-        settings = self._settings or (self.fixed_rows, self.fixed_columns, self._show_hover_cursor,
-                                      self.show_cursor, self.cell_padding)
+    def _render_cell(
+        self,
+        row_index: int,
+        column_index: int,
+        base_style: Style,
+        width: int,
+        cursor: bool = False,
+        hover: bool = False,
+    ) -> SegmentLines:
+        settings = self._settings or (
+            self.fixed_rows,
+            self.fixed_columns,
+            self._show_hover_cursor,
+            self.show_cursor,
+            self.cell_padding,
+        )
         if row_index < settings[0] or column_index < settings[1]:  # header, labels, fixed cells
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
         row_key = self._row_locations.get_key(row_index)
@@ -75,33 +96,68 @@ class FastTable(DataTable[Any]):
             # not a body cell, or a height not measured yet (DataTable's own pass measures it)
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
         value = self._data[row.key].get(column_key)
-        key = (_value_key(value), column_index, width, cursor, hover, row.height, self._pseudo_class_state, settings)
+        key = (
+            _value_key(value),
+            column_index,
+            width,
+            cursor,
+            hover,
+            row.height,
+            self._pseudo_class_state,
+            settings,
+        )
         hit = self._rendered.get(key)
         if hit is None or (hit[0] is not value and not isinstance(key[0], tuple)):
             hit = value, self._render_value(value, row.height, width, cursor, hover)
             self._rendered[key] = hit
         meta = self._metas.get((row_index, column_index))
         if meta is None:
-            meta = self._metas[row_index, column_index] = Style.from_meta({"row": row_index, "column": column_index})
+            meta = self._metas[row_index, column_index] = Style.from_meta(
+                {"row": row_index, "column": column_index}
+            )
         # DataTable draws with pre_style = row style + position meta + cursor style; styles combine left to
         # right, so the row's style (zebra stripe) and the meta go first here, onto the cached segments
-        return [[Segment(text, base_style + style + meta if style else base_style + meta, control)
-                 for text, style, control in line] for line in hit[1]]
+        return [
+            [
+                Segment(text, base_style + style + meta if style else base_style + meta, control)
+                for text, style, control in line
+            ]
+            for line in hit[1]
+        ]
 
-    def _render_value(self, value: object, height: int, width: int, cursor: bool, hover: bool) -> SegmentLines:
+    def _render_value(
+        self, value: object, height: int, width: int, cursor: bool, hover: bool
+    ) -> SegmentLines:
         """What DataTable._render_cell draws for a body cell, without the row's style and position meta."""
         from textual.widgets._data_table import default_cell_formatter
 
-        cell = EMPTY if value is None else default_cell_formatter(value, wrap=height != 1, height=height) or EMPTY
+        cell = (
+            EMPTY
+            if value is None
+            else default_cell_formatter(value, wrap=height != 1, height=height) or EMPTY
+        )
         component_style, post_style = self._get_styles_to_render_cell(
-            False, False, False, hover, cursor, self.show_cursor, self._show_hover_cursor,
-            self.cursor_foreground_priority == "css", self.cursor_background_priority == "css")
+            False,
+            False,
+            False,
+            hover,
+            cursor,
+            self.show_cursor,
+            self._show_hover_cursor,
+            self.cursor_foreground_priority == "css",
+            self.cursor_background_priority == "css",
+        )
         options = self.app.console_options.update_dimensions(width, height)
         if height == 1:
             options = options.update(no_wrap=True)
         return self.app.console.render_lines(
-            Styled(Padding(cell, (0, self.cell_padding)), pre_style=component_style,
-                   post_style=post_style), options)
+            Styled(
+                Padding(cell, (0, self.cell_padding)),
+                pre_style=component_style,
+                post_style=post_style,
+            ),
+            options,
+        )
 
     def _update_column_widths(self, updated_cells: set[CellKey]) -> None:
         """A changed cell widens its column when wider; a narrower one leaves the column as it is, as
@@ -114,7 +170,9 @@ class FastTable(DataTable[Any]):
             column, row = self.columns.get(column_key), self.rows.get(row_key)
             if column is None or row is None:
                 continue
-            cell = default_cell_formatter(self._data[row_key][column_key], wrap=row.height != 1, height=row.height)
+            cell = default_cell_formatter(
+                self._data[row_key][column_key], wrap=row.height != 1, height=row.height
+            )
             column.content_width = max(column.content_width, measure(console, cell, 1))
         self._require_update_dimensions = True
 
