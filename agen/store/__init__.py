@@ -23,9 +23,11 @@ __all__ = [
 
 
 def store_path(url: str | None) -> Path:
-    """The SQLite file a store URL names (``sqlite:<path>``, a bare path, or the default)."""
+    """The SQLite file a store URL names (``sqlite:<path>``, a bare path, or the default: see agen.store.locate)."""
     from agen._home import default_store_path
+    from agen.store.locate import resolve_store_url
 
+    url = resolve_store_url(url)
     if not url:
         return default_store_path()
     if url.startswith("sqlite:"):

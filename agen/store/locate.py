@@ -1,0 +1,64 @@
+"""Which store a command uses: one resolution every command shares.
+
+The order: an explicit URL (``--store``), then ``AGEN_STORE``, then the pointer file ``AGEN_HOME/store.json``
+(written by ``agen migrate`` so the next ``agen up`` follows the data it moved), then the SQLite file
+``AGEN_HOME/agen.db``. The pointer may hold a Postgres password, so it is written 0600 like local.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from agen.errors import InvalidError
+
+ENV_STORE = "AGEN_STORE"
+POINTER_NAME = "store.json"
+
+
+def home_pointer() -> Path:
+    from agen._home import agen_home
+
+    return agen_home() / POINTER_NAME
+
+
+def resolve_store_url(url: str | None = None) -> str | None:
+    """The store URL to open, or None for the default SQLite file in AGEN_HOME."""
+    if url:
+        return url
+    env = os.environ.get(ENV_STORE, "").strip()
+    if env:
+        return env
+    pointer = home_pointer()
+    try:
+        text = pointer.read_text()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise InvalidError(
+            f"{pointer}: cannot read the store pointer ({e.strerror})", field="store"
+        ) from e
+    try:
+        data = json.loads(text)
+        pointed = data["url"]
+        if not isinstance(pointed, str) or not pointed:
+            raise TypeError
+    except (ValueError, KeyError, TypeError) as e:
+        raise InvalidError(
+            f'{pointer}: not a store pointer (expected {{"url": "<store URL>"}}); '
+            "fix or delete it to use the SQLite store in AGEN_HOME",
+            field="store",
+        ) from e
+    return pointed
+
+
+def point_home_at(url: str | None) -> None:
+    """Make later commands in this AGEN_HOME use ``url``; None removes the pointer (back to the default)."""
+    from agen._home import write_private
+
+    pointer = home_pointer()
+    if url is None:
+        pointer.unlink(missing_ok=True)
+        return
+    write_private(pointer, json.dumps({"url": url}) + "\n")
