@@ -215,7 +215,7 @@ def create_app(hub: Hub, max_body: int | None = None) -> Starlette:
     async def metrics(request: Request) -> Response:
         """GetMetrics as Prometheus text (agen.otel.prometheus); a viewer token, like GetMetrics itself."""
         from agen.api.models.observe import GetMetricsRequest
-        from agen.hub.metrics import get_metrics
+        from agen.hub.observe.metrics import get_metrics
         from agen.otel.prometheus import CONTENT_TYPE, exposition
 
         try:

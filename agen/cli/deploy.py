@@ -47,7 +47,7 @@ def deploy_request(
     """A CreateDeploymentRequest carrying the bundle's files (checked locally first)."""
     from agen.api.models.deployments import CreateDeploymentRequest
     from agen.bundle import load_bundle
-    from agen.hub.deployments import encode_files
+    from agen.hub.rpc.deployments import encode_files
 
     bundle = load_bundle(directory)  # an unreadable folder is an InvalidError naming it
     return make_request(

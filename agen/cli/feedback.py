@@ -48,7 +48,7 @@ def record(
     from agen.api.models.feedback import RecordFeedbackRequest
     from agen.cli._hub import with_client
     from agen.errors import InvalidError
-    from agen.hub.events import parse_labels
+    from agen.hub.observe.events import parse_labels
 
     if math.isnan(score) or not -1.0 <= score <= 1.0:
         raise InvalidError(
@@ -105,7 +105,7 @@ def ls(
     from agen.cli._common import err, parse_duration_ms
     from agen.cli._hub import ago, with_client
     from agen.cli._table import print_table
-    from agen.hub.events import parse_labels
+    from agen.hub.observe.events import parse_labels
 
     req = make_request(
         ListFeedbackRequest,

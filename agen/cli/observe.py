@@ -78,7 +78,7 @@ def runs(
     from agen.cli._table import print_table
     from agen.cli.observe_render import RUN_COLUMNS, runs_rows
     from agen.errors import InvalidError
-    from agen.hub.events import parse_labels
+    from agen.hub.observe.events import parse_labels
 
     statuses = ("running", "waiting_approval", "succeeded", "failed", "cancelled")
     if status is not None and status not in statuses:

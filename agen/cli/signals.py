@@ -191,7 +191,7 @@ def events(
 ) -> None:
     """The event log: tasks, approvals, budgets, holds, triggers, warnings."""
     from agen.cli._hub import with_client
-    from agen.hub.events import parse_labels
+    from agen.hub.observe.events import parse_labels
 
     label_map = parse_labels(labels or [])
 
@@ -266,7 +266,7 @@ def notify_set(
     from agen.api import registry as r
     from agen.api.models.signals import SetNotifyTargetRequest
     from agen.cli._hub import with_client
-    from agen.hub.events import parse_labels
+    from agen.hub.observe.events import parse_labels
 
     req = make_request(
         SetNotifyTargetRequest,

@@ -26,7 +26,7 @@ from ulid import ULID
 
 from agen.hub import leader
 from agen.hub import queue as q
-from agen.hub.scheduler import schedule_tick
+from agen.hub.leader.scheduler import schedule_tick
 from agen.store import SQLiteStore, Tx, dumps
 from scripts.bench._util import machine
 from scripts.bench.store_bench import raw_sqlite

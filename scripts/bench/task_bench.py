@@ -150,7 +150,7 @@ async def in_process(
     from agen.api.models.tasks import SubmitTaskRequest
     from agen.bundle import walk_bundle
     from agen.client import Client
-    from agen.hub.deployments import encode_files
+    from agen.hub.rpc.deployments import encode_files
     from agen.node import LocalNode
     from agen.store import SQLiteStore
 

@@ -10,8 +10,8 @@ from agen.api.models.deployments import CreateDeploymentRequest
 from agen.api.models.observe import ActivityWarning
 from agen.api.models.tasks import SubmitTaskRequest
 from agen.client import Client
-from agen.hub import announce
-from agen.hub.leading import LeaderLoop
+from agen.hub.leader import announce
+from agen.hub.leader.loop import LeaderLoop
 from agen.hub.service import Hub
 from agen.store import SQLiteStore, now_ms
 from tests.fleet_helpers import files_b64, write_bundle

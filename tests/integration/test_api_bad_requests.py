@@ -17,7 +17,7 @@ from agen.api.limits import BundleLimits
 from agen.api.models.tokens import CreateTokenRequest
 from agen.client import Client
 from agen.errors import TooLargeError
-from agen.hub.deployments import encode_files
+from agen.hub.rpc.deployments import encode_files
 from agen.hub.service import Hub
 from agen.runner.types import TaskOverrides
 from agen.store import SQLiteStore, loads

@@ -16,7 +16,7 @@ from agen.api.models.deployments import CreateDeploymentRequest
 from agen.api.models.tasks import GetTaskRequest, SubmitTaskRequest, Task
 from agen.client import Client
 from agen.errors import BudgetError
-from agen.hub import providers
+from agen.hub.queue import providers
 from agen.node import LocalNode
 from agen.store import SQLiteStore
 from agen.testing.openai_server import OpenAIServer, Reply

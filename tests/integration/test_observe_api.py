@@ -16,7 +16,7 @@ from agen.api.models.observe import (
     ListRunsRequest,
     QueryTaskRequest,
 )
-from agen.hub.activity import Activity, activity
+from agen.hub.observe.activity import Activity, activity
 from tests.observe_helpers import MULTI_TOOL_SCRIPT, embedded_hub
 
 

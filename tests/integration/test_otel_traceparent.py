@@ -14,7 +14,7 @@ from agen.api.hooks import hook_routes
 from agen.api.models.observe import GetMetricsResponse, ModelMetrics, OtlpStats, Usage
 from agen.bundle.config import Config
 from agen.errors import InvalidError
-from agen.hub.nest_rpcs import leased_task
+from agen.hub.rpc.nests import leased_task
 from agen.hub.service import Hub
 from agen.hub.triggers.tick import sync_triggers
 from agen.hub.triggers.webhook import create_webhook_secret

@@ -6,7 +6,7 @@ import pytest
 from ulid import ULID
 
 from agen.errors import BudgetError, RateLimitedError, UnavailableError
-from agen.hub import admission, budgets
+from agen.hub.queue import admission, budgets
 from agen.store import Row, Store, Tx, dumps
 from tests.unit.trigger_helpers import add_usage, deployment
 

@@ -6,7 +6,7 @@ import pytest
 from ulid import ULID
 
 from agen.errors import NotFoundError
-from agen.hub import providers
+from agen.hub.queue import providers
 from agen.store import Row, Store, Tx
 from tests.unit.trigger_helpers import add_usage, deployment
 

@@ -22,8 +22,8 @@ from ulid import ULID
 from agen.bundle.triggers import HmacAuth, WebhookTrigger
 from agen.errors import NotFoundError
 from agen.hub.auth import hash_token, new_secret
-from agen.hub.input_redaction import redact_task_input
-from agen.hub.logs import write_log
+from agen.hub.observe.logs import write_log
+from agen.hub.queue.redaction import redact_task_input
 from agen.hub.triggers.fire import fire, task_input
 from agen.hub.triggers.tick import parse_spec
 from agen.hub.triggers.verify import (

@@ -12,7 +12,7 @@ from agen.api.models.approvals import (
 )
 from agen.errors import NotFoundError
 from agen.hub.auth import Principal
-from agen.hub.holds import write_inbox
+from agen.hub.queue.holds import write_inbox
 from agen.hub.service import Hub
 from agen.store import Row, Tx, loads
 

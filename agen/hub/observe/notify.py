@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ulid import ULID
 
 from agen.errors import InvalidError, NotFoundError
-from agen.hub.events import EventFilter, read_events
+from agen.hub.observe.events import EventFilter, read_events
 from agen.hub.triggers.verify import sign
 from agen.store import Row, Store, Tx, dumps, loads
 

@@ -12,7 +12,7 @@ model_errors, trigger_missed, webhook_rejected) at most once an hour while they 
 from __future__ import annotations
 
 from agen.api.models.observe import ActivityWarning
-from agen.hub.budgets import utc_day
+from agen.hub.queue.budgets import utc_day
 from agen.store import Tx
 
 EVERY_MS = 30_000

@@ -12,7 +12,7 @@ from typing import Any
 from ulid import ULID
 
 from agen.errors import ConflictError, NotFoundError
-from agen.hub._tasks import UNFINISHED, URGENT, get_task, requeue, task_event
+from agen.hub.queue._tasks import UNFINISHED, URGENT, get_task, requeue, task_event
 from agen.store import Tx, dumps
 
 RESUME = "resume"

@@ -9,8 +9,8 @@ from ulid import ULID
 from agen.api.models.deployments import Instance, ListInstancesRequest, ListInstancesResponse
 from agen.api.models.nests import START_FAILED, Assignment, InstanceReport
 from agen.hub.auth import Principal
-from agen.hub.lease import release_task
-from agen.hub.logs import write_log
+from agen.hub.observe.logs import write_log
+from agen.hub.queue.lease import release_task
 from agen.hub.service import Hub
 from agen.store import Tx, dumps, loads
 

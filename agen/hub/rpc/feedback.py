@@ -17,7 +17,7 @@ from agen.api.models.feedback import (
     RecordFeedbackResponse,
 )
 from agen.hub.auth import Principal
-from agen.hub.observe import find_run
+from agen.hub.observe.runs import find_run
 from agen.hub.service import Hub
 from agen.store import Row, Store, dumps, loads
 from agen.store.base import new_ulid
