@@ -21,8 +21,9 @@ from agen.hub.fleet.instances import retire_nest
 from agen.hub.leader.loop import LeaderLoop
 from agen.hub.leader.scheduler import Scope
 from agen.hub.service import Hub
+from agen.nest.backends import backend_factory
 from agen.nest.client_port import ClientHubPort
-from agen.nest.executor import ExecutorFactory, ProgressSink
+from agen.nest.executor import ExecutorFactory
 from agen.nest.manager import Manager
 from agen.store import Store
 
@@ -101,29 +102,27 @@ class LocalNode:
                 await self.store.write(lambda tx: retire_nest(tx, nest_id))
 
 
-def backend_factory(
-    store: Store, backend: str, host_memory_limit: int = 0, *, progress: ProgressSink | None = None
-) -> ExecutorFactory:
-    """``inproc``: instances are asyncio workers here; ``process``: one ``agen host serve`` child each.
-    ``progress`` receives the report_progress tool's values (the Nest's HubPort)."""
-    check_backend(backend, host_memory_limit)
-    if backend == "inproc":
-        from agen.nest.runner_executor import runner_factory
+class HubNode:
+    """The Hub alone (``agen hub serve``): the caller serves its API, its leader loop runs here, and the
+    Nests in other processes or machines (``agen nest run``) pull their work through the API."""
 
-        return runner_factory(store, progress=progress)  # type: ignore[no-any-return]
-    from agen.nest.process import process_factory
+    def __init__(self, store: Store, *, tick_s: float = 1.0, leader_ttl_ms: int = 10_000) -> None:
+        self.store = store
+        self.hub = Hub(store)
+        self.manager: Manager | None = None
+        self.leader = LeaderLoop(self.hub, ttl_ms=leader_ttl_ms, tick_s=tick_s)
+        self._task: asyncio.Task[None] | None = None
 
-    return process_factory(store.url, memory_limit=host_memory_limit, progress=progress)  # type: ignore[no-any-return]
+    async def start(self) -> None:
+        await self.leader.step()
+        self._task = asyncio.create_task(self.leader.run(), name="hub-leader")
 
-
-def check_backend(backend: str, host_memory_limit: int = 0) -> None:
-    from agen.errors import InvalidError
-
-    if backend not in ("inproc", "process"):
-        raise InvalidError(f"--backend {backend!r}: use inproc or process", field="--backend")
-    if host_memory_limit and backend != "process":
-        raise InvalidError(
-            "--host-memory-limit needs --backend process (an inproc instance shares this "
-            "process's memory)",
-            field="--host-memory-limit",
-        )
+    async def drain(self, timeout_s: float | None = None) -> None:
+        """Stop leading; the Nests keep their running work and report it to the next Hub they reach."""
+        self.hub.draining = True
+        await self.leader.stop()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+            self._task = None

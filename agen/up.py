@@ -51,6 +51,9 @@ class UpOptions:
         False  # any token may approve its own work (the local admin always may)
     )
     tui: bool = False  # show the terminal UI in this process, attached in-process (not --headless)
+    nest: bool = (
+        True  # False: `agen hub serve`, the Hub alone; Nests run elsewhere (`agen nest run`)
+    )
 
 
 class _Server(uvicorn.Server):
@@ -158,7 +161,12 @@ async def _tell_draining(node: Any, every_s: float = 5.0) -> None:
     """While draining, name on stderr the tasks still finishing their current step (tasks waiting for
     an approval or a child hold no slot: there is nothing to wait for)."""
     while True:
-        ids = sorted(t for inst in node.manager.instances.values() for t in inst.running)
+        manager = node.manager
+        ids = (
+            sorted(t for inst in manager.instances.values() for t in inst.running)
+            if manager
+            else []
+        )
         if ids:
             more = f" (+{len(ids) - 10} more)" if len(ids) > 10 else ""
             print(
@@ -217,7 +225,7 @@ def check_port_free(host: str, port: int, listen: str) -> None:
 
 async def serve(opts: UpOptions) -> None:
     from agen.api.app import create_app
-    from agen.node import LocalNode
+    from agen.node import HubNode, LocalNode
     from agen.ownership import hold_store_for_up, release
     from agen.store import open_store, store_path
 
@@ -233,13 +241,17 @@ async def serve(opts: UpOptions) -> None:
         lock.close()
         raise
     store = await open_store(opts.store)
-    node = LocalNode(
-        store,
-        capacity=opts.capacity,
-        lease_ms=opts.lease_ms,
-        drain_timeout_s=opts.drain_timeout_s,
-        backend=opts.backend,
-        host_memory_limit=opts.host_memory_limit,
+    node: LocalNode | HubNode = (
+        LocalNode(
+            store,
+            capacity=opts.capacity,
+            lease_ms=opts.lease_ms,
+            drain_timeout_s=opts.drain_timeout_s,
+            backend=opts.backend,
+            host_memory_limit=opts.host_memory_limit,
+        )
+        if opts.nest
+        else HubNode(store)
     )
     hub = node.hub
     url = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
@@ -288,9 +300,13 @@ async def serve(opts: UpOptions) -> None:
         (home / "up.pid").write_text(f"{os.getpid()}\n")
         if opts.retention_ms:
             pruner = asyncio.create_task(_prune(store, opts.retention_ms))
+        what = (
+            f"capacity {opts.capacity}, backend {opts.backend}"
+            if opts.nest
+            else "no local Nest: enrol Nests with `agen join-token create` and `agen nest run`"
+        )
         print(
-            f"agen up: Hub at {url} (store {store.url}, capacity {opts.capacity}, "
-            f"backend {opts.backend}); "
+            f"agen {'up' if opts.nest else 'hub serve'}: Hub at {url} (store {store.url}, {what}); "
             "Ctrl-C or `agen down` drains and stops",
             file=sys.stderr,
             flush=True,

@@ -579,6 +579,39 @@ WaitForWork = _rpc(
     f"{N}:wait_for_work",
     "Long-poll until tasks may have become leasable since a work generation.",
 )
+CreateJoinToken = _rpc(
+    "CreateJoinToken",
+    ns.CreateJoinTokenRequest,
+    ns.CreateJoinTokenResponse,
+    "admin",
+    f"{N}:create_join_token",
+    "A single-use token that enrols one Nest (`agen nest run --join-token`), with labels it gets.",
+)
+EnrolNest = _rpc(
+    "EnrolNest",
+    ns.EnrolNestRequest,
+    ns.EnrolNestResponse,
+    "join",
+    f"{N}:enrol_nest",
+    "Use up a join token: the Nest is registered and receives its own credential (scope nest).",
+)
+ListNests = _rpc(
+    "ListNests",
+    ns.ListNestsRequest,
+    ns.ListNestsResponse,
+    "viewer",
+    f"{N}:list_nests",
+    "Every Nest: labels, capacity, live instances, last heartbeat, state.",
+)
+RevokeNest = _rpc(
+    "RevokeNest",
+    ns.RevokeNestRequest,
+    Ok,
+    "admin",
+    f"{N}:revoke_nest",
+    "End a Nest's credential, assignments and leases for good; its tasks run elsewhere.",
+)
+FLEET_RPCS = (CreateJoinToken, EnrolNest, ListNests, RevokeNest)
 NEST_RPCS = (
     RegisterNest,
     ReportNest,
@@ -622,5 +655,6 @@ RPCS: dict[str, Rpc[Any, Any]] = {
         *FEEDBACK_RPCS,
         *EVAL_RPCS,
         *NEST_RPCS,
+        *FLEET_RPCS,
     )
 }

@@ -23,6 +23,7 @@ from agen.cli import (
     mcp,
     memory,
     observe,
+    scaleout,
     signals,
     submit,
     tasks,
@@ -65,6 +66,7 @@ for module in (
     memory,
     feedback,
     evals,
+    scaleout,
 ):
     module.register(app)
 

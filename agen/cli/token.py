@@ -17,7 +17,7 @@ def create(
         list[str],
         typer.Option(
             "--scope",
-            help="Scope: viewer, operator, approver, admin or nest (a Nest's credential) (repeatable).",
+            help="Scope: viewer, operator, approver or admin (repeatable). A Nest's credential comes from `agen join-token create`.",
             show_default=False,
         ),
     ],
@@ -55,7 +55,7 @@ def create(
     except ValueError as e:
         raise InvalidError(
             f"token create: {e}".splitlines()[0]
-            + f"; scopes are viewer, operator, approver, admin, nest; "
+            + f"; scopes are viewer, operator, approver, admin; "
             f"trust is operator, trusted or untrusted (got --scope {' '.join(scope)}, --trust {trust})"
         ) from None
     resp = with_client(hub, token, lambda c: c.call(r.CreateToken, req))

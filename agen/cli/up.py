@@ -64,8 +64,8 @@ def up(
 
     from agen.cli._common import parse_duration_ms
     from agen.errors import InvalidError
+    from agen.nest.backends import check_backend
     from agen.nest.process import parse_memory_limit
-    from agen.node import check_backend
     from agen.up import UpOptions, parse_listen, serve
 
     _, port = parse_listen(listen)

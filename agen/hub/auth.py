@@ -4,6 +4,10 @@ Tokens are ``agen_`` + 32 random bytes (urlsafe); only their SHA-256 is stored, 
 leaked database does not leak credentials. Scopes: viewer reads; operator deploys,
 runs, scales and cancels; approver decides approvals; nest is a Nest's credential (the Nest-facing
 RPCs and WhoAmI, nothing else); admin does everything.
+
+Three kinds of token authenticate: ``api`` (people and scripts), ``nest`` (a Nest's credential, bound to
+that Nest's id: it may act only for itself) and ``join`` (single-use, good for EnrolNest only, which
+uses it up in the same transaction that enrols the Nest). No API token can hold the nest scope.
 """
 
 from __future__ import annotations
@@ -19,6 +23,9 @@ from agen.store import Store, Tx, dumps, loads
 
 TOKEN_PREFIX = "agen_"
 SCOPES = ("viewer", "operator", "approver", "admin", "nest")
+USER_SCOPES = ("viewer", "operator", "approver", "admin")
+"""What CreateToken may grant: the nest scope comes only from enrolling a Nest with a join token."""
+JOIN_SCOPE = "join"
 TRUSTS = ("operator", "trusted", "untrusted")
 
 
@@ -32,6 +39,9 @@ class Principal:
     namespaces: frozenset[str] = field(default_factory=frozenset)
     trust: str = "trusted"
     kind: str = "api"
+    nest_id: str | None = None
+    """A Nest's credential is bound to its Nest: it may report, lease and complete for that Nest only.
+    None for the Nest in the Hub's own process (LOCAL_NEST), which enrols by name."""
 
     @property
     def subject(self) -> str:
@@ -132,6 +142,21 @@ def insert_token(
     return token_id, secret
 
 
+_REVOKED = {
+    "api": "the API token {id} was revoked; create one with `agen token create`",
+    "nest": "this Nest's credential ({id}) was revoked (`agen nests revoke`); a revoked Nest does not "
+    "come back: enrol a new one with a fresh `agen join-token create`",
+    "join": "the join token {id} was already used (join tokens are single-use); create another with "
+    "`agen join-token create`",
+}
+_EXPIRED = {
+    "api": "the API token {id} expired; create a new one with `agen token create`",
+    "nest": "this Nest's credential ({id}) expired; enrol again with `agen join-token create`",
+    "join": "the join token {id} expired before it was used; create another with "
+    "`agen join-token create --ttl 1h`",
+}
+
+
 class Authenticator:
     """Resolves bearer tokens to principals, with a short cache so hot paths skip the Store."""
 
@@ -151,22 +176,29 @@ class Authenticator:
         if hit is not None and hit[1] > now_ms and (hit[2] is None or hit[2] > now_ms):
             return hit[0]
         row = await self._store.one("SELECT * FROM tokens WHERE hash = ?", (digest,))
-        if row is None or row["kind"] not in ("api",) or row["revoked_ms"] is not None:
+        kind = row["kind"] if row is not None else None
+        if row is None or kind not in ("api", "nest", "join"):
             raise UnauthenticatedError(
                 "the API token is not valid (unknown or revoked); create one with `agen token create`"
             )
+        if row["revoked_ms"] is not None:
+            raise UnauthenticatedError(_REVOKED[kind].format(id=row["id"]))
         expires = row["expires_ms"]
         if expires is not None and expires <= now_ms:
-            raise UnauthenticatedError(
-                f"the API token {row['id']} expired; create a new one with `agen token create`"
-            )
+            raise UnauthenticatedError(_EXPIRED[kind].format(id=row["id"]))
         principal = Principal(
             id=row["id"],
             name=row["name"],
-            scopes=frozenset(loads(row["scopes"], [])),
+            scopes=frozenset([JOIN_SCOPE] if kind == "join" else loads(row["scopes"], [])),
             namespaces=frozenset(loads(row["namespaces"], [])),
             trust=row["trust"],
-            kind="local" if row["subject"] == LOCAL_ADMIN_SUBJECT else "api",
+            kind="local" if kind == "api" and row["subject"] == LOCAL_ADMIN_SUBJECT else kind,
+            nest_id=row["subject"] if kind == "nest" else None,
         )
-        self._cache[digest] = (principal, now_ms + self.CACHE_MS, expires)
+        if kind != "join":  # a join token is used up by EnrolNest: never served from the cache
+            self._cache[digest] = (principal, now_ms + self.CACHE_MS, expires)
         return principal
+
+    def forget(self, token_ids: set[str]) -> None:
+        """Drop revoked tokens from the cache at once (a revoked Nest must not get 5 more seconds)."""
+        self._cache = {k: v for k, v in self._cache.items() if v[0].id not in token_ids}

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from ulid import ULID
 
 from agen.bundle import Bundle, load_bundle_files
-from agen.errors import AgenError
+from agen.errors import AgenError, UnauthenticatedError
 from agen.nest.executor import ExecutorFactory
 from agen.nest.instance import Instance
 from agen.nest.port import START_FAILED, Assignment, HubPort, InstanceReport
@@ -118,6 +118,8 @@ class Manager:
         try:
             self.assignments = await self.port.report(self.nest_id, reports)
             self._final = []
+        except UnauthenticatedError:  # revoked: this Nest does not come back (seed 000 §10)
+            raise
         except (AgenError, OSError) as e:  # keep serving the last assignments
             log.warning(
                 "nest %s: cannot reach the Hub (%s); keeping the last assignments", self.name, e

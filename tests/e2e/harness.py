@@ -28,9 +28,16 @@ def free_port() -> int:
 class Up:
     """One `agen up --headless` on its own AGEN_HOME; the CLI finds it through local.json."""
 
-    def __init__(self, home: Path, port: int | None = None, args: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        home: Path,
+        port: int | None = None,
+        args: tuple[str, ...] = (),
+        command: tuple[str, ...] = ("up", "--headless"),
+    ) -> None:
         self.home = home
         self.args = args
+        self.command = command
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -46,7 +53,7 @@ class Up:
         self.home.mkdir(parents=True, exist_ok=True)
         out = open(self.log, "ab")  # noqa: SIM115 - owned by the child
         self.proc = subprocess.Popen(
-            [AGEN, "up", "--headless", "--listen", f"127.0.0.1:{self.port}", *self.args],
+            [AGEN, *self.command, "--listen", f"127.0.0.1:{self.port}", *self.args],
             env=self.env,
             stdout=out,
             stderr=out,

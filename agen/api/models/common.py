@@ -6,8 +6,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
-Scope = Literal["viewer", "operator", "approver", "admin", "nest"]
-SCOPES: tuple[Scope, ...] = ("viewer", "operator", "approver", "admin", "nest")
+Scope = Literal["viewer", "operator", "approver", "admin"]
+"""The scopes a token can be created with; ``nest`` comes only from enrolling a Nest (EnrolNest)."""
 NAME_PATTERN = r"^[a-z][a-z0-9-]{0,62}$"
 
 # Bounded numbers for request fields: a value past 64 bits is a 400 naming the field, never an

@@ -223,3 +223,61 @@ __all__ = [
     "WaitForWorkRequest",
     "WaitForWorkResponse",
 ]
+
+
+# Enrolment and the fleet of Nests (seed 000 §10): join tokens, EnrolNest, ListNests, RevokeNest.
+Labels = dict[
+    Annotated[str, Field(min_length=1, max_length=63)], Annotated[str, Field(max_length=200)]
+]
+
+
+class CreateJoinTokenRequest(Model):
+    ttl_ms: DurationMs = Field(3_600_000, description="how long the token can be used (once)")
+    labels: Labels = Field(
+        default_factory=dict, description="labels the enrolled Nest gets (its own --label wins)"
+    )
+    name: str | None = Field(None, max_length=100)
+
+
+class CreateJoinTokenResponse(Model):
+    token: str
+    id: str
+    expires_ms: int
+    labels: dict[str, str]
+
+
+class EnrolNestRequest(Model):
+    name: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    capacity: Count = 8
+    labels: Labels = Field(default_factory=dict)
+
+
+class EnrolNestResponse(Model):
+    nest_id: str
+    token: str = Field(
+        description="the Nest's own credential (scope nest); shown once, keep it 0600"
+    )
+    labels: dict[str, str]
+
+
+class NestInfo(Model):
+    id: str
+    name: str
+    labels: dict[str, str]
+    capacity: int
+    state: str
+    instances: int
+    last_heartbeat_ms: int
+    created_ms: int
+
+
+class ListNestsRequest(Model):
+    pass
+
+
+class ListNestsResponse(Model):
+    nests: list[NestInfo]
+
+
+class RevokeNestRequest(Model):
+    nest: str = Field(min_length=1, max_length=100, description="a Nest's id or name")

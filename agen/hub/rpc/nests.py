@@ -12,9 +12,10 @@ from typing import Any
 
 from agen.api.models import nests as m
 from agen.api.models.common import Ok
-from agen.errors import AgenError, ConflictError, NotFoundError
+from agen.errors import AgenError, ConflictError, DeniedError, NotFoundError
 from agen.hub import queue
 from agen.hub.auth import Principal
+from agen.hub.fleet import enrol
 from agen.hub.fleet.definitions import get_definition_files
 from agen.hub.fleet.instances import register_nest as _register
 from agen.hub.fleet.instances import report_status
@@ -24,6 +25,31 @@ from agen.hub.service import Hub
 from agen.store import Tx, loads
 
 OK = Ok()
+
+
+def _own_nest(p: Principal, nest_id: str) -> None:
+    """A Nest's credential acts for its own Nest only (the in-process Nest's is not bound to one)."""
+    if p.nest_id is not None and p.nest_id != nest_id:
+        raise DeniedError(
+            f"this Nest credential belongs to nest {p.nest_id}; it cannot act for nest {nest_id}",
+            nest_id=nest_id,
+        )
+
+
+def _own_tasks(tx: Tx, p: Principal, task_ids: list[str]) -> None:
+    """A bound Nest reports only on tasks it leased (the lease id is the fence; this names the thief)."""
+    if p.nest_id is None or not task_ids:
+        return
+    marks = ",".join("?" * len(task_ids))
+    other = tx.one(
+        f"SELECT id FROM tasks WHERE id IN ({marks}) AND (lease_nest_id IS NULL OR lease_nest_id != ?)",
+        (*task_ids, p.nest_id),
+    )
+    if other is not None:
+        raise DeniedError(
+            f"task {other['id']} is not leased by nest {p.nest_id}; a Nest reports only on its own leases",
+            task_id=other["id"],
+        )
 
 
 def _known_nest(tx: Tx, nest_id: str) -> None:
@@ -36,16 +62,31 @@ def _known_nest(tx: Tx, nest_id: str) -> None:
 async def register_nest(
     hub: Hub, p: Principal, req: m.RegisterNestRequest
 ) -> m.RegisterNestResponse:
-    nest_id = await hub.store.write(
-        lambda tx: _register(tx, req.name, capacity=req.capacity, labels=req.labels)
-    )
-    return m.RegisterNestResponse(nest_id=nest_id)
+    def fn(tx: Tx) -> str:
+        labels = req.labels
+        if (
+            p.nest_id is not None
+        ):  # an enrolled Nest restarting: same name, its enrolment labels kept
+            row = tx.one("SELECT name, labels FROM nests WHERE id = ?", (p.nest_id,))
+            if row is None or row["name"] != req.name:
+                raise DeniedError(
+                    f"this Nest credential belongs to nest {p.nest_id}"
+                    + (f" ({row['name']})" if row else "")
+                    + f", not {req.name!r}; start it with its own --name or enrol a new Nest",
+                    nest=req.name,
+                )
+            labels = {**loads(row["labels"], {}), **req.labels}
+        return _register(tx, req.name, capacity=req.capacity, labels=labels)
+
+    return m.RegisterNestResponse(nest_id=await hub.store.write(fn))
 
 
 async def report_nest(hub: Hub, p: Principal, req: m.ReportNestRequest) -> m.ReportNestResponse:
     reports = list(
         {r.id: r for r in req.instances}.values()
     )  # one row per instance id: the last report wins
+
+    _own_nest(p, req.nest_id)
 
     def fn(tx: Tx) -> list[m.Assignment]:
         _known_nest(tx, req.nest_id)
@@ -103,6 +144,7 @@ def leased_task(row: dict[str, Any], *, started: bool) -> m.LeasedTask:
 
 
 async def lease_tasks(hub: Hub, p: Principal, req: m.LeaseTasksRequest) -> m.LeaseTasksResponse:
+    _own_nest(p, req.nest_id)
     if hub.draining or req.limit == 0:
         return m.LeaseTasksResponse(tasks=[])
 
@@ -123,7 +165,11 @@ async def lease_tasks(hub: Hub, p: Principal, req: m.LeaseTasksRequest) -> m.Lea
 
 
 async def mark_running(hub: Hub, p: Principal, req: m.MarkRunningRequest) -> Ok:
-    await hub.store.write(lambda tx: queue.mark_running(tx, req.lease.task_id, req.lease.lease_id))
+    def fn(tx: Tx) -> None:
+        _own_tasks(tx, p, [req.lease.task_id])
+        queue.mark_running(tx, req.lease.task_id, req.lease.lease_id)
+
+    await hub.store.write(fn)
     return OK
 
 
@@ -134,6 +180,7 @@ async def extend_leases(
         return m.ExtendLeasesResponse(lost=[])
 
     def fn(tx: Tx) -> list[str]:
+        _own_tasks(tx, p, [ref.task_id for ref in req.leases])
         lost = []
         for ref in req.leases:
             try:
@@ -146,8 +193,9 @@ async def extend_leases(
 
 
 async def complete_task(hub: Hub, p: Principal, req: m.CompleteTaskRequest) -> Ok:
-    await hub.store.write(
-        lambda tx: complete_from_nest(
+    def fn(tx: Tx) -> None:
+        _own_tasks(tx, p, [req.lease.task_id])
+        complete_from_nest(
             tx,
             req.lease.task_id,
             req.lease.lease_id,
@@ -155,38 +203,104 @@ async def complete_task(hub: Hub, p: Principal, req: m.CompleteTaskRequest) -> O
             outcome=req.outcome,
             error=req.error,
         )
-    )
+
+    await hub.store.write(fn)
     return OK
 
 
 async def release_task(hub: Hub, p: Principal, req: m.ReleaseTaskRequest) -> Ok:
-    await hub.store.write(
-        lambda tx: queue.release_task(
+    def fn(tx: Tx) -> None:
+        _own_tasks(tx, p, [req.lease.task_id])
+        queue.release_task(
             tx,
             req.lease.task_id,
             req.lease.lease_id,
             count_attempt=req.count_attempt,
             reason=req.reason,
         )
-    )
+
+    await hub.store.write(fn)
     hub.work.notify()
     return OK
 
 
 async def suspend_task(hub: Hub, p: Principal, req: m.SuspendTaskRequest) -> Ok:
-    await hub.store.write(
-        lambda tx: queue.suspend_task(tx, req.lease.task_id, req.lease.lease_id, req.wait_for)
-    )
+    def fn(tx: Tx) -> None:
+        _own_tasks(tx, p, [req.lease.task_id])
+        queue.suspend_task(tx, req.lease.task_id, req.lease.lease_id, req.wait_for)
+
+    await hub.store.write(fn)
     return OK
 
 
 async def report_progress(
     hub: Hub, p: Principal, req: m.ReportProgressRequest
 ) -> m.ReportProgressResponse:
-    return m.ReportProgressResponse(
-        recorded=await hub.store.write(lambda tx: _progress(tx, req.task_id, req.progress))
-    )
+    def fn(tx: Tx) -> bool:
+        _own_tasks(tx, p, [req.task_id])
+        return _progress(tx, req.task_id, req.progress)
+
+    return m.ReportProgressResponse(recorded=await hub.store.write(fn))
 
 
 async def wait_for_work(hub: Hub, p: Principal, req: m.WaitForWorkRequest) -> m.WaitForWorkResponse:
     return m.WaitForWorkResponse(generation=await hub.work.wait(req.seen, req.wait_seconds))
+
+
+async def create_join_token(
+    hub: Hub, p: Principal, req: m.CreateJoinTokenRequest
+) -> m.CreateJoinTokenResponse:
+    if p.namespaces:  # a Nest runs every namespace's work: only an unlimited admin may add one
+        raise DeniedError(
+            "a token limited to namespaces cannot enrol Nests (a Nest runs every namespace's work)"
+        )
+    token_id, secret, expires = await hub.store.write(
+        lambda tx: enrol.create_join_token(
+            tx, ttl_ms=req.ttl_ms, labels=req.labels, name=req.name, created_by=p.subject
+        )
+    )
+    return m.CreateJoinTokenResponse(
+        token=secret, id=token_id, expires_ms=expires, labels=req.labels
+    )
+
+
+async def enrol_nest(hub: Hub, p: Principal, req: m.EnrolNestRequest) -> m.EnrolNestResponse:
+    if p.kind != "join":
+        raise DeniedError(
+            "EnrolNest takes a join token as its bearer token; make one with `agen join-token create`"
+        )
+    done = await hub.store.write(
+        lambda tx: enrol.enrol_nest(tx, p, name=req.name, capacity=req.capacity, labels=req.labels)
+    )
+    hub.desired_state_changed()
+    return m.EnrolNestResponse(nest_id=done.nest_id, token=done.token, labels=done.labels)
+
+
+async def list_nests(hub: Hub, p: Principal, req: m.ListNestsRequest) -> m.ListNestsResponse:
+    rows = await hub.store.all(
+        "SELECT n.*, (SELECT COUNT(*) FROM instances i WHERE i.nest_id = n.id"
+        " AND i.state NOT IN ('stopped', 'failed')) AS live FROM nests n ORDER BY n.name"
+    )
+    return m.ListNestsResponse(
+        nests=[
+            m.NestInfo(
+                id=r["id"],
+                name=r["name"],
+                labels=loads(r["labels"], {}),
+                capacity=r["capacity"],
+                state=r["state"],
+                instances=r["live"],
+                last_heartbeat_ms=r["last_heartbeat_ms"],
+                created_ms=r["created_ms"],
+            )
+            for r in rows
+        ]
+    )
+
+
+async def revoke_nest(hub: Hub, p: Principal, req: m.RevokeNestRequest) -> Ok:
+    name, tokens = await hub.store.write(lambda tx: enrol.revoke_nest(tx, req.nest, by=p.subject))
+    hub.auth.forget(tokens)
+    hub.desired_state_changed()
+    hub.work.notify()
+    return Ok(message=f"nest {name} revoked: its credential, assignments and leases ended")

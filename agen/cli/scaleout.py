@@ -1,0 +1,276 @@
+"""Running apart: ``agen hub serve`` (the Hub alone), ``agen nest run`` (a Nest in its own process),
+``agen join-token create`` (enrol one Nest) and ``agen nests`` (list, revoke)."""
+
+from __future__ import annotations
+
+import socket
+from typing import Annotated
+
+import typer
+
+from agen.cli._common import HubOpt, JsonOpt, TokenOpt, err, make_request, print_json
+
+hub_app = typer.Typer(help="The Hub on its own (Nests run elsewhere).", no_args_is_help=True)
+nest_app = typer.Typer(help="A Nest in its own process, enrolled with a Hub.", no_args_is_help=True)
+join_app = typer.Typer(help="One-time tokens that enrol Nests.", no_args_is_help=True)
+nests_app = typer.Typer(help="The Nests a Hub knows.", no_args_is_help=False)
+
+LabelOpt = Annotated[
+    list[str] | None,
+    typer.Option("--label", help="Label key=value (repeatable).", show_default=False),
+]
+
+
+def _port_ok(listen: str, flag: str) -> None:
+    from agen.errors import InvalidError
+    from agen.up import parse_listen
+
+    _, port = parse_listen(listen)
+    if not 1 <= port <= 65535:
+        raise InvalidError(
+            f"{flag} {listen}: port {port} is out of range; use 1 to 65535", field=flag
+        )
+
+
+@hub_app.command("serve")
+def hub_serve(
+    listen: Annotated[
+        str, typer.Option("--listen", help="Listen address (loopback unless AGEN_INSECURE=1).")
+    ] = "127.0.0.1:7070",
+    store: Annotated[
+        str | None,
+        typer.Option("--store", help="Store URL (default: as agen up).", show_default=False),
+    ] = None,
+    retention: Annotated[
+        str,
+        typer.Option(
+            "--retention", help="Delete spans, log lines and trigger events older than this."
+        ),
+    ] = "720h",
+) -> None:
+    """The Hub alone: API, scheduler, triggers; Nests enrol with `agen nest run`.
+
+    Examples:
+
+    \b
+      agen hub serve --listen 127.0.0.1:7070
+      agen join-token create --label zone=a
+    """
+    import asyncio
+
+    from agen.cli._common import parse_duration_ms
+    from agen.up import UpOptions, serve
+
+    _port_ok(listen, "--listen")
+    opts = UpOptions(
+        listen=listen,
+        store=store,
+        retention_ms=parse_duration_ms(retention, flag="--retention"),
+        nest=False,
+    )
+    asyncio.run(serve(opts))
+
+
+@nest_app.command("run")
+def nest_run(
+    hub: Annotated[str, typer.Option("--hub", help="The Hub's URL.", show_default=False)],
+    store: Annotated[
+        str,
+        typer.Option(
+            "--store",
+            help="The store the Hub uses (instances write run data there), e.g. sqlite:/path/agen.db.",
+            show_default=False,
+        ),
+    ],
+    join_token: Annotated[
+        str | None,
+        typer.Option(
+            "--join-token",
+            envvar="AGEN_JOIN_TOKEN",
+            help="One-time join token from `agen join-token create` (first start only).",
+            show_default=False,
+        ),
+    ] = None,
+    name: Annotated[
+        str | None,
+        typer.Option(
+            "--name", help="Nest name (default: this machine's host name).", show_default=False
+        ),
+    ] = None,
+    label: LabelOpt = None,
+    capacity: Annotated[
+        int, typer.Option("--capacity", help="Maximum instances (0 = unlimited).")
+    ] = 8,
+    backend: Annotated[
+        str, typer.Option("--backend", help="Where instances run: inproc or process.")
+    ] = "inproc",
+    host_memory_limit: Annotated[
+        str,
+        typer.Option("--host-memory-limit", help="With --backend process: cap each host's memory."),
+    ] = "0",
+    data_dir: Annotated[
+        str | None,
+        typer.Option(
+            "--data-dir",
+            help="Where the Nest keeps its credential (default: AGEN_HOME/nests/<name>).",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Run a Nest that pulls work from a Hub; Ctrl-C drains and stops it.
+
+    Examples:
+
+    \b
+      agen nest run --hub http://127.0.0.1:7070 --store sqlite:$HOME/.agen/agen.db --join-token agen_…
+      agen nest run --hub http://127.0.0.1:7070 --store sqlite:$HOME/.agen/agen.db   # enrolled before
+    """
+    import asyncio
+    from pathlib import Path
+
+    from agen.client import check_hub_url
+    from agen.errors import InvalidError
+    from agen.hub.observe.events import parse_labels
+    from agen.nest.backends import check_backend
+    from agen.nest.process import parse_memory_limit
+    from agen.nest.remote import NestOptions, run_nest
+
+    if capacity < 0:
+        raise InvalidError(
+            f"--capacity {capacity}: must be 0 (unlimited) or more", field="--capacity"
+        )
+    memory = parse_memory_limit(host_memory_limit)
+    check_backend(backend, memory)
+    nest_name = name or socket.gethostname().split(".")[0] or "nest"
+    opts = NestOptions(
+        hub=check_hub_url(hub, "--hub"),
+        store=store,
+        name=nest_name,
+        join_token=join_token or None,
+        labels=parse_labels(label or []),
+        capacity=capacity,
+        backend=backend,
+        host_memory_limit=memory,
+        data_dir=Path(data_dir).expanduser() if data_dir else None,
+    )
+    asyncio.run(run_nest(opts))
+
+
+@join_app.command("create")
+def join_token_create(
+    ttl: Annotated[
+        str, typer.Option("--ttl", help="How long the token can be used (once).")
+    ] = "1h",
+    label: LabelOpt = None,
+    name: Annotated[
+        str | None, typer.Option("--name", help="A note for the token.", show_default=False)
+    ] = None,
+    hub: HubOpt = None,
+    token: TokenOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """A single-use token that enrols one Nest (admin).
+
+    Examples:
+
+    \b
+      agen join-token create --ttl 30m --label zone=a
+    """
+    from agen.api import registry as r
+    from agen.api.models.nests import CreateJoinTokenRequest
+    from agen.cli._common import parse_duration_ms
+    from agen.cli._hub import with_client
+    from agen.errors import InvalidError
+    from agen.hub.observe.events import parse_labels
+
+    ttl_ms = parse_duration_ms(ttl, flag="--ttl")
+    if ttl_ms <= 0:
+        raise InvalidError("--ttl must be more than 0 (a join token always expires)", field="--ttl")
+    req = make_request(
+        CreateJoinTokenRequest,
+        {"labels": "--label"},
+        ttl_ms=ttl_ms,
+        labels=parse_labels(label or []),
+        name=name,
+    )
+    resp = with_client(hub, token, lambda c: c.call(r.CreateJoinToken, req))
+    if json_out:
+        print_json(resp.model_dump(mode="json"))
+        return
+    print(resp.token)
+    err(
+        f"join token {resp.id}: enrols one Nest within {ttl}; use it with `agen nest run --join-token`"
+    )
+
+
+@nests_app.callback(invoke_without_command=True)
+def nests_ls(
+    ctx: typer.Context, hub: HubOpt = None, token: TokenOpt = None, json_out: JsonOpt = False
+) -> None:
+    """Every Nest: labels, capacity, instances, last heartbeat, state.
+
+    Examples:
+
+    \b
+      agen nests
+      agen nests revoke nest-b
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from agen.api import registry as r
+    from agen.api.models.nests import ListNestsRequest
+    from agen.cli._hub import ago, with_client
+    from agen.cli._table import print_table
+
+    resp = with_client(hub, token, lambda c: c.call(r.ListNests, ListNestsRequest()))
+    if json_out:
+        print_json(resp.model_dump(mode="json"))
+        return
+    print_table(
+        ("NAME", "ID", "STATE", "CAPACITY", "INSTANCES", "LABELS", "HEARTBEAT"),
+        [
+            (
+                n.name,
+                n.id,
+                n.state,
+                str(n.capacity or "any"),
+                str(n.instances),
+                ",".join(f"{k}={v}" for k, v in sorted(n.labels.items())) or "-",
+                ago(n.last_heartbeat_ms),
+            )
+            for n in resp.nests
+        ],
+    )
+
+
+@nests_app.command("revoke")
+def nests_revoke(
+    nest: Annotated[str, typer.Argument(help="The Nest's id or name.", show_default=False)],
+    hub: HubOpt = None,
+    token: TokenOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """End a Nest's credential, assignments and leases for good (admin).
+
+    Examples:
+
+    \b
+      agen nests revoke nest-b
+    """
+    from agen.api import registry as r
+    from agen.api.models.nests import RevokeNestRequest
+    from agen.cli._hub import with_client
+
+    req = make_request(RevokeNestRequest, {"nest": "NEST"}, nest=nest)
+    resp = with_client(hub, token, lambda c: c.call(r.RevokeNest, req))
+    if json_out:
+        print_json(resp.model_dump(mode="json"))
+        return
+    print(resp.message)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(hub_app, name="hub")
+    app.add_typer(nest_app, name="nest")
+    app.add_typer(join_app, name="join-token")
+    app.add_typer(nests_app, name="nests")

@@ -1,0 +1,129 @@
+"""Enrolling Nests that run in other processes or on other machines (seed 000 §10).
+
+An admin makes a single-use join token (``agen join-token create``); ``agen nest run --join-token T``
+presents it once to EnrolNest, which in one transaction uses the token up, registers the Nest (with the
+join token's labels, then its own) and mints the Nest's credential: a ``nest`` token bound to that Nest's
+id, with the nest scope only. The Nest keeps it (0600) and uses it from then on. Revoking a Nest ends
+its credential, its assignments and its leases; a revoked Nest never comes back under that name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agen.errors import ConflictError, NotFoundError, UnauthenticatedError
+from agen.hub.auth import Principal, hash_token, new_secret
+from agen.hub.fleet.instances import register_nest
+from agen.hub.queue.lease import release_task
+from agen.store import Tx, dumps, loads
+from agen.store.base import new_ulid
+
+DEFAULT_JOIN_TTL_MS = 3_600_000
+
+
+@dataclass(frozen=True)
+class Enrolled:
+    nest_id: str
+    token: str
+    labels: dict[str, str]
+
+
+def create_join_token(
+    tx: Tx, *, ttl_ms: int, labels: dict[str, str], name: str | None, created_by: str
+) -> tuple[str, str, int]:
+    """A single-use join token: (id, secret, expires_ms). Only its hash is stored; who made it is in the
+    event log (``nest.join_token``)."""
+    token_id, secret = new_ulid(), new_secret()
+    expires = tx.now_ms + ttl_ms
+    tx.execute(
+        "INSERT INTO tokens (id, name, kind, hash, scopes, namespaces, trust, labels,"
+        " created_ms, expires_ms) VALUES (?,?, 'join', ?, '[]', '[]', 'trusted', ?, ?, ?)",
+        (token_id, name, hash_token(secret), dumps(labels), tx.now_ms, expires),
+    )
+    tx.event(
+        "default",
+        "nest.join_token",
+        data={"token_id": token_id, "by": created_by, "expires_ms": expires, "labels": labels},
+    )
+    return token_id, secret, expires
+
+
+def enrol_nest(
+    tx: Tx, join: Principal, *, name: str, capacity: int, labels: dict[str, str]
+) -> Enrolled:
+    """Use up ``join`` and enrol the Nest ``name``; its credential is returned once."""
+    used = tx.execute(
+        "UPDATE tokens SET revoked_ms = ?, last_used_ms = ? WHERE id = ? AND kind = 'join'"
+        " AND revoked_ms IS NULL",
+        (tx.now_ms, tx.now_ms, join.id),
+    )
+    if used != 1:  # two Nests raced on one token: the second finds it used
+        raise UnauthenticatedError(
+            f"the join token {join.id} was already used (join tokens are single-use); create another "
+            "with `agen join-token create`"
+        )
+    existing = tx.one("SELECT id, state FROM nests WHERE name = ?", (name,))
+    if existing is not None and existing["state"] == "revoked":
+        raise ConflictError(
+            f"nest {name!r} ({existing['id']}) was revoked and cannot come back; start it with "
+            "another --name",
+            nest=name,
+        )
+    row = tx.one("SELECT labels FROM tokens WHERE id = ?", (join.id,))
+    merged = {**loads(row["labels"] if row else None, {}), **labels}
+    nest_id = register_nest(tx, name, capacity=capacity, labels=merged)
+    tx.execute(  # an earlier credential of this Nest (enrolled again with a new join token) ends
+        "UPDATE tokens SET revoked_ms = ? WHERE kind = 'nest' AND subject = ? AND revoked_ms IS NULL",
+        (tx.now_ms, nest_id),
+    )
+    token_id, secret = new_ulid(), new_secret()
+    tx.execute(
+        "INSERT INTO tokens (id, name, kind, hash, scopes, namespaces, trust, subject, created_ms)"
+        " VALUES (?,?, 'nest', ?, '[\"nest\"]', '[]', 'trusted', ?, ?)",
+        (token_id, f"nest {name}", hash_token(secret), nest_id, tx.now_ms),
+    )
+    tx.event(
+        "default",
+        "nest.enrolled",
+        data={"nest_id": nest_id, "name": name, "labels": merged, "join_token": join.id},
+    )
+    return Enrolled(nest_id=nest_id, token=secret, labels=merged)
+
+
+def revoke_nest(tx: Tx, nest_id: str, *, by: str) -> tuple[str, set[str]]:
+    """Revoke a Nest: its credentials end, its assignments go, its leases are released (the tasks run
+    elsewhere) and it is marked revoked for good. Returns (name, the revoked token ids)."""
+    row = tx.one("SELECT name, state FROM nests WHERE id = ? OR name = ?", (nest_id, nest_id))
+    if row is None:
+        raise NotFoundError(
+            f"no nest {nest_id!r}; `agen nests` lists them with their ids", nest=nest_id
+        )
+    name = str(row["name"])
+    nid = str(tx.scalar("SELECT id FROM nests WHERE name = ?", (name,)))
+    tokens = {
+        str(r["id"])
+        for r in tx.all(
+            "SELECT id FROM tokens WHERE kind = 'nest' AND subject = ? AND revoked_ms IS NULL",
+            (nid,),
+        )
+    }
+    tx.execute(
+        "UPDATE tokens SET revoked_ms = ? WHERE kind = 'nest' AND subject = ? AND revoked_ms IS NULL",
+        (tx.now_ms, nid),
+    )
+    tx.execute("UPDATE nests SET state = 'revoked' WHERE id = ?", (nid,))
+    tx.execute("DELETE FROM assignments WHERE nest_id = ?", (nid,))
+    tx.execute(
+        "UPDATE instances SET state = 'stopped', exit_reason = 'nest revoked', updated_ms = ?"
+        " WHERE nest_id = ? AND state NOT IN ('stopped', 'failed')",
+        (tx.now_ms, nid),
+    )
+    for t in tx.all(
+        "SELECT id, lease_id FROM tasks WHERE lease_nest_id = ? AND state IN ('leased', 'running')",
+        (nid,),
+    ):
+        release_task(tx, t["id"], t["lease_id"], count_attempt=False, reason=f"nest {name} revoked")
+    tx.event(
+        "default", "nest.revoked", severity="warning", data={"nest_id": nid, "name": name, "by": by}
+    )
+    return name, tokens

@@ -1,0 +1,173 @@
+"""``agen nest run``: a Nest in its own process, on this machine or another, talking to the Hub only
+through the API (the same ClientHubPort the Nest beside an ``agen up`` Hub uses, over HTTP).
+
+First start: the one-time join token enrols the Nest (EnrolNest) and its own credential (scope nest,
+bound to this Nest) is saved 0600 in its data folder (default AGEN_HOME/nests/<name>/nest.json); later
+starts use that credential. A saved credential the Hub rejects is replaced by a fresh enrolment when a
+join token is at hand. Run data (runs, messages, spans) goes straight to the store named by ``--store``,
+the one the Hub uses, so running agents keep checkpointing while the Hub is away; the Manager keeps its
+last assignments running and reports again when the Hub answers. A revoked credential stops the Nest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import signal
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from agen._home import agen_home, make_private_dir, write_private
+from agen.errors import InvalidError, UnauthenticatedError
+
+if TYPE_CHECKING:
+    from agen.nest.manager import Manager
+    from agen.store import Store
+
+log = logging.getLogger("agen.nest")
+CREDENTIAL = "nest.json"
+
+
+@dataclass
+class NestOptions:
+    hub: str
+    store: str
+    name: str
+    join_token: str | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    capacity: int = 8
+    backend: str = "inproc"
+    host_memory_limit: int = 0
+    data_dir: Path | None = None
+    lease_ms: int = 30_000
+    heartbeat_s: float = 1.0
+    drain_timeout_s: float = 300.0
+
+    @property
+    def folder(self) -> Path:
+        return self.data_dir or agen_home() / "nests" / self.name
+
+
+@dataclass(frozen=True)
+class Credential:
+    hub: str
+    nest_id: str
+    token: str
+
+
+def read_credential(folder: Path, hub: str) -> Credential | None:
+    """This Nest's saved credential for ``hub``, or None (none yet, or one for another Hub)."""
+    path = folder / CREDENTIAL
+    try:
+        data = json.loads(path.read_text())
+        cred = Credential(hub=data["hub"], nest_id=data["nest_id"], token=data["token"])
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise InvalidError(
+            f"{path}: not a Nest credential ({e}); delete it and start again with --join-token",
+            file=str(path),
+        ) from None
+    return cred if cred.hub.rstrip("/") == hub.rstrip("/") else None
+
+
+async def enrol(opts: NestOptions) -> Credential:
+    from agen.api import registry as r
+    from agen.api.models.nests import EnrolNestRequest
+    from agen.client import Client
+
+    if not opts.join_token:
+        raise InvalidError(
+            f"nest {opts.name} is not enrolled with {opts.hub} yet: pass --join-token (make one on the "
+            "Hub's machine with `agen join-token create`)",
+            field="--join-token",
+        )
+    async with Client.http(opts.hub, opts.join_token) as client:
+        resp = await client.call(
+            r.EnrolNest,
+            EnrolNestRequest(name=opts.name, capacity=opts.capacity, labels=opts.labels),
+        )
+    cred = Credential(hub=opts.hub, nest_id=resp.nest_id, token=resp.token)
+    make_private_dir(opts.folder)
+    write_private(
+        opts.folder / CREDENTIAL,
+        json.dumps({"hub": cred.hub, "nest_id": cred.nest_id, "token": cred.token}) + "\n",
+    )
+    print(
+        f"agen nest: enrolled as nest {opts.name} ({cred.nest_id}); credential saved in "
+        f"{opts.folder / CREDENTIAL}",
+        file=sys.stderr,
+        flush=True,
+    )
+    return cred
+
+
+async def _manager(opts: NestOptions, cred: Credential, store: Store) -> Manager:
+    from agen.client import Client
+    from agen.nest.backends import backend_factory
+    from agen.nest.client_port import ClientHubPort
+    from agen.nest.manager import Manager
+
+    port = ClientHubPort(Client.http(opts.hub, cred.token))
+    manager = Manager(
+        port,
+        executor_factory=backend_factory(
+            store,
+            opts.backend,
+            opts.host_memory_limit,
+            progress=port.report_progress,
+        ),
+        name=opts.name,
+        capacity=opts.capacity,
+        labels=opts.labels,
+        lease_ms=opts.lease_ms,
+        heartbeat_s=opts.heartbeat_s,
+        drain_timeout_s=opts.drain_timeout_s,
+    )
+    await manager.start()
+    return manager
+
+
+async def run_nest(opts: NestOptions) -> None:
+    """Enrol if needed, then run the Manager until SIGINT/SIGTERM (drain) or a revoked credential."""
+    from agen.store import open_store
+
+    cred = read_credential(opts.folder, opts.hub)
+    store = await open_store(opts.store)
+    try:
+        if cred is None:
+            cred = await enrol(opts)
+        try:
+            manager = await _manager(opts, cred, store)
+        except UnauthenticatedError:
+            if not opts.join_token:
+                raise
+            log.warning("nest %s: the saved credential was refused; enrolling again", opts.name)
+            cred = await enrol(opts)
+            manager = await _manager(opts, cred, store)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        print(
+            f"agen nest: nest {opts.name} ({manager.nest_id}) runs up to {opts.capacity or 'any'} "
+            f"instances for {opts.hub} (store {store.url}, backend {opts.backend}); Ctrl-C drains and stops",
+            file=sys.stderr,
+            flush=True,
+        )
+        running = asyncio.create_task(manager.run(), name="nest-manager")
+        stopping = asyncio.create_task(stop.wait())
+        await asyncio.wait({running, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if running.done():
+            running.result()  # a revoked credential ends the Nest: raise why
+        print("agen nest: draining", file=sys.stderr, flush=True)
+        await manager.drain()
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+        print("agen nest: stopped", file=sys.stderr, flush=True)
+    finally:
+        await store.close()

@@ -1,0 +1,107 @@
+"""A Hub alone (`agen hub serve`) and a Nest in another process (`agen nest run`) enrolled by a join token."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.e2e.harness import AGEN, Up, wait_until
+
+HELLO = Path(__file__).resolve().parents[2] / "bundles" / "hello"
+
+
+class Nest:
+    """One `agen nest run` process with its own AGEN_HOME."""
+
+    def __init__(self, hub: Up, home: Path, name: str, *args: str) -> None:
+        self.home, self.name, self.log = home, name, home / "nest.log"
+        home.mkdir(parents=True, exist_ok=True)
+        env = {k: v for k, v in os.environ.items() if k not in ("AGEN_HUB", "AGEN_TOKEN")}
+        env["AGEN_HOME"] = str(home)
+        cmd = [AGEN, "nest", "run", "--hub", hub.url, "--store", f"sqlite:{hub.home / 'agen.db'}"]
+        out = open(self.log, "ab")  # noqa: SIM115 - owned by the child
+        self.proc = subprocess.Popen([*cmd, "--name", name, *args], env=env, stdout=out, stderr=out)
+
+    @property
+    def credential(self) -> dict[str, Any]:
+        return dict(json.loads((self.home / "nests" / self.name / "nest.json").read_text()))
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(60)
+
+
+def _nests(hub: Up) -> dict[str, Any]:
+    return {n["name"]: n for n in hub.json("nests")["nests"]}
+
+
+def test_a_nest_in_another_process_enrols_once_runs_work_and_holds_only_the_nest_scope(
+    tmp_path: Path,
+) -> None:
+    hub = Up(tmp_path / "hub", command=("hub", "serve")).start()
+    nest: Nest | None = None
+    try:
+        hub.agen("deploy", str(HELLO))
+        join = hub.json("join-token", "create", "--label", "zone=a")
+        nest = Nest(
+            hub, tmp_path / "nest", "n1", "--join-token", join["token"], "--label", "team=x"
+        )
+        wait_until(lambda: "n1" in _nests(hub), what="the nest enrolled")
+        first = hub.agen("run", "hello", "hi from far", "--timeout", "2m")
+        assert "succeeded" in first.stderr and "Hello!" in first.stdout  # run by the Nest: no other
+        n1 = _nests(hub)["n1"]
+        assert n1["state"] == "active" and n1["labels"] == {"zone": "a", "team": "x"}
+        cred = nest.credential
+        mode = (tmp_path / "nest" / "nests" / "n1" / "nest.json").stat().st_mode & 0o777
+        assert mode == 0o600
+
+        # The Nest's credential may do the Nest's work only.
+        for method in ("ListTasks", "CreateToken", "SubmitTask", "Shutdown"):
+            assert hub.http(method, {}, token=cred["token"]).status_code == 403, method
+        # The join token was used up.
+        again = hub.http("EnrolNest", {"name": "n2"}, token=join["token"])
+        assert again.status_code == 401 and "already used" in again.json()["error"]["message"]
+
+        # Restarted without a join token, the Nest uses its saved credential.
+        assert nest.stop() == 0
+        nest = Nest(hub, tmp_path / "nest", "n1")
+        assert "succeeded" in hub.agen("run", "hello", "again", "--timeout", "2m").stderr
+        assert nest.credential == cred
+
+        # Revoked, it stops and says why.
+        assert "revoked" in hub.agen("nests", "revoke", "n1").stdout
+        assert nest.proc.wait(60) != 0
+        assert "revoked" in nest.log.read_text()
+        assert _nests(hub)["n1"]["state"] == "revoked"
+    finally:
+        if nest is not None:
+            nest.stop()
+        hub.stop()
+
+
+def test_expired_join_tokens_and_user_tokens_cannot_enrol_a_nest(tmp_path: Path) -> None:
+    hub = Up(tmp_path / "hub", command=("hub", "serve")).start()
+    try:
+        expired = hub.json("join-token", "create", "--ttl", "1ms")["token"]
+        wait_until(
+            lambda: hub.http("EnrolNest", {"name": "late"}, token=expired).status_code == 401,
+            what="the join token expired",
+        )
+        late = hub.http("EnrolNest", {"name": "late"}, token=expired).json()["error"]["message"]
+        assert "expired" in late
+        admin = hub.http("EnrolNest", {"name": "sneaky"})
+        assert admin.status_code == 403 and "join token" in admin.json()["error"]["message"]
+        nest_scope = hub.http("CreateToken", {"scopes": ["nest"]})
+        assert nest_scope.status_code == 400  # no API token can hold the nest scope
+        assert "nest" not in {n for n in _nests(hub)}
+        r = httpx.get(f"{hub.url}/health", timeout=5)
+        assert r.status_code == 200
+    finally:
+        hub.stop()
