@@ -9,12 +9,14 @@ HTTP transport: it pulls in rich and pygments (its own CLI), which the embedded 
 from __future__ import annotations
 
 import functools
+import os
 import re
 import ssl
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
+from agen._cahash import CA_HASH_ENV, ca_hash_of, check_ca_hash
 from agen.api.registry import Rpc
 from agen.errors import AgenError, UnavailableError, from_dict
 
@@ -92,6 +94,38 @@ def _tls_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
+@functools.cache
+def pinned_context(url: str, ca_hash: str) -> ssl.SSLContext:
+    """A TLS context that trusts only the Hub CA whose hash is pinned. The CA is fetched from the Hub's
+    /ca.pem without verification (it is public), then accepted only if its hash is the pinned one."""
+    import httpx
+
+    from agen.errors import DeniedError
+
+    base = url.rstrip("/")
+    try:
+        r = httpx.get(f"{base}/ca.pem", verify=False, timeout=10)  # checked against the pin below
+    except httpx.TransportError as e:
+        raise unreachable(base, type(e).__name__) from None
+    if r.status_code != 200:
+        raise DeniedError(
+            f"the Hub at {base} serves no CA (/ca.pem answered {r.status_code}); it does not run "
+            "with --tls, so there is nothing to pin: drop --ca-hash or use its https URL"
+        )
+    pem = r.text
+    try:
+        got = ca_hash_of(pem)
+    except (ValueError, ssl.SSLError):
+        raise DeniedError(f"the Hub at {base} serves a /ca.pem that is not a certificate") from None
+    if got != ca_hash:
+        raise DeniedError(
+            f"the Hub at {base} presents CA {got}, not the pinned {ca_hash}; refusing it. Check "
+            "--ca-hash (or AGEN_CA_HASH) against what `agen join-token create` printed on the Hub",
+            ca_hash=got,
+        )
+    return ssl.create_default_context(cadata=pem)
+
+
 def _transport_error() -> type[Exception]:
     import httpx
 
@@ -99,13 +133,16 @@ def _transport_error() -> type[Exception]:
 
 
 class HttpTransport:
-    def __init__(self, url: str, token: str | None, *, timeout_s: float = 30.0) -> None:
+    def __init__(
+        self, url: str, token: str | None, *, timeout_s: float = 30.0, ca_hash: str | None = None
+    ) -> None:
         import httpx
 
         self.url = url.rstrip("/")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
+        verify = pinned_context(self.url, ca_hash) if ca_hash else _tls_context()
         self._http: httpx.AsyncClient = httpx.AsyncClient(
-            base_url=self.url, headers=headers, timeout=timeout_s, verify=_tls_context()
+            base_url=self.url, headers=headers, timeout=timeout_s, verify=verify
         )
         self._timeout_s = timeout_s
 
@@ -153,8 +190,9 @@ class Client:
         return cls(InProcessTransport(hub, principal))
 
     @classmethod
-    def http(cls, url: str, token: str | None) -> Client:
-        return cls(HttpTransport(url, token))
+    def http(cls, url: str, token: str | None, *, ca_hash: str | None = None) -> Client:
+        """``ca_hash``: trust only the Hub CA with this hash (an https Hub started with --tls)."""
+        return cls(HttpTransport(url, token, ca_hash=ca_hash))
 
     @classmethod
     def from_options(cls, hub: str | None, token: str | None) -> Client:
@@ -172,8 +210,12 @@ class Client:
             if hub
             else (check_hub_url(local.url, "local.json's url") if local else DEFAULT_HUB)
         )
-        if token is None and local is not None and same_hub(url, local.url):
-            token = local.token
+        ca_hash = os.environ.get(CA_HASH_ENV) or None
+        if local is not None and same_hub(url, local.url):
+            token = local.token if token is None else token
+            ca_hash = ca_hash or local.ca_hash
+        if ca_hash is not None:
+            ca_hash = check_ca_hash(ca_hash, CA_HASH_ENV)
         if token is not None and not _HEADER_SAFE.fullmatch(token):
             from agen.errors import InvalidError
 
@@ -182,7 +224,7 @@ class Client:
                 "paste the token exactly as `agen token create` printed it",
                 field="--token",
             )
-        return cls.http(url, token)
+        return cls.http(url, token, ca_hash=ca_hash)
 
     @property
     def url(self) -> str | None:

@@ -15,6 +15,7 @@ class LocalConfig:
     url: str
     token: str
     pid: int | None = None
+    ca_hash: str | None = None  # `agen hub serve --tls`: the CA the local CLI pins
 
 
 def local_json_path(home: Path | None = None) -> Path:
@@ -60,16 +61,22 @@ def parse_local(path: Path) -> LocalConfig | None:
         raise InvalidError(
             f'{path} is not a JSON object with "url" and "token" strings; {fix}', file=str(path)
         )
-    pid = data.get("pid")
+    pid, ca_hash = data.get("pid"), data.get("ca_hash")
     return LocalConfig(
-        url=data["url"], token=data["token"], pid=pid if isinstance(pid, int) else None
+        url=data["url"],
+        token=data["token"],
+        pid=pid if isinstance(pid, int) else None,
+        ca_hash=ca_hash if isinstance(ca_hash, str) else None,
     )
 
 
 def write_local(config: LocalConfig) -> None:
     write_private(
         local_json_path(),
-        json.dumps({"url": config.url, "token": config.token, "pid": config.pid}) + "\n",
+        json.dumps(
+            {"url": config.url, "token": config.token, "pid": config.pid, "ca_hash": config.ca_hash}
+        )
+        + "\n",
     )
 
 

@@ -51,9 +51,10 @@ class UpOptions:
         False  # any token may approve its own work (the local admin always may)
     )
     tui: bool = False  # show the terminal UI in this process, attached in-process (not --headless)
-    nest: bool = (
-        True  # False: `agen hub serve`, the Hub alone; Nests run elsewhere (`agen nest run`)
-    )
+    # False: `agen hub serve`, the Hub alone; Nests run elsewhere (`agen nest run`)
+    nest: bool = True
+    tls: bool = False  # `agen hub serve --tls`: HTTPS with the Hub CA (agen.hub.tls)
+    tls_hosts: tuple[str, ...] = ()  # extra names/IPs for the server certificate
 
 
 class _Server(uvicorn.Server):
@@ -64,7 +65,7 @@ class _Server(uvicorn.Server):
         yield
 
 
-def parse_listen(listen: str) -> tuple[str, int]:
+def parse_listen(listen: str, *, tls: bool = False) -> tuple[str, int]:
     host, sep, port = listen.rpartition(":")
     if not sep or not port.isdigit():
         raise InvalidError(
@@ -74,10 +75,10 @@ def parse_listen(listen: str) -> tuple[str, int]:
     loopback = host == "localhost"
     with contextlib.suppress(ValueError):
         loopback = loopback or ipaddress.ip_address(host).is_loopback
-    if not loopback and os.environ.get("AGEN_INSECURE") != "1":
+    if not loopback and not tls and os.environ.get("AGEN_INSECURE") != "1":
         raise InvalidError(
-            f"--listen {listen}: agen up serves plain HTTP and listens on loopback only; "
-            "use 127.0.0.1 (or set AGEN_INSECURE=1 behind a TLS-terminating proxy)",
+            f"--listen {listen}: plain HTTP listens on loopback only; use 127.0.0.1, or "
+            "`agen hub serve --tls` (or set AGEN_INSECURE=1 behind a TLS-terminating proxy)",
             field="--listen",
         )
     return host, int(port)
@@ -229,7 +230,7 @@ async def serve(opts: UpOptions) -> None:
     from agen.ownership import hold_store_for_up, release
     from agen.store import open_store, store_path
 
-    host, port = parse_listen(opts.listen)
+    host, port = parse_listen(opts.listen, tls=opts.tls)
     home = agen_home()
     lock = lock_home(home)
     try:
@@ -254,8 +255,16 @@ async def serve(opts: UpOptions) -> None:
         else HubNode(store)
     )
     hub = node.hub
-    url = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
+    scheme = "https" if opts.tls else "http"
+    url = f"{scheme}://{host if ':' not in host else f'[{host}]'}:{port}"
     hub.url = url
+    ssl_files: dict[str, Any] = {}
+    if opts.tls:
+        from agen.hub.tls import prepare
+
+        tls = await prepare(store, home / "tls", [host, *opts.tls_hosts])
+        hub.tls_ca_pem, hub.tls_ca_hash = tls.ca_pem, tls.ca_hash
+        ssl_files = {"ssl_certfile": str(tls.cert_file), "ssl_keyfile": str(tls.key_file)}
     hub.allow_self_approval = opts.allow_self_approval
     app = create_app(hub)
     server = _Server(
@@ -266,6 +275,7 @@ async def serve(opts: UpOptions) -> None:
             log_level="warning",
             lifespan="off",
             access_log=False,
+            **ssl_files,
         )
     )
     loop = asyncio.get_running_loop()
@@ -296,7 +306,7 @@ async def serve(opts: UpOptions) -> None:
                 await serving  # raises the bind error
                 raise UnavailableError(f"cannot listen on {opts.listen}", listen=opts.listen)
             await asyncio.sleep(0.02)
-        write_local(LocalConfig(url=url, token=token, pid=os.getpid()))
+        write_local(LocalConfig(url=url, token=token, pid=os.getpid(), ca_hash=hub.tls_ca_hash))
         (home / "up.pid").write_text(f"{os.getpid()}\n")
         if opts.retention_ms:
             pruner = asyncio.create_task(_prune(store, opts.retention_ms))
@@ -311,6 +321,12 @@ async def serve(opts: UpOptions) -> None:
             file=sys.stderr,
             flush=True,
         )
+        if hub.tls_ca_hash:
+            print(
+                f"agen hub serve: TLS with the Hub CA {hub.tls_ca_hash} (clients pin it with --ca-hash)",
+                file=sys.stderr,
+                flush=True,
+            )
         ui_app, ui = _start_tui(hub, url) if opts.tui else (None, None)
         # The API answers first; instances and their MCP servers (seconds each after a crash) start behind it.
         await node.start()

@@ -230,6 +230,12 @@ def create_app(hub: Hub, max_body: int | None = None) -> Starlette:
         except AgenError as e:
             return _error(e)
 
+    async def ca_pem(request: Request) -> Response:
+        """The Hub CA's certificate (public), for clients that pin its hash; 404 on a plain-HTTP Hub."""
+        if hub.tls_ca_pem is None:
+            return _error(NotFoundError("this Hub does not serve TLS (no --tls): it has no CA"))
+        return Response(hub.tls_ca_pem, media_type="application/x-pem-file")
+
     async def openapi(request: Request) -> Response:
         return JSONResponse(openapi_document())
 
@@ -254,6 +260,7 @@ def create_app(hub: Hub, max_body: int | None = None) -> Starlette:
             Route("/health", health, methods=["GET"]),
             Route("/ready", ready, methods=["GET"]),
             Route("/openapi.json", openapi, methods=["GET"]),
+            Route("/ca.pem", ca_pem, methods=["GET"]),
             Route("/metrics", metrics, methods=["GET"]),
             *hook_routes(hub),  # webhooks and the SSE event stream (agen.api.hooks)
         ],

@@ -41,7 +41,7 @@ def dry_run(
         deployment = load_bundle(Path(target)).name
     req = build_request(deployment, text, namespace, o)
     local = read_local(strict=hub is None)
-    if hub is not None or (local is not None and hub_is_live(local.url)):
+    if hub is not None or (local is not None and hub_is_live(local.url, local.ca_hash)):
         from agen.cli._hub import with_client
 
         verdict = with_client(hub, token, lambda c: c.call(r.DryRunTask, req))

@@ -62,7 +62,7 @@ def local_hub(timeout_ms: int, *, say: Callable[[str], None] | None = None) -> L
                 continue  # it stopped between the two looks: decide again
         local = read_local(owner.home or home)
         mine = local is not None and (owner.pid is None or local.pid == owner.pid)
-        if local is not None and mine and hub_is_live(local.url):
+        if local is not None and mine and hub_is_live(local.url, local.ca_hash):
             return LocalHub(up=local)
         where = (
             f"at {local.url}"

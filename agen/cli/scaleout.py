@@ -25,7 +25,7 @@ def _port_ok(listen: str, flag: str) -> None:
     from agen.errors import InvalidError
     from agen.up import parse_listen
 
-    _, port = parse_listen(listen)
+    _, port = parse_listen(listen, tls=True)
     if not 1 <= port <= 65535:
         raise InvalidError(
             f"{flag} {listen}: port {port} is out of range; use 1 to 65535", field=flag
@@ -47,6 +47,20 @@ def hub_serve(
             "--retention", help="Delete spans, log lines and trigger events older than this."
         ),
     ] = "720h",
+    tls: Annotated[
+        bool,
+        typer.Option(
+            "--tls", help="Serve HTTPS with the Hub CA (kept in the store); prints its hash."
+        ),
+    ] = False,
+    tls_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--tls-host",
+            help="Extra host name or IP for the Hub certificate (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """The Hub alone: API, scheduler, triggers; Nests enrol with `agen nest run`.
 
@@ -59,14 +73,22 @@ def hub_serve(
     import asyncio
 
     from agen.cli._common import parse_duration_ms
-    from agen.up import UpOptions, serve
+    from agen.errors import InvalidError
+    from agen.up import UpOptions, parse_listen, serve
 
+    parse_listen(listen, tls=tls)
     _port_ok(listen, "--listen")
+    if tls_host and not tls:
+        raise InvalidError(
+            "--tls-host names hosts for the TLS certificate: add --tls", field="--tls-host"
+        )
     opts = UpOptions(
         listen=listen,
         store=store,
         retention_ms=parse_duration_ms(retention, flag="--retention"),
         nest=False,
+        tls=tls,
+        tls_hosts=tuple(tls_host or ()),
     )
     asyncio.run(serve(opts))
 
@@ -108,6 +130,15 @@ def nest_run(
         str,
         typer.Option("--host-memory-limit", help="With --backend process: cap each host's memory."),
     ] = "0",
+    ca_hash: Annotated[
+        str | None,
+        typer.Option(
+            "--ca-hash",
+            envvar="AGEN_CA_HASH",
+            help="Pin the Hub CA (from `agen join-token create`) for an https Hub.",
+            show_default=False,
+        ),
+    ] = None,
     data_dir: Annotated[
         str | None,
         typer.Option(
@@ -128,6 +159,7 @@ def nest_run(
     import asyncio
     from pathlib import Path
 
+    from agen._cahash import check_ca_hash
     from agen.client import check_hub_url
     from agen.errors import InvalidError
     from agen.hub.observe.events import parse_labels
@@ -152,7 +184,10 @@ def nest_run(
         backend=backend,
         host_memory_limit=memory,
         data_dir=Path(data_dir).expanduser() if data_dir else None,
+        ca_hash=check_ca_hash(ca_hash, "--ca-hash") if ca_hash else None,
     )
+    if opts.hub.startswith("https://") and opts.ca_hash is None:
+        err("agen nest: no --ca-hash: the Hub's certificate is checked against the system's CAs")
     asyncio.run(run_nest(opts))
 
 

@@ -89,7 +89,7 @@ def _hub_or_store(hub: str | None, token: str | None, fn: Callable[[Client], Awa
     from agen.local import read_local
 
     local = read_local(strict=hub is None)
-    if hub is not None or (local is not None and hub_is_live(local.url)):
+    if hub is not None or (local is not None and hub_is_live(local.url, local.ca_hash)):
         return with_client(hub, token, fn)
 
     async def offline() -> T:

@@ -12,7 +12,7 @@ a system cron job uses.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -143,13 +143,23 @@ async def deploy_and_submit(
     return task
 
 
-def hub_is_live(url: str) -> bool:
+def hub_is_live(url: str, ca_hash: str | None = None) -> bool:
+    """Whether the Hub at ``url`` answers; ``ca_hash`` pins a TLS Hub's CA (local.json has it)."""
     import httpx
 
+    from agen.errors import AgenError
+
     try:
+        if ca_hash:
+            from agen.client import pinned_context
+
+            verify: Any = pinned_context(url, ca_hash)
+        else:
+            verify = True
         # 503 is a live Hub whose store is degraded: use it (and hear its error), never start a second one.
-        return httpx.get(url.rstrip("/") + "/health", timeout=1.0).status_code in (200, 503)
-    except (httpx.HTTPError, httpx.InvalidURL, ValueError):
+        r = httpx.get(url.rstrip("/") + "/health", timeout=1.0, verify=verify)
+        return r.status_code in (200, 503)
+    except (httpx.HTTPError, httpx.InvalidURL, ValueError, AgenError):
         return False
 
 

@@ -52,6 +52,10 @@ class Hub:
         self.in_flight: Callable[[], int] = lambda: 0
         self.shutdown_requested = asyncio.Event()
         self.url: str | None = None
+        self.tls_ca_pem: str | None = (
+            None  # `agen hub serve --tls`: served at /ca.pem for pinning clients
+        )
+        self.tls_ca_hash: str | None = None
         self.allow_self_approval = (
             False  # `agen up --allow-self-approval`: any token may approve its own work
         )

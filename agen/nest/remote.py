@@ -42,6 +42,7 @@ class NestOptions:
     backend: str = "inproc"
     host_memory_limit: int = 0
     data_dir: Path | None = None
+    ca_hash: str | None = None  # an https Hub's CA, pinned (agen.client.pinned_context)
     lease_ms: int = 30_000
     heartbeat_s: float = 1.0
     drain_timeout_s: float = 300.0
@@ -85,7 +86,7 @@ async def enrol(opts: NestOptions) -> Credential:
             "Hub's machine with `agen join-token create`)",
             field="--join-token",
         )
-    async with Client.http(opts.hub, opts.join_token) as client:
+    async with Client.http(opts.hub, opts.join_token, ca_hash=opts.ca_hash) as client:
         resp = await client.call(
             r.EnrolNest,
             EnrolNestRequest(name=opts.name, capacity=opts.capacity, labels=opts.labels),
@@ -111,7 +112,7 @@ async def _manager(opts: NestOptions, cred: Credential, store: Store) -> Manager
     from agen.nest.client_port import ClientHubPort
     from agen.nest.manager import Manager
 
-    port = ClientHubPort(Client.http(opts.hub, cred.token))
+    port = ClientHubPort(Client.http(opts.hub, cred.token, ca_hash=opts.ca_hash))
     manager = Manager(
         port,
         executor_factory=backend_factory(

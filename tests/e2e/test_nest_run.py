@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -104,4 +105,50 @@ def test_expired_join_tokens_and_user_tokens_cannot_enrol_a_nest(tmp_path: Path)
         r = httpx.get(f"{hub.url}/health", timeout=5)
         assert r.status_code == 200
     finally:
+        hub.stop()
+
+
+def test_over_tls_a_nest_enrols_only_with_the_hub_whose_ca_it_pinned(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    monkeypatch.setenv("AGEN_HUB_KEK", "k" * 8 + "a-long-random-key-encryption-key-for-tests")
+    hub = Up(tmp_path / "hub", command=("hub", "serve"), args=("--tls",)).start()
+    monkeypatch.delenv("AGEN_HUB_KEK")  # the Nest and the CLI never hold the KEK
+    nests: list[Nest] = []
+    try:
+        pinned = hub.local()["ca_hash"]
+        assert pinned.startswith("sha256:") and hub.url.startswith("https://")
+        hub.agen("deploy", str(HELLO))  # the CLI pins the CA from local.json
+        join = hub.json("join-token", "create")
+        assert join["ca_hash"] == pinned
+
+        wrong = "sha256:" + "0" * 64
+        bad = Nest(hub, tmp_path / "bad", "bad", "--join-token", join["token"], "--ca-hash", wrong)
+        nests.append(bad)
+        assert bad.proc.wait(60) != 0
+        assert f"not the pinned {wrong}" in bad.log.read_text()  # refused before the token was sent
+
+        good = Nest(
+            hub, tmp_path / "good", "good", "--join-token", join["token"], "--ca-hash", pinned
+        )
+        nests.append(good)
+        assert (
+            "succeeded"
+            in hub.agen("run", "hello", "over tls", "--timeout", "2m", timeout=150).stderr
+        )
+
+        denied = hub.agen("nests", check=False, env_extra={"AGEN_CA_HASH": wrong})
+        assert denied.returncode != 0 and "not the pinned" in denied.stderr
+
+        stored = dict(
+            sqlite3.connect(hub.home / "agen.db")
+            .execute("SELECT name, value FROM hub_keys")
+            .fetchall()
+        )
+        assert stored["ca_key"].startswith("sealed:v1:")  # the CA key is sealed under the KEK
+        raw = b"".join(p.read_bytes() for p in hub.home.glob("agen.db*"))
+        assert b"PRIVATE KEY" not in raw
+    finally:
+        for nest in nests:
+            nest.stop()
         hub.stop()

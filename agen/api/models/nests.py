@@ -244,6 +244,9 @@ class CreateJoinTokenResponse(Model):
     id: str
     expires_ms: int
     labels: dict[str, str]
+    ca_hash: str | None = Field(
+        None, description="the Hub CA's hash for `agen nest run --ca-hash` (a Hub with --tls)"
+    )
 
 
 class EnrolNestRequest(Model):

@@ -260,7 +260,7 @@ async def create_join_token(
         )
     )
     return m.CreateJoinTokenResponse(
-        token=secret, id=token_id, expires_ms=expires, labels=req.labels
+        token=secret, id=token_id, expires_ms=expires, labels=req.labels, ca_hash=hub.tls_ca_hash
     )
 
 

@@ -1,0 +1,97 @@
+"""Sealing the Hub's own secrets at rest (seed 000 §10): AES-256-GCM under a key-encryption key (KEK)
+that never lives in the database.
+
+The KEK comes from ``AGEN_HUB_KEK`` (at least 32 characters of randomness, the same on every Hub, never
+given to Nests) or from the file ``AGEN_HUB_KEK_FILE`` names; the AES key is derived from it with
+HKDF-SHA256, so any long random string works. A sealed value is ``sealed:v1:<base64 nonce+ciphertext>``;
+the value's name is the associated data, so a sealed value copied under another name does not open.
+Without a KEK values stay plaintext (local ``agen up``), and a TLS Hub says so at start.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from pathlib import Path
+
+from agen.errors import InvalidError
+
+ENV_KEK = "AGEN_HUB_KEK"
+ENV_KEK_FILE = "AGEN_HUB_KEK_FILE"
+PREFIX = "sealed:v1:"
+MIN_KEK_CHARS = 32
+
+
+def kek_from_env() -> bytes | None:
+    """The KEK the environment names, or None; a KEK too short to be random is refused."""
+    value = os.environ.get(ENV_KEK, "")
+    where = ENV_KEK
+    path = os.environ.get(ENV_KEK_FILE, "")
+    if not value and path:
+        where = f"{ENV_KEK_FILE} ({path})"
+        try:
+            value = Path(path).read_text().strip()
+        except OSError as e:
+            raise InvalidError(
+                f"{where}: cannot read the KEK file ({e.strerror})", field=ENV_KEK_FILE
+            ) from None
+    if not value:
+        return None
+    if len(value) < MIN_KEK_CHARS:
+        raise InvalidError(
+            f"{where} is {len(value)} characters; use at least {MIN_KEK_CHARS} random ones "
+            "(e.g. `openssl rand -base64 48`)",
+            field=ENV_KEK,
+        )
+    return value.encode()
+
+
+def _aead(kek: bytes) -> object:
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+    key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=b"agen hub kek v1").derive(kek)
+    return AESGCM(key)
+
+
+def seal(name: str, value: str, kek: bytes | None) -> str:
+    """``value`` sealed under ``kek`` (plaintext when there is no KEK)."""
+    if kek is None:
+        return value
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    aead = _aead(kek)
+    assert isinstance(aead, AESGCM)
+    nonce = os.urandom(12)
+    box = aead.encrypt(nonce, value.encode(), name.encode())
+    return PREFIX + base64.b64encode(nonce + box).decode()
+
+
+def is_sealed(stored: str) -> bool:
+    return stored.startswith(PREFIX)
+
+
+def unseal(name: str, stored: str, kek: bytes | None) -> str:
+    """The plaintext of a stored value; a sealed one needs the KEK it was sealed with."""
+    if not is_sealed(stored):
+        return stored
+    if kek is None:
+        raise InvalidError(
+            f"{name} is sealed with a key-encryption key; start the Hub with {ENV_KEK} (or "
+            f"{ENV_KEK_FILE}) set to the same value as the Hub that sealed it",
+            field=ENV_KEK,
+        )
+    from cryptography.exceptions import InvalidTag
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    aead = _aead(kek)
+    assert isinstance(aead, AESGCM)
+    raw = base64.b64decode(stored.removeprefix(PREFIX))
+    try:
+        return aead.decrypt(raw[:12], raw[12:], name.encode()).decode()
+    except InvalidTag:
+        raise InvalidError(
+            f"{name} does not open with this {ENV_KEK}: it was sealed with another key",
+            field=ENV_KEK,
+        ) from None
