@@ -14,13 +14,17 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from agen.errors import AgenError, FencedError
+from agen.errors import AgenError, FencedError, UnavailableError
 from agen.nest.executor import ExecResult, Executor
 from agen.nest.port import Assignment, HubPort, InstanceReport, LeasedTask, LeaseRef
 from agen.store import now_ms
 
 log = logging.getLogger("agen.nest")
 IDLE_WAIT_S = 0.5
+REPORT_RETRY_MIN_S, REPORT_RETRY_MAX_S = (
+    0.5,
+    5.0,
+)  # a task's end reported again while no Hub answers
 
 
 class Instance:
@@ -151,6 +155,20 @@ class Instance:
             if result is None:
                 return
             try:
+                await self._report(task, result)
+            except AgenError as e:  # fenced: the lease was lost meanwhile; the Hub already moved on
+                log.info("task %s: result not recorded: %s", task.id, e)
+        finally:
+            self.running.pop(task.id, None)
+            self._slot.set()
+
+    async def _report(self, task: LeasedTask, result: ExecResult) -> None:
+        """Tell the Hub how the task ended. While no Hub answers, keep trying (the run's data is already
+        in the store): the result is reported when a Hub returns, under the same lease if it still
+        holds, and a lease that moved on meanwhile refuses it (fenced), which ends the trying."""
+        ref, wait_s = task.ref, REPORT_RETRY_MIN_S
+        while True:
+            try:
                 if result.release:
                     await self.port.release(
                         ref, count_attempt=result.count_attempt, reason=result.release
@@ -159,11 +177,18 @@ class Instance:
                     await self.port.suspend(ref, result.wait_for)
                 else:
                     await self.port.complete(ref, result.status, result.outcome, result.error)
-            except AgenError as e:  # fenced: the lease was lost meanwhile; the Hub already moved on
-                log.info("task %s: result not recorded: %s", task.id, e)
-        finally:
-            self.running.pop(task.id, None)
-            self._slot.set()
+                return
+            except UnavailableError as e:
+                if task.id in self.lost or not e.details.get("hub"):  # only an unreachable Hub
+                    raise
+                log.warning(
+                    "task %s ended but no Hub answers (%s); reporting again in %.1fs",
+                    task.id,
+                    e,
+                    wait_s,
+                )
+                await asyncio.sleep(wait_s)
+                wait_s = min(wait_s * 2, REPORT_RETRY_MAX_S)
 
     async def _execute(self, task: LeasedTask) -> ExecResult | None:
         try:
