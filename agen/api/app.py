@@ -25,12 +25,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from agen.api.dispatch import RETRY_AFTER_S, dispatch
+from agen.api.dispatch import RETRY_AFTER_S, authorize, dispatch
 from agen.api.hooks import hook_routes, read_limited
 from agen.api.limits import DEFAULT_MAX_BODY_BYTES, MAX_BODY_ENV, BundleLimits, env_bytes, human
 from agen.api.openapi import openapi_document
 from agen.api.registry import RPCS, Rpc
 from agen.errors import AgenError, InvalidError, NotFoundError, TooLargeError, UnavailableError
+from agen.hub.auth import Principal
 from agen.hub.service import Hub
 from agen.otel.ids import header_traceparent
 
@@ -58,6 +59,8 @@ def _invalid(rpc: Rpc[Any, Any], e: ValidationError) -> InvalidError:
     ]
     return InvalidError(f"{rpc.name}: invalid request: {'; '.join(problems)}", problems=problems)
 
+
+TASK_HEADER = "X-Agen-Task"  # the running task an on-behalf token acts through
 
 # Methods whose body carries a bundle (base64 files): their cap follows the bundle size limit.
 BUNDLE_RPCS = frozenset({"CreateDeployment", "UpdateDeployment"})
@@ -154,6 +157,13 @@ def create_app(hub: Hub, max_body: int | None = None) -> Starlette:
     body_cap = max_body if max_body is not None else max_body_bytes()
     bundle_cap = max(body_cap, BundleLimits.from_env().request_bytes)
 
+    async def _principal(request: Request) -> Principal:
+        """The caller; an on-behalf token becomes the submitter of the running task X-Agen-Task names."""
+        principal = await hub.auth.authenticate(_bearer(request), hub.clock())
+        if principal.on_behalf:
+            principal = await hub.auth.act_for_task(principal, request.headers.get(TASK_HEADER))
+        return principal
+
     async def call(request: Request) -> Response:
         name = request.path_params["method"]
         rpc = RPCS.get(name)
@@ -162,10 +172,8 @@ def create_app(hub: Hub, max_body: int | None = None) -> Starlette:
                 raise NotFoundError(
                     f"no API method {name!r}; GET /openapi.json lists them", method=name
                 )
-            principal = await hub.auth.authenticate(_bearer(request), hub.clock())
-            principal.require(
-                rpc.scope, rpc.name
-            )  # before the body: a caller without scope gets 403
+            principal = await _principal(request)
+            authorize(principal, rpc)  # before the body: a caller without scope gets 403
             body = await _read_body(request, name, bundle_cap if name in BUNDLE_RPCS else body_cap)
             payload = parse_body(name, body)
             if name == "SubmitTask" and isinstance(payload, dict) and "traceparent" not in payload:
@@ -219,7 +227,7 @@ def create_app(hub: Hub, max_body: int | None = None) -> Starlette:
         from agen.otel.prometheus import CONTENT_TYPE, exposition
 
         try:
-            principal = await hub.auth.authenticate(_bearer(request), hub.clock())
+            principal = await _principal(request)
             principal.require("viewer", "GET /metrics")
             try:
                 req = GetMetricsRequest(namespace=request.query_params.get("namespace", "default"))

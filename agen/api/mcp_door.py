@@ -93,6 +93,10 @@ class McpDoor:
             principal = _principal(ctx)
             rpc = TOOLS.get(params.name)
             try:
+                if principal.on_behalf:  # per call: the task comes in _meta (or the header)
+                    meta: dict[str, Any] = dict(params.meta or {})
+                    task = meta.get("agen/taskId") or ctx.request.headers.get("x-agen-task")
+                    principal = await self.hub.auth.act_for_task(principal, task)
                 if rpc is None:
                     raise InvalidError(
                         f"no tool {params.name!r} on this Hub; tools/list shows the ones your token may call",

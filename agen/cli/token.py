@@ -36,6 +36,14 @@ def create(
             help="Trust tasks submitted with this token get: operator, trusted or untrusted.",
         ),
     ] = "trusted",
+    on_behalf: Annotated[
+        bool,
+        typer.Option(
+            "--on-behalf",
+            help="For an agent that works for people: each call names a running task (X-Agen-Task) "
+            "and is made as that task's submitter, with the scopes both hold.",
+        ),
+    ] = False,
     hub: HubOpt = None,
     token: TokenOpt = None,
     json_out: JsonOpt = False,
@@ -50,7 +58,12 @@ def create(
     ttl_ms = parse_duration_ms(ttl, flag="--ttl")
     try:
         req = CreateTokenRequest(
-            scopes=scope, namespaces=namespace or [], name=name, ttl_ms=ttl_ms or None, trust=trust
+            scopes=scope,
+            namespaces=namespace or [],
+            name=name,
+            ttl_ms=ttl_ms or None,
+            trust=trust,
+            on_behalf=on_behalf,
         )  # type: ignore[arg-type]
     except ValueError as e:
         raise InvalidError(

@@ -42,6 +42,11 @@ class Principal:
     nest_id: str | None = None
     """A Nest's credential is bound to its Nest: it may report, lease and complete for that Nest only.
     None for the Nest in the Hub's own process (LOCAL_NEST), which enrols by name."""
+    on_behalf: bool = False
+    """An on-behalf token: every call must name a running task (X-Agen-Task) and is made as that task's
+    submitter (``act_for_task``)."""
+    for_task: str | None = None
+    """Set on the principal an on-behalf token became for one call: the task it acts through."""
 
     @property
     def subject(self) -> str:
@@ -110,6 +115,7 @@ def insert_token(
     ttl_ms: int | None = None,
     trust: str = "trusted",
     kind: str = "api",
+    on_behalf: bool = False,
 ) -> tuple[str, str]:
     """Store a new token (hash only); returns (id, secret). The secret is never readable again."""
     bad = [s for s in scopes if s not in SCOPES]
@@ -125,8 +131,8 @@ def insert_token(
     token_id, secret = str(ULID()), new_secret()
     expires = tx.now_ms + ttl_ms if ttl_ms is not None else None
     tx.execute(
-        "INSERT INTO tokens (id, name, kind, hash, scopes, namespaces, trust, created_ms, expires_ms)"
-        " VALUES (?,?,?,?,?,?,?,?,?)",
+        "INSERT INTO tokens (id, name, kind, hash, scopes, namespaces, trust, created_ms, expires_ms,"
+        " on_behalf) VALUES (?,?,?,?,?,?,?,?,?,?)",
         (
             token_id,
             name,
@@ -137,9 +143,28 @@ def insert_token(
             trust,
             tx.now_ms,
             expires,
+            int(on_behalf),
         ),
     )
     return token_id, secret
+
+
+def _implied(scopes: frozenset[str]) -> set[str]:
+    """Every scope ``scopes`` allow: admin allows the user scopes, operator and approver allow viewer."""
+    out = set(scopes)
+    if "admin" in out:
+        out |= set(USER_SCOPES)
+    if out & {"operator", "approver"}:
+        out.add("viewer")
+    return out
+
+
+def _meet(a: frozenset[str], b: frozenset[str]) -> frozenset[str] | None:
+    """Namespaces both allow (empty means every namespace); None when they share none."""
+    if not a or not b:
+        return a or b
+    both = a & b
+    return both or None
 
 
 _REVOKED = {
@@ -194,10 +219,71 @@ class Authenticator:
             trust=row["trust"],
             kind="local" if kind == "api" and row["subject"] == LOCAL_ADMIN_SUBJECT else kind,
             nest_id=row["subject"] if kind == "nest" else None,
+            on_behalf=bool(row["on_behalf"]),
         )
         if kind != "join":  # a join token is used up by EnrolNest: never served from the cache
             self._cache[digest] = (principal, now_ms + self.CACHE_MS, expires)
         return principal
+
+    async def act_for_task(self, agent: Principal, task_id: str | None) -> Principal:
+        """The principal an on-behalf token's call is made as: the submitter of the running task it
+        names, with the scopes and namespaces both hold (admin never passes through)."""
+        if not task_id:
+            raise DeniedError(
+                "this is an on-behalf token: name the running task you act for with the X-Agen-Task "
+                "header (over MCP: _meta agen/taskId)"
+            )
+        task = await self._store.one(
+            "SELECT id, state, namespace, submitted_by FROM tasks WHERE id = ?", (task_id,)
+        )
+        if task is None or task["state"] not in ("leased", "running"):
+            state = task["state"] if task else "unknown"
+            raise DeniedError(
+                f"task {task_id} is {state}, not running: an on-behalf token acts only through a "
+                "running task",
+                task_id=task_id,
+            )
+        by = task["submitted_by"] or ""
+        if by == LOCAL_ADMIN_SUBJECT:
+            person = LOCAL_ADMIN
+        elif by.startswith("token:"):
+            row = await self._store.one(
+                "SELECT * FROM tokens WHERE id = ? AND kind = 'api' AND revoked_ms IS NULL",
+                (by.removeprefix("token:"),),
+            )
+            if row is None:
+                raise DeniedError(
+                    f"task {task_id} was submitted by {by}, which is no longer valid: nobody to act for",
+                    task_id=task_id,
+                )
+            person = Principal(
+                id=row["id"],
+                name=row["name"],
+                scopes=frozenset(loads(row["scopes"], [])),
+                namespaces=frozenset(loads(row["namespaces"], [])),
+                trust=row["trust"],
+            )
+        else:
+            raise DeniedError(
+                f"task {task_id} was started by {by or 'nobody'}, not a person: an on-behalf token has "
+                "nobody to act for",
+                task_id=task_id,
+            )
+        scopes = (_implied(agent.scopes) & _implied(person.scopes)) - {"admin"}
+        namespaces = _meet(agent.namespaces, person.namespaces)
+        if namespaces is None:
+            raise DeniedError(
+                f"the on-behalf token and {person.subject} share no namespace", task_id=task_id
+            )
+        return Principal(
+            id=person.id,
+            name=person.name,
+            scopes=frozenset(scopes),
+            namespaces=namespaces,
+            trust=max(agent.trust, person.trust, key=TRUSTS.index),  # the lower trust
+            kind=person.kind,
+            for_task=task_id,
+        )
 
     def forget(self, token_ids: set[str]) -> None:
         """Drop revoked tokens from the cache at once (a revoked Nest must not get 5 more seconds)."""

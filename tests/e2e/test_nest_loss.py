@@ -16,7 +16,10 @@ from tests.fleet_helpers import write_bundle
 TEST_SERVER = str(Path(__file__).parent.parent / "fixtures" / "mcp_test_server.py")
 
 
-def gate_bundle(root: Path, gate: Path, started: Path) -> Path:
+def gate_bundle(
+    root: Path, gate: Path, started: Path, config: dict[str, object] | None = None
+) -> Path:
+    """A task whose one tool call waits for the file ``gate`` (after noting its start in ``started``)."""
     bundle = write_bundle(
         root,
         "gate",
@@ -31,7 +34,12 @@ def gate_bundle(root: Path, gate: Path, started: Path) -> Path:
             },
             {"text": "done after the gate"},
         ],
-        config={"kind": "pool", "scale": {"min": 1, "max": 1}, "permissions": {"default": "allow"}},
+        config={
+            "kind": "pool",
+            "scale": {"min": 1, "max": 1},
+            "permissions": {"default": "allow"},
+            **(config or {}),
+        },
     )
     server = {"command": sys.executable, "args": [TEST_SERVER]}
     (bundle / "mcp.json").write_text(json.dumps({"mcpServers": {"t": server}}))

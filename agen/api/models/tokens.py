@@ -18,6 +18,7 @@ class TokenInfo(Model):
     trust: str = "trusted"
     created_ms: int = 0
     expires_ms: int | None = None
+    on_behalf: bool = False
 
 
 class CreateTokenRequest(Model):
@@ -26,6 +27,11 @@ class CreateTokenRequest(Model):
     name: str | None = None
     ttl_ms: DurationMs | None = None
     trust: Literal["operator", "trusted", "untrusted"] = "trusted"
+    on_behalf: bool = Field(
+        False,
+        description="for an agent that works for people: each call names a running task (X-Agen-Task) "
+        "and is made as its submitter, with the scopes both hold",
+    )
 
 
 class CreateTokenResponse(Model):

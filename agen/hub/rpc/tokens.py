@@ -45,6 +45,7 @@ async def create_token(hub: Hub, p: Principal, req: CreateTokenRequest) -> Creat
             name=req.name,
             ttl_ms=req.ttl_ms,
             trust=req.trust,
+            on_behalf=req.on_behalf,
         )
         return token_id, secret, tx.now_ms
 
@@ -57,6 +58,7 @@ async def create_token(hub: Hub, p: Principal, req: CreateTokenRequest) -> Creat
         trust=req.trust,
         created_ms=now,
         expires_ms=now + req.ttl_ms if req.ttl_ms is not None else None,
+        on_behalf=req.on_behalf,
     )
     return CreateTokenResponse(token=secret, info=info)
 
