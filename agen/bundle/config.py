@@ -131,11 +131,13 @@ class Delegate(AgenModel):
 
 
 class Conversations(AgenModel):
-    """What a new message of a busy conversation does: it follows up (runs after the current run)."""
+    """What a new message of a busy conversation does (a submission's ``delivery`` overrides it once)."""
 
     queue_mode: Literal["followup", "collect", "steer", "interrupt"] = Field(
         "followup",
-        description="only followup works today; collect, steer and interrupt are refused",
+        description="followup: queued, runs after the conversation's earlier tasks; collect: merged into the "
+        "conversation's queued task; steer: handed to its running task as new input before the next model "
+        "call; interrupt: the running task is asked to wrap up (stopped after 20 s) and this one runs next",
     )
 
 
