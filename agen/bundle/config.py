@@ -131,7 +131,12 @@ class Delegate(AgenModel):
 
 
 class Conversations(AgenModel):
-    """What a new message of a busy conversation does (a submission's ``delivery`` overrides it once)."""
+    """What a new submission to a busy conversation does (tasks with the same conversation key; a
+    singleton has one conversation). `agen run --delivery MODE` (SubmitTask `delivery`) overrides it for
+    one submission. Without a conversation key, or with nothing running (steer, interrupt) or queued
+    (collect) in the conversation, every mode queues the submission like followup. collect and steer
+    answer with the task the input went into (`created: false`); resubmitting with the same
+    idempotency key returns that task again without adding the input twice."""
 
     queue_mode: Literal["followup", "collect", "steer", "interrupt"] = Field(
         "followup",
