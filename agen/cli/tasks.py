@@ -223,7 +223,9 @@ def cancel(
         mode=mode,
         grace_period_seconds=grace_s,
     )
-    _done(with_client(hub, token, lambda c: c.call(r.CancelTask, req)).task, "cancelled", json_out)
+    task = with_client(hub, token, lambda c: c.call(r.CancelTask, req)).task
+    # a graceful cancel's run may have wrapped up in time: it ended however it finished
+    _done(task, "cancelled" if task.state == "cancelled" else "ended", json_out)
 
 
 def pause(
