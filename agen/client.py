@@ -147,7 +147,10 @@ class HttpTransport:
         self._timeout_s = timeout_s
 
     async def call(self, rpc: Rpc[Any, Any], request: BaseModel) -> BaseModel:
-        wait = float(getattr(request, "wait_seconds", 0) or 0)
+        # a long poll (wait_seconds) or a graceful cancel (grace_period_seconds) answers that much later
+        wait = float(getattr(request, "wait_seconds", 0) or 0) + float(
+            getattr(request, "grace_period_seconds", 0) or 0
+        )
         try:
             r = await self._http.post(
                 rpc.path,

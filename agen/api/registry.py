@@ -181,25 +181,33 @@ CancelTask = _rpc(
     tk.CancelTaskRequest,
     tk.TaskResponse,
     "operator",
-    f"{T}:cancel_task",
-    "Cancel a task; a running one stops.",
+    "agen.hub.rpc.trees:cancel_task",
+    "Cancel a task (tree: its whole tree); a running one stops, or with mode graceful gets a last turn first.",
 )
 PauseTask = _rpc(
     "PauseTask",
     tk.PauseTaskRequest,
     tk.TaskResponse,
     "operator",
-    f"{T}:pause_task",
-    "Hold a task until resumed (or until a time).",
+    "agen.hub.rpc.trees:pause_task",
+    "Hold a task (tree: its whole tree) until resumed (or until a time).",
 )
 ResumeTask = _rpc(
     "ResumeTask",
     tk.ResumeTaskRequest,
     tk.TaskResponse,
     "operator",
-    f"{T}:resume_task",
-    "End a hold started by PauseTask.",
+    "agen.hub.rpc.trees:resume_task",
+    "End a hold started by PauseTask (tree: on its whole tree).",
     starts_work=True,
+)
+GetTaskTree = _rpc(
+    "GetTaskTree",
+    tk.GetTaskTreeRequest,
+    tk.GetTaskTreeResponse,
+    "viewer",
+    "agen.hub.rpc.trees:get_task_tree",
+    "Every task of the tree a task belongs to, with state, duration and cost.",
 )
 ListApprovals = _rpc(
     "ListApprovals",
@@ -644,6 +652,7 @@ RPCS: dict[str, Rpc[Any, Any]] = {
         CancelTask,
         PauseTask,
         ResumeTask,
+        GetTaskTree,
         ListApprovals,
         DecideApproval,
         CreateToken,

@@ -131,11 +131,18 @@ class Delegate(AgenModel):
 
 
 class Conversations(AgenModel):
-    """What a new message of a busy conversation does: it follows up (runs after the current run)."""
+    """What a new submission to a busy conversation does (tasks with the same conversation key; a
+    singleton has one conversation). `agen run --delivery MODE` (SubmitTask `delivery`) overrides it for
+    one submission. Without a conversation key, or with nothing running (steer, interrupt) or queued
+    (collect) in the conversation, every mode queues the submission like followup. collect and steer
+    answer with the task the input went into (`created: false`); resubmitting with the same
+    idempotency key returns that task again without adding the input twice."""
 
     queue_mode: Literal["followup", "collect", "steer", "interrupt"] = Field(
         "followup",
-        description="only followup works today; collect, steer and interrupt are refused",
+        description="followup: queued, runs after the conversation's earlier tasks; collect: merged into the "
+        "conversation's queued task; steer: handed to its running task as new input before the next model "
+        "call; interrupt: the running task is asked to wrap up (stopped after 20 s) and this one runs next",
     )
 
 

@@ -24,9 +24,7 @@ REFUSED: dict[str, tuple[str, ...]] = {
 }
 """Fields (JSON paths, ``[]`` for every item of a list) refused whenever they are set."""
 
-SUPPORTED_VALUES: dict[str, dict[str, tuple[Any, ...]]] = {
-    "x-agen/config.json": {"conversations.queueMode": ("followup",)},
-}
+SUPPORTED_VALUES: dict[str, dict[str, tuple[Any, ...]]] = {}
 """Fields of which only some values work: any other value is refused."""
 
 NOT_YET = "not supported yet"

@@ -155,6 +155,8 @@ def ps(
         word = (
             f"{d.activity} ({d.stopped_reason})"
             if d.activity == "stopped" and d.stopped_reason
+            else f"{d.activity} (waiting on a {d.waiting_on})"
+            if d.waiting_on
             else d.activity
         )
         row = [

@@ -48,6 +48,11 @@ def activity_text(word: str, reason: str | None = None) -> Text:
     return Text(f"{word} ({reason})" if reason else word, style=style)
 
 
+def waiting_text(waiting_on: str | None) -> str | None:
+    """The activity word's detail for a deployment working through a delegate it waits on."""
+    return f"waiting on a {waiting_on}" if waiting_on else None
+
+
 RUN_COLUMNS = (
     "RUN",
     "DEPLOYMENT",

@@ -28,11 +28,13 @@ class RunOptions:
     at: str | None = None
     in_: str | None = None
     conversation: str | None = None
+    delivery: str | None = None
     expires_in: str | None = None
     idempotency_key: str | None = None
     labels: list[str] = field(default_factory=list)
     locks: list[str] = field(default_factory=list)
     no_wait: bool = False
+    on_parent_end: str | None = None
     priority: str | None = None
     schedule_key: str | None = None
     tier: str | None = None
@@ -75,12 +77,18 @@ def build_request(deployment: str, text: str, namespace: str, o: RunOptions) -> 
             locks=o.locks,
             trust=o.trust,
             model_tier=o.tier,  # type: ignore[arg-type]
+            delivery=o.delivery,  # type: ignore[arg-type]
+            on_parent_end=o.on_parent_end or "cancel",  # type: ignore[arg-type]
         )
     except ValidationError as e:
         first = e.errors()[0]
-        flag = {"priority": "--priority", "trust": "--trust", "model_tier": "--tier"}.get(
-            str(first["loc"][0]), str(first["loc"][0])
-        )
+        flag = {
+            "priority": "--priority",
+            "trust": "--trust",
+            "model_tier": "--tier",
+            "delivery": "--delivery",
+            "on_parent_end": "--on-parent-end",
+        }.get(str(first["loc"][0]), str(first["loc"][0]))
         raise InvalidError(f"{flag}: {first['msg']}", field=flag) from None
 
 
@@ -293,6 +301,15 @@ def run(
             show_default=False,
         ),
     ] = None,
+    delivery: Annotated[
+        str | None,
+        typer.Option(
+            "--delivery",
+            help="Override the conversation's queue mode for this submission only: followup, collect, "
+            "steer or interrupt.",
+            show_default=False,
+        ),
+    ] = None,
     expires_in: Annotated[
         str | None,
         typer.Option(
@@ -325,6 +342,14 @@ def run(
     no_wait: Annotated[
         bool, typer.Option("--no-wait", help="Print the task id and return.")
     ] = False,
+    on_parent_end: Annotated[
+        str | None,
+        typer.Option(
+            "--on-parent-end",
+            help="What happens to this task's own children when it ends: cancel (default) or abandon.",
+            show_default=False,
+        ),
+    ] = None,
     priority: Annotated[
         str | None,
         typer.Option(
@@ -388,11 +413,13 @@ def run(
         at=at,
         in_=in_,
         conversation=conversation,
+        delivery=delivery,
         expires_in=expires_in,
         idempotency_key=idempotency_key,
         labels=label or [],
         locks=lock or [],
         no_wait=no_wait,
+        on_parent_end=on_parent_end,
         priority=priority,
         schedule_key=schedule_key,
         tier=tier,

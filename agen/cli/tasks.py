@@ -161,20 +161,71 @@ def _done(task: Task, verb: str, json_out: bool) -> None:
         print(f"{task.id}: {verb} ({task.state})")
 
 
+TreeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--tree",
+        help="Every unfinished task of its whole tree (its root and every descendant), not just this one.",
+    ),
+]
+
+
 def cancel(
     task_id: TaskArg,
+    tree: TreeOpt = False,
+    mode: Annotated[
+        str,
+        typer.Option(
+            "--mode",
+            help="hard (or immediate): stop at once. graceful: give each running task a last turn to call "
+            "finish before stopping it.",
+        ),
+    ] = "hard",
+    grace: Annotated[
+        str | None,
+        typer.Option(
+            "--grace",
+            help="--mode graceful only: how long to wait for a last turn before stopping anyway "
+            "(default 20s, at most 5m).",
+            show_default=False,
+        ),
+    ] = None,
     hub: HubOpt = None,
     token: TokenOpt = None,
     namespace: NamespaceOpt = "default",
     json_out: JsonOpt = False,
 ) -> None:
-    """Cancel a task (a running one stops)."""
+    """Cancel a task (a running one stops; --mode graceful gives it a last turn first)."""
     from agen.api import registry as r
     from agen.api.models.tasks import CancelTaskRequest
+    from agen.cli._common import parse_duration_ms
     from agen.cli._hub import with_client
+    from agen.errors import InvalidError
 
-    req = make_request(CancelTaskRequest, {"id": "TASK"}, id=task_id, namespace=namespace)
-    _done(with_client(hub, token, lambda c: c.call(r.CancelTask, req)).task, "cancelled", json_out)
+    if mode not in ("hard", "immediate", "graceful"):
+        raise InvalidError(f"--mode {mode!r}: use hard or graceful", field="--mode")
+    if grace is not None and mode != "graceful":
+        raise InvalidError(
+            "--grace applies to --mode graceful only; add --mode graceful or leave it out",
+            field="--grace",
+        )
+    grace_s = None if grace is None else parse_duration_ms(grace, flag="--grace") / 1000
+    if grace_s is not None and not 0 < grace_s <= 300:
+        raise InvalidError(
+            f"--grace {grace}: give a duration above 0 and at most 5m", field="--grace"
+        )
+    req = make_request(
+        CancelTaskRequest,
+        {"id": "TASK"},
+        id=task_id,
+        namespace=namespace,
+        tree=tree,
+        mode=mode,
+        grace_period_seconds=grace_s,
+    )
+    task = with_client(hub, token, lambda c: c.call(r.CancelTask, req)).task
+    # a graceful cancel's run may have wrapped up in time: it ended however it finished
+    _done(task, "cancelled" if task.state == "cancelled" else "ended", json_out)
 
 
 def pause(
@@ -195,6 +246,7 @@ def pause(
             "--reason", help="Why, for anyone who looks at the task later.", show_default=False
         ),
     ] = None,
+    tree: TreeOpt = False,
     hub: HubOpt = None,
     token: TokenOpt = None,
     namespace: NamespaceOpt = "default",
@@ -212,12 +264,14 @@ def pause(
         namespace=namespace,
         hold_until_ms=hold_until(at, in_),
         reason=reason,
+        tree=tree,
     )
     _done(with_client(hub, token, lambda c: c.call(r.PauseTask, req)).task, "held", json_out)
 
 
 def resume(
     task_id: TaskArg,
+    tree: TreeOpt = False,
     hub: HubOpt = None,
     token: TokenOpt = None,
     namespace: NamespaceOpt = "default",
@@ -228,7 +282,9 @@ def resume(
     from agen.api.models.tasks import ResumeTaskRequest
     from agen.cli._hub import with_client
 
-    req = make_request(ResumeTaskRequest, {"id": "TASK"}, id=task_id, namespace=namespace)
+    req = make_request(
+        ResumeTaskRequest, {"id": "TASK"}, id=task_id, namespace=namespace, tree=tree
+    )
     _done(with_client(hub, token, lambda c: c.call(r.ResumeTask, req)).task, "resumed", json_out)
 
 

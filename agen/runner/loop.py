@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from agen.bundle import Bundle
 from agen.runner import hooks as hk
+from agen.runner import inbox
 from agen.runner.budgets import REASON_TEXT, Budget, Guards, RunLimits
 from agen.runner.calls import CallEnv, CallResult, execute_calls
 from agen.runner.context import Context, Msg, system_prompt
@@ -354,6 +355,8 @@ class Runner:
                 return self._suspended(st, "resume")
             for note in await hk.drain_inbox(self.hooks, st.task_id):
                 st.add_message("user", note)
+            # signals, graceful cancels' wrap-up requests, steers: new user messages
+            await inbox.drain(self.store, st)
             reason = st.budget.exceeded()
             if reason is not None:
                 return await self._report(st, reason)

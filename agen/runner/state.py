@@ -22,7 +22,7 @@ from agen.runner.records import Checkpoint, new_id, write_checkpoint
 from agen.runner.redact import Redactor
 from agen.runner.tools.base import Tool, ToolContext
 from agen.runner.types import RunRequest
-from agen.store.base import Store, dumps, now_ms
+from agen.store.base import Store, Tx, dumps, now_ms
 
 EventSink = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -193,9 +193,15 @@ class RunState:
         self.budget.add(u)
 
     async def flush(
-        self, store: Store, *, status: str | None = None, outcome: dict[str, Any] | None = None
+        self,
+        store: Store,
+        *,
+        status: str | None = None,
+        outcome: dict[str, Any] | None = None,
+        also: Callable[[Tx], None] | None = None,
     ) -> None:
-        """Checkpoint: everything pending in one transaction that checks the epoch."""
+        """Checkpoint: everything pending in one transaction that checks the epoch (``also``: one more
+        write that must land with it, e.g. claiming the inbox rows these messages came from)."""
         cp = Checkpoint(
             run_id=self.run_id,
             epoch=self.epoch,
@@ -226,7 +232,13 @@ class RunState:
                     "reason": (outcome or {}).get("reason"),
                 },
             )
-        self.held = await store.write(lambda tx: write_checkpoint(tx, cp))
+
+        def fn(tx: Tx) -> bool:
+            if also is not None:
+                also(tx)
+            return write_checkpoint(tx, cp)
+
+        self.held = await store.write(fn)
         self.messages, self.spans, self.usage = [], [], []
         self.tokens = [0, 0, 0]
         self.cost = 0.0

@@ -54,6 +54,10 @@ class Deployment(Model):
     # One activity word per deployment (agen.hub.observe.activity), shared by every screen and command.
     activity: str = "idle"
     stopped_reason: str | None = None
+    waiting_on: str | None = Field(
+        None,
+        description="delegate: working only through tasks of it waiting on the child tasks they started",
+    )
     pending_approvals: int = 0
     spent_today_usd: float = 0.0
     triggers: list[TriggerDue] = []  # cron and random triggers only (the others have no schedule)

@@ -18,6 +18,9 @@ TaskState = Literal[
     "queued", "leased", "running", "waiting", "succeeded", "failed", "cancelled", "expired"
 ]
 TERMINAL_STATES: frozenset[str] = frozenset({"succeeded", "failed", "cancelled", "expired"})
+QueueMode = Literal["followup", "collect", "steer", "interrupt"]
+OnParentEnd = Literal["cancel", "abandon"]
+CancelMode = Literal["hard", "immediate", "graceful"]
 
 
 class Task(Model):
@@ -55,6 +58,13 @@ class Task(Model):
         "(started, never confirmed): check what really happened",
     )
     pending_approvals: list[str] = []
+    parent_task_id: str | None = None
+    root_task_id: str | None = None
+    depth: int = 0
+    on_parent_end: str = "cancel"
+    cancel_at_ms: int | None = Field(
+        None, description="a graceful cancel's deadline: the task is stopped then if still running"
+    )
     created_ms: int
     started_ms: int | None = None
     finished_ms: int | None = None
@@ -85,6 +95,18 @@ class SubmitTaskRequest(Model):
         None,
         pattern=TRACEPARENT_PATTERN,
         description="W3C traceparent: the run joins this trace (the HTTP header of the same name sets it too)",
+    )
+    on_parent_end: OnParentEnd = Field(
+        "cancel",
+        description="what happens to this task's own joined children when it ends: cancel them, or abandon "
+        "them (they keep running)",
+    )
+    delivery: QueueMode | None = Field(
+        None,
+        description="the conversation's queue mode for this submission only (default: the bundle's "
+        "conversations.queueMode): followup queues it, collect merges it into the conversation's queued "
+        "task, steer hands it to the running task as new input, interrupt asks the running task to wrap up "
+        "and queues it after",
     )
 
 
@@ -128,6 +150,21 @@ class CancelTaskRequest(Model):
         description="only if the task is in this namespace (default: any the token sees)",
     )
     reason: str | None = None
+    tree: bool = Field(
+        False,
+        description="every unfinished task of its whole tree (its root and every descendant), not just this one",
+    )
+    mode: CancelMode = Field(
+        "hard",
+        description="hard (or immediate): stop at once; graceful: each running task gets a last turn to "
+        "call finish, and is stopped after grace_period_seconds if it has not ended",
+    )
+    grace_period_seconds: float | None = Field(
+        None,
+        gt=0,
+        le=300,
+        description="mode graceful only: the wrap-up time (default 20, at most 300)",
+    )
 
 
 class PauseTaskRequest(Model):
@@ -139,6 +176,10 @@ class PauseTaskRequest(Model):
     )
     hold_until_ms: TimeMs | None = None
     reason: str | None = None
+    tree: bool = Field(
+        False,
+        description="hold every unfinished task of its whole tree (its root and every descendant)",
+    )
 
 
 class ResumeTaskRequest(Model):
@@ -147,4 +188,33 @@ class ResumeTaskRequest(Model):
         None,
         pattern=NAME_PATTERN,
         description="only if the task is in this namespace (default: any the token sees)",
+    )
+    tree: bool = Field(False, description="end the hold on every task of its whole tree")
+
+
+class GetTaskTreeRequest(Model):
+    id: str = Field(description="any task of the tree")
+    namespace: str | None = Field(
+        None,
+        pattern=NAME_PATTERN,
+        description="only if the task is in this namespace (default: any the token sees)",
+    )
+
+
+class TaskTreeNode(Model):
+    """One task of a tree with what its run cost so far."""
+
+    task: Task
+    cost_usd: float = 0.0
+    tokens: int = 0
+    duration_ms: int | None = Field(
+        None, description="started to finished (or to now while it runs); none before it starts"
+    )
+    unfinished_children: int = Field(0, description="direct children not ended yet")
+
+
+class GetTaskTreeResponse(Model):
+    root_task_id: str
+    tasks: list[TaskTreeNode] = Field(
+        description="every task of the tree, a parent before its children"
     )

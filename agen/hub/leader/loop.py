@@ -96,6 +96,8 @@ class LeaderLoop:
             await self._signals(epoch)
         if summary.requeued or summary.woken or summary.assignments_changed or summary.scaled:
             self.hub.work.notify()
+        for task_id in summary.cancelled:  # a local run past its graceful cancel stops now
+            self.hub.notify_cancelled(task_id)
         if self.on_tick is not None:
             self.on_tick(summary)
         return summary

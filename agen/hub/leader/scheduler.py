@@ -17,6 +17,7 @@ from agen.hub.leader.autoscaler import ScaleDecision, ScaleInput, ScalePolicy, d
 from agen.hub.queue import QueueCounts, queue_counts
 from agen.hub.queue.holds import wake_expired_holds
 from agen.hub.queue.lease import expire_leases, expire_overdue
+from agen.hub.queue.trees import cancel_overdue
 from agen.store import Tx, loads
 
 NEST_LOST_AFTER_MS = 30_000
@@ -149,6 +150,7 @@ class TickSummary:
     woken: list[str] = field(default_factory=list)
     scaled: dict[str, tuple[int, int]] = field(default_factory=dict)  # deployment id -> (old, new)
     assignments_changed: int = 0
+    cancelled: list[str] = field(default_factory=list)
     unplaced: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -184,6 +186,9 @@ def schedule_tick(
     for r in expire_leases(tx, now_ms, deployment_ids=only):
         (s.failed if r["action"] == "failed" else s.requeued).append(r["task_id"])
     s.overdue = expire_overdue(tx, now_ms, deployment_ids=only)
+    s.cancelled = cancel_overdue(
+        tx, now_ms, deployment_ids=only
+    )  # graceful cancels past their grace
     if scope is None:  # a hold's deadline is agen up's to keep; a one-shot's fresh task is not held
         s.woken = wake_expired_holds(tx, now_ms)
 

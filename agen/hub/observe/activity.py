@@ -23,6 +23,7 @@ STOP_ORDER: tuple[StoppedReason, ...] = ("paused", "unplaced", "budget", "provid
 class Activity:
     word: Word
     stopped_reason: StoppedReason | None = None
+    waiting_on: Literal["delegate"] | None = None  # working only through a delegate it waits on
 
     def __str__(self) -> str:
         return f"stopped ({self.stopped_reason})" if self.stopped_reason else self.word
@@ -114,9 +115,21 @@ async def deployment_facts(store: Store, rows: Iterable[Row], now_ms: int) -> De
 
 
 def deployment_activity(
-    row: Mapping[str, Any], facts: DeploymentFacts, *, running: int, queued: int, ready: int
+    row: Mapping[str, Any],
+    facts: DeploymentFacts,
+    *,
+    running: int,
+    queued: int,
+    ready: int,
+    delegating: int = 0,
 ) -> Activity:
-    """A deployment: a running task -> working; a pending approval -> needs; then the stop reasons."""
+    """A deployment: a running task -> working; a pending approval -> needs; then the stop reasons.
+
+    ``delegating``: its tasks suspended waiting on child tasks. A delegate doing its work is work in
+    progress (seed 001: a run it launched that is running counts as working), so such a deployment
+    is working, waiting on a delegate, unless a task of its own runs now."""
+    if delegating and running <= facts.pending_approvals.get((row["namespace"], row["name"]), 0):
+        return Activity("working", waiting_on="delegate")
     key = (row["namespace"], row["name"])
     pending = facts.pending_approvals.get(key, 0)
     limit = _limit(row.get("budget"))

@@ -34,6 +34,7 @@ from agen.hub.queue._tasks import (
 )
 from agen.hub.queue.holds import RESUME, _effectively_held, inbox_matches, write_inbox
 from agen.hub.queue.locks import refresh_task_locks, release_task_locks, try_grant_all
+from agen.hub.queue.trees import ABANDON, joined_unfinished_children
 from agen.runner.approvals import close_task_approvals
 from agen.store import Tx, dumps
 from agen.store.base import new_ulid
@@ -244,7 +245,8 @@ def finish_task(
     keep_lease_id: bool = False,
     data: dict[str, Any] | None = None,
 ) -> None:
-    """The one terminal path: state, locks released, pending approvals closed, the event, the parent's inbox."""
+    """The one terminal path: state, locks released, pending approvals closed, the event, the parent's inbox,
+    and the task's joined children cancelled unless it set on_parent_end "abandon"."""
     tx.execute(
         _FINISH_SQL,
         (
@@ -285,6 +287,15 @@ def _finished(
             row["id"],
             {"task_id": row["id"], "status": state, "outcome": outcome, "error": error},
         )
+    # on_parent_end "cancel" (the default): the joined branch unwinds with its parent
+    if row.get("on_parent_end") != ABANDON:
+        for child in joined_unfinished_children(tx, row["id"]):
+            cancel_task(
+                tx,
+                child["id"],
+                by="hub",
+                reason=f"its parent task {row['id']} ended ({state}); on_parent_end is cancel",
+            )
 
 
 def _finish_fenced(

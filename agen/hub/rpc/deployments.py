@@ -227,7 +227,9 @@ _COUNTS = (
     " SUM(CASE WHEN state='queued' AND (not_before_ms IS NULL OR not_before_ms <= :now) THEN 1 ELSE 0 END) AS queued,"
     " SUM(CASE WHEN state='queued' AND not_before_ms > :now THEN 1 ELSE 0 END) AS scheduled,"
     " SUM(CASE WHEN state IN ('leased','running') THEN 1 ELSE 0 END) AS running,"
-    " SUM(CASE WHEN state='waiting' THEN 1 ELSE 0 END) AS waiting"
+    " SUM(CASE WHEN state='waiting' THEN 1 ELSE 0 END) AS waiting,"
+    " SUM(CASE WHEN state='waiting' AND (wait_for = 'children' OR wait_for LIKE 'child:%')"
+    " THEN 1 ELSE 0 END) AS delegating"
     " FROM tasks WHERE state IN ('queued','leased','running','waiting') {where} GROUP BY deployment_id"
 )
 _INSTANCES = (
@@ -251,7 +253,14 @@ def _to_view(
         int(inst.get("ready") or 0),
     )
     act = (
-        deployment_activity(row, facts, running=running, queued=queued, ready=ready)
+        deployment_activity(
+            row,
+            facts,
+            running=running,
+            queued=queued,
+            ready=ready,
+            delegating=int(counts.get("delegating") or 0),
+        )
         if facts
         else None
     )
@@ -282,6 +291,7 @@ def _to_view(
         updated_ms=row["updated_ms"],
         activity=act.word if act else "idle",
         stopped_reason=act.stopped_reason if act else None,
+        waiting_on=act.waiting_on if act else None,
         pending_approvals=facts.pending_approvals.get(key, 0) if facts else 0,
         spent_today_usd=round(facts.spent_today.get(key, 0.0), 6) if facts else 0.0,
         triggers=triggers or [],

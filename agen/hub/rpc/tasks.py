@@ -23,6 +23,7 @@ from agen.hub import queue
 from agen.hub.auth import Principal
 from agen.hub.fleet.instances import instance_failing
 from agen.hub.queue import admission
+from agen.hub.queue.delivery import deliver, queue_mode
 from agen.hub.queue.gate import budget_wait_reason
 from agen.hub.queue.redaction import redact_task_input
 from agen.hub.rpc._known import check_namespace, require_known_deployment
@@ -74,6 +75,11 @@ def task_view(row: Row, *, extra: dict[str, Any] | None = None) -> Task:
         run_id=extra.get("run_id"),
         effect_unknown=bool(extra.get("effect_unknown")),
         pending_approvals=extra.get("pending_approvals", []),
+        parent_task_id=row.get("parent_task_id"),
+        root_task_id=row.get("root_task_id"),
+        depth=row.get("depth") or 0,
+        on_parent_end=row.get("on_parent_end") or "cancel",
+        cancel_at_ms=row.get("cancel_at_ms"),
         created_ms=row["created_ms"],
         started_ms=row["started_ms"],
         finished_ms=row["finished_ms"],
@@ -157,6 +163,14 @@ async def load_task(hub: Hub, p: Principal, task_id: str, namespace: str | None 
 
 
 async def submit_task(hub: Hub, p: Principal, req: SubmitTaskRequest) -> TaskResponse:
+    return await submit(hub, p, req)
+
+
+async def submit(
+    hub: Hub, p: Principal, req: SubmitTaskRequest, *, parent_task_id: str | None = None
+) -> TaskResponse:
+    """SubmitTask, and the Hub's own submissions of a child task (``parent_task_id``: the child joins the
+    parent's tree; the public request has no such field, seed 000 §6)."""
     p.require_namespace(req.namespace)
     trust = effective_trust(req.trust, p.trust)
 
@@ -192,7 +206,12 @@ async def submit_task(hub: Hub, p: Principal, req: SubmitTaskRequest) -> TaskRes
             overrides=req.overrides.stored() if req.overrides else None,
             submitted_by=p.subject,
             traceparent=check_traceparent(req.traceparent) if req.traceparent else None,
+            parent_task_id=parent_task_id,
+            on_parent_end=req.on_parent_end,
         )
+        into = deliver(tx, current, new, queue_mode(current, req.delivery), by=p.subject)
+        if into is not None:  # collect merged it, or steer handed it to the running task
+            return task_view(into, extra=_details(tx, into)), False
         admission.admit(tx, current, tx.now_ms)
         row, created = queue.submit_task(tx, new)
         return task_view(row, extra={"locks": sorted(set(new.locks))}), created

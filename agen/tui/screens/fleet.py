@@ -25,7 +25,7 @@ from agen.api.models.deployments import (
 )
 from agen.api.models.observe import GetMetricsRequest
 from agen.api.models.tasks import SubmitTaskRequest
-from agen.cli.observe_render import activity_text
+from agen.cli.observe_render import activity_text, waiting_text
 from agen.errors import NotFoundError
 from agen.tui import fmt
 from agen.tui.rows import Cells, KeyedRows
@@ -198,7 +198,7 @@ class FleetScreen(AgenScreen):
         return (
             d.name,
             d.kind,
-            activity_text(d.activity, d.stopped_reason),
+            activity_text(d.activity, d.stopped_reason or waiting_text(d.waiting_on)),
             f"{d.desired}/{d.ready}",
             f"{d.queued}/{d.running}" + (f" +{d.waiting} waiting" if d.waiting else ""),
             Text(

@@ -1,5 +1,5 @@
 """Tasks: filter by state, deployment and label; detail with outcome, progress, wait_reason, lineage;
-cancel, pause and resume; open a task's transcript or trace."""
+cancel, pause and resume; open a task's transcript or trace; T shows the selected task's whole tree."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from agen.api import registry as r
 from agen.api.models.observe import QueryTaskRequest, QueryTaskResponse
 from agen.api.models.tasks import (
     CancelTaskRequest,
+    GetTaskTreeRequest,
     ListTasksRequest,
     PauseTaskRequest,
     ResumeTaskRequest,
@@ -25,6 +26,7 @@ from agen.tui import fmt
 from agen.tui.rows import Cells, KeyedRows
 from agen.tui.screens.base import AgenScreen
 from agen.tui.widgets.table import FastTable
+from agen.tui.widgets.task_tree import TaskTree
 
 LIMIT = 200
 STATES = ("queued", "leased", "running", "waiting", "succeeded", "failed", "cancelled", "expired")
@@ -57,6 +59,7 @@ class TasksScreen(AgenScreen):
         Binding("u", "resume_task", "Resume"),
         Binding("R", "transcript", "Transcript"),
         Binding("W", "trace", "Trace"),
+        Binding("T", "toggle_tree", "Tree"),
     ]
 
     def __init__(self) -> None:
@@ -76,6 +79,7 @@ class TasksScreen(AgenScreen):
         )
         yield FastTable(id="tasks", cursor_type="row", zebra_stripes=True)
         yield Static("", id="task-detail", classes="detail")
+        yield TaskTree(id="task-tree")
 
     def on_mount(self) -> None:
         self.rows = KeyedRows(
@@ -83,6 +87,7 @@ class TasksScreen(AgenScreen):
             ("ID", "DEPLOYMENT", "STATE", "WAIT", "PRIORITY", "AGE", "INPUT"),
         )
         self.query_one("#tasks-empty").display = False
+        self.query_one("#task-tree").display = False
 
     def set_filter(self, text: str) -> None:
         self.query_one("#task-filter", Input).value = text
@@ -115,6 +120,8 @@ class TasksScreen(AgenScreen):
             self.show_detail(key)
         else:
             self.detail("")
+        if self.query_one("#task-tree").display and key is not None:
+            self.show_tree(key)
 
     def detail(self, text: str) -> None:
         if text != self.detail_shown:  # an unchanged detail is not laid out again
@@ -133,6 +140,30 @@ class TasksScreen(AgenScreen):
         if event.row_key.value:
             self.agen.target = event.row_key.value
             self.show_detail(event.row_key.value)
+            if self.query_one("#task-tree").display:
+                self.show_tree(event.row_key.value)
+
+    def action_toggle_tree(self) -> None:
+        """Show (or hide) the whole tree of the selected task under the table."""
+        tree = self.query_one("#task-tree", TaskTree)
+        task = None if tree.display else self.selected()
+        tree.display = task is not None
+        if task is not None:
+            self.show_tree(task.id)
+
+    @work(exclusive=True, group="tree")
+    async def show_tree(self, task_id: str) -> None:
+        try:
+            resp = await self.client.call(r.GetTaskTree, GetTaskTreeRequest(id=task_id))
+        except Exception as e:
+            self.failed(e, f"loading the tree of task {task_id}")
+            return
+        self.query_one("#task-tree", TaskTree).show_tree(resp, selected=task_id)
+
+    @on(TaskTree.NodeHighlighted, "#task-tree")
+    def _tree_node(self, event: TaskTree.NodeHighlighted[str]) -> None:
+        if event.node.data:  # R and W open this task's transcript and trace
+            self.agen.target = event.node.data
 
     @work(exclusive=True, group="detail")
     async def show_detail(self, task_id: str) -> None:

@@ -1,4 +1,5 @@
-"""Trace: the span waterfall of a task's trace (the same tree `agen trace` prints)."""
+"""Trace: the span waterfall of a task's trace (the same tree `agen trace` prints), under the tree of tasks
+it belongs to when other agents' tasks are part of it (the cross-agent tree, `agen tree`)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,11 @@ from textual.widgets import Static
 
 from agen.api import registry as r
 from agen.api.models.observe import GetTraceRequest, GetTraceResponse, ListRunsRequest
+from agen.api.models.tasks import GetTaskTreeRequest
 from agen.cli.observe_render import trace_tree
+from agen.errors import NotFoundError
 from agen.tui.screens.base import AgenScreen
+from agen.tui.widgets.task_tree import TaskTree
 
 if TYPE_CHECKING:
     from agen.api.models.signals import Event
@@ -27,8 +31,12 @@ class TraceScreen(AgenScreen):
         self.shown_target: str | None = None
 
     def body(self) -> ComposeResult:
+        yield TaskTree(id="trace-tasks")
         with VerticalScroll():
             yield Static("", id="trace")
+
+    def on_mount(self) -> None:
+        self.query_one("#trace-tasks").display = False
 
     def outdated(self) -> bool:
         return super().outdated() or self.agen.target != self.shown_target
@@ -43,6 +51,7 @@ class TraceScreen(AgenScreen):
     async def load(self) -> None:
         target = shown = self.agen.target
         view = self.query_one("#trace", Static)
+        await self._show_tasks(target)  # before the trace: a task that has not run yet has none
         try:
             if target is None:
                 runs = (
@@ -60,3 +69,18 @@ class TraceScreen(AgenScreen):
         if resp != self.trace:  # the same spans are not drawn again
             self.trace = resp
             view.update(trace_tree(resp))
+
+    async def _show_tasks(self, target: str | None) -> None:
+        """The tree of tasks (across agents) the target task belongs to; hidden for a lone task or a trace id."""
+        box = self.query_one("#trace-tasks", TaskTree)
+        tree = None
+        if target is not None:
+            try:
+                tree = await self.client.call(r.GetTaskTree, GetTaskTreeRequest(id=target))
+            except NotFoundError:  # a trace id, not a task
+                tree = None
+            except Exception as e:
+                self.failed(e, f"loading the task tree of {target}")
+        box.display = tree is not None and len(tree.tasks) > 1
+        if tree is not None and box.display:
+            box.show_tree(tree, selected=target)

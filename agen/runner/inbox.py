@@ -1,0 +1,73 @@
+"""The task's inbox drained into a running run before each model call (seed 000 §6 "Draining the
+inbox into a running run"): what arrived for the task while its run worked becomes a user message.
+
+- ``signal`` (another task's signal_agent): "[Signal from task <ref>] <message>"
+- ``cancel`` (a graceful cancel or an interrupting submission): a request to wrap up and call finish
+- ``steer`` (a submission in the steer queue mode): "[New input for this conversation] <input>"
+
+Other kinds stay where they are: "child" and "approval" rows are the resume path's business. The
+rows are claimed (``consumed_ms``) in the same transaction as the checkpoint that stores their
+messages, which is epoch-checked: a crash in between loses nothing and a fenced-off owner claims nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agen.runner.state import RunState
+from agen.store.base import Store, Tx, loads
+
+KINDS = ("signal", "cancel", "steer")
+_PENDING = (
+    "SELECT id, kind, ref, payload FROM run_inbox WHERE task_id = ? AND consumed_ms IS NULL"
+    f" AND kind IN ({', '.join(repr(k) for k in KINDS)}) ORDER BY created_ms, id"
+)
+
+
+def note(kind: str, ref: str | None, payload: Any) -> str:
+    """The user message one inbox row becomes."""
+    body = payload.get("message", payload.get("input")) if isinstance(payload, dict) else payload
+    text = "" if body is None else str(body)
+    if kind == "signal":
+        return f"[Signal from task {ref or 'unknown'}] {text}".rstrip()
+    if kind == "steer":
+        return f"[New input for this conversation] {text}".rstrip()
+    grace = payload.get("grace_s") if isinstance(payload, dict) else None
+    reason = payload.get("reason") if isinstance(payload, dict) else None
+    within = f" within {grace:g} seconds" if isinstance(grace, int | float) else " shortly"
+    return (
+        f"[Cancel requested{': ' + str(reason) if reason else ''}] This task is being stopped. Do not start "
+        f"new work: call finish now with what you have (say what is left undone). The run is stopped{within} "
+        "either way."
+    )
+
+
+async def pending(store: Store, task_id: str) -> list[dict[str, Any]]:
+    """Unclaimed rows this module turns into messages, oldest first."""
+    return list(await store.all(_PENDING, (task_id,)))
+
+
+def claim(rows: list[dict[str, Any]]) -> Any:
+    """A transaction step marking ``rows`` consumed (run with the checkpoint that stores their messages)."""
+    ids = [r["id"] for r in rows]
+
+    def fn(tx: Tx) -> None:
+        tx.execute(
+            f"UPDATE run_inbox SET consumed_ms = ? WHERE id IN ({','.join('?' * len(ids))})"
+            " AND consumed_ms IS NULL",
+            (tx.now_ms, *ids),
+        )
+
+    return fn
+
+
+async def drain(store: Store, st: RunState) -> int:
+    """Turn the task's unclaimed rows into user messages and checkpoint them with the claim; how many."""
+    if st.task_id is None:
+        return 0
+    rows = await pending(store, st.task_id)
+    if rows:
+        for r in rows:
+            st.add_message("user", note(r["kind"], r["ref"], loads(r["payload"])))
+        await st.flush(store, also=claim(rows))
+    return len(rows)

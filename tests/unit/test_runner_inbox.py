@@ -1,0 +1,100 @@
+"""The task's inbox drained into a running run before each model call: a signal, a graceful cancel's
+wrap-up request and a steer each reach the model as a user message, claimed with the checkpoint."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from agen.hub.queue.holds import write_inbox
+from agen.runner.types import RunRequest
+from agen.store import Store, Tx
+from tests.runner_helpers import FnTool, call, capturing_runner, make, open_store, script
+from tests.unit.queue_helpers import add_deployment, new_task
+
+
+async def _task(store: Store) -> str:
+    from agen.hub import queue as q
+
+    dep = await store.write(lambda tx: add_deployment(tx))
+    row, _ = await store.write(lambda tx: q.submit_task(tx, new_task(dep, "work")))
+    return str(row["id"])
+
+
+def _user_texts(request: Any) -> list[str]:
+    return [str(m.get("content")) for m in request.messages if m.get("role") == "user"]
+
+
+async def test_a_signal_reaches_the_model_as_a_user_message_and_is_claimed(
+    tmp_path: Path,
+) -> None:
+    store = await open_store(tmp_path)
+    task_id = await _task(store)
+    await store.write(
+        lambda tx: write_inbox(tx, task_id, "signal", "parent-1", {"message": "focus on 2025"})
+    )
+    r, cap = await capturing_runner(store, make())  # echo model: repeats the last user message
+    res = await r.run(RunRequest(input="summarise the sales", task_id=task_id))
+    assert _user_texts(cap.requests[0])[-1] == "[Signal from task parent-1] focus on 2025"
+    assert res.outcome.summary == "You said: [Signal from task parent-1] focus on 2025"
+    stored = await store.all(
+        "SELECT content FROM messages WHERE run_id = ? AND role = 'user' ORDER BY seq",
+        (res.run_id,),
+    )
+    assert [m["content"] for m in stored] == [
+        "summarise the sales",
+        "[Signal from task parent-1] focus on 2025",
+    ]
+    assert await store.scalar("SELECT consumed_ms FROM run_inbox WHERE task_id = ?", (task_id,))
+    await store.close()
+
+
+async def test_a_graceful_cancel_mid_run_gives_the_model_a_wrap_up_turn(tmp_path: Path) -> None:
+    store = await open_store(tmp_path)
+    task_id = await _task(store)
+
+    async def step(args: dict[str, Any]) -> str:
+        """While the run works, a graceful cancel arrives (CancelTask mode graceful writes this row)."""
+
+        def cancel(tx: Tx) -> None:
+            write_inbox(tx, task_id, "cancel", "me", {"reason": "user asked", "grace_s": 20})
+
+        await store.write(cancel)
+        return "step done"
+
+    b = make(
+        script(
+            call("work_step"),
+            call("finish", status="done", summary="partial: 1 of 3 steps"),
+            call("work_step"),
+        )
+    )
+    r, cap = await capturing_runner(store, b, FnTool("work.step", step))
+    res = await r.run(RunRequest(input="do three steps", task_id=task_id))
+    assert res.status == "succeeded" and res.outcome.summary == "partial: 1 of 3 steps"
+    assert len(cap.requests) == 2  # the wrap-up turn, then the run ended on finish
+    wrap_up = _user_texts(cap.requests[1])[-1]
+    assert wrap_up.startswith("[Cancel requested: user asked]") and "call finish now" in wrap_up
+    assert "within 20 seconds" in wrap_up
+    await store.close()
+
+
+async def test_a_steer_becomes_new_input_and_child_rows_are_left_for_the_resume_path(
+    tmp_path: Path,
+) -> None:
+    store = await open_store(tmp_path)
+    task_id = await _task(store)
+
+    def rows(tx: Tx) -> None:
+        write_inbox(tx, task_id, "child", "c-1", {"status": "succeeded"})
+        write_inbox(tx, task_id, "steer", None, {"input": "shorter, please"})
+
+    await store.write(rows)
+    r, cap = await capturing_runner(store, make())
+    await r.run(RunRequest(input="write a poem", task_id=task_id))
+    assert _user_texts(cap.requests[0])[-1] == "[New input for this conversation] shorter, please"
+    left = await store.all(
+        "SELECT kind FROM run_inbox WHERE task_id = ? AND consumed_ms IS NULL", (task_id,)
+    )
+    assert [x["kind"] for x in left] == ["child"]
+    await store.close()
