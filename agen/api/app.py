@@ -27,12 +27,12 @@ from starlette.routing import Route
 
 from agen.api.dispatch import RETRY_AFTER_S, dispatch
 from agen.api.hooks import hook_routes, read_limited
-from agen.api.limits import DEFAULT_MAX_BODY_BYTES, MAX_BODY_ENV, BundleLimits, env_bytes, human
 from agen.api.openapi import openapi_document
 from agen.api.registry import RPCS, Rpc
 from agen.errors import AgenError, InvalidError, NotFoundError, TooLargeError, UnavailableError
 from agen.hub.service import Hub
 from agen.otel.ids import header_traceparent
+from agen.wire.limits import DEFAULT_MAX_BODY_BYTES, MAX_BODY_ENV, BundleLimits, env_bytes, human
 
 log = logging.getLogger("agen.api")
 
@@ -214,9 +214,9 @@ def create_app(hub: Hub, max_body: int | None = None) -> Starlette:
 
     async def metrics(request: Request) -> Response:
         """GetMetrics as Prometheus text (agen.otel.prometheus); a viewer token, like GetMetrics itself."""
-        from agen.api.models.observe import GetMetricsRequest
         from agen.hub.metrics import get_metrics
         from agen.otel.prometheus import CONTENT_TYPE, exposition
+        from agen.wire.observe import GetMetricsRequest
 
         try:
             principal = await hub.auth.authenticate(_bearer(request), hub.clock())

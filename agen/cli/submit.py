@@ -19,8 +19,8 @@ import typer
 from agen.cli._common import HubOpt, JsonOpt, NamespaceOpt, TokenOpt, is_folder
 
 if TYPE_CHECKING:
-    from agen.api.models.tasks import SubmitTaskRequest, Task
     from agen.client import Client
+    from agen.wire.tasks import SubmitTaskRequest, Task
 
 
 @dataclass
@@ -45,11 +45,11 @@ def build_request(deployment: str, text: str, namespace: str, o: RunOptions) -> 
 
     from pydantic import ValidationError
 
-    from agen.api.models.tasks import SubmitTaskRequest
     from agen.cli._common import parse_duration_ms
     from agen.cli._hub import parse_time_ms
     from agen.errors import InvalidError
     from agen.hub.events import parse_labels
+    from agen.wire.tasks import SubmitTaskRequest
 
     now = int(time.time() * 1000)
     if o.at and o.in_:

@@ -136,6 +136,8 @@ class Authenticator:
     """Resolves bearer tokens to principals, with a short cache so hot paths skip the Store."""
 
     CACHE_MS = 5_000
+    local_admin = LOCAL_ADMIN
+    """Who an in-process call is when it names no one (the client reads it here, not by import)."""
 
     def __init__(self, store: Store) -> None:
         self._store = store

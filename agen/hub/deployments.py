@@ -9,8 +9,17 @@ from typing import Any
 
 from ulid import ULID
 
-from agen.api.limits import BundleLimits
-from agen.api.models.deployments import (
+from agen.bundle import Bundle, load_bundle_files
+from agen.errors import ConflictError, InvalidError, NotFoundError
+from agen.hub import queue
+from agen.hub.activity import DeploymentFacts, deployment_activity, deployment_facts
+from agen.hub.auth import Principal
+from agen.hub.definitions import put_definition
+from agen.hub.logs import write_log
+from agen.hub.notify import sync_bundle_target
+from agen.hub.service import Hub
+from agen.store import Row, Tx, dumps, loads
+from agen.wire.deployments import (
     CreateDeploymentRequest,
     DeleteDeploymentRequest,
     DeleteDeploymentResponse,
@@ -27,16 +36,7 @@ from agen.api.models.deployments import (
     ScalePolicy,
     TriggerDue,
 )
-from agen.bundle import Bundle, load_bundle_files
-from agen.errors import ConflictError, InvalidError, NotFoundError
-from agen.hub import queue
-from agen.hub.activity import DeploymentFacts, deployment_activity, deployment_facts
-from agen.hub.auth import Principal
-from agen.hub.definitions import put_definition
-from agen.hub.logs import write_log
-from agen.hub.notify import sync_bundle_target
-from agen.hub.service import Hub
-from agen.store import Row, Tx, dumps, loads
+from agen.wire.limits import BundleLimits
 
 UNFINISHED = "('queued', 'leased', 'running', 'waiting')"
 

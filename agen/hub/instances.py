@@ -6,13 +6,13 @@ from typing import Any
 
 from ulid import ULID
 
-from agen.api.models.deployments import Instance, ListInstancesRequest, ListInstancesResponse
-from agen.api.models.nests import START_FAILED, Assignment, InstanceReport
 from agen.hub.auth import Principal
 from agen.hub.lease import release_task
 from agen.hub.logs import write_log
 from agen.hub.service import Hub
 from agen.store import Tx, dumps, loads
+from agen.wire.deployments import Instance, ListInstancesRequest, ListInstancesResponse
+from agen.wire.nests import START_FAILED, Assignment, InstanceReport
 
 FAILING_AFTER = 3  # consecutive start failures that mark a deployment's instances failing
 

@@ -13,18 +13,18 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from agen.api.models.observe import (
+from agen.hub.activity import run_activity
+from agen.hub.auth import Principal
+from agen.hub.observe import tasks_by_id, usage_of
+from agen.hub.service import Hub
+from agen.store import Row, loads
+from agen.wire.observe import (
     ActivityWarning,
     GetActivityRequest,
     GetActivityResponse,
     Queue,
     RunActivity,
 )
-from agen.hub.activity import run_activity
-from agen.hub.auth import Principal
-from agen.hub.observe import tasks_by_id, usage_of
-from agen.hub.service import Hub
-from agen.store import Row, loads
 
 MIN = 60_000
 NEAR = 0.8  # near_turn_limit, near_run_budget, near_daily_budget

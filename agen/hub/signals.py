@@ -5,8 +5,16 @@ from __future__ import annotations
 
 import asyncio
 
-from agen.api.models.common import Ok
-from agen.api.models.signals import (
+from agen.hub import admission, notify, providers
+from agen.hub._known import require_known_deployment
+from agen.hub.auth import Principal
+from agen.hub.deployments import find_deployment
+from agen.hub.events import EventFilter, list_events, tail_start
+from agen.hub.service import Hub
+from agen.hub.triggers.webhook import create_webhook_secret as _create_secret
+from agen.store import Tx
+from agen.wire.common import Ok
+from agen.wire.signals import (
     CreateWebhookSecretRequest,
     CreateWebhookSecretResponse,
     DryRunTaskResponse,
@@ -28,15 +36,7 @@ from agen.api.models.signals import (
     TriggerEvent,
     TriggerInfo,
 )
-from agen.api.models.tasks import SubmitTaskRequest
-from agen.hub import admission, notify, providers
-from agen.hub._known import require_known_deployment
-from agen.hub.auth import Principal
-from agen.hub.deployments import find_deployment
-from agen.hub.events import EventFilter, list_events, tail_start
-from agen.hub.service import Hub
-from agen.hub.triggers.webhook import create_webhook_secret as _create_secret
-from agen.store import Tx
+from agen.wire.tasks import SubmitTaskRequest
 
 
 async def list_trigger_events(

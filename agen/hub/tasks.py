@@ -5,7 +5,18 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from agen.api.models.tasks import (
+from agen.bundle.overrides import TRUST_RANK
+from agen.errors import NotFoundError
+from agen.hub import admission, queue
+from agen.hub._known import check_namespace, require_known_deployment
+from agen.hub.auth import Principal
+from agen.hub.input_redaction import redact_task_input
+from agen.hub.instances import instance_failing
+from agen.hub.lease_gate import budget_wait_reason
+from agen.hub.service import Hub
+from agen.otel.ids import check_traceparent
+from agen.store import Row, Tx, loads
+from agen.wire.tasks import (
     TERMINAL_STATES,
     CancelTaskRequest,
     GetTaskRequest,
@@ -17,19 +28,8 @@ from agen.api.models.tasks import (
     Task,
     TaskResponse,
 )
-from agen.errors import NotFoundError
-from agen.hub import admission, queue
-from agen.hub._known import check_namespace, require_known_deployment
-from agen.hub.auth import Principal
-from agen.hub.input_redaction import redact_task_input
-from agen.hub.instances import instance_failing
-from agen.hub.lease_gate import budget_wait_reason
-from agen.hub.service import Hub
-from agen.otel.ids import check_traceparent
-from agen.store import Row, Tx, loads
 
 PRIORITY_NAMES = {v: k for k, v in queue.PRIORITIES.items()}
-TRUST_RANK = {"untrusted": 0, "trusted": 1, "operator": 2}
 
 
 def effective_trust(asked: str | None, principal_trust: str) -> str:

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 from agen.api import registry as r
-from agen.api.models import nests as m
 from agen.client import Client, InProcessTransport
+from agen.wire import nests as m
 
 
 class ClientHubPort:

@@ -52,7 +52,8 @@ process, the channel to the Manager that forwards them there)."""
 
 def run_request(task: LeasedTask) -> Any:
     """The engine's RunRequest for a leased task (one run per task id, so a retry resumes it)."""
-    from agen.runner.types import RunRequest, TaskOverrides
+    from agen.bundle.overrides import TaskOverrides
+    from agen.runner.types import RunRequest
 
     return RunRequest(
         input=task.input,

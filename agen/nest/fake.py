@@ -16,9 +16,9 @@ from typing import Any
 
 from ulid import ULID
 
-from agen.api.models.nests import Assignment, InstanceReport, LeasedTask, LeaseRef
 from agen.bundle import digest_files
 from agen.errors import FencedError, NotFoundError, UnavailableError
+from agen.wire.nests import Assignment, InstanceReport, LeasedTask, LeaseRef
 
 AGENT_FILES: dict[str, bytes] = {
     "plugin.json": json.dumps({"name": "fake", "version": "0.1.0"}).encode(),

@@ -16,12 +16,12 @@ import threading
 from pathlib import Path
 
 from agen.api import registry as r
-from agen.api.models.deployments import CreateDeploymentRequest
-from agen.api.models.tasks import SubmitTaskRequest
 from agen.client import Client
 from agen.hub.service import Hub
 from agen.ownership import hold_store_for_oneshot, release
 from agen.store import SQLiteStore
+from agen.wire.deployments import CreateDeploymentRequest
+from agen.wire.tasks import SubmitTaskRequest
 from tests.e2e.harness import AGEN, Up, free_port, wait_until
 from tests.fleet_helpers import files_b64, write_bundle
 

@@ -10,17 +10,6 @@ import pytest
 
 from agen.api import registry as rpc
 from agen.api.app import create_app
-from agen.api.models.common import Empty
-from agen.api.models.deployments import (
-    CreateDeploymentRequest,
-    DeleteDeploymentRequest,
-    GetDeploymentRequest,
-    GetLogsRequest,
-    ListDeploymentsRequest,
-    PauseDeploymentRequest,
-    ScaleDeploymentRequest,
-)
-from agen.api.models.tokens import CreateTokenRequest
 from agen.client import Client, HttpTransport
 from agen.errors import (
     ConflictError,
@@ -31,6 +20,17 @@ from agen.errors import (
 )
 from agen.hub.service import Hub
 from agen.store import SQLiteStore
+from agen.wire.common import Empty
+from agen.wire.deployments import (
+    CreateDeploymentRequest,
+    DeleteDeploymentRequest,
+    GetDeploymentRequest,
+    GetLogsRequest,
+    ListDeploymentsRequest,
+    PauseDeploymentRequest,
+    ScaleDeploymentRequest,
+)
+from agen.wire.tokens import CreateTokenRequest
 from tests.fleet_helpers import files_b64, write_bundle
 
 

@@ -13,14 +13,14 @@ import pytest
 
 from agen.api import registry as rpc
 from agen.api.app import create_app
-from agen.api.limits import BundleLimits
-from agen.api.models.tokens import CreateTokenRequest
+from agen.bundle.overrides import TaskOverrides
 from agen.client import Client
 from agen.errors import TooLargeError
 from agen.hub.deployments import encode_files
 from agen.hub.service import Hub
-from agen.runner.types import TaskOverrides
 from agen.store import SQLiteStore, loads
+from agen.wire.limits import BundleLimits
+from agen.wire.tokens import CreateTokenRequest
 from tests.fleet_helpers import files_b64, write_bundle
 from tests.observe_helpers import embedded_hub
 

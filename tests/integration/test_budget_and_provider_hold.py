@@ -12,14 +12,14 @@ from typing import Any
 import pytest
 
 from agen.api import registry as r
-from agen.api.models.deployments import CreateDeploymentRequest
-from agen.api.models.tasks import GetTaskRequest, SubmitTaskRequest, Task
 from agen.client import Client
 from agen.errors import BudgetError
 from agen.hub import providers
 from agen.node import LocalNode
 from agen.store import SQLiteStore
 from agen.testing.openai_server import OpenAIServer, Reply
+from agen.wire.deployments import CreateDeploymentRequest
+from agen.wire.tasks import GetTaskRequest, SubmitTaskRequest, Task
 from tests.fleet_helpers import files_b64, write_bundle
 
 

@@ -6,16 +6,16 @@ import time
 from pathlib import Path
 
 from agen.api import registry as r
-from agen.api.models.deployments import (
-    CreateDeploymentRequest,
-    GetDeploymentRequest,
-    ListDeploymentsRequest,
-)
 from agen.client import Client
 from agen.hub.leader import HUB_LEADER, acquire_or_renew
 from agen.hub.service import Hub
 from agen.hub.triggers.tick import fire_due_triggers
 from agen.store import SQLiteStore
+from agen.wire.deployments import (
+    CreateDeploymentRequest,
+    GetDeploymentRequest,
+    ListDeploymentsRequest,
+)
 from tests.fleet_helpers import files_b64, write_bundle
 
 HOUR = 3_600_000

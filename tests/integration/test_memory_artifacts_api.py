@@ -9,7 +9,10 @@ from typing import Any
 import pytest
 
 from agen.api import registry as r
-from agen.api.models.memory import (
+from agen.client import Client
+from agen.errors import ConflictError, DeniedError, NotFoundError
+from agen.hub.auth import Principal
+from agen.wire.memory import (
     GetArtifactRequest,
     GetMemoryRequest,
     ListArtifactsRequest,
@@ -18,9 +21,6 @@ from agen.api.models.memory import (
     RollbackMemoryRequest,
     SetMemoryRequest,
 )
-from agen.client import Client
-from agen.errors import ConflictError, DeniedError, NotFoundError
-from agen.hub.auth import Principal
 from tests.observe_helpers import embedded_hub
 
 # The agent saves an artifact and writes its memory block, then answers.

@@ -7,8 +7,6 @@ from pathlib import Path
 from textual.widgets import DataTable, Input, RichLog, Static, Tree
 
 from agen.api import registry as r
-from agen.api.models.deployments import ListDeploymentsRequest
-from agen.api.models.tasks import GetTaskRequest
 from agen.tui.app import AgenApp
 from agen.tui.screens.approvals import ApprovalsScreen
 from agen.tui.screens.events import EventsScreen
@@ -19,6 +17,8 @@ from agen.tui.screens.trace import TraceScreen
 from agen.tui.screens.transcript import TranscriptScreen
 from agen.tui.widgets.help_dialog import HelpDialog
 from agen.tui.widgets.input_dialog import InputDialog
+from agen.wire.deployments import ListDeploymentsRequest
+from agen.wire.tasks import GetTaskRequest
 from tests.observe_helpers import MULTI_TOOL_SCRIPT, embedded_hub
 from tests.tui.helpers import cells, until
 

@@ -18,12 +18,12 @@ from syrupy.assertion import SnapshotAssertion
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Tree
 
-from agen.api.models.observe import GetTraceResponse
 from agen.store import Tx
 from agen.tui import fmt
 from agen.tui.app import AgenApp
 from agen.tui.screens import trace as trace_screen
 from agen.tui.screens.fleet import FleetScreen
+from agen.wire.observe import GetTraceResponse
 from tests.observe_helpers import MULTI_TOOL_SCRIPT, Embedded, embedded_hub
 from tests.tui.helpers import until
 
@@ -80,7 +80,7 @@ async def settled_fleet(e: Embedded) -> None:
     import asyncio
 
     from agen.api import registry as r
-    from agen.api.models.deployments import ListDeploymentsRequest
+    from agen.wire.deployments import ListDeploymentsRequest
 
     for _ in range(200):
         deps = (await e.client.call(r.ListDeployments, ListDeploymentsRequest())).deployments

@@ -9,12 +9,12 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from agen.api import registry as r
-from agen.api.models.observe import GetTraceRequest, GetTraceResponse, ListRunsRequest
-from agen.cli.observe_render import trace_tree
+from agen.render.observe import trace_tree
 from agen.tui.screens.base import AgenScreen
+from agen.wire.observe import GetTraceRequest, GetTraceResponse, ListRunsRequest
 
 if TYPE_CHECKING:
-    from agen.api.models.signals import Event
+    from agen.wire.signals import Event
 
 
 class TraceScreen(AgenScreen):
