@@ -30,6 +30,7 @@ from agen.api.hooks import hook_routes, read_limited
 from agen.api.openapi import openapi_document
 from agen.api.registry import RPCS, Rpc
 from agen.errors import AgenError, InvalidError, NotFoundError, TooLargeError, UnavailableError
+from agen.hub.auth import bearer_token
 from agen.hub.service import Hub
 from agen.otel.ids import header_traceparent
 from agen.wire.limits import DEFAULT_MAX_BODY_BYTES, MAX_BODY_ENV, BundleLimits, env_bytes, human
@@ -44,12 +45,6 @@ def _error(e: AgenError) -> JSONResponse:
     elif e.details.get("retry_after_s"):  # admission refusals (429) and budget holds (503)
         headers["Retry-After"] = str(e.details["retry_after_s"])
     return JSONResponse(e.to_dict(), status_code=e.http_status, headers=headers)
-
-
-def _bearer(request: Request) -> str | None:
-    header = request.headers.get("authorization", "")
-    scheme, _, value = header.partition(" ")
-    return value.strip() if scheme.lower() == "bearer" and value.strip() else None
 
 
 def _invalid(rpc: Rpc[Any, Any], e: ValidationError) -> InvalidError:
@@ -162,7 +157,7 @@ def create_app(hub: Hub, max_body: int | None = None) -> Starlette:
                 raise NotFoundError(
                     f"no API method {name!r}; GET /openapi.json lists them", method=name
                 )
-            principal = await hub.auth.authenticate(_bearer(request), hub.clock())
+            principal = await hub.auth.authenticate(bearer_token(request.headers), hub.clock())
             principal.require(
                 rpc.scope, rpc.name
             )  # before the body: a caller without scope gets 403
@@ -219,7 +214,7 @@ def create_app(hub: Hub, max_body: int | None = None) -> Starlette:
         from agen.wire.observe import GetMetricsRequest
 
         try:
-            principal = await hub.auth.authenticate(_bearer(request), hub.clock())
+            principal = await hub.auth.authenticate(bearer_token(request.headers), hub.clock())
             principal.require("viewer", "GET /metrics")
             try:
                 req = GetMetricsRequest(namespace=request.query_params.get("namespace", "default"))

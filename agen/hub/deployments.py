@@ -7,8 +7,6 @@ import base64
 import binascii
 from typing import Any
 
-from ulid import ULID
-
 from agen.bundle import Bundle, load_bundle_files
 from agen.errors import ConflictError, InvalidError, NotFoundError
 from agen.hub import queue
@@ -18,7 +16,7 @@ from agen.hub.definitions import put_definition
 from agen.hub.logs import write_log
 from agen.hub.notify import sync_bundle_target
 from agen.hub.service import Hub
-from agen.store import Row, Tx, dumps, loads
+from agen.store import Row, Tx, dumps, loads, new_ulid
 from agen.wire.deployments import (
     CreateDeploymentRequest,
     DeleteDeploymentRequest,
@@ -150,7 +148,7 @@ async def _apply(
             "policy": dumps(_policy(bundle)),
         }
         if row is None:
-            dep_id = str(ULID())
+            dep_id = new_ulid()
             desired = req.replicas if req.replicas is not None else scale.min
             tx.execute(
                 "INSERT INTO deployments (id, namespace, name, kind, definition_id, digest, scale, placement, budget,"

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from ulid import ULID
 
 from agen.errors import BudgetError, RateLimitedError, UnavailableError
 from agen.hub import admission, budgets
-from agen.store import Row, Store, Tx, dumps
+from agen.store import Row, Store, Tx, dumps, new_ulid
 from tests.unit.trigger_helpers import add_usage, deployment
 
 NOON = 1_735_732_800_000  # 2025-01-01T12:00:00Z
@@ -15,7 +14,7 @@ DAY = "2025-01-01"
 
 
 def queue_task(tx: Tx, dep: Row, state: str = "queued") -> None:
-    tid = str(ULID())
+    tid = new_ulid()
     seq = int(tx.scalar("SELECT COALESCE(MAX(seq), 0) + 1 FROM tasks"))
     tx.execute(
         "INSERT INTO tasks (id, namespace, deployment_id, deployment, state, input, root_task_id, seq, created_ms,"

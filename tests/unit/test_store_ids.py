@@ -42,3 +42,24 @@ def test_ids_in_one_millisecond_count_up_through_a_carry_into_the_cached_high_bi
             str(ULID.from_bytes(ms.to_bytes(6, "big") + (start + i).to_bytes(10, "big")))
             for i in range(40)
         ]
+
+
+def test_agen_makes_every_id_with_new_ulid_not_python_ulid() -> None:
+    """One id source: python-ulid only parses and converts ids (otel/ids.py), it never makes them."""
+    import ast
+    from pathlib import Path
+
+    import agen
+
+    root = Path(agen.__file__).parent
+    makers = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "ULID"
+                and not node.args
+            ):
+                makers.append(f"{path.relative_to(root.parent)}:{node.lineno}")
+    assert makers == []
