@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -19,7 +18,6 @@ from agen.errors import (
     UnauthenticatedError,
 )
 from agen.hub.service import Hub
-from agen.store import SQLiteStore
 from agen.wire.common import Empty
 from agen.wire.deployments import (
     CreateDeploymentRequest,
@@ -32,13 +30,6 @@ from agen.wire.deployments import (
 )
 from agen.wire.tokens import CreateTokenRequest
 from tests.fleet_helpers import files_b64, write_bundle
-
-
-@pytest.fixture
-async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
-    store = await SQLiteStore.open(tmp_path / "hub.db")
-    yield Hub(store)
-    await store.close()
 
 
 def http_client(hub: Hub, token: str | None) -> Client:

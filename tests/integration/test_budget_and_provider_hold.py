@@ -24,12 +24,6 @@ from tests.fleet_helpers import files_b64, write_bundle
 
 
 @pytest.fixture
-async def srv() -> AsyncIterator[OpenAIServer]:
-    async with OpenAIServer() as server:
-        yield server
-
-
-@pytest.fixture
 async def node(tmp_path: Path) -> AsyncIterator[LocalNode]:
     store = await SQLiteStore.open(tmp_path / "node.db")
     n = LocalNode(store, tick_s=0.1, heartbeat_s=0.1)

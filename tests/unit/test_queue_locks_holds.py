@@ -8,14 +8,9 @@ from agen.errors import ConflictError
 from agen.hub import queue as q
 from agen.hub.locks import held_locks
 from agen.store import Store
-from tests.unit.queue_helpers import add_deployment, new_task
+from tests.unit.queue_helpers import new_task
 
 LEASE = 30_000
-
-
-@pytest.fixture
-async def dep(store: Store) -> str:
-    return await store.write(lambda tx: add_deployment(tx))
 
 
 async def submit(store: Store, dep: str, text: str = "hi", **kw: object) -> dict:

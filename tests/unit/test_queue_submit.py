@@ -12,11 +12,6 @@ from tests.unit.queue_helpers import add_deployment, new_task
 DAY = 24 * 3600 * 1000
 
 
-@pytest.fixture
-async def dep(store: Store) -> str:
-    return await store.write(lambda tx: add_deployment(tx))
-
-
 async def submit(
     store: Store, dep: str, text: str = "hi", *, max_queued: int | None = None, **kw: object
 ) -> tuple[dict, bool]:

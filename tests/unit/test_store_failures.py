@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,16 +15,10 @@ import pytest
 from agen.errors import StoreError
 from agen.store import SQLiteStore, Tx
 
+# SQLite only: these inject SQLite faults (disk full, a dead writer thread).
+pytestmark = pytest.mark.sqlite_only
+
 DEADLINE_S = 30  # generous: only a hung write gets near it
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
-    s = await SQLiteStore.open(tmp_path / "a.db")
-    try:
-        yield s
-    finally:
-        await s.close()
 
 
 def _insert_session(tx: Tx, sid: str) -> str:
