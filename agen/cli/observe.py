@@ -92,7 +92,7 @@ def runs(
         namespace=namespace,
         deployment=name,
         roots=roots,
-        status=status,  # type: ignore[arg-type]
+        status=status,
         labels=labels,
         since_ms=parse_duration_ms(since, flag="--since") if since else None,
         task_id=task,

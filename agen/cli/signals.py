@@ -209,7 +209,7 @@ def events(
         )
         req = make_request(
             ListEventsRequest, after=after or 0, last=None if after is not None else limit, **base
-        )  # type: ignore[arg-type]
+        )
         while True:
             page = await c.call(r.ListEvents, req)
             for e in page.events:
@@ -219,7 +219,7 @@ def events(
                     print(format_event(e), flush=True)
             if not follow:
                 return
-            req = make_request(ListEventsRequest, after=page.cursor, wait_seconds=30, **base)  # type: ignore[arg-type]
+            req = make_request(ListEventsRequest, after=page.cursor, wait_seconds=30, **base)
 
     with_client(hub, token, go)
 
@@ -278,7 +278,7 @@ def notify_set(
         labels=parse_labels(label or []),
         severity=severity,
         secret=secret,
-    )  # type: ignore[arg-type]
+    )
     resp = with_client(hub, token, lambda c: c.call(r.SetNotifyTarget, req))
     if json_out:
         print_json(resp.model_dump(mode="json"))

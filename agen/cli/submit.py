@@ -67,14 +67,14 @@ def build_request(deployment: str, text: str, namespace: str, o: RunOptions) -> 
             input=text,
             conversation_key=o.conversation,
             labels=parse_labels(o.labels),
-            priority=o.priority or "normal",  # type: ignore[arg-type]
+            priority=o.priority or "normal",
             idempotency_key=o.idempotency_key,
             schedule_key=o.schedule_key,
             not_before_ms=not_before,
             not_after_ms=not_after,
             locks=o.locks,
             trust=o.trust,
-            model_tier=o.tier,  # type: ignore[arg-type]
+            model_tier=o.tier,
         )
     except ValidationError as e:
         first = e.errors()[0]

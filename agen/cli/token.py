@@ -51,7 +51,7 @@ def create(
     try:
         req = CreateTokenRequest(
             scopes=scope, namespaces=namespace or [], name=name, ttl_ms=ttl_ms or None, trust=trust
-        )  # type: ignore[arg-type]
+        )
     except ValueError as e:
         raise InvalidError(
             f"token create: {e}".splitlines()[0]

@@ -132,7 +132,7 @@ async def activities(hub: Hub, runs: list[Row]) -> list[RunActivity]:
                 status=r["status"],
                 activity=act.word,
                 stopped_reason=act.stopped_reason,
-                doing=doing,  # type: ignore[arg-type]
+                doing=doing,
                 detail=detail,
                 since_ms=since,
                 turns=r["turns"],

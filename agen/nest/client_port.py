@@ -77,7 +77,7 @@ class ClientHubPort:
         await self.client.call(
             r.CompleteTask,
             m.CompleteTaskRequest(lease=lease, status=status, outcome=outcome, error=error),
-        )  # type: ignore[arg-type]
+        )
 
     async def release(self, lease: m.LeaseRef, *, count_attempt: bool, reason: str) -> None:
         await self.client.call(

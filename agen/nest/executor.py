@@ -62,7 +62,7 @@ def run_request(task: LeasedTask) -> Any:
         task_id=task.id,
         conversation_key=task.conversation_key,
         labels=task.labels,
-        trust=task.trust,  # type: ignore[arg-type]
+        trust=task.trust,
         source=task.source,
         model_tier=task.model_tier,
         budget_pressure=task.budget_pressure,

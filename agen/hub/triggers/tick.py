@@ -29,7 +29,7 @@ from agen.hub.triggers.fire import (
 )
 from agen.store import Row, Tx, dumps, loads, new_ulid
 
-_TRIGGER: TypeAdapter[Any] = TypeAdapter(Trigger)  # type: ignore[arg-type]
+_TRIGGER: TypeAdapter[Any] = TypeAdapter(Trigger)
 
 
 def parse_spec(row: Row) -> Any:
