@@ -79,61 +79,93 @@ def place(
     deployments, to the matching Nest with the most free capacity. What fits nowhere is
     reported in ``unplaced`` together with the full Nests it could have used.
     """
-    used: dict[str, int] = defaultdict(int)
-    mine: dict[str, dict[str, int]] = {}
-    eligible: dict[str, list[NestView]] = {}
+    books = _keep_current(demands, nests, current)
+    need = {d.deployment_id: _trim_surplus(books, d) for d in demands}
+    _fill(books, need)
+    return books.placement(need)
+
+
+@dataclass
+class _Books:
+    """Placement's running tally: what each deployment holds on which Nest, and each Nest's load."""
+
+    cap: dict[str, int]  # nest id -> capacity (0 = unlimited)
+    eligible: dict[str, list[NestView]] = field(default_factory=dict)  # deployment -> its Nests
+    mine: dict[str, dict[str, int]] = field(default_factory=dict)  # deployment -> nest -> count
+    used: defaultdict[str, int] = field(default_factory=lambda: defaultdict(int))  # nest -> count
+
+    def free(self, nest: str) -> float:
+        return float("inf") if self.cap[nest] == 0 else float(self.cap[nest] - self.used[nest])
+
+    def add(self, dep: str, nest: str, count: int) -> None:
+        self.mine[dep][nest] = self.mine[dep].get(nest, 0) + count
+        self.used[nest] += count
+
+    def placement(self, need: dict[str, int]) -> Placement:
+        unplaced = {dep: n for dep, n in need.items() if n > 0}
+        full = {
+            dep: {n.id for n in self.eligible[dep] if n.capacity and self.used[n.id] >= n.capacity}
+            for dep in unplaced
+        }
+        counts = {
+            (d, nest): c for d, have in self.mine.items() for nest, c in have.items() if c > 0
+        }
+        return Placement(counts=counts, unplaced=unplaced, full_nests=full)
+
+
+def _keep_current(
+    demands: list[Demand], nests: list[NestView], current: dict[tuple[str, str], int]
+) -> _Books:
+    """Step 1: existing instances stay where their Nest still carries the deployment's labels."""
+    books = _Books(cap={n.id: n.capacity for n in nests})
     allowed: dict[str, set[str]] = {}
     for d in demands:
-        eligible[d.deployment_id] = [n for n in nests if _matches(n.labels, d.labels)]
-        allowed[d.deployment_id] = {n.id for n in eligible[d.deployment_id]}
-        mine[d.deployment_id] = {}
+        books.eligible[d.deployment_id] = [n for n in nests if _matches(n.labels, d.labels)]
+        allowed[d.deployment_id] = {n.id for n in books.eligible[d.deployment_id]}
+        books.mine[d.deployment_id] = {}
     for (dep, nest), count in current.items():
-        if count > 0 and dep in mine and nest in allowed[dep]:
-            mine[dep][nest] = count
-            used[nest] += count
-    cap = {n.id: n.capacity for n in nests}
+        if count > 0 and dep in books.mine and nest in allowed[dep]:
+            books.add(dep, nest, count)
+    return books
 
-    def free(nest: str) -> float:
-        return float("inf") if cap[nest] == 0 else float(cap[nest] - used[nest])
 
-    need: dict[str, int] = {}
-    for d in demands:
-        have = mine[d.deployment_id]
-        surplus = sum(have.values()) - max(0, d.desired)
-        while surplus > 0:
-            nest = min(have, key=lambda n: (free(n), -used[n], n))
-            take = 1 if len(have) > 1 else surplus
-            have[nest] -= take
-            used[nest] -= take
-            surplus -= take
-            if have[nest] == 0:
-                del have[nest]
-        need[d.deployment_id] = max(0, d.desired - sum(have.values()))
+def _trim_surplus(books: _Books, d: Demand) -> int:
+    """Step 2: surplus leaves the most loaded Nest (least free) first; returns how many are missing."""
+    have = books.mine[d.deployment_id]
+    surplus = sum(have.values()) - max(0, d.desired)
+    while surplus > 0:
+        nest = min(have, key=lambda n: (books.free(n), -books.used[n], n))
+        take = 1 if len(have) > 1 else surplus
+        have[nest] -= take
+        books.used[nest] -= take
+        surplus -= take
+        if have[nest] == 0:
+            del have[nest]
+    return max(0, d.desired - sum(have.values()))
+
+
+def _fill(books: _Books, need: dict[str, int]) -> None:
+    """Step 3: missing instances go round-robin over deployments, one at a time, each to the
+    matching Nest with the most free capacity, until every one is placed or nothing fits."""
     pending = sorted(dep for dep, n in need.items() if n > 0)
     while pending:
-        still: list[str] = []
-        for dep in pending:
-            fits = [n.id for n in eligible[dep] if free(n.id) > 0]
-            if not fits:
-                continue
-            nest = max(fits, key=lambda n: (free(n), -used[n], n))
-            room = free(nest)
-            step = need[dep] if room == float("inf") else 1  # unlimited: it stays the most free
-            if len(fits) == 1 and len(pending) == 1:
-                step = int(min(need[dep], room))
-            mine[dep][nest] = mine[dep].get(nest, 0) + step
-            used[nest] += step
-            need[dep] -= step
-            if need[dep] > 0:
-                still.append(dep)
-        pending = still
-    counts = {(dep, nest): c for dep, have in mine.items() for nest, c in have.items() if c > 0}
-    unplaced = {dep: n for dep, n in need.items() if n > 0}
-    full = {
-        dep: {n.id for n in eligible[dep] if n.capacity and used[n.id] >= n.capacity}
-        for dep in unplaced
-    }
-    return Placement(counts=counts, unplaced=unplaced, full_nests=full)
+        alone = len(pending) == 1
+        pending = [dep for dep in pending if _place_some(books, need, dep, alone=alone)]
+
+
+def _place_some(books: _Books, need: dict[str, int], dep: str, *, alone: bool) -> bool:
+    """Place one instance of ``dep`` (or all that fit, where nothing competes); True if it needs more."""
+    fits = [n.id for n in books.eligible[dep] if books.free(n.id) > 0]
+    if not fits:
+        return False
+    nest = max(fits, key=lambda n: (books.free(n), -books.used[n], n))
+    room = books.free(nest)
+    step = need[dep] if room == float("inf") else 1  # unlimited: it stays the most free
+    if len(fits) == 1 and alone:
+        step = int(min(need[dep], room))
+    books.add(dep, nest, step)
+    need[dep] -= step
+    return need[dep] > 0
 
 
 def _matches(nest_labels: dict[str, str], wanted: dict[str, str]) -> bool:
