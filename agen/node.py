@@ -17,9 +17,9 @@ from typing import Any
 from agen.client import Client
 from agen.errors import AgenError
 from agen.hub.auth import LOCAL_NEST
-from agen.hub.instances import retire_nest
-from agen.hub.leading import LeaderLoop
-from agen.hub.scheduler import Scope
+from agen.hub.fleet.instances import retire_nest
+from agen.hub.leader.loop import LeaderLoop
+from agen.hub.leader.scheduler import Scope
 from agen.hub.service import Hub
 from agen.nest.client_port import ClientHubPort
 from agen.nest.executor import ExecutorFactory, ProgressSink

@@ -245,9 +245,10 @@ async def serve(opts: UpOptions) -> None:
     url = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
     hub.url = url
     hub.allow_self_approval = opts.allow_self_approval
+    app = create_app(hub)
     server = _Server(
         uvicorn.Config(
-            create_app(hub),
+            app,
             host=host,
             port=port,
             log_level="warning",
@@ -327,6 +328,7 @@ async def serve(opts: UpOptions) -> None:
                 await serving
         if export is not None:
             await export.stop()
+        await app.state.mcp_door.close()
         await store.close()
         with contextlib.suppress(OSError):
             (home / "up.pid").unlink()

@@ -1,4 +1,4 @@
-"""The Hub's HTTP door: ``POST /v1/<Method>`` per registered RPC, OpenAPI, health and ready.
+"""The Hub's HTTP door: ``POST /v1/<Method>`` per registered RPC, OpenAPI, ``/mcp``, health and ready.
 
 Every error leaves as ``{"error": {"code", "message", "details"}}`` with the status of its
 AgenError class. While the Hub drains, /health stays 200 (``shutting_down``), /ready is 503
@@ -209,7 +209,7 @@ def create_app(hub: Hub, max_body: int | None = None) -> Starlette:
 
     async def metrics(request: Request) -> Response:
         """GetMetrics as Prometheus text (agen.otel.prometheus); a viewer token, like GetMetrics itself."""
-        from agen.hub.metrics import get_metrics
+        from agen.hub.observe.metrics import get_metrics
         from agen.otel.prometheus import CONTENT_TYPE, exposition
         from agen.wire.observe import GetMetricsRequest
 
@@ -238,10 +238,14 @@ def create_app(hub: Hub, max_body: int | None = None) -> Starlette:
         body = {"error": {"code": code, "message": message, "details": {}}}
         return JSONResponse(body, status_code=exc.status_code, headers=dict(exc.headers or {}))
 
-    return Starlette(
+    from agen.api.mcp_door import McpDoor
+
+    mcp_door = McpDoor(hub)
+    app = Starlette(
         exception_handlers={HTTPException: http_error},
         routes=[
             Route("/v1/{method}", call, methods=["POST"]),
+            Route("/mcp", mcp_door),  # MCP over streamable HTTP (agen.api.mcp_door)
             Route("/health", health, methods=["GET"]),
             Route("/ready", ready, methods=["GET"]),
             Route("/openapi.json", openapi, methods=["GET"]),
@@ -249,3 +253,5 @@ def create_app(hub: Hub, max_body: int | None = None) -> Starlette:
             *hook_routes(hub),  # webhooks and the SSE event stream (agen.api.hooks)
         ],
     )
+    app.state.mcp_door = mcp_door  # its session manager runs in a task: close() stops it
+    return app

@@ -19,7 +19,7 @@ from starlette.routing import Route
 
 from agen.errors import AgenError, InvalidError
 from agen.hub.auth import bearer_token
-from agen.hub.events import EventFilter, list_events, parse_labels
+from agen.hub.observe.events import EventFilter, list_events, parse_labels
 from agen.hub.service import Hub
 from agen.hub.triggers.verify import MAX_BODY_BYTES
 from agen.hub.triggers.webhook import SecretResolver, env_secrets, receive

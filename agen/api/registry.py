@@ -69,7 +69,12 @@ def _rpc(
     return Rpc(name, req, resp, scope, handler, doc, starts_work)
 
 
-D, T, A, K = "agen.hub.deployments", "agen.hub.tasks", "agen.hub.approvals", "agen.hub.tokens"
+D, T, A, K = (
+    "agen.hub.rpc.deployments",
+    "agen.hub.rpc.tasks",
+    "agen.hub.rpc.approvals",
+    "agen.hub.rpc.tokens",
+)
 
 CreateDeployment = _rpc(
     "CreateDeployment",
@@ -110,7 +115,7 @@ ListInstances = _rpc(
     dp.ListInstancesRequest,
     dp.ListInstancesResponse,
     "viewer",
-    "agen.hub.instances:list_instances",
+    "agen.hub.fleet.instances:list_instances",
     "Every live instance on every Nest.",
 )
 ScaleDeployment = _rpc(
@@ -227,13 +232,13 @@ Shutdown = _rpc(
     "Shutdown", Empty, Ok, "admin", f"{K}:shutdown", "Drain and stop the local `agen up`."
 )
 
-S = "agen.hub.signals"  # triggers, webhooks, provider holds, events, notifications, admission
+TR, PH, EV_LOG = "agen.hub.rpc.triggers", "agen.hub.rpc.providers", "agen.hub.rpc.events"
 ListTriggerEvents = _rpc(
     "ListTriggerEvents",
     sg.ListTriggerEventsRequest,
     sg.ListTriggerEventsResponse,
     "viewer",
-    f"{S}:list_trigger_events",
+    f"{TR}:list_trigger_events",
     "A deployment's triggers and their fired/missed/skipped/rejected events.",
 )
 CreateWebhookSecret = _rpc(
@@ -241,7 +246,7 @@ CreateWebhookSecret = _rpc(
     sg.CreateWebhookSecretRequest,
     sg.CreateWebhookSecretResponse,
     "operator",
-    f"{S}:create_webhook_secret",
+    f"{TR}:create_webhook_secret",
     "Create or rotate a webhook trigger's secret (shown once; only a hash is kept).",
 )
 ListProviderHolds = _rpc(
@@ -249,7 +254,7 @@ ListProviderHolds = _rpc(
     sg.ListProviderHoldsRequest,
     sg.ListProviderHoldsResponse,
     "viewer",
-    f"{S}:list_provider_holds",
+    f"{PH}:list_provider_holds",
     "Provider accounts held after an account error.",
 )
 ResumeProvider = _rpc(
@@ -257,7 +262,7 @@ ResumeProvider = _rpc(
     sg.ResumeProviderRequest,
     sg.ResumeProviderResponse,
     "admin",
-    f"{S}:resume_provider",
+    f"{PH}:resume_provider",
     "End a provider hold at once.",
 )
 ListEvents = _rpc(
@@ -265,7 +270,7 @@ ListEvents = _rpc(
     sg.ListEventsRequest,
     sg.ListEventsResponse,
     "viewer",
-    f"{S}:list_events_rpc",
+    f"{EV_LOG}:list_events_rpc",
     "The event log after a cursor, filtered; wait_seconds waits for the first match.",
 )
 SetNotifyTarget = _rpc(
@@ -273,7 +278,7 @@ SetNotifyTarget = _rpc(
     sg.SetNotifyTargetRequest,
     sg.NotifyTargetResponse,
     "admin",
-    f"{S}:set_notify_target",
+    f"{EV_LOG}:set_notify_target",
     "Create or replace a notification target.",
 )
 ListNotifyTargets = _rpc(
@@ -281,7 +286,7 @@ ListNotifyTargets = _rpc(
     sg.ListNotifyTargetsRequest,
     sg.ListNotifyTargetsResponse,
     "viewer",
-    f"{S}:list_notify_targets",
+    f"{EV_LOG}:list_notify_targets",
     "Notification targets with their delivery state.",
 )
 DeleteNotifyTarget = _rpc(
@@ -289,7 +294,7 @@ DeleteNotifyTarget = _rpc(
     sg.NotifyTargetRef,
     Ok,
     "admin",
-    f"{S}:delete_notify_target",
+    f"{EV_LOG}:delete_notify_target",
     "Remove a notification target.",
 )
 DryRunTask = _rpc(
@@ -297,7 +302,7 @@ DryRunTask = _rpc(
     tk.SubmitTaskRequest,
     sg.DryRunTaskResponse,
     "operator",
-    f"{S}:dry_run_task",
+    f"{T}:dry_run_task",
     "Run every admission check for a task without queuing it.",
 )
 SIGNAL_RPCS = (
@@ -313,7 +318,7 @@ SIGNAL_RPCS = (
 )
 
 # --- observe (issue 7: see what agents do): runs, transcripts, traces, task queries, activity, metrics ---
-OB = "agen.hub.observe"
+OB = "agen.hub.observe.runs"
 ListRuns = _rpc(
     "ListRuns",
     ob.ListRunsRequest,
@@ -351,7 +356,7 @@ GetActivity = _rpc(
     ob.GetActivityRequest,
     ob.GetActivityResponse,
     "viewer",
-    "agen.hub.live:get_activity",
+    "agen.hub.observe.live:get_activity",
     "Unfinished runs with what they do now, queues and warnings.",
 )
 GetMetrics = _rpc(
@@ -359,14 +364,14 @@ GetMetrics = _rpc(
     ob.GetMetricsRequest,
     ob.GetMetricsResponse,
     "viewer",
-    "agen.hub.metrics:get_metrics",
+    "agen.hub.observe.metrics:get_metrics",
     "Per served model calls and latency, entries, call edges, throughput.",
 )
 OBSERVE_RPCS = (ListRuns, GetTranscript, GetTrace, QueryTask, GetActivity, GetMetrics)
 # --- end observe ---
 
 # --- memory and artifacts (issue 20): memory blocks with versions, artifacts agents saved ---
-MM = "agen.hub.memory"
+MM = "agen.hub.rpc.memory"
 ListMemory = _rpc(
     "ListMemory",
     mm.ListMemoryRequest,
@@ -435,7 +440,7 @@ MEMORY_RPCS = (
 # --- end memory and artifacts ---
 
 # --- feedback (issue 20): scores on how tasks went ---
-FB = "agen.hub.feedback"
+FB = "agen.hub.rpc.feedback"
 RecordFeedback = _rpc(
     "RecordFeedback",
     fb.RecordFeedbackRequest,
@@ -456,7 +461,7 @@ FEEDBACK_RPCS = (RecordFeedback, ListFeedback)
 # --- end feedback ---
 
 # --- replay and eval (issue 20) ---
-EV = "agen.hub.evals"
+EV = "agen.hub.rpc.evals"
 GetReplaySource = _rpc(
     "GetReplaySource",
     ev.GetReplaySourceRequest,
@@ -485,7 +490,7 @@ EVAL_RPCS = (GetReplaySource, RecordEvalRuns, ListEvalRuns)
 # --- end replay and eval ---
 
 # --- the Nest-facing calls (DESIGN.md §1): a Nest's Manager and instances use only these (and WhoAmI) ---
-N = "agen.hub.nest_rpcs"
+N = "agen.hub.rpc.nests"
 RegisterNest = _rpc(
     "RegisterNest",
     ns.RegisterNestRequest,

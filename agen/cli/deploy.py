@@ -46,7 +46,7 @@ def deploy_request(
 ) -> CreateDeploymentRequest:
     """A CreateDeploymentRequest carrying the bundle's files (checked locally first)."""
     from agen.bundle import load_bundle
-    from agen.hub.deployments import encode_files
+    from agen.hub.rpc.deployments import encode_files
     from agen.wire.deployments import CreateDeploymentRequest
 
     bundle = load_bundle(directory)  # an unreadable folder is an InvalidError naming it

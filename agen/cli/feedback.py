@@ -47,7 +47,7 @@ def record(
     from agen.api import registry as r
     from agen.cli._hub import with_client
     from agen.errors import InvalidError
-    from agen.hub.events import parse_labels
+    from agen.hub.observe.events import parse_labels
     from agen.wire.feedback import RecordFeedbackRequest
 
     if math.isnan(score) or not -1.0 <= score <= 1.0:
@@ -104,7 +104,7 @@ def ls(
     from agen.cli._common import err, parse_duration_ms
     from agen.cli._hub import ago, with_client
     from agen.cli._table import print_table
-    from agen.hub.events import parse_labels
+    from agen.hub.observe.events import parse_labels
     from agen.wire.feedback import ListFeedbackRequest
 
     req = make_request(

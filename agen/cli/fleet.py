@@ -151,7 +151,7 @@ def ps(
     ]
     rows = []
     for d in resp.deployments:
-        # The one activity word (agen.hub.activity) every screen shows, so `ps` and the TUI agree.
+        # The one activity word (agen.hub.observe.activity) every screen shows, so `ps` and the TUI agree.
         word = (
             f"{d.activity} ({d.stopped_reason})"
             if d.activity == "stopped" and d.stopped_reason

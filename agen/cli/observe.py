@@ -76,7 +76,7 @@ def runs(
     from agen.cli._hub import with_client
     from agen.cli._table import print_table
     from agen.errors import InvalidError
-    from agen.hub.events import parse_labels
+    from agen.hub.observe.events import parse_labels
     from agen.render.observe import RUN_COLUMNS, runs_rows
     from agen.wire.observe import ListRunsRequest
 

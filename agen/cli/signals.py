@@ -191,7 +191,7 @@ def events(
 ) -> None:
     """The event log: tasks, approvals, budgets, holds, triggers, warnings."""
     from agen.cli._hub import with_client
-    from agen.hub.events import parse_labels
+    from agen.hub.observe.events import parse_labels
 
     label_map = parse_labels(labels or [])
 
@@ -265,7 +265,7 @@ def notify_set(
     """Create or replace a notification target."""
     from agen.api import registry as r
     from agen.cli._hub import with_client
-    from agen.hub.events import parse_labels
+    from agen.hub.observe.events import parse_labels
     from agen.wire.signals import SetNotifyTargetRequest
 
     req = make_request(

@@ -109,7 +109,7 @@ def decide_approval(
     allow_self: bool = False,
 ) -> Row:
     """Settle a pending approval (the Hub's DecideApproval); the requester cannot approve its own
-    (see ``may_self_approve``). The Hub then wakes the waiting task (agen.hub.approvals)."""
+    (see ``may_self_approve``). The Hub then wakes the waiting task (agen.hub.rpc.approvals)."""
     row = tx.one("SELECT * FROM approvals WHERE id = ?", (approval_id,))
     if row is None:
         raise NotFoundError(

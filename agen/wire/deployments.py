@@ -51,7 +51,7 @@ class Deployment(Model):
     last_activity_ms: int = 0
     created_ms: int = 0
     updated_ms: int = 0
-    # One activity word per deployment (agen.hub.activity), shared by every screen and command.
+    # One activity word per deployment (agen.hub.observe.activity), shared by every screen and command.
     activity: str = "idle"
     stopped_reason: str | None = None
     pending_approvals: int = 0

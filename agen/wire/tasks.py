@@ -13,7 +13,7 @@ from agen.wire.common import NAME_PATTERN, Model, TimeMs
 Priority = Literal["urgent", "high", "normal", "background"]
 LockName = Annotated[
     str, Field(min_length=1, max_length=200, pattern=r"\S")
-]  # = agen.hub.locks.check_lock_names
+]  # = agen.hub.queue.locks.check_lock_names
 TaskState = Literal[
     "queued", "leased", "running", "waiting", "succeeded", "failed", "cancelled", "expired"
 ]

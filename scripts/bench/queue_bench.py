@@ -24,7 +24,7 @@ from typing import Any
 
 from agen.hub import leader
 from agen.hub import queue as q
-from agen.hub.scheduler import schedule_tick
+from agen.hub.leader.scheduler import schedule_tick
 from agen.store import SQLiteStore, Tx, dumps, new_ulid
 from scripts.bench._util import machine
 from scripts.bench.store_bench import raw_sqlite

@@ -148,7 +148,7 @@ async def in_process(
     from agen.api import registry as r
     from agen.bundle import walk_bundle
     from agen.client import Client
-    from agen.hub.deployments import encode_files
+    from agen.hub.rpc.deployments import encode_files
     from agen.node import LocalNode
     from agen.store import SQLiteStore
     from agen.wire.deployments import CreateDeploymentRequest

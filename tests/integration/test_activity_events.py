@@ -7,8 +7,8 @@ from pathlib import Path
 
 from agen.api import registry as r
 from agen.client import Client
-from agen.hub import announce
-from agen.hub.leading import LeaderLoop
+from agen.hub.leader import announce
+from agen.hub.leader.loop import LeaderLoop
 from agen.hub.service import Hub
 from agen.store import SQLiteStore, now_ms
 from agen.wire.deployments import CreateDeploymentRequest

@@ -15,7 +15,7 @@ from agen.api.app import create_app
 from agen.bundle.overrides import TaskOverrides
 from agen.client import Client
 from agen.errors import TooLargeError
-from agen.hub.deployments import encode_files
+from agen.hub.rpc.deployments import encode_files
 from agen.hub.service import Hub
 from agen.store import loads
 from agen.wire.limits import BundleLimits

@@ -14,7 +14,7 @@ import pytest
 from agen.api import registry as r
 from agen.client import Client
 from agen.errors import BudgetError
-from agen.hub import providers
+from agen.hub.queue import providers
 from agen.node import LocalNode
 from agen.store import SQLiteStore
 from agen.testing.openai_server import OpenAIServer, Reply

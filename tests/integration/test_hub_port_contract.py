@@ -25,7 +25,7 @@ from agen.client import Client
 from agen.errors import DeniedError, FencedError, NotFoundError
 from agen.hub import queue as q
 from agen.hub.auth import LOCAL_NEST, Principal, insert_token
-from agen.hub.definitions import put_definition
+from agen.hub.fleet.definitions import put_definition
 from agen.hub.service import Hub
 from agen.nest.client_port import ClientHubPort
 from agen.store import SQLiteStore, Tx

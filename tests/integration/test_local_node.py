@@ -9,7 +9,7 @@ import pytest
 
 from agen.api import registry as r
 from agen.client import Client
-from agen.hub.leading import LeaderLoop
+from agen.hub.leader.loop import LeaderLoop
 from agen.hub.service import Hub
 from agen.node import LocalNode
 from agen.store import SQLiteStore
@@ -75,7 +75,7 @@ async def test_local_node_runs_tasks_and_scales_instances(tmp_path: Path, backen
 async def test_one_shot_tick_schedules_only_its_task_tree_on_its_own_nest(tmp_path: Path) -> None:
     from agen.hub import leader
     from agen.hub import queue as q
-    from agen.hub.scheduler import Scope, schedule_tick
+    from agen.hub.leader.scheduler import Scope, schedule_tick
     from agen.store import Tx
     from tests.unit.queue_helpers import add_deployment, add_nest, new_task
 

@@ -6,7 +6,7 @@ import asyncio
 from pathlib import Path
 
 from agen.api import registry as r
-from agen.hub.activity import Activity, activity
+from agen.hub.observe.activity import Activity, activity
 from agen.wire.approvals import DecideApprovalRequest, ListApprovalsRequest
 from agen.wire.deployments import ListDeploymentsRequest, PauseDeploymentRequest
 from agen.wire.observe import (

@@ -13,7 +13,7 @@ from starlette.applications import Starlette
 from agen.api.hooks import hook_routes
 from agen.bundle.config import Config
 from agen.errors import InvalidError
-from agen.hub.nest_rpcs import leased_task
+from agen.hub.rpc.nests import leased_task
 from agen.hub.service import Hub
 from agen.hub.triggers.tick import sync_triggers
 from agen.hub.triggers.webhook import create_webhook_secret

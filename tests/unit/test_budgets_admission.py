@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agen.errors import BudgetError, RateLimitedError, UnavailableError
-from agen.hub import admission, budgets
+from agen.hub.queue import admission, budgets
 from agen.store import Row, Store, Tx, dumps, new_ulid
 from tests.unit.trigger_helpers import add_usage, deployment
 

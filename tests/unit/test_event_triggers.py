@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from agen.bundle.config import Config
-from agen.hub import providers
 from agen.hub.leader import HUB_LEADER, acquire_or_renew
-from agen.hub.signals_tick import signals_tick
+from agen.hub.leader.upkeep import upkeep_tick
+from agen.hub.queue import providers
 from agen.hub.triggers.events import fire_event_triggers
 from agen.hub.triggers.fire import TickReport
 from agen.hub.triggers.tick import sync_triggers
@@ -219,5 +219,5 @@ async def test_the_leader_tick_fires_event_triggers(store: Store) -> None:
     await store.write(lambda tx: emit(tx, "deployment.updated"))
     epoch = await store.write(lambda tx: acquire_or_renew(tx, HUB_LEADER, "hub-a", 60_000))
     assert epoch is not None
-    report = await store.write(lambda tx: signals_tick(tx, leader_epoch=epoch, now_ms=T0 + 1000))
+    report = await store.write(lambda tx: upkeep_tick(tx, leader_epoch=epoch, now_ms=T0 + 1000))
     assert len(report.triggers.fired) == 1

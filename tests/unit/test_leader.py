@@ -11,7 +11,7 @@ import pytest
 
 from agen.errors import FencedError
 from agen.hub import leader
-from agen.hub.scheduler import schedule_tick
+from agen.hub.leader.scheduler import schedule_tick
 from agen.store import SQLiteStore, Tx
 from tests.unit.queue_helpers import add_deployment, add_nest
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from agen.hub import providers, queue
-from agen.hub.lease_gate import budget_wait_reason, complete_from_nest, lease_for_nest
+from agen.hub import queue
+from agen.hub.queue import providers
+from agen.hub.queue.gate import budget_wait_reason, complete_from_nest, lease_for_nest
 from agen.store import Row, Store, Tx
 from tests.unit.trigger_helpers import add_usage, deployment
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agen.errors import NotFoundError
-from agen.hub import providers
+from agen.hub.queue import providers
 from agen.store import Row, Store, Tx, new_ulid
 from tests.unit.trigger_helpers import add_usage, deployment
 

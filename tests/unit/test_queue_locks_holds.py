@@ -6,7 +6,7 @@ import pytest
 
 from agen.errors import ConflictError
 from agen.hub import queue as q
-from agen.hub.locks import held_locks
+from agen.hub.queue.locks import held_locks
 from agen.store import Store
 from tests.unit.queue_helpers import new_task
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agen.errors import InvalidError
-from agen.hub.autoscaler import (
+from agen.hub.leader.autoscaler import (
     DEFAULT_IDLE_TIMEOUT_MS,
     PRESSURE_IDLE_MS,
     ScaleInput,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agen.hub import queue as q
-from agen.hub.lease_gate import lease_for_nest
+from agen.hub.queue.gate import lease_for_nest
 from agen.store import Store
 from tests.unit.queue_helpers import add_deployment, new_task
 

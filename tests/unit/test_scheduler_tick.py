@@ -6,7 +6,7 @@ import pytest
 
 from agen.hub import leader
 from agen.hub import queue as q
-from agen.hub.scheduler import Demand, NestView, place, schedule_tick
+from agen.hub.leader.scheduler import Demand, NestView, place, schedule_tick
 from agen.store import Store, Tx
 from tests.unit.queue_helpers import add_deployment, add_nest, new_task
 

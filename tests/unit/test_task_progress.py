@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from agen.hub import queue as q
-from agen.hub.progress import report_progress
+from agen.hub.observe.progress import report_progress
 from agen.store import Store, Tx, loads
 from tests.unit.queue_helpers import add_deployment, new_task
 

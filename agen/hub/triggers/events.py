@@ -18,10 +18,10 @@ from typing import Any
 
 from agen._duration import parse_duration_ms
 from agen.bundle.triggers import EventTrigger
-from agen.hub import providers
-from agen.hub._tasks import task_event
-from agen.hub.events import EventFilter
-from agen.hub.logs import write_log
+from agen.hub.observe.events import EventFilter
+from agen.hub.observe.logs import write_log
+from agen.hub.queue import providers
+from agen.hub.queue._tasks import task_event
 from agen.hub.triggers.fire import Fired, TickReport, fire, record_event, task_input
 from agen.hub.triggers.tick import parse_spec
 from agen.store import Row, Tx, dumps, loads

@@ -16,7 +16,7 @@ from agen.bundle.config import Config
 from agen.bundle.cron import parse_schedule
 from agen.bundle.triggers import CronTrigger, RandomTrigger, Trigger
 from agen.hub.leader import HUB_LEADER, check_epoch
-from agen.hub.logs import write_log
+from agen.hub.observe.logs import write_log
 from agen.hub.triggers import random as rnd
 from agen.hub.triggers.cron import GRACE_MS, plan_windows
 from agen.hub.triggers.fire import (

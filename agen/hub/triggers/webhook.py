@@ -20,8 +20,8 @@ from typing import Any
 from agen.bundle.triggers import HmacAuth, WebhookTrigger
 from agen.errors import NotFoundError
 from agen.hub.auth import bearer_token, hash_token, new_secret
-from agen.hub.input_redaction import redact_task_input
-from agen.hub.logs import write_log
+from agen.hub.observe.logs import write_log
+from agen.hub.queue.redaction import redact_task_input
 from agen.hub.triggers.fire import fire, task_input
 from agen.hub.triggers.tick import parse_spec
 from agen.hub.triggers.verify import (

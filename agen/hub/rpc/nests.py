@@ -13,11 +13,11 @@ from typing import Any
 from agen.errors import AgenError, ConflictError, NotFoundError
 from agen.hub import queue
 from agen.hub.auth import Principal
-from agen.hub.definitions import get_definition_files
-from agen.hub.instances import register_nest as _register
-from agen.hub.instances import report_status
-from agen.hub.lease_gate import complete_from_nest, lease_for_nest
-from agen.hub.progress import report_progress as _progress
+from agen.hub.fleet.definitions import get_definition_files
+from agen.hub.fleet.instances import register_nest as _register
+from agen.hub.fleet.instances import report_status
+from agen.hub.observe.progress import report_progress as _progress
+from agen.hub.queue.gate import complete_from_nest, lease_for_nest
 from agen.hub.service import Hub
 from agen.store import Tx, loads
 from agen.wire import nests as m

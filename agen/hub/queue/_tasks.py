@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from agen.errors import FencedError, NotFoundError
-from agen.hub.locks import release_task_locks
+from agen.hub.queue.locks import release_task_locks
 from agen.store import Tx, dumps, loads
 
 UNFINISHED = ("queued", "leased", "running", "waiting")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from agen.hub.auth import Principal
-from agen.hub.observe import find_run
+from agen.hub.observe.runs import find_run
 from agen.hub.service import Hub
 from agen.store import Row, Store, dumps, loads
 from agen.store.base import new_ulid

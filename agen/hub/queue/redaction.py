@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pydantic import ValidationError
 
 from agen.bundle.agent import Secrets
-from agen.hub.definitions import unpack
+from agen.hub.fleet.definitions import unpack
 from agen.runner.redact import Redactor
 from agen.store import Row, Tx
 

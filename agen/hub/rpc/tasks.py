@@ -7,15 +7,18 @@ from typing import Any
 
 from agen.bundle.overrides import TRUST_RANK
 from agen.errors import NotFoundError
-from agen.hub import admission, queue
-from agen.hub._known import check_namespace, require_known_deployment
+from agen.hub import queue
 from agen.hub.auth import Principal
-from agen.hub.input_redaction import redact_task_input
-from agen.hub.instances import instance_failing
-from agen.hub.lease_gate import budget_wait_reason
+from agen.hub.fleet.instances import instance_failing
+from agen.hub.queue import admission
+from agen.hub.queue.gate import budget_wait_reason
+from agen.hub.queue.redaction import redact_task_input
+from agen.hub.rpc._known import check_namespace, require_known_deployment
+from agen.hub.rpc.deployments import find_deployment
 from agen.hub.service import Hub
 from agen.otel.ids import check_traceparent
 from agen.store import Row, Tx, loads
+from agen.wire.signals import DryRunTaskResponse
 from agen.wire.tasks import (
     TERMINAL_STATES,
     CancelTaskRequest,
@@ -280,3 +283,15 @@ async def resume_task(hub: Hub, p: Principal, req: ResumeTaskRequest) -> TaskRes
     await hub.store.write(lambda tx: queue.resume_task(tx, req.id))
     hub.desired_state_changed()
     return TaskResponse(task=await load_task(hub, p, req.id))
+
+
+async def dry_run_task(hub: Hub, p: Principal, req: SubmitTaskRequest) -> DryRunTaskResponse:
+    """Every admission check for this task, without taking a rate token or queuing it."""
+    dep = await find_deployment(hub, p, req.namespace, req.deployment)
+    now = hub.clock()
+
+    def fn(tx: Tx) -> admission.Verdict:
+        return admission.dry_run(tx, dep, now)
+
+    verdict = await hub.store.write(fn)
+    return DryRunTaskResponse.model_validate(verdict.to_dict())

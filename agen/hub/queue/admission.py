@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from agen.errors import AgenError, BudgetError, RateLimitedError
-from agen.hub.budgets import budget_config, budget_state
+from agen.hub.queue.budgets import budget_config, budget_state
 from agen.store import Row, Tx, loads
 
 STAGES = ("paused", "budget", "queue_full", "rate_limit")

@@ -10,11 +10,11 @@ from typing import Any
 from agen.bundle import Bundle, load_bundle_files
 from agen.errors import ConflictError, InvalidError, NotFoundError
 from agen.hub import queue
-from agen.hub.activity import DeploymentFacts, deployment_activity, deployment_facts
 from agen.hub.auth import Principal
-from agen.hub.definitions import put_definition
-from agen.hub.logs import write_log
-from agen.hub.notify import sync_bundle_target
+from agen.hub.fleet.definitions import put_definition
+from agen.hub.observe.activity import DeploymentFacts, deployment_activity, deployment_facts
+from agen.hub.observe.logs import write_log
+from agen.hub.observe.notify import sync_bundle_target
 from agen.hub.service import Hub
 from agen.store import Row, Tx, dumps, loads, new_ulid
 from agen.wire.deployments import (
@@ -81,7 +81,7 @@ def _policy(bundle: Bundle) -> dict[str, Any]:
 
 def _sync_signals(tx: Tx, dep_id: str, namespace: str, name: str, bundle: Bundle) -> None:
     """Triggers, provider accounts and the approval notify target follow the deployed definition."""
-    from agen.hub.providers import harness_key_secrets, sync_accounts
+    from agen.hub.queue.providers import harness_key_secrets, sync_accounts
     from agen.hub.triggers.tick import sync_triggers
 
     sync_triggers(tx, {"id": dep_id, "namespace": namespace, "name": name}, bundle.config)

@@ -17,9 +17,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from agen.errors import AgenError
-from agen.hub import leader, queue, scheduler
+from agen.hub import leader, queue
+from agen.hub.leader import scheduler
+from agen.hub.leader.upkeep import PRUNE_EVERY_MS, held_sets, upkeep_tick
 from agen.hub.service import Hub
-from agen.hub.signals_tick import PRUNE_EVERY_MS, held_sets, signals_tick
 from agen.store import Tx, new_ulid, now_ms
 
 if TYPE_CHECKING:
@@ -100,13 +101,14 @@ class LeaderLoop:
     async def _signals(self, epoch: int) -> None:
         """Triggers, budget thresholds, provider holds, event pruning, activity warnings (every 30 s), then
         notification delivery (the fleet-wide modules load here: a scoped one-shot never needs them)."""
-        from agen.hub import announce, live, notify
+        from agen.hub.leader import announce
+        from agen.hub.observe import live, notify
         from agen.hub.triggers.webhook import env_secrets
 
         now = self.hub.clock()
         prune = now - self._last_prune_ms >= PRUNE_EVERY_MS
         report = await self.hub.store.write(
-            lambda tx: signals_tick(tx, leader_epoch=epoch, now_ms=now, prune=prune)
+            lambda tx: upkeep_tick(tx, leader_epoch=epoch, now_ms=now, prune=prune)
         )
         if prune:
             self._last_prune_ms = now

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from agen.errors import ConflictError, NotFoundError
-from agen.hub._tasks import UNFINISHED, URGENT, get_task, requeue, task_event
+from agen.hub.queue._tasks import UNFINISHED, URGENT, get_task, requeue, task_event
 from agen.store import Tx, dumps, new_ulid
 
 RESUME = "resume"

@@ -13,9 +13,9 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from agen.hub.activity import run_activity
 from agen.hub.auth import Principal
-from agen.hub.observe import tasks_by_id, usage_of
+from agen.hub.observe.activity import run_activity
+from agen.hub.observe.runs import tasks_by_id, usage_of
 from agen.hub.service import Hub
 from agen.store import Row, loads
 from agen.wire.observe import (
@@ -273,8 +273,8 @@ async def _store_warnings(
     hub: Hub, namespaces: list[str], deployment: str | None, runs: list[Row], now: int
 ) -> list[ActivityWarning]:
     """Warnings read from their own tables: budgets, bursts, model errors, holds, triggers."""
-    from agen.hub.activity import _limit
-    from agen.hub.budgets import utc_day
+    from agen.hub.observe.activity import _limit
+    from agen.hub.queue.budgets import utc_day
 
     out: list[ActivityWarning] = []
     ns = ns_sql("namespace", namespaces)

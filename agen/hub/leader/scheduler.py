@@ -12,11 +12,11 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from agen.hub.autoscaler import ScaleDecision, ScaleInput, ScalePolicy, decide
-from agen.hub.holds import wake_expired_holds
 from agen.hub.leader import SYSTEM_NAMESPACE, check_epoch
-from agen.hub.lease import expire_leases, expire_overdue
+from agen.hub.leader.autoscaler import ScaleDecision, ScaleInput, ScalePolicy, decide
 from agen.hub.queue import QueueCounts, queue_counts
+from agen.hub.queue.holds import wake_expired_holds
+from agen.hub.queue.lease import expire_leases, expire_overdue
 from agen.store import Tx, loads
 
 NEST_LOST_AFTER_MS = 30_000

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from agen.hub.auth import Principal
-from agen.hub.lease import release_task
-from agen.hub.logs import write_log
+from agen.hub.observe.logs import write_log
+from agen.hub.queue.lease import release_task
 from agen.hub.service import Hub
 from agen.store import Tx, dumps, loads, new_ulid
 from agen.wire.deployments import Instance, ListInstancesRequest, ListInstancesResponse

@@ -19,7 +19,7 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from agen.errors import InvalidError
-from agen.hub._tasks import (
+from agen.hub.queue._tasks import (
     LIVE,
     TERMINAL,
     deployment_log,
@@ -32,8 +32,8 @@ from agen.hub._tasks import (
     stale_lease,
     task_event,
 )
-from agen.hub.holds import RESUME, _effectively_held, inbox_matches, write_inbox
-from agen.hub.locks import refresh_task_locks, release_task_locks, try_grant_all
+from agen.hub.queue.holds import RESUME, _effectively_held, inbox_matches, write_inbox
+from agen.hub.queue.locks import refresh_task_locks, release_task_locks, try_grant_all
 from agen.runner.approvals import close_task_approvals
 from agen.store import Tx, dumps
 from agen.store.base import new_ulid

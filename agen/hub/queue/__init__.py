@@ -2,7 +2,7 @@
 
 Every function is a plain transaction function ``fn(tx, ...)`` run with
 ``await store.write(lambda tx: fn(tx, ...))``. Leasing and ending tasks live in
-agen.hub.lease, holds and the inbox in agen.hub.holds; they are re-exported here so
+agen.hub.queue.lease, holds and the inbox in agen.hub.queue.holds; they are re-exported here so
 callers import the queue from one place.
 
 Events (same transaction as the change): task.queued, task.leased (a lease the Nest
@@ -18,8 +18,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from agen.errors import InvalidError, NotFoundError, RateLimitedError
-from agen.hub._tasks import due_sql, get_task, held_sql, task_event
-from agen.hub.holds import (
+from agen.hub.queue._tasks import due_sql, get_task, held_sql, task_event
+from agen.hub.queue.holds import (
     hold_deployment,
     is_held,
     pause_task,
@@ -28,7 +28,7 @@ from agen.hub.holds import (
     wake_expired_holds,
     write_inbox,
 )
-from agen.hub.lease import (
+from agen.hub.queue.lease import (
     CONVERSATION_FREE_SQL,
     MAX_ATTEMPTS,
     cancel_task,
@@ -42,7 +42,7 @@ from agen.hub.lease import (
     release_task,
     suspend_task,
 )
-from agen.hub.locks import acquire_lock, check_lock_names, release_lock
+from agen.hub.queue.locks import acquire_lock, check_lock_names, release_lock
 from agen.store import Store, Tx, dumps, loads
 from agen.store.base import new_ulid
 

@@ -1,6 +1,6 @@
 """LeaseTasks and CompleteTask as a Nest calls them: provider holds and budgets on the way.
 
-Leasing for a deployment first asks its provider accounts (agen.hub.providers): held until
+Leasing for a deployment first asks its provider accounts (agen.hub.queue.providers): held until
 ``retry_at`` leases nothing, then exactly one probe. A deployment that spent its daily budget
 leases nothing (held at 0); at 80 % leased tasks carry ``budget_pressure`` and background
 work stays queued, and a task carrying an exhausted label budget stays queued with
@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agen.hub import budgets, providers, queue, task_kind
+from agen.hub import queue
+from agen.hub.queue import budgets, providers, task_kind
 from agen.store import Row, Tx, loads
 
 BACKGROUND = queue.PRIORITIES["background"]
@@ -32,7 +33,7 @@ def lease_for_nest(
 ) -> list[dict[str, Any]]:
     """Lease up to ``limit`` tasks unless a provider hold or a budget says otherwise.
 
-    An instance of a task-kind deployment leases exactly one task, ever (agen.hub.task_kind)."""
+    An instance of a task-kind deployment leases exactly one task, ever (agen.hub.queue.task_kind)."""
     dep = tx.one(
         "SELECT id, namespace, name, kind, budget FROM deployments WHERE id = ?", (deployment_id,)
     )

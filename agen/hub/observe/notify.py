@@ -16,7 +16,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from agen.errors import InvalidError, NotFoundError
-from agen.hub.events import EventFilter, read_events
+from agen.hub.observe.events import EventFilter, read_events
 from agen.hub.triggers.verify import sign
 from agen.store import Row, Store, Tx, dumps, loads, new_ulid
 

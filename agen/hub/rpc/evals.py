@@ -5,8 +5,8 @@ from __future__ import annotations
 import base64
 
 from agen.hub.auth import Principal
-from agen.hub.definitions import get_definition_files
-from agen.hub.observe import find_run, message_view, run_views
+from agen.hub.fleet.definitions import get_definition_files
+from agen.hub.observe.runs import find_run, message_view, run_views
 from agen.hub.service import Hub
 from agen.store import Tx, dumps, loads, now_ms
 from agen.store.base import new_ulid

@@ -83,7 +83,7 @@ def _limit(budget_json: Any) -> float | None:
 
 async def deployment_facts(store: Store, rows: Iterable[Row], now_ms: int) -> DeploymentFacts:
     """Grouped reads for many deployments at once (bounded: one query per fact, indexed)."""
-    from agen.hub.budgets import utc_day
+    from agen.hub.queue.budgets import utc_day
 
     rows = list(rows)
     namespaces = sorted({r["namespace"] for r in rows})

@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from agen.errors import NotFoundError
-from agen.hub._known import check_namespace, require_known_deployment
-from agen.hub.activity import run_activity
 from agen.hub.auth import Principal
+from agen.hub.observe.activity import run_activity
+from agen.hub.rpc._known import check_namespace, require_known_deployment
 from agen.hub.service import Hub
 from agen.otel.ids import agen_trace_id
 from agen.store import Row, loads
@@ -91,7 +91,7 @@ async def tasks_by_id(hub: Hub, ids: list[str]) -> dict[str, Row]:
 
 
 async def run_views(hub: Hub, rows: list[Row]) -> list[Run]:
-    from agen.hub.feedback import summaries
+    from agen.hub.rpc.feedback import summaries
 
     tasks = await tasks_by_id(
         hub, [r["task_id"] for r in rows if r["finished_ms"] is None and r["task_id"]]
@@ -192,7 +192,7 @@ def message_view(row: Row) -> TranscriptMessage:
 async def _system_prompt(hub: Hub, run: Row) -> str | None:
     """The bundle's system prompt for the definition the run started on (memory sections excluded)."""
     from agen.bundle import load_bundle_files
-    from agen.hub.definitions import unpack
+    from agen.hub.fleet.definitions import unpack
     from agen.runner.context import system_prompt
 
     attrs = await hub.store.scalar(
@@ -234,7 +234,7 @@ async def get_transcript(
         )
     [view] = await run_views(hub, [run])
     system = await _system_prompt(hub, run) if req.system else None
-    from agen.hub.feedback import of_run
+    from agen.hub.rpc.feedback import of_run
 
     return GetTranscriptResponse(
         run=view,
@@ -321,8 +321,8 @@ async def get_trace(hub: Hub, p: Principal, req: GetTraceRequest) -> GetTraceRes
 
 async def query_task(hub: Hub, p: Principal, req: QueryTaskRequest) -> QueryTaskResponse:
     """Progress, what its run does now, and its outcome: one read, never waits."""
-    from agen.hub.live import activities
-    from agen.hub.tasks import load_task
+    from agen.hub.observe.live import activities
+    from agen.hub.rpc.tasks import load_task
 
     task = await load_task(hub, p, req.id, req.namespace)
     row = await hub.store.one("SELECT * FROM runs WHERE task_id = ?", (req.id,))

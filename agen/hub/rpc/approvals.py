@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from agen.errors import NotFoundError
 from agen.hub.auth import Principal
-from agen.hub.holds import write_inbox
+from agen.hub.queue.holds import write_inbox
 from agen.hub.service import Hub
 from agen.store import Row, Tx, loads
 from agen.wire.approvals import (

@@ -11,7 +11,7 @@ model_errors, trigger_missed, webhook_rejected) at most once an hour while they 
 
 from __future__ import annotations
 
-from agen.hub.budgets import utc_day
+from agen.hub.queue.budgets import utc_day
 from agen.store import Tx
 from agen.wire.observe import ActivityWarning
 

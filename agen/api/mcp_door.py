@@ -1,0 +1,192 @@
+"""The Hub's MCP door: ``/mcp``, MCP over streamable HTTP, one tool per API method (seed 000 §11).
+
+The tools come from the same registry as the HTTP routes and the OpenAPI document: a tool is an RPC's
+snake_case name, its description the RPC's doc and its input schema the request model's JSON schema, so
+an MCP client, ``curl`` and the CLI can never see different APIs. Every call goes through the one
+dispatch path (scope, drain, handler). The bearer token is checked before the MCP SDK sees the request:
+no token or a bad one is a 401 in the API's error shape, ``tools/list`` shows only the tools the token's
+scopes allow, and a call without the scope is refused as a tool error that says which scope it needs.
+
+The SDK's streamable-HTTP session manager runs stateless (each POST stands alone; nothing to clean up
+when a client goes away) and answers with JSON. Its task group lives in a task started by the first
+request on the loop that serves it, and stops with :meth:`McpDoor.close`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+from starlette.responses import JSONResponse
+from starlette.types import Receive, Scope, Send
+
+from agen.api.dispatch import dispatch
+from agen.api.registry import RPCS, Rpc
+from agen.errors import AgenError, InvalidError
+
+if TYPE_CHECKING:
+    import mcp_types
+
+    from agen.hub.auth import Principal
+    from agen.hub.service import Hub
+
+log = logging.getLogger("agen.api.mcp")
+PRINCIPAL_KEY = "agen.principal"
+
+
+def tool_name(rpc_name: str) -> str:
+    """``SubmitTask`` → ``submit_task``: MCP tool names are snake_case (seed 000 §11)."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", rpc_name).lower()
+
+
+TOOLS: dict[str, Rpc[Any, Any]] = {tool_name(name): rpc for name, rpc in RPCS.items()}
+
+
+def _text(payload: Any) -> list[mcp_types.TextContent]:
+    import mcp_types
+
+    return [mcp_types.TextContent(type="text", text=json.dumps(payload, ensure_ascii=False))]
+
+
+def _refusal(e: AgenError) -> mcp_types.CallToolResult:
+    import mcp_types
+
+    return mcp_types.CallToolResult(content=_text(e.to_dict()), is_error=True)
+
+
+class McpDoor:
+    """The ASGI app mounted at ``/mcp`` for one Hub."""
+
+    def __init__(self, hub: Hub) -> None:
+        self.hub = hub
+        self._manager: Any = None
+        self._runner: asyncio.Task[None] | None = None
+        self._ready: asyncio.Event | None = None
+        self._stop: asyncio.Event | None = None
+
+    def _server(self) -> Any:
+        import mcp_types
+        from mcp.server.lowlevel import Server
+
+        from agen import __version__
+
+        async def list_tools(ctx: Any, params: Any) -> mcp_types.ListToolsResult:
+            principal = _principal(ctx)
+            tools = [
+                mcp_types.Tool(
+                    name=name,
+                    description=f"{rpc.doc} (API method {rpc.name}; scope {rpc.scope})",
+                    input_schema=rpc.request.model_json_schema(),
+                )
+                for name, rpc in TOOLS.items()
+                if principal.allows(rpc.scope)
+            ]
+            return mcp_types.ListToolsResult(tools=tools)
+
+        async def call_tool(
+            ctx: Any, params: mcp_types.CallToolRequestParams
+        ) -> mcp_types.CallToolResult:
+            principal = _principal(ctx)
+            rpc = TOOLS.get(params.name)
+            try:
+                if rpc is None:
+                    raise InvalidError(
+                        f"no tool {params.name!r} on this Hub; tools/list shows the ones your token may call",
+                        tool=params.name,
+                    )
+                principal.require(rpc.scope, rpc.name)
+                try:
+                    request = rpc.request.model_validate(params.arguments or {}, strict=True)
+                except ValidationError as e:
+                    problems = [
+                        f"{'.'.join(str(x) for x in err['loc']) or '(arguments)'}: {err['msg']}"
+                        for err in e.errors()
+                    ]
+                    raise InvalidError(
+                        f"{params.name}: invalid arguments: {'; '.join(problems)}",
+                        problems=problems,
+                    ) from None
+                result = await dispatch(self.hub, principal, rpc, request)
+            except AgenError as e:
+                return _refusal(e)
+            except Exception as e:  # the log keeps the traceback; the caller gets one line
+                log.exception("MCP tool %s failed", params.name)
+                return _refusal(
+                    AgenError(f"{params.name} failed inside the Hub: {type(e).__name__}: {e}")
+                )
+            data = result.model_dump(mode="json")
+            return mcp_types.CallToolResult(content=_text(data), structured_content=data)
+
+        return Server(
+            "agen-hub",
+            version=__version__,
+            instructions="The agen Hub's API as tools: one per API method, filtered by your token's scopes.",
+            on_list_tools=list_tools,
+            on_call_tool=call_tool,
+        )
+
+    async def _run(self) -> None:
+        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+        assert self._ready is not None and self._stop is not None
+        # The bearer token is required before the SDK sees a request, so the SDK's DNS-rebinding
+        # Host check (which would refuse a Hub listening on a non-loopback address) is not needed.
+        self._manager = StreamableHTTPSessionManager(
+            app=self._server(), json_response=True, stateless=True
+        )
+        async with self._manager.run():
+            self._ready.set()
+            await self._stop.wait()
+
+    async def _started(self) -> Any:
+        if self._runner is None:
+            self._ready, self._stop = asyncio.Event(), asyncio.Event()
+            self._runner = asyncio.create_task(self._run(), name="agen-mcp-door")
+        assert self._ready is not None
+        ready = asyncio.ensure_future(self._ready.wait())
+        await asyncio.wait({ready, self._runner}, return_when=asyncio.FIRST_COMPLETED)
+        if not ready.done():
+            ready.cancel()
+            self._runner.result()  # the manager failed to start: raise why
+        return self._manager
+
+    async def close(self) -> None:
+        if self._runner is None:
+            return
+        assert self._stop is not None
+        self._stop.set()
+        await asyncio.gather(self._runner, return_exceptions=True)
+        self._runner = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        from starlette.datastructures import Headers
+
+        from agen.hub.auth import bearer_token
+
+        try:
+            principal = await self.hub.auth.authenticate(
+                bearer_token(Headers(scope=scope)), self.hub.clock()
+            )
+        except AgenError as e:
+            response = JSONResponse(
+                e.to_dict(),
+                status_code=e.http_status,
+                headers={"WWW-Authenticate": "Bearer"} if e.http_status == 401 else None,
+            )
+            await response(scope, receive, send)
+            return
+        manager = await self._started()
+        await manager.handle_request({**scope, PRINCIPAL_KEY: principal}, receive, send)
+
+
+def _principal(ctx: Any) -> Principal:
+    """The caller the door authenticated, carried on the ASGI scope of the HTTP request."""
+    request = ctx.request
+    principal: Principal = request.scope[PRINCIPAL_KEY]
+    return principal
