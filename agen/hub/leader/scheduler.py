@@ -17,7 +17,7 @@ from agen.hub.leader.autoscaler import ScaleDecision, ScaleInput, ScalePolicy, d
 from agen.hub.queue import QueueCounts, queue_counts
 from agen.hub.queue.holds import wake_expired_holds
 from agen.hub.queue.lease import expire_leases, expire_overdue
-from agen.store import Tx, loads
+from agen.store import Row, Tx, loads
 
 NEST_LOST_AFTER_MS = 30_000
 
@@ -211,6 +211,32 @@ def schedule_tick(
     check_epoch(tx, leader_name, leader_epoch)
     s = TickSummary()
     only = scope.deployment_ids(tx) if scope else None
+    _sweep(tx, s, now_ms, nest_lost_after_ms, only, scope)
+    if counts is None:
+        counts = queue_counts(tx, now_ms=now_ms)
+    deps = _deployments(tx, only)
+    sizing = _Sizing(
+        counts, _mark_active(tx, deps, counts, now_ms), now_ms, budget_held, provider_held
+    )
+    current, digests = _assignments(tx, scope)
+    decisions, placed = _scale_and_place(deps, _active_nests(tx, scope), current, sizing)
+    s.unplaced = placed.unplaced
+    s.scaled = _write_scaling(tx, deps, decisions, counts, now_ms)
+    s.assignments_changed = _write_assignments(
+        tx, deps, placed, current, digests, leader_epoch, now_ms
+    )
+    return s
+
+
+def _sweep(
+    tx: Tx,
+    s: TickSummary,
+    now_ms: int,
+    nest_lost_after_ms: int,
+    only: set[str] | None,
+    scope: Scope | None,
+) -> None:
+    """Step 1: lose silent Nests, expire leases and overdue tasks, wake holds whose time is up."""
     if scope is None:
         s.nests_lost = _lose_silent_nests(tx, now_ms, nest_lost_after_ms)
     for r in expire_leases(tx, now_ms, deployment_ids=only):
@@ -219,9 +245,10 @@ def schedule_tick(
     if scope is None:  # a hold's deadline is agen up's to keep; a one-shot's fresh task is not held
         s.woken = wake_expired_holds(tx, now_ms)
 
-    if counts is None:
-        counts = queue_counts(tx, now_ms=now_ms)
-    deps = [
+
+def _deployments(tx: Tx, only: set[str] | None) -> list[Row]:
+    """Step 2: the deployments this tick scales (all, or a one-shot's own)."""
+    return [
         d
         for d in tx.all(
             "SELECT id, namespace, name, kind, digest, scale, placement, desired, paused,"
@@ -229,15 +256,28 @@ def schedule_tick(
         )
         if only is None or d["id"] in only
     ]
+
+
+def _mark_active(tx: Tx, deps: list[Row], counts: dict[str, QueueCounts], now_ms: int) -> set[str]:
+    """Deployments with queued or running work count as active now; returns their ids."""
     active = [(now_ms, d["id"]) for d in deps if counts.get(d["id"], _NONE).load > 0]
     if active:
         tx.executemany("UPDATE deployments SET last_activity_ms = ? WHERE id = ?", active)
-    busy = {dep for _, dep in active}
-    nests = [
+    return {dep for _, dep in active}
+
+
+def _active_nests(tx: Tx, scope: Scope | None) -> list[NestView]:
+    return [
         NestView(r["id"], loads(r["labels"], {}), int(r["capacity"]))
         for r in tx.all("SELECT id, labels, capacity FROM nests WHERE state = 'active' ORDER BY id")
         if scope is None or r["id"] == scope.nest_id
     ]
+
+
+def _assignments(
+    tx: Tx, scope: Scope | None
+) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], str]]:
+    """The current assignments: (deployment, nest) -> count, and -> the digest they run."""
     current: dict[tuple[str, str], int] = {}
     digests: dict[tuple[str, str], str] = {}
     for a in tx.all(
@@ -247,9 +287,21 @@ def schedule_tick(
     ):
         current[(a["deployment_id"], a["nest_id"])] = int(a["count"])
         digests[(a["deployment_id"], a["nest_id"])] = a["digest"]
+    return current, digests
 
-    def inputs(d: dict[str, Any], pressure: bool) -> ScaleInput:
-        c = counts.get(d["id"], _NONE)
+
+@dataclass(frozen=True)
+class _Sizing:
+    """What the autoscaler is told about one deployment this tick (``input``)."""
+
+    counts: dict[str, QueueCounts]
+    busy: set[str]
+    now_ms: int
+    budget_held: frozenset[str]
+    provider_held: frozenset[str]
+
+    def input(self, d: Row, pressure: bool) -> ScaleInput:
+        c = self.counts.get(d["id"], _NONE)
         return ScaleInput(
             kind=d["kind"],
             policy=ScalePolicy.from_json(d["kind"], loads(d["scale"], {})),
@@ -257,57 +309,98 @@ def schedule_tick(
             load=c.load,
             urgent_load=c.urgent_load,
             paused=bool(d["paused"]),
-            last_activity_ms=now_ms if d["id"] in busy else int(d["last_activity_ms"]),
+            last_activity_ms=self.now_ms if d["id"] in self.busy else int(d["last_activity_ms"]),
             manual_scale_ms=d["manual_scale_ms"],
-            now_ms=now_ms,
+            now_ms=self.now_ms,
             pressure=pressure,
-            budget_held=d["id"] in budget_held,
-            provider_held=d["id"] in provider_held,
+            budget_held=d["id"] in self.budget_held,
+            provider_held=d["id"] in self.provider_held,
         )
 
-    decisions: dict[str, ScaleDecision] = {d["id"]: decide(inputs(d, False)) for d in deps}
+
+def _scale_and_place(
+    deps: list[Row],
+    nests: list[NestView],
+    current: dict[tuple[str, str], int],
+    sizing: _Sizing,
+) -> tuple[dict[str, ScaleDecision], Placement]:
+    """Step 3: decide each deployment's size, place it; under capacity pressure, idle holders of a
+    full Nest are asked again (with pressure) and, if any shrinks, placement runs once more."""
+    decisions = {d["id"]: decide(sizing.input(d, False)) for d in deps}
     labels = {d["id"]: dict(loads(d["placement"], {}).get("labels") or {}) for d in deps}
 
     def demands() -> list[Demand]:
         return [Demand(d["id"], decisions[d["id"]].desired, labels[d["id"]]) for d in deps]
 
     placed = place(demands(), nests, current)
-    full = set().union(*placed.full_nests.values()) if placed.full_nests else set()
-    if full:  # capacity pressure: idle holders of a full Nest make room
-        holders = {
-            dep for (dep, nest) in placed.counts if nest in full and dep not in placed.unplaced
-        }
-        changed = False
-        for d in deps:
-            if d["id"] in holders:
-                again = decide(inputs(d, True))
-                if again.desired < decisions[d["id"]].desired:
-                    decisions[d["id"]] = again
-                    changed = True
-        if changed:
-            placed = place(demands(), nests, current)
-    s.unplaced = placed.unplaced
+    if _make_room(deps, decisions, placed, sizing):
+        placed = place(demands(), nests, current)
+    return decisions, placed
 
+
+def _make_room(
+    deps: list[Row], decisions: dict[str, ScaleDecision], placed: Placement, sizing: _Sizing
+) -> bool:
+    """Capacity pressure: the holders of a full Nest (placed, not waiting) decide again with
+    pressure; True if any of them now wants fewer instances (``decisions`` is updated)."""
+    full = set().union(*placed.full_nests.values()) if placed.full_nests else set()
+    if not full:
+        return False
+    holders = {dep for (dep, nest) in placed.counts if nest in full and dep not in placed.unplaced}
+    changed = False
+    for d in deps:
+        if d["id"] in holders:
+            again = decide(sizing.input(d, True))
+            if again.desired < decisions[d["id"]].desired:
+                decisions[d["id"]] = again
+                changed = True
+    return changed
+
+
+def _write_scaling(
+    tx: Tx,
+    deps: list[Row],
+    decisions: dict[str, ScaleDecision],
+    counts: dict[str, QueueCounts],
+    now_ms: int,
+) -> dict[str, tuple[int, int]]:
+    """Step 4: store each new desired size with its ``deployment.scaled`` event."""
+    scaled: dict[str, tuple[int, int]] = {}
     for d in deps:
         dec = decisions[d["id"]]
-        if dec.desired != d["desired"]:
-            tx.execute(
-                "UPDATE deployments SET desired = ?, updated_ms = ? WHERE id = ?",
-                (dec.desired, now_ms, d["id"]),
-            )
-            tx.event(
-                d["namespace"],
-                "deployment.scaled",
-                deployment=d["name"],
-                data={
-                    "from": d["desired"],
-                    "to": dec.desired,
-                    "want": dec.want,
-                    "reason": dec.reason,
-                    "load": counts.get(d["id"], _NONE).load,
-                },
-            )
-            s.scaled[d["id"]] = (int(d["desired"]), dec.desired)
+        if dec.desired == d["desired"]:
+            continue
+        tx.execute(
+            "UPDATE deployments SET desired = ?, updated_ms = ? WHERE id = ?",
+            (dec.desired, now_ms, d["id"]),
+        )
+        tx.event(
+            d["namespace"],
+            "deployment.scaled",
+            deployment=d["name"],
+            data={
+                "from": d["desired"],
+                "to": dec.desired,
+                "want": dec.want,
+                "reason": dec.reason,
+                "load": counts.get(d["id"], _NONE).load,
+            },
+        )
+        scaled[d["id"]] = (int(d["desired"]), dec.desired)
+    return scaled
+
+
+def _write_assignments(
+    tx: Tx,
+    deps: list[Row],
+    placed: Placement,
+    current: dict[tuple[str, str], int],
+    digests: dict[tuple[str, str], str],
+    leader_epoch: int,
+    now_ms: int,
+) -> int:
+    """Step 5: write the assignments that changed (count or digest), drop the ones that went;
+    returns how many rows changed."""
     digest_of = {d["id"]: d["digest"] for d in deps}
     upserts = [
         (dep, nest, n, digest_of[dep], leader_epoch, now_ms)
@@ -324,8 +417,7 @@ def schedule_tick(
         )
     if gone:
         tx.executemany("DELETE FROM assignments WHERE deployment_id = ? AND nest_id = ?", gone)
-    s.assignments_changed = len(upserts) + len(gone)
-    return s
+    return len(upserts) + len(gone)
 
 
 _NONE = QueueCounts()
