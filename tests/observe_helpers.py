@@ -72,7 +72,7 @@ class Embedded:
 
     async def deploy_gated(self, name: str = "gated") -> None:
         """One MCP tool call (t.echo) that needs an approval, then an answer."""
-        script = [
+        script: list[dict[str, Any]] = [
             {"toolCalls": [{"name": "t_echo", "arguments": {"text": "ship it"}}]},
             {"text": "shipped"},
         ]

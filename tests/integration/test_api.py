@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -42,9 +43,9 @@ def http_client(hub: Hub, token: str | None) -> Client:
     return Client(transport)
 
 
-async def admin_token(hub: Hub, **kw: object) -> str:
+async def admin_token(hub: Hub, **kw: Any) -> str:
     local = Client.in_process(hub)
-    created = await local.call(rpc.CreateToken, CreateTokenRequest(scopes=["admin"], **kw))  # type: ignore[arg-type]
+    created = await local.call(rpc.CreateToken, CreateTokenRequest(scopes=["admin"], **kw))
     return created.token
 
 

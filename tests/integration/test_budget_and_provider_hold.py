@@ -101,7 +101,7 @@ async def test_costs_over_the_daily_budget_hold_the_deployment_at_zero_and_annou
     store = node.store
 
     async def held_at_zero() -> bool:
-        return await store.scalar("SELECT desired FROM deployments WHERE name = 'paid'") == 0
+        return bool(await store.scalar("SELECT desired FROM deployments WHERE name = 'paid'") == 0)
 
     await until(held_at_zero)
     await ticks_later(node, 3)  # three scheduler ticks later it still has not been leased

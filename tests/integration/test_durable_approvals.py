@@ -29,7 +29,7 @@ from tests.observe_helpers import TEST_SERVER
 
 def gated_bundle(root: Path, log: Path) -> Path:
     """Turn 1: t.append (a side effect, counted in ``log``) behind an ask; turn 2: an answer."""
-    script = [
+    script: list[dict[str, Any]] = [
         {"toolCalls": [{"name": "t_append", "arguments": {"path": str(log), "line": "ran"}}]},
         {"text": "finished"},
     ]
@@ -88,6 +88,7 @@ async def pending_of(client: Client, task_id: str) -> Approval:
         ]
 
     [approval] = await until(check, "the pending approval")
+    assert isinstance(approval, Approval)
     return approval
 
 

@@ -37,7 +37,7 @@ class _FencedExecutor:
 
 
 async def _factory(bundle: Bundle, instance_id: str) -> Executor:
-    return _FencedExecutor()  # type: ignore[return-value]
+    return _FencedExecutor()
 
 
 async def test_a_fenced_run_is_logged_as_fencing_in_one_line_not_as_a_failure(

@@ -166,7 +166,7 @@ async def test_two_writers_with_the_same_expected_version_the_second_gets_409_na
         assert "memory block plan is at version 2, not 1" in str(losses[0])
         assert "(expected version 2)" in str(losses[0])
         cur = (await c.call(r.GetMemory, GetMemoryRequest(label="plan"))).block
-        assert cur.version == 2 and cur.value == wins[0].block.value  # type: ignore[union-attr]
+        assert cur.version == 2 and cur.value == wins[0].block.value
 
 
 async def test_memory_and_artifacts_are_held_to_the_callers_namespaces(tmp_path: Path) -> None:

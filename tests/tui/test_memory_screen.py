@@ -109,6 +109,9 @@ async def test_transcript_lists_the_artifacts_the_run_saved(tmp_path: Path) -> N
             await until(
                 pilot, lambda: isinstance(app.screen, TranscriptScreen), "the transcript screen"
             )
-            head = lambda: str(app.screen.query_one("#transcript-head", Static).render())  # noqa: E731
+
+            def head() -> str:
+                return str(app.screen.query_one("#transcript-head", Static).render())
+
             await until(pilot, lambda: "artifacts:" in head(), "the run's artifacts")
             assert "artifacts: findings.md (16 B, sha256:" in head()

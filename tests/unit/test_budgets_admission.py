@@ -101,9 +101,13 @@ async def test_dry_run_reports_the_verdict_without_taking_a_token(store: Store) 
 
 async def test_queue_full_paused_and_budget_stages(store: Store) -> None:
     full = await deployment(store, "full", admission={"maxQueuedTasks": 2})
-    await store.write(
-        lambda tx: (queue_task(tx, full), queue_task(tx, full), queue_task(tx, full, "running"))
-    )
+
+    def three(tx: Tx) -> None:
+        queue_task(tx, full)
+        queue_task(tx, full)
+        queue_task(tx, full, "running")
+
+    await store.write(three)
     with pytest.raises(RateLimitedError) as info:
         await store.write(lambda tx: admission.admit(tx, full, NOON))
     assert info.value.details["stage"] == "queue_full"

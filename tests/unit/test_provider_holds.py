@@ -42,12 +42,12 @@ async def test_an_account_error_holds_every_deployment_of_the_account_then_one_p
 ) -> None:
     a = await deployment(store, "a")
     b = await deployment(store, "b")
-    await store.write(
-        lambda tx: (
-            providers.sync_accounts(tx, a["id"], [ACCT]),
-            providers.sync_accounts(tx, b["id"], [ACCT]),
-        )
-    )
+
+    def both(tx: Tx) -> None:
+        providers.sync_accounts(tx, a["id"], [ACCT])
+        providers.sync_accounts(tx, b["id"], [ACCT])
+
+    await store.write(both)
     failed = await store.write(lambda tx: task(tx, a, "failed"))
     outcome = {
         "status": "failed",

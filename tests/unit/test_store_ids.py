@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from ulid import ULID
 
 from agen.store.base import new_ulid
@@ -28,12 +29,12 @@ def test_new_ulid_ids_are_unique_and_sort_in_creation_order() -> None:
 
 
 def test_ids_in_one_millisecond_count_up_through_a_carry_into_the_cached_high_bits(
-    monkeypatch,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from agen.store import base
 
     ms = 1_795_958_206_388
-    monkeypatch.setattr(base.time, "time_ns", lambda: ms * 1_000_000)
+    monkeypatch.setattr(time, "time_ns", lambda: ms * 1_000_000)
     for start in (0xFFFFE, (12345 << 20) | 0xFFFF0, (1 << 70) - 2, 7):
         monkeypatch.setattr(base, "_random_bits", lambda _n, start=start: start)
         clock = base._UlidClock()
