@@ -44,10 +44,8 @@ class InProcessTransport:
     """Calls handlers directly, as the local admin unless told otherwise."""
 
     def __init__(self, hub: Hub, principal: Principal | None = None) -> None:
-        from agen.hub.auth import LOCAL_ADMIN
-
         self.hub = hub
-        self.principal = principal or LOCAL_ADMIN
+        self.principal = principal or hub.auth.local_admin
 
     async def call(self, rpc: Rpc[Any, Any], request: BaseModel) -> BaseModel:
         from agen.api.dispatch import dispatch

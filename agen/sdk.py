@@ -20,8 +20,6 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from types import TracebackType
 from typing import Any
 
-from ulid import ULID
-
 from agen.bundle import Bundle, load_bundle, load_bundle_files
 from agen.errors import ReentrantError, UnavailableError
 from agen.runner.loop import Runner
@@ -37,6 +35,7 @@ from agen.runner.redact import Redactor
 from agen.runner.tools.base import Tool, Toolset
 from agen.runner.types import RunRequest, RunResult
 from agen.sdk_tools import Dispatcher, FunctionTool, host_tool
+from agen.store import new_ulid
 from agen.store.base import Store
 
 __all__ = ["Agent", "RunResult", "host_tool"]
@@ -180,7 +179,7 @@ class Agent:
 
     @staticmethod
     def _owner() -> str:
-        return f"sdk:{os.getpid()}:{ULID()}"
+        return f"sdk:{os.getpid()}:{new_ulid()}"
 
     def _request(self, text: str, opts: dict[str, Any]) -> RunRequest:
         return RunRequest(

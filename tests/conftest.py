@@ -5,7 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from agen.hub.service import Hub
 from agen.store import SQLiteStore, Store
+from agen.testing.openai_server import OpenAIServer
 
 
 @pytest.fixture(autouse=True)
@@ -49,6 +51,22 @@ def pg_url(pg_databases: object) -> str:
     return pg_databases.new()
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``@pytest.mark.sqlite_only``: keep only the SQLite case of the ``store`` fixture."""
+    dropped = [
+        item
+        for item in items
+        if item.get_closest_marker("sqlite_only") is not None
+        and isinstance(item, pytest.Function)
+        and getattr(item, "callspec", None) is not None
+        and item.callspec.params.get("store") == "postgres"
+    ]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        gone = {id(item) for item in dropped}
+        items[:] = [item for item in items if id(item) not in gone]
+
+
 @pytest.fixture(params=["sqlite", "postgres"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
     """The Store under test, once on each engine: the same port must behave the same on both."""
@@ -61,3 +79,26 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
         s = await PostgresStore.open(request.getfixturevalue("pg_url"))
     yield s
     await s.close()
+
+
+@pytest.fixture
+async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
+    """A Hub service over a SQLite Store of its own (API and handler tests)."""
+    store = await SQLiteStore.open(tmp_path / "hub.db")
+    yield Hub(store)
+    await store.close()
+
+
+@pytest.fixture
+async def srv() -> AsyncIterator[OpenAIServer]:
+    """The scripted local OpenAI-compatible server (agen.testing.openai_server)."""
+    async with OpenAIServer() as server:
+        yield server
+
+
+@pytest.fixture
+async def dep(store: Store) -> str:
+    """A deployment's id in ``store`` (the queue tests' default deployment)."""
+    from tests.unit.queue_helpers import add_deployment
+
+    return await store.write(lambda tx: add_deployment(tx))

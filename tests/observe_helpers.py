@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from agen.api import registry as r
-from agen.api.models.deployments import CreateDeploymentRequest
-from agen.api.models.tasks import GetTaskRequest, SubmitTaskRequest, Task
 from agen.client import Client
 from agen.node import LocalNode
 from agen.store import SQLiteStore
+from agen.wire.deployments import CreateDeploymentRequest
+from agen.wire.tasks import GetTaskRequest, SubmitTaskRequest, Task
 from tests.fleet_helpers import files_b64, write_bundle
 
 TEST_SERVER = str(Path(__file__).parent / "fixtures" / "mcp_test_server.py")
@@ -72,7 +72,7 @@ class Embedded:
 
     async def deploy_gated(self, name: str = "gated") -> None:
         """One MCP tool call (t.echo) that needs an approval, then an answer."""
-        script = [
+        script: list[dict[str, Any]] = [
             {"toolCalls": [{"name": "t_echo", "arguments": {"text": "ship it"}}]},
             {"text": "shipped"},
         ]
@@ -126,7 +126,7 @@ async def http_hub(e: Embedded) -> AsyncIterator[tuple[str, str]]:
     import uvicorn
 
     from agen.api.app import create_app
-    from agen.api.models.tokens import CreateTokenRequest
+    from agen.wire.tokens import CreateTokenRequest
 
     token = (await e.client.call(r.CreateToken, CreateTokenRequest(scopes=["admin"]))).token
     sock = socket.socket()

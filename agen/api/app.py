@@ -27,13 +27,13 @@ from starlette.routing import Route
 
 from agen.api.dispatch import RETRY_AFTER_S, authorize, dispatch
 from agen.api.hooks import hook_routes, read_limited
-from agen.api.limits import DEFAULT_MAX_BODY_BYTES, MAX_BODY_ENV, BundleLimits, env_bytes, human
 from agen.api.openapi import openapi_document
 from agen.api.registry import RPCS, Rpc
 from agen.errors import AgenError, InvalidError, NotFoundError, TooLargeError, UnavailableError
-from agen.hub.auth import Principal
+from agen.hub.auth import Principal, bearer_token
 from agen.hub.service import Hub
 from agen.otel.ids import header_traceparent
+from agen.wire.limits import DEFAULT_MAX_BODY_BYTES, MAX_BODY_ENV, BundleLimits, env_bytes, human
 
 log = logging.getLogger("agen.api")
 
@@ -45,12 +45,6 @@ def _error(e: AgenError) -> JSONResponse:
     elif e.details.get("retry_after_s"):  # admission refusals (429) and budget holds (503)
         headers["Retry-After"] = str(e.details["retry_after_s"])
     return JSONResponse(e.to_dict(), status_code=e.http_status, headers=headers)
-
-
-def _bearer(request: Request) -> str | None:
-    header = request.headers.get("authorization", "")
-    scheme, _, value = header.partition(" ")
-    return value.strip() if scheme.lower() == "bearer" and value.strip() else None
 
 
 def _invalid(rpc: Rpc[Any, Any], e: ValidationError) -> InvalidError:
@@ -159,7 +153,7 @@ def create_app(hub: Hub, max_body: int | None = None) -> Starlette:
 
     async def _principal(request: Request) -> Principal:
         """The caller; an on-behalf token becomes the submitter of the running task X-Agen-Task names."""
-        principal = await hub.auth.authenticate(_bearer(request), hub.clock())
+        principal = await hub.auth.authenticate(bearer_token(request.headers), hub.clock())
         if principal.on_behalf:
             principal = await hub.auth.act_for_task(principal, request.headers.get(TASK_HEADER))
         return principal
@@ -222,9 +216,9 @@ def create_app(hub: Hub, max_body: int | None = None) -> Starlette:
 
     async def metrics(request: Request) -> Response:
         """GetMetrics as Prometheus text (agen.otel.prometheus); a viewer token, like GetMetrics itself."""
-        from agen.api.models.observe import GetMetricsRequest
         from agen.hub.observe.metrics import get_metrics
         from agen.otel.prometheus import CONTENT_TYPE, exposition
+        from agen.wire.observe import GetMetricsRequest
 
         try:
             principal = await _principal(request)

@@ -18,6 +18,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from agen.errors import AgenError, InvalidError
+from agen.hub.auth import bearer_token
 from agen.hub.observe.events import EventFilter, list_events, parse_labels
 from agen.hub.service import Hub
 from agen.hub.triggers.verify import MAX_BODY_BYTES
@@ -63,7 +64,7 @@ def hook_routes(hub: Hub, secrets: SecretResolver = env_secrets) -> list[Route]:
     async def events(request: Request) -> Response:
         q = request.query_params
         try:
-            principal = await hub.auth.authenticate(_bearer(request), hub.clock())
+            principal = await hub.auth.authenticate(bearer_token(request.headers), hub.clock())
             principal.require("viewer", "reading the event stream")
             wanted = q.getlist("namespace") or q.getlist("n")
             for ns in wanted:
@@ -101,8 +102,3 @@ def hook_routes(hub: Hub, secrets: SecretResolver = env_secrets) -> list[Route]:
         Route("/hooks/{ns}/{deployment}/{trigger}", webhook, methods=["POST"]),
         Route("/api/v1/events", events, methods=["GET"]),
     ]
-
-
-def _bearer(request: Request) -> str | None:
-    scheme, _, value = request.headers.get("authorization", "").partition(" ")
-    return value.strip() if scheme.lower() == "bearer" and value.strip() else None

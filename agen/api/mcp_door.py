@@ -171,7 +171,7 @@ class McpDoor:
             return
         from starlette.datastructures import Headers
 
-        from agen.hub.triggers.verify import bearer_token
+        from agen.hub.auth import bearer_token
 
         try:
             principal = await self.hub.auth.authenticate(

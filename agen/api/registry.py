@@ -15,17 +15,17 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from agen.api.models import approvals as ap
-from agen.api.models import deployments as dp
-from agen.api.models import evals as ev
-from agen.api.models import feedback as fb
-from agen.api.models import memory as mm
-from agen.api.models import nests as ns
-from agen.api.models import observe as ob
-from agen.api.models import signals as sg
-from agen.api.models import tasks as tk
-from agen.api.models import tokens as tok
-from agen.api.models.common import Empty, Ok
+from agen.wire import approvals as ap
+from agen.wire import deployments as dp
+from agen.wire import evals as ev
+from agen.wire import feedback as fb
+from agen.wire import memory as mm
+from agen.wire import nests as ns
+from agen.wire import observe as ob
+from agen.wire import signals as sg
+from agen.wire import tasks as tk
+from agen.wire import tokens as tok
+from agen.wire.common import Empty, Ok
 
 Req = TypeVar("Req", bound=BaseModel)
 Resp = TypeVar("Resp", bound=BaseModel)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import AfterValidator, Field, Tag, model_validator
 
@@ -119,7 +119,7 @@ class EventTrigger(AgenModel):
     coalesce: Duration | None = None
 
 
-Trigger = Annotated[
+Trigger: TypeAlias = Annotated[
     Annotated[CronTrigger, Tag("~cron")]
     | Annotated[RandomTrigger, Tag("~random")]
     | Annotated[WebhookTrigger, Tag("~webhook")]

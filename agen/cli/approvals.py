@@ -30,9 +30,9 @@ def approvals(
     import json
 
     from agen.api import registry as r
-    from agen.api.models.approvals import ListApprovalsRequest
     from agen.cli._hub import ago, with_client
     from agen.cli._table import print_table
+    from agen.wire.approvals import ListApprovalsRequest
 
     resp = with_client(
         hub,
@@ -73,8 +73,8 @@ def _decide(
     json_out: bool,
 ) -> None:
     from agen.api import registry as r
-    from agen.api.models.approvals import DecideApprovalRequest
     from agen.cli._hub import with_client
+    from agen.wire.approvals import DecideApprovalRequest
 
     resp = with_client(
         hub,

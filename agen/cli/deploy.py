@@ -9,7 +9,7 @@ import typer
 from agen.cli._common import HubOpt, JsonOpt, NamespaceOpt, TokenOpt, err, make_request, print_json
 
 if TYPE_CHECKING:
-    from agen.api.models.deployments import CreateDeploymentRequest, DeploymentResponse
+    from agen.wire.deployments import CreateDeploymentRequest, DeploymentResponse
 
 
 def _validate(directory: str, json_out: bool) -> None:
@@ -45,9 +45,9 @@ def deploy_request(
     directory: str, namespace: str, name: str | None, replicas: int | None
 ) -> CreateDeploymentRequest:
     """A CreateDeploymentRequest carrying the bundle's files (checked locally first)."""
-    from agen.api.models.deployments import CreateDeploymentRequest
     from agen.bundle import load_bundle
     from agen.hub.rpc.deployments import encode_files
+    from agen.wire.deployments import CreateDeploymentRequest
 
     bundle = load_bundle(directory)  # an unreadable folder is an InvalidError naming it
     return make_request(

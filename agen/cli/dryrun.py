@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from agen.api.models.signals import DryRunTaskResponse
-    from agen.api.models.tasks import SubmitTaskRequest
     from agen.cli.submit import RunOptions
+    from agen.wire.signals import DryRunTaskResponse
+    from agen.wire.tasks import SubmitTaskRequest
 
 REFUSED_EXIT = 7
 

@@ -142,8 +142,8 @@ def eval_cmd(
 
 def _record(report: Report, hub: str | None, token: str | None, namespace: str) -> None:
     from agen.api import registry as r
-    from agen.api.models.evals import EvalRunIn, RecordEvalRunsRequest
     from agen.cli._hub import with_client
+    from agen.wire.evals import EvalRunIn, RecordEvalRunsRequest
 
     req = RecordEvalRunsRequest(
         namespace=namespace,
@@ -167,9 +167,9 @@ def _record(report: Report, hub: str | None, token: str | None, namespace: str) 
 
 def _history(ref: str, hub: str | None, token: str | None, namespace: str, json_out: bool) -> None:
     from agen.api import registry as r
-    from agen.api.models.evals import ListEvalRunsRequest
     from agen.cli._hub import when, with_client
     from agen.cli._table import print_table
+    from agen.wire.evals import ListEvalRunsRequest
 
     name = ref
     if Path(ref).is_dir():
@@ -236,11 +236,11 @@ def replay_cmd(
     import base64
 
     from agen.api import registry as r
-    from agen.api.models.evals import GetReplaySourceRequest
     from agen.bundle import load_bundle, load_bundle_files
     from agen.cli._hub import with_client
     from agen.errors import InvalidError
     from agen.evals.replay import plan, replay, scenario_file
+    from agen.wire.evals import GetReplaySourceRequest
 
     if model not in ("cassette", "bundle"):
         raise InvalidError(f"--model {model!r}: use cassette or bundle", field="--model")

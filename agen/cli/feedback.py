@@ -45,10 +45,10 @@ def record(
     import math
 
     from agen.api import registry as r
-    from agen.api.models.feedback import RecordFeedbackRequest
     from agen.cli._hub import with_client
     from agen.errors import InvalidError
     from agen.hub.observe.events import parse_labels
+    from agen.wire.feedback import RecordFeedbackRequest
 
     if math.isnan(score) or not -1.0 <= score <= 1.0:
         raise InvalidError(
@@ -101,11 +101,11 @@ def ls(
     import json
 
     from agen.api import registry as r
-    from agen.api.models.feedback import ListFeedbackRequest
     from agen.cli._common import err, parse_duration_ms
     from agen.cli._hub import ago, with_client
     from agen.cli._table import print_table
     from agen.hub.observe.events import parse_labels
+    from agen.wire.feedback import ListFeedbackRequest
 
     req = make_request(
         ListFeedbackRequest,

@@ -60,8 +60,8 @@ def scale(
 ) -> None:
     """Set desired instances."""
     from agen.api import registry as r
-    from agen.api.models.deployments import ScaleDeploymentRequest
     from agen.cli._hub import with_client
+    from agen.wire.deployments import ScaleDeploymentRequest
 
     resp = with_client(
         hub,
@@ -89,9 +89,9 @@ def ps(
 ) -> None:
     """Deployments (--all: every instance on every nest)."""
     from agen.api import registry as r
-    from agen.api.models.deployments import ListDeploymentsRequest, ListInstancesRequest
     from agen.cli._hub import ago, with_client
     from agen.cli._table import print_table
+    from agen.wire.deployments import ListDeploymentsRequest, ListInstancesRequest
 
     if all_instances:
         inst = with_client(
@@ -189,9 +189,9 @@ def _pause(
     json_out: bool,
 ) -> None:
     from agen.api import registry as r
-    from agen.api.models.deployments import PauseDeploymentRequest
     from agen.cli._hub import hold_until, with_client
     from agen.errors import InvalidError
+    from agen.wire.deployments import PauseDeploymentRequest
 
     until = hold_until(at, in_)
     if (until is not None or reason) and not hold_runs and paused:
@@ -247,8 +247,8 @@ def rm(
 ) -> None:
     """Delete a deployment (cancels its unfinished tasks, ends its unfinished runs)."""
     from agen.api import registry as r
-    from agen.api.models.deployments import DeleteDeploymentRequest
     from agen.cli._hub import with_client
+    from agen.wire.deployments import DeleteDeploymentRequest
 
     resp = with_client(
         hub,
@@ -282,9 +282,9 @@ def logs(
     import asyncio
 
     from agen.api import registry as r
-    from agen.api.models.deployments import GetLogsRequest, LogLine
     from agen.cli._hub import when
     from agen.client import Client
+    from agen.wire.deployments import GetLogsRequest, LogLine
 
     def show(lines: list[LogLine]) -> None:
         for line in lines:

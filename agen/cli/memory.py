@@ -63,9 +63,9 @@ def memory_ls(
 ) -> None:
     """Memory blocks in the namespace."""
     from agen.api import registry as r
-    from agen.api.models.memory import ListMemoryRequest
     from agen.cli._hub import ago, with_client
     from agen.cli._table import print_table
+    from agen.wire.memory import ListMemoryRequest
 
     resp = with_client(
         hub,
@@ -107,8 +107,8 @@ def memory_show(
 ) -> None:
     """A memory block's value (stdout) and its version (stderr)."""
     from agen.api import registry as r
-    from agen.api.models.memory import GetMemoryRequest
     from agen.cli._hub import when, with_client
+    from agen.wire.memory import GetMemoryRequest
 
     resp = with_client(
         hub,
@@ -157,8 +157,8 @@ def memory_set(
 ) -> None:
     """Replace a memory block's value with stdin (creating the block)."""
     from agen.api import registry as r
-    from agen.api.models.memory import SetMemoryRequest
     from agen.cli._hub import with_client
+    from agen.wire.memory import SetMemoryRequest
 
     req = make_request(
         SetMemoryRequest,
@@ -195,9 +195,9 @@ def memory_history(
 ) -> None:
     """Every version of a memory block: who wrote it (a run or a person), when, and the value."""
     from agen.api import registry as r
-    from agen.api.models.memory import MemoryHistoryRequest
     from agen.cli._hub import when, with_client
     from agen.cli._table import print_table
+    from agen.wire.memory import MemoryHistoryRequest
 
     resp = with_client(
         hub,
@@ -244,8 +244,8 @@ def memory_rollback(
 ) -> None:
     """Bring back an earlier version of a memory block; it is written as a new version."""
     from agen.api import registry as r
-    from agen.api.models.memory import RollbackMemoryRequest
     from agen.cli._hub import with_client
+    from agen.wire.memory import RollbackMemoryRequest
 
     resp = with_client(
         hub,
@@ -280,9 +280,9 @@ def artifacts_ls(
 ) -> None:
     """Artifacts in the namespace, or one task's."""
     from agen.api import registry as r
-    from agen.api.models.memory import ListArtifactsRequest
     from agen.cli._hub import ago, with_client
     from agen.cli._table import print_table
+    from agen.wire.memory import ListArtifactsRequest
 
     resp = with_client(
         hub,
@@ -326,10 +326,10 @@ def artifacts_get(
 ) -> None:
     """An artifact's content (stdout, or -o FILE)."""
     from agen.api import registry as r
-    from agen.api.models.memory import GetArtifactRequest, GetArtifactResponse
     from agen.cli._hub import with_client
     from agen.client import Client
     from agen.errors import InvalidError
+    from agen.wire.memory import GetArtifactRequest, GetArtifactResponse
 
     req = make_request(GetArtifactRequest, namespace=namespace, id=artifact_id)
 

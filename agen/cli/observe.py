@@ -72,13 +72,13 @@ def runs(
     STATUS reads "succeeded, effect unknown" for a run that resumed past a side effect whose
     completion was never recorded: agen did not repeat it, so check whether it happened."""
     from agen.api import registry as r
-    from agen.api.models.observe import ListRunsRequest
     from agen.cli._common import parse_duration_ms
     from agen.cli._hub import with_client
     from agen.cli._table import print_table
-    from agen.cli.observe_render import RUN_COLUMNS, runs_rows
     from agen.errors import InvalidError
     from agen.hub.observe.events import parse_labels
+    from agen.render.observe import RUN_COLUMNS, runs_rows
+    from agen.wire.observe import ListRunsRequest
 
     statuses = ("running", "waiting_approval", "succeeded", "failed", "cancelled")
     if status is not None and status not in statuses:
@@ -92,7 +92,7 @@ def runs(
         namespace=namespace,
         deployment=name,
         roots=roots,
-        status=status,  # type: ignore[arg-type]
+        status=status,
         labels=labels,
         since_ms=parse_duration_ms(since, flag="--since") if since else None,
         task_id=task,
@@ -121,9 +121,9 @@ def transcript(
 ) -> None:
     """What a run sent to the model and got back, tool calls included."""
     from agen.api import registry as r
-    from agen.api.models.observe import GetTranscriptRequest
     from agen.cli._hub import with_client
-    from agen.cli.observe_render import transcript_lines
+    from agen.render.observe import transcript_lines
+    from agen.wire.observe import GetTranscriptRequest
 
     req = make_request(
         GetTranscriptRequest,
@@ -158,9 +158,9 @@ def trace(
 ) -> None:
     """Span tree of a trace, across agents (a time bar per span)."""
     from agen.api import registry as r
-    from agen.api.models.observe import GetTraceRequest
     from agen.cli._hub import with_client
-    from agen.cli.observe_render import trace_tree
+    from agen.render.observe import trace_tree
+    from agen.wire.observe import GetTraceRequest
 
     req = make_request(GetTraceRequest, {"id": "REF"}, id=ref, namespace=namespace)
     resp = with_client(hub, token, lambda c: c.call(r.GetTrace, req))
@@ -186,9 +186,9 @@ def query(
 ) -> None:
     """Its progress, current activity and outcome, without waiting on it."""
     from agen.api import registry as r
-    from agen.api.models.observe import QueryTaskRequest
     from agen.cli._hub import with_client
-    from agen.cli.observe_render import query_view
+    from agen.render.observe import query_view
+    from agen.wire.observe import QueryTaskRequest
 
     req = make_request(QueryTaskRequest, {"id": "TASK"}, id=task_id, namespace=namespace)
     resp = with_client(hub, token, lambda c: c.call(r.QueryTask, req))

@@ -212,11 +212,11 @@ def join_token_create(
       agen join-token create --ttl 30m --label zone=a
     """
     from agen.api import registry as r
-    from agen.api.models.nests import CreateJoinTokenRequest
     from agen.cli._common import parse_duration_ms
     from agen.cli._hub import with_client
     from agen.errors import InvalidError
     from agen.hub.observe.events import parse_labels
+    from agen.wire.nests import CreateJoinTokenRequest
 
     ttl_ms = parse_duration_ms(ttl, flag="--ttl")
     if ttl_ms <= 0:
@@ -253,9 +253,9 @@ def nests_ls(
     if ctx.invoked_subcommand is not None:
         return
     from agen.api import registry as r
-    from agen.api.models.nests import ListNestsRequest
     from agen.cli._hub import ago, with_client
     from agen.cli._table import print_table
+    from agen.wire.nests import ListNestsRequest
 
     resp = with_client(hub, token, lambda c: c.call(r.ListNests, ListNestsRequest()))
     if json_out:
@@ -293,8 +293,8 @@ def nests_revoke(
       agen nests revoke nest-b
     """
     from agen.api import registry as r
-    from agen.api.models.nests import RevokeNestRequest
     from agen.cli._hub import with_client
+    from agen.wire.nests import RevokeNestRequest
 
     req = make_request(RevokeNestRequest, {"nest": "NEST"}, nest=nest)
     resp = with_client(hub, token, lambda c: c.call(r.RevokeNest, req))

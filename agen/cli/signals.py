@@ -10,8 +10,8 @@ import typer
 from agen.cli._common import HubOpt, JsonOpt, NamespaceOpt, TokenOpt, err, make_request, print_json
 
 if TYPE_CHECKING:
-    from agen.api.models.signals import CreateWebhookSecretResponse
     from agen.client import Client
+    from agen.wire.signals import CreateWebhookSecretResponse
 
 T = TypeVar("T")
 NameArg = Annotated[str, typer.Argument(help="Deployment name.", show_default=False)]
@@ -27,8 +27,8 @@ def triggers(
 ) -> None:
     """Trigger events (fired, missed, skipped, rejected) of a deployment."""
     from agen.api import registry as r
-    from agen.api.models.signals import ListTriggerEventsRequest
     from agen.cli._hub import when, with_client
+    from agen.wire.signals import ListTriggerEventsRequest
 
     req = make_request(ListTriggerEventsRequest, namespace=namespace, deployment=name, limit=limit)
     resp = with_client(hub, token, lambda c: c.call(r.ListTriggerEvents, req))
@@ -58,8 +58,8 @@ def webhook_secret(
 ) -> None:
     """Create (or rotate) a webhook trigger's secret; it is shown once."""
     from agen.api import registry as r
-    from agen.api.models.signals import CreateWebhookSecretRequest
     from agen.cli._hub import with_client
+    from agen.wire.signals import CreateWebhookSecretRequest
 
     req = make_request(
         CreateWebhookSecretRequest, namespace=namespace, deployment=name, trigger=trigger
@@ -122,9 +122,9 @@ def providers(
 
     Works without `agen up`: it then reads and changes the local store directly."""
     from agen.api import registry as r
-    from agen.api.models.signals import ListProviderHoldsRequest, ResumeProviderRequest
     from agen.cli._hub import when
     from agen.errors import InvalidError
+    from agen.wire.signals import ListProviderHoldsRequest, ResumeProviderRequest
 
     if action is not None:
         if action != "resume" or not account:
@@ -197,7 +197,7 @@ def events(
 
     async def go(c: Client) -> None:
         from agen.api import registry as r
-        from agen.api.models.signals import ListEventsRequest
+        from agen.wire.signals import ListEventsRequest
 
         base = dict(
             namespace=namespace,
@@ -209,7 +209,7 @@ def events(
         )
         req = make_request(
             ListEventsRequest, after=after or 0, last=None if after is not None else limit, **base
-        )  # type: ignore[arg-type]
+        )
         while True:
             page = await c.call(r.ListEvents, req)
             for e in page.events:
@@ -219,14 +219,14 @@ def events(
                     print(format_event(e), flush=True)
             if not follow:
                 return
-            req = make_request(ListEventsRequest, after=page.cursor, wait_seconds=30, **base)  # type: ignore[arg-type]
+            req = make_request(ListEventsRequest, after=page.cursor, wait_seconds=30, **base)
 
     with_client(hub, token, go)
 
 
 def format_event(e: object) -> str:
-    from agen.api.models.signals import Event
     from agen.cli._hub import when
+    from agen.wire.signals import Event
 
     assert isinstance(e, Event)
     where = " ".join(x for x in (e.deployment, e.task_id) if x)
@@ -264,9 +264,9 @@ def notify_set(
 ) -> None:
     """Create or replace a notification target."""
     from agen.api import registry as r
-    from agen.api.models.signals import SetNotifyTargetRequest
     from agen.cli._hub import with_client
     from agen.hub.observe.events import parse_labels
+    from agen.wire.signals import SetNotifyTargetRequest
 
     req = make_request(
         SetNotifyTargetRequest,
@@ -278,7 +278,7 @@ def notify_set(
         labels=parse_labels(label or []),
         severity=severity,
         secret=secret,
-    )  # type: ignore[arg-type]
+    )
     resp = with_client(hub, token, lambda c: c.call(r.SetNotifyTarget, req))
     if json_out:
         print_json(resp.model_dump(mode="json"))
@@ -295,8 +295,8 @@ def notify_ls(
 ) -> None:
     """Notification targets and their delivery state."""
     from agen.api import registry as r
-    from agen.api.models.signals import ListNotifyTargetsRequest
     from agen.cli._hub import when, with_client
+    from agen.wire.signals import ListNotifyTargetsRequest
 
     resp = with_client(
         hub,
@@ -328,8 +328,8 @@ def notify_rm(
 ) -> None:
     """Remove a notification target."""
     from agen.api import registry as r
-    from agen.api.models.signals import NotifyTargetRef
     from agen.cli._hub import with_client
+    from agen.wire.signals import NotifyTargetRef
 
     resp = with_client(
         hub,

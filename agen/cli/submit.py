@@ -19,8 +19,8 @@ import typer
 from agen.cli._common import HubOpt, JsonOpt, NamespaceOpt, TokenOpt, is_folder
 
 if TYPE_CHECKING:
-    from agen.api.models.tasks import SubmitTaskRequest, Task
     from agen.client import Client
+    from agen.wire.tasks import SubmitTaskRequest, Task
 
 
 @dataclass
@@ -47,11 +47,11 @@ def build_request(deployment: str, text: str, namespace: str, o: RunOptions) -> 
 
     from pydantic import ValidationError
 
-    from agen.api.models.tasks import SubmitTaskRequest
     from agen.cli._common import parse_duration_ms
     from agen.cli._hub import parse_time_ms
     from agen.errors import InvalidError
     from agen.hub.observe.events import parse_labels
+    from agen.wire.tasks import SubmitTaskRequest
 
     now = int(time.time() * 1000)
     if o.at and o.in_:
@@ -69,16 +69,16 @@ def build_request(deployment: str, text: str, namespace: str, o: RunOptions) -> 
             input=text,
             conversation_key=o.conversation,
             labels=parse_labels(o.labels),
-            priority=o.priority or "normal",  # type: ignore[arg-type]
+            priority=o.priority or "normal",
             idempotency_key=o.idempotency_key,
             schedule_key=o.schedule_key,
             not_before_ms=not_before,
             not_after_ms=not_after,
             locks=o.locks,
             trust=o.trust,
-            model_tier=o.tier,  # type: ignore[arg-type]
-            delivery=o.delivery,  # type: ignore[arg-type]
-            on_parent_end=o.on_parent_end or "cancel",  # type: ignore[arg-type]
+            model_tier=o.tier,
+            delivery=o.delivery,
+            on_parent_end=o.on_parent_end or "cancel",
         )
     except ValidationError as e:
         first = e.errors()[0]

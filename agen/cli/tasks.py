@@ -17,8 +17,8 @@ from agen.cli._common import (
 )
 
 if TYPE_CHECKING:
-    from agen.api.models.tasks import Task
     from agen.client import Client
+    from agen.wire.tasks import Task
 
 TaskArg = Annotated[str, typer.Argument(help="Task id.", show_default=False)]
 MAX_WAIT_S = 300.0
@@ -31,7 +31,7 @@ async def wait_for_task(
     import time
 
     from agen.api import registry as r
-    from agen.api.models.tasks import TERMINAL_STATES, GetTaskRequest
+    from agen.wire.tasks import TERMINAL_STATES, GetTaskRequest
 
     deadline = None if timeout_ms == 0 else time.monotonic() + timeout_ms / 1000
     while True:
@@ -79,7 +79,7 @@ def report_task(task: Task, json_out: bool) -> None:
     """Outcome on stdout, status on stderr; exit 1 when the task failed, was cancelled or expired, 3 when it
     stays queued because its deployment's instances cannot start, 8 when it has not ended yet (it waits for
     an approval or --timeout ran out)."""
-    from agen.api.models.tasks import TERMINAL_STATES
+    from agen.wire.tasks import TERMINAL_STATES
 
     if json_out:
         print_json(task.model_dump(mode="json"))
@@ -140,9 +140,9 @@ def wait(
     json_out: JsonOpt = False,
 ) -> None:
     """Wait for a task submitted earlier and print its result."""
-    from agen.api.models.tasks import GetTaskRequest
     from agen.cli._common import parse_duration_ms
     from agen.cli._hub import with_client
+    from agen.wire.tasks import GetTaskRequest
 
     timeout_ms = parse_duration_ms(timeout, flag="--timeout")
     make_request(
@@ -197,10 +197,10 @@ def cancel(
 ) -> None:
     """Cancel a task (a running one stops; --mode graceful gives it a last turn first)."""
     from agen.api import registry as r
-    from agen.api.models.tasks import CancelTaskRequest
     from agen.cli._common import parse_duration_ms
     from agen.cli._hub import with_client
     from agen.errors import InvalidError
+    from agen.wire.tasks import CancelTaskRequest
 
     if mode not in ("hard", "immediate", "graceful"):
         raise InvalidError(f"--mode {mode!r}: use hard or graceful", field="--mode")
@@ -254,8 +254,8 @@ def pause(
 ) -> None:
     """Hold a task (a running one suspends at its next model call)."""
     from agen.api import registry as r
-    from agen.api.models.tasks import PauseTaskRequest
     from agen.cli._hub import hold_until, with_client
+    from agen.wire.tasks import PauseTaskRequest
 
     req = make_request(
         PauseTaskRequest,
@@ -279,8 +279,8 @@ def resume(
 ) -> None:
     """End a hold started by agen pause."""
     from agen.api import registry as r
-    from agen.api.models.tasks import ResumeTaskRequest
     from agen.cli._hub import with_client
+    from agen.wire.tasks import ResumeTaskRequest
 
     req = make_request(
         ResumeTaskRequest, {"id": "TASK"}, id=task_id, namespace=namespace, tree=tree
@@ -322,11 +322,11 @@ def tasks(
     from typing import get_args
 
     from agen.api import registry as r
-    from agen.api.models.tasks import ListTasksRequest, TaskState
     from agen.cli._hub import ago, when, with_client
     from agen.cli._table import print_table
     from agen.errors import InvalidError
     from agen.hub.observe.events import parse_labels
+    from agen.wire.tasks import ListTasksRequest, TaskState
 
     states = get_args(TaskState)
     if state is not None and state not in states:

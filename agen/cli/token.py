@@ -50,10 +50,10 @@ def create(
 ) -> None:
     """Create an API token; its secret is printed once and only its hash is kept."""
     from agen.api import registry as r
-    from agen.api.models.tokens import CreateTokenRequest
     from agen.cli._common import parse_duration_ms
     from agen.cli._hub import with_client
     from agen.errors import InvalidError
+    from agen.wire.tokens import CreateTokenRequest
 
     ttl_ms = parse_duration_ms(ttl, flag="--ttl")
     try:
@@ -64,7 +64,7 @@ def create(
             ttl_ms=ttl_ms or None,
             trust=trust,
             on_behalf=on_behalf,
-        )  # type: ignore[arg-type]
+        )
     except ValueError as e:
         raise InvalidError(
             f"token create: {e}".splitlines()[0]
@@ -86,8 +86,8 @@ def create(
 def whoami(hub: HubOpt = None, token: TokenOpt = None, json_out: JsonOpt = False) -> None:
     """The current token's identity and scopes."""
     from agen.api import registry as r
-    from agen.api.models.common import Empty
     from agen.cli._hub import with_client
+    from agen.wire.common import Empty
 
     resp = with_client(hub, token, lambda c: c.call(r.WhoAmI, Empty()))
     if json_out:

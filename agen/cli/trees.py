@@ -19,10 +19,10 @@ def tree(
     """Every task of the tree it belongs to: indented under its parent, with state, what it waits on,
     duration and cost."""
     from agen.api import registry as r
-    from agen.api.models.tasks import GetTaskTreeRequest
     from agen.cli._hub import with_client
     from agen.cli._table import print_table
-    from agen.cli.tree_render import COLUMNS, tree_rows
+    from agen.render.tree import COLUMNS, tree_rows
+    from agen.wire.tasks import GetTaskTreeRequest
 
     req = make_request(GetTaskTreeRequest, {"id": "TASK"}, id=task_id, namespace=namespace)
     resp = with_client(hub, token, lambda c: c.call(r.GetTaskTree, req))

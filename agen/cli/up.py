@@ -99,10 +99,10 @@ def down(json_out: JsonOpt = False) -> None:
     import time
 
     from agen.api import registry as r
-    from agen.api.models.common import Empty
     from agen.client import Client
     from agen.errors import AgenError, UnavailableError
     from agen.local import read_local
+    from agen.wire.common import Empty
 
     local = read_local(strict=True)
     if local is None:

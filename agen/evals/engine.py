@@ -12,8 +12,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ulid import ULID
-
 from agen.bundle import Bundle
 from agen.evals.mocks import MockToolset
 from agen.evals.scenario import BUILTIN, Expect, Scenario, subset, wire
@@ -22,6 +20,7 @@ from agen.runner.permissions import BundlePolicy
 from agen.runner.policy import DenyAsks
 from agen.runner.providers import Account
 from agen.runner.types import RunRequest
+from agen.store import new_ulid
 from agen.store.base import Store
 
 
@@ -86,7 +85,7 @@ async def run_once(
     runner = Runner(
         store,
         bundle,
-        owner=f"eval:{ULID()}",
+        owner=f"eval:{new_ulid()}",
         toolsets=[toolset],
         policy=BundlePolicy(bundle.config.permissions, store=store),
         gate=DenyAsks(),

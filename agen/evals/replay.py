@@ -14,10 +14,10 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from agen.api.models.evals import GetReplaySourceResponse
 from agen.bundle import Bundle
 from agen.evals.engine import Attempt, run_once
 from agen.evals.scenario import BUILTIN, CallCheck, Expect, MockedTool, Scenario, ScenarioModel
+from agen.wire.evals import GetReplaySourceResponse
 
 ModelSource = Literal["cassette", "bundle"]
 

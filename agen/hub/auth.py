@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ulid import ULID
-
 from agen.errors import DeniedError, InvalidError, UnauthenticatedError
-from agen.store import Store, Tx, dumps, loads
+from agen.store import Store, Tx, dumps, loads, new_ulid
 
 TOKEN_PREFIX = "agen_"
 SCOPES = ("viewer", "operator", "approver", "admin", "nest")
@@ -27,6 +26,14 @@ USER_SCOPES = ("viewer", "operator", "approver", "admin")
 """What CreateToken may grant: the nest scope comes only from enrolling a Nest with a join token."""
 JOIN_SCOPE = "join"
 TRUSTS = ("operator", "trusted", "untrusted")
+
+
+def bearer_token(headers: Mapping[str, str]) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header (any case), or None: the one parser
+    for API calls, the event stream and webhook bearer secrets."""
+    value = headers.get("authorization") or headers.get("Authorization") or ""
+    scheme, _, token = value.partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
 @dataclass(frozen=True)
@@ -128,7 +135,7 @@ def insert_token(
         raise InvalidError(
             f"trust must be one of {', '.join(TRUSTS)} (got {trust!r})", field="trust"
         )
-    token_id, secret = str(ULID()), new_secret()
+    token_id, secret = new_ulid(), new_secret()
     expires = tx.now_ms + ttl_ms if ttl_ms is not None else None
     tx.execute(
         "INSERT INTO tokens (id, name, kind, hash, scopes, namespaces, trust, created_ms, expires_ms,"
@@ -186,6 +193,8 @@ class Authenticator:
     """Resolves bearer tokens to principals, with a short cache so hot paths skip the Store."""
 
     CACHE_MS = 5_000
+    local_admin = LOCAL_ADMIN
+    """Who an in-process call is when it names no one (the client reads it here, not by import)."""
 
     def __init__(self, store: Store) -> None:
         self._store = store

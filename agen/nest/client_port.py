@@ -13,8 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 from agen.api import registry as r
-from agen.api.models import nests as m
 from agen.client import Client, InProcessTransport
+from agen.wire import nests as m
 
 
 class ClientHubPort:
@@ -77,7 +77,7 @@ class ClientHubPort:
         await self.client.call(
             r.CompleteTask,
             m.CompleteTaskRequest(lease=lease, status=status, outcome=outcome, error=error),
-        )  # type: ignore[arg-type]
+        )
 
     async def release(self, lease: m.LeaseRef, *, count_attempt: bool, reason: str) -> None:
         await self.client.call(

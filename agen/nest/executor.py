@@ -52,7 +52,8 @@ process, the channel to the Manager that forwards them there)."""
 
 def run_request(task: LeasedTask) -> Any:
     """The engine's RunRequest for a leased task (one run per task id, so a retry resumes it)."""
-    from agen.runner.types import RunRequest, TaskOverrides
+    from agen.bundle.overrides import TaskOverrides
+    from agen.runner.types import RunRequest
 
     return RunRequest(
         input=task.input,
@@ -61,7 +62,7 @@ def run_request(task: LeasedTask) -> Any:
         task_id=task.id,
         conversation_key=task.conversation_key,
         labels=task.labels,
-        trust=task.trust,  # type: ignore[arg-type]
+        trust=task.trust,
         source=task.source,
         model_tier=task.model_tier,
         budget_pressure=task.budget_pressure,

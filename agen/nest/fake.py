@@ -14,11 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ulid import ULID
-
-from agen.api.models.nests import Assignment, InstanceReport, LeasedTask, LeaseRef
 from agen.bundle import digest_files
 from agen.errors import FencedError, NotFoundError, UnavailableError
+from agen.store import new_ulid
+from agen.wire.nests import Assignment, InstanceReport, LeasedTask, LeaseRef
 
 AGENT_FILES: dict[str, bytes] = {
     "plugin.json": json.dumps({"name": "fake", "version": "0.1.0"}).encode(),
@@ -92,7 +91,7 @@ class FakeHubPort:
     def submit(self, deployment_id: str, text: str = "hi") -> str:
         a = next(a for a in self.assignments if a.deployment_id == deployment_id)
         task = LeasedTask(
-            id=str(ULID()),
+            id=new_ulid(),
             lease_id="",
             namespace=a.namespace,
             deployment=a.deployment,
@@ -168,7 +167,7 @@ class FakeHubPort:
         taken, self.queued[deployment_id] = queue[:limit], queue[limit:]
         out = []
         for task in taken:
-            lease_id = str(ULID())
+            lease_id = new_ulid()
             self.leases[task.id] = lease_id
             out.append(
                 task.model_copy(

@@ -13,14 +13,12 @@ import contextlib
 import logging
 from collections.abc import Callable
 
-from ulid import ULID
-
 from agen.bundle import Bundle, load_bundle_files
 from agen.errors import AgenError, UnauthenticatedError
 from agen.nest.executor import ExecutorFactory
 from agen.nest.instance import Instance
 from agen.nest.port import START_FAILED, Assignment, HubPort, InstanceReport
-from agen.store import now_ms
+from agen.store import new_ulid, now_ms
 
 log = logging.getLogger("agen.nest")
 BACKOFF_BASE_MS = 1_000
@@ -198,7 +196,7 @@ class Manager:
         return bundle
 
     async def _start_instance(self, a: Assignment) -> None:
-        inst_id = str(ULID())
+        inst_id = new_ulid()
         try:
             executor = await self.factory(await self._bundle(a), inst_id)
         except Exception as e:

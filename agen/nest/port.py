@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from agen.api.models.nests import START_FAILED, Assignment, InstanceReport, LeasedTask, LeaseRef
+from agen.wire.nests import START_FAILED, Assignment, InstanceReport, LeasedTask, LeaseRef
 
 __all__ = ["START_FAILED", "Assignment", "HubPort", "InstanceReport", "LeaseRef", "LeasedTask"]
 

@@ -77,8 +77,8 @@ def read_credential(folder: Path, hub: str) -> Credential | None:
 
 async def enrol(opts: NestOptions) -> Credential:
     from agen.api import registry as r
-    from agen.api.models.nests import EnrolNestRequest
     from agen.client import Client
+    from agen.wire.nests import EnrolNestRequest
 
     if not opts.join_token:
         raise InvalidError(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from agen.api.models.observe import GetMetricsResponse, ModelMetrics
+from agen.wire.observe import GetMetricsResponse, ModelMetrics
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 Sample = tuple[dict[str, str], float | int | None]

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from agen.api.models.observe import GetTraceResponse
 from agen.errors import InvalidError
 from agen.otel.convert import RunInfo, otlp_json, readable_spans
+from agen.wire.observe import GetTraceResponse
 
 
 def trace_otlp_json(resp: GetTraceResponse) -> dict[str, Any]:

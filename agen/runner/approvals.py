@@ -17,10 +17,9 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ulid import ULID
-
 from agen.errors import ConflictError, DeniedError, NotFoundError
 from agen.runner.policy import ApprovalDecision, ApprovalGate, ApprovalRequest
+from agen.store import new_ulid
 from agen.store.base import Row, Store, Tx, dumps
 
 LOCAL_ADMIN_SUBJECT = (
@@ -55,7 +54,7 @@ def request_approval(tx: Tx, req: ApprovalRequest) -> Row:
                 (tx.now_ms, req.run_id),
             )
         return row
-    approval_id = str(ULID())
+    approval_id = new_ulid()
     tx.execute(
         "INSERT INTO approvals (id, namespace, deployment, run_id, task_id, call_id, tool, arguments, args_hash,"
         " requested_by, state, created_ms) VALUES (?,?,?,?,?,?,?,?,?,?,'pending',?)",

@@ -422,7 +422,6 @@ class Runner:
             waiting = await self._await_approval(st, results)
             if waiting is not None:
                 return waiting
-            finish: dict[str, Any] | None = None
             suspend: str | None = None
             for r in results:
                 st.add_message(
@@ -437,11 +436,10 @@ class Runner:
                         "is_error": r.is_error,
                     }
                 )
-                if r.call.name == FINISH and not r.is_error and isinstance(r.data, dict):
-                    finish = r.data["outcome"]
                 suspend = suspend or r.suspend
+            finish = finish_outcome(results)
             if finish is not None:
-                done = await self._finished(st, Outcome.model_validate(finish))
+                done = await self._finished(st, finish)
                 if done is not None:
                     return done
                 continue
@@ -506,15 +504,13 @@ class Runner:
             waiting = await self._await_approval(st, results)
             if waiting is not None:
                 return waiting
-            finished: dict[str, Any] | None = None
             for r in results:
                 st.add_message(
                     "tool", r.content, tool_call_id=r.call.id, name=r.call.name, is_error=r.is_error
                 )
-                if r.call.name == FINISH and not r.is_error and isinstance(r.data, dict):
-                    finished = r.data["outcome"]
+            finished = finish_outcome(results)
             if finished is not None:
-                return await self._finished(st, Outcome.model_validate(finished))
+                return await self._finished(st, finished)
         if st.messages:
             await st.flush(self.store)
         return None
@@ -638,6 +634,16 @@ class Runner:
         return route_tier(
             accounts[0].models[0], req.model_tier, self.bundle.harness.router, req.budget_pressure
         )
+
+
+def finish_outcome(results: list[CallResult]) -> Outcome | None:
+    """The outcome a turn's successful ``finish`` call declared (the last one, if several), or None:
+    the one place a run's end is read from its tool results, for live turns and repaired ones."""
+    declared: Any = None
+    for r in results:
+        if r.call.name == FINISH and not r.is_error and isinstance(r.data, dict):
+            declared = r.data["outcome"]
+    return None if declared is None else Outcome.model_validate(declared)
 
 
 def _narrow(base: Any, override: Any) -> Any:

@@ -14,12 +14,11 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from ulid import ULID
-
 from agen.bundle.config import MemoryBlock, MemoryUrl
 from agen.errors import ConflictError, InvalidError, NotFoundError
 from agen.runner.redact import Redactor
 from agen.runner.tools.base import Tool, ToolContext, ToolError, ToolResult
+from agen.store import new_ulid
 from agen.store.base import Row, Store, Tx
 
 log = logging.getLogger("agen.memory")
@@ -93,7 +92,7 @@ def set_block(
         tx.execute(
             "INSERT INTO memory_blocks (namespace, id, label, title, description, value, limit_chars, version,"
             " updated_ms) VALUES (?,?,?,?,?,?,?,1,?)",
-            (namespace, str(ULID()), label, title, description, value, limit, tx.now_ms),
+            (namespace, new_ulid(), label, title, description, value, limit, tx.now_ms),
         )
     else:
         tx.execute(

@@ -18,10 +18,10 @@ from typing import Any
 
 from agen._duration import parse_duration_ms
 from agen.bundle._base import window_minutes
+from agen.bundle.overrides import TRUST_RANK, TaskOverrides
 from agen.bundle.permissions import Permissions, RuleObject, When
 from agen.runner.policy import Decision, ToolPolicy, Verdict
 from agen.runner.tools.base import Tool, ToolContext
-from agen.runner.types import TRUST_RANK, TaskOverrides
 from agen.store.base import Store, Tx
 
 _DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")

@@ -28,10 +28,6 @@ USAGE_SQL = (
 )
 
 
-def new_id() -> str:
-    return new_ulid()
-
-
 @dataclass
 class Opened:
     run: Row
@@ -197,7 +193,7 @@ def _conversation(tx: Tx, req: RunRequest) -> tuple[str, str, int, bool]:
                     run_id=busy,
                 )
             return str(row["session_id"]), str(row["id"]), int(row["next_seq"]), False
-    session_id, conversation_id = new_id(), new_id()
+    session_id, conversation_id = new_ulid(), new_ulid()
     tx.execute(
         "INSERT INTO sessions (id, namespace, deployment, key, created_ms, updated_ms) VALUES (?,?,?,?,?,?)",
         (session_id, req.namespace, req.deployment, req.conversation_key, now, now),
@@ -230,8 +226,8 @@ def open_run(tx: Tx, req: RunRequest, owner: str, model: str, digest: str | None
                 _claim(tx, row, owner, req.attempt), resumed=True, held=task_held(tx, req.task_id)
             )
     session_id, conversation_id, seq, created = _conversation(tx, req)
-    run_id, span_id = new_id(), new_id()
-    trace_id, parent_span = req.trace_id or new_id(), None
+    run_id, span_id = new_ulid(), new_ulid()
+    trace_id, parent_span = req.trace_id or new_ulid(), None
     if req.traceparent:  # the caller's trace: this run's span is a child of the caller's span
         from agen.otel.ids import from_traceparent
 
@@ -290,7 +286,7 @@ def open_run(tx: Tx, req: RunRequest, owner: str, model: str, digest: str | None
     tx.execute(
         MESSAGE_SQL,
         (
-            new_id(),
+            new_ulid(),
             conversation_id,
             run_id,
             seq,
@@ -346,7 +342,7 @@ def _claim(tx: Tx, row: Row, owner: str, attempt: int) -> Row:
             "UPDATE spans SET status = 'interrupted', ended_ms = ? WHERE id = ? AND status = 'unfinished'",
             (now, old_span),
         )
-    span_id = new_id()
+    span_id = new_ulid()
     attrs = {
         "agen.attempt": attempt,
         "agen.epoch": epoch,

@@ -18,11 +18,11 @@ from agen.otel.ids import traceparent
 from agen.runner.budgets import Budget, Guards
 from agen.runner.context import Context, Msg
 from agen.runner.providers.base import ModelUsage
-from agen.runner.records import Checkpoint, new_id, write_checkpoint
+from agen.runner.records import Checkpoint, write_checkpoint
 from agen.runner.redact import Redactor
 from agen.runner.tools.base import Tool, ToolContext
 from agen.runner.types import RunRequest
-from agen.store.base import Store, Tx, dumps, now_ms
+from agen.store.base import Store, Tx, dumps, new_ulid, now_ms
 
 EventSink = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -117,7 +117,7 @@ class RunState:
         self.ctx.add(msg)
         self.messages.append(
             (
-                new_id(),
+                new_ulid(),
                 self.conversation_id,
                 self.run_id,
                 self.seq,
@@ -150,7 +150,7 @@ class RunState:
         r = self.req
         self.spans.append(
             (
-                new_id(),
+                new_ulid(),
                 self.trace_id,
                 self.span_id,
                 self.run_id,
@@ -170,7 +170,7 @@ class RunState:
         r = self.req
         self.usage.append(
             (
-                new_id(),
+                new_ulid(),
                 self.run_id,
                 r.task_id,
                 r.namespace,

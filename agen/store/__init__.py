@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from agen.errors import InvalidError
-from agen.store.base import Row, Store, Tx, dumps, loads, now_ms
+from agen.store.base import Row, Store, Tx, dumps, loads, new_ulid, now_ms
 from agen.store.sqlite import SQLiteStore
 
 __all__ = [
@@ -16,6 +16,7 @@ __all__ = [
     "Tx",
     "dumps",
     "loads",
+    "new_ulid",
     "now_ms",
     "open_store",
     "store_path",

@@ -89,7 +89,8 @@ _ULIDS = _UlidClock()
 
 
 def new_ulid() -> str:
-    """A new ULID string (monotonic within each thread), the id of every hot-path row."""
+    """A new ULID string (monotonic within each thread): the one id source of agen (python-ulid is
+    used only to parse and convert ids, in otel/ids.py; this is ~6x cheaper than ``str(ULID())``)."""
     return _ULIDS.new()
 
 

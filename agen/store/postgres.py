@@ -79,7 +79,7 @@ class PostgresTx:
 
     def _cur(self, sql: str, params: Params) -> psycopg.Cursor[Any]:
         named = isinstance(params, Mapping)
-        return self._conn.execute(to_pg(sql, named), params if named else tuple(params))  # type: ignore[arg-type]
+        return self._conn.execute(to_pg(sql, named), params if named else tuple(params))
 
     def execute(self, sql: str, params: Params = ()) -> int:
         return self._cur(sql, params).rowcount
@@ -90,7 +90,7 @@ class PostgresTx:
             return 0
         named = isinstance(items[0], Mapping)
         with self._conn.cursor() as cur:
-            cur.executemany(to_pg(sql, named), items if named else [tuple(r) for r in items])  # type: ignore[arg-type, misc]
+            cur.executemany(to_pg(sql, named), items if named else [tuple(r) for r in items])
             return cur.rowcount
 
     def one(self, sql: str, params: Params = ()) -> Row | None:

@@ -188,8 +188,8 @@ class AgenApp(App[None]):
     @work(exclusive=True, group="approvals-count")
     async def count_approvals(self) -> None:
         from agen.api import registry as r
-        from agen.api.models.approvals import ListApprovalsRequest
         from agen.errors import AgenError
+        from agen.wire.approvals import ListApprovalsRequest
 
         try:
             resp = await self.client.call(r.ListApprovals, ListApprovalsRequest(limit=1000))

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 
 if TYPE_CHECKING:
-    from agen.api.models.signals import Event
+    from agen.wire.signals import Event
 
 
 class HubChanged(Message, bubble=False):

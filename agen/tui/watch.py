@@ -10,10 +10,10 @@ import asyncio
 from collections.abc import Callable
 
 from agen.api import registry as r
-from agen.api.models.signals import ListEventsRequest
 from agen.client import Client
 from agen.errors import AgenError
 from agen.tui.messages import ConnectionChanged, HubChanged
+from agen.wire.signals import ListEventsRequest
 
 WAIT_S = 20.0
 MAX_BACKOFF_S = 5.0

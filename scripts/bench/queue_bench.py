@@ -22,12 +22,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ulid import ULID
-
 from agen.hub import leader
 from agen.hub import queue as q
 from agen.hub.leader.scheduler import schedule_tick
-from agen.store import SQLiteStore, Tx, dumps
+from agen.store import SQLiteStore, Tx, dumps, new_ulid
 from scripts.bench._util import machine
 from scripts.bench.store_bench import raw_sqlite
 
@@ -39,7 +37,7 @@ def _deployment(tx: Tx, name: str, scale: dict[str, Any]) -> str:
         "INSERT OR IGNORE INTO definitions (id, name, digest, files, size, created_ms) VALUES (?,?,?,?,?,?)",
         (f"bench@{DIGEST}", "bench", DIGEST, b"", 0, tx.now_ms),
     )
-    dep = str(ULID())
+    dep = new_ulid()
     tx.execute(
         "INSERT INTO deployments (id, namespace, name, kind, definition_id, digest, scale, last_activity_ms,"
         " created_ms, updated_ms) VALUES (?,?,?,?,?,?,?,?,?,?)",
@@ -138,7 +136,7 @@ def _populate(tx: Tx, deployments: int, queue: int, nests: int) -> None:
     for i in range(nests):
         tx.execute(
             "INSERT INTO nests (id, name, labels, capacity, last_heartbeat_ms, created_ms) VALUES (?,?,?,?,?,?)",
-            (str(ULID()), f"nest{i}", "{}", 0 if i % 2 else 2_000, now + 10**9, now),
+            (new_ulid(), f"nest{i}", "{}", 0 if i % 2 else 2_000, now + 10**9, now),
         )
     seq = 0
     for d in range(deployments):
@@ -153,7 +151,7 @@ def _populate(tx: Tx, deployments: int, queue: int, nests: int) -> None:
             state = "running" if k % 10 == 0 else "queued"
             rows.append(
                 (
-                    str(ULID()),
+                    new_ulid(),
                     "bench",
                     dep,
                     f"d{d}",
@@ -164,7 +162,7 @@ def _populate(tx: Tx, deployments: int, queue: int, nests: int) -> None:
                     None if k % 5 else now + 3_600_000,
                     "n" if state == "running" else None,
                     now + 600_000 if state == "running" else None,
-                    str(ULID()) if state == "running" else None,
+                    new_ulid() if state == "running" else None,
                     seq,
                     seq,
                     now,

@@ -19,15 +19,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ulid import ULID
-
-from agen.store import SQLiteStore, Tx
+from agen.store import SQLiteStore, Tx, new_ulid
 
 DDL = "CREATE TABLE IF NOT EXISTS bench (id TEXT PRIMARY KEY, a INTEGER, b TEXT, c INTEGER)"
 
 
 def four_statements(tx: Tx, i: int) -> None:
-    key = str(ULID())
+    key = new_ulid()
     tx.execute("INSERT INTO bench (id, a, b, c) VALUES (?, ?, ?, ?)", (key, i, "x" * 64, 0))
     tx.execute("UPDATE bench SET c = c + 1 WHERE id = ?", (key,))
     tx.scalar("SELECT a FROM bench WHERE id = ?", (key,))
@@ -44,12 +42,12 @@ def raw_sqlite(path: Path, n: int, synchronous: str) -> float:
     )
     t0 = time.perf_counter()
     for i in range(n):
-        key = str(ULID())
+        key = new_ulid()
         conn.execute("BEGIN IMMEDIATE")
         conn.execute("INSERT INTO bench (id, a, b, c) VALUES (?, ?, ?, ?)", (key, i, "x" * 64, 0))
         conn.execute("UPDATE bench SET c = c + 1 WHERE id = ?", (key,))
         conn.execute("SELECT a FROM bench WHERE id = ?", (key,)).fetchone()
-        conn.execute("INSERT INTO ev (id, data) VALUES (?, ?)", (str(ULID()), json.dumps({"i": i})))
+        conn.execute("INSERT INTO ev (id, data) VALUES (?, ?)", (new_ulid(), json.dumps({"i": i})))
         conn.execute("COMMIT")
     dt = time.perf_counter() - t0
     conn.close()

@@ -146,13 +146,13 @@ async def in_process(
     tmp: Path, n: int, instances: int, concurrency: int, recorder: _Recorder | None = None
 ) -> dict[str, Any]:
     from agen.api import registry as r
-    from agen.api.models.deployments import CreateDeploymentRequest
-    from agen.api.models.tasks import SubmitTaskRequest
     from agen.bundle import walk_bundle
     from agen.client import Client
     from agen.hub.rpc.deployments import encode_files
     from agen.node import LocalNode
     from agen.store import SQLiteStore
+    from agen.wire.deployments import CreateDeploymentRequest
+    from agen.wire.tasks import SubmitTaskRequest
 
     db = tmp / "inproc.db"
     store = await SQLiteStore.open(db)

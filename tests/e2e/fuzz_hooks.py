@@ -40,7 +40,7 @@ _calls = {"n": 0}
 
 @schemathesis.hook
 def before_call(
-    context: schemathesis.HookContext, case: schemathesis.Case, kwargs: dict[str, Any]
+    context: schemathesis.HookContext, case: schemathesis.Case[Any], kwargs: dict[str, Any]
 ) -> None:
     body = case.body
     if not isinstance(body, dict):

@@ -27,7 +27,7 @@ def test_an_on_behalf_token_acts_only_as_the_person_behind_a_running_task(tmp_pa
     gate, started = tmp_path / "gate", tmp_path / "started"
     up = Up(tmp_path / "home").start()
     try:
-        config = {
+        config: dict[str, object] = {
             "scale": {"min": 1, "max": 1, "maxConcurrency": 4},
             "triggers": [{"name": "hook", "type": "webhook"}],
         }

@@ -14,25 +14,26 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 from agen.api import registry as r
-from agen.api.models.deployments import CreateDeploymentRequest
-from agen.api.models.tasks import SubmitTaskRequest
 from agen.client import Client
 from agen.hub.service import Hub
 from agen.ownership import hold_store_for_oneshot, release
 from agen.store import SQLiteStore
+from agen.wire.deployments import CreateDeploymentRequest
+from agen.wire.tasks import SubmitTaskRequest
 from tests.e2e.harness import AGEN, Up, free_port, wait_until
 from tests.fleet_helpers import files_b64, write_bundle
 
 OTHERS = [f"other{i}" for i in range(5)]
 
 
-def marked_bundle(root: Path, name: str, marker: Path, **kw: object) -> Path:
+def marked_bundle(root: Path, name: str, marker: Path, **kw: Any) -> Path:
     """A pool bundle whose MCP server writes ``marker`` when it starts: seen from outside the Hub."""
     bundle = write_bundle(
         root / name, name, config={"kind": "pool", "scale": {"min": 0, "max": 1}}, **kw
-    )  # type: ignore[arg-type]
+    )
     work = root / f"{name}-work"
     work.mkdir(parents=True, exist_ok=True)
     start = (

@@ -179,8 +179,12 @@ def test_long_task_making_progress_survives_five_sigkills_of_agen_up_with_each_e
         up.agen("deploy", str(long_task_bundle(tmp_path / "longtask", work, hold)))
         task_id = up.agen("run", "longtask", "go", "--no-wait").stdout.strip()
         for turn in range(1, KILLS + 1):
+
+            def turn_done(n: int = turn) -> bool:
+                return log.exists() and len(log.read_text().split()) >= n
+
             wait_until(
-                lambda n=turn: log.exists() and len(log.read_text().split()) >= n,  # type: ignore[misc]
+                turn_done,
                 timeout_s=60,
                 what=f"turn {turn}'s effect",
             )

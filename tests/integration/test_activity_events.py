@@ -6,14 +6,14 @@ import json
 from pathlib import Path
 
 from agen.api import registry as r
-from agen.api.models.deployments import CreateDeploymentRequest
-from agen.api.models.observe import ActivityWarning
-from agen.api.models.tasks import SubmitTaskRequest
 from agen.client import Client
 from agen.hub.leader import announce
 from agen.hub.leader.loop import LeaderLoop
 from agen.hub.service import Hub
 from agen.store import SQLiteStore, now_ms
+from agen.wire.deployments import CreateDeploymentRequest
+from agen.wire.observe import ActivityWarning
+from agen.wire.tasks import SubmitTaskRequest
 from tests.fleet_helpers import files_b64, write_bundle
 
 MIN = 60_000

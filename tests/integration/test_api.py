@@ -2,25 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from agen.api import registry as rpc
 from agen.api.app import create_app
-from agen.api.models.common import Empty
-from agen.api.models.deployments import (
-    CreateDeploymentRequest,
-    DeleteDeploymentRequest,
-    GetDeploymentRequest,
-    GetLogsRequest,
-    ListDeploymentsRequest,
-    PauseDeploymentRequest,
-    ScaleDeploymentRequest,
-)
-from agen.api.models.tokens import CreateTokenRequest
 from agen.client import Client, HttpTransport
 from agen.errors import (
     ConflictError,
@@ -30,15 +19,18 @@ from agen.errors import (
     UnauthenticatedError,
 )
 from agen.hub.service import Hub
-from agen.store import SQLiteStore
+from agen.wire.common import Empty
+from agen.wire.deployments import (
+    CreateDeploymentRequest,
+    DeleteDeploymentRequest,
+    GetDeploymentRequest,
+    GetLogsRequest,
+    ListDeploymentsRequest,
+    PauseDeploymentRequest,
+    ScaleDeploymentRequest,
+)
+from agen.wire.tokens import CreateTokenRequest
 from tests.fleet_helpers import files_b64, write_bundle
-
-
-@pytest.fixture
-async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
-    store = await SQLiteStore.open(tmp_path / "hub.db")
-    yield Hub(store)
-    await store.close()
 
 
 def http_client(hub: Hub, token: str | None) -> Client:
@@ -51,9 +43,9 @@ def http_client(hub: Hub, token: str | None) -> Client:
     return Client(transport)
 
 
-async def admin_token(hub: Hub, **kw: object) -> str:
+async def admin_token(hub: Hub, **kw: Any) -> str:
     local = Client.in_process(hub)
-    created = await local.call(rpc.CreateToken, CreateTokenRequest(scopes=["admin"], **kw))  # type: ignore[arg-type]
+    created = await local.call(rpc.CreateToken, CreateTokenRequest(scopes=["admin"], **kw))
     return created.token
 
 

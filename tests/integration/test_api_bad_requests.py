@@ -4,7 +4,6 @@ bundles have size limits; task overrides are checked when the task is submitted.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -13,23 +12,16 @@ import pytest
 
 from agen.api import registry as rpc
 from agen.api.app import create_app
-from agen.api.limits import BundleLimits
-from agen.api.models.tokens import CreateTokenRequest
+from agen.bundle.overrides import TaskOverrides
 from agen.client import Client
 from agen.errors import TooLargeError
 from agen.hub.rpc.deployments import encode_files
 from agen.hub.service import Hub
-from agen.runner.types import TaskOverrides
-from agen.store import SQLiteStore, loads
+from agen.store import loads
+from agen.wire.limits import BundleLimits
+from agen.wire.tokens import CreateTokenRequest
 from tests.fleet_helpers import files_b64, write_bundle
 from tests.observe_helpers import embedded_hub
-
-
-@pytest.fixture
-async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
-    store = await SQLiteStore.open(tmp_path / "hub.db")
-    yield Hub(store)
-    await store.close()
 
 
 async def token(hub: Hub, scopes: list[str], **kw: Any) -> str:

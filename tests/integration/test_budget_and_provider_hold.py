@@ -12,21 +12,15 @@ from typing import Any
 import pytest
 
 from agen.api import registry as r
-from agen.api.models.deployments import CreateDeploymentRequest
-from agen.api.models.tasks import GetTaskRequest, SubmitTaskRequest, Task
 from agen.client import Client
 from agen.errors import BudgetError
 from agen.hub.queue import providers
 from agen.node import LocalNode
 from agen.store import SQLiteStore
 from agen.testing.openai_server import OpenAIServer, Reply
+from agen.wire.deployments import CreateDeploymentRequest
+from agen.wire.tasks import GetTaskRequest, SubmitTaskRequest, Task
 from tests.fleet_helpers import files_b64, write_bundle
-
-
-@pytest.fixture
-async def srv() -> AsyncIterator[OpenAIServer]:
-    async with OpenAIServer() as server:
-        yield server
 
 
 @pytest.fixture
@@ -107,7 +101,7 @@ async def test_costs_over_the_daily_budget_hold_the_deployment_at_zero_and_annou
     store = node.store
 
     async def held_at_zero() -> bool:
-        return await store.scalar("SELECT desired FROM deployments WHERE name = 'paid'") == 0
+        return bool(await store.scalar("SELECT desired FROM deployments WHERE name = 'paid'") == 0)
 
     await until(held_at_zero)
     await ticks_later(node, 3)  # three scheduler ticks later it still has not been leased

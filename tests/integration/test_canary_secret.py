@@ -137,7 +137,7 @@ async def test_a_canary_typed_into_the_task_input_is_masked_in_the_store_and_eve
     """The task row (Hub, at submit), the run's input and first message (Runner, at run open) and what the
     model receives all hold [REDACTED]; `agen tasks`, `runs --json` and `transcript --json` never show it."""
     from agen.api import registry as r
-    from agen.api.models.deployments import CreateDeploymentRequest
+    from agen.wire.deployments import CreateDeploymentRequest
     from tests.fleet_helpers import files_b64, write_bundle
     from tests.integration.test_observe_cli import agen
     from tests.observe_helpers import embedded_hub, http_hub

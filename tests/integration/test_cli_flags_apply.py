@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from agen.api import registry as r
-from agen.api.models.deployments import CreateDeploymentRequest
-from agen.api.models.signals import ListEventsRequest
-from agen.api.models.tasks import SubmitTaskRequest
+from agen.wire.deployments import CreateDeploymentRequest
+from agen.wire.signals import ListEventsRequest
+from agen.wire.tasks import SubmitTaskRequest
 from tests.cli_helpers import run_agen
 from tests.fleet_helpers import files_b64, write_bundle
 from tests.observe_helpers import Embedded, embedded_hub, http_hub

@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 
 from agen.api import registry as r
-from agen.api.models.deployments import CreateDeploymentRequest
-from agen.api.models.tasks import GetTaskRequest, SubmitTaskRequest
 from agen.client import Client
 from agen.node import LocalNode
 from agen.store import SQLiteStore
+from agen.wire.deployments import CreateDeploymentRequest
+from agen.wire.tasks import GetTaskRequest, SubmitTaskRequest
 from tests.fleet_helpers import files_b64, write_bundle
 
 SERVER = Path(__file__).resolve().parents[1] / "fixtures" / "mcp_test_server.py"

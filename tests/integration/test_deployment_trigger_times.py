@@ -6,16 +6,16 @@ import time
 from pathlib import Path
 
 from agen.api import registry as r
-from agen.api.models.deployments import (
-    CreateDeploymentRequest,
-    GetDeploymentRequest,
-    ListDeploymentsRequest,
-)
 from agen.client import Client
 from agen.hub.leader import HUB_LEADER, acquire_or_renew
 from agen.hub.service import Hub
 from agen.hub.triggers.tick import fire_due_triggers
 from agen.store import SQLiteStore
+from agen.wire.deployments import (
+    CreateDeploymentRequest,
+    GetDeploymentRequest,
+    ListDeploymentsRequest,
+)
 from tests.fleet_helpers import files_b64, write_bundle
 
 HOUR = 3_600_000
@@ -38,6 +38,7 @@ async def test_deployment_responses_show_when_each_scheduled_trigger_fires_next_
         before = int(time.time() * 1000)
         await client.call(r.CreateDeployment, CreateDeploymentRequest(files=files_b64(bundle)))
         dep = (await client.call(r.GetDeployment, GetDeploymentRequest(name="sched"))).deployment
+        assert dep is not None
         assert [(t.name, t.type) for t in dep.triggers] == [
             ("hourly", "cron"),
             ("sometimes", "random"),
@@ -48,6 +49,7 @@ async def test_deployment_responses_show_when_each_scheduled_trigger_fires_next_
         assert dep.triggers[1].next_due_at is not None and dep.triggers[1].next_due_at > before
 
         due = hourly.next_due_at
+        assert due is not None
         epoch = await store.write(lambda tx: acquire_or_renew(tx, HUB_LEADER, "hub-a", 60_000))
         assert epoch is not None
         await store.write(lambda tx: fire_due_triggers(tx, leader_epoch=epoch, now_ms=due + 1000))

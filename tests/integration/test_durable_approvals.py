@@ -15,21 +15,21 @@ from typing import Any
 import pytest
 
 from agen.api import registry as r
-from agen.api.models.approvals import Approval, DecideApprovalRequest, ListApprovalsRequest
-from agen.api.models.deployments import CreateDeploymentRequest
-from agen.api.models.tasks import CancelTaskRequest, GetTaskRequest, SubmitTaskRequest, Task
 from agen.client import Client
 from agen.errors import ConflictError, DeniedError
 from agen.hub.auth import Principal, insert_token
 from agen.node import LocalNode
 from agen.store import SQLiteStore, Store
+from agen.wire.approvals import Approval, DecideApprovalRequest, ListApprovalsRequest
+from agen.wire.deployments import CreateDeploymentRequest
+from agen.wire.tasks import CancelTaskRequest, GetTaskRequest, SubmitTaskRequest, Task
 from tests.fleet_helpers import files_b64, write_bundle
 from tests.observe_helpers import TEST_SERVER
 
 
 def gated_bundle(root: Path, log: Path) -> Path:
     """Turn 1: t.append (a side effect, counted in ``log``) behind an ask; turn 2: an answer."""
-    script = [
+    script: list[dict[str, Any]] = [
         {"toolCalls": [{"name": "t_append", "arguments": {"path": str(log), "line": "ran"}}]},
         {"text": "finished"},
     ]
@@ -88,6 +88,7 @@ async def pending_of(client: Client, task_id: str) -> Approval:
         ]
 
     [approval] = await until(check, "the pending approval")
+    assert isinstance(approval, Approval)
     return approval
 
 

@@ -13,13 +13,13 @@ from typer.testing import CliRunner
 
 from agen.api import registry as rpc
 from agen.api.app import create_app
-from agen.api.models.signals import ListEventsRequest
-from agen.api.models.tokens import CreateTokenRequest
 from agen.cli import app as cli_app
 from agen.client import Client
 from agen.hub.service import Hub
 from agen.store import SQLiteStore
 from agen.testing.server import ThreadServer
+from agen.wire.signals import ListEventsRequest
+from agen.wire.tokens import CreateTokenRequest
 
 
 async def read_sse(

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from agen.api import registry as r
-from agen.api.models.tokens import CreateTokenRequest
+from agen.wire.tokens import CreateTokenRequest
 from tests.integration.test_observe_cli import agen
 from tests.observe_helpers import embedded_hub, http_hub
 

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from agen.api import registry as r
-from agen.api.models.deployments import CreateDeploymentRequest
-from agen.api.models.tasks import SubmitTaskRequest
 from agen.bundle import Bundle
 from agen.client import Client
 from agen.errors import FencedError
 from agen.nest.executor import ExecResult, Executor
 from agen.node import LocalNode
 from agen.store import SQLiteStore
+from agen.wire.deployments import CreateDeploymentRequest
+from agen.wire.tasks import SubmitTaskRequest
 from tests.fleet_helpers import files_b64, write_bundle
 
 
@@ -37,7 +37,7 @@ class _FencedExecutor:
 
 
 async def _factory(bundle: Bundle, instance_id: str) -> Executor:
-    return _FencedExecutor()  # type: ignore[return-value]
+    return _FencedExecutor()
 
 
 async def test_a_fenced_run_is_logged_as_fencing_in_one_line_not_as_a_failure(

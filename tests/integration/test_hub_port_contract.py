@@ -20,9 +20,6 @@ import uvicorn
 
 from agen.api import registry as r
 from agen.api.app import create_app
-from agen.api.models.common import Empty
-from agen.api.models.nests import MAX_LEASES, InstanceReport, LeaseRef, LeaseTasksRequest
-from agen.api.models.tasks import ListTasksRequest
 from agen.bundle import digest_files
 from agen.client import Client
 from agen.errors import DeniedError, FencedError, NotFoundError
@@ -32,6 +29,9 @@ from agen.hub.fleet.definitions import put_definition
 from agen.hub.service import Hub
 from agen.nest.client_port import ClientHubPort
 from agen.store import SQLiteStore, Tx
+from agen.wire.common import Empty
+from agen.wire.nests import MAX_LEASES, InstanceReport, LeaseRef, LeaseTasksRequest
+from agen.wire.tasks import ListTasksRequest
 from tests.unit.queue_helpers import add_deployment, new_task
 
 FILES = {

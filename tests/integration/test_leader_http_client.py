@@ -14,7 +14,7 @@ from starlette.routing import Route
 from agen.hub.leader.loop import LeaderLoop
 from agen.hub.observe import notify
 from agen.hub.service import Hub
-from agen.store import SQLiteStore
+from agen.store import SQLiteStore, Tx
 from agen.testing.server import ThreadServer
 
 
@@ -51,9 +51,11 @@ async def test_leader_ticks_build_no_http_client_until_a_target_exists_then_reus
                 )
             )
             for i in range(3):
-                await store.write(
-                    lambda tx, i=i: tx.event("default", "task.queued", task_id=f"t{i}")
-                )
+
+                def queued(tx: Tx, task_id: str = f"t{i}") -> None:
+                    tx.event("default", "task.queued", task_id=task_id)
+
+                await store.write(queued)
                 await loop.step()
             assert len(received) == 3 and CountedClient.built == 1
     finally:

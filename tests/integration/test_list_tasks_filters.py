@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from agen.api import registry as r
-from agen.api.models.deployments import CreateDeploymentRequest
-from agen.api.models.tasks import ListTasksRequest, SubmitTaskRequest
 from agen.client import Client
 from agen.hub.service import Hub
 from agen.store import SQLiteStore
+from agen.wire.deployments import CreateDeploymentRequest
+from agen.wire.tasks import ListTasksRequest, SubmitTaskRequest
 from tests.fleet_helpers import files_b64, write_bundle
 
 

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from agen.api import registry as r
-from agen.api.models.deployments import CreateDeploymentRequest, ScaleDeploymentRequest
-from agen.api.models.tasks import GetTaskRequest, SubmitTaskRequest
 from agen.client import Client
 from agen.hub.leader.loop import LeaderLoop
 from agen.hub.service import Hub
 from agen.node import LocalNode
 from agen.store import SQLiteStore
+from agen.wire.deployments import CreateDeploymentRequest, ScaleDeploymentRequest
+from agen.wire.tasks import GetTaskRequest, SubmitTaskRequest
 from tests.fleet_helpers import files_b64, write_bundle
 
 

@@ -9,7 +9,10 @@ from typing import Any
 import pytest
 
 from agen.api import registry as r
-from agen.api.models.memory import (
+from agen.client import Client
+from agen.errors import ConflictError, DeniedError, NotFoundError
+from agen.hub.auth import Principal
+from agen.wire.memory import (
     GetArtifactRequest,
     GetMemoryRequest,
     ListArtifactsRequest,
@@ -18,9 +21,6 @@ from agen.api.models.memory import (
     RollbackMemoryRequest,
     SetMemoryRequest,
 )
-from agen.client import Client
-from agen.errors import ConflictError, DeniedError, NotFoundError
-from agen.hub.auth import Principal
 from tests.observe_helpers import embedded_hub
 
 # The agent saves an artifact and writes its memory block, then answers.
@@ -166,7 +166,7 @@ async def test_two_writers_with_the_same_expected_version_the_second_gets_409_na
         assert "memory block plan is at version 2, not 1" in str(losses[0])
         assert "(expected version 2)" in str(losses[0])
         cur = (await c.call(r.GetMemory, GetMemoryRequest(label="plan"))).block
-        assert cur.version == 2 and cur.value == wins[0].block.value  # type: ignore[union-attr]
+        assert cur.version == 2 and cur.value == wins[0].block.value
 
 
 async def test_memory_and_artifacts_are_held_to_the_callers_namespaces(tmp_path: Path) -> None:

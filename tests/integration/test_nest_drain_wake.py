@@ -6,13 +6,13 @@ import asyncio
 from pathlib import Path
 
 from agen.api import registry as r
-from agen.api.models.deployments import CreateDeploymentRequest
 from agen.client import Client
 from agen.hub.auth import LOCAL_NEST
 from agen.hub.service import Hub
 from agen.nest.client_port import ClientHubPort
 from agen.node import LocalNode
 from agen.store import SQLiteStore
+from agen.wire.deployments import CreateDeploymentRequest
 from tests.fleet_helpers import files_b64, write_bundle
 
 

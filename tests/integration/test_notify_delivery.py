@@ -5,8 +5,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,6 +17,9 @@ from starlette.routing import Route
 from agen.hub.observe import notify
 from agen.store import SQLiteStore
 from agen.testing.server import ThreadServer
+
+# SQLite only: notification delivery is engine-agnostic code; the Store port runs on both engines in tests/unit/test_store.py.
+pytestmark = pytest.mark.sqlite_only
 
 T0 = 1_735_732_800_000
 
@@ -40,13 +41,6 @@ class Receiver:
         expected = "sha256=" + hmac.new(b"hook-key", body, hashlib.sha256).hexdigest()
         self.accepted.append((json.loads(body), "ok" if sig == expected else sig))
         return JSONResponse({"ok": True})
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
-    s = await SQLiteStore.open(tmp_path / "agen.db")
-    yield s
-    await s.close()
 
 
 def secrets(namespace: str, name: str) -> str | None:

@@ -6,9 +6,10 @@ import asyncio
 from pathlib import Path
 
 from agen.api import registry as r
-from agen.api.models.approvals import DecideApprovalRequest, ListApprovalsRequest
-from agen.api.models.deployments import ListDeploymentsRequest, PauseDeploymentRequest
-from agen.api.models.observe import (
+from agen.hub.observe.activity import Activity, activity
+from agen.wire.approvals import DecideApprovalRequest, ListApprovalsRequest
+from agen.wire.deployments import ListDeploymentsRequest, PauseDeploymentRequest
+from agen.wire.observe import (
     GetActivityRequest,
     GetMetricsRequest,
     GetTraceRequest,
@@ -16,7 +17,6 @@ from agen.api.models.observe import (
     ListRunsRequest,
     QueryTaskRequest,
 )
-from agen.hub.observe.activity import Activity, activity
 from tests.observe_helpers import MULTI_TOOL_SCRIPT, embedded_hub
 
 

@@ -11,7 +11,6 @@ import pytest
 from starlette.applications import Starlette
 
 from agen.api.hooks import hook_routes
-from agen.api.models.observe import GetMetricsResponse, ModelMetrics, OtlpStats, Usage
 from agen.bundle.config import Config
 from agen.errors import InvalidError
 from agen.hub.rpc.nests import leased_task
@@ -25,6 +24,7 @@ from agen.otel.prometheus import exposition
 from agen.runner.records import open_run
 from agen.store import SQLiteStore
 from agen.testing.server import ThreadServer
+from agen.wire.observe import GetMetricsResponse, ModelMetrics, OtlpStats, Usage
 from tests.unit.trigger_helpers import deployment
 
 TRACE, PARENT = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
@@ -86,7 +86,7 @@ async def test_a_webhook_traceparent_makes_the_run_a_child_of_the_callers_span(
 
 
 def test_submit_task_refuses_a_traceparent_field_that_is_not_w3c() -> None:
-    from agen.api.models.tasks import SubmitTaskRequest
+    from agen.wire.tasks import SubmitTaskRequest
 
     ok = SubmitTaskRequest.model_validate(
         {"deployment": "d", "input": "x", "traceparent": f"00-{TRACE}-{PARENT}-01"}

@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 
 from agen.api import registry as r
-from agen.api.models.deployments import CreateDeploymentRequest
-from agen.api.models.tasks import GetTaskRequest, SubmitTaskRequest
 from agen.bundle import load_bundle
 from agen.client import Client
 from agen.errors import UnavailableError
 from agen.nest.process import ProcessExecutor, parse_memory_limit
 from agen.node import LocalNode
 from agen.store import SQLiteStore
+from agen.wire.deployments import CreateDeploymentRequest
+from agen.wire.tasks import GetTaskRequest, SubmitTaskRequest
 from tests.fleet_helpers import files_b64, write_bundle
 
 
@@ -151,7 +151,7 @@ def test_host_serve_refuses_to_run_without_its_manager() -> None:
 async def test_pausing_a_running_task_suspends_it_after_its_current_step_and_resume_finishes_it(
     tmp_path: Path, backend: str
 ) -> None:
-    from agen.api.models.tasks import PauseTaskRequest, ResumeTaskRequest
+    from agen.wire.tasks import PauseTaskRequest, ResumeTaskRequest
 
     store = await SQLiteStore.open(tmp_path / "node.db")
     node = LocalNode(store, tick_s=0.1, heartbeat_s=0.1, backend=backend)

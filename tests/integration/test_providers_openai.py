@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,20 +13,10 @@ from agen.runner.turn import TurnPolicy
 from agen.runner.types import RunRequest
 from agen.store import SQLiteStore
 from agen.testing.openai_server import OpenAIServer, Reply, cut_off, empty
-from tests.runner_helpers import FnTool, echo, make, open_store, runner
+from tests.runner_helpers import FnTool, echo, make, runner
 
-
-@pytest.fixture
-async def srv() -> AsyncIterator[OpenAIServer]:
-    async with OpenAIServer() as server:
-        yield server
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
-    s = await open_store(tmp_path)
-    yield s
-    await s.close()
+# SQLite only: the provider is under test here, the Store only records its usage.
+pytestmark = pytest.mark.sqlite_only
 
 
 class Sleeps:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -14,14 +13,10 @@ from agen.runner.providers.openrouter import route_tier
 from agen.runner.types import RunRequest
 from agen.store import SQLiteStore
 from agen.testing.openai_server import OpenAIServer, Reply
-from tests.runner_helpers import FnTool, echo, make, open_store, runner
+from tests.runner_helpers import FnTool, echo, make, runner
 
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
-    s = await open_store(tmp_path)
-    yield s
-    await s.close()
+# SQLite only: the provider is under test here, the Store only records its usage.
+pytestmark = pytest.mark.sqlite_only
 
 
 async def test_openrouter_merges_extras_sends_reasoning_effort_and_counts_cost(

@@ -11,10 +11,10 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from agen.api import registry as r
-from agen.api.models.deployments import CreateDeploymentRequest, GetDeploymentRequest
 from agen.cli import app
 from agen.errors import AgenError
 from agen.testing.openai_server import OpenAIServer, Reply
+from agen.wire.deployments import CreateDeploymentRequest, GetDeploymentRequest
 from tests.fleet_helpers import files_b64, write_bundle
 from tests.observe_helpers import TEST_SERVER, Embedded, embedded_hub, http_hub
 from tests.unit.test_eval_scenarios import _flaky_suite

@@ -10,14 +10,6 @@ from typing import Any
 import pytest
 
 from agen.api import registry as r
-from agen.api.models.deployments import CreateDeploymentRequest
-from agen.api.models.tasks import (
-    CancelTaskRequest,
-    GetTaskTreeRequest,
-    PauseTaskRequest,
-    ResumeTaskRequest,
-    SubmitTaskRequest,
-)
 from agen.client import Client
 from agen.errors import InvalidError
 from agen.hub import queue as q
@@ -26,6 +18,14 @@ from agen.hub.queue import trees
 from agen.hub.rpc.tasks import submit
 from agen.hub.service import Hub
 from agen.store import Store
+from agen.wire.deployments import CreateDeploymentRequest
+from agen.wire.tasks import (
+    CancelTaskRequest,
+    GetTaskTreeRequest,
+    PauseTaskRequest,
+    ResumeTaskRequest,
+    SubmitTaskRequest,
+)
 from tests.fleet_helpers import files_b64, write_bundle
 
 

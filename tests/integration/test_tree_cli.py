@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 
 from agen.api import registry as r
-from agen.api.models.deployments import CreateDeploymentRequest
-from agen.api.models.tasks import SubmitTaskRequest
 from agen.client import Client
 from agen.hub import queue as q
 from agen.hub.auth import LOCAL_ADMIN
 from agen.hub.rpc.tasks import submit
 from agen.hub.service import Hub
 from agen.store import SQLiteStore, Store
+from agen.wire.deployments import CreateDeploymentRequest
+from agen.wire.tasks import SubmitTaskRequest
 from tests.fleet_helpers import files_b64, write_bundle
 from tests.integration.test_observe_cli import agen
 from tests.observe_helpers import http_hub

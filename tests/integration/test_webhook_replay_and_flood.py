@@ -82,7 +82,7 @@ async def env(tmp_path: Path) -> AsyncIterator[Env]:
 
 
 async def junk(store: SQLiteStore, n: int, now_ms: int, trigger: str = "gh") -> None:
-    def fn(tx: object) -> None:
+    def fn(tx: Tx) -> None:
         for _ in range(n):
             result = receive(
                 tx,
@@ -90,7 +90,7 @@ async def junk(store: SQLiteStore, n: int, now_ms: int, trigger: str = "gh") -> 
                 "triage",
                 trigger,
                 {"Authorization": "Bearer junk"},
-                b"{}",  # type: ignore[arg-type]
+                b"{}",
                 now_ms=now_ms,
             )
             assert result.status == 401

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Any
 
 from textual.pilot import Pilot
 from textual.widgets import DataTable
 
 
 async def until(
-    pilot: Pilot[object], cond: Callable[[], bool], what: str, limit_s: float = 20.0
+    pilot: Pilot[Any], cond: Callable[[], bool], what: str, limit_s: float = 20.0
 ) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + limit_s

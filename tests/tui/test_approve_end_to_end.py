@@ -7,12 +7,12 @@ from pathlib import Path
 from textual.widgets import DataTable, Input
 
 from agen.api import registry as r
-from agen.api.models.approvals import ListApprovalsRequest
 from agen.client import Client
 from agen.tui.app import AgenApp
 from agen.tui.screens.approvals import ApprovalsScreen
 from agen.tui.widgets.banner import ConnectionBanner
 from agen.tui.widgets.note_dialog import DecisionDialog
+from agen.wire.approvals import ListApprovalsRequest
 from tests.observe_helpers import embedded_hub
 from tests.tui.helpers import until
 

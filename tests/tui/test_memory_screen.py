@@ -10,13 +10,13 @@ from syrupy.assertion import SnapshotAssertion
 from textual.widgets import DataTable, Static
 
 from agen.api import registry as r
-from agen.api.models.memory import RollbackMemoryRequest, SetMemoryRequest
 from agen.runner.memory import Author, set_block
 from agen.tui import fmt
 from agen.tui.app import AgenApp
 from agen.tui.screens.fleet import FleetScreen
 from agen.tui.screens.memory import MemoryScreen
 from agen.tui.screens.transcript import TranscriptScreen
+from agen.wire.memory import RollbackMemoryRequest, SetMemoryRequest
 from tests.observe_helpers import MULTI_TOOL_SCRIPT, Embedded, embedded_hub
 from tests.tui.helpers import cells, until
 from tests.tui.test_snapshots import SIZE, settle, still
@@ -109,6 +109,9 @@ async def test_transcript_lists_the_artifacts_the_run_saved(tmp_path: Path) -> N
             await until(
                 pilot, lambda: isinstance(app.screen, TranscriptScreen), "the transcript screen"
             )
-            head = lambda: str(app.screen.query_one("#transcript-head", Static).render())  # noqa: E731
+
+            def head() -> str:
+                return str(app.screen.query_one("#transcript-head", Static).render())
+
             await until(pilot, lambda: "artifacts:" in head(), "the run's artifacts")
             assert "artifacts: findings.md (16 B, sha256:" in head()

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+from textual.screen import Screen
 from textual.widgets import DataTable, Input, RichLog, Static, Tree
 
 from agen.api import registry as r
-from agen.api.models.deployments import ListDeploymentsRequest
-from agen.api.models.tasks import GetTaskRequest
 from agen.tui.app import AgenApp
 from agen.tui.screens.approvals import ApprovalsScreen
 from agen.tui.screens.events import EventsScreen
@@ -19,6 +19,8 @@ from agen.tui.screens.trace import TraceScreen
 from agen.tui.screens.transcript import TranscriptScreen
 from agen.tui.widgets.help_dialog import HelpDialog
 from agen.tui.widgets.input_dialog import InputDialog
+from agen.wire.deployments import ListDeploymentsRequest
+from agen.wire.tasks import GetTaskRequest
 from tests.observe_helpers import MULTI_TOOL_SCRIPT, embedded_hub
 from tests.tui.helpers import cells, until
 
@@ -45,9 +47,11 @@ async def test_empty_fleet_says_how_to_deploy_and_every_screen_is_one_key_away(
                 ("f", FleetScreen),
             ):
                 await pilot.press(key)
-                await until(
-                    pilot, lambda s=screen: isinstance(app.screen, s), f"{screen.__name__} on {key}"
-                )
+
+                def shown(s: type[Screen[Any]] = screen) -> bool:
+                    return isinstance(app.screen, s)
+
+                await until(pilot, shown, f"{screen.__name__} on {key}")
             await pilot.press("question_mark")
             await until(pilot, lambda: isinstance(app.screen, HelpDialog), "the help dialog")
             await pilot.press("escape")

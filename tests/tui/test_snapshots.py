@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pytest_textual_snapshot import SVGImageExtension
@@ -18,12 +19,13 @@ from syrupy.assertion import SnapshotAssertion
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Tree
 
-from agen.api.models.observe import GetTraceResponse
+from agen.render import observe as render_observe
 from agen.store import Tx
 from agen.tui import fmt
 from agen.tui.app import AgenApp
 from agen.tui.screens import trace as trace_screen
 from agen.tui.screens.fleet import FleetScreen
+from agen.wire.observe import GetTraceResponse
 from tests.observe_helpers import MULTI_TOOL_SCRIPT, Embedded, embedded_hub
 from tests.tui.helpers import until
 
@@ -34,7 +36,7 @@ SIZE = (120, 40)
 def pinned(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(fmt, "short_id", lambda value: "ID" if value else "-")
     monkeypatch.setattr(fmt, "age", lambda ms: "1m" if ms else "-")
-    real = trace_screen.trace_tree
+    real = render_observe.trace_tree
 
     def pinned_tree(resp: GetTraceResponse) -> object:
         """Ids are random: pin them. Timings are pinned in the data itself (``pin_span_times``)."""
@@ -80,7 +82,7 @@ async def settled_fleet(e: Embedded) -> None:
     import asyncio
 
     from agen.api import registry as r
-    from agen.api.models.deployments import ListDeploymentsRequest
+    from agen.wire.deployments import ListDeploymentsRequest
 
     for _ in range(200):
         deps = (await e.client.call(r.ListDeployments, ListDeploymentsRequest())).deployments
@@ -90,7 +92,7 @@ async def settled_fleet(e: Embedded) -> None:
     raise AssertionError("the fleet did not settle")
 
 
-async def settle(pilot: Pilot[object], app: AgenApp) -> None:
+async def settle(pilot: Pilot[Any], app: AgenApp) -> None:
     await pilot.pause(0.3)
     await until(
         pilot,

@@ -83,7 +83,7 @@ async def test_a_refresh_renders_again_only_the_cells_that_changed_and_keeps_the
             rendered.append(value)
             return real(value, *args)
 
-        fast._render_value = counting  # type: ignore[method-assign]
+        fast._render_value = counting  # type: ignore[method-assign, assignment]
         update = [(k, (f"now {k}", *c[1:])) if k == "k1" else (k, c) for k, c in ROWS]
         new_top = ("new", ("row 99", Text("[n]"), "", None, 0.0))
         assert rows.apply([new_top, *update]) == 2

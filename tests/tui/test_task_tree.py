@@ -15,8 +15,6 @@ from syrupy.assertion import SnapshotAssertion
 from textual.widgets import DataTable
 
 from agen.api import registry as r
-from agen.api.models.deployments import CreateDeploymentRequest
-from agen.api.models.tasks import SubmitTaskRequest
 from agen.client import Client
 from agen.hub import queue as q
 from agen.hub.auth import LOCAL_ADMIN
@@ -29,6 +27,8 @@ from agen.tui.screens.fleet import FleetScreen
 from agen.tui.screens.tasks import TasksScreen
 from agen.tui.screens.trace import TraceScreen
 from agen.tui.widgets.task_tree import TaskTree
+from agen.wire.deployments import CreateDeploymentRequest
+from agen.wire.tasks import SubmitTaskRequest
 from tests.fleet_helpers import files_b64, write_bundle
 from tests.tui.helpers import cells, until
 from tests.tui.test_snapshots import settle, still

@@ -7,10 +7,10 @@ from pathlib import Path
 from textual.widgets import Static
 
 from agen.api import registry as r
-from agen.api.models.feedback import RecordFeedbackRequest
 from agen.tui.app import AgenApp
 from agen.tui.screens.tasks import TasksScreen
 from agen.tui.screens.transcript import TranscriptScreen
+from agen.wire.feedback import RecordFeedbackRequest
 from tests.observe_helpers import MULTI_TOOL_SCRIPT, embedded_hub
 from tests.tui.helpers import until
 

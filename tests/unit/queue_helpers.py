@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ulid import ULID
-
 from agen.hub.queue import NewTask
-from agen.store import Tx, dumps
+from agen.store import Tx, dumps, new_ulid
 
 
 def add_deployment(
@@ -29,7 +27,7 @@ def add_deployment(
         " ON CONFLICT DO NOTHING",
         (def_id, name, digest, b"", 0, tx.now_ms),
     )
-    dep_id = str(ULID())
+    dep_id = new_ulid()
     tx.execute(
         "INSERT INTO deployments (id, namespace, name, kind, definition_id, digest, scale, placement, desired,"
         " paused, last_activity_ms, created_ms, updated_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -60,7 +58,7 @@ def add_nest(
     labels: dict[str, str] | None = None,
     heartbeat_ms: int | None = None,
 ) -> str:
-    nest_id = str(ULID())
+    nest_id = new_ulid()
     tx.execute(
         "INSERT INTO nests (id, name, labels, capacity, last_heartbeat_ms, created_ms) VALUES (?,?,?,?,?,?)",
         (
@@ -82,7 +80,7 @@ def new_task(dep_id: str, text: str = "hi", *, name: str = "d", **kw: Any) -> Ne
 def add_run(tx: Tx, task_id: str, *, namespace: str = "default", deployment: str = "d") -> str:
     """An unfinished run of a task (session and conversation included), as a host would open it."""
     now = tx.now_ms
-    session_id, conv_id, run_id = str(ULID()), str(ULID()), str(ULID())
+    session_id, conv_id, run_id = new_ulid(), new_ulid(), new_ulid()
     tx.execute(
         "INSERT INTO sessions (id, namespace, deployment, created_ms, updated_ms) VALUES (?,?,?,?,?)",
         (session_id, namespace, deployment, now, now),

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from ulid import ULID
 
 from agen.errors import BudgetError, RateLimitedError, UnavailableError
 from agen.hub.queue import admission, budgets
-from agen.store import Row, Store, Tx, dumps
+from agen.store import Row, Store, Tx, dumps, new_ulid
 from tests.unit.trigger_helpers import add_usage, deployment
 
 NOON = 1_735_732_800_000  # 2025-01-01T12:00:00Z
@@ -15,7 +14,7 @@ DAY = "2025-01-01"
 
 
 def queue_task(tx: Tx, dep: Row, state: str = "queued") -> None:
-    tid = str(ULID())
+    tid = new_ulid()
     seq = int(tx.scalar("SELECT COALESCE(MAX(seq), 0) + 1 FROM tasks"))
     tx.execute(
         "INSERT INTO tasks (id, namespace, deployment_id, deployment, state, input, root_task_id, seq, created_ms,"
@@ -102,9 +101,13 @@ async def test_dry_run_reports_the_verdict_without_taking_a_token(store: Store) 
 
 async def test_queue_full_paused_and_budget_stages(store: Store) -> None:
     full = await deployment(store, "full", admission={"maxQueuedTasks": 2})
-    await store.write(
-        lambda tx: (queue_task(tx, full), queue_task(tx, full), queue_task(tx, full, "running"))
-    )
+
+    def three(tx: Tx) -> None:
+        queue_task(tx, full)
+        queue_task(tx, full)
+        queue_task(tx, full, "running")
+
+    await store.write(three)
     with pytest.raises(RateLimitedError) as info:
         await store.write(lambda tx: admission.admit(tx, full, NOON))
     assert info.value.details["stage"] == "queue_full"

@@ -73,8 +73,8 @@ def test_cli_duration_flag_errors_name_the_flag() -> None:
         cli_parse_duration_ms("yesterday", flag="--since")
 
 
-def _ms(*args: int) -> int:
-    return int(datetime(*args, tzinfo=UTC).timestamp() * 1000)
+def _ms(year: int, month: int, day: int, hour: int = 0, minute: int = 0) -> int:
+    return int(datetime(year, month, day, hour, minute, tzinfo=UTC).timestamp() * 1000)
 
 
 def test_cron_schedules_compute_next_due_time_in_their_zone() -> None:

@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 
 from agen.api import registry as r
-from agen.api.models.observe import ListRunsRequest
-from agen.api.models.tasks import GetTaskRequest
 from agen.client import Client
 from agen.errors import FencedError
 from agen.hub import queue as q
 from agen.hub.service import Hub
 from agen.runner.types import RunRequest
 from agen.store import loads
+from agen.wire.observe import ListRunsRequest
+from agen.wire.tasks import GetTaskRequest
 from tests.runner_helpers import FnTool, make, open_store, runner, script
 from tests.unit.queue_helpers import add_deployment, new_task
 
@@ -77,7 +77,7 @@ async def test_resuming_past_an_unconfirmed_effect_marks_the_run_and_task_and_re
 
 
 def _run(effect_unknown: bool) -> Any:
-    from agen.api.models.observe import Run
+    from agen.wire.observe import Run
 
     return Run(
         id="r1",
@@ -96,7 +96,7 @@ def _run(effect_unknown: bool) -> Any:
 
 
 def test_agen_runs_table_says_effect_unknown_beside_the_status() -> None:
-    from agen.cli.observe_render import RUN_COLUMNS, runs_rows
+    from agen.render.observe import RUN_COLUMNS, runs_rows
 
     status = RUN_COLUMNS.index("STATUS")
     assert str(runs_rows([_run(True)])[0][status]) == "succeeded, effect unknown"
@@ -104,8 +104,8 @@ def test_agen_runs_table_says_effect_unknown_beside_the_status() -> None:
 
 
 def test_tui_tasks_row_marks_a_task_whose_effect_is_unknown() -> None:
-    from agen.api.models.tasks import Task
     from agen.tui.screens.tasks import row_cells
+    from agen.wire.tasks import Task
 
     base = {
         "id": "t1",

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ulid import ULID
-
 from agen.bundle.config import Config
 from agen.hub.leader import HUB_LEADER, acquire_or_renew
 from agen.hub.leader.upkeep import upkeep_tick
@@ -13,7 +11,7 @@ from agen.hub.queue import providers
 from agen.hub.triggers.events import fire_event_triggers
 from agen.hub.triggers.fire import TickReport
 from agen.hub.triggers.tick import sync_triggers
-from agen.store import Row, Store, Tx
+from agen.store import Row, Store, Tx, new_ulid
 from tests.unit.trigger_helpers import deployment
 
 T0 = 1_750_000_000_000
@@ -62,7 +60,7 @@ async def fired_tasks(store: Store) -> list[Row]:
 
 def other_task(tx: Tx, *, chain: int = 0, source: str = "api") -> str:
     """A task of another deployment (what an event's task_id points at)."""
-    tid = str(ULID())
+    tid = new_ulid()
     seq = int(tx.scalar("SELECT COALESCE(MAX(seq), 0) + 1 FROM tasks"))
     tx.execute(
         "INSERT INTO tasks (id, namespace, deployment_id, deployment, state, input, source, event_chain,"

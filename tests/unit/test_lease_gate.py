@@ -14,7 +14,7 @@ from tests.unit.trigger_helpers import add_usage, deployment
 NOON = 1_735_732_800_000  # 2025-01-01T12:00:00Z
 DAY = "2025-01-01"
 ACCT = "default/openai:OPENAI_API_KEY@http://127.0.0.1:9/v1"
-ACCOUNT_ERROR = {
+ACCOUNT_ERROR: dict[str, Any] = {
     "status": "failed",
     "reason": "account_error",
     "summary": "HTTP 401 invalid key",

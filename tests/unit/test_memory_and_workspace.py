@@ -6,6 +6,7 @@ import http.server
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -106,7 +107,12 @@ async def test_live_urls_are_fetched_capped_and_left_out_on_failure(
 
 
 def test_workspace_paths_per_task_conversation_and_shared(tmp_path: Path) -> None:
-    common = {"namespace": "ns", "deployment": "dep", "run_id": "run-1", "root": tmp_path}
+    common: dict[str, Any] = {
+        "namespace": "ns",
+        "deployment": "dep",
+        "run_id": "run-1",
+        "root": tmp_path,
+    }
     assert (
         workspace_path("per_task", task_id="t1", conversation_key=None, **common)
         == tmp_path / "ns/dep/tasks/t1"

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from agen.bundle.overrides import TaskOverrides
 from agen.bundle.permissions import Permissions
 from agen.runner.permissions import BundlePolicy
 from agen.runner.tools.base import Tool, ToolContext, ToolResult
-from agen.runner.types import TaskOverrides
 from agen.store.sqlite import SQLiteStore
 
 

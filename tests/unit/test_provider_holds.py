@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import pytest
-from ulid import ULID
 
 from agen.errors import NotFoundError
 from agen.hub.queue import providers
-from agen.store import Row, Store, Tx
+from agen.store import Row, Store, Tx, new_ulid
 from tests.unit.trigger_helpers import add_usage, deployment
 
 ACCT = "default/openai:OPENAI_API_KEY@http://127.0.0.1:9999/v1"
 
 
 def task(tx: Tx, dep: Row, state: str) -> str:
-    tid = str(ULID())
+    tid = new_ulid()
     seq = int(tx.scalar("SELECT COALESCE(MAX(seq), 0) + 1 FROM tasks"))
     tx.execute(
         "INSERT INTO tasks (id, namespace, deployment_id, deployment, state, input, root_task_id, seq, created_ms,"
@@ -43,12 +42,12 @@ async def test_an_account_error_holds_every_deployment_of_the_account_then_one_p
 ) -> None:
     a = await deployment(store, "a")
     b = await deployment(store, "b")
-    await store.write(
-        lambda tx: (
-            providers.sync_accounts(tx, a["id"], [ACCT]),
-            providers.sync_accounts(tx, b["id"], [ACCT]),
-        )
-    )
+
+    def both(tx: Tx) -> None:
+        providers.sync_accounts(tx, a["id"], [ACCT])
+        providers.sync_accounts(tx, b["id"], [ACCT])
+
+    await store.write(both)
     failed = await store.write(lambda tx: task(tx, a, "failed"))
     outcome = {
         "status": "failed",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -14,16 +15,18 @@ from tests.unit.queue_helpers import add_deployment, add_run, new_task
 LEASE = 30_000
 
 
-async def setup(store: Store, **kw: object) -> str:
-    return await store.write(lambda tx: add_deployment(tx, **kw))  # type: ignore[arg-type]
+async def setup(store: Store, **kw: Any) -> str:
+    return await store.write(lambda tx: add_deployment(tx, **kw))
 
 
-async def submit(store: Store, dep: str, text: str = "hi", **kw: object) -> dict:
-    row, _ = await store.write(lambda tx: q.submit_task(tx, new_task(dep, text, **kw)))  # type: ignore[arg-type]
+async def submit(store: Store, dep: str, text: str = "hi", **kw: Any) -> dict[str, Any]:
+    row, _ = await store.write(lambda tx: q.submit_task(tx, new_task(dep, text, **kw)))
     return row
 
 
-async def lease(store: Store, dep: str, limit: int = 10, now_ms: int | None = None) -> list[dict]:
+async def lease(
+    store: Store, dep: str, limit: int = 10, now_ms: int | None = None
+) -> list[dict[str, Any]]:
     return await store.write(
         lambda tx: q.lease_tasks(
             tx,
@@ -124,6 +127,7 @@ async def test_lease_expiry_requeues_and_fifth_expiry_fails_task_and_fences_run(
     assert row is not None and row["state"] == "failed" and "5 attempts" in row["error"]
     assert '"max_attempts"' in row["outcome"]
     run = await store.one("SELECT status, epoch, finished_ms FROM runs WHERE id = ?", (run_id,))
+    assert run is not None
     assert (
         run == {"status": "failed", "epoch": 2, "finished_ms": run["finished_ms"]}
         and run["finished_ms"]
@@ -369,7 +373,7 @@ async def test_losing_the_host_after_the_run_made_progress_does_not_count_an_att
         await store.write(lambda tx, n=now, s=turn: checkpoint_turn(tx, run_id, s, n + 1))  # type: ignore[misc]
         now = got["lease_expires_ms"] + 1
         if turn % 2:  # the Nest restarted (agen up was killed and started again)
-            back = await store.write(
+            back: dict[str, Any] | None = await store.write(
                 lambda tx, g=got: q.release_task(  # type: ignore[misc]
                     tx, t["id"], g["lease_id"], count_attempt=True, reason="nest local restarted"
                 )

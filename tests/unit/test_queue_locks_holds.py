@@ -2,28 +2,25 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from agen.errors import ConflictError
 from agen.hub import queue as q
 from agen.hub.queue.locks import held_locks
 from agen.store import Store
-from tests.unit.queue_helpers import add_deployment, new_task
+from tests.unit.queue_helpers import new_task
 
 LEASE = 30_000
 
 
-@pytest.fixture
-async def dep(store: Store) -> str:
-    return await store.write(lambda tx: add_deployment(tx))
-
-
-async def submit(store: Store, dep: str, text: str = "hi", **kw: object) -> dict:
-    row, _ = await store.write(lambda tx: q.submit_task(tx, new_task(dep, text, **kw)))  # type: ignore[arg-type]
+async def submit(store: Store, dep: str, text: str = "hi", **kw: Any) -> dict[str, Any]:
+    row, _ = await store.write(lambda tx: q.submit_task(tx, new_task(dep, text, **kw)))
     return row
 
 
-async def lease(store: Store, dep: str, now_ms: int | None = None) -> list[dict]:
+async def lease(store: Store, dep: str, now_ms: int | None = None) -> list[dict[str, Any]]:
     return await store.write(
         lambda tx: q.lease_tasks(
             tx,
@@ -37,7 +34,7 @@ async def lease(store: Store, dep: str, now_ms: int | None = None) -> list[dict]
     )
 
 
-async def finish(store: Store, t: dict) -> None:
+async def finish(store: Store, t: dict[str, Any]) -> None:
     await store.write(
         lambda tx: q.complete_task(tx, t["id"], t["lease_id"], status="succeeded", outcome=None)
     )

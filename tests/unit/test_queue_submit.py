@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from agen.errors import InvalidError, RateLimitedError
@@ -12,24 +14,19 @@ from tests.unit.queue_helpers import add_deployment, new_task
 DAY = 24 * 3600 * 1000
 
 
-@pytest.fixture
-async def dep(store: Store) -> str:
-    return await store.write(lambda tx: add_deployment(tx))
-
-
 async def submit(
-    store: Store, dep: str, text: str = "hi", *, max_queued: int | None = None, **kw: object
-) -> tuple[dict, bool]:
+    store: Store, dep: str, text: str = "hi", *, max_queued: int | None = None, **kw: Any
+) -> tuple[dict[str, Any], bool]:
     return await store.write(
         lambda tx: q.submit_task(
             tx,
-            new_task(dep, text, **kw),  # type: ignore[arg-type]
+            new_task(dep, text, **kw),
             max_queued=max_queued,
         )
     )
 
 
-async def lease(store: Store, dep: str, now_ms: int | None = None) -> list[dict]:
+async def lease(store: Store, dep: str, now_ms: int | None = None) -> list[dict[str, Any]]:
     return await store.write(
         lambda tx: q.lease_tasks(
             tx,

@@ -7,13 +7,16 @@ import hashlib
 import hmac
 import itertools
 from datetime import UTC, date, datetime
+from typing import Any
 
+from agen.bundle.cron import zone
 from agen.bundle.triggers import HmacAuth, RandomTrigger
+from agen.hub.auth import bearer_token
 from agen.hub.triggers import random as rnd
-from agen.hub.triggers.verify import bearer_token, check_bearer, check_hmac
+from agen.hub.triggers.verify import check_bearer, check_hmac
 
 
-def spec(**kw: object) -> RandomTrigger:
+def spec(**kw: Any) -> RandomTrigger:
     base: dict[str, object] = {
         "name": "nudge",
         "type": "random",
@@ -33,7 +36,7 @@ def test_planned_times_are_deterministic_inside_the_window_and_min_gap_apart() -
     assert len(times) == 3 and times == sorted(times)
     assert all(b - a >= 3_600_000 - 1000 for a, b in itertools.pairwise(times))
     for t in times:
-        local = datetime.fromtimestamp(t / 1000, tz=UTC).astimezone(rnd.load_zone("Europe/Paris"))
+        local = datetime.fromtimestamp(t / 1000, tz=UTC).astimezone(zone("Europe/Paris"))
         assert local.date() == day and 9 <= local.hour < 17
 
 

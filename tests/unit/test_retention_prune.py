@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -24,7 +25,14 @@ async def test_retention_prunes_replay_cassettes_older_than_it_and_keeps_newer_o
 ) -> None:
     for run_id in ("old-run", "new-run"):
         await store.write(
-            lambda tx, r=run_id: save_cassette(tx, r, "default", "d", None, [{"turn": 0}])
+            partial(
+                save_cassette,
+                run_id=run_id,
+                namespace="default",
+                deployment="d",
+                digest=None,
+                interactions=[{"turn": 0}],
+            )
         )
     await store.write(
         lambda tx: tx.execute(

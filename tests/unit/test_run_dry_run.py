@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from agen.api import registry as r
-from agen.api.models.deployments import CreateDeploymentRequest
-from agen.api.models.tasks import SubmitTaskRequest
 from agen.client import Client
 from agen.hub.service import Hub
 from agen.store import open_store
+from agen.wire.deployments import CreateDeploymentRequest
+from agen.wire.tasks import SubmitTaskRequest
 from tests.cli_helpers import run_agen
 from tests.fleet_helpers import files_b64, write_bundle
 

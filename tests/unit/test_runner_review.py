@@ -90,6 +90,7 @@ async def test_a_result_that_misses_the_rubric_is_revised_and_the_second_round_i
     usage = await store.scalar(
         "SELECT SUM(input_tokens) FROM usage WHERE run_id = ?", (res.run_id,)
     )
+    assert run is not None
     assert run["turns"] == 4 and run["status"] == "succeeded" and run["input_tokens"] == usage > 0
     await store.close()
 

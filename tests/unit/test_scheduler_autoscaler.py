@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from agen.errors import InvalidError
@@ -50,7 +52,7 @@ def test_want_follows_the_formula(
     assert want_for(kind, policy, load, urgent) == want
 
 
-def inp(**kw: object) -> ScaleInput:
+def inp(**kw: Any) -> ScaleInput:
     base: dict[str, object] = {
         "kind": "pool",
         "policy": POOL,

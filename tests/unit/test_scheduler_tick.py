@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from agen.hub import leader
@@ -51,7 +53,7 @@ async def lead(store: Store, holder: str = "hub-a", ttl_ms: int = 60_000) -> int
     return epoch
 
 
-async def tick(store: Store, epoch: int, now_ms: int | None = None, **kw: object):  # type: ignore[no-untyped-def]
+async def tick(store: Store, epoch: int, now_ms: int | None = None, **kw: Any):  # type: ignore[no-untyped-def]
     return await store.write(
         lambda tx: schedule_tick(
             tx,
@@ -60,7 +62,7 @@ async def tick(store: Store, epoch: int, now_ms: int | None = None, **kw: object
             now_ms=tx.now_ms if now_ms is None else now_ms,
             **kw,
         )
-    )  # type: ignore[arg-type]
+    )
 
 
 def assignments(tx: Tx) -> dict[tuple[str, str], int]:

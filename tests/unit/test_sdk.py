@@ -55,7 +55,7 @@ async def test_host_functions_become_tools_with_schemas_from_type_hints(tmp_path
         seen.append((name, qty, threading.current_thread().name))
         return f"added {qty} x {name}"
 
-    turns = [
+    turns: list[dict[str, Any]] = [
         {"toolCalls": [{"name": "add_item", "arguments": {"name": "tea", "qty": 2}}]},
         {"toolCalls": [{"name": "add_item", "arguments": {"qty": "lots"}}]},
         {"text": "basket ready"},
@@ -97,12 +97,12 @@ async def test_the_approval_callback_decides_asks(tmp_path: Path) -> None:
 
     def approve(req: ApprovalRequest) -> bool:
         asked.append(req)
-        return req.arguments.get("amount", 0) < 100
+        return bool(req.arguments.get("amount", 0) < 100)
 
     def pay(amount: int) -> str:
         return f"paid {amount}"
 
-    turns = [
+    turns: list[dict[str, Any]] = [
         {"toolCalls": [{"name": "pay", "arguments": {"amount": 10}}]},
         {"toolCalls": [{"name": "pay", "arguments": {"amount": 500}}]},
         {"text": "done"},
@@ -131,7 +131,10 @@ async def test_stream_yields_events_in_order_ending_with_the_outcome(tmp_path: P
     def look() -> str:
         return "seen"
 
-    turns = [{"toolCalls": [{"name": "look", "arguments": {}}]}, {"text": "finished looking"}]
+    turns: list[dict[str, Any]] = [
+        {"toolCalls": [{"name": "look", "arguments": {}}]},
+        {"text": "finished looking"},
+    ]
     delivered: list[str] = []
     agent = Agent(
         provider="fake",
@@ -165,7 +168,7 @@ async def test_run_from_inside_a_callback_is_rejected_as_reentrant(tmp_path: Pat
             errors.append(e)
         return "tried"
 
-    turns = [
+    turns: list[dict[str, Any]] = [
         {
             "toolCalls": [
                 {"name": "nested", "arguments": {}},
@@ -199,7 +202,10 @@ async def test_close_cancels_running_runs_fails_pending_host_calls_and_rejects_n
     def never() -> str:
         return "should not run"
 
-    turns = [{"toolCalls": [{"name": "block", "arguments": {}}]}, {"text": "never"}]
+    turns: list[dict[str, Any]] = [
+        {"toolCalls": [{"name": "block", "arguments": {}}]},
+        {"text": "never"},
+    ]
     agent = Agent(
         provider="fake", harness=scripted(*turns), tools=[block, never], store=tmp_path / "a.db"
     )
@@ -219,7 +225,10 @@ async def test_cancelling_a_run_through_an_event_ends_it_cancelled(tmp_path: Pat
         await asyncio.sleep(30)
         return "x"
 
-    turns = [{"toolCalls": [{"name": "wait_long", "arguments": {}}]}, {"text": "never"}]
+    turns: list[dict[str, Any]] = [
+        {"toolCalls": [{"name": "wait_long", "arguments": {}}]},
+        {"text": "never"},
+    ]
     agent = Agent(
         provider="fake", harness=scripted(*turns), tools=[wait_long], store=tmp_path / "a.db"
     )

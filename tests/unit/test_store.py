@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -119,7 +120,7 @@ async def test_a_failing_transaction_among_concurrent_writes_rolls_back_alone(st
         _insert_session(tx, "same")
 
     results = await asyncio.gather(
-        *(store.write(lambda tx, i=i: _insert_session(tx, f"s{i}")) for i in range(50)),
+        *(store.write(partial(_insert_session, sid=f"s{i}")) for i in range(50)),
         store.write(dup),
         store.write(dup),
         return_exceptions=True,
@@ -155,8 +156,8 @@ async def test_two_stores_on_one_file_both_write(tmp_path: Path) -> None:
     b = await SQLiteStore.open(tmp_path / "a.db")
     try:
         await asyncio.gather(
-            *(a.write(lambda tx, i=i: _insert_session(tx, f"a{i}")) for i in range(20)),
-            *(b.write(lambda tx, i=i: _insert_session(tx, f"b{i}")) for i in range(20)),
+            *(a.write(partial(_insert_session, sid=f"a{i}")) for i in range(20)),
+            *(b.write(partial(_insert_session, sid=f"b{i}")) for i in range(20)),
         )
         assert await a.scalar("SELECT COUNT(*) FROM sessions") == 40
     finally:
@@ -187,7 +188,7 @@ async def test_a_read_after_a_committed_write_sees_it_even_with_concurrent_reads
         readers = [asyncio.create_task(background_reads()) for _ in range(4)]
         try:
             for i in range(100):
-                await store.write(lambda tx, i=i: _insert_session(tx, f"w{i}"))
+                await store.write(partial(_insert_session, sid=f"w{i}"))
                 assert (
                     await store.scalar("SELECT COUNT(*) FROM sessions WHERE id = ?", (f"w{i}",))
                     == 1

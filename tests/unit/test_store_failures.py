@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
-from pathlib import Path
+from collections.abc import Awaitable
+from functools import partial
 from typing import Any
 
 import pytest
@@ -17,16 +17,10 @@ import pytest
 from agen.errors import StoreError
 from agen.store import SQLiteStore, Tx
 
+# SQLite only: these inject SQLite faults (disk full, a dead writer thread).
+pytestmark = pytest.mark.sqlite_only
+
 DEADLINE_S = 30  # generous: only a hung write gets near it
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
-    s = await SQLiteStore.open(tmp_path / "a.db")
-    try:
-        yield s
-    finally:
-        await s.close()
 
 
 def _insert_session(tx: Tx, sid: str) -> str:
@@ -80,7 +74,9 @@ async def test_a_full_disk_inside_a_group_commit_fails_every_write_it_rolled_bac
     store: SQLiteStore,
 ) -> None:
     """SQLite drops the whole shared transaction: no write in it may report success."""
-    writes = [store.write(lambda tx, i=i: _insert_session(tx, f"s{i}")) for i in range(20)]
+    writes: list[Awaitable[str | None]] = [
+        store.write(partial(_insert_session, sid=f"s{i}")) for i in range(20)
+    ]
     writes.insert(10, store.write(_fill_the_disk))
     results = await asyncio.wait_for(asyncio.gather(*writes, return_exceptions=True), DEADLINE_S)
     assert isinstance(results[10], StoreError)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from ulid import ULID
 
 from agen.store.base import new_ulid
@@ -28,12 +29,12 @@ def test_new_ulid_ids_are_unique_and_sort_in_creation_order() -> None:
 
 
 def test_ids_in_one_millisecond_count_up_through_a_carry_into_the_cached_high_bits(
-    monkeypatch,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from agen.store import base
 
     ms = 1_795_958_206_388
-    monkeypatch.setattr(base.time, "time_ns", lambda: ms * 1_000_000)
+    monkeypatch.setattr(time, "time_ns", lambda: ms * 1_000_000)
     for start in (0xFFFFE, (12345 << 20) | 0xFFFF0, (1 << 70) - 2, 7):
         monkeypatch.setattr(base, "_random_bits", lambda _n, start=start: start)
         clock = base._UlidClock()
@@ -42,3 +43,24 @@ def test_ids_in_one_millisecond_count_up_through_a_carry_into_the_cached_high_bi
             str(ULID.from_bytes(ms.to_bytes(6, "big") + (start + i).to_bytes(10, "big")))
             for i in range(40)
         ]
+
+
+def test_agen_makes_every_id_with_new_ulid_not_python_ulid() -> None:
+    """One id source: python-ulid only parses and converts ids (otel/ids.py), it never makes them."""
+    import ast
+    from pathlib import Path
+
+    import agen
+
+    root = Path(agen.__file__).parent
+    makers = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "ULID"
+                and not node.args
+            ):
+                makers.append(f"{path.relative_to(root.parent)}:{node.lineno}")
+    assert makers == []

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections.abc import AsyncIterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -250,7 +251,7 @@ async def test_two_stores_on_one_database_submit_at_once_without_conflicts(
         dep = await pg.write(lambda tx: add_deployment(tx))
         rows = await asyncio.gather(
             *(
-                s.write(lambda tx, i=i: q.submit_task(tx, new_task(dep, f"t{i}")))
+                s.write(partial(q.submit_task, t=new_task(dep, f"t{i}")))
                 for i in range(20)
                 for s in (pg, other)
             )

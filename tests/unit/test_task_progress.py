@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from functools import partial
+
 from agen.hub import queue as q
 from agen.hub.observe.progress import report_progress
 from agen.store import Store, Tx, loads
@@ -13,7 +15,7 @@ async def test_progress_keeps_the_latest_value_and_writes_one_event_per_ten_seco
     task, _ = await store.write(lambda tx: q.submit_task(tx, new_task(dep, "hi")))
     for pct in (10, 20, 30):
         assert await store.write(
-            lambda tx, pct=pct: report_progress(tx, task["id"], {"note": "n", "percent": pct})
+            partial(report_progress, task_id=task["id"], progress={"note": "n", "percent": pct})
         )
     row = await store.one("SELECT progress FROM tasks WHERE id = ?", (task["id"],))
     assert row is not None and loads(row["progress"])["percent"] == 30

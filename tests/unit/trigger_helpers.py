@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ulid import ULID
-
-from agen.store import Row, Store, Tx, dumps
+from agen.store import Row, Store, Tx, dumps, new_ulid
 
 
 def insert_deployment(
@@ -24,7 +22,7 @@ def insert_deployment(
         " ON CONFLICT DO NOTHING",
         (def_id, name, "sha256:" + "0" * 64, b"", 0, tx.now_ms),
     )
-    dep_id = str(ULID())
+    dep_id = new_ulid()
     tx.execute(
         "INSERT INTO deployments (id, namespace, name, kind, definition_id, digest, scale, budget, policy,"
         " desired, paused, last_activity_ms, created_ms, updated_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -65,8 +63,8 @@ def add_usage(
     finished_ms: int | None = None,
 ) -> str:
     """A finished run with one usage row costing ``cost`` on ``day``."""
-    run_id = str(ULID())
-    sess, conv = str(ULID()), str(ULID())
+    run_id = new_ulid()
+    sess, conv = new_ulid(), new_ulid()
     now = tx.now_ms
     tx.execute(
         "INSERT INTO sessions (id, namespace, deployment, created_ms, updated_ms) VALUES (?,?,?,?,?)",
@@ -97,6 +95,6 @@ def add_usage(
     )
     tx.execute(
         "INSERT INTO usage (id, run_id, namespace, deployment, cost_usd, day, created_ms) VALUES (?,?,?,?,?,?,?)",
-        (str(ULID()), run_id, dep["namespace"], dep["name"], cost, day, now),
+        (new_ulid(), run_id, dep["namespace"], dep["name"], cost, day, now),
     )
     return run_id

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ulid import ULID
-
-from agen.api.models.deployments import Instance, ListInstancesRequest, ListInstancesResponse
-from agen.api.models.nests import START_FAILED, Assignment, InstanceReport
 from agen.hub.auth import Principal
 from agen.hub.observe.logs import write_log
 from agen.hub.queue.lease import release_task
 from agen.hub.service import Hub
-from agen.store import Tx, dumps, loads
+from agen.store import Tx, dumps, loads, new_ulid
+from agen.wire.deployments import Instance, ListInstancesRequest, ListInstancesResponse
+from agen.wire.nests import START_FAILED, Assignment, InstanceReport
 
 FAILING_AFTER = 3  # consecutive start failures that mark a deployment's instances failing
 
@@ -21,7 +19,7 @@ def register_nest(tx: Tx, name: str, *, capacity: int, labels: dict[str, str] | 
     """Enrol (or re-enrol) a Nest by name; a restarted Nest forgets the instances it had."""
     row = tx.one("SELECT id FROM nests WHERE name = ?", (name,))
     if row is None:
-        nest_id = str(ULID())
+        nest_id = new_ulid()
         tx.execute(
             "INSERT INTO nests (id, name, labels, capacity, state, last_heartbeat_ms, created_ms)"
             " VALUES (?,?,?,?, 'active', ?, ?)",

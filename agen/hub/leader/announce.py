@@ -11,9 +11,9 @@ model_errors, trigger_missed, webhook_rejected) at most once an hour while they 
 
 from __future__ import annotations
 
-from agen.api.models.observe import ActivityWarning
 from agen.hub.queue.budgets import utc_day
 from agen.store import Tx
+from agen.wire.observe import ActivityWarning
 
 EVERY_MS = 30_000
 HOUR_MS = 3_600_000

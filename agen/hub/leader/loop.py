@@ -16,14 +16,12 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ulid import ULID
-
 from agen.errors import AgenError
 from agen.hub import leader, queue
 from agen.hub.leader import scheduler
 from agen.hub.leader.upkeep import PRUNE_EVERY_MS, held_sets, upkeep_tick
 from agen.hub.service import Hub
-from agen.store import Tx, now_ms
+from agen.store import Tx, new_ulid, now_ms
 
 if TYPE_CHECKING:
     import httpx
@@ -43,7 +41,7 @@ class LeaderLoop:
         http_factory: Callable[[], httpx.AsyncClient] | None = None,
     ) -> None:
         self.hub = hub
-        self.holder = holder or f"hub-{ULID()}"
+        self.holder = holder or f"hub-{new_ulid()}"
         self.ttl_ms = ttl_ms
         self.tick_s = tick_s
         self.on_tick = on_tick

@@ -18,7 +18,7 @@ from agen.hub.queue import QueueCounts, queue_counts
 from agen.hub.queue.holds import wake_expired_holds
 from agen.hub.queue.lease import expire_leases, expire_overdue
 from agen.hub.queue.trees import cancel_overdue
-from agen.store import Tx, loads
+from agen.store import Row, Tx, loads
 
 NEST_LOST_AFTER_MS = 30_000
 
@@ -80,61 +80,93 @@ def place(
     deployments, to the matching Nest with the most free capacity. What fits nowhere is
     reported in ``unplaced`` together with the full Nests it could have used.
     """
-    used: dict[str, int] = defaultdict(int)
-    mine: dict[str, dict[str, int]] = {}
-    eligible: dict[str, list[NestView]] = {}
+    books = _keep_current(demands, nests, current)
+    need = {d.deployment_id: _trim_surplus(books, d) for d in demands}
+    _fill(books, need)
+    return books.placement(need)
+
+
+@dataclass
+class _Books:
+    """Placement's running tally: what each deployment holds on which Nest, and each Nest's load."""
+
+    cap: dict[str, int]  # nest id -> capacity (0 = unlimited)
+    eligible: dict[str, list[NestView]] = field(default_factory=dict)  # deployment -> its Nests
+    mine: dict[str, dict[str, int]] = field(default_factory=dict)  # deployment -> nest -> count
+    used: defaultdict[str, int] = field(default_factory=lambda: defaultdict(int))  # nest -> count
+
+    def free(self, nest: str) -> float:
+        return float("inf") if self.cap[nest] == 0 else float(self.cap[nest] - self.used[nest])
+
+    def add(self, dep: str, nest: str, count: int) -> None:
+        self.mine[dep][nest] = self.mine[dep].get(nest, 0) + count
+        self.used[nest] += count
+
+    def placement(self, need: dict[str, int]) -> Placement:
+        unplaced = {dep: n for dep, n in need.items() if n > 0}
+        full = {
+            dep: {n.id for n in self.eligible[dep] if n.capacity and self.used[n.id] >= n.capacity}
+            for dep in unplaced
+        }
+        counts = {
+            (d, nest): c for d, have in self.mine.items() for nest, c in have.items() if c > 0
+        }
+        return Placement(counts=counts, unplaced=unplaced, full_nests=full)
+
+
+def _keep_current(
+    demands: list[Demand], nests: list[NestView], current: dict[tuple[str, str], int]
+) -> _Books:
+    """Step 1: existing instances stay where their Nest still carries the deployment's labels."""
+    books = _Books(cap={n.id: n.capacity for n in nests})
     allowed: dict[str, set[str]] = {}
     for d in demands:
-        eligible[d.deployment_id] = [n for n in nests if _matches(n.labels, d.labels)]
-        allowed[d.deployment_id] = {n.id for n in eligible[d.deployment_id]}
-        mine[d.deployment_id] = {}
+        books.eligible[d.deployment_id] = [n for n in nests if _matches(n.labels, d.labels)]
+        allowed[d.deployment_id] = {n.id for n in books.eligible[d.deployment_id]}
+        books.mine[d.deployment_id] = {}
     for (dep, nest), count in current.items():
-        if count > 0 and dep in mine and nest in allowed[dep]:
-            mine[dep][nest] = count
-            used[nest] += count
-    cap = {n.id: n.capacity for n in nests}
+        if count > 0 and dep in books.mine and nest in allowed[dep]:
+            books.add(dep, nest, count)
+    return books
 
-    def free(nest: str) -> float:
-        return float("inf") if cap[nest] == 0 else float(cap[nest] - used[nest])
 
-    need: dict[str, int] = {}
-    for d in demands:
-        have = mine[d.deployment_id]
-        surplus = sum(have.values()) - max(0, d.desired)
-        while surplus > 0:
-            nest = min(have, key=lambda n: (free(n), -used[n], n))
-            take = 1 if len(have) > 1 else surplus
-            have[nest] -= take
-            used[nest] -= take
-            surplus -= take
-            if have[nest] == 0:
-                del have[nest]
-        need[d.deployment_id] = max(0, d.desired - sum(have.values()))
+def _trim_surplus(books: _Books, d: Demand) -> int:
+    """Step 2: surplus leaves the most loaded Nest (least free) first; returns how many are missing."""
+    have = books.mine[d.deployment_id]
+    surplus = sum(have.values()) - max(0, d.desired)
+    while surplus > 0:
+        nest = min(have, key=lambda n: (books.free(n), -books.used[n], n))
+        take = 1 if len(have) > 1 else surplus
+        have[nest] -= take
+        books.used[nest] -= take
+        surplus -= take
+        if have[nest] == 0:
+            del have[nest]
+    return max(0, d.desired - sum(have.values()))
+
+
+def _fill(books: _Books, need: dict[str, int]) -> None:
+    """Step 3: missing instances go round-robin over deployments, one at a time, each to the
+    matching Nest with the most free capacity, until every one is placed or nothing fits."""
     pending = sorted(dep for dep, n in need.items() if n > 0)
     while pending:
-        still: list[str] = []
-        for dep in pending:
-            fits = [n.id for n in eligible[dep] if free(n.id) > 0]
-            if not fits:
-                continue
-            nest = max(fits, key=lambda n: (free(n), -used[n], n))
-            room = free(nest)
-            step = need[dep] if room == float("inf") else 1  # unlimited: it stays the most free
-            if len(fits) == 1 and len(pending) == 1:
-                step = int(min(need[dep], room))
-            mine[dep][nest] = mine[dep].get(nest, 0) + step
-            used[nest] += step
-            need[dep] -= step
-            if need[dep] > 0:
-                still.append(dep)
-        pending = still
-    counts = {(dep, nest): c for dep, have in mine.items() for nest, c in have.items() if c > 0}
-    unplaced = {dep: n for dep, n in need.items() if n > 0}
-    full = {
-        dep: {n.id for n in eligible[dep] if n.capacity and used[n.id] >= n.capacity}
-        for dep in unplaced
-    }
-    return Placement(counts=counts, unplaced=unplaced, full_nests=full)
+        alone = len(pending) == 1
+        pending = [dep for dep in pending if _place_some(books, need, dep, alone=alone)]
+
+
+def _place_some(books: _Books, need: dict[str, int], dep: str, *, alone: bool) -> bool:
+    """Place one instance of ``dep`` (or all that fit, where nothing competes); True if it needs more."""
+    fits = [n.id for n in books.eligible[dep] if books.free(n.id) > 0]
+    if not fits:
+        return False
+    nest = max(fits, key=lambda n: (books.free(n), -books.used[n], n))
+    room = books.free(nest)
+    step = need[dep] if room == float("inf") else 1  # unlimited: it stays the most free
+    if len(fits) == 1 and alone:
+        step = int(min(need[dep], room))
+    books.add(dep, nest, step)
+    need[dep] -= step
+    return need[dep] > 0
 
 
 def _matches(nest_labels: dict[str, str], wanted: dict[str, str]) -> bool:
@@ -181,6 +213,32 @@ def schedule_tick(
     check_epoch(tx, leader_name, leader_epoch)
     s = TickSummary()
     only = scope.deployment_ids(tx) if scope else None
+    _sweep(tx, s, now_ms, nest_lost_after_ms, only, scope)
+    if counts is None:
+        counts = queue_counts(tx, now_ms=now_ms)
+    deps = _deployments(tx, only)
+    sizing = _Sizing(
+        counts, _mark_active(tx, deps, counts, now_ms), now_ms, budget_held, provider_held
+    )
+    current, digests = _assignments(tx, scope)
+    decisions, placed = _scale_and_place(deps, _active_nests(tx, scope), current, sizing)
+    s.unplaced = placed.unplaced
+    s.scaled = _write_scaling(tx, deps, decisions, counts, now_ms)
+    s.assignments_changed = _write_assignments(
+        tx, deps, placed, current, digests, leader_epoch, now_ms
+    )
+    return s
+
+
+def _sweep(
+    tx: Tx,
+    s: TickSummary,
+    now_ms: int,
+    nest_lost_after_ms: int,
+    only: set[str] | None,
+    scope: Scope | None,
+) -> None:
+    """Step 1: lose silent Nests, expire leases and overdue tasks, wake holds whose time is up."""
     if scope is None:
         s.nests_lost = _lose_silent_nests(tx, now_ms, nest_lost_after_ms)
     for r in expire_leases(tx, now_ms, deployment_ids=only):
@@ -192,9 +250,10 @@ def schedule_tick(
     if scope is None:  # a hold's deadline is agen up's to keep; a one-shot's fresh task is not held
         s.woken = wake_expired_holds(tx, now_ms)
 
-    if counts is None:
-        counts = queue_counts(tx, now_ms=now_ms)
-    deps = [
+
+def _deployments(tx: Tx, only: set[str] | None) -> list[Row]:
+    """Step 2: the deployments this tick scales (all, or a one-shot's own)."""
+    return [
         d
         for d in tx.all(
             "SELECT id, namespace, name, kind, digest, scale, placement, desired, paused,"
@@ -202,15 +261,28 @@ def schedule_tick(
         )
         if only is None or d["id"] in only
     ]
+
+
+def _mark_active(tx: Tx, deps: list[Row], counts: dict[str, QueueCounts], now_ms: int) -> set[str]:
+    """Deployments with queued or running work count as active now; returns their ids."""
     active = [(now_ms, d["id"]) for d in deps if counts.get(d["id"], _NONE).load > 0]
     if active:
         tx.executemany("UPDATE deployments SET last_activity_ms = ? WHERE id = ?", active)
-    busy = {dep for _, dep in active}
-    nests = [
+    return {dep for _, dep in active}
+
+
+def _active_nests(tx: Tx, scope: Scope | None) -> list[NestView]:
+    return [
         NestView(r["id"], loads(r["labels"], {}), int(r["capacity"]))
         for r in tx.all("SELECT id, labels, capacity FROM nests WHERE state = 'active' ORDER BY id")
         if scope is None or r["id"] == scope.nest_id
     ]
+
+
+def _assignments(
+    tx: Tx, scope: Scope | None
+) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], str]]:
+    """The current assignments: (deployment, nest) -> count, and -> the digest they run."""
     current: dict[tuple[str, str], int] = {}
     digests: dict[tuple[str, str], str] = {}
     for a in tx.all(
@@ -220,9 +292,21 @@ def schedule_tick(
     ):
         current[(a["deployment_id"], a["nest_id"])] = int(a["count"])
         digests[(a["deployment_id"], a["nest_id"])] = a["digest"]
+    return current, digests
 
-    def inputs(d: dict[str, Any], pressure: bool) -> ScaleInput:
-        c = counts.get(d["id"], _NONE)
+
+@dataclass(frozen=True)
+class _Sizing:
+    """What the autoscaler is told about one deployment this tick (``input``)."""
+
+    counts: dict[str, QueueCounts]
+    busy: set[str]
+    now_ms: int
+    budget_held: frozenset[str]
+    provider_held: frozenset[str]
+
+    def input(self, d: Row, pressure: bool) -> ScaleInput:
+        c = self.counts.get(d["id"], _NONE)
         return ScaleInput(
             kind=d["kind"],
             policy=ScalePolicy.from_json(d["kind"], loads(d["scale"], {})),
@@ -230,57 +314,98 @@ def schedule_tick(
             load=c.load,
             urgent_load=c.urgent_load,
             paused=bool(d["paused"]),
-            last_activity_ms=now_ms if d["id"] in busy else int(d["last_activity_ms"]),
+            last_activity_ms=self.now_ms if d["id"] in self.busy else int(d["last_activity_ms"]),
             manual_scale_ms=d["manual_scale_ms"],
-            now_ms=now_ms,
+            now_ms=self.now_ms,
             pressure=pressure,
-            budget_held=d["id"] in budget_held,
-            provider_held=d["id"] in provider_held,
+            budget_held=d["id"] in self.budget_held,
+            provider_held=d["id"] in self.provider_held,
         )
 
-    decisions: dict[str, ScaleDecision] = {d["id"]: decide(inputs(d, False)) for d in deps}
+
+def _scale_and_place(
+    deps: list[Row],
+    nests: list[NestView],
+    current: dict[tuple[str, str], int],
+    sizing: _Sizing,
+) -> tuple[dict[str, ScaleDecision], Placement]:
+    """Step 3: decide each deployment's size, place it; under capacity pressure, idle holders of a
+    full Nest are asked again (with pressure) and, if any shrinks, placement runs once more."""
+    decisions = {d["id"]: decide(sizing.input(d, False)) for d in deps}
     labels = {d["id"]: dict(loads(d["placement"], {}).get("labels") or {}) for d in deps}
 
     def demands() -> list[Demand]:
         return [Demand(d["id"], decisions[d["id"]].desired, labels[d["id"]]) for d in deps]
 
     placed = place(demands(), nests, current)
-    full = set().union(*placed.full_nests.values()) if placed.full_nests else set()
-    if full:  # capacity pressure: idle holders of a full Nest make room
-        holders = {
-            dep for (dep, nest) in placed.counts if nest in full and dep not in placed.unplaced
-        }
-        changed = False
-        for d in deps:
-            if d["id"] in holders:
-                again = decide(inputs(d, True))
-                if again.desired < decisions[d["id"]].desired:
-                    decisions[d["id"]] = again
-                    changed = True
-        if changed:
-            placed = place(demands(), nests, current)
-    s.unplaced = placed.unplaced
+    if _make_room(deps, decisions, placed, sizing):
+        placed = place(demands(), nests, current)
+    return decisions, placed
 
+
+def _make_room(
+    deps: list[Row], decisions: dict[str, ScaleDecision], placed: Placement, sizing: _Sizing
+) -> bool:
+    """Capacity pressure: the holders of a full Nest (placed, not waiting) decide again with
+    pressure; True if any of them now wants fewer instances (``decisions`` is updated)."""
+    full = set().union(*placed.full_nests.values()) if placed.full_nests else set()
+    if not full:
+        return False
+    holders = {dep for (dep, nest) in placed.counts if nest in full and dep not in placed.unplaced}
+    changed = False
+    for d in deps:
+        if d["id"] in holders:
+            again = decide(sizing.input(d, True))
+            if again.desired < decisions[d["id"]].desired:
+                decisions[d["id"]] = again
+                changed = True
+    return changed
+
+
+def _write_scaling(
+    tx: Tx,
+    deps: list[Row],
+    decisions: dict[str, ScaleDecision],
+    counts: dict[str, QueueCounts],
+    now_ms: int,
+) -> dict[str, tuple[int, int]]:
+    """Step 4: store each new desired size with its ``deployment.scaled`` event."""
+    scaled: dict[str, tuple[int, int]] = {}
     for d in deps:
         dec = decisions[d["id"]]
-        if dec.desired != d["desired"]:
-            tx.execute(
-                "UPDATE deployments SET desired = ?, updated_ms = ? WHERE id = ?",
-                (dec.desired, now_ms, d["id"]),
-            )
-            tx.event(
-                d["namespace"],
-                "deployment.scaled",
-                deployment=d["name"],
-                data={
-                    "from": d["desired"],
-                    "to": dec.desired,
-                    "want": dec.want,
-                    "reason": dec.reason,
-                    "load": counts.get(d["id"], _NONE).load,
-                },
-            )
-            s.scaled[d["id"]] = (int(d["desired"]), dec.desired)
+        if dec.desired == d["desired"]:
+            continue
+        tx.execute(
+            "UPDATE deployments SET desired = ?, updated_ms = ? WHERE id = ?",
+            (dec.desired, now_ms, d["id"]),
+        )
+        tx.event(
+            d["namespace"],
+            "deployment.scaled",
+            deployment=d["name"],
+            data={
+                "from": d["desired"],
+                "to": dec.desired,
+                "want": dec.want,
+                "reason": dec.reason,
+                "load": counts.get(d["id"], _NONE).load,
+            },
+        )
+        scaled[d["id"]] = (int(d["desired"]), dec.desired)
+    return scaled
+
+
+def _write_assignments(
+    tx: Tx,
+    deps: list[Row],
+    placed: Placement,
+    current: dict[tuple[str, str], int],
+    digests: dict[tuple[str, str], str],
+    leader_epoch: int,
+    now_ms: int,
+) -> int:
+    """Step 5: write the assignments that changed (count or digest), drop the ones that went;
+    returns how many rows changed."""
     digest_of = {d["id"]: d["digest"] for d in deps}
     upserts = [
         (dep, nest, n, digest_of[dep], leader_epoch, now_ms)
@@ -297,8 +422,7 @@ def schedule_tick(
         )
     if gone:
         tx.executemany("DELETE FROM assignments WHERE deployment_id = ? AND nest_id = ?", gone)
-    s.assignments_changed = len(upserts) + len(gone)
-    return s
+    return len(upserts) + len(gone)
 
 
 _NONE = QueueCounts()

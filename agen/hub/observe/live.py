@@ -13,18 +13,18 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from agen.api.models.observe import (
+from agen.hub.auth import Principal
+from agen.hub.observe.activity import run_activity
+from agen.hub.observe.runs import tasks_by_id, usage_of
+from agen.hub.service import Hub
+from agen.store import Row, loads
+from agen.wire.observe import (
     ActivityWarning,
     GetActivityRequest,
     GetActivityResponse,
     Queue,
     RunActivity,
 )
-from agen.hub.auth import Principal
-from agen.hub.observe.activity import run_activity
-from agen.hub.observe.runs import tasks_by_id, usage_of
-from agen.hub.service import Hub
-from agen.store import Row, loads
 
 MIN = 60_000
 NEAR = 0.8  # near_turn_limit, near_run_budget, near_daily_budget
@@ -132,7 +132,7 @@ async def activities(hub: Hub, runs: list[Row]) -> list[RunActivity]:
                 status=r["status"],
                 activity=act.word,
                 stopped_reason=act.stopped_reason,
-                doing=doing,  # type: ignore[arg-type]
+                doing=doing,
                 detail=detail,
                 since_ms=since,
                 turns=r["turns"],

@@ -10,7 +10,10 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from agen.api.models.observe import (
+from agen.hub.auth import Principal
+from agen.hub.service import Hub
+from agen.store import loads
+from agen.wire.observe import (
     EdgeMetrics,
     EntryMetrics,
     GetMetricsRequest,
@@ -19,9 +22,6 @@ from agen.api.models.observe import (
     OtlpStats,
     Usage,
 )
-from agen.hub.auth import Principal
-from agen.hub.service import Hub
-from agen.store import loads
 
 MAX_RUNS = 20_000
 CHUNK = 900

@@ -15,12 +15,10 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from ulid import ULID
-
 from agen.errors import InvalidError, NotFoundError
 from agen.hub.observe.events import EventFilter, read_events
 from agen.hub.triggers.verify import sign
-from agen.store import Row, Store, Tx, dumps, loads
+from agen.store import Row, Store, Tx, dumps, loads, new_ulid
 
 MAX_BACKOFF_MS = 5 * 60_000
 FIRST_BACKOFF_MS = 1_000
@@ -60,7 +58,7 @@ def set_target(
         " secret = excluded.secret, paused_until_ms = NULL, backoff_ms = 0, last_error = NULL,"
         " updated_ms = excluded.updated_ms",
         (
-            str(ULID()),
+            new_ulid(),
             namespace,
             name,
             url,

@@ -10,7 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from agen.api.models.observe import (
+from agen.errors import NotFoundError
+from agen.hub.auth import Principal
+from agen.hub.observe.activity import run_activity
+from agen.hub.rpc._known import check_namespace, require_known_deployment
+from agen.hub.service import Hub
+from agen.otel.ids import agen_trace_id
+from agen.store import Row, loads
+from agen.wire.observe import (
     GetTraceRequest,
     GetTraceResponse,
     GetTranscriptRequest,
@@ -25,13 +32,6 @@ from agen.api.models.observe import (
     TranscriptMessage,
     Usage,
 )
-from agen.errors import NotFoundError
-from agen.hub.auth import Principal
-from agen.hub.observe.activity import run_activity
-from agen.hub.rpc._known import check_namespace, require_known_deployment
-from agen.hub.service import Hub
-from agen.otel.ids import agen_trace_id
-from agen.store import Row, loads
 
 MAX_SPANS = 5000
 MAX_MESSAGES = 5000

@@ -9,11 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ulid import ULID
-
 from agen.errors import ConflictError, NotFoundError
 from agen.hub.queue._tasks import UNFINISHED, URGENT, get_task, requeue, task_event
-from agen.store import Tx, dumps
+from agen.store import Tx, dumps, new_ulid
 
 RESUME = "resume"
 
@@ -162,7 +160,7 @@ def inbox_matches(wait_for: str | None, kind: str, ref: str | None) -> bool:
 def write_inbox(tx: Tx, task_id: str, kind: str, ref: str | None, payload: Any = None) -> str:
     """Record something for a task; wakes it (urgent, no attempt) when it waits for exactly this."""
     row = get_task(tx, task_id)
-    inbox_id = str(ULID())
+    inbox_id = new_ulid()
     tx.execute(
         "INSERT INTO run_inbox (id, task_id, kind, ref, payload, created_ms) VALUES (?,?,?,?,?,?)",
         (inbox_id, task_id, kind, ref, None if payload is None else dumps(payload), tx.now_ms),

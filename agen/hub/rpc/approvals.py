@@ -3,18 +3,18 @@ wakes the task suspended on it: it is queued again and its run resumes from its 
 
 from __future__ import annotations
 
-from agen.api.models.approvals import (
+from agen.errors import NotFoundError
+from agen.hub.auth import Principal
+from agen.hub.queue.holds import write_inbox
+from agen.hub.service import Hub
+from agen.store import Row, Tx, loads
+from agen.wire.approvals import (
     Approval,
     ApprovalResponse,
     DecideApprovalRequest,
     ListApprovalsRequest,
     ListApprovalsResponse,
 )
-from agen.errors import NotFoundError
-from agen.hub.auth import Principal
-from agen.hub.queue.holds import write_inbox
-from agen.hub.service import Hub
-from agen.store import Row, Tx, loads
 
 
 def approval_view(row: Row) -> Approval:

@@ -7,10 +7,17 @@ import base64
 import binascii
 from typing import Any
 
-from ulid import ULID
-
-from agen.api.limits import BundleLimits
-from agen.api.models.deployments import (
+from agen.bundle import Bundle, load_bundle_files
+from agen.errors import ConflictError, InvalidError, NotFoundError
+from agen.hub import queue
+from agen.hub.auth import Principal
+from agen.hub.fleet.definitions import put_definition
+from agen.hub.observe.activity import DeploymentFacts, deployment_activity, deployment_facts
+from agen.hub.observe.logs import write_log
+from agen.hub.observe.notify import sync_bundle_target
+from agen.hub.service import Hub
+from agen.store import Row, Tx, dumps, loads, new_ulid
+from agen.wire.deployments import (
     CreateDeploymentRequest,
     DeleteDeploymentRequest,
     DeleteDeploymentResponse,
@@ -27,16 +34,7 @@ from agen.api.models.deployments import (
     ScalePolicy,
     TriggerDue,
 )
-from agen.bundle import Bundle, load_bundle_files
-from agen.errors import ConflictError, InvalidError, NotFoundError
-from agen.hub import queue
-from agen.hub.auth import Principal
-from agen.hub.fleet.definitions import put_definition
-from agen.hub.observe.activity import DeploymentFacts, deployment_activity, deployment_facts
-from agen.hub.observe.logs import write_log
-from agen.hub.observe.notify import sync_bundle_target
-from agen.hub.service import Hub
-from agen.store import Row, Tx, dumps, loads
+from agen.wire.limits import BundleLimits
 
 UNFINISHED = "('queued', 'leased', 'running', 'waiting')"
 
@@ -150,7 +148,7 @@ async def _apply(
             "policy": dumps(_policy(bundle)),
         }
         if row is None:
-            dep_id = str(ULID())
+            dep_id = new_ulid()
             desired = req.replicas if req.replicas is not None else scale.min
             tx.execute(
                 "INSERT INTO deployments (id, namespace, name, kind, definition_id, digest, scale, placement, budget,"

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import base64
 
-from agen.api.models.evals import (
+from agen.hub.auth import Principal
+from agen.hub.fleet.definitions import get_definition_files
+from agen.hub.observe.runs import find_run, message_view, run_views
+from agen.hub.service import Hub
+from agen.store import Tx, dumps, loads, now_ms
+from agen.store.base import new_ulid
+from agen.wire.evals import (
     EvalBatch,
     GetReplaySourceRequest,
     GetReplaySourceResponse,
@@ -13,12 +19,6 @@ from agen.api.models.evals import (
     RecordEvalRunsRequest,
     RecordEvalRunsResponse,
 )
-from agen.hub.auth import Principal
-from agen.hub.fleet.definitions import get_definition_files
-from agen.hub.observe.runs import find_run, message_view, run_views
-from agen.hub.service import Hub
-from agen.store import Tx, dumps, loads, now_ms
-from agen.store.base import new_ulid
 
 MAX_MESSAGES = 5000
 

@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import asyncio
 
-from agen.api.models.common import Ok
-from agen.api.models.signals import (
+from agen.hub.auth import Principal
+from agen.hub.observe import notify
+from agen.hub.observe.events import EventFilter, list_events, tail_start
+from agen.hub.rpc._known import require_known_deployment
+from agen.hub.service import Hub
+from agen.wire.common import Ok
+from agen.wire.signals import (
     ListEventsRequest,
     ListEventsResponse,
     ListNotifyTargetsRequest,
@@ -16,11 +21,6 @@ from agen.api.models.signals import (
     NotifyTargetResponse,
     SetNotifyTargetRequest,
 )
-from agen.hub.auth import Principal
-from agen.hub.observe import notify
-from agen.hub.observe.events import EventFilter, list_events, tail_start
-from agen.hub.rpc._known import require_known_deployment
-from agen.hub.service import Hub
 
 
 async def list_events_rpc(hub: Hub, p: Principal, req: ListEventsRequest) -> ListEventsResponse:

@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from agen.api.models.feedback import (
+from agen.hub.auth import Principal
+from agen.hub.observe.runs import find_run
+from agen.hub.service import Hub
+from agen.store import Row, Store, dumps, loads
+from agen.store.base import new_ulid
+from agen.wire.feedback import (
     Feedback,
     FeedbackSummary,
     ListFeedbackRequest,
@@ -16,11 +21,6 @@ from agen.api.models.feedback import (
     RecordFeedbackRequest,
     RecordFeedbackResponse,
 )
-from agen.hub.auth import Principal
-from agen.hub.observe.runs import find_run
-from agen.hub.service import Hub
-from agen.store import Row, Store, dumps, loads
-from agen.store.base import new_ulid
 
 
 def feedback_view(row: Row) -> Feedback:

@@ -4,7 +4,12 @@ every request is held to the caller's namespaces."""
 
 from __future__ import annotations
 
-from agen.api.models.memory import (
+from agen.errors import InvalidError, NotFoundError
+from agen.hub.auth import Principal
+from agen.hub.service import Hub
+from agen.runner import memory as mem
+from agen.store import Row, Tx
+from agen.wire.memory import (
     Artifact,
     GetArtifactRequest,
     GetArtifactResponse,
@@ -22,11 +27,6 @@ from agen.api.models.memory import (
     RollbackMemoryRequest,
     SetMemoryRequest,
 )
-from agen.errors import InvalidError, NotFoundError
-from agen.hub.auth import Principal
-from agen.hub.service import Hub
-from agen.runner import memory as mem
-from agen.store import Row, Tx
 
 _LAST_AUTHOR = (
     "(SELECT author_kind FROM memory_versions v WHERE v.namespace = b.namespace AND v.block_id = b.id"

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from agen.api.models import nests as m
-from agen.api.models.common import Ok
 from agen.errors import AgenError, ConflictError, DeniedError, NotFoundError
 from agen.hub import queue
 from agen.hub.auth import Principal
@@ -23,6 +21,8 @@ from agen.hub.observe.progress import report_progress as _progress
 from agen.hub.queue.gate import complete_from_nest, lease_for_nest
 from agen.hub.service import Hub
 from agen.store import Tx, loads
+from agen.wire import nests as m
+from agen.wire.common import Ok
 
 OK = Ok()
 

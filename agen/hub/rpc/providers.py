@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from agen.api.models.signals import (
+from agen.hub.auth import Principal
+from agen.hub.queue import providers
+from agen.hub.service import Hub
+from agen.wire.signals import (
     ListProviderHoldsRequest,
     ListProviderHoldsResponse,
     ProviderHold,
     ResumeProviderRequest,
     ResumeProviderResponse,
 )
-from agen.hub.auth import Principal
-from agen.hub.queue import providers
-from agen.hub.service import Hub
 
 
 def _hold(row: dict[str, object]) -> ProviderHold:

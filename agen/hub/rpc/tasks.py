@@ -5,19 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from agen.api.models.signals import DryRunTaskResponse
-from agen.api.models.tasks import (
-    TERMINAL_STATES,
-    CancelTaskRequest,
-    GetTaskRequest,
-    ListTasksRequest,
-    ListTasksResponse,
-    PauseTaskRequest,
-    ResumeTaskRequest,
-    SubmitTaskRequest,
-    Task,
-    TaskResponse,
-)
+from agen.bundle.overrides import TRUST_RANK
 from agen.errors import NotFoundError
 from agen.hub import queue
 from agen.hub.auth import Principal
@@ -31,9 +19,21 @@ from agen.hub.rpc.deployments import find_deployment
 from agen.hub.service import Hub
 from agen.otel.ids import check_traceparent
 from agen.store import Row, Tx, loads
+from agen.wire.signals import DryRunTaskResponse
+from agen.wire.tasks import (
+    TERMINAL_STATES,
+    CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    ListTasksResponse,
+    PauseTaskRequest,
+    ResumeTaskRequest,
+    SubmitTaskRequest,
+    Task,
+    TaskResponse,
+)
 
 PRIORITY_NAMES = {v: k for k, v in queue.PRIORITIES.items()}
-TRUST_RANK = {"untrusted": 0, "trusted": 1, "operator": 2}
 
 
 def effective_trust(asked: str | None, principal_trust: str) -> str:

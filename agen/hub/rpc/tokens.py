@@ -6,18 +6,18 @@ at most the caller's, so a limited admin cannot raise itself by creating a token
 
 from __future__ import annotations
 
-from agen.api.models.common import Empty, Ok
-from agen.api.models.tokens import (
+from agen.bundle.overrides import TRUST_RANK
+from agen.errors import DeniedError
+from agen.hub.auth import Principal, insert_token
+from agen.hub.service import Hub
+from agen.store import Tx
+from agen.wire.common import Empty, Ok
+from agen.wire.tokens import (
     CreateTokenRequest,
     CreateTokenResponse,
     TokenInfo,
     WhoAmIResponse,
 )
-from agen.errors import DeniedError
-from agen.hub.auth import Principal, insert_token
-from agen.hub.service import Hub
-from agen.runner.types import TRUST_RANK
-from agen.store import Tx
 
 
 async def create_token(hub: Hub, p: Principal, req: CreateTokenRequest) -> CreateTokenResponse:

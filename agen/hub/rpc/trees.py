@@ -12,7 +12,13 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from agen.api.models.tasks import (
+from agen.errors import InvalidError
+from agen.hub.auth import Principal
+from agen.hub.queue import trees
+from agen.hub.rpc import tasks as t
+from agen.hub.service import Hub
+from agen.store import Tx
+from agen.wire.tasks import (
     CancelTaskRequest,
     GetTaskTreeRequest,
     GetTaskTreeResponse,
@@ -21,12 +27,6 @@ from agen.api.models.tasks import (
     TaskResponse,
     TaskTreeNode,
 )
-from agen.errors import InvalidError
-from agen.hub.auth import Principal
-from agen.hub.queue import trees
-from agen.hub.rpc import tasks as t
-from agen.hub.service import Hub
-from agen.store import Tx
 
 POLL_S = 0.5  # the longest one wait for events lasts (the clock is checked between waits)
 

@@ -3,7 +3,11 @@ webhook secrets (the webhook door itself is agen.hub.triggers.webhook)."""
 
 from __future__ import annotations
 
-from agen.api.models.signals import (
+from agen.hub.auth import Principal
+from agen.hub.rpc.deployments import find_deployment
+from agen.hub.service import Hub
+from agen.hub.triggers.webhook import create_webhook_secret as _create_secret
+from agen.wire.signals import (
     CreateWebhookSecretRequest,
     CreateWebhookSecretResponse,
     ListTriggerEventsRequest,
@@ -11,10 +15,6 @@ from agen.api.models.signals import (
     TriggerEvent,
     TriggerInfo,
 )
-from agen.hub.auth import Principal
-from agen.hub.rpc.deployments import find_deployment
-from agen.hub.service import Hub
-from agen.hub.triggers.webhook import create_webhook_secret as _create_secret
 
 
 async def list_trigger_events(

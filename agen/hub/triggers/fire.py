@@ -10,11 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ulid import ULID
-
 from agen.errors import RateLimitedError
 from agen.hub.queue import NewTask, submit_task
-from agen.store import Row, Tx, dumps
+from agen.store import Row, Tx, dumps, new_ulid
 
 UNFINISHED = ("queued", "leased", "running", "waiting")
 
@@ -68,7 +66,7 @@ def record_event(
             "INSERT INTO trigger_events (id, namespace, deployment_id, trigger_name, status, due_ms, task_id,"
             " reason, created_ms) VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
             (
-                str(ULID()),
+                new_ulid(),
                 dep["namespace"],
                 dep["id"],
                 trigger,

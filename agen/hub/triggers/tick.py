@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import TypeAdapter
-from ulid import ULID
 
 from agen._duration import parse_duration_ms
 from agen.bundle.config import Config
@@ -28,9 +27,9 @@ from agen.hub.triggers.fire import (
     record_event,
     task_input,
 )
-from agen.store import Row, Tx, dumps, loads
+from agen.store import Row, Tx, dumps, loads, new_ulid
 
-_TRIGGER: TypeAdapter[Any] = TypeAdapter(Trigger)  # type: ignore[arg-type]
+_TRIGGER: TypeAdapter[Any] = TypeAdapter(Trigger)
 
 
 def parse_spec(row: Row) -> Any:
@@ -66,7 +65,7 @@ def sync_triggers(tx: Tx, dep: Row, config: Config) -> None:
             continue
         nxt = next_due_ms(trig, dep, now)
         if old is None:
-            trig_id = str(ULID())
+            trig_id = new_ulid()
             tx.execute(
                 "INSERT INTO triggers (id, deployment_id, name, type, spec, active_since_ms, next_due_ms)"
                 " VALUES (?,?,?,?,?,?,?)",

@@ -22,12 +22,6 @@ TIMESTAMPED_HEADER = "X-Agen-Signature"
 DEFAULT_TOLERANCE_MS = 5 * 60_000
 
 
-def bearer_token(headers: Mapping[str, str]) -> str | None:
-    value = headers.get("authorization") or headers.get("Authorization") or ""
-    scheme, _, token = value.partition(" ")
-    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
-
-
 def check_bearer(presented: str | None, stored_hashes: Iterable[str]) -> bool:
     """True when the presented secret hashes to one of the trigger's live secret hashes."""
     if not presented:

@@ -17,24 +17,21 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ulid import ULID
-
 from agen.bundle.triggers import HmacAuth, WebhookTrigger
 from agen.errors import NotFoundError
-from agen.hub.auth import hash_token, new_secret
+from agen.hub.auth import bearer_token, hash_token, new_secret
 from agen.hub.observe.logs import write_log
 from agen.hub.queue.redaction import redact_task_input
 from agen.hub.triggers.fire import fire, task_input
 from agen.hub.triggers.tick import parse_spec
 from agen.hub.triggers.verify import (
     MAX_BODY_BYTES,
-    bearer_token,
     check_bearer,
     check_hmac,
     check_timestamped,
 )
 from agen.otel.ids import header_traceparent
-from agen.store import Row, Tx
+from agen.store import Row, Tx, new_ulid
 
 SecretResolver = Callable[[str, str], str | None]
 
@@ -80,7 +77,7 @@ def create_webhook_secret(tx: Tx, namespace: str, deployment: str, trigger: str)
         "INSERT INTO tokens (id, name, kind, hash, scopes, namespaces, trust, subject, created_ms)"
         " VALUES (?,?,?,?,?,?,?,?,?)",
         (
-            str(ULID()),
+            new_ulid(),
             f"webhook {deployment}/{trigger}",
             "webhook",
             hash_token(secret),
@@ -132,7 +129,7 @@ def _reject(
         tx.execute(
             "INSERT INTO trigger_events (id, namespace, deployment_id, trigger_name, status, reason, created_ms)"
             " VALUES (?,?,?,?,'rejected',?,?)",
-            (str(ULID()), dep["namespace"], dep["id"], trigger, reason, now_ms),
+            (new_ulid(), dep["namespace"], dep["id"], trigger, reason, now_ms),
         )
         # The event also carries the final count of the trigger's previous rejected minute, which
         # got only one event however many calls it counted.
@@ -279,7 +276,7 @@ def receive(
         payload: Any = json.loads(text) if text.strip() else None
     except json.JSONDecodeError:
         payload = None
-    key = _idempotency(spec, headers, payload) or signed_key or str(ULID())
+    key = _idempotency(spec, headers, payload) or signed_key or new_ulid()
     conversation = None
     if spec.conversation_key:
         conversation = spec.conversation_key

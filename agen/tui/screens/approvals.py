@@ -11,12 +11,12 @@ from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
 
 from agen.api import registry as r
-from agen.api.models.approvals import Approval, DecideApprovalRequest, ListApprovalsRequest
 from agen.tui import fmt
 from agen.tui.rows import Cells, KeyedRows
 from agen.tui.screens.base import AgenScreen
 from agen.tui.widgets.note_dialog import DecisionDialog
 from agen.tui.widgets.table import FastTable
+from agen.wire.approvals import Approval, DecideApprovalRequest, ListApprovalsRequest
 
 
 class ApprovalsScreen(AgenScreen):

@@ -22,9 +22,9 @@ from agen.tui.widgets.banner import ConnectionBanner
 from agen.tui.widgets.footer import KeysFooter
 
 if TYPE_CHECKING:
-    from agen.api.models.signals import Event
     from agen.client import Client
     from agen.tui.app import AgenApp
+    from agen.wire.signals import Event
 
 FRESH_S = 15.0
 """Without an event saying so, what a screen shows is trusted this long (ages drift, streams drop)."""

@@ -12,11 +12,11 @@ from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Input
 
 from agen.api import registry as r
-from agen.api.models.signals import Event, ListEventsRequest
 from agen.tui import fmt
 from agen.tui.messages import HubChanged
 from agen.tui.screens.base import AgenScreen
 from agen.tui.widgets.table import FastTable
+from agen.wire.signals import Event, ListEventsRequest
 
 KEEP = 1000
 PAGE = 500

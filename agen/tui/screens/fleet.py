@@ -14,7 +14,14 @@ from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Label, Static
 
 from agen.api import registry as r
-from agen.api.models.deployments import (
+from agen.errors import NotFoundError
+from agen.render.observe import activity_text, waiting_text
+from agen.tui import fmt
+from agen.tui.rows import Cells, KeyedRows
+from agen.tui.screens.base import FRESH_S, AgenScreen
+from agen.tui.widgets.input_dialog import InputDialog
+from agen.tui.widgets.table import FastTable
+from agen.wire.deployments import (
     Deployment,
     GetDeploymentRequest,
     Instance,
@@ -23,18 +30,11 @@ from agen.api.models.deployments import (
     PauseDeploymentRequest,
     ScaleDeploymentRequest,
 )
-from agen.api.models.observe import GetMetricsRequest
-from agen.api.models.tasks import SubmitTaskRequest
-from agen.cli.observe_render import activity_text, waiting_text
-from agen.errors import NotFoundError
-from agen.tui import fmt
-from agen.tui.rows import Cells, KeyedRows
-from agen.tui.screens.base import FRESH_S, AgenScreen
-from agen.tui.widgets.input_dialog import InputDialog
-from agen.tui.widgets.table import FastTable
+from agen.wire.observe import GetMetricsRequest
+from agen.wire.tasks import SubmitTaskRequest
 
 if TYPE_CHECKING:
-    from agen.api.models.signals import Event
+    from agen.wire.signals import Event
 
 NAMESPACE = "default"
 PATCH_MAX = 20

@@ -10,9 +10,9 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Input, RichLog
 
 from agen.api import registry as r
-from agen.api.models.deployments import GetLogsRequest, ListDeploymentsRequest
 from agen.errors import AgenError
 from agen.tui.screens.base import AgenScreen
+from agen.wire.deployments import GetLogsRequest, ListDeploymentsRequest
 
 WAIT_S = 10.0
 

@@ -13,11 +13,11 @@ from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
 
 from agen.api import registry as r
-from agen.api.models.memory import ListMemoryRequest, MemoryBlockSummary, MemoryHistoryRequest
 from agen.tui import fmt
 from agen.tui.rows import Cells, KeyedRows
 from agen.tui.screens.base import AgenScreen
 from agen.tui.widgets.table import FastTable
+from agen.wire.memory import ListMemoryRequest, MemoryBlockSummary, MemoryHistoryRequest
 
 NAMESPACE = "default"
 HISTORY_SHOWN = 5

@@ -13,8 +13,13 @@ from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Input, Static
 
 from agen.api import registry as r
-from agen.api.models.observe import QueryTaskRequest, QueryTaskResponse
-from agen.api.models.tasks import (
+from agen.tui import fmt
+from agen.tui.rows import Cells, KeyedRows
+from agen.tui.screens.base import AgenScreen
+from agen.tui.widgets.table import FastTable
+from agen.tui.widgets.task_tree import TaskTree
+from agen.wire.observe import QueryTaskRequest, QueryTaskResponse
+from agen.wire.tasks import (
     CancelTaskRequest,
     GetTaskTreeRequest,
     ListTasksRequest,
@@ -22,11 +27,6 @@ from agen.api.models.tasks import (
     ResumeTaskRequest,
     Task,
 )
-from agen.tui import fmt
-from agen.tui.rows import Cells, KeyedRows
-from agen.tui.screens.base import AgenScreen
-from agen.tui.widgets.table import FastTable
-from agen.tui.widgets.task_tree import TaskTree
 
 LIMIT = 200
 STATES = ("queued", "leased", "running", "waiting", "succeeded", "failed", "cancelled", "expired")

@@ -10,15 +10,15 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from agen.api import registry as r
-from agen.api.models.observe import GetTraceRequest, GetTraceResponse, ListRunsRequest
-from agen.api.models.tasks import GetTaskTreeRequest
-from agen.cli.observe_render import trace_tree
 from agen.errors import NotFoundError
+from agen.render.observe import trace_tree
 from agen.tui.screens.base import AgenScreen
 from agen.tui.widgets.task_tree import TaskTree
+from agen.wire.observe import GetTraceRequest, GetTraceResponse, ListRunsRequest
+from agen.wire.tasks import GetTaskTreeRequest
 
 if TYPE_CHECKING:
-    from agen.api.models.signals import Event
+    from agen.wire.signals import Event
 
 
 class TraceScreen(AgenScreen):

@@ -15,15 +15,15 @@ from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
 
 from agen.api import registry as r
-from agen.api.models.memory import Artifact, ListArtifactsRequest
-from agen.api.models.observe import GetTranscriptRequest, ListRunsRequest, Run, TranscriptMessage
-from agen.cli.observe_render import _usage_line, feedback_line
+from agen.render.observe import feedback_line, usage_line
 from agen.tui import fmt
 from agen.tui.screens.base import AgenScreen
+from agen.wire.memory import Artifact, ListArtifactsRequest
+from agen.wire.observe import GetTranscriptRequest, ListRunsRequest, Run, TranscriptMessage
 
 if TYPE_CHECKING:
-    from agen.api.models.feedback import Feedback
-    from agen.api.models.signals import Event
+    from agen.wire.feedback import Feedback
+    from agen.wire.signals import Event
 
 FOLLOW_S = 1.0
 ARTIFACT_ID_CHARS = len("sha256:") + 12
@@ -148,7 +148,7 @@ class TranscriptScreen(AgenScreen):
                 continue
             if m.role == "assistant":
                 head = Text(
-                    f"{'reviewer' if m.name == 'reviewer' else 'assistant'} · {_usage_line(m)}",
+                    f"{'reviewer' if m.name == 'reviewer' else 'assistant'} · {usage_line(m)}",
                     style="cyan",
                 )
             else:

@@ -8,9 +8,9 @@ from rich.text import Text
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from agen.api.models.tasks import GetTaskTreeResponse, TaskTreeNode
-from agen.cli.tree_render import ordered, wait_text
+from agen.render.tree import ordered, wait_text
 from agen.tui import fmt
+from agen.wire.tasks import GetTaskTreeResponse, TaskTreeNode
 
 STATE_STYLE = {
     "succeeded": "green",

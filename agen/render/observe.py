@@ -1,4 +1,4 @@
-"""Rich renderings of runs, transcripts, traces and task queries, shared by the CLI and the docs script."""
+"""Rich renderings of runs, transcripts, traces and task queries: shared by the CLI, TUI and docs."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from rich.text import Text
 from rich.tree import Tree
 
 if TYPE_CHECKING:
-    from agen.api.models.feedback import Feedback
-    from agen.api.models.observe import (
+    from agen.wire.feedback import Feedback
+    from agen.wire.observe import (
         GetTraceResponse,
         GetTranscriptResponse,
         QueryTaskResponse,
@@ -123,7 +123,7 @@ def _args(arguments: Any) -> str:
     )
 
 
-def _usage_line(m: TranscriptMessage) -> str:
+def usage_line(m: TranscriptMessage) -> str:
     u = m.usage or {}
     parts = [f"turn {m.turn}"] if m.turn else []
     if m.model:
@@ -164,7 +164,7 @@ def transcript_lines(resp: GetTranscriptResponse) -> list[RenderableType]:
         elif m.role == "assistant":
             who = "reviewer" if m.name == "reviewer" else "assistant"
             head = Text(
-                f"── {who} · {_usage_line(m)} ──",
+                f"── {who} · {usage_line(m)} ──",
                 style="magenta" if m.name == "reviewer" else "cyan",
             )
         elif m.role == "tool":

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agen.api.models.tasks import GetTaskTreeResponse, TaskTreeNode
-from agen.cli.observe_render import duration, money
+from agen.render.observe import duration, money
+from agen.wire.tasks import GetTaskTreeResponse, TaskTreeNode
 
 INDENT = "  "
 

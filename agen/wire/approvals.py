@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from agen.api.models.common import NAME_PATTERN, Model
+from agen.wire.common import NAME_PATTERN, Model
 
 
 class Approval(Model):

@@ -6,9 +6,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from agen.api.models.common import NAME_PATTERN, Model, TimeMs
+from agen.bundle.overrides import TaskOverrides
 from agen.otel.ids import TRACEPARENT_PATTERN
-from agen.runner.types import TaskOverrides
+from agen.wire.common import NAME_PATTERN, Model, TimeMs
 
 Priority = Literal["urgent", "high", "normal", "background"]
 LockName = Annotated[

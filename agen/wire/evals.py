@@ -6,8 +6,8 @@ from typing import Any
 
 from pydantic import Field
 
-from agen.api.models.common import NAME_PATTERN, Count, Model, TimeMs
-from agen.api.models.observe import Run, TranscriptMessage
+from agen.wire.common import NAME_PATTERN, Count, Model, TimeMs
+from agen.wire.observe import Run, TranscriptMessage
 
 
 class GetReplaySourceRequest(Model):

@@ -6,9 +6,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from agen.api.models.common import NAME_PATTERN, Count, Model, TimeMs
-from agen.api.models.feedback import Feedback, FeedbackSummary
-from agen.api.models.tasks import Task
+from agen.wire.common import NAME_PATTERN, Count, Model, TimeMs
+from agen.wire.feedback import Feedback, FeedbackSummary
+from agen.wire.tasks import Task
 
 RunStatus = Literal["running", "waiting_approval", "succeeded", "failed", "cancelled"]
 Doing = Literal["model", "tool", "agent", "approval", "idle"]

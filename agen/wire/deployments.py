@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from agen.api.models.common import NAME_PATTERN, Count, DeploymentRef, Model, Replicas, TimeMs
+from agen.wire.common import NAME_PATTERN, Count, DeploymentRef, Model, Replicas, TimeMs
 
 
 class ScalePolicy(Model):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from agen.api.models.common import NAME_PATTERN, Model, TimeMs
+from agen.wire.common import NAME_PATTERN, Model, TimeMs
 
 SCORE_RANGE = "from -1.0 (bad) to 1.0 (good); 0.0-1.0 ratings fit inside"
 

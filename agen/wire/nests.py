@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Base64Bytes, ConfigDict, Field, StrictInt
 
-from agen.api.models.common import Count, DurationMs, Model
+from agen.wire.common import Count, DurationMs, Model
 
 Id = Annotated[str, Field(min_length=1, max_length=100)]
 MAX_LEASES = 2_000

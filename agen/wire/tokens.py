@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from agen.api.models.common import DurationMs, Model, Scope
+from agen.wire.common import DurationMs, Model, Scope
 
 
 class TokenInfo(Model):

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from agen.api.models.common import NAME_PATTERN, Count, Model
+from agen.wire.common import NAME_PATTERN, Count, Model
 
 Severity = Literal["info", "warning", "critical"]
 

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import Field, StrictInt
 
-from agen.api.models.common import NAME_PATTERN, Model
+from agen.wire.common import NAME_PATTERN, Model
 
 Label = Annotated[str, Field(min_length=1, max_length=200)]
 Version = Annotated[StrictInt, Field(ge=0, le=2**31)]

@@ -1,0 +1,39 @@
+"""One bearer-token parser (agen.hub.auth.bearer_token) for API calls, the event stream and
+webhook bearer secrets, so the three doors agree on what a token header is."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import agen
+from agen.hub.auth import bearer_token
+
+
+@pytest.mark.parametrize(
+    ("headers", "token"),
+    [
+        ({"authorization": "Bearer agen_abc"}, "agen_abc"),
+        ({"Authorization": "bearer   agen_abc  "}, "agen_abc"),
+        ({"authorization": "BEARER agen_abc"}, "agen_abc"),
+        ({"authorization": "Basic dXNlcjpwdw=="}, None),
+        ({"authorization": "Bearer "}, None),
+        ({"authorization": "Bearer"}, None),
+        ({}, None),
+    ],
+)
+def test_a_bearer_header_yields_its_token_and_anything_else_none(
+    headers: dict[str, str], token: str | None
+) -> None:
+    assert bearer_token(headers) == token
+
+
+def test_only_hub_auth_parses_the_authorization_header() -> None:
+    root = Path(agen.__file__).parent
+    reads = re.compile(r"""\.get\(\s*["']authorization["']""", re.IGNORECASE)
+    parsers = sorted(
+        str(p.relative_to(root.parent)) for p in root.rglob("*.py") if reads.search(p.read_text())
+    )
+    assert parsers == ["agen/hub/auth.py"]
