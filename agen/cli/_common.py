@@ -33,6 +33,13 @@ TokenOpt = Annotated[
 ]
 NamespaceOpt = Annotated[str, typer.Option("-n", "--namespace", help="Namespace.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+NoTruncOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-trunc",
+        help="Show every value whole in a terminal too (piped output is never shortened).",
+    ),
+]
 
 EXIT_CODES = {
     0: "ok",

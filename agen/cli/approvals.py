@@ -10,6 +10,7 @@ from agen.cli._common import (
     HubOpt,
     JsonOpt,
     NamespaceOpt,
+    NoTruncOpt,
     TokenOpt,
     err,
     make_request,
@@ -24,6 +25,7 @@ def approvals(
     hub: HubOpt = None,
     token: TokenOpt = None,
     namespace: NamespaceOpt = "default",
+    no_trunc: NoTruncOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Pending approvals (--all: decided ones too)."""
@@ -55,12 +57,14 @@ def approvals(
                 a.deployment,
                 a.task_id or "-",
                 a.tool,
-                json.dumps(a.arguments, ensure_ascii=False)[:60],
+                json.dumps(a.arguments, ensure_ascii=False),
                 a.state,
                 ago(a.created_ms),
             )
             for a in resp.approvals
         ],
+        no_trunc=no_trunc,
+        flexible=("ARGUMENTS",),
     )
 
 

@@ -6,7 +6,15 @@ from typing import Annotated
 
 import typer
 
-from agen.cli._common import HubOpt, JsonOpt, NamespaceOpt, TokenOpt, make_request, print_json
+from agen.cli._common import (
+    HubOpt,
+    JsonOpt,
+    NamespaceOpt,
+    NoTruncOpt,
+    TokenOpt,
+    make_request,
+    print_json,
+)
 
 feedback_app = typer.Typer(
     help="Scores on how tasks went (-1.0..1.0), kept with the runs they rate.", no_args_is_help=True
@@ -95,6 +103,7 @@ def ls(
     hub: HubOpt = None,
     token: TokenOpt = None,
     namespace: NamespaceOpt = "default",
+    no_trunc: NoTruncOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Feedback, newest first (--json: with run id, task id, deployment and definition digest, for export)."""
@@ -134,12 +143,14 @@ def ls(
                 f.run_id,
                 score_text(f.score),
                 json.dumps(f.labels, ensure_ascii=False) if f.labels else "-",
-                (f.note or "-").replace("\n", " ")[:60],
+                (f.note or "-"),
                 f.by or "-",
                 ago(f.created_ms),
             )
             for f in resp.feedback
         ],
+        no_trunc=no_trunc,
+        flexible=("NOTE", "LABELS"),
     )
 
 

@@ -10,6 +10,7 @@ from agen.cli._common import (
     HubOpt,
     JsonOpt,
     NamespaceOpt,
+    NoTruncOpt,
     TokenOpt,
     err,
     make_request,
@@ -85,6 +86,7 @@ def ps(
     hub: HubOpt = None,
     token: TokenOpt = None,
     namespace: NamespaceOpt = "default",
+    no_trunc: NoTruncOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Deployments (--all: every instance on every nest)."""
@@ -124,6 +126,7 @@ def ps(
                 )
                 for i in inst.instances
             ],
+            no_trunc=no_trunc,
         )
         return
     resp = with_client(
@@ -171,7 +174,7 @@ def ps(
     if not resp.deployments:
         err("no deployments; create one with `agen deploy <bundle-dir>`")
         return
-    print_table(cols, rows)
+    print_table(cols, rows, no_trunc=no_trunc, flexible=("ACTIVITY",))
 
 
 def _pause(

@@ -10,6 +10,7 @@ from agen.cli._common import (
     HubOpt,
     JsonOpt,
     NamespaceOpt,
+    NoTruncOpt,
     TokenOpt,
     make_request,
     print_json,
@@ -65,6 +66,7 @@ def runs(
     hub: HubOpt = None,
     token: TokenOpt = None,
     namespace: NamespaceOpt = "default",
+    no_trunc: NoTruncOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Recent runs (--roots: one per trace, --status, --label, --effect-unknown).
@@ -105,7 +107,7 @@ def runs(
     elif not resp.runs:
         print("no runs match; `agen run <deployment> <input>` starts one")
     else:
-        print_table(RUN_COLUMNS, runs_rows(resp.runs, roots=roots))
+        print_table(RUN_COLUMNS, runs_rows(resp.runs, roots=roots), no_trunc=no_trunc)
 
 
 def transcript(

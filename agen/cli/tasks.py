@@ -10,6 +10,7 @@ from agen.cli._common import (
     HubOpt,
     JsonOpt,
     NamespaceOpt,
+    NoTruncOpt,
     TokenOpt,
     err,
     make_request,
@@ -259,6 +260,7 @@ def tasks(
     hub: HubOpt = None,
     token: TokenOpt = None,
     namespace: NamespaceOpt = "default",
+    no_trunc: NoTruncOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Recent tasks (--scheduled: waiting for their start time)."""
@@ -296,7 +298,7 @@ def tasks(
             or ("approval" if task.pending_approvals else "")
             or ("held" if task.held else "")
         )
-        last = when(task.not_before_ms) if scheduled else task.input.replace("\n", " ")[:40]
+        last = when(task.not_before_ms) if scheduled else task.input.replace("\n", " ")
         state_col = f"{task.state}, effect unknown" if task.effect_unknown else task.state
         rows.append(
             (
@@ -320,6 +322,8 @@ def tasks(
             "STARTS" if scheduled else "INPUT",
         ),
         rows,
+        no_trunc=no_trunc,
+        flexible=("INPUT",),
     )
 
 
