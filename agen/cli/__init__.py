@@ -121,26 +121,61 @@ def _before_exit() -> None:
 def _main(argv: list[str] | None) -> None:
     from agen.errors import AgenError
 
+    args = sys.argv[1:] if argv is None else argv
+    json_out = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
     try:
-        command()(args=argv, prog_name="agen")
+        if json_out:
+            _run_for_json(argv)
+        else:
+            command()(args=argv, prog_name="agen")
     except AgenError as e:
         from agen.cli._common import err
 
         err(f"error: {_elided(str(e))}")
+        if json_out:
+            _json_error(e.to_dict())
         sys.exit(e.exit_code)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
+        if json_out:
+            _json_error({"error": {"code": "interrupted", "message": "interrupted", "details": {}}})
         sys.exit(130)
     except Exception as e:  # the last resort: the listed failure modes are checked where they arise
         from agen.cli._common import err
 
         where = _write_crash_log(argv)
         first = (str(e).splitlines() or [""])[0][:300]
-        err(
-            f"agen: internal error: {type(e).__name__}: {first}; please report it"
-            + (f" with {where}" if where else "")
+        message = f"agen: internal error: {type(e).__name__}: {first}; please report it" + (
+            f" with {where}" if where else ""
         )
+        err(message)
+        if json_out:
+            _json_error({"error": {"code": "internal", "message": message, "details": {}}})
         sys.exit(1)
+
+
+def _run_for_json(argv: list[str] | None) -> None:
+    """Run with click's own error handling off, so a usage error (an unknown flag, a missing argument)
+    reaches a script as ``{"error": …}`` on stdout too; the message still goes to stderr."""
+    try:
+        code = command().main(args=argv, prog_name="agen", standalone_mode=False)
+    except typer.Abort:
+        raise KeyboardInterrupt from None
+    except typer.TyperException as e:  # click's ClickException (typer vendors click)
+        show = getattr(e, "show", None)
+        if callable(show):
+            show()  # usage and the message on stderr, as without --json
+        _json_error({"error": {"code": "invalid", "message": e.format_message(), "details": {}}})
+        sys.exit(e.exit_code)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _json_error(body: dict[str, Any]) -> None:
+    """The error as docs/troubleshooting.md promises it under --json: one object on stdout."""
+    import json
+
+    sys.stdout.write(json.dumps(body, default=str, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
 
 
 def _elided(message: str) -> str:

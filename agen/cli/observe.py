@@ -121,7 +121,7 @@ def transcript(
     namespace: NamespaceOpt = "default",
     json_out: JsonOpt = False,
 ) -> None:
-    """What a run sent to the model and got back, tool calls included."""
+    """What a run sent to the model and got back, tool calls included; a failed run ends with why."""
     from agen.api import registry as r
     from agen.api.models.observe import GetTranscriptRequest
     from agen.cli._hub import with_client
@@ -158,7 +158,10 @@ def trace(
         ),
     ] = False,
 ) -> None:
-    """Span tree of a trace, across agents (a time bar per span)."""
+    """Span tree of a trace, across agents (a time bar per span).
+
+    Exits 1 when the trace's root run failed or was cancelled, 0 otherwise (also when an attempt
+    inside it failed and a retry succeeded)."""
     from agen.api import registry as r
     from agen.api.models.observe import GetTraceRequest
     from agen.cli._hub import with_client
@@ -175,7 +178,9 @@ def trace(
         print_json(resp.model_dump(mode="json"))
         return
     stdout_console().print(trace_tree(resp))
-    if resp.errors:
+    # The exit code follows the outcome, as `agen wait`'s does: an error span a retry recovered from is
+    # shown (and counted in --json) but a run that ended well exits 0.
+    if any(run.status in ("failed", "cancelled") for run in resp.runs if run.parent_run_id is None):
         raise typer.Exit(1)
 
 

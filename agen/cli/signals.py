@@ -189,7 +189,7 @@ def events(
     namespace: NamespaceOpt = "default",
     json_out: JsonOpt = False,
 ) -> None:
-    """The event log: tasks, approvals, budgets, holds, triggers, warnings."""
+    """The event log: tasks, approvals, budgets, holds, triggers, warnings (--json: one JSON object a line)."""
     from agen.cli._hub import with_client
     from agen.hub.events import parse_labels
 
@@ -213,8 +213,8 @@ def events(
         while True:
             page = await c.call(r.ListEvents, req)
             for e in page.events:
-                if json_out:
-                    print_json(e.model_dump(mode="json"))
+                if json_out:  # JSON Lines: one event a line, as `jq -c` and a log shipper read them
+                    print(e.model_dump_json(), flush=True)
                 else:
                     print(format_event(e), flush=True)
             if not follow:

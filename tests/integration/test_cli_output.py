@@ -7,10 +7,14 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
+from agen.api import registry as r
+from agen.api.models.deployments import CreateDeploymentRequest
 from agen.cli import app
 from agen.errors import AgenError
+from tests.fleet_helpers import files_b64, write_bundle
 from tests.observe_helpers import TEST_SERVER, Embedded, embedded_hub, http_hub
 
 
@@ -55,3 +59,76 @@ async def test_piped_approvals_show_the_whole_arguments_and_every_column(tmp_pat
         header, row = out.splitlines()
         assert header.split() == ["ID", "DEPLOYMENT", "TASK", "TOOL", "ARGUMENTS", "STATE", "ASKED"]
         assert approval in row and json.dumps({"text": LONG}) in row and "pending" in row
+
+
+async def test_trace_exits_0_for_a_run_that_recovered_from_an_error_and_1_for_a_failed_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    async with embedded_hub(tmp_path) as e, http_hub(e) as (url, token):
+        # A tool call that errors, then an answer: an error span inside a run that succeeded.
+        await e.deploy(
+            "recovers",
+            script=[{"toolCalls": [{"name": "no_such_tool", "arguments": {}}]}, {"text": "fine"}],
+        )
+        ok = await e.run("recovers", "go")
+        assert ok.state == "succeeded"
+        code, out, _ = await agen(url, token, "trace", ok.id, "--json")
+        assert json.loads(out)["errors"] >= 1  # the failed attempt is still shown
+        code, _, _ = await agen(url, token, "trace", ok.id)
+        assert code == 0
+
+        # A model that cannot be reached: the run fails, and its transcript says why.
+        bundle = write_bundle(tmp_path / "unreachable", "unreachable")
+        (bundle / "x-agen" / "harness.json").write_text(
+            json.dumps(
+                {
+                    "provider": "openai",
+                    "model": "m1",
+                    "baseUrl": "http://127.0.0.1:9/v1",
+                    "maxRetries": 0,
+                }
+            )
+        )
+        await e.client.call(r.CreateDeployment, CreateDeploymentRequest(files=files_b64(bundle)))
+        bad = await e.run("unreachable", "go")
+        assert bad.state == "failed"
+        code, _, _ = await agen(url, token, "trace", bad.id)
+        assert code == 1
+        code, out, _ = await agen(url, token, "transcript", bad.id)
+        outcome = bad.outcome or {}
+        assert code == 0 and out.rstrip().splitlines()[-1] == (
+            f"── run failed ({outcome['reason']}): {outcome['summary']} ──"
+        )
+        assert "127.0.0.1:9" in outcome["summary"]  # the summary says what could not be reached
+
+
+async def test_events_json_is_one_object_a_line(tmp_path: Path) -> None:
+    async with embedded_hub(tmp_path) as e, http_hub(e) as (url, token):
+        await e.deploy("echo")
+        await e.run("echo", "hi")
+        code, out, _ = await agen(url, token, "events", "--json")
+        lines = out.splitlines()
+        assert code == 0 and len(lines) >= 2
+        events = [json.loads(line) for line in lines]  # JSON Lines: every line parses alone
+        assert "task.succeeded" in {ev["type"] for ev in events}
+
+
+async def test_json_errors_are_an_error_object_on_stdout(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.cli_helpers import run_agen
+
+    async with embedded_hub(tmp_path) as e, http_hub(e) as (url, token):
+        hub = ("--hub", url, "--token", token)
+        cases = [
+            (("wait", "01NOPE", "--json", *hub), 4, "not_found"),
+            (("tasks", "--limit", "0", "--json", *hub), 2, "invalid"),
+            (("ps", "--json", "--hub", "http://127.0.0.1:9"), 3, "unavailable"),
+            (("ps", "--json", "--no-such-flag"), 2, "invalid"),
+        ]
+        for argv, code, kind in cases:
+            got, out, err = await asyncio.to_thread(run_agen, capsys, *argv)
+            body = json.loads(out)
+            assert got == code and body["error"]["code"] == kind, argv
+            assert body["error"]["message"] and body["error"]["message"] in err  # people see it too
