@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from typing import Any
+from typing import Annotated, Any
 
 # Plain help text: rendering it through rich's markdown machinery doubles `agen --help`'s cold start.
 os.environ.setdefault("TYPER_USE_RICH", "0")
@@ -31,19 +31,37 @@ from agen.cli import (
     up,
     version,
 )
+from agen.cli._help import AgenGroup
 
 app = typer.Typer(
     name="agen",
+    cls=AgenGroup,
     help="agen: run and manage LLM agent fleets, locally and durably.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion for bash, zsh and fish
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        version.version(False)
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    _version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            help="Print agen's version and exit.",
+            callback=_print_version,
+            is_eager=True,
+        ),
+    ] = False,
+) -> None:
     """agen: run and manage LLM agent fleets, locally and durably."""
 
 
@@ -96,7 +114,9 @@ def main(argv: list[str] | None = None) -> None:
 def _answered_directly(args: list[str]) -> bool:
     """``agen version [--json]`` answers before typer builds its parsers: typer validates every option
     through pydantic, and loading pydantic for a version string would double the command's cost."""
-    json_out = {("version",): False, ("version", "--json"): True}.get(tuple(args))
+    json_out = {("version",): False, ("--version",): False, ("version", "--json"): True}.get(
+        tuple(args)
+    )
     if json_out is None:
         return False
     version.version(json_out)

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from agen.cli import _complete as complete
 from agen.cli._common import (
     HubOpt,
     JsonOpt,
@@ -17,7 +18,9 @@ from agen.cli._common import (
     print_json,
 )
 
-IdArg = Annotated[str, typer.Argument(help="Approval id.", show_default=False)]
+IdArg = Annotated[
+    str, typer.Argument(help="Approval id.", show_default=False, autocompletion=complete.approvals)
+]
 
 
 def approvals(

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from agen.cli import _complete as complete
 from agen.cli._common import (
     HubOpt,
     JsonOpt,
@@ -31,7 +32,12 @@ def score_text(score: float) -> str:
 
 @feedback_app.command("record")
 def record(
-    ref: Annotated[str, typer.Argument(help="Task id or run id.", show_default=False)],
+    ref: Annotated[
+        str,
+        typer.Argument(
+            help="Task id or run id.", show_default=False, autocompletion=complete.tasks
+        ),
+    ],
     score: Annotated[
         float,
         typer.Option(
@@ -84,7 +90,10 @@ def record(
 @feedback_app.command("ls")
 def ls(
     name: Annotated[
-        str | None, typer.Argument(help="Only this deployment.", show_default=False)
+        str | None,
+        typer.Argument(
+            help="Only this deployment.", show_default=False, autocompletion=complete.deployments
+        ),
     ] = None,
     label: LabelOpt = None,
     since: Annotated[

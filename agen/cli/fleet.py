@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from agen.cli import _complete as complete
 from agen.cli._common import (
     HubOpt,
     JsonOpt,
@@ -17,7 +18,12 @@ from agen.cli._common import (
     print_json,
 )
 
-NameArg = Annotated[str, typer.Argument(help="Deployment name.", show_default=False)]
+NameArg = Annotated[
+    str,
+    typer.Argument(
+        help="Deployment name.", show_default=False, autocompletion=complete.deployments
+    ),
+]
 HoldRuns = Annotated[
     bool,
     typer.Option(

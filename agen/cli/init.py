@@ -18,7 +18,7 @@ def init(
         str | None,
         typer.Argument(
             metavar="DIR",
-            help="Folder to create (default: ./<template name>). Must be new or empty.",
+            help="Folder to create (default: ./TEMPLATE, named after the template). Must be new or empty.",
             show_default=False,
         ),
     ] = None,

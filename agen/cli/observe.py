@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from agen.cli import _complete as complete
 from agen.cli._common import (
     HubOpt,
     JsonOpt,
@@ -17,12 +18,18 @@ from agen.cli._common import (
     stdout_console,
 )
 
-RefArg = Annotated[str, typer.Argument(help="Task id or run id.", show_default=False)]
+RefArg = Annotated[
+    str,
+    typer.Argument(help="Task id or run id.", show_default=False, autocompletion=complete.tasks),
+]
 
 
 def runs(
     name: Annotated[
-        str | None, typer.Argument(help="Only this deployment.", show_default=False)
+        str | None,
+        typer.Argument(
+            help="Only this deployment.", show_default=False, autocompletion=complete.deployments
+        ),
     ] = None,
     roots: Annotated[
         bool,
@@ -145,7 +152,14 @@ def transcript(
 
 
 def trace(
-    ref: Annotated[str, typer.Argument(help="Task id, trace id or run id.", show_default=False)],
+    ref: Annotated[
+        str,
+        typer.Argument(
+            help="Task id, trace id or run id.",
+            show_default=False,
+            autocompletion=complete.tasks,
+        ),
+    ],
     hub: HubOpt = None,
     token: TokenOpt = None,
     namespace: NamespaceOpt = "default",
@@ -185,7 +199,9 @@ def trace(
 
 
 def query(
-    task_id: Annotated[str, typer.Argument(help="Task id.", show_default=False)],
+    task_id: Annotated[
+        str, typer.Argument(help="Task id.", show_default=False, autocompletion=complete.tasks)
+    ],
     hub: HubOpt = None,
     token: TokenOpt = None,
     namespace: NamespaceOpt = "default",

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
+from agen.cli import _complete as complete
 from agen.cli._common import HubOpt, JsonOpt, NamespaceOpt, TokenOpt, err, make_request, print_json
 
 if TYPE_CHECKING:
@@ -14,7 +15,12 @@ if TYPE_CHECKING:
     from agen.client import Client
 
 T = TypeVar("T")
-NameArg = Annotated[str, typer.Argument(help="Deployment name.", show_default=False)]
+NameArg = Annotated[
+    str,
+    typer.Argument(
+        help="Deployment name.", show_default=False, autocompletion=complete.deployments
+    ),
+]
 
 
 def triggers(
@@ -162,7 +168,10 @@ def providers(
 
 def events(
     name: Annotated[
-        str | None, typer.Argument(help="Only this deployment.", show_default=False)
+        str | None,
+        typer.Argument(
+            help="Only this deployment.", show_default=False, autocompletion=complete.deployments
+        ),
     ] = None,
     follow: Annotated[
         bool, typer.Option("-f", "--follow", help="keep printing new events")

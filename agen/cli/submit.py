@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from agen.cli import _complete as complete
 from agen.cli._common import HubOpt, JsonOpt, NamespaceOpt, TokenOpt, is_folder
 
 if TYPE_CHECKING:
@@ -259,7 +260,9 @@ def run(
     target: Annotated[
         str,
         typer.Argument(
-            help="Deployment name, or a bundle folder (deployed first).", show_default=False
+            help="Deployment name, or a bundle folder (deployed first).",
+            show_default=False,
+            autocompletion=complete.deployments,
         ),
     ],
     text: Annotated[

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from agen.cli import _complete as complete
 from agen.cli._common import (
     HubOpt,
     JsonOpt,
@@ -21,7 +22,9 @@ if TYPE_CHECKING:
     from agen.api.models.tasks import Task
     from agen.client import Client
 
-TaskArg = Annotated[str, typer.Argument(help="Task id.", show_default=False)]
+TaskArg = Annotated[
+    str, typer.Argument(help="Task id.", show_default=False, autocompletion=complete.tasks)
+]
 MAX_WAIT_S = 300.0
 
 
@@ -235,7 +238,10 @@ def resume(
 
 def tasks(
     name: Annotated[
-        str | None, typer.Argument(help="Only this deployment.", show_default=False)
+        str | None,
+        typer.Argument(
+            help="Only this deployment.", show_default=False, autocompletion=complete.deployments
+        ),
     ] = None,
     scheduled: Annotated[
         bool, typer.Option("--scheduled", help="Only tasks waiting for their start time.")

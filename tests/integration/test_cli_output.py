@@ -132,3 +132,36 @@ async def test_json_errors_are_an_error_object_on_stdout(
             body = json.loads(out)
             assert got == code and body["error"]["code"] == kind, argv
             assert body["error"]["message"] and body["error"]["message"] in err  # people see it too
+
+
+def _complete(words: str, env_extra: dict[str, str] | None = None) -> list[str]:
+    """What bash would offer after ``words`` (typed so far, the last word incomplete)."""
+    import os
+    import subprocess
+
+    env = {
+        **os.environ,
+        "_AGEN_COMPLETE": "complete_bash",
+        "COMP_WORDS": words,
+        "COMP_CWORD": str(len(words.split(" ")) - 1),
+        **(env_extra or {}),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "agen"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    return done.stdout.split()
+
+
+async def test_shell_completion_offers_deployment_names_and_task_ids(tmp_path: Path) -> None:
+    async with embedded_hub(tmp_path) as e, http_hub(e) as (url, token):
+        await e.deploy("hello")
+        await e.deploy("helper")
+        task = await e.run("hello", "hi")
+        hub = f"--hub {url} --token {token}"
+        names = await asyncio.to_thread(_complete, f"agen logs {hub} hel")
+        assert sorted(names) == ["hello", "helper"]
+        ids = await asyncio.to_thread(_complete, f"agen wait {hub} {task.id[:4]}")
+        assert task.id in ids
+    # No Hub at all: nothing offered, and nothing printed into the prompt.
+    assert await asyncio.to_thread(_complete, "agen logs --hub http://127.0.0.1:9 h") == []
