@@ -164,6 +164,8 @@ def ps(
         word = (
             f"{d.activity} ({d.stopped_reason})"
             if d.activity == "stopped" and d.stopped_reason
+            else f"failing ({d.failing_reason})"
+            if d.activity == "failing" and d.failing_reason
             else d.activity
         )
         row = [

@@ -42,9 +42,13 @@ def money(usd: float) -> str:
 
 
 def activity_text(word: str, reason: str | None = None) -> Text:
-    style = {"working": "green", "needs": "bold yellow", "stopped": "red", "idle": "dim"}.get(
-        word, ""
-    )
+    style = {
+        "working": "green",
+        "needs": "bold yellow",
+        "stopped": "red",
+        "failing": "bold red",
+        "idle": "dim",
+    }.get(word, "")
     return Text(f"{word} ({reason})" if reason else word, style=style)
 
 

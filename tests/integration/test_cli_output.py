@@ -165,3 +165,54 @@ async def test_shell_completion_offers_deployment_names_and_task_ids(tmp_path: P
         assert task.id in ids
     # No Hub at all: nothing offered, and nothing printed into the prompt.
     assert await asyncio.to_thread(_complete, "agen logs --hub http://127.0.0.1:9 h") == []
+
+
+async def test_a_deployment_whose_instances_cannot_start_shows_failing_with_the_reason(
+    tmp_path: Path,
+) -> None:
+    from agen.api.models.deployments import ListDeploymentsRequest
+
+    async with embedded_hub(tmp_path) as e, http_hub(e) as (url, token):
+        missing = str(tmp_path / "no-such-server")
+        await e.deploy(
+            "broken",
+            config={"kind": "pool", "scale": {"min": 1, "max": 1}},
+            mcp={"tools": {"command": missing, "args": []}},
+        )
+        await e.deploy("fine")
+        for _ in range(600):
+            [broken] = [
+                d
+                for d in (
+                    await e.client.call(r.ListDeployments, ListDeploymentsRequest())
+                ).deployments
+                if d.name == "broken"
+            ]
+            if broken.activity != "idle":
+                break
+            await asyncio.sleep(0.1)
+        assert broken.activity == "failing" and missing in (broken.failing_reason or "")
+        code, out, _ = await agen(url, token, "ps")
+        rows = {line.split()[0]: line for line in out.splitlines()[1:]}
+        assert code == 0 and "failing (" in rows["broken"] and missing in rows["broken"]
+        assert rows["fine"].split()[2] == "idle"
+
+
+@pytest.mark.parametrize("template", ["fleet-steward", "approval-triage"])
+async def test_deploying_a_template_without_its_hub_token_says_exactly_what_it_needs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, template: str
+) -> None:
+    from agen.bundle.templates import copy_template, get_template
+
+    monkeypatch.delenv("AGEN_HUB_TOKEN", raising=False)
+    bundle = tmp_path / template
+    copy_template(get_template(template), bundle)
+    async with embedded_hub(tmp_path) as e, http_hub(e) as (url, token):
+        for argv in (("deploy", str(bundle), "--validate"), ("deploy", str(bundle))):
+            code, _, err = await agen(url, token, *argv)
+            assert code == 0, err
+            assert "warning: secret AGEN_HUB_TOKEN" in err and "is unset in" in err, argv
+            assert "agen token create" in err  # what the token is and how to make one
+    monkeypatch.setenv("AGEN_HUB_TOKEN", "agen_x")
+    code, _, err = await agen(url, token, "deploy", str(bundle), "--validate")
+    assert code == 0 and "AGEN_HUB_TOKEN" not in err

@@ -54,6 +54,9 @@ class Deployment(Model):
     # One activity word per deployment (agen.hub.activity), shared by every screen and command.
     activity: str = "idle"
     stopped_reason: str | None = None
+    failing_reason: str | None = Field(
+        None, description="activity failing: the last error of the instances that cannot start"
+    )
     pending_approvals: int = 0
     spent_today_usd: float = 0.0
     triggers: list[TriggerDue] = []  # cron and random triggers only (the others have no schedule)
