@@ -19,6 +19,7 @@ from agen.api.models import approvals as ap
 from agen.api.models import deployments as dp
 from agen.api.models import evals as ev
 from agen.api.models import feedback as fb
+from agen.api.models import ids
 from agen.api.models import memory as mm
 from agen.api.models import nests as ns
 from agen.api.models import observe as ob
@@ -346,6 +347,14 @@ QueryTask = _rpc(
     f"{OB}:query_task",
     "A task's progress, what its run does now and its outcome, without waiting.",
 )
+ResolveId = _rpc(
+    "ResolveId",
+    ids.ResolveIdRequest,
+    ids.ResolveIdResponse,
+    "viewer",
+    "agen.hub.short_ids:resolve_id",
+    "The whole task, run or approval id for a unique prefix or suffix (the short ids the TUI shows).",
+)
 GetActivity = _rpc(
     "GetActivity",
     ob.GetActivityRequest,
@@ -362,7 +371,7 @@ GetMetrics = _rpc(
     "agen.hub.metrics:get_metrics",
     "Per served model calls and latency, entries, call edges, throughput.",
 )
-OBSERVE_RPCS = (ListRuns, GetTranscript, GetTrace, QueryTask, GetActivity, GetMetrics)
+OBSERVE_RPCS = (ListRuns, GetTranscript, GetTrace, QueryTask, ResolveId, GetActivity, GetMetrics)
 # --- end observe ---
 
 # --- memory and artifacts (issue 20): memory blocks with versions, artifacts agents saved ---

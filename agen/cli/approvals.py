@@ -82,13 +82,16 @@ def _decide(
     from agen.api import registry as r
     from agen.api.models.approvals import DecideApprovalRequest
     from agen.cli._hub import with_client
+    from agen.cli._ids import call_resolved
 
     resp = with_client(
         hub,
         token,
-        lambda c: c.call(
+        lambda c: call_resolved(
+            c,
             r.DecideApproval,
             make_request(DecideApprovalRequest, id=approval_id, approve=approve, note=note),
+            "approval",
         ),
     )
     if json_out:

@@ -61,6 +61,7 @@ def record(
     from agen.api import registry as r
     from agen.api.models.feedback import RecordFeedbackRequest
     from agen.cli._hub import with_client
+    from agen.cli._ids import call_resolved
     from agen.errors import InvalidError
     from agen.hub.events import parse_labels
 
@@ -77,7 +78,7 @@ def record(
         note=note,
         labels=parse_labels(label or []),
     )
-    resp = with_client(hub, token, lambda c: c.call(r.RecordFeedback, req))
+    resp = with_client(hub, token, lambda c: call_resolved(c, r.RecordFeedback, req, "task_or_run"))
     if json_out:
         print_json(resp.model_dump(mode="json"))
         return

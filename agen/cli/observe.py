@@ -84,6 +84,7 @@ def runs(
     from agen.api.models.observe import ListRunsRequest
     from agen.cli._common import parse_duration_ms
     from agen.cli._hub import with_client
+    from agen.cli._ids import call_resolved
     from agen.cli._table import print_table
     from agen.cli.observe_render import RUN_COLUMNS, runs_rows
     from agen.errors import InvalidError
@@ -108,7 +109,9 @@ def runs(
         effect_unknown=effect_unknown,
         limit=limit,
     )
-    resp = with_client(hub, token, lambda c: c.call(r.ListRuns, req))
+    resp = with_client(
+        hub, token, lambda c: call_resolved(c, r.ListRuns, req, "task", field="task_id")
+    )
     if json_out:
         print_json(resp.model_dump(mode="json"))
     elif not resp.runs:
@@ -132,6 +135,7 @@ def transcript(
     from agen.api import registry as r
     from agen.api.models.observe import GetTranscriptRequest
     from agen.cli._hub import with_client
+    from agen.cli._ids import call_resolved
     from agen.cli.observe_render import transcript_lines
 
     req = make_request(
@@ -142,7 +146,7 @@ def transcript(
         history=history,
         system=system,
     )
-    resp = with_client(hub, token, lambda c: c.call(r.GetTranscript, req))
+    resp = with_client(hub, token, lambda c: call_resolved(c, r.GetTranscript, req, "task_or_run"))
     if json_out:
         print_json(resp.model_dump(mode="json"))
         return
@@ -179,10 +183,11 @@ def trace(
     from agen.api import registry as r
     from agen.api.models.observe import GetTraceRequest
     from agen.cli._hub import with_client
+    from agen.cli._ids import call_resolved
     from agen.cli.observe_render import trace_tree
 
     req = make_request(GetTraceRequest, {"id": "REF"}, id=ref, namespace=namespace)
-    resp = with_client(hub, token, lambda c: c.call(r.GetTrace, req))
+    resp = with_client(hub, token, lambda c: call_resolved(c, r.GetTrace, req, "any"))
     if otlp_json:
         from agen.otel.trace_json import trace_otlp_json
 
@@ -211,10 +216,11 @@ def query(
     from agen.api import registry as r
     from agen.api.models.observe import QueryTaskRequest
     from agen.cli._hub import with_client
+    from agen.cli._ids import call_resolved
     from agen.cli.observe_render import query_view
 
     req = make_request(QueryTaskRequest, {"id": "TASK"}, id=task_id, namespace=namespace)
-    resp = with_client(hub, token, lambda c: c.call(r.QueryTask, req))
+    resp = with_client(hub, token, lambda c: call_resolved(c, r.QueryTask, req, "task"))
     if json_out:
         print_json(resp.model_dump(mode="json"))
     else:

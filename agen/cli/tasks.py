@@ -152,10 +152,15 @@ def wait(
     make_request(
         GetTaskRequest, {"id": "TASK"}, id=task_id, namespace=namespace
     )  # bad flags before connecting
-    report_task(
-        with_client(hub, token, lambda c: wait_for_task(c, task_id, timeout_ms, namespace)),
-        json_out,
-    )
+
+    async def go(c: Client) -> Task:
+        from agen.cli._ids import full_id
+
+        return await wait_for_task(
+            c, await full_id(c, "task", task_id, namespace), timeout_ms, namespace
+        )
+
+    report_task(with_client(hub, token, go), json_out)
 
 
 def _done(task: Task, verb: str, json_out: bool) -> None:
@@ -176,9 +181,14 @@ def cancel(
     from agen.api import registry as r
     from agen.api.models.tasks import CancelTaskRequest
     from agen.cli._hub import with_client
+    from agen.cli._ids import call_resolved
 
     req = make_request(CancelTaskRequest, {"id": "TASK"}, id=task_id, namespace=namespace)
-    _done(with_client(hub, token, lambda c: c.call(r.CancelTask, req)).task, "cancelled", json_out)
+    _done(
+        with_client(hub, token, lambda c: call_resolved(c, r.CancelTask, req, "task")).task,
+        "cancelled",
+        json_out,
+    )
 
 
 def pause(
@@ -208,6 +218,7 @@ def pause(
     from agen.api import registry as r
     from agen.api.models.tasks import PauseTaskRequest
     from agen.cli._hub import hold_until, with_client
+    from agen.cli._ids import call_resolved
 
     req = make_request(
         PauseTaskRequest,
@@ -217,7 +228,11 @@ def pause(
         hold_until_ms=hold_until(at, in_),
         reason=reason,
     )
-    _done(with_client(hub, token, lambda c: c.call(r.PauseTask, req)).task, "held", json_out)
+    _done(
+        with_client(hub, token, lambda c: call_resolved(c, r.PauseTask, req, "task")).task,
+        "held",
+        json_out,
+    )
 
 
 def resume(
@@ -231,9 +246,14 @@ def resume(
     from agen.api import registry as r
     from agen.api.models.tasks import ResumeTaskRequest
     from agen.cli._hub import with_client
+    from agen.cli._ids import call_resolved
 
     req = make_request(ResumeTaskRequest, {"id": "TASK"}, id=task_id, namespace=namespace)
-    _done(with_client(hub, token, lambda c: c.call(r.ResumeTask, req)).task, "resumed", json_out)
+    _done(
+        with_client(hub, token, lambda c: call_resolved(c, r.ResumeTask, req, "task")).task,
+        "resumed",
+        json_out,
+    )
 
 
 def tasks(

@@ -216,3 +216,33 @@ async def test_deploying_a_template_without_its_hub_token_says_exactly_what_it_n
     monkeypatch.setenv("AGEN_HUB_TOKEN", "agen_x")
     code, _, err = await agen(url, token, "deploy", str(bundle), "--validate")
     assert code == 0 and "AGEN_HUB_TOKEN" not in err
+
+
+async def test_the_short_ids_the_tui_shows_work_in_every_id_taking_command(tmp_path: Path) -> None:
+    from agen.tui.fmt import short_id
+
+    async with embedded_hub(tmp_path) as e, http_hub(e) as (url, token):
+        await e.deploy("echo")
+        first = await e.run("echo", "one")
+        second = await e.run("echo", "two")
+        tail = short_id(second.id)  # the last 10 characters, as the TUI's tables show them
+        assert tail != second.id
+        code, out, err = await agen(url, token, "wait", tail, "--json")
+        assert code == 0 and json.loads(out)["id"] == second.id, (out, err)
+        code, out, _ = await agen(url, token, "query", tail.lower(), "--json")
+        assert code == 0 and json.loads(out)["task"]["id"] == second.id
+        code, out, _ = await agen(url, token, "transcript", second.id[:22])  # a prefix works too
+        assert code == 0 and "two" in out
+        code, _, _ = await agen(url, token, "trace", tail)
+        assert code == 0
+        code, out, _ = await agen(url, token, "runs", "--task", tail, "--json")
+        assert [r["task_id"] for r in json.loads(out)["runs"]] == [second.id]
+
+        common = next(n for n in range(26) if first.id[n] != second.id[n])
+        assert common >= 4  # ULIDs made a moment apart share their time prefix
+        code, _, err = await agen(url, token, "cancel", first.id[:common])
+        assert code == 2 and "ambiguous" in err and first.id in err and second.id in err
+        code, _, err = await agen(url, token, "wait", "ZZZZZZZZ")
+        assert code == 4 and "no task id starts or ends with 'ZZZZZZZZ'" in err
+        code, _, err = await agen(url, token, "wait", "AB")
+        assert code == 2 and "too short" in err
