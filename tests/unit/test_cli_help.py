@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -75,3 +77,40 @@ def test_agen_help_loads_no_pydantic_rich_or_httpx() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     ).stdout
     assert out.splitlines()[-1] == "[]"
+
+
+def _json_commands() -> list[tuple[str, ...]]:
+    return [
+        path
+        for path in _commands()
+        if path and "--json" in run_agen_help_options(path)  # every command that offers --json
+    ]
+
+
+def run_agen_help_options(path: tuple[str, ...]) -> set[str]:
+    cmd = command()
+    for name in path:
+        cmd = cmd.commands[name]
+    return {opt for p in cmd.params for opt in p.opts}
+
+
+@pytest.mark.parametrize("path", _json_commands(), ids=" ".join)
+def test_every_json_commands_usage_error_is_a_json_error_on_stdout(
+    path: tuple[str, ...], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run_agen(capsys, *path, "--json", "--no-such-flag")
+    body = json.loads(out)
+    assert code == 2 and body["error"]["code"] == "invalid" and "--no-such-flag" in err
+
+
+def test_init_model_writes_what_its_help_says(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, help_text, _ = run_agen(capsys, "init", "--help")
+    assert 'x-agen/harness.json ("model")' in " ".join(help_text.split())
+    for model, provider in (("anthropic/claude-sonnet-4", "openrouter"), ("gpt-4o-mini", "auto")):
+        target = tmp_path / provider
+        code, _, err = run_agen(capsys, "init", str(target), "--model", model)
+        assert code == 0, err
+        harness = json.loads((target / "x-agen" / "harness.json").read_text())
+        assert harness["model"] == model and harness["provider"] == provider
