@@ -11,6 +11,7 @@ from typing import Annotated, Any
 os.environ.setdefault("TYPER_USE_RICH", "0")
 
 import typer
+import typer.core
 
 from agen.cli import (
     approvals,
@@ -31,7 +32,18 @@ from agen.cli import (
     up,
     version,
 )
-from agen.cli._help import AgenGroup
+
+
+class AgenGroup(typer.core.TyperGroup):
+    """The root group: once typer has built the command tree, agen.cli._help names every placeholder
+    and adds each command's examples (imported here, so `agen version` never loads it)."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        from agen.cli._help import polish
+
+        polish(self)
+
 
 app = typer.Typer(
     name="agen",

@@ -57,6 +57,27 @@ EXIT_CODES = {
 }
 
 
+def complete_deployments(ctx: Any, incomplete: str) -> list[str]:
+    """Shell completion of deployment names (agen.cli._complete, loaded only when a shell asks)."""
+    from agen.cli._complete import deployments
+
+    return deployments(ctx, incomplete)
+
+
+def complete_tasks(ctx: Any, incomplete: str) -> list[str]:
+    """Shell completion of recent task ids."""
+    from agen.cli._complete import tasks
+
+    return tasks(ctx, incomplete)
+
+
+def complete_approvals(ctx: Any, incomplete: str) -> list[str]:
+    """Shell completion of pending approval ids."""
+    from agen.cli._complete import approvals
+
+    return approvals(ctx, incomplete)
+
+
 def err(message: str) -> None:
     """A diagnostic line on stderr."""
     print(message, file=sys.stderr, flush=True)

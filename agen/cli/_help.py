@@ -1,8 +1,8 @@
 """Help text conventions for every command: named placeholders and an Examples section, as gh has.
 
 typer renders a value's placeholder from its Python type (``--hub <str>``) and a required argument
-as ``{name}``; a reader wants what to type (``--hub URL``, ``NAME``). ``AgenGroup`` is the root
-group's class: when typer builds the command tree it names every placeholder and adds each
+as ``{name}``; a reader wants what to type (``--hub URL``, ``NAME``). ``AgenGroup`` (agen/cli/__init__.py),
+the root group's class, calls ``polish``: when typer builds the command tree it names every placeholder and adds each
 command's examples (agen/cli/_examples.py), so ``agen … --help``, the generated docs
 (scripts/gen-docs) and tests all see the same help.
 """
@@ -12,8 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 from typer.core import TyperArgument, TyperCommand, TyperGroup
-
-from agen.cli._examples import EXAMPLES
 
 # A value's placeholder by the parameter's name; any other is its flag in capitals (--model MODEL).
 PLACEHOLDERS = {
@@ -75,6 +73,8 @@ def epilog(lines: list[str]) -> str:
 
 def polish(cmd: Any, path: tuple[str, ...] = ()) -> None:
     """Name every placeholder of ``cmd`` and its subcommands and add their examples."""
+    from agen.cli._examples import EXAMPLES
+
     for param in cmd.params:
         if param.param_type_name == "argument" and isinstance(param, TyperArgument):
             if param.metavar is None:
@@ -86,11 +86,3 @@ def polish(cmd: Any, path: tuple[str, ...] = ()) -> None:
         cmd.epilog = epilog(EXAMPLES[path])
     for name, sub in getattr(cmd, "commands", {}).items():
         polish(sub, (*path, name))
-
-
-class AgenGroup(TyperGroup):
-    """The root ``agen`` group: built by typer, then polished (placeholders named, examples added)."""
-
-    def __init__(self, **attrs: Any) -> None:
-        super().__init__(**attrs)
-        polish(self)

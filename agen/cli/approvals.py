@@ -6,20 +6,21 @@ from typing import Annotated
 
 import typer
 
-from agen.cli import _complete as complete
 from agen.cli._common import (
     HubOpt,
     JsonOpt,
     NamespaceOpt,
     NoTruncOpt,
     TokenOpt,
+    complete_approvals,
     err,
     make_request,
     print_json,
 )
 
 IdArg = Annotated[
-    str, typer.Argument(help="Approval id.", show_default=False, autocompletion=complete.approvals)
+    str,
+    typer.Argument(help="Approval id.", show_default=False, autocompletion=complete_approvals),
 ]
 
 

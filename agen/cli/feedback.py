@@ -6,13 +6,14 @@ from typing import Annotated
 
 import typer
 
-from agen.cli import _complete as complete
 from agen.cli._common import (
     HubOpt,
     JsonOpt,
     NamespaceOpt,
     NoTruncOpt,
     TokenOpt,
+    complete_deployments,
+    complete_tasks,
     make_request,
     print_json,
 )
@@ -35,7 +36,7 @@ def record(
     ref: Annotated[
         str,
         typer.Argument(
-            help="Task id or run id.", show_default=False, autocompletion=complete.tasks
+            help="Task id or run id.", show_default=False, autocompletion=complete_tasks
         ),
     ],
     score: Annotated[
@@ -93,7 +94,9 @@ def ls(
     name: Annotated[
         str | None,
         typer.Argument(
-            help="Only this deployment.", show_default=False, autocompletion=complete.deployments
+            help="Only this deployment.",
+            show_default=False,
+            autocompletion=complete_deployments,
         ),
     ] = None,
     label: LabelOpt = None,

@@ -6,13 +6,13 @@ from typing import Annotated
 
 import typer
 
-from agen.cli import _complete as complete
 from agen.cli._common import (
     HubOpt,
     JsonOpt,
     NamespaceOpt,
     NoTruncOpt,
     TokenOpt,
+    complete_deployments,
     err,
     make_request,
     print_json,
@@ -21,7 +21,7 @@ from agen.cli._common import (
 NameArg = Annotated[
     str,
     typer.Argument(
-        help="Deployment name.", show_default=False, autocompletion=complete.deployments
+        help="Deployment name.", show_default=False, autocompletion=complete_deployments
     ),
 ]
 HoldRuns = Annotated[

@@ -6,13 +6,14 @@ from typing import Annotated
 
 import typer
 
-from agen.cli import _complete as complete
 from agen.cli._common import (
     HubOpt,
     JsonOpt,
     NamespaceOpt,
     NoTruncOpt,
     TokenOpt,
+    complete_deployments,
+    complete_tasks,
     make_request,
     print_json,
     stdout_console,
@@ -20,7 +21,7 @@ from agen.cli._common import (
 
 RefArg = Annotated[
     str,
-    typer.Argument(help="Task id or run id.", show_default=False, autocompletion=complete.tasks),
+    typer.Argument(help="Task id or run id.", show_default=False, autocompletion=complete_tasks),
 ]
 
 
@@ -28,7 +29,9 @@ def runs(
     name: Annotated[
         str | None,
         typer.Argument(
-            help="Only this deployment.", show_default=False, autocompletion=complete.deployments
+            help="Only this deployment.",
+            show_default=False,
+            autocompletion=complete_deployments,
         ),
     ] = None,
     roots: Annotated[
@@ -161,7 +164,7 @@ def trace(
         typer.Argument(
             help="Task id, trace id or run id.",
             show_default=False,
-            autocompletion=complete.tasks,
+            autocompletion=complete_tasks,
         ),
     ],
     hub: HubOpt = None,
@@ -205,7 +208,8 @@ def trace(
 
 def query(
     task_id: Annotated[
-        str, typer.Argument(help="Task id.", show_default=False, autocompletion=complete.tasks)
+        str,
+        typer.Argument(help="Task id.", show_default=False, autocompletion=complete_tasks),
     ],
     hub: HubOpt = None,
     token: TokenOpt = None,

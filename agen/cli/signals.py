@@ -7,8 +7,16 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
-from agen.cli import _complete as complete
-from agen.cli._common import HubOpt, JsonOpt, NamespaceOpt, TokenOpt, err, make_request, print_json
+from agen.cli._common import (
+    HubOpt,
+    JsonOpt,
+    NamespaceOpt,
+    TokenOpt,
+    complete_deployments,
+    err,
+    make_request,
+    print_json,
+)
 
 if TYPE_CHECKING:
     from agen.api.models.signals import CreateWebhookSecretResponse
@@ -18,7 +26,7 @@ T = TypeVar("T")
 NameArg = Annotated[
     str,
     typer.Argument(
-        help="Deployment name.", show_default=False, autocompletion=complete.deployments
+        help="Deployment name.", show_default=False, autocompletion=complete_deployments
     ),
 ]
 
@@ -170,7 +178,9 @@ def events(
     name: Annotated[
         str | None,
         typer.Argument(
-            help="Only this deployment.", show_default=False, autocompletion=complete.deployments
+            help="Only this deployment.",
+            show_default=False,
+            autocompletion=complete_deployments,
         ),
     ] = None,
     follow: Annotated[

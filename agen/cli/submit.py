@@ -16,8 +16,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agen.cli import _complete as complete
-from agen.cli._common import HubOpt, JsonOpt, NamespaceOpt, TokenOpt, is_folder
+from agen.cli._common import (
+    HubOpt,
+    JsonOpt,
+    NamespaceOpt,
+    TokenOpt,
+    complete_deployments,
+    is_folder,
+)
 
 if TYPE_CHECKING:
     from agen.api.models.tasks import SubmitTaskRequest, Task
@@ -301,7 +307,7 @@ def run(
         typer.Argument(
             help="Deployment name, or a bundle folder (deployed first).",
             show_default=False,
-            autocompletion=complete.deployments,
+            autocompletion=complete_deployments,
         ),
     ],
     text: Annotated[

@@ -6,13 +6,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agen.cli import _complete as complete
 from agen.cli._common import (
     HubOpt,
     JsonOpt,
     NamespaceOpt,
     NoTruncOpt,
     TokenOpt,
+    complete_deployments,
+    complete_tasks,
     err,
     make_request,
     print_json,
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from agen.client import Client
 
 TaskArg = Annotated[
-    str, typer.Argument(help="Task id.", show_default=False, autocompletion=complete.tasks)
+    str, typer.Argument(help="Task id.", show_default=False, autocompletion=complete_tasks)
 ]
 MAX_WAIT_S = 300.0
 
@@ -260,7 +261,9 @@ def tasks(
     name: Annotated[
         str | None,
         typer.Argument(
-            help="Only this deployment.", show_default=False, autocompletion=complete.deployments
+            help="Only this deployment.",
+            show_default=False,
+            autocompletion=complete_deployments,
         ),
     ] = None,
     scheduled: Annotated[
