@@ -114,3 +114,16 @@ def test_init_model_writes_what_its_help_says(
         assert code == 0, err
         harness = json.loads((target / "x-agen" / "harness.json").read_text())
         assert harness["model"] == model and harness["provider"] == provider
+
+
+def test_agen_version_loads_neither_the_help_polish_nor_the_completion_code() -> None:
+    probe = (
+        "import sys\n"
+        "from agen.cli import main\n"
+        "try:\n    main(['version'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('agen.cli._') and m != 'agen.cli._common'))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.splitlines()[-1] == "[]"
