@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
@@ -26,14 +26,23 @@ from agen.hub.triggers.webhook import SecretResolver, env_secrets, receive
 
 
 async def read_limited(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
-    """The body, stopping one byte past ``limit`` (so an oversize body is never held whole)."""
+    """The body, stopping one byte past ``limit`` (so an oversize body is never held whole).
+
+    A client that hangs up before sending the whole body is an ordinary event (a killed curl, a
+    closed laptop), not a Hub fault: it is an AgenError answered like any bad request (to nobody),
+    never a traceback in `agen up`'s output."""
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > limit:
-            break
+    try:
+        async for chunk in request.stream():
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                break
+    except ClientDisconnect:
+        raise InvalidError(
+            f"{request.url.path}: the client went away before sending the whole request body"
+        ) from None
     return b"".join(chunks)[: limit + 1]
 
 
@@ -47,9 +56,9 @@ def sse_frame(seq: int, event_type: str, data: Any) -> ServerSentEvent:
 def hook_routes(hub: Hub, secrets: SecretResolver = env_secrets) -> list[Route]:
     async def webhook(request: Request) -> Response:
         p = request.path_params
-        body = await read_limited(request)
         headers = dict(request.headers)
         try:
+            body = await read_limited(request)
             result = await hub.store.write(
                 lambda tx: receive(
                     tx, p["ns"], p["deployment"], p["trigger"], headers, body, secrets, hub.clock()

@@ -19,6 +19,7 @@ from agen.wire import approvals as ap
 from agen.wire import deployments as dp
 from agen.wire import evals as ev
 from agen.wire import feedback as fb
+from agen.wire import ids
 from agen.wire import memory as mm
 from agen.wire import nests as ns
 from agen.wire import observe as ob
@@ -359,6 +360,14 @@ QueryTask = _rpc(
     f"{OB}:query_task",
     "A task's progress, what its run does now and its outcome, without waiting.",
 )
+ResolveId = _rpc(
+    "ResolveId",
+    ids.ResolveIdRequest,
+    ids.ResolveIdResponse,
+    "viewer",
+    "agen.hub.rpc.ids:resolve_id",
+    "The whole task, run or approval id for a unique prefix or suffix (the short ids the TUI shows).",
+)
 GetActivity = _rpc(
     "GetActivity",
     ob.GetActivityRequest,
@@ -375,7 +384,7 @@ GetMetrics = _rpc(
     "agen.hub.observe.metrics:get_metrics",
     "Per served model calls and latency, entries, call edges, throughput.",
 )
-OBSERVE_RPCS = (ListRuns, GetTranscript, GetTrace, QueryTask, GetActivity, GetMetrics)
+OBSERVE_RPCS = (ListRuns, GetTranscript, GetTrace, QueryTask, ResolveId, GetActivity, GetMetrics)
 # --- end observe ---
 
 # --- memory and artifacts (issue 20): memory blocks with versions, artifacts agents saved ---

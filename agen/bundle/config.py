@@ -17,12 +17,16 @@ Kind = Literal["singleton", "pool", "task"]
 class Scale(AgenModel):
     """Instance counts; ``idleTimeout`` unset means 5m (0s for kind task)."""
 
-    min: int = Field(0, ge=0)
-    max: int = Field(1, ge=0)
-    target_queue_per_instance: int = Field(1, ge=1)
-    idle_timeout: Duration | None = None
-    max_concurrency: int = Field(4, ge=1)
-    reserve: int = Field(0, ge=0)
+    min: int = Field(0, ge=0, description="instances kept running even when idle")
+    max: int = Field(1, ge=0, description="most instances at once (1 for kind singleton)")
+    target_queue_per_instance: int = Field(
+        1, ge=1, description="queued tasks per instance before another instance starts"
+    )
+    idle_timeout: Duration | None = Field(
+        None, description="how long an idle instance above min is kept (a duration)"
+    )
+    max_concurrency: int = Field(4, ge=1, description="tasks one instance runs at once")
+    reserve: int = Field(0, ge=0, description="instances kept free above the load, for bursts")
 
     @model_validator(mode="after")
     def _max_at_least_min(self) -> Scale:
@@ -32,7 +36,9 @@ class Scale(AgenModel):
 
 
 class Placement(AgenModel):
-    labels: dict[str, str] = {}
+    labels: dict[str, str] = Field(
+        {}, description="labels a Nest must carry (agen node --label) to run this deployment"
+    )
 
 
 def _check_label_budgets(value: dict[str, float]) -> dict[str, float]:
@@ -46,20 +52,48 @@ def _check_label_budgets(value: dict[str, float]) -> dict[str, float]:
 
 
 class Budget(AgenModel):
-    max_usd_per_day: float | None = Field(default=None, gt=0)
-    label_usd_per_day: Annotated[dict[str, float], AfterValidator(_check_label_budgets)] | None = (
-        None
+    max_usd_per_day: float | None = Field(
+        default=None,
+        gt=0,
+        description="USD the deployment may spend per UTC day (as providers report cost); once spent, new runs wait for the next day",
     )
-    cached_input_weight: float = Field(0.1, ge=0, le=1)
+    label_usd_per_day: Annotated[dict[str, float], AfterValidator(_check_label_budgets)] | None = (
+        Field(
+            None,
+            description='USD per UTC day for tasks carrying a label, keyed "label=value", e.g. {"team=research": 5}',
+        )
+    )
+    cached_input_weight: float = Field(
+        0.1,
+        ge=0,
+        le=1,
+        description="how much a cached input token counts against token budgets (0.1: a tenth of a fresh one)",
+    )
 
 
 class Limits(AgenModel):
-    max_turns: int = Field(50, ge=1)
-    max_run_duration: Duration = "30m"
-    max_tokens_per_run: int | None = Field(default=None, ge=1)
-    max_usd_per_run: float | None = Field(default=None, gt=0)
-    report_tokens: int = Field(1024, ge=1)
-    stuck_repeats: int = Field(3, ge=0)
+    max_turns: int = Field(
+        50,
+        ge=1,
+        description="model calls one run may make; then it writes a final report and ends partial",
+    )
+    max_run_duration: Duration = Field("30m", description="how long one run may take (a duration)")
+    max_tokens_per_run: int | None = Field(
+        default=None, ge=1, description="input plus output tokens one run may use"
+    )
+    max_usd_per_run: float | None = Field(
+        default=None, gt=0, description="USD one run may spend (as the provider reports it)"
+    )
+    report_tokens: int = Field(
+        1024,
+        ge=1,
+        description="output tokens for the final report a run writes when it reaches a limit",
+    )
+    stuck_repeats: int = Field(
+        3,
+        ge=0,
+        description="the same step repeated this many times without progress ends the run as stuck (0: never)",
+    )
     # Delegation limits: refused until delegation lands (agen.bundle.refused).
     inline_wait: Duration | None = Field(
         default=None, description="not supported yet: refused when set"
@@ -80,23 +114,39 @@ class Limits(AgenModel):
 
 
 class Workspace(AgenModel):
-    mode: Literal["per_task", "per_conversation", "shared"] = "per_task"
-    retain: bool | None = None
+    mode: Literal["per_task", "per_conversation", "shared"] = Field(
+        "per_task",
+        description="per_task: a fresh folder per task; per_conversation: one per conversation key; shared: one for the deployment",
+    )
+    retain: bool | None = Field(
+        None, description="keep a per_task folder after its task ends (default: removed)"
+    )
 
 
 class MemoryBlock(AgenModel):
     """A named memory block the agent reads or writes."""
 
-    block: str = Field(min_length=1)
-    mode: Literal["read", "append", "write"] = "read"
+    block: str = Field(
+        min_length=1, description="the memory block's id (its label, as `agen memory ls` lists it)"
+    )
+    mode: Literal["read", "append", "write"] = Field(
+        "read",
+        description="read: in the context; append: the agent may add to it; write: the agent may replace it",
+    )
 
 
 class MemoryUrl(AgenModel):
     """A document fetched into the context at the start of a run."""
 
-    url: HttpUrl
-    max_chars: int | None = Field(default=None, ge=1)
-    timeout_seconds: float | None = Field(default=None, gt=0)
+    url: HttpUrl = Field(
+        description="an http(s) URL whose text is put in the context at the start of each run"
+    )
+    max_chars: int | None = Field(
+        default=None, ge=1, description="keep at most this many characters of it"
+    )
+    timeout_seconds: float | None = Field(
+        default=None, gt=0, description="how long the fetch may take"
+    )
 
 
 def _memory_shape(value: Any) -> str | None:
@@ -114,20 +164,29 @@ Memory = Annotated[
 
 
 class ToolHints(AgenModel):
-    idempotent: bool | None = None
-    untrusted_output: bool | None = None
-    side_effect: bool | None = None
+    idempotent: bool | None = Field(
+        None,
+        description="running it twice with the same arguments does no harm: a call interrupted by a crash may simply run again",
+    )
+    untrusted_output: bool | None = Field(
+        None,
+        description="its results come from outside (web pages, email): once the run reads one, its trust drops to untrusted",
+    )
+    side_effect: bool | None = Field(
+        None,
+        description="it changes something outside the run: each call is recorded before and after, and a call interrupted by a crash is not repeated (effect unknown)",
+    )
 
 
 class Delegate(AgenModel):
     """Another agent this one may hand work to. Not supported yet: refused when set."""
 
-    name: str = Field(min_length=1)
-    namespace: str | None = None
-    url: str | None = None
-    description: str | None = None
-    via: Literal["a2a"] | None = None
-    overrides: bool | None = None
+    name: str = Field(min_length=1, description="not supported yet: refused when set")
+    namespace: str | None = Field(None, description="not supported yet: refused when set")
+    url: str | None = Field(None, description="not supported yet: refused when set")
+    description: str | None = Field(None, description="not supported yet: refused when set")
+    via: Literal["a2a"] | None = Field(None, description="not supported yet: refused when set")
+    overrides: bool | None = Field(None, description="not supported yet: refused when set")
 
 
 class Conversations(AgenModel):
@@ -147,15 +206,25 @@ class Conversations(AgenModel):
 
 
 class Admission(AgenModel):
-    rate_per_minute: int | None = Field(default=None, ge=1)
-    burst: int | None = Field(default=None, ge=1)
-    max_queued_tasks: int | None = Field(default=None, ge=0)
+    rate_per_minute: int | None = Field(
+        default=None,
+        ge=1,
+        description="tasks that may be submitted per minute (token bucket); more are refused with 429",
+    )
+    burst: int | None = Field(
+        default=None,
+        ge=1,
+        description="how many may be submitted at once before the rate applies (default: ratePerMinute)",
+    )
+    max_queued_tasks: int | None = Field(
+        default=None, ge=0, description="refuse new tasks while this many are queued"
+    )
 
 
 class Rollover(AgenModel):
     """Not supported yet: refused when set."""
 
-    prompt: str | None = None
+    prompt: str | None = Field(None, description="not supported yet: refused when set")
 
 
 class Review(AgenModel):
@@ -186,39 +255,84 @@ class Review(AgenModel):
 
 
 class BuiltinTools(AgenModel):
-    workspace: bool | None = None
+    workspace: bool | None = Field(
+        None,
+        description="the built-in workspace tools (read, write, edit, glob, grep, run) over the task's folder; unset: on when no workspace MCP server is configured",
+    )
 
 
 class EvalBar(AgenModel):
     """The bar ``agen deploy --require-eval`` holds a bundle to: the share of its scenarios that pass
     every run (pass^k). Default 1.0: every scenario passes."""
 
-    min_pass_rate: float = Field(default=1.0, ge=0.0, le=1.0)
+    min_pass_rate: float = Field(
+        default=1.0,
+        ge=0.0,
+        le=1.0,
+        description="the share of scenarios that must pass every run (0.0 to 1.0)",
+    )
 
 
 class Config(AgenModel):
     """x-agen/config.json; every section is optional."""
 
-    kind: Kind = "pool"
-    scale: Scale = Scale()
-    placement: Placement = Placement()
-    budget: Budget = Budget()
-    limits: Limits = Limits()
-    permissions: Permissions = Permissions()
-    triggers: list[Trigger] = []
-    workspace: Workspace = Workspace()
-    memory: list[Memory] = []
-    tools: dict[str, dict[str, ToolHints]] = {}
+    kind: Kind = Field(
+        "pool",
+        description="pool: instances share a queue; singleton: at most one instance; task: an instance per task, stopped after it",
+    )
+    scale: Scale = Field(Scale(), description="how many instances run")
+    placement: Placement = Field(
+        Placement(), description="which Nests may run the instances: labels a Nest must have"
+    )
+    budget: Budget = Field(
+        Budget(), description="spend limits per day (USD, as providers report it)"
+    )
+    limits: Limits = Field(Limits(), description="per-run limits: turns, duration, tokens, USD")
+    permissions: Permissions = Field(
+        Permissions(),
+        description="which tool calls are denied, asked (need an approval) or allowed",
+    )
+    triggers: list[Trigger] = Field(
+        [],
+        description="what submits tasks without anyone running `agen run`: cron, random, webhook and event triggers",
+    )
+    workspace: Workspace = Field(
+        Workspace(),
+        description="the working folder the workspace tools see: per task, per conversation or shared",
+    )
+    memory: list[Memory] = Field(
+        [],
+        description="memory blocks the agent reads or writes, and documents fetched into its context",
+    )
+    tools: dict[str, dict[str, ToolHints]] = Field(
+        {},
+        description='hints per MCP server and tool: {"server": {"tool": {"idempotent": true, "sideEffect": false, "untrustedOutput": true}}}',
+    )
     delegates: list[Delegate] = Field(default=[], description="not supported yet: refused when set")
-    conversations: Conversations = Conversations()
-    admission: Admission = Admission()
-    record_interactions: bool = False
+    conversations: Conversations = Field(
+        Conversations(), description="what a new message of a busy conversation does"
+    )
+    admission: Admission = Field(
+        Admission(), description="how fast tasks may be submitted, and how many may queue"
+    )
+    record_interactions: bool = Field(
+        False,
+        description="record every model call as a replay cassette (`agen replay`, provider replay)",
+    )
     rollover: Rollover | None = Field(
         default=None, description="not supported yet: refused when set"
     )
-    builtin_tools: BuiltinTools = BuiltinTools()
-    review: Review | None = None
-    eval: EvalBar = EvalBar()
+    builtin_tools: BuiltinTools = Field(
+        BuiltinTools(),
+        description="built-in tools to turn on or off (workspace: read, write, edit, glob, grep, run)",
+    )
+    review: Review | None = Field(
+        None,
+        description="a reviewer that grades each result against a rubric and sends it back to revise",
+    )
+    eval: EvalBar = Field(
+        EvalBar(), description="the bar `agen deploy --require-eval` holds the bundle to"
+    )
 
     @model_validator(mode="after")
     def _cross_checks(self) -> Config:

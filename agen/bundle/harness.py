@@ -22,48 +22,54 @@ DEFAULT_KEY_SECRET: dict[str, str] = {
 class FallbackProvider(AgenModel):
     """A separate provider account tried, in order, only when the current one has an account error."""
 
-    provider: Provider
-    model: str = Field(min_length=1)
-    fallback_models: list[str] = []
-    base_url: str | None = None
-    api_key_secret: SecretName | None = None
+    provider: Provider = Field(description="as the harness's provider")
+    model: str = Field(min_length=1, description="the model at that provider")
+    fallback_models: list[str] = Field([], description="models of that provider tried in order")
+    base_url: str | None = Field(None, description="as the harness's baseUrl")
+    api_key_secret: SecretName | None = Field(
+        None, description="as the harness's apiKeySecret (declared in x-agen/secrets.json)"
+    )
 
 
 class Router(AgenModel):
     """Tier limits for routing models (openrouter/auto, jev-router)."""
 
-    tier: Tier | None = None
-    max_tier: Tier | None = None
-    budget_tier: Tier = "low"
-    allowed_models: list[str] | None = None
-    excluded_models: list[str] | None = None
+    tier: Tier | None = Field(None, description="the default cost tier of a task")
+    max_tier: Tier | None = Field(None, description="the highest tier a task may ask for")
+    budget_tier: Tier = Field("low", description="the tier used when the budget runs low")
+    allowed_models: list[str] | None = Field(None, description="only these models may be routed to")
+    excluded_models: list[str] | None = Field(None, description="these models are never routed to")
 
 
 class ResultSpec(AgenModel):
     """finish's data is validated against this JSON Schema."""
 
-    schema_: dict[str, Any] = Field(alias="schema")
+    schema_: dict[str, Any] = Field(
+        alias="schema", description="the JSON Schema the final answer must match"
+    )
 
 
 class Usage(AgenModel):
-    input_tokens: int = Field(0, ge=0)
-    output_tokens: int = Field(0, ge=0)
-    cost_usd: float = Field(0.0, ge=0)
+    input_tokens: int = Field(0, ge=0, description="input tokens")
+    output_tokens: int = Field(0, ge=0, description="output tokens")
+    cost_usd: float = Field(0.0, ge=0, description="cost in USD")
 
 
 class ToolCall(AgenModel):
-    name: str = Field(min_length=1)
-    arguments: dict[str, Any] = {}
-    id: str | None = None
+    name: str = Field(min_length=1, description="the tool, as server.tool or server_tool")
+    arguments: dict[str, Any] = Field({}, description="its arguments")
+    id: str | None = Field(None, description="the call id (default: call_<turn>_<index>)")
 
 
 class Turn(AgenModel):
     """One scripted answer of the fake provider: text, tool calls, or both."""
 
-    text: str | None = None
-    tool_calls: list[ToolCall] | None = None
-    usage: Usage | None = None
-    finish_reason: str | None = None
+    text: str | None = Field(None, description="the model's text")
+    tool_calls: list[ToolCall] | None = Field(None, description="tool calls the model asks for")
+    usage: Usage | None = Field(None, description="tokens and cost to report for the turn")
+    finish_reason: str | None = Field(
+        None, description="why the turn ended (default: tool_calls when there are calls, else stop)"
+    )
 
     @model_validator(mode="after")
     def _has_content(self) -> Turn:
@@ -87,32 +93,83 @@ Script = Annotated[
 class FakeSpec(AgenModel):
     """The fake provider: a script (inline or a JSON file in the bundle), or echo mode without one."""
 
-    script: Script | None = None
-    echo: bool | None = None
+    script: Script | None = Field(
+        None, description="the turns to play, in order (or a bundle file holding them)"
+    )
+    echo: bool | None = Field(None, description="answer each input by repeating it")
 
 
 class Harness(AgenModel):
     """x-agen/harness.json."""
 
-    provider: Provider
-    model: str | None = Field(default=None, min_length=1)
-    fallback_models: list[str] = []
-    fallback_providers: list[FallbackProvider] = []
-    base_url: str | None = None
-    api_key_secret: SecretName | None = None
-    max_output_tokens: int = Field(8192, ge=1)
-    context_tokens: int = Field(64000, ge=1000)
-    temperature: float | None = Field(default=None, ge=0, le=2)
-    parallel_tool_calls: bool = True
-    reasoning_effort: Literal["low", "medium", "high"] | None = None
-    openrouter: dict[str, Any] | None = None
-    router: Router | None = None
-    result: ResultSpec | None = None
-    max_tool_result_chars: int = Field(32000, ge=0)
-    request_timeout: Duration = "120s"
-    max_retries: int = Field(3, ge=0)
-    fake: FakeSpec | None = None
-    cassette: str | None = Field(default=None, min_length=1)
+    provider: Provider = Field(
+        description="who runs the model: auto picks what this machine has (docs/providers.md), openai and openrouter call those APIs, fake and replay run offline"
+    )
+    model: str | None = Field(
+        default=None,
+        min_length=1,
+        description="the model name at the provider (e.g. gpt-4o-mini, anthropic/claude-sonnet-4)",
+    )
+    fallback_models: list[str] = Field(
+        [], description="models tried in order when the model keeps failing"
+    )
+    fallback_providers: list[FallbackProvider] = Field(
+        [],
+        description="other providers or accounts tried when this one fails or its account is held",
+    )
+    base_url: str | None = Field(
+        None,
+        description="an OpenAI-compatible server to call instead of the provider's own (Ollama, vLLM, a proxy); no key is sent to it unless apiKeySecret names one (docs/providers.md)",
+    )
+    api_key_secret: SecretName | None = Field(
+        None,
+        description="the secret holding the API key; it must be declared in x-agen/secrets.json (default: OPENAI_API_KEY or OPENROUTER_API_KEY for the provider)",
+    )
+    max_output_tokens: int = Field(8192, ge=1, description="output tokens per model call")
+    context_tokens: int = Field(
+        64000, ge=1000, description="the model's context window: history is trimmed to fit it"
+    )
+    temperature: float | None = Field(
+        default=None,
+        ge=0,
+        le=2,
+        description="sampling temperature (0 to 2); unset: the provider's default",
+    )
+    parallel_tool_calls: bool = Field(
+        True, description="let the model ask for several tool calls in one turn"
+    )
+    reasoning_effort: Literal["low", "medium", "high"] | None = Field(
+        None, description="for reasoning models: how hard to think"
+    )
+    openrouter: dict[str, Any] | None = Field(
+        None,
+        description='extra OpenRouter request fields, passed through (e.g. {"provider": {"sort": "price"}})',
+    )
+    router: Router | None = Field(
+        None, description="tier limits for a routing model (openrouter/auto)"
+    )
+    result: ResultSpec | None = Field(
+        None, description="a JSON Schema the final answer must match (structured output)"
+    )
+    max_tool_result_chars: int = Field(
+        32000,
+        ge=0,
+        description="a tool result longer than this is saved as an artifact and shortened in the context",
+    )
+    request_timeout: Duration = Field(
+        "120s", description="how long one model call may take (a duration)"
+    )
+    max_retries: int = Field(
+        3,
+        ge=0,
+        description="retries of a model call on 429 and 5xx, honouring Retry-After up to 60 s a wait",
+    )
+    fake: FakeSpec | None = Field(None, description="provider fake: a script of turns, or echo")
+    cassette: str | None = Field(
+        default=None,
+        min_length=1,
+        description="provider replay: a bundle file of recorded interactions (recordInteractions writes them)",
+    )
 
     @model_validator(mode="after")
     def _model_when_needed(self) -> Harness:

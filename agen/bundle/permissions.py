@@ -64,33 +64,42 @@ ToolGlob = Annotated[
 class TimeCondition(AgenModel):
     """Matches only inside a daily window (UTC), optionally on some days."""
 
-    window: TimeWindow
-    days: list[Day] | None = None
+    window: TimeWindow = Field(description='"HH:MM-HH:MM", UTC')
+    days: list[Day] | None = Field(None, description='only on these days, e.g. ["sat", "sun"]')
 
 
 class RateCondition(AgenModel):
     """Matches while fewer than ``max`` calls of the tool happened within ``per``."""
 
-    max: int = Field(ge=1)
-    per: Duration
+    max: int = Field(ge=1, description="calls allowed within per")
+    per: Duration = Field(description="the sliding window (a duration)")
 
 
 class When(AgenModel):
     """Conditions that must all hold for a rule to apply."""
 
-    trust: Trust | None = None
-    trust_below: Trust | None = None
-    args: Annotated[dict[str, Any], AfterValidator(_check_args)] | None = None
-    labels: dict[str, str] | None = None
-    time: TimeCondition | None = None
-    rate: RateCondition | None = None
+    trust: Trust | None = Field(
+        None, description="only for tasks of exactly this trust (operator, trusted or untrusted)"
+    )
+    trust_below: Trust | None = Field(None, description="only for tasks less trusted than this")
+    args: Annotated[dict[str, Any], AfterValidator(_check_args)] | None = Field(
+        None,
+        description='only when the call\'s arguments match: a value, an fnmatch glob for strings, or {"lt"|"lte"|"gt"|"gte": number}',
+    )
+    labels: dict[str, str] | None = Field(None, description="only for tasks carrying these labels")
+    time: TimeCondition | None = Field(None, description="only inside a daily time window")
+    rate: RateCondition | None = Field(
+        None, description="only while the tool was called fewer than max times within per"
+    )
 
 
 class RuleObject(AgenModel):
     """A rule with conditions: ``{"tool": "glob", "when": {...}}``."""
 
-    tool: ToolGlob
-    when: When | None = None
+    tool: ToolGlob = Field(description="a tool name or glob, as in a plain rule")
+    when: When | None = Field(
+        None, description="conditions that must all hold for the rule to apply"
+    )
 
 
 def _rule_shape(value: Any) -> str | None:
@@ -108,8 +117,19 @@ Rule = Annotated[
 class Permissions(AgenModel):
     """Rules are checked deny, then ask, then allow; ``default`` decides the rest."""
 
-    deny: list[Rule] = []
-    ask: list[Rule] = []
-    allow: list[Rule] = []
-    default: Literal["ask", "allow", "deny"] = "ask"
-    notify: str | None = None
+    deny: list[Rule] = Field(
+        [],
+        description='rules whose tool calls are refused; a rule is a tool name ("workspace.run", or "workspace_run" as the model calls it), an fnmatch glob ("workspace.*", "*.delete_*"), or {"tool": glob, "when": {...}}',
+    )
+    ask: list[Rule] = Field(
+        [],
+        description="rules whose tool calls wait for a person: `agen approvals`, then `agen approve` or `agen deny`",
+    )
+    allow: list[Rule] = Field([], description="rules whose tool calls run without asking")
+    default: Literal["ask", "allow", "deny"] = Field(
+        "ask", description="what a tool call no rule matches does"
+    )
+    notify: str | None = Field(
+        None,
+        description="a notification target (`agen notify set`) told about each approval request",
+    )

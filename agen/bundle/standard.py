@@ -33,19 +33,26 @@ BundleName = Annotated[
 
 
 class Author(StandardModel):
-    name: str
-    email: str | None = None
-    url: str | None = None
+    name: str = Field(description="who wrote the bundle")
+    email: str | None = Field(None, description="their email")
+    url: str | None = Field(None, description="their web page")
 
 
 class PluginManifest(StandardModel):
     """plugin.json: the bundle's name (also its deployment's default name) and metadata."""
 
-    schema_: str | None = Field(default=None, alias="$schema")
-    name: BundleName
-    version: str | None = None
-    description: str | None = None
-    author: str | Author | None = None
+    schema_: str | None = Field(
+        default=None, alias="$schema", description="a JSON Schema URL for editors; ignored by agen"
+    )
+    name: BundleName = Field(
+        description='the bundle name, and the deployment name by default: lowercase letters, digits and "-"'
+    )
+    version: str | None = Field(
+        None,
+        description="the bundle's own version, for people (agen identifies a bundle by its digest)",
+    )
+    description: str | None = Field(None, description="what the agent does, in a sentence")
+    author: str | Author | None = Field(None, description='a name, or {"name", "email", "url"}')
 
 
 _STARTUP = "Milliseconds agen waits for the server to start and answer initialize (default 30000, at most 600000)."
@@ -54,20 +61,35 @@ _STARTUP = "Milliseconds agen waits for the server to start and answer initializ
 class StdioServer(StandardModel):
     """An MCP server started as a child process; ``command: "agen"`` means this agen executable."""
 
-    type: Literal["stdio"] = "stdio"
-    command: str = Field(min_length=1)
-    args: list[str] = []
-    env: dict[str, str] = {}
-    cwd: str | None = None
+    type: Literal["stdio"] = Field(
+        "stdio", description="stdio: a child process speaking MCP on stdin/stdout"
+    )
+    command: str = Field(
+        min_length=1,
+        description='the program to start; "agen" is this agen executable (agen mcp workspace, agen mcp sql)',
+    )
+    args: list[str] = Field(
+        [],
+        description="its arguments; ${NAME} expands to a declared secret, ${WORKSPACE} to the task's folder",
+    )
+    env: dict[str, str] = Field(
+        {}, description="extra environment variables; ${NAME} expands to a declared secret"
+    )
+    cwd: str | None = Field(None, description="the folder it starts in")
     startup_timeout_ms: int | None = Field(default=None, gt=0, le=600_000, description=_STARTUP)
 
 
 class HttpServer(StandardModel):
     """An MCP server reached over streamable HTTP."""
 
-    type: Literal["http", "streamable-http"]
+    type: Literal["http", "streamable-http"] = Field(
+        description="http or streamable-http: an MCP server reached over HTTP"
+    )
     url: HttpUrl
-    headers: dict[str, str] = {}
+    headers: dict[str, str] = Field(
+        {},
+        description='request headers, e.g. {"Authorization": "Bearer ${TOKEN}"} (${NAME}: a declared secret)',
+    )
     startup_timeout_ms: int | None = Field(default=None, gt=0, le=600_000, description=_STARTUP)
 
 
@@ -106,11 +128,17 @@ ServerName = Annotated[
 class McpConfig(StandardModel):
     """mcp.json: the MCP servers whose tools the agent may call."""
 
-    mcp_servers: dict[ServerName, McpServer] = {}
+    mcp_servers: dict[ServerName, McpServer] = Field(
+        {},
+        description="MCP servers by name; their tools are named server.tool (the model sees server_tool)",
+    )
 
 
 class SkillFrontMatter(StandardModel):
     """skills/<name>/SKILL.md front matter: what the skill is, so the model knows when to load it."""
 
-    name: str = Field(min_length=1)
-    description: str = Field(min_length=1)
+    name: str = Field(min_length=1, description="the skill's name")
+    description: str = Field(
+        min_length=1,
+        description="when to use it: the agent sees every skill's description and loads the body on demand",
+    )

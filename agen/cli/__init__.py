@@ -5,12 +5,13 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from typing import Any
+from typing import Annotated, Any
 
 # Plain help text: rendering it through rich's markdown machinery doubles `agen --help`'s cold start.
 os.environ.setdefault("TYPER_USE_RICH", "0")
 
 import typer
+import typer.core
 
 from agen.cli import (
     approvals,
@@ -34,18 +35,47 @@ from agen.cli import (
     version,
 )
 
+
+class AgenGroup(typer.core.TyperGroup):
+    """The root group: once typer has built the command tree, agen.cli._help names every placeholder
+    and adds each command's examples (imported here, so `agen version` never loads it)."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        from agen.cli._help import polish
+
+        polish(self)
+
+
 app = typer.Typer(
     name="agen",
+    cls=AgenGroup,
     help="agen: run and manage LLM agent fleets, locally and durably.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion for bash, zsh and fish
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        version.version(False)
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    _version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            help="Print agen's version and exit.",
+            callback=_print_version,
+            is_eager=True,
+        ),
+    ] = False,
+) -> None:
     """agen: run and manage LLM agent fleets, locally and durably."""
 
 
@@ -100,7 +130,9 @@ def main(argv: list[str] | None = None) -> None:
 def _answered_directly(args: list[str]) -> bool:
     """``agen version [--json]`` answers before typer builds its parsers: typer validates every option
     through pydantic, and loading pydantic for a version string would double the command's cost."""
-    json_out = {("version",): False, ("version", "--json"): True}.get(tuple(args))
+    json_out = {("version",): False, ("--version",): False, ("version", "--json"): True}.get(
+        tuple(args)
+    )
     if json_out is None:
         return False
     version.version(json_out)
@@ -125,26 +157,61 @@ def _before_exit() -> None:
 def _main(argv: list[str] | None) -> None:
     from agen.errors import AgenError
 
+    args = sys.argv[1:] if argv is None else argv
+    json_out = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
     try:
-        command()(args=argv, prog_name="agen")
+        if json_out:
+            _run_for_json(argv)
+        else:
+            command()(args=argv, prog_name="agen")
     except AgenError as e:
         from agen.cli._common import err
 
         err(f"error: {_elided(str(e))}")
+        if json_out:
+            _json_error(e.to_dict())
         sys.exit(e.exit_code)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
+        if json_out:
+            _json_error({"error": {"code": "interrupted", "message": "interrupted", "details": {}}})
         sys.exit(130)
     except Exception as e:  # the last resort: the listed failure modes are checked where they arise
         from agen.cli._common import err
 
         where = _write_crash_log(argv)
         first = (str(e).splitlines() or [""])[0][:300]
-        err(
-            f"agen: internal error: {type(e).__name__}: {first}; please report it"
-            + (f" with {where}" if where else "")
+        message = f"agen: internal error: {type(e).__name__}: {first}; please report it" + (
+            f" with {where}" if where else ""
         )
+        err(message)
+        if json_out:
+            _json_error({"error": {"code": "internal", "message": message, "details": {}}})
         sys.exit(1)
+
+
+def _run_for_json(argv: list[str] | None) -> None:
+    """Run with click's own error handling off, so a usage error (an unknown flag, a missing argument)
+    reaches a script as ``{"error": …}`` on stdout too; the message still goes to stderr."""
+    try:
+        code = command().main(args=argv, prog_name="agen", standalone_mode=False)
+    except typer.Abort:
+        raise KeyboardInterrupt from None
+    except typer.TyperException as e:  # click's ClickException (typer vendors click)
+        show = getattr(e, "show", None)
+        if callable(show):
+            show()  # usage and the message on stderr, as without --json
+        _json_error({"error": {"code": "invalid", "message": e.format_message(), "details": {}}})
+        sys.exit(e.exit_code)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _json_error(body: dict[str, Any]) -> None:
+    """The error as docs/troubleshooting.md promises it under --json: one object on stdout."""
+    import json
+
+    sys.stdout.write(json.dumps(body, default=str, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
 
 
 def _elided(message: str) -> str:

@@ -33,6 +33,13 @@ TokenOpt = Annotated[
 ]
 NamespaceOpt = Annotated[str, typer.Option("-n", "--namespace", help="Namespace.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+NoTruncOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-trunc",
+        help="Show every value whole in a terminal too (piped output is never shortened).",
+    ),
+]
 
 EXIT_CODES = {
     0: "ok",
@@ -48,6 +55,27 @@ EXIT_CODES = {
     8: "still waiting (for an approval, or --timeout ran out); the task goes on",
     130: "interrupted",
 }
+
+
+def complete_deployments(ctx: Any, incomplete: str) -> list[str]:
+    """Shell completion of deployment names (agen.cli._complete, loaded only when a shell asks)."""
+    from agen.cli._complete import deployments
+
+    return deployments(ctx, incomplete)
+
+
+def complete_tasks(ctx: Any, incomplete: str) -> list[str]:
+    """Shell completion of recent task ids."""
+    from agen.cli._complete import tasks
+
+    return tasks(ctx, incomplete)
+
+
+def complete_approvals(ctx: Any, incomplete: str) -> list[str]:
+    """Shell completion of pending approval ids."""
+    from agen.cli._complete import approvals
+
+    return approvals(ctx, incomplete)
 
 
 def err(message: str) -> None:

@@ -2,34 +2,87 @@
 
 rich's Table measures and lays out every cell to fit the terminal: about 0.85 ms a row here, so
 `agen ps` over 1,000 deployments spent 850 ms printing. A list prints one line per row and never
-wraps or cuts a cell, as `ps` and `kubectl get` do (a narrow terminal wraps a long line itself; piped
-output keeps whole values), which takes a few milliseconds for 1,000 rows.
+drops a column, as `docker ps` does: in a terminal, a row wider than the screen has its longest
+values shortened with an ellipsis (free text such as INPUT or ARGUMENTS first), and ``--no-trunc``
+or piped output keeps every value whole.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
-from rich.cells import cell_len
+from rich.cells import cell_len, set_cell_size
 from rich.text import Text
 
 Cell = str | Text
 GAP = "  "
+ELLIPSIS = "…"
+MIN_WIDTH = 8  # a shortened cell keeps at least this much (or its header, if wider)
 
 
 def _plain(cell: Cell) -> str:
     return cell.plain if isinstance(cell, Text) else cell
 
 
-def render_table(columns: Sequence[str], rows: Sequence[Sequence[Cell]]) -> Text:
-    """The table as one Text: a bold header line, then a line per row, columns padded to the widest cell."""
+def fit_widths(
+    columns: Sequence[str],
+    widths: Sequence[int],
+    screen: int,
+    flexible: Collection[str] = (),
+) -> list[int]:
+    """Column widths that fit ``screen`` cells, narrowing the widest ``flexible`` columns first, then
+    the widest others; no column goes below its header or MIN_WIDTH (the terminal wraps what is left)."""
+    out = list(widths)
+    floor = [min(w, max(cell_len(c), MIN_WIDTH)) for c, w in zip(columns, widths, strict=True)]
+    excess = sum(out) + len(GAP) * (len(out) - 1) - screen
+    for group in ([i for i, c in enumerate(columns) if c in flexible], range(len(columns))):
+        while excess > 0:
+            room = [i for i in group if out[i] > floor[i]]
+            if not room:
+                break
+            widest = max(room, key=lambda i: out[i])
+            # Narrow the widest down toward the next widest in one step (not one cell at a time).
+            others = [out[i] for i in room if i != widest]
+            target = max([floor[widest], *(w for w in others if w < out[widest])], default=0)
+            step = min(excess, out[widest] - target) or 1
+            out[widest] -= step
+            excess -= step
+    return out
+
+
+def _shorten(cell: Cell, width: int) -> Cell:
+    if cell_len(_plain(cell)) <= width:
+        return cell
+    if isinstance(cell, Text):
+        short = cell.copy()
+        short.truncate(width, overflow="ellipsis")
+        return short
+    return set_cell_size(cell, width - 1) + ELLIPSIS
+
+
+def render_table(
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Cell]],
+    *,
+    width: int | None = None,
+    flexible: Collection[str] = (),
+) -> Text:
+    """The table as one Text: a bold header line, then a plain line per row, columns padded to the
+    widest cell. With ``width`` (a terminal's), long values are shortened so a row fits it."""
+    rows = [[c.replace("\n", " ") if isinstance(c, str) else c for c in row] for row in rows]
     widths = [cell_len(c) for c in columns]
     for row in rows:
         for i, cell in enumerate(row):
             widths[i] = max(widths[i], cell_len(_plain(cell)))
+    if width is not None:
+        fitted = fit_widths(columns, widths, width, flexible)
+        if fitted != widths:
+            rows = [[_shorten(c, w) for c, w in zip(row, fitted, strict=True)] for row in rows]
+            widths = fitted
     last = len(columns) - 1
-    out = Text(
+    out = Text()
+    out.append(
         GAP.join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip() + "\n",
         style="bold",
     )
@@ -46,11 +99,23 @@ def render_table(columns: Sequence[str], rows: Sequence[Sequence[Cell]]) -> Text
 
 
 def print_table(
-    columns: Sequence[str], rows: Sequence[Sequence[Cell]], console: Any = None
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Cell]],
+    console: Any = None,
+    *,
+    no_trunc: bool = False,
+    flexible: Collection[str] = (),
 ) -> None:
-    """Print to stdout (or ``console``): piped, lines lose their trailing padding (stdout_console)."""
+    """Print to stdout (or ``console``). In a terminal, rows are fitted to its width unless ``no_trunc``;
+    piped, values stay whole and lines lose their trailing padding (stdout_console)."""
     from agen.cli._common import stdout_console
 
-    (console or stdout_console()).print(
-        render_table(columns, rows), no_wrap=True, crop=False, end=""
+    console = console or stdout_console()
+    fit = console.is_terminal and not no_trunc
+    console.print(
+        render_table(columns, rows, width=console.width if fit else None, flexible=flexible),
+        no_wrap=True,
+        crop=False,
+        overflow="ignore",  # rich would otherwise cut a long line at the screen's edge, dropping columns
+        end="",
     )

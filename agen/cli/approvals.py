@@ -10,13 +10,18 @@ from agen.cli._common import (
     HubOpt,
     JsonOpt,
     NamespaceOpt,
+    NoTruncOpt,
     TokenOpt,
+    complete_approvals,
     err,
     make_request,
     print_json,
 )
 
-IdArg = Annotated[str, typer.Argument(help="Approval id.", show_default=False)]
+IdArg = Annotated[
+    str,
+    typer.Argument(help="Approval id.", show_default=False, autocompletion=complete_approvals),
+]
 
 
 def approvals(
@@ -24,6 +29,7 @@ def approvals(
     hub: HubOpt = None,
     token: TokenOpt = None,
     namespace: NamespaceOpt = "default",
+    no_trunc: NoTruncOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Pending approvals (--all: decided ones too)."""
@@ -55,12 +61,14 @@ def approvals(
                 a.deployment,
                 a.task_id or "-",
                 a.tool,
-                json.dumps(a.arguments, ensure_ascii=False)[:60],
+                json.dumps(a.arguments, ensure_ascii=False),
                 a.state,
                 ago(a.created_ms),
             )
             for a in resp.approvals
         ],
+        no_trunc=no_trunc,
+        flexible=("ARGUMENTS",),
     )
 
 
@@ -74,14 +82,17 @@ def _decide(
 ) -> None:
     from agen.api import registry as r
     from agen.cli._hub import with_client
+    from agen.cli._ids import call_resolved
     from agen.wire.approvals import DecideApprovalRequest
 
     resp = with_client(
         hub,
         token,
-        lambda c: c.call(
+        lambda c: call_resolved(
+            c,
             r.DecideApproval,
             make_request(DecideApprovalRequest, id=approval_id, approve=approve, note=note),
+            "approval",
         ),
     )
     if json_out:

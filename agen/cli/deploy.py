@@ -17,6 +17,12 @@ def _validate(directory: str, json_out: bool) -> None:
     from agen.errors import BundleError
 
     bundle, problems, warnings = validate_bundle(directory)
+    if bundle is not None:
+        import os
+
+        from agen.bundle.secret_check import unset_secrets
+
+        warnings += unset_secrets(bundle.secrets, os.environ, where="this environment")
     if json_out:
         print_json(
             {

@@ -6,7 +6,17 @@ from typing import Annotated
 
 import typer
 
-from agen.cli._common import HubOpt, JsonOpt, NamespaceOpt, TokenOpt, make_request, print_json
+from agen.cli._common import (
+    HubOpt,
+    JsonOpt,
+    NamespaceOpt,
+    NoTruncOpt,
+    TokenOpt,
+    complete_deployments,
+    complete_tasks,
+    make_request,
+    print_json,
+)
 
 feedback_app = typer.Typer(
     help="Scores on how tasks went (-1.0..1.0), kept with the runs they rate.", no_args_is_help=True
@@ -23,7 +33,12 @@ def score_text(score: float) -> str:
 
 @feedback_app.command("record")
 def record(
-    ref: Annotated[str, typer.Argument(help="Task id or run id.", show_default=False)],
+    ref: Annotated[
+        str,
+        typer.Argument(
+            help="Task id or run id.", show_default=False, autocompletion=complete_tasks
+        ),
+    ],
     score: Annotated[
         float,
         typer.Option(
@@ -46,6 +61,7 @@ def record(
 
     from agen.api import registry as r
     from agen.cli._hub import with_client
+    from agen.cli._ids import call_resolved
     from agen.errors import InvalidError
     from agen.hub.observe.events import parse_labels
     from agen.wire.feedback import RecordFeedbackRequest
@@ -63,7 +79,7 @@ def record(
         note=note,
         labels=parse_labels(label or []),
     )
-    resp = with_client(hub, token, lambda c: c.call(r.RecordFeedback, req))
+    resp = with_client(hub, token, lambda c: call_resolved(c, r.RecordFeedback, req, "task_or_run"))
     if json_out:
         print_json(resp.model_dump(mode="json"))
         return
@@ -76,7 +92,12 @@ def record(
 @feedback_app.command("ls")
 def ls(
     name: Annotated[
-        str | None, typer.Argument(help="Only this deployment.", show_default=False)
+        str | None,
+        typer.Argument(
+            help="Only this deployment.",
+            show_default=False,
+            autocompletion=complete_deployments,
+        ),
     ] = None,
     label: LabelOpt = None,
     since: Annotated[
@@ -95,6 +116,7 @@ def ls(
     hub: HubOpt = None,
     token: TokenOpt = None,
     namespace: NamespaceOpt = "default",
+    no_trunc: NoTruncOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Feedback, newest first (--json: with run id, task id, deployment and definition digest, for export)."""
@@ -134,12 +156,14 @@ def ls(
                 f.run_id,
                 score_text(f.score),
                 json.dumps(f.labels, ensure_ascii=False) if f.labels else "-",
-                (f.note or "-").replace("\n", " ")[:60],
+                (f.note or "-"),
                 f.by or "-",
                 ago(f.created_ms),
             )
             for f in resp.feedback
         ],
+        no_trunc=no_trunc,
+        flexible=("NOTE", "LABELS"),
     )
 
 

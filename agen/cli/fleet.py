@@ -10,13 +10,20 @@ from agen.cli._common import (
     HubOpt,
     JsonOpt,
     NamespaceOpt,
+    NoTruncOpt,
     TokenOpt,
+    complete_deployments,
     err,
     make_request,
     print_json,
 )
 
-NameArg = Annotated[str, typer.Argument(help="Deployment name.", show_default=False)]
+NameArg = Annotated[
+    str,
+    typer.Argument(
+        help="Deployment name.", show_default=False, autocompletion=complete_deployments
+    ),
+]
 HoldRuns = Annotated[
     bool,
     typer.Option(
@@ -85,6 +92,7 @@ def ps(
     hub: HubOpt = None,
     token: TokenOpt = None,
     namespace: NamespaceOpt = "default",
+    no_trunc: NoTruncOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Deployments (--all: every instance on every nest)."""
@@ -124,6 +132,7 @@ def ps(
                 )
                 for i in inst.instances
             ],
+            no_trunc=no_trunc,
         )
         return
     resp = with_client(
@@ -155,6 +164,8 @@ def ps(
         word = (
             f"{d.activity} ({d.stopped_reason})"
             if d.activity == "stopped" and d.stopped_reason
+            else f"failing ({d.failing_reason})"
+            if d.activity == "failing" and d.failing_reason
             else f"{d.activity} (waiting on a {d.waiting_on})"
             if d.waiting_on
             else d.activity
@@ -173,7 +184,7 @@ def ps(
     if not resp.deployments:
         err("no deployments; create one with `agen deploy <bundle-dir>`")
         return
-    print_table(cols, rows)
+    print_table(cols, rows, no_trunc=no_trunc, flexible=("ACTIVITY",))
 
 
 def _pause(

@@ -18,7 +18,7 @@ def init(
         str | None,
         typer.Argument(
             metavar="DIR",
-            help="Folder to create (default: ./<template name>). Must be new or empty.",
+            help="Folder to create (default: ./TEMPLATE, named after the template). Must be new or empty.",
             show_default=False,
         ),
     ] = None,
@@ -47,8 +47,11 @@ def init(
         str | None,
         typer.Option(
             "--model",
-            help="OpenRouter model instead of the template's (a routing model such as typesafe/jev-router "
-            "picks the model per request).",
+            help='Write this model into the new bundle\'s x-agen/harness.json ("model") instead of the '
+            "template's. A template on provider auto or fake switches provider too: a vendor/model name "
+            "(anthropic/claude-sonnet-4, openrouter/auto) to openrouter, which needs OPENROUTER_API_KEY; any "
+            "other name (gpt-4o-mini) to auto, which uses OPENAI_API_KEY, OPENROUTER_API_KEY or a local "
+            "Ollama. A routing model such as typesafe/jev-router picks the model per request.",
             show_default=False,
         ),
     ] = None,

@@ -9,7 +9,16 @@ from typing import Annotated
 
 import typer
 
-from agen.cli._common import HubOpt, JsonOpt, NamespaceOpt, TokenOpt, err, make_request, print_json
+from agen.cli._common import (
+    HubOpt,
+    JsonOpt,
+    NamespaceOpt,
+    NoTruncOpt,
+    TokenOpt,
+    err,
+    make_request,
+    print_json,
+)
 
 memory_app = typer.Typer(
     help="Memory blocks: durable text agents read and update.", no_args_is_help=True
@@ -59,6 +68,7 @@ def memory_ls(
     hub: HubOpt = None,
     token: TokenOpt = None,
     namespace: NamespaceOpt = "default",
+    no_trunc: NoTruncOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Memory blocks in the namespace."""
@@ -91,6 +101,8 @@ def memory_ls(
             )
             for b in resp.blocks
         ],
+        no_trunc=no_trunc,
+        flexible=("TITLE",),
     )
 
 
@@ -191,6 +203,7 @@ def memory_history(
     hub: HubOpt = None,
     token: TokenOpt = None,
     namespace: NamespaceOpt = "default",
+    no_trunc: NoTruncOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Every version of a memory block: who wrote it (a run or a person), when, and the value."""
@@ -220,10 +233,12 @@ def memory_history(
                 when(v.created_ms),
                 _who(v.author_kind, v.author),
                 v.note or "-",
-                v.value.replace("\n", "⏎")[:60],
+                v.value.replace("\n", "⏎"),
             )
             for v in resp.versions
         ],
+        no_trunc=no_trunc,
+        flexible=("VALUE", "NOTE"),
     )
 
 
@@ -276,6 +291,7 @@ def artifacts_ls(
     hub: HubOpt = None,
     token: TokenOpt = None,
     namespace: NamespaceOpt = "default",
+    no_trunc: NoTruncOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Artifacts in the namespace, or one task's."""
@@ -306,6 +322,7 @@ def artifacts_ls(
             (a.id, a.name, a.media_type, str(a.size), a.task_id or "-", ago(a.created_ms))
             for a in resp.artifacts
         ],
+        no_trunc=no_trunc,
     )
 
 

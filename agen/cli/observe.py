@@ -10,18 +10,29 @@ from agen.cli._common import (
     HubOpt,
     JsonOpt,
     NamespaceOpt,
+    NoTruncOpt,
     TokenOpt,
+    complete_deployments,
+    complete_tasks,
     make_request,
     print_json,
     stdout_console,
 )
 
-RefArg = Annotated[str, typer.Argument(help="Task id or run id.", show_default=False)]
+RefArg = Annotated[
+    str,
+    typer.Argument(help="Task id or run id.", show_default=False, autocompletion=complete_tasks),
+]
 
 
 def runs(
     name: Annotated[
-        str | None, typer.Argument(help="Only this deployment.", show_default=False)
+        str | None,
+        typer.Argument(
+            help="Only this deployment.",
+            show_default=False,
+            autocompletion=complete_deployments,
+        ),
     ] = None,
     roots: Annotated[
         bool,
@@ -65,6 +76,7 @@ def runs(
     hub: HubOpt = None,
     token: TokenOpt = None,
     namespace: NamespaceOpt = "default",
+    no_trunc: NoTruncOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Recent runs (--roots: one per trace, --status, --label, --effect-unknown).
@@ -74,6 +86,7 @@ def runs(
     from agen.api import registry as r
     from agen.cli._common import parse_duration_ms
     from agen.cli._hub import with_client
+    from agen.cli._ids import call_resolved
     from agen.cli._table import print_table
     from agen.errors import InvalidError
     from agen.hub.observe.events import parse_labels
@@ -99,13 +112,15 @@ def runs(
         effect_unknown=effect_unknown,
         limit=limit,
     )
-    resp = with_client(hub, token, lambda c: c.call(r.ListRuns, req))
+    resp = with_client(
+        hub, token, lambda c: call_resolved(c, r.ListRuns, req, "task", field="task_id")
+    )
     if json_out:
         print_json(resp.model_dump(mode="json"))
     elif not resp.runs:
         print("no runs match; `agen run <deployment> <input>` starts one")
     else:
-        print_table(RUN_COLUMNS, runs_rows(resp.runs, roots=roots))
+        print_table(RUN_COLUMNS, runs_rows(resp.runs, roots=roots), no_trunc=no_trunc)
 
 
 def transcript(
@@ -119,9 +134,10 @@ def transcript(
     namespace: NamespaceOpt = "default",
     json_out: JsonOpt = False,
 ) -> None:
-    """What a run sent to the model and got back, tool calls included."""
+    """What a run sent to the model and got back, tool calls included; a failed run ends with why."""
     from agen.api import registry as r
     from agen.cli._hub import with_client
+    from agen.cli._ids import call_resolved
     from agen.render.observe import transcript_lines
     from agen.wire.observe import GetTranscriptRequest
 
@@ -133,7 +149,7 @@ def transcript(
         history=history,
         system=system,
     )
-    resp = with_client(hub, token, lambda c: c.call(r.GetTranscript, req))
+    resp = with_client(hub, token, lambda c: call_resolved(c, r.GetTranscript, req, "task_or_run"))
     if json_out:
         print_json(resp.model_dump(mode="json"))
         return
@@ -143,7 +159,14 @@ def transcript(
 
 
 def trace(
-    ref: Annotated[str, typer.Argument(help="Task id, trace id or run id.", show_default=False)],
+    ref: Annotated[
+        str,
+        typer.Argument(
+            help="Task id, trace id or run id.",
+            show_default=False,
+            autocompletion=complete_tasks,
+        ),
+    ],
     hub: HubOpt = None,
     token: TokenOpt = None,
     namespace: NamespaceOpt = "default",
@@ -156,14 +179,18 @@ def trace(
         ),
     ] = False,
 ) -> None:
-    """Span tree of a trace, across agents (a time bar per span)."""
+    """Span tree of a trace, across agents (a time bar per span).
+
+    Exits 1 when the trace's root run failed or was cancelled, 0 otherwise (also when an attempt
+    inside it failed and a retry succeeded)."""
     from agen.api import registry as r
     from agen.cli._hub import with_client
+    from agen.cli._ids import call_resolved
     from agen.render.observe import trace_tree
     from agen.wire.observe import GetTraceRequest
 
     req = make_request(GetTraceRequest, {"id": "REF"}, id=ref, namespace=namespace)
-    resp = with_client(hub, token, lambda c: c.call(r.GetTrace, req))
+    resp = with_client(hub, token, lambda c: call_resolved(c, r.GetTrace, req, "any"))
     if otlp_json:
         from agen.otel.trace_json import trace_otlp_json
 
@@ -173,12 +200,17 @@ def trace(
         print_json(resp.model_dump(mode="json"))
         return
     stdout_console().print(trace_tree(resp))
-    if resp.errors:
+    # The exit code follows the outcome, as `agen wait`'s does: an error span a retry recovered from is
+    # shown (and counted in --json) but a run that ended well exits 0.
+    if any(run.status in ("failed", "cancelled") for run in resp.runs if run.parent_run_id is None):
         raise typer.Exit(1)
 
 
 def query(
-    task_id: Annotated[str, typer.Argument(help="Task id.", show_default=False)],
+    task_id: Annotated[
+        str,
+        typer.Argument(help="Task id.", show_default=False, autocompletion=complete_tasks),
+    ],
     hub: HubOpt = None,
     token: TokenOpt = None,
     namespace: NamespaceOpt = "default",
@@ -187,11 +219,12 @@ def query(
     """Its progress, current activity and outcome, without waiting on it."""
     from agen.api import registry as r
     from agen.cli._hub import with_client
+    from agen.cli._ids import call_resolved
     from agen.render.observe import query_view
     from agen.wire.observe import QueryTaskRequest
 
     req = make_request(QueryTaskRequest, {"id": "TASK"}, id=task_id, namespace=namespace)
-    resp = with_client(hub, token, lambda c: c.call(r.QueryTask, req))
+    resp = with_client(hub, token, lambda c: call_resolved(c, r.QueryTask, req, "task"))
     if json_out:
         print_json(resp.model_dump(mode="json"))
     else:

@@ -62,14 +62,7 @@ def hub_serve(
         ),
     ] = None,
 ) -> None:
-    """The Hub alone: API, scheduler, triggers; Nests enrol with `agen nest run`.
-
-    Examples:
-
-    \b
-      agen hub serve --listen 127.0.0.1:7070
-      agen join-token create --label zone=a
-    """
+    """The Hub alone: API, scheduler, triggers; Nests enrol with `agen nest run`."""
     import asyncio
 
     from agen.cli._common import parse_duration_ms
@@ -143,19 +136,12 @@ def nest_run(
         str | None,
         typer.Option(
             "--data-dir",
-            help="Where the Nest keeps its credential (default: AGEN_HOME/nests/<name>).",
+            help="Where the Nest keeps its credential (default: AGEN_HOME/nests/NAME).",
             show_default=False,
         ),
     ] = None,
 ) -> None:
-    """Run a Nest that pulls work from a Hub; Ctrl-C drains and stops it.
-
-    Examples:
-
-    \b
-      agen nest run --hub http://127.0.0.1:7070 --store sqlite:$HOME/.agen/agen.db --join-token agen_…
-      agen nest run --hub http://127.0.0.1:7070 --store sqlite:$HOME/.agen/agen.db   # enrolled before
-    """
+    """Run a Nest that pulls work from a Hub; Ctrl-C drains and stops it."""
     import asyncio
     from pathlib import Path
 
@@ -204,13 +190,7 @@ def join_token_create(
     token: TokenOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """A single-use token that enrols one Nest (admin).
-
-    Examples:
-
-    \b
-      agen join-token create --ttl 30m --label zone=a
-    """
+    """A single-use token that enrols one Nest (admin)."""
     from agen.api import registry as r
     from agen.cli._common import parse_duration_ms
     from agen.cli._hub import with_client
@@ -242,14 +222,7 @@ def join_token_create(
 def nests_ls(
     ctx: typer.Context, hub: HubOpt = None, token: TokenOpt = None, json_out: JsonOpt = False
 ) -> None:
-    """Every Nest: labels, capacity, instances, last heartbeat, state.
-
-    Examples:
-
-    \b
-      agen nests
-      agen nests revoke nest-b
-    """
+    """Every Nest: labels, capacity, instances, last heartbeat, state."""
     if ctx.invoked_subcommand is not None:
         return
     from agen.api import registry as r
@@ -285,13 +258,7 @@ def nests_revoke(
     token: TokenOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """End a Nest's credential, assignments and leases for good (admin).
-
-    Examples:
-
-    \b
-      agen nests revoke nest-b
-    """
+    """End a Nest's credential, assignments and leases for good (admin)."""
     from agen.api import registry as r
     from agen.cli._hub import with_client
     from agen.wire.nests import RevokeNestRequest

@@ -7,14 +7,28 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
-from agen.cli._common import HubOpt, JsonOpt, NamespaceOpt, TokenOpt, err, make_request, print_json
+from agen.cli._common import (
+    HubOpt,
+    JsonOpt,
+    NamespaceOpt,
+    TokenOpt,
+    complete_deployments,
+    err,
+    make_request,
+    print_json,
+)
 
 if TYPE_CHECKING:
     from agen.client import Client
     from agen.wire.signals import CreateWebhookSecretResponse
 
 T = TypeVar("T")
-NameArg = Annotated[str, typer.Argument(help="Deployment name.", show_default=False)]
+NameArg = Annotated[
+    str,
+    typer.Argument(
+        help="Deployment name.", show_default=False, autocompletion=complete_deployments
+    ),
+]
 
 
 def triggers(
@@ -162,7 +176,12 @@ def providers(
 
 def events(
     name: Annotated[
-        str | None, typer.Argument(help="Only this deployment.", show_default=False)
+        str | None,
+        typer.Argument(
+            help="Only this deployment.",
+            show_default=False,
+            autocompletion=complete_deployments,
+        ),
     ] = None,
     follow: Annotated[
         bool, typer.Option("-f", "--follow", help="keep printing new events")
@@ -189,7 +208,7 @@ def events(
     namespace: NamespaceOpt = "default",
     json_out: JsonOpt = False,
 ) -> None:
-    """The event log: tasks, approvals, budgets, holds, triggers, warnings."""
+    """The event log: tasks, approvals, budgets, holds, triggers, warnings (--json: one JSON object a line)."""
     from agen.cli._hub import with_client
     from agen.hub.observe.events import parse_labels
 
@@ -213,8 +232,8 @@ def events(
         while True:
             page = await c.call(r.ListEvents, req)
             for e in page.events:
-                if json_out:
-                    print_json(e.model_dump(mode="json"))
+                if json_out:  # JSON Lines: one event a line, as `jq -c` and a log shipper read them
+                    print(e.model_dump_json(), flush=True)
                 else:
                     print(format_event(e), flush=True)
             if not follow:

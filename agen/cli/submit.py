@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from agen.cli._common import HubOpt, JsonOpt, NamespaceOpt, TokenOpt, is_folder
+from agen.cli._common import (
+    HubOpt,
+    JsonOpt,
+    NamespaceOpt,
+    TokenOpt,
+    complete_deployments,
+    is_folder,
+)
 
 if TYPE_CHECKING:
     from agen.client import Client
@@ -40,6 +47,8 @@ class RunOptions:
     tier: str | None = None
     timeout: str = "10m"
     trust: str | None = None
+    status_line: bool = False  # a live line on stderr while waiting (a terminal, not --json)
+    task_id: str | None = None  # set once submitted: what a Ctrl-C hint names
 
 
 def build_request(deployment: str, text: str, namespace: str, o: RunOptions) -> SubmitTaskRequest:
@@ -102,12 +111,26 @@ async def submit_and_report(
     is_bundle: bool,
 ) -> Task:
     """Deploy a bundle folder if given one, submit the (already validated) task, wait per --timeout/--no-wait."""
-    from agen.cli.tasks import wait_for_task
 
     task = await deploy_and_submit(client, target, req, o, is_bundle=is_bundle)
     if o.no_wait:
         return task
-    return await wait_for_task(client, task.id, timeout_ms, req.namespace)
+    return await wait_showing_status(client, task.id, timeout_ms, req.namespace, o)
+
+
+async def wait_showing_status(
+    client: Client, task_id: str, timeout_ms: int, namespace: str, o: RunOptions
+) -> Task:
+    """Wait for the task; in a terminal, with a live status line on stderr while it runs."""
+    from agen.cli.tasks import wait_for_task
+
+    wait = wait_for_task(client, task_id, timeout_ms, namespace)
+    if not o.status_line:
+        return await wait
+    from agen.cli._status import with_status_line
+
+    task: Task = await with_status_line(client, task_id, namespace, wait)
+    return task
 
 
 async def deploy_and_submit(
@@ -136,6 +159,7 @@ async def deploy_and_submit(
             )
     submitted = await client.call(r.SubmitTask, req)
     task = submitted.task
+    o.task_id = task.id
     if o.no_wait:
         if submitted.created:
             err(f"task {task.id} queued; `agen wait {task.id}` prints its result{queued_note}")
@@ -182,6 +206,7 @@ def run_task(
     json_out: bool,
 ) -> None:
     import asyncio
+    import sys
 
     from agen.cli._common import err, parse_duration_ms, print_json
     from agen.cli._hub import with_client
@@ -194,22 +219,29 @@ def run_task(
         "bundle" if is_bundle else target, text, namespace, o
     )  # named once deployed
     timeout_ms = parse_duration_ms(o.timeout, flag="--timeout")
+    o.status_line = not json_out and not o.no_wait and sys.stderr.isatty()
     found = None if hub is not None else local_hub(timeout_ms)
     use_http = found is None or found.up is not None
-    if use_http:
-        up = found.up if found is not None else None
-        url, token = (hub, token) if up is None else (up.url, token or up.token)
-        task = with_client(
-            url,
-            token,
-            lambda c: submit_and_report(c, target, req, timeout_ms, o, is_bundle=is_bundle),
-        )
-    else:
-        assert found is not None
-        try:
-            task = asyncio.run(_embedded(target, req, timeout_ms, o, is_bundle=is_bundle))
-        finally:
-            release(found.lock)
+    try:
+        if use_http:
+            up = found.up if found is not None else None
+            url, token = (hub, token) if up is None else (up.url, token or up.token)
+            task = with_client(
+                url,
+                token,
+                lambda c: submit_and_report(c, target, req, timeout_ms, o, is_bundle=is_bundle),
+            )
+        else:
+            assert found is not None
+            try:
+                task = asyncio.run(_embedded(target, req, timeout_ms, o, is_bundle=is_bundle))
+            finally:
+                release(found.lock)
+    except KeyboardInterrupt:
+        if o.task_id is None:
+            raise
+        err(interrupted_hint(o.task_id, in_hub=use_http))
+        raise typer.Exit(130) from None
     if o.no_wait:
         if json_out:
             print_json(task.model_dump(mode="json"))
@@ -226,6 +258,19 @@ def run_task(
     report_task(task, json_out)
 
 
+def interrupted_hint(task_id: str, *, in_hub: bool) -> str:
+    """What Ctrl-C left behind, and the two commands that follow it up."""
+    if in_hub:
+        return (
+            f"\ninterrupted: only the wait stopped; task {task_id} goes on in the Hub. "
+            f"`agen wait {task_id}` waits for its result, `agen cancel {task_id}` cancels it"
+        )
+    return (
+        f"\ninterrupted: task {task_id} stopped with this command (no `agen up` is running); "
+        f"`agen up` resumes it, then `agen wait {task_id}` prints its result; `agen cancel {task_id}` cancels it"
+    )
+
+
 async def _embedded(
     target: str, req: SubmitTaskRequest, timeout_ms: int, o: RunOptions, *, is_bundle: bool
 ) -> Task:
@@ -236,7 +281,6 @@ async def _embedded(
     """
     import os
 
-    from agen.cli.tasks import wait_for_task
     from agen.client import Client
     from agen.hub.service import Hub
     from agen.node import LocalNode
@@ -266,7 +310,9 @@ async def _embedded(
         )  # a CLI task is its own root
         try:
             await node.start()
-            return await wait_for_task(Client.in_process(hub), task.id, timeout_ms, req.namespace)
+            return await wait_showing_status(
+                Client.in_process(hub), task.id, timeout_ms, req.namespace, o
+            )
         finally:
             await node.drain(30)
     finally:
@@ -277,7 +323,9 @@ def run(
     target: Annotated[
         str,
         typer.Argument(
-            help="Deployment name, or a bundle folder (deployed first).", show_default=False
+            help="Deployment name, or a bundle folder (deployed first).",
+            show_default=False,
+            autocompletion=complete_deployments,
         ),
     ],
     text: Annotated[

@@ -10,7 +10,10 @@ from agen.cli._common import (
     HubOpt,
     JsonOpt,
     NamespaceOpt,
+    NoTruncOpt,
     TokenOpt,
+    complete_deployments,
+    complete_tasks,
     err,
     make_request,
     print_json,
@@ -20,7 +23,9 @@ if TYPE_CHECKING:
     from agen.client import Client
     from agen.wire.tasks import Task
 
-TaskArg = Annotated[str, typer.Argument(help="Task id.", show_default=False)]
+TaskArg = Annotated[
+    str, typer.Argument(help="Task id.", show_default=False, autocompletion=complete_tasks)
+]
 MAX_WAIT_S = 300.0
 
 
@@ -148,10 +153,15 @@ def wait(
     make_request(
         GetTaskRequest, {"id": "TASK"}, id=task_id, namespace=namespace
     )  # bad flags before connecting
-    report_task(
-        with_client(hub, token, lambda c: wait_for_task(c, task_id, timeout_ms, namespace)),
-        json_out,
-    )
+
+    async def go(c: Client) -> Task:
+        from agen.cli._ids import full_id
+
+        return await wait_for_task(
+            c, await full_id(c, "task", task_id, namespace), timeout_ms, namespace
+        )
+
+    report_task(with_client(hub, token, go), json_out)
 
 
 def _done(task: Task, verb: str, json_out: bool) -> None:
@@ -199,6 +209,7 @@ def cancel(
     from agen.api import registry as r
     from agen.cli._common import parse_duration_ms
     from agen.cli._hub import with_client
+    from agen.cli._ids import call_resolved
     from agen.errors import InvalidError
     from agen.wire.tasks import CancelTaskRequest
 
@@ -223,7 +234,7 @@ def cancel(
         mode=mode,
         grace_period_seconds=grace_s,
     )
-    task = with_client(hub, token, lambda c: c.call(r.CancelTask, req)).task
+    task = with_client(hub, token, lambda c: call_resolved(c, r.CancelTask, req, "task")).task
     # a graceful cancel's run may have wrapped up in time: it ended however it finished
     _done(task, "cancelled" if task.state == "cancelled" else "ended", json_out)
 
@@ -255,6 +266,7 @@ def pause(
     """Hold a task (a running one suspends at its next model call)."""
     from agen.api import registry as r
     from agen.cli._hub import hold_until, with_client
+    from agen.cli._ids import call_resolved
     from agen.wire.tasks import PauseTaskRequest
 
     req = make_request(
@@ -266,7 +278,11 @@ def pause(
         reason=reason,
         tree=tree,
     )
-    _done(with_client(hub, token, lambda c: c.call(r.PauseTask, req)).task, "held", json_out)
+    _done(
+        with_client(hub, token, lambda c: call_resolved(c, r.PauseTask, req, "task")).task,
+        "held",
+        json_out,
+    )
 
 
 def resume(
@@ -280,17 +296,27 @@ def resume(
     """End a hold started by agen pause."""
     from agen.api import registry as r
     from agen.cli._hub import with_client
+    from agen.cli._ids import call_resolved
     from agen.wire.tasks import ResumeTaskRequest
 
     req = make_request(
         ResumeTaskRequest, {"id": "TASK"}, id=task_id, namespace=namespace, tree=tree
     )
-    _done(with_client(hub, token, lambda c: c.call(r.ResumeTask, req)).task, "resumed", json_out)
+    _done(
+        with_client(hub, token, lambda c: call_resolved(c, r.ResumeTask, req, "task")).task,
+        "resumed",
+        json_out,
+    )
 
 
 def tasks(
     name: Annotated[
-        str | None, typer.Argument(help="Only this deployment.", show_default=False)
+        str | None,
+        typer.Argument(
+            help="Only this deployment.",
+            show_default=False,
+            autocompletion=complete_deployments,
+        ),
     ] = None,
     scheduled: Annotated[
         bool, typer.Option("--scheduled", help="Only tasks waiting for their start time.")
@@ -315,6 +341,7 @@ def tasks(
     hub: HubOpt = None,
     token: TokenOpt = None,
     namespace: NamespaceOpt = "default",
+    no_trunc: NoTruncOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Recent tasks (--scheduled: waiting for their start time)."""
@@ -352,7 +379,7 @@ def tasks(
             or ("approval" if task.pending_approvals else "")
             or ("held" if task.held else "")
         )
-        last = when(task.not_before_ms) if scheduled else task.input.replace("\n", " ")[:40]
+        last = when(task.not_before_ms) if scheduled else task.input.replace("\n", " ")
         state_col = f"{task.state}, effect unknown" if task.effect_unknown else task.state
         rows.append(
             (
@@ -376,6 +403,8 @@ def tasks(
             "STARTS" if scheduled else "INPUT",
         ),
         rows,
+        no_trunc=no_trunc,
+        flexible=("INPUT",),
     )
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from agen.cli._common import JsonOpt, err, print_json
+
+if TYPE_CHECKING:
+    from agen.client import Client
 
 
 def up(
@@ -112,8 +115,14 @@ def down(json_out: JsonOpt = False) -> None:
 
     async def go() -> None:
         async with Client.http(local.url, local.token) as c:
+            busy = await _unfinished(c)
             await c.call(r.Shutdown, Empty())
-            err(f"agen down: {local.url} is draining")
+            err(
+                f"agen down: {local.url} is draining"
+                + (f" {len(busy)} unfinished run(s):" if busy else " (no run in progress)")
+            )
+            for line in busy:
+                err(f"  {line}")
             deadline = time.monotonic() + 600
             while time.monotonic() < deadline:
                 try:
@@ -132,6 +141,27 @@ def down(json_out: JsonOpt = False) -> None:
         print_json({"stopped": True, "url": local.url})
     else:
         print("stopped")
+
+
+async def _unfinished(client: Client) -> list[str]:
+    """One line per unfinished run (deployment, task, what it does now): what the drain waits for.
+    A Hub that cannot say (an old one, a read error) drains all the same: an empty list."""
+    from agen.api import registry as r
+    from agen.errors import AgenError
+    from agen.wire.observe import GetActivityRequest
+
+    try:
+        activity = await client.call(r.GetActivity, GetActivityRequest())
+    except AgenError:
+        return []
+    lines = []
+    for run in activity.runs:
+        doing = run.doing if not run.detail else f"{run.doing} {run.detail}"
+        where = (
+            f"{run.namespace}/{run.deployment}" if run.namespace != "default" else run.deployment
+        )
+        lines.append(f"{where}: task {run.task_id or '-'} ({run.status}, {doing})")
+    return lines
 
 
 def register(app: typer.Typer) -> None:

@@ -42,9 +42,13 @@ def money(usd: float) -> str:
 
 
 def activity_text(word: str, reason: str | None = None) -> Text:
-    style = {"working": "green", "needs": "bold yellow", "stopped": "red", "idle": "dim"}.get(
-        word, ""
-    )
+    style = {
+        "working": "green",
+        "needs": "bold yellow",
+        "stopped": "red",
+        "failing": "bold red",
+        "idle": "dim",
+    }.get(word, "")
     return Text(f"{word} ({reason})" if reason else word, style=style)
 
 
@@ -184,7 +188,23 @@ def transcript_lines(resp: GetTranscriptResponse) -> list[RenderableType]:
             out.append(Text(body, style="red" if m.is_error else ""))
         for call in m.tool_calls:
             out.append(Text(f"→ {call.name}({_args(call.arguments)})  [{call.id}]", style="yellow"))
+    ending = run_ending(run)
+    if ending:
+        out.append(Text(f"── {ending} ──", style="bold red"))
     return out
+
+
+def run_ending(run: Run) -> str | None:
+    """Why a run ended failed or cancelled, from its recorded outcome (the last thing a transcript says)."""
+    if run.status not in ("failed", "cancelled"):
+        return None
+    o = run.outcome or {}
+    reason, summary = o.get("reason"), o.get("summary") or o.get("error")
+    return (
+        f"run {run.status}"
+        + (f" ({reason})" if reason else "")
+        + (f": {summary}" if summary and summary != reason else "")
+    )
 
 
 def feedback_line(f: Feedback) -> str:

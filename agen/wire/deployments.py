@@ -58,6 +58,9 @@ class Deployment(Model):
         None,
         description="delegate: working only through tasks of it waiting on the child tasks they started",
     )
+    failing_reason: str | None = Field(
+        None, description="activity failing: the last error of the instances that cannot start"
+    )
     pending_approvals: int = 0
     spent_today_usd: float = 0.0
     triggers: list[TriggerDue] = []  # cron and random triggers only (the others have no schedule)

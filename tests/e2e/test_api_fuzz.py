@@ -10,6 +10,8 @@ test in tests/integration/test_api_bad_requests.py). Check configuration, with t
   checks and JSON Schema cannot express; the 400 lists every problem.
 * the same for ScaleDeployment: ``replicas`` above the deployment's own ``scale.max`` (set in its
   bundle, not in the schema) is a 400 naming that limit.
+* ResolveId also accepts 400 for a schema-valid call: a short id that matches several stored ids is
+  ambiguous (the 400 lists them), which depends on what is stored, not on the request's shape.
 * the Nest-facing RPCs (scope ``nest``) also accept 409 for a schema-valid call: a made-up lease id on
   a real task is fenced (409), as a stale lease is; an unknown Nest, task or definition is a 404.
 """
@@ -43,6 +45,9 @@ checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403",
 include-operation-id = ["SetMemory", "RollbackMemory"]
 checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403", "404", "409"]
 
+[[operations]]
+include-operation-id = ["ResolveId"]
+checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403", "404"]
 [[operations]]
 include-operation-id = ["SubmitTask", "DryRunTask", "CancelTask"]
 checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403", "404", "409", "429"]

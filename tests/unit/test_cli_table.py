@@ -1,4 +1,4 @@
-"""The list commands' tables: aligned columns, the header first, styles kept, no value ever cut."""
+"""The list commands' tables: aligned columns, the header first, styles kept, no column ever dropped."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from rich.text import Text
 from agen.cli._table import print_table, render_table
 
 
-def test_list_tables_align_columns_keep_styles_and_never_cut_a_value() -> None:
+def test_list_tables_align_columns_keep_styles_and_never_cut_a_value_when_not_fitted() -> None:
     long_id = "01M8KQ6VXME5YZCTCYT4F90971-" + "x" * 150  # wider than any terminal
     table = render_table(
         ("NAME", "ACTIVITY", "INPUT"),
@@ -34,3 +34,63 @@ def test_list_tables_align_columns_keep_styles_and_never_cut_a_value() -> None:
     out = io.StringIO()
     print_table(("A", "B"), [("1", "2")], console=Console(file=out, width=20, color_system=None))
     assert out.getvalue() == "A  B\n1  2\n"
+
+
+def test_only_the_header_is_bold_not_the_rows() -> None:
+    table = render_table(("ID", "STATE"), [("t1", "running"), ("t2", Text("failed", style="red"))])
+    assert table.style == ""  # a bold base style would make every appended row bold
+    bold = [table.plain[s.start : s.end] for s in table.spans if "bold" in str(s.style)]
+    assert bold == ["ID  STATE\n"]
+
+
+def _terminal(width: int) -> tuple[Console, io.StringIO]:
+    out = io.StringIO()
+    return Console(file=out, width=width, force_terminal=True, color_system=None), out
+
+
+ROW = (
+    "01M8KQ6VXME5YZCTCYT4F90971",
+    "gate-long",
+    "01M8KQ6VXME5YZCTCYT4F90972",
+    "workspace.run",
+    '{"command": "make build && make test && rm -rf /tmp/agen-scratch-area-for-this-run"}',
+    "pending",
+    "3s ago",
+)
+COLUMNS = ("ID", "DEPLOYMENT", "TASK", "TOOL", "ARGUMENTS", "STATE", "ASKED")
+
+
+def test_a_terminal_row_keeps_every_column_and_shortens_the_long_value_with_an_ellipsis() -> None:
+    console, out = _terminal(80)
+    print_table(COLUMNS, [ROW], console=console, flexible=("ARGUMENTS",))
+    header, row = out.getvalue().splitlines()
+    assert header.split() == list(COLUMNS)  # nothing dropped, STATE and ASKED included
+    assert cell_len(row) <= 80 and row.endswith("3s ago") and "pending" in row
+    assert "…" in row and "rm -rf" not in row  # shortened, and visibly so
+
+
+def test_no_trunc_and_piped_output_keep_every_value_whole() -> None:
+    console, out = _terminal(80)
+    print_table(COLUMNS, [ROW], console=console, no_trunc=True, flexible=("ARGUMENTS",))
+    assert ROW[4] in out.getvalue() and "…" not in out.getvalue()
+
+    piped = io.StringIO()
+    print_table(COLUMNS, [ROW], console=Console(file=piped, width=80, color_system=None))
+    assert ROW[4] in piped.getvalue() and "…" not in piped.getvalue()
+
+
+def test_a_terminal_too_narrow_for_the_free_text_also_shortens_other_columns_but_drops_none() -> (
+    None
+):
+    console, out = _terminal(70)
+    print_table(COLUMNS, [ROW], console=console, flexible=("ARGUMENTS",))
+    header, row = out.getvalue().splitlines()
+    assert header.split() == list(COLUMNS) and row.endswith("3s ago")
+    assert cell_len(row) <= 70 and "01M8KQ6…" in row  # ids shortened from the end: a prefix to type
+
+    console, out = _terminal(
+        40
+    )  # narrower than every column's minimum: the terminal wraps the line
+    print_table(COLUMNS, [ROW], console=console, flexible=("ARGUMENTS",))
+    header, row = out.getvalue().splitlines()
+    assert header.split() == list(COLUMNS) and row.endswith("3s ago")

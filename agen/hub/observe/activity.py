@@ -1,7 +1,8 @@
 """The one activity word of a deployment or a run (seed 001 "Agent States").
 
 ``working`` (something runs), ``needs`` (a person must answer), ``stopped`` with a reason
-(paused, unplaced, budget, provider), ``idle``. The rows are checked in that order, and
+(paused, unplaced, budget, provider), ``failing`` (a deployment whose instances keep failing to
+start: it would otherwise look ``idle`` while every task waits forever), ``idle``. The rows are checked in that order, and
 the order is the rule: every screen and command reads the word from here, so no two
 screens can disagree about what an agent is doing.
 """
@@ -9,12 +10,12 @@ screens can disagree about what an agent is doing.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agen.store import Row, Store, loads
 
-Word = Literal["working", "needs", "stopped", "idle"]
+Word = Literal["working", "needs", "stopped", "failing", "idle"]
 StoppedReason = Literal["paused", "unplaced", "budget", "provider"]
 STOP_ORDER: tuple[StoppedReason, ...] = ("paused", "unplaced", "budget", "provider")
 
@@ -72,6 +73,7 @@ class DeploymentFacts:
     spent_today: dict[tuple[str, str], float]
     provider_held: set[str]
     nests_alive: bool
+    failing: dict[str, str] = field(default_factory=dict)  # deployment id -> the last start error
 
 
 def _limit(budget_json: Any) -> float | None:
@@ -111,7 +113,39 @@ async def deployment_facts(store: Store, rows: Iterable[Row], now_ms: int) -> De
         spent_today={(r["namespace"], r["deployment"]): float(r["usd"] or 0.0) for r in spent},
         provider_held={r["deployment_id"] for r in held},
         nests_alive=bool(alive),
+        failing=await failing_starts(store, [r["id"] for r in rows]),
     )
+
+
+async def failing_starts(store: Store, deployment_ids: list[str]) -> dict[str, str]:
+    """Deployments whose latest FAILING_AFTER instances on the current digest all failed to start, with
+    the last start error: the rule of agen.hub.instances.instance_failing, for many at once."""
+    from agen.hub.fleet.instances import FAILING_AFTER
+    from agen.wire.nests import START_FAILED
+
+    if not deployment_ids:
+        return {}
+    marks = ",".join("?" * len(deployment_ids))
+    rows = await store.all(
+        "SELECT deployment_id, state, exit_reason FROM ("
+        " SELECT i.deployment_id, i.state, i.exit_reason, ROW_NUMBER() OVER ("
+        "  PARTITION BY i.deployment_id ORDER BY i.started_ms DESC, i.id DESC) AS n"
+        " FROM instances i JOIN deployments d ON d.id = i.deployment_id AND i.digest = d.digest"
+        f" WHERE i.deployment_id IN ({marks})) latest WHERE n <= ? ORDER BY deployment_id, n",
+        [*deployment_ids, FAILING_AFTER],
+    )
+    latest: dict[str, list[Row]] = {}
+    for r in rows:
+        latest.setdefault(r["deployment_id"], []).append(r)
+    return {
+        dep: str(group[0]["exit_reason"])[len(START_FAILED) :]
+        for dep, group in latest.items()
+        if len(group) == FAILING_AFTER
+        and all(
+            g["state"] == "failed" and str(g["exit_reason"] or "").startswith(START_FAILED)
+            for g in group
+        )
+    }
 
 
 def deployment_activity(
@@ -135,7 +169,7 @@ def deployment_activity(
     limit = _limit(row.get("budget"))
     over_budget = limit is not None and facts.spent_today.get(key, 0.0) >= limit
     wants = int(row.get("desired") or 0) > 0 or queued > 0
-    return activity(
+    word = activity(
         working=running > pending,
         needs=pending > 0,
         paused=bool(row.get("paused")),
@@ -143,3 +177,6 @@ def deployment_activity(
         budget=over_budget,
         provider=row.get("id") in facts.provider_held,
     )
+    if word.word == "idle" and ready == 0 and row.get("id") in facts.failing:
+        return Activity("failing")  # nothing runs, and nothing can start: not idle
+    return word

@@ -118,8 +118,9 @@ async def _apply(
 ) -> DeploymentResponse:
     p.require_namespace(req.namespace)
     bundle = load_bundle_files(decode_files(req.files))
+    warnings = [*bundle.warnings, *_secret_warnings(bundle)]
     if req.validate_only:
-        return DeploymentResponse(warnings=list(bundle.warnings))
+        return DeploymentResponse(warnings=warnings)
     name = req.name or bundle.name
     scale = _scale(bundle)
     if req.replicas is not None and req.replicas > scale.max:
@@ -201,9 +202,16 @@ async def _apply(
     dep_id, created, changed = await hub.store.write(fn)
     hub.desired_state_changed()
     view = await _view_by_id(hub, dep_id)
-    return DeploymentResponse(
-        deployment=view, created=created, changed=changed, warnings=list(bundle.warnings)
-    )
+    return DeploymentResponse(deployment=view, created=created, changed=changed, warnings=warnings)
+
+
+def _secret_warnings(bundle: Bundle) -> list[str]:
+    """The bundle's env secrets this Hub's process lacks: its local Nest's instances read them here."""
+    import os
+
+    from agen.bundle.secret_check import unset_secrets
+
+    return unset_secrets(bundle.secrets, os.environ, where="the Hub's environment")
 
 
 async def find_deployment(hub: Hub, p: Principal, namespace: str, name: str) -> Row:
@@ -290,6 +298,9 @@ def _to_view(
         activity=act.word if act else "idle",
         stopped_reason=act.stopped_reason if act else None,
         waiting_on=act.waiting_on if act else None,
+        failing_reason=facts.failing.get(row["id"])
+        if facts and act and act.word == "failing"
+        else None,
         pending_approvals=facts.pending_approvals.get(key, 0) if facts else 0,
         spent_today_usd=round(facts.spent_today.get(key, 0.0), 6) if facts else 0.0,
         triggers=triggers or [],

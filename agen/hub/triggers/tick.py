@@ -29,7 +29,8 @@ from agen.hub.triggers.fire import (
 )
 from agen.store import Row, Tx, dumps, loads, new_ulid
 
-_TRIGGER: TypeAdapter[Any] = TypeAdapter(Trigger)
+_TRIGGER_TYPE: Any = Trigger  # an Annotated union: TypeAdapter takes it, its stub wants a type
+_TRIGGER: TypeAdapter[Any] = TypeAdapter(_TRIGGER_TYPE)
 
 
 def parse_spec(row: Row) -> Any:

@@ -1,0 +1,129 @@
+"""Every command's help reads like gh's: an Examples section, named placeholders, `agen --version`."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agen.cli import command
+from tests.cli_helpers import run_agen
+
+
+def _commands() -> list[tuple[str, ...]]:
+    out: list[tuple[str, ...]] = []
+
+    def walk(cmd: object, path: tuple[str, ...]) -> None:
+        out.append(path)
+        for name, sub in getattr(cmd, "commands", {}).items():
+            if not sub.hidden:
+                walk(sub, (*path, name))
+
+    walk(command(), ())
+    return out
+
+
+@pytest.mark.parametrize("path", _commands(), ids=lambda p: " ".join(p) or "agen")
+def test_every_commands_help_has_examples_and_names_its_placeholders(
+    path: tuple[str, ...], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run_agen(capsys, *path, "--help")
+    assert code == 0
+    examples = out.split("Examples:", 1)
+    assert len(examples) == 2, f"agen {' '.join(path)} --help has no Examples section"
+    assert re.search(r"^\s+agen\b", examples[1], re.M)  # at least one line to type
+    assert not re.search(r"<[a-z][a-z \[\]]*>", out), out  # typer's <str>, <int>, <list[str]>
+    assert not re.search(r"\{[a-z_]+\}", out), out  # typer's {name} for a required argument
+
+
+def test_version_flag_prints_what_the_version_command_prints(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = run_agen(capsys, "--version")
+    assert code == 0 and out.startswith("agen ") and out == run_agen(capsys, "version")[1]
+
+
+def test_completion_scripts_exist_for_bash_zsh_and_fish() -> None:
+    for shell, marker in (
+        ("bash", "complete -o default"),
+        ("zsh", "#compdef agen"),
+        ("fish", "complete --command agen"),
+    ):
+        env = {**os.environ, "_AGEN_COMPLETE": f"source_{shell}"}
+        out = subprocess.run(
+            [sys.executable, "-m", "agen"], env=env, capture_output=True, text=True, check=True
+        ).stdout
+        assert marker in out, shell
+
+
+def test_install_and_show_completion_are_offered(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_agen(capsys, "--help")
+    assert code == 0 and "--install-completion" in out and "--show-completion" in out
+
+
+def test_agen_help_loads_no_pydantic_rich_or_httpx() -> None:
+    probe = (
+        "import sys\n"
+        "from agen.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('pydantic', 'rich', 'httpx') if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.splitlines()[-1] == "[]"
+
+
+def _json_commands() -> list[tuple[str, ...]]:
+    return [
+        path
+        for path in _commands()
+        if path and "--json" in run_agen_help_options(path)  # every command that offers --json
+    ]
+
+
+def run_agen_help_options(path: tuple[str, ...]) -> set[str]:
+    cmd = command()
+    for name in path:
+        cmd = cmd.commands[name]
+    return {opt for p in cmd.params for opt in p.opts}
+
+
+@pytest.mark.parametrize("path", _json_commands(), ids=" ".join)
+def test_every_json_commands_usage_error_is_a_json_error_on_stdout(
+    path: tuple[str, ...], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run_agen(capsys, *path, "--json", "--no-such-flag")
+    body = json.loads(out)
+    assert code == 2 and body["error"]["code"] == "invalid" and "--no-such-flag" in err
+
+
+def test_init_model_writes_what_its_help_says(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, help_text, _ = run_agen(capsys, "init", "--help")
+    assert 'x-agen/harness.json ("model")' in " ".join(help_text.split())
+    for model, provider in (("anthropic/claude-sonnet-4", "openrouter"), ("gpt-4o-mini", "auto")):
+        target = tmp_path / provider
+        code, _, err = run_agen(capsys, "init", str(target), "--model", model)
+        assert code == 0, err
+        harness = json.loads((target / "x-agen" / "harness.json").read_text())
+        assert harness["model"] == model and harness["provider"] == provider
+
+
+def test_agen_version_loads_neither_the_help_polish_nor_the_completion_code() -> None:
+    probe = (
+        "import sys\n"
+        "from agen.cli import main\n"
+        "try:\n    main(['version'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('agen.cli._') and m != 'agen.cli._common'))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.splitlines()[-1] == "[]"
