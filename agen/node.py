@@ -22,6 +22,7 @@ from agen.hub.leading import LeaderLoop
 from agen.hub.scheduler import Scope
 from agen.hub.service import Hub
 from agen.nest.client_port import ClientHubPort
+from agen.nest.delegation import NestDelegation
 from agen.nest.executor import ExecutorFactory, ProgressSink
 from agen.nest.manager import Manager
 from agen.store import Store
@@ -55,7 +56,11 @@ class LocalNode:
             self.port,
             executor_factory=executor_factory
             or backend_factory(
-                store, backend, host_memory_limit, progress=self.port.report_progress
+                store,
+                backend,
+                host_memory_limit,
+                progress=self.port.report_progress,
+                delegation=NestDelegation(self.port.client),
             ),
             name=nest_name,
             capacity=capacity,
@@ -102,15 +107,21 @@ class LocalNode:
 
 
 def backend_factory(
-    store: Store, backend: str, host_memory_limit: int = 0, *, progress: ProgressSink | None = None
+    store: Store,
+    backend: str,
+    host_memory_limit: int = 0,
+    *,
+    progress: ProgressSink | None = None,
+    delegation: Any = None,
 ) -> ExecutorFactory:
     """``inproc``: instances are asyncio workers here; ``process``: one ``agen host serve`` child each.
-    ``progress`` receives the report_progress tool's values (the Nest's HubPort)."""
+    ``progress`` receives the report_progress tool's values (the Nest's HubPort); ``delegation`` is
+    what runs delegate through (inproc only: a ``process`` host does not delegate yet)."""
     check_backend(backend, host_memory_limit)
     if backend == "inproc":
         from agen.nest.runner_executor import runner_factory
 
-        return runner_factory(store, progress=progress)  # type: ignore[no-any-return]
+        return runner_factory(store, progress=progress, delegation=delegation)  # type: ignore[no-any-return]
     from agen.nest.process import process_factory
 
     return process_factory(store.url, memory_limit=host_memory_limit, progress=progress)  # type: ignore[no-any-return]

@@ -53,6 +53,12 @@ class Budget(AgenModel):
     cached_input_weight: float = Field(0.1, ge=0, le=1)
 
 
+DEFAULT_INLINE_WAIT_MS = 20_000
+DEFAULT_MAX_DELEGATION_DEPTH = 5
+DEFAULT_MAX_FAN_OUT = 50
+DEFAULT_MAX_TOTAL_DELEGATIONS = 200
+
+
 class Limits(AgenModel):
     max_turns: int = Field(50, ge=1)
     max_run_duration: Duration = "30m"
@@ -60,23 +66,32 @@ class Limits(AgenModel):
     max_usd_per_run: float | None = Field(default=None, gt=0)
     report_tokens: int = Field(1024, ge=1)
     stuck_repeats: int = Field(3, ge=0)
-    # Delegation limits: refused until delegation lands (agen.bundle.refused).
+    # Delegation (call_agent / start_agent, agen.runner.tools.delegate); unset: the defaults below.
     inline_wait: Duration | None = Field(
-        default=None, description="not supported yet: refused when set"
+        default=None,
+        description="how long call_agent waits for its child in place before the run suspends (default 20s)",
     )
     max_delegation_depth: int | None = Field(
-        default=None, ge=0, description="not supported yet: refused when set"
+        default=None,
+        ge=0,
+        description="deepest child this agent may start, counted from the tree's root (default 5)",
     )
     max_fan_out: int | None = Field(
-        default=None, ge=1, description="not supported yet: refused when set"
+        default=None, ge=1, description="children one run may start (default 50)"
     )
     max_total_delegations: int | None = Field(
-        default=None, ge=0, description="not supported yet: refused when set"
+        default=None,
+        ge=0,
+        description="delegations a whole tree (root run) may make, counted once per call (default 200)",
     )
 
     @property
     def max_run_duration_ms(self) -> int:
         return parse_duration_ms(self.max_run_duration)
+
+    @property
+    def inline_wait_ms(self) -> int:
+        return parse_duration_ms(self.inline_wait) if self.inline_wait else DEFAULT_INLINE_WAIT_MS
 
 
 class Workspace(AgenModel):
@@ -120,14 +135,23 @@ class ToolHints(AgenModel):
 
 
 class Delegate(AgenModel):
-    """Another agent this one may hand work to. Not supported yet: refused when set."""
+    """Another deployment this agent may hand work to (call_agent, start_agent). ``url`` and
+    ``via: "a2a"`` (synchronous A2A) are refused as not supported yet (agen.bundle.refused)."""
 
-    name: str = Field(min_length=1)
-    namespace: str | None = None
-    url: str | None = None
-    description: str | None = None
-    via: Literal["a2a"] | None = None
-    overrides: bool | None = None
+    name: str = Field(min_length=1, description="the deployment's name")
+    namespace: str | None = Field(
+        default=None, description="its namespace (default: the caller's; delegation stays in it)"
+    )
+    url: str | None = Field(default=None, description="not supported yet: refused when set")
+    description: str | None = Field(
+        default=None, description="what it is good for: shown to the model in the tool description"
+    )
+    via: Literal["a2a"] | None = Field(
+        default=None, description="not supported yet: refused when set"
+    )
+    overrides: bool | None = Field(
+        default=None, description="true: start_agent may set task overrides on this delegate"
+    )
 
 
 class Conversations(AgenModel):
@@ -202,7 +226,10 @@ class Config(AgenModel):
     workspace: Workspace = Workspace()
     memory: list[Memory] = []
     tools: dict[str, dict[str, ToolHints]] = {}
-    delegates: list[Delegate] = Field(default=[], description="not supported yet: refused when set")
+    delegates: list[Delegate] = Field(
+        default=[],
+        description="the deployments this agent may delegate to (call_agent, start_agent)",
+    )
     conversations: Conversations = Conversations()
     admission: Admission = Admission()
     record_interactions: bool = False

@@ -285,6 +285,10 @@ def _finished(
             row["id"],
             {"task_id": row["id"], "status": state, "outcome": outcome, "error": error},
         )
+    if row.get("reply_deployment"):
+        from agen.hub.delegation import reply_to_caller
+
+        reply_to_caller(tx, row, state, outcome)
 
 
 def _finish_fenced(

@@ -95,6 +95,7 @@ def leased_task(row: dict[str, Any], *, started: bool) -> m.LeasedTask:
         overrides=loads(row.get("overrides")),
         budget_pressure=bool(row.get("budget_pressure")),
         root_run_id=row.get("root_run_id"),
+        parent_run_id=row.get("parent_run_id"),
         submitted_by=row.get("submitted_by"),
         locks=dict(locks) if isinstance(locks, dict) else {},
         started=started,

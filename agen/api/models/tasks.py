@@ -55,6 +55,11 @@ class Task(Model):
         "(started, never confirmed): check what really happened",
     )
     pending_approvals: list[str] = []
+    parent_task_id: str | None = Field(None, description="the task that delegated this one")
+    root_task_id: str | None = Field(None, description="the first task of its tree")
+    depth: int = Field(0, description="delegation depth: 0 for a root task")
+    parent_run_id: str | None = Field(None, description="the run that delegated this task")
+    root_run_id: str | None = Field(None, description="the run at the root of its tree")
     created_ms: int
     started_ms: int | None = None
     finished_ms: int | None = None

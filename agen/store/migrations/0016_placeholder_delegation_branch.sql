@@ -1,0 +1,1 @@
+-- Placeholder on the delegation branch only: 0016 belongs to another package (#18/#16 trees); drop this file at merge.

@@ -1,0 +1,15 @@
+-- #16 delegation: the caller's run on a child task, and the per-tree delegation counter.
+
+-- The run that submitted a child task (call_agent / start_agent); root_run_id already exists.
+ALTER TABLE tasks ADD COLUMN parent_run_id TEXT;
+CREATE INDEX tasks_parent ON tasks(parent_task_id) WHERE parent_task_id IS NOT NULL;
+
+-- limits.maxTotalDelegations: one row per delegation call of a tree (root run), keyed by the call
+-- (<run>.<step>.<call>), so a retried, resumed or re-submitted call is counted once.
+CREATE TABLE delegation_calls (
+    root_run_id   TEXT NOT NULL,
+    call_key      TEXT NOT NULL,
+    task_id       TEXT,
+    created_ms    INTEGER NOT NULL,
+    PRIMARY KEY (root_run_id, call_key)
+);

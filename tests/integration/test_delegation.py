@@ -1,0 +1,384 @@
+"""Delegation on the real stack in one process (LocalNode: Hub, leader, Nest, Runner, SQLite):
+call_agent, joined and detached start_agent, limits, query/signal, locks, lineage, overrides."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agen.api import registry as r
+from agen.api.models.deployments import CreateDeploymentRequest
+from agen.api.models.tasks import GetTaskRequest, ListTasksRequest, SubmitTaskRequest, Task
+from agen.client import Client
+from agen.node import LocalNode
+from agen.store import SQLiteStore
+from tests.fleet_helpers import files_b64, write_bundle
+
+
+def call(tool: str, /, **args: Any) -> dict[str, Any]:
+    return {"tool_calls": [{"name": tool, "arguments": args}]}
+
+
+def calls(*cs: tuple[str, dict[str, Any]]) -> dict[str, Any]:
+    return {"tool_calls": [{"name": n, "arguments": a} for n, a in cs]}
+
+
+def finish(summary: str, **extra: Any) -> dict[str, Any]:
+    return call("finish", summary=summary, **extra)
+
+
+class Stack:
+    def __init__(self, node: LocalNode, client: Client, root: Path) -> None:
+        self.node, self.client, self.root, self.store = node, client, root, node.store
+
+    async def deploy(
+        self,
+        name: str,
+        script: list[dict[str, Any]] | None = None,
+        *,
+        delegates: list[dict[str, Any]] | None = None,
+        limits: dict[str, Any] | None = None,
+        scale_max: int = 4,
+    ) -> list[str]:
+        config: dict[str, Any] = {"kind": "pool", "scale": {"min": 0, "max": scale_max}}
+        if delegates is not None:
+            config["delegates"] = delegates
+        if limits:
+            config["limits"] = limits
+        bundle = write_bundle(self.root / name, name, script=script, config=config)
+        resp = await self.client.call(
+            r.CreateDeployment, CreateDeploymentRequest(files=files_b64(bundle))
+        )
+        return list(resp.warnings)
+
+    async def submit(self, deployment: str, text: str = "go", **kw: Any) -> str:
+        resp = await self.client.call(
+            r.SubmitTask, SubmitTaskRequest(deployment=deployment, input=text, **kw)
+        )
+        return resp.task.id
+
+    async def wait(self, task_id: str, timeout_s: float = 60) -> Task:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while True:
+            t = (await self.client.call(r.GetTask, GetTaskRequest(id=task_id, wait_seconds=5))).task
+            if t.state in ("succeeded", "failed", "cancelled", "expired"):
+                return t
+            assert loop.time() < deadline, f"task {task_id} still {t.state} ({t.wait_for})"
+
+    async def tasks(self) -> list[Task]:
+        return list((await self.client.call(r.ListTasks, ListTasksRequest(limit=1000))).tasks)
+
+    async def tool_results(self, task_id: str) -> list[dict[str, Any]]:
+        return await self.store.all(
+            "SELECT m.name, m.content, m.is_error FROM messages m JOIN runs r ON r.id = m.run_id"
+            " WHERE r.task_id = ? AND m.role = 'tool' ORDER BY m.seq",
+            (task_id,),
+        )
+
+
+@pytest.fixture
+async def stack(tmp_path: Path) -> AsyncIterator[Stack]:
+    store = await SQLiteStore.open(tmp_path / "agen.db")
+    node = LocalNode(store, tick_s=0.05, heartbeat_s=0.05, capacity=8)
+    await node.start()
+    try:
+        yield Stack(node, Client.in_process(node.hub), tmp_path)
+    finally:
+        await node.drain(5)
+        await store.close()
+
+
+async def test_call_agent_returns_the_childs_outcome_as_the_tool_result(stack: Stack) -> None:
+    await stack.deploy(
+        "helper",
+        [
+            call(
+                "finish",
+                summary="found 3 papers",
+                status="partial",
+                reason="max_turns",
+                data={"n": 3},
+            )
+        ],
+    )
+    await stack.deploy(
+        "boss",
+        [call("call_agent", agent="helper", input="find papers"), finish("done")],
+        delegates=[{"name": "helper", "description": "finds things"}],
+    )
+    boss = await stack.submit("boss", labels={"team": "r"})
+    assert (await stack.wait(boss)).state == "succeeded"
+    [result] = [m for m in await stack.tool_results(boss) if m["name"] == "call_agent"]
+    assert result["content"].startswith("[partial: max_turns] found 3 papers")
+    assert '"n": 3' in result["content"]
+    [child] = [t for t in await stack.tasks() if t.deployment == "helper"]
+    assert child.parent_task_id == boss and child.root_task_id == boss and child.depth == 1
+    assert child.labels == {"team": "r"}
+    run = await stack.store.one(
+        "SELECT id, root_run_id, trace_id FROM runs WHERE task_id = ?", (boss,)
+    )
+    crow = await stack.store.one(
+        "SELECT parent_run_id, root_run_id, trace_id FROM runs WHERE task_id = ?", (child.id,)
+    )
+    assert run is not None and crow is not None
+    assert child.parent_run_id == run["id"] and child.root_run_id == run["root_run_id"]
+    assert crow["parent_run_id"] == run["id"] and crow["trace_id"] == run["trace_id"]
+
+
+async def test_joined_children_suspend_the_parent_and_their_results_reach_it(stack: Stack) -> None:
+    await stack.deploy("worker", None)  # echo: "You said: <input>"
+    await stack.deploy(
+        "lead",
+        [
+            calls(
+                ("start_agent", {"agent": "worker", "input": "a"}),
+                ("start_agent", {"agent": "worker", "input": "b"}),
+                ("finish", {"summary": "too early"}),
+            ),
+            finish("all in"),
+        ],
+        delegates=[{"name": "worker"}],
+    )
+    lead = await stack.submit("lead")
+    done = await stack.wait(lead)
+    assert done.state == "succeeded" and done.outcome and done.outcome["summary"] == "all in"
+    results = await stack.tool_results(lead)
+    refused = [m for m in results if m["name"] == "finish"]
+    assert refused[0]["is_error"] and "wait for" in refused[0]["content"]
+    notes = await stack.store.all(
+        "SELECT m.content FROM messages m JOIN runs r ON r.id = m.run_id WHERE r.task_id = ?"
+        " AND m.role = 'user' AND m.content LIKE '[Child task %'",
+        (lead,),
+    )
+    assert sorted(n["content"].split("] ", 1)[1] for n in notes) == ["You said: a", "You said: b"]
+    waited = await stack.store.scalar(
+        "SELECT COUNT(*) FROM events WHERE task_id = ? AND type = 'task.waiting'", (lead,)
+    )
+    assert waited >= 1
+
+
+async def test_a_parent_waiting_on_twenty_children_holds_no_slot(tmp_path: Path) -> None:
+    store = await SQLiteStore.open(tmp_path / "agen.db")
+    node = LocalNode(store, tick_s=0.05, heartbeat_s=0.05, capacity=2)
+    await node.start()
+    try:
+        s = Stack(node, Client.in_process(node.hub), tmp_path)
+        await s.deploy("worker", None, scale_max=2)
+        fan = calls(*[("start_agent", {"agent": "worker", "input": f"n{i}"}) for i in range(20)])
+        await s.deploy(
+            "lead", [fan, finish("20 done")], delegates=[{"name": "worker"}], scale_max=1
+        )
+        lead = await s.submit("lead")
+        assert (await s.wait(lead, timeout_s=120)).state == "succeeded"
+        children = [t for t in await s.tasks() if t.parent_task_id == lead]
+        assert len(children) == 20 and all(c.state == "succeeded" for c in children)
+    finally:
+        await node.drain(5)
+        await store.close()
+
+
+async def test_detached_child_replies_once_into_the_callers_conversation(stack: Stack) -> None:
+    await stack.deploy("worker", None)
+    await stack.deploy(
+        "lead",
+        [call("start_agent", agent="worker", input="later", detach=True), finish("started")],
+        delegates=[{"name": "worker"}],
+    )
+    lead = await stack.submit("lead")
+    assert (await stack.wait(lead)).state == "succeeded"
+    [child] = [t for t in await stack.tasks() if t.parent_task_id == lead]
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 60
+    while True:  # (the reply's own run plays the lead's script again; only the first reply matters)
+        replies = [t for t in await stack.tasks() if t.idempotency_key == f"reply:{child.id}"]
+        if replies and replies[0].state == "succeeded":
+            break
+        assert loop.time() < deadline
+        await asyncio.sleep(0.05)
+    [reply] = replies
+    assert reply.source == "reply:worker" and reply.deployment == "lead"
+    assert "You said: later" in reply.input
+    convs = await stack.store.all(
+        "SELECT DISTINCT conversation_id FROM runs WHERE task_id IN (?, ?)", (lead, reply.id)
+    )
+    assert len(convs) == 1  # the reply continued the caller's conversation
+
+
+@pytest.mark.parametrize(
+    ("limits", "expect"),
+    [
+        ({"maxFanOut": 1}, "limits.maxFanOut 1"),
+        ({"maxTotalDelegations": 1}, "limits.maxTotalDelegations 1"),
+        ({"maxDelegationDepth": 0}, "limits.maxDelegationDepth 0"),
+    ],
+)
+async def test_each_delegation_limit_is_a_tool_error_the_model_reads(
+    stack: Stack, limits: dict[str, Any], expect: str
+) -> None:
+    await stack.deploy("worker", None)
+    await stack.deploy(
+        "lead",
+        [
+            calls(
+                ("start_agent", {"agent": "worker", "input": "a", "detach": True}),
+                ("start_agent", {"agent": "worker", "input": "b", "detach": True}),
+            ),
+            finish("ok"),
+        ],
+        delegates=[{"name": "worker"}],
+        limits=limits,
+    )
+    lead = await stack.submit("lead")
+    assert (await stack.wait(lead)).state == "succeeded"
+    errors = [m["content"] for m in await stack.tool_results(lead) if m["is_error"]]
+    assert errors and expect in errors[-1] and errors[-1].startswith("start_agent refused:")
+
+
+async def test_unknown_delegate_is_a_deploy_warning_and_a_clear_tool_error(stack: Stack) -> None:
+    warnings = await stack.deploy(
+        "lead",
+        [call("call_agent", agent="ghost", input="x"), finish("ok")],
+        delegates=[{"name": "ghost"}],
+    )
+    assert any("ghost" in w and "not deployed" in w for w in warnings)
+    lead = await stack.submit("lead")
+    assert (await stack.wait(lead)).state == "succeeded"
+    [res] = [m for m in await stack.tool_results(lead) if m["name"] == "call_agent"]
+    assert res["is_error"] and "default/ghost is not deployed" in res["content"]
+
+
+async def test_query_and_signal_reach_descendants_only(stack: Stack) -> None:
+    await stack.deploy("worker", [{"text": "working"}], scale_max=1)
+    outsider = await stack.submit("worker", "not yours")
+    await stack.wait(outsider)
+    await stack.deploy(
+        "lead",
+        [
+            call("start_agent", agent="worker", input="mine", detach=True),
+            call("query_agent", task=outsider),
+            call("signal_agent", task=outsider, message="hi"),
+            finish("ok"),
+        ],
+        delegates=[{"name": "worker"}],
+    )
+    lead = await stack.submit("lead")
+    assert (await stack.wait(lead)).state == "succeeded"
+    res = await stack.tool_results(lead)
+    q = next(m for m in res if m["name"] == "query_agent")
+    s = next(m for m in res if m["name"] == "signal_agent")
+    assert q["is_error"] and "not one you delegated" in q["content"]
+    assert s["is_error"] and "not one you delegated" in s["content"]
+    assert (
+        await stack.store.scalar("SELECT COUNT(*) FROM run_inbox WHERE task_id = ?", (outsider,))
+        == 0
+    )
+
+
+async def test_query_and_signal_a_child(stack: Stack) -> None:
+    from agen.hub import queue as q
+
+    await stack.deploy("worker", [{"text": "done"}])
+    await stack.deploy("lead", [finish("ok")], delegates=[{"name": "worker"}])
+    # A child of a running lead task, made through the Hub's own path (no model timing involved).
+    lead = await stack.submit("lead", "hold", not_before_ms=None)
+    await stack.wait(lead)
+    from agen.api.models.delegation import (
+        ChildTaskRef,
+        SignalChildTaskRequest,
+        SubmitChildTaskRequest,
+    )
+    from agen.hub.auth import LOCAL_NEST
+
+    nest = Client.in_process(stack.node.hub, LOCAL_NEST)
+    await stack.store.write(
+        lambda tx: tx.execute("UPDATE tasks SET state = 'running' WHERE id = ?", (lead,))
+    )
+    child = (
+        await nest.call(
+            r.SubmitChildTask,
+            SubmitChildTaskRequest(
+                parent_task_id=lead, deployment="worker", input="x", call_key="k1"
+            ),
+        )
+    ).child
+    again = (
+        await nest.call(
+            r.SubmitChildTask,
+            SubmitChildTaskRequest(
+                parent_task_id=lead, deployment="worker", input="x", call_key="k1"
+            ),
+        )
+    ).child
+    assert again.id == child.id  # the same call key: the same child
+    await stack.wait(child.id)
+    view = (await nest.call(r.QueryChildTask, ChildTaskRef(task_id=lead, target=child.id))).task
+    assert view["state"] == "succeeded" and view["outcome"]["summary"] == "done"
+    await nest.call(
+        r.SignalChildTask, SignalChildTaskRequest(task_id=lead, target=child.id, message="hey")
+    )
+    rows = await stack.store.all(
+        "SELECT kind, ref, payload FROM run_inbox WHERE task_id = ?", (child.id,)
+    )
+    assert [(x["kind"], x["ref"]) for x in rows] == [("signal", lead)]
+    assert q  # the queue module is the path both went through
+
+
+async def test_locks_are_granted_once_and_released(stack: Stack) -> None:
+    await stack.deploy(
+        "locker",
+        [
+            call("acquire_lock", name="repo"),
+            call("acquire_lock", name="repo"),
+            call("release_lock", name="repo"),
+            finish("ok"),
+        ],
+    )
+    t = await stack.submit("locker")
+    assert (await stack.wait(t)).state == "succeeded"
+    res = [m for m in await stack.tool_results(t) if m["name"] != "finish"]
+    assert res[0]["content"].startswith("lock 'repo' acquired (fence ")
+    assert not res[1]["is_error"]  # the holder asking again keeps it
+    assert res[2]["content"] == "lock 'repo' released"
+    assert await stack.store.scalar("SELECT COUNT(*) FROM locks") == 0
+
+
+async def test_a_tree_budget_stops_the_tree_with_partial_reports(stack: Stack) -> None:
+    spend = {"usage": {"input_tokens": 10, "output_tokens": 10, "cost_usd": 0.4}}
+    await stack.deploy(
+        "worker",
+        [
+            {
+                "text": "step",
+                **spend,
+                "tool_calls": [{"name": "report_progress", "arguments": {"note": "1"}}],
+            }
+        ]
+        * 5
+        + [finish("never")],
+    )
+    await stack.deploy(
+        "lead",
+        [
+            {**call("report_progress", note="planning"), **spend},  # checkpointed: $0.4 spent
+            call("start_agent", agent="worker", input="spend"),
+            finish("ok"),
+        ],
+        delegates=[{"name": "worker"}],
+    )
+    lead = await stack.submit("lead", overrides={"budget": {"maxUsdPerRun": 1.0}})
+    done = await stack.wait(lead)
+    [child] = [t for t in await stack.tasks() if t.parent_task_id == lead]
+    assert child.state == "succeeded" and child.outcome is not None
+    assert child.outcome["status"] == "partial"
+    assert child.outcome["reason"] in ("tree_budget", "max_usd")
+    stored = await stack.store.scalar("SELECT overrides FROM tasks WHERE id = ?", (child.id,))
+    assert '"maxUsdPerRun":0.6' in stored.replace(
+        " ", ""
+    )  # narrowed to what the tree had left at submission
+    assert done.outcome is not None and done.outcome["status"] == "partial"
+    assert done.outcome["reason"] == "tree_budget"
