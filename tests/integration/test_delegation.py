@@ -4,6 +4,7 @@ call_agent, joined and detached start_agent, limits, query/signal, locks, lineag
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -382,3 +383,75 @@ async def test_a_tree_budget_stops_the_tree_with_partial_reports(stack: Stack) -
     )  # narrowed to what the tree had left at submission
     assert done.outcome is not None and done.outcome["status"] == "partial"
     assert done.outcome["reason"] == "tree_budget"
+
+
+async def test_call_agent_past_its_inline_wait_suspends_and_resumes_with_the_same_child(
+    stack: Stack,
+) -> None:
+    await stack.deploy("helper", [finish("slow answer")])
+    await stack.deploy(
+        "boss",
+        [call("call_agent", agent="helper", input="take your time"), finish("got it")],
+        delegates=[{"name": "helper"}],
+        limits={"inlineWait": "0s"},  # never wait in place: suspend at once
+    )
+    boss = await stack.submit("boss")
+    assert (await stack.wait(boss)).state == "succeeded"
+    [child] = [t for t in await stack.tasks() if t.deployment == "helper"]
+    waits = await stack.store.all(
+        "SELECT data FROM events WHERE task_id = ? AND type = 'task.waiting'", (boss,)
+    )
+    assert [json.loads(w["data"]) for w in waits] == [{"wait_for": f"child:{child.id}"}]
+    results = [m for m in await stack.tool_results(boss) if m["name"] == "call_agent"]
+    assert [(m["content"], m["is_error"]) for m in results] == [("slow answer", 0)]
+    assert child.idempotency_key and child.idempotency_key.startswith("call:")
+
+
+async def test_start_agent_sets_overrides_only_where_the_delegate_allows_them(
+    stack: Stack,
+) -> None:
+    await stack.deploy("open", [finish("ok")])
+    await stack.deploy("closed", [finish("ok")])
+    narrow = {"tools": ["finish"], "budget": {"maxTurns": 3}}
+    await stack.deploy(
+        "lead",
+        [
+            calls(
+                ("start_agent", {"agent": "open", "input": "a", "overrides": narrow}),
+                ("start_agent", {"agent": "closed", "input": "b", "overrides": narrow}),
+            ),
+            finish("ok"),
+        ],
+        delegates=[{"name": "open", "overrides": True}, {"name": "closed"}],
+    )
+    lead = await stack.submit(
+        "lead", overrides={"budget": {"maxTurns": 9}, "permissions": {"deny": ["x.*"]}}
+    )
+    assert (await stack.wait(lead)).state == "succeeded"
+    errors = [m["content"] for m in await stack.tool_results(lead) if m["is_error"]]
+    assert len(errors) == 1 and "does not accept overrides" in errors[0]
+    [child] = [t for t in await stack.tasks() if t.deployment == "open"]
+    stored = await stack.store.scalar("SELECT overrides FROM tasks WHERE id = ?", (child.id,))
+    assert json.loads(stored) == {
+        "tools": ["finish"],
+        "permissions": {"deny": ["x.*"]},
+        "budget": {"maxTurns": 3},
+    }
+
+
+async def test_the_coordinator_template_runs_offline_delegating_to_the_researcher(
+    stack: Stack,
+) -> None:
+    from agen.bundle.templates import get_template
+
+    for name in ("researcher", "coordinator"):
+        await stack.client.call(
+            r.CreateDeployment,
+            CreateDeploymentRequest(files=files_b64(get_template(name).path)),
+        )
+    lead = await stack.submit("coordinator", "how do bees navigate?")
+    done = await stack.wait(lead)
+    assert done.state == "succeeded" and done.outcome is not None
+    assert done.outcome["summary"].startswith("Both researchers reported")
+    children = [t for t in await stack.tasks() if t.parent_task_id == lead]
+    assert len(children) == 2 and {c.state for c in children} == {"succeeded"}
