@@ -14,11 +14,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from agen.otel.ids import w3c_span_id
 from agen.runner import artifacts
 from agen.runner.effects import complete_effect, effect_key, start_effect
 from agen.runner.policy import ApprovalGate, ApprovalRequest, ToolPolicy, Verdict
 from agen.runner.providers.base import ToolCallOut
-from agen.runner.records import new_id
 from agen.runner.state import RunState
 from agen.runner.tools.base import Tool, ToolError, ToolResult
 from agen.store.base import Store
@@ -84,7 +84,7 @@ async def _one(
     env: CallEnv, st: RunState, call: ToolCallOut, index: int, verdict: Verdict | None
 ) -> CallResult:
     t0 = _ms()
-    span_id = new_id()
+    span_id = w3c_span_id()  # what the call starts (a child task's run) hangs under this span
     tool = st.tools.get(call.name)
     res = await _guarded(env, st, tool, call, index, verdict, span_id)
     res.tool = tool.name if tool else call.name

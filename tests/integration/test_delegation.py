@@ -129,6 +129,13 @@ async def test_call_agent_returns_the_childs_outcome_as_the_tool_result(stack: S
     assert run is not None and crow is not None
     assert child.parent_run_id == run["id"] and child.root_run_id == run["root_run_id"]
     assert crow["parent_run_id"] == run["id"] and crow["trace_id"] == run["trace_id"]
+    parent_span = await stack.store.one(
+        "SELECT p.name, p.run_id, p.attrs FROM spans s JOIN spans p ON p.id = s.parent_id"
+        " WHERE s.task_id = ? AND s.name = 'agen.run'",
+        (child.id,),
+    )  # the child's run hangs under the caller's call_agent span: one trace across agents
+    assert parent_span is not None and parent_span["name"] == "agen.tool"
+    assert parent_span["run_id"] == run["id"] and '"call_agent"' in parent_span["attrs"]
 
 
 async def test_joined_children_suspend_the_parent_and_their_results_reach_it(stack: Stack) -> None:
