@@ -60,6 +60,15 @@ DEFAULT_MAX_TOTAL_DELEGATIONS = 200
 
 
 class Limits(AgenModel):
+    """Per-run limits, and delegation's: maxDelegationDepth is checked by the Hub when a child is
+    submitted (the child's depth, root = 0), maxFanOut counts the children one run started, and
+    maxTotalDelegations the delegations of a whole tree (counted once per call, so a retry or a
+    resume never counts twice). A refusal is a tool error the model reads. A task tree's budget
+    is its root task's overrides.budget (maxTokensPerRun / maxUsdPerRun): each child is narrowed to
+    what is left when it is submitted, and every run of the tree ends with a report (reason
+    tree_budget) once the tree has spent it. Time a run spends suspended on its children (as on an approval)
+    does not count towards maxRunDuration."""
+
     max_turns: int = Field(50, ge=1)
     max_run_duration: Duration = "30m"
     max_tokens_per_run: int | None = Field(default=None, ge=1)
@@ -135,8 +144,13 @@ class ToolHints(AgenModel):
 
 
 class Delegate(AgenModel):
-    """Another deployment this agent may hand work to (call_agent, start_agent). ``url`` and
-    ``via: "a2a"`` (synchronous A2A) are refused as not supported yet (agen.bundle.refused)."""
+    """Another deployment (same namespace) this agent may hand work to. Declaring delegates gives
+    the agent call_agent (a child task whose outcome comes back as the tool result; after
+    limits.inlineWait the run suspends, holding no slot, until the child ends), start_agent (a
+    joined child by default: its result arrives as a message and finish waits for it; detach: true
+    replies later into this conversation), query_agent and signal_agent (descendants only). A
+    delegate that is not deployed is a warning at deploy and a tool error at run time. ``url`` and
+    ``via: "a2a"`` (synchronous A2A) are refused as not supported yet."""
 
     name: str = Field(min_length=1, description="the deployment's name")
     namespace: str | None = Field(

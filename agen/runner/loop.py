@@ -289,7 +289,28 @@ class Runner:
             "SELECT COALESCE(SUM(decided_ms - created_ms), 0) FROM approvals WHERE run_id = ? AND decided_ms IS NOT NULL",
             (run_id,),
         )
-        return max(0, int(waited or 0))
+        return max(0, int(waited or 0)) + await self._delegated_ms(run_id)
+
+    async def _delegated_ms(self, run_id: str) -> int:
+        """Time the run's task spent suspended on its children (call_agent, joined start_agent):
+        a coordinator's duration is its own work, not its children's."""
+        if not self.bundle.config.delegates:
+            return 0
+        rows = await self.store.all(
+            "SELECT e.type, e.data, e.created_ms FROM events e JOIN runs r ON r.task_id = e.task_id"
+            " WHERE r.id = ? AND e.type IN ('task.waiting', 'task.requeued') ORDER BY e.seq",
+            (run_id,),
+        )
+        total, since = 0, None
+        for row in rows:
+            data = loads(row["data"]) or {}
+            if row["type"] == "task.waiting":
+                wait_for = str(data.get("wait_for") or "")
+                since = row["created_ms"] if wait_for.startswith(("child", CHILDREN)) else None
+            elif since is not None:
+                total += int(row["created_ms"]) - int(since)
+                since = None
+        return total
 
     def _shape(self, req: RunRequest) -> _Shape:
         """Limits, system prompt, visible tools and their specs for a run of ``req``: the same for every

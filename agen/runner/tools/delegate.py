@@ -22,7 +22,8 @@ from agen.runner.tools.base import Tool, ToolContext, ToolError, ToolResult
 
 WAIT_STEP_S = 60.0  # the Hub answers a wait at least this often (WaitChildTask's cap)
 NO_HUB = (
-    "{tool} needs the platform: run this agent as a deployment (agen up, agen run), not embedded"
+    "{tool} needs the Hub: it works for a deployment's task on the inproc backend (agen up, "
+    "agen run); an embedded (SDK) run or a process-backend instance cannot delegate yet"
 )
 
 

@@ -13,3 +13,6 @@ CREATE TABLE delegation_calls (
     created_ms    INTEGER NOT NULL,
     PRIMARY KEY (root_run_id, call_key)
 );
+
+-- A delegating run reads its task's wait history on resume (time spent waiting on children).
+CREATE INDEX events_task ON events(task_id, seq) WHERE task_id IS NOT NULL;
