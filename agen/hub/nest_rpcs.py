@@ -147,7 +147,7 @@ async def extend_leases(
 
 
 async def complete_task(hub: Hub, p: Principal, req: m.CompleteTaskRequest) -> Ok:
-    await hub.store.write(
+    row = await hub.store.write(
         lambda tx: complete_from_nest(
             tx,
             req.lease.task_id,
@@ -157,6 +157,10 @@ async def complete_task(hub: Hub, p: Principal, req: m.CompleteTaskRequest) -> O
             error=req.error,
         )
     )
+    if row.get("parent_task_id") or row.get("reply_deployment"):
+        # a child's end may have woken its parent (or queued a reply): lease it now, not at the next poll
+        hub.work.notify()
+        hub.desired_state_changed()
     return OK
 
 
