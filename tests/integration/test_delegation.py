@@ -356,40 +356,57 @@ async def test_locks_are_granted_once_and_released(stack: Stack) -> None:
 
 
 async def test_a_tree_budget_stops_the_tree_with_partial_reports(stack: Stack) -> None:
-    spend = {"usage": {"input_tokens": 10, "output_tokens": 10, "cost_usd": 0.4}}
-    await stack.deploy(
-        "worker",
-        [
-            {
-                "text": "step",
-                **spend,
-                "tool_calls": [{"name": "report_progress", "arguments": {"note": "1"}}],
-            }
-        ]
-        * 5
-        + [finish("never")],
-    )
-    await stack.deploy(
-        "lead",
-        [
-            {**call("report_progress", note="planning"), **spend},  # checkpointed: $0.4 spent
-            call("start_agent", agent="worker", input="spend"),
-            finish("ok"),
-        ],
-        delegates=[{"name": "worker"}],
-    )
-    lead = await stack.submit("lead", overrides={"budget": {"maxUsdPerRun": 1.0}})
-    done = await stack.wait(lead)
-    [child] = [t for t in await stack.tasks() if t.parent_task_id == lead]
-    assert child.state == "succeeded" and child.outcome is not None
-    assert child.outcome["status"] == "partial"
-    assert child.outcome["reason"] in ("tree_budget", "max_usd")
-    stored = await stack.store.scalar("SELECT overrides FROM tasks WHERE id = ?", (child.id,))
-    assert '"maxUsdPerRun":0.6' in stored.replace(
-        " ", ""
-    )  # narrowed to what the tree had left at submission
+    """The root's overrides.budget is the tree's: the children are narrowed to what is left when
+    they are submitted, and every run of the tree ends with a report once it is spent. Costs come
+    from the local OpenAI-compatible server, as a paid provider reports them."""
+    from agen.testing.openai_server import OpenAIServer, Reply
+
+    def progress(model: str, cost: float) -> Reply:
+        call = {"name": "report_progress", "arguments": {"note": "working"}}
+        return Reply(text="step", tool_calls=[call], cost=cost, for_model=model)
+
+    async with OpenAIServer() as srv:
+        srv.script(
+            progress("lead", 0.3),  # checkpointed before the children start: $0.3 of $1 spent
+            Reply(
+                text=None,
+                tool_calls=[
+                    {"name": "start_agent", "arguments": {"agent": "worker", "input": f"part {i}"}}
+                    for i in range(2)
+                ],
+                cost=0.0,
+                for_model="lead",
+            ),
+            Reply(text="lead report: partial", for_model="lead"),
+            *[progress("worker", 0.2) for _ in range(12)],
+        )
+        for name, delegates in (("worker", None), ("lead", [{"name": "worker"}])):
+            await stack.deploy(name, [finish("unused")], delegates=delegates)
+            harness = {"provider": "openai", "model": name, "baseUrl": srv.base_url}
+            (stack.root / name / "x-agen/harness.json").write_text(json.dumps(harness))
+            await stack.client.call(
+                r.UpdateDeployment,
+                CreateDeploymentRequest(files=files_b64(stack.root / name)),
+            )
+        lead = await stack.submit("lead", overrides={"budget": {"maxUsdPerRun": 1.0}})
+        done = await stack.wait(lead)
+        worker_calls = sum(1 for q in srv.requests if q.get("model") == "worker")
+    children = [t for t in await stack.tasks() if t.parent_task_id == lead]
+    assert len(children) == 2
+    for child in children:
+        assert child.state == "succeeded" and child.outcome is not None
+        assert child.outcome["status"] == "partial", child.outcome
+        assert child.outcome["reason"] in ("tree_budget", "max_usd")
+        stored = await stack.store.scalar("SELECT overrides FROM tasks WHERE id = ?", (child.id,))
+        assert '"maxUsdPerRun":0.7' in stored.replace(" ", "")  # what the tree had left
+    assert any(c.outcome and c.outcome["reason"] == "tree_budget" for c in children)
     assert done.outcome is not None and done.outcome["status"] == "partial"
     assert done.outcome["reason"] == "tree_budget"
+    # stopped early: 12 worker turns were scripted; the tree's $1 is spent after 4 of them ($0.3 +
+    # 4 x $0.2), the other child may have one more in flight, then each makes its one report call
+    assert worker_calls <= 7
+    spent = await stack.store.scalar("SELECT SUM(cost_usd) FROM runs")
+    assert 1.0 <= spent <= 1.0 + worker_calls * 0.2
 
 
 async def test_call_agent_past_its_inline_wait_suspends_and_resumes_with_the_same_child(
