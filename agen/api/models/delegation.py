@@ -6,11 +6,12 @@ Hub from ``parent_task_id``, never taken from the caller (seed 000 §5 "Delegati
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from agen.api.models.common import Model
+from agen.api.models.common import NAME_PATTERN, Model
+from agen.api.models.tasks import LockName
 
 Id = Annotated[str, Field(min_length=1, max_length=100)]
 
@@ -19,11 +20,11 @@ class SubmitChildTaskRequest(Model):
     """A child task of a running task (call_agent, start_agent); ``call_key`` makes it idempotent."""
 
     parent_task_id: Id
-    namespace: str = Field("default", min_length=1, max_length=100)
+    namespace: str = Field("default", pattern=NAME_PATTERN)
     deployment: str = Field(min_length=1, max_length=200)
     input: str
     call_key: str = Field(min_length=1, max_length=300)
-    trust: str = "trusted"
+    trust: Literal["operator", "trusted", "untrusted"] = "trusted"
     overrides: dict[str, Any] | None = None
     traceparent: str | None = None
     reply_conversation_key: str | None = Field(
@@ -90,8 +91,8 @@ class SignalChildTaskRequest(ChildTaskRef):
 
 class AcquireLockRequest(Model):
     task_id: Id
-    name: str = Field(min_length=1, max_length=200)
-    ttl_seconds: float = Field(300, gt=0, le=86_400)
+    name: LockName
+    ttl_seconds: float = Field(300, ge=1, le=86_400)
 
 
 class AcquireLockResponse(Model):
@@ -101,7 +102,7 @@ class AcquireLockResponse(Model):
 
 class ReleaseLockRequest(Model):
     task_id: Id
-    name: str = Field(min_length=1, max_length=200)
+    name: LockName
 
 
 class ReleaseLockResponse(Model):

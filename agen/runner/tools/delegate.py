@@ -252,7 +252,7 @@ class AcquireLockTool(_PortTool):
         "type": "object",
         "properties": {
             "name": {"type": "string"},
-            "ttl_seconds": {"type": "number", "minimum": 1, "default": 300},
+            "ttl_seconds": {"type": "number", "minimum": 1, "maximum": 86400, "default": 300},
         },
         "required": ["name"],
     }
@@ -261,7 +261,8 @@ class AcquireLockTool(_PortTool):
         port, task_id = self._need(ctx)
         name = str(args.get("name") or "")
         try:
-            fence = await port.acquire_lock(task_id, name, float(args.get("ttl_seconds") or 300))
+            ttl = max(1.0, min(float(args.get("ttl_seconds") or 300), 86_400.0))
+            fence = await port.acquire_lock(task_id, name, ttl)
         except AgenError as e:
             raise ToolError(e.message) from None
         if fence is None:
