@@ -23,6 +23,7 @@ from agen.hub.leader.scheduler import Scope
 from agen.hub.service import Hub
 from agen.nest.backends import backend_factory
 from agen.nest.client_port import ClientHubPort
+from agen.nest.delegation import NestDelegation
 from agen.nest.executor import ExecutorFactory
 from agen.nest.manager import Manager
 from agen.store import Store
@@ -56,7 +57,11 @@ class LocalNode:
             self.port,
             executor_factory=executor_factory
             or backend_factory(
-                store, backend, host_memory_limit, progress=self.port.report_progress
+                store,
+                backend,
+                host_memory_limit,
+                progress=self.port.report_progress,
+                delegation=NestDelegation(self.port.client),
             ),
             name=nest_name,
             capacity=capacity,

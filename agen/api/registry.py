@@ -16,6 +16,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel
 
 from agen.wire import approvals as ap
+from agen.wire import delegation as dg
 from agen.wire import deployments as dp
 from agen.wire import evals as ev
 from agen.wire import feedback as fb
@@ -629,6 +630,72 @@ RevokeNest = _rpc(
     "End a Nest's credential, assignments and leases for good; its tasks run elsewhere.",
 )
 FLEET_RPCS = (CreateJoinToken, EnrolNest, ListNests, RevokeNest)
+# Delegation: a running task's engine, through its Nest (agen.hub.rpc.children).
+C = "agen.hub.rpc.children"
+SubmitChildTask = _rpc(
+    "SubmitChildTask",
+    dg.SubmitChildTaskRequest,
+    dg.ChildTaskResponse,
+    "nest",
+    f"{C}:submit_child_task",
+    "Submit a child task of a running task (call_agent, start_agent); the call key makes it idempotent.",
+)
+WaitChildTask = _rpc(
+    "WaitChildTask",
+    dg.WaitChildTaskRequest,
+    dg.ChildTaskResponse,
+    "nest",
+    f"{C}:wait_child_task",
+    "A child task's state once it ended or wait_seconds (at most 60) passed.",
+)
+CheckTurn = _rpc(
+    "CheckTurn",
+    dg.CheckTurnRequest,
+    dg.CheckTurnResponse,
+    "nest",
+    f"{C}:check_turn",
+    "Before a model call: joined children still running, their undelivered results, the tree budget.",
+)
+AckInbox = _rpc(
+    "AckInbox",
+    dg.AckInboxRequest,
+    Ok,
+    "nest",
+    f"{C}:ack_inbox",
+    "Inbox rows the run checkpointed: they are not delivered again.",
+)
+QueryChildTask = _rpc(
+    "QueryChildTask",
+    dg.ChildTaskRef,
+    dg.QueryChildTaskResponse,
+    "nest",
+    f"{C}:query_child_task",
+    "State, progress and outcome of a descendant task (query_agent); refused for any other task.",
+)
+SignalChildTask = _rpc(
+    "SignalChildTask",
+    dg.SignalChildTaskRequest,
+    Ok,
+    "nest",
+    f"{C}:signal_child_task",
+    "Send a message to a descendant task's inbox (signal_agent); refused for any other task.",
+)
+AcquireLock = _rpc(
+    "AcquireLock",
+    dg.AcquireLockRequest,
+    dg.AcquireLockResponse,
+    "nest",
+    f"{C}:acquire_lock",
+    "Grant a named lock to a running task mid-run (acquire_lock); its fence, or none while held.",
+)
+ReleaseLock = _rpc(
+    "ReleaseLock",
+    dg.ReleaseLockRequest,
+    dg.ReleaseLockResponse,
+    "nest",
+    f"{C}:release_lock",
+    "Drop a lock a running task acquired (release_lock).",
+)
 NEST_RPCS = (
     RegisterNest,
     ReportNest,
@@ -641,6 +708,14 @@ NEST_RPCS = (
     SuspendTask,
     ReportProgress,
     WaitForWork,
+    SubmitChildTask,
+    WaitChildTask,
+    CheckTurn,
+    AckInbox,
+    QueryChildTask,
+    SignalChildTask,
+    AcquireLock,
+    ReleaseLock,
 )
 
 RPCS: dict[str, Rpc[Any, Any]] = {

@@ -71,7 +71,22 @@ class Budget(AgenModel):
     )
 
 
+DEFAULT_INLINE_WAIT_MS = 20_000
+DEFAULT_MAX_DELEGATION_DEPTH = 5
+DEFAULT_MAX_FAN_OUT = 50
+DEFAULT_MAX_TOTAL_DELEGATIONS = 200
+
+
 class Limits(AgenModel):
+    """Per-run limits, and delegation's: maxDelegationDepth is checked by the Hub when a child is
+    submitted (the child's depth, root = 0), maxFanOut counts the children one run started, and
+    maxTotalDelegations the delegations of a whole tree (counted once per call, so a retry or a
+    resume never counts twice). A refusal is a tool error the model reads. A task tree's budget
+    is its root task's overrides.budget (maxTokensPerRun / maxUsdPerRun): each child is narrowed to
+    what is left when it is submitted, and every run of the tree ends with a report (reason
+    tree_budget) once the tree has spent it. Time a run spends suspended on its children (as on an approval)
+    does not count towards maxRunDuration."""
+
     max_turns: int = Field(
         50,
         ge=1,
@@ -94,23 +109,32 @@ class Limits(AgenModel):
         ge=0,
         description="the same step repeated this many times without progress ends the run as stuck (0: never)",
     )
-    # Delegation limits: refused until delegation lands (agen.bundle.refused).
+    # Delegation (call_agent / start_agent, agen.runner.tools.delegate); unset: the defaults below.
     inline_wait: Duration | None = Field(
-        default=None, description="not supported yet: refused when set"
+        default=None,
+        description="how long call_agent waits for its child in place before the run suspends (default 20s)",
     )
     max_delegation_depth: int | None = Field(
-        default=None, ge=0, description="not supported yet: refused when set"
+        default=None,
+        ge=0,
+        description="deepest child this agent may start, counted from the tree's root (default 5)",
     )
     max_fan_out: int | None = Field(
-        default=None, ge=1, description="not supported yet: refused when set"
+        default=None, ge=1, description="children one run may start (default 50)"
     )
     max_total_delegations: int | None = Field(
-        default=None, ge=0, description="not supported yet: refused when set"
+        default=None,
+        ge=0,
+        description="delegations a whole tree (root run) may make, counted once per call (default 200)",
     )
 
     @property
     def max_run_duration_ms(self) -> int:
         return parse_duration_ms(self.max_run_duration)
+
+    @property
+    def inline_wait_ms(self) -> int:
+        return parse_duration_ms(self.inline_wait) if self.inline_wait else DEFAULT_INLINE_WAIT_MS
 
 
 class Workspace(AgenModel):
@@ -179,14 +203,28 @@ class ToolHints(AgenModel):
 
 
 class Delegate(AgenModel):
-    """Another agent this one may hand work to. Not supported yet: refused when set."""
+    """Another deployment (same namespace) this agent may hand work to. Declaring delegates gives
+    the agent call_agent (a child task whose outcome comes back as the tool result; after
+    limits.inlineWait the run suspends, holding no slot, until the child ends), start_agent (a
+    joined child by default: its result arrives as a message and finish waits for it; detach: true
+    replies later into this conversation), query_agent and signal_agent (descendants only). A
+    delegate that is not deployed is a warning at deploy and a tool error at run time. ``url`` and
+    ``via: "a2a"`` (synchronous A2A) are refused as not supported yet."""
 
-    name: str = Field(min_length=1, description="not supported yet: refused when set")
-    namespace: str | None = Field(None, description="not supported yet: refused when set")
-    url: str | None = Field(None, description="not supported yet: refused when set")
-    description: str | None = Field(None, description="not supported yet: refused when set")
-    via: Literal["a2a"] | None = Field(None, description="not supported yet: refused when set")
-    overrides: bool | None = Field(None, description="not supported yet: refused when set")
+    name: str = Field(min_length=1, description="the deployment's name")
+    namespace: str | None = Field(
+        default=None, description="its namespace (default: the caller's; delegation stays in it)"
+    )
+    url: str | None = Field(default=None, description="not supported yet: refused when set")
+    description: str | None = Field(
+        default=None, description="what it is good for: shown to the model in the tool description"
+    )
+    via: Literal["a2a"] | None = Field(
+        default=None, description="not supported yet: refused when set"
+    )
+    overrides: bool | None = Field(
+        default=None, description="true: start_agent may set task overrides on this delegate"
+    )
 
 
 class Conversations(AgenModel):
@@ -308,7 +346,10 @@ class Config(AgenModel):
         {},
         description='hints per MCP server and tool: {"server": {"tool": {"idempotent": true, "sideEffect": false, "untrustedOutput": true}}}',
     )
-    delegates: list[Delegate] = Field(default=[], description="not supported yet: refused when set")
+    delegates: list[Delegate] = Field(
+        default=[],
+        description="the deployments this agent may delegate to (call_agent, start_agent)",
+    )
     conversations: Conversations = Field(
         Conversations(), description="what a new message of a busy conversation does"
     )

@@ -13,13 +13,9 @@ from agen.bundle.problems import problem, show
 
 REFUSED: dict[str, tuple[str, ...]] = {
     "x-agen/config.json": (
-        "delegates",
-        "delegates[].overrides",
+        "delegates[].url",
+        "delegates[].via",
         "rollover",
-        "limits.inlineWait",
-        "limits.maxDelegationDepth",
-        "limits.maxFanOut",
-        "limits.maxTotalDelegations",
     ),
 }
 """Fields (JSON paths, ``[]`` for every item of a list) refused whenever they are set."""

@@ -22,6 +22,7 @@ from agen.errors import InvalidError, NotFoundError
 TEMPLATE_ORDER = (
     "hello",
     "researcher",
+    "coordinator",
     "writer",
     "editor",
     "pr-reviewer",

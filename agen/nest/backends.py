@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from agen.errors import InvalidError
 from agen.nest.executor import ExecutorFactory, ProgressSink
 from agen.store import Store
@@ -11,15 +13,21 @@ BACKENDS = ("inproc", "process")
 
 
 def backend_factory(
-    store: Store, backend: str, host_memory_limit: int = 0, *, progress: ProgressSink | None = None
+    store: Store,
+    backend: str,
+    host_memory_limit: int = 0,
+    *,
+    progress: ProgressSink | None = None,
+    delegation: Any = None,
 ) -> ExecutorFactory:
     """``inproc``: instances are asyncio workers here; ``process``: one ``agen host serve`` child each.
-    ``progress`` receives the report_progress tool's values (the Nest's HubPort)."""
+    ``progress`` receives the report_progress tool's values (the Nest's HubPort); ``delegation`` is
+    what runs delegate through (inproc only: a ``process`` host does not delegate yet)."""
     check_backend(backend, host_memory_limit)
     if backend == "inproc":
         from agen.nest.runner_executor import runner_factory
 
-        return runner_factory(store, progress=progress)  # type: ignore[no-any-return]
+        return runner_factory(store, progress=progress, delegation=delegation)  # type: ignore[no-any-return]
     from agen.nest.process import process_factory
 
     return process_factory(store.url, memory_limit=host_memory_limit, progress=progress)  # type: ignore[no-any-return]

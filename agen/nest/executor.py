@@ -68,6 +68,7 @@ def run_request(task: LeasedTask) -> Any:
         budget_pressure=task.budget_pressure,
         overrides=TaskOverrides.model_validate(task.overrides) if task.overrides else None,
         root_run_id=task.root_run_id,
+        parent_run_id=task.parent_run_id,
         attempt=max(1, task.attempts),
         requested_by=task.submitted_by,
         locks=task.locks,

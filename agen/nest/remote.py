@@ -110,6 +110,7 @@ async def _manager(opts: NestOptions, cred: Credential, store: Store) -> Manager
     from agen.client import Client
     from agen.nest.backends import backend_factory
     from agen.nest.client_port import ClientHubPort
+    from agen.nest.delegation import NestDelegation
     from agen.nest.manager import Manager
 
     port = ClientHubPort(Client.http(opts.hub, cred.token, ca_hash=opts.ca_hash))
@@ -120,6 +121,7 @@ async def _manager(opts: NestOptions, cred: Credential, store: Store) -> Manager
             opts.backend,
             opts.host_memory_limit,
             progress=port.report_progress,
+            delegation=NestDelegation(port.client),
         ),
         name=opts.name,
         capacity=opts.capacity,

@@ -26,8 +26,11 @@ class NestHooks:
     """Runner hooks: ``is_held`` is True while the Nest drains. (A paused task is seen by the Runner
     itself: its open and checkpoint transactions read the task's hold.)"""
 
-    def __init__(self, progress: ProgressSink | None = None) -> None:
+    def __init__(self, progress: ProgressSink | None = None, delegation: Any = None) -> None:
         self.progress = progress
+        self.delegation = (
+            delegation  # agen.runner.delegation.DelegationPort (None: no Hub to reach)
+        )
         self.draining = False
 
     async def is_held(self, task_id: str) -> bool:
@@ -114,9 +117,10 @@ async def start_executor(
     *,
     fake_delay_s: float = 0.0,
     progress: ProgressSink | None = None,
+    delegation: Any = None,
 ) -> RunnerExecutor:
     """Build and start one instance's Runner (toolsets started once; a failure closes what started)."""
-    hooks = NestHooks(progress)
+    hooks = NestHooks(progress, delegation)
     runner = build_runner(
         store, bundle, f"instance:{instance_id}", fake_delay_s=fake_delay_s, hooks=hooks
     )
@@ -129,13 +133,23 @@ async def start_executor(
 
 
 def runner_factory(
-    store: Store, *, fake_delay_s: float = 0.0, progress: ProgressSink | None = None
+    store: Store,
+    *,
+    fake_delay_s: float = 0.0,
+    progress: ProgressSink | None = None,
+    delegation: Any = None,
 ) -> Any:
-    """An ExecutorFactory building each instance's Runner (started once, serving concurrent runs)."""
+    """An ExecutorFactory building each instance's Runner (started once, serving concurrent runs).
+    ``delegation``: the DelegationPort its runs delegate through (the Nest's Hub client)."""
 
     async def build(bundle: Bundle, instance_id: str) -> RunnerExecutor:
         return await start_executor(
-            store, bundle, instance_id, fake_delay_s=fake_delay_s, progress=progress
+            store,
+            bundle,
+            instance_id,
+            fake_delay_s=fake_delay_s,
+            progress=progress,
+            delegation=delegation,
         )
 
     return build

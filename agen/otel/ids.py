@@ -73,6 +73,14 @@ def header_traceparent(headers: Mapping[str, str]) -> str | None:
         return None
 
 
+def w3c_span_id() -> str:
+    """A new span id that survives a traceparent round trip unchanged (its high 64 bits are zero,
+    so ``from_traceparent`` gives back this exact id): for spans a callee's run hangs under."""
+    import secrets
+
+    return str(ULID.from_int(secrets.randbits(64) or 1))
+
+
 def from_traceparent(value: str) -> tuple[str, str]:
     """(trace id, parent span id) as agen stores them (ULID text) for a valid traceparent."""
     m = TRACEPARENT.fullmatch(check_traceparent(value))

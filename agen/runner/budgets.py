@@ -25,6 +25,7 @@ REASON_TEXT = {
     "max_tokens": "the token budget of this run",
     "max_usd": "the cost budget of this run",
     "stuck": "a loop: the same step repeated without progress",
+    "tree_budget": "the budget of the whole task tree this run belongs to",
 }
 
 

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from agen.otel.ids import w3c_span_id
 from agen.runner import artifacts
 from agen.runner.effects import complete_effect, effect_key, start_effect
 from agen.runner.policy import ApprovalGate, ApprovalRequest, ToolPolicy, Verdict
@@ -83,8 +84,9 @@ async def _one(
     env: CallEnv, st: RunState, call: ToolCallOut, index: int, verdict: Verdict | None
 ) -> CallResult:
     t0 = _ms()
+    span_id = w3c_span_id()  # what the call starts (a child task's run) hangs under this span
     tool = st.tools.get(call.name)
-    res = await _guarded(env, st, tool, call, index, verdict)
+    res = await _guarded(env, st, tool, call, index, verdict, span_id)
     res.tool = tool.name if tool else call.name
     if tool is not None and not res.is_error and res.suspend is None:
         res.content = st.redactor.redact(res.content)
@@ -119,6 +121,7 @@ async def _one(
         t0,
         _ms(),
         res.content if res.is_error else None,
+        span_id,
     )
     return res
 
@@ -130,6 +133,7 @@ async def _guarded(
     call: ToolCallOut,
     index: int,
     verdict: Verdict | None,
+    span_id: str,
 ) -> CallResult:
     if tool is None:
         names = ", ".join(sorted(st.tools)) or "none"
@@ -184,7 +188,7 @@ async def _guarded(
     if tool.side_effect:
         key = effect_key(st.run_id, st.turn, index, tool.name, call.arguments, tool.idempotent)
         await env.store.write(start_effect(st.run_id, st.epoch, key, tool.name, call.id))
-    result = await invoke(tool, call, st)
+    result = await invoke(tool, call, st, index, span_id)
     if key is not None:
         await env.store.write(
             complete_effect(
@@ -202,10 +206,12 @@ async def _guarded(
     return out
 
 
-async def invoke(tool: Tool, call: ToolCallOut, st: RunState) -> ToolResult:
+async def invoke(
+    tool: Tool, call: ToolCallOut, st: RunState, index: int = 0, span_id: str | None = None
+) -> ToolResult:
     """Call the tool; its failures become error results the model reads (cancellation propagates)."""
     try:
-        return await tool.call(call.arguments, st.tool_context(call.id))
+        return await tool.call(call.arguments, st.tool_context(call.id, index, span_id))
     except ToolError as e:
         return ToolResult(e.message, is_error=True, suspend=e.suspend)
     except asyncio.CancelledError:

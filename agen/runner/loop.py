@@ -18,23 +18,30 @@ from agen.runner import inbox
 from agen.runner.budgets import REASON_TEXT, Budget, Guards, RunLimits
 from agen.runner.calls import CallEnv, CallResult, execute_calls
 from agen.runner.context import Context, Msg, system_prompt
+from agen.runner.delegation import delegation_port
 from agen.runner.effects import UnknownEffect, mark_effect_unknown, read_effects
 from agen.runner.extras import RunExtras
+from agen.runner.join import CHILDREN, check_turn, unfinished_children
 from agen.runner.policy import AllowAll, ApprovalGate, DenyAsks, ToolPolicy
 from agen.runner.providers import Account, build_accounts
 from agen.runner.providers.base import ModelRequest
-from agen.runner.records import open_run, save_cassette
+from agen.runner.records import name_conversation, open_run, save_cassette
 from agen.runner.redact import Redactor
 from agen.runner.resume import patch_history, plan_repair
 from agen.runner.review import is_reviewer, review, since_last_review
 from agen.runner.state import EventSink, RunState, call_dicts
-from agen.runner.tools.base import Tool, Toolset
+from agen.runner.tools.base import Tool, ToolContext, Toolset
 from agen.runner.tools.builtin import FINISH, FinishTool, builtin_tools
+from agen.runner.tools.delegate import delegation_tools
 from agen.runner.tools.wire_names import by_wire_name
 from agen.runner.turn import TurnFailed, TurnPolicy, model_turn
 from agen.runner.types import Outcome, RunRequest, RunResult
 from agen.store.base import Store, loads
 
+_JOIN_NOTE = (
+    "[agen] {n} child task(s) you started are still running; their results reach you as messages. "
+    "Wait for them (this run pauses until they end), then finish."
+)
 NUDGE = (
     "[agen] Your last turns repeated the same calls with the same results. Change approach, or call finish "
     "with what you have."
@@ -104,6 +111,12 @@ class Runner:
                 progress=hk.progress_hook(self.hooks),
                 max_tool_result_chars=h.max_tool_result_chars,
             )
+            port = delegation_port(self.hooks)
+            tools.extend(delegation_tools(self.bundle.config, port, self._reply_key))
+            if port is not None and self.bundle.config.delegates:
+                finish = tools[0]
+                assert isinstance(finish, FinishTool)
+                finish.joined = lambda task_id: unfinished_children(port, task_id)
             if self.extras is not None:
                 tools.extend(self.extras.tools())
             for ts in self.toolsets:
@@ -277,7 +290,28 @@ class Runner:
             "SELECT COALESCE(SUM(decided_ms - created_ms), 0) FROM approvals WHERE run_id = ? AND decided_ms IS NOT NULL",
             (run_id,),
         )
-        return max(0, int(waited or 0))
+        return max(0, int(waited or 0)) + await self._delegated_ms(run_id)
+
+    async def _delegated_ms(self, run_id: str) -> int:
+        """Time the run's task spent suspended on its children (call_agent, joined start_agent):
+        a coordinator's duration is its own work, not its children's."""
+        if not self.bundle.config.delegates:
+            return 0
+        rows = await self.store.all(
+            "SELECT e.type, e.data, e.created_ms FROM events e JOIN runs r ON r.task_id = e.task_id"
+            " WHERE r.id = ? AND e.type IN ('task.waiting', 'task.requeued') ORDER BY e.seq",
+            (run_id,),
+        )
+        total, since = 0, None
+        for row in rows:
+            data = loads(row["data"]) or {}
+            if row["type"] == "task.waiting":
+                wait_for = str(data.get("wait_for") or "")
+                since = row["created_ms"] if wait_for.startswith(("child", CHILDREN)) else None
+            elif since is not None:
+                total += int(row["created_ms"]) - int(since)
+                since = None
+        return total
 
     def _shape(self, req: RunRequest) -> _Shape:
         """Limits, system prompt, visible tools and their specs for a run of ``req``: the same for every
@@ -357,6 +391,14 @@ class Runner:
                 st.add_message("user", note)
             # signals, graceful cancels' wrap-up requests, steers: new user messages
             await inbox.drain(self.store, st)
+            port = delegation_port(self.hooks)
+            if port is not None and (self.bundle.config.delegates or st.req.parent_run_id):
+                why = await check_turn(port, st, self.store)
+                if why == CHILDREN:
+                    await st.flush(self.store)
+                    return self._suspended(st, CHILDREN)
+                if why is not None:
+                    return await self._report(st, why)
             reason = st.budget.exceeded()
             if reason is not None:
                 return await self._report(st, reason)
@@ -412,6 +454,13 @@ class Runner:
                 }
             )
             if not calls:
+                running = await unfinished_children(
+                    delegation_port(self.hooks) if self.bundle.config.delegates else None,
+                    st.task_id,
+                )
+                if running:  # a plain answer is a finish: it waits for the joined children too
+                    st.add_message("user", _JOIN_NOTE.format(n=running))
+                    continue
                 done = await self._finished(st, Outcome(status="done", summary=resp.text))
                 if done is not None:
                     return done
@@ -419,11 +468,17 @@ class Runner:
             if any(st.tools[c.name].side_effect for c in calls if c.name in st.tools):
                 await st.flush(self.store)  # the assistant turn is durable before any effect starts
             results = await execute_calls(env, st, calls)
+            _refuse_finish_beside_joined(results)
             waiting = await self._await_approval(st, results)
             if waiting is not None:
                 return waiting
             suspend: str | None = None
             for r in results:
+                if (
+                    r.suspend is not None
+                ):  # no result yet: the call stays pending and runs again on resume
+                    suspend = suspend or r.suspend
+                    continue
                 st.add_message(
                     "tool", r.content, tool_call_id=r.call.id, name=r.call.name, is_error=r.is_error
                 )
@@ -436,9 +491,8 @@ class Runner:
                         "is_error": r.is_error,
                     }
                 )
-                suspend = suspend or r.suspend
             finish = finish_outcome(results)
-            if finish is not None:
+            if finish is not None and suspend is None:
                 done = await self._finished(st, finish)
                 if done is not None:
                     return done
@@ -504,11 +558,18 @@ class Runner:
             waiting = await self._await_approval(st, results)
             if waiting is not None:
                 return waiting
+            suspend: str | None = None
             for r in results:
+                if r.suspend is not None:
+                    suspend = suspend or r.suspend
+                    continue
                 st.add_message(
                     "tool", r.content, tool_call_id=r.call.id, name=r.call.name, is_error=r.is_error
                 )
             finished = finish_outcome(results)
+            if suspend is not None:
+                await st.flush(self.store)
+                return self._suspended(st, suspend)
             if finished is not None:
                 return await self._finished(st, finished)
         if st.messages:
@@ -613,6 +674,15 @@ class Runner:
             suspended=why,
         )
 
+    async def _reply_key(self, ctx: ToolContext) -> str:
+        """The conversation a detached child's result is submitted to: the caller's key, or (a
+        conversation without one) ``async:<conversation>``, set on the conversation now."""
+        if ctx.conversation_key:
+            return ctx.conversation_key
+        key = f"async:{ctx.conversation_id}"
+        await self.store.write(lambda tx: name_conversation(tx, ctx.conversation_id, key))
+        return key
+
     def _spans(self, st: RunState, spans: list[Any]) -> None:
         for s in spans:
             st.add_span(
@@ -644,6 +714,22 @@ def finish_outcome(results: list[CallResult]) -> Outcome | None:
         if r.call.name == FINISH and not r.is_error and isinstance(r.data, dict):
             declared = r.data["outcome"]
     return None if declared is None else Outcome.model_validate(declared)
+
+
+def _refuse_finish_beside_joined(results: list[CallResult]) -> None:
+    """finish in the same turn as a joined start_agent is refused: the children's results have not
+    reached the model yet (the calls ran concurrently, so finish's own check could not see them)."""
+    joined = any(
+        r.call.name == "start_agent" and isinstance(r.data, dict) and r.data.get("joined")
+        for r in results
+    )
+    for r in results:
+        if joined and r.call.name == FINISH and not r.is_error:
+            r.is_error, r.data = True, None
+            r.content = (
+                "you started joined child tasks in this same turn; wait for their results "
+                "(they reach you as messages), then call finish again"
+            )
 
 
 def _narrow(base: Any, override: Any) -> Any:

@@ -172,6 +172,19 @@ def write_checkpoint(tx: Tx, cp: Checkpoint) -> bool:
     return cp.status is None and task_held(tx, cp.task_id)
 
 
+def name_conversation(tx: Tx, conversation_id: str, key: str) -> None:
+    """Give a keyless conversation a key (and its session), so a later task with that key continues
+    it: a detached child's reply (``async:<conversation>``). A conversation with a key keeps it."""
+    tx.execute(
+        "UPDATE conversations SET key = ? WHERE id = ? AND key IS NULL", (key, conversation_id)
+    )
+    tx.execute(
+        "UPDATE sessions SET key = ? WHERE key IS NULL AND id ="
+        " (SELECT session_id FROM conversations WHERE id = ?)",
+        (key, conversation_id),
+    )
+
+
 def _conversation(tx: Tx, req: RunRequest) -> tuple[str, str, int, bool]:
     """(session id, conversation id, next seq, created) for the request, creating them when new; a new
     conversation is stored with its first message's seq already taken."""

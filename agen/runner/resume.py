@@ -128,7 +128,7 @@ def plan_repair(
             call = ToolCallOut(id=c["id"], name=c["name"], arguments=dict(c.get("arguments") or {}))
             tool = tools.get(call.name)
             if tool is None or not tool.side_effect:
-                if tool is not None and (tool.name == FINISH or tool.read_only):
+                if tool is not None and (tool.name == FINISH or tool.read_only or tool.resumable):
                     rep.rerun.append((index, call))
                 else:
                     rep.results.append((call, INTERRUPTED.format(tool=call.name), True))

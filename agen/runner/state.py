@@ -72,7 +72,9 @@ class RunState:
             "%Y-%m-%d"
         )
 
-    def tool_context(self, call_id: str) -> ToolContext:
+    def tool_context(self, call_id: str, index: int = 0, span_id: str | None = None) -> ToolContext:
+        """``span_id``: the call's own span, allocated before it runs, so what the call starts (a
+        child task's run) continues the trace under it."""
         r = self.req
         return ToolContext(
             namespace=r.namespace,
@@ -84,11 +86,12 @@ class RunState:
             conversation_key=r.conversation_key,
             labels=dict(r.labels),
             trust=self.trust,
-            locks=dict(r.locks),
+            locks=r.locks,  # shared: a lock acquired mid-run shows in later calls' _meta
             workspace=self.workspace,
-            traceparent=traceparent(self.trace_id, self.span_id),
+            traceparent=traceparent(self.trace_id, span_id or self.span_id),
             turn=self.turn,
             call_id=call_id,
+            call_index=index,
             cancel=self.cancel,
         )
 
@@ -145,12 +148,13 @@ class RunState:
         started_ms: int,
         ended_ms: int,
         error: str | None = None,
+        span_id: str | None = None,
     ) -> None:
         err = self.redactor.redact(error)[:1000] if error else None
         r = self.req
         self.spans.append(
             (
-                new_ulid(),
+                span_id or new_ulid(),
                 self.trace_id,
                 self.span_id,
                 self.run_id,

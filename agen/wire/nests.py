@@ -79,6 +79,7 @@ class LeasedTask(Model):
     overrides: dict[str, Any] | None = None
     budget_pressure: bool = False
     root_run_id: str | None = None
+    parent_run_id: str | None = None  # a child task: the run that delegated it
     submitted_by: str | None = None
     locks: dict[str, int] = Field(default_factory=dict)
     traceparent: str | None = None  # W3C, from the submitter: the run joins that trace

@@ -58,10 +58,12 @@ class Task(Model):
         "(started, never confirmed): check what really happened",
     )
     pending_approvals: list[str] = []
-    parent_task_id: str | None = None
-    root_task_id: str | None = None
-    depth: int = 0
-    on_parent_end: str = "cancel"
+    parent_task_id: str | None = Field(None, description="the task that delegated this one")
+    root_task_id: str | None = Field(None, description="the first task of its tree")
+    depth: int = Field(0, description="delegation depth: 0 for a root task")
+    parent_run_id: str | None = Field(None, description="the run that delegated this task")
+    root_run_id: str | None = Field(None, description="the run at the root of its tree")
+    on_parent_end: str = Field("cancel", description="what happens to it when its parent ends")
     cancel_at_ms: int | None = Field(
         None, description="a graceful cancel's deadline: the task is stopped then if still running"
     )

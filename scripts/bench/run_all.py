@@ -30,7 +30,18 @@ from typing import Any
 from scripts.bench._util import git_rev, machine, median, pct
 
 ROOT = Path(__file__).resolve().parents[2]
-SECTIONS = ("store", "queue", "tasks", "runner", "concurrency", "ps", "tui", "coldstart", "peer")
+SECTIONS = (
+    "store",
+    "queue",
+    "tasks",
+    "runner",
+    "concurrency",
+    "ps",
+    "tui",
+    "coldstart",
+    "peer",
+    "delegation",
+)
 
 
 def store_section(quick: bool) -> dict[str, Any]:
@@ -130,6 +141,12 @@ def peer_section(quick: bool) -> dict[str, Any]:
     from scripts.bench import peer_bench
 
     return peer_bench.run(500 if quick else 2000, 4)
+
+
+def delegation_section(quick: bool) -> dict[str, Any]:
+    from scripts.bench import delegation_bench
+
+    return delegation_bench.run(10 if quick else 50, 100 if quick else 1000)
 
 
 def find_binary(choice: str) -> Path | None:
@@ -437,7 +454,45 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
                     _ratio(k_in["tasks_per_s"], h["huey"]["tasks_per_s"]),
                 )
             )
+    out.extend(_delegation_rows(results.get("delegation") or {}))
     return out
+
+
+def _delegation_rows(d: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
+    if "overhead" not in d:
+        return []
+    o, f = d["overhead"], d["fan_out"]
+    base = f"plain task submitted→done {_f(o['plain_task_p50_ms'], 'ms')}"
+    return [
+        (
+            "Delegation",
+            "call_agent, child submitted→done→parent resumed, p50 (waits in place)",
+            _f(o["inline_p50_ms"], "ms"),
+            base,
+            _ratio(o["inline_p50_ms"], o["plain_task_p50_ms"]),
+        ),
+        (
+            "Delegation",
+            "call_agent, same, p50 (parent suspended, woken by the child's end)",
+            _f(o["suspend_p50_ms"], "ms"),
+            base,
+            _ratio(o["suspend_p50_ms"], o["plain_task_p50_ms"]),
+        ),
+        (
+            "Delegation",
+            f"fan-out of {_f(f['children'])} joined children from one parent (`agen up`): wall time",
+            _f(f["fan_out_wall_s"], "s"),
+            f"{_f(f['children'])} plain tasks {_f(f['plain_wall_s'], 's')}",
+            _ratio(f["fan_out_wall_s"], f["plain_wall_s"]),
+        ),
+        (
+            "Delegation",
+            f"fan-out of {_f(f['children'])} children: `agen up` peak RSS",
+            _f(f["fan_out_peak_rss_mb"], "MB"),
+            f"after {_f(f['children'])} plain tasks {_f(f['plain_peak_rss_mb'], 'MB')}",
+            _ratio(f["fan_out_peak_rss_mb"], f["plain_peak_rss_mb"]),
+        ),
+    ]
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -503,6 +558,13 @@ def markdown(report: dict[str, Any]) -> str:
             "  PyInstaller one-file, which unpacks its whole payload into a temp folder on every start.",
             "- **Peer**: huey with SqliteHuey running no-op tasks. agen's tasks do more per task (a run with a model",
             '  turn, its checkpoint, events), so the comparison is what a user gets for the same "do this later".',
+            "- **Delegation**: call_agent on a fake-model child, one parent at a time, in-process: from the",
+            "  child's task.queued event to its task.succeeded to the parent's next model call (in place) or",
+            "  its next task.started (suspended: no slot held while the child ran), against a plain task of",
+            "  the child's deployment, submitted → done. The fan-out is one parent starting N joined children",
+            "  in one turn on a real `agen up` (each child's end wakes the parent, which records the result and",
+            "  suspends again until none is left), against N plain tasks submitted over HTTP; RSS is the",
+            "  `agen up` process's peak (VmHWM), so the fan-out's figure includes the plain run before it.",
             "",
             "## Reproduce",
             "",
@@ -513,7 +575,7 @@ def markdown(report: dict[str, Any]) -> str:
             "scripts/bench/run --only tasks,peer    # some sections (prints JSON; docs untouched)",
             "python -m scripts.bench.queue_bench    # any section alone: store_bench, queue_bench, task_bench,",
             "                                       # runner_bench, concurrency_bench, ps_bench, coldstart_bench,",
-            "                                       # peer_bench, tui_bench",
+            "                                       # peer_bench, tui_bench, delegation_bench",
             "```",
             "",
         ]
@@ -623,6 +685,7 @@ def main(argv: list[str] | None = None) -> int:
         "ps": lambda: ps_section(args.quick),
         "coldstart": lambda: coldstart_section(args.quick, binary, args.compare_binary),
         "peer": lambda: peer_section(args.quick),
+        "delegation": lambda: delegation_section(args.quick),
     }
     started = time.perf_counter()
     results: dict[str, Any] = {}

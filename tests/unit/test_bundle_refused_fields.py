@@ -118,20 +118,17 @@ def test_the_refused_list_names_fields_the_schemas_have() -> None:
 @pytest.mark.parametrize(
     ("config", "where", "field"),
     [
-        ({"delegates": [{"name": "researcher", "via": "a2a"}]}, "delegates", "delegates"),
+        (
+            {"delegates": [{"name": "researcher", "via": "a2a"}]},
+            "delegates[0].via",
+            "delegates[].via",
+        ),
+        (
+            {"delegates": [{"name": "researcher", "url": "http://127.0.0.1:9/a2a"}]},
+            "delegates[0].url",
+            "delegates[].url",
+        ),
         ({"rollover": {"prompt": "Summarise."}}, "rollover", "rollover"),
-        ({"limits": {"inlineWait": "5s"}}, "limits.inlineWait", "limits.inlineWait"),
-        (
-            {"limits": {"maxDelegationDepth": 2}},
-            "limits.maxDelegationDepth",
-            "limits.maxDelegationDepth",
-        ),
-        ({"limits": {"maxFanOut": 2}}, "limits.maxFanOut", "limits.maxFanOut"),
-        (
-            {"limits": {"maxTotalDelegations": 2}},
-            "limits.maxTotalDelegations",
-            "limits.maxTotalDelegations",
-        ),
     ],
 )
 def test_a_field_agen_does_not_do_yet_is_refused_naming_file_and_field(
@@ -148,12 +145,22 @@ def test_a_field_agen_does_not_do_yet_is_refused_naming_file_and_field(
     ]
 
 
-def test_delegate_overrides_is_refused_once_with_its_delegate() -> None:
-    with pytest.raises(BundleError) as e:
-        load_bundle_files(bundle_files(config={"delegates": [{"name": "r", "overrides": True}]}))
-    assert e.value.problems == [
-        "x-agen/config.json: delegates: not supported yet: delegates; remove it (agen does not do this yet)"
-    ]
+def test_delegates_and_delegation_limits_are_accepted() -> None:
+    bundle = load_bundle_files(
+        bundle_files(
+            config={
+                "delegates": [{"name": "r", "overrides": True, "description": "reads"}],
+                "limits": {
+                    "inlineWait": "5s",
+                    "maxDelegationDepth": 2,
+                    "maxFanOut": 3,
+                    "maxTotalDelegations": 4,
+                },
+            }
+        )
+    )
+    assert bundle.config.delegates[0].overrides is True
+    assert bundle.config.limits.inline_wait_ms == 5000
 
 
 @pytest.mark.parametrize("mode", ["followup", "collect", "steer", "interrupt"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,7 +51,7 @@ def test_template_is_a_valid_bundle_named_after_itself(name: str) -> None:
     assert len(agent) > 800, "a purposeful prompt, not a placeholder"
 
 
-@pytest.mark.parametrize("name", [n for n in TEMPLATE_ORDER if n != "hello"])
+@pytest.mark.parametrize("name", [n for n in TEMPLATE_ORDER if n not in ("hello", "coordinator")])
 def test_templates_use_the_auto_provider_so_they_run_offline(name: str) -> None:
     harness = _json(get_template(name).path / "x-agen" / "harness.json")
     assert harness["provider"] == "auto"
@@ -66,6 +67,16 @@ def test_hello_answers_offline_with_a_scripted_friendly_text_turn() -> None:
     assert isinstance(script, list) and len(script) == 1
     assert "toolCalls" not in script[0]
     assert script[0]["text"].startswith("Hello!")
+
+
+def test_coordinator_delegates_to_the_researcher_template_on_a_scripted_model() -> None:
+    path = get_template("coordinator").path
+    harness: Any = _json(path / "x-agen" / "harness.json")
+    assert harness["provider"] == "fake"
+    config: Any = _json(path / "x-agen" / "config.json")
+    assert [d["name"] for d in config["delegates"]] == ["researcher"]
+    script = harness["fake"]["script"]
+    assert [c["name"] for c in script[0]["toolCalls"]] == ["start_agent", "start_agent"]
 
 
 def test_workspace_templates_run_the_builtin_server_in_a_per_task_workspace() -> None:

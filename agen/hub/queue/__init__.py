@@ -91,6 +91,7 @@ SOURCE_PREFIXES = (
     "child:",
     "mcp:",
     "singleton:",
+    "async:",  # a conversation named for a detached child's reply (agen.runner.records)
 )
 # A singleton keeps its one conversation and ignores keys (seed 000 §5 "Tasks"): every task of it carries this key,
 # so its runs share one session and run one at a time, in submission order.

@@ -296,6 +296,10 @@ def _finished(
                 by="hub",
                 reason=f"its parent task {row['id']} ended ({state}); on_parent_end is cancel",
             )
+    if row.get("reply_deployment"):
+        from agen.hub.queue.delegation import reply_to_caller
+
+        reply_to_caller(tx, row, state, outcome)
 
 
 def _finish_fenced(

@@ -101,6 +101,26 @@ def _platform(bundle: Bundle, secret: str) -> bool:
     return spec is not None and spec.source == "platform"
 
 
+async def _delegate_warnings(hub: Hub, namespace: str, bundle: Bundle) -> list[str]:
+    """A delegate that is not deployed (yet) is a warning: call_agent on it fails clearly at run time."""
+    out = []
+    for i, d in enumerate(bundle.config.delegates):
+        ns = d.namespace or namespace
+        if d.name == bundle.name and ns == namespace:
+            continue
+        if (
+            await hub.store.scalar(
+                "SELECT 1 FROM deployments WHERE namespace = ? AND name = ?", (ns, d.name)
+            )
+            is None
+        ):
+            out.append(
+                f"x-agen/config.json: delegates[{i}]: agent {ns}/{d.name} is not deployed; deploy "
+                "it before this agent delegates to it (call_agent would fail until then)"
+            )
+    return out
+
+
 async def create_deployment(
     hub: Hub, p: Principal, req: CreateDeploymentRequest
 ) -> DeploymentResponse:
@@ -118,7 +138,11 @@ async def _apply(
 ) -> DeploymentResponse:
     p.require_namespace(req.namespace)
     bundle = load_bundle_files(decode_files(req.files))
-    warnings = [*bundle.warnings, *_secret_warnings(bundle)]
+    warnings = [
+        *bundle.warnings,
+        *_secret_warnings(bundle),
+        *await _delegate_warnings(hub, req.namespace, bundle),
+    ]
     if req.validate_only:
         return DeploymentResponse(warnings=warnings)
     name = req.name or bundle.name

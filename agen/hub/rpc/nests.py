@@ -136,6 +136,7 @@ def leased_task(row: dict[str, Any], *, started: bool) -> m.LeasedTask:
         overrides=loads(row.get("overrides")),
         budget_pressure=bool(row.get("budget_pressure")),
         root_run_id=row.get("root_run_id"),
+        parent_run_id=row.get("parent_run_id"),
         submitted_by=row.get("submitted_by"),
         locks=dict(locks) if isinstance(locks, dict) else {},
         started=started,
@@ -193,9 +194,9 @@ async def extend_leases(
 
 
 async def complete_task(hub: Hub, p: Principal, req: m.CompleteTaskRequest) -> Ok:
-    def fn(tx: Tx) -> None:
+    def fn(tx: Tx) -> dict[str, Any]:
         _own_tasks(tx, p, [req.lease.task_id])
-        complete_from_nest(
+        return complete_from_nest(
             tx,
             req.lease.task_id,
             req.lease.lease_id,
@@ -204,7 +205,11 @@ async def complete_task(hub: Hub, p: Principal, req: m.CompleteTaskRequest) -> O
             error=req.error,
         )
 
-    await hub.store.write(fn)
+    row = await hub.store.write(fn)
+    if row.get("parent_task_id") or row.get("reply_deployment"):
+        # a child's end may have woken its parent (or queued a reply): lease it now, not at the next poll
+        hub.work.notify()
+        hub.desired_state_changed()
     return OK
 
 

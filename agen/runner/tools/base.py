@@ -51,6 +51,7 @@ class ToolContext:
     traceparent: str | None = None
     turn: int = 0
     call_id: str = ""
+    call_index: int = 0  # the call's place in its turn: <run>.<turn>.<call> keys (call_agent)
     cancel: asyncio.Event | None = None
 
     def meta(self) -> dict[str, Any]:
@@ -86,6 +87,9 @@ class Tool(abc.ABC):
     untrusted_output: bool = False
     # Built-ins like finish/save_artifact bypass permissions and task tool allowlists.
     bypass_permissions: bool = False
+    # Safe to run again when a run resumes with this call unanswered: keyed through the Hub, so a
+    # second run finds what the first started (call_agent, start_agent) instead of repeating it.
+    resumable: bool = False
 
     @property
     def wire_name(self) -> str:

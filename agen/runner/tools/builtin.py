@@ -32,6 +32,8 @@ class FinishTool(Tool):
 
     def __init__(self, result_schema: dict[str, Any] | None) -> None:
         self.result_schema = result_schema
+        # Set for an agent that delegates: how many joined children of a task still run.
+        self.joined: Callable[[str], Awaitable[int]] | None = None
         data_schema: dict[str, Any] = result_schema or {"description": "optional structured result"}
         self.input_schema = {
             "type": "object",
@@ -46,9 +48,15 @@ class FinishTool(Tool):
         }
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        return ToolResult(
-            "accepted: the run ends with this outcome", data={"outcome": self.outcome(args)}
-        )
+        outcome = self.outcome(args)
+        if self.joined is not None and ctx.task_id and outcome["status"] == "done":
+            running = await self.joined(ctx.task_id)
+            if running:
+                raise ToolError(
+                    f"{running} child task(s) you started are still running; wait for them "
+                    "(their results reach you as messages) or cancel them, then call finish again"
+                )
+        return ToolResult("accepted: the run ends with this outcome", data={"outcome": outcome})
 
     def outcome(self, args: dict[str, Any]) -> dict[str, Any]:
         """The outcome these arguments give, or ToolError saying what to fix."""

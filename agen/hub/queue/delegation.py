@@ -1,0 +1,365 @@
+"""Child tasks: submission with lineage, limits, combined overrides and the tree budget (seed 000
+§5 "Task overrides", "Tree budgets", "Delegation lineage"; §6 "Delegation").
+
+Everything about a child is derived here from its parent task, never taken from the caller:
+root task, depth, root and parent run, labels, namespace, the caller's limits. The child goes
+through the same admission and queue insert as SubmitTask; its idempotency key is the call key,
+so the same call submitted again (a retry, a resume, a restart after SIGKILL) returns the same
+child. limits.maxTotalDelegations counts rows of ``delegation_calls`` (one per call key per root
+run) in the submitting transaction, so the counter is atomic and counts a call once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agen.bundle.config import (
+    DEFAULT_MAX_DELEGATION_DEPTH,
+    DEFAULT_MAX_FAN_OUT,
+    DEFAULT_MAX_TOTAL_DELEGATIONS,
+)
+from agen.bundle.overrides import TRUST_RANK, TaskOverrides
+from agen.errors import ConflictError, DeniedError, InvalidError, NotFoundError, RateLimitedError
+from agen.hub import queue
+from agen.hub.queue import admission
+from agen.hub.queue._tasks import UNFINISHED, get_task
+from agen.store import Tx, loads
+from agen.wire.delegation import SubmitChildTaskRequest
+
+TOKEN_FLOOR = 1  # a spent tree still lets a child's first turn run (0 would read as "no limit")
+USD_FLOOR = 0.0001
+
+
+def _limits(tx: Tx, deployment_id: str) -> dict[str, Any]:
+    return dict(
+        loads(tx.scalar("SELECT limits FROM deployments WHERE id = ?", (deployment_id,)), {}) or {}
+    )
+
+
+def _limit(limits: dict[str, Any], camel: str, snake: str, default: int) -> int:
+    value = limits.get(camel, limits.get(snake))
+    return default if value is None else int(value)
+
+
+def _intersect(a: list[str] | None, b: list[str] | None) -> list[str] | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return [x for x in b if x in a]
+
+
+def _smaller(a: Any, b: Any) -> Any:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return min(a, b)
+
+
+def combine_overrides(
+    parent: dict[str, Any] | None, child: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """A child's effective overrides: its parent's combined with its own (allowlists intersect,
+    permissions concatenate, the system addendum appends, budgets take the smaller), so a
+    descendant never regains what an ancestor gave up."""
+    if not parent:
+        return child or None
+    if not child:
+        return parent
+    p, c = TaskOverrides.model_validate(parent), TaskOverrides.model_validate(child)
+    pd, cd = p.max_run_duration_ms, c.max_run_duration_ms
+    duration = (
+        p.budget.max_run_duration
+        if cd is None or (pd is not None and pd <= cd)
+        else c.budget.max_run_duration
+    )
+    addendum = "\n\n".join(a for a in (p.system_addendum, c.system_addendum) if a) or None
+    out = TaskOverrides.model_validate(
+        {
+            "tools": _intersect(p.tools, c.tools),
+            "skills": _intersect(p.skills, c.skills),
+            "systemAddendum": addendum,
+            "permissions": {
+                "deny": [*p.permissions.deny, *c.permissions.deny],
+                "ask": [*p.permissions.ask, *c.permissions.ask],
+            },
+            "budget": {
+                "maxTurns": _smaller(p.max_turns, c.max_turns),
+                "maxRunDuration": duration,
+                "maxTokensPerRun": _smaller(p.max_tokens_per_run, c.max_tokens_per_run),
+                "maxUsdPerRun": _smaller(p.max_usd_per_run, c.max_usd_per_run),
+            },
+        }
+    )
+    return out.stored()
+
+
+def _tree_limits(tx: Tx, root_task_id: str) -> tuple[int | None, float | None]:
+    """The tree's budget: the root task's own overrides.budget (tokens, USD)."""
+    raw = loads(tx.scalar("SELECT overrides FROM tasks WHERE id = ?", (root_task_id,)))
+    if not raw:
+        return None, None
+    ov = TaskOverrides.model_validate(raw)
+    return ov.max_tokens_per_run, ov.max_usd_per_run
+
+
+def tree_usage(tx: Tx, root_task_id: str) -> tuple[int, float]:
+    """Tokens and USD every run of every task of the tree used so far."""
+    row = tx.one(
+        "SELECT COALESCE(SUM(r.input_tokens + r.output_tokens), 0) AS tokens,"
+        " COALESCE(SUM(r.cost_usd), 0) AS usd FROM runs r JOIN tasks t ON r.task_id = t.id"
+        " WHERE t.root_task_id = ?",
+        (root_task_id,),
+    )
+    assert row is not None
+    return int(row["tokens"]), float(row["usd"])
+
+
+def tree_budget_exceeded(tx: Tx, root_task_id: str) -> bool:
+    tokens, usd = _tree_limits(tx, root_task_id)
+    if tokens is None and usd is None:
+        return False
+    used_tokens, used_usd = tree_usage(tx, root_task_id)
+    return (tokens is not None and used_tokens >= tokens) or (usd is not None and used_usd >= usd)
+
+
+def _narrow_for_tree(tx: Tx, root_task_id: str, overrides: dict[str, Any] | None) -> Any:
+    """The child's budget narrowed to what is left of the tree's (at its submission)."""
+    tokens, usd = _tree_limits(tx, root_task_id)
+    if tokens is None and usd is None:
+        return overrides
+    used_tokens, used_usd = tree_usage(tx, root_task_id)
+    budget: dict[str, Any] = {}
+    if tokens is not None:
+        budget["maxTokensPerRun"] = max(TOKEN_FLOOR, tokens - used_tokens)
+    if usd is not None:
+        budget["maxUsdPerRun"] = max(USD_FLOOR, round(usd - used_usd, 6))
+    return combine_overrides(overrides, {"budget": budget})
+
+
+def _check_trust(asked: str, parent: str) -> str:
+    if asked not in TRUST_RANK:
+        raise InvalidError(f"trust {asked!r} is not one of {', '.join(TRUST_RANK)}", field="trust")
+    return asked if TRUST_RANK[asked] <= TRUST_RANK.get(parent, 1) else parent
+
+
+def submit_child(
+    tx: Tx, req: SubmitChildTaskRequest, submitted_by: str | None
+) -> tuple[dict[str, Any], bool]:
+    """Store the child task (or return the one this call key already started)."""
+    parent = get_task(tx, req.parent_task_id)
+    if req.namespace != parent["namespace"]:
+        raise DeniedError(
+            f"delegation stays within namespace {parent['namespace']}; {req.namespace}/"
+            f"{req.deployment} is outside it",
+            namespace=req.namespace,
+        )
+    dep = tx.one(
+        "SELECT * FROM deployments WHERE namespace = ? AND name = ?",
+        (req.namespace, req.deployment),
+    )
+    if dep is None:
+        raise NotFoundError(
+            f"agent {req.namespace}/{req.deployment} is not deployed; deploy it (agen deploy) "
+            "or delegate to another agent",
+            deployment=req.deployment,
+        )
+    existing = tx.one(
+        "SELECT * FROM tasks WHERE namespace = ? AND deployment_id = ? AND idempotency_key = ?",
+        (req.namespace, dep["id"], req.call_key),
+    )
+    if existing is not None:
+        return existing, False
+    if parent["state"] not in ("leased", "running"):
+        raise ConflictError(
+            f"task {parent['id']} is {parent['state']}; only a running task can delegate",
+            task_id=parent["id"],
+        )
+    limits = _limits(tx, parent["deployment_id"])
+    depth = int(parent["depth"]) + 1
+    max_depth = _limit(
+        limits, "maxDelegationDepth", "max_delegation_depth", DEFAULT_MAX_DELEGATION_DEPTH
+    )
+    if depth > max_depth:
+        raise DeniedError(
+            f"delegation depth {depth} is past limits.maxDelegationDepth {max_depth} of "
+            f"{parent['deployment']}; do this part yourself instead of delegating it",
+            limit="maxDelegationDepth",
+        )
+    fan_out = _limit(limits, "maxFanOut", "max_fan_out", DEFAULT_MAX_FAN_OUT)
+    started = int(
+        tx.scalar("SELECT COUNT(*) FROM tasks WHERE parent_task_id = ?", (parent["id"],)) or 0
+    )
+    if started >= fan_out:
+        raise DeniedError(
+            f"this run already started {started} child tasks, limits.maxFanOut {fan_out} of "
+            f"{parent['deployment']}; wait for their results and work with those",
+            limit="maxFanOut",
+        )
+    run = tx.one("SELECT id, root_run_id FROM runs WHERE task_id = ?", (parent["id"],))
+    if run is None:
+        raise ConflictError(
+            f"task {parent['id']} has no run yet; delegate from inside its run",
+            task_id=parent["id"],
+        )
+    _count_delegation(tx, run["root_run_id"], req.call_key, limits, parent["deployment"])
+    overrides = req.overrides
+    if overrides is not None:
+        try:
+            overrides = TaskOverrides.model_validate(overrides).stored()
+        except ValueError as e:
+            raise InvalidError(f"overrides: {e}", field="overrides") from None
+    overrides = combine_overrides(loads(parent["overrides"]), overrides)
+    overrides = _narrow_for_tree(tx, parent["root_task_id"], overrides)
+    new = queue.NewTask(
+        namespace=req.namespace,
+        deployment_id=dep["id"],
+        deployment=dep["name"],
+        input=req.input,
+        source="child",
+        labels={},  # the parent's labels are carried down by the queue
+        idempotency_key=req.call_key,
+        trust=_check_trust(req.trust, parent["trust"]),
+        overrides=overrides,
+        parent_task_id=parent["id"],
+        submitted_by=submitted_by,
+        reply_deployment=parent["deployment"] if req.reply_conversation_key else None,
+        reply_conversation_key=req.reply_conversation_key,
+        traceparent=req.traceparent,
+    )
+    admission.admit(tx, dep, tx.now_ms)
+    row, created = queue.submit_task(tx, new)
+    tx.execute(
+        "UPDATE tasks SET parent_run_id = ?, root_run_id = ? WHERE id = ?",
+        (run["id"], run["root_run_id"], row["id"]),
+    )
+    tx.execute(
+        "UPDATE delegation_calls SET task_id = ? WHERE root_run_id = ? AND call_key = ?",
+        (row["id"], run["root_run_id"], req.call_key),
+    )
+    row.update(parent_run_id=run["id"], root_run_id=run["root_run_id"])
+    return row, created
+
+
+def _count_delegation(
+    tx: Tx, root_run_id: str, key: str, limits: dict[str, Any], deployment: str
+) -> None:
+    """limits.maxTotalDelegations per tree, counted once per call key."""
+    if tx.scalar(
+        "SELECT 1 FROM delegation_calls WHERE root_run_id = ? AND call_key = ?", (root_run_id, key)
+    ):
+        return
+    cap = _limit(
+        limits, "maxTotalDelegations", "max_total_delegations", DEFAULT_MAX_TOTAL_DELEGATIONS
+    )
+    used = int(
+        tx.scalar("SELECT COUNT(*) FROM delegation_calls WHERE root_run_id = ?", (root_run_id,))
+        or 0
+    )
+    if used >= cap:
+        raise RateLimitedError(
+            f"this task tree already made {used} delegations, limits.maxTotalDelegations {cap} of "
+            f"{deployment}; finish with what the tree has found",
+            limit="maxTotalDelegations",
+        )
+    tx.execute(
+        "INSERT INTO delegation_calls (root_run_id, call_key, created_ms) VALUES (?, ?, ?)",
+        (root_run_id, key, tx.now_ms),
+    )
+
+
+def is_descendant(tx: Tx, ancestor_id: str, task_id: str, *, max_hops: int = 64) -> bool:
+    """Does ``task_id``'s parent chain reach ``ancestor_id`` (bounded walk)?"""
+    current: str | None = task_id
+    for _ in range(max_hops):
+        parent = tx.scalar("SELECT parent_task_id FROM tasks WHERE id = ?", (current,))
+        if parent is None:
+            return False
+        if parent == ancestor_id:
+            return True
+        current = parent
+    return False
+
+
+def require_descendant(tx: Tx, task_id: str, target: str) -> dict[str, Any]:
+    """The target task, when it descends from ``task_id``; refused otherwise (without saying
+    whether a task outside the caller's tree exists)."""
+    if not is_descendant(tx, task_id, target):
+        raise DeniedError(
+            f"task {target} is not one you delegated (directly or further down); "
+            "query_agent and signal_agent reach only your own descendants",
+            task_id=target,
+        )
+    return get_task(tx, target)
+
+
+def unfinished_children(tx: Tx, task_id: str) -> int:
+    marks = ",".join("?" * len(UNFINISHED))
+    return int(
+        tx.scalar(
+            "SELECT COUNT(*) FROM tasks WHERE parent_task_id = ? AND reply_deployment IS NULL"
+            f" AND state IN ({marks})",
+            (task_id, *UNFINISHED),
+        )
+        or 0
+    )
+
+
+def joined_results(tx: Tx, task_id: str) -> list[dict[str, Any]]:
+    """Undelivered ends of the task's joined start_agent children (call_agent reads its child's
+    state itself), oldest first."""
+    return tx.all(
+        "SELECT i.id AS inbox_id, t.id, t.deployment, t.state, t.outcome, t.error FROM run_inbox i"
+        " JOIN tasks t ON t.id = i.ref WHERE i.task_id = ? AND i.kind = 'child'"
+        " AND i.consumed_ms IS NULL AND t.reply_deployment IS NULL AND t.parent_task_id = ?"
+        " AND t.idempotency_key LIKE 'start:%' ORDER BY i.created_ms, i.id",
+        (task_id, task_id),
+    )
+
+
+def ack_inbox(tx: Tx, task_id: str, inbox_ids: list[str]) -> int:
+    if not inbox_ids:
+        return 0
+    marks = ",".join("?" * len(inbox_ids))
+    return tx.execute(
+        f"UPDATE run_inbox SET consumed_ms = ? WHERE task_id = ? AND id IN ({marks})"
+        " AND consumed_ms IS NULL",
+        (tx.now_ms, task_id, *inbox_ids),
+    )
+
+
+def reply_to_caller(
+    tx: Tx, row: dict[str, Any], state: str, outcome: dict[str, Any] | None
+) -> None:
+    """A detached child ended: its result goes once (``reply:<child>``) to the caller's deployment,
+    in the caller's conversation, as a new task with the child's labels."""
+    dep = tx.one(
+        "SELECT id, name FROM deployments WHERE namespace = ? AND name = ?",
+        (row["namespace"], row["reply_deployment"]),
+    )
+    if dep is None:  # the caller was deleted meanwhile: nobody to reply to
+        return
+    from agen.runner.delegation import ChildState, result_note
+
+    child = ChildState(
+        id=row["id"],
+        deployment=row["deployment"],
+        state=state,
+        outcome=outcome,
+        error=row.get("error"),
+    )
+    queue.submit_task(
+        tx,
+        queue.NewTask(
+            namespace=row["namespace"],
+            deployment_id=dep["id"],
+            deployment=dep["name"],
+            input=result_note(child),
+            source=f"reply:{row['deployment']}",
+            conversation_key=row["reply_conversation_key"],
+            labels=queue.loads_labels(row["labels"]),
+            idempotency_key=f"reply:{row['id']}",
+            trust=row["trust"],
+        ),
+    )

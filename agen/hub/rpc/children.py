@@ -1,0 +1,132 @@
+"""Delegation RPC handlers (scope ``nest``): a running task's engine reaches the Hub through its
+Nest for child tasks, the per-turn join/tree-budget check, descendant queries and signals, and
+mid-run locks. Lineage and limits are the Hub's (agen.hub.queue.delegation); nothing here trusts the
+caller for them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from agen.hub import queue
+from agen.hub.auth import Principal
+from agen.hub.queue import delegation as d
+from agen.hub.queue._tasks import TERMINAL, get_task, task_event
+from agen.hub.service import Hub
+from agen.store import Tx, loads
+from agen.wire import delegation as m
+from agen.wire.common import Ok
+from agen.wire.observe import QueryTaskRequest
+
+OK = Ok()
+
+
+def _child(row: dict[str, Any]) -> m.ChildTask:
+    return m.ChildTask(
+        id=row["id"],
+        deployment=row["deployment"],
+        state=row["state"],
+        outcome=loads(row["outcome"]) if isinstance(row["outcome"], str) else row["outcome"],
+        error=row["error"],
+    )
+
+
+async def submit_child_task(
+    hub: Hub, p: Principal, req: m.SubmitChildTaskRequest
+) -> m.ChildTaskResponse:
+    row, created = await hub.store.write(lambda tx: d.submit_child(tx, req, p.subject))
+    if created:
+        hub.desired_state_changed()
+    return m.ChildTaskResponse(child=_child(row), created=created)
+
+
+async def wait_child_task(
+    hub: Hub, p: Principal, req: m.WaitChildTaskRequest
+) -> m.ChildTaskResponse:
+    def read(tx: Tx) -> dict[str, Any]:
+        row = get_task(tx, req.child_id)
+        if row["parent_task_id"] != req.task_id:
+            d.require_descendant(tx, req.task_id, req.child_id)
+        return row
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + req.wait_seconds
+    seq = await hub.store.wait_for_events(0, 0)
+    while True:
+        row = await hub.store.read(read)
+        remaining = deadline - loop.time()
+        if row["state"] in TERMINAL or remaining <= 0:
+            return m.ChildTaskResponse(child=_child(row))
+        seq = await hub.store.wait_for_events(seq, min(remaining, 1.0))
+
+
+async def check_turn(hub: Hub, p: Principal, req: m.CheckTurnRequest) -> m.CheckTurnResponse:
+    def read(tx: Tx) -> m.CheckTurnResponse:
+        task = get_task(tx, req.task_id)
+        return m.CheckTurnResponse(
+            unfinished_children=d.unfinished_children(tx, req.task_id),
+            results=[
+                m.ChildResult(inbox_id=r["inbox_id"], child=_child(r))
+                for r in d.joined_results(tx, req.task_id)
+            ],
+            tree_budget_exceeded=d.tree_budget_exceeded(tx, task["root_task_id"]),
+        )
+
+    return await hub.store.read(read)
+
+
+async def ack_inbox(hub: Hub, p: Principal, req: m.AckInboxRequest) -> Ok:
+    await hub.store.write(lambda tx: d.ack_inbox(tx, req.task_id, list(req.inbox_ids)))
+    return OK
+
+
+async def query_child_task(hub: Hub, p: Principal, req: m.ChildTaskRef) -> m.QueryChildTaskResponse:
+    from agen.hub.observe.runs import query_task
+
+    await hub.store.read(lambda tx: d.require_descendant(tx, req.task_id, req.target))
+    q = await query_task(hub, p, QueryTaskRequest(id=req.target))
+    t = q.task
+    view: dict[str, Any] = {
+        "id": t.id,
+        "deployment": t.deployment,
+        "state": t.state,
+        "progress": t.progress,
+        "outcome": t.outcome,
+        "wait_for": t.wait_for,
+    }
+    if q.now is not None:
+        view["now"] = q.now.model_dump(mode="json", exclude_none=True)
+    return m.QueryChildTaskResponse(task=view)
+
+
+async def signal_child_task(hub: Hub, p: Principal, req: m.SignalChildTaskRequest) -> Ok:
+    def fn(tx: Tx) -> None:
+        target = d.require_descendant(tx, req.task_id, req.target)
+        queue.write_inbox(tx, target["id"], "signal", req.task_id, req.message)
+        task_event(tx, target, "task.signalled", {"from_task": req.task_id})
+
+    await hub.store.write(fn)
+    hub.work.notify()
+    return OK
+
+
+async def acquire_lock(hub: Hub, p: Principal, req: m.AcquireLockRequest) -> m.AcquireLockResponse:
+    def fn(tx: Tx) -> int | None:
+        task = get_task(tx, req.task_id)
+        return queue.acquire_lock(
+            tx, task["namespace"], req.name, req.task_id, int(req.ttl_seconds * 1000)
+        )
+
+    return m.AcquireLockResponse(fence=await hub.store.write(fn))
+
+
+async def release_lock(hub: Hub, p: Principal, req: m.ReleaseLockRequest) -> m.ReleaseLockResponse:
+    def fn(tx: Tx) -> bool:
+        task = get_task(tx, req.task_id)
+        return queue.release_lock(tx, task["namespace"], req.name, req.task_id)
+
+    released = await hub.store.write(fn)
+    if released:
+        hub.work.notify()  # a task waiting on the lock may lease now
+    return m.ReleaseLockResponse(released=released)

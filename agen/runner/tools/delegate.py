@@ -1,0 +1,309 @@
+"""Built-in delegation tools: call_agent, start_agent, query_agent, signal_agent, and the mid-run
+locks acquire_lock/release_lock (seed 000 §5, §6).
+
+Every child is a task the Hub stores through its normal submission path, keyed by the call
+(``call:<run>.<step>.<call>`` / ``start:<run>.<step>.<call>``), so a retried or resumed call
+finds the same child instead of starting another. call_agent waits for its child in place up
+to limits.inlineWait, then suspends the whole run (no lease, no slot) on ``child:<id>``; the
+resumed run runs the same call again, which finds the child ended and answers with its outcome.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from agen.bundle.config import Delegate
+from agen.errors import AgenError
+from agen.runner.delegation import ChildSpec, ChildState, DelegationPort, outcome_text
+from agen.runner.tools.base import Tool, ToolContext, ToolError, ToolResult
+
+WAIT_STEP_S = 60.0  # the Hub answers a wait at least this often (WaitChildTask's cap)
+NO_HUB = (
+    "{tool} needs the Hub: it works for a deployment's task on the inproc backend (agen up, "
+    "agen run); an embedded (SDK) run or a process-backend instance cannot delegate yet"
+)
+
+
+def call_key(prefix: str, ctx: ToolContext) -> str:
+    return f"{prefix}:{ctx.run_id}.{ctx.turn}.{ctx.call_index}"
+
+
+class _PortTool(Tool):
+    bypass_permissions = True  # bookkeeping through the Hub; limits and lineage are its checks
+
+    def __init__(self, port: DelegationPort | None) -> None:
+        self.port = port
+
+    def _need(self, ctx: ToolContext) -> tuple[DelegationPort, str]:
+        if self.port is None or ctx.task_id is None:
+            raise ToolError(NO_HUB.format(tool=self.name))
+        return self.port, ctx.task_id
+
+
+class _DelegateTool(_PortTool):
+    """call_agent and start_agent: a named delegate of the bundle, an input, a child task."""
+
+    def __init__(self, port: DelegationPort | None, delegates: Sequence[Delegate]) -> None:
+        super().__init__(port)
+        self.delegates = {d.name: d for d in delegates}
+        listing = "; ".join(
+            f"{d.name}: {d.description}" if d.description else d.name for d in delegates
+        )
+        self.description = f"{self.description} Agents: {listing}."
+
+    def _delegate(self, args: dict[str, Any]) -> Delegate:
+        name = str(args.get("agent") or "")
+        d = self.delegates.get(name)
+        if d is None:
+            known = ", ".join(sorted(self.delegates)) or "none"
+            raise ToolError(
+                f"no delegate named {name!r}; the agents you can delegate to are: {known}"
+            )
+        return d
+
+    def _spec(
+        self,
+        args: dict[str, Any],
+        ctx: ToolContext,
+        key: str,
+        *,
+        overrides: dict[str, Any] | None = None,
+        reply_key: str | None = None,
+    ) -> ChildSpec:
+        d = self._delegate(args)
+        text = args.get("input")
+        if not isinstance(text, str) or not text.strip():
+            raise ToolError("input is required: the task for the other agent, in plain words")
+        assert ctx.task_id is not None
+        return ChildSpec(
+            parent_task_id=ctx.task_id,
+            deployment=d.name,
+            namespace=d.namespace or ctx.namespace,
+            input=text,
+            call_key=key,
+            trust=ctx.trust,
+            overrides=overrides,
+            traceparent=ctx.traceparent,
+            reply_conversation_key=reply_key,
+        )
+
+    async def _submit(self, port: DelegationPort, spec: ChildSpec) -> ChildState:
+        try:
+            return await port.submit_child(spec)
+        except AgenError as e:
+            raise ToolError(f"{self.name} refused: {e.message}") from None
+
+
+class CallAgentTool(_DelegateTool):
+    name = "call_agent"
+    description = (
+        "Hand a task to another agent and get its answer as this call's result (it may take a "
+        "while; this run pauses meanwhile)."
+    )
+    input_schema = {
+        "type": "object",
+        "properties": {
+            "agent": {"type": "string", "description": "the delegate's name"},
+            "input": {"type": "string", "description": "what the other agent should do"},
+        },
+        "required": ["agent", "input"],
+    }
+    resumable = True
+
+    def __init__(
+        self, port: DelegationPort | None, delegates: Sequence[Delegate], inline_wait_ms: int
+    ) -> None:
+        super().__init__(port, delegates)
+        self.inline_wait_s = inline_wait_ms / 1000
+
+    async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        port, task_id = self._need(ctx)
+        child = await self._submit(port, self._spec(args, ctx, call_key("call", ctx)))
+        deadline = time.monotonic() + self.inline_wait_s
+        while not child.ended:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ToolError(
+                    f"waiting for child task {child.id} ({child.deployment})",
+                    suspend=f"child:{child.id}",
+                )
+            try:
+                child = await port.wait_child(task_id, child.id, min(left, WAIT_STEP_S))
+            except AgenError as e:  # the Hub is unreachable: wait durably instead of failing
+                raise ToolError(
+                    f"waiting for child task {child.id}: {e.message}", suspend=f"child:{child.id}"
+                ) from None
+        return ToolResult(
+            outcome_text(child), is_error=child.state != "succeeded", data={"task_id": child.id}
+        )
+
+
+class StartAgentTool(_DelegateTool):
+    name = "start_agent"
+    description = (
+        "Start a task on another agent and carry on. By default the child is joined: its result "
+        "reaches you as a message, and finish waits until every joined child ended. With "
+        "detach: true its result arrives later as a new message in this conversation."
+    )
+    input_schema = {
+        "type": "object",
+        "properties": {
+            "agent": {"type": "string", "description": "the delegate's name"},
+            "input": {"type": "string", "description": "what the other agent should do"},
+            "detach": {"type": "boolean", "default": False},
+            "overrides": {
+                "type": "object",
+                "description": "narrow the child (tools, skills, systemAddendum, permissions, budget); "
+                "only for delegates that allow it",
+            },
+        },
+        "required": ["agent", "input"],
+    }
+    resumable = True
+
+    def __init__(
+        self,
+        port: DelegationPort | None,
+        delegates: Sequence[Delegate],
+        reply_key: Any,
+    ) -> None:
+        super().__init__(port, delegates)
+        self.reply_key = reply_key  # async (ctx) -> the caller's conversation key for replies
+
+    async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        port, _task_id = self._need(ctx)
+        d = self._delegate(args)
+        overrides = args.get("overrides")
+        if overrides is not None:
+            if not d.overrides:
+                raise ToolError(
+                    f"delegate {d.name!r} does not accept overrides (its entry in "
+                    "x-agen/config.json delegates does not set overrides: true); call it without them"
+                )
+            if not isinstance(overrides, dict):
+                raise ToolError("overrides must be an object (tools, skills, permissions, budget)")
+        detach = bool(args.get("detach"))
+        reply = await self.reply_key(ctx) if detach else None
+        child = await self._submit(
+            port,
+            self._spec(args, ctx, call_key("start", ctx), overrides=overrides, reply_key=reply),
+        )
+        how = (
+            "detached: its result arrives later as a new message in this conversation"
+            if detach
+            else "joined: its result reaches you as a message; finish waits for it"
+        )
+        return ToolResult(
+            f"started task {child.id} on {child.deployment} ({how})",
+            data={"task_id": child.id, "joined": not detach},
+        )
+
+
+class QueryAgentTool(_PortTool):
+    name = "query_agent"
+    description = (
+        "How a task you delegated (directly or further down) is doing: state, progress, outcome."
+    )
+    read_only = True
+    input_schema = {
+        "type": "object",
+        "properties": {"task": {"type": "string", "description": "the child task's id"}},
+        "required": ["task"],
+    }
+
+    async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        port, task_id = self._need(ctx)
+        try:
+            view = await port.query_child(task_id, str(args.get("task") or ""))
+        except AgenError as e:
+            raise ToolError(e.message) from None
+        return ToolResult(json.dumps(view, indent=2, sort_keys=True), data=view)
+
+
+class SignalAgentTool(_PortTool):
+    name = "signal_agent"
+    description = "Send a message to a task you delegated (directly or further down); it reads it before its next step."
+    input_schema = {
+        "type": "object",
+        "properties": {"task": {"type": "string"}, "message": {"type": "string"}},
+        "required": ["task", "message"],
+    }
+
+    async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        port, task_id = self._need(ctx)
+        target = str(args.get("task") or "")
+        try:
+            await port.signal_child(task_id, target, str(args.get("message") or ""))
+        except AgenError as e:
+            raise ToolError(e.message) from None
+        return ToolResult(f"signal sent to task {target}")
+
+
+class AcquireLockTool(_PortTool):
+    name = "acquire_lock"
+    description = (
+        "Take a named lock so no other task works on the same resource; it is released when you "
+        "call release_lock, when its ttl passes, or when this task ends."
+    )
+    input_schema = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "ttl_seconds": {"type": "number", "minimum": 1, "maximum": 86400, "default": 300},
+        },
+        "required": ["name"],
+    }
+
+    async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        port, task_id = self._need(ctx)
+        name = str(args.get("name") or "")
+        try:
+            ttl = max(1.0, min(float(args.get("ttl_seconds") or 300), 86_400.0))
+            fence = await port.acquire_lock(task_id, name, ttl)
+        except AgenError as e:
+            raise ToolError(e.message) from None
+        if fence is None:
+            raise ToolError(
+                f"lock {name!r} is held by another task; try again later or work on something else"
+            )
+        ctx.locks[name] = fence
+        return ToolResult(f"lock {name!r} acquired (fence {fence})", data={"fence": fence})
+
+
+class ReleaseLockTool(_PortTool):
+    name = "release_lock"
+    description = "Release a lock you took with acquire_lock."
+    input_schema = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}},
+        "required": ["name"],
+    }
+
+    async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        port, task_id = self._need(ctx)
+        name = str(args.get("name") or "")
+        try:
+            held = await port.release_lock(task_id, name)
+        except AgenError as e:
+            raise ToolError(e.message) from None
+        ctx.locks.pop(name, None)
+        return ToolResult(f"lock {name!r} released" if held else f"you did not hold lock {name!r}")
+
+
+def delegation_tools(config: Any, port: DelegationPort | None, reply_key: Any) -> list[Tool]:
+    """The delegation tools a bundle gets: call_agent, start_agent, query_agent and signal_agent
+    when it declares delegates; acquire_lock and release_lock whenever a Hub is there to grant them."""
+    tools: list[Tool] = []
+    if config.delegates:
+        tools += [
+            CallAgentTool(port, config.delegates, config.limits.inline_wait_ms),
+            StartAgentTool(port, config.delegates, reply_key),
+            QueryAgentTool(port),
+            SignalAgentTool(port),
+        ]
+    if port is not None:
+        tools += [AcquireLockTool(port), ReleaseLockTool(port)]
+    return tools
