@@ -158,3 +158,31 @@ def test_two_hubs_on_one_postgres_database_elect_one_leader_and_run_every_task_o
     finally:
         b.stop()
         a.stop()
+
+
+def test_process_backend_instances_open_the_postgres_store_of_their_hub(
+    tmp_path: Path, pg_url: str
+) -> None:
+    up = Up(tmp_path / "home", args=("--store", pg_url, "--backend", "process")).start()
+    try:
+        up.agen("deploy", str(write_bundle(tmp_path / "echo", "echo")))
+        assert up.agen("run", "echo", "from a child").stdout.strip() == "You said: from a child"
+    finally:
+        up.stop()
+
+
+def test_a_one_shot_agen_run_with_no_agen_up_runs_on_the_postgres_store(
+    tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGEN_STORE", pg_url)
+    home = Up(tmp_path / "home")  # never started: its CLI runs the one-shot's embedded Hub
+    (tmp_path / "home").mkdir(mode=0o700)
+    bundle = write_bundle(tmp_path / "echo", "echo")
+    assert home.agen("run", str(bundle), "embedded").stdout.strip() == "You said: embedded"
+    assert not (tmp_path / "home" / "agen.db").exists()  # it went to Postgres, not a SQLite file
+
+    import psycopg
+
+    with psycopg.connect(pg_url) as conn:
+        states = conn.execute("SELECT state FROM tasks").fetchall()
+    assert states == [("succeeded",)]
