@@ -73,3 +73,44 @@ async def test_two_hubs_on_one_postgres_database_never_both_believe_they_lead(
         for b_start, b_end, b_epoch in beliefs["b"]:
             assert a_end <= b_start or b_end <= a_start
             assert a_epoch != b_epoch
+
+
+async def test_a_stale_leaders_scheduler_write_is_refused_after_another_hub_took_over(
+    two: tuple[PostgresStore, PostgresStore],
+) -> None:
+    from agen.errors import FencedError
+    from agen.hub.scheduler import schedule_tick
+    from agen.store import Tx, now_ms
+    from tests.unit.queue_helpers import add_deployment, add_nest
+
+    hub_a, hub_b = two
+    await hub_a.write(lambda tx: add_deployment(tx, desired=1, scale={"min": 1, "max": 1}))
+    await hub_a.write(lambda tx: add_nest(tx, "n"))
+    epoch_a = await hub_a.write(
+        lambda tx: leader.acquire_or_renew(tx, leader.HUB_LEADER, "a", 60_000)
+    )
+    assert epoch_a is not None
+    # hub a stalls past its lease (a GC pause, a stopped VM): its row is as the TTL leaves it
+    await hub_a.write(lambda tx: tx.execute("UPDATE leases SET expires_ms = ?", (now_ms() - 1,)))
+    epoch_b = await hub_b.write(
+        lambda tx: leader.acquire_or_renew(tx, leader.HUB_LEADER, "b", 60_000)
+    )
+    assert epoch_b == epoch_a + 1
+
+    def tick(epoch: int) -> object:
+        return lambda tx: schedule_tick(
+            tx, leader_name=leader.HUB_LEADER, leader_epoch=epoch, now_ms=tx.now_ms
+        )
+
+    with pytest.raises(FencedError, match=f"leader epoch {epoch_a}"):
+        await hub_a.write(tick(epoch_a))  # type: ignore[arg-type]
+    assert (
+        await hub_a.write(lambda tx: leader.acquire_or_renew(tx, leader.HUB_LEADER, "a", 60_000))
+        is None
+    )
+    await hub_b.write(tick(epoch_b))  # type: ignore[arg-type]
+
+    def assigned(tx: Tx) -> int:
+        return int(tx.scalar("SELECT COUNT(*) FROM assignments") or 0)
+
+    assert await hub_b.read(assigned) == 1
