@@ -224,19 +224,34 @@ def check_port_free(host: str, port: int, listen: str) -> None:
             ) from None
 
 
+def shared_store_nest_name(home: Path) -> str:
+    """The Nest name of an ``agen up`` on a store several Hubs share (Postgres): its own, one per machine
+    and home, so it never re-enrols (and so voids the leases of) another Hub's Nest; stable across restarts,
+    so a restarted Hub takes back its own Nest and ends that Nest's old leases at once."""
+    import hashlib
+    import socket
+
+    return f"{socket.gethostname()}-{hashlib.sha256(str(home).encode()).hexdigest()[:8]}"
+
+
 async def serve(opts: UpOptions) -> None:
     from agen.api.app import create_app
     from agen.node import HubNode, LocalNode
     from agen.ownership import hold_store_for_up, release
-    from agen.store import open_store, store_path
+    from agen.store import open_store, store_file
 
     host, port = parse_listen(opts.listen, tls=opts.tls)
     home = agen_home()
     lock = lock_home(home)
     try:
         check_port_free(host, port, opts.listen)
-        store_lock = hold_store_for_up(
-            store_path(opts.store), home, lambda msg: print(msg, file=sys.stderr, flush=True)
+        db = store_file(opts.store)
+        # A SQLite file takes one Hub (its lock says which); several Hubs may share a Postgres database,
+        # which protects itself (row locks, SKIP LOCKED leasing, the leader lease: docs/postgres.md).
+        store_lock = (
+            None
+            if db is None
+            else hold_store_for_up(db, home, lambda msg: print(msg, file=sys.stderr, flush=True))
         )
     except BaseException:
         lock.close()
@@ -245,6 +260,7 @@ async def serve(opts: UpOptions) -> None:
     node: LocalNode | HubNode = (
         LocalNode(
             store,
+            nest_name="local" if db is not None else shared_store_nest_name(home),
             capacity=opts.capacity,
             lease_ms=opts.lease_ms,
             drain_timeout_s=opts.drain_timeout_s,

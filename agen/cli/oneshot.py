@@ -5,6 +5,10 @@ The running process decides (agen.ownership), not a quick HTTP probe: an ``agen 
 restarting or stopped (SIGSTOP) still owns its store, so the one-shot waits for it to answer
 (saying so on stderr) and fails with exit 3 once --timeout runs out. It never starts a second Hub
 on that store, which would void the first one's leases and run its work in the CLI process.
+
+On a Postgres store only this home's ``agen up`` counts: several Hubs may share one database, so with none
+running here the one-shot runs its own scoped Hub beside any others (whichever Nest leases the task runs it,
+once).
 """
 
 from __future__ import annotations
@@ -42,11 +46,11 @@ def local_hub(timeout_ms: int, *, say: Callable[[str], None] | None = None) -> L
         up_owning_home,
         up_owning_store,
     )
-    from agen.store import store_path
+    from agen.store import store_file
 
     say = say or err
-    home, db = agen_home(), store_path(None)
-    if store_lock_path(db) is None:
+    home, db = agen_home(), store_file(None)
+    if db is not None and store_lock_path(db) is None:
         return LocalHub()
     started = time.monotonic()
     deadline = None if timeout_ms == 0 else started + timeout_ms / 1000
@@ -54,6 +58,10 @@ def local_hub(timeout_ms: int, *, say: Callable[[str], None] | None = None) -> L
     while True:
         owner = up_owning_home(home)
         if owner is None:
+            if (
+                db is None
+            ):  # a Postgres store: Hubs may share it, so the one-shot runs one of its own
+                return LocalHub()
             lock = hold_store_for_oneshot(db)
             if lock is not None:
                 return LocalHub(lock=lock)

@@ -22,7 +22,10 @@ def up(
     store: Annotated[
         str | None,
         typer.Option(
-            "--store", help="Store URL (default: sqlite in AGEN_HOME).", show_default=False
+            "--store",
+            help="Store URL: a SQLite path, sqlite:PATH or postgresql://… "
+            "(default: AGEN_STORE, else AGEN_HOME's store).",
+            show_default=False,
         ),
     ] = None,
     retention: Annotated[
@@ -61,7 +64,7 @@ def up(
         ),
     ] = False,
 ) -> None:
-    """Hub + local Nest in one process (SQLite); Ctrl-C or `agen down` drains and stops it."""
+    """Hub + local Nest in one process (SQLite or Postgres); Ctrl-C or `agen down` drains and stops it."""
     import asyncio
     import sys
 

@@ -20,14 +20,22 @@ class WorkSignal:
     """Wakes local Nest workers when tasks become leasable, so nobody polls per task.
 
     A generation counter means a notify that lands between a worker's lease and its
-    next wait is not lost: the worker passes the generation it last saw.
+    next wait is not lost: the worker passes the generation it last saw. ``notify`` also tells the
+    Hubs of other processes on the same store (``broadcast``: Store.wake_others, a NOTIFY on
+    Postgres), whose ``notify_local`` then wakes their workers.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, broadcast: Callable[[], None] | None = None) -> None:
         self.generation = 0
         self._event = asyncio.Event()
+        self._broadcast = broadcast
 
     def notify(self) -> None:
+        self.notify_local()
+        if self._broadcast is not None:
+            self._broadcast()
+
+    def notify_local(self) -> None:
         self.generation += 1
         event, self._event = self._event, asyncio.Event()
         event.set()
@@ -46,8 +54,9 @@ class Hub:
         self.store = store
         self.clock = clock
         self.auth = Authenticator(store)
-        self.work = WorkSignal()
+        self.work = WorkSignal(store.wake_others)
         self.scheduler_kick = asyncio.Event()
+        store.on_woken(self._woken_by_another_hub)
         self.draining = False
         self.in_flight: Callable[[], int] = lambda: 0
         self.shutdown_requested = asyncio.Event()
@@ -75,6 +84,11 @@ class Hub:
         """Ask the leader loop for a scheduler tick now (deploy, scale, stop, submit)."""
         self.scheduler_kick.set()
         self.work.notify()
+
+    def _woken_by_another_hub(self) -> None:
+        """Another process on this store submitted, deployed, approved…: tick (if leading) and lease now."""
+        self.scheduler_kick.set()
+        self.work.notify_local()
 
     def request_shutdown(self) -> None:
         self.shutdown_requested.set()

@@ -30,7 +30,7 @@ def backend_factory(
         return runner_factory(store, progress=progress, delegation=delegation)  # type: ignore[no-any-return]
     from agen.nest.process import process_factory
 
-    return process_factory(store.url, memory_limit=host_memory_limit, progress=progress)  # type: ignore[no-any-return]
+    return process_factory(store.connect_url, memory_limit=host_memory_limit, progress=progress)  # type: ignore[no-any-return]
 
 
 def check_backend(backend: str, host_memory_limit: int = 0) -> None:

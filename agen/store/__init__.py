@@ -1,4 +1,4 @@
-"""The Store: where every durable thing agen knows lives (SQLite locally, Postgres later)."""
+"""The Store: where every durable thing agen knows lives (SQLite locally, or a PostgreSQL database)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 
 from agen.errors import InvalidError
 from agen.store.base import Row, Store, Tx, dumps, loads, new_ulid, now_ms
+from agen.store.locate import is_postgres_url, redact_url, resolve_store_url
 from agen.store.sqlite import SQLiteStore
 
 __all__ = [
@@ -19,14 +20,23 @@ __all__ = [
     "new_ulid",
     "now_ms",
     "open_store",
+    "store_file",
     "store_path",
 ]
 
 
+def store_file(url: str | None) -> Path | None:
+    """The SQLite file a store URL names (``sqlite:<path>``, a bare path, or the default: see
+    agen.store.locate); None for a PostgreSQL store, which is no file on this machine."""
+    url = resolve_store_url(url)
+    if is_postgres_url(url):
+        return None
+    return store_path(url)
+
+
 def store_path(url: str | None) -> Path:
-    """The SQLite file a store URL names (``sqlite:<path>``, a bare path, or the default: see agen.store.locate)."""
+    """The SQLite file a store URL names; a URL of any other engine is refused here."""
     from agen._home import default_store_path
-    from agen.store.locate import resolve_store_url
 
     url = resolve_store_url(url)
     if not url:
@@ -35,14 +45,31 @@ def store_path(url: str | None) -> Path:
         return Path(url.removeprefix("sqlite:").removeprefix("//")).expanduser()
     if "://" in url:
         scheme = url.split("://", 1)[0]
+        engine = "a PostgreSQL store, not a SQLite file" if is_postgres_url(url) else None
         raise InvalidError(
-            f"store URL {url!r}: the {scheme} store is not available in this build; "
-            "use a SQLite path or sqlite:<path>",
+            f"store URL {redact_url(url)!r}: "
+            + (
+                engine
+                or f"the {scheme} store is not supported; use a SQLite path, sqlite:<path> or postgresql://…"
+            ),
             field="store",
         )
     return Path(url).expanduser()
 
 
 async def open_store(url: str | None = None, **kwargs: Any) -> Store:
-    """Open the store a URL names; default: the SQLite file in AGEN_HOME."""
-    return await SQLiteStore.open(store_path(url), **kwargs)
+    """Open the store a URL names (``postgres://``/``postgresql://`` or SQLite); default: the SQLite file in
+    AGEN_HOME."""
+    resolved = resolve_store_url(url)
+    if is_postgres_url(resolved):
+        assert resolved is not None
+        try:
+            from agen.store.postgres import PostgresStore
+        except ImportError:
+            raise InvalidError(
+                f"store URL {redact_url(resolved)!r} needs the Postgres driver: "
+                "pip install 'agen[postgres]' (psycopg and psycopg-pool)",
+                field="store",
+            ) from None
+        return await PostgresStore.open(resolved, **kwargs)
+    return await SQLiteStore.open(store_path(resolved), **kwargs)

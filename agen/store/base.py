@@ -163,9 +163,27 @@ class StoreHealth:
 
 
 class Store(abc.ABC):
-    """Port implemented by SQLite (local) and, later, Postgres (distributed)."""
+    """Port implemented by SQLite (local, one Hub) and Postgres (several Hubs may share one database)."""
 
-    url: str
+    url: str  # as it may be shown: never holds a password
+
+    @property
+    def connect_url(self) -> str:
+        """The URL another process opens this store with (``agen host serve``); may hold a password, so it
+        is passed in a child's environment, never printed."""
+        return self.url
+
+    def wake_others(self) -> None:
+        """Tell the Hubs of *other* processes on this store that work may be waiting (a task became
+        leasable, desired state changed). A SQLite store has one Hub process (agen.ownership), so there is
+        nobody to tell; the Postgres adapter sends a NOTIFY."""
+        return
+
+    def on_woken(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` on this process's event loop whenever another process calls ``wake_others``
+        on the same store (never for this process's own calls: those wake it directly). Stores only one
+        process serves never call it."""
+        return
 
     @abc.abstractmethod
     async def write(self, fn: Callable[[Tx], T]) -> T:

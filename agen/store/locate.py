@@ -62,3 +62,38 @@ def point_home_at(url: str | None) -> None:
         pointer.unlink(missing_ok=True)
         return
     write_private(pointer, json.dumps({"url": url}) + "\n")
+
+
+POSTGRES_SCHEMES = ("postgres://", "postgresql://")
+
+
+def is_postgres_url(url: str | None) -> bool:
+    """Whether ``url`` names a PostgreSQL store (``postgres://`` or ``postgresql://``)."""
+    return url is not None and url.lower().startswith(POSTGRES_SCHEMES)
+
+
+def redact_url(url: str) -> str:
+    """``url`` as it may be shown (banner, errors, logs): a password in the user part or in a ``password=``
+    query parameter becomes ``***``; everything else (host, port, database, socket folder) stays, so the
+    reader can still tell which store it is."""
+    import urllib.parse
+
+    if "://" not in url:
+        return url
+    try:
+        parts = urllib.parse.urlsplit(url)
+        netloc = parts.netloc
+        if parts.password is not None:
+            userinfo, _, hostport = netloc.rpartition("@")
+            user = userinfo.split(":", 1)[0]
+            netloc = f"{user}:***@{hostport}"
+        query = parts.query
+        if query:
+            pairs = urllib.parse.parse_qsl(query, keep_blank_values=True)
+            if any(k.lower() == "password" for k, _ in pairs):
+                query = urllib.parse.urlencode(
+                    [(k, "***" if k.lower() == "password" else v) for k, v in pairs], safe="/*"
+                )
+        return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    except ValueError:
+        return url.split("://", 1)[0] + "://***"

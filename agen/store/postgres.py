@@ -9,9 +9,11 @@ Writes take one transaction-level advisory lock first, so write transactions com
 every process on the database, as SQLite's single writer does. The hub code relies on that today (the next
 ``tasks.seq`` is ``MAX(seq) + 1``; the event log's seq order must be commit order for the cursors that read
 it); the lease query already locks its candidates ``FOR UPDATE SKIP LOCKED`` for the day writes run side by
-side. Committed events wake waiters through LISTEN/NOTIFY (``agen_events``, payload: the newest seq).
+side. Committed events wake waiters through LISTEN/NOTIFY (``agen_events``, payload: the newest seq); a Hub
+that makes work leasable tells the Hubs of other processes on ``agen_work`` (``wake_others``, payload: the
+sender's id, so a process does not wake itself twice).
 
-Not reachable from ``agen up`` yet: ``open_store`` still refuses ``postgres://`` URLs (issue #18).
+``url`` never holds the password (it is printed in banners and errors); ``connect_url`` does.
 """
 
 from __future__ import annotations
@@ -34,11 +36,13 @@ from agen.errors import AgenError, ConflictError, StoreError, UnavailableError
 from agen.store._pg_migrate import migrate_postgres
 from agen.store._pg_sql import to_pg
 from agen.store.base import Params, Row, Store, Tx, dumps, new_ulid, now_ms
+from agen.store.locate import redact_url
 
 T = TypeVar("T")
 log = logging.getLogger("agen.store")
 
 CHANNEL = "agen_events"
+WAKE_CHANNEL = "agen_work"
 _WRITE_LOCK_KEY = 0x6167656E_777269  # "agen" "wri"
 CONNECT_TIMEOUT_S = 10
 MAX_RETRIES = 5  # serialization failures and deadlocks are retried this many times, then reported
@@ -49,6 +53,11 @@ _EVENT_SQL = to_pg(
     " RETURNING seq"
 )
 _RETRYABLE = (psycopg.errors.SerializationFailure, psycopg.errors.DeadlockDetected)
+# Pooled connections are in autocommit mode and transactions are opened and closed by hand, so that BEGIN
+# travels with the write lock and the NOTIFY with the COMMIT: one round trip each instead of two (a lease
+# is a handful of statements, so the two saved round trips are a good share of its time).
+_BEGIN_WRITE = f"BEGIN; SELECT pg_advisory_xact_lock({_WRITE_LOCK_KEY})"
+_BEGIN_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 
 
 class _BoolAsInt(Dumper):
@@ -63,6 +72,15 @@ class _BoolAsInt(Dumper):
 
 def _configure(conn: psycopg.Connection[Any]) -> None:
     conn.adapters.register_dumper(bool, _BoolAsInt)
+
+
+def _end_transaction(conn: psycopg.Connection[Any]) -> None:
+    """Roll back whatever transaction is still open on ``conn`` (a failed write, a finished read)."""
+    if conn.closed or conn.broken:
+        return
+    if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        with contextlib.suppress(psycopg.Error):
+            conn.execute("ROLLBACK")
 
 
 class PostgresTx:
@@ -155,14 +173,19 @@ class PostgresStore(Store):
     """A Store on a PostgreSQL database (``postgresql://...``)."""
 
     def __init__(self, url: str, *, pool_size: int = 4) -> None:
-        self.url = url
-        self._where = _redact(url)
+        self._connect_url = url
+        self.url = self._where = redact_url(url)
+        self._id = (
+            new_ulid()
+        )  # this process's wake-ups carry it, so its own listener passes them over
+        self._woken: list[Callable[[], None]] = []
+        self._wake_pending = False
         self._pool = ConnectionPool(
             url,
             min_size=1,
             max_size=max(2, pool_size),
             open=False,
-            kwargs={"row_factory": dict_row},
+            kwargs={"row_factory": dict_row, "autocommit": True},
             configure=_configure,
             name="agen-store",
         )
@@ -200,7 +223,7 @@ class PostgresStore(Store):
         try:
             # a connection of its own first: a server that is down fails here at once, not after the pool's wait
             with psycopg.connect(
-                self.url, row_factory=dict_row, connect_timeout=CONNECT_TIMEOUT_S
+                self._connect_url, row_factory=dict_row, connect_timeout=CONNECT_TIMEOUT_S
             ) as conn:
                 self._version = migrate_postgres(conn, self._where, now_ms())
             self._pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
@@ -211,6 +234,40 @@ class PostgresStore(Store):
 
     def schema_version(self) -> int:
         return self._version
+
+    @property
+    def connect_url(self) -> str:
+        return self._connect_url
+
+    # -- wake-ups across processes ---------------------------------------------------------
+
+    def wake_others(self) -> None:
+        """NOTIFY the other processes on this database, from a worker thread (never blocks the loop). Calls
+        that arrive while one is waiting to be sent ride on it."""
+        if self._closed or self._wake_pending:
+            return
+        self._wake_pending = True
+
+        def send() -> None:
+            self._wake_pending = False  # a call from here on needs a NOTIFY of its own
+            try:
+                with self._pool.connection() as conn:
+                    conn.execute("SELECT pg_notify(%s, %s)", (WAKE_CHANNEL, self._id))
+            except Exception as e:  # the others still find the work on their next idle poll
+                log.warning("store %s: could not wake the other Hubs (%s)", self._where, e)
+
+        with contextlib.suppress(RuntimeError):  # shut down meanwhile
+            self._threads.submit(send)
+
+    def on_woken(self, callback: Callable[[], None]) -> None:
+        self._woken.append(callback)
+
+    def _wake_local(self) -> None:
+        for cb in list(self._woken):
+            try:
+                cb()
+            except Exception:
+                log.exception("store %s: a wake-up callback failed", self._where)
 
     async def close(self) -> None:
         if self._closed:
@@ -253,11 +310,14 @@ class PostgresStore(Store):
     def _write_once(self, fn: Callable[[Tx], T]) -> T:
         with self._pool.connection() as conn:
             tx = PostgresTx(conn)
-            with conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_WRITE_LOCK_KEY,))
+            conn.execute(_BEGIN_WRITE)
+            try:
                 value = fn(tx)
-                if tx.max_event_seq:
-                    conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, str(tx.max_event_seq)))
+                seq = int(tx.max_event_seq)
+                conn.execute(f"SELECT pg_notify('{CHANNEL}', '{seq}'); COMMIT" if seq else "COMMIT")
+            except BaseException:
+                _end_transaction(conn)
+                raise
         for cb in tx._callbacks:
             try:
                 cb()
@@ -282,9 +342,12 @@ class PostgresStore(Store):
 
     def _read(self, fn: Callable[[Tx], T]) -> T:
         try:
-            with self._pool.connection() as conn, conn.transaction():
-                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                return fn(PostgresTx(conn))
+            with self._pool.connection() as conn:
+                conn.execute(_BEGIN_READ)
+                try:
+                    return fn(PostgresTx(conn))
+                finally:
+                    _end_transaction(conn)
         except BaseException as e:
             mapped = map_error(e, self._where)
             if mapped is e:
@@ -310,14 +373,22 @@ class PostgresStore(Store):
         """LISTEN on a connection of its own; every NOTIFY carries the newest committed seq."""
         while not self._closed:
             try:
-                async with await psycopg.AsyncConnection.connect(self.url, autocommit=True) as conn:
+                async with await psycopg.AsyncConnection.connect(
+                    self._connect_url, autocommit=True
+                ) as conn:
                     await conn.execute(f"LISTEN {CHANNEL}")
+                    await conn.execute(f"LISTEN {WAKE_CHANNEL}")
                     # commits made while (re)connecting were not heard: look once
                     cur = await conn.execute("SELECT COALESCE(MAX(seq), 0) FROM events")
                     row = await cur.fetchone()
                     self._note_seq(int(row[0]) if row else 0)
                     ready.set()
+                    self._wake_local()  # work submitted while (re)connecting was not heard either
                     async for note in conn.notifies():
+                        if note.channel == WAKE_CHANNEL:
+                            if note.payload != self._id:
+                                self._wake_local()
+                            continue
                         with contextlib.suppress(ValueError):
                             self._note_seq(int(note.payload))
             except asyncio.CancelledError:
@@ -351,13 +422,3 @@ class PostgresStore(Store):
             assert ev is not None
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(ev.wait(), timeout=remaining)
-
-
-def _redact(url: str) -> str:
-    """The URL without its password, for messages and logs."""
-    try:
-        info = psycopg.conninfo.conninfo_to_dict(url)
-    except psycopg.Error:
-        return "postgres"
-    host = info.get("host") or "localhost"
-    return f"postgresql://{info.get('user') or ''}@{host}/{info.get('dbname') or ''}"

@@ -100,7 +100,7 @@ async def activities(hub: Hub, runs: list[Row]) -> list[RunActivity]:
     for m in await hub.store.all(
         "SELECT * FROM (SELECT run_id, seq, role, tool_calls, created_ms,"
         " ROW_NUMBER() OVER (PARTITION BY run_id ORDER BY seq DESC) AS rn FROM messages"
-        f" WHERE run_id IN ({_marks(ids)})) WHERE rn <= {TAIL} ORDER BY run_id, seq DESC",
+        f" WHERE run_id IN ({_marks(ids)})) AS tail WHERE rn <= {TAIL} ORDER BY run_id, seq DESC",
         ids,
     ):
         tails[m["run_id"]].append(m)

@@ -1,0 +1,3 @@
+-- Nothing to do on SQLite: json_each, json_extract and json_set are SQLite built-ins. The Postgres form
+-- (0020_portable_json_sql.postgres.sql) defines the same three for TEXT JSON columns, so the Hub's and
+-- the runner's SQL is written once for both engines.

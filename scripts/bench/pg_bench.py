@@ -1,0 +1,290 @@
+"""The Postgres Store against raw Postgres and against SQLite, in the same run on the same machine.
+
+A throwaway cluster is started for the run (tests/pg.py: initdb into a temp folder, a Unix socket;
+fsync off, as in the tests, so the figures measure agen and the server's locking, not this disk).
+
+1. Leases/s: N queued tasks of one deployment, leased one per transaction until none is left, by 1 and
+   by 4 leasing connections:
+   * agen: ``lease_tasks(limit=1)`` through ``PostgresStore.write`` (what a Nest's lease RPC runs: the
+     candidate query ``FOR UPDATE SKIP LOCKED``, conversation and lock checks, the lease UPDATE, the
+     task.leased event, the store's write lock and NOTIFY);
+   * raw: plain psycopg on the same schema and a fresh copy of the same rows, one
+     ``SELECT id … ORDER BY priority, seq LIMIT 1 FOR UPDATE SKIP LOCKED`` + one ``UPDATE`` per
+     transaction, the least a lease can be.
+   Each side runs 3 times, alternated, on fresh copies of the rows; the best of each is reported.
+2. The in-process task pipeline (Hub + local Nest in one process, fake model, submit -> complete) on a
+   Postgres store and on a SQLite store.
+
+    python -m scripts.bench.pg_bench [--tasks 2000] [--pipeline 1000] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from agen.hub import queue as q
+from agen.store import Store
+from scripts.bench._util import machine, median, pct
+
+ROUNDS = 3
+
+
+def _cluster() -> tuple[Any, Any]:
+    """(cluster, databases) of a throwaway server; SystemExit when this machine has none."""
+    from tests.pg import Databases, find_bindir, start_cluster
+
+    if find_bindir() is None:
+        raise SystemExit("no PostgreSQL server binaries (initdb) on this machine")
+    cluster = start_cluster()
+    return cluster, Databases(cluster)
+
+
+async def _fill(store: Store, n: int) -> str:
+    from tests.unit.queue_helpers import add_deployment
+
+    dep: str = await store.write(lambda tx: add_deployment(tx, "bench"))
+    batch = 500
+    for start in range(0, n, batch):
+
+        def submit(tx: Any, start: int = start) -> None:
+            for i in range(start, min(n, start + batch)):
+                q.submit_task(
+                    tx,
+                    q.NewTask(
+                        namespace="default", deployment_id=dep, deployment="bench", input=str(i)
+                    ),
+                )
+
+        await store.write(submit)
+    return dep
+
+
+async def agen_leases(url: str, n: int, connections: int) -> float:
+    from agen.store.postgres import PostgresStore
+
+    store = await PostgresStore.open(url, pool_size=connections)
+    try:
+        dep = await _fill(store, n)
+        leased = 0
+
+        async def leaser(w: int) -> None:
+            nonlocal leased
+            while True:
+                got = await store.write(
+                    lambda tx: q.lease_tasks(
+                        tx,
+                        deployment_id=dep,
+                        nest_id="n",
+                        instance_id=f"i{w}",
+                        limit=1,
+                        lease_ms=600_000,
+                    )
+                )
+                if not got:
+                    return
+                leased += len(got)
+
+        t0 = time.perf_counter()
+        await asyncio.gather(*(leaser(w) for w in range(connections)))
+        seconds = time.perf_counter() - t0
+        twice = await store.scalar(
+            "SELECT COUNT(*) FROM events WHERE type = 'task.leased'"
+            " GROUP BY task_id HAVING COUNT(*) > 1 LIMIT 1"
+        )
+    finally:
+        await store.close()
+    if leased != n or twice:
+        raise SystemExit(f"bench bug: leased {leased} of {n}, a task leased twice: {bool(twice)}")
+    return n / seconds
+
+
+def raw_leases(url: str, n: int, connections: int) -> float:
+    """Plain psycopg, ``connections`` threads, one SKIP LOCKED lease per transaction."""
+    import psycopg
+
+    counts = [0] * connections
+    start = threading.Barrier(connections + 1)
+
+    def leaser(w: int) -> None:
+        with psycopg.connect(url) as conn:
+            start.wait()
+            while True:
+                with conn.transaction():
+                    row = conn.execute(
+                        "SELECT id FROM tasks WHERE deployment_id = %s AND state = 'queued'"
+                        " ORDER BY priority, seq LIMIT 1 FOR UPDATE SKIP LOCKED",
+                        (dep,),
+                    ).fetchone()
+                    if row is None:
+                        return
+                    conn.execute(
+                        "UPDATE tasks SET state = 'leased', lease_id = %s, lease_nest_id = 'n',"
+                        " lease_instance_id = %s, lease_expires_ms = %s, attempts = attempts + 1"
+                        " WHERE id = %s",
+                        (f"l{w}.{counts[w]}", f"i{w}", 2**40, row[0]),
+                    )
+                counts[w] += 1
+
+    with psycopg.connect(url) as conn:
+        dep = conn.execute("SELECT id FROM deployments WHERE name = 'bench'").fetchone()[0]  # type: ignore[index]
+    threads = [threading.Thread(target=leaser, args=(w,)) for w in range(connections)]
+    for t in threads:
+        t.start()
+    start.wait()
+    t0 = time.perf_counter()
+    for t in threads:
+        t.join()
+    seconds = time.perf_counter() - t0
+    if sum(counts) != n:
+        raise SystemExit(f"bench bug: raw leased {sum(counts)} of {n}")
+    return n / seconds
+
+
+async def _raw_rows(url: str, n: int) -> None:
+    """The same queued rows for the raw leasers (filled through agen: same schema, same row shapes)."""
+    from agen.store.postgres import PostgresStore
+
+    store = await PostgresStore.open(url)
+    try:
+        await _fill(store, n)
+    finally:
+        await store.close()
+
+
+async def pipeline(
+    store: Store, n: int, instances: int = 2, concurrency: int = 256
+) -> dict[str, Any]:
+    """A Hub + local Nest in this process; ``n`` fake-model tasks submitted in batches, until all end."""
+    from agen.api import registry as r
+    from agen.bundle import walk_bundle
+    from agen.client import Client
+    from agen.hub.rpc.deployments import encode_files
+    from agen.node import LocalNode
+    from agen.wire.deployments import CreateDeploymentRequest
+    from agen.wire.tasks import SubmitTaskRequest
+    from scripts.bench.task_bench import write_bundle
+
+    node = LocalNode(store, capacity=0)
+    await node.start()
+    try:
+        client = Client.in_process(node.hub)
+        with tempfile.TemporaryDirectory() as d:
+            bundle = write_bundle(Path(d) / "bundle", instances, concurrency)
+            await client.call(
+                r.CreateDeployment, CreateDeploymentRequest(files=encode_files(walk_bundle(bundle)))
+            )
+        while sum(i.state == "ready" for i in node.manager.instances.values()) < instances:  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+        t0 = time.perf_counter()
+        for start in range(0, n, 200):
+            await asyncio.gather(
+                *(
+                    client.call(r.SubmitTask, SubmitTaskRequest(deployment="bench", input=f"t{i}"))
+                    for i in range(start, min(n, start + 200))
+                )
+            )
+        while (  # noqa: ASYNC110 - the store is polled as task_bench does: no event says "all done"
+            await store.scalar("SELECT COUNT(*) FROM tasks WHERE finished_ms IS NOT NULL") or 0
+        ) < n:
+            await asyncio.sleep(0.02)
+        seconds = time.perf_counter() - t0
+        rows = await store.all(
+            "SELECT created_ms, finished_ms, state FROM tasks WHERE finished_ms IS NOT NULL"
+        )
+    finally:
+        await node.drain(10)
+    lat = [float(x["finished_ms"] - x["created_ms"]) for x in rows]
+    return {
+        "tasks": n,
+        "succeeded": sum(x["state"] == "succeeded" for x in rows),
+        "tasks_per_s": round(n / seconds),
+        "p50_ms": median(lat),
+        "p95_ms": pct(lat, 95),
+    }
+
+
+def run(tasks: int, pipeline_n: int) -> dict[str, Any]:
+    import os
+
+    from agen.store import SQLiteStore
+    from agen.store.postgres import PostgresStore
+
+    cluster, dbs = _cluster()
+    tmp = Path(tempfile.mkdtemp(prefix="agen-pg-bench-"))
+    os.environ["AGEN_HOME"] = str(tmp / "home")
+    try:
+        leases: dict[str, Any] = {}
+        for conns in (1, 4):
+            raws, ours = [], []
+            for _ in range(
+                ROUNDS
+            ):  # alternated, best of each: a shared machine's load hits both alike
+                raw_url = dbs.new()
+                asyncio.run(_raw_rows(raw_url, tasks))
+                raws.append(raw_leases(raw_url, tasks, conns))
+                ours.append(asyncio.run(agen_leases(dbs.new(), tasks, conns)))
+            leases[str(conns)] = {"agen_per_s": round(max(ours)), "raw_per_s": round(max(raws))}
+
+        async def both() -> tuple[dict[str, Any], dict[str, Any]]:
+            pg = await PostgresStore.open(dbs.new(), pool_size=8)
+            try:
+                on_pg = await pipeline(pg, pipeline_n)
+            finally:
+                await pg.close()
+            lite = await SQLiteStore.open(tmp / "pipeline.db")
+            try:
+                on_sqlite = await pipeline(lite, pipeline_n)
+            finally:
+                await lite.close()
+            return on_pg, on_sqlite
+
+        on_pg, on_sqlite = asyncio.run(both())
+    finally:
+        dbs.close()
+        cluster.stop()
+        shutil.rmtree(cluster.root, ignore_errors=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+    return {
+        "name": "postgres",
+        "tasks_leased": tasks,
+        "leases": leases,
+        "pipeline_postgres": on_pg,
+        "pipeline_sqlite": on_sqlite,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tasks", type=int, default=2000)
+    ap.add_argument("--pipeline", type=int, default=1000)
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    out = run(a.tasks, a.pipeline)
+    if a.json:
+        json.dump(out, sys.stdout, indent=2)
+        print()
+        return
+    print(machine())
+    for conns, f in out["leases"].items():
+        print(
+            f"leases/s, {conns} connection(s): agen {f['agen_per_s']:,}  raw SKIP LOCKED {f['raw_per_s']:,}"
+            f"  ({f['agen_per_s'] / f['raw_per_s']:.2f}x)"
+        )
+    for engine in ("postgres", "sqlite"):
+        p = out[f"pipeline_{engine}"]
+        print(
+            f"pipeline on {engine}: {p['tasks_per_s']:,} tasks/s, p50 {p['p50_ms']:.0f} ms, p95 {p['p95_ms']:.0f} ms"
+        )
+
+
+if __name__ == "__main__":
+    main()
