@@ -22,6 +22,7 @@ from agen.cli import (
     init,
     mcp,
     memory,
+    migrate,
     observe,
     signals,
     submit,
@@ -65,6 +66,7 @@ for module in (
     memory,
     feedback,
     evals,
+    migrate,
 ):
     module.register(app)
 
