@@ -6,7 +6,10 @@ any point resumes after its last committed batch, so nothing is copied twice and
 without a primary key is copied whole in one transaction (emptied first), which is just as safe.
 
 Verification reads both sides again: per table the row count and an order-independent checksum (the sum of
-a hash of each row's canonical values, so the two engines' orderings and spellings of the same values agree).
+a hash of each row, so the two engines' row orders do not matter). Both engines hand back the same Python
+values for the same stored ones (TEXT -- JSON included, stored as text on both -- as str, INTEGER/BIGINT as
+int, BLOB/BYTEA as bytes, NULL as None); a REAL's whole number is hashed as an int, so the row's ``repr`` is
+its canonical form.
 """
 
 from __future__ import annotations
@@ -201,31 +204,24 @@ def verify(
 def checksum(side: Side, t: TablePlan) -> tuple[int, str]:
     """Row count and the sum (mod 2^128) of each row's hash: independent of row order."""
     n, total = 0, 0
+    reals = t.real_index
+    blake = hashlib.blake2b
     for row in side.scan(t):
         n += 1
-        total += int.from_bytes(hashlib.blake2b(_canonical(row), digest_size=16).digest(), "big")
+        if reals:
+            row = _whole_floats(row, reals)
+        total += int.from_bytes(blake(repr(row).encode(), digest_size=16).digest(), "big")
     return n, f"{total % _MOD:032x}"
 
 
-def _canonical(row: Values) -> bytes:
-    """One encoding for a row's values whichever engine read them: an integral REAL and an INTEGER agree
-    (SQLite may hand back 0 where Postgres says 0.0), text is UTF-8, each value length-prefixed."""
-    parts: list[bytes] = []
-    for v in row:
-        if v is None:
-            b = b"N"
-        elif isinstance(v, bool | int):
-            b = b"n" + str(int(v)).encode()
-        elif isinstance(v, float):
-            b = b"n" + (
-                str(int(v)).encode() if v.is_integer() and abs(v) < 2**63 else repr(v).encode()
-            )
-        elif isinstance(v, bytes | bytearray | memoryview):
-            b = b"b" + bytes(v)
-        else:
-            b = b"s" + str(v).encode()
-        parts.append(len(b).to_bytes(8, "big") + b)
-    return b"".join(parts)
+def _whole_floats(row: Values, reals: tuple[int, ...]) -> Values:
+    """A REAL column's whole number as an int: SQLite may keep ``0`` where Postgres says ``0.0``."""
+    out = list(row)
+    for i in reals:
+        v = out[i]
+        if isinstance(v, float) and v.is_integer() and abs(v) < 2**63:
+            out[i] = int(v)
+    return tuple(out)
 
 
 def pause_hook_from_env() -> Callable[[int], None] | None:

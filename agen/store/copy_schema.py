@@ -30,6 +30,7 @@ class TablePlan:
         str, ...
     ]  # the primary key; empty for a table without one (copied whole, in one batch)
     parents: tuple[str, ...] = ()
+    real_index: tuple[int, ...] = ()  # the REAL columns (floating point on both engines)
 
     @property
     def key_index(self) -> tuple[int, ...]:
@@ -61,7 +62,8 @@ def copy_plan() -> tuple[TablePlan, ...]:
                     {str(r[2]) for r in conn.execute(f'PRAGMA foreign_key_list("{name}")')} - {name}
                 )
             )
-            plans[name] = TablePlan(name, columns, key, parents)
+            reals = tuple(i for i, r in enumerate(info) if str(r[2]).upper() == "REAL")
+            plans[name] = TablePlan(name, columns, key, parents, reals)
     finally:
         conn.close()
     sorter = graphlib.TopologicalSorter({n: p.parents for n, p in plans.items()})

@@ -30,7 +30,18 @@ from typing import Any
 from scripts.bench._util import git_rev, machine, median, pct
 
 ROOT = Path(__file__).resolve().parents[2]
-SECTIONS = ("store", "queue", "tasks", "runner", "concurrency", "ps", "tui", "coldstart", "peer")
+SECTIONS = (
+    "store",
+    "queue",
+    "tasks",
+    "runner",
+    "concurrency",
+    "ps",
+    "tui",
+    "coldstart",
+    "peer",
+    "migrate",
+)
 
 
 def store_section(quick: bool) -> dict[str, Any]:
@@ -130,6 +141,12 @@ def peer_section(quick: bool) -> dict[str, Any]:
     from scripts.bench import peer_bench
 
     return peer_bench.run(500 if quick else 2000, 4)
+
+
+def migrate_section(quick: bool) -> dict[str, Any]:
+    from scripts.bench import bench_migrate
+
+    return bench_migrate.run(10_000 if quick else 100_000)
 
 
 def find_binary(choice: str) -> Path | None:
@@ -437,6 +454,19 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
                     _ratio(k_in["tasks_per_s"], h["huey"]["tasks_per_s"]),
                 )
             )
+    m = results.get("migrate") or {}
+    for key, label in (("to_postgres", "SQLite → Postgres"), ("to_sqlite", "Postgres → SQLite")):
+        if key in m:
+            d = m[key]
+            out.append(
+                (
+                    "Migrate",
+                    f"`agen migrate` {label}, {m['tasks']:,} tasks (whole command, verified)",
+                    _f(d["rows_per_s"], "rows/s"),
+                    f"raw copy {_f(d['raw_rows_per_s'], 'rows/s')}",
+                    _ratio(d["rows_per_s"], d["raw_rows_per_s"]),
+                )
+            )
     return out
 
 
@@ -503,6 +533,12 @@ def markdown(report: dict[str, Any]) -> str:
             "  PyInstaller one-file, which unpacks its whole payload into a temp folder on every start.",
             "- **Peer**: huey with SqliteHuey running no-op tasks. agen's tasks do more per task (a run with a model",
             '  turn, its checkpoint, events), so the comparison is what a user gets for the same "do this later".',
+            "- **Migrate**: `agen migrate` run as a user runs it (a fresh process: both stores opened, keyed batches",
+            "  with a progress row each, Postgres sequences set, then the verification pass that reads both sides",
+            "  again) over a store of 100,000 tasks, into a throwaway Postgres cluster and back into a new SQLite",
+            "  file. The raw copy reads the same task rows and writes them into the same schema in one transaction",
+            "  (psycopg COPY into Postgres, sqlite3 executemany into SQLite), with no progress and no verification",
+            "  (scripts/bench/bench_migrate.py).",
             "",
             "## Reproduce",
             "",
@@ -513,7 +549,7 @@ def markdown(report: dict[str, Any]) -> str:
             "scripts/bench/run --only tasks,peer    # some sections (prints JSON; docs untouched)",
             "python -m scripts.bench.queue_bench    # any section alone: store_bench, queue_bench, task_bench,",
             "                                       # runner_bench, concurrency_bench, ps_bench, coldstart_bench,",
-            "                                       # peer_bench, tui_bench",
+            "                                       # peer_bench, tui_bench, bench_migrate",
             "```",
             "",
         ]
@@ -623,6 +659,7 @@ def main(argv: list[str] | None = None) -> int:
         "ps": lambda: ps_section(args.quick),
         "coldstart": lambda: coldstart_section(args.quick, binary, args.compare_binary),
         "peer": lambda: peer_section(args.quick),
+        "migrate": lambda: migrate_section(args.quick),
     }
     started = time.perf_counter()
     results: dict[str, Any] = {}
