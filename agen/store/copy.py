@@ -26,7 +26,7 @@ from agen.errors import ConflictError, InvalidError, StoreError
 from agen.store.copy_schema import TablePlan, copy_plan
 from agen.store.copy_sides import PostgresSide, Progress, Side, SQLiteSide, Values
 
-BATCH_ROWS = 2000
+BATCH_ROWS = 5000
 # Test hook, so a test can SIGKILL a copy at a known point without timing: "N:PATH" makes the copier write
 # PATH after its N-th committed batch and then wait until it is killed.
 PAUSE_ENV = "AGEN_MIGRATE_TEST_PAUSE"
@@ -160,8 +160,8 @@ def copy_all(
     after_batch: Callable[[int], None] | None = None,
 ) -> None:
     """Copy every table not yet done, parents first, then continue the target's generated keys."""
+    done_before = resume_point(source, target)  # refuses a foreign target before writing anything
     target.ensure_progress_table()
-    done_before = resume_point(source, target)
     batches = 0
     for t in copy_plan():
         p = done_before.get(t.name) or Progress(None, 0, False)

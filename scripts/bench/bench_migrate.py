@@ -5,8 +5,8 @@ Each direction is timed twice in the same run on the same machine:
 
 - ``agen migrate`` as a user runs it (a fresh process: open both stores, keyed batches with progress rows,
   Postgres sequences, then the verification pass that reads both sides again);
-- the raw floor: every task row read from the source and written into a fresh target table in one
-  transaction (psycopg COPY into Postgres; sqlite3 executemany into SQLite), with no progress, no
+- the raw floor: every task row (all its columns) read from the source and written into a fresh table of
+  the same schema in one transaction (psycopg COPY into Postgres; sqlite3 executemany into SQLite), with no progress, no
   verification.
 
 Postgres is a throwaway cluster (tests/pg.py) unless ``--pg-url`` names a database to create others beside.
@@ -82,6 +82,13 @@ def run_migrate(home: Path, src: str, dst: str) -> tuple[float, int]:
     return dt, int(report["rows"])
 
 
+def all_columns() -> str:
+    """Every column of tasks, as agen migrate copies them (most are NULL or their default here)."""
+    from agen.store.copy_schema import copy_plan
+
+    return ", ".join(next(t for t in copy_plan() if t.name == "tasks").columns)
+
+
 def raw_to_postgres(src: Path, url: str) -> float:
     """Raw floor: SELECT every task from SQLite, COPY it into a fresh Postgres tasks table, one transaction."""
     import psycopg
@@ -91,7 +98,7 @@ def raw_to_postgres(src: Path, url: str) -> float:
         conn.commit()
         t0 = time.perf_counter()
         lite = sqlite3.connect(src)
-        cols = ", ".join(TASK_COLS)
+        cols = all_columns()
         with conn.cursor() as cur, cur.copy(f"COPY raw_tasks ({cols}) FROM STDIN") as cp:
             for row in lite.execute(f"SELECT {cols} FROM tasks"):
                 cp.write_row(row)
@@ -106,8 +113,8 @@ def raw_to_sqlite(url: str, dst: Path) -> float:
     import psycopg
 
     SQLiteStore.open_sync(dst).close_sync()
-    cols = ", ".join(TASK_COLS)
-    marks = ", ".join("?" * len(TASK_COLS))
+    cols = all_columns()
+    marks = ", ".join("?" * (cols.count(",") + 1))
     t0 = time.perf_counter()
     lite = sqlite3.connect(dst, isolation_level=None)
     with psycopg.connect(url) as conn, conn.cursor(name="raw") as cur:
