@@ -59,7 +59,7 @@ def migrate(
         )
     source = target = None
     try:
-        source = open_side(src_loc, write=False)
+        source = open_side(src_loc, write=False, field="--from")
         if source is None:
             raise InvalidError(
                 f"the source store {src_loc.path} does not exist; name it with --from",
@@ -67,7 +67,7 @@ def migrate(
             )
         refuse_or_drain(src_loc, source, drain=drain, dry_run=dry_run)
         if dry_run:
-            target = open_side(dst_loc, write=False)
+            target = open_side(dst_loc, write=False, field="--to")
             _dry_run(source, target, dst_loc, json_out)
             return
         with hold(src_loc, dst_loc):
@@ -75,7 +75,7 @@ def migrate(
             source = open_side(
                 src_loc, write=True
             )  # upgrades an older source's schema, as `agen up` would
-            target = open_side(dst_loc, write=True)
+            target = open_side(dst_loc, write=True, field="--to")
             assert source is not None and target is not None
             checks = _copy_and_verify(source, target, json_out)
         _finish(src_loc, dst_loc, checks, json_out)

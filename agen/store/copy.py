@@ -63,13 +63,22 @@ def locate(url: str) -> Location:
     return Location("sqlite", path=Path(url).expanduser())
 
 
-def open_side(loc: Location, *, write: bool) -> Side | None:
-    """The store, migrated when ``write``; read-only otherwise (None: a SQLite file that does not exist yet)."""
-    if loc.path is not None:
-        if not write and not loc.path.exists():
-            return None
-        return SQLiteSide.open(loc.path, write=write)
-    return PostgresSide.open(loc.url, write=write)
+def open_side(loc: Location, *, write: bool, field: str = "store") -> Side | None:
+    """The store, migrated when ``write``; read-only otherwise (None: a SQLite file that does not exist yet).
+
+    A path that cannot be a SQLite store (a folder, a file of something else, a name too long) is the
+    user's input to fix, so it is an InvalidError naming ``field`` rather than a store failure."""
+    if loc.path is None:
+        return PostgresSide.open(loc.url, write=write)
+    try:
+        exists = loc.path.exists()
+    except OSError as e:  # a name too long, a path through a file
+        raise InvalidError(
+            f"{field} {str(loc.path)[:200]}: not a usable path ({e.strerror})", field=field
+        ) from e
+    if not write and not exists:
+        return None
+    return SQLiteSide.open(loc.path, write=write, field=field)
 
 
 @dataclass(frozen=True)

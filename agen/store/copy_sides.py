@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agen.errors import ConflictError, StoreError
+from agen.errors import ConflictError, InvalidError, StoreError
 from agen.store._pg_sql import ddl_for_postgres
 from agen.store.base import now_ms
 from agen.store.copy_schema import PROGRESS_TABLE, TablePlan
@@ -162,8 +162,11 @@ class SQLiteSide(Side):
         self.ident = f"sqlite:{path.expanduser().resolve()}"
 
     @classmethod
-    def open(cls, path: Path, *, write: bool) -> SQLiteSide:
-        """``write``: create and migrate the file as a store (0600); else open an existing one read-only."""
+    def open(cls, path: Path, *, write: bool, field: str = "store") -> SQLiteSide:
+        """``write``: create and migrate the file as a store (0600); else open an existing one read-only.
+
+        A path that cannot be a SQLite store (a folder, a file of something else) is the user's input to fix:
+        an InvalidError naming ``field``."""
         from agen._home import prepare_store_file
         from agen.store.migrate import migrate_sqlite
         from agen.store.sqlite import BUSY_TIMEOUT_MS
@@ -181,8 +184,13 @@ class SQLiteSide(Side):
                 uri = "file:" + urllib.parse.quote(str(path.expanduser().resolve())) + "?mode=ro"
                 conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
                 conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-        except sqlite3.Error as e:
-            raise StoreError(f"cannot open the store {path}: {e}", store=str(path)) from e
+        except (sqlite3.Error, OSError) as e:
+            reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+            raise InvalidError(
+                f"{field} {str(path)[:200]}: cannot be used as a SQLite store ({reason}); "
+                "name a store file, or a new path",
+                field=field,
+            ) from e
         return cls(path, conn)
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Values]:
