@@ -238,3 +238,23 @@ def test_migrate_refuses_while_an_agen_up_holds_the_source(
     assert code == 5
     assert "agen up (pid" in err and "is running on the source store" in err and "--drain" in err
     assert not (tmp_path / "b.db").exists()
+
+
+def test_migrate_refuses_a_postgres_source_while_an_agen_up_holds_its_leader_lease(
+    tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import psycopg
+
+    from agen.store.base import now_ms
+
+    with psycopg.connect(pg_url) as conn:  # what a running `agen up` on Postgres keeps renewing
+        conn.execute(
+            "INSERT INTO leases (name, holder, epoch, expires_ms) VALUES ('hub', 'hub-01ABC', 1, %s)",
+            (now_ms() + 600_000,),
+        )
+
+    code, _, err = run_agen(capsys, "migrate", "--from", pg_url, "--to", str(tmp_path / "b.db"))
+
+    assert code == 5
+    assert "hub-01ABC" in err and "is running on the source store" in err and "--drain" in err
+    assert not (tmp_path / "b.db").exists()
