@@ -34,7 +34,7 @@ def running_up(loc: Location, side: Side | None) -> tuple[UpProcess | None, str 
         return up, (up.describe() if up else None)
     if side is None:
         return None, None
-    rows = side._rows(
+    rows = side.rows(
         "SELECT name, holder FROM leases WHERE expires_ms > %s ORDER BY name", (now_ms(),)
     )
     if not rows:

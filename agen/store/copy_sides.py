@@ -65,7 +65,8 @@ class Side(abc.ABC):
     # -- reading -------------------------------------------------------------------------------
 
     @abc.abstractmethod
-    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Values]: ...
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[Values]:
+        """The rows of one statement, in this engine's own SQL and placeholder (``_p``)."""
 
     @abc.abstractmethod
     def scan(self, t: TablePlan) -> Iterator[Values]:
@@ -77,10 +78,10 @@ class Side(abc.ABC):
         """The engine's placeholder."""
 
     def count(self, t: TablePlan) -> int:
-        return int(self._rows(f"SELECT COUNT(*) FROM {q(t.name)}")[0][0])
+        return int(self.rows(f"SELECT COUNT(*) FROM {q(t.name)}")[0][0])
 
     def has_rows(self, t: TablePlan) -> bool:
-        return bool(self._rows(f"SELECT 1 FROM {q(t.name)} LIMIT 1"))
+        return bool(self.rows(f"SELECT 1 FROM {q(t.name)} LIMIT 1"))
 
     def batch(self, t: TablePlan, after: Values | None, limit: int) -> list[Values]:
         """The next ``limit`` rows of ``t`` after key ``after``, in key order (this engine's order: the key
@@ -91,14 +92,14 @@ class Side(abc.ABC):
             marks = ", ".join([self._p] * len(t.key))
             where = f" WHERE ({key}) > ({marks})" if len(t.key) > 1 else f" WHERE {key} > {marks}"
         sql = f"SELECT {cols(t)} FROM {q(t.name)}{where} ORDER BY {key} LIMIT {int(limit)}"
-        return self._rows(sql, params)
+        return self.rows(sql, params)
 
     def applied(self) -> dict[int, str]:
         """The migrations applied here (version -> checksum); empty for a store not made yet."""
         if not self._has_table("schema_migrations"):
             return {}
         return {
-            int(v): str(c) for v, c in self._rows("SELECT version, checksum FROM schema_migrations")
+            int(v): str(c) for v, c in self.rows("SELECT version, checksum FROM schema_migrations")
         }
 
     def shipped(self) -> dict[int, str]:
@@ -109,7 +110,7 @@ class Side(abc.ABC):
         if not self._has_table(PROGRESS_TABLE):
             return {}
         out: dict[str, dict[str, Progress]] = {}
-        for source, table, last_key, copied, done in self._rows(
+        for source, table, last_key, copied, done in self.rows(
             f"SELECT source, table_name, last_key, copied, done FROM {PROGRESS_TABLE}"
         ):
             key = tuple(json.loads(last_key)) if last_key else None
@@ -193,7 +194,7 @@ class SQLiteSide(Side):
             ) from e
         return cls(path, conn)
 
-    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Values]:
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[Values]:
         try:
             return [tuple(r) for r in self.conn.execute(sql, tuple(params))]
         except sqlite3.Error as e:
@@ -206,7 +207,7 @@ class SQLiteSide(Side):
 
     def _has_table(self, name: str) -> bool:
         return bool(
-            self._rows("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,))
+            self.rows("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,))
         )
 
     def ensure_progress_table(self) -> None:
@@ -270,7 +271,7 @@ class PostgresSide(Side):
             raise
         return cls(url, conn)
 
-    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Values]:
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[Values]:
         import psycopg
 
         try:
@@ -285,7 +286,7 @@ class PostgresSide(Side):
             yield from (tuple(r) for r in cur)
 
     def _has_table(self, name: str) -> bool:
-        return bool(self._rows("SELECT to_regclass(%s) IS NOT NULL", (name,))[0][0])
+        return bool(self.rows("SELECT to_regclass(%s) IS NOT NULL", (name,))[0][0])
 
     def ensure_progress_table(self) -> None:
         self.conn.execute(ddl_for_postgres(_PROGRESS_DDL))
@@ -315,15 +316,15 @@ class PostgresSide(Side):
 
     def finish_sequences(self) -> None:
         """Every identity or serial column's sequence set so the next generated key follows the largest copied."""
-        found = self._rows(
+        found = self.rows(
             "SELECT table_name, column_name FROM information_schema.columns "
             "WHERE table_schema = current_schema() "
             "AND (is_identity = 'YES' OR column_default LIKE 'nextval(%%')"
         )
         for table, column in found:
-            seq = self._rows("SELECT pg_get_serial_sequence(%s, %s)", (q(table), column))[0][0]
+            seq = self.rows("SELECT pg_get_serial_sequence(%s, %s)", (q(table), column))[0][0]
             if seq:
-                self._rows(
+                self.rows(
                     f"SELECT setval(%s, COALESCE((SELECT MAX({q(column)}) FROM {q(table)}), 0) + 1, false)",
                     (seq,),
                 )

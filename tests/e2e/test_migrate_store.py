@@ -143,7 +143,7 @@ def test_a_store_migrated_while_killed_midway_carries_on_under_agen_up(
     assert side is not None
     p = "?" if target == "sqlite" else "%s"
     past = int(time.time() * 1000) - 5 * 60_000
-    side._rows(
+    side.rows(
         f"UPDATE triggers SET last_due_ms = {p}, active_since_ms = {p} WHERE name = 'tick' RETURNING id",
         (past, past - 60_000),
     )
@@ -171,14 +171,14 @@ def test_a_store_migrated_while_killed_midway_carries_on_under_agen_up(
     side = open_side(locate(to), write=False)
     assert side is not None
     try:  # the new task continued the conversation the old one started (one conversation, both turns in it)
-        convs = side._rows(
+        convs = side.rows(
             f"SELECT DISTINCT conversation_id FROM runs WHERE task_id IN ({p}, {p})",
             (finished[0], more),
         )
         assert len(convs) == 1 and convs[0][0] is not None
         texts = [
             r[0]
-            for r in side._rows(
+            for r in side.rows(
                 f"SELECT content FROM messages WHERE conversation_id = {p}", convs[0]
             )
         ]

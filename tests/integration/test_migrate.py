@@ -131,7 +131,7 @@ def test_every_table_is_copied_with_ids_and_sequences_kept(
             origin_side
         )  # every row, ids included, as the original file holds them
         # generated keys continue after the copied ones
-        seq = dst._rows(
+        seq = dst.rows(
             "INSERT INTO events (id, namespace, type, created_ms) VALUES ('new', 'n', 't', 1) RETURNING seq"
         )[0][0]
         assert seq == ROWS + 1
