@@ -72,9 +72,8 @@ def migrate(
             return
         with hold(src_loc, dst_loc):
             source.close()
-            source = open_side(
-                src_loc, write=True
-            )  # upgrades an older source's schema, as `agen up` would
+            # opened for writing: an older source's schema is upgraded first, as `agen up` would
+            source = open_side(src_loc, write=True, field="--from")
             target = open_side(dst_loc, write=True, field="--to")
             assert source is not None and target is not None
             checks = _copy_and_verify(source, target, json_out)
