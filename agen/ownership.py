@@ -164,3 +164,24 @@ def release(f: IO[str] | None) -> None:
     if f is not None:
         with contextlib.suppress(OSError):
             f.close()
+
+
+def hold_store_for_copy(db: Path, home: Path) -> IO[str] | None:
+    """Hold the store exclusively while ``agen migrate`` copies it or into it: an ``agen up`` or one-shot
+    that starts meanwhile is refused or waits, instead of changing rows the copy has already read."""
+    path = store_lock_path(db)
+    if path is None:
+        return None
+    f = _open(path)
+    if not _try(f, fcntl.LOCK_EX):
+        f.close()
+        other = _holder(path)
+        raise ConflictError(
+            f"{other.describe()} is using the store {db}; stop it with `agen down`"
+            + (f" (AGEN_HOME={other.home})" if other.home else "")
+            + ", or let the one-shot `agen run` end, then migrate",
+            store=str(db),
+            pid=other.pid,
+        )
+    claim(f, home)
+    return f

@@ -23,6 +23,7 @@ from agen.cli import (
     init,
     mcp,
     memory,
+    migrate,
     observe,
     scaleout,
     signals,
@@ -98,6 +99,7 @@ for module in (
     memory,
     feedback,
     evals,
+    migrate,
     scaleout,
 ):
     module.register(app)

@@ -42,6 +42,7 @@ SECTIONS = (
     "peer",
     "delegation",
     "postgres",
+    "migrate",
 )
 
 
@@ -154,6 +155,12 @@ def postgres_section(quick: bool) -> dict[str, Any]:
     from scripts.bench import pg_bench
 
     return pg_bench.run(500 if quick else 3000, 300 if quick else 1500)
+
+
+def migrate_section(quick: bool) -> dict[str, Any]:
+    from scripts.bench import bench_migrate
+
+    return bench_migrate.run(10_000 if quick else 100_000)
 
 
 def find_binary(choice: str) -> Path | None:
@@ -463,6 +470,19 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
             )
     out.extend(_delegation_rows(results.get("delegation") or {}))
     out.extend(_postgres_rows(results.get("postgres") or {}))
+    m = results.get("migrate") or {}
+    for key, label in (("to_postgres", "SQLite → Postgres"), ("to_sqlite", "Postgres → SQLite")):
+        if key in m:
+            d = m[key]
+            out.append(
+                (
+                    "Migrate",
+                    f"`agen migrate` {label}, {m['tasks']:,} tasks (whole command, verified)",
+                    _f(d["rows_per_s"], "rows/s"),
+                    f"raw copy {_f(d['raw_rows_per_s'], 'rows/s')}",
+                    _ratio(d["rows_per_s"], d["raw_rows_per_s"]),
+                )
+            )
     return out
 
 
@@ -618,6 +638,12 @@ def markdown(report: dict[str, Any]) -> str:
             "  connections lease one at a time where raw leasing runs 4 side by side. The pipeline is the Tasks",
             "  in-process figure on each engine in the same run: every statement is a round trip to the server",
             "  (about 30 a task), which SQLite answers in-process. See docs/postgres.md.",
+            "- **Migrate**: `agen migrate` run as a user runs it (a fresh process: both stores opened, keyed batches",
+            "  with a progress row each, Postgres sequences set, then the verification pass that reads both sides",
+            "  again) over a store of 100,000 tasks, into a throwaway Postgres cluster and back into a new SQLite",
+            "  file. The raw copy reads the same task rows and writes them into the same schema in one transaction",
+            "  (psycopg COPY into Postgres, sqlite3 executemany into SQLite), with no progress and no verification",
+            "  (scripts/bench/bench_migrate.py).",
             "",
             "## Reproduce",
             "",
@@ -628,7 +654,7 @@ def markdown(report: dict[str, Any]) -> str:
             "scripts/bench/run --only tasks,peer    # some sections (prints JSON; docs untouched)",
             "python -m scripts.bench.queue_bench    # any section alone: store_bench, queue_bench, task_bench,",
             "                                       # runner_bench, concurrency_bench, ps_bench, coldstart_bench,",
-            "                                       # peer_bench, tui_bench, delegation_bench, pg_bench",
+            "                                       # peer_bench, tui_bench, delegation_bench, pg_bench, bench_migrate",
             "```",
             "",
         ]
@@ -740,6 +766,7 @@ def main(argv: list[str] | None = None) -> int:
         "peer": lambda: peer_section(args.quick),
         "delegation": lambda: delegation_section(args.quick),
         "postgres": lambda: postgres_section(args.quick),
+        "migrate": lambda: migrate_section(args.quick),
     }
     started = time.perf_counter()
     results: dict[str, Any] = {}
