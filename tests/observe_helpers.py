@@ -70,10 +70,10 @@ class Embedded:
             (bundle / "mcp.json").write_text(json.dumps({"mcpServers": mcp}))
         await self.client.call(r.CreateDeployment, CreateDeploymentRequest(files=files_b64(bundle)))
 
-    async def deploy_gated(self, name: str = "gated") -> None:
-        """One MCP tool call (t.echo) that needs an approval, then an answer."""
+    async def deploy_gated(self, name: str = "gated", *, text: str = "ship it") -> None:
+        """One MCP tool call (t.echo with ``text``) that needs an approval, then an answer."""
         script = [
-            {"toolCalls": [{"name": "t_echo", "arguments": {"text": "ship it"}}]},
+            {"toolCalls": [{"name": "t_echo", "arguments": {"text": text}}]},
             {"text": "shipped"},
         ]
         config = {
