@@ -9,10 +9,9 @@ from __future__ import annotations
 import json
 from typing import ClassVar
 
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual import on
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 

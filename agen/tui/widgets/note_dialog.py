@@ -5,8 +5,8 @@ The dialog shows what is decided (a tool call's full arguments) above the note, 
 
 from __future__ import annotations
 
-from textual import on
 from rich.console import RenderableType
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
