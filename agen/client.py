@@ -103,6 +103,7 @@ class HttpTransport:
         import httpx
 
         self.url = url.rstrip("/")
+        self.token = token
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._http: httpx.AsyncClient = httpx.AsyncClient(
             base_url=self.url, headers=headers, timeout=timeout_s, verify=_tls_context()
