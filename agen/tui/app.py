@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Iterable
+from pathlib import Path
 from typing import ClassVar
 
 from textual import on, work
@@ -24,6 +25,7 @@ from agen.tui.screens.tasks import TasksScreen
 from agen.tui.screens.trace import TraceScreen
 from agen.tui.screens.transcript import TranscriptScreen
 from agen.tui.widgets.banner import ConnectionBanner
+from agen.tui.widgets.confirm_dialog import ConfirmDialog
 from agen.tui.widgets.help_dialog import HelpDialog
 
 SCREENS_BY_KEY: tuple[tuple[str, str, str], ...] = (
@@ -60,13 +62,26 @@ class AgenApp(App[None]):
             Binding(key, f"show('{mode}')", mode.capitalize(), show=False)
             for key, mode, _ in MORE_SCREENS_BY_KEY
         ),
-        Binding("question_mark", "help", "Help"),
-        Binding("q", "quit", "Quit"),
+        Binding("question_mark", "help", "Help", show=False),  # shown first, by AgenScreen
+        Binding("q", "quit_app", "Quit"),
+        Binding("ctrl+c", "interrupt", "Quit", show=False, priority=True),
     ]
 
-    def __init__(self, client: Client, *, hub_label: str = "", watch: bool = True) -> None:
+    def __init__(
+        self,
+        client: Client,
+        *,
+        hub_label: str = "",
+        watch: bool = True,
+        stops_fleet: bool = False,
+        screenshot_dir: Path | None = None,
+    ) -> None:
         super().__init__()
         self.client = client
+        self.stops_fleet = stops_fleet
+        """Run by `agen up`: quitting stops the Hub and every deployment with it, so q asks first."""
+        self.screenshot_dir = screenshot_dir
+        """Where the palette's Screenshot saves (default: the current directory)."""
         self.hub_label = hub_label or client.url or "in-process Hub"
         self.watch_enabled = watch
         self.connection_lost: str | None = None
@@ -139,12 +154,61 @@ class AgenApp(App[None]):
             screen.set_filter(f"dep:{deployment}")
 
     def action_help(self) -> None:
-        lines = [
-            (a.binding.key_display or a.binding.key, a.binding.description)
-            for a in self.screen.active_bindings.values()
-            if a.binding.description
-        ]
+        """agen's own keys: the shown screen's, then the app's (not the table's cursor keys and the like)."""
+        lines: list[tuple[str, str]] = []
+        seen: set[str] = set()
+        for node in (self.screen, self):
+            for key, b in node._bindings:
+                if b.description and not b.system and key not in seen:
+                    seen.add(key)
+                    lines.append((self.get_key_display(b), b.description))
         self.push_screen(HelpDialog(lines))
+
+    def action_quit_app(self) -> None:
+        """q: leave the TUI; in `agen up` that stops the whole fleet, so it asks first."""
+        if not self.stops_fleet:
+            self.exit()
+            return
+
+        def done(yes: bool | None) -> None:
+            if yes:
+                self.exit()
+
+        self.push_screen(
+            ConfirmDialog(
+                "Quit and stop agen up?",
+                "The Hub drains: running tasks finish their current step, every deployment stops, and "
+                "nothing runs until the next `agen up`. To leave the fleet running, use `agen up "
+                "--headless` and `agen tui`.",
+                yes="Stop agen up",
+            ),
+            done,
+        )
+
+    def action_interrupt(self) -> None:
+        """Ctrl-C: what the docs promise for `agen up` (drain and stop), and plain quit for `agen tui`."""
+        self.exit()
+
+    def deliver_screenshot(
+        self, filename: str | None = None, path: str | None = None, time_format: str | None = None
+    ) -> str | None:
+        """The palette's Screenshot: an SVG saved on this machine, and a toast saying where (in a browser,
+        `agen ui`, Textual hands it to the browser as a download instead)."""
+        if self.is_web:
+            return super().deliver_screenshot(filename, path, time_format)
+        from textual._files import generate_datetime_filename
+
+        folder = Path(path) if path else (self.screenshot_dir or Path.cwd())
+        name = filename or generate_datetime_filename("agen", ".svg", time_format)
+        target = folder / name
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            target.write_text(self.export_screenshot(), encoding="utf-8")
+        except OSError as e:
+            self.notify(f"Screenshot not saved: {target}: {e.strerror}", severity="error")
+            return None
+        self.notify(f"Screenshot saved to {target}", title="Screenshot")
+        return str(target)
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)

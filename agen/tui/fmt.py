@@ -42,8 +42,9 @@ def sparkline(values: list[int]) -> str:
 
 
 def spend_bar(spent: float, limit: float | None, width: int = 10) -> str:
-    """``▰▰▰▱▱ $0.12/$1.00``; without a limit just the spend."""
+    """``███░░░░░░░ $0.30/$1.00`` (full and light-shade blocks, in every common monospace font); without
+    a limit just the spend."""
     if not limit:
         return f"${spent:.2f}"
     filled = min(width, round(spent / limit * width))
-    return "▰" * filled + "▱" * (width - filled) + f" ${spent:.2f}/${limit:.2f}"
+    return "█" * filled + "░" * (width - filled) + f" ${spent:.2f}/${limit:.2f}"

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from textual import events, on, work
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Header
 
@@ -32,6 +33,10 @@ FRESH_S = 15.0
 
 class AgenScreen(Screen[None]):
     """A screen that loads from the Hub in a worker and reloads when its events arrive."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("question_mark", "app.help", "Help")]
+    """Help comes first in the footer: at 80 columns it and the screen's keys stay visible (the screen
+    switching keys after them are cut first; the palette and help list those)."""
 
     WATCHES: ClassVar[tuple[str, ...]] = ()
     """Event type prefixes that concern this screen (``task.``, ``approval.``, ...)."""

@@ -30,6 +30,7 @@ from agen.errors import NotFoundError
 from agen.tui import fmt
 from agen.tui.rows import Cells, KeyedRows
 from agen.tui.screens.base import FRESH_S, AgenScreen
+from agen.tui.widgets.confirm_dialog import ConfirmDialog
 from agen.tui.widgets.input_dialog import InputDialog
 from agen.tui.widgets.table import FastTable
 
@@ -254,11 +255,30 @@ class FleetScreen(AgenScreen):
         self.notify(f"{name} scaled to {value}")
         self.reload()
 
-    @work(group="act")
-    async def action_stop_start(self) -> None:
+    def action_stop_start(self) -> None:
+        """Starting is harmless; stopping asks first (its instances stop, its queue waits)."""
         dep = self.selected()
         if dep is None:
             return
+        if dep.paused:
+            self.stop_start(dep)
+            return
+
+        def done(yes: bool | None) -> None:
+            if yes:
+                self.stop_start(dep)
+
+        self.app.push_screen(
+            ConfirmDialog(
+                f"Stop {dep.name}?",
+                "Its instances stop and its queued tasks wait until it is started again (x).",
+                yes="Stop",
+            ),
+            done,
+        )
+
+    @work(group="act")
+    async def stop_start(self, dep: Deployment) -> None:
         try:
             await self.client.call(
                 r.PauseDeployment, PauseDeploymentRequest(name=dep.name, paused=not dep.paused)

@@ -24,6 +24,7 @@ from agen.api.models.tasks import (
 from agen.tui import fmt
 from agen.tui.rows import Cells, KeyedRows
 from agen.tui.screens.base import AgenScreen
+from agen.tui.widgets.confirm_dialog import ConfirmDialog
 from agen.tui.widgets.table import FastTable
 
 LIMIT = 200
@@ -143,8 +144,8 @@ class TasksScreen(AgenScreen):
             return
         self.detail(detail_text(q))
 
-    async def _act(self, verb: str) -> None:
-        task = self.selected()
+    async def _act(self, verb: str, task: Task | None = None) -> None:
+        task = task or self.selected()
         if task is None:
             return
         try:
@@ -160,9 +161,28 @@ class TasksScreen(AgenScreen):
         self.notify(f"task {fmt.short_id(task.id)} {verb}")
         self.reload()
 
+    def action_cancel_task(self) -> None:
+        """Cancelling cannot be undone: ask first."""
+        task = self.selected()
+        if task is None:
+            return
+
+        def done(yes: bool | None) -> None:
+            if yes:
+                self.cancel(task)
+
+        self.app.push_screen(
+            ConfirmDialog(
+                f"Cancel task {fmt.short_id(task.id)} on {task.deployment}?",
+                "Its run stops and the task ends cancelled; this cannot be undone.",
+                yes="Cancel task",
+            ),
+            done,
+        )
+
     @work(group="act")
-    async def action_cancel_task(self) -> None:
-        await self._act("cancelled")
+    async def cancel(self, task: Task) -> None:
+        await self._act("cancelled", task)
 
     @work(group="act")
     async def action_pause_task(self) -> None:
