@@ -53,7 +53,15 @@ class ApprovalsScreen(AgenScreen):
     def on_mount(self) -> None:
         self.rows = KeyedRows(
             self.query_one("#approvals", FastTable),
-            ("ID", "DEPLOYMENT", "TOOL", "ARGUMENTS (redacted)", "REQUESTER", "TASK", "AGE"),
+            (
+                "ID",
+                "DEPLOYMENT",
+                "TOOL",
+                "ARGUMENTS (redacted)",
+                ("REQUESTER", 110),  # narrower screens drop these first; the detail pane has it all
+                ("TASK", 100),
+                "AGE",
+            ),
         )
 
     async def load(self) -> None:

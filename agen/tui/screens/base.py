@@ -86,6 +86,15 @@ class AgenScreen(Screen[None]):
         resume skips re-applying the stylesheet to every widget, most of a switch's remaining cost."""
         event.refresh_styles = False
 
+    @on(events.Resize)
+    def _fit_columns(self, event: events.Resize) -> None:
+        """Every table of this screen shows the columns that fit its new width."""
+        from agen.tui.rows import KeyedRows
+
+        for value in list(vars(self).values()):
+            if isinstance(value, KeyedRows):
+                value.fit(event.size.width)
+
     def on_screen_resume(self) -> None:
         if (
             self.outdated()

@@ -78,17 +78,17 @@ class FleetScreen(AgenScreen):
             self.query_one("#deployments", FastTable),
             (
                 "NAME",
-                "KIND",
+                ("KIND", 110),  # narrower screens drop these first
                 "ACTIVITY",
                 "DESIRED/READY",
                 "QUEUED/RUNNING",
-                "SPEND TODAY",
-                "THROUGHPUT 1h",
+                ("SPEND TODAY", 100),
+                ("THROUGHPUT 1h", 120),
             ),
         )
         self.instance_rows = KeyedRows(
             self.query_one("#instances", FastTable),
-            ("INSTANCE", "NEST", "DEPLOYMENT", "STATE", "IN FLIGHT", "AGE"),
+            ("INSTANCE", ("NEST", 100), "DEPLOYMENT", "STATE", "IN FLIGHT", "AGE"),
         )
         self.query_one("#fleet-empty").display = False
 

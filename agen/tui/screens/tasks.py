@@ -22,6 +22,7 @@ from agen.api.models.tasks import (
     Task,
 )
 from agen.tui import fmt
+from agen.tui.filter import parse_filter
 from agen.tui.rows import Cells, KeyedRows
 from agen.tui.screens.base import AgenScreen
 from agen.tui.widgets.confirm_dialog import ConfirmDialog
@@ -31,21 +32,7 @@ LIMIT = 200
 STATES = ("queued", "leased", "running", "waiting", "succeeded", "failed", "cancelled", "expired")
 
 
-def parse_filter(text: str) -> tuple[str | None, str | None, dict[str, str]]:
-    """``state:running dep:hello team=docs`` -> (state, deployment, labels); a bare word is a state."""
-    state, dep, labels = None, None, {}
-    for word in text.split():
-        key, sep, value = word.partition(":")
-        if sep and key in ("state", "s"):
-            state = value
-        elif sep and key in ("dep", "deployment", "d"):
-            dep = value
-        elif "=" in word:
-            k, _, v = word.partition("=")
-            labels[k] = v
-        elif word in STATES:
-            state = word
-    return state, dep, labels
+TASK_KEYS = {"state": "state", "s": "state", "dep": "dep", "deployment": "dep", "d": "dep"}
 
 
 class TasksScreen(AgenScreen):
@@ -67,9 +54,10 @@ class TasksScreen(AgenScreen):
 
     def body(self) -> ComposeResult:
         yield Input(
-            placeholder="filter: state:running dep:hello team=docs   (enter applies)",
+            placeholder="filter: state:running dep:hello team=docs or any text   (enter applies)",
             id="task-filter",
         )
+        yield Static("", id="task-filter-note", classes="filter-note")
         yield Static(
             "No tasks match. Run one from Fleet (n) or with `agen run <deployment> <input>`.",
             id="tasks-empty",
@@ -81,9 +69,10 @@ class TasksScreen(AgenScreen):
     def on_mount(self) -> None:
         self.rows = KeyedRows(
             self.query_one("#tasks", FastTable),
-            ("ID", "DEPLOYMENT", "STATE", "WAIT", "PRIORITY", "AGE", "INPUT"),
+            ("ID", "DEPLOYMENT", "STATE", ("WAIT", 100), ("PRIORITY", 120), "AGE", "INPUT"),
         )
         self.query_one("#tasks-empty").display = False
+        self.query_one("#task-filter-note").display = False
 
     def set_filter(self, text: str) -> None:
         self.query_one("#task-filter", Input).value = text
@@ -98,18 +87,36 @@ class TasksScreen(AgenScreen):
         self.reload()
 
     async def load(self) -> None:
-        state, dep, labels = parse_filter(self.query_one("#task-filter", Input).value)
+        f = parse_filter(self.query_one("#task-filter", Input).value, TASK_KEYS, STATES)
+        note = self.query_one("#task-filter-note", Static)
+        if f.problems:  # a typo filters nothing: say so and keep what is shown
+            note.update(f.describe(0, 0))
+            note.set_class(True, "error")
+            note.display = True
+            return
         try:
             resp = await self.client.call(
                 r.ListTasks,
-                ListTasksRequest(deployment=dep, state=state, labels=labels, limit=LIMIT),
+                ListTasksRequest(
+                    deployment=f.fields.get("dep"),
+                    state=f.fields.get("state"),
+                    labels=f.labels,
+                    limit=LIMIT,
+                ),
             )
         except Exception as e:
             self.failed(e, "loading tasks")
             return
-        tasks = resp.tasks
+        rows = [(t.id, row_cells(t)) for t in resp.tasks]
+        shown = [(key, cells) for key, cells in rows if f.matches(self.rows.visible(cells))]
+        keep = {key for key, _ in shown}
+        tasks = [t for t in resp.tasks if t.id in keep]
+        said = f.describe(len(shown), len(rows))
+        note.update(said)
+        note.set_class(False, "error")
+        note.display = bool(said)
         self.tasks = tasks
-        self.rows.apply([(t.id, row_cells(t)) for t in tasks])
+        self.rows.apply(shown)
         self.query_one("#tasks-empty").display = not tasks
         key = self.rows.cursor_key()
         if key is not None:
