@@ -62,6 +62,7 @@ class AgenApp(App[None]):
             Binding(key, f"show('{mode}')", mode.capitalize(), show=False)
             for key, mode, _ in MORE_SCREENS_BY_KEY
         ),
+        Binding("N", "namespace", "Namespace", show=False),
         Binding("question_mark", "help", "Help", show=False),  # shown first, by AgenScreen
         Binding("q", "quit_app", "Quit"),
         Binding("ctrl+c", "interrupt", "Quit", show=False, priority=True),
@@ -92,9 +93,11 @@ class AgenApp(App[None]):
         """Every screen mounted so far (one per mode; hidden ones keep what they drew)."""
         self.stream_up = False
         self._switching = False
+        self.namespace: str | None = "default"
+        """The namespace every screen shows; None shows all of them (N switches)."""
 
     def on_mount(self) -> None:
-        self.sub_title = self.hub_label
+        self.show_sub_title()
         self.switch_mode("fleet")
         self.count_approvals()
         if self.watch_enabled:
@@ -216,6 +219,9 @@ class AgenApp(App[None]):
             yield SystemCommand(
                 f"Go to {mode.capitalize()} ({key})", what, lambda m=mode: self.switch_mode(m)
             )
+        yield SystemCommand(
+            "Switch namespace (N)", "Show one namespace, or all of them", self.action_namespace
+        )
 
     # --- the one event watcher --------------------------------------------------------
     @work(exclusive=True, group="watch")
@@ -256,8 +262,58 @@ class AgenApp(App[None]):
         from agen.errors import AgenError
 
         try:
-            resp = await self.client.call(r.ListApprovals, ListApprovalsRequest(limit=1000))
+            pending = 0
+            for ns in await self.namespaces():
+                resp = await self.client.call(
+                    r.ListApprovals, ListApprovalsRequest(namespace=ns, limit=1000)
+                )
+                pending += len(resp.approvals)
         except AgenError:
             return
-        self.pending_approvals = len(resp.approvals)
-        self.sub_title = f"{self.hub_label} · approvals pending: {self.pending_approvals}"
+        self.pending_approvals = pending
+        self.show_sub_title()
+
+    def show_sub_title(self) -> None:
+        self.sub_title = (
+            f"{self.hub_label} · namespace: {self.namespace or 'all'}"
+            f" · approvals pending: {self.pending_approvals}"
+        )
+
+    # --- namespaces ---------------------------------------------------------------------
+    async def all_namespaces(self) -> list[str]:
+        """Every namespace that has a deployment (and ``default``)."""
+        from agen.api import registry as r
+        from agen.api.models.deployments import ListDeploymentsRequest
+
+        resp = await self.client.call(
+            r.ListDeployments, ListDeploymentsRequest(all_namespaces=True)
+        )
+        return sorted({"default", *(d.namespace for d in resp.deployments)})
+
+    async def namespaces(self) -> list[str]:
+        """The namespaces the screens load: the chosen one, or every one."""
+        return [self.namespace] if self.namespace is not None else await self.all_namespaces()
+
+    @work(exclusive=True, group="namespace")
+    async def action_namespace(self) -> None:
+        from agen.errors import AgenError
+        from agen.tui.widgets.namespace_dialog import ALL, NamespaceDialog
+
+        try:
+            known = await self.all_namespaces()
+        except AgenError as e:
+            self.notify(f"listing namespaces: {e.message}", severity="error")
+            return
+        chosen = await self.push_screen_wait(NamespaceDialog(known, self.namespace))
+        if chosen is not None:
+            self.set_namespace(None if chosen == ALL else chosen)
+
+    def set_namespace(self, namespace: str | None) -> None:
+        """Show another namespace (None: all): every screen loads again."""
+        self.namespace = namespace
+        self.show_sub_title()
+        for screen in self.agen_screens:
+            screen.stale = True
+        self.count_approvals()
+        if isinstance(self.screen, AgenScreen):
+            self.screen.reload()

@@ -66,9 +66,15 @@ class ApprovalsScreen(AgenScreen):
 
     async def load(self) -> None:
         try:
-            approvals = (
-                await self.client.call(r.ListApprovals, ListApprovalsRequest(limit=1000))
-            ).approvals
+            approvals = []
+            for ns in await self.agen.namespaces():
+                approvals.extend(
+                    (
+                        await self.client.call(
+                            r.ListApprovals, ListApprovalsRequest(namespace=ns, limit=1000)
+                        )
+                    ).approvals
+                )
         except Exception as e:
             self.failed(e, "loading approvals")
             return
@@ -101,7 +107,7 @@ class ApprovalsScreen(AgenScreen):
             args = self.args_shown[a.id] = args[:60] + ("…" if len(args) > 60 else "")
         return (
             fmt.short_id(a.id),
-            a.deployment,
+            a.deployment if self.agen.namespace is not None else f"{a.namespace}/{a.deployment}",
             a.tool,
             args,
             a.requested_by or "-",

@@ -94,23 +94,30 @@ class TasksScreen(AgenScreen):
             note.set_class(True, "error")
             note.display = True
             return
+        every = self.agen.namespace is None
         try:
-            resp = await self.client.call(
-                r.ListTasks,
-                ListTasksRequest(
-                    deployment=f.fields.get("dep"),
-                    state=f.fields.get("state"),
-                    labels=f.labels,
-                    limit=LIMIT,
-                ),
-            )
+            found: list[Task] = []
+            for ns in await self.agen.namespaces():
+                resp = await self.client.call(
+                    r.ListTasks,
+                    ListTasksRequest(
+                        namespace=ns,
+                        deployment=f.fields.get("dep"),
+                        state=f.fields.get("state"),
+                        labels=f.labels,
+                        limit=LIMIT,
+                    ),
+                )
+                found.extend(resp.tasks)
         except Exception as e:
             self.failed(e, "loading tasks")
             return
-        rows = [(t.id, row_cells(t)) for t in resp.tasks]
+        if every:  # newest first across namespaces, as each namespace's list is
+            found = sorted(found, key=lambda t: t.created_ms, reverse=True)[:LIMIT]
+        rows = [(t.id, row_cells(t, namespace=every)) for t in found]
         shown = [(key, cells) for key, cells in rows if f.matches(self.rows.visible(cells))]
         keep = {key for key, _ in shown}
-        tasks = [t for t in resp.tasks if t.id in keep]
+        tasks = [t for t in found if t.id in keep]
         said = f.describe(len(shown), len(rows))
         note.update(said)
         note.set_class(False, "error")
@@ -210,7 +217,8 @@ class TasksScreen(AgenScreen):
             self.agen.open_for("trace", task.id)
 
 
-def row_cells(t: Task) -> Cells:
+def row_cells(t: Task, *, namespace: bool = False) -> Cells:
+    """A task's cells; with ``namespace`` (the all-namespaces view) the deployment is ns/name."""
     wait = (
         t.wait_reason or ("approval" if t.pending_approvals else "") or ("held" if t.held else "")
     )
@@ -219,7 +227,7 @@ def row_cells(t: Task) -> Cells:
     )  # a side effect nobody confirmed: check it
     return (
         fmt.short_id(t.id),
-        t.deployment,
+        f"{t.namespace}/{t.deployment}" if namespace else t.deployment,
         state,
         wait,
         t.priority,
