@@ -21,9 +21,11 @@ from agen.tui.screens.events import EventsScreen
 from agen.tui.screens.fleet import FleetScreen
 from agen.tui.screens.logs import LogsScreen
 from agen.tui.screens.memory import MemoryScreen
+from agen.tui.screens.runs import RunsScreen
 from agen.tui.screens.tasks import TasksScreen
 from agen.tui.screens.trace import TraceScreen
 from agen.tui.screens.transcript import TranscriptScreen
+from agen.tui.screens.triggers import TriggersScreen
 from agen.tui.widgets.banner import ConnectionBanner
 from agen.tui.widgets.confirm_dialog import ConfirmDialog
 from agen.tui.widgets.help_dialog import HelpDialog
@@ -38,6 +40,8 @@ SCREENS_BY_KEY: tuple[tuple[str, str, str], ...] = (
     ("l", "logs", "Logs: a deployment's live log"),
 )
 MORE_SCREENS_BY_KEY: tuple[tuple[str, str, str], ...] = (
+    ("h", "runs", "Runs: recent runs (history) with status, turns, tokens and cost"),
+    ("g", "triggers", "Triggers: cron and webhook triggers, next fire time and last result"),
     ("m", "memory", "Memory: memory blocks, their versions and who wrote them"),
 )
 """Screens reached by key, the command palette and help (?) but kept out of the footer (no room at 120 columns)."""
@@ -55,6 +59,8 @@ class AgenApp(App[None]):
         "events": EventsScreen,
         "logs": LogsScreen,
         "memory": MemoryScreen,
+        "runs": RunsScreen,
+        "triggers": TriggersScreen,
     }
     BINDINGS: ClassVar[list[BindingType]] = [
         *(Binding(key, f"show('{mode}')", mode.capitalize()) for key, mode, _ in SCREENS_BY_KEY),

@@ -26,6 +26,15 @@ def age(ms: int | None) -> str:
     return f"{secs}s"
 
 
+def until(ms: int) -> str:
+    """How long until ``ms`` (``0s`` when it is past): the next firing of a trigger."""
+    secs = max(0, (ms - now_ms()) // 1000)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if secs >= size:
+            return f"{secs // size}{unit}"
+    return f"{secs}s"
+
+
 def duration(ms: int | None) -> str:
     if ms is None:
         return "…"
