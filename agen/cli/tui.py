@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from agen.cli._common import HubOpt, TokenOpt
+
+if TYPE_CHECKING:
+    from agen.client import Client
 
 UI_LISTEN = "127.0.0.1:7080"
 
@@ -17,7 +20,26 @@ def tui(hub: HubOpt = None, token: TokenOpt = None) -> None:
     from agen.tui.app import AgenApp
 
     client = Client.from_options(hub, token)
-    AgenApp(client).run()
+    AgenApp(client, find_hub=None if hub else moved_local_hub).run()
+
+
+def moved_local_hub(current: Client) -> Client | None:
+    """A client for the local `agen up` when local.json now names another URL or token than
+    ``current`` uses (a Hub started later, on another port); else None."""
+    from agen.client import Client, HttpTransport
+    from agen.errors import AgenError
+    from agen.local import read_local, same_hub
+
+    try:
+        local = read_local()
+    except AgenError:
+        return None
+    transport = current.transport
+    if local is None or not isinstance(transport, HttpTransport):
+        return None
+    if same_hub(local.url, transport.url) and local.token == transport.token:
+        return None
+    return Client.http(local.url, local.token)
 
 
 def ui(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import ClassVar
 
@@ -82,11 +82,15 @@ class AgenApp(App[None]):
         watch: bool = True,
         stops_fleet: bool = False,
         screenshot_dir: Path | None = None,
+        find_hub: Callable[[Client], Client | None] | None = None,
     ) -> None:
         super().__init__()
         self.client = client
         self.stops_fleet = stops_fleet
         """Run by `agen up`: quitting stops the Hub and every deployment with it, so q asks first."""
+        self.find_hub = find_hub
+        """While the Hub is unreachable: a client for the Hub to use instead, or None to keep trying
+        this one (`agen tui` on the local `agen up` follows local.json to a restarted Hub)."""
         self.screenshot_dir = screenshot_dir
         """Where the palette's Screenshot saves (default: the current directory)."""
         self.hub_label = hub_label or client.url or "in-process Hub"
@@ -234,7 +238,20 @@ class AgenApp(App[None]):
     async def watch_hub(self) -> None:
         from agen.tui.watch import watch_events
 
-        await watch_events(self.client, self.post_message)  # type: ignore[arg-type]
+        follow = None if self.find_hub is None else self.follow_hub
+        await watch_events(lambda: self.client, self.post_message, follow=follow)  # type: ignore[arg-type]
+
+    def follow_hub(self) -> bool:
+        """Switch to the Hub ``find_hub`` names now, when it is another one (see ``find_hub``)."""
+        assert self.find_hub is not None
+        client = self.find_hub(self.client)
+        if client is None:
+            return False
+        old, self.client = self.client, client
+        self.run_worker(old.aclose(), group="close")
+        self.hub_label = client.url or self.hub_label
+        self.show_sub_title()
+        return True
 
     @on(HubChanged)
     def _forward(self, message: HubChanged) -> None:
