@@ -62,7 +62,7 @@ def ui(
     from agen.api import registry as r
     from agen.api.models.common import Empty
     from agen.cli._hub import with_client
-    from agen.client import Client, HttpTransport
+    from agen.client import HttpTransport
     from agen.tui.serve import serve_ui
     from agen.up import check_port_free, parse_listen
 
