@@ -60,6 +60,7 @@ class KeyedRows:
         self.columns = [table.add_column(self.specs[i][0], key=self.specs[i][0]) for i in shown]
         for key, cells in self.rows.items():
             table.add_row(*self.visible(cells), key=key)
+        table.measure_new_rows()
         if keep_key is not None:
             table.move_cursor(row=table.get_row_index(keep_key))
 

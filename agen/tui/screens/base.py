@@ -64,7 +64,7 @@ class AgenScreen(Screen[None]):
         return self.agen.client
 
     def compose(self) -> ComposeResult:
-        yield Header()
+        yield Header(icon="≡")  # Textual's default icon (⭘) is missing from common terminal fonts
         yield ConnectionBanner()
         yield from self.body()
         yield KeysFooter()

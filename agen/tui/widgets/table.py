@@ -176,6 +176,15 @@ class FastTable(DataTable[Any]):
             column.content_width = max(column.content_width, measure(console, cell, 1))
         self._require_update_dimensions = True
 
+    def measure_new_rows(self) -> None:
+        """Size the columns for the rows added so far now, rather than on the next idle (a table
+        rebuilt with other columns would otherwise draw a frame with header-wide columns)."""
+        if self._require_update_dimensions:
+            self._require_update_dimensions = False
+            new_rows = self._new_rows.copy()
+            self._new_rows.clear()
+            self._update_dimensions(new_rows)
+
     def remove_rows(self, keys: Iterable[str]) -> None:
         """Remove these rows in one pass (remove_row renumbers every row for each one)."""
         gone = {RowKey(k) for k in keys if k in self.rows}
