@@ -176,9 +176,14 @@ class FastTable(DataTable[Any]):
             column.content_width = max(column.content_width, measure(console, cell, 1))
         self._require_update_dimensions = True
 
-    def measure_new_rows(self) -> None:
-        """Size the columns for the rows added so far now, rather than on the next idle (a table
-        rebuilt with other columns would otherwise draw a frame with header-wide columns)."""
+    def measure_pending(self) -> None:
+        """Size the columns for the rows added and cells changed so far now, rather than on the next
+        idle: DataTable measures on idle, and a frame drawn before it (or a table shown only after its
+        rows arrived) has header-wide columns that cut every value."""
+        if self._updated_cells:
+            updated = self._updated_cells.copy()
+            self._updated_cells.clear()
+            self._update_column_widths(updated)
         if self._require_update_dimensions:
             self._require_update_dimensions = False
             new_rows = self._new_rows.copy()
