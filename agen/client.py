@@ -137,6 +137,7 @@ class HttpTransport:
         import httpx
 
         self.url = url.rstrip("/")
+        self.token = token
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         verify = pinned_context(self.url, ca_hash) if ca_hash else _tls_context()
         self._http: httpx.AsyncClient = httpx.AsyncClient(

@@ -184,7 +184,7 @@ def _start_tui(hub: Any, url: str) -> tuple[Any, asyncio.Task[None]]:
     from agen.client import Client
     from agen.tui.app import AgenApp
 
-    app = AgenApp(Client.in_process(hub), hub_label=url)
+    app = AgenApp(Client.in_process(hub), hub_label=url, stops_fleet=True)
     task = asyncio.create_task(app.run_async(), name="tui")
     task.add_done_callback(lambda _: hub.request_shutdown())
     return app, task

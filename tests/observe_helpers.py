@@ -59,21 +59,25 @@ class Embedded:
         script: list[dict[str, Any]] | None = None,
         config: dict[str, Any] | None = None,
         mcp: dict[str, Any] | None = None,
+        namespace: str = "default",
     ) -> None:
         bundle = write_bundle(
-            self.root / name,
+            self.root / namespace / name,
             name,
             script=script,
             config=config or {"kind": "pool", "scale": {"min": 1, "max": 2}},
         )
         if mcp is not None:
             (bundle / "mcp.json").write_text(json.dumps({"mcpServers": mcp}))
-        await self.client.call(r.CreateDeployment, CreateDeploymentRequest(files=files_b64(bundle)))
+        await self.client.call(
+            r.CreateDeployment,
+            CreateDeploymentRequest(namespace=namespace, files=files_b64(bundle)),
+        )
 
-    async def deploy_gated(self, name: str = "gated") -> None:
-        """One MCP tool call (t.echo) that needs an approval, then an answer."""
+    async def deploy_gated(self, name: str = "gated", *, text: str = "ship it") -> None:
+        """One MCP tool call (t.echo with ``text``) that needs an approval, then an answer."""
         script: list[dict[str, Any]] = [
-            {"toolCalls": [{"name": "t_echo", "arguments": {"text": "ship it"}}]},
+            {"toolCalls": [{"name": "t_echo", "arguments": {"text": text}}]},
             {"text": "shipped"},
         ]
         config = {

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import ClassVar
 
 from textual import on, work
@@ -20,10 +21,13 @@ from agen.tui.screens.events import EventsScreen
 from agen.tui.screens.fleet import FleetScreen
 from agen.tui.screens.logs import LogsScreen
 from agen.tui.screens.memory import MemoryScreen
+from agen.tui.screens.runs import RunsScreen
 from agen.tui.screens.tasks import TasksScreen
 from agen.tui.screens.trace import TraceScreen
 from agen.tui.screens.transcript import TranscriptScreen
+from agen.tui.screens.triggers import TriggersScreen
 from agen.tui.widgets.banner import ConnectionBanner
+from agen.tui.widgets.confirm_dialog import ConfirmDialog
 from agen.tui.widgets.help_dialog import HelpDialog
 
 SCREENS_BY_KEY: tuple[tuple[str, str, str], ...] = (
@@ -36,6 +40,8 @@ SCREENS_BY_KEY: tuple[tuple[str, str, str], ...] = (
     ("l", "logs", "Logs: a deployment's live log"),
 )
 MORE_SCREENS_BY_KEY: tuple[tuple[str, str, str], ...] = (
+    ("h", "runs", "Runs: recent runs (history) with status, turns, tokens and cost"),
+    ("g", "triggers", "Triggers: cron and webhook triggers, next fire time and last result"),
     ("m", "memory", "Memory: memory blocks, their versions and who wrote them"),
 )
 """Screens reached by key, the command palette and help (?) but kept out of the footer (no room at 120 columns)."""
@@ -53,6 +59,8 @@ class AgenApp(App[None]):
         "events": EventsScreen,
         "logs": LogsScreen,
         "memory": MemoryScreen,
+        "runs": RunsScreen,
+        "triggers": TriggersScreen,
     }
     BINDINGS: ClassVar[list[BindingType]] = [
         *(Binding(key, f"show('{mode}')", mode.capitalize()) for key, mode, _ in SCREENS_BY_KEY),
@@ -60,13 +68,31 @@ class AgenApp(App[None]):
             Binding(key, f"show('{mode}')", mode.capitalize(), show=False)
             for key, mode, _ in MORE_SCREENS_BY_KEY
         ),
-        Binding("question_mark", "help", "Help"),
-        Binding("q", "quit", "Quit"),
+        Binding("N", "namespace", "Namespace", show=False),
+        Binding("question_mark", "help", "Help", show=False),  # shown first, by AgenScreen
+        Binding("q", "quit_app", "Quit"),
+        Binding("ctrl+c", "interrupt", "Quit", show=False, priority=True),
     ]
 
-    def __init__(self, client: Client, *, hub_label: str = "", watch: bool = True) -> None:
+    def __init__(
+        self,
+        client: Client,
+        *,
+        hub_label: str = "",
+        watch: bool = True,
+        stops_fleet: bool = False,
+        screenshot_dir: Path | None = None,
+        find_hub: Callable[[Client], Client | None] | None = None,
+    ) -> None:
         super().__init__()
         self.client = client
+        self.stops_fleet = stops_fleet
+        """Run by `agen up`: quitting stops the Hub and every deployment with it, so q asks first."""
+        self.find_hub = find_hub
+        """While the Hub is unreachable: a client for the Hub to use instead, or None to keep trying
+        this one (`agen tui` on the local `agen up` follows local.json to a restarted Hub)."""
+        self.screenshot_dir = screenshot_dir
+        """Where the palette's Screenshot saves (default: the current directory)."""
         self.hub_label = hub_label or client.url or "in-process Hub"
         self.watch_enabled = watch
         self.connection_lost: str | None = None
@@ -77,9 +103,11 @@ class AgenApp(App[None]):
         """Every screen mounted so far (one per mode; hidden ones keep what they drew)."""
         self.stream_up = False
         self._switching = False
+        self.namespace: str | None = "default"
+        """The namespace every screen shows; None shows all of them (N switches)."""
 
     def on_mount(self) -> None:
-        self.sub_title = self.hub_label
+        self.show_sub_title()
         self.switch_mode("fleet")
         self.count_approvals()
         if self.watch_enabled:
@@ -139,12 +167,61 @@ class AgenApp(App[None]):
             screen.set_filter(f"dep:{deployment}")
 
     def action_help(self) -> None:
-        lines = [
-            (a.binding.key_display or a.binding.key, a.binding.description)
-            for a in self.screen.active_bindings.values()
-            if a.binding.description
-        ]
+        """agen's own keys: the shown screen's, then the app's (not the table's cursor keys and the like)."""
+        lines: list[tuple[str, str]] = []
+        seen: set[str] = set()
+        for node in (self.screen, self):
+            for key, b in node._bindings:
+                if b.description and not b.system and key not in seen:
+                    seen.add(key)
+                    lines.append((self.get_key_display(b), b.description))
         self.push_screen(HelpDialog(lines))
+
+    def action_quit_app(self) -> None:
+        """q: leave the TUI; in `agen up` that stops the whole fleet, so it asks first."""
+        if not self.stops_fleet:
+            self.exit()
+            return
+
+        def done(yes: bool | None) -> None:
+            if yes:
+                self.exit()
+
+        self.push_screen(
+            ConfirmDialog(
+                "Quit and stop agen up?",
+                "The Hub drains: running tasks finish their current step, every deployment stops, and "
+                "nothing runs until the next `agen up`. To leave the fleet running, use `agen up "
+                "--headless` and `agen tui`.",
+                yes="Stop agen up",
+            ),
+            done,
+        )
+
+    def action_interrupt(self) -> None:
+        """Ctrl-C: what the docs promise for `agen up` (drain and stop), and plain quit for `agen tui`."""
+        self.exit()
+
+    def deliver_screenshot(
+        self, filename: str | None = None, path: str | None = None, time_format: str | None = None
+    ) -> str | None:
+        """The palette's Screenshot: an SVG saved on this machine, and a toast saying where (in a browser,
+        `agen ui`, Textual hands it to the browser as a download instead)."""
+        if self.is_web:
+            return super().deliver_screenshot(filename, path, time_format)
+        from textual._files import generate_datetime_filename
+
+        folder = Path(path) if path else (self.screenshot_dir or Path.cwd())
+        name = filename or generate_datetime_filename("agen", ".svg", time_format)
+        target = folder / name
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            target.write_text(self.export_screenshot(), encoding="utf-8")
+        except OSError as e:
+            self.notify(f"Screenshot not saved: {target}: {e.strerror}", severity="error")
+            return None
+        self.notify(f"Screenshot saved to {target}", title="Screenshot")
+        return str(target)
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
@@ -152,13 +229,29 @@ class AgenApp(App[None]):
             yield SystemCommand(
                 f"Go to {mode.capitalize()} ({key})", what, lambda m=mode: self.switch_mode(m)
             )
+        yield SystemCommand(
+            "Switch namespace (N)", "Show one namespace, or all of them", self.action_namespace
+        )
 
     # --- the one event watcher --------------------------------------------------------
     @work(exclusive=True, group="watch")
     async def watch_hub(self) -> None:
         from agen.tui.watch import watch_events
 
-        await watch_events(self.client, self.post_message)  # type: ignore[arg-type]
+        follow = None if self.find_hub is None else self.follow_hub
+        await watch_events(lambda: self.client, self.post_message, follow=follow)  # type: ignore[arg-type]
+
+    def follow_hub(self) -> bool:
+        """Switch to the Hub ``find_hub`` names now, when it is another one (see ``find_hub``)."""
+        assert self.find_hub is not None
+        client = self.find_hub(self.client)
+        if client is None:
+            return False
+        old, self.client = self.client, client
+        self.run_worker(old.aclose(), group="close")
+        self.hub_label = client.url or self.hub_label
+        self.show_sub_title()
+        return True
 
     @on(HubChanged)
     def _forward(self, message: HubChanged) -> None:
@@ -192,8 +285,58 @@ class AgenApp(App[None]):
         from agen.wire.approvals import ListApprovalsRequest
 
         try:
-            resp = await self.client.call(r.ListApprovals, ListApprovalsRequest(limit=1000))
+            pending = 0
+            for ns in await self.namespaces():
+                resp = await self.client.call(
+                    r.ListApprovals, ListApprovalsRequest(namespace=ns, limit=1000)
+                )
+                pending += len(resp.approvals)
         except AgenError:
             return
-        self.pending_approvals = len(resp.approvals)
-        self.sub_title = f"{self.hub_label} · approvals pending: {self.pending_approvals}"
+        self.pending_approvals = pending
+        self.show_sub_title()
+
+    def show_sub_title(self) -> None:
+        self.sub_title = (
+            f"{self.hub_label} · namespace: {self.namespace or 'all'}"
+            f" · approvals pending: {self.pending_approvals}"
+        )
+
+    # --- namespaces ---------------------------------------------------------------------
+    async def all_namespaces(self) -> list[str]:
+        """Every namespace that has a deployment (and ``default``)."""
+        from agen.api import registry as r
+        from agen.wire.deployments import ListDeploymentsRequest
+
+        resp = await self.client.call(
+            r.ListDeployments, ListDeploymentsRequest(all_namespaces=True)
+        )
+        return sorted({"default", *(d.namespace for d in resp.deployments)})
+
+    async def namespaces(self) -> list[str]:
+        """The namespaces the screens load: the chosen one, or every one."""
+        return [self.namespace] if self.namespace is not None else await self.all_namespaces()
+
+    @work(exclusive=True, group="namespace")
+    async def action_namespace(self) -> None:
+        from agen.errors import AgenError
+        from agen.tui.widgets.namespace_dialog import ALL, NamespaceDialog
+
+        try:
+            known = await self.all_namespaces()
+        except AgenError as e:
+            self.notify(f"listing namespaces: {e.message}", severity="error")
+            return
+        chosen = await self.push_screen_wait(NamespaceDialog(known, self.namespace))
+        if chosen is not None:
+            self.set_namespace(None if chosen == ALL else chosen)
+
+    def set_namespace(self, namespace: str | None) -> None:
+        """Show another namespace (None: all): every screen loads again."""
+        self.namespace = namespace
+        self.show_sub_title()
+        for screen in self.agen_screens:
+            screen.stale = True
+        self.count_approvals()
+        if isinstance(self.screen, AgenScreen):
+            self.screen.reload()

@@ -26,6 +26,15 @@ def age(ms: int | None) -> str:
     return f"{secs}s"
 
 
+def until(ms: int) -> str:
+    """How long until ``ms`` (``0s`` when it is past): the next firing of a trigger."""
+    secs = max(0, (ms - now_ms()) // 1000)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if secs >= size:
+            return f"{secs // size}{unit}"
+    return f"{secs}s"
+
+
 def duration(ms: int | None) -> str:
     if ms is None:
         return "…"
@@ -42,8 +51,9 @@ def sparkline(values: list[int]) -> str:
 
 
 def spend_bar(spent: float, limit: float | None, width: int = 10) -> str:
-    """``▰▰▰▱▱ $0.12/$1.00``; without a limit just the spend."""
+    """``███░░░░░░░ $0.30/$1.00`` (full and light-shade blocks, in every common monospace font); without
+    a limit just the spend."""
     if not limit:
         return f"${spent:.2f}"
     filled = min(width, round(spent / limit * width))
-    return "▰" * filled + "▱" * (width - filled) + f" ${spent:.2f}/${limit:.2f}"
+    return "█" * filled + "░" * (width - filled) + f" ${spent:.2f}/${limit:.2f}"

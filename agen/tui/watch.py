@@ -1,7 +1,9 @@
 """The one event watcher: ListEvents(after=cursor, wait) in a loop, fanned out as messages.
 
 Views do not poll; they refresh when an event that concerns them arrives. A failed call
-marks the connection lost (the app shows a banner) and retries with a growing pause.
+marks the connection lost (the app shows a banner) and retries with a growing pause; with ``follow``
+(``agen tui`` on the local ``agen up``), each failure first asks whether the Hub moved (local.json
+names another URL or token) and, if so, starts over on the new one at once.
 """
 
 from __future__ import annotations
@@ -20,13 +22,21 @@ MAX_BACKOFF_S = 5.0
 
 
 async def watch_events(
-    client: Client, post: Callable[[object], object], *, wait_s: float = WAIT_S
+    current: Callable[[], Client],
+    post: Callable[[object], object],
+    *,
+    wait_s: float = WAIT_S,
+    follow: Callable[[], bool] | None = None,
 ) -> None:
-    """Run until cancelled: post HubChanged for each batch and ConnectionChanged on loss/recovery."""
+    """Run until cancelled: post HubChanged for each batch and ConnectionChanged on loss/recovery.
+
+    ``current`` gives the client to use now; ``follow`` returns True when it switched to another Hub.
+    """
     cursor: int | None = None
     up: bool | None = None
     backoff = 0.25
     while True:
+        client = current()
         try:
             if cursor is None:
                 cursor = (await client.call(r.ListEvents, ListEventsRequest(last=1))).cursor
@@ -37,6 +47,9 @@ async def watch_events(
             if up is not False:
                 post(ConnectionChanged(False, e.message))
                 up = False
+            if follow is not None and follow():
+                cursor, backoff = None, 0.25  # another Hub: its event log has its own cursors
+                continue
             await asyncio.sleep(backoff)
             backoff = min(MAX_BACKOFF_S, backoff * 2)
             continue

@@ -19,7 +19,7 @@ from agen.tui.screens.transcript import TranscriptScreen
 from agen.wire.memory import RollbackMemoryRequest, SetMemoryRequest
 from tests.observe_helpers import MULTI_TOOL_SCRIPT, Embedded, embedded_hub
 from tests.tui.helpers import cells, until
-from tests.tui.test_snapshots import SIZE, settle, still
+from tests.tui.test_snapshots import SIZE, SIZES, settle, still
 
 
 @pytest.fixture(autouse=True)
@@ -82,11 +82,14 @@ async def test_memory_screen_shows_blocks_versions_and_who_wrote_them(tmp_path: 
             await until(pilot, lambda: "be brave" in detail(app), "the new value")
 
 
-async def test_memory_snapshot(tmp_path: Path, snapshot: SnapshotAssertion) -> None:
+@pytest.mark.parametrize("size", list(SIZES.values()), ids=list(SIZES))
+async def test_memory_snapshot(
+    tmp_path: Path, snapshot: SnapshotAssertion, size: tuple[int, int]
+) -> None:
     async with embedded_hub(tmp_path) as e:
         await remember(e)
         app = AgenApp(e.client, hub_label="test", watch=False)
-        async with app.run_test(size=SIZE) as pilot:
+        async with app.run_test(size=size) as pilot:
             await until(pilot, lambda: isinstance(app.screen, FleetScreen), "the first screen")
             await pilot.press("m")
             await until(

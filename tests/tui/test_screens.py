@@ -17,6 +17,7 @@ from agen.tui.screens.logs import LogsScreen
 from agen.tui.screens.tasks import TasksScreen
 from agen.tui.screens.trace import TraceScreen
 from agen.tui.screens.transcript import TranscriptScreen
+from agen.tui.widgets.confirm_dialog import ConfirmDialog
 from agen.tui.widgets.help_dialog import HelpDialog
 from agen.tui.widgets.input_dialog import InputDialog
 from agen.wire.deployments import ListDeploymentsRequest
@@ -77,9 +78,16 @@ async def test_fleet_scales_stops_starts_and_runs_a_task_through_the_input_dialo
             await pilot.press("enter")
             await until(pilot, lambda: cells(table, 3)[0].startswith("3/"), "desired 3")
 
+            await pilot.press("x")  # stopping asks first; n keeps it running
+            await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the stop question")
+            await pilot.press("n")
+            await until(pilot, lambda: isinstance(app.screen, FleetScreen), "back, not stopped")
+            assert cells(table, 2) != ["stopped (paused)"]
             await pilot.press("x")
+            await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the stop question")
+            await pilot.press("y")
             await until(pilot, lambda: cells(table, 2) == ["stopped (paused)"], "stopped (paused)")
-            await pilot.press("x")
+            await pilot.press("x")  # starting again does not ask
             await until(pilot, lambda: cells(table, 2) != ["stopped (paused)"], "started again")
 
             await pilot.press("n")
@@ -135,7 +143,10 @@ async def test_tasks_filter_detail_cancel_pause_and_resume(tmp_path: Path) -> No
             await until(
                 pilot, lambda: bool(screen.tasks and not screen.tasks[0].held), "the hold ended"
             )
-            await pilot.press("c")
+            await pilot.press("c")  # cancelling asks first
+            await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the cancel question")
+            await pilot.press("y")
+            await until(pilot, lambda: app.screen is screen, "back on Tasks")
             screen.set_filter("dep:parked")
             await until(
                 pilot,

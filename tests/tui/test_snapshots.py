@@ -1,4 +1,4 @@
-"""SVG snapshots of every screen at 120x40 (pytest-textual-snapshot's SVG extension and store).
+"""SVG snapshots of every screen at 160x45 and 80x24 (pytest-textual-snapshot's SVG extension and store).
 
 ``snap_compare`` runs the app in its own event loop, but these screens read a real embedded
 Hub living in the test's loop, so the tests drive ``run_test`` themselves and compare
@@ -23,13 +23,20 @@ from agen.render import observe as render_observe
 from agen.store import Tx
 from agen.tui import fmt
 from agen.tui.app import AgenApp
+from agen.tui.screens import runs as runs_screen
 from agen.tui.screens import trace as trace_screen
+from agen.tui.screens import triggers as triggers_screen
 from agen.tui.screens.fleet import FleetScreen
+from agen.tui.widgets.confirm_dialog import ConfirmDialog
+from agen.tui.widgets.help_dialog import HelpDialog
+from agen.tui.widgets.note_dialog import DecisionDialog
 from agen.wire.observe import GetTraceResponse
 from tests.observe_helpers import MULTI_TOOL_SCRIPT, Embedded, embedded_hub
 from tests.tui.helpers import until
 
 SIZE = (120, 40)
+"""The size the behaviour tests drive at; snapshots are taken at both SIZES."""
+SIZES = {"160x45": (160, 45), "80x24": (80, 24)}
 
 
 @pytest.fixture(autouse=True)
@@ -47,6 +54,15 @@ def pinned(monkeypatch: pytest.MonkeyPatch) -> None:
         return real(fixed)
 
     monkeypatch.setattr(trace_screen, "trace_tree", pinned_tree)
+    monkeypatch.setattr(runs_screen, "run_duration", lambda run: "1.2s" if run.finished_ms else "…")
+    monkeypatch.setattr(
+        triggers_screen, "next_fire", lambda due: "in 1m (09:00Z)" if due else "on call"
+    )
+
+
+@pytest.fixture(params=list(SIZES.values()), ids=list(SIZES))
+def size(request: pytest.FixtureRequest) -> tuple[int, int]:
+    return tuple(request.param)
 
 
 @pytest.fixture
@@ -59,9 +75,19 @@ def still(app: AgenApp) -> None:
         inp.cursor_blink = False
 
 
-async def shot(e: Embedded, keys: str, ready: object, *, filter_text: str | None = None) -> str:
+async def shot(
+    e: Embedded,
+    keys: str,
+    ready: object,
+    size: tuple[int, int],
+    *,
+    filter_text: str | None = None,
+    then: str = "",
+    then_ready: object = None,
+) -> str:
+    """The screen reached by ``keys`` once ``ready``; ``then`` presses more keys (a dialog) after."""
     app = AgenApp(e.client, hub_label="test", watch=False)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=size) as pilot:
         await until(pilot, lambda: isinstance(app.screen, FleetScreen), "the first screen")
         for key in keys:
             await pilot.press(key)
@@ -72,6 +98,12 @@ async def shot(e: Embedded, keys: str, ready: object, *, filter_text: str | None
             box.value = filter_text
             await box.action_submit()
         await settle(pilot, app)
+        for key in then:
+            await pilot.press(key)
+        if then_ready is not None:
+            assert callable(then_ready)
+            await until(pilot, lambda: bool(then_ready(app)), "what the keys opened")
+            await settle(pilot, app)
         still(app)
         await pilot.pause()
         return app.export_screenshot()
@@ -102,51 +134,65 @@ async def settle(pilot: Pilot[Any], app: AgenApp) -> None:
     await pilot.pause()
 
 
-async def test_fleet_snapshot(tmp_path: Path, svg: SnapshotAssertion) -> None:
+async def test_fleet_snapshot(
+    tmp_path: Path, svg: SnapshotAssertion, size: tuple[int, int]
+) -> None:
     async with embedded_hub(tmp_path) as e:
         await e.deploy("hello")
         await e.run("hello", "one")
         await settled_fleet(e)
 
         def ready(app: AgenApp) -> bool:
-            table = app.screen.query_one("#deployments", DataTable)
+            screen = app.screen
+            assert isinstance(screen, FleetScreen)
             return (
-                table.row_count == 1
-                and str(table.get_row_at(0)[3]) == "1/1"
+                len(screen.rows) == 1
+                and str(next(iter(screen.rows.rows.values()))[3])
+                == "1/1"  # every cell, shown or not
                 and app.screen.query_one("#instances", DataTable).row_count == 1
             )
 
-        assert await shot(e, "", ready) == svg
+        assert await shot(e, "", ready, size) == svg
 
 
-async def test_empty_fleet_snapshot(tmp_path: Path, svg: SnapshotAssertion) -> None:
+async def test_empty_fleet_snapshot(
+    tmp_path: Path, svg: SnapshotAssertion, size: tuple[int, int]
+) -> None:
     async with embedded_hub(tmp_path) as e:
-        assert await shot(e, "", lambda app: app.screen.query_one("#fleet-empty").display) == svg
+        assert (
+            await shot(e, "", lambda app: app.screen.query_one("#fleet-empty").display, size) == svg
+        )
 
 
-async def test_tasks_snapshot(tmp_path: Path, svg: SnapshotAssertion) -> None:
+async def test_tasks_snapshot(
+    tmp_path: Path, svg: SnapshotAssertion, size: tuple[int, int]
+) -> None:
     async with embedded_hub(tmp_path) as e:
         await e.deploy("scribe", script=MULTI_TOOL_SCRIPT)
         await e.run("scribe", "summarise")
         ready = lambda app: "outcome" in str(app.screen.query_one("#task-detail").render())  # noqa: E731
-        assert await shot(e, "t", ready) == svg
+        assert await shot(e, "t", ready, size) == svg
 
 
-async def test_approvals_snapshot(tmp_path: Path, svg: SnapshotAssertion) -> None:
+async def test_approvals_snapshot(
+    tmp_path: Path, svg: SnapshotAssertion, size: tuple[int, int]
+) -> None:
     async with embedded_hub(tmp_path) as e:
         await e.deploy_gated()
         task = await e.submit("gated", "ship")
         assert (await e.wait(task.id)).pending_approvals
         ready = lambda app: app.screen.query_one("#approvals", DataTable).row_count == 1  # noqa: E731
-        assert await shot(e, "a", ready) == svg
+        assert await shot(e, "a", ready, size) == svg
 
 
-async def test_transcript_snapshot(tmp_path: Path, svg: SnapshotAssertion) -> None:
+async def test_transcript_snapshot(
+    tmp_path: Path, svg: SnapshotAssertion, size: tuple[int, int]
+) -> None:
     async with embedded_hub(tmp_path) as e:
         await e.deploy("scribe", script=MULTI_TOOL_SCRIPT)
         await e.run("scribe", "summarise")
         ready = lambda app: len(app.screen.query_one(Tree).root.children) == 4  # noqa: E731
-        assert await shot(e, "r", ready) == svg
+        assert await shot(e, "r", ready, size) == svg
 
 
 T0 = 1_700_000_000_000
@@ -180,25 +226,83 @@ async def pin_span_times(e: Embedded) -> None:
     await store.write(write)
 
 
-async def test_trace_snapshot(tmp_path: Path, svg: SnapshotAssertion) -> None:
+async def test_trace_snapshot(
+    tmp_path: Path, svg: SnapshotAssertion, size: tuple[int, int]
+) -> None:
     async with embedded_hub(tmp_path) as e:
         await e.deploy("scribe", script=MULTI_TOOL_SCRIPT)
         await e.run("scribe", "summarise")
         await pin_span_times(e)
-        assert await shot(e, "w", lambda app: getattr(app.screen, "trace", None) is not None) == svg
+        assert (
+            await shot(e, "w", lambda app: getattr(app.screen, "trace", None) is not None, size)
+            == svg
+        )
 
 
-async def test_events_snapshot(tmp_path: Path, svg: SnapshotAssertion) -> None:
+async def test_events_snapshot(
+    tmp_path: Path, svg: SnapshotAssertion, size: tuple[int, int]
+) -> None:
     async with embedded_hub(tmp_path) as e:
         await e.deploy("hello")
         ready = lambda app: app.screen.query_one("#events", DataTable).row_count > 0  # noqa: E731
-        assert await shot(e, "e", ready, filter_text="deployment.") == svg
+        assert await shot(e, "e", ready, size, filter_text="deployment.") == svg
 
 
-async def test_logs_snapshot(tmp_path: Path, svg: SnapshotAssertion) -> None:
+async def test_logs_snapshot(tmp_path: Path, svg: SnapshotAssertion, size: tuple[int, int]) -> None:
     async with embedded_hub(tmp_path) as e:
         await e.deploy("hello")
         from textual.widgets import RichLog
 
         ready = lambda app: bool(app.screen.query_one(RichLog).lines)  # noqa: E731
-        assert await shot(e, "l", ready, filter_text="hello created") == svg
+        assert await shot(e, "l", ready, size, filter_text="hello created") == svg
+
+
+async def test_approve_dialog_snapshot(
+    tmp_path: Path, svg: SnapshotAssertion, size: tuple[int, int]
+) -> None:
+    async with embedded_hub(tmp_path) as e:
+        await e.deploy_gated(text="make release && git push --tags && rm -rf build/previous")
+        task = await e.submit("gated", "ship")
+        assert (await e.wait(task.id)).pending_approvals
+        ready = lambda app: app.screen.query_one("#approvals", DataTable).row_count == 1  # noqa: E731
+        dialog = lambda app: isinstance(app.screen, DecisionDialog)  # noqa: E731
+        assert await shot(e, "a", ready, size, then="y", then_ready=dialog) == svg
+
+
+async def test_help_snapshot(tmp_path: Path, svg: SnapshotAssertion, size: tuple[int, int]) -> None:
+    async with embedded_hub(tmp_path) as e:
+        ready = lambda app: app.screen.query_one("#fleet-empty").display  # noqa: E731
+        opened = lambda app: isinstance(app.screen, HelpDialog)  # noqa: E731
+        assert await shot(e, "", ready, size, then="?", then_ready=opened) == svg
+
+
+async def test_runs_snapshot(tmp_path: Path, svg: SnapshotAssertion, size: tuple[int, int]) -> None:
+    async with embedded_hub(tmp_path) as e:
+        await e.deploy("scribe", script=MULTI_TOOL_SCRIPT)
+        await e.run("scribe", "summarise")
+        ready = lambda app: app.screen.query_one("#runs", DataTable).row_count == 1  # noqa: E731
+        assert await shot(e, "h", ready, size) == svg
+
+
+async def test_triggers_snapshot(
+    tmp_path: Path, svg: SnapshotAssertion, size: tuple[int, int]
+) -> None:
+    async with embedded_hub(tmp_path) as e:
+        triggers = [
+            {"name": "hourly", "type": "cron", "schedule": "@hourly", "input": "tick"},
+            {"name": "hook", "type": "webhook"},
+        ]
+        await e.deploy("sched", config={"kind": "pool", "triggers": triggers})
+        ready = lambda app: app.screen.query_one("#triggers", DataTable).row_count == 2  # noqa: E731
+        assert await shot(e, "g", ready, size) == svg
+
+
+async def test_stop_confirm_snapshot(
+    tmp_path: Path, svg: SnapshotAssertion, size: tuple[int, int]
+) -> None:
+    async with embedded_hub(tmp_path) as e:
+        await e.deploy("hello")
+        await settled_fleet(e)
+        ready = lambda app: app.screen.query_one("#deployments", DataTable).row_count == 1  # noqa: E731
+        asked = lambda app: isinstance(app.screen, ConfirmDialog)  # noqa: E731
+        assert await shot(e, "", ready, size, then="x", then_ready=asked) == svg

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from textual import events, on, work
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Header
 
@@ -32,6 +33,10 @@ FRESH_S = 15.0
 
 class AgenScreen(Screen[None]):
     """A screen that loads from the Hub in a worker and reloads when its events arrive."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("question_mark", "app.help", "Help")]
+    """Help comes first in the footer: at 80 columns it and the screen's keys stay visible (the screen
+    switching keys after them are cut first; the palette and help list those)."""
 
     WATCHES: ClassVar[tuple[str, ...]] = ()
     """Event type prefixes that concern this screen (``task.``, ``approval.``, ...)."""
@@ -59,7 +64,7 @@ class AgenScreen(Screen[None]):
         return self.agen.client
 
     def compose(self) -> ComposeResult:
-        yield Header()
+        yield Header(icon="≡")  # Textual's default icon (⭘) is missing from common terminal fonts
         yield ConnectionBanner()
         yield from self.body()
         yield KeysFooter()
@@ -80,6 +85,15 @@ class AgenScreen(Screen[None]):
         """Styles do not change while a screen is hidden (a theme change restyles it on switch), so a
         resume skips re-applying the stylesheet to every widget, most of a switch's remaining cost."""
         event.refresh_styles = False
+
+    @on(events.Resize)
+    def _fit_columns(self, event: events.Resize) -> None:
+        """Every table of this screen shows the columns that fit its new width."""
+        from agen.tui.rows import KeyedRows
+
+        for value in list(vars(self).values()):
+            if isinstance(value, KeyedRows):
+                value.fit(event.size.width)
 
     def on_screen_resume(self) -> None:
         if (

@@ -19,6 +19,7 @@ from agen.render.observe import activity_text, waiting_text
 from agen.tui import fmt
 from agen.tui.rows import Cells, KeyedRows
 from agen.tui.screens.base import FRESH_S, AgenScreen
+from agen.tui.widgets.confirm_dialog import ConfirmDialog
 from agen.tui.widgets.input_dialog import InputDialog
 from agen.tui.widgets.table import FastTable
 from agen.wire.deployments import (
@@ -36,7 +37,6 @@ from agen.wire.tasks import SubmitTaskRequest
 if TYPE_CHECKING:
     from agen.wire.signals import Event
 
-NAMESPACE = "default"
 PATCH_MAX = 20
 """Events naming more deployments than this make one full load instead of one fetch per deployment."""
 SPARK_EVERY_S = 30.0
@@ -77,17 +77,17 @@ class FleetScreen(AgenScreen):
             self.query_one("#deployments", FastTable),
             (
                 "NAME",
-                "KIND",
+                ("KIND", 110),  # narrower screens drop these first
                 "ACTIVITY",
                 "DESIRED/READY",
                 "QUEUED/RUNNING",
-                "SPEND TODAY",
-                "THROUGHPUT 1h",
+                ("SPEND TODAY", 100),
+                ("THROUGHPUT 1h", 120),
             ),
         )
         self.instance_rows = KeyedRows(
             self.query_one("#instances", FastTable),
-            ("INSTANCE", "NEST", "DEPLOYMENT", "STATE", "IN FLIGHT", "AGE"),
+            ("INSTANCE", ("NEST", 100), "DEPLOYMENT", "STATE", "IN FLIGHT", "AGE"),
         )
         self.query_one("#fleet-empty").display = False
 
@@ -109,8 +109,9 @@ class FleetScreen(AgenScreen):
         self.start_load()
 
     def _note(self, events: list[Event]) -> None:
-        names = {e.deployment for e in events if e.namespace == NAMESPACE}
-        if None in names or len(names | self.dirty) > PATCH_MAX:
+        ns = self.agen.namespace
+        names = {e.deployment for e in events if ns is None or e.namespace == ns}
+        if ns is None or None in names or len(names | self.dirty) > PATCH_MAX:
             self.full = True
         self.dirty |= {n for n in names if n}
 
@@ -127,8 +128,14 @@ class FleetScreen(AgenScreen):
 
     async def _load_all(self) -> None:
         calls: list[Awaitable[Any]] = [
-            self.client.call(r.ListDeployments, ListDeploymentsRequest(namespace=NAMESPACE)),
-            self.client.call(r.ListInstances, ListInstancesRequest(namespace=NAMESPACE)),
+            self.client.call(
+                r.ListDeployments,
+                ListDeploymentsRequest(
+                    namespace=self.agen.namespace or "default",
+                    all_namespaces=self.agen.namespace is None,
+                ),
+            ),
+            self.client.call(r.ListInstances, ListInstancesRequest(namespace=self.agen.namespace)),
         ]
         spark = time.monotonic() - self.throughput_at > SPARK_EVERY_S
         if spark:  # runs per 5 minutes: a minute-old line looks the same
@@ -142,14 +149,19 @@ class FleetScreen(AgenScreen):
         async def one(name: str) -> Deployment | None:
             try:
                 return (
-                    await self.client.call(r.GetDeployment, GetDeploymentRequest(name=name))
+                    await self.client.call(
+                        r.GetDeployment,
+                        GetDeploymentRequest(namespace=self.agen.namespace or "default", name=name),
+                    )
                 ).deployment
             except NotFoundError:
                 return None
 
         fresh = dict(zip(names, await asyncio.gather(*(one(n) for n in names)), strict=True))
         inst = (
-            await self.client.call(r.ListInstances, ListInstancesRequest(namespace=NAMESPACE))
+            await self.client.call(
+                r.ListInstances, ListInstancesRequest(namespace=self.agen.namespace)
+            )
         ).instances
         if any(n not in self.by_name for n, d in fresh.items() if d is not None):
             self.full = True  # a new deployment: its place in the list comes from a full load
@@ -160,9 +172,10 @@ class FleetScreen(AgenScreen):
 
     def _show(self, deps: list[Deployment], inst: list[Instance]) -> None:
         self.deployments, self.by_name = deps, {d.name: d for d in deps}
-        self.rows.apply([(d.name, self._row(d)) for d in deps])
+        self.rows.apply([(self._key(d), self._row(d)) for d in deps])
         if len(self.shown) > len(deps):
-            self.shown = {name: row for name, row in self.shown.items() if name in self.by_name}
+            keys = {self._key(d) for d in deps}
+            self.shown = {key: row for key, row in self.shown.items() if key in keys}
         self.query_one("#fleet-empty").display = not deps
         self.rows.table.display = bool(deps)
         self.instance_rows.apply(
@@ -186,17 +199,22 @@ class FleetScreen(AgenScreen):
         """A deployment's cells, made again only when it or the throughput line changed (a partial load
         keeps the other deployments' objects, and a full load mostly brings equal ones)."""
         spark = self.throughput.get(d.name)
-        shown = self.shown.get(d.name)
+        key = self._key(d)
+        shown = self.shown.get(key)
         if shown is not None and shown[1] is spark and (shown[0] is d or shown[0] == d):
             return shown[2]
         cells = self._cells(d)
-        self.shown[d.name] = (d, spark, cells)
+        self.shown[key] = (d, spark, cells)
         return cells
+
+    def _key(self, d: Deployment) -> str:
+        """Row key: names are unique within a namespace (the all-namespaces view shows several)."""
+        return d.name if self.agen.namespace is not None else f"{d.namespace}/{d.name}"
 
     def _cells(self, d: Deployment) -> Cells:
         limit = d.budget.get("max_usd_per_day") or d.budget.get("maxUsdPerDay")
         return (
-            d.name,
+            d.name if self.agen.namespace is not None else f"{d.namespace}/{d.name}",
             d.kind,
             activity_text(d.activity, d.stopped_reason or waiting_text(d.waiting_on)),
             f"{d.desired}/{d.ready}",
@@ -228,7 +246,7 @@ class FleetScreen(AgenScreen):
 
         def done(value: str | None) -> None:
             if value is not None:
-                self.scale(dep.name, value)
+                self.scale(dep, value)
 
         self.app.push_screen(
             InputDialog(
@@ -240,13 +258,15 @@ class FleetScreen(AgenScreen):
         )
 
     @work(group="act")
-    async def scale(self, name: str, value: str) -> None:
+    async def scale(self, dep: Deployment, value: str) -> None:
+        name = dep.name
         if not value.strip().isdigit():
             self.notify(f"{value!r} is not a whole number of instances", severity="error")
             return
         try:
             await self.client.call(
-                r.ScaleDeployment, ScaleDeploymentRequest(name=name, replicas=int(value))
+                r.ScaleDeployment,
+                ScaleDeploymentRequest(namespace=dep.namespace, name=name, replicas=int(value)),
             )
         except Exception as e:
             self.failed(e, f"scaling {name}")
@@ -254,14 +274,36 @@ class FleetScreen(AgenScreen):
         self.notify(f"{name} scaled to {value}")
         self.reload()
 
-    @work(group="act")
-    async def action_stop_start(self) -> None:
+    def action_stop_start(self) -> None:
+        """Starting is harmless; stopping asks first (its instances stop, its queue waits)."""
         dep = self.selected()
         if dep is None:
             return
+        if dep.paused:
+            self.stop_start(dep)
+            return
+
+        def done(yes: bool | None) -> None:
+            if yes:
+                self.stop_start(dep)
+
+        self.app.push_screen(
+            ConfirmDialog(
+                f"Stop {dep.name}?",
+                "Its instances stop and its queued tasks wait until it is started again (x).",
+                yes="Stop",
+            ),
+            done,
+        )
+
+    @work(group="act")
+    async def stop_start(self, dep: Deployment) -> None:
         try:
             await self.client.call(
-                r.PauseDeployment, PauseDeploymentRequest(name=dep.name, paused=not dep.paused)
+                r.PauseDeployment,
+                PauseDeploymentRequest(
+                    namespace=dep.namespace, name=dep.name, paused=not dep.paused
+                ),
             )
         except Exception as e:
             self.failed(e, f"stopping/starting {dep.name}")
@@ -276,7 +318,7 @@ class FleetScreen(AgenScreen):
 
         def done(text: str | None) -> None:
             if text:
-                self.submit(dep.name, text)
+                self.submit(dep, text)
 
         self.app.push_screen(
             InputDialog(f"Run a task on {dep.name}: its input", placeholder="what to do", ok="Run"),
@@ -284,10 +326,14 @@ class FleetScreen(AgenScreen):
         )
 
     @work(group="act")
-    async def submit(self, name: str, text: str) -> None:
+    async def submit(self, dep: Deployment, text: str) -> None:
+        name = dep.name
         try:
             task = (
-                await self.client.call(r.SubmitTask, SubmitTaskRequest(deployment=name, input=text))
+                await self.client.call(
+                    r.SubmitTask,
+                    SubmitTaskRequest(namespace=dep.namespace, deployment=name, input=text),
+                )
             ).task
         except Exception as e:
             self.failed(e, f"submitting to {name}")

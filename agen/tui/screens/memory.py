@@ -49,7 +49,7 @@ class MemoryScreen(AgenScreen):
     def on_mount(self) -> None:
         self.rows = KeyedRows(
             self.query_one("#memory", FastTable),
-            ("ID", "TITLE", "VERSION", "SIZE", "UPDATED", "BY"),
+            ("ID", "TITLE", ("VERSION", 100), ("SIZE", 100), "UPDATED", "BY"),
         )
         self.query_one("#memory-empty").display = False
 

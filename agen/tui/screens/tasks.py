@@ -14,8 +14,10 @@ from textual.widgets import DataTable, Input, Static
 
 from agen.api import registry as r
 from agen.tui import fmt
+from agen.tui.filter import parse_filter
 from agen.tui.rows import Cells, KeyedRows
 from agen.tui.screens.base import AgenScreen
+from agen.tui.widgets.confirm_dialog import ConfirmDialog
 from agen.tui.widgets.table import FastTable
 from agen.tui.widgets.task_tree import TaskTree
 from agen.wire.observe import QueryTaskRequest, QueryTaskResponse
@@ -32,21 +34,7 @@ LIMIT = 200
 STATES = ("queued", "leased", "running", "waiting", "succeeded", "failed", "cancelled", "expired")
 
 
-def parse_filter(text: str) -> tuple[str | None, str | None, dict[str, str]]:
-    """``state:running dep:hello team=docs`` -> (state, deployment, labels); a bare word is a state."""
-    state, dep, labels = None, None, {}
-    for word in text.split():
-        key, sep, value = word.partition(":")
-        if sep and key in ("state", "s"):
-            state = value
-        elif sep and key in ("dep", "deployment", "d"):
-            dep = value
-        elif "=" in word:
-            k, _, v = word.partition("=")
-            labels[k] = v
-        elif word in STATES:
-            state = word
-    return state, dep, labels
+TASK_KEYS = {"state": "state", "s": "state", "dep": "dep", "deployment": "dep", "d": "dep"}
 
 
 class TasksScreen(AgenScreen):
@@ -69,9 +57,10 @@ class TasksScreen(AgenScreen):
 
     def body(self) -> ComposeResult:
         yield Input(
-            placeholder="filter: state:running dep:hello team=docs   (enter applies)",
+            placeholder="filter: state:running dep:hello team=docs or any text   (enter applies)",
             id="task-filter",
         )
+        yield Static("", id="task-filter-note", classes="filter-note")
         yield Static(
             "No tasks match. Run one from Fleet (n) or with `agen run <deployment> <input>`.",
             id="tasks-empty",
@@ -84,10 +73,11 @@ class TasksScreen(AgenScreen):
     def on_mount(self) -> None:
         self.rows = KeyedRows(
             self.query_one("#tasks", FastTable),
-            ("ID", "DEPLOYMENT", "STATE", "WAIT", "PRIORITY", "AGE", "INPUT"),
+            ("ID", "DEPLOYMENT", "STATE", ("WAIT", 100), ("PRIORITY", 120), "AGE", "INPUT"),
         )
         self.query_one("#tasks-empty").display = False
         self.query_one("#task-tree").display = False
+        self.query_one("#task-filter-note").display = False
 
     def set_filter(self, text: str) -> None:
         self.query_one("#task-filter", Input).value = text
@@ -102,18 +92,43 @@ class TasksScreen(AgenScreen):
         self.reload()
 
     async def load(self) -> None:
-        state, dep, labels = parse_filter(self.query_one("#task-filter", Input).value)
+        f = parse_filter(self.query_one("#task-filter", Input).value, TASK_KEYS, STATES)
+        note = self.query_one("#task-filter-note", Static)
+        if f.problems:  # a typo filters nothing: say so and keep what is shown
+            note.update(f.describe(0, 0))
+            note.set_class(True, "error")
+            note.display = True
+            return
+        every = self.agen.namespace is None
         try:
-            resp = await self.client.call(
-                r.ListTasks,
-                ListTasksRequest(deployment=dep, state=state, labels=labels, limit=LIMIT),
-            )
+            found: list[Task] = []
+            for ns in await self.agen.namespaces():
+                resp = await self.client.call(
+                    r.ListTasks,
+                    ListTasksRequest(
+                        namespace=ns,
+                        deployment=f.fields.get("dep"),
+                        state=f.fields.get("state"),
+                        labels=f.labels,
+                        limit=LIMIT,
+                    ),
+                )
+                found.extend(resp.tasks)
         except Exception as e:
             self.failed(e, "loading tasks")
             return
-        tasks = resp.tasks
+        if every:  # newest first across namespaces, as each namespace's list is
+            found = sorted(found, key=lambda t: t.created_ms, reverse=True)[:LIMIT]
+        rows = [(t.id, row_cells(t, namespace=every)) for t in found]
+        shown = [(key, cells) for key, cells in rows if f.matches(self.rows.visible(cells))]
+        keep = {key for key, _ in shown}
+        tasks = [t for t in found if t.id in keep]
+        said = f.describe(len(shown), len(rows))
+        note.update(said)
+        note.set_class(False, "error")
+        note.display = bool(said)
         self.tasks = tasks
-        self.rows.apply([(t.id, row_cells(t)) for t in tasks])
+        self.rows.apply(shown)
         self.query_one("#tasks-empty").display = not tasks
         key = self.rows.cursor_key()
         if key is not None:
@@ -174,8 +189,8 @@ class TasksScreen(AgenScreen):
             return
         self.detail(detail_text(q))
 
-    async def _act(self, verb: str) -> None:
-        task = self.selected()
+    async def _act(self, verb: str, task: Task | None = None) -> None:
+        task = task or self.selected()
         if task is None:
             return
         try:
@@ -191,9 +206,28 @@ class TasksScreen(AgenScreen):
         self.notify(f"task {fmt.short_id(task.id)} {verb}")
         self.reload()
 
+    def action_cancel_task(self) -> None:
+        """Cancelling cannot be undone: ask first."""
+        task = self.selected()
+        if task is None:
+            return
+
+        def done(yes: bool | None) -> None:
+            if yes:
+                self.cancel(task)
+
+        self.app.push_screen(
+            ConfirmDialog(
+                f"Cancel task {fmt.short_id(task.id)} on {task.deployment}?",
+                "Its run stops and the task ends cancelled; this cannot be undone.",
+                yes="Cancel task",
+            ),
+            done,
+        )
+
     @work(group="act")
-    async def action_cancel_task(self) -> None:
-        await self._act("cancelled")
+    async def cancel(self, task: Task) -> None:
+        await self._act("cancelled", task)
 
     @work(group="act")
     async def action_pause_task(self) -> None:
@@ -214,7 +248,8 @@ class TasksScreen(AgenScreen):
             self.agen.open_for("trace", task.id)
 
 
-def row_cells(t: Task) -> Cells:
+def row_cells(t: Task, *, namespace: bool = False) -> Cells:
+    """A task's cells; with ``namespace`` (the all-namespaces view) the deployment is ns/name."""
     wait = (
         t.wait_reason or ("approval" if t.pending_approvals else "") or ("held" if t.held else "")
     )
@@ -223,7 +258,7 @@ def row_cells(t: Task) -> Cells:
     )  # a side effect nobody confirmed: check it
     return (
         fmt.short_id(t.id),
-        t.deployment,
+        f"{t.namespace}/{t.deployment}" if namespace else t.deployment,
         state,
         wait,
         t.priority,

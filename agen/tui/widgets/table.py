@@ -176,6 +176,20 @@ class FastTable(DataTable[Any]):
             column.content_width = max(column.content_width, measure(console, cell, 1))
         self._require_update_dimensions = True
 
+    def measure_pending(self) -> None:
+        """Size the columns for the rows added and cells changed so far now, rather than on the next
+        idle: DataTable measures on idle, and a frame drawn before it (or a table shown only after its
+        rows arrived) has header-wide columns that cut every value."""
+        if self._updated_cells:
+            updated = self._updated_cells.copy()
+            self._updated_cells.clear()
+            self._update_column_widths(updated)
+        if self._require_update_dimensions:
+            self._require_update_dimensions = False
+            new_rows = self._new_rows.copy()
+            self._new_rows.clear()
+            self._update_dimensions(new_rows)
+
     def remove_rows(self, keys: Iterable[str]) -> None:
         """Remove these rows in one pass (remove_row renumbers every row for each one)."""
         gone = {RowKey(k) for k in keys if k in self.rows}

@@ -1,0 +1,55 @@
+"""What is approved is what was read: the full arguments, wrapped, in the detail pane and the dialog."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from textual.widgets import DataTable, Static
+
+from agen.tui.app import AgenApp
+from agen.tui.screens.approvals import ApprovalsScreen
+from agen.tui.widgets.arguments import arguments_renderable, shell_commands
+from agen.tui.widgets.note_dialog import DecisionDialog
+from tests.observe_helpers import embedded_hub
+from tests.tui.helpers import until
+
+LONG = "make release VERSION=1.2.3 && git push origin main --tags && rm -rf /srv/releases/previous-build"
+
+
+def plain(renderable: object, width: int) -> str:
+    console = Console(width=width, record=True, color_system=None)
+    console.print(renderable)
+    return console.export_text()
+
+
+def test_every_argument_is_shown_whole_and_shell_commands_are_set_apart() -> None:
+    args = {"command": LONG, "cwd": "/srv"}
+    text = plain(arguments_renderable("workspace.run", args), 60)
+    assert "…" not in text
+    assert "rm -rf /srv/releases/previous-build" in text.replace("\n", "")  # wrapped, never cut
+    assert "command (shell):" in text
+    assert shell_commands(args) == [("command", LONG)]
+
+
+async def test_the_detail_pane_and_the_confirm_dialog_show_the_whole_tool_call(
+    tmp_path: Path,
+) -> None:
+    async with embedded_hub(tmp_path) as e:
+        await e.deploy_gated(text=LONG)
+        task = await e.submit("gated", "ship")
+        assert (await e.wait(task.id)).pending_approvals
+        app = AgenApp(e.client, hub_label="test", watch=False)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("a")
+            await until(pilot, lambda: isinstance(app.screen, ApprovalsScreen), "approvals")
+            table = app.screen.query_one(DataTable)
+            await until(pilot, lambda: table.row_count == 1, "the pending approval")
+            assert "rm -rf" not in str(table.get_row_at(0)[3])  # the table row is a preview
+            pane = app.screen.query_one("#approval-args", Static)
+            await until(pilot, lambda: "rm -rf" in plain(pane.content, 70), "the full arguments")
+            assert "previous-build" in plain(pane.content, 70).replace("\n", "")
+            await pilot.press("y")
+            await until(pilot, lambda: isinstance(app.screen, DecisionDialog), "the dialog")
+            shown = plain(app.screen.query_one("#decision-details", Static).content, 70)
+            assert "t.echo" in shown and "previous-build" in shown.replace("\n", "")
