@@ -147,6 +147,11 @@ def test_a_coordinator_tree_of_ten_tasks_completes_with_lineage_and_one_trace(
         assert result.returncode == 0, result.stderr
         assert result.stdout.strip() == "coordinated"
         check_tree(up, root_id, effects)
+        tree = up.json("tree", root_id)  # agen tree shows the whole tree: 1 + 3 + 3×2 tasks
+        assert len(tree["tasks"]) == 10
+        assert {n["task"]["state"] for n in tree["tasks"]} == {"succeeded"}
+        shown = up.agen("tree", root_id).stdout
+        assert sum(1 for n in tree["tasks"] if n["task"]["id"][-6:] in shown) == 10
         trace = up.json("trace", root_id)
         assert len(trace["runs"]) == 10  # the whole tree is one trace
         assert {s["trace_id"] for s in trace["spans"]} == {trace["trace_id"]}
