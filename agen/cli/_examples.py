@@ -40,6 +40,11 @@ EXAMPLES: dict[tuple[str, ...], list[str]] = {
         "agen cancel 01JD8ZQ5K3",
         "agen cancel 01JD8ZQ5K3 --tree --mode graceful --grace 30s",
     ],
+    ("migrate",): [
+        "agen migrate --to postgres://agen@db.example.lan/agen --dry-run",
+        "agen migrate --to postgres://agen@db.example.lan/agen --drain",
+        "agen migrate --to sqlite:$HOME/agen-backup.db --from postgres://agen@db.example.lan/agen",
+    ],
     ("tree",): ["agen tree 01JD8ZQ5K3", "agen tree K3M4P9 --json"],
     ("hub",): ["agen hub serve --listen 127.0.0.1:7070"],
     ("hub", "serve"): [

@@ -25,7 +25,7 @@ TREE_BUDGET = "tree_budget"
 
 async def check_turn(port: DelegationPort, st: RunState, store: Store) -> str | None:
     """None: ask the model. ``children``: suspend until a joined child ends. ``tree_budget``: the
-    tree's budget is spent, end with a report."""
+    tree's budget is spent and no joined child still runs: end with a report."""
     task_id = st.task_id
     if task_id is None:
         return None
@@ -45,10 +45,12 @@ async def check_turn(port: DelegationPort, st: RunState, store: Store) -> str | 
             await port.ack_results(task_id, [r.inbox_id for r in check.results])
         except AgenError as e:  # delivered again next time; the marker keeps it single
             log.info("task %s: child results not acknowledged: %s", task_id, e)
-    if check.tree_budget_exceeded:
-        return TREE_BUDGET
+    # Joined children first: on a spent tree each of them ends with its own report, and the parent
+    # reports last, with their results (ending it first would cancel them: on_parent_end).
     if check.unfinished_children > 0:
         return CHILDREN
+    if check.tree_budget_exceeded:
+        return TREE_BUDGET
     return None
 
 
