@@ -13,8 +13,7 @@ from dataclasses import dataclass
 
 from agen.errors import ConflictError, NotFoundError, UnauthenticatedError
 from agen.hub.auth import Principal, hash_token, new_secret
-from agen.hub.fleet.instances import register_nest
-from agen.hub.queue.lease import release_task
+from agen.hub.fleet.instances import register_nest, void_nest_work
 from agen.store import Tx, dumps, loads
 from agen.store.base import new_ulid
 
@@ -93,13 +92,12 @@ def enrol_nest(
 def revoke_nest(tx: Tx, nest_id: str, *, by: str) -> tuple[str, set[str]]:
     """Revoke a Nest: its credentials end, its assignments go, its leases are released (the tasks run
     elsewhere) and it is marked revoked for good. Returns (name, the revoked token ids)."""
-    row = tx.one("SELECT name, state FROM nests WHERE id = ? OR name = ?", (nest_id, nest_id))
+    row = tx.one("SELECT id, name FROM nests WHERE id = ? OR name = ?", (nest_id, nest_id))
     if row is None:
         raise NotFoundError(
             f"no nest {nest_id!r}; `agen nests` lists them with their ids", nest=nest_id
         )
-    name = str(row["name"])
-    nid = str(tx.scalar("SELECT id FROM nests WHERE name = ?", (name,)))
+    nid, name = str(row["id"]), str(row["name"])
     tokens = {
         str(r["id"])
         for r in tx.all(
@@ -113,16 +111,7 @@ def revoke_nest(tx: Tx, nest_id: str, *, by: str) -> tuple[str, set[str]]:
     )
     tx.execute("UPDATE nests SET state = 'revoked' WHERE id = ?", (nid,))
     tx.execute("DELETE FROM assignments WHERE nest_id = ?", (nid,))
-    tx.execute(
-        "UPDATE instances SET state = 'stopped', exit_reason = 'nest revoked', updated_ms = ?"
-        " WHERE nest_id = ? AND state NOT IN ('stopped', 'failed')",
-        (tx.now_ms, nid),
-    )
-    for t in tx.all(
-        "SELECT id, lease_id FROM tasks WHERE lease_nest_id = ? AND state IN ('leased', 'running')",
-        (nid,),
-    ):
-        release_task(tx, t["id"], t["lease_id"], count_attempt=False, reason=f"nest {name} revoked")
+    void_nest_work(tx, nid, name, "revoked", count_attempt=False)
     tx.event(
         "default", "nest.revoked", severity="warning", data={"nest_id": nid, "name": name, "by": by}
     )

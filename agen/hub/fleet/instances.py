@@ -31,22 +31,27 @@ def register_nest(tx: Tx, name: str, *, capacity: int, labels: dict[str, str] | 
         "UPDATE nests SET labels = ?, capacity = ?, state = 'active', last_heartbeat_ms = ? WHERE id = ?",
         (dumps(labels or {}), capacity, tx.now_ms, nest_id),
     )
+    # the restarted Nest runs nothing: its old leases are void, not worth waiting out
+    void_nest_work(tx, nest_id, name, "restarted", count_attempt=True)
+    return nest_id
+
+
+def void_nest_work(tx: Tx, nest_id: str, name: str, why: str, *, count_attempt: bool) -> None:
+    """A Nest that runs nothing any more (restarted, revoked): its instances stop and the tasks it
+    leased go back to the queue now, with ``nest <name> <why>`` as the reason."""
     tx.execute(
-        "UPDATE instances SET state = 'stopped', exit_reason = 'nest restarted', updated_ms = ?"
+        "UPDATE instances SET state = 'stopped', exit_reason = ?, updated_ms = ?"
         " WHERE nest_id = ? AND state NOT IN ('stopped', 'failed')",
-        (tx.now_ms, nest_id),
+        (f"nest {why}", tx.now_ms, nest_id),
     )
     held = tx.all(
         "SELECT id, lease_id FROM tasks WHERE lease_nest_id = ? AND state IN ('leased', 'running')",
         (nest_id,),
     )
-    for (
-        t
-    ) in held:  # the restarted Nest runs nothing: its old leases are void, not worth waiting out
+    for t in held:
         release_task(
-            tx, t["id"], t["lease_id"], count_attempt=True, reason=f"nest {name} restarted"
+            tx, t["id"], t["lease_id"], count_attempt=count_attempt, reason=f"nest {name} {why}"
         )
-    return nest_id
 
 
 def retire_nest(tx: Tx, nest_id: str) -> None:
