@@ -30,7 +30,6 @@ from agen.api.hooks import hook_routes, read_limited
 from agen.api.openapi import openapi_document
 from agen.api.registry import RPCS, Rpc
 from agen.errors import AgenError, InvalidError, NotFoundError, TooLargeError, UnavailableError
-from agen.hub.auth import Principal, bearer_token
 from agen.hub.service import Hub
 from agen.otel.ids import header_traceparent
 from agen.wire.limits import DEFAULT_MAX_BODY_BYTES, MAX_BODY_ENV, BundleLimits, env_bytes, human
@@ -53,8 +52,6 @@ def _invalid(rpc: Rpc[Any, Any], e: ValidationError) -> InvalidError:
     ]
     return InvalidError(f"{rpc.name}: invalid request: {'; '.join(problems)}", problems=problems)
 
-
-TASK_HEADER = "X-Agen-Task"  # the running task an on-behalf token acts through
 
 # Methods whose body carries a bundle (base64 files): their cap follows the bundle size limit.
 BUNDLE_RPCS = frozenset({"CreateDeployment", "UpdateDeployment"})
@@ -151,13 +148,6 @@ def create_app(hub: Hub, max_body: int | None = None) -> Starlette:
     body_cap = max_body if max_body is not None else max_body_bytes()
     bundle_cap = max(body_cap, BundleLimits.from_env().request_bytes)
 
-    async def _principal(request: Request) -> Principal:
-        """The caller; an on-behalf token becomes the submitter of the running task X-Agen-Task names."""
-        principal = await hub.auth.authenticate(bearer_token(request.headers), hub.clock())
-        if principal.on_behalf:
-            principal = await hub.auth.act_for_task(principal, request.headers.get(TASK_HEADER))
-        return principal
-
     async def call(request: Request) -> Response:
         name = request.path_params["method"]
         rpc = RPCS.get(name)
@@ -166,7 +156,7 @@ def create_app(hub: Hub, max_body: int | None = None) -> Starlette:
                 raise NotFoundError(
                     f"no API method {name!r}; GET /openapi.json lists them", method=name
                 )
-            principal = await _principal(request)
+            principal = await hub.auth.caller(request.headers, hub.clock())
             authorize(principal, rpc)  # before the body: a caller without scope gets 403
             body = await _read_body(request, name, bundle_cap if name in BUNDLE_RPCS else body_cap)
             payload = parse_body(name, body)
@@ -221,7 +211,7 @@ def create_app(hub: Hub, max_body: int | None = None) -> Starlette:
         from agen.wire.observe import GetMetricsRequest
 
         try:
-            principal = await _principal(request)
+            principal = await hub.auth.caller(request.headers, hub.clock())
             principal.require("viewer", "GET /metrics")
             try:
                 req = GetMetricsRequest(namespace=request.query_params.get("namespace", "default"))

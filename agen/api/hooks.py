@@ -18,7 +18,6 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from agen.errors import AgenError, InvalidError
-from agen.hub.auth import bearer_token
 from agen.hub.observe.events import EventFilter, list_events, parse_labels
 from agen.hub.service import Hub
 from agen.hub.triggers.verify import MAX_BODY_BYTES
@@ -73,7 +72,7 @@ def hook_routes(hub: Hub, secrets: SecretResolver = env_secrets) -> list[Route]:
     async def events(request: Request) -> Response:
         q = request.query_params
         try:
-            principal = await hub.auth.authenticate(bearer_token(request.headers), hub.clock())
+            principal = await hub.auth.caller(request.headers, hub.clock())
             principal.require("viewer", "reading the event stream")
             wanted = q.getlist("namespace") or q.getlist("n")
             for ns in wanted:

@@ -25,6 +25,7 @@ SCOPES = ("viewer", "operator", "approver", "admin", "nest")
 USER_SCOPES = ("viewer", "operator", "approver", "admin")
 """What CreateToken may grant: the nest scope comes only from enrolling a Nest with a join token."""
 JOIN_SCOPE = "join"
+TASK_HEADER = "X-Agen-Task"  # the running task an on-behalf token acts through
 TRUSTS = ("operator", "trusted", "untrusted")
 
 
@@ -232,6 +233,14 @@ class Authenticator:
         )
         if kind != "join":  # a join token is used up by EnrolNest: never served from the cache
             self._cache[digest] = (principal, now_ms + self.CACHE_MS, expires)
+        return principal
+
+    async def caller(self, headers: Mapping[str, str], now_ms: int) -> Principal:
+        """Who makes an HTTP request: its bearer token's principal, and for an on-behalf token the
+        submitter of the running task its ``X-Agen-Task`` header names (every door, one rule)."""
+        principal = await self.authenticate(bearer_token(headers), now_ms)
+        if principal.on_behalf:
+            principal = await self.act_for_task(principal, headers.get(TASK_HEADER))
         return principal
 
     async def act_for_task(self, agent: Principal, task_id: str | None) -> Principal:

@@ -64,6 +64,10 @@ def test_an_on_behalf_token_acts_only_as_the_person_behind_a_running_task(tmp_pa
         # Without a running task named, nothing; with one, the call is alice's.
         bare = _post(up, "ListTasks", {}, agent, None)
         assert bare.status_code == 403 and "X-Agen-Task" in bare.json()["error"]["message"]
+        stream = httpx.get(  # the event stream follows the same rule as the RPCs
+            f"{up.url}/api/v1/events", headers={"Authorization": f"Bearer {agent}"}, timeout=30
+        )
+        assert stream.status_code == 403 and "X-Agen-Task" in stream.json()["error"]["message"]
         assert _post(up, "ListTasks", {}, agent, alice_task).status_code == 200
         child = _post(up, "SubmitTask", {"deployment": "gate", "input": "c"}, agent, alice_task)
         assert child.status_code == 200, child.text
