@@ -71,6 +71,11 @@ def parse_listen(listen: str, *, tls: bool = False) -> tuple[str, int]:
         raise InvalidError(
             f"--listen {listen!r}: use host:port, e.g. 127.0.0.1:7070", field="--listen"
         )
+    if not 1 <= int(port) <= 65535:
+        raise InvalidError(
+            f"--listen {listen}: port {int(port)} is out of range; use 1 to 65535, e.g. 127.0.0.1:7070",
+            field="--listen",
+        )
     host = host.strip("[]") or "127.0.0.1"
     loopback = host == "localhost"
     with contextlib.suppress(ValueError):

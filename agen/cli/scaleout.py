@@ -21,17 +21,6 @@ LabelOpt = Annotated[
 ]
 
 
-def _port_ok(listen: str, flag: str) -> None:
-    from agen.errors import InvalidError
-    from agen.up import parse_listen
-
-    _, port = parse_listen(listen, tls=True)
-    if not 1 <= port <= 65535:
-        raise InvalidError(
-            f"{flag} {listen}: port {port} is out of range; use 1 to 65535", field=flag
-        )
-
-
 @hub_app.command("serve")
 def hub_serve(
     listen: Annotated[
@@ -70,7 +59,6 @@ def hub_serve(
     from agen.up import UpOptions, parse_listen, serve
 
     parse_listen(listen, tls=tls)
-    _port_ok(listen, "--listen")
     if tls_host and not tls:
         raise InvalidError(
             "--tls-host names hosts for the TLS certificate: add --tls", field="--tls-host"

@@ -74,12 +74,7 @@ def up(
     from agen.nest.process import parse_memory_limit
     from agen.up import UpOptions, parse_listen, serve
 
-    _, port = parse_listen(listen)
-    if not 1 <= port <= 65535:
-        raise InvalidError(
-            f"--listen {listen}: port {port} is out of range; use 1 to 65535, e.g. 127.0.0.1:7070",
-            field="--listen",
-        )
+    parse_listen(listen)
     if capacity < 0:
         raise InvalidError(
             f"--capacity {capacity}: must be 0 (unlimited) or more", field="--capacity"
