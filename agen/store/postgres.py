@@ -6,10 +6,11 @@ psycopg's sync ``ConnectionPool``: an async pool would need one thread hop per s
 transaction.
 
 Writes take one transaction-level advisory lock first, so write transactions commit one at a time across
-every process on the database, as SQLite's single writer does. The hub code relies on that today (the next
+every process on the database, as SQLite's single writer does. The hub code relies on that (the next
 ``tasks.seq`` is ``MAX(seq) + 1``; the event log's seq order must be commit order for the cursors that read
-it); the lease query already locks its candidates ``FOR UPDATE SKIP LOCKED`` for the day writes run side by
-side. Committed events wake waiters through LISTEN/NOTIFY (``agen_events``, payload: the newest seq); a Hub
+it). Leasing writes (``write_leasing``) take it shared and run side by side: the lease query locks the rows
+it leases ``FOR UPDATE SKIP LOCKED``, their events take their seqs at commit under the event lock, and
+decisions read from rows they do not lock wait for the lease lock (agen.store.pg_locks). Committed events wake waiters through LISTEN/NOTIFY (``agen_events``, payload: the newest seq); a Hub
 that makes work leasable tells the Hubs of other processes on ``agen_work`` (``wake_others``, payload: the
 sender's id, so a process does not wake itself twice).
 

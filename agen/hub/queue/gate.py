@@ -83,9 +83,8 @@ def _lease_gated(
     now = tx.now_ms
     deployment_id = dep["id"]
     gate = providers.lease_gate(tx, deployment_id, now)
-    if (
-        gate.state == "probe"
-    ):  # exactly one probe: decided one leasing write at a time, on fresh rows
+    if gate.state == "probe":
+        # exactly one probe: decided by one leasing write at a time, from rows read under the lock
         serialize_leasing(tx)
         gate = providers.lease_gate(tx, deployment_id, now)
     if gate.limit is not None:
