@@ -176,3 +176,61 @@ async def test_an_event_follower_never_skips_an_event_while_writers_run_side_by_
         assert await pg.scalar("SELECT COUNT(*) FROM tasks WHERE state = 'leased'") == n + 20
     finally:
         await other.close()
+
+
+async def test_a_held_provider_account_still_gets_exactly_one_probe_under_concurrent_leasing(
+    pg: Any, pg_url: str
+) -> None:
+    """After a provider hold's retry time one task probes the account; two leases at once must not both
+    take the probe (the second reads the first's probe once it has committed)."""
+    import psycopg
+
+    from agen.hub.queue import providers
+    from agen.hub.queue.gate import lease_for_nest
+
+    acct = "default/openai:OPENAI_API_KEY@http://127.0.0.1:9999/v1"
+    dep = await pg.write(lambda tx: add_deployment(tx))
+    await pg.write(lambda tx: providers.sync_accounts(tx, dep, [acct]))
+    failed, _ = await pg.write(partial(q.submit_task, t=new_task(dep, "failed")))
+    outcome = {"status": "failed", "reason": "provider_account", "data": {"account": acct}}
+    hold = await pg.write(
+        lambda tx: providers.on_task_failed(
+            tx, {"id": failed["id"], "deployment_id": dep}, outcome, None
+        )
+    )
+    await pg.write(lambda tx: q.cancel_task(tx, failed["id"], by="test"))
+    for i in range(2):
+        await pg.write(partial(q.submit_task, t=new_task(dep, f"t{i}")))
+    after_retry = int(hold["retry_at_ms"]) + 1
+
+    def lease(tx: Tx, instance: str) -> list[dict[str, Any]]:
+        tx.now_ms = after_retry
+        return lease_for_nest(
+            tx, deployment_id=dep, nest_id="n1", instance_id=instance, limit=1, lease_ms=600_000
+        )
+
+    first_leased, release_first = threading.Event(), threading.Event()
+
+    def first(tx: Tx) -> list[dict[str, Any]]:
+        got = lease(tx, "i1")
+        first_leased.set()
+        assert release_first.wait(DEADLINE_S)
+        return got
+
+    a = asyncio.create_task(pg.write_leasing(first))
+    await asyncio.to_thread(first_leased.wait, DEADLINE_S)
+    b = asyncio.create_task(pg.write_leasing(lambda tx: lease(tx, "i2")))
+
+    async def second_waits_or_is_done() -> bool:
+        if b.done():
+            return True
+        with psycopg.connect(pg_url) as conn:
+            row = conn.execute(
+                "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+            ).fetchone()
+        return bool(row and row[0])
+
+    await _until(second_waits_or_is_done)
+    release_first.set()
+    assert len(await a) == 1
+    assert await b == []  # the probe is unfinished: the account stays held for everything else
