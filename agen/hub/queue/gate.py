@@ -17,6 +17,7 @@ from typing import Any
 from agen.hub import queue
 from agen.hub.queue import budgets, providers, task_kind
 from agen.store import Row, Tx, loads
+from agen.store.pg_locks import serialize_leasing
 
 BACKGROUND = queue.PRIORITIES["background"]
 
@@ -49,6 +50,7 @@ def lease_for_nest(
             lease_ms=lease_ms,
             start=start,
         )
+    serialize_leasing(tx)  # "one task per instance, ever" is decided from task_instances
     limit = task_kind.lease_limit(tx, instance_id, limit)
     rows = (
         _lease_gated(
@@ -81,6 +83,10 @@ def _lease_gated(
     now = tx.now_ms
     deployment_id = dep["id"]
     gate = providers.lease_gate(tx, deployment_id, now)
+    if gate.state == "probe":
+        # exactly one probe: decided by one leasing write at a time, from rows read under the lock
+        serialize_leasing(tx)
+        gate = providers.lease_gate(tx, deployment_id, now)
     if gate.limit is not None:
         limit = min(limit, gate.limit)
         if limit == 0:
@@ -99,6 +105,7 @@ def _lease_gated(
         if gate.state == "probe" and rows:
             providers.mark_probe(tx, deployment_id, rows[0]["id"])
         return rows
+    serialize_leasing(tx)  # a budget is spent by the runs of every leasing write
     state = budgets.budget_state(tx, dep, now)
     if state.exhausted:
         return []
