@@ -20,18 +20,33 @@ HELLO = Path(__file__).resolve().parents[2] / "bundles" / "hello"
 class Nest:
     """One `agen nest run` process with its own AGEN_HOME."""
 
-    def __init__(self, hub: Up, home: Path, name: str, *args: str) -> None:
+    def __init__(
+        self,
+        hub: Up,
+        home: Path,
+        name: str,
+        *args: str,
+        store: str | None = None,
+        more_hubs: tuple[Up, ...] = (),
+    ) -> None:
         self.home, self.name, self.log = home, name, home / "nest.log"
         home.mkdir(parents=True, exist_ok=True)
         env = {k: v for k, v in os.environ.items() if k not in ("AGEN_HUB", "AGEN_TOKEN")}
         env["AGEN_HOME"] = str(home)
-        cmd = [AGEN, "nest", "run", "--hub", hub.url, "--store", f"sqlite:{hub.home / 'agen.db'}"]
+        store = store or f"sqlite:{hub.home / 'agen.db'}"
+        cmd = [AGEN, "nest", "run", "--hub", hub.url, "--store", store]
+        for other in more_hubs:
+            cmd += ["--hub", other.url]
         out = open(self.log, "ab")  # noqa: SIM115 - owned by the child
         self.proc = subprocess.Popen([*cmd, "--name", name, *args], env=env, stdout=out, stderr=out)
 
     @property
     def credential(self) -> dict[str, Any]:
         return dict(json.loads((self.home / "nests" / self.name / "nest.json").read_text()))
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
 
     def stop(self) -> int:
         if self.proc.poll() is None:
