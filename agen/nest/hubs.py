@@ -2,7 +2,7 @@
 
 Every Hub on one store serves the same API (one of them leads), so when the Hub a Nest talks to
 stops answering, any other will do. The Nest keeps calling the Hub that last answered and moves to
-the next one only when a call cannot reach it (a connection error, or a draining Hub's 503): a
+the next one only when a call cannot reach it (a connection error, or a 503 Unavailable answer): a
 Nest whose Hub was killed keeps leasing and reporting through the others instead of waiting for it
 to come back. A call retried on another Hub is safe because every Nest call is fenced by its lease
 id or keyed by the Nest (a CompleteTask that did land is refused the second time, not repeated).
