@@ -175,7 +175,7 @@ def test_two_hubs_and_two_nests_over_tls_run_200_tasks_exactly_once_through_a_ne
         unknown = {
             t for (t,) in _rows(pg_url, "SELECT task_id FROM runs WHERE effect_unknown <> 0")
         }
-        assert set(tasks) - set(markers) <= unknown and len(unknown) <= 8
+        assert set(tasks) - set(markers) <= unknown
 
         # Placement by labels: alpha ran only on zone=a, beta only on zone=b.
         starts = _rows(pg_url, "SELECT task_id, data FROM events WHERE type = 'task.started'")
@@ -184,7 +184,9 @@ def test_two_hubs_and_two_nests_over_tls_run_200_tasks_exactly_once_through_a_ne
         assert {n for dep, n in placed if dep == "alpha"} == {"proc"}, (placed, named, ids)
         assert {n for dep, n in placed if dep == "beta"} == {"inproc"}, placed
         leases = Counter(t for t, _ in starts)
-        assert max(leases.values()) >= 2  # the kill hit work in flight: it ran again
+        again = {t for t, n in leases.items() if n >= 2}
+        assert again  # the kill hit work in flight: it ran again
+        assert unknown <= again  # only an interrupted run meets a step it cannot confirm
 
         elected = _rows(
             pg_url,
