@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import re
 import shlex
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
 import pytest
-import typer
 import yaml
 
-from agen.cli import app
+from tests.e2e.harness import AGEN
 
 KUBE = Path(__file__).resolve().parents[2] / "deploy" / "kube"
 
@@ -34,12 +34,11 @@ def _by(kind: str, name: str, namespace: str | None = None) -> dict[str, Any]:
 
 
 def _flags(*path: str) -> set[str]:
-    """Every option of ``agen <path>``, from the CLI's own command tree."""
-    command: Any = typer.main.get_command(app)
-    for name in path:
-        command = command.get_command(None, name)
-        assert command is not None, name
-    return {o for p in command.params for o in getattr(p, "opts", [])}
+    """Every option ``agen <path> --help`` lists (the CLI itself, in its own process)."""
+    out = subprocess.run(
+        [AGEN, *path, "--help"], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+    return set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", out))
 
 
 def test_every_manifest_is_valid_against_the_kubernetes_schemas() -> None:
