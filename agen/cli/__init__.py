@@ -106,11 +106,48 @@ for module in (
 
 
 @functools.cache
-def command() -> Any:
-    """The click command tree, built once per process (building it is most of a call's cost in tests)."""
+def command(only: str | None = None) -> Any:
+    """The click command tree, built once per process (building it is most of a call's cost in tests).
+
+    With ``only`` (a top-level command or group name), the root holds that one command: building
+    all 60 commands' parameters costs a one-shot ``agen run`` more than its task does. The root's
+    own options and the command's help, parsing and errors are the same as in the whole tree.
+    """
+    import copy
+
     import typer.main
 
-    return typer.main.get_command(app)
+    if only is None:
+        return typer.main.get_command(app)
+    one = copy.copy(app)
+    one.registered_commands = [c for c in app.registered_commands if _command_name(c) == only]
+    one.registered_groups = [g for g in app.registered_groups if _group_name(g) == only]
+    return typer.main.get_command(one)
+
+
+def _command_name(info: Any) -> str | None:
+    import typer.main
+
+    return info.name or (
+        typer.main.get_command_name(info.callback.__name__) if info.callback else None
+    )
+
+
+def _group_name(info: Any) -> str | None:
+    return info.name or info.typer_instance.info.name or None
+
+
+def _only(args: list[str]) -> str | None:
+    """The top-level command ``args`` start with when it is one agen has; None (the whole tree) for
+    anything else: a root option first (``agen -h run`` shows the root's help), a typo (whose
+    error lists the commands), shell completion."""
+    if not args or os.environ.get("_AGEN_COMPLETE"):
+        return None
+    word = args[0]
+    names = {_command_name(c) for c in app.registered_commands} | {
+        _group_name(g) for g in app.registered_groups
+    }
+    return word if word in names else None
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -163,9 +200,9 @@ def _main(argv: list[str] | None) -> None:
     json_out = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
     try:
         if json_out:
-            _run_for_json(argv)
+            _run_for_json(args)
         else:
-            command()(args=argv, prog_name="agen")
+            command(_only(args))(args=args, prog_name="agen")
     except AgenError as e:
         from agen.cli._common import err
 
@@ -192,11 +229,11 @@ def _main(argv: list[str] | None) -> None:
         sys.exit(1)
 
 
-def _run_for_json(argv: list[str] | None) -> None:
+def _run_for_json(argv: list[str]) -> None:
     """Run with click's own error handling off, so a usage error (an unknown flag, a missing argument)
     reaches a script as ``{"error": …}`` on stdout too; the message still goes to stderr."""
     try:
-        code = command().main(args=argv, prog_name="agen", standalone_mode=False)
+        code = command(_only(argv)).main(args=argv, prog_name="agen", standalone_mode=False)
     except typer.Abort:
         raise KeyboardInterrupt from None
     except typer.TyperException as e:  # click's ClickException (typer vendors click)
