@@ -9,6 +9,10 @@ from typing import Annotated, Any
 
 # Plain help text: rendering it through rich's markdown machinery doubles `agen --help`'s cold start.
 os.environ.setdefault("TYPER_USE_RICH", "0")
+# httpx imports its own command line (click, rich.progress, pygments: ~100 ms) whenever click is
+# installed; agen never runs it. A None entry makes that import fail, so httpx keeps its stub `main`.
+if "httpx" not in sys.modules:
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
 
 import typer
 import typer.core
