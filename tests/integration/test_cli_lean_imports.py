@@ -37,3 +37,29 @@ def test_the_bundle_packages_names_still_load_on_first_use() -> None:
     assert load_bundle_files is direct and agen.bundle.Bundle.__name__ == "Bundle"
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         agen.bundle.nothing  # noqa: B018
+
+
+LIST_CHILD = """
+import asyncio, sys, tempfile
+from pathlib import Path
+
+async def main():
+    from agen.api import registry as r
+    from agen.client import Client
+    from agen.hub.service import Hub
+    from agen.store import SQLiteStore
+    from agen.wire.deployments import ListDeploymentsRequest
+
+    with tempfile.TemporaryDirectory() as d:
+        store = await SQLiteStore.open(Path(d) / "agen.db")
+        resp = await Client.in_process(Hub(store)).call(r.ListDeployments, ListDeploymentsRequest())
+        assert resp.deployments == []
+        await store.close()
+
+asyncio.run(main())
+"""
+
+
+def test_listing_deployments_loads_no_bundle_loader() -> None:
+    """The TUI's first screen and `agen ps` list deployments; only deploying reads a bundle."""
+    assert _loaded_after(LIST_CHILD, ("agen.bundle.loader", "yaml")) == []
