@@ -159,6 +159,13 @@ class Harness(AgenModel):
     request_timeout: Duration = Field(
         "120s", description="how long one model call may take (a duration)"
     )
+    max_in_flight: int = Field(
+        100,
+        ge=1,
+        le=10_000,
+        description="model calls one provider (openai, openrouter) has in flight at once; more runs wait "
+        "their turn inside agen. Raise it for a server that takes more",
+    )
     max_retries: int = Field(
         3,
         ge=0,

@@ -9,6 +9,10 @@ from typing import Annotated, Any
 
 # Plain help text: rendering it through rich's markdown machinery doubles `agen --help`'s cold start.
 os.environ.setdefault("TYPER_USE_RICH", "0")
+# httpx imports its own command line (click, rich.progress, pygments: ~100 ms) whenever click is
+# installed; agen never runs it. A None entry makes that import fail, so httpx keeps its stub `main`.
+if "httpx" not in sys.modules:
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
 
 import typer
 import typer.core
@@ -111,11 +115,48 @@ for module in (
 
 
 @functools.cache
-def command() -> Any:
-    """The click command tree, built once per process (building it is most of a call's cost in tests)."""
+def command(only: str | None = None) -> Any:
+    """The click command tree, built once per process (building it is most of a call's cost in tests).
+
+    With ``only`` (a top-level command or group name), the root holds that one command: building
+    all 60 commands' parameters costs a one-shot ``agen run`` more than its task does. The root's
+    own options and the command's help, parsing and errors are the same as in the whole tree.
+    """
+    import copy
+
     import typer.main
 
-    return typer.main.get_command(app)
+    if only is None:
+        return typer.main.get_command(app)
+    one = copy.copy(app)
+    one.registered_commands = [c for c in app.registered_commands if _command_name(c) == only]
+    one.registered_groups = [g for g in app.registered_groups if _group_name(g) == only]
+    return typer.main.get_command(one)
+
+
+def _command_name(info: Any) -> str | None:
+    import typer.main
+
+    return info.name or (
+        typer.main.get_command_name(info.callback.__name__) if info.callback else None
+    )
+
+
+def _group_name(info: Any) -> str | None:
+    return info.name or info.typer_instance.info.name or None
+
+
+def _only(args: list[str]) -> str | None:
+    """The top-level command ``args`` start with when it is one agen has; None (the whole tree) for
+    anything else: a root option first (``agen -h run`` shows the root's help), a typo (whose
+    error lists the commands), shell completion."""
+    if not args or os.environ.get("_AGEN_COMPLETE"):
+        return None
+    word = args[0]
+    names = {_command_name(c) for c in app.registered_commands} | {
+        _group_name(g) for g in app.registered_groups
+    }
+    return word if word in names else None
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -124,6 +165,8 @@ def main(argv: list[str] | None = None) -> None:
     Anything else that escapes a command is a bug in agen: the user gets one line saying so and
     where the traceback was written, never the traceback itself (exit 1).
     """
+    if argv is None:
+        _pause_collection()
     try:
         if not _answered_directly(sys.argv[1:] if argv is None else argv):
             _main(argv)
@@ -144,6 +187,31 @@ def _answered_directly(args: list[str]) -> bool:
         return False
     version.version(json_out)
     return True
+
+
+STARTUP_PAUSE_S = 2.0
+"""How long the process entry point keeps the garbage collector's automatic passes off."""
+
+
+def _pause_collection() -> None:
+    """Start-up builds hundreds of thousands of objects that live as long as the process (modules,
+    classes, pydantic schemas) and frees almost none: the collector's passes over them cost a one-shot
+    ``agen run`` ~50 ms. They stay off for the first STARTUP_PAUSE_S; then a command still running
+    (``agen up``, ``agen tui``) freezes what start-up built and collects as usual from there on."""
+    import gc
+    import threading
+
+    gc.disable()
+    resume = threading.Timer(STARTUP_PAUSE_S, _resume_collection)
+    resume.daemon = True
+    resume.start()
+
+
+def _resume_collection() -> None:
+    import gc
+
+    gc.freeze()
+    gc.enable()
 
 
 def _before_exit() -> None:
@@ -168,9 +236,9 @@ def _main(argv: list[str] | None) -> None:
     json_out = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
     try:
         if json_out:
-            _run_for_json(argv)
+            _run_for_json(args)
         else:
-            command()(args=argv, prog_name="agen")
+            command(_only(args))(args=args, prog_name="agen")
     except AgenError as e:
         from agen.cli._common import err
 
@@ -197,11 +265,11 @@ def _main(argv: list[str] | None) -> None:
         sys.exit(1)
 
 
-def _run_for_json(argv: list[str] | None) -> None:
+def _run_for_json(argv: list[str]) -> None:
     """Run with click's own error handling off, so a usage error (an unknown flag, a missing argument)
     reaches a script as ``{"error": …}`` on stdout too; the message still goes to stderr."""
     try:
-        code = command().main(args=argv, prog_name="agen", standalone_mode=False)
+        code = command(_only(argv)).main(args=argv, prog_name="agen", standalone_mode=False)
     except typer.Abort:
         raise KeyboardInterrupt from None
     except typer.TyperException as e:  # click's ClickException (typer vendors click)

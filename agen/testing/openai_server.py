@@ -104,6 +104,12 @@ class OpenAIServer:
     def __post_init__(self) -> None:
         self._queue: deque[Reply] = deque()
         self._lock = threading.Lock()
+        # Requests being answered now and the most at once; clear ``gate`` to hold every answer
+        # until it is set again (a test sees how many requests a client lets through at once).
+        self.in_flight = 0
+        self.peak_in_flight = 0
+        self.gate = threading.Event()
+        self.gate.set()
         self._http: ThreadServer | None = None
         self.port = 0
 
@@ -128,6 +134,18 @@ class OpenAIServer:
         return self.default
 
     async def _chat(self, request: Request) -> Response:
+        with self._lock:
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            if not self.gate.is_set():
+                await asyncio.to_thread(self.gate.wait)
+            return await self._answer(request)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    async def _answer(self, request: Request) -> Response:
         body = await request.json()
         with self._lock:
             self.requests.append(body)

@@ -120,3 +120,47 @@ def test_agen_version_prints_what_its_typer_command_prints(
     assert not e.value.code
     through_typer = capsys.readouterr().out
     assert run_agen(capsys, "version", *extra)[:2] == (0, through_typer)
+
+
+PAUSE_CHILD = """
+import gc, sys
+sys.argv = ["agen", "version"]
+import agen.cli
+agen.cli.STARTUP_PAUSE_S = 3600.0  # the timer must not fire while this child looks
+agen.cli.main()
+print("collecting during start-up:", gc.isenabled())
+agen.cli._resume_collection()  # what the timer does once start-up is over
+print("collecting after it:", gc.isenabled(), "start-up heap frozen:", gc.get_freeze_count() > 0)
+"""
+
+
+def test_the_console_entry_point_collects_no_garbage_during_start_up_then_resumes(
+    tmp_path: Path,
+) -> None:
+    """Start-up's objects live as long as the process, so collecting during it only costs time; a
+    command still running afterwards (agen up, agen tui) collects as usual."""
+    r = subprocess.run(
+        [sys.executable, "-c", PAUSE_CHILD],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip().splitlines()[-2:] == [
+        "collecting during start-up: False",
+        "collecting after it: True start-up heap frozen: True",
+    ]
+
+
+def test_calling_main_in_process_leaves_garbage_collection_on() -> None:
+    import gc
+
+    from agen.cli import main
+
+    assert gc.isenabled()
+    try:
+        main(["version"])
+    except SystemExit as e:
+        assert not e.code
+    assert gc.isenabled()

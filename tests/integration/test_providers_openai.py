@@ -217,3 +217,42 @@ async def test_the_api_key_comes_from_the_declared_secret_and_is_redacted(
         stored == {"content": "the key is [REDACTED]"}
         and res.outcome.summary == "the key is [REDACTED]"
     )
+
+
+async def test_a_provider_keeps_at_most_max_in_flight_calls_at_the_server(
+    srv: OpenAIServer,
+) -> None:
+    """More calls than maxInFlight wait inside agen (not in httpx's pool) until one returns."""
+    import asyncio
+
+    provider = OpenAIProvider(api_key=None, model="m1", base_url=srv.base_url, max_in_flight=3)
+    srv.gate.clear()  # the server holds every answer: only what the provider lets through arrives
+    request = ModelRequest(model="m1", messages=[{"role": "user", "content": "hi"}])
+    calls = [asyncio.create_task(provider.complete(request)) for _ in range(8)]
+    for _ in range(3000):  # up to 30 s
+        if srv.in_flight == 3 and provider.waiting == 5:
+            break
+        await asyncio.sleep(0.01)
+    srv.gate.set()
+    answers = await asyncio.gather(*calls)
+    await provider.aclose()
+    assert len(answers) == 8 and len(srv.requests) == 8
+    assert srv.peak_in_flight == 3 and provider.waiting == 0
+
+
+async def test_harness_max_in_flight_reaches_every_http_provider_it_builds(
+    srv: OpenAIServer,
+) -> None:
+    from agen.runner.providers import build_accounts
+
+    bundle = make(
+        harness(
+            srv,
+            maxInFlight=7,
+            fallbackProviders=[{"provider": "openai", "model": "m2", "baseUrl": srv.base_url}],
+        )
+    )
+    accounts = await build_accounts(bundle)
+    assert [getattr(a.provider, "max_in_flight", None) for a in accounts] == [7, 7]
+    for a in accounts:
+        await a.provider.aclose()

@@ -25,6 +25,11 @@ CASES: list[tuple[str, dict[str, Any], list[str]]] = [
         ],
     ),
     (
+        "no model call allowed in flight",
+        {"harness": {"provider": "fake", "maxInFlight": 0}},
+        ["x-agen/harness.json: maxInFlight: must be ≥ 1 (got 0)"],
+    ),
+    (
         "unknown field in x-agen permissions",
         {"config": {"permissions": {"bogus": True}}},
         ["x-agen/config.json: permissions.bogus: unknown field"],

@@ -5,9 +5,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agen.bundle import Bundle, load_bundle_files
 from agen.errors import ConflictError, InvalidError, NotFoundError
 from agen.hub import queue
 from agen.hub.auth import Principal
@@ -35,6 +34,9 @@ from agen.wire.deployments import (
     TriggerDue,
 )
 from agen.wire.limits import BundleLimits
+
+if TYPE_CHECKING:
+    from agen.bundle import Bundle
 
 UNFINISHED = "('queued', 'leased', 'running', 'waiting')"
 
@@ -136,6 +138,10 @@ async def update_deployment(
 async def _apply(
     hub: Hub, p: Principal, req: CreateDeploymentRequest, *, must_exist: bool
 ) -> DeploymentResponse:
+    from agen.bundle import (
+        load_bundle_files,
+    )  # the loader (every x-agen/ model, YAML) loads with a bundle
+
     p.require_namespace(req.namespace)
     bundle = load_bundle_files(decode_files(req.files))
     warnings = [

@@ -126,6 +126,7 @@ async def _one(
             timeout_s=timeout_s,
             extras=harness.openrouter,
             router=harness.router,
+            max_in_flight=harness.max_in_flight,
         )
     else:
         from agen.runner.providers.openai import OpenAIProvider
@@ -136,7 +137,11 @@ async def _one(
             else None
         )
         provider = OpenAIProvider(
-            api_key=key_value, model=model or "", base_url=base_url, timeout_s=timeout_s
+            api_key=key_value,
+            model=model or "",
+            base_url=base_url,
+            timeout_s=timeout_s,
+            max_in_flight=harness.max_in_flight,
         )
     provider.default_model = model or provider.default_model
     key = key_name if kind in ("openai", "openrouter") else None

@@ -25,10 +25,14 @@ from agen.runner.providers.base import (
 )
 
 OPENAI_URL = "https://api.openai.com/v1"
-# Requests in flight per provider. More runs wait on a semaphore, not in httpcore's pool: its
+# Requests in flight per provider (x-agen/harness.json maxInFlight). More runs wait on a semaphore,
+# never in httpcore's pool, which has a connection for each request let through: the pool's
 # request-to-connection assignment is O(queued x connections) per event, which made 1,000 runs
 # waiting on one provider CPU-bound (~45 s for 1,000 half-second calls) and pool-timed-out the rest.
 MAX_IN_FLIGHT = 100
+# Idle connections kept open: httpcore scans them on every request (1,000 calls: 28 s with 100 kept
+# alive, 7.5 s with 20), so a larger maxInFlight opens more connections but keeps no more idle.
+KEEP_ALIVE = 20
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -57,6 +61,7 @@ class OpenAIProvider(ModelProvider):
         base_url: str | None = None,
         timeout_s: float = 120.0,
         extra_headers: dict[str, str] | None = None,
+        max_in_flight: int = MAX_IN_FLIGHT,
     ) -> None:
         self.base_url = (base_url or OPENAI_URL).rstrip("/")
         self.default_model = model
@@ -65,10 +70,15 @@ class OpenAIProvider(ModelProvider):
         headers = {"content-type": "application/json", **(extra_headers or {})}
         if api_key:
             headers["authorization"] = f"Bearer {api_key}"
-        # httpx's default pool (100 connections, 20 kept alive): more kept-alive connections make
-        # httpcore scan them on every request (1,000 calls: 28 s with 100 kept alive, 7.5 s with 20).
-        self._client = httpx.AsyncClient(base_url=self.base_url, headers=headers, timeout=timeout_s)
-        self._slots = asyncio.Semaphore(MAX_IN_FLIGHT)
+        self.max_in_flight = max_in_flight
+        limits = httpx.Limits(
+            max_connections=max_in_flight, max_keepalive_connections=min(KEEP_ALIVE, max_in_flight)
+        )
+        self._client = httpx.AsyncClient(
+            base_url=self.base_url, headers=headers, timeout=timeout_s, limits=limits
+        )
+        self._slots = asyncio.Semaphore(max_in_flight)
+        self.waiting = 0  # calls waiting for one of the max_in_flight slots
 
     async def aclose(self) -> None:
         await self._client.aclose()
@@ -96,9 +106,13 @@ class OpenAIProvider(ModelProvider):
         return await self.post(self.body(request))
 
     async def post(self, body: dict[str, Any]) -> ModelResponse:
+        self.waiting += 1
         try:
-            async with self._slots:
-                resp = await self._client.post("/chat/completions", json=body)
+            await self._slots.acquire()
+        finally:
+            self.waiting -= 1
+        try:
+            resp = await self._client.post("/chat/completions", json=body)
         except httpx.TimeoutException as e:
             raise ProviderError(
                 "retryable", f"{self.name}: the request to {self.base_url} timed out ({e})"
@@ -107,6 +121,8 @@ class OpenAIProvider(ModelProvider):
             raise ProviderError(
                 "retryable", f"{self.name}: cannot reach {self.base_url}: {e}"
             ) from e
+        finally:
+            self._slots.release()
         if resp.status_code >= 400:
             text = resp.text[:2000]
             raise ProviderError(

@@ -12,7 +12,7 @@ from typing import Any
 
 from agen.bundle.harness import Router
 from agen.runner.providers.base import ModelRequest, ModelResponse
-from agen.runner.providers.openai import OpenAIProvider
+from agen.runner.providers.openai import MAX_IN_FLIGHT, OpenAIProvider
 
 OPENROUTER_URL = "https://openrouter.ai/api/v1"
 TIERS = ("low", "medium", "high", "xhigh", "max")
@@ -59,6 +59,7 @@ class OpenRouterProvider(OpenAIProvider):
         timeout_s: float = 120.0,
         extras: dict[str, Any] | None = None,
         router: Router | None = None,
+        max_in_flight: int = MAX_IN_FLIGHT,
     ) -> None:
         super().__init__(
             api_key=api_key,
@@ -66,6 +67,7 @@ class OpenRouterProvider(OpenAIProvider):
             base_url=base_url or OPENROUTER_URL,
             timeout_s=timeout_s,
             extra_headers={"x-title": "agen"},
+            max_in_flight=max_in_flight,
         )
         self.direct = False
         self.extras = extras or {}
