@@ -84,6 +84,9 @@ class LeasedTask(Model):
     locks: dict[str, int] = Field(default_factory=dict)
     traceparent: str | None = None  # W3C, from the submitter: the run joins that trace
     started: bool = False  # leased straight into running (no separate mark_running)
+    depth: int = 0  # its place in a delegation tree (root = 0)
+    # Hub-signed, short-lived: the instance's bearer when it calls another agent over A2A (§10)
+    call_token: str | None = None
 
     @property
     def ref(self) -> LeaseRef:

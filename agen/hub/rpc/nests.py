@@ -13,6 +13,7 @@ from typing import Any
 from agen.errors import AgenError, ConflictError, DeniedError, NotFoundError
 from agen.hub import queue
 from agen.hub.auth import Principal
+from agen.hub.call_keys import with_call_tokens
 from agen.hub.fleet import enrol
 from agen.hub.fleet.definitions import get_definition_files
 from agen.hub.fleet.instances import register_nest as _register
@@ -141,6 +142,7 @@ def leased_task(row: dict[str, Any], *, started: bool) -> m.LeasedTask:
         locks=dict(locks) if isinstance(locks, dict) else {},
         started=started,
         traceparent=row.get("traceparent"),
+        depth=int(row.get("depth") or 0),
     )
 
 
@@ -162,7 +164,10 @@ async def lease_tasks(hub: Hub, p: Principal, req: m.LeaseTasksRequest) -> m.Lea
         )
 
     rows = await hub.store.write(fn)
-    return m.LeaseTasksResponse(tasks=[leased_task(r, started=True) for r in rows])
+    tasks = [leased_task(r, started=True) for r in rows]
+    if tasks:
+        await with_call_tokens(hub, tasks, req.instance_id)
+    return m.LeaseTasksResponse(tasks=tasks)
 
 
 async def mark_running(hub: Hub, p: Principal, req: m.MarkRunningRequest) -> Ok:
