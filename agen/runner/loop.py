@@ -465,7 +465,9 @@ class Runner:
                 if done is not None:
                     return done
                 continue
-            if any(st.tools[c.name].side_effect for c in calls if c.name in st.tools):
+            if any(
+                st.tools[c.name].side_effect_for(c.arguments) for c in calls if c.name in st.tools
+            ):
                 await st.flush(self.store)  # the assistant turn is durable before any effect starts
             results = await execute_calls(env, st, calls)
             _refuse_finish_beside_joined(results)
