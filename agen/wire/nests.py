@@ -93,6 +93,17 @@ class LeasedTask(Model):
         return LeaseRef.model_construct(task_id=self.id, lease_id=self.lease_id)
 
 
+class TokenKey(Model):
+    """A public key call tokens verify against (seed 000 §10)."""
+
+    algorithm: Literal["Ed25519"] = "Ed25519"
+    public_key: str = Field(description="the raw 32-byte public key, base64")
+
+
+class GetTokenKeysResponse(Model):
+    keys: list[TokenKey]
+
+
 class RegisterNestRequest(Model):
     """Enrol (or re-enrol, by name) a Nest; a re-enrolled Nest's old instances and leases end."""
 

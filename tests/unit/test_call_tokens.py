@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from agen.calltokens import CallIdentity, mint_call_token, verify_call_token
+from agen.calltokens import CallIdentity, mint_call_token, public_key_from_raw, verify_call_token
 from agen.client import Client
 from agen.errors import UnauthenticatedError
 from agen.hub import call_keys
@@ -120,4 +120,20 @@ async def test_a_leased_task_carries_a_call_token_for_its_instance_and_depth(
     who = verify_call_token(leased.call_token, key.public, NOW + 1)
     assert (who.namespace, who.deployment, who.instance, who.depth) == ("default", "d", "inst-7", 2)
     assert who.expires_ms == NOW + 3_600_000
+    await store.close()
+
+
+async def test_a_nest_fetches_the_hub_public_key_and_verifies_a_call_token_with_it(
+    tmp_path: Path,
+) -> None:
+    store = await open_store(tmp_path)
+    hub = Hub(store, clock=lambda: NOW)
+    port = ClientHubPort(Client.in_process(hub, LOCAL_NEST))
+    [raw] = await port.token_keys()
+    key = await ensure_call_key(store)
+    token = call_keys.agent_token(
+        key, namespace="default", deployment="d", instance="i", depth=1, now_ms=NOW
+    )
+    who = verify_call_token(token, public_key_from_raw(base64.b64decode(raw)), NOW + 1)
+    assert (who.deployment, who.depth) == ("d", 1)
     await store.close()
