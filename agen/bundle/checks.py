@@ -119,6 +119,16 @@ def check_delegates(config: Config) -> list[str]:
                     f"{d.url!r} is not an http(s) URL of an A2A agent",
                 )
             )
+        for name, value in (("namespace", d.namespace), ("overrides", d.overrides)):
+            if d.url is not None and value is not None:
+                out.append(
+                    problem(
+                        CONFIG,
+                        f"delegates[{i}].{name}",
+                        f"a delegate with a url is an A2A agent reached at that url; {name} "
+                        "applies only to a deployment of this Hub: remove it",
+                    )
+                )
         if d.via == "a2a" and d.url is None:
             out.append(
                 problem(

@@ -156,6 +156,18 @@ def test_a_delegate_url_must_be_an_http_url() -> None:
     )
 
 
+@pytest.mark.parametrize(("field", "value"), [("namespace", "other"), ("overrides", True)])
+def test_a_url_delegate_refuses_fields_that_only_name_a_deployment(field: str, value: Any) -> None:
+    entry = {"name": "r", "url": "http://127.0.0.1:9/a2a", field: value}
+    with pytest.raises(BundleError) as e:
+        load_bundle_files(bundle_files(config={"delegates": [entry]}))
+    assert [
+        p
+        for p in e.value.problems
+        if p.startswith(f"x-agen/config.json: delegates[0].{field}: a delegate with a url")
+    ]
+
+
 def test_an_a2a_delegate_with_a_url_is_accepted_with_or_without_via() -> None:
     for entry in (
         {"url": "http://127.0.0.1:9/a2a"},
