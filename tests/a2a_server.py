@@ -3,7 +3,9 @@ loopback port in a thread: what call_agent's A2A path talks to in tests.
 
 What it answers depends on the message text: ``fail`` ends the task failed, ``hang`` keeps it
 working until it is cancelled, anything else completes with ``remote says: <text>``. It records
-every request's text, metadata and Authorization header, and every cancelled task id.
+every request's text, metadata and Authorization header, and every cancelled task id. Under
+``/broken`` it serves a card without any interface, under ``/failing`` a 502 instead of a card,
+under ``/gone`` a card whose JSON-RPC endpoint answers 404.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentInterface, Agen
 from google.protobuf.json_format import MessageToDict
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 
@@ -98,7 +103,23 @@ def _app(seen: Seen, base: str) -> Starlette:
     handler = DefaultRequestHandler(
         agent_executor=Remote(seen), task_store=InMemoryTaskStore(), agent_card=card
     )
-    routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/rpc")]
+
+    async def broken_card(request: Request) -> Response:  # a card no A2A client can use
+        return JSONResponse({"name": "broken", "skills": []})
+
+    async def failing_card(request: Request) -> Response:
+        return PlainTextResponse("upstream exploded", status_code=502)
+
+    gone = AgentCard()
+    gone.CopyFrom(card)
+    gone.supported_interfaces[0].url = f"{base}/gone"  # its JSON-RPC endpoint answers 404
+    routes = [
+        *create_agent_card_routes(card),
+        *create_agent_card_routes(gone, card_url="/gone/.well-known/agent-card.json"),
+        *create_jsonrpc_routes(handler, "/rpc"),
+        Route("/broken/.well-known/agent-card.json", broken_card),
+        Route("/failing/.well-known/agent-card.json", failing_card),
+    ]
     return Starlette(routes=routes, middleware=[Middleware(_RecordAuth, seen=seen)])
 
 

@@ -116,12 +116,20 @@ def _closed_port() -> int:
     [
         ("unreachable", "could not read the agent card at http://127.0.0.1:"),
         ("no card", "(HTTP 404)"),
+        ("failing", "(HTTP 502)"),
+        ("broken", "is not usable: no compatible transports found"),
+        ("gone", "failed: HTTP Error 404"),
     ],
 )
-async def test_an_unreachable_agent_or_a_missing_card_is_a_clear_tool_error(
+async def test_an_unreachable_agent_or_a_missing_failing_or_bad_card_is_a_clear_tool_error(
     stack: Stack, remote: tuple[str, Seen], where: str, expected: str
 ) -> None:
-    url = f"http://127.0.0.1:{_closed_port()}" if where == "unreachable" else f"{remote[0]}/nope"
+    paths = {"no card": "/nope", "failing": "/failing", "broken": "/broken", "gone": "/gone"}
+    url = (
+        f"http://127.0.0.1:{_closed_port()}"
+        if where == "unreachable"
+        else f"{remote[0]}{paths[where]}"
+    )
     await stack.deploy(
         "boss",
         [call("call_agent", agent="remote", input="hi"), finish("coped")],
