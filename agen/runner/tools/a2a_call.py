@@ -126,12 +126,14 @@ async def call_a2a(
         try:
             client = await factory.create_from_url(url)
         except AgentCardResolutionError as e:
-            status = f" (HTTP {e.status_code})" if e.status_code else ""
-            raise A2AFailure(f"could not read the agent card at {card_url}{status}: {e}") from None
+            why = f"HTTP {e.status_code}" if e.status_code else _line(e)
+            raise A2AFailure(
+                f"could not read the agent card at {card_url} ({why}); check the delegate's url"
+            ) from None
         except (A2AError, httpx.HTTPError) as e:
-            raise A2AFailure(f"could not reach {card_url}: {e}") from None
+            raise A2AFailure(f"could not reach {card_url}: {_line(e)}") from None
         except (ValueError, TypeError) as e:
-            raise A2AFailure(f"the agent card at {card_url} is not usable: {e}") from None
+            raise A2AFailure(f"the agent card at {card_url} is not usable: {_line(e)}") from None
         meta = Struct()
         meta.update(metadata)
         request = SendMessageRequest(
@@ -184,11 +186,17 @@ async def call_a2a(
                 await asyncio.shield(_cancel_remote(client, CancelTaskRequest(id=task_id)))
             raise
         except A2AClientError as e:
-            raise A2AFailure(f"the call to {url} failed: {e}") from None
+            raise A2AFailure(f"the call to {url} failed: {_line(e)}") from None
         except A2AError as e:
-            raise A2AFailure(f"{url} refused the call: {type(e).__name__}: {e}") from None
+            raise A2AFailure(f"{url} refused the call: {type(e).__name__}: {_line(e)}") from None
         finally:
             await client.close()
+
+
+def _line(e: BaseException) -> str:
+    """An error's first line (the SDK appends httpx's multi-line hints), without a final period."""
+    text = str(e).strip().splitlines()
+    return (text[0] if text else type(e).__name__).rstrip(".")
 
 
 async def _first_event(client: Any, request: Any) -> Any:
