@@ -17,12 +17,15 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass
-from typing import Any
-
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from typing import TYPE_CHECKING, Any
 
 from agen.errors import UnauthenticatedError
+
+if TYPE_CHECKING:  # imported when used: a one-shot command that mints nothing does not load it
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+        Ed25519PrivateKey,
+        Ed25519PublicKey,
+    )
 
 PREFIX = "agen-ct1"
 MAX_TOKEN_CHARS = 4096  # a token is a few hundred characters; refuse anything absurd unparsed
@@ -76,6 +79,8 @@ def _refuse(why: str) -> UnauthenticatedError:
 def verify_call_token(token: str, public_key: Ed25519PublicKey, now_ms: int) -> CallIdentity:
     """The identity ``token`` carries, once its signature verifies under ``public_key`` and it has
     not expired at ``now_ms``; otherwise UnauthenticatedError saying which check failed."""
+    from cryptography.exceptions import InvalidSignature
+
     if len(token) > MAX_TOKEN_CHARS:
         raise _refuse(f"longer than {MAX_TOKEN_CHARS} characters")
     parts = token.split(".")
@@ -109,4 +114,6 @@ def verify_call_token(token: str, public_key: Ed25519PublicKey, now_ms: int) -> 
 
 
 def public_key_from_raw(raw: bytes) -> Ed25519PublicKey:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     return Ed25519PublicKey.from_public_bytes(raw)

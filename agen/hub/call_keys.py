@@ -10,16 +10,21 @@ from __future__ import annotations
 
 import base64
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
-
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from typing import TYPE_CHECKING
 
 from agen.calltokens import CallIdentity, mint_call_token
 from agen.hub.sealing import kek_from_env, seal, unseal
 from agen.hub.service import Hub
 from agen.store import Store, Tx
 from agen.wire.nests import LeasedTask
+
+if TYPE_CHECKING:  # imported when first used (the first lease), not when the Hub starts
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+        Ed25519PrivateKey,
+        Ed25519PublicKey,
+    )
 
 CALL_KEY, CALL_KEY_PUBLIC = "call_token_key", "call_token_key_public"
 AGENT_TOKEN_TTL_MS = 60 * 60_000  # seed 000 §10: an agent's token lives 1 h
@@ -32,6 +37,8 @@ class CallKey:
 
     @property
     def public_raw_b64(self) -> str:
+        from cryptography.hazmat.primitives import serialization
+
         raw = self.public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
         return base64.b64encode(raw).decode()
 
@@ -40,6 +47,8 @@ _cache: weakref.WeakKeyDictionary[Store, CallKey] = weakref.WeakKeyDictionary()
 
 
 def _pem(key: Ed25519PrivateKey) -> str:
+    from cryptography.hazmat.primitives import serialization
+
     return key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     ).decode()
@@ -50,15 +59,32 @@ async def ensure_call_key(store: Store) -> CallKey:
     cached = _cache.get(store)
     if cached is not None:
         return cached
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     kek = kek_from_env()
-    fresh = Ed25519PrivateKey.generate()
+    stored = await store.scalar("SELECT value FROM hub_keys WHERE name = ?", (CALL_KEY,))
+    if stored is None:  # the first Hub on this store: make one (a racing Hub's insert wins)
+        stored = await store.write(_insert_key(Ed25519PrivateKey.generate(), kek))
+    private = serialization.load_pem_private_key(
+        unseal(CALL_KEY, str(stored), kek).encode(), password=None
+    )
+    assert isinstance(private, Ed25519PrivateKey)
+    key = CallKey(private, private.public_key())
+    _cache[store] = key
+    return key
+
+
+def _insert_key(fresh: Ed25519PrivateKey, kek: bytes | None) -> Callable[[Tx], str]:
+    from cryptography.hazmat.primitives import serialization
+
     public_pem = (
         fresh.public_key()
         .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
         .decode()
     )
 
-    def fn(tx: Tx) -> tuple[str, str]:
+    def fn(tx: Tx) -> str:
         for name, value in (
             (CALL_KEY, seal(CALL_KEY, _pem(fresh), kek)),
             (CALL_KEY_PUBLIC, public_pem),
@@ -68,17 +94,9 @@ async def ensure_call_key(store: Store) -> CallKey:
                 " ON CONFLICT (name) DO NOTHING",
                 (name, value, tx.now_ms),
             )
-        key = tx.scalar("SELECT value FROM hub_keys WHERE name = ?", (CALL_KEY,))
-        return str(key), public_pem
+        return str(tx.scalar("SELECT value FROM hub_keys WHERE name = ?", (CALL_KEY,)))
 
-    stored, _ = await store.write(fn)
-    private = serialization.load_pem_private_key(
-        unseal(CALL_KEY, stored, kek).encode(), password=None
-    )
-    assert isinstance(private, Ed25519PrivateKey)
-    key = CallKey(private, private.public_key())
-    _cache[store] = key
-    return key
+    return fn
 
 
 def agent_token(
