@@ -81,7 +81,7 @@ def _answer(task: Any) -> A2AAnswer:
     state = _state_name(task.status.state)
     text = _task_text(task)
     if state == "completed":
-        return A2AAnswer(text, state, task.id, False)
+        return A2AAnswer(text or "(the agent completed with no text)", state, task.id, False)
     head = f"[{state}] " if state != "input_required" else "[needs_input] "
     return A2AAnswer(
         head + (text or f"the remote task ended {state}"), state, task.id, state in ERROR_STATES
