@@ -19,8 +19,6 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
 POLL_FIRST_S = 0.05
 POLL_MAX_S = 2.0
 CANCEL_GRACE_S = 5.0  # how long a cancelled run spends telling the remote agent to stop
@@ -102,6 +100,7 @@ async def call_a2a(
     ``message_id`` is ``<run>.<step>.<call>``, so an agent that dedupes message ids (an agen
     Gateway) treats a repeat as the same task. Cancelling the awaiting task cancels the remote one.
     """
+    import httpx  # here, not at import: a one-shot run that makes no A2A call loads no HTTP stack
     from a2a.client import A2AClientError, ClientConfig, ClientFactory
     from a2a.client.errors import AgentCardResolutionError
     from a2a.types.a2a_pb2 import (
