@@ -27,6 +27,7 @@ import uvicorn
 
 from agen._home import agen_home, make_private_dir
 from agen._logrepeat import log_to_stderr_once_per_repeat
+from agen.bundle._base import HUB_URL_ENV
 from agen.errors import AgenError, ConflictError, InvalidError, UnavailableError
 from agen.local import LocalConfig, read_local, write_local
 
@@ -279,6 +280,7 @@ async def serve(opts: UpOptions) -> None:
     scheme = "https" if opts.tls else "http"
     url = f"{scheme}://{host if ':' not in host else f'[{host}]'}:{port}"
     hub.url = url
+    os.environ[HUB_URL_ENV] = url  # ${AGEN_HUB_URL} in a bundle's mcp.json (fleet-steward's /mcp)
     ssl_files: dict[str, Any] = {}
     if opts.tls:
         from agen.hub.tls import prepare

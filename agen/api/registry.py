@@ -597,6 +597,14 @@ WaitForWork = _rpc(
     f"{N}:wait_for_work",
     "Long-poll until tasks may have become leasable since a work generation.",
 )
+GetTokenKeys = _rpc(
+    "GetTokenKeys",
+    Empty,
+    ns.GetTokenKeysResponse,
+    "nest",
+    f"{N}:get_token_keys",
+    "The Hub's public keys that agents' call tokens verify against (a Gateway checks callers offline).",
+)
 CreateJoinToken = _rpc(
     "CreateJoinToken",
     ns.CreateJoinTokenRequest,
@@ -708,6 +716,7 @@ NEST_RPCS = (
     SuspendTask,
     ReportProgress,
     WaitForWork,
+    GetTokenKeys,
     SubmitChildTask,
     WaitChildTask,
     CheckTurn,

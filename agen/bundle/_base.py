@@ -150,6 +150,36 @@ HttpUrl = Annotated[
 ]
 """A URL agen fetches with httpx: only http and https, with a host."""
 
+HUB_URL_ENV = "AGEN_HUB_URL"
+HUB_URL_REF = "${AGEN_HUB_URL}"
+"""Where an MCP server URL names the Hub that runs the agent: agen fills in the Hub's actual URL
+(``AGEN_HUB_URL``, set by ``agen up`` and ``agen nest run``) when it connects."""
+
+
+def _check_mcp_url(value: str) -> str:
+    if value.startswith(HUB_URL_REF):
+        rest = value[len(HUB_URL_REF) :]
+        if rest and not rest.startswith("/"):
+            raise ValueError(
+                f'{HUB_URL_REF} must be followed by a path such as /mcp (got "{value}")'
+            )
+        return value
+    return _check_http_url(value)
+
+
+McpUrl = Annotated[
+    str,
+    AfterValidator(_check_mcp_url),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": "^(https?://|\\$\\{AGEN_HUB_URL\\})",
+            "description": "an http:// or https:// URL, or ${AGEN_HUB_URL}/<path> for the Hub running the agent",
+        }
+    ),
+]
+"""An MCP server URL: an http(s) URL, or one on the Hub that runs the agent (``${AGEN_HUB_URL}/mcp``)."""
+
 
 def tagged(field: str, tags: tuple[str, ...]) -> Discriminator:
     """A union discriminator on ``field``; tags get a "~" prefix so error paths can drop them."""

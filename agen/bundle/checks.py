@@ -106,6 +106,42 @@ def check_config_secrets(config: Config, secrets: Secrets) -> list[str]:
     return out
 
 
+def check_delegates(config: Config) -> list[str]:
+    """A delegate with a ``url`` is an A2A agent (http or https); ``via: "a2a"`` without one would
+    reach an agen deployment through its Gateway, whose address the engine cannot resolve yet."""
+    out: list[str] = []
+    for i, d in enumerate(config.delegates):
+        if d.url is not None and not re.match(r"https?://[^/\s]+", d.url):
+            out.append(
+                problem(
+                    CONFIG,
+                    f"delegates[{i}].url",
+                    f"{d.url!r} is not an http(s) URL of an A2A agent",
+                )
+            )
+        for name, value in (("namespace", d.namespace), ("overrides", d.overrides)):
+            if d.url is not None and value is not None:
+                out.append(
+                    problem(
+                        CONFIG,
+                        f"delegates[{i}].{name}",
+                        f"a delegate with a url is an A2A agent reached at that url; {name} "
+                        "applies only to a deployment of this Hub: remove it",
+                    )
+                )
+        if d.via == "a2a" and d.url is None:
+            out.append(
+                problem(
+                    CONFIG,
+                    f"delegates[{i}].via",
+                    'not supported yet: via "a2a" without a url (reaching an agen deployment '
+                    "through its Gateway); give the agent's A2A url, or remove via to delegate "
+                    "through a child task",
+                )
+            )
+    return out
+
+
 def check_preload_skills(front: AgentFrontMatter, skills: Mapping[str, object]) -> list[str]:
     have = ", ".join(sorted(skills)) or "none"
     return [

@@ -208,19 +208,26 @@ class Delegate(AgenModel):
     limits.inlineWait the run suspends, holding no slot, until the child ends), start_agent (a
     joined child by default: its result arrives as a message and finish waits for it; detach: true
     replies later into this conversation), query_agent and signal_agent (descendants only). A
-    delegate that is not deployed is a warning at deploy and a tool error at run time. ``url`` and
-    ``via: "a2a"`` (synchronous A2A) are refused as not supported yet."""
+    delegate that is not deployed is a warning at deploy and a tool error at run time. A delegate
+    with a ``url`` is an A2A agent (agen or not): call_agent sends it one message over A2A and
+    waits for the answer in place (docs/a2a.md "Calling A2A agents"); ``via: "a2a"`` without a
+    url is refused as not supported yet."""
 
     name: str = Field(min_length=1, description="the deployment's name")
     namespace: str | None = Field(
         default=None, description="its namespace (default: the caller's; delegation stays in it)"
     )
-    url: str | None = Field(default=None, description="not supported yet: refused when set")
+    url: str | None = Field(
+        default=None,
+        description="an A2A agent's base URL (its card is at <url>/.well-known/agent-card.json): "
+        "call_agent calls it synchronously over A2A",
+    )
     description: str | None = Field(
         default=None, description="what it is good for: shown to the model in the tool description"
     )
     via: Literal["a2a"] | None = Field(
-        default=None, description="not supported yet: refused when set"
+        default=None,
+        description='"a2a": call over A2A; needs url (without one: not supported yet)',
     )
     overrides: bool | None = Field(
         default=None, description="true: start_agent may set task overrides on this delegate"

@@ -170,6 +170,8 @@ def load_bundle_files(files: Mapping[str, bytes], root: str | None = None) -> Bu
         if config is not None:
             r.problems += checks.check_config_secrets(config, secrets)
         warnings += checks.warnings_for(harness, config, secrets)
+    if config is not None:
+        r.problems += checks.check_delegates(config)
     if config is not None and mcp is not None:
         warnings += checks.permission_warnings(config, mcp)
     if harness is not None and harness.fake is not None and isinstance(harness.fake.script, str):

@@ -12,11 +12,7 @@ from typing import Any
 from agen.bundle.problems import problem, show
 
 REFUSED: dict[str, tuple[str, ...]] = {
-    "x-agen/config.json": (
-        "delegates[].url",
-        "delegates[].via",
-        "rollover",
-    ),
+    "x-agen/config.json": ("rollover",),
 }
 """Fields (JSON paths, ``[]`` for every item of a list) refused whenever they are set."""
 

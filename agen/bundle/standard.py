@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, Tag, WithJsonSchema
 
-from agen.bundle._base import HttpUrl, StandardModel, shaped
+from agen.bundle._base import McpUrl, StandardModel, shaped
 
 _BUNDLE_NAME = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 _SERVER_NAME = re.compile(r"^[a-z0-9_-]+$")
@@ -85,7 +85,9 @@ class HttpServer(StandardModel):
     type: Literal["http", "streamable-http"] = Field(
         description="http or streamable-http: an MCP server reached over HTTP"
     )
-    url: HttpUrl
+    url: McpUrl = Field(
+        description="the server's URL; ${AGEN_HUB_URL}/mcp is the Hub running the agent (its tools)"
+    )
     headers: dict[str, str] = Field(
         {},
         description='request headers, e.g. {"Authorization": "Bearer ${TOKEN}"} (${NAME}: a declared secret)',

@@ -15,6 +15,7 @@ from typing import Any
 from agen.api import registry as r
 from agen.client import Client, InProcessTransport
 from agen.wire import nests as m
+from agen.wire.common import Empty
 
 
 class ClientHubPort:
@@ -98,6 +99,10 @@ class ClientHubPort:
             r.WaitForWork, m.WaitForWorkRequest(seen=seen, wait_seconds=timeout_s)
         )
         return resp.generation
+
+    async def token_keys(self) -> list[str]:
+        resp = await self.client.call(r.GetTokenKeys, Empty())
+        return [k.public_key for k in resp.keys]
 
     def on_cancel(self, listener: Callable[[str], None]) -> None:
         transport = self.client.transport

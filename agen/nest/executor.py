@@ -73,6 +73,8 @@ def run_request(task: LeasedTask) -> Any:
         requested_by=task.submitted_by,
         locks=task.locks,
         traceparent=task.traceparent,
+        depth=task.depth,
+        call_token=task.call_token,
     )
 
 

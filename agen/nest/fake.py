@@ -48,6 +48,7 @@ class FakeHubPort:
         self.reports: list[list[InstanceReport]] = []
         self.calls: list[Call] = []
         self.unreachable = False
+        self.call_token_keys: list[str] = []  # what token_keys() answers (set by a test)
         self.generation = 0
         self._work = asyncio.Event()
         self._cancel_listeners: list[Callable[[str], None]] = []
@@ -213,6 +214,9 @@ class FakeHubPort:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._work.wait(), timeout=timeout_s)
         return self.generation
+
+    async def token_keys(self) -> list[str]:
+        return list(self.call_token_keys)
 
     def on_cancel(self, listener: Callable[[str], None]) -> None:
         self._cancel_listeners.append(listener)

@@ -48,5 +48,8 @@ class HubPort(Protocol):
     async def wait_for_work(self, seen: int, timeout_s: float) -> int:
         """Return early when tasks may have become leasable since generation ``seen``; the new generation."""
 
+    async def token_keys(self) -> list[str]:
+        """The Hub's call-token public keys (raw Ed25519, base64): a Gateway verifies callers with them."""
+
     def on_cancel(self, listener: Callable[[str], None]) -> None:
         """Called with a task id when the Hub cancels a task (a hint; lease loss is the rule)."""

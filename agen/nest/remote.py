@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import signal
 import sys
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agen._home import agen_home, make_private_dir, write_private
+from agen.bundle._base import HUB_URL_ENV
 from agen.errors import InvalidError, UnauthenticatedError
 
 if TYPE_CHECKING:
@@ -159,6 +161,7 @@ async def run_nest(opts: NestOptions) -> None:
     from agen.store import open_store
 
     cred = read_credential(opts.folder, opts.hubs)
+    os.environ[HUB_URL_ENV] = opts.hub  # ${AGEN_HUB_URL} in a bundle's mcp.json: the first Hub
     store = await open_store(opts.store)
     try:
         if cred is None:

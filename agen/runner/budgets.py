@@ -57,6 +57,10 @@ class Budget:
     usd_known: bool = False
     now_ms: Callable[[], int] = field(default=_wall_ms)
 
+    def time_left_s(self) -> float:
+        """Seconds until maxRunDuration: the longest a tool call (an A2A delegation) may wait."""
+        return max(0.0, (self.started_ms + self.limits.max_run_duration_ms - self.now_ms()) / 1000)
+
     def add(self, usage: ModelUsage) -> None:
         cached = min(usage.cached_tokens, usage.input_tokens)
         self.tokens += (

@@ -185,7 +185,7 @@ async def _guarded(
                 attrs={"agen.permission": "denied"},
             )
     key = None
-    if tool.side_effect:
+    if tool.side_effect_for(call.arguments):
         key = effect_key(st.run_id, st.turn, index, tool.name, call.arguments, tool.idempotent)
         await env.store.write(start_effect(st.run_id, st.epoch, key, tool.name, call.id))
     result = await invoke(tool, call, st, index, span_id)

@@ -143,6 +143,8 @@ class Runner:
         await self.start()
         assert self.accounts is not None
         model = self.accounts[0].models[0]
+        if req.call_token and any(d.url for d in self.bundle.config.delegates):
+            self.redactor.add(req.call_token)  # the A2A bearer: never in a transcript or span
         masked = self.redactor.redact(
             req.input
         )  # a secret typed into the input is masked before it is stored
@@ -465,7 +467,9 @@ class Runner:
                 if done is not None:
                     return done
                 continue
-            if any(st.tools[c.name].side_effect for c in calls if c.name in st.tools):
+            if any(
+                st.tools[c.name].side_effect_for(c.arguments) for c in calls if c.name in st.tools
+            ):
                 await st.flush(self.store)  # the assistant turn is durable before any effect starts
             results = await execute_calls(env, st, calls)
             _refuse_finish_beside_joined(results)

@@ -94,7 +94,7 @@ def _not_started(
 ) -> bool:
     """No effect of this call was recorded: it never began, so running it now runs it once."""
     tool = tools.get(c["name"])
-    if tool is None or not tool.side_effect:
+    if tool is None or not tool.side_effect_for(dict(c.get("arguments") or {})):
         return True
     return (
         effect_key(run_id, turn, index, tool.name, dict(c.get("arguments") or {}), tool.idempotent)
@@ -127,7 +127,7 @@ def plan_repair(
                 continue
             call = ToolCallOut(id=c["id"], name=c["name"], arguments=dict(c.get("arguments") or {}))
             tool = tools.get(call.name)
-            if tool is None or not tool.side_effect:
+            if tool is None or not tool.side_effect_for(call.arguments):
                 if tool is not None and (tool.name == FINISH or tool.read_only or tool.resumable):
                     rep.rerun.append((index, call))
                 else:

@@ -118,16 +118,6 @@ def test_the_refused_list_names_fields_the_schemas_have() -> None:
 @pytest.mark.parametrize(
     ("config", "where", "field"),
     [
-        (
-            {"delegates": [{"name": "researcher", "via": "a2a"}]},
-            "delegates[0].via",
-            "delegates[].via",
-        ),
-        (
-            {"delegates": [{"name": "researcher", "url": "http://127.0.0.1:9/a2a"}]},
-            "delegates[0].url",
-            "delegates[].url",
-        ),
         ({"rollover": {"prompt": "Summarise."}}, "rollover", "rollover"),
     ],
 )
@@ -143,6 +133,48 @@ def test_a_field_agen_does_not_do_yet_is_refused_naming_file_and_field(
         for p in e.value.problems
         if p.startswith(f"x-agen/config.json: {where}: not supported yet: {field}")
     ]
+
+
+def test_via_a2a_without_a_url_is_refused_as_not_supported_yet() -> None:
+    with pytest.raises(BundleError) as e:
+        load_bundle_files(bundle_files(config={"delegates": [{"name": "r", "via": "a2a"}]}))
+    assert [
+        p
+        for p in e.value.problems
+        if p.startswith(
+            'x-agen/config.json: delegates[0].via: not supported yet: via "a2a" without a url'
+        )
+    ]
+
+
+def test_a_delegate_url_must_be_an_http_url() -> None:
+    with pytest.raises(BundleError) as e:
+        load_bundle_files(bundle_files(config={"delegates": [{"name": "r", "url": "ftp://x/a2a"}]}))
+    assert (
+        "x-agen/config.json: delegates[0].url: 'ftp://x/a2a' is not an http(s) URL of an A2A agent"
+        in e.value.problems
+    )
+
+
+@pytest.mark.parametrize(("field", "value"), [("namespace", "other"), ("overrides", True)])
+def test_a_url_delegate_refuses_fields_that_only_name_a_deployment(field: str, value: Any) -> None:
+    entry = {"name": "r", "url": "http://127.0.0.1:9/a2a", field: value}
+    with pytest.raises(BundleError) as e:
+        load_bundle_files(bundle_files(config={"delegates": [entry]}))
+    assert [
+        p
+        for p in e.value.problems
+        if p.startswith(f"x-agen/config.json: delegates[0].{field}: a delegate with a url")
+    ]
+
+
+def test_an_a2a_delegate_with_a_url_is_accepted_with_or_without_via() -> None:
+    for entry in (
+        {"url": "http://127.0.0.1:9/a2a"},
+        {"url": "https://agents.example/x", "via": "a2a"},
+    ):
+        bundle = load_bundle_files(bundle_files(config={"delegates": [{"name": "r", **entry}]}))
+        assert bundle.config.delegates[0].url == entry["url"]
 
 
 def test_delegates_and_delegation_limits_are_accepted() -> None:

@@ -108,8 +108,8 @@ async def _delegate_warnings(hub: Hub, namespace: str, bundle: Bundle) -> list[s
     out = []
     for i, d in enumerate(bundle.config.delegates):
         ns = d.namespace or namespace
-        if d.name == bundle.name and ns == namespace:
-            continue
+        if d.url is not None or (d.name == bundle.name and ns == namespace):
+            continue  # an A2A agent at a url is not a deployment of this Hub
         if (
             await hub.store.scalar(
                 "SELECT 1 FROM deployments WHERE namespace = ? AND name = ?", (ns, d.name)

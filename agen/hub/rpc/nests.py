@@ -13,6 +13,7 @@ from typing import Any
 from agen.errors import AgenError, ConflictError, DeniedError, NotFoundError
 from agen.hub import queue
 from agen.hub.auth import Principal
+from agen.hub.call_keys import ensure_call_key, with_call_tokens
 from agen.hub.fleet import enrol
 from agen.hub.fleet.definitions import get_definition_files
 from agen.hub.fleet.instances import register_nest as _register
@@ -22,7 +23,7 @@ from agen.hub.queue.gate import complete_from_nest, lease_for_nest
 from agen.hub.service import Hub
 from agen.store import Tx, loads
 from agen.wire import nests as m
-from agen.wire.common import Ok
+from agen.wire.common import Empty, Ok
 
 OK = Ok()
 
@@ -141,6 +142,7 @@ def leased_task(row: dict[str, Any], *, started: bool) -> m.LeasedTask:
         locks=dict(locks) if isinstance(locks, dict) else {},
         started=started,
         traceparent=row.get("traceparent"),
+        depth=int(row.get("depth") or 0),
     )
 
 
@@ -162,7 +164,14 @@ async def lease_tasks(hub: Hub, p: Principal, req: m.LeaseTasksRequest) -> m.Lea
         )
 
     rows = await hub.store.write_leasing(fn)  # beside other Hubs' leases on Postgres
-    return m.LeaseTasksResponse(tasks=[leased_task(r, started=True) for r in rows])
+    tasks = [leased_task(r, started=True) for r in rows]
+    await with_call_tokens(hub, req.deployment_id, tasks, req.instance_id)
+    return m.LeaseTasksResponse(tasks=tasks)
+
+
+async def get_token_keys(hub: Hub, p: Principal, req: Empty) -> m.GetTokenKeysResponse:
+    key = await ensure_call_key(hub.store)
+    return m.GetTokenKeysResponse(keys=[m.TokenKey(public_key=key.public_raw_b64)])
 
 
 async def mark_running(hub: Hub, p: Principal, req: m.MarkRunningRequest) -> Ok:

@@ -53,6 +53,10 @@ class ToolContext:
     call_id: str = ""
     call_index: int = 0  # the call's place in its turn: <run>.<turn>.<call> keys (call_agent)
     cancel: asyncio.Event | None = None
+    depth: int = 0  # the run's place in a delegation tree (root = 0)
+    call_token: str | None = None  # the bearer for A2A calls to other agents (seed 000 §10)
+    parent_run_id: str | None = None
+    time_left_s: float | None = None  # until the run's maxRunDuration: how long a call may wait
 
     def meta(self) -> dict[str, Any]:
         """The ``_meta`` keys every MCP call carries (seed 000 §7)."""
@@ -90,6 +94,11 @@ class Tool(abc.ABC):
     # Safe to run again when a run resumes with this call unanswered: keyed through the Hub, so a
     # second run finds what the first started (call_agent, start_agent) instead of repeating it.
     resumable: bool = False
+
+    def side_effect_for(self, args: dict[str, Any]) -> bool:
+        """Whether this call goes through the effect ledger: ``side_effect`` unless the tool
+        decides per call (call_agent: an A2A delegate is a side effect, a child task is not)."""
+        return self.side_effect
 
     @property
     def wire_name(self) -> str:

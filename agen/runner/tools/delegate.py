@@ -15,9 +15,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from agen.bundle.config import Delegate
+from agen.bundle.config import DEFAULT_MAX_DELEGATION_DEPTH, Delegate
 from agen.errors import AgenError
 from agen.runner.delegation import ChildSpec, ChildState, DelegationPort, outcome_text
+from agen.runner.tools.a2a_call import A2AFailure, call_a2a
 from agen.runner.tools.base import Tool, ToolContext, ToolError, ToolResult
 
 WAIT_STEP_S = 60.0  # the Hub answers a wait at least this often (WaitChildTask's cap)
@@ -114,12 +115,27 @@ class CallAgentTool(_DelegateTool):
     resumable = True
 
     def __init__(
-        self, port: DelegationPort | None, delegates: Sequence[Delegate], inline_wait_ms: int
+        self,
+        port: DelegationPort | None,
+        delegates: Sequence[Delegate],
+        inline_wait_ms: int,
+        max_depth: int = DEFAULT_MAX_DELEGATION_DEPTH,
     ) -> None:
         super().__init__(port, delegates)
         self.inline_wait_s = inline_wait_ms / 1000
+        self.max_depth = max_depth
+
+    def side_effect_for(self, args: dict[str, Any]) -> bool:
+        """A call over A2A reaches outside the platform: it goes through the effect ledger, so a
+        crash mid-call reports effect_unknown instead of sending it twice. A child task is keyed
+        by the Hub instead (``resumable``)."""
+        d = self.delegates.get(str(args.get("agent") or ""))
+        return d is not None and d.url is not None
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        d = self._delegate(args)
+        if d.url is not None:
+            return await call_over_a2a(d, d.url, args, ctx, self.max_depth)
         port, task_id = self._need(ctx)
         child = await self._submit(port, self._spec(args, ctx, call_key("call", ctx)))
         deadline = time.monotonic() + self.inline_wait_s
@@ -139,6 +155,53 @@ class CallAgentTool(_DelegateTool):
         return ToolResult(
             outcome_text(child), is_error=child.state != "succeeded", data={"task_id": child.id}
         )
+
+
+A2A_MAX_WAIT_S = 75 * 60.0  # seed 000 §6: a Gateway lets a call wait 10 min and run 1 h
+
+
+async def call_over_a2a(
+    d: Delegate, url: str, args: dict[str, Any], ctx: ToolContext, max_depth: int
+) -> ToolResult:
+    """call_agent to a delegate with a fixed ``url``: one synchronous A2A call (seed 000 §6),
+    carrying the run's lineage and its call token, within the run's depth and time limits."""
+    text = args.get("input")
+    if not isinstance(text, str) or not text.strip():
+        raise ToolError("input is required: the task for the other agent, in plain words")
+    depth = ctx.depth + 1
+    if depth > max_depth:
+        raise ToolError(
+            f"call_agent refused: delegation depth {depth} is past limits.maxDelegationDepth "
+            f"{max_depth}; do this part yourself"
+        )
+    wait_s = min(A2A_MAX_WAIT_S, ctx.time_left_s if ctx.time_left_s is not None else A2A_MAX_WAIT_S)
+    if wait_s <= 0:
+        raise ToolError("call_agent refused: this run has no time left (limits.maxRunDuration)")
+    metadata: dict[str, Any] = {
+        "agen.depth": depth,
+        "agen.root_run_id": ctx.root_run_id,
+        "agen.parent_run_id": ctx.run_id,
+    }
+    if ctx.traceparent:
+        metadata["traceparent"] = ctx.traceparent
+    if ctx.labels:
+        metadata["agen.labels"] = dict(ctx.labels)
+    try:
+        answer = await call_a2a(
+            url,
+            text,
+            message_id=f"{ctx.run_id}.{ctx.turn}.{ctx.call_index}",
+            metadata=metadata,
+            bearer=ctx.call_token,
+            wait_s=wait_s,
+        )
+    except A2AFailure as e:
+        raise ToolError(f"call_agent to {d.name} ({url}): {e.message}") from None
+    return ToolResult(
+        answer.text,
+        is_error=answer.is_error,
+        data={"a2a_task_id": answer.task_id, "state": answer.state, "url": url},
+    )
 
 
 class StartAgentTool(_DelegateTool):
@@ -174,8 +237,13 @@ class StartAgentTool(_DelegateTool):
         self.reply_key = reply_key  # async (ctx) -> the caller's conversation key for replies
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        port, _task_id = self._need(ctx)
         d = self._delegate(args)
+        if d.url is not None:
+            raise ToolError(
+                f"start_agent cannot reach {d.name!r}: it is an A2A agent at {d.url}; "
+                "call it with call_agent"
+            )
+        port, _task_id = self._need(ctx)
         overrides = args.get("overrides")
         if overrides is not None:
             if not d.overrides:
@@ -299,7 +367,14 @@ def delegation_tools(config: Any, port: DelegationPort | None, reply_key: Any) -
     tools: list[Tool] = []
     if config.delegates:
         tools += [
-            CallAgentTool(port, config.delegates, config.limits.inline_wait_ms),
+            CallAgentTool(
+                port,
+                config.delegates,
+                config.limits.inline_wait_ms,
+                config.limits.max_delegation_depth
+                if config.limits.max_delegation_depth is not None
+                else DEFAULT_MAX_DELEGATION_DEPTH,
+            ),
             StartAgentTool(port, config.delegates, reply_key),
             QueryAgentTool(port),
             SignalAgentTool(port),

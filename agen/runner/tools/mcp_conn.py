@@ -24,10 +24,11 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from agen.bundle._base import HUB_URL_ENV, HUB_URL_REF
 from agen.bundle.standard import HttpServer, StdioServer
 from agen.errors import InvalidError, UnavailableError
 from agen.runner.redact import Redactor
@@ -107,6 +108,21 @@ def launcher_argv(keep: list[str]) -> list[str]:
     if getattr(sys, "frozen", False):
         return [sys.executable, "mcp", "launch", "--keep", names, "--"]
     return [sys.executable, "-m", "agen.runner.tools._pdeath", "--keep", names, "--"]
+
+
+def hub_url_expanded(name: str, url: str, environ: Mapping[str, str] | None = None) -> str:
+    """``url`` with ``${AGEN_HUB_URL}`` replaced by the URL of the Hub running this agent, which
+    ``agen up`` and ``agen nest run`` put in ``AGEN_HUB_URL``; a clear error without one."""
+    if not url.startswith(HUB_URL_REF):
+        return url
+    hub = (os.environ if environ is None else environ).get(HUB_URL_ENV, "").rstrip("/")
+    if not hub:
+        raise InvalidError(
+            f"mcp.json mcpServers.{name}.url uses {HUB_URL_REF}, but no Hub URL is known here; run "
+            f"the agent under agen up or agen nest run, or set {HUB_URL_ENV}",
+            where=f"mcp.json mcpServers.{name}.url",
+        )
+    return hub + url[len(HUB_URL_REF) :]
 
 
 def uses_workspace(server: StdioServer | HttpServer) -> bool:
@@ -368,7 +384,9 @@ class ServerConn:
             http = create_mcp_http_client(headers=headers)
             http.event_hooks["response"].append(self._on_response)
             client = Client(
-                streamable_http_client(self.server.url, http_client=http),
+                streamable_http_client(
+                    hub_url_expanded(self.name, self.server.url), http_client=http
+                ),
                 cache=None,
                 message_handler=self._on_message,
             )
