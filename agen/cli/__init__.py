@@ -26,6 +26,7 @@ from agen.cli import (
     migrate,
     observe,
     scaleout,
+    secrets,
     signals,
     submit,
     tasks,
@@ -101,6 +102,7 @@ for module in (
     evals,
     migrate,
     scaleout,
+    secrets,
 ):
     module.register(app)
 
