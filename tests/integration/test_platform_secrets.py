@@ -79,9 +79,9 @@ async def deploy(client: Client, root: Path, name: str) -> None:
     )
 
 
-async def run(client: Client, deployment: str) -> Task:
+async def run(client: Client, deployment: str, text: str = "go") -> Task:
     task = (
-        await client.call(r.SubmitTask, SubmitTaskRequest(deployment=deployment, input="go"))
+        await client.call(r.SubmitTask, SubmitTaskRequest(deployment=deployment, input=text))
     ).task
     return (await client.call(r.GetTask, GetTaskRequest(id=task.id, wait_seconds=60))).task
 
@@ -158,8 +158,9 @@ async def test_a_granted_platform_secret_reaches_the_mcp_server_and_the_database
             )
             assert resp.secret.sealed and VALUE not in resp.model_dump_json()
             await deploy(client, tmp_path, "sec")
-            task = await run(client, "sec")
+            task = await run(client, "sec", f"is {VALUE} the token?")
             assert task.state == "succeeded", task.error
+            assert task.input == "is [REDACTED] the token?"  # typed in: masked in the task row too
             # the server's answer was exactly the value (so the redactor masked all of it)
             assert await tool_result(store, task.id) == "[REDACTED]"
         assert scan_sqlite(db, VALUE) == []
