@@ -242,6 +242,7 @@ def shared_store_nest_name(home: Path) -> str:
 
 async def serve(opts: UpOptions) -> None:
     from agen.api.app import create_app
+    from agen.hub.platform_secrets import seal_stored
     from agen.node import HubNode, LocalNode
     from agen.ownership import hold_store_for_up, release
     from agen.store import open_store, store_file
@@ -277,6 +278,7 @@ async def serve(opts: UpOptions) -> None:
         else HubNode(store)
     )
     hub = node.hub
+    await seal_stored(store)  # values stored before AGEN_HUB_KEK was set end up sealed
     scheme = "https" if opts.tls else "http"
     url = f"{scheme}://{host if ':' not in host else f'[{host}]'}:{port}"
     hub.url = url

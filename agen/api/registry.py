@@ -24,6 +24,7 @@ from agen.wire import ids
 from agen.wire import memory as mm
 from agen.wire import nests as ns
 from agen.wire import observe as ob
+from agen.wire import secrets as sec
 from agen.wire import signals as sg
 from agen.wire import tasks as tk
 from agen.wire import tokens as tok
@@ -638,6 +639,41 @@ RevokeNest = _rpc(
     "End a Nest's credential, assignments and leases for good; its tasks run elsewhere.",
 )
 FLEET_RPCS = (CreateJoinToken, EnrolNest, ListNests, RevokeNest)
+# Platform secrets (agen.hub.rpc.secrets): values go in through admin calls and out only to a Nest.
+S = "agen.hub.rpc.secrets"
+SetSecret = _rpc(
+    "SetSecret",
+    sec.SetSecretRequest,
+    sec.SetSecretResponse,
+    "admin",
+    f"{S}:set_secret",
+    "Create or replace a platform secret (sealed under the Hub's KEK) and its deployment grants.",
+)
+ListSecrets = _rpc(
+    "ListSecrets",
+    sec.ListSecretsRequest,
+    sec.ListSecretsResponse,
+    "admin",
+    f"{S}:list_secrets",
+    "A namespace's platform secrets: names, grants, whether sealed, updated time; never values.",
+)
+DeleteSecret = _rpc(
+    "DeleteSecret",
+    sec.DeleteSecretRequest,
+    Ok,
+    "admin",
+    f"{S}:delete_secret",
+    "Remove a platform secret.",
+)
+GetPlatformSecrets = _rpc(
+    "GetPlatformSecrets",
+    sec.GetPlatformSecretsRequest,
+    sec.GetPlatformSecretsResponse,
+    "nest",
+    f"{S}:get_platform_secrets",
+    "The platform secrets a deployment assigned to this Nest declares and is granted (Nests only).",
+)
+SECRET_RPCS = (SetSecret, ListSecrets, DeleteSecret)
 # Delegation: a running task's engine, through its Nest (agen.hub.rpc.children).
 C = "agen.hub.rpc.children"
 SubmitChildTask = _rpc(
@@ -725,6 +761,7 @@ NEST_RPCS = (
     SignalChildTask,
     AcquireLock,
     ReleaseLock,
+    GetPlatformSecrets,
 )
 
 RPCS: dict[str, Rpc[Any, Any]] = {
@@ -758,5 +795,6 @@ RPCS: dict[str, Rpc[Any, Any]] = {
         *EVAL_RPCS,
         *NEST_RPCS,
         *FLEET_RPCS,
+        *SECRET_RPCS,
     )
 }

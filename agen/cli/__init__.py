@@ -31,6 +31,7 @@ from agen.cli import (
     migrate,
     observe,
     scaleout,
+    secrets,
     signals,
     submit,
     tasks,
@@ -110,6 +111,7 @@ for module in (
     evals,
     migrate,
     scaleout,
+    secrets,
 ):
     module.register(app)
 

@@ -56,6 +56,19 @@ EXAMPLES: dict[tuple[str, ...], list[str]] = {
         "agen nest run --hub http://127.0.0.1:7070 --store sqlite:$HOME/.agen/agen.db --join-token agen_…",
         "agen nest run --hub https://hub.example.lan:7070 --ca-hash sha256:9f2c… --store postgres://…",
     ],
+    ("hub", "rotate-kek"): [
+        "agen hub rotate-kek --store postgres://agen@db/agen  # AGEN_HUB_KEK_NEW_FILE=/etc/agen/kek.new",
+    ],
+    ("secret",): [
+        'printf %s "$GITHUB_TOKEN" | agen secret set GITHUB_TOKEN --for hello',
+        "agen secret ls",
+    ],
+    ("secret", "set"): [
+        'printf %s "$GITHUB_TOKEN" | agen secret set GITHUB_TOKEN --for hello',
+        "agen secret set GITHUB_TOKEN --for hello --for triage -n team-a",
+    ],
+    ("secret", "ls"): ["agen secret ls", "agen secret ls -n team-a --json"],
+    ("secret", "rm"): ["agen secret rm GITHUB_TOKEN"],
     ("join-token",): ["agen join-token create --ttl 30m --label zone=a"],
     ("join-token", "create"): [
         "agen join-token create",

@@ -6,6 +6,8 @@ given to Nests) or from the file ``AGEN_HUB_KEK_FILE`` names; the AES key is der
 HKDF-SHA256, so any long random string works. A sealed value is ``sealed:v1:<base64 nonce+ciphertext>``;
 the value's name is the associated data, so a sealed value copied under another name does not open.
 Without a KEK values stay plaintext (local ``agen up``), and a TLS Hub says so at start.
+``agen hub rotate-kek`` re-seals every sealed value under ``AGEN_HUB_KEK_NEW`` (or the file
+``AGEN_HUB_KEK_NEW_FILE`` names) in one transaction (agen.hub.platform_secrets.rotate_kek).
 """
 
 from __future__ import annotations
@@ -18,22 +20,25 @@ from agen.errors import InvalidError
 
 ENV_KEK = "AGEN_HUB_KEK"
 ENV_KEK_FILE = "AGEN_HUB_KEK_FILE"
+ENV_KEK_NEW = "AGEN_HUB_KEK_NEW"
+ENV_KEK_NEW_FILE = "AGEN_HUB_KEK_NEW_FILE"
 PREFIX = "sealed:v1:"
 MIN_KEK_CHARS = 32
 
 
-def kek_from_env() -> bytes | None:
-    """The KEK the environment names, or None; a KEK too short to be random is refused."""
-    value = os.environ.get(ENV_KEK, "")
-    where = ENV_KEK
-    path = os.environ.get(ENV_KEK_FILE, "")
+def kek_from_env(env: str = ENV_KEK, file_env: str = ENV_KEK_FILE) -> bytes | None:
+    """The KEK the environment names (``env``, else the file ``file_env`` names), or None; a KEK too
+    short to be random is refused."""
+    value = os.environ.get(env, "")
+    where = env
+    path = os.environ.get(file_env, "")
     if not value and path:
-        where = f"{ENV_KEK_FILE} ({path})"
+        where = f"{file_env} ({path})"
         try:
             value = Path(path).read_text().strip()
         except OSError as e:
             raise InvalidError(
-                f"{where}: cannot read the KEK file ({e.strerror})", field=ENV_KEK_FILE
+                f"{where}: cannot read the KEK file ({e.strerror})", field=file_env
             ) from None
     if not value:
         return None
@@ -41,7 +46,7 @@ def kek_from_env() -> bytes | None:
         raise InvalidError(
             f"{where} is {len(value)} characters; use at least {MIN_KEK_CHARS} random ones "
             "(e.g. `openssl rand -base64 48`)",
-            field=ENV_KEK,
+            field=env,
         )
     return value.encode()
 

@@ -40,6 +40,15 @@ class ClientHubPort:
         )
         return dict(resp.files)
 
+    async def platform_secrets(self, nest_id: str, deployment_id: str) -> dict[str, str]:
+        from agen.wire.secrets import GetPlatformSecretsRequest
+
+        resp = await self.client.call(
+            r.GetPlatformSecrets,
+            GetPlatformSecretsRequest(nest_id=nest_id, deployment_id=deployment_id),
+        )
+        return dict(resp.values)
+
     async def lease(
         self, nest_id: str, instance_id: str, deployment_id: str, limit: int, lease_ms: int
     ) -> list[m.LeasedTask]:

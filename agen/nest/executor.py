@@ -7,7 +7,7 @@ backend runs the same executor in a child ``agen host serve``.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -44,7 +44,9 @@ class Executor(Protocol):
     async def close(self) -> None: ...
 
 
-ExecutorFactory = Callable[[Bundle, str], Awaitable[Executor]]
+ExecutorFactory = Callable[[Bundle, str, Mapping[str, str]], Awaitable[Executor]]
+"""Builds one instance's executor from its bundle, its id and the platform secret values the Hub
+granted its deployment (``source: platform`` in x-agen/secrets.json; empty when it declares none)."""
 ProgressSink = Callable[[str, dict[str, Any]], Awaitable[None]]
 """Where the report_progress tool's values go: the HubPort's ReportProgress (or, in a host
 process, the channel to the Manager that forwards them there)."""

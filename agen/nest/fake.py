@@ -39,6 +39,7 @@ class FakeHubPort:
         self.nest_id = nest_id
         self.assignments: list[Assignment] = []
         self.files: dict[str, dict[str, bytes]] = {}
+        self.secrets: dict[str, dict[str, str]] = {}  # deployment id -> platform secret values
         self.queued: dict[str, list[LeasedTask]] = {}  # deployment id -> tasks waiting for a lease
         self.leases: dict[str, str] = {}  # task id -> its live lease id
         self.completed: dict[str, tuple[str, dict[str, Any] | None, str | None]] = {}
@@ -152,6 +153,10 @@ class FakeHubPort:
                 f"definition {definition_id} is not in the fake Hub", definition=definition_id
             )
         return dict(self.files[definition_id])
+
+    async def platform_secrets(self, nest_id: str, deployment_id: str) -> dict[str, str]:
+        self._call("platform_secrets", nest_id=nest_id, deployment_id=deployment_id)
+        return dict(self.secrets.get(deployment_id, {}))
 
     async def lease(
         self, nest_id: str, instance_id: str, deployment_id: str, limit: int, lease_ms: int

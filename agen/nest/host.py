@@ -1,11 +1,12 @@
 """``agen host serve``: one instance in a child process of its Nest (the ``process`` backend).
 
 The Manager starts it with the Store URL, the instance id, the definition digest and a
-per-instance host token in the environment (never on argv). It opens the same Store, loads
+per-instance host token in the environment (never on argv); the deployment's platform secret
+values come in the hello message, over the pipe only the Manager holds. It opens the same Store, loads
 the definition by digest (checked), starts the same RunnerExecutor an ``inproc`` instance
 uses (runs write their data straight to the Store) and speaks JSON lines on stdin/stdout:
 
-    Manager -> host: hello{token} run{task} cancel{id} drain health{seq} close
+    Manager -> host: hello{token, platform} run{task} cancel{id} drain health{seq} close
     host -> Manager: ready | failed{error}, result{id, result}, health{seq, in_flight},
                      progress{task_id, progress}
 
@@ -105,7 +106,11 @@ async def serve() -> int:
     try:
         try:
             executor = await start_executor(
-                store, await _load_bundle(store, digest), instance_id, progress=chan.progress
+                store,
+                await _load_bundle(store, digest),
+                instance_id,
+                progress=chan.progress,
+                platform_secrets=dict(hello.get("platform") or {}),
             )
         except Exception as e:
             chan.send({"op": "failed", "error": str(e)})

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable
 
 from agen.bundle import Bundle, load_bundle_files
-from agen.errors import AgenError, UnauthenticatedError
+from agen.errors import AgenError, UnauthenticatedError, UnavailableError
 from agen.nest.executor import ExecutorFactory
 from agen.nest.instance import Instance
 from agen.nest.port import START_FAILED, Assignment, HubPort, InstanceReport
@@ -53,6 +53,9 @@ class Manager:
         self.instances: dict[str, Instance] = {}
         self.assignments: list[Assignment] = []
         self._bundles: dict[str, Bundle] = {}
+        self._secrets: dict[str, dict[str, str]] = {}
+        """Platform secret values by deployment id, in memory only: an instance restarted while the
+        Hub is unreachable still starts (seed 000 §10)."""
         self._failures: dict[
             str, tuple[int, int]
         ] = {}  # deployment_id -> (consecutive, next start ms)
@@ -195,10 +198,25 @@ class Manager:
             self._bundles[a.digest] = bundle
         return bundle
 
+    async def _platform_secrets(self, a: Assignment, bundle: Bundle) -> dict[str, str]:
+        """The deployment's platform secret values from the Hub (the last ones while it is unreachable)."""
+        if not any(s.source == "platform" for s in bundle.secrets.secrets.values()):
+            return {}
+        try:
+            values = await self.port.platform_secrets(self.nest_id, a.deployment_id)
+        except UnavailableError:
+            cached = self._secrets.get(a.deployment_id)
+            if cached is None:
+                raise
+            return cached
+        self._secrets[a.deployment_id] = values
+        return values
+
     async def _start_instance(self, a: Assignment) -> None:
         inst_id = new_ulid()
         try:
-            executor = await self.factory(await self._bundle(a), inst_id)
+            bundle = await self._bundle(a)
+            executor = await self.factory(bundle, inst_id, await self._platform_secrets(a, bundle))
         except Exception as e:
             if self._start_errors.get(a.deployment_id) != str(
                 e

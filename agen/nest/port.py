@@ -25,6 +25,9 @@ class HubPort(Protocol):
 
     async def definition_files(self, definition_id: str) -> dict[str, bytes]: ...
 
+    async def platform_secrets(self, nest_id: str, deployment_id: str) -> dict[str, str]:
+        """The platform secret values a deployment assigned to this Nest declares and is granted."""
+
     async def lease(
         self, nest_id: str, instance_id: str, deployment_id: str, limit: int, lease_ms: int
     ) -> list[LeasedTask]: ...

@@ -19,6 +19,7 @@ import re
 import secrets
 import signal
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from agen.bundle import Bundle
@@ -124,6 +125,7 @@ class ProcessExecutor:
         memory_limit: int = 0,
         start_timeout_s: float = START_TIMEOUT_S,
         progress: ProgressSink | None = None,
+        platform_secrets: Mapping[str, str] | None = None,
     ) -> ProcessExecutor:
         if memory_limit:
             check_memory_limit(memory_limit)
@@ -157,7 +159,8 @@ class ProcessExecutor:
             ) from None
         ex = cls(proc, instance_id, progress)
         try:
-            ex._send({"op": "hello", "token": token})
+            # platform secret values go over the pipe, never in the child's environment or argv
+            ex._send({"op": "hello", "token": token, "platform": dict(platform_secrets or {})})
             try:
                 await asyncio.wait_for(asyncio.shield(ex._ready), start_timeout_s)
             except TimeoutError:
@@ -322,9 +325,16 @@ def process_factory(
 ) -> Any:
     """An ExecutorFactory starting one ``agen host serve`` child per instance."""
 
-    async def build(bundle: Bundle, instance_id: str) -> ProcessExecutor:
+    async def build(
+        bundle: Bundle, instance_id: str, platform_secrets: Mapping[str, str]
+    ) -> ProcessExecutor:
         return await ProcessExecutor.start(
-            store_url, bundle, instance_id, memory_limit=memory_limit, progress=progress
+            store_url,
+            bundle,
+            instance_id,
+            memory_limit=memory_limit,
+            progress=progress,
+            platform_secrets=platform_secrets,
         )
 
     return build

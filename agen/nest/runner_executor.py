@@ -9,6 +9,7 @@ counting an attempt and its run resumes from the checkpoint later) and a task ho
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from agen.bundle import Bundle
@@ -87,7 +88,13 @@ class RunnerExecutor:
 
 
 def build_runner(
-    store: Store, bundle: Bundle, owner: str, *, fake_delay_s: float = 0.0, hooks: Any = None
+    store: Store,
+    bundle: Bundle,
+    owner: str,
+    *,
+    fake_delay_s: float = 0.0,
+    hooks: Any = None,
+    platform_secrets: Mapping[str, str] | None = None,
 ) -> Any:
     """A managed Runner: the bundle's MCP servers (per run when bound to ${WORKSPACE}), its permission
     rules, durable approvals, the task workspace and memory."""
@@ -95,7 +102,7 @@ def build_runner(
     from agen.runner.loop import Runner
     from agen.runner.tooling import build_tooling
 
-    t = build_tooling(bundle, store)
+    t = build_tooling(bundle, store, platform_secrets=platform_secrets)
     return Runner(
         store,
         bundle,
@@ -118,11 +125,17 @@ async def start_executor(
     fake_delay_s: float = 0.0,
     progress: ProgressSink | None = None,
     delegation: Any = None,
+    platform_secrets: Mapping[str, str] | None = None,
 ) -> RunnerExecutor:
     """Build and start one instance's Runner (toolsets started once; a failure closes what started)."""
     hooks = NestHooks(progress, delegation)
     runner = build_runner(
-        store, bundle, f"instance:{instance_id}", fake_delay_s=fake_delay_s, hooks=hooks
+        store,
+        bundle,
+        f"instance:{instance_id}",
+        fake_delay_s=fake_delay_s,
+        hooks=hooks,
+        platform_secrets=platform_secrets,
     )
     try:
         await runner.start()
@@ -142,7 +155,9 @@ def runner_factory(
     """An ExecutorFactory building each instance's Runner (started once, serving concurrent runs).
     ``delegation``: the DelegationPort its runs delegate through (the Nest's Hub client)."""
 
-    async def build(bundle: Bundle, instance_id: str) -> RunnerExecutor:
+    async def build(
+        bundle: Bundle, instance_id: str, platform_secrets: Mapping[str, str]
+    ) -> RunnerExecutor:
         return await start_executor(
             store,
             bundle,
@@ -150,6 +165,7 @@ def runner_factory(
             fake_delay_s=fake_delay_s,
             progress=progress,
             delegation=delegation,
+            platform_secrets=platform_secrets,
         )
 
     return build

@@ -63,11 +63,13 @@ def resolve_secrets(
     *,
     environ: Mapping[str, str] | None = None,
     platform: Mapping[str, str] | None = None,
+    deployment: str | None = None,
 ) -> ResolvedSecrets:
     """Look up every declared secret and register each value found with ``redactor``.
 
-    ``platform`` holds values a Manager received from the Hub; without it, platform
-    secrets stay missing and fail clearly when something needs them.
+    ``platform`` holds values a Manager received from the Hub (only the granted ones); without it,
+    platform secrets stay missing and fail clearly when something needs them. ``deployment`` names
+    the deployment in the message that says how to grant a missing one.
     """
     env = os.environ if environ is None else environ
     out = ResolvedSecrets(declared=frozenset(secrets.secrets))
@@ -75,6 +77,11 @@ def resolve_secrets(
         if spec.source == "platform":
             if platform is not None and name in platform:
                 out.values[name] = platform[name]
+            elif platform is not None:  # run by a Hub's Nest, which gave no value for it
+                out.missing[name] = (
+                    f"platform secret {name} is not set or not granted to this deployment: "
+                    f"`agen secret set {name} --for {deployment or 'DEPLOYMENT'}` (value on stdin)"
+                )
             else:
                 out.missing[name] = (
                     f"secret {name} has source platform, and platform secrets need a Hub: "

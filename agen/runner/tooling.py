@@ -48,8 +48,10 @@ def build_tooling(
     closed when the run ends; with a ``shared`` workspace it lives as long as the Runner.
     """
     redactor = redactor or Redactor()
-    secrets = resolve_secrets(bundle.secrets, redactor, environ=environ, platform=platform_secrets)
     dep = deployment or bundle.name
+    secrets = resolve_secrets(
+        bundle.secrets, redactor, environ=environ, platform=platform_secrets, deployment=dep
+    )
     mode = bundle.config.workspace.mode
     toolsets: list[Toolset] = []
     per_run: list[str] = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -36,7 +37,7 @@ class _FencedExecutor:
         return None
 
 
-async def _factory(bundle: Bundle, instance_id: str) -> Executor:
+async def _factory(bundle: Bundle, instance_id: str, platform: Mapping[str, str]) -> Executor:
     return _FencedExecutor()
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from agen.bundle import Bundle
@@ -61,8 +61,12 @@ class Factory:
         self.executors: list[FakeExecutor] = []
         self.attempts = 0
         self.fail: str | None = None
+        self.platform_secrets: dict[str, str] = {}
 
-    async def __call__(self, bundle: Bundle, instance_id: str) -> FakeExecutor:
+    async def __call__(
+        self, bundle: Bundle, instance_id: str, platform_secrets: Mapping[str, str]
+    ) -> FakeExecutor:
+        self.platform_secrets = dict(platform_secrets)
         self.attempts += 1
         if self.fail is not None:
             raise RuntimeError(self.fail)

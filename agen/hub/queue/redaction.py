@@ -3,8 +3,9 @@
 The Runner masks the run's input and first message with the deployment's full redactor when it
 opens the run (``agen.runner.loop``). The task row is written earlier, by the Hub, which knows the
 values it can resolve itself: the deployment's declared secrets from the Hub's environment (an env
-secret by its variable, a platform secret by its name, as webhook HMAC secrets are resolved). With
-``agen up`` that is the same environment the local Nest's runs use.
+secret by its variable, a platform secret by its name, as webhook HMAC secrets are resolved), and the
+platform secrets granted to it from the store. With ``agen up`` that is the same environment the local
+Nest's runs use.
 """
 
 from __future__ import annotations
@@ -60,4 +61,23 @@ def redact_task_input(tx: Tx, deployment: Row, text: str) -> str:
     secrets = _secrets_of(tx, str(deployment["definition_id"]))
     if not secrets.secrets or not text:
         return text
-    return hub_redactor(secrets).redact(text)
+    red = hub_redactor(secrets)
+    _add_platform_values(tx, deployment, secrets, red)
+    return red.redact(text)
+
+
+def _add_platform_values(tx: Tx, deployment: Row, secrets: Secrets, red: Redactor) -> None:
+    """The platform secrets granted to the deployment, opened from the store (agen secret set)."""
+    names = [n for n, spec in secrets.secrets.items() if spec.source == "platform"]
+    if not names:
+        return
+    from agen.errors import InvalidError
+    from agen.hub.platform_secrets import granted_value
+    from agen.hub.sealing import kek_from_env
+
+    try:
+        kek = kek_from_env()
+        for name in names:
+            red.add(granted_value(tx, deployment["namespace"], deployment["name"], name, kek))
+    except InvalidError:
+        return  # a value this Hub cannot open: the instance's start reports it

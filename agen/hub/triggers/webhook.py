@@ -1,7 +1,8 @@
 """Webhook triggers: ``POST /hooks/<ns>/<deployment>/<trigger>`` creates a task.
 
 The caller presents the trigger's secret as a bearer token (only its hash is stored, as a
-token of kind 'webhook') or signs the raw body (auth.type hmac). Redeliveries with the same
+token of kind 'webhook') or signs the raw body (auth.type hmac) with a platform secret granted to
+the deployment (sealed in the store, agen.hub.platform_secrets; the Hub's environment as a fallback). Redeliveries with the same
 idempotency key return the same task (a timestamped signature is itself the key when the caller
 sends none, so a replay inside the tolerance is a duplicate and one outside it is stale).
 Rejected calls are aggregated per trigger per minute: one rejected trigger event whose count
@@ -18,10 +19,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from agen.bundle.triggers import HmacAuth, WebhookTrigger
-from agen.errors import NotFoundError
+from agen.errors import InvalidError, NotFoundError
 from agen.hub.auth import bearer_token, hash_token, new_secret
 from agen.hub.observe.logs import write_log
+from agen.hub.platform_secrets import granted_value
 from agen.hub.queue.redaction import redact_task_input
+from agen.hub.sealing import kek_from_env
 from agen.hub.triggers.fire import fire, task_input
 from agen.hub.triggers.tick import parse_spec
 from agen.hub.triggers.verify import (
@@ -39,6 +42,20 @@ SecretResolver = Callable[[str, str], str | None]
 def env_secrets(namespace: str, name: str) -> str | None:
     """Default platform-secret lookup for a local Hub: the Hub process's environment."""
     return os.environ.get(name)
+
+
+def _hmac_key(
+    tx: Tx, namespace: str, deployment: str, name: str, fallback: SecretResolver
+) -> str | None:
+    """The HMAC key: the platform secret granted to the deployment (sealed in the store), else the
+    resolver (the Hub's environment, as before platform secrets). A value that does not open with
+    this Hub's KEK is logged on the deployment and counts as not set."""
+    try:
+        value = granted_value(tx, namespace, deployment, name, kek_from_env())
+    except InvalidError as e:
+        write_log(tx, namespace, deployment, f"webhook: {e}", level="error")
+        return None
+    return value if value is not None else fallback(namespace, name)
 
 
 def _find(tx: Tx, namespace: str, deployment: str, trigger: str) -> tuple[Row, Row]:
@@ -203,7 +220,7 @@ def receive(
             now,
         )
     if isinstance(spec.auth, HmacAuth):
-        key = secrets(namespace, spec.auth.secret)
+        key = _hmac_key(tx, namespace, deployment, spec.auth.secret, secrets)
         if key is None:
             if not _rejected_this_minute(tx, dep, trigger, now):
                 write_log(
