@@ -221,6 +221,7 @@ class RunState:
             cost_usd=self.cost,
             model=self.model,
             task_id=self.req.task_id,
+            keyed=bool(self.req.conversation_key),
         )
         if status is not None:
             cp.status, cp.outcome = status, outcome
