@@ -4,7 +4,7 @@ Every figure sits next to a baseline measured in the same run on the same machin
 machines are noisy; absolute numbers move, ratios much less). Sections:
 store, queue (+ scheduler tick), tasks (in-process, HTTP), runner overhead, concurrent runs on a
 slow model, `agen ps` at 1,000 deployments / 100,000 tasks, cold start (package and binary),
-and a peer (huey + SQLite) on the same no-op tasks.
+and peers (huey and DBOS, on SQLite) on the same no-op work.
 
     scripts/bench/run                      # everything, ~6-8 minutes on 2 cores
     scripts/bench/run --quick              # smaller sizes, to check the suite itself
@@ -142,7 +142,7 @@ def coldstart_section(
 def peer_section(quick: bool) -> dict[str, Any]:
     from scripts.bench import peer_bench
 
-    return peer_bench.run(500 if quick else 2000, 4)
+    return peer_bench.run(500 if quick else 2000, 4, 100 if quick else 500)
 
 
 def delegation_section(quick: bool) -> dict[str, Any]:
@@ -316,6 +316,16 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
                     _ratio(k["in_process"]["tasks_per_s"], fl["max_tasks_per_s"]),
                 )
             )
+            if fl.get("max_tasks_per_s_full"):
+                out.append(
+                    (
+                        "Tasks",
+                        "SQLite floor at synchronous=FULL (same statements)",
+                        _f(fl["max_tasks_per_s_full"], "tasks/s"),
+                        f"floor at NORMAL {_f(fl['max_tasks_per_s'], 'tasks/s')}",
+                        _ratio(fl["max_tasks_per_s_full"], fl["max_tasks_per_s"]),
+                    )
+                )
     r = results.get("runner") or {}
     if "turn_overhead_p50_ms" in r:
         base = f"direct provider call {_f(r['direct_call_p50_ms'], 'ms')}"
@@ -466,6 +476,36 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
                     _f(k_in["tasks_per_s"], "tasks/s"),
                     f"huey {_f(h['huey']['tasks_per_s'], 'tasks/s')}",
                     _ratio(k_in["tasks_per_s"], h["huey"]["tasks_per_s"]),
+                )
+            )
+    b = h.get("dbos")
+    if b:
+        out.append(
+            (
+                "Peer",
+                "DBOS one-step workflows through a DBOS queue (SQLite)",
+                _f(b["queued_per_s"], "workflows/s"),
+                f"started directly {_f(b['direct_per_s'], 'workflows/s')}",
+                _ratio(b["queued_per_s"], b["direct_per_s"]),
+            )
+        )
+        out.append(
+            (
+                "Peer",
+                "DBOS latency enqueue→done, p50 / p95",
+                f"{_f(b['p50_ms'])} / {_f(b['p95_ms'])} ms",
+                "",
+                "",
+            )
+        )
+        if k_in:
+            out.append(
+                (
+                    "Peer",
+                    "agen in-process tasks/s vs DBOS queued workflows/s",
+                    _f(k_in["tasks_per_s"], "tasks/s"),
+                    f"DBOS {_f(b['queued_per_s'], 'workflows/s')}",
+                    _ratio(k_in["tasks_per_s"], b["queued_per_s"]),
                 )
             )
     out.extend(_delegation_rows(results.get("delegation") or {}))
@@ -648,7 +688,7 @@ def markdown(report: dict[str, Any]) -> str:
             "## Reproduce",
             "",
             "```sh",
-            'pip install -e ".[dev,bench]"          # huey for the peer benchmark',
+            'pip install -e ".[dev,bench]"          # huey and DBOS for the peer benchmark',
             "scripts/build-binary                   # optional: binary cold start (else built into a temp dir)",
             "scripts/bench/run                      # all sections; rewrites docs/performance.md and .json",
             "scripts/bench/run --only tasks,peer    # some sections (prints JSON; docs untouched)",
