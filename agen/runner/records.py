@@ -39,6 +39,7 @@ class Opened:
     held: bool = (
         False  # the run's task is paused (PauseTask): the run suspends before its first model call
     )
+    inbox: bool = True  # the task may have inbox rows to drain (False: known to have none)
 
 
 @dataclass
@@ -109,19 +110,26 @@ _HELD_SQL = (
     "(SELECT CASE WHEN held <> 0 AND (held_until_ms IS NULL OR held_until_ms > ?) THEN 1 ELSE 0 END"
     " FROM tasks WHERE id = ?) AS task_held"
 )
+# The inbox rows a running run drains before each model call (agen/runner/inbox.py).
+INBOX_KINDS = ("signal", "cancel", "steer")
+# Whether the task has such rows unclaimed (parameter: task id), a column of the same statement: the
+# Runner reads its inbox only when this says there is something to read.
+_INBOX_SQL = (
+    "EXISTS (SELECT 1 FROM run_inbox i WHERE i.task_id = ? AND i.consumed_ms IS NULL"
+    f" AND i.kind IN ({', '.join(repr(k) for k in INBOX_KINDS)})) AS inbox_pending"
+)
 
 
-def write_checkpoint(tx: Tx, cp: Checkpoint) -> bool:
-    """Apply one step's writes; returns whether the run's task is now held (see ``task_held``)."""
+def write_checkpoint(tx: Tx, cp: Checkpoint) -> tuple[bool, bool]:
+    """Apply one step's writes; returns whether the run's task is now held (see ``task_held``) and
+    whether its inbox has rows to drain, both read by the statement that bumps the run (no SELECT)."""
     now = tx.now_ms
-    held = False
-    if (
-        cp.status is None
-    ):  # a step of a run that goes on: is its task paused now? (RETURNING, no SELECT)
+    held = inbox = False
+    if cp.status is None:  # a step of a run that goes on
         row = tx.one(
             "UPDATE runs SET turns = ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,"
             " cached_tokens = cached_tokens + ?, cost_usd = cost_usd + ?, model = COALESCE(?, model), updated_ms = ?"
-            " WHERE id = ? AND epoch = ? RETURNING " + _HELD_SQL,
+            " WHERE id = ? AND epoch = ? RETURNING " + _HELD_SQL + ", " + _INBOX_SQL,
             (
                 cp.turns,
                 cp.input_tokens,
@@ -134,10 +142,12 @@ def write_checkpoint(tx: Tx, cp: Checkpoint) -> bool:
                 cp.epoch,
                 now,
                 cp.task_id,
+                cp.task_id,
             ),
         )
         n = 0 if row is None else 1
         held = row is not None and bool(row["task_held"])
+        inbox = row is not None and bool(row["inbox_pending"])
     else:
         n = tx.execute(
             "UPDATE runs SET turns = ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,"
@@ -190,7 +200,7 @@ def write_checkpoint(tx: Tx, cp: Checkpoint) -> bool:
             data=data,
             severity="info" if cp.status == "succeeded" else "warning",
         )
-    return held
+    return held, inbox
 
 
 def name_conversation(tx: Tx, conversation_id: str, key: str) -> None:
@@ -275,7 +285,7 @@ def open_run(tx: Tx, req: RunRequest, owner: str, model: str, digest: str | None
         "INSERT INTO runs (id, namespace, deployment, task_id, session_id, conversation_id, parent_run_id,"
         " root_run_id, trace_id, span_id, status, input, owner, epoch, labels, trust, source, requested_by, model,"
         " started_ms, updated_ms) VALUES (?,?,?,?,?,?,?,?,?,?,'running',?,?,1,?,?,?,?,?,?,?)"
-        " ON CONFLICT (task_id) DO NOTHING RETURNING *, " + _HELD_SQL,
+        " ON CONFLICT (task_id) DO NOTHING RETURNING *, " + _HELD_SQL + ", " + _INBOX_SQL,
         (
             run_id,
             req.namespace,
@@ -298,18 +308,17 @@ def open_run(tx: Tx, req: RunRequest, owner: str, model: str, digest: str | None
             now,
             now,
             req.task_id,
+            req.task_id,
         ),
     )
-    if (
-        row is None
-    ):  # the task has its run already: drop the conversation made for nothing, claim that run
+    if row is None:  # the task has its run already: drop the new conversation, claim that run
         if created:
             tx.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
             tx.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
         existing = _existing_run(tx, req, owner)
         assert existing is not None
         return existing
-    held = bool(row.pop("task_held"))
+    held, pending = bool(row.pop("task_held")), bool(row.pop("inbox_pending"))
     attrs = {
         "agen.attempt": req.attempt,
         "agen.epoch": 1,
@@ -380,7 +389,7 @@ def open_run(tx: Tx, req: RunRequest, owner: str, model: str, digest: str | None
         run_id=run_id,
         data={"conversation_id": conversation_id},
     )
-    return Opened(row, messages=[first] if created else None, held=held)
+    return Opened(row, messages=[first] if created else None, held=held, inbox=pending)
 
 
 def _existing_run(tx: Tx, req: RunRequest, owner: str) -> Opened | None:
