@@ -326,6 +326,16 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
                     _ratio(k["in_process"]["tasks_per_s"], fl["max_tasks_per_s"]),
                 )
             )
+            if k["in_process"].get("cpu_us_per_task"):
+                out.append(
+                    (
+                        "Tasks",
+                        "CPU per task in-process (all threads)",
+                        _f(k["in_process"]["cpu_us_per_task"], "µs"),
+                        f"SQLite floor {_f(fl['us_per_task'], 'µs')}",
+                        _ratio(k["in_process"]["cpu_us_per_task"], fl["us_per_task"]),
+                    )
+                )
             if fl.get("max_tasks_per_s_full"):
                 out.append(
                     (
