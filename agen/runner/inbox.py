@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from agen.runner.records import INBOX_KINDS as KINDS
 from agen.runner.state import RunState
 from agen.store.base import Store, Tx, loads
 
-KINDS = ("signal", "cancel", "steer")
 _PENDING = (
     "SELECT id, kind, ref, payload FROM run_inbox WHERE task_id = ? AND consumed_ms IS NULL"
     f" AND kind IN ({', '.join(repr(k) for k in KINDS)}) ORDER BY created_ms, id"
@@ -63,7 +63,7 @@ def claim(rows: list[dict[str, Any]]) -> Any:
 
 async def drain(store: Store, st: RunState) -> int:
     """Turn the task's unclaimed rows into user messages and checkpoint them with the claim; how many."""
-    if st.task_id is None:
+    if st.task_id is None or not st.inbox:  # the run's last write saw no row to drain
         return 0
     rows = await pending(store, st.task_id)
     if rows:

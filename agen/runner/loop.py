@@ -162,7 +162,7 @@ class Runner:
                 run_id=row["id"], status=row["status"], outcome=outcome, epoch=int(row["epoch"])
             )
         st = await self._state(req, row, opened.resumed, events, cancel, opened.messages)
-        st.held = opened.held
+        st.held, st.inbox = opened.held, opened.inbox
         scope = await self.extras.begin(req, st.run_id) if self.extras is not None else None
         if scope is not None:
             st.workspace = scope.workspace_path

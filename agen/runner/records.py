@@ -39,6 +39,7 @@ class Opened:
     held: bool = (
         False  # the run's task is paused (PauseTask): the run suspends before its first model call
     )
+    inbox: bool = True  # the task may have inbox rows to drain (False: known to have none)
 
 
 @dataclass
@@ -54,6 +55,9 @@ class Checkpoint:
     spans: list[tuple[Any, ...]] = field(default_factory=list)
     usage: list[tuple[Any, ...]] = field(default_factory=list)
     task_id: str | None = None
+    keyed: bool = (
+        True  # the conversation has a key: later runs continue it (next_seq is kept up to date)
+    )
     input_tokens: int = 0
     output_tokens: int = 0
     cached_tokens: int = 0
@@ -100,14 +104,32 @@ def task_held(tx: Tx, task_id: str | None) -> bool:
     )
 
 
-def write_checkpoint(tx: Tx, cp: Checkpoint) -> bool:
-    """Apply one step's writes; returns whether the run's task is now held (see ``task_held``)."""
+# Whether the run's task is paused at the transaction's time (parameters: now, task id), as a column of
+# the statement that writes the run: task_held without a statement of its own.
+_HELD_SQL = (
+    "(SELECT CASE WHEN held <> 0 AND (held_until_ms IS NULL OR held_until_ms > ?) THEN 1 ELSE 0 END"
+    " FROM tasks WHERE id = ?) AS task_held"
+)
+# The inbox rows a running run drains before each model call (agen/runner/inbox.py).
+INBOX_KINDS = ("signal", "cancel", "steer")
+# Whether the task has such rows unclaimed (parameter: task id), a column of the same statement: the
+# Runner reads its inbox only when this says there is something to read.
+_INBOX_SQL = (
+    "EXISTS (SELECT 1 FROM run_inbox i WHERE i.task_id = ? AND i.consumed_ms IS NULL"
+    f" AND i.kind IN ({', '.join(repr(k) for k in INBOX_KINDS)})) AS inbox_pending"
+)
+
+
+def write_checkpoint(tx: Tx, cp: Checkpoint) -> tuple[bool, bool]:
+    """Apply one step's writes; returns whether the run's task is now held (see ``task_held``) and
+    whether its inbox has rows to drain, both read by the statement that bumps the run (no SELECT)."""
     now = tx.now_ms
-    if cp.status is None:
-        n = tx.execute(
+    held = inbox = False
+    if cp.status is None:  # a step of a run that goes on
+        row = tx.one(
             "UPDATE runs SET turns = ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,"
             " cached_tokens = cached_tokens + ?, cost_usd = cost_usd + ?, model = COALESCE(?, model), updated_ms = ?"
-            " WHERE id = ? AND epoch = ?",
+            " WHERE id = ? AND epoch = ? RETURNING " + _HELD_SQL + ", " + _INBOX_SQL,
             (
                 cp.turns,
                 cp.input_tokens,
@@ -118,8 +140,14 @@ def write_checkpoint(tx: Tx, cp: Checkpoint) -> bool:
                 now,
                 cp.run_id,
                 cp.epoch,
+                now,
+                cp.task_id,
+                cp.task_id,
             ),
         )
+        n = 0 if row is None else 1
+        held = row is not None and bool(row["task_held"])
+        inbox = row is not None and bool(row["inbox_pending"])
     else:
         n = tx.execute(
             "UPDATE runs SET turns = ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,"
@@ -144,6 +172,9 @@ def write_checkpoint(tx: Tx, cp: Checkpoint) -> bool:
         _fenced(tx, cp.run_id, cp.epoch)
     if cp.messages:
         tx.executemany(MESSAGE_SQL, cp.messages)
+    if (
+        cp.messages and cp.keyed
+    ):  # a keyless conversation has this one run: nobody reads its next_seq
         tx.execute(
             "UPDATE conversations SET next_seq = ?, updated_ms = ? WHERE id = ?",
             (cp.next_seq, now, cp.conversation_id),
@@ -169,7 +200,7 @@ def write_checkpoint(tx: Tx, cp: Checkpoint) -> bool:
             data=data,
             severity="info" if cp.status == "succeeded" else "warning",
         )
-    return cp.status is None and task_held(tx, cp.task_id)
+    return held, inbox
 
 
 def name_conversation(tx: Tx, conversation_id: str, key: str) -> None:
@@ -190,8 +221,12 @@ def _conversation(tx: Tx, req: RunRequest) -> tuple[str, str, int, bool]:
     conversation is stored with its first message's seq already taken."""
     now = tx.now_ms
     if req.conversation_key:
+        # The next seq from the messages themselves (UNIQUE (conversation_id, seq) makes it one index
+        # probe): a conversation named after it began (name_conversation) skipped next_seq while keyless.
         row = tx.one(
-            "SELECT id, session_id, next_seq FROM conversations WHERE namespace = ? AND deployment = ? AND key = ?",
+            "SELECT c.id, c.session_id, (SELECT COALESCE(MAX(m.seq), 0) + 1 FROM messages m"
+            " WHERE m.conversation_id = c.id) AS next_seq"
+            " FROM conversations c WHERE c.namespace = ? AND c.deployment = ? AND c.key = ?",
             (req.namespace, req.deployment, req.conversation_key),
         )
         if row is not None:
@@ -230,14 +265,12 @@ def _conversation(tx: Tx, req: RunRequest) -> tuple[str, str, int, bool]:
 def open_run(tx: Tx, req: RunRequest, owner: str, model: str, digest: str | None) -> Opened:
     """Create the run (or claim the task's existing one) with its top-level span and input message."""
     now = tx.now_ms
-    if req.task_id:
-        row = tx.one("SELECT * FROM runs WHERE task_id = ?", (req.task_id,))
-        if row is not None:
-            if row["finished_ms"] is not None:
-                return Opened(row, finished=True)
-            return Opened(
-                _claim(tx, row, owner, req.attempt), resumed=True, held=task_held(tx, req.task_id)
-            )
+    if (
+        req.task_id and req.conversation_key
+    ):  # a keyed conversation would refuse the task's own run as busy
+        existing = _existing_run(tx, req, owner)
+        if existing is not None:
+            return existing
     session_id, conversation_id, seq, created = _conversation(tx, req)
     run_id, span_id = new_ulid(), new_ulid()
     trace_id, parent_span = req.trace_id or new_ulid(), None
@@ -245,10 +278,14 @@ def open_run(tx: Tx, req: RunRequest, owner: str, model: str, digest: str | None
         from agen.otel.ids import from_traceparent
 
         trace_id, parent_span = from_traceparent(req.traceparent)
-    row = tx.one(  # RETURNING: the stored row without reading it back
+    # RETURNING: the stored row without reading it back, and whether its task is paused right now (see
+    # task_held) in the same statement. ON CONFLICT: the task's run exists already (a new lease of a task
+    # whose host died), which is rare enough to find out this way rather than by a SELECT before every run.
+    row = tx.one(
         "INSERT INTO runs (id, namespace, deployment, task_id, session_id, conversation_id, parent_run_id,"
         " root_run_id, trace_id, span_id, status, input, owner, epoch, labels, trust, source, requested_by, model,"
-        " started_ms, updated_ms) VALUES (?,?,?,?,?,?,?,?,?,?,'running',?,?,1,?,?,?,?,?,?,?) RETURNING *",
+        " started_ms, updated_ms) VALUES (?,?,?,?,?,?,?,?,?,?,'running',?,?,1,?,?,?,?,?,?,?)"
+        " ON CONFLICT (task_id) DO NOTHING RETURNING *, " + _HELD_SQL + ", " + _INBOX_SQL,
         (
             run_id,
             req.namespace,
@@ -269,8 +306,19 @@ def open_run(tx: Tx, req: RunRequest, owner: str, model: str, digest: str | None
             model,
             now,
             now,
+            now,
+            req.task_id,
+            req.task_id,
         ),
     )
+    if row is None:  # the task has its run already: drop the new conversation, claim that run
+        if created:
+            tx.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
+            tx.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+        existing = _existing_run(tx, req, owner)
+        assert existing is not None
+        return existing
+    held, pending = bool(row.pop("task_held")), bool(row.pop("inbox_pending"))
     attrs = {
         "agen.attempt": req.attempt,
         "agen.epoch": 1,
@@ -341,8 +389,19 @@ def open_run(tx: Tx, req: RunRequest, owner: str, model: str, digest: str | None
         run_id=run_id,
         data={"conversation_id": conversation_id},
     )
-    assert row is not None
-    return Opened(row, messages=[first] if created else None, held=task_held(tx, req.task_id))
+    return Opened(row, messages=[first] if created else None, held=held, inbox=pending)
+
+
+def _existing_run(tx: Tx, req: RunRequest, owner: str) -> Opened | None:
+    """The task's run if it has one: finished (nothing to do) or claimed by this owner (resumed)."""
+    row = tx.one("SELECT * FROM runs WHERE task_id = ?", (req.task_id,))
+    if row is None:
+        return None
+    if row["finished_ms"] is not None:
+        return Opened(row, finished=True)
+    return Opened(
+        _claim(tx, row, owner, req.attempt), resumed=True, held=task_held(tx, req.task_id)
+    )
 
 
 def _claim(tx: Tx, row: Row, owner: str, attempt: int) -> Row:

@@ -61,6 +61,7 @@ class RunState:
     model: str | None = None
     artifacts: list[str] = field(default_factory=list)
     held: bool = False  # the task was paused, as of the run's last transaction (open or checkpoint)
+    inbox: bool = True  # the task may have inbox rows to drain, as of the same (False: none)
 
     @property
     def task_id(self) -> str | None:
@@ -225,6 +226,7 @@ class RunState:
             cost_usd=self.cost,
             model=self.model,
             task_id=self.req.task_id,
+            keyed=bool(self.req.conversation_key),
         )
         if status is not None:
             cp.status, cp.outcome = status, outcome
@@ -241,12 +243,12 @@ class RunState:
                 },
             )
 
-        def fn(tx: Tx) -> bool:
+        def fn(tx: Tx) -> tuple[bool, bool]:
             if also is not None:
                 also(tx)
             return write_checkpoint(tx, cp)
 
-        self.held = await store.write(fn)
+        self.held, self.inbox = await store.write(fn)
         self.messages, self.spans, self.usage = [], [], []
         self.tokens = [0, 0, 0]
         self.cost = 0.0

@@ -2,8 +2,11 @@
 
 A write is a plain function ``fn(tx) -> T`` run inside a transaction on the
 writer; the adapter may run several waiting transactions under one commit
-(group commit), each isolated by a savepoint, so one failing function only
-rolls back its own statements. Domain code (tasks, runs, ...) is written as
+(group commit), so one failing function only rolls back its own statements:
+a group runs optimistically with no savepoints, and when one of its functions
+raises, the group is rolled back and re-run with a savepoint around each one.
+A function may therefore run more than once before it commits: it must keep its
+effects inside ``tx`` (``tx.after_commit`` for anything else). Domain code (tasks, runs, ...) is written as
 such functions, which keeps it independent of the engine.
 """
 

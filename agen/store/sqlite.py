@@ -45,6 +45,8 @@ def _configure(conn: sqlite3.Connection, synchronous: str) -> None:
     conn.execute(f"PRAGMA synchronous={synchronous}")
     conn.execute("PRAGMA foreign_keys=ON")
     conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+    # Statement and savepoint sub-journals in memory: on disk they cost ~130 pwrite64 per task.
+    conn.execute("PRAGMA temp_store=MEMORY")
 
 
 _Item = tuple[Callable[[Tx], Any], "asyncio.AbstractEventLoop | None", Any]
@@ -63,6 +65,7 @@ class SQLiteStore(Store):
         synchronous: str = "NORMAL",
         readers: int = 2,
         poll_s: float = 0.5,
+        trace: Callable[[str], None] | None = None,
     ) -> None:
         self.path = Path(path)
         self.url = f"sqlite:{self.path}"
@@ -71,6 +74,9 @@ class SQLiteStore(Store):
         self._synchronous = synchronous.upper()
         self._n_readers = max(1, readers)
         self._poll_s = poll_s  # how often wait_for_events looks for other processes' commits
+        # Called on the writer thread with each statement it runs, parameters filled in (after migration):
+        # how tests and benchmarks see exactly what a task writes.
+        self._trace = trace
         self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._closed = False
@@ -189,6 +195,8 @@ class SQLiteStore(Store):
                 StoreError(f"cannot open the store {self.path}: {e}", store=str(self.path))
             )
             return
+        if self._trace is not None:
+            conn.set_trace_callback(self._trace)
         ready.set_result(version)
         try:
             self._writer_loop(conn)
@@ -280,6 +288,37 @@ class SQLiteStore(Store):
             self._resolve(batch, results)
 
     def _run_functions(
+        self, conn: sqlite3.Connection, batch: list[_Item]
+    ) -> tuple[list[tuple[Any, BaseException | None]], list[Callable[[], None]], int]:
+        """Run the batch in the open transaction: optimistically first, all functions back to back with no
+        savepoint (two statements fewer per function, and no sub-journal); if one of them raises, the whole
+        transaction is rolled back and the batch re-run with a savepoint around each function, so the
+        failing one rolls back alone and the others still commit."""
+        if len(batch) == 1:
+            return self._run_isolated(conn, batch)
+        results: list[tuple[Any, BaseException | None]] = []
+        callbacks: list[Callable[[], None]] = []
+        max_seq = 0
+        for fn, _loop, _fut in batch:
+            tx = SQLiteTx(conn)
+            try:
+                value = fn(tx)
+            except BaseException as e:
+                if not conn.in_transaction:  # SQLite rolled back everything (disk full), or fn did
+                    raise TransactionLost(str(e)) from e
+                conn.execute("ROLLBACK")
+                conn.execute("BEGIN IMMEDIATE")
+                return self._run_isolated(conn, batch)
+            if not conn.in_transaction:
+                raise TransactionLost(
+                    "a transaction function ended the transaction itself (COMMIT or ROLLBACK)"
+                )
+            results.append((value, None))
+            callbacks.extend(tx._callbacks)
+            max_seq = max(max_seq, tx.max_event_seq)
+        return results, callbacks, max_seq
+
+    def _run_isolated(
         self, conn: sqlite3.Connection, batch: list[_Item]
     ) -> tuple[list[tuple[Any, BaseException | None]], list[Callable[[], None]], int]:
         """Run each function in the open transaction (a savepoint each when several share it)."""

@@ -8,7 +8,7 @@ from typing import Any
 
 from agen.hub.queue.holds import write_inbox
 from agen.runner.types import RunRequest
-from agen.store import Store, Tx
+from agen.store import SQLiteStore, Store, Tx
 from tests.runner_helpers import FnTool, call, capturing_runner, make, open_store, script
 from tests.unit.queue_helpers import add_deployment, new_task
 
@@ -98,3 +98,34 @@ async def test_a_steer_becomes_new_input_and_child_rows_are_left_for_the_resume_
     )
     assert [x["kind"] for x in left] == ["child"]
     await store.close()
+
+
+class _ReadCountingStore(SQLiteStore):
+    """The real SQLite store, noting every single-statement read it serves."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.reads: list[str] = []
+
+    async def all(self, sql: str, params: Any = ()) -> list[dict[str, Any]]:
+        self.reads.append(sql)
+        return await super().all(sql, params)
+
+
+async def test_a_run_whose_inbox_stays_empty_never_reads_it(tmp_path: Path) -> None:
+    """Whether the inbox has rows comes back with the run's own writes (open, checkpoint): an empty
+    inbox costs no read before each model call."""
+    store = await _ReadCountingStore.open(tmp_path / "agen.db")
+    assert isinstance(store, _ReadCountingStore)
+    task_id = await _task(store)
+    r, _cap = await capturing_runner(
+        store, make(script(call("step"), call("step"), {"text": "done"})), FnTool("step", _ok)
+    )
+    res = await r.run(RunRequest(input="work", task_id=task_id))
+    assert res.status == "succeeded"
+    assert not [sql for sql in store.reads if "run_inbox" in sql]
+    await store.close()
+
+
+async def _ok(args: dict[str, Any]) -> str:
+    return "ok"

@@ -126,6 +126,9 @@ class NewTask:
     reply_conversation_key: str | None = None
     on_parent_end: str = "cancel"
     traceparent: str | None = None  # W3C: the run joins the caller's trace (agen.otel.ids)
+    deployment_kind: str | None = (
+        None  # the caller read the deployment already: no SELECT for its kind
+    )
 
 
 @dataclass
@@ -172,7 +175,10 @@ def scoped_conversation_key(key: str | None, source: str) -> str | None:
 
 def _conversation_key(tx: Tx, t: NewTask) -> str | None:
     """The stored key: the source-scoped key, or the singleton's one key whatever the caller sent."""
-    if tx.scalar("SELECT kind FROM deployments WHERE id = ?", (t.deployment_id,)) == "singleton":
+    kind = t.deployment_kind or tx.scalar(
+        "SELECT kind FROM deployments WHERE id = ?", (t.deployment_id,)
+    )
+    if kind == "singleton":
         return SINGLETON_KEY
     return scoped_conversation_key(t.conversation_key, t.source)
 

@@ -16,6 +16,7 @@ task whose host keeps dying without progress still ends after MAX_ATTEMPTS.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
+from dataclasses import dataclass
 from typing import Any
 
 from agen.errors import InvalidError
@@ -286,6 +287,28 @@ def finish_task(
     _finished(tx, row, state, outcome, error, data)
 
 
+@dataclass(frozen=True)
+class _FinishNeeds:
+    """What a finished task still has to have cleaned up (known from the finishing statement's RETURNING;
+    all True when unknown): a task that held no lock, waited on no approval and has no unfinished child
+    needs none of the three statements."""
+
+    locks: bool = True
+    approvals: bool = True
+    children: bool = True
+
+
+# Columns of the finishing UPDATE's RETURNING that say which _FinishNeeds apply (one index probe each
+# instead of a statement each).
+_FINISH_NEEDS_SQL = (
+    "EXISTS (SELECT 1 FROM locks l WHERE l.task_id = tasks.id) AS _has_locks,"
+    " EXISTS (SELECT 1 FROM approvals a WHERE a.task_id = tasks.id AND a.state = 'pending')"
+    " AS _has_approvals,"
+    " EXISTS (SELECT 1 FROM tasks c WHERE c.parent_task_id = tasks.id AND c.reply_deployment IS NULL"
+    " AND c.state IN ('queued', 'leased', 'running', 'waiting')) AS _has_children"
+)
+
+
 def _finished(
     tx: Tx,
     row: dict[str, Any],
@@ -293,9 +316,13 @@ def _finished(
     outcome: dict[str, Any] | None,
     error: str | None,
     data: dict[str, Any] | None = None,
+    *,
+    needs: _FinishNeeds = _FinishNeeds(),
 ) -> None:
-    release_task_locks(tx, row["id"])
-    close_task_approvals(tx, row["id"], state, (data or {}).get("by"))
+    if needs.locks:
+        release_task_locks(tx, row["id"])
+    if needs.approvals:
+        close_task_approvals(tx, row["id"], state, (data or {}).get("by"))
     task_event(
         tx,
         row,
@@ -312,7 +339,7 @@ def _finished(
             {"task_id": row["id"], "status": state, "outcome": outcome, "error": error},
         )
     # on_parent_end "cancel" (the default): the joined branch unwinds with its parent
-    if row.get("on_parent_end") != ABANDON:
+    if needs.children and row.get("on_parent_end") != ABANDON:
         for child in joined_unfinished_children(tx, row["id"]):
             cancel_task(
                 tx,
@@ -337,7 +364,9 @@ def _finish_fenced(
     """complete_task's common case in one statement: the update only matches while ``lease_id`` is the
     task's live lease, and returns the finished row; None when it did not match (read and decide why)."""
     row = tx.one(
-        _FINISH_SQL + " AND lease_id = ? AND state IN ('leased', 'running') RETURNING *",
+        _FINISH_SQL
+        + " AND lease_id = ? AND state IN ('leased', 'running') RETURNING *, "
+        + _FINISH_NEEDS_SQL,
         (
             state,
             None if outcome is None else dumps(outcome),
@@ -350,7 +379,12 @@ def _finish_fenced(
         ),
     )
     if row is not None:
-        _finished(tx, row, state, outcome, error)
+        needs = _FinishNeeds(
+            locks=bool(row.pop("_has_locks")),
+            approvals=bool(row.pop("_has_approvals")),
+            children=bool(row.pop("_has_children")),
+        )
+        _finished(tx, row, state, outcome, error, needs=needs)
     return row
 
 

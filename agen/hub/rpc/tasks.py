@@ -194,6 +194,7 @@ async def submit(
             namespace=req.namespace,
             deployment_id=current["id"],
             deployment=current["name"],
+            deployment_kind=current["kind"],
             input=redact_task_input(tx, current, req.input),
             conversation_key=req.conversation_key,
             labels=dict(req.labels),
