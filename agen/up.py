@@ -55,6 +55,7 @@ class UpOptions:
     nest: bool = True
     tls: bool = False  # `agen hub serve --tls`: HTTPS with the Hub CA (agen.hub.tls)
     tls_hosts: tuple[str, ...] = ()  # extra names/IPs for the server certificate
+    gateway_listen: str | None = None  # the A2A Gateway (agen.gateway); None: no Gateway
 
 
 class _Server(uvicorn.Server):
@@ -239,6 +240,26 @@ def shared_store_nest_name(home: Path) -> str:
     return f"{socket.gethostname()}-{hashlib.sha256(str(home).encode()).hexdigest()[:8]}"
 
 
+async def _start_gateway(opts: UpOptions, hub_url: str, hub: Any) -> Any:
+    """The A2A Gateway on --gateway-listen (loopback), calling this Hub over its HTTP API."""
+    from agen.gateway.server import start_gateway
+
+    assert opts.gateway_listen is not None
+    host, port = parse_listen(opts.gateway_listen)
+    try:
+        gateway = await start_gateway(host, port, hub_url, ca_hash=hub.tls_ca_hash)
+    except ConflictError as e:  # the Hub serves on: A2A is one door of several
+        print(f"agen up: no A2A Gateway: {e}", file=sys.stderr, flush=True)
+        return None
+    hub.gateway_urls = [gateway.url]
+    print(
+        f"agen up: A2A Gateway at {gateway.url}/a2a/<namespace>/<deployment>",
+        file=sys.stderr,
+        flush=True,
+    )
+    return gateway
+
+
 async def serve(opts: UpOptions) -> None:
     from agen.api.app import create_app
     from agen.node import HubNode, LocalNode
@@ -313,6 +334,7 @@ async def serve(opts: UpOptions) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal)
     pruner: asyncio.Task[None] | None = None
+    gateway: Any = None
     serving: asyncio.Task[None] | None = None
     export = None
     logged = (
@@ -349,6 +371,7 @@ async def serve(opts: UpOptions) -> None:
                 flush=True,
             )
         ui_app, ui = _start_tui(hub, url) if opts.tui else (None, None)
+        gateway = await _start_gateway(opts, url, hub) if opts.gateway_listen else None
         # The API answers first; instances and their MCP servers (seconds each after a crash) start behind it.
         await node.start()
         await hub.shutdown_requested.wait()
@@ -379,6 +402,8 @@ async def serve(opts: UpOptions) -> None:
             server.should_exit = True
             with contextlib.suppress(Exception):
                 await serving
+        if gateway is not None:
+            await gateway.stop()
         if export is not None:
             await export.stop()
         await app.state.mcp_door.close()
