@@ -15,13 +15,14 @@ from a2a.server.routes import DefaultServerCallContextBuilder
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from google.protobuf.json_format import MessageToDict
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from agen.api import registry as r
 from agen.errors import AgenError, UnauthenticatedError
-from agen.gateway.auth import HubLink, authenticate
+from agen.gateway.auth import HttpHubLink, HubLink, authenticate
 from agen.gateway.card import agent_card
 from agen.gateway.handler import CALL_STATE, AgenRequestHandler, Call
 from agen.gateway.wake import WakePolicy
@@ -52,8 +53,15 @@ def _error(e: AgenError) -> JSONResponse:
     return JSONResponse(e.to_dict(), status_code=e.http_status, headers=headers)
 
 
-def create_gateway_app(config: GatewayConfig) -> Starlette:
-    link = HubLink(config.hub_url, config.ca_hash)
+def _refusal(e: HTTPException) -> JSONResponse:
+    """A refusal with its HTTP status (503 + Retry-After for wake-ups), still a JSON-RPC error body."""
+    body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32603, "message": e.detail}}
+    return JSONResponse(body, status_code=e.status_code, headers=e.headers)
+
+
+def create_gateway_app(config: GatewayConfig, link: HubLink | None = None) -> Starlette:
+    """``link``: how to reach the Hub (default: its HTTP API at ``config.hub_url``)."""
+    link = link or HttpHubLink(config.hub_url, config.ca_hash)
     dispatcher = JsonRpcDispatcher(
         request_handler=AgenRequestHandler(link, config.wake),
         context_builder=_ContextBuilder(),
@@ -67,8 +75,13 @@ def create_gateway_app(config: GatewayConfig) -> Starlette:
             caller = await authenticate(link, request.headers.get("authorization"), need="call")
         except AgenError as e:
             return _error(e)
-        request.state.agen_call = Call(caller=caller, namespace=ns, deployment=dep)
-        return await dispatcher.handle_requests(request)
+        call = Call(caller=caller, namespace=ns, deployment=dep)
+        request.state.agen_call = call
+        try:
+            response = await dispatcher.handle_requests(request)
+        except HTTPException as e:  # A2A 1.0: a2a-sdk lets an HTTPException through
+            return _refusal(e)
+        return _refusal(call.refusals[0]) if call.refusals else response
 
     async def card(request: Request) -> Response:
         ns, dep = request.path_params["ns"], request.path_params["deployment"]

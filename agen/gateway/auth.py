@@ -8,6 +8,7 @@ No anonymous calls.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from agen.api import registry as r
 from agen.client import Client
@@ -18,9 +19,15 @@ CALL_SCOPES = frozenset({"operator", "admin"})
 READ_SCOPES = CALL_SCOPES | {"viewer", "approver"}
 
 
+class HubLink(Protocol):
+    """How the Gateway reaches the Hub as one caller: a client carrying that caller's token."""
+
+    def client(self, token: str) -> Client: ...
+
+
 @dataclass(frozen=True)
-class HubLink:
-    """Where the Hub is; the Gateway calls it as each caller, with the caller's own token."""
+class HttpHubLink:
+    """The Hub's HTTP API (``agen up``'s own, or a remote Hub's); the caller's token on each call."""
 
     url: str
     ca_hash: str | None = None

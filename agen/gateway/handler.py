@@ -9,7 +9,7 @@ and a repeated message id finds the same task through the Hub's idempotency key.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from a2a.server.context import ServerCallContext
 from a2a.server.events.event_queue import Event
@@ -59,11 +59,22 @@ CALL_STATE = "agen.call"
 
 @dataclass(frozen=True)
 class Call:
-    """Who calls which deployment: put on the call context by the Gateway's route."""
+    """Who calls which deployment: put on the call context by the Gateway's route.
+
+    ``refusals`` carries a refusal with its own HTTP status (503 and Retry-After: paused, no
+    instance in time) back to the route: a2a-sdk's v0.3 adapter would turn any exception into a
+    JSON-RPC error on HTTP 200, and a caller should see the status and the hint.
+    """
 
     caller: Caller
     namespace: str
     deployment: str
+    refusals: list[HTTPException] = field(default_factory=list)
+
+
+def _refuse(call: Call, e: HTTPException) -> HTTPException:
+    call.refusals.append(e)
+    return e
 
 
 def _call(context: ServerCallContext) -> Call:
@@ -101,7 +112,10 @@ class AgenRequestHandler(RequestHandler):
             )
         except InvalidError as e:
             raise InvalidParamsError(message=e.message) from None
-        await refuse_if_paused(client, call.namespace, call.deployment)
+        try:
+            await refuse_if_paused(client, call.namespace, call.deployment)
+        except HTTPException as e:
+            raise _refuse(call, e) from None
         try:
             request = wt.SubmitTaskRequest(
                 namespace=call.namespace,
@@ -120,6 +134,12 @@ class AgenRequestHandler(RequestHandler):
             ) from None
         resp = await client.call(r.SubmitTask, request)
         return resp.task, sub.context_id
+
+    async def _started(self, client: Client, call: Call, task: wt.Task) -> wt.Task:
+        try:
+            return await wait_started(client, task, self.wake)
+        except HTTPException as e:
+            raise _refuse(call, e) from None
 
     async def _until_ended(self, client: Client, task: wt.Task, poll_s: float) -> wt.Task:
         deadline = self.wake.clock() + self.run_timeout_s
@@ -143,7 +163,7 @@ class AgenRequestHandler(RequestHandler):
             try:
                 task, context_id = await self._submit(client, call, params)
                 if not params.configuration.return_immediately:
-                    task = await wait_started(client, task, self.wake)
+                    task = await self._started(client, call, task)
                     task = await self._until_ended(client, task, poll_s=60)
             except AgenError as e:
                 raise _a2a_error(e) from None
@@ -156,7 +176,7 @@ class AgenRequestHandler(RequestHandler):
         async with self.link.client(call.caller.token) as client:
             try:
                 task, context_id = await self._submit(client, call, params)
-                task = await wait_started(client, task, self.wake)
+                task = await self._started(client, call, task)
                 yield convert.to_a2a(task, context_id)
                 progress = task.progress
                 deadline = self.wake.clock() + self.run_timeout_s
