@@ -100,7 +100,9 @@ def _http(node: LocalNode, clock: FakeClock | None = None) -> httpx.AsyncClient:
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gw.test")
 
 
-def _send(text: str, message_id: str, context_id: str | None = None, **meta: Any) -> dict[str, Any]:
+def _send(
+    text: str, message_id: str, context_id: str | None = None, meta: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """A v0.3 message/send body: what an older A2A client posts."""
     message: dict[str, Any] = {
         "role": "user",
@@ -226,13 +228,12 @@ async def test_a_context_is_one_conversation_and_a_repeated_message_id_is_the_sa
     assert second["result"]["contextId"] == first["result"]["contextId"] == "ctx"
     admin = Client.in_process(node.hub)
     keys = {
-        t.id: t.conversation_key
+        t.id: t.conversation_key or ""
         for t in (await admin.call(r.ListTasks, ListTasksRequest(deployment="chat"))).tasks
     }
     assert keys[first["result"]["id"]] == keys[second["result"]["id"]]
-    assert keys[first["result"]["id"]].startswith("a2a:user:") and keys[
-        first["result"]["id"]
-    ].endswith(":ctx")
+    key = keys[first["result"]["id"]]
+    assert key.startswith("a2a:user:") and key.endswith(":ctx")  # a2a:<caller>:<contextId>
     assert keys[theirs["result"]["id"]] != keys[first["result"]["id"]]
     assert "error" in stolen and "result" not in stolen  # tasks/get of another caller's task
     assert mine["result"]["status"]["state"] == "completed"
@@ -247,12 +248,12 @@ async def test_trace_and_labels_in_a2a_metadata_reach_the_task_and_claimed_linea
     async with _http(node) as gw:
         ok = await gw.post(
             "/a2a/default/traced",
-            json=_send("hi", "m1", traceparent=trace, **{"agen.labels": {"team": "a"}}),
+            json=_send("hi", "m1", meta={"traceparent": trace, "agen.labels": {"team": "a"}}),
             headers=_auth(token),
         )
         claimed = await gw.post(
             "/a2a/default/traced",
-            json=_send("hi", "m2", **{"agen.parent_run_id": "01RUN", "agen.depth": 3}),
+            json=_send("hi", "m2", meta={"agen.parent_run_id": "01RUN", "agen.depth": 3}),
             headers=_auth(token),
         )
     task_id = ok.json()["result"]["id"]
