@@ -86,7 +86,7 @@ async def _deploy(node: LocalNode, tmp_path: Path, name: str, scale: dict[str, i
 async def _token(node: LocalNode, scope: str) -> str:
     made = await Client.in_process(node.hub).call(
         r.CreateToken,
-        CreateTokenRequest(scopes=[scope], name=scope),  # type: ignore[list-item]
+        CreateTokenRequest(scopes=[scope], name=scope),
     )
     return made.token
 
