@@ -14,6 +14,7 @@ import typer
 import typer.core
 
 from agen.cli import (
+    a2a,
     approvals,
     deploy,
     evals,
@@ -101,6 +102,7 @@ for module in (
     evals,
     migrate,
     scaleout,
+    a2a,
 ):
     module.register(app)
 

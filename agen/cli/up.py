@@ -59,7 +59,7 @@ def up(
         str,
         typer.Option(
             "--gateway-listen",
-            help="A2A Gateway listen address (loopback only): /a2a/<namespace>/<deployment>; "
+            help="A2A Gateway listen address (loopback only): /a2a/NAMESPACE/DEPLOYMENT; "
             "'off' runs no Gateway.",
         ),
     ] = "127.0.0.1:7071",

@@ -163,3 +163,24 @@ def test_an_older_jsonrpc_client_sends_streams_and_gets_with_v03_method_names(up
     # the same contextId from the same caller continued one conversation
     tasks = up.http("ListTasks", {"deployment": "echo"}).json()["tasks"]
     assert len({t["conversation_key"] for t in tasks}) == 1
+
+
+def test_agen_call_streams_the_answer_and_continues_a_context_and_agen_resolve_prints_the_endpoint(
+    up: Up,
+) -> None:
+    first = up.agen("call", "default/echo", "first words")
+    assert first.stdout.strip() == "You said: first words"
+    context = first.stderr.split("context ")[1].split()[0]
+
+    again = up.json("call", "echo", "second words", "--context", context)
+    assert again["contextId"] == context
+    assert again["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert again["artifacts"][0]["parts"][0]["text"] == "You said: second words"
+    tasks = up.http("ListTasks", {"deployment": "echo"}).json()["tasks"]
+    assert len(tasks) == 2 and len({t["conversation_key"] for t in tasks}) == 1
+
+    resolved = up.json("resolve", "default/echo")
+    assert resolved["urls"] == [f"{up.gateway_url}/a2a/default/echo"]
+    assert resolved["card"]["name"] == "echo"
+    assert resolved["card"]["capabilities"]["streaming"] is True
+    assert up.agen("resolve", "echo").stdout.strip() == f"{up.gateway_url}/a2a/default/echo"
