@@ -265,3 +265,63 @@ async def test_trace_and_labels_in_a2a_metadata_reach_the_task_and_claimed_linea
     assert run_trace == agen_trace_id("0af7651916cd43dd8448eb211c80319c")  # the caller's trace
     error = claimed.json()["error"]
     assert "agen.parent_run_id" in error["message"] and "not supported yet" in error["message"]
+
+
+async def test_a_call_in_progress_keeps_its_instance_though_the_idle_timeout_is_zero(
+    node: LocalNode, tmp_path: Path
+) -> None:
+    import asyncio
+    import json
+    import sys
+
+    gate, started = tmp_path / "gate", tmp_path / "started"
+    bundle = write_bundle(
+        tmp_path / "slow",
+        "slow",
+        script=[
+            {
+                "toolCalls": [
+                    {
+                        "name": "t_wait_for_gate",
+                        "arguments": {"gate": str(gate), "started": str(started)},
+                    }
+                ]
+            },
+            {"text": "through"},
+        ],
+        config={
+            "kind": "pool",
+            "scale": {"min": 0, "max": 1, "idleTimeout": "0s"},
+            "permissions": {"default": "allow"},
+        },
+    )
+    server = Path(__file__).parent.parent / "fixtures" / "mcp_test_server.py"
+    (bundle / "mcp.json").write_text(
+        json.dumps({"mcpServers": {"t": {"command": sys.executable, "args": [str(server)]}}})
+    )
+    admin = Client.in_process(node.hub)
+    await admin.call(r.CreateDeployment, CreateDeploymentRequest(files=files_b64(bundle)))
+    token = await _token(node, "operator")
+    async with _http(node) as gw:
+        call = asyncio.create_task(
+            gw.post("/a2a/default/slow", json=_send("go", "m1"), headers=_auth(token))
+        )
+        deadline = asyncio.get_running_loop().time() + 60
+        while not started.exists():  # the call's run is inside its tool call now
+            assert asyncio.get_running_loop().time() < deadline, "the call never started"
+            await asyncio.sleep(0.05)
+        for _ in range(3):  # idle timeout 0: an idle deployment would go to 0 on any of these
+            await node.leader.step()
+            await node.manager.tick()
+        dep = (await admin.call(r.GetDeployment, GetDeploymentRequest(name="slow"))).deployment
+        assert dep is not None and dep.desired == 1 and dep.ready == 1
+        gate.touch()
+        resp = await call
+    result = resp.json()["result"]
+    assert result["status"]["state"] == "completed"
+    assert result["artifacts"][0]["parts"][0]["text"] == "through"
+    task = (await admin.call(r.GetTask, GetTaskRequest(id=result["id"]))).task
+    assert task.attempts == 1  # one run, never stopped and requeued under the call
+    await node.leader.step()  # with the call over, the same idle timeout lets it go to zero
+    after = (await admin.call(r.GetDeployment, GetDeploymentRequest(name="slow"))).deployment
+    assert after is not None and after.desired == 0
