@@ -74,6 +74,33 @@ def _token(client: Client) -> str:
     return token
 
 
+def _call_error(url: str, e: Exception) -> Exception:
+    """The Gateway's own words for a refused call (503 paused / no instance in time, with its
+    Retry-After hint; 401; 403), not the HTTP client's."""
+    import httpx
+
+    from agen.errors import AgenError, DeniedError, UnauthenticatedError, UnavailableError
+
+    cause = e.__cause__
+    if not isinstance(cause, httpx.HTTPStatusError):
+        return AgenError(f"A2A call to {url} failed: {e}")
+    resp = cause.response
+    try:
+        body = resp.json()
+        said = body.get("error", {}).get("message") or str(body)
+    except ValueError:
+        said = resp.text[:200]
+    retry = resp.headers.get("Retry-After")
+    message = f"{said}{f' (retry after {retry} s)' if retry else ''}"
+    if resp.status_code == 401:
+        return UnauthenticatedError(message)
+    if resp.status_code == 403:
+        return DeniedError(message)
+    if resp.status_code == 503:
+        return UnavailableError(message)
+    return AgenError(f"A2A call to {url} failed: HTTP {resp.status_code}: {message}")
+
+
 def resolve(
     target: TargetArg,
     hub: HubOpt = None,
@@ -143,7 +170,6 @@ def call(
     from google.protobuf.json_format import MessageToDict
 
     from agen.client import Client
-    from agen.errors import AgenError
     from agen.gateway.card import agent_card
 
     ns, name = _split(target, namespace)
@@ -191,7 +217,7 @@ def call(
                         state = TaskState.Name(event.status_update.status.state)
                         last["status"] = MessageToDict(event.status_update.status)
             except A2AClientError as e:
-                raise AgenError(f"A2A call to {url} failed: {e}") from None
+                raise _call_error(url, e) from None
         return state, last
 
     state, task = asyncio.run(go())

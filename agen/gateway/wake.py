@@ -50,7 +50,7 @@ async def refuse_if_paused(client: Client, namespace: str, deployment: str) -> N
     if dep is not None and dep.paused:
         why = f" ({dep.pause_reason})" if dep.pause_reason else ""
         raise unavailable(
-            f"{namespace}/{deployment} is paused{why}; calls wait until `agen start {deployment}`",
+            f"{namespace}/{deployment} is paused{why}; calls are refused until `agen start {deployment}`",
             PAUSED_RETRY_AFTER_S,
         )
 

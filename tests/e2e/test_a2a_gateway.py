@@ -184,3 +184,8 @@ def test_agen_call_streams_the_answer_and_continues_a_context_and_agen_resolve_p
     assert resolved["card"]["name"] == "echo"
     assert resolved["card"]["capabilities"]["streaming"] is True
     assert up.agen("resolve", "echo").stdout.strip() == f"{up.gateway_url}/a2a/default/echo"
+
+    up.agen("stop", "echo")
+    paused = up.agen("call", "echo", "anyone there?", check=False)
+    assert paused.returncode == 3  # unavailable: try again later
+    assert "paused" in paused.stderr and "retry after 60 s" in paused.stderr
