@@ -66,16 +66,14 @@ class _Server(uvicorn.Server):
         yield
 
 
-def parse_listen(listen: str, *, tls: bool = False) -> tuple[str, int]:
+def parse_listen(listen: str, *, tls: bool = False, flag: str = "--listen") -> tuple[str, int]:
     host, sep, port = listen.rpartition(":")
     if not sep or not port.isdigit():
-        raise InvalidError(
-            f"--listen {listen!r}: use host:port, e.g. 127.0.0.1:7070", field="--listen"
-        )
+        raise InvalidError(f"{flag} {listen!r}: use host:port, e.g. 127.0.0.1:7070", field=flag)
     if not 1 <= int(port) <= 65535:
         raise InvalidError(
-            f"--listen {listen}: port {int(port)} is out of range; use 1 to 65535, e.g. 127.0.0.1:7070",
-            field="--listen",
+            f"{flag} {listen}: port {int(port)} is out of range; use 1 to 65535, e.g. 127.0.0.1:7070",
+            field=flag,
         )
     host = host.strip("[]") or "127.0.0.1"
     loopback = host == "localhost"
@@ -83,9 +81,9 @@ def parse_listen(listen: str, *, tls: bool = False) -> tuple[str, int]:
         loopback = loopback or ipaddress.ip_address(host).is_loopback
     if not loopback and not tls and os.environ.get("AGEN_INSECURE") != "1":
         raise InvalidError(
-            f"--listen {listen}: plain HTTP listens on loopback only; use 127.0.0.1, or "
+            f"{flag} {listen}: plain HTTP listens on loopback only; use 127.0.0.1, or "
             "`agen hub serve --tls` (or set AGEN_INSECURE=1 behind a TLS-terminating proxy)",
-            field="--listen",
+            field=flag,
         )
     return host, int(port)
 
@@ -245,7 +243,7 @@ async def _start_gateway(opts: UpOptions, hub_url: str, hub: Any) -> Any:
     from agen.gateway.server import start_gateway
 
     assert opts.gateway_listen is not None
-    host, port = parse_listen(opts.gateway_listen)
+    host, port = parse_listen(opts.gateway_listen, flag="--gateway-listen")
     try:
         gateway = await start_gateway(host, port, hub_url, ca_hash=hub.tls_ca_hash)
     except ConflictError as e:  # the Hub serves on: A2A is one door of several

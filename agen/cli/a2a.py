@@ -12,7 +12,7 @@ from agen.cli._common import HubOpt, JsonOpt, NamespaceOpt, TokenOpt, err, print
 
 if TYPE_CHECKING:
     from agen.client import Client
-    from agen.wire.agents import ResolveAgentResponse
+    from agen.wire.agents import ResolveAgentRequest, ResolveAgentResponse
 
 TargetArg = Annotated[
     str,
@@ -31,8 +31,11 @@ _EXIT = {
 }
 
 
-def _split(target: str, namespace: str) -> tuple[str, str]:
+def _split(target: str, namespace: str) -> ResolveAgentRequest:
+    """The address as a checked request, before any connection (a bad one is exit 2)."""
+    from agen.cli._common import make_request
     from agen.errors import InvalidError
+    from agen.wire.agents import ResolveAgentRequest
 
     ns, sep, name = target.rpartition("/")
     ns = ns if sep else namespace
@@ -41,14 +44,15 @@ def _split(target: str, namespace: str) -> tuple[str, str]:
             f"{target!r} is not an agent address; use NAMESPACE/DEPLOYMENT, e.g. default/hello",
             field="target",
         )
-    return ns, name
+    return make_request(
+        ResolveAgentRequest, {"deployment": "TARGET"}, namespace=ns, deployment=name
+    )
 
 
-async def _resolve(client: Client, ns: str, name: str) -> ResolveAgentResponse:
+async def _resolve(client: Client, req: ResolveAgentRequest) -> ResolveAgentResponse:
     from agen.api import registry as r
-    from agen.wire.agents import ResolveAgentRequest
 
-    return await client.call(r.ResolveAgent, ResolveAgentRequest(namespace=ns, deployment=name))
+    return await client.call(r.ResolveAgent, req)
 
 
 def _endpoint(info: ResolveAgentResponse) -> str:
@@ -117,11 +121,12 @@ def resolve(
     from agen.client import Client
     from agen.gateway.card import agent_card
 
-    ns, name = _split(target, namespace)
+    req = _split(target, namespace)
+    ns, name = req.namespace, req.deployment
 
     async def go() -> tuple[ResolveAgentResponse, dict[str, Any]]:
         async with Client.from_options(hub, token) as client:
-            info = await _resolve(client, ns, name)
+            info = await _resolve(client, req)
             if not info.urls:
                 return info, MessageToDict(agent_card(info, ""))
             url = _endpoint(info)
@@ -172,11 +177,11 @@ def call(
     from agen.client import Client
     from agen.gateway.card import agent_card
 
-    ns, name = _split(target, namespace)
+    req = _split(target, namespace)
 
     async def go() -> tuple[str, dict[str, Any]]:
         async with Client.from_options(hub, token) as client:
-            info = await _resolve(client, ns, name)
+            info = await _resolve(client, req)
             url, secret = _endpoint(info), _token(client)
         headers = {"Authorization": f"Bearer {secret}"}
         async with httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(30, read=4500)) as http:

@@ -85,7 +85,7 @@ def up(
     parse_listen(listen)
     gateway = None if gateway_listen == "off" else gateway_listen
     if gateway is not None:
-        parse_listen(gateway)
+        parse_listen(gateway, flag="--gateway-listen")
     if capacity < 0:
         raise InvalidError(
             f"--capacity {capacity}: must be 0 (unlimited) or more", field="--capacity"

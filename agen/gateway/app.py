@@ -72,7 +72,7 @@ def create_gateway_app(config: GatewayConfig, link: HubLink | None = None) -> St
     async def rpc(request: Request) -> Response:
         ns, dep = request.path_params["ns"], request.path_params["deployment"]
         try:
-            caller = await authenticate(link, request.headers.get("authorization"), need="call")
+            caller = await authenticate(link, request.headers, need="call")
         except AgenError as e:
             return _error(e)
         call = Call(caller=caller, namespace=ns, deployment=dep)
@@ -86,7 +86,7 @@ def create_gateway_app(config: GatewayConfig, link: HubLink | None = None) -> St
     async def card(request: Request) -> Response:
         ns, dep = request.path_params["ns"], request.path_params["deployment"]
         try:
-            caller = await authenticate(link, request.headers.get("authorization"), need="read")
+            caller = await authenticate(link, request.headers, need="read")
             async with link.client(caller.token) as client:
                 info = await client.call(
                     r.ResolveAgent, ResolveAgentRequest(namespace=ns, deployment=dep)

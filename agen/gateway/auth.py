@@ -7,12 +7,14 @@ No anonymous calls.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
 from agen.api import registry as r
 from agen.client import Client
 from agen.errors import DeniedError, UnauthenticatedError
+from agen.wire.bearer import bearer_token
 from agen.wire.common import Empty
 
 CALL_SCOPES = frozenset({"operator", "admin"})
@@ -49,18 +51,12 @@ class Caller:
         return bool(self.scopes & CALL_SCOPES)
 
 
-def bearer(authorization: str | None) -> str | None:
-    scheme, _, token = (authorization or "").partition(" ")
-    token = token.strip()
-    return token if scheme.lower() == "bearer" and token else None
-
-
-async def authenticate(link: HubLink, authorization: str | None, *, need: str) -> Caller:
+async def authenticate(link: HubLink, headers: Mapping[str, str], *, need: str) -> Caller:
     """The caller behind this request's credential, holding ``need`` (``call`` or ``read``).
 
     Raises UnauthenticatedError without a credential the Hub accepts, DeniedError without the scope.
     """
-    token = bearer(authorization)
+    token = bearer_token(headers)
     if token is None:
         raise UnauthenticatedError(
             "A2A calls need a bearer token (Authorization: Bearer <token>); make one with "
