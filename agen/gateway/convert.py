@@ -122,9 +122,9 @@ def state_of(task: AgenTask) -> Any:  # a TaskState value
     return _TASK_STATE.get(task.state, TaskState.TASK_STATE_WORKING)
 
 
-def agent_message(task: AgenTask, context_id: str, text: str) -> Message:
+def agent_message(task: AgenTask, context_id: str, text: str, kind: str = "answer") -> Message:
     return Message(
-        message_id=f"{task.id}.answer",
+        message_id=f"{task.id}.{kind}",
         context_id=context_id,
         task_id=task.id,
         role=Role.ROLE_AGENT,

@@ -141,15 +141,22 @@ class AgenRequestHandler(RequestHandler):
         except HTTPException as e:
             raise _refuse(call, e) from None
 
+    async def _time_out(self, client: Client, task: wt.Task) -> wt.Task:
+        """RunTimeout (seed 000 §10): the call fails and its run is told to stop."""
+        return (
+            await client.call(
+                r.CancelTask,
+                wt.CancelTaskRequest(
+                    id=task.id, reason=f"A2A run timeout ({self.run_timeout_s:g} s)"
+                ),
+            )
+        ).task
+
     async def _until_ended(self, client: Client, task: wt.Task, poll_s: float) -> wt.Task:
         deadline = self.wake.clock() + self.run_timeout_s
         while not _ended(task):
             if self.wake.clock() >= deadline:
-                await client.call(
-                    r.CancelTask,
-                    wt.CancelTaskRequest(id=task.id, reason="A2A run timeout (1 h)"),
-                )
-                return (await client.call(r.GetTask, wt.GetTaskRequest(id=task.id))).task
+                return await self._time_out(client, task)
             task = (
                 await client.call(r.GetTask, wt.GetTaskRequest(id=task.id, wait_seconds=poll_s))
             ).task
@@ -191,11 +198,13 @@ class AgenRequestHandler(RequestHandler):
                             context_id=context_id,
                             status=TaskStatus(
                                 state=TaskState.TASK_STATE_WORKING,
-                                message=convert.agent_message(task, context_id, str(progress)),
+                                message=convert.agent_message(
+                                    task, context_id, str(progress), f"progress.{task.updated_ms}"
+                                ),
                             ),
                         )
-                if not _ended(task):
-                    task = await self._until_ended(client, task, poll_s=0)
+                if not _ended(task):  # the run timeout passed: the call ends, and so does its run
+                    task = await self._time_out(client, task)
             except AgenError as e:
                 raise _a2a_error(e) from None
         artifact = convert.answer_artifact(task)
