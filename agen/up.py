@@ -369,9 +369,10 @@ async def serve(opts: UpOptions) -> None:
                 flush=True,
             )
         ui_app, ui = _start_tui(hub, url) if opts.tui else (None, None)
-        gateway = await _start_gateway(opts, url, hub) if opts.gateway_listen else None
         # The API answers first; instances and their MCP servers (seconds each after a crash) start behind it.
         await node.start()
+        # Then the Gateway (a2a-sdk and protobuf take a moment to import): A2A calls are tasks for that node.
+        gateway = await _start_gateway(opts, url, hub) if opts.gateway_listen else None
         await hub.shutdown_requested.wait()
         if ui_app is not None and ui is not None:
             ui_app.exit()

@@ -92,6 +92,20 @@ class Up:
             time.sleep(0.1)
         raise AssertionError(f"agen up did not come up: {self.log.read_text()}")
 
+    def wait_gateway(self, timeout_s: float = 60) -> str:
+        """The A2A Gateway's URL once it answers (it starts after the node, behind the Hub's API)."""
+        assert self.gateway_url is not None, "only `agen up` runs a Gateway"
+        url = self.gateway_url
+
+        def answers() -> bool:
+            try:
+                return httpx.get(url + "/health", timeout=0.5).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        wait_until(answers, timeout_s, "the A2A Gateway")
+        return url
+
     def local(self) -> dict[str, Any]:
         return dict(json.loads((self.home / "local.json").read_text()))
 

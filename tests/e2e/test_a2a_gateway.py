@@ -20,6 +20,7 @@ from tests.fleet_helpers import write_bundle
 def up(tmp_path: Path) -> Iterator[Up]:
     up = Up(tmp_path / "home").start()
     try:
+        up.wait_gateway()
         up.agen("deploy", str(write_bundle(tmp_path / "echo", "echo")))
         # max 0: its tasks stay queued, so a call made with returnImmediately can be cancelled
         parked = write_bundle(
