@@ -56,6 +56,7 @@ class UpOptions:
     nest: bool = True
     tls: bool = False  # `agen hub serve --tls`: HTTPS with the Hub CA (agen.hub.tls)
     tls_hosts: tuple[str, ...] = ()  # extra names/IPs for the server certificate
+    gateway_listen: str | None = None  # the A2A Gateway (agen.gateway); None: no Gateway
 
 
 class _Server(uvicorn.Server):
@@ -66,16 +67,14 @@ class _Server(uvicorn.Server):
         yield
 
 
-def parse_listen(listen: str, *, tls: bool = False) -> tuple[str, int]:
+def parse_listen(listen: str, *, tls: bool = False, flag: str = "--listen") -> tuple[str, int]:
     host, sep, port = listen.rpartition(":")
     if not sep or not port.isdigit():
-        raise InvalidError(
-            f"--listen {listen!r}: use host:port, e.g. 127.0.0.1:7070", field="--listen"
-        )
+        raise InvalidError(f"{flag} {listen!r}: use host:port, e.g. 127.0.0.1:7070", field=flag)
     if not 1 <= int(port) <= 65535:
         raise InvalidError(
-            f"--listen {listen}: port {int(port)} is out of range; use 1 to 65535, e.g. 127.0.0.1:7070",
-            field="--listen",
+            f"{flag} {listen}: port {int(port)} is out of range; use 1 to 65535, e.g. 127.0.0.1:7070",
+            field=flag,
         )
     host = host.strip("[]") or "127.0.0.1"
     loopback = host == "localhost"
@@ -83,9 +82,9 @@ def parse_listen(listen: str, *, tls: bool = False) -> tuple[str, int]:
         loopback = loopback or ipaddress.ip_address(host).is_loopback
     if not loopback and not tls and os.environ.get("AGEN_INSECURE") != "1":
         raise InvalidError(
-            f"--listen {listen}: plain HTTP listens on loopback only; use 127.0.0.1, or "
+            f"{flag} {listen}: plain HTTP listens on loopback only; use 127.0.0.1, or "
             "`agen hub serve --tls` (or set AGEN_INSECURE=1 behind a TLS-terminating proxy)",
-            field="--listen",
+            field=flag,
         )
     return host, int(port)
 
@@ -240,6 +239,26 @@ def shared_store_nest_name(home: Path) -> str:
     return f"{socket.gethostname()}-{hashlib.sha256(str(home).encode()).hexdigest()[:8]}"
 
 
+async def _start_gateway(opts: UpOptions, hub_url: str, hub: Any) -> Any:
+    """The A2A Gateway on --gateway-listen (loopback), calling this Hub over its HTTP API."""
+    from agen.gateway.server import start_gateway
+
+    assert opts.gateway_listen is not None
+    host, port = parse_listen(opts.gateway_listen, flag="--gateway-listen")
+    try:
+        gateway = await start_gateway(host, port, hub_url, ca_hash=hub.tls_ca_hash)
+    except ConflictError as e:  # the Hub serves on: A2A is one door of several
+        print(f"agen up: no A2A Gateway: {e}", file=sys.stderr, flush=True)
+        return None
+    hub.gateway_urls = [gateway.url]
+    print(
+        f"agen up: A2A Gateway at {gateway.url}/a2a/<namespace>/<deployment>",
+        file=sys.stderr,
+        flush=True,
+    )
+    return gateway
+
+
 async def serve(opts: UpOptions) -> None:
     from agen.api.app import create_app
     from agen.hub.platform_secrets import seal_stored
@@ -317,6 +336,7 @@ async def serve(opts: UpOptions) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal)
     pruner: asyncio.Task[None] | None = None
+    gateway: Any = None
     serving: asyncio.Task[None] | None = None
     export = None
     logged = (
@@ -355,6 +375,8 @@ async def serve(opts: UpOptions) -> None:
         ui_app, ui = _start_tui(hub, url) if opts.tui else (None, None)
         # The API answers first; instances and their MCP servers (seconds each after a crash) start behind it.
         await node.start()
+        # Then the Gateway (a2a-sdk and protobuf take a moment to import): A2A calls are tasks for that node.
+        gateway = await _start_gateway(opts, url, hub) if opts.gateway_listen else None
         await hub.shutdown_requested.wait()
         if ui_app is not None and ui is not None:
             ui_app.exit()
@@ -383,6 +405,8 @@ async def serve(opts: UpOptions) -> None:
             server.should_exit = True
             with contextlib.suppress(Exception):
                 await serving
+        if gateway is not None:
+            await gateway.stop()
         if export is not None:
             await export.stop()
         await app.state.mcp_door.close()

@@ -15,6 +15,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from agen.wire import agents as ag
 from agen.wire import approvals as ap
 from agen.wire import delegation as dg
 from agen.wire import deployments as dp
@@ -238,6 +239,14 @@ CreateToken = _rpc(
 )
 WhoAmI = _rpc(
     "WhoAmI", Empty, tok.WhoAmIResponse, "any", f"{K}:who_am_i", "The caller's identity and scopes."
+)
+ResolveAgent = _rpc(
+    "ResolveAgent",
+    ag.ResolveAgentRequest,
+    ag.ResolveAgentResponse,
+    "viewer",
+    "agen.hub.rpc.agents:resolve_agent",
+    "A deployment's A2A endpoints and agent card facts (name, description, skills, paused).",
 )
 Shutdown = _rpc(
     "Shutdown", Empty, Ok, "admin", f"{K}:shutdown", "Drain and stop the local `agen up`."
@@ -787,6 +796,7 @@ RPCS: dict[str, Rpc[Any, Any]] = {
         DecideApproval,
         CreateToken,
         WhoAmI,
+        ResolveAgent,
         Shutdown,
         *SIGNAL_RPCS,
         *OBSERVE_RPCS,

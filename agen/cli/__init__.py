@@ -19,6 +19,7 @@ import typer.core
 from typer.utils import parse_boolean_env_var
 
 from agen.cli import (
+    a2a,
     approvals,
     deploy,
     evals,
@@ -112,6 +113,7 @@ for module in (
     migrate,
     scaleout,
     secrets,
+    a2a,
 ):
     module.register(app)
 

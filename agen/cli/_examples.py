@@ -16,8 +16,18 @@ EXAMPLES: dict[tuple[str, ...], list[str]] = {
         "agen init triage --template approval-triage",
         "agen init bot --model openai/gpt-4o-mini",
     ],
-    ("up",): ["agen up", "agen up --listen 127.0.0.1:7081 --headless", "agen up --capacity 8"],
+    ("up",): [
+        "agen up",
+        "agen up --listen 127.0.0.1:7081 --gateway-listen 127.0.0.1:7082 --headless",
+        "agen up --capacity 8",
+    ],
     ("down",): ["agen down", "agen down --json"],
+    ("call",): [
+        "agen call default/hello 'Say hi'",
+        "agen call hello 'And now in French' --context 3f1c2a9e-…",
+        "agen call default/hello 'Say hi' --json | jq .status.state",
+    ],
+    ("resolve",): ["agen resolve default/hello", "agen resolve hello --json | jq .card.skills"],
     ("deploy",): [
         "agen deploy ./hello",
         "agen deploy ./hello --validate",

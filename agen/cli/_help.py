@@ -28,6 +28,7 @@ PLACEHOLDERS = {
     "label": "KEY=VALUE",
     "labels": "KEY=VALUE",
     "listen": "HOST:PORT",
+    "gateway_listen": "HOST:PORT",
     "store": "URL",
     "name": "NAME",
     "idempotency_key": "KEY",

@@ -55,6 +55,14 @@ def up(
             "0 = no cap. A cap that cannot be applied fails the instance's start.",
         ),
     ] = "0",
+    gateway_listen: Annotated[
+        str,
+        typer.Option(
+            "--gateway-listen",
+            help="A2A Gateway listen address (loopback only): /a2a/NAMESPACE/DEPLOYMENT; "
+            "'off' runs no Gateway.",
+        ),
+    ] = "127.0.0.1:7071",
     allow_self_approval: Annotated[
         bool,
         typer.Option(
@@ -75,6 +83,9 @@ def up(
     from agen.up import UpOptions, parse_listen, serve
 
     parse_listen(listen)
+    gateway = None if gateway_listen == "off" else gateway_listen
+    if gateway is not None:
+        parse_listen(gateway, flag="--gateway-listen")
     if capacity < 0:
         raise InvalidError(
             f"--capacity {capacity}: must be 0 (unlimited) or more", field="--capacity"
@@ -89,6 +100,7 @@ def up(
         backend=backend,
         host_memory_limit=memory,
         allow_self_approval=allow_self_approval,
+        gateway_listen=gateway,
         tui=not headless and sys.stdin.isatty() and sys.stdout.isatty(),
     )
     asyncio.run(serve(opts))

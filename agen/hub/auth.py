@@ -19,6 +19,9 @@ from dataclasses import dataclass, field
 
 from agen.errors import DeniedError, InvalidError, UnauthenticatedError
 from agen.store import Store, Tx, dumps, loads, new_ulid
+from agen.wire.bearer import (
+    bearer_token as bearer_token,
+)  # re-exported: the one parser (webhook, MCP door)
 
 TOKEN_PREFIX = "agen_"
 SCOPES = ("viewer", "operator", "approver", "admin", "nest")
@@ -27,14 +30,6 @@ USER_SCOPES = ("viewer", "operator", "approver", "admin")
 JOIN_SCOPE = "join"
 TASK_HEADER = "X-Agen-Task"  # the running task an on-behalf token acts through
 TRUSTS = ("operator", "trusted", "untrusted")
-
-
-def bearer_token(headers: Mapping[str, str]) -> str | None:
-    """The token of an ``Authorization: Bearer <token>`` header (any case), or None: the one parser
-    for API calls, the event stream and webhook bearer secrets."""
-    value = headers.get("authorization") or headers.get("Authorization") or ""
-    scheme, _, token = value.partition(" ")
-    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
 @dataclass(frozen=True)

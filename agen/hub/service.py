@@ -61,6 +61,9 @@ class Hub:
         self.in_flight: Callable[[], int] = lambda: 0
         self.shutdown_requested = asyncio.Event()
         self.url: str | None = None
+        self.gateway_urls: list[
+            str
+        ] = []  # the A2A Gateways serving this Hub's deployments (ResolveAgent)
         self.tls_ca_pem: str | None = (
             None  # `agen hub serve --tls`: served at /ca.pem for pinning clients
         )

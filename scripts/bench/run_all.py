@@ -41,6 +41,7 @@ SECTIONS = (
     "coldstart",
     "peer",
     "delegation",
+    "a2a",
     "postgres",
     "migrate",
 )
@@ -149,6 +150,12 @@ def delegation_section(quick: bool) -> dict[str, Any]:
     from scripts.bench import delegation_bench
 
     return delegation_bench.run(10 if quick else 50, 100 if quick else 1000)
+
+
+def a2a_section(quick: bool) -> dict[str, Any]:
+    from scripts.bench import a2a_bench
+
+    return a2a_bench.run(40 if quick else 200, 3 if quick else 10)
 
 
 def postgres_section(quick: bool) -> dict[str, Any]:
@@ -529,6 +536,7 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
                 )
             )
     out.extend(_delegation_rows(results.get("delegation") or {}))
+    out.extend(_a2a_rows(results.get("a2a") or {}))
     out.extend(_postgres_rows(results.get("postgres") or {}))
     m = results.get("migrate") or {}
     for key, label in (("to_postgres", "SQLite → Postgres"), ("to_sqlite", "Postgres → SQLite")):
@@ -577,6 +585,32 @@ def _postgres_rows(g: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
                 f"{_f(pg['p50_ms'])} / {_f(pg['p95_ms'])} ms",
                 f"SQLite {_f(lite['p50_ms'])} / {_f(lite['p95_ms'])} ms",
                 "",
+            )
+        )
+    return out
+
+
+def _a2a_rows(a: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
+    if "a2a_p50_ms" not in a:
+        return []
+    out = [
+        (
+            "A2A",
+            f"message/send round trip, one-turn fake agent, p{p}",
+            _f(a[f"a2a_p{p}_ms"], "ms"),
+            f"SubmitTask + GetTask(wait) over HTTP {_f(a[f'http_task_p{p}_ms'], 'ms')}",
+            _ratio(a[f"a2a_p{p}_ms"], a[f"http_task_p{p}_ms"]),
+        )
+        for p in (50, 95)
+    ]
+    if a.get("agen_call_p50_ms"):
+        out.append(
+            (
+                "A2A",
+                "`agen call default/echo`, a fresh process, p50",
+                _f(a["agen_call_p50_ms"], "ms"),
+                f"`agen run echo` {_f(a['agen_run_p50_ms'], 'ms')}",
+                _ratio(a["agen_call_p50_ms"], a["agen_run_p50_ms"]),
             )
         )
     return out
@@ -698,6 +732,12 @@ def markdown(report: dict[str, Any]) -> str:
             "  in one turn on a real `agen up` (each child's end wakes the parent, which records the result and",
             "  suspends again until none is left), against N plain tasks submitted over HTTP; RSS is the",
             "  `agen up` process's peak (VmHWM), so the fan-out's figure includes the plain run before it.",
+            "- **A2A**: one `agen up` with its Gateway; a one-turn fake-model agent (echo) at one warm instance.",
+            "  message/send (A2A 1.0 JSON-RPC, blocking until the answer) against SubmitTask + GetTask(wait) over",
+            "  the Hub's HTTP API (what `agen run` does against a running `agen up`), interleaved. The Gateway adds",
+            "  its own hop and three Hub calls per message (WhoAmI for the caller, GetDeployment for a pause,",
+            "  and GetTask while it waits for an instance). The CLI row is `agen call` against `agen run`, fresh",
+            "  processes (scripts/bench/a2a_bench.py).",
             "- **Postgres**: a throwaway local cluster (Unix socket, fsync off as in the tests). Leases: a queue of",
             "  one deployment emptied one lease per transaction by 1 and by 4 leasing connections, through agen",
             "  (`lease_tasks` in `PostgresStore.write_leasing`, as the Nest's lease RPC runs it: SKIP LOCKED",
@@ -725,7 +765,8 @@ def markdown(report: dict[str, Any]) -> str:
             "scripts/bench/run --only tasks,peer    # some sections (prints JSON; docs untouched)",
             "python -m scripts.bench.queue_bench    # any section alone: store_bench, queue_bench, task_bench,",
             "                                       # runner_bench, concurrency_bench, ps_bench, coldstart_bench,",
-            "                                       # peer_bench, tui_bench, delegation_bench, pg_bench, bench_migrate",
+            "                                       # peer_bench, tui_bench, delegation_bench, a2a_bench, pg_bench,",
+            "                                       # bench_migrate",
             "```",
             "",
         ]
@@ -836,6 +877,7 @@ def main(argv: list[str] | None = None) -> int:
         "coldstart": lambda: coldstart_section(args.quick, binary, args.compare_binary),
         "peer": lambda: peer_section(args.quick),
         "delegation": lambda: delegation_section(args.quick),
+        "a2a": lambda: a2a_section(args.quick),
         "postgres": lambda: postgres_section(args.quick),
         "migrate": lambda: migrate_section(args.quick),
     }

@@ -45,6 +45,9 @@ class Up:
         self.url = f"{scheme}://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = home / "up.log"
+        # `agen up` runs an A2A Gateway too: on its own free port, so parallel tests never share one.
+        self.gateway_port = free_port() if command[0] == "up" else None
+        self.gateway_url = f"http://127.0.0.1:{self.gateway_port}" if self.gateway_port else None
 
     @property
     def env(self) -> dict[str, str]:
@@ -56,7 +59,18 @@ class Up:
         self.home.mkdir(parents=True, exist_ok=True)
         out = open(self.log, "ab")  # noqa: SIM115 - owned by the child
         self.proc = subprocess.Popen(
-            [AGEN, *self.command, "--listen", f"127.0.0.1:{self.port}", *self.args],
+            [
+                AGEN,
+                *self.command,
+                "--listen",
+                f"127.0.0.1:{self.port}",
+                *(
+                    ("--gateway-listen", f"127.0.0.1:{self.gateway_port}")
+                    if self.gateway_port
+                    else ()
+                ),
+                *self.args,
+            ],
             env=self.env,
             stdout=out,
             stderr=out,
@@ -77,6 +91,20 @@ class Up:
                 pass
             time.sleep(0.1)
         raise AssertionError(f"agen up did not come up: {self.log.read_text()}")
+
+    def wait_gateway(self, timeout_s: float = 60) -> str:
+        """The A2A Gateway's URL once it answers (it starts after the node, behind the Hub's API)."""
+        assert self.gateway_url is not None, "only `agen up` runs a Gateway"
+        url = self.gateway_url
+
+        def answers() -> bool:
+            try:
+                return httpx.get(url + "/health", timeout=0.5).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        wait_until(answers, timeout_s, "the A2A Gateway")
+        return url
 
     def local(self) -> dict[str, Any]:
         return dict(json.loads((self.home / "local.json").read_text()))

@@ -1,5 +1,5 @@
-"""One bearer-token parser (agen.hub.auth.bearer_token) for API calls, the event stream and
-webhook bearer secrets, so the three doors agree on what a token header is."""
+"""One bearer-token parser (agen.wire.bearer.bearer_token) for API calls, the event stream,
+webhook bearer secrets and the A2A Gateway, so the doors agree on what a token header is."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import agen
-from agen.hub.auth import bearer_token
+from agen.wire.bearer import bearer_token
 
 
 @pytest.mark.parametrize(
@@ -30,10 +30,10 @@ def test_a_bearer_header_yields_its_token_and_anything_else_none(
     assert bearer_token(headers) == token
 
 
-def test_only_hub_auth_parses_the_authorization_header() -> None:
+def test_only_one_module_parses_the_authorization_header() -> None:
     root = Path(agen.__file__).parent
     reads = re.compile(r"""\.get\(\s*["']authorization["']""", re.IGNORECASE)
     parsers = sorted(
         str(p.relative_to(root.parent)) for p in root.rglob("*.py") if reads.search(p.read_text())
     )
-    assert parsers == ["agen/hub/auth.py"]
+    assert parsers == ["agen/wire/bearer.py"]

@@ -203,14 +203,16 @@ def test_every_queue_mode_and_empty_sections_are_accepted(mode: str) -> None:
     assert bundle.config.conversations.queue_mode == mode
 
 
-def test_agen_up_has_no_gateway_listen_flag_that_opens_nothing(
+def test_agen_up_checks_its_gateway_listen_address_before_starting(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     from tests.cli_helpers import run_agen
 
-    # --capacity x fails the old command at once too, instead of starting a Hub that never stops.
-    code, _, err = run_agen(capsys, "up", "--gateway-listen", "127.0.0.1:7071", "--capacity", "x")
-    assert code == 2 and "No such option: --gateway-listen" in err
+    # The Gateway is real now (agen.gateway): a public or malformed address is refused up front.
+    code, _, err = run_agen(capsys, "up", "--gateway-listen", "0.0.0.0:7071")
+    assert code == 2 and "--gateway-listen 0.0.0.0:7071: plain HTTP listens on loopback only" in err
+    code, _, err = run_agen(capsys, "up", "--gateway-listen", "7071")
+    assert code == 2 and "--gateway-listen '7071': use host:port" in err
 
 
 @pytest.mark.parametrize(

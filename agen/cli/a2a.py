@@ -1,0 +1,240 @@
+"""``agen call`` (an A2A message to a deployment, the answer streamed) and ``agen resolve`` (its
+A2A endpoint and agent card): the Gateway's doors from the command line, on a2a-sdk's client."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from agen.cli._common import HubOpt, JsonOpt, NamespaceOpt, TokenOpt, err, print_json
+
+if TYPE_CHECKING:
+    from agen.client import Client
+    from agen.wire.agents import ResolveAgentRequest, ResolveAgentResponse
+
+TargetArg = Annotated[
+    str,
+    typer.Argument(
+        help="The agent: NAMESPACE/DEPLOYMENT, or a deployment in --namespace.",
+        show_default=False,
+    ),
+]
+# A2A states -> exit codes: 0 answered, 1 failed/cancelled/rejected, 8 not ended (needs input).
+_EXIT = {
+    "TASK_STATE_COMPLETED": 0,
+    "TASK_STATE_INPUT_REQUIRED": 8,
+    "TASK_STATE_AUTH_REQUIRED": 8,
+    "TASK_STATE_WORKING": 8,
+    "TASK_STATE_SUBMITTED": 8,
+}
+
+
+def _split(target: str, namespace: str) -> ResolveAgentRequest:
+    """The address as a checked request, before any connection (a bad one is exit 2)."""
+    from agen.cli._common import make_request
+    from agen.errors import InvalidError
+    from agen.wire.agents import ResolveAgentRequest
+
+    ns, sep, name = target.rpartition("/")
+    ns = ns if sep else namespace
+    if not name or "/" in ns:
+        raise InvalidError(
+            f"{target!r} is not an agent address; use NAMESPACE/DEPLOYMENT, e.g. default/hello",
+            field="target",
+        )
+    return make_request(
+        ResolveAgentRequest, {"deployment": "TARGET"}, namespace=ns, deployment=name
+    )
+
+
+async def _resolve(client: Client, req: ResolveAgentRequest) -> ResolveAgentResponse:
+    from agen.api import registry as r
+
+    return await client.call(r.ResolveAgent, req)
+
+
+def _endpoint(info: ResolveAgentResponse) -> str:
+    from agen.errors import UnavailableError
+
+    if not info.urls:
+        raise UnavailableError(
+            f"no A2A Gateway serves {info.namespace}/{info.deployment}: start `agen up` with its "
+            "Gateway (on by default, --gateway-listen 127.0.0.1:7071)"
+        )
+    return info.urls[0]
+
+
+def _token(client: Client) -> str:
+    from agen.client import HttpTransport
+    from agen.errors import UnauthenticatedError
+
+    token = client.transport.token if isinstance(client.transport, HttpTransport) else None
+    if not token:
+        raise UnauthenticatedError(
+            "agen call needs a token: --token, AGEN_TOKEN or a local `agen up`"
+        )
+    return token
+
+
+def _call_error(url: str, e: Exception) -> Exception:
+    """The Gateway's own words for a refused call (503 paused / no instance in time, with its
+    Retry-After hint; 401; 403), not the HTTP client's."""
+    import httpx
+
+    from agen.errors import AgenError, DeniedError, UnauthenticatedError, UnavailableError
+
+    cause = e.__cause__
+    if not isinstance(cause, httpx.HTTPStatusError):
+        return AgenError(f"A2A call to {url} failed: {e}")
+    resp = cause.response
+    try:
+        body = resp.json()
+        said = body.get("error", {}).get("message") or str(body)
+    except ValueError:
+        said = resp.text[:200]
+    retry = resp.headers.get("Retry-After")
+    message = f"{said}{f' (retry after {retry} s)' if retry else ''}"
+    if resp.status_code == 401:
+        return UnauthenticatedError(message)
+    if resp.status_code == 403:
+        return DeniedError(message)
+    if resp.status_code == 503:
+        return UnavailableError(message)
+    return AgenError(f"A2A call to {url} failed: HTTP {resp.status_code}: {message}")
+
+
+def resolve(
+    target: TargetArg,
+    hub: HubOpt = None,
+    token: TokenOpt = None,
+    namespace: NamespaceOpt = "default",
+    json_out: JsonOpt = False,
+) -> None:
+    """The A2A endpoint of a deployment and its agent card (name, description, skills)."""
+    import asyncio
+
+    import httpx
+    from google.protobuf.json_format import MessageToDict
+
+    from agen.client import Client
+    from agen.gateway.card import agent_card
+
+    req = _split(target, namespace)
+    ns, name = req.namespace, req.deployment
+
+    async def go() -> tuple[ResolveAgentResponse, dict[str, Any]]:
+        async with Client.from_options(hub, token) as client:
+            info = await _resolve(client, req)
+            if not info.urls:
+                return info, MessageToDict(agent_card(info, ""))
+            url = _endpoint(info)
+            async with httpx.AsyncClient(timeout=30) as http:
+                r = await http.get(
+                    f"{url}/.well-known/agent-card.json",
+                    headers={"Authorization": f"Bearer {_token(client)}"},
+                )
+            return info, r.json() if r.status_code == 200 else MessageToDict(agent_card(info, url))
+
+    info, card = asyncio.run(go())
+    if json_out:
+        print_json({"namespace": ns, "deployment": name, "urls": info.urls, "card": card})
+        return
+    print(info.urls[0] if info.urls else "-")
+    state = "paused" if info.paused else ("asleep: a call wakes it" if not info.ready else "ready")
+    err(f"{card.get('name')}: {card.get('description', '')} ({state})")
+    for skill in card.get("skills", []):
+        err(f"  skill {skill.get('id')}: {skill.get('description', '')}")
+
+
+def call(
+    target: TargetArg,
+    text: Annotated[str, typer.Argument(help="The message.", show_default=False)],
+    context: Annotated[
+        str | None,
+        typer.Option(
+            "--context",
+            help="Continue this conversation (the contextId an earlier call printed).",
+            show_default=False,
+        ),
+    ] = None,
+    hub: HubOpt = None,
+    token: TokenOpt = None,
+    namespace: NamespaceOpt = "default",
+    json_out: JsonOpt = False,
+) -> None:
+    """Send an A2A message to a deployment through its Gateway (waking it if asleep); the answer streams to stdout."""
+    import asyncio
+    import uuid
+
+    import httpx
+    from a2a.client import ClientConfig, ClientFactory
+    from a2a.client.errors import A2AClientError
+    from a2a.types import Message, Part, Role, SendMessageRequest, TaskState
+    from google.protobuf.json_format import MessageToDict
+
+    from agen.client import Client
+    from agen.gateway.card import agent_card
+
+    req = _split(target, namespace)
+
+    async def go() -> tuple[str, dict[str, Any]]:
+        async with Client.from_options(hub, token) as client:
+            info = await _resolve(client, req)
+            url, secret = _endpoint(info), _token(client)
+        headers = {"Authorization": f"Bearer {secret}"}
+        async with httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(30, read=4500)) as http:
+            a2a = ClientFactory(ClientConfig(httpx_client=http, streaming=True)).create(
+                agent_card(info, url)
+            )
+            message = Message(
+                role=Role.ROLE_USER,
+                message_id=str(uuid.uuid4()),
+                context_id=context or "",
+                parts=[Part(text=text)],
+            )
+            last: dict[str, Any] = {}
+            state = "TASK_STATE_UNSPECIFIED"
+            try:
+                async for event in a2a.send_message(SendMessageRequest(message=message)):
+                    which = event.WhichOneof("payload")
+                    if which == "artifact_update":  # replaces the task's own copy, by artifactId
+                        new = MessageToDict(event.artifact_update.artifact)
+                        kept = [
+                            a
+                            for a in last.get("artifacts", [])
+                            if a.get("artifactId") != new.get("artifactId")
+                        ]
+                        last["artifacts"] = [*kept, new]
+                    if which == "artifact_update" and not json_out:
+                        for part in event.artifact_update.artifact.parts:
+                            if part.text:
+                                sys.stdout.write(part.text)
+                        sys.stdout.write("\n")
+                        sys.stdout.flush()
+                    if which == "task":
+                        last = {**MessageToDict(event.task), **last}
+                        state = TaskState.Name(event.task.status.state)
+                        if not json_out:
+                            err(f"agen call: task {event.task.id}, context {event.task.context_id}")
+                    if which == "status_update":
+                        state = TaskState.Name(event.status_update.status.state)
+                        last["status"] = MessageToDict(event.status_update.status)
+            except A2AClientError as e:
+                raise _call_error(url, e) from None
+        return state, last
+
+    state, task = asyncio.run(go())
+    if json_out:
+        print_json(task)
+    else:
+        err(f"agen call: {state.removeprefix('TASK_STATE_').lower().replace('_', '-')}")
+    code = _EXIT.get(state, 1)
+    if code:
+        raise typer.Exit(code)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("call")(call)
+    app.command("resolve")(resolve)

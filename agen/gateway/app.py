@@ -1,0 +1,107 @@
+"""The Gateway's HTTP app: ``/a2a/<ns>/<deployment>`` (JSON-RPC, SSE) and its agent card.
+
+The route authenticates the caller (agen.gateway.auth), names the target on the call context and
+hands the request to a2a-sdk's JSON-RPC dispatcher, which serves A2A 1.0 (``SendMessage`` …, with
+the ``A2A-Version: 1.0`` header) and the v0.3 method names (``message/send``, ``message/stream``,
+``tasks/get``, ``tasks/cancel``) on the same path, so older clients keep working.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from a2a.server.context import ServerCallContext
+from a2a.server.routes import DefaultServerCallContextBuilder
+from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
+from google.protobuf.json_format import MessageToDict
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from agen.api import registry as r
+from agen.errors import AgenError, UnauthenticatedError
+from agen.gateway.auth import HttpHubLink, HubLink, authenticate
+from agen.gateway.card import agent_card
+from agen.gateway.handler import CALL_STATE, AgenRequestHandler, Call
+from agen.gateway.wake import WakePolicy
+from agen.wire.agents import ResolveAgentRequest
+
+CARD_PATH = "/.well-known/agent-card.json"
+
+
+@dataclass(frozen=True)
+class GatewayConfig:
+    hub_url: str
+    public_url: str  # how callers reach this Gateway (the card's endpoint)
+    ca_hash: str | None = None
+    wake: WakePolicy = field(default_factory=WakePolicy)
+
+
+class _ContextBuilder(DefaultServerCallContextBuilder):
+    """a2a-sdk's context, plus who calls which deployment (set by the route before dispatch)."""
+
+    def build(self, request: Request) -> ServerCallContext:
+        context = super().build(request)
+        context.state[CALL_STATE] = request.state.agen_call
+        return context
+
+
+def _error(e: AgenError) -> JSONResponse:
+    headers = {"WWW-Authenticate": "Bearer"} if isinstance(e, UnauthenticatedError) else None
+    return JSONResponse(e.to_dict(), status_code=e.http_status, headers=headers)
+
+
+def _refusal(e: HTTPException) -> JSONResponse:
+    """A refusal with its HTTP status (503 + Retry-After for wake-ups), still a JSON-RPC error body."""
+    body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32603, "message": e.detail}}
+    return JSONResponse(body, status_code=e.status_code, headers=e.headers)
+
+
+def create_gateway_app(config: GatewayConfig, link: HubLink | None = None) -> Starlette:
+    """``link``: how to reach the Hub (default: its HTTP API at ``config.hub_url``)."""
+    link = link or HttpHubLink(config.hub_url, config.ca_hash)
+    dispatcher = JsonRpcDispatcher(
+        request_handler=AgenRequestHandler(link, config.wake),
+        context_builder=_ContextBuilder(),
+        enable_v0_3_compat=True,
+    )
+    base = config.public_url.rstrip("/")
+
+    async def rpc(request: Request) -> Response:
+        ns, dep = request.path_params["ns"], request.path_params["deployment"]
+        try:
+            caller = await authenticate(link, request.headers, need="call")
+        except AgenError as e:
+            return _error(e)
+        call = Call(caller=caller, namespace=ns, deployment=dep)
+        request.state.agen_call = call
+        try:
+            response = await dispatcher.handle_requests(request)
+        except HTTPException as e:  # A2A 1.0: a2a-sdk lets an HTTPException through
+            return _refusal(e)
+        return _refusal(call.refusals[0]) if call.refusals else response
+
+    async def card(request: Request) -> Response:
+        ns, dep = request.path_params["ns"], request.path_params["deployment"]
+        try:
+            caller = await authenticate(link, request.headers, need="read")
+            async with link.client(caller.token) as client:
+                info = await client.call(
+                    r.ResolveAgent, ResolveAgentRequest(namespace=ns, deployment=dep)
+                )
+        except AgenError as e:
+            return _error(e)
+        return JSONResponse(MessageToDict(agent_card(info, f"{base}/a2a/{ns}/{dep}")))
+
+    async def health(request: Request) -> Response:
+        return JSONResponse({"ok": True})
+
+    return Starlette(
+        routes=[
+            Route("/health", health, methods=["GET"]),
+            Route("/a2a/{ns}/{deployment}" + CARD_PATH, card, methods=["GET"]),
+            Route("/a2a/{ns}/{deployment}", rpc, methods=["POST"]),
+        ]
+    )

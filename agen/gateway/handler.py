@@ -1,0 +1,310 @@
+"""The A2A methods on agen tasks: a2a-sdk's RequestHandler, one agen task per A2A task.
+
+a2a-sdk's DefaultRequestHandler keeps A2A tasks in its own TaskStore (memory or its own SQL
+tables) and runs an AgentExecutor beside it; here the agen task *is* the A2A task (same id), so
+tasks/get and tasks/cancel read and act on the Hub's durable record, survive a Gateway restart,
+and a repeated message id finds the same task through the Hub's idempotency key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass, field
+
+from a2a.server.context import ServerCallContext
+from a2a.server.events.event_queue import Event
+from a2a.server.request_handlers import RequestHandler
+from a2a.types import (
+    AgentCard,
+    CancelTaskRequest,
+    DeleteTaskPushNotificationConfigRequest,
+    GetExtendedAgentCardRequest,
+    GetTaskPushNotificationConfigRequest,
+    GetTaskRequest,
+    ListTaskPushNotificationConfigsRequest,
+    ListTaskPushNotificationConfigsResponse,
+    ListTasksRequest,
+    ListTasksResponse,
+    Message,
+    SendMessageRequest,
+    SubscribeToTaskRequest,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskPushNotificationConfig,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+)
+from a2a.utils.errors import (
+    InvalidParamsError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
+from google.protobuf.json_format import MessageToDict
+from pydantic import ValidationError
+from starlette.exceptions import HTTPException
+
+from agen.api import registry as r
+from agen.client import Client
+from agen.errors import AgenError, InvalidError, NotFoundError
+from agen.gateway import convert
+from agen.gateway.auth import Caller, HubLink
+from agen.gateway.wake import WakePolicy, refuse_if_paused, wait_started
+from agen.wire import tasks as wt
+
+RUN_TIMEOUT_S = 3600.0  # seed 000 §10: a Gateway gives an instance at most 1 h to answer
+CALL_STATE = "agen.call"
+
+
+@dataclass(frozen=True)
+class Call:
+    """Who calls which deployment: put on the call context by the Gateway's route.
+
+    ``refusals`` carries a refusal with its own HTTP status (503 and Retry-After: paused, no
+    instance in time) back to the route: a2a-sdk's v0.3 adapter would turn any exception into a
+    JSON-RPC error on HTTP 200, and a caller should see the status and the hint.
+    """
+
+    caller: Caller
+    namespace: str
+    deployment: str
+    refusals: list[HTTPException] = field(default_factory=list)
+
+
+def _refuse(call: Call, e: HTTPException) -> HTTPException:
+    call.refusals.append(e)
+    return e
+
+
+def _call(context: ServerCallContext) -> Call:
+    call = context.state.get(CALL_STATE)
+    assert isinstance(call, Call), "the Gateway route sets the call before dispatching"
+    return call
+
+
+def _ended(task: wt.Task) -> bool:
+    return task.state in wt.TERMINAL_STATES or bool(task.pending_approvals)
+
+
+class AgenRequestHandler(RequestHandler):
+    """message/send, message/stream, tasks/get and tasks/cancel as agen tasks of one deployment."""
+
+    def __init__(self, link: HubLink, wake: WakePolicy, *, run_timeout_s: float = RUN_TIMEOUT_S):
+        self.link = link
+        self.wake = wake
+        self.run_timeout_s = run_timeout_s
+
+    # --- sending ---
+
+    async def _submit(
+        self, client: Client, call: Call, params: SendMessageRequest
+    ) -> tuple[wt.Task, str]:
+        if params.message.task_id:
+            raise InvalidParamsError(
+                message="not supported yet: continuing an A2A task by taskId; send a new message "
+                "with the same contextId to continue the conversation"
+            )
+        try:
+            sub = convert.read_message(
+                params.message,
+                MessageToDict(params.metadata) if params.HasField("metadata") else {},
+            )
+        except InvalidError as e:
+            raise InvalidParamsError(message=e.message) from None
+        try:
+            await refuse_if_paused(client, call.namespace, call.deployment)
+        except HTTPException as e:
+            raise _refuse(call, e) from None
+        try:
+            request = wt.SubmitTaskRequest(
+                namespace=call.namespace,
+                deployment=call.deployment,
+                input=sub.text,
+                conversation_key=convert.conversation_key(call.caller.id, sub.context_id),
+                idempotency_key=convert.idempotency_key(call.caller.id, sub.message_id),
+                labels=sub.labels,
+                traceparent=sub.traceparent,
+                model_tier=sub.model_tier,  # checked by the model: one of low … max
+            )
+        except ValidationError as e:  # traceparent, agen.model_tier, agen.labels from metadata
+            where = ", ".join(str(err["loc"][0]) for err in e.errors())
+            raise InvalidParamsError(
+                message=f"A2A metadata not accepted ({where}): {e.errors()[0]['msg']}"
+            ) from None
+        resp = await client.call(r.SubmitTask, request)
+        return resp.task, sub.context_id
+
+    async def _started(self, client: Client, call: Call, task: wt.Task) -> wt.Task:
+        try:
+            return await wait_started(client, task, self.wake)
+        except HTTPException as e:
+            raise _refuse(call, e) from None
+
+    async def _time_out(self, client: Client, task: wt.Task) -> wt.Task:
+        """RunTimeout (seed 000 §10): the call fails and its run is told to stop."""
+        return (
+            await client.call(
+                r.CancelTask,
+                wt.CancelTaskRequest(
+                    id=task.id, reason=f"A2A run timeout ({self.run_timeout_s:g} s)"
+                ),
+            )
+        ).task
+
+    async def _until_ended(self, client: Client, task: wt.Task, poll_s: float) -> wt.Task:
+        deadline = self.wake.clock() + self.run_timeout_s
+        while not _ended(task):
+            if self.wake.clock() >= deadline:
+                return await self._time_out(client, task)
+            task = (
+                await client.call(r.GetTask, wt.GetTaskRequest(id=task.id, wait_seconds=poll_s))
+            ).task
+        return task
+
+    async def on_message_send(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> Task | Message:
+        call = _call(context)
+        async with self.link.client(call.caller.token) as client:
+            try:
+                task, context_id = await self._submit(client, call, params)
+                if not params.configuration.return_immediately:
+                    task = await self._started(client, call, task)
+                    task = await self._until_ended(client, task, poll_s=60)
+            except AgenError as e:
+                raise _a2a_error(e) from None
+        return convert.to_a2a(task, context_id)
+
+    async def on_message_send_stream(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Event]:
+        call = _call(context)
+        async with self.link.client(call.caller.token) as client:
+            try:
+                task, context_id = await self._submit(client, call, params)
+                task = await self._started(client, call, task)
+                yield convert.to_a2a(task, context_id)
+                progress = task.progress
+                deadline = self.wake.clock() + self.run_timeout_s
+                while not _ended(task) and self.wake.clock() < deadline:
+                    task = (
+                        await client.call(r.GetTask, wt.GetTaskRequest(id=task.id, wait_seconds=1))
+                    ).task
+                    if task.progress != progress and task.progress is not None:
+                        progress = task.progress
+                        yield TaskStatusUpdateEvent(
+                            task_id=task.id,
+                            context_id=context_id,
+                            status=TaskStatus(
+                                state=TaskState.TASK_STATE_WORKING,
+                                message=convert.agent_message(
+                                    task, context_id, str(progress), f"progress.{task.updated_ms}"
+                                ),
+                            ),
+                        )
+                if not _ended(task):  # the run timeout passed: the call ends, and so does its run
+                    task = await self._time_out(client, task)
+            except AgenError as e:
+                raise _a2a_error(e) from None
+        artifact = convert.answer_artifact(task)
+        if artifact is not None:
+            yield TaskArtifactUpdateEvent(
+                task_id=task.id, context_id=context_id, artifact=artifact, last_chunk=True
+            )
+        yield TaskStatusUpdateEvent(
+            task_id=task.id, context_id=context_id, status=convert.status_of(task, context_id)
+        )
+
+    # --- reading and cancelling: only the caller's own tasks of this deployment ---
+
+    async def _own(self, client: Client, call: Call, task_id: str) -> tuple[wt.Task, str]:
+        try:
+            task = (
+                await client.call(
+                    r.GetTask, wt.GetTaskRequest(id=task_id, namespace=call.namespace)
+                )
+            ).task
+        except NotFoundError:
+            raise TaskNotFoundError from None
+        context_id = convert.context_of(task, call.caller.id)
+        if task.deployment != call.deployment or context_id is None:
+            raise TaskNotFoundError  # another caller's task is not there for this one
+        return task, context_id
+
+    async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
+        call = _call(context)
+        async with self.link.client(call.caller.token) as client:
+            try:
+                task, context_id = await self._own(client, call, params.id)
+            except AgenError as e:
+                raise _a2a_error(e) from None
+        return convert.to_a2a(task, context_id)
+
+    async def on_cancel_task(
+        self, params: CancelTaskRequest, context: ServerCallContext
+    ) -> Task | None:
+        call = _call(context)
+        async with self.link.client(call.caller.token) as client:
+            try:
+                task, context_id = await self._own(client, call, params.id)
+                if task.state in wt.TERMINAL_STATES:
+                    raise TaskNotCancelableError(
+                        message=f"task {task.id} has already ended ({task.state})"
+                    )
+                task = (
+                    await client.call(
+                        r.CancelTask, wt.CancelTaskRequest(id=task.id, reason="A2A tasks/cancel")
+                    )
+                ).task
+            except AgenError as e:
+                raise _a2a_error(e) from None
+        return convert.to_a2a(task, context_id)
+
+    # --- not served (the card says so: no push notifications, no extended card) ---
+
+    async def on_list_tasks(
+        self, params: ListTasksRequest, context: ServerCallContext
+    ) -> ListTasksResponse:
+        raise UnsupportedOperationError(message="not supported yet: tasks/list")
+
+    async def on_subscribe_to_task(
+        self, params: SubscribeToTaskRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Event]:
+        raise UnsupportedOperationError(message="not supported yet: tasks/resubscribe")
+        yield  # an async generator, as the interface asks
+
+    async def on_create_task_push_notification_config(
+        self, params: TaskPushNotificationConfig, context: ServerCallContext
+    ) -> TaskPushNotificationConfig:
+        raise UnsupportedOperationError(message="not supported yet: push notifications")
+
+    async def on_get_task_push_notification_config(
+        self, params: GetTaskPushNotificationConfigRequest, context: ServerCallContext
+    ) -> TaskPushNotificationConfig:
+        raise UnsupportedOperationError(message="not supported yet: push notifications")
+
+    async def on_list_task_push_notification_configs(
+        self, params: ListTaskPushNotificationConfigsRequest, context: ServerCallContext
+    ) -> ListTaskPushNotificationConfigsResponse:
+        raise UnsupportedOperationError(message="not supported yet: push notifications")
+
+    async def on_delete_task_push_notification_config(
+        self, params: DeleteTaskPushNotificationConfigRequest, context: ServerCallContext
+    ) -> None:
+        raise UnsupportedOperationError(message="not supported yet: push notifications")
+
+    async def on_get_extended_agent_card(
+        self, params: GetExtendedAgentCardRequest, context: ServerCallContext
+    ) -> AgentCard:
+        raise UnsupportedOperationError(message="not supported yet: the extended agent card")
+
+
+def _a2a_error(e: AgenError) -> Exception:
+    """An agen error as the caller sees it: bad input as JSON-RPC invalid params, a missing task as
+    TaskNotFound, anything else (denied, unavailable, budget) as its own HTTP status and message."""
+    if isinstance(e, InvalidError):
+        return InvalidParamsError(message=e.message)
+    if isinstance(e, NotFoundError):
+        return TaskNotFoundError(message=e.message)
+    return HTTPException(e.http_status, detail=e.message)

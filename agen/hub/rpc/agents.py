@@ -1,0 +1,39 @@
+"""ResolveAgent (seed 000 §6): a deployment's A2A address and the facts its agent card shows."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agen.bundle.loader import load_bundle_files
+from agen.hub.fleet.definitions import get_definition_files
+from agen.hub.rpc.deployments import find_deployment
+from agen.wire.agents import AgentSkillInfo, ResolveAgentRequest, ResolveAgentResponse
+
+if TYPE_CHECKING:
+    from agen.hub.auth import Principal
+    from agen.hub.service import Hub
+
+
+async def resolve_agent(hub: Hub, p: Principal, req: ResolveAgentRequest) -> ResolveAgentResponse:
+    row = await find_deployment(hub, p, req.namespace, req.deployment)
+    bundle = load_bundle_files(await get_definition_files(hub.store, str(row["definition_id"])))
+    ready = await hub.store.scalar(
+        "SELECT COUNT(*) FROM instances WHERE deployment_id = ? AND state IN ('ready','busy')",
+        (row["id"],),
+    )
+    urls = [f"{u.rstrip('/')}/a2a/{req.namespace}/{req.deployment}" for u in hub.gateway_urls]
+    return ResolveAgentResponse(
+        namespace=req.namespace,
+        deployment=req.deployment,
+        name=bundle.agent.name or bundle.name,
+        description=bundle.agent.description or bundle.plugin.description or "",
+        version=bundle.digest,
+        skills=[
+            AgentSkillInfo(id=s.name, name=s.name, description=s.front_matter.description or "")
+            for s in sorted(bundle.skills.values(), key=lambda s: s.name)
+        ],
+        urls=urls,
+        paused=bool(row.get("paused")),
+        pause_reason=row.get("pause_reason"),
+        ready=int(ready or 0),
+    )
