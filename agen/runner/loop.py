@@ -35,7 +35,8 @@ from agen.runner.tools.builtin import FINISH, FinishTool, builtin_tools
 from agen.runner.tools.delegate import delegation_tools
 from agen.runner.tools.wire_names import by_wire_name
 from agen.runner.turn import TurnFailed, TurnPolicy, model_turn
-from agen.runner.types import Outcome, RunRequest, RunResult
+from agen.domain import Outcome, OutcomeStatus
+from agen.runner.types import RunRequest, RunResult
 from agen.store.base import Store, loads
 
 _JOIN_NOTE = (
