@@ -13,6 +13,7 @@ import fnmatch
 from typing import Any, NamedTuple
 
 from agen.bundle import Bundle
+from agen.domain import Outcome
 from agen.runner import hooks as hk
 from agen.runner import inbox
 from agen.runner.budgets import REASON_TEXT, Budget, Guards, RunLimits
@@ -35,7 +36,6 @@ from agen.runner.tools.builtin import FINISH, FinishTool, builtin_tools
 from agen.runner.tools.delegate import delegation_tools
 from agen.runner.tools.wire_names import by_wire_name
 from agen.runner.turn import TurnFailed, TurnPolicy, model_turn
-from agen.domain import Outcome, OutcomeStatus
 from agen.runner.types import RunRequest, RunResult
 from agen.store.base import Store, loads
 

@@ -16,12 +16,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from agen.bundle.config import Review
+from agen.domain import Outcome, OutcomeStatus
 from agen.runner.context import Msg
 from agen.runner.providers import Account
 from agen.runner.providers.base import ModelRequest, ToolCallOut
 from agen.runner.state import RunState
 from agen.runner.turn import TurnFailed, TurnPolicy, model_turn
-from agen.domain import Outcome, OutcomeStatus
 from agen.store.base import Store, loads, now_ms
 
 REVIEWER = "reviewer"  # messages.name of the reviewer's answers
