@@ -696,15 +696,11 @@ class Runner:
             )
 
     def _tier(self, req: RunRequest) -> str | None:
-        accounts = self.accounts or []
-        if not accounts or accounts[0].label != "openrouter":
+        """The routing tier the primary account runs this request at (only a routing provider has one)."""
+        if not self.accounts:
             return None
-        # only an openrouter run loads httpx
-        from agen.runner.providers.openrouter import route_tier
-
-        return route_tier(
-            accounts[0].models[0], req.model_tier, self.bundle.harness.router, req.budget_pressure
-        )
+        primary = self.accounts[0]
+        return primary.provider.route_tier(primary.models[0], req.model_tier, req.budget_pressure)
 
 
 def finish_outcome(results: list[CallResult]) -> Outcome | None:
