@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from agen.runner.hooks import RunHooks
 
 TERMINAL = ("succeeded", "failed", "cancelled", "expired")
 
@@ -82,10 +85,9 @@ class DelegationPort(Protocol):
     async def release_lock(self, task_id: str, name: str) -> bool: ...
 
 
-def delegation_port(hooks: Any) -> DelegationPort | None:
+def delegation_port(hooks: RunHooks | None) -> DelegationPort | None:
     """The port the Manager's hooks carry (None: an SDK or standalone run, no Hub to delegate through)."""
-    port = getattr(hooks, "delegation", None)
-    return port if port is not None else None
+    return None if hooks is None else hooks.delegation
 
 
 def outcome_text(child: ChildState) -> str:
