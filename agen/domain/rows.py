@@ -13,6 +13,7 @@ later migration) are ignored. A change is a new row: ``row.model_copy(update={..
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict
@@ -83,10 +84,15 @@ class TaskRow(_Row):
     updated_ms: int
 
 
-class LeasedTaskRow(TaskRow):
-    """A task just leased: its row plus the lease's lock fences and the deployment's budget pressure."""
+@dataclass(frozen=True, slots=True)
+class LeasedTaskRow:
+    """A task just leased: its row, the lease's lock fences (name -> fence) and whether the
+    deployment's budget is under pressure (the run then keeps to cheaper tiers). Three fields, so a
+    frozen dataclass: built per leased task without copying the row's fifty columns."""
 
-    locks: dict[str, int] = {}
+    task: TaskRow
+    lease_id: str  # the fencing token this lease handed out (also task.lease_id)
+    locks: dict[str, int] = field(default_factory=dict)
     budget_pressure: bool = False
 
 

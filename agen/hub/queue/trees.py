@@ -15,8 +15,10 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
+from agen.domain import TaskRow
 from agen.hub.queue._tasks import LIVE, UNFINISHED, get_task, task_event
 from agen.hub.queue.holds import pause_task, resume_task, write_inbox
+from agen.store import Tx
 
 CANCEL = "cancel"
 ABANDON = "abandon"
@@ -29,16 +31,17 @@ CANCEL_KIND = (
 _UNFINISHED_SQL = "state IN ('queued', 'leased', 'running', 'waiting')"
 
 
-def joined_unfinished_children(tx: Any, task_id: str) -> list[dict[str, Any]]:
+def joined_unfinished_children(tx: Tx, task_id: str) -> list[TaskRow]:
     """Direct children still unfinished that are joined to this task (no reply_deployment: an async
     child replies into a conversation and is meant to outlive the task that started it)."""
-    return list(
-        tx.all(
+    return [
+        TaskRow.from_row(r)
+        for r in tx.all(
             f"SELECT * FROM tasks WHERE parent_task_id = ? AND reply_deployment IS NULL AND {_UNFINISHED_SQL}"
             " ORDER BY seq",
             (task_id,),
         )
-    )
+    ]
 
 
 def unfinished_children(tx: Any, task_ids: list[str]) -> dict[str, int]:

@@ -6,6 +6,7 @@ import asyncio
 from typing import Any
 
 from agen.bundle.overrides import TRUST_RANK
+from agen.domain import TaskRow, TaskState
 from agen.errors import NotFoundError
 from agen.hub import queue
 from agen.hub.auth import Principal
@@ -42,61 +43,61 @@ def effective_trust(asked: str | None, principal_trust: str) -> str:
     return asked
 
 
-def task_view(row: Row, *, extra: dict[str, Any] | None = None) -> Task:
+def task_view(row: TaskRow, *, extra: dict[str, Any] | None = None) -> Task:
     extra = extra or {}
     return Task(
-        id=row["id"],
-        namespace=row["namespace"],
-        deployment=row["deployment"],
-        deployment_id=row["deployment_id"],
-        state=row["state"],
-        input=row["input"],
-        source=row["source"],
-        conversation_key=row["conversation_key"],
-        labels=loads(row["labels"], {}),
-        priority=PRIORITY_NAMES.get(row["priority"], "normal"),
-        idempotency_key=row["idempotency_key"],
-        schedule_key=row["schedule_key"],
-        not_before_ms=row["not_before_ms"],
-        not_after_ms=row["not_after_ms"],
-        attempts=row["attempts"],
-        wait_reason=extra.get("wait_reason", row["wait_reason"]),
+        id=row.id,
+        namespace=row.namespace,
+        deployment=row.deployment,
+        deployment_id=row.deployment_id,
+        state=row.state.value,
+        input=row.input,
+        source=row.source,
+        conversation_key=row.conversation_key,
+        labels=loads(row.labels, {}),
+        priority=PRIORITY_NAMES.get(row.priority, "normal"),
+        idempotency_key=row.idempotency_key,
+        schedule_key=row.schedule_key,
+        not_before_ms=row.not_before_ms,
+        not_after_ms=row.not_after_ms,
+        attempts=row.attempts,
+        wait_reason=extra.get("wait_reason", row.wait_reason),
         wait_detail=extra.get("wait_detail"),
-        wait_for=row["wait_for"],
-        held=bool(row["held"]),
-        held_until_ms=row["held_until_ms"],
-        hold_reason=row["hold_reason"],
-        progress=loads(row["progress"]),
-        outcome=loads(row["outcome"]),
-        error=row["error"],
-        trust=row["trust"],
-        model_tier=row["model_tier"],
+        wait_for=row.wait_for,
+        held=row.held,
+        held_until_ms=row.held_until_ms,
+        hold_reason=row.hold_reason,
+        progress=loads(row.progress),
+        outcome=loads(row.outcome),
+        error=row.error,
+        trust=row.trust,
+        model_tier=row.model_tier,
         locks=extra.get("locks", []),
         run_id=extra.get("run_id"),
         effect_unknown=bool(extra.get("effect_unknown")),
         pending_approvals=extra.get("pending_approvals", []),
-        parent_task_id=row.get("parent_task_id"),
-        root_task_id=row.get("root_task_id"),
-        depth=int(row.get("depth") or 0),
-        on_parent_end=row.get("on_parent_end") or "cancel",
-        cancel_at_ms=row.get("cancel_at_ms"),
-        parent_run_id=row.get("parent_run_id"),
-        root_run_id=row.get("root_run_id"),
-        created_ms=row["created_ms"],
-        started_ms=row["started_ms"],
-        finished_ms=row["finished_ms"],
-        updated_ms=row["updated_ms"],
+        parent_task_id=row.parent_task_id,
+        root_task_id=row.root_task_id,
+        depth=row.depth,
+        on_parent_end=row.on_parent_end,
+        cancel_at_ms=row.cancel_at_ms,
+        parent_run_id=row.parent_run_id,
+        root_run_id=row.root_run_id,
+        created_ms=row.created_ms,
+        started_ms=row.started_ms,
+        finished_ms=row.finished_ms,
+        updated_ms=row.updated_ms,
     )
 
 
-def _details(tx: Tx, row: Row) -> dict[str, Any]:
+def _details(tx: Tx, row: TaskRow) -> dict[str, Any]:
     """The joined parts of a task view, read in one transaction."""
     return _many_details(tx, [row])[0]
 
 
-def _many_details(tx: Tx, rows: list[Row]) -> list[dict[str, Any]]:
+def _many_details(tx: Tx, rows: list[TaskRow]) -> list[dict[str, Any]]:
     """_details for a page of tasks: locks, runs and approvals in one query each, not three per task."""
-    ids = [row["id"] for row in rows]
+    ids = [row.id for row in rows]
     if not ids:
         return []
     marks = ",".join("?" * len(ids))
@@ -125,25 +126,23 @@ def _many_details(tx: Tx, rows: list[Row]) -> list[dict[str, Any]]:
             tx,
             row,
             {
-                "locks": locks.get(row["id"], []),
-                "run_id": runs.get(row["id"]),
-                "effect_unknown": row["id"] in unknown,
-                "pending_approvals": approvals.get(row["id"], []),
+                "locks": locks.get(row.id, []),
+                "run_id": runs.get(row.id),
+                "effect_unknown": row.id in unknown,
+                "pending_approvals": approvals.get(row.id, []),
             },
         )
         for row in rows
     ]
 
 
-def _detail(tx: Tx, row: Row, extra: dict[str, Any]) -> dict[str, Any]:
-    if row["state"] == "queued":
+def _detail(tx: Tx, row: TaskRow, extra: dict[str, Any]) -> dict[str, Any]:
+    if row.state == TaskState.QUEUED:
         extra["wait_reason"] = budget_wait_reason(
             tx, row, queue.wait_reason(tx, row, now_ms=tx.now_ms)
         )
         failing = (
-            instance_failing(tx, row["deployment_id"])
-            if extra["wait_reason"] == "capacity"
-            else None
+            instance_failing(tx, row.deployment_id) if extra["wait_reason"] == "capacity" else None
         )
         if failing is not None:
             extra["wait_reason"], extra["wait_detail"] = "instance_failing", failing
@@ -152,8 +151,11 @@ def _detail(tx: Tx, row: Row, extra: dict[str, Any]) -> dict[str, Any]:
 
 async def load_task(hub: Hub, p: Principal, task_id: str, namespace: str | None = None) -> Task:
     def fn(tx: Tx) -> Task | None:
-        row = tx.one("SELECT * FROM tasks WHERE id = ?", (task_id,))
-        return None if row is None else task_view(row, extra=_details(tx, row))
+        found = tx.one("SELECT * FROM tasks WHERE id = ?", (task_id,))
+        if found is None:
+            return None
+        row = TaskRow.from_row(found)
+        return task_view(row, extra=_details(tx, row))
 
     task = await hub.store.read(fn)
     if task is None or not p.sees(task.namespace):
@@ -266,7 +268,7 @@ async def list_tasks(hub: Hub, p: Principal, req: ListTasksRequest) -> ListTasks
         params.append(req.limit)
 
     def fn(tx: Tx) -> list[Task]:
-        rows = tx.all(sql, params)
+        rows = [TaskRow.from_row(r) for r in tx.all(sql, params)]
         return [
             task_view(r, extra=extra)
             for r, extra in zip(rows, _many_details(tx, rows), strict=True)
