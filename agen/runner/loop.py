@@ -13,7 +13,7 @@ import fnmatch
 from typing import Any, NamedTuple
 
 from agen.bundle import Bundle
-from agen.domain import Outcome, OutcomeStatus, RunStatus
+from agen.domain import Outcome, OutcomeStatus, RunRow, RunStatus
 from agen.runner import inbox
 from agen.runner.budgets import REASON_TEXT, Budget, Guards, RunLimits
 from agen.runner.calls import CallEnv, CallResult, execute_calls
@@ -155,11 +155,9 @@ class Runner:
         row = opened.run
         if opened.finished:
             outcome = Outcome.model_validate(
-                loads(row["outcome"]) or {"status": "failed", "reason": "unknown"}
+                loads(row.outcome) or {"status": "failed", "reason": "unknown"}
             )
-            return RunResult(
-                run_id=row["id"], status=row["status"], outcome=outcome, epoch=int(row["epoch"])
-            )
+            return RunResult(run_id=row.id, status=row.status, outcome=outcome, epoch=row.epoch)
         st = await self._state(req, row, opened.resumed, events, cancel, opened.messages)
         st.held = opened.held
         scope = await self.extras.begin(req, st.run_id) if self.extras is not None else None
@@ -225,7 +223,7 @@ class Runner:
     async def _state(
         self,
         req: RunRequest,
-        row: dict[str, Any],
+        row: RunRow,
         resumed: bool,
         events: EventSink | None,
         cancel: asyncio.Event | None,
@@ -239,26 +237,26 @@ class Runner:
             else await self.store.all(  # a brand-new conversation: no read back
                 "SELECT seq, turn, role, content, run_id, tool_calls, tool_call_id, name, is_error, model FROM messages"
                 " WHERE conversation_id = ? ORDER BY seq",
-                (row["conversation_id"],),
+                (row.conversation_id,),
             )
         )
         msgs = [Msg.from_row(r) for r in rows]
-        earlier = patch_history([m for m in msgs if m.run_id != row["id"] and not is_reviewer(m)])
-        current = [m for m in msgs if m.run_id == row["id"]]
+        earlier = patch_history([m for m in msgs if m.run_id != row.id and not is_reviewer(m)])
+        current = [m for m in msgs if m.run_id == row.id]
         budget = Budget(
             limits,
-            started_ms=int(row["started_ms"])
-            + (await self._waited_ms(row["id"]) if resumed else 0),
+            started_ms=row.started_ms + (await self._waited_ms(row.id) if resumed else 0),
         )
+        assert row.span_id is not None, "open_run writes every run's top-level span"
         st = RunState(
             req=req,
-            run_id=row["id"],
-            conversation_id=row["conversation_id"],
-            root_run_id=row["root_run_id"],
-            trace_id=row["trace_id"],
-            span_id=row["span_id"],
-            epoch=int(row["epoch"]),
-            started_ms=int(row["started_ms"]),
+            run_id=row.id,
+            conversation_id=row.conversation_id,
+            root_run_id=row.root_run_id,
+            trace_id=row.trace_id,
+            span_id=row.span_id,
+            epoch=row.epoch,
+            started_ms=row.started_ms,
             seq=(msgs[-1].seq + 1) if msgs else 1,
             ctx=Context(system, b.harness.context_tokens, earlier=earlier),
             budget=budget,
@@ -277,12 +275,9 @@ class Runner:
         if resumed:
             w = limits.cached_weight
             budget.tokens = (
-                row["input_tokens"]
-                - row["cached_tokens"]
-                + row["cached_tokens"] * w
-                + row["output_tokens"]
+                row.input_tokens - row.cached_tokens + row.cached_tokens * w + row.output_tokens
             )
-            budget.usd = float(row["cost_usd"] or 0.0)
+            budget.usd = row.cost_usd
             budget.usd_known = budget.usd > 0
         return st
 

@@ -76,7 +76,7 @@ async def test_a_webhook_traceparent_makes_the_run_a_child_of_the_callers_span(
 
     req = run_request(leased_task(LeasedTaskRow(TaskRow.from_row(task), "l1"), started=False))
     opened = await store.write(lambda tx: open_run(tx, req, "owner", "fake", None))
-    span = await store.one("SELECT * FROM spans WHERE id = ?", (opened.run["span_id"],))
+    span = await store.one("SELECT * FROM spans WHERE id = ?", (opened.run.span_id,))
     assert (
         span is not None
         and trace_hex(span["trace_id"]) == TRACE
