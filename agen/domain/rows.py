@@ -33,7 +33,7 @@ class _Row(BaseModel):
 
 
 class TaskRow(_Row):
-    """One row of ``tasks`` (agen/store/migrations/0001_core.sql, 0005, 0011)."""
+    """One row of ``tasks`` (agen/store/migrations/0001_core.sql, 0005, 0010, 0011, 0018, 0019)."""
 
     id: str
     namespace: str
@@ -70,10 +70,12 @@ class TaskRow(_Row):
     parent_task_id: str | None = None
     root_task_id: str
     depth: int = 0
+    parent_run_id: str | None = None
     root_run_id: str | None = None
     reply_deployment: str | None = None
     reply_conversation_key: str | None = None
-    on_parent_end: str = "cancel"
+    on_parent_end: str = "cancel"  # or "abandon" (agen.hub.queue.trees)
+    cancel_at_ms: int | None = None  # a graceful cancel's wrap-up deadline
     event_chain: int = 0
     submitted_by: str | None = None
     traceparent: str | None = None

@@ -6,8 +6,6 @@ RunRequest and read back a RunResult; everything else is recorded in the Store.
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from agen.bundle.overrides import TaskOverrides, Trust

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from agen.domain import LeasedTaskRow, TaskRow
 from agen.errors import FencedError
 from agen.hub import queue as q
 from agen.store import Store, Tx
@@ -19,14 +20,14 @@ async def setup(store: Store, **kw: Any) -> str:
     return await store.write(lambda tx: add_deployment(tx, **kw))
 
 
-async def submit(store: Store, dep: str, text: str = "hi", **kw: Any) -> dict[str, Any]:
+async def submit(store: Store, dep: str, text: str = "hi", **kw: Any) -> TaskRow:
     row, _ = await store.write(lambda tx: q.submit_task(tx, new_task(dep, text, **kw)))
     return row
 
 
 async def lease(
     store: Store, dep: str, limit: int = 10, now_ms: int | None = None
-) -> list[dict[str, Any]]:
+) -> list[LeasedTaskRow]:
     return await store.write(
         lambda tx: q.lease_tasks(
             tx,
@@ -55,7 +56,7 @@ async def test_stale_lease_cannot_complete_a_re_leased_task(store: Store) -> Non
     dep = await setup(store)
     t = await submit(store, dep)
     [first] = await lease(store, dep)
-    far = first.task.lease_expires_ms + 1
+    far = (first.task.lease_expires_ms or 0) + 1
     await store.write(lambda tx: q.expire_leases(tx, far))
     [second] = await lease(store, dep, now_ms=far)
     assert second.lease_id != first.lease_id
@@ -106,8 +107,10 @@ async def test_mark_running_and_extend_lease_move_the_expiry(store: Store) -> No
     running = await store.write(lambda tx: q.mark_running(tx, t.task.id, t.lease_id))
     assert running.state == "running" and running.started_ms
     expiry = await store.write(lambda tx: q.extend_lease(tx, t.task.id, t.lease_id, 10 * LEASE))
-    assert expiry > t.task.lease_expires_ms
-    assert await store.write(lambda tx: q.expire_leases(tx, t.task.lease_expires_ms + 1)) == []
+    assert expiry > (t.task.lease_expires_ms or 0)
+    assert (
+        await store.write(lambda tx: q.expire_leases(tx, (t.task.lease_expires_ms or 0) + 1)) == []
+    )
 
 
 async def test_lease_expiry_requeues_and_fifth_expiry_fails_task_and_fences_run(
@@ -120,7 +123,7 @@ async def test_lease_expiry_requeues_and_fifth_expiry_fails_task_and_fences_run(
     for attempt in range(1, q.MAX_ATTEMPTS + 1):
         [got] = await lease(store, dep, now_ms=now)
         assert got.task.attempts == attempt
-        now = got.task.lease_expires_ms + 1
+        now = (got.task.lease_expires_ms or 0) + 1
         [res] = await store.write(lambda tx, n=now: q.expire_leases(tx, n))  # type: ignore[misc]
         assert res["action"] == ("failed" if attempt == q.MAX_ATTEMPTS else "requeued")
     row = await store.one("SELECT state, error, outcome FROM tasks WHERE id = ?", (t.id,))
@@ -355,9 +358,9 @@ async def test_losing_the_host_after_the_run_made_progress_does_not_count_an_att
         [got] = await lease(store, dep, now_ms=now)
         assert got.task.attempts == 1
         await store.write(lambda tx, n=now, s=turn: checkpoint_turn(tx, run_id, s, n + 1))  # type: ignore[misc]
-        now = got.task.lease_expires_ms + 1
+        now = (got.task.lease_expires_ms or 0) + 1
         if turn % 2:  # the Nest restarted (agen up was killed and started again)
-            back: dict[str, Any] | None = await store.write(
+            back: TaskRow | None = await store.write(
                 lambda tx, g=got: q.release_task(  # type: ignore[misc]
                     tx, t.id, g.lease_id, count_attempt=True, reason="nest local restarted"
                 )
@@ -366,9 +369,10 @@ async def test_losing_the_host_after_the_run_made_progress_does_not_count_an_att
             [res] = await store.write(lambda tx, n=now: q.expire_leases(tx, n))  # type: ignore[misc]
             assert res["action"] == "requeued"
             back = await store.write(lambda tx: q.get_task(tx, t.id))
+        assert back is not None
         assert back.state == "queued" and back.attempts == 0
     [got] = await lease(store, dep, now_ms=now)  # no progress during this lease: it is charged
-    [res] = await store.write(lambda tx: q.expire_leases(tx, got.task.lease_expires_ms + 1))
+    [res] = await store.write(lambda tx: q.expire_leases(tx, (got.task.lease_expires_ms or 0) + 1))
     assert res["attempts"] == 1
     log = [
         r["message"] for r in await store.all("SELECT message FROM deployment_logs ORDER BY seq")

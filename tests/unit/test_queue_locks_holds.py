@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from agen.domain import LeasedTaskRow
+from agen.domain import LeasedTaskRow, TaskRow
 from agen.errors import ConflictError
 from agen.hub import queue as q
 from agen.hub.queue.locks import held_locks
@@ -16,12 +16,12 @@ from tests.unit.queue_helpers import new_task
 LEASE = 30_000
 
 
-async def submit(store: Store, dep: str, text: str = "hi", **kw: Any) -> dict[str, Any]:
+async def submit(store: Store, dep: str, text: str = "hi", **kw: Any) -> TaskRow:
     row, _ = await store.write(lambda tx: q.submit_task(tx, new_task(dep, text, **kw)))
     return row
 
 
-async def lease(store: Store, dep: str, now_ms: int | None = None) -> list[dict[str, Any]]:
+async def lease(store: Store, dep: str, now_ms: int | None = None) -> list[LeasedTaskRow]:
     return await store.write(
         lambda tx: q.lease_tasks(
             tx,
@@ -62,8 +62,8 @@ async def test_fence_advances_only_on_handover_to_a_different_task(store: Store,
     [la] = await lease(store, dep)
     assert la.locks == {"repo": 1}
     # the same task re-leased after its lease expired keeps its fence
-    await store.write(lambda tx: q.expire_leases(tx, la.task.lease_expires_ms + 1))
-    [again] = await lease(store, dep, now_ms=la.task.lease_expires_ms + 1)
+    await store.write(lambda tx: q.expire_leases(tx, (la.task.lease_expires_ms or 0) + 1))
+    [again] = await lease(store, dep, now_ms=(la.task.lease_expires_ms or 0) + 1)
     assert again.task.id == a.id and again.locks == {"repo": 1}
     # extending the lease or re-acquiring mid-run does not advance it
     await store.write(lambda tx: q.extend_lease(tx, a.id, again.lease_id, LEASE))

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from agen.domain import LeasedTaskRow, TaskRow
 from agen.errors import InvalidError, RateLimitedError
 from agen.hub import queue as q
 from agen.store import Store, now_ms
@@ -16,7 +17,7 @@ DAY = 24 * 3600 * 1000
 
 async def submit(
     store: Store, dep: str, text: str = "hi", *, max_queued: int | None = None, **kw: Any
-) -> tuple[dict[str, Any], bool]:
+) -> tuple[TaskRow, bool]:
     return await store.write(
         lambda tx: q.submit_task(
             tx,
@@ -26,7 +27,7 @@ async def submit(
     )
 
 
-async def lease(store: Store, dep: str, now_ms: int | None = None) -> list[dict[str, Any]]:
+async def lease(store: Store, dep: str, now_ms: int | None = None) -> list[LeasedTaskRow]:
     return await store.write(
         lambda tx: q.lease_tasks(
             tx,

@@ -19,7 +19,8 @@ def test_every_rpc_handler_takes_the_hub_a_principal_and_its_request_and_returns
 ) -> None:
     fn = rpc.handler()
     assert inspect.iscoroutinefunction(fn), f"{rpc.handler_path} is not async"
-    hints = typing.get_type_hints(fn)
+    # a handler module may import Hub and Principal only for its annotations (if TYPE_CHECKING)
+    hints = typing.get_type_hints(fn, localns={"Hub": Hub, "Principal": Principal})
     params = [p.name for p in inspect.signature(fn).parameters.values()]
     assert len(params) == 3, f"{rpc.handler_path} takes {params}"
     hub, principal, request = (hints[p] for p in params)

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from agen.domain import LeasedTaskRow, TaskRow
 from agen.hub import queue as q
 from agen.hub.queue.gate import lease_for_nest
 from agen.store import Store
 from tests.unit.queue_helpers import add_deployment, new_task
 
 
-async def _submit(store: Store, dep: str, **kw: Any) -> dict[str, Any]:
+async def _submit(store: Store, dep: str, **kw: Any) -> TaskRow:
     row, _ = await store.write(lambda tx: q.submit_task(tx, new_task(dep, **kw)))
     return row
 
 
-async def _lease(store: Store, dep: str, instance: str, limit: int = 4) -> list[dict[str, Any]]:
+async def _lease(store: Store, dep: str, instance: str, limit: int = 4) -> list[LeasedTaskRow]:
     return await store.write(
         lambda tx: lease_for_nest(
             tx, deployment_id=dep, nest_id="n1", instance_id=instance, limit=limit, lease_ms=30_000

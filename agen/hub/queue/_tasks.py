@@ -7,7 +7,7 @@ from typing import Any
 from agen.domain import LIVE, TERMINAL, UNFINISHED, Outcome, OutcomeStatus, RunStatus, TaskRow
 from agen.errors import FencedError, NotFoundError
 from agen.hub.queue.locks import release_task_locks
-from agen.store import Tx, dumps, loads
+from agen.store import Tx, dumps
 
 __all__ = ["LIVE", "TERMINAL", "UNFINISHED", "URGENT"]
 

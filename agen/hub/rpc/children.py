@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from agen.domain import TaskRow
 from agen.hub import queue
 from agen.hub.auth import Principal
 from agen.hub.queue import delegation as d
@@ -22,13 +23,13 @@ from agen.wire.observe import QueryTaskRequest
 OK = Ok()
 
 
-def _child(row: dict[str, Any]) -> m.ChildTask:
+def _child(row: TaskRow | d.ChildEnd) -> m.ChildTask:
     return m.ChildTask(
-        id=row["id"],
-        deployment=row["deployment"],
-        state=row["state"],
-        outcome=loads(row["outcome"]) if isinstance(row["outcome"], str) else row["outcome"],
-        error=row["error"],
+        id=row.id,
+        deployment=row.deployment,
+        state=row.state.value,
+        outcome=loads(row.outcome),
+        error=row.error,
     )
 
 
@@ -44,9 +45,9 @@ async def submit_child_task(
 async def wait_child_task(
     hub: Hub, p: Principal, req: m.WaitChildTaskRequest
 ) -> m.ChildTaskResponse:
-    def read(tx: Tx) -> dict[str, Any]:
+    def read(tx: Tx) -> TaskRow:
         row = get_task(tx, req.child_id)
-        if row["parent_task_id"] != req.task_id:
+        if row.parent_task_id != req.task_id:
             d.require_descendant(tx, req.task_id, req.child_id)
         return row
 
@@ -56,7 +57,7 @@ async def wait_child_task(
     while True:
         row = await hub.store.read(read)
         remaining = deadline - loop.time()
-        if row["state"] in TERMINAL or remaining <= 0:
+        if row.state in TERMINAL or remaining <= 0:
             return m.ChildTaskResponse(child=_child(row))
         seq = await hub.store.wait_for_events(seq, min(remaining, 1.0))
 
@@ -67,10 +68,10 @@ async def check_turn(hub: Hub, p: Principal, req: m.CheckTurnRequest) -> m.Check
         return m.CheckTurnResponse(
             unfinished_children=d.unfinished_children(tx, req.task_id),
             results=[
-                m.ChildResult(inbox_id=r["inbox_id"], child=_child(r))
+                m.ChildResult(inbox_id=r.inbox_id, child=_child(r))
                 for r in d.joined_results(tx, req.task_id)
             ],
-            tree_budget_exceeded=d.tree_budget_exceeded(tx, task["root_task_id"]),
+            tree_budget_exceeded=d.tree_budget_exceeded(tx, task.root_task_id),
         )
 
     return await hub.store.read(read)
@@ -103,7 +104,7 @@ async def query_child_task(hub: Hub, p: Principal, req: m.ChildTaskRef) -> m.Que
 async def signal_child_task(hub: Hub, p: Principal, req: m.SignalChildTaskRequest) -> Ok:
     def fn(tx: Tx) -> None:
         target = d.require_descendant(tx, req.task_id, req.target)
-        queue.write_inbox(tx, target["id"], "signal", req.task_id, req.message)
+        queue.write_inbox(tx, target.id, "signal", req.task_id, req.message)
         task_event(tx, target, "task.signalled", {"from_task": req.task_id})
 
     await hub.store.write(fn)
@@ -115,7 +116,7 @@ async def acquire_lock(hub: Hub, p: Principal, req: m.AcquireLockRequest) -> m.A
     def fn(tx: Tx) -> int | None:
         task = get_task(tx, req.task_id)
         return queue.acquire_lock(
-            tx, task["namespace"], req.name, req.task_id, int(req.ttl_seconds * 1000)
+            tx, task.namespace, req.name, req.task_id, int(req.ttl_seconds * 1000)
         )
 
     return m.AcquireLockResponse(fence=await hub.store.write(fn))
@@ -124,7 +125,7 @@ async def acquire_lock(hub: Hub, p: Principal, req: m.AcquireLockRequest) -> m.A
 async def release_lock(hub: Hub, p: Principal, req: m.ReleaseLockRequest) -> m.ReleaseLockResponse:
     def fn(tx: Tx) -> bool:
         task = get_task(tx, req.task_id)
-        return queue.release_lock(tx, task["namespace"], req.name, req.task_id)
+        return queue.release_lock(tx, task.namespace, req.name, req.task_id)
 
     released = await hub.store.write(fn)
     if released:

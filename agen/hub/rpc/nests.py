@@ -8,9 +8,7 @@ causes a 5xx. A stale lease is the queue's own FencedError (409), whichever door
 
 from __future__ import annotations
 
-from typing import Any
-
-from agen.domain import LeasedTaskRow
+from agen.domain import LeasedTaskRow, TaskRow
 from agen.errors import AgenError, ConflictError, DeniedError, NotFoundError
 from agen.hub import queue
 from agen.hub.auth import Principal
@@ -195,7 +193,7 @@ async def extend_leases(
 
 
 async def complete_task(hub: Hub, p: Principal, req: m.CompleteTaskRequest) -> Ok:
-    def fn(tx: Tx) -> dict[str, Any]:
+    def fn(tx: Tx) -> TaskRow:
         _own_tasks(tx, p, [req.lease.task_id])
         return complete_from_nest(
             tx,
@@ -207,7 +205,7 @@ async def complete_task(hub: Hub, p: Principal, req: m.CompleteTaskRequest) -> O
         )
 
     row = await hub.store.write(fn)
-    if row.get("parent_task_id") or row.get("reply_deployment"):
+    if row.parent_task_id or row.reply_deployment:
         # a child's end may have woken its parent (or queued a reply): lease it now, not at the next poll
         hub.work.notify()
         hub.desired_state_changed()

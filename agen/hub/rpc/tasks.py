@@ -19,7 +19,7 @@ from agen.hub.rpc._known import check_namespace, require_known_deployment
 from agen.hub.rpc.deployments import find_deployment
 from agen.hub.service import Hub
 from agen.otel.ids import check_traceparent
-from agen.store import Row, Tx, loads
+from agen.store import Tx, loads
 from agen.wire.signals import DryRunTaskResponse
 from agen.wire.tasks import (
     TERMINAL_STATES,
