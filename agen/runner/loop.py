@@ -14,10 +14,11 @@ from typing import Any, NamedTuple
 
 from agen.bundle import Bundle
 from agen.domain import Outcome, OutcomeStatus, RunRow, RunStatus
+from agen.domain.prompt import system_prompt
 from agen.runner import inbox
 from agen.runner.budgets import REASON_TEXT, Budget, Guards, RunLimits
 from agen.runner.calls import CallEnv, CallResult, execute_calls
-from agen.runner.context import Context, Msg, system_prompt
+from agen.runner.context import Context, Msg
 from agen.runner.delegation import delegation_port
 from agen.runner.effects import UnknownEffect, mark_effect_unknown, read_effects
 from agen.runner.extras import RunExtras

@@ -365,7 +365,7 @@ def reply_to_caller(tx: Tx, row: TaskRow, state: str, outcome: dict[str, Any] | 
     )
     if dep is None:  # the caller was deleted meanwhile: nobody to reply to
         return
-    from agen.runner.delegation import ChildState, result_note
+    from agen.domain.delegation import ChildState, result_note
 
     child = ChildState(
         id=row.id,

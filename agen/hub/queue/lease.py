@@ -28,6 +28,7 @@ from agen.domain import (
     TaskRow,
     TaskState,
 )
+from agen.domain.approvals import close_task_approvals
 from agen.errors import InvalidError
 from agen.hub.queue._tasks import (
     deployment_log,
@@ -43,7 +44,6 @@ from agen.hub.queue._tasks import (
 from agen.hub.queue.holds import RESUME, _effectively_held, inbox_matches, write_inbox
 from agen.hub.queue.locks import refresh_task_locks, release_task_locks, try_grant_all
 from agen.hub.queue.trees import ABANDON, joined_unfinished_children
-from agen.runner.approvals import close_task_approvals
 from agen.store import Tx, dumps
 from agen.store.base import new_ulid
 
