@@ -125,7 +125,7 @@ async def test_lease_expiry_requeues_and_fifth_expiry_fails_task_and_fences_run(
         assert got.task.attempts == attempt
         now = (got.task.lease_expires_ms or 0) + 1
         [res] = await store.write(lambda tx, n=now: q.expire_leases(tx, n))  # type: ignore[misc]
-        assert res["action"] == ("failed" if attempt == q.MAX_ATTEMPTS else "requeued")
+        assert res.action == ("failed" if attempt == q.MAX_ATTEMPTS else "requeued")
     row = await store.one("SELECT state, error, outcome FROM tasks WHERE id = ?", (t.id,))
     assert row is not None and row["state"] == "failed" and "5 attempts" in row["error"]
     assert '"max_attempts"' in row["outcome"]
@@ -367,13 +367,13 @@ async def test_losing_the_host_after_the_run_made_progress_does_not_count_an_att
             )
         else:  # the host went silent and its lease ran out
             [res] = await store.write(lambda tx, n=now: q.expire_leases(tx, n))  # type: ignore[misc]
-            assert res["action"] == "requeued"
+            assert res.action == "requeued"
             back = await store.write(lambda tx: q.get_task(tx, t.id))
         assert back is not None
         assert back.state == "queued" and back.attempts == 0
     [got] = await lease(store, dep, now_ms=now)  # no progress during this lease: it is charged
     [res] = await store.write(lambda tx: q.expire_leases(tx, (got.task.lease_expires_ms or 0) + 1))
-    assert res["attempts"] == 1
+    assert res.attempts == 1
     log = [
         r["message"] for r in await store.all("SELECT message FROM deployment_logs ORDER BY seq")
     ]

@@ -16,6 +16,7 @@ task whose host keeps dying without progress still ends after MAX_ATTEMPTS.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
+from dataclasses import dataclass
 from typing import Any
 
 from agen.domain import (
@@ -495,9 +496,19 @@ def _only(deployment_ids: Collection[str] | None) -> tuple[str, list[str]]:
     return f" AND deployment_id IN ({','.join('?' * len(ids)) or 'NULL'})", ids
 
 
+@dataclass(frozen=True, slots=True)
+class ExpiredLease:
+    """What expire_leases did to one task: ``requeued`` or ``failed`` (its attempts ran out)."""
+
+    task_id: str
+    deployment_id: str
+    action: str
+    attempts: int  # counted attempts before this expiry
+
+
 def expire_leases(
     tx: Tx, now_ms: int, *, deployment_ids: Collection[str] | None = None
-) -> list[dict[str, Any]]:
+) -> list[ExpiredLease]:
     """Requeue tasks whose lease expired; the attempt is counted unless the run made progress during the
     lease (see ``progressed_during_lease``). The 5th counted expiry fails the task and fences its run.
     ``deployment_ids``: only those deployments' tasks (an embedded one-shot's scope)."""
@@ -510,7 +521,7 @@ def expire_leases(
             [now_ms, *ids],
         )
     ]
-    out: list[dict[str, Any]] = []
+    out: list[ExpiredLease] = []
     for row in rows:
         where = f"nest {row.lease_nest_id}, instance {row.lease_instance_id or '-'}"
         progressed = progressed_during_lease(tx, row)
@@ -550,14 +561,7 @@ def expire_leases(
                 data={"lease_id": row.lease_id, "attempts": row.attempts},
             )
             action = "requeued"
-        out.append(
-            {
-                "task_id": row.id,
-                "deployment_id": row.deployment_id,
-                "action": action,
-                "attempts": row.attempts,
-            }
-        )
+        out.append(ExpiredLease(row.id, row.deployment_id, action, row.attempts))
     return out
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass, field
 from typing import Any
 
 from agen.bundle.overrides import TRUST_RANK
@@ -43,8 +44,22 @@ def effective_trust(asked: str | None, principal_trust: str) -> str:
     return asked
 
 
-def task_view(row: TaskRow, *, extra: dict[str, Any] | None = None) -> Task:
-    extra = extra or {}
+@dataclass(slots=True)
+class TaskDetails:
+    """The parts of a task view read from other tables (locks, its run, pending approvals) and why a
+    queued task waits; read for a whole page at once (``_many_details``)."""
+
+    locks: list[str] = field(default_factory=list)
+    run_id: str | None = None
+    effect_unknown: bool = False
+    pending_approvals: list[str] = field(default_factory=list)
+    waits: bool = False  # a queued task: wait_reason below replaces the row's own
+    wait_reason: str | None = None
+    wait_detail: str | None = None
+
+
+def task_view(row: TaskRow, *, extra: TaskDetails | None = None) -> Task:
+    extra = extra or TaskDetails()
     return Task(
         id=row.id,
         namespace=row.namespace,
@@ -61,8 +76,8 @@ def task_view(row: TaskRow, *, extra: dict[str, Any] | None = None) -> Task:
         not_before_ms=row.not_before_ms,
         not_after_ms=row.not_after_ms,
         attempts=row.attempts,
-        wait_reason=extra.get("wait_reason", row.wait_reason),
-        wait_detail=extra.get("wait_detail"),
+        wait_reason=extra.wait_reason if extra.waits else row.wait_reason,
+        wait_detail=extra.wait_detail,
         wait_for=row.wait_for,
         held=row.held,
         held_until_ms=row.held_until_ms,
@@ -72,10 +87,10 @@ def task_view(row: TaskRow, *, extra: dict[str, Any] | None = None) -> Task:
         error=row.error,
         trust=row.trust,
         model_tier=row.model_tier,
-        locks=extra.get("locks", []),
-        run_id=extra.get("run_id"),
-        effect_unknown=bool(extra.get("effect_unknown")),
-        pending_approvals=extra.get("pending_approvals", []),
+        locks=extra.locks,
+        run_id=extra.run_id,
+        effect_unknown=extra.effect_unknown,
+        pending_approvals=extra.pending_approvals,
         parent_task_id=row.parent_task_id,
         root_task_id=row.root_task_id,
         depth=row.depth,
@@ -90,12 +105,12 @@ def task_view(row: TaskRow, *, extra: dict[str, Any] | None = None) -> Task:
     )
 
 
-def _details(tx: Tx, row: TaskRow) -> dict[str, Any]:
+def _details(tx: Tx, row: TaskRow) -> TaskDetails:
     """The joined parts of a task view, read in one transaction."""
     return _many_details(tx, [row])[0]
 
 
-def _many_details(tx: Tx, rows: list[TaskRow]) -> list[dict[str, Any]]:
+def _many_details(tx: Tx, rows: list[TaskRow]) -> list[TaskDetails]:
     """_details for a page of tasks: locks, runs and approvals in one query each, not three per task."""
     ids = [row.id for row in rows]
     if not ids:
@@ -125,27 +140,28 @@ def _many_details(tx: Tx, rows: list[TaskRow]) -> list[dict[str, Any]]:
         _detail(
             tx,
             row,
-            {
-                "locks": locks.get(row.id, []),
-                "run_id": runs.get(row.id),
-                "effect_unknown": row.id in unknown,
-                "pending_approvals": approvals.get(row.id, []),
-            },
+            TaskDetails(
+                locks=locks.get(row.id, []),
+                run_id=runs.get(row.id),
+                effect_unknown=row.id in unknown,
+                pending_approvals=approvals.get(row.id, []),
+            ),
         )
         for row in rows
     ]
 
 
-def _detail(tx: Tx, row: TaskRow, extra: dict[str, Any]) -> dict[str, Any]:
+def _detail(tx: Tx, row: TaskRow, extra: TaskDetails) -> TaskDetails:
     if row.state == TaskState.QUEUED:
-        extra["wait_reason"] = budget_wait_reason(
+        extra.waits = True
+        extra.wait_reason = budget_wait_reason(
             tx, row, queue.wait_reason(tx, row, now_ms=tx.now_ms)
         )
         failing = (
-            instance_failing(tx, row.deployment_id) if extra["wait_reason"] == "capacity" else None
+            instance_failing(tx, row.deployment_id) if extra.wait_reason == "capacity" else None
         )
         if failing is not None:
-            extra["wait_reason"], extra["wait_detail"] = "instance_failing", failing
+            extra.wait_reason, extra.wait_detail = "instance_failing", failing
     return extra
 
 
@@ -218,7 +234,7 @@ async def submit(
             return task_view(into, extra=_details(tx, into)), False
         admission.admit(tx, current, tx.now_ms)
         row, created = queue.submit_task(tx, new)
-        return task_view(row, extra={"locks": sorted(set(new.locks))}), created
+        return task_view(row, extra=TaskDetails(locks=sorted(set(new.locks)))), created
 
     task, created = await hub.store.write(fn)
     if created:
