@@ -399,14 +399,8 @@ def _claim(tx: Tx, row: RunRow, owner: str, attempt: int) -> RunRow:
         run_id=row.id,
         data={"epoch": epoch, "attempt": attempt},
     )
-    return row.model_copy(
-        update={
-            "epoch": epoch,
-            "owner": owner,
-            "span_id": span_id,
-            "status": RunStatus.RUNNING,
-            "updated_ms": now,
-        }
+    return row._replace(
+        epoch=epoch, owner=owner, span_id=span_id, status=RunStatus.RUNNING, updated_ms=now
     )
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from pydantic import ValidationError
 
 from agen.domain import (
     DeploymentRow,
@@ -28,7 +27,7 @@ async def test_a_submitted_task_reads_back_as_a_frozen_row_whose_state_is_the_en
     row, created = await store.write(lambda tx: q.submit_task(tx, new_task(dep, "hi")))
     assert created and isinstance(row, TaskRow)
     assert row.state is TaskState.QUEUED and row.state.value == "queued" and row.held is False
-    with pytest.raises(ValidationError):
+    with pytest.raises(AttributeError):
         row.__setattr__("state", TaskState.RUNNING)  # frozen: a change is a new row
     cancelled = await store.write(lambda tx: q.cancel_task(tx, row.id, by="me"))
     assert cancelled.state is TaskState.CANCELLED
@@ -49,7 +48,7 @@ async def test_a_run_opened_by_the_engine_is_a_typed_run_row(store: Store) -> No
 
 
 def test_a_row_with_a_state_the_store_never_writes_is_refused() -> None:
-    with pytest.raises(ValidationError, match="state"):
+    with pytest.raises(ValueError, match="paused"):
         TaskRow.from_row(
             {
                 "id": "t",
@@ -93,4 +92,4 @@ async def test_each_typed_row_carries_every_column_of_its_table(
     otherwise drops that column silently (extra columns are ignored)."""
     columns = await _columns(store, table)
     assert columns, f"no columns read for {table}"
-    assert set(row_class.model_fields) == columns
+    assert set(row_class._fields) == columns

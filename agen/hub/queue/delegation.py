@@ -240,9 +240,7 @@ def submit_child(
         "UPDATE delegation_calls SET task_id = ? WHERE root_run_id = ? AND call_key = ?",
         (row.id, run["root_run_id"], req.call_key),
     )
-    return row.model_copy(
-        update={"parent_run_id": run["id"], "root_run_id": run["root_run_id"]}
-    ), created
+    return row._replace(parent_run_id=run["id"], root_run_id=run["root_run_id"]), created
 
 
 def _count_delegation(

@@ -185,19 +185,17 @@ def _lease_one(
         if grants:
             release_task_locks(tx, row.id)
         return None
-    leased = row.model_copy(
-        update={
-            "state": state,
-            "lease_id": lease_id,
-            "lease_nest_id": nest_id,
-            "lease_instance_id": instance_id,
-            "lease_expires_ms": expires_ms,
-            "leased_ms": now,
-            "attempts": row.attempts + 1,
-            "wait_reason": None,
-            "started_ms": started,
-            "updated_ms": tx.now_ms,
-        }
+    leased = row._replace(
+        state=state,
+        lease_id=lease_id,
+        lease_nest_id=nest_id,
+        lease_instance_id=instance_id,
+        lease_expires_ms=expires_ms,
+        leased_ms=now,
+        attempts=row.attempts + 1,
+        wait_reason=None,
+        started_ms=started,
+        updated_ms=tx.now_ms,
     )
     # Leased straight into running, nobody can see the leased state: one task.started event carries the lease.
     task_event(
@@ -226,12 +224,10 @@ def mark_running(tx: Tx, task_id: str, lease_id: str) -> TaskRow:
     task_event(
         tx, row, "task.started", {"lease_id": lease_id, "instance_id": row.lease_instance_id}
     )
-    return row.model_copy(
-        update={
-            "state": TaskState.RUNNING,
-            "started_ms": row.started_ms or tx.now_ms,
-            "updated_ms": tx.now_ms,
-        }
+    return row._replace(
+        state=TaskState.RUNNING,
+        started_ms=row.started_ms or tx.now_ms,
+        updated_ms=tx.now_ms,
     )
 
 
@@ -378,18 +374,16 @@ def complete_task(
     if row.lease_id != lease_id or row.state not in LIVE:
         raise stale_lease(row, lease_id)
     finish_task(tx, row, state, outcome=outcome, error=error, keep_lease_id=True)
-    return row.model_copy(
-        update={
-            "state": state,
-            "outcome": None if outcome is None else dumps(outcome),
-            "error": error,
-            "lease_nest_id": None,
-            "lease_instance_id": None,
-            "lease_expires_ms": None,
-            "wait_for": None,
-            "finished_ms": tx.now_ms,
-            "updated_ms": tx.now_ms,
-        }
+    return row._replace(
+        state=state,
+        outcome=None if outcome is None else dumps(outcome),
+        error=error,
+        lease_nest_id=None,
+        lease_instance_id=None,
+        lease_expires_ms=None,
+        wait_for=None,
+        finished_ms=tx.now_ms,
+        updated_ms=tx.now_ms,
     )
 
 
