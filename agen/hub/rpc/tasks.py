@@ -330,7 +330,11 @@ async def dry_run_task(hub: Hub, p: Principal, req: SubmitTaskRequest) -> DryRun
     now = hub.clock()
 
     def fn(tx: Tx) -> admission.Verdict:
-        return admission.dry_run(tx, dep, now)
+        # admission reads the deployment as stored, with the budget and gate (agen.hub.queue)
+        current = tx.one("SELECT * FROM deployments WHERE id = ?", (dep.id,))
+        if current is None:
+            raise NotFoundError(f"deployment {req.namespace}/{req.deployment} was deleted")
+        return admission.dry_run(tx, current, now)
 
     verdict = await hub.store.write(fn)
     return DryRunTaskResponse.model_validate(verdict.to_dict())
