@@ -28,15 +28,9 @@ _E = TypeVar("_E", bound=Enum)
 
 
 def _enum(kind: type[_E]) -> Callable[[Any], _E]:
-    """The member for a stored value by one dict lookup (``kind(value)`` walks the enum machinery);
-    a value the Store never writes is refused by the enum itself."""
-    members: dict[Any, _E] = {m.value: m for m in kind}
-
-    def member(value: Any) -> _E:
-        found = members.get(value)
-        return kind(value) if found is None else found
-
-    return member
+    """The member for a stored value by one C-level dict lookup (``kind(value)`` walks the enum
+    machinery); a value the Store never writes raises KeyError, which ``from_row`` reports."""
+    return {m.value: m for m in kind}.__getitem__
 
 
 def _reader(
@@ -58,8 +52,13 @@ def _reader(
             if missing:
                 raise ValueError(f"{cls.__name__} needs column(s) {', '.join(missing)}") from None
             values = [row[f] if f in row else defaults[f] for f in fields]
-        for i, fn in fixes:
-            values[i] = fn(values[i])
+        try:
+            for i, fn in fixes:
+                values[i] = fn(values[i])
+        except KeyError as e:  # an enum column holding a value the Store never writes
+            raise ValueError(
+                f"{cls.__name__}.{fields[i]}: {e.args[0]!r} is not a known value"
+            ) from None
         return new(cls, values)
 
     return read
