@@ -12,6 +12,7 @@ os.environ.setdefault("TYPER_USE_RICH", "0")
 
 import typer
 import typer.core
+from typer.utils import parse_boolean_env_var
 
 from agen.cli import (
     approvals,
@@ -35,6 +36,10 @@ from agen.cli import (
     up,
     version,
 )
+
+# typer reads the variable once, when typer.core is first imported; a program (or a test) that
+# imported typer before agen.cli would otherwise get rich help, with typer's `<bool>` placeholders.
+typer.core.HAS_RICH = parse_boolean_env_var(os.environ["TYPER_USE_RICH"], default=True)
 
 
 class AgenGroup(typer.core.TyperGroup):

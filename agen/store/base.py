@@ -138,7 +138,8 @@ class Tx(Protocol):
         data: Mapping[str, Any] | None = None,
         dedupe_key: str | None = None,
     ) -> int | None:
-        """Append an event in this transaction; returns its seq (None if the dedupe key was used).
+        """Append an event in this transaction; returns its seq (None if the dedupe key was used, or in a
+        leasing write, whose events without a dedupe key take their seq at commit: ``Store.write_leasing``).
 
         ``labels`` may be the JSON text already stored on a task or run row (not decoded again)."""
 
@@ -188,6 +189,13 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def write(self, fn: Callable[[Tx], T]) -> T:
         """Run ``fn`` in a write transaction and return its result once committed."""
+
+    async def write_leasing(self, fn: Callable[[Tx], T]) -> T:
+        """A write that leases tasks, which adapters with concurrent writers may run beside other leasing
+        writes (Postgres: agen.store.pg_locks says what ``fn`` must do). Here, and on SQLite, it is ``write``.
+
+        Its events without a dedupe key may take their seq at commit: ``tx.event`` returns None for them."""
+        return await self.write(fn)
 
     @abc.abstractmethod
     def write_sync(self, fn: Callable[[Tx], T]) -> T:

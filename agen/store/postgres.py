@@ -6,10 +6,11 @@ psycopg's sync ``ConnectionPool``: an async pool would need one thread hop per s
 transaction.
 
 Writes take one transaction-level advisory lock first, so write transactions commit one at a time across
-every process on the database, as SQLite's single writer does. The hub code relies on that today (the next
+every process on the database, as SQLite's single writer does. The hub code relies on that (the next
 ``tasks.seq`` is ``MAX(seq) + 1``; the event log's seq order must be commit order for the cursors that read
-it); the lease query already locks its candidates ``FOR UPDATE SKIP LOCKED`` for the day writes run side by
-side. Committed events wake waiters through LISTEN/NOTIFY (``agen_events``, payload: the newest seq); a Hub
+it). Leasing writes (``write_leasing``) take it shared and run side by side: the lease query locks the rows
+it leases ``FOR UPDATE SKIP LOCKED``, their events take their seqs at commit under the event lock, and
+decisions read from rows they do not lock wait for the lease lock (agen.store.pg_locks). Committed events wake waiters through LISTEN/NOTIFY (``agen_events``, payload: the newest seq); a Hub
 that makes work leasable tells the Hubs of other processes on ``agen_work`` (``wake_others``, payload: the
 sender's id, so a process does not wake itself twice).
 
@@ -28,6 +29,7 @@ from typing import Any, TypeVar
 
 import psycopg
 import psycopg.errors
+from psycopg import sql as pgsql
 from psycopg.adapt import Dumper
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
@@ -37,27 +39,43 @@ from agen.store._pg_migrate import migrate_postgres
 from agen.store._pg_sql import to_pg
 from agen.store.base import Params, Row, Store, Tx, dumps, new_ulid, now_ms
 from agen.store.locate import redact_url
+from agen.store.pg_locks import LEASE_LOCK_KEY
 
 T = TypeVar("T")
 log = logging.getLogger("agen.store")
 
 CHANNEL = "agen_events"
 WAKE_CHANNEL = "agen_work"
-_WRITE_LOCK_KEY = 0x6167656E_777269  # "agen" "wri"
+_WRITE_LOCK_KEY = 0x6167656E_777269  # "agen" "wri": every write; leasing writes share it
+_EVENT_LOCK_KEY = (
+    0x6167656E_657673  # "agen" "evs": a leasing write appends its events and commits under it
+)
 CONNECT_TIMEOUT_S = 10
 MAX_RETRIES = 5  # serialization failures and deadlocks are retried this many times, then reported
 
-_EVENT_SQL = to_pg(
+_EVENT_COLUMNS = (
     "INSERT INTO events (id, namespace, type, severity, deployment, task_id, run_id, labels, data, dedupe_key,"
-    " created_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING"
-    " RETURNING seq"
+    " created_ms) VALUES "
+)
+_EVENT_SQL = to_pg(
+    _EVENT_COLUMNS + "(?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL"
+    " DO NOTHING RETURNING seq"
 )
 _RETRYABLE = (psycopg.errors.SerializationFailure, psycopg.errors.DeadlockDetected)
 # Pooled connections are in autocommit mode and transactions are opened and closed by hand, so that BEGIN
-# travels with the write lock and the NOTIFY with the COMMIT: one round trip each instead of two (a lease
-# is a handful of statements, so the two saved round trips are a good share of its time).
-_BEGIN_WRITE = f"BEGIN; SELECT pg_advisory_xact_lock({_WRITE_LOCK_KEY})"
-_BEGIN_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+# and the write lock travel with the transaction's first statement (pipelined) and the NOTIFY with the
+# COMMIT: no round trip of their own (a lease is a handful of statements, so the saved round trips are a
+# good share of its time).
+_BEGIN_WRITE = ("BEGIN", f"SELECT pg_advisory_xact_lock({_WRITE_LOCK_KEY})")
+_BEGIN_LEASING = ("BEGIN", f"SELECT pg_advisory_xact_lock_shared({_WRITE_LOCK_KEY})")
+# A leasing write that must decide from rows it has not locked (conversations, named locks, budgets) takes
+# the lease lock first (agen.store.pg_locks), then the event lock when it appends an event before commit:
+# always in that order, so two leasing writes never wait on each other in a cycle.
+_LOCK_EVENTS_SERIAL = (
+    f"SELECT pg_advisory_xact_lock({LEASE_LOCK_KEY})",
+    f"SELECT pg_advisory_xact_lock({_EVENT_LOCK_KEY})",
+)
+_BEGIN_READ = ("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",)
 
 
 class _BoolAsInt(Dumper):
@@ -84,20 +102,47 @@ def _end_transaction(conn: psycopg.Connection[Any]) -> None:
 
 
 class PostgresTx:
-    """Tx over one pooled connection inside one transaction."""
+    """Tx over one pooled connection inside one transaction.
 
-    __slots__ = ("_callbacks", "_conn", "max_event_seq", "now_ms")
+    In a leasing write (``leasing=True``) an event without a dedupe key is kept until commit and appended
+    then, under the event lock, in the round trip that commits (``commit_sql``): leasing writes run side by
+    side, so their events must take their seqs one transaction at a time, right before commit, for seq order
+    to stay commit order. ``event`` returns None for such an event (its seq is not known before commit)."""
+
+    __slots__ = ("_begin", "_callbacks", "_conn", "_leasing", "_pending", "max_event_seq", "now_ms")
     dialect = "postgres"
 
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+    def __init__(
+        self,
+        conn: psycopg.Connection[Any],
+        *,
+        begin: tuple[str, ...] = (),
+        leasing: bool = False,
+    ) -> None:
         self._conn = conn
+        self._begin = begin  # sent ahead of the first statement, in the same round trip
         self.now_ms = now_ms()
         self.max_event_seq = 0
         self._callbacks: list[Callable[[], None]] = []
+        self._leasing = leasing
+        self._pending: list[tuple[Any, ...]] = []
 
     def _cur(self, sql: str, params: Params) -> psycopg.Cursor[Any]:
+        if self._pending and "events" in sql:  # a statement that may read this transaction's events
+            self._append_pending()
         named = isinstance(params, Mapping)
-        return self._conn.execute(to_pg(sql, named), params if named else tuple(params))
+        return self._send(to_pg(sql, named), params if named else tuple(params))
+
+    def _send(self, query: str, params: Any = None) -> psycopg.Cursor[Any]:
+        """Execute ``query``; the first one of the transaction carries BEGIN (and its lock) in a pipeline."""
+        if not self._begin:
+            return self._conn.execute(query, params)
+        begin, self._begin = self._begin, ()
+        with self._conn.pipeline():
+            for stmt in begin:
+                self._conn.execute(stmt)
+            cur = self._conn.execute(query, params)
+        return cur
 
     def execute(self, sql: str, params: Params = ()) -> int:
         return self._cur(sql, params).rowcount
@@ -106,6 +151,11 @@ class PostgresTx:
         items = list(rows)
         if not items:
             return 0
+        if self._pending and "events" in sql:
+            self._append_pending()
+        if self._begin:
+            self._conn.execute("; ".join(self._begin))
+            self._begin = ()
         named = isinstance(items[0], Mapping)
         with self._conn.cursor() as cur:
             cur.executemany(to_pg(sql, named), items if named else [tuple(r) for r in items])
@@ -135,27 +185,72 @@ class PostgresTx:
         data: Mapping[str, Any] | None = None,
         dedupe_key: str | None = None,
     ) -> int | None:
-        row = self._conn.execute(
-            _EVENT_SQL,
-            (
-                new_ulid(),
-                namespace,
-                type,
-                severity,
-                deployment,
-                task_id,
-                run_id,
-                labels if isinstance(labels, str) else dumps(dict(labels)) if labels else "{}",
-                dumps(dict(data)) if data else "{}",
-                dedupe_key,
-                self.now_ms,
-            ),
-        ).fetchone()
+        values = (
+            new_ulid(),
+            namespace,
+            type,
+            severity,
+            deployment,
+            task_id,
+            run_id,
+            labels if isinstance(labels, str) else dumps(dict(labels)) if labels else "{}",
+            dumps(dict(data)) if data else "{}",
+            dedupe_key,
+            self.now_ms,
+        )
+        if self._leasing:
+            if dedupe_key is None:
+                self._pending.append(values)
+                return None
+            self._append_pending()  # takes the event lock; this event follows the ones before it
+        return self._insert(values)
+
+    def _insert(self, values: tuple[Any, ...]) -> int | None:
+        row = self._send(_EVENT_SQL, values).fetchone()
         if row is None:
             return None
         seq = int(row["seq"])
         self.max_event_seq = max(self.max_event_seq, seq)
         return seq
+
+    def _append_pending(self) -> None:
+        """Append the kept events now (a leasing write that reads events or needs a seq); from here on this
+        transaction holds the lease and event locks to its end."""
+        for stmt in _LOCK_EVENTS_SERIAL:  # in this order (see _LOCK_EVENTS_SERIAL)
+            self._send(stmt)
+        pending, self._pending = self._pending, []
+        self._leasing = False  # the locks are held now: later events are appended as they come
+        for values in pending:
+            self._insert(values)
+
+    def commit_sql(self) -> str:
+        """What ends the transaction, in one round trip: a leasing write's kept events under the event lock,
+        the NOTIFY that wakes event followers, COMMIT. Empty when the transaction never began."""
+        if not self._pending:
+            if self._begin:
+                return ""
+            seq = self.max_event_seq
+            return f"SELECT pg_notify('{CHANNEL}', '{seq}'); COMMIT" if seq else "COMMIT"
+        rows = ",".join(
+            "(" + ",".join(pgsql.Literal(v).as_string(self._conn) for v in values) + ")"
+            for values in self._pending
+        )
+        return "".join(f"{stmt}; " for stmt in self._begin) + (
+            f"SELECT pg_advisory_xact_lock({_EVENT_LOCK_KEY});"
+            f" WITH ins AS ({_EVENT_COLUMNS}{rows} RETURNING seq)"
+            f" SELECT pg_notify('{CHANNEL}', MAX(seq)::text), MAX(seq) AS seq FROM ins; COMMIT"
+        )
+
+    def committed(self, cur: psycopg.Cursor[Any]) -> None:
+        """Note the seq of the events ``commit_sql`` appended (the result with a ``seq`` column)."""
+        while self._pending:
+            if cur.description and any(c.name == "seq" for c in cur.description):
+                row = cur.fetchone()
+                if row is not None and row["seq"] is not None:
+                    self.max_event_seq = max(self.max_event_seq, int(row["seq"]))
+                return
+            if not cur.nextset():
+                return
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         self._callbacks.append(callback)
@@ -290,10 +385,19 @@ class PostgresStore(Store):
             raise UnavailableError("the store is closed", store=self._where)
         return await self._in_thread(lambda: self.write_sync(fn))
 
-    def write_sync(self, fn: Callable[[Tx], T]) -> T:
+    async def write_leasing(self, fn: Callable[[Tx], T]) -> T:
+        """A write that runs beside other leasing writes, one at a time with every other write: the write lock
+        is taken shared (``pg_advisory_xact_lock_shared``), its events are appended at commit under the event
+        lock (``PostgresTx``), and ``fn`` calls ``serialize_leasing`` before a decision that reads rows it does
+        not lock (agen.store.pg_locks)."""
+        if self._closed:
+            raise UnavailableError("the store is closed", store=self._where)
+        return await self._in_thread(lambda: self.write_sync(fn, leasing=True))
+
+    def write_sync(self, fn: Callable[[Tx], T], *, leasing: bool = False) -> T:
         for attempt in range(MAX_RETRIES + 1):
             try:
-                return self._write_once(fn)
+                return self._write_once(fn, leasing)
             except _RETRYABLE as e:
                 if attempt == MAX_RETRIES:
                     raise StoreError(
@@ -307,14 +411,16 @@ class PostgresStore(Store):
                 raise mapped from e
         raise AssertionError("unreachable")
 
-    def _write_once(self, fn: Callable[[Tx], T]) -> T:
+    def _write_once(self, fn: Callable[[Tx], T], leasing: bool) -> T:
         with self._pool.connection() as conn:
-            tx = PostgresTx(conn)
-            conn.execute(_BEGIN_WRITE)
+            tx = PostgresTx(
+                conn, begin=_BEGIN_LEASING if leasing else _BEGIN_WRITE, leasing=leasing
+            )
             try:
                 value = fn(tx)
-                seq = int(tx.max_event_seq)
-                conn.execute(f"SELECT pg_notify('{CHANNEL}', '{seq}'); COMMIT" if seq else "COMMIT")
+                end = tx.commit_sql()
+                if end:
+                    tx.committed(conn.execute(end))
             except BaseException:
                 _end_transaction(conn)
                 raise
@@ -343,9 +449,8 @@ class PostgresStore(Store):
     def _read(self, fn: Callable[[Tx], T]) -> T:
         try:
             with self._pool.connection() as conn:
-                conn.execute(_BEGIN_READ)
                 try:
-                    return fn(PostgresTx(conn))
+                    return fn(PostgresTx(conn, begin=_BEGIN_READ))
                 finally:
                     _end_transaction(conn)
         except BaseException as e:

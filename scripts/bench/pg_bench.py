@@ -5,9 +5,9 @@ fsync off, as in the tests, so the figures measure agen and the server's locking
 
 1. Leases/s: N queued tasks of one deployment, leased one per transaction until none is left, by 1 and
    by 4 leasing connections:
-   * agen: ``lease_tasks(limit=1)`` through ``PostgresStore.write`` (what a Nest's lease RPC runs: the
-     candidate query ``FOR UPDATE SKIP LOCKED``, conversation and lock checks, the lease UPDATE, the
-     task.leased event, the store's write lock and NOTIFY);
+   * agen: ``lease_tasks(limit=1)`` through ``PostgresStore.write_leasing`` (what a Nest's lease RPC runs:
+     the candidate query ``FOR UPDATE SKIP LOCKED`` with the pause, conversation and lock checks, the lease
+     UPDATE, the task.leased event appended at commit under the event lock, the shared write lock, NOTIFY);
    * raw: plain psycopg on the same schema and a fresh copy of the same rows, one
      ``SELECT id … ORDER BY priority, seq LIMIT 1 FOR UPDATE SKIP LOCKED`` + one ``UPDATE`` per
      transaction, the least a lease can be.
@@ -79,7 +79,7 @@ async def agen_leases(url: str, n: int, connections: int) -> float:
         async def leaser(w: int) -> None:
             nonlocal leased
             while True:
-                got = await store.write(
+                got = await store.write_leasing(
                     lambda tx: q.lease_tasks(
                         tx,
                         deployment_id=dep,

@@ -127,3 +127,13 @@ def test_agen_version_loads_neither_the_help_polish_nor_the_completion_code() ->
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     ).stdout
     assert out.splitlines()[-1] == "[]"
+
+
+def test_help_stays_plain_when_typer_was_imported_before_agen() -> None:
+    """A program (or a test module) that imports typer first must not switch agen to rich help,
+    whose flags read `--json <bool>`."""
+    code = "import typer\nfrom agen.cli import main\nmain(['run', '--help'])"
+    env = {k: v for k, v in os.environ.items() if k != "TYPER_USE_RICH"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert "--json" in done.stdout
+    assert "<bool>" not in done.stdout, done.stdout

@@ -18,6 +18,7 @@ from agen.domain import DeploymentKind, LeasedTaskRow, TaskRow, TaskState
 from agen.hub import queue
 from agen.hub.queue import budgets, providers, task_kind
 from agen.store import Row, Tx, loads
+from agen.store.pg_locks import serialize_leasing
 
 BACKGROUND = queue.PRIORITIES["background"]
 
@@ -50,6 +51,7 @@ def lease_for_nest(
             lease_ms=lease_ms,
             start=start,
         )
+    serialize_leasing(tx)  # "one task per instance, ever" is decided from task_instances
     limit = task_kind.lease_limit(tx, instance_id, limit)
     rows = (
         _lease_gated(
@@ -82,6 +84,10 @@ def _lease_gated(
     now = tx.now_ms
     deployment_id = dep["id"]
     gate = providers.lease_gate(tx, deployment_id, now)
+    if gate.state == "probe":
+        # exactly one probe: decided by one leasing write at a time, from rows read under the lock
+        serialize_leasing(tx)
+        gate = providers.lease_gate(tx, deployment_id, now)
     if gate.limit is not None:
         limit = min(limit, gate.limit)
         if limit == 0:
@@ -100,6 +106,7 @@ def _lease_gated(
         if gate.state == "probe" and rows:
             providers.mark_probe(tx, deployment_id, rows[0].task.id)
         return rows
+    serialize_leasing(tx)  # a budget is spent by the runs of every leasing write
     state = budgets.budget_state(tx, dep, now)
     if state.exhausted:
         return []

@@ -47,6 +47,7 @@ from agen.hub.queue.locks import refresh_task_locks, release_task_locks, try_gra
 from agen.hub.queue.trees import ABANDON, joined_unfinished_children
 from agen.store import Tx, dumps
 from agen.store.base import new_ulid
+from agen.store.pg_locks import serialize_leasing
 
 MAX_ATTEMPTS = 5
 COMPLETE_STATES = (TaskState.SUCCEEDED, TaskState.FAILED, TaskState.CANCELLED)
@@ -71,9 +72,21 @@ _CANDIDATES = f"""
     ORDER BY t.priority, t.seq
     LIMIT :page
 """
-# Postgres: lock the candidates, passing over rows another transaction holds (another Hub leasing them), so
-# two leasers never wait on each other or lease one task twice. SQLite's single writer needs no row locks.
-_CANDIDATES_LOCKED = _CANDIDATES + " FOR UPDATE OF t SKIP LOCKED"
+# Postgres: lock the candidates, passing over rows another transaction holds (another leasing write), so
+# two leasers never wait on each other or lease one task twice; the deployment's pause flag and each
+# candidate's declared lock names come in the same round trip. SQLite's single writer needs no row locks.
+_CANDIDATES_LOCKED = (
+    _CANDIDATES.replace(
+        "SELECT t.* FROM tasks t",
+        "SELECT t.*, ARRAY(SELECT l.name FROM task_locks l WHERE l.task_id = t.id ORDER BY l.name)"
+        " AS lock_names FROM tasks t",
+    ).replace(
+        "WHERE t.deployment_id = :dep AND t.state = 'queued'",
+        "WHERE t.deployment_id = :dep AND t.state = 'queued'"
+        " AND NOT EXISTS (SELECT 1 FROM deployments d WHERE d.id = :dep AND d.paused != 0)",
+    )
+    + " FOR UPDATE OF t SKIP LOCKED"
+)
 
 
 def lease_tasks(
@@ -103,25 +116,35 @@ def lease_tasks(
     if lease_ms <= 0:
         raise InvalidError(f"lease_ms must be positive (got {lease_ms})", field="lease_ms")
     now = tx.now_ms if now_ms is None else now_ms
-    if tx.scalar("SELECT paused FROM deployments WHERE id = ?", (deployment_id,)):
+    postgres = tx.dialect == "postgres"
+    if not postgres and tx.scalar("SELECT paused FROM deployments WHERE id = ?", (deployment_id,)):
         return []
     leased: list[LeasedTaskRow] = []
     cursor = (-1, -1)
-    page = (
-        limit + 4
-    )  # every fetched row costs; blocked ones are rare, so grow the page only when needed
+    # Every fetched row costs, and blocked ones are rare: grow the page only when needed. On Postgres each
+    # fetched row also stays locked to this transaction's end, hidden from the other leasers: fetch no more.
+    page = limit if postgres else limit + 4
+    serial = False
     while len(leased) < limit:
-        rows = [
-            TaskRow.from_row(r)
-            for r in tx.all(
-                _CANDIDATES_LOCKED if tx.dialect == "postgres" else _CANDIDATES,
-                {"dep": deployment_id, "now": now, "p": cursor[0], "s": cursor[1], "page": page},
-            )
-        ]
-        if not rows:
+        found = tx.all(
+            _CANDIDATES_LOCKED if postgres else _CANDIDATES,
+            {"dep": deployment_id, "now": now, "p": cursor[0], "s": cursor[1], "page": page},
+        )
+        if not found:
             break
+        if postgres:
+            declared = {r["id"]: list(r.get("lock_names") or ()) for r in found}
+            if not serial and any(r["conversation_key"] or declared[r["id"]] for r in found):
+                # conversation order and named locks are decided from rows this write has not locked:
+                # one leasing write at a time decides them, and the page is read again under the lock
+                serialize_leasing(tx)
+                serial = True
+                continue
+            rows = [TaskRow.from_row(r) for r in found]  # lock_names is not a column: ignored
+        else:
+            rows = [TaskRow.from_row(r) for r in found]
+            declared = _declared_locks(tx, [r.id for r in rows])
         cursor = (rows[-1].priority, rows[-1].seq)
-        declared = _declared_locks(tx, [r.id for r in rows])
         for row in rows:
             if skip is not None and skip(row):
                 continue

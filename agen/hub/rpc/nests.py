@@ -160,7 +160,7 @@ async def lease_tasks(hub: Hub, p: Principal, req: m.LeaseTasksRequest) -> m.Lea
             start=True,
         )
 
-    rows = await hub.store.write(fn)
+    rows = await hub.store.write_leasing(fn)  # beside other Hubs' leases on Postgres
     return m.LeaseTasksResponse(tasks=[leased_task(r, started=True) for r in rows])
 
 
