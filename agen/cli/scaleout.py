@@ -76,7 +76,15 @@ def hub_serve(
 
 @nest_app.command("run")
 def nest_run(
-    hub: Annotated[str, typer.Option("--hub", help="The Hub's URL.", show_default=False)],
+    hub: Annotated[
+        list[str],
+        typer.Option(
+            "--hub",
+            help="The Hub's URL; repeat it for several Hubs on one store (the next one is used "
+            "when one does not answer).",
+            show_default=False,
+        ),
+    ],
     store: Annotated[
         str,
         typer.Option(
@@ -148,8 +156,10 @@ def nest_run(
     memory = parse_memory_limit(host_memory_limit)
     check_backend(backend, memory)
     nest_name = name or socket.gethostname().split(".")[0] or "nest"
+    hubs = [check_hub_url(h, "--hub") for h in hub]
     opts = NestOptions(
-        hub=check_hub_url(hub, "--hub"),
+        hub=hubs[0],
+        more_hubs=tuple(hubs[1:]),
         store=store,
         name=nest_name,
         join_token=join_token or None,
@@ -160,7 +170,7 @@ def nest_run(
         data_dir=Path(data_dir).expanduser() if data_dir else None,
         ca_hash=check_ca_hash(ca_hash, "--ca-hash") if ca_hash else None,
     )
-    if opts.hub.startswith("https://") and opts.ca_hash is None:
+    if any(h.startswith("https://") for h in hubs) and opts.ca_hash is None:
         err("agen nest: no --ca-hash: the Hub's certificate is checked against the system's CAs")
     asyncio.run(run_nest(opts))
 

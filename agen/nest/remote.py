@@ -24,6 +24,7 @@ from agen._home import agen_home, make_private_dir, write_private
 from agen.errors import InvalidError, UnauthenticatedError
 
 if TYPE_CHECKING:
+    from agen.client import Client
     from agen.nest.manager import Manager
     from agen.store import Store
 
@@ -46,6 +47,11 @@ class NestOptions:
     lease_ms: int = 30_000
     heartbeat_s: float = 1.0
     drain_timeout_s: float = 300.0
+    more_hubs: tuple[str, ...] = ()  # other Hubs on the same store, tried when one does not answer
+
+    @property
+    def hubs(self) -> tuple[str, ...]:
+        return (self.hub, *self.more_hubs)
 
     @property
     def folder(self) -> Path:
@@ -59,8 +65,9 @@ class Credential:
     token: str
 
 
-def read_credential(folder: Path, hub: str) -> Credential | None:
-    """This Nest's saved credential for ``hub``, or None (none yet, or one for another Hub)."""
+def read_credential(folder: Path, hub: str | tuple[str, ...]) -> Credential | None:
+    """This Nest's saved credential for ``hub`` (or any of several Hubs on one store), or None (none
+    yet, or one for another Hub)."""
     path = folder / CREDENTIAL
     try:
         data = json.loads(path.read_text())
@@ -72,12 +79,26 @@ def read_credential(folder: Path, hub: str) -> Credential | None:
             f"{path}: not a Nest credential ({e}); delete it and start again with --join-token",
             file=str(path),
         ) from None
-    return cred if cred.hub.rstrip("/") == hub.rstrip("/") else None
+    hubs = (hub,) if isinstance(hub, str) else hub
+    return cred if cred.hub.rstrip("/") in {h.rstrip("/") for h in hubs} else None
+
+
+def hub_client(opts: NestOptions, token: str) -> Client:
+    """A client of this Nest's Hubs: the first that answers, moving on when one stops answering."""
+    from agen.client import Client, HttpTransport
+    from agen.nest.hubs import FailoverTransport
+
+    if not opts.more_hubs:
+        return Client.http(opts.hub, token, ca_hash=opts.ca_hash)
+    return Client(
+        FailoverTransport(
+            list(opts.hubs), lambda url: HttpTransport(url, token, ca_hash=opts.ca_hash)
+        )
+    )
 
 
 async def enrol(opts: NestOptions) -> Credential:
     from agen.api import registry as r
-    from agen.client import Client
     from agen.wire.nests import EnrolNestRequest
 
     if not opts.join_token:
@@ -86,7 +107,7 @@ async def enrol(opts: NestOptions) -> Credential:
             "Hub's machine with `agen join-token create`)",
             field="--join-token",
         )
-    async with Client.http(opts.hub, opts.join_token, ca_hash=opts.ca_hash) as client:
+    async with hub_client(opts, opts.join_token) as client:
         resp = await client.call(
             r.EnrolNest,
             EnrolNestRequest(name=opts.name, capacity=opts.capacity, labels=opts.labels),
@@ -107,13 +128,12 @@ async def enrol(opts: NestOptions) -> Credential:
 
 
 async def _manager(opts: NestOptions, cred: Credential, store: Store) -> Manager:
-    from agen.client import Client
     from agen.nest.backends import backend_factory
     from agen.nest.client_port import ClientHubPort
     from agen.nest.delegation import NestDelegation
     from agen.nest.manager import Manager
 
-    port = ClientHubPort(Client.http(opts.hub, cred.token, ca_hash=opts.ca_hash))
+    port = ClientHubPort(hub_client(opts, cred.token))
     manager = Manager(
         port,
         executor_factory=backend_factory(
@@ -138,7 +158,7 @@ async def run_nest(opts: NestOptions) -> None:
     """Enrol if needed, then run the Manager until SIGINT/SIGTERM (drain) or a revoked credential."""
     from agen.store import open_store
 
-    cred = read_credential(opts.folder, opts.hub)
+    cred = read_credential(opts.folder, opts.hubs)
     store = await open_store(opts.store)
     try:
         if cred is None:
@@ -157,7 +177,7 @@ async def run_nest(opts: NestOptions) -> None:
             loop.add_signal_handler(sig, stop.set)
         print(
             f"agen nest: nest {opts.name} ({manager.nest_id}) runs up to {opts.capacity or 'any'} "
-            f"instances for {opts.hub} (store {store.url}, backend {opts.backend}); Ctrl-C drains and stops",
+            f"instances for {', '.join(opts.hubs)} (store {store.url}, backend {opts.backend}); Ctrl-C drains and stops",
             file=sys.stderr,
             flush=True,
         )

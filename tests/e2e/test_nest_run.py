@@ -20,12 +20,23 @@ HELLO = Path(__file__).resolve().parents[2] / "bundles" / "hello"
 class Nest:
     """One `agen nest run` process with its own AGEN_HOME."""
 
-    def __init__(self, hub: Up, home: Path, name: str, *args: str) -> None:
+    def __init__(
+        self,
+        hub: Up,
+        home: Path,
+        name: str,
+        *args: str,
+        store: str | None = None,
+        more_hubs: tuple[Up, ...] = (),
+    ) -> None:
         self.home, self.name, self.log = home, name, home / "nest.log"
         home.mkdir(parents=True, exist_ok=True)
         env = {k: v for k, v in os.environ.items() if k not in ("AGEN_HUB", "AGEN_TOKEN")}
         env["AGEN_HOME"] = str(home)
-        cmd = [AGEN, "nest", "run", "--hub", hub.url, "--store", f"sqlite:{hub.home / 'agen.db'}"]
+        store = store or f"sqlite:{hub.home / 'agen.db'}"
+        cmd = [AGEN, "nest", "run", "--hub", hub.url, "--store", store]
+        for other in more_hubs:
+            cmd += ["--hub", other.url]
         out = open(self.log, "ab")  # noqa: SIM115 - owned by the child
         self.proc = subprocess.Popen([*cmd, "--name", name, *args], env=env, stdout=out, stderr=out)
 
@@ -33,10 +44,20 @@ class Nest:
     def credential(self) -> dict[str, Any]:
         return dict(json.loads((self.home / "nests" / self.name / "nest.json").read_text()))
 
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
     def stop(self) -> int:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         return self.proc.wait(60)
+
+
+def _one_line_error(log: str, what: str) -> bool:
+    """The process ended with one ``error: …`` line saying ``what``, and no traceback."""
+    lines = [line for line in log.splitlines() if line.startswith("error:")]
+    return "Traceback" not in log and len(lines) == 1 and what in lines[0]
 
 
 def _nests(hub: Up) -> dict[str, Any]:
@@ -63,12 +84,23 @@ def test_a_nest_in_another_process_enrols_once_runs_work_and_holds_only_the_nest
         mode = (tmp_path / "nest" / "nests" / "n1" / "nest.json").stat().st_mode & 0o777
         assert mode == 0o600
 
-        # The Nest's credential may do the Nest's work only.
-        for method in ("ListTasks", "CreateToken", "SubmitTask", "Shutdown"):
-            assert hub.http(method, {}, token=cred["token"]).status_code == 403, method
-        # The join token was used up.
+        # The Nest's credential may do the Nest's work only: every admin, operator, approver and
+        # viewer method is refused with a one-line 403, never a 5xx.
+        from agen.api.registry import RPCS
+
+        for method, rpc in RPCS.items():
+            if rpc.scope in ("nest", "any", "join"):
+                continue
+            denied = hub.http(method, {}, token=cred["token"])
+            assert denied.status_code == 403, (method, denied.text)
+            message = denied.json()["error"]["message"]
+            assert "\n" not in message and "nest" in message, (method, message)
+        # The join token was used up, for another Nest process too.
         again = hub.http("EnrolNest", {"name": "n2"}, token=join["token"])
         assert again.status_code == 401 and "already used" in again.json()["error"]["message"]
+        reused = Nest(hub, tmp_path / "n2", "n2", "--join-token", join["token"])
+        assert reused.proc.wait(60) != 0
+        assert _one_line_error(reused.log.read_text(), "already used")
 
         # Restarted without a join token, the Nest uses its saved credential.
         assert nest.stop() == 0
@@ -76,11 +108,17 @@ def test_a_nest_in_another_process_enrols_once_runs_work_and_holds_only_the_nest
         assert "succeeded" in hub.agen("run", "hello", "again", "--timeout", "2m").stderr
         assert nest.credential == cred
 
-        # Revoked, it stops and says why.
+        # Revoked, it stops and says why; its credential is refused from then on.
         assert "revoked" in hub.agen("nests", "revoke", "n1").stdout
         assert nest.proc.wait(60) != 0
         assert "revoked" in nest.log.read_text()
         assert _nests(hub)["n1"]["state"] == "revoked"
+        after = hub.http("RegisterNest", {"name": "n1"}, token=cred["token"])
+        assert after.status_code == 401 and "revoked" in after.json()["error"]["message"]
+        before = len(nest.log.read_text())
+        restarted = Nest(hub, tmp_path / "nest", "n1")  # the same home: its saved credential
+        assert restarted.proc.wait(60) != 0
+        assert _one_line_error(restarted.log.read_text()[before:], "revoked")
     finally:
         if nest is not None:
             nest.stop()
@@ -97,6 +135,9 @@ def test_expired_join_tokens_and_user_tokens_cannot_enrol_a_nest(tmp_path: Path)
         )
         late = hub.http("EnrolNest", {"name": "late"}, token=expired).json()["error"]["message"]
         assert "expired" in late
+        nest = Nest(hub, tmp_path / "late", "late", "--join-token", expired)
+        assert nest.proc.wait(60) != 0
+        assert _one_line_error(nest.log.read_text(), "expired")
         admin = hub.http("EnrolNest", {"name": "sneaky"})
         assert admin.status_code == 403 and "join token" in admin.json()["error"]["message"]
         nest_scope = hub.http("CreateToken", {"scopes": ["nest"]})
@@ -126,7 +167,8 @@ def test_over_tls_a_nest_enrols_only_with_the_hub_whose_ca_it_pinned(
         bad = Nest(hub, tmp_path / "bad", "bad", "--join-token", join["token"], "--ca-hash", wrong)
         nests.append(bad)
         assert bad.proc.wait(60) != 0
-        assert f"not the pinned {wrong}" in bad.log.read_text()  # refused before the token was sent
+        # refused before the token was sent, in one line
+        assert _one_line_error(bad.log.read_text(), f"not the pinned {wrong}")
 
         good = Nest(
             hub, tmp_path / "good", "good", "--join-token", join["token"], "--ca-hash", pinned

@@ -1,7 +1,8 @@
 """Delegation RPC handlers (scope ``nest``): a running task's engine reaches the Hub through its
 Nest for child tasks, the per-turn join/tree-budget check, descendant queries and signals, and
 mid-run locks. Lineage and limits are the Hub's (agen.hub.queue.delegation); nothing here trusts the
-caller for them.
+caller for them. A Nest's own credential acts only for the tasks that Nest runs: each call names a
+task (the parent, the waiter, the lock holder) whose lease the calling Nest must hold.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import asyncio
 from typing import Any
 
 from agen.domain import TaskRow
+from agen.errors import DeniedError
 from agen.hub import queue
 from agen.hub.auth import Principal
 from agen.hub.queue import delegation as d
@@ -21,6 +23,19 @@ from agen.wire.common import Ok
 from agen.wire.observe import QueryTaskRequest
 
 OK = Ok()
+
+
+def _runs_here(tx: Tx, p: Principal, task_id: str) -> None:
+    """A bound Nest (``agen nest run``) acts only for a task it holds the lease of; the in-process
+    Nest of ``agen up`` is not bound to one Nest and runs every task of its Hub."""
+    if p.nest_id is None:
+        return
+    if tx.scalar("SELECT lease_nest_id FROM tasks WHERE id = ?", (task_id,)) != p.nest_id:
+        raise DeniedError(
+            f"task {task_id} is not running on nest {p.nest_id}: a Nest acts only for the tasks "
+            "it holds the lease of",
+            task_id=task_id,
+        )
 
 
 def _child(row: TaskRow | d.ChildEnd) -> m.ChildTask:
@@ -36,7 +51,11 @@ def _child(row: TaskRow | d.ChildEnd) -> m.ChildTask:
 async def submit_child_task(
     hub: Hub, p: Principal, req: m.SubmitChildTaskRequest
 ) -> m.ChildTaskResponse:
-    row, created = await hub.store.write(lambda tx: d.submit_child(tx, req, p.subject))
+    def fn(tx: Tx) -> tuple[TaskRow, bool]:
+        _runs_here(tx, p, req.parent_task_id)
+        return d.submit_child(tx, req, p.subject)
+
+    row, created = await hub.store.write(fn)
     if created:
         hub.desired_state_changed()
     return m.ChildTaskResponse(child=_child(row), created=created)
@@ -45,6 +64,8 @@ async def submit_child_task(
 async def wait_child_task(
     hub: Hub, p: Principal, req: m.WaitChildTaskRequest
 ) -> m.ChildTaskResponse:
+    await hub.store.read(lambda tx: _runs_here(tx, p, req.task_id))
+
     def read(tx: Tx) -> TaskRow:
         row = get_task(tx, req.child_id)
         if row.parent_task_id != req.task_id:
@@ -64,6 +85,7 @@ async def wait_child_task(
 
 async def check_turn(hub: Hub, p: Principal, req: m.CheckTurnRequest) -> m.CheckTurnResponse:
     def read(tx: Tx) -> m.CheckTurnResponse:
+        _runs_here(tx, p, req.task_id)
         task = get_task(tx, req.task_id)
         return m.CheckTurnResponse(
             unfinished_children=d.unfinished_children(tx, req.task_id),
@@ -78,14 +100,22 @@ async def check_turn(hub: Hub, p: Principal, req: m.CheckTurnRequest) -> m.Check
 
 
 async def ack_inbox(hub: Hub, p: Principal, req: m.AckInboxRequest) -> Ok:
-    await hub.store.write(lambda tx: d.ack_inbox(tx, req.task_id, list(req.inbox_ids)))
+    def fn(tx: Tx) -> None:
+        _runs_here(tx, p, req.task_id)
+        d.ack_inbox(tx, req.task_id, list(req.inbox_ids))
+
+    await hub.store.write(fn)
     return OK
 
 
 async def query_child_task(hub: Hub, p: Principal, req: m.ChildTaskRef) -> m.QueryChildTaskResponse:
     from agen.hub.observe.runs import query_task
 
-    await hub.store.read(lambda tx: d.require_descendant(tx, req.task_id, req.target))
+    def check(tx: Tx) -> None:
+        _runs_here(tx, p, req.task_id)
+        d.require_descendant(tx, req.task_id, req.target)
+
+    await hub.store.read(check)
     q = await query_task(hub, p, QueryTaskRequest(id=req.target))
     t = q.task
     view: dict[str, Any] = {
@@ -103,6 +133,7 @@ async def query_child_task(hub: Hub, p: Principal, req: m.ChildTaskRef) -> m.Que
 
 async def signal_child_task(hub: Hub, p: Principal, req: m.SignalChildTaskRequest) -> Ok:
     def fn(tx: Tx) -> None:
+        _runs_here(tx, p, req.task_id)
         target = d.require_descendant(tx, req.task_id, req.target)
         queue.write_inbox(tx, target.id, "signal", req.task_id, req.message)
         task_event(tx, target, "task.signalled", {"from_task": req.task_id})
@@ -114,6 +145,7 @@ async def signal_child_task(hub: Hub, p: Principal, req: m.SignalChildTaskReques
 
 async def acquire_lock(hub: Hub, p: Principal, req: m.AcquireLockRequest) -> m.AcquireLockResponse:
     def fn(tx: Tx) -> int | None:
+        _runs_here(tx, p, req.task_id)
         task = get_task(tx, req.task_id)
         return queue.acquire_lock(
             tx, task.namespace, req.name, req.task_id, int(req.ttl_seconds * 1000)
@@ -124,6 +156,7 @@ async def acquire_lock(hub: Hub, p: Principal, req: m.AcquireLockRequest) -> m.A
 
 async def release_lock(hub: Hub, p: Principal, req: m.ReleaseLockRequest) -> m.ReleaseLockResponse:
     def fn(tx: Tx) -> bool:
+        _runs_here(tx, p, req.task_id)
         task = get_task(tx, req.task_id)
         return queue.release_lock(tx, task.namespace, req.name, req.task_id)
 

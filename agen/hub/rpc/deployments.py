@@ -168,7 +168,7 @@ async def _apply(
             "definition_id": def_id,
             "digest": bundle.digest,
             "scale": scale.model_dump_json(),
-            "placement": dumps(bundle.config.placement.labels),
+            "placement": bundle.config.placement.model_dump_json(),  # {"labels": {...}}
             "budget": bundle.config.budget.model_dump_json(exclude_none=True),
             "limits": bundle.config.limits.model_dump_json(exclude_none=True),
             "policy": dumps(_policy(bundle)),
