@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import base64
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agen.calltokens import CallIdentity, mint_call_token
+from agen.hub.fleet.definitions import get_definition_files
 from agen.hub.sealing import kek_from_env, seal, unseal
 from agen.hub.service import Hub
 from agen.store import Store, Tx
@@ -152,10 +153,25 @@ async def _calls_over_a2a(store: Store, deployment_id: str) -> bool:
         return False
     known = _a2a_definitions.get(str(definition_id))
     if known is None:
-        from agen.bundle.loader import load_bundle_files
-        from agen.hub.fleet.definitions import get_definition_files
-
-        bundle = load_bundle_files(await get_definition_files(store, str(definition_id)))
-        known = any(d.url for d in bundle.config.delegates)
+        known = _delegates_over_a2a(await get_definition_files(store, str(definition_id)))
         _a2a_definitions[str(definition_id)] = known
     return known
+
+
+def _delegates_over_a2a(files: Mapping[str, bytes]) -> bool:
+    """Whether a stored definition's x-agen/config.json names a delegate with a ``url``. Only that file
+    is read (a lease must not parse the whole bundle), and a file that does not parse names none: the
+    bundle was checked when it was deployed, and a lease is not the place to refuse it."""
+    from pydantic import ValidationError
+
+    from agen.bundle.checks import CONFIG
+    from agen.bundle.config import Config
+
+    raw = files.get(CONFIG)
+    if raw is None:
+        return False
+    try:
+        config = Config.model_validate_json(raw)
+    except ValidationError:
+        return False
+    return any(d.url for d in config.delegates)

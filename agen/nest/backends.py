@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from agen.errors import InvalidError
 from agen.nest.executor import ExecutorFactory, ProgressSink
 from agen.store import Store
+
+if TYPE_CHECKING:
+    from agen.runner.delegation import DelegationPort
 
 BACKENDS = ("inproc", "process")
 
@@ -18,7 +21,7 @@ def backend_factory(
     host_memory_limit: int = 0,
     *,
     progress: ProgressSink | None = None,
-    delegation: Any = None,
+    delegation: DelegationPort | None = None,
 ) -> ExecutorFactory:
     """``inproc``: instances are asyncio workers here; ``process``: one ``agen host serve`` child each.
     ``progress`` receives the report_progress tool's values (the Nest's HubPort); ``delegation`` is
@@ -27,10 +30,10 @@ def backend_factory(
     if backend == "inproc":
         from agen.nest.runner_executor import runner_factory
 
-        return runner_factory(store, progress=progress, delegation=delegation)  # type: ignore[no-any-return]
+        return runner_factory(store, progress=progress, delegation=delegation)
     from agen.nest.process import process_factory
 
-    return process_factory(store.connect_url, memory_limit=host_memory_limit, progress=progress)  # type: ignore[no-any-return]
+    return process_factory(store.connect_url, memory_limit=host_memory_limit, progress=progress)
 
 
 def check_backend(backend: str, host_memory_limit: int = 0) -> None:

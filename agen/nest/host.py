@@ -22,11 +22,15 @@ import json
 import os
 import signal
 import sys
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from agen.errors import ConflictError, InvalidError, NotFoundError
-from agen.nest.executor import ExecResult
+from agen.nest.executor import ExecResult, Executor
 from agen.nest.port import LeasedTask
+
+if TYPE_CHECKING:  # the host process loads them when it serves, not on import
+    from agen.bundle import Bundle
+    from agen.store import Store
 
 ENV_STORE = "AGEN_HOST_STORE"
 ENV_INSTANCE = "AGEN_HOST_INSTANCE"
@@ -59,7 +63,7 @@ async def _stdin_reader() -> asyncio.StreamReader:
     return reader
 
 
-async def _load_bundle(store: Any, digest: str) -> Any:
+async def _load_bundle(store: Store, digest: str) -> Bundle:
     from agen.bundle import load_bundle_files
     from agen.bundle.archive import unpack
 
@@ -125,7 +129,7 @@ async def serve() -> int:
     return 0
 
 
-async def _serve_loop(reader: asyncio.StreamReader, chan: _Channel, executor: Any) -> None:
+async def _serve_loop(reader: asyncio.StreamReader, chan: _Channel, executor: Executor) -> None:
     running: dict[str, asyncio.Task[None]] = {}
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)

@@ -25,7 +25,7 @@ from typing import Any
 from agen.bundle import Bundle
 from agen.errors import InvalidError, UnavailableError
 from agen.nest import host
-from agen.nest.executor import ExecResult, ProgressSink
+from agen.nest.executor import ExecResult, ExecutorFactory, ProgressSink
 from agen.nest.port import LeasedTask
 
 log = logging.getLogger("agen.nest")
@@ -322,7 +322,7 @@ class ProcessExecutor:
 
 def process_factory(
     store_url: str, *, memory_limit: int = 0, progress: ProgressSink | None = None
-) -> Any:
+) -> ExecutorFactory:
     """An ExecutorFactory starting one ``agen host serve`` child per instance."""
 
     async def build(

@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agen.bundle import Bundle
 from agen.errors import AgenError
-from agen.nest.executor import ExecResult, ProgressSink, run_request, status_of
+from agen.nest.executor import ExecResult, ExecutorFactory, ProgressSink, run_request, status_of
 from agen.nest.port import LeasedTask
 from agen.store import Store
+
+if TYPE_CHECKING:  # the engine loads when an instance starts, not when the Nest imports this
+    from agen.runner.delegation import DelegationPort
+    from agen.runner.loop import Runner
 
 log = logging.getLogger("agen.nest")
 
@@ -27,15 +31,19 @@ class NestHooks:
     """Runner hooks: ``is_held`` is True while the Nest drains. (A paused task is seen by the Runner
     itself: its open and checkpoint transactions read the task's hold.)"""
 
-    def __init__(self, progress: ProgressSink | None = None, delegation: Any = None) -> None:
+    def __init__(
+        self, progress: ProgressSink | None = None, delegation: DelegationPort | None = None
+    ) -> None:
         self.progress = progress
-        self.delegation = (
-            delegation  # agen.runner.delegation.DelegationPort (None: no Hub to reach)
-        )
+        self.delegation = delegation  # None: no Hub to reach
         self.draining = False
 
     async def is_held(self, task_id: str) -> bool:
         return self.draining
+
+    async def drain_inbox(self, task_id: str) -> list[str]:
+        """No notes reach a managed run this way: the Hub's inbox wakes a waiting task instead."""
+        return []
 
     async def report_progress(self, task_id: str | None, progress: dict[str, Any]) -> None:
         """The built-in report_progress tool: the task's latest progress, for `agen query` and the TUI."""
@@ -50,14 +58,14 @@ class NestHooks:
 class RunnerExecutor:
     """One Runner per instance; it serves the instance's concurrent runs."""
 
-    def __init__(self, runner: Any, hooks: NestHooks | None = None) -> None:
+    def __init__(self, runner: Runner, hooks: NestHooks | None = None) -> None:
         self.runner = runner
         self.hooks = hooks
 
     async def run(self, task: LeasedTask) -> ExecResult:
         result = await self.runner.run(run_request(task))
         outcome = result.outcome.model_dump(mode="json")
-        wait_for = getattr(result, "wait_for", None)
+        wait_for = result.wait_for
         if wait_for == "resume" and self.hooks is not None and self.hooks.draining:
             return ExecResult(status="released", outcome=None, release=DRAINED)
         error = (
@@ -78,9 +86,9 @@ class RunnerExecutor:
 
         Runs in flight finish first; a call on the dead server meanwhile reconnects in place.
         """
-        for ts in getattr(self.runner, "toolsets", ()):
+        for ts in self.runner.toolsets:
             if not ts.healthy():
-                return f"MCP server {getattr(ts, 'server_name', type(ts).__name__)} is not running"
+                return f"MCP server {ts.label} is not running"
         return None
 
     async def close(self) -> None:
@@ -93,9 +101,9 @@ def build_runner(
     owner: str,
     *,
     fake_delay_s: float = 0.0,
-    hooks: Any = None,
+    hooks: NestHooks | None = None,
     platform_secrets: Mapping[str, str] | None = None,
-) -> Any:
+) -> Runner:
     """A managed Runner: the bundle's MCP servers (per run when bound to ${WORKSPACE}), its permission
     rules, durable approvals, the task workspace and memory."""
     from agen.runner.approvals import StoreApprovalGate
@@ -124,7 +132,7 @@ async def start_executor(
     *,
     fake_delay_s: float = 0.0,
     progress: ProgressSink | None = None,
-    delegation: Any = None,
+    delegation: DelegationPort | None = None,
     platform_secrets: Mapping[str, str] | None = None,
 ) -> RunnerExecutor:
     """Build and start one instance's Runner (toolsets started once; a failure closes what started)."""
@@ -150,8 +158,8 @@ def runner_factory(
     *,
     fake_delay_s: float = 0.0,
     progress: ProgressSink | None = None,
-    delegation: Any = None,
-) -> Any:
+    delegation: DelegationPort | None = None,
+) -> ExecutorFactory:
     """An ExecutorFactory building each instance's Runner (started once, serving concurrent runs).
     ``delegation``: the DelegationPort its runs delegate through (the Nest's Hub client)."""
 

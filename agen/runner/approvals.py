@@ -17,14 +17,25 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from agen.errors import ConflictError, DeniedError, NotFoundError
+from agen.domain.approvals import (
+    LOCAL_ADMIN_SUBJECT,
+    close_task_approvals,
+    decide_approval,
+    may_self_approve,
+)
 from agen.runner.policy import ApprovalDecision, ApprovalGate, ApprovalRequest
 from agen.store import new_ulid
 from agen.store.base import Row, Store, Tx, dumps
 
-LOCAL_ADMIN_SUBJECT = (
-    "local-admin"  # = agen.hub.auth.LOCAL_ADMIN_SUBJECT: the local `agen up`'s own user
-)
+__all__ = [  # the decision rules are agen.domain.approvals'; re-exported for the engine's callers
+    "LOCAL_ADMIN_SUBJECT",
+    "CallbackGate",
+    "StoreApprovalGate",
+    "close_task_approvals",
+    "decide_approval",
+    "may_self_approve",
+    "request_approval",
+]
 
 POLL_S = 5.0
 
@@ -91,92 +102,6 @@ def request_approval(tx: Tx, req: ApprovalRequest) -> Row:
         },
     )
     return tx.one("SELECT * FROM approvals WHERE id = ?", (approval_id,)) or {}
-
-
-def may_self_approve(by: str, *, allow_self: bool = False) -> bool:
-    """The self-approval rule: the single user of a local ``agen up`` (its local admin) approves its own
-    work; any other principal only when the Hub is configured to allow it (``--allow-self-approval``)."""
-    return allow_self or by == LOCAL_ADMIN_SUBJECT
-
-
-def decide_approval(
-    tx: Tx,
-    approval_id: str,
-    approve: bool,
-    by: str,
-    note: str | None = None,
-    *,
-    allow_self: bool = False,
-) -> Row:
-    """Settle a pending approval (the Hub's DecideApproval); the requester cannot approve its own
-    (see ``may_self_approve``). The Hub then wakes the waiting task (agen.hub.rpc.approvals)."""
-    row = tx.one("SELECT * FROM approvals WHERE id = ?", (approval_id,))
-    if row is None:
-        raise NotFoundError(
-            f"approval {approval_id} does not exist; list pending ones with `agen approvals`",
-            approval=approval_id,
-        )
-    if row["state"] == "cancelled":
-        raise ConflictError(
-            f"approval {approval_id} was closed because {row['note'] or 'its task ended'};"
-            " there is nothing left to decide",
-            approval=approval_id,
-            state=row["state"],
-        )
-    if row["state"] != "pending":
-        who = f" by {row['decided_by']}" if row["decided_by"] else ""
-        raise ConflictError(
-            f"approval {approval_id} was already {row['state']}{who}; it cannot be decided again",
-            approval=approval_id,
-            state=row["state"],
-        )
-    if (
-        approve
-        and row["requested_by"] is not None
-        and by == row["requested_by"]
-        and not may_self_approve(by, allow_self=allow_self)
-    ):
-        raise DeniedError(
-            f"the principal that caused an approval cannot approve it: {by} submitted the task behind "
-            f"approval {approval_id}; ask someone else to approve it (or deny it)",
-            approval=approval_id,
-        )
-    state = "approved" if approve else "denied"
-    tx.execute(
-        "UPDATE approvals SET state = ?, decided_by = ?, decided_ms = ?, note = ? WHERE id = ? AND state = 'pending'",
-        (state, by, tx.now_ms, note, approval_id),
-    )
-    tx.event(
-        row["namespace"],
-        "approval.decided",
-        deployment=row["deployment"],
-        task_id=row["task_id"],
-        run_id=row["run_id"],
-        data={"approvalId": approval_id, "tool": row["tool"], "state": state, "by": by},
-    )
-    return {**row, "state": state, "decided_by": by, "decided_ms": tx.now_ms, "note": note}
-
-
-def close_task_approvals(tx: Tx, task_id: str, state: str, by: str | None = None) -> int:
-    """A task ended (cancelled, failed, expired): its pending approvals close as 'cancelled' and can no
-    longer be decided. Returns how many closed."""
-    rows = tx.all("SELECT * FROM approvals WHERE task_id = ? AND state = 'pending'", (task_id,))
-    why = f"its task {task_id} was {state}" + (f" by {by}" if by else "")
-    for row in rows:
-        tx.execute(
-            "UPDATE approvals SET state = 'cancelled', decided_by = ?, decided_ms = ?, note = ?"
-            " WHERE id = ? AND state = 'pending'",
-            (by, tx.now_ms, why, row["id"]),
-        )
-        tx.event(
-            row["namespace"],
-            "approval.decided",
-            deployment=row["deployment"],
-            task_id=task_id,
-            run_id=row["run_id"],
-            data={"approvalId": row["id"], "tool": row["tool"], "state": "cancelled", "by": by},
-        )
-    return len(rows)
 
 
 def _resume_run(tx: Tx, run_id: str) -> None:

@@ -13,7 +13,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from agen.bundle import Bundle
 from agen.store.base import Row
 
 CUT_OVER = 600  # tool results longer than this may be cut
@@ -87,37 +86,6 @@ class Msg:
             is_error=bool(r["is_error"]),
             model=r["model"],
         )
-
-
-def system_prompt(
-    bundle: Bundle,
-    *,
-    skills: list[str] | None = None,
-    addendum: str | None = None,
-    extra: list[str] | None = None,
-) -> str:
-    """agent.md's body, then each preloaded skill in full, then the others to load with load_skill."""
-    allowed = set(skills) if skills is not None else None
-    parts = [bundle.system_prompt]
-    preload = [
-        s
-        for s in bundle.agent.preload_skills
-        if s in bundle.skills and (allowed is None or s in allowed)
-    ]
-    for name in preload:
-        parts.append(f"## Skill: {name}\n\n{bundle.skills[name].instructions}")
-    others = [
-        s
-        for s in bundle.skills.values()
-        if s.name not in preload and (allowed is None or s.name in allowed)
-    ]
-    if others:
-        lines = [f"- {s.name}: {s.front_matter.description}" for s in others]
-        parts.append("## Skills you can load with load_skill\n\n" + "\n".join(lines))
-    parts.extend(extra or [])
-    if addendum:
-        parts.append(addendum)
-    return "\n\n".join(p.strip() for p in parts if p and p.strip())
 
 
 def _cut(msg: Msg) -> dict[str, Any]:

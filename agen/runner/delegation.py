@@ -7,11 +7,24 @@ are the engine's own, so the runner imports nothing from the API or the Hub.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-TERMINAL = ("succeeded", "failed", "cancelled", "expired")
+if TYPE_CHECKING:
+    from agen.runner.hooks import RunHooks
+
+from agen.domain.delegation import ChildState, outcome_text, result_note
+
+__all__ = [  # a child's state and its note are agen.domain.delegation's; re-exported for the engine
+    "ChildResult",
+    "ChildSpec",
+    "ChildState",
+    "DelegationPort",
+    "TurnCheck",
+    "delegation_port",
+    "outcome_text",
+    "result_note",
+]
 
 
 @dataclass
@@ -28,19 +41,6 @@ class ChildSpec:
     overrides: dict[str, Any] | None = None
     traceparent: str | None = None
     reply_conversation_key: str | None = None  # set: a detached start_agent child replies here
-
-
-@dataclass
-class ChildState:
-    id: str
-    deployment: str
-    state: str
-    outcome: dict[str, Any] | None = None
-    error: str | None = None
-
-    @property
-    def ended(self) -> bool:
-        return self.state in TERMINAL
 
 
 @dataclass
@@ -82,26 +82,6 @@ class DelegationPort(Protocol):
     async def release_lock(self, task_id: str, name: str) -> bool: ...
 
 
-def delegation_port(hooks: Any) -> DelegationPort | None:
+def delegation_port(hooks: RunHooks | None) -> DelegationPort | None:
     """The port the Manager's hooks carry (None: an SDK or standalone run, no Hub to delegate through)."""
-    port = getattr(hooks, "delegation", None)
-    return port if port is not None else None
-
-
-def outcome_text(child: ChildState) -> str:
-    """A child's outcome as its caller reads it (seed 000 §6): ``[partial: max_turns] <report>``
-    (nothing before a plain done), then its structured data, if any."""
-    out = child.outcome or {}
-    status = str(out.get("status") or ("failed" if child.state != "succeeded" else "done"))
-    reason = out.get("reason")
-    summary = str(out.get("summary") or child.error or "")
-    head = "" if status == "done" else f"[{status}: {reason}] " if reason else f"[{status}] "
-    text = head + summary
-    if out.get("data") is not None:
-        text += "\n\n" + json.dumps(out["data"], indent=2, sort_keys=True)
-    return text
-
-
-def result_note(child: ChildState) -> str:
-    """The user message a joined child's end becomes in its parent's run."""
-    return f"[Child task {child.id} ({child.deployment}) ended] {outcome_text(child)}"
+    return None if hooks is None else hooks.delegation

@@ -1,18 +1,24 @@
-"""Optional callbacks the Manager (or the SDK) gives a Runner; every method may be absent.
+"""What a Runner asks its owner (the Nest's Manager, or nobody) at each checkpoint.
 
 - ``is_held(task_id)``: checked before each model call; True suspends the run (it resumes later).
 - ``report_progress(task_id, progress)``: what the built-in report_progress tool reports.
 - ``drain_inbox(task_id)``: user notes that arrived while the run worked (steer/collect).
-- ``on_event(run_id, event)``: run events, in order (the SDK's stream).
+- ``delegation``: the port child tasks are submitted and awaited through (None: no Hub to reach).
+
+A Runner without hooks (the SDK, `agen run`) is never held, has no inbox and tells the agent
+nobody watches its progress. Run events go to the run's ``events`` sink, not through hooks.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from agen.runner.delegation import DelegationPort
 
 
 class RunHooks(Protocol):
-    """The full set of hooks; an object given to a Runner may implement any subset (looked up by name)."""
+    """The hooks a Runner calls; an owner implements them all (typed, never looked up by name)."""
 
     async def is_held(self, task_id: str) -> bool: ...
 
@@ -20,28 +26,5 @@ class RunHooks(Protocol):
 
     async def drain_inbox(self, task_id: str) -> list[str]: ...
 
-    async def on_event(self, run_id: str, event: dict[str, Any]) -> None: ...
-
-
-async def is_held(hooks: Any, task_id: str | None) -> bool:
-    fn = getattr(hooks, "is_held", None)
-    if fn is None or task_id is None:
-        return False
-    return bool(await fn(task_id))
-
-
-async def drain_inbox(hooks: Any, task_id: str | None) -> list[str]:
-    fn = getattr(hooks, "drain_inbox", None)
-    if fn is None or task_id is None:
-        return []
-    return [str(n) for n in await fn(task_id)]
-
-
-def progress_hook(hooks: Any) -> Any:
-    return getattr(hooks, "report_progress", None)
-
-
-async def emit(hooks: Any, run_id: str, event: dict[str, Any]) -> None:
-    fn = getattr(hooks, "on_event", None)
-    if fn is not None:
-        await fn(run_id, event)
+    @property
+    def delegation(self) -> DelegationPort | None: ...

@@ -13,18 +13,20 @@ import fnmatch
 from typing import Any, NamedTuple
 
 from agen.bundle import Bundle
-from agen.runner import hooks as hk
+from agen.domain import Outcome, OutcomeStatus, RunRow, RunStatus
+from agen.domain.prompt import system_prompt
 from agen.runner import inbox
 from agen.runner.budgets import REASON_TEXT, Budget, Guards, RunLimits
 from agen.runner.calls import CallEnv, CallResult, execute_calls
-from agen.runner.context import Context, Msg, system_prompt
+from agen.runner.context import Context, Msg
 from agen.runner.delegation import delegation_port
 from agen.runner.effects import UnknownEffect, mark_effect_unknown, read_effects
 from agen.runner.extras import RunExtras
+from agen.runner.hooks import RunHooks
 from agen.runner.join import CHILDREN, check_turn, unfinished_children
 from agen.runner.policy import AllowAll, ApprovalGate, DenyAsks, ToolPolicy
 from agen.runner.providers import Account, build_accounts
-from agen.runner.providers.base import ModelRequest
+from agen.runner.providers.base import ModelRequest, ModelResponse
 from agen.runner.records import name_conversation, open_run, save_cassette
 from agen.runner.redact import Redactor
 from agen.runner.resume import patch_history, plan_repair
@@ -34,8 +36,8 @@ from agen.runner.tools.base import Tool, ToolContext, Toolset
 from agen.runner.tools.builtin import FINISH, FinishTool, builtin_tools
 from agen.runner.tools.delegate import delegation_tools
 from agen.runner.tools.wire_names import by_wire_name
-from agen.runner.turn import TurnFailed, TurnPolicy, model_turn
-from agen.runner.types import Outcome, RunRequest, RunResult
+from agen.runner.turn import TurnAnswer, TurnFailed, TurnPolicy, model_turn
+from agen.runner.types import RunRequest, RunResult
 from agen.store.base import Store, loads
 
 _JOIN_NOTE = (
@@ -68,7 +70,7 @@ class Runner:
         policy: ToolPolicy | None = None,
         gate: ApprovalGate | None = None,
         redactor: Redactor | None = None,
-        hooks: Any = None,
+        hooks: RunHooks | None = None,
         accounts: list[Account] | None = None,
         turn_policy: TurnPolicy | None = None,
         extra_system: list[str] | None = None,
@@ -108,7 +110,7 @@ class Runner:
                 self.store,
                 result_schema=h.result.schema_ if h.result else None,
                 skills=self.bundle.skills,
-                progress=hk.progress_hook(self.hooks),
+                progress=self.hooks.report_progress if self.hooks is not None else None,
                 max_tool_result_chars=h.max_tool_result_chars,
             )
             port = delegation_port(self.hooks)
@@ -156,11 +158,9 @@ class Runner:
         row = opened.run
         if opened.finished:
             outcome = Outcome.model_validate(
-                loads(row["outcome"]) or {"status": "failed", "reason": "unknown"}
+                loads(row.outcome) or {"status": "failed", "reason": "unknown"}
             )
-            return RunResult(
-                run_id=row["id"], status=row["status"], outcome=outcome, epoch=int(row["epoch"])
-            )
+            return RunResult(run_id=row.id, status=row.status, outcome=outcome, epoch=row.epoch)
         st = await self._state(req, row, opened.resumed, events, cancel, opened.messages)
         st.held, st.inbox = opened.held, opened.inbox
         scope = await self.extras.begin(req, st.run_id) if self.extras is not None else None
@@ -180,7 +180,7 @@ class Runner:
                     return await self._end(
                         st,
                         Outcome(
-                            status="failed",
+                            status=OutcomeStatus.FAILED,
                             reason="error",
                             summary=f"a tool server of this run could not start: {e}",
                         ),
@@ -201,7 +201,9 @@ class Runner:
                 self._end(
                     st,
                     Outcome(
-                        status="cancelled", reason="cancelled", summary="the run was cancelled"
+                        status=OutcomeStatus.CANCELLED,
+                        reason="cancelled",
+                        summary="the run was cancelled",
                     ),
                 )
             )
@@ -224,7 +226,7 @@ class Runner:
     async def _state(
         self,
         req: RunRequest,
-        row: dict[str, Any],
+        row: RunRow,
         resumed: bool,
         events: EventSink | None,
         cancel: asyncio.Event | None,
@@ -238,26 +240,26 @@ class Runner:
             else await self.store.all(  # a brand-new conversation: no read back
                 "SELECT seq, turn, role, content, run_id, tool_calls, tool_call_id, name, is_error, model FROM messages"
                 " WHERE conversation_id = ? ORDER BY seq",
-                (row["conversation_id"],),
+                (row.conversation_id,),
             )
         )
         msgs = [Msg.from_row(r) for r in rows]
-        earlier = patch_history([m for m in msgs if m.run_id != row["id"] and not is_reviewer(m)])
-        current = [m for m in msgs if m.run_id == row["id"]]
+        earlier = patch_history([m for m in msgs if m.run_id != row.id and not is_reviewer(m)])
+        current = [m for m in msgs if m.run_id == row.id]
         budget = Budget(
             limits,
-            started_ms=int(row["started_ms"])
-            + (await self._waited_ms(row["id"]) if resumed else 0),
+            started_ms=row.started_ms + (await self._waited_ms(row.id) if resumed else 0),
         )
+        assert row.span_id is not None, "open_run writes every run's top-level span"
         st = RunState(
             req=req,
-            run_id=row["id"],
-            conversation_id=row["conversation_id"],
-            root_run_id=row["root_run_id"],
-            trace_id=row["trace_id"],
-            span_id=row["span_id"],
-            epoch=int(row["epoch"]),
-            started_ms=int(row["started_ms"]),
+            run_id=row.id,
+            conversation_id=row.conversation_id,
+            root_run_id=row.root_run_id,
+            trace_id=row.trace_id,
+            span_id=row.span_id,
+            epoch=row.epoch,
+            started_ms=row.started_ms,
             seq=(msgs[-1].seq + 1) if msgs else 1,
             ctx=Context(system, b.harness.context_tokens, earlier=earlier),
             budget=budget,
@@ -276,12 +278,9 @@ class Runner:
         if resumed:
             w = limits.cached_weight
             budget.tokens = (
-                row["input_tokens"]
-                - row["cached_tokens"]
-                + row["cached_tokens"] * w
-                + row["output_tokens"]
+                row.input_tokens - row.cached_tokens + row.cached_tokens * w + row.output_tokens
             )
-            budget.usd = float(row["cost_usd"] or 0.0)
+            budget.usd = row.cost_usd
             budget.usd_known = budget.usd > 0
         return st
 
@@ -379,141 +378,177 @@ class Runner:
         )
 
     async def _drive(self, st: RunState) -> RunResult:
+        """Turns until the run ends or suspends (a resumed run first repairs its last turn)."""
         if st.resumed:
             done = await self._repair(st)
             if done is not None:
                 return done
         env = self._env(st.req)
-        h = self.bundle.harness
         while True:
-            if st.held or await hk.is_held(self.hooks, st.task_id):
+            done = await self._turn(st, env)
+            if done is not None:
+                return done
+
+    async def _turn(self, st: RunState, env: CallEnv) -> RunResult | None:
+        """One turn: checkpoint, model call, then the tools it asked for; None: the run goes on."""
+        stop = await self._before_model_call(st)
+        if stop is not None:
+            return stop
+        answer = await self._call_model(st)
+        if isinstance(answer, RunResult):
+            return answer
+        resp = await self._record_answer(st, answer)
+        if not resp.tool_calls:  # a plain answer is the result (reviewed first when declared)
+            return await self._plain_answer(st, resp)
+        return await self._tool_turn(st, env, resp)
+
+    async def _before_model_call(self, st: RunState) -> RunResult | None:
+        """The checkpoint before every model call: a hold suspends, notes that arrived join the
+        conversation, a spent budget asks for the final report, memory sections are refreshed."""
+        task_id = st.task_id
+        if st.held or (
+            self.hooks is not None and task_id is not None and await self.hooks.is_held(task_id)
+        ):
+            await st.flush(self.store)
+            return self._suspended(st, "resume")
+        if self.hooks is not None and task_id is not None:
+            for note in await self.hooks.drain_inbox(task_id):
+                st.add_message("user", str(note))
+        # signals, graceful cancels' wrap-up requests, steers: new user messages
+        await inbox.drain(self.store, st)
+        port = delegation_port(self.hooks)
+        if port is not None and (self.bundle.config.delegates or st.req.parent_run_id):
+            why = await check_turn(port, st, self.store)
+            if why == CHILDREN:
                 await st.flush(self.store)
-                return self._suspended(st, "resume")
-            for note in await hk.drain_inbox(self.hooks, st.task_id):
-                st.add_message("user", note)
-            # signals, graceful cancels' wrap-up requests, steers: new user messages
-            await inbox.drain(self.store, st)
-            port = delegation_port(self.hooks)
-            if port is not None and (self.bundle.config.delegates or st.req.parent_run_id):
-                why = await check_turn(port, st, self.store)
-                if why == CHILDREN:
-                    await st.flush(self.store)
-                    return self._suspended(st, CHILDREN)
-                if why is not None:
-                    return await self._report(st, why)
-            reason = st.budget.exceeded()
-            if reason is not None:
-                return await self._report(st, reason)
-            if st.sections is not None:
-                st.ctx.section = (
-                    await st.sections()
-                )  # memory blocks and live context, fresh every call
-            request = ModelRequest(
-                model="",
-                messages=st.ctx.messages(st.budget.late_lines()),
-                tools=st.specs,
-                max_tokens=st.budget.max_tokens_for_call(),
-                temperature=h.temperature,
-                parallel_tool_calls=h.parallel_tool_calls if st.specs else None,
-                reasoning_effort=h.reasoning_effort,
-                tier=self._tier(st.req),
-                run_id=st.run_id,
-                run_turn=st.turn,
+                return self._suspended(st, CHILDREN)
+            if why is not None:
+                return await self._report(st, why)
+        reason = st.budget.exceeded()
+        if reason is not None:
+            return await self._report(st, reason)
+        if st.sections is not None:
+            st.ctx.section = await st.sections()  # memory blocks and live context, fresh every call
+        return None
+
+    async def _plain_answer(self, st: RunState, resp: ModelResponse) -> RunResult | None:
+        """A plain answer is a finish: it waits for the joined children first (a note asks the
+        model to wait; their results reach it as messages)."""
+        port = delegation_port(self.hooks) if self.bundle.config.delegates else None
+        running = await unfinished_children(port, st.task_id)
+        if running:
+            st.add_message("user", _JOIN_NOTE.format(n=running))
+            return None
+        return await self._finished(st, Outcome(status=OutcomeStatus.DONE, summary=resp.text))
+
+    async def _call_model(self, st: RunState) -> TurnAnswer | RunResult:
+        """The model call (retries and fail-over inside model_turn); a call that failed for good ends the run."""
+        h = self.bundle.harness
+        request = ModelRequest(
+            model="",
+            messages=st.ctx.messages(st.budget.late_lines()),
+            tools=st.specs,
+            max_tokens=st.budget.max_tokens_for_call(),
+            temperature=h.temperature,
+            parallel_tool_calls=h.parallel_tool_calls if st.specs else None,
+            reasoning_effort=h.reasoning_effort,
+            tier=self._tier(st.req),
+            run_id=st.run_id,
+            run_turn=st.turn,
+        )
+        try:
+            return await model_turn(self.accounts or [], request, self.turn_policy)
+        except TurnFailed as e:
+            self._spans(st, e.spans)
+            return await self._end(
+                st,
+                Outcome(
+                    status=OutcomeStatus.FAILED,
+                    reason=e.reason,
+                    summary=e.message,
+                    data=_failed_account(st, e),
+                ),
             )
-            try:
-                answer = await model_turn(self.accounts or [], request, self.turn_policy)
-            except TurnFailed as e:
-                self._spans(st, e.spans)
-                acct = e.account.account_id(st.req.namespace) if e.account is not None else None
-                data: dict[str, Any] | None = {"account": acct} if acct else None
-                if data is not None and e.account is not None and e.account.key_fingerprint:
-                    data["key_fingerprint"] = (
-                        e.account.key_fingerprint
-                    )  # the hold belongs to this key value
-                return await self._end(
-                    st, Outcome(status="failed", reason=e.reason, summary=e.message, data=data)
-                )
-            self._spans(st, answer.spans)
-            resp = answer.response
-            st.turn += 1
-            st.budget.turns = st.turn
-            st.add_usage(answer.account.label, resp.model or answer.model_sent, resp.usage)
-            calls = resp.tool_calls
+
+    async def _record_answer(self, st: RunState, answer: TurnAnswer) -> ModelResponse:
+        """The assistant turn into the run's record (spans, usage, message) and its event."""
+        self._spans(st, answer.spans)
+        resp = answer.response
+        st.turn += 1
+        st.budget.turns = st.turn
+        st.add_usage(answer.account.label, resp.model or answer.model_sent, resp.usage)
+        calls = call_dicts(resp.tool_calls)
+        st.add_message(
+            "assistant",
+            resp.text,
+            tool_calls=calls or None,
+            model=resp.model or answer.model_sent,
+            usage=resp.usage,
+            raw=resp.raw,
+        )
+        await st.emit(
+            {"type": "assistant", "turn": st.turn, "text": resp.text, "tool_calls": calls}
+        )
+        return resp
+
+    async def _tool_turn(self, st: RunState, env: CallEnv, resp: ModelResponse) -> RunResult | None:
+        """Run the turn's tool calls and record their results; the finish tool ends the run, a tool
+        that waits suspends it, an approval still pending suspends on it."""
+        calls = resp.tool_calls
+        if any(st.tools[c.name].side_effect_for(c.arguments) for c in calls if c.name in st.tools):
+            await st.flush(self.store)  # the assistant turn is durable before any effect starts
+        results = await execute_calls(env, st, calls)
+        _refuse_finish_beside_joined(results)
+        waiting = await self._await_approval(st, results)
+        if waiting is not None:
+            return waiting
+        suspend = await self._record_results(st, results)
+        finish = finish_outcome(results)
+        if finish is not None and suspend is None:
+            return await self._finished(st, finish)
+        if suspend is not None:
+            await st.flush(self.store)
+            return self._suspended(st, suspend)
+        return await self._end_of_turn(st, resp, results)
+
+    async def _record_results(self, st: RunState, results: list[CallResult]) -> str | None:
+        """The turn's tool results into the record; returns why the run suspends, if a call waits
+        (that call has no result yet: it stays pending and runs again on resume)."""
+        suspend: str | None = None
+        for r in results:
+            if r.suspend is not None:
+                suspend = suspend or r.suspend
+                continue
             st.add_message(
-                "assistant",
-                resp.text,
-                tool_calls=call_dicts(calls) or None,
-                model=resp.model or answer.model_sent,
-                usage=resp.usage,
-                raw=resp.raw,
+                "tool", r.content, tool_call_id=r.call.id, name=r.call.name, is_error=r.is_error
             )
             await st.emit(
                 {
-                    "type": "assistant",
+                    "type": "tool_result",
                     "turn": st.turn,
-                    "text": resp.text,
-                    "tool_calls": call_dicts(calls),
+                    "tool": r.tool,
+                    "content": r.content,
+                    "is_error": r.is_error,
                 }
             )
-            if not calls:
-                running = await unfinished_children(
-                    delegation_port(self.hooks) if self.bundle.config.delegates else None,
-                    st.task_id,
-                )
-                if running:  # a plain answer is a finish: it waits for the joined children too
-                    st.add_message("user", _JOIN_NOTE.format(n=running))
-                    continue
-                done = await self._finished(st, Outcome(status="done", summary=resp.text))
-                if done is not None:
-                    return done
-                continue
-            if any(
-                st.tools[c.name].side_effect_for(c.arguments) for c in calls if c.name in st.tools
-            ):
-                await st.flush(self.store)  # the assistant turn is durable before any effect starts
-            results = await execute_calls(env, st, calls)
-            _refuse_finish_beside_joined(results)
-            waiting = await self._await_approval(st, results)
-            if waiting is not None:
-                return waiting
-            suspend: str | None = None
-            for r in results:
-                if (
-                    r.suspend is not None
-                ):  # no result yet: the call stays pending and runs again on resume
-                    suspend = suspend or r.suspend
-                    continue
-                st.add_message(
-                    "tool", r.content, tool_call_id=r.call.id, name=r.call.name, is_error=r.is_error
-                )
-                await st.emit(
-                    {
-                        "type": "tool_result",
-                        "turn": st.turn,
-                        "tool": r.tool,
-                        "content": r.content,
-                        "is_error": r.is_error,
-                    }
-                )
-            finish = finish_outcome(results)
-            if finish is not None and suspend is None:
-                done = await self._finished(st, finish)
-                if done is not None:
-                    return done
-                continue
-            if suspend is not None:
-                await st.flush(self.store)
-                return self._suspended(st, suspend)
-            verdict = st.guards.record_turn(
-                resp.text, [(c.name, c.arguments) for c in calls], [r.content for r in results]
-            )
-            if verdict == "nudge":
-                st.add_message("user", NUDGE)
-            elif verdict == "stuck":
-                return await self._report(st, "stuck")
-            await st.flush(self.store)
-            if st.cancel is not None and st.cancel.is_set():
-                raise asyncio.CancelledError
+        return suspend
+
+    async def _end_of_turn(
+        self, st: RunState, resp: ModelResponse, results: list[CallResult]
+    ) -> RunResult | None:
+        """The loop guards (a nudge, or the report when stuck), then the turn's checkpoint."""
+        calls = resp.tool_calls
+        verdict = st.guards.record_turn(
+            resp.text, [(c.name, c.arguments) for c in calls], [r.content for r in results]
+        )
+        if verdict == "nudge":
+            st.add_message("user", NUDGE)
+        elif verdict == "stuck":
+            return await self._report(st, "stuck")
+        await st.flush(self.store)
+        if st.cancel is not None and st.cancel.is_set():
+            raise asyncio.CancelledError
+        return None
 
     async def _await_approval(self, st: RunState, results: list[CallResult]) -> RunResult | None:
         """A call waits for a pending approval: store the results before it and suspend on it (the task
@@ -586,7 +621,10 @@ class Runner:
         what = REASON_TEXT.get(reason, reason)
         if limits.report_tokens <= 0:
             return await self._end(
-                st, Outcome(status="failed", reason=reason, summary=f"the run stopped at {what}")
+                st,
+                Outcome(
+                    status=OutcomeStatus.FAILED, reason=reason, summary=f"the run stopped at {what}"
+                ),
             )
         st.add_message(
             "user",
@@ -611,7 +649,7 @@ class Runner:
             return await self._end(
                 st,
                 Outcome(
-                    status="failed",
+                    status=OutcomeStatus.FAILED,
                     reason=reason,
                     summary=f"the run stopped at {what}; the report call failed: {e.message}",
                 ),
@@ -623,7 +661,9 @@ class Runner:
         st.add_message(
             "assistant", resp.text, model=resp.model or answer.model_sent, usage=resp.usage
         )
-        return await self._end(st, Outcome(status="partial", reason=reason, summary=resp.text))
+        return await self._end(
+            st, Outcome(status=OutcomeStatus.PARTIAL, reason=reason, summary=resp.text)
+        )
 
     async def _finished(self, st: RunState, outcome: Outcome) -> RunResult | None:
         """The executor finished: with a declared review and status done, the reviewer grades the result
@@ -646,7 +686,7 @@ class Runner:
         return None
 
     async def _end(self, st: RunState, outcome: Outcome) -> RunResult:
-        data = self.redactor.redact_obj(outcome.model_dump())
+        data = self.redactor.redact_obj(outcome.model_dump(mode="json"))
         outcome = Outcome.model_validate(data)
         status = outcome.run_status
         await st.flush(self.store, status=status, outcome=data)
@@ -665,13 +705,13 @@ class Runner:
 
     def _suspended(self, st: RunState, why: str) -> RunResult:
         outcome = Outcome(
-            status="needs_input",
+            status=OutcomeStatus.NEEDS_INPUT,
             reason=why,
             summary=f"the run is suspended ({why}); it resumes later",
         )
         return RunResult(
             run_id=st.run_id,
-            status="running",
+            status=RunStatus.RUNNING,
             outcome=outcome,
             epoch=st.epoch,
             resumed=st.resumed,
@@ -699,15 +739,11 @@ class Runner:
             )
 
     def _tier(self, req: RunRequest) -> str | None:
-        accounts = self.accounts or []
-        if not accounts or accounts[0].label != "openrouter":
+        """The routing tier the primary account runs this request at (only a routing provider has one)."""
+        if not self.accounts:
             return None
-        # only an openrouter run loads httpx
-        from agen.runner.providers.openrouter import route_tier
-
-        return route_tier(
-            accounts[0].models[0], req.model_tier, self.bundle.harness.router, req.budget_pressure
-        )
+        primary = self.accounts[0]
+        return primary.provider.route_tier(primary.models[0], req.model_tier, req.budget_pressure)
 
 
 def finish_outcome(results: list[CallResult]) -> Outcome | None:
@@ -734,6 +770,17 @@ def _refuse_finish_beside_joined(results: list[CallResult]) -> None:
                 "you started joined child tasks in this same turn; wait for their results "
                 "(they reach you as messages), then call finish again"
             )
+
+
+def _failed_account(st: RunState, e: TurnFailed) -> dict[str, Any] | None:
+    """Which provider account (and key) a failed model call used, so the Hub can hold that account."""
+    acct = e.account.account_id(st.req.namespace) if e.account is not None else None
+    if not acct:
+        return None
+    data: dict[str, Any] = {"account": acct}
+    if e.account is not None and e.account.key_fingerprint:
+        data["key_fingerprint"] = e.account.key_fingerprint  # the hold belongs to this key value
+    return data
 
 
 def _narrow(base: Any, override: Any) -> Any:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from agen.domain import RunRow, RunStatus
 from agen.errors import ConflictError, FencedError
 from agen.runner.types import RunRequest
 from agen.store.base import Row, Tx, dumps, new_ulid
@@ -30,7 +31,7 @@ USAGE_SQL = (
 
 @dataclass
 class Opened:
-    run: Row
+    run: RunRow
     resumed: bool = False
     finished: bool = False
     # The conversation's stored messages when this call created it (exactly the input message), so the
@@ -389,7 +390,9 @@ def open_run(tx: Tx, req: RunRequest, owner: str, model: str, digest: str | None
         run_id=run_id,
         data={"conversation_id": conversation_id},
     )
-    return Opened(row, messages=[first] if created else None, held=held, inbox=pending)
+    return Opened(
+        RunRow.from_row(row), messages=[first] if created else None, held=held, inbox=pending
+    )
 
 
 def _existing_run(tx: Tx, req: RunRequest, owner: str) -> Opened | None:
@@ -397,18 +400,19 @@ def _existing_run(tx: Tx, req: RunRequest, owner: str) -> Opened | None:
     row = tx.one("SELECT * FROM runs WHERE task_id = ?", (req.task_id,))
     if row is None:
         return None
-    if row["finished_ms"] is not None:
-        return Opened(row, finished=True)
+    run = RunRow.from_row(row)
+    if run.finished_ms is not None:
+        return Opened(run, finished=True)
     return Opened(
-        _claim(tx, row, owner, req.attempt), resumed=True, held=task_held(tx, req.task_id)
+        _claim(tx, run, owner, req.attempt), resumed=True, held=task_held(tx, req.task_id)
     )
 
 
-def _claim(tx: Tx, row: Row, owner: str, attempt: int) -> Row:
+def _claim(tx: Tx, row: RunRow, owner: str, attempt: int) -> RunRow:
     """Take over an unfinished run: epoch + 1, the old run span closed ``interrupted``, a new one under it."""
     now = tx.now_ms
-    epoch = int(row["epoch"]) + 1
-    old_span = row["span_id"]
+    epoch = row.epoch + 1
+    old_span = row.span_id
     if old_span:
         tx.execute(
             "UPDATE spans SET status = 'interrupted', ended_ms = ? WHERE id = ? AND status = 'unfinished'",
@@ -420,18 +424,18 @@ def _claim(tx: Tx, row: Row, owner: str, attempt: int) -> Row:
         "agen.epoch": epoch,
         "agen.owner": owner,
         "agen.resumed": True,
-        "gen_ai.conversation.id": row["conversation_id"],
+        "gen_ai.conversation.id": row.conversation_id,
     }
     tx.execute(
         SPAN_SQL,
         (
             span_id,
-            row["trace_id"],
+            row.trace_id,
             old_span,
-            row["id"],
-            row["task_id"],
-            row["namespace"],
-            row["deployment"],
+            row.id,
+            row.task_id,
+            row.namespace,
+            row.deployment,
             "agen.run",
             "unfinished",
             dumps(attrs),
@@ -442,24 +446,19 @@ def _claim(tx: Tx, row: Row, owner: str, attempt: int) -> Row:
     )
     tx.execute(
         "UPDATE runs SET epoch = ?, owner = ?, span_id = ?, status = 'running', updated_ms = ? WHERE id = ?",
-        (epoch, owner, span_id, now, row["id"]),
+        (epoch, owner, span_id, now, row.id),
     )
     tx.event(
-        row["namespace"],
+        row.namespace,
         "run.resumed",
-        deployment=row["deployment"] or None,
-        task_id=row["task_id"],
-        run_id=row["id"],
+        deployment=row.deployment or None,
+        task_id=row.task_id,
+        run_id=row.id,
         data={"epoch": epoch, "attempt": attempt},
     )
-    return {
-        **row,
-        "epoch": epoch,
-        "owner": owner,
-        "span_id": span_id,
-        "status": "running",
-        "updated_ms": now,
-    }
+    return row._replace(
+        epoch=epoch, owner=owner, span_id=span_id, status=RunStatus.RUNNING, updated_ms=now
+    )
 
 
 def save_cassette(

@@ -16,12 +16,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from agen.bundle.config import Review
+from agen.domain import Outcome, OutcomeStatus
 from agen.runner.context import Msg
 from agen.runner.providers import Account
 from agen.runner.providers.base import ModelRequest, ToolCallOut
 from agen.runner.state import RunState
 from agen.runner.turn import TurnFailed, TurnPolicy, model_turn
-from agen.runner.types import Outcome
 from agen.store.base import Store, loads, now_ms
 
 REVIEWER = "reviewer"  # messages.name of the reviewer's answers
@@ -188,7 +188,7 @@ async def review(
         }
         return Step(
             outcome.model_copy(
-                update={"status": "partial", "reason": "review_budget", "review": info}
+                update={"status": OutcomeStatus.PARTIAL, "reason": "review_budget", "review": info}
             )
         )
     system = INSTRUCTIONS + f"\n\n## Rubric\n\n{spec.rubric}"
@@ -223,7 +223,7 @@ async def review(
         st.add_span("agen.review", "error", {"agen.review.round": n}, t0, now_ms(), e.message)
         return Step(
             outcome.model_copy(
-                update={"status": "partial", "reason": "review_failed", "review": info}
+                update={"status": OutcomeStatus.PARTIAL, "reason": "review_failed", "review": info}
             )
         )
     _spans(st, answer.spans, n)
@@ -277,7 +277,11 @@ async def review(
     if last:
         return Step(
             outcome.model_copy(
-                update={"status": "partial", "reason": "max_iterations_reached", "review": info}
+                update={
+                    "status": OutcomeStatus.PARTIAL,
+                    "reason": "max_iterations_reached",
+                    "review": info,
+                }
             )
         )
     grade = f" (grade {verdict.grade:.2f})" if verdict.grade is not None else ""

@@ -57,6 +57,22 @@ class ResolvedSecrets:
         return {k: self.expand(v, where=f"{where}.{k}") for k, v in values.items()}
 
 
+def env_secret(
+    secrets: Secrets,
+    name: str,
+    redactor: Redactor | None,
+    *,
+    environ: Mapping[str, str] | None = None,
+) -> str | None:
+    """The value of secret ``name`` from agen's environment (its declared ``env`` variable, else
+    ``name``), registered with ``redactor``: the one place a secret value is read, for MCP servers
+    (through resolve_secrets) and provider API keys alike. None when the variable is not set."""
+    value = (os.environ if environ is None else environ).get(secrets.env_var(name))
+    if value and redactor is not None:
+        redactor.add(value)
+    return value
+
+
 def resolve_secrets(
     secrets: Secrets,
     redactor: Redactor,
@@ -89,13 +105,12 @@ def resolve_secrets(
                     f"`agen secret set {name}`, or change its source to env in x-agen/secrets.json"
                 )
             continue
-        var = secrets.env_var(name)
-        value = env.get(var)
+        value = env_secret(secrets, name, None, environ=env)
         if value:
             out.values[name] = value
         else:
             out.missing[name] = (
-                f"secret {name} is not set: its source is the environment variable {var}, "
+                f"secret {name} is not set: its source is the environment variable {secrets.env_var(name)}, "
                 f"which is {'empty' if value == '' else 'not set'} in agen's environment"
             )
     for value in out.values.values():

@@ -6,36 +6,10 @@ RunRequest and read back a RunResult; everything else is recorded in the Store.
 
 from __future__ import annotations
 
-from typing import Any, Literal
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from agen.bundle.overrides import TaskOverrides, Trust
-
-OutcomeStatus = Literal["done", "partial", "failed", "cancelled", "needs_input", "rejected"]
-RunStatus = Literal["running", "waiting_approval", "succeeded", "failed", "cancelled"]
-
-
-class Outcome(BaseModel):
-    """How a run ended (runs.outcome, copied to tasks.outcome)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    status: OutcomeStatus
-    reason: str | None = None
-    summary: str = ""
-    data: Any = None
-    artifacts: list[str] = Field(default_factory=list)
-    # Set when the bundle declares a review (agen/runner/review.py): rounds, result, satisfied, grade, feedback.
-    review: dict[str, Any] | None = None
-
-    @property
-    def run_status(self) -> RunStatus:
-        if self.status in ("done", "partial", "needs_input"):
-            return "succeeded"
-        if self.status == "cancelled":
-            return "cancelled"
-        return "failed"
+from agen.domain import Outcome, RunStatus
 
 
 class RunRequest(BaseModel):

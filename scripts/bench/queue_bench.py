@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from agen.domain import LeasedTaskRow
 from agen.hub import leader
 from agen.hub import queue as q
 from agen.hub.leader.scheduler import schedule_tick
@@ -77,10 +78,10 @@ async def task_rate(path: Path, n: int, workers: int) -> float:
                 )
             )
             for g in got:
-                await store.write(lambda tx, g=g: q.mark_running(tx, g["id"], g["lease_id"]))  # type: ignore[misc]
+                await store.write(lambda tx, g=g: q.mark_running(tx, g.task.id, g.lease_id))  # type: ignore[misc]
                 await store.write(
                     lambda tx, g=g: q.complete_task(  # type: ignore[misc]
-                        tx, g["id"], g["lease_id"], status="succeeded", outcome={"status": "done"}
+                        tx, g.task.id, g.lease_id, status="succeeded", outcome={"status": "done"}
                     )
                 )
 
@@ -103,10 +104,10 @@ async def batched_rate(path: Path, n: int, batch: int) -> float:
         t = q.NewTask(namespace="bench", deployment_id=dep, deployment="d", input=str(i))
         await store.write(lambda tx: q.submit_task(tx, t))
 
-    async def run(g: dict[str, Any]) -> None:
+    async def run(g: LeasedTaskRow) -> None:
         await store.write(
             lambda tx: q.complete_task(
-                tx, g["id"], g["lease_id"], status="succeeded", outcome={"status": "done"}
+                tx, g.task.id, g.lease_id, status="succeeded", outcome={"status": "done"}
             )
         )
 

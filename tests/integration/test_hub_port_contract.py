@@ -96,7 +96,7 @@ async def test_the_in_process_and_the_http_hub_port_pass_the_same_sequence(
     async def submit(text: str) -> str:
         row, _ = await store.write(lambda tx: q.submit_task(tx, new_task(dep, text)))
         hub.work.notify()
-        return str(row["id"])
+        return row.id
 
     try:
         async with port_for(door, hub) as port:

@@ -92,7 +92,7 @@ async def test_one_shot_tick_schedules_only_its_task_tree_on_its_own_nest(tmp_pa
             )  # a dead agen up's Nest: silent for ages
             ids["own"] = add_nest(tx, "oneshot-1")
             root, _ = q.submit_task(tx, new_task(ids["mine"], name="mine"))
-            q.submit_task(tx, new_task(ids["helper"], name="helper", parent_task_id=root["id"]))
+            q.submit_task(tx, new_task(ids["helper"], name="helper", parent_task_id=root.id))
             q.submit_task(tx, new_task(ids["other"], name="other"))
             q.submit_task(tx, new_task(ids["other"], name="other"))
             [held] = q.lease_tasks(
@@ -109,7 +109,7 @@ async def test_one_shot_tick_schedules_only_its_task_tree_on_its_own_nest(tmp_pa
                 " VALUES (?, ?, 1, 'd', 1, 0)",
                 (ids["other"], ids["local"]),
             )
-            ids["root"], ids["held"] = root["id"], held["id"]
+            ids["root"], ids["held"] = root.id, held.task.id
             return ids
 
         ids = await store.write(seed)

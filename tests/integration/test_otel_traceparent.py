@@ -12,6 +12,7 @@ from starlette.applications import Starlette
 
 from agen.api.hooks import hook_routes
 from agen.bundle.config import Config
+from agen.domain import LeasedTaskRow, TaskRow
 from agen.errors import InvalidError
 from agen.hub.rpc.nests import leased_task
 from agen.hub.service import Hub
@@ -73,9 +74,9 @@ async def test_a_webhook_traceparent_makes_the_run_a_child_of_the_callers_span(
     assert task["traceparent"] == f"00-{TRACE}-{PARENT}-01"
     assert rows[ignored.json()["task_id"]]["traceparent"] is None
 
-    req = run_request(leased_task({**task, "lease_id": "l1"}, started=False))
+    req = run_request(leased_task(LeasedTaskRow(TaskRow.from_row(task), "l1"), started=False))
     opened = await store.write(lambda tx: open_run(tx, req, "owner", "fake", None))
-    span = await store.one("SELECT * FROM spans WHERE id = ?", (opened.run["span_id"],))
+    span = await store.one("SELECT * FROM spans WHERE id = ?", (opened.run.span_id,))
     assert (
         span is not None
         and trace_hex(span["trace_id"]) == TRACE

@@ -13,7 +13,7 @@ from agen.runner.providers.openrouter import route_tier
 from agen.runner.types import RunRequest
 from agen.store import SQLiteStore
 from agen.testing.openai_server import OpenAIServer, Reply
-from tests.runner_helpers import FnTool, echo, make, runner
+from tests.runner_helpers import Capturing, FnTool, echo, make, runner
 
 # SQLite only: the provider is under test here, the Store only records its usage.
 pytestmark = pytest.mark.sqlite_only
@@ -122,3 +122,23 @@ async def test_a_recorded_run_replays_offline_from_its_cassette(
     tool = FnTool("look", echo)
     again = await runner(store, replay, tool).run(RunRequest(input="x"))
     assert again.outcome.summary == "recorded" and tool.calls == [{"q": 1}]
+
+
+class _TieredFake(Capturing):
+    """A routing provider that is not OpenRouter: the engine must ask it, not check its name."""
+
+    def route_tier(self, model: str, task_tier: str | None, budget_pressure: bool) -> str | None:
+        return f"{task_tier}-for-{model}" + ("-pressed" if budget_pressure else "")
+
+
+async def test_a_routing_tier_comes_from_the_provider_whatever_its_name(
+    store: SQLiteStore,
+) -> None:
+    b = make()
+    accounts = await build_accounts(b)
+    cap = _TieredFake(accounts[0].provider)
+    accounts[0].provider = cap
+    await runner(store, b, accounts=accounts).run(
+        RunRequest(input="x", model_tier="high", budget_pressure=True)
+    )
+    assert [r.tier for r in cap.requests] == ["high-for-fake-pressed"]

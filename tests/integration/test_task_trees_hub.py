@@ -76,7 +76,7 @@ async def _lease(store: Store) -> dict[str, str]:
             start=True,
         )
     )
-    return {row["id"]: row["lease_id"] for row in rows}
+    return {row.task.id: row.lease_id for row in rows}
 
 
 async def _state(store: Store, task_id: str) -> str:

@@ -47,7 +47,7 @@ async def _waiting_on_children(store: Store, task_id: str) -> None:
     await store.write(
         lambda tx: tx.execute("UPDATE runs SET cost_usd = 0.0125 WHERE id = ?", (run_id,))
     )
-    await store.write(lambda tx: q.suspend_task(tx, task_id, leased["lease_id"], "children"))
+    await store.write(lambda tx: q.suspend_task(tx, task_id, leased.lease_id, "children"))
 
 
 @pytest.fixture

@@ -73,7 +73,7 @@ async def tree(tmp_path: Path) -> AsyncIterator[Any]:
             tx, deployment_id=str(dep), nest_id="n", instance_id="i", limit=1, lease_ms=60_000
         )
     )
-    await store.write(lambda tx: q.suspend_task(tx, root, leased["lease_id"], "children"))
+    await store.write(lambda tx: q.suspend_task(tx, root, leased.lease_id, "children"))
     try:
         yield SimpleNamespace(client=client, root=root, kids=kids, leaf=leaf)
     finally:

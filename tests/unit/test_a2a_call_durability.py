@@ -30,12 +30,12 @@ async def test_a_run_resumed_mid_a2a_call_reports_effect_unknown_and_does_not_ca
         )
         old = runner(store, b, owner="host-a")
         first = asyncio.create_task(
-            old.run(RunRequest(input="go", task_id=task["id"], deployment="d"))
+            old.run(RunRequest(input="go", task_id=task.id, deployment="d"))
         )
         await asyncio.to_thread(seen.hanging.wait, 60)  # the call is out; its host is then lost
         assert seen.hanging.is_set()
         new = runner(store, b, owner="host-b")
-        res = await new.run(RunRequest(input="go", task_id=task["id"], deployment="d", attempt=2))
+        res = await new.run(RunRequest(input="go", task_id=task.id, deployment="d", attempt=2))
         assert res.resumed and res.status == "succeeded"
         assert len(seen.requests) == 1  # not sent twice
         with pytest.raises((FencedError, asyncio.CancelledError)):

@@ -18,7 +18,7 @@ from agen.store.base import Store
 async def new_run(store: Store) -> str:
     req = RunRequest(input="hi", deployment="dep", requested_by="alice")
     opened = await store.write(lambda tx: open_run(tx, req, "owner", "fake", None))
-    return str(opened.run["id"])
+    return opened.run.id
 
 
 def request(

@@ -106,9 +106,7 @@ async def test_a_leased_task_carries_a_call_token_for_its_instance_and_depth(
     dep = await store.write(lambda tx: add_deployment(tx))
     await store.write(lambda tx: _use_bundle(tx, dep, a2a=True))
     task, _ = await store.write(lambda tx: q.submit_task(tx, new_task(dep, "go")))
-    await store.write(
-        lambda tx: tx.execute("UPDATE tasks SET depth = 2 WHERE id = ?", (task["id"],))
-    )
+    await store.write(lambda tx: tx.execute("UPDATE tasks SET depth = 2 WHERE id = ?", (task.id,)))
     port = ClientHubPort(Client.in_process(hub, LOCAL_NEST))
     nest_id = await port.register("n1", 4, {})
     await store.write(
@@ -119,7 +117,7 @@ async def test_a_leased_task_carries_a_call_token_for_its_instance_and_depth(
         )
     )
     [leased] = await port.lease(nest_id, "inst-7", dep, 1, 60_000)
-    assert leased.id == task["id"] and leased.call_token is not None
+    assert leased.id == task.id and leased.call_token is not None
     key = await ensure_call_key(store)
     who = verify_call_token(leased.call_token, key.public, NOW + 1)
     assert (who.namespace, who.deployment, who.instance, who.depth) == ("default", "d", "inst-7", 2)

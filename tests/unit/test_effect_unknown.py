@@ -38,25 +38,23 @@ async def test_resuming_past_an_unconfirmed_effect_marks_the_run_and_task_and_re
 
     b = make(script({"toolCalls": [{"name": "ship", "arguments": {}}]}, {"text": "order handled"}))
     old = runner(store, b, FnTool("ship", ship, side_effect=True), owner="host-a")
-    first = asyncio.create_task(
-        old.run(RunRequest(input="order", task_id=task["id"], deployment="d"))
-    )
+    first = asyncio.create_task(old.run(RunRequest(input="order", task_id=task.id, deployment="d")))
     await started.wait()  # the effect is recorded as started; its owner is then lost
     new = runner(store, b, FnTool("ship", ship, side_effect=True), owner="host-b")
-    res = await new.run(RunRequest(input="order", task_id=task["id"], deployment="d", attempt=2))
+    res = await new.run(RunRequest(input="order", task_id=task.id, deployment="d", attempt=2))
     assert res.resumed and res.status == "succeeded"
     release.set()
     with pytest.raises(FencedError):
         await first
     await runner(store, make(script({"text": "fine"}))).run(
-        RunRequest(input="calm", task_id=calm["id"], deployment="d")
+        RunRequest(input="calm", task_id=calm.id, deployment="d")
     )
 
     events = await store.all(
         "SELECT run_id, task_id, severity, data FROM events WHERE type = 'run.effect_unknown'"
     )
     assert [(e["run_id"], e["task_id"], e["severity"]) for e in events] == [
-        (res.run_id, task["id"], "warning")
+        (res.run_id, task.id, "warning")
     ]
     assert loads(events[0]["data"])["tool"] == "ship"
 
@@ -65,14 +63,12 @@ async def test_resuming_past_an_unconfirmed_effect_marks_the_run_and_task_and_re
     assert [(run.id, run.effect_unknown) for run in marked] == [(res.run_id, True)]
     every = (await client.call(r.ListRuns, ListRunsRequest())).runs
     assert {run.task_id: run.effect_unknown for run in every} == {
-        task["id"]: True,
-        calm["id"]: False,
+        task.id: True,
+        calm.id: False,
     }
-    shown = (await client.call(r.GetTask, GetTaskRequest(id=task["id"]))).task
+    shown = (await client.call(r.GetTask, GetTaskRequest(id=task.id))).task
     assert shown.effect_unknown is True
-    assert (
-        await client.call(r.GetTask, GetTaskRequest(id=calm["id"]))
-    ).task.effect_unknown is False
+    assert (await client.call(r.GetTask, GetTaskRequest(id=calm.id))).task.effect_unknown is False
     await store.close()
 
 

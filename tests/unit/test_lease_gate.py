@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agen.domain import LeasedTaskRow
 from agen.hub import queue
 from agen.hub.queue import providers
 from agen.hub.queue.gate import budget_wait_reason, complete_from_nest, lease_for_nest
@@ -36,15 +37,15 @@ async def submit(store: Store, dep: Row, n: int = 1, **kw: Any) -> list[str]:
                     input=f"t{i}",
                     **kw,
                 ),
-            )[0]["id"]
+            )[0].id
             for i in range(n)
         ]
 
     return await store.write(fn)
 
 
-async def lease(store: Store, dep: Row, at: int, limit: int = 10) -> list[dict[str, Any]]:
-    def fn(tx: Tx) -> list[dict[str, Any]]:
+async def lease(store: Store, dep: Row, at: int, limit: int = 10) -> list[LeasedTaskRow]:
+    def fn(tx: Tx) -> list[LeasedTaskRow]:
         tx.now_ms = at
         return lease_for_nest(
             tx,
@@ -60,16 +61,14 @@ async def lease(store: Store, dep: Row, at: int, limit: int = 10) -> list[dict[s
 
 async def complete(
     store: Store,
-    row: dict[str, Any],
+    row: LeasedTaskRow,
     at: int,
     outcome: dict[str, Any] | None,
     status: str = "failed",
 ) -> None:
     def fn(tx: Tx) -> None:
         tx.now_ms = at
-        complete_from_nest(
-            tx, row["id"], row["lease_id"], status=status, outcome=outcome, error="x"
-        )
+        complete_from_nest(tx, row.task.id, row.lease_id, status=status, outcome=outcome, error="x")
 
     await store.write(fn)
 
@@ -77,8 +76,7 @@ async def complete(
 async def reason_of(store: Store, task_id: str, at: int) -> str | None:
     def fn(tx: Tx) -> str | None:
         tx.now_ms = at
-        row = tx.one("SELECT * FROM tasks WHERE id = ?", (task_id,))
-        assert row is not None
+        row = queue.get_task(tx, task_id)
         return budget_wait_reason(tx, row, queue.wait_reason(tx, row))
 
     return await store.write(fn)
@@ -130,7 +128,7 @@ async def test_a_task_carrying_an_exhausted_label_stays_queued_uncounted_and_say
     [research] = await submit(store, dep, labels={"team": "research"})
     [ops] = await submit(store, dep, labels={"team": "ops"})
     leased = await lease(store, dep, NOON)
-    assert [r["id"] for r in leased] == [ops]
+    assert [r.task.id for r in leased] == [ops]
     row = await store.one(
         "SELECT state, attempts, wait_reason FROM tasks WHERE id = ?", (research,)
     )
@@ -138,7 +136,7 @@ async def test_a_task_carrying_an_exhausted_label_stays_queued_uncounted_and_say
     assert await reason_of(store, research, NOON) == "label_budget"
     events = await store.all("SELECT type FROM events WHERE task_id = ?", (research,))
     assert [e["type"] for e in events] == ["task.queued"]  # passed over, not leased and released
-    assert [r["id"] for r in await lease(store, dep, NOON + 86_400_000)] == [
+    assert [r.task.id for r in await lease(store, dep, NOON + 86_400_000)] == [
         research
     ]  # a new UTC day
 
@@ -151,7 +149,7 @@ async def test_budget_pressure_marks_leased_tasks_and_keeps_background_work_queu
     [background] = await submit(store, dep, priority="background")
     [normal] = await submit(store, dep)
     leased = await lease(store, dep, NOON)
-    assert [(r["id"], r["budget_pressure"]) for r in leased] == [(normal, True)]
+    assert [(r.task.id, r.budget_pressure) for r in leased] == [(normal, True)]
     assert await reason_of(store, background, NOON) == "budget"
 
 
@@ -164,4 +162,4 @@ async def test_a_deployment_that_spent_its_daily_budget_leases_nothing_until_the
     assert await lease(store, dep, NOON) == []
     assert await reason_of(store, task, NOON) == "budget"
     [next_day] = await lease(store, dep, NOON + 86_400_000)
-    assert next_day["id"] == task and next_day["budget_pressure"] is False
+    assert next_day.task.id == task and next_day.budget_pressure is False

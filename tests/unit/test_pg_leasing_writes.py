@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from agen.domain import LeasedTaskRow
 from agen.hub import queue as q
 from agen.store import Tx
 from tests.unit.queue_helpers import add_deployment, new_task
@@ -29,7 +30,7 @@ async def pg(pg_url: str) -> AsyncIterator[Any]:
 
 def _lease(
     tx: Tx, dep: str, instance: str, *, now_ms: int | None = None, limit: int = 1
-) -> list[dict[str, Any]]:
+) -> list[LeasedTaskRow]:
     return q.lease_tasks(
         tx,
         deployment_id=dep,
@@ -57,7 +58,7 @@ async def test_two_leasing_writes_run_side_by_side_and_lease_different_tasks(pg:
         await pg.write(partial(q.submit_task, t=new_task(dep, f"t{i}")))
     first_leased, second_done = threading.Event(), threading.Event()
 
-    def first(tx: Tx) -> list[dict[str, Any]]:
+    def first(tx: Tx) -> list[LeasedTaskRow]:
         got = _lease(tx, dep, "i1")
         first_leased.set()
         assert second_done.wait(DEADLINE_S), "the second lease waited for the first to commit"
@@ -68,9 +69,9 @@ async def test_two_leasing_writes_run_side_by_side_and_lease_different_tasks(pg:
     b = await pg.write_leasing(lambda tx: _lease(tx, dep, "i2"))
     second_done.set()
     a_rows = await a
-    assert len(a_rows) == 1 and len(b) == 1 and a_rows[0]["id"] != b[0]["id"]
+    assert len(a_rows) == 1 and len(b) == 1 and a_rows[0].task.id != b[0].task.id
     leased = await pg.all("SELECT task_id FROM events WHERE type = 'task.leased' ORDER BY seq")
-    assert [r["task_id"] for r in leased] == [b[0]["id"], a_rows[0]["id"]]  # in commit order
+    assert [r["task_id"] for r in leased] == [b[0].task.id, a_rows[0].task.id]  # in commit order
 
 
 async def test_a_conversation_still_leases_one_task_at_a_time_under_concurrent_leasing(
@@ -93,7 +94,7 @@ async def test_a_conversation_still_leases_one_task_at_a_time_under_concurrent_l
     )
     first_leased, release_first = threading.Event(), threading.Event()
 
-    def first(tx: Tx) -> list[dict[str, Any]]:
+    def first(tx: Tx) -> list[LeasedTaskRow]:
         got = _lease(tx, dep, "i1", now_ms=t0)  # the older one is not due yet: the newer one leads
         first_leased.set()
         assert release_first.wait(DEADLINE_S)
@@ -117,9 +118,9 @@ async def test_a_conversation_still_leases_one_task_at_a_time_under_concurrent_l
 
     await _until(second_waits_or_is_done)
     release_first.set()
-    assert [r["id"] for r in await a] == [newer["id"]]
+    assert [r.task.id for r in await a] == [newer.id]
     assert await b == []  # the older task waits until the newer one ends
-    assert await pg.scalar("SELECT state FROM tasks WHERE id = ?", (older["id"],)) == "queued"
+    assert await pg.scalar("SELECT state FROM tasks WHERE id = ?", (older.id,)) == "queued"
 
 
 async def test_an_event_follower_never_skips_an_event_while_writers_run_side_by_side(
@@ -193,17 +194,13 @@ async def test_a_held_provider_account_still_gets_exactly_one_probe_under_concur
     await pg.write(lambda tx: providers.sync_accounts(tx, dep, [acct]))
     failed, _ = await pg.write(partial(q.submit_task, t=new_task(dep, "failed")))
     outcome = {"status": "failed", "reason": "provider_account", "data": {"account": acct}}
-    hold = await pg.write(
-        lambda tx: providers.on_task_failed(
-            tx, {"id": failed["id"], "deployment_id": dep}, outcome, None
-        )
-    )
-    await pg.write(lambda tx: q.cancel_task(tx, failed["id"], by="test"))
+    hold = await pg.write(lambda tx: providers.on_task_failed(tx, failed.id, dep, outcome, None))
+    await pg.write(lambda tx: q.cancel_task(tx, failed.id, by="test"))
     for i in range(2):
         await pg.write(partial(q.submit_task, t=new_task(dep, f"t{i}")))
     after_retry = int(hold["retry_at_ms"]) + 1
 
-    def lease(tx: Tx, instance: str) -> list[dict[str, Any]]:
+    def lease(tx: Tx, instance: str) -> list[LeasedTaskRow]:
         tx.now_ms = after_retry
         return lease_for_nest(
             tx, deployment_id=dep, nest_id="n1", instance_id=instance, limit=1, lease_ms=600_000
@@ -211,7 +208,7 @@ async def test_a_held_provider_account_still_gets_exactly_one_probe_under_concur
 
     first_leased, release_first = threading.Event(), threading.Event()
 
-    def first(tx: Tx) -> list[dict[str, Any]]:
+    def first(tx: Tx) -> list[LeasedTaskRow]:
         got = lease(tx, "i1")
         first_leased.set()
         assert release_first.wait(DEADLINE_S)

@@ -56,9 +56,7 @@ async def test_an_account_error_holds_every_deployment_of_the_account_then_one_p
         "data": {"account": ACCT},
     }
     hold = await store.write(
-        lambda tx: providers.on_task_failed(
-            tx, {"id": failed, "deployment_id": a["id"]}, outcome, None
-        )
+        lambda tx: providers.on_task_failed(tx, failed, a["id"], outcome, None)
     )
     assert hold is not None and hold["backoff_ms"] == 5 * 60_000
     t0 = int(hold["held_since_ms"])
@@ -82,18 +80,14 @@ async def test_an_account_error_holds_every_deployment_of_the_account_then_one_p
     ).state == "held"
 
     # The probe fails with another account error: back-off doubles (5 -> 10 min), capped at 1 h.
-    hold = await store.write(
-        lambda tx: providers.on_task_failed(
-            tx, {"id": probe, "deployment_id": b["id"]}, outcome, None
-        )
-    )
+    hold = await store.write(lambda tx: providers.on_task_failed(tx, probe, b["id"], outcome, None))
     assert hold is not None and hold["backoff_ms"] == 10 * 60_000 and hold["probe_task_id"] is None
     for _ in range(5):
         p = await store.write(lambda tx: task(tx, b, "running"))
         await store.write(lambda tx, p=p: providers.mark_probe(tx, b["id"], p))  # type: ignore[misc]
         hold = await store.write(
             lambda tx, p=p: providers.on_task_failed(  # type: ignore[misc]
-                tx, {"id": p, "deployment_id": b["id"]}, outcome, None
+                tx, p, b["id"], outcome, None
             )
         )
     assert hold is not None and hold["backoff_ms"] == 60 * 60_000
@@ -131,7 +125,8 @@ async def test_other_failures_do_not_hold_anything(store: Store) -> None:
     out = await store.write(
         lambda tx: providers.on_task_failed(
             tx,
-            {"id": "t", "deployment_id": a["id"]},
+            "t",
+            a["id"],
             {"status": "failed", "reason": "max_turns"},
             None,
         )
@@ -141,7 +136,8 @@ async def test_other_failures_do_not_hold_anything(store: Store) -> None:
     out = await store.write(
         lambda tx: providers.on_task_failed(
             tx,
-            {"id": "t", "deployment_id": a["id"]},
+            "t",
+            a["id"],
             {"status": "failed", "reason": "provider_account"},
             "401",
         )
@@ -166,9 +162,7 @@ async def test_a_hold_belongs_to_the_key_it_failed_with_and_a_changed_key_ends_i
         "data": {"account": ACCT, "key_fingerprint": key_fingerprint("sk-old")},
     }
     hold = await store.write(
-        lambda tx: providers.on_task_failed(
-            tx, {"id": failed, "deployment_id": a["id"]}, outcome, "401 invalid key"
-        )
+        lambda tx: providers.on_task_failed(tx, failed, a["id"], outcome, "401 invalid key")
     )
     assert hold is not None and hold["key_fingerprint"] == key_fingerprint("sk-old")
     assert "sk-old" not in str(dict(hold))  # only the fingerprint is stored
@@ -199,7 +193,7 @@ async def test_the_failure_that_starts_a_hold_says_so_and_how_to_end_it(store: S
     for tid in (first, second):
         await store.write(
             lambda tx, tid=tid: providers.on_task_failed(  # type: ignore[misc]
-                tx, {"id": tid, "deployment_id": a["id"]}, outcome, "401 invalid key"
+                tx, tid, a["id"], outcome, "401 invalid key"
             )
         )
     errors = {r["id"]: r["error"] for r in await store.all("SELECT id, error FROM tasks")}

@@ -18,7 +18,7 @@ async def _task(store: Store) -> str:
 
     dep = await store.write(lambda tx: add_deployment(tx))
     row, _ = await store.write(lambda tx: q.submit_task(tx, new_task(dep, "work")))
-    return str(row["id"])
+    return row.id
 
 
 def _user_texts(request: Any) -> list[str]:

@@ -211,6 +211,7 @@ class Hooks:
         self.held = False
         self.progress: list[Any] = []
         self.inbox: list[str] = []
+        self.delegation = None  # no Hub to delegate through
 
     async def is_held(self, task_id: str) -> bool:
         return self.held
@@ -313,4 +314,42 @@ async def test_load_skill_returns_the_skill_and_the_prompt_lists_it(tmp_path: Pa
         "SELECT content FROM messages WHERE run_id = ? AND role = 'tool'", (res.run_id,)
     )
     assert msg is not None and "Boil water first." in msg["content"]
+    await store.close()
+
+
+class _Owner:
+    """A Runner's owner through the typed RunHooks port: one note waiting, then held on the second call."""
+
+    def __init__(self) -> None:
+        self.notes = ["also mention the weather"]
+        self.calls = 0
+        self.progress: list[dict[str, Any]] = []
+        self.delegation = None  # no Hub to delegate through
+
+    async def is_held(self, task_id: str) -> bool:
+        self.calls += 1
+        return self.calls > 1
+
+    async def drain_inbox(self, task_id: str) -> list[str]:
+        notes, self.notes = self.notes, []
+        return notes
+
+    async def report_progress(self, task_id: str | None, progress: dict[str, Any]) -> None:
+        self.progress.append(progress)
+
+
+async def test_an_owners_note_reaches_the_model_and_its_hold_suspends_the_run_before_the_next_call(
+    tmp_path: Path,
+) -> None:
+    store = await open_store(tmp_path)
+    owner = _Owner()
+    b = make(script(call("report_progress", note="half way", percent=50), {"text": "done"}))
+    r, cap = await capturing_runner(store, b, hooks=owner)
+    res = await r.run(RunRequest(input="go", task_id="t-hooks"))
+    assert [m["content"] for m in cap.requests[0].messages][-2:] == [
+        "go",
+        "also mention the weather",
+    ]
+    assert owner.progress == [{"note": "half way", "percent": 50}]
+    assert res.suspended == "resume" and len(cap.requests) == 1
     await store.close()

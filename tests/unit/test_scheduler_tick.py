@@ -128,10 +128,10 @@ async def test_silent_nest_is_lost_its_assignments_move_and_leases_expire(store:
     )
     fresh = await store.write(lambda tx: add_nest(tx, "fresh", heartbeat_ms=now + 40_000))
     s = await tick(store, epoch, now + 31_000)
-    assert s.nests_lost == [old] and s.requeued == [t["id"]]
+    assert s.nests_lost == [old] and s.requeued == [t.task.id]
     assert await store.write(assignments) == {(dep, fresh): 1}
     assert (await store.one("SELECT state FROM nests WHERE id = ?", (old,))) == {"state": "lost"}
-    assert (await store.one("SELECT state FROM tasks WHERE id = ?", (t["id"],))) == {
+    assert (await store.one("SELECT state FROM tasks WHERE id = ?", (t.task.id,))) == {
         "state": "queued"
     }
 

@@ -221,14 +221,14 @@ async def test_leasing_passes_over_a_task_another_transaction_has_locked(
     first, _ = await pg.write(lambda tx: q.submit_task(tx, new_task(dep, "one")))
     second, _ = await pg.write(lambda tx: q.submit_task(tx, new_task(dep, "two")))
     with psycopg.connect(pg_url) as other:  # another Hub, in the middle of leasing the first task
-        other.execute("SELECT id FROM tasks WHERE id = %s FOR UPDATE", (first["id"],))
+        other.execute("SELECT id FROM tasks WHERE id = %s FOR UPDATE", (first.id,))
         got = await pg.write(
             lambda tx: q.lease_tasks(
                 tx, deployment_id=dep, nest_id="n1", instance_id="i1", limit=10, lease_ms=30_000
             )
         )
-        assert [t["id"] for t in got] == [
-            second["id"]
+        assert [t.task.id for t in got] == [
+            second.id
         ]  # not blocked on the locked row, not leased twice
         other.rollback()
     [again] = await pg.write(
@@ -236,7 +236,7 @@ async def test_leasing_passes_over_a_task_another_transaction_has_locked(
             tx, deployment_id=dep, nest_id="n1", instance_id="i1", limit=10, lease_ms=30_000
         )
     )
-    assert again["id"] == first["id"]
+    assert again.task.id == first.id
 
 
 async def test_two_stores_on_one_database_submit_at_once_without_conflicts(
@@ -256,7 +256,7 @@ async def test_two_stores_on_one_database_submit_at_once_without_conflicts(
                 for s in (pg, other)
             )
         )
-        seqs = [r["seq"] for r, _ in rows]
+        seqs = [r.seq for r, _ in rows]
         assert len(set(seqs)) == 40
         events = [
             r["seq"]

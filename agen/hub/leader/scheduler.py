@@ -242,7 +242,7 @@ def _sweep(
     if scope is None:
         s.nests_lost = _lose_silent_nests(tx, now_ms, nest_lost_after_ms)
     for r in expire_leases(tx, now_ms, deployment_ids=only):
-        (s.failed if r["action"] == "failed" else s.requeued).append(r["task_id"])
+        (s.failed if r.action == "failed" else s.requeued).append(r.task_id)
     s.overdue = expire_overdue(tx, now_ms, deployment_ids=only)
     s.cancelled = cancel_overdue(
         tx, now_ms, deployment_ids=only

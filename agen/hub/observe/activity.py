@@ -9,10 +9,11 @@ screens can disagree about what an agent is doing.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from agen.domain import DeploymentRow
 from agen.store import Row, Store, loads
 
 Word = Literal["working", "needs", "stopped", "failing", "idle"]
@@ -84,12 +85,14 @@ def _limit(budget_json: Any) -> float | None:
     return float(value) if value else None
 
 
-async def deployment_facts(store: Store, rows: Iterable[Row], now_ms: int) -> DeploymentFacts:
+async def deployment_facts(
+    store: Store, rows: Iterable[DeploymentRow], now_ms: int
+) -> DeploymentFacts:
     """Grouped reads for many deployments at once (bounded: one query per fact, indexed)."""
     from agen.hub.queue.budgets import utc_day
 
     rows = list(rows)
-    namespaces = sorted({r["namespace"] for r in rows})
+    namespaces = sorted({r.namespace for r in rows})
     if not rows:
         return DeploymentFacts({}, {}, set(), True)
     marks = ",".join("?" * len(namespaces))
@@ -113,7 +116,7 @@ async def deployment_facts(store: Store, rows: Iterable[Row], now_ms: int) -> De
         spent_today={(r["namespace"], r["deployment"]): float(r["usd"] or 0.0) for r in spent},
         provider_held={r["deployment_id"] for r in held},
         nests_alive=bool(alive),
-        failing=await failing_starts(store, [r["id"] for r in rows]),
+        failing=await failing_starts(store, [r.id for r in rows]),
     )
 
 
@@ -149,7 +152,7 @@ async def failing_starts(store: Store, deployment_ids: list[str]) -> dict[str, s
 
 
 def deployment_activity(
-    row: Mapping[str, Any],
+    row: DeploymentRow,
     facts: DeploymentFacts,
     *,
     running: int,
@@ -162,21 +165,21 @@ def deployment_activity(
     ``delegating``: its tasks suspended waiting on child tasks. A delegate doing its work is work in
     progress (seed 001: a run it launched that is running counts as working), so such a deployment
     is working, waiting on a delegate, unless a task of its own runs now."""
-    if delegating and running <= facts.pending_approvals.get((row["namespace"], row["name"]), 0):
+    if delegating and running <= facts.pending_approvals.get((row.namespace, row.name), 0):
         return Activity("working", waiting_on="delegate")
-    key = (row["namespace"], row["name"])
+    key = (row.namespace, row.name)
     pending = facts.pending_approvals.get(key, 0)
-    limit = _limit(row.get("budget"))
+    limit = _limit(row.budget)
     over_budget = limit is not None and facts.spent_today.get(key, 0.0) >= limit
-    wants = int(row.get("desired") or 0) > 0 or queued > 0
+    wants = row.desired > 0 or queued > 0
     word = activity(
         working=running > pending,
         needs=pending > 0,
-        paused=bool(row.get("paused")),
+        paused=row.paused,
         unplaced=wants and ready == 0 and not facts.nests_alive,
         budget=over_budget,
-        provider=row.get("id") in facts.provider_held,
+        provider=row.id in facts.provider_held,
     )
-    if word.word == "idle" and ready == 0 and row.get("id") in facts.failing:
+    if word.word == "idle" and ready == 0 and row.id in facts.failing:
         return Activity("failing")  # nothing runs, and nothing can start: not idle
     return word

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from agen.domain import RunRow
 from agen.errors import NotFoundError
 from agen.hub.auth import Principal
 from agen.hub.observe.activity import run_activity
@@ -46,36 +47,41 @@ def usage_of(row: Mapping[str, Any]) -> Usage:
     )
 
 
-def run_view(row: Row, task: Row | None = None) -> Run:
+def run_view(row: RunRow, task: Row | None = None) -> Run:
     act = run_activity(
-        row["status"],
-        finished=row["finished_ms"] is not None,
+        row.status,
+        finished=row.finished_ms is not None,
         task_state=task["state"] if task else None,
         held=bool(task and task["held"]),
     )
     return Run(
-        id=row["id"],
-        namespace=row["namespace"],
-        deployment=row["deployment"],
-        task_id=row["task_id"],
-        parent_run_id=row["parent_run_id"],
-        root_run_id=row["root_run_id"],
-        trace_id=row["trace_id"],
-        status=row["status"],
+        id=row.id,
+        namespace=row.namespace,
+        deployment=row.deployment,
+        task_id=row.task_id,
+        parent_run_id=row.parent_run_id,
+        root_run_id=row.root_run_id,
+        trace_id=row.trace_id,
+        status=row.status,
         activity=act.word,
         stopped_reason=act.stopped_reason,
-        source=row["source"],
-        requested_by=row["requested_by"],
-        labels=loads(row["labels"], {}),
-        model=row["model"],
-        turns=row["turns"],
-        usage=usage_of(row),
-        input=row["input"],
-        outcome=loads(row["outcome"]),
-        effect_unknown=bool(row.get("effect_unknown")),
-        started_ms=row["started_ms"],
-        updated_ms=row["updated_ms"],
-        finished_ms=row["finished_ms"],
+        source=row.source,
+        requested_by=row.requested_by,
+        labels=loads(row.labels, {}),
+        model=row.model,
+        turns=row.turns,
+        usage=Usage(
+            input_tokens=row.input_tokens,
+            output_tokens=row.output_tokens,
+            cached_tokens=row.cached_tokens,
+            cost_usd=row.cost_usd,
+        ),
+        input=row.input,
+        outcome=loads(row.outcome),
+        effect_unknown=row.effect_unknown,
+        started_ms=row.started_ms,
+        updated_ms=row.updated_ms,
+        finished_ms=row.finished_ms,
     )
 
 
@@ -90,14 +96,12 @@ async def tasks_by_id(hub: Hub, ids: list[str]) -> dict[str, Row]:
     return {r["id"]: r for r in rows}
 
 
-async def run_views(hub: Hub, rows: list[Row]) -> list[Run]:
+async def run_views(hub: Hub, rows: list[RunRow]) -> list[Run]:
     from agen.hub.rpc.feedback import summaries
 
-    tasks = await tasks_by_id(
-        hub, [r["task_id"] for r in rows if r["finished_ms"] is None and r["task_id"]]
-    )
-    rated = await summaries(hub.store, [r["id"] for r in rows])
-    views = [run_view(r, tasks.get(r["task_id"] or "")) for r in rows]
+    tasks = await tasks_by_id(hub, [r.task_id for r in rows if r.finished_ms is None and r.task_id])
+    rated = await summaries(hub.store, [r.id for r in rows])
+    views = [run_view(r, tasks.get(r.task_id or "")) for r in rows]
     for v in views:
         v.feedback = rated.get(v.id)
     return views
@@ -132,7 +136,7 @@ async def list_runs(hub: Hub, p: Principal, req: ListRunsRequest) -> ListRunsRes
     rows = await hub.store.all(
         sql + " ORDER BY started_ms DESC, id DESC LIMIT ?", [*params, req.limit]
     )
-    runs = await run_views(hub, rows)
+    runs = await run_views(hub, [RunRow.from_row(r) for r in rows])
     if req.roots and runs:
         ids = [r.id for r in runs]
         trees = await hub.store.all(
@@ -149,7 +153,7 @@ async def list_runs(hub: Hub, p: Principal, req: ListRunsRequest) -> ListRunsRes
     return ListRunsResponse(runs=runs)
 
 
-async def find_run(hub: Hub, p: Principal, ref: str, namespace: str | None = None) -> Row:
+async def find_run(hub: Hub, p: Principal, ref: str, namespace: str | None = None) -> RunRow:
     """A run by its id, or the run of a task id."""
     row = await hub.store.one("SELECT * FROM runs WHERE id = ?", (ref,))
     if row is None:
@@ -163,7 +167,7 @@ async def find_run(hub: Hub, p: Principal, ref: str, namespace: str | None = Non
             )
         raise NotFoundError(f"no run or task {ref}; `agen runs` lists recent runs", run=ref)
     check_namespace("run", ref, row["namespace"], namespace)
-    return row
+    return RunRow.from_row(row)
 
 
 def message_view(row: Row) -> TranscriptMessage:
@@ -189,15 +193,15 @@ def message_view(row: Row) -> TranscriptMessage:
     )
 
 
-async def _system_prompt(hub: Hub, run: Row) -> str | None:
+async def _system_prompt(hub: Hub, run: RunRow) -> str | None:
     """The bundle's system prompt for the definition the run started on (memory sections excluded)."""
     from agen.bundle import load_bundle_files
+    from agen.domain.prompt import system_prompt
     from agen.hub.fleet.definitions import unpack
-    from agen.runner.context import system_prompt
 
     attrs = await hub.store.scalar(
         "SELECT attrs FROM spans WHERE run_id = ? AND name = 'agen.run' ORDER BY started_ms LIMIT 1",
-        (run["id"],),
+        (run.id,),
     )
     digest = (loads(attrs, {}) or {}).get("agen.definition.digest")
     sql, params = "SELECT digest, files FROM definitions WHERE digest = ? LIMIT 1", [digest]
@@ -206,7 +210,7 @@ async def _system_prompt(hub: Hub, run: Row) -> str | None:
             "SELECT f.digest, f.files FROM deployments d JOIN definitions f ON f.id = d.definition_id"
             " WHERE d.namespace = ? AND d.name = ?"
         )
-        params = [run["namespace"], run["deployment"]]
+        params = [run.namespace, run.deployment]
     row = await hub.store.one(sql, params)
     if row is None:
         return None
@@ -220,17 +224,15 @@ async def get_transcript(
 ) -> GetTranscriptResponse:
     run = await find_run(hub, p, req.id, req.namespace)
     if req.history:
-        last = await hub.store.scalar(
-            "SELECT MAX(seq) FROM messages WHERE run_id = ?", (run["id"],)
-        )
+        last = await hub.store.scalar("SELECT MAX(seq) FROM messages WHERE run_id = ?", (run.id,))
         rows = await hub.store.all(
             "SELECT * FROM messages WHERE conversation_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
-            (run["conversation_id"], req.after_seq, int(last or 0), MAX_MESSAGES),
+            (run.conversation_id, req.after_seq, int(last or 0), MAX_MESSAGES),
         )
     else:
         rows = await hub.store.all(
             "SELECT * FROM messages WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-            (run["id"], req.after_seq, MAX_MESSAGES),
+            (run.id, req.after_seq, MAX_MESSAGES),
         )
     [view] = await run_views(hub, [run])
     system = await _system_prompt(hub, run) if req.system else None
@@ -240,7 +242,7 @@ async def get_transcript(
         run=view,
         system=system,
         messages=[message_view(r) for r in rows],
-        feedback=await of_run(hub.store, run["id"]),
+        feedback=await of_run(hub.store, run.id),
     )
 
 
@@ -299,7 +301,7 @@ async def get_trace(hub: Hub, p: Principal, req: GetTraceRequest) -> GetTraceRes
         if run_ids
         else []
     )
-    runs = await run_views(hub, run_rows)
+    runs = await run_views(hub, [RunRow.from_row(r) for r in run_rows])
     spans = [span_view(r) for r in rows]
     ends = [s.ended_ms for s in spans]
     total = Usage(
@@ -328,7 +330,7 @@ async def query_task(hub: Hub, p: Principal, req: QueryTaskRequest) -> QueryTask
     row = await hub.store.one("SELECT * FROM runs WHERE task_id = ?", (req.id,))
     if row is None:
         return QueryTaskResponse(task=task)
-    [run] = await run_views(hub, [row])
+    [run] = await run_views(hub, [RunRow.from_row(row)])
     now = None
     if row["finished_ms"] is None:
         [now] = await activities(hub, [row])

@@ -17,6 +17,7 @@ import functools
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from agen.domain import Outcome, OutcomeStatus, TaskRow, TaskState
 from agen.errors import InvalidError, NotFoundError, RateLimitedError
 from agen.hub.queue._tasks import due_sql, get_task, held_sql, task_event
 from agen.hub.queue.holds import (
@@ -207,14 +208,12 @@ def _validate(tx: Tx, t: NewTask) -> int:
     return priority_value(t.priority)
 
 
-def submit_task(
-    tx: Tx, t: NewTask, *, max_queued: int | None = None
-) -> tuple[dict[str, Any], bool]:
+def submit_task(tx: Tx, t: NewTask, *, max_queued: int | None = None) -> tuple[TaskRow, bool]:
     """Store a queued task; (row, created). An idempotency key seen before returns the existing task.
 
     schedule_key cancels the deployment's queued task with that key in this transaction;
     ``max_queued`` (admission maxQueuedTasks, counting scheduled tasks too) refuses with
-    RateLimitedError stage="queue_full". The row carries ``locks``: the declared names.
+    RateLimitedError stage="queue_full".
     """
     if t.idempotency_key:
         existing = tx.one(
@@ -222,16 +221,16 @@ def submit_task(
             (t.namespace, t.deployment_id, t.idempotency_key),
         )
         if existing is not None:
-            existing["locks"] = _declared(tx, existing["id"])
-            return existing, False
+            return TaskRow.from_row(existing), False
     priority = _validate(tx, t)
     lock_names = check_lock_names(t.locks)
     replaced = None
     if t.schedule_key:
-        replaced = tx.one(
+        old = tx.one(
             "SELECT * FROM tasks WHERE deployment_id = ? AND schedule_key = ? AND state = 'queued'",
             (t.deployment_id, t.schedule_key),
         )
+        replaced = None if old is None else TaskRow.from_row(old)
     if max_queued is not None and replaced is None:
         queued = int(
             tx.scalar(
@@ -265,14 +264,10 @@ def submit_task(
         finish_task(
             tx,
             replaced,
-            "cancelled",
-            outcome={
-                "status": "cancelled",
-                "reason": "replaced",
-                "summary": f"replaced by task {task_id}",
-                "data": None,
-                "artifacts": [],
-            },
+            TaskState.CANCELLED,
+            outcome=Outcome.ended(
+                OutcomeStatus.CANCELLED, "replaced", f"replaced by task {task_id}"
+            ).stored(),
             error=None,
             data={"reason": "replaced", "by_task": task_id, "schedule_key": t.schedule_key},
         )
@@ -282,7 +277,7 @@ def submit_task(
         "namespace": t.namespace,
         "deployment_id": t.deployment_id,
         "deployment": t.deployment,
-        "state": "queued",
+        "state": TaskState.QUEUED,
         "input": t.input,
         "source": t.source or "api",
         "conversation_key": _conversation_key(tx, t),
@@ -308,8 +303,9 @@ def submit_task(
         "updated_ms": now,
     }
     # seq (submission order) is assigned in the INSERT; RETURNING gives the stored row without reading it again.
-    stored = tx.one(_insert_sql(tuple(row)), tuple(row.values()))
-    assert stored is not None
+    inserted = tx.one(_insert_sql(tuple(row)), tuple(row.values()))
+    assert inserted is not None
+    stored = TaskRow.from_row(inserted)
     if lock_names:
         tx.executemany(
             "INSERT INTO task_locks (task_id, name) VALUES (?, ?)",
@@ -325,10 +321,9 @@ def submit_task(
             "not_before_ms": t.not_before_ms,
             "source": row["source"],
             "parent_task_id": t.parent_task_id,
-            **({"replaced": replaced["id"]} if replaced is not None else {}),
+            **({"replaced": replaced.id} if replaced is not None else {}),
         },
     )
-    stored["locks"] = lock_names
     return stored, True
 
 
@@ -346,16 +341,9 @@ def loads_labels(text: str | None) -> dict[str, str]:
     return dict(value) if isinstance(value, dict) else {}
 
 
-def _declared(tx: Tx, task_id: str) -> list[str]:
-    return [
-        r["name"]
-        for r in tx.all("SELECT name FROM task_locks WHERE task_id = ? ORDER BY name", (task_id,))
-    ]
-
-
 def wait_reason(
     tx: Tx,
-    task: dict[str, Any],
+    task: TaskRow,
     *,
     now_ms: int | None = None,
     deployment_paused: bool | None = None,
@@ -366,31 +354,31 @@ def wait_reason(
     None for a task that is not queued. Each check is one indexed probe; pass
     ``deployment_paused`` when listing many tasks of one deployment.
     """
-    if task.get("state") != "queued":
+    if task.state != TaskState.QUEUED:
         return None
     now = tx.now_ms if now_ms is None else now_ms
-    if task.get("not_before_ms") is not None and task["not_before_ms"] > now:
+    if task.not_before_ms is not None and task.not_before_ms > now:
         return "scheduled"
     paused = deployment_paused
     if paused is None:
         paused = bool(
-            tx.scalar("SELECT paused FROM deployments WHERE id = ?", (task["deployment_id"],))
+            tx.scalar("SELECT paused FROM deployments WHERE id = ?", (task.deployment_id,))
         )
     if paused:
         return "paused"
     if budget_held:
         return "budget"
-    if task.get("held") and (task.get("held_until_ms") is None or task["held_until_ms"] > now):
+    if task.held and (task.held_until_ms is None or task.held_until_ms > now):
         return "held"
-    if task.get("conversation_key") and not tx.scalar(
+    if task.conversation_key and not tx.scalar(
         f"SELECT 1 FROM tasks t WHERE t.id = :id AND {CONVERSATION_FREE_SQL}",
-        {"id": task["id"], "now": now},
+        {"id": task.id, "now": now},
     ):
         return "conversation"
     if tx.scalar(
         "SELECT 1 FROM task_locks tl JOIN locks l ON l.namespace = ? AND l.name = tl.name"
         " WHERE tl.task_id = ? AND l.task_id != tl.task_id AND l.expires_ms > ? LIMIT 1",
-        (task["namespace"], task["id"], now),
+        (task.namespace, task.id, now),
     ):
         return "locks"
     return "capacity"

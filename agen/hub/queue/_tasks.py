@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from agen.domain import LIVE, TERMINAL, UNFINISHED, Outcome, OutcomeStatus, RunStatus, TaskRow
 from agen.errors import FencedError, NotFoundError
 from agen.hub.queue.locks import release_task_locks
-from agen.store import Tx, dumps, loads
+from agen.store import Tx, dumps
 
-UNFINISHED = ("queued", "leased", "running", "waiting")
-TERMINAL = ("succeeded", "failed", "cancelled", "expired")
-LIVE = ("leased", "running")
+__all__ = ["LIVE", "TERMINAL", "UNFINISHED", "URGENT"]
+
 URGENT = 0
 
 
@@ -26,59 +26,58 @@ def held_sql(alias: str = "") -> str:
     return f"({a}held = 1 AND ({a}held_until_ms IS NULL OR {a}held_until_ms > :now))"
 
 
-def get_task(tx: Tx, task_id: str) -> dict[str, Any]:
+def get_task(tx: Tx, task_id: str) -> TaskRow:
     row = tx.one("SELECT * FROM tasks WHERE id = ?", (task_id,))
     if row is None:
         raise NotFoundError(
             f"task {task_id} not found; list tasks with `agen tasks`", task_id=task_id
         )
-    return row
+    return TaskRow.from_row(row)
 
 
-def fenced_task(tx: Tx, task_id: str, lease_id: str) -> dict[str, Any]:
+def fenced_task(tx: Tx, task_id: str, lease_id: str) -> TaskRow:
     """The task if ``lease_id`` is its current live lease; FencedError otherwise."""
     row = get_task(tx, task_id)
-    if row["lease_id"] != lease_id or row["state"] not in LIVE:
+    if row.lease_id != lease_id or row.state not in LIVE:
         raise stale_lease(row, lease_id)
     return row
 
 
-def stale_lease(row: dict[str, Any], lease_id: str) -> FencedError:
-    now = f"the task is {row['state']}"
-    if row["lease_id"] and row["lease_id"] != lease_id and row["state"] in LIVE:
-        now += f" under lease {row['lease_id']}"
+def stale_lease(row: TaskRow, lease_id: str) -> FencedError:
+    now = f"the task is {row.state}"
+    if row.lease_id and row.lease_id != lease_id and row.state in LIVE:
+        now += f" under lease {row.lease_id}"
     return FencedError(
-        f"lease {lease_id} of task {row['id']} is no longer current ({now}); it expired or the task "
+        f"lease {lease_id} of task {row.id} is no longer current ({now}); it expired or the task "
         "was re-leased, cancelled or finished elsewhere — stop working on it and do not report it",
-        task_id=row["id"],
+        task_id=row.id,
         lease_id=lease_id,
-        state=row["state"],
+        state=str(row.state),
     )
 
 
 def task_event(
     tx: Tx,
-    task: dict[str, Any],
+    task: TaskRow,
     type: str,
     data: dict[str, Any] | None = None,
     *,
     severity: str = "info",
 ) -> None:
-    labels = task["labels"]  # the stored JSON text goes into the event as is (no decode + encode)
     tx.event(
-        task["namespace"],
+        task.namespace,
         type,
         severity=severity,
-        deployment=task["deployment"],
-        task_id=task["id"],
-        labels=labels if isinstance(labels, str) else loads(labels, {}),
+        deployment=task.deployment,
+        task_id=task.id,
+        labels=task.labels,  # the stored JSON text goes into the event as is (no decode + encode)
         data=data,
     )
 
 
 def deployment_log(
     tx: Tx,
-    task: dict[str, Any],
+    task: TaskRow,
     message: str,
     *,
     level: str = "info",
@@ -88,13 +87,13 @@ def deployment_log(
     tx.execute(
         "INSERT INTO deployment_logs (namespace, deployment, instance_id, level, message, created_ms)"
         " VALUES (?,?,?,?,?,?)",
-        (task["namespace"], task["deployment"], instance_id, level, message, tx.now_ms),
+        (task.namespace, task.deployment, instance_id, level, message, tx.now_ms),
     )
 
 
 def requeue(
     tx: Tx,
-    task: dict[str, Any],
+    task: TaskRow,
     *,
     reason: str,
     attempt_delta: int = 0,
@@ -108,22 +107,20 @@ def requeue(
         " lease_instance_id = NULL, lease_expires_ms = NULL, wait_for = NULL,"
         " priority = COALESCE(?, priority), attempts = MAX(0, attempts + ?), updated_ms = ?"
         " WHERE id = ?",
-        (priority, attempt_delta, tx.now_ms, task["id"]),
+        (priority, attempt_delta, tx.now_ms, task.id),
     )
-    release_task_locks(tx, task["id"])
+    release_task_locks(tx, task.id)
     task_event(tx, task, event, {"reason": reason, **(data or {})})
 
 
-def end_run(tx: Tx, task_id: str, status: str, reason: str) -> int:
+def end_run(tx: Tx, task_id: str, status: RunStatus, reason: str) -> int:
     """End the task's unfinished run and bump its epoch, so a host still running it is fenced off."""
     return tx.execute(
         "UPDATE runs SET status = ?, outcome = COALESCE(outcome, ?), finished_ms = ?, updated_ms = ?,"
         " epoch = epoch + 1 WHERE task_id = ? AND finished_ms IS NULL",
         (
             status,
-            dumps(
-                {"status": status, "reason": reason, "summary": "", "data": None, "artifacts": []}
-            ),
+            dumps(Outcome.ended(OutcomeStatus(status), reason).stored()),
             tx.now_ms,
             tx.now_ms,
             task_id,

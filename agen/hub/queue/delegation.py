@@ -11,6 +11,7 @@ run) in the submitting transaction, so the counter is atomic and counts a call o
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from agen.bundle.config import (
@@ -19,10 +20,11 @@ from agen.bundle.config import (
     DEFAULT_MAX_TOTAL_DELEGATIONS,
 )
 from agen.bundle.overrides import TRUST_RANK, TaskOverrides
+from agen.domain import TaskRow, TaskState
 from agen.errors import ConflictError, DeniedError, InvalidError, NotFoundError, RateLimitedError
 from agen.hub import queue
 from agen.hub.queue import admission
-from agen.hub.queue._tasks import UNFINISHED, get_task
+from agen.hub.queue._tasks import LIVE, UNFINISHED, get_task
 from agen.store import Tx, loads
 from agen.wire.delegation import SubmitChildTaskRequest
 
@@ -146,12 +148,12 @@ def _check_trust(asked: str, parent: str) -> str:
 
 def submit_child(
     tx: Tx, req: SubmitChildTaskRequest, submitted_by: str | None
-) -> tuple[dict[str, Any], bool]:
+) -> tuple[TaskRow, bool]:
     """Store the child task (or return the one this call key already started)."""
     parent = get_task(tx, req.parent_task_id)
-    if req.namespace != parent["namespace"]:
+    if req.namespace != parent.namespace:
         raise DeniedError(
-            f"delegation stays within namespace {parent['namespace']}; {req.namespace}/"
+            f"delegation stays within namespace {parent.namespace}; {req.namespace}/"
             f"{req.deployment} is outside it",
             namespace=req.namespace,
         )
@@ -170,48 +172,48 @@ def submit_child(
         (req.namespace, dep["id"], req.call_key),
     )
     if existing is not None:
-        return existing, False
-    if parent["state"] not in ("leased", "running"):
+        return TaskRow.from_row(existing), False
+    if parent.state not in LIVE:
         raise ConflictError(
-            f"task {parent['id']} is {parent['state']}; only a running task can delegate",
-            task_id=parent["id"],
+            f"task {parent.id} is {parent.state}; only a running task can delegate",
+            task_id=parent.id,
         )
-    limits = _limits(tx, parent["deployment_id"])
-    depth = int(parent["depth"]) + 1
+    limits = _limits(tx, parent.deployment_id)
+    depth = parent.depth + 1
     max_depth = _limit(
         limits, "maxDelegationDepth", "max_delegation_depth", DEFAULT_MAX_DELEGATION_DEPTH
     )
     if depth > max_depth:
         raise DeniedError(
             f"delegation depth {depth} is past limits.maxDelegationDepth {max_depth} of "
-            f"{parent['deployment']}; do this part yourself instead of delegating it",
+            f"{parent.deployment}; do this part yourself instead of delegating it",
             limit="maxDelegationDepth",
         )
     fan_out = _limit(limits, "maxFanOut", "max_fan_out", DEFAULT_MAX_FAN_OUT)
     started = int(
-        tx.scalar("SELECT COUNT(*) FROM tasks WHERE parent_task_id = ?", (parent["id"],)) or 0
+        tx.scalar("SELECT COUNT(*) FROM tasks WHERE parent_task_id = ?", (parent.id,)) or 0
     )
     if started >= fan_out:
         raise DeniedError(
             f"this run already started {started} child tasks, limits.maxFanOut {fan_out} of "
-            f"{parent['deployment']}; wait for their results and work with those",
+            f"{parent.deployment}; wait for their results and work with those",
             limit="maxFanOut",
         )
-    run = tx.one("SELECT id, root_run_id FROM runs WHERE task_id = ?", (parent["id"],))
+    run = tx.one("SELECT id, root_run_id FROM runs WHERE task_id = ?", (parent.id,))
     if run is None:
         raise ConflictError(
-            f"task {parent['id']} has no run yet; delegate from inside its run",
-            task_id=parent["id"],
+            f"task {parent.id} has no run yet; delegate from inside its run",
+            task_id=parent.id,
         )
-    _count_delegation(tx, run["root_run_id"], req.call_key, limits, parent["deployment"])
+    _count_delegation(tx, run["root_run_id"], req.call_key, limits, parent.deployment)
     overrides = req.overrides
     if overrides is not None:
         try:
             overrides = TaskOverrides.model_validate(overrides).stored()
         except ValueError as e:
             raise InvalidError(f"overrides: {e}", field="overrides") from None
-    overrides = combine_overrides(loads(parent["overrides"]), overrides)
-    overrides = _narrow_for_tree(tx, parent["root_task_id"], overrides)
+    overrides = combine_overrides(loads(parent.overrides), overrides)
+    overrides = _narrow_for_tree(tx, parent.root_task_id, overrides)
     new = queue.NewTask(
         namespace=req.namespace,
         deployment_id=dep["id"],
@@ -220,11 +222,11 @@ def submit_child(
         source="child",
         labels={},  # the parent's labels are carried down by the queue
         idempotency_key=req.call_key,
-        trust=_check_trust(req.trust, parent["trust"]),
+        trust=_check_trust(req.trust, parent.trust),
         overrides=overrides,
-        parent_task_id=parent["id"],
+        parent_task_id=parent.id,
         submitted_by=submitted_by,
-        reply_deployment=parent["deployment"] if req.reply_conversation_key else None,
+        reply_deployment=parent.deployment if req.reply_conversation_key else None,
         reply_conversation_key=req.reply_conversation_key,
         traceparent=req.traceparent,
     )
@@ -232,14 +234,13 @@ def submit_child(
     row, created = queue.submit_task(tx, new)
     tx.execute(
         "UPDATE tasks SET parent_run_id = ?, root_run_id = ? WHERE id = ?",
-        (run["id"], run["root_run_id"], row["id"]),
+        (run["id"], run["root_run_id"], row.id),
     )
     tx.execute(
         "UPDATE delegation_calls SET task_id = ? WHERE root_run_id = ? AND call_key = ?",
-        (row["id"], run["root_run_id"], req.call_key),
+        (row.id, run["root_run_id"], req.call_key),
     )
-    row.update(parent_run_id=run["id"], root_run_id=run["root_run_id"])
-    return row, created
+    return row._replace(parent_run_id=run["id"], root_run_id=run["root_run_id"]), created
 
 
 def _count_delegation(
@@ -282,7 +283,7 @@ def is_descendant(tx: Tx, ancestor_id: str, task_id: str, *, max_hops: int = 64)
     return False
 
 
-def require_descendant(tx: Tx, task_id: str, target: str) -> dict[str, Any]:
+def require_descendant(tx: Tx, task_id: str, target: str) -> TaskRow:
     """The target task, when it descends from ``task_id``; refused otherwise (without saying
     whether a task outside the caller's tree exists)."""
     if not is_descendant(tx, task_id, target):
@@ -306,16 +307,40 @@ def unfinished_children(tx: Tx, task_id: str) -> int:
     )
 
 
-def joined_results(tx: Tx, task_id: str) -> list[dict[str, Any]]:
+@dataclass(frozen=True, slots=True)
+class ChildEnd:
+    """A joined child's end waiting in its parent's inbox: the inbox row to acknowledge and the
+    child's columns its caller reads."""
+
+    inbox_id: str
+    id: str
+    deployment: str
+    state: TaskState
+    outcome: str | None  # JSON text, as stored
+    error: str | None
+
+
+def joined_results(tx: Tx, task_id: str) -> list[ChildEnd]:
     """Undelivered ends of the task's joined start_agent children (call_agent reads its child's
     state itself), oldest first."""
-    return tx.all(
+    rows = tx.all(
         "SELECT i.id AS inbox_id, t.id, t.deployment, t.state, t.outcome, t.error FROM run_inbox i"
         " JOIN tasks t ON t.id = i.ref WHERE i.task_id = ? AND i.kind = 'child'"
         " AND i.consumed_ms IS NULL AND t.reply_deployment IS NULL AND t.parent_task_id = ?"
         " AND t.idempotency_key LIKE 'start:%' ORDER BY i.created_ms, i.id",
         (task_id, task_id),
     )
+    return [
+        ChildEnd(
+            inbox_id=str(r["inbox_id"]),
+            id=str(r["id"]),
+            deployment=str(r["deployment"]),
+            state=TaskState(r["state"]),
+            outcome=r["outcome"],
+            error=r["error"],
+        )
+        for r in rows
+    ]
 
 
 def ack_inbox(tx: Tx, task_id: str, inbox_ids: list[str]) -> int:
@@ -329,37 +354,35 @@ def ack_inbox(tx: Tx, task_id: str, inbox_ids: list[str]) -> int:
     )
 
 
-def reply_to_caller(
-    tx: Tx, row: dict[str, Any], state: str, outcome: dict[str, Any] | None
-) -> None:
+def reply_to_caller(tx: Tx, row: TaskRow, state: str, outcome: dict[str, Any] | None) -> None:
     """A detached child ended: its result goes once (``reply:<child>``) to the caller's deployment,
     in the caller's conversation, as a new task with the child's labels."""
     dep = tx.one(
         "SELECT id, name FROM deployments WHERE namespace = ? AND name = ?",
-        (row["namespace"], row["reply_deployment"]),
+        (row.namespace, row.reply_deployment),
     )
     if dep is None:  # the caller was deleted meanwhile: nobody to reply to
         return
-    from agen.runner.delegation import ChildState, result_note
+    from agen.domain.delegation import ChildState, result_note
 
     child = ChildState(
-        id=row["id"],
-        deployment=row["deployment"],
+        id=row.id,
+        deployment=row.deployment,
         state=state,
         outcome=outcome,
-        error=row.get("error"),
+        error=row.error,
     )
     queue.submit_task(
         tx,
         queue.NewTask(
-            namespace=row["namespace"],
+            namespace=row.namespace,
             deployment_id=dep["id"],
             deployment=dep["name"],
             input=result_note(child),
-            source=f"reply:{row['deployment']}",
-            conversation_key=row["reply_conversation_key"],
-            labels=queue.loads_labels(row["labels"]),
-            idempotency_key=f"reply:{row['id']}",
-            trust=row["trust"],
+            source=f"reply:{row.deployment}",
+            conversation_key=row.reply_conversation_key,
+            labels=queue.loads_labels(row.labels),
+            idempotency_key=f"reply:{row.id}",
+            trust=row.trust,
         ),
     )

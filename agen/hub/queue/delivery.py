@@ -15,13 +15,12 @@ conversation, every mode queues normally. A transaction function, run inside Sub
 
 from __future__ import annotations
 
-from typing import Any
-
+from agen.domain import TaskRow
 from agen.hub.queue import SINGLETON_KEY, NewTask, scoped_conversation_key
 from agen.hub.queue._tasks import get_task, task_event
 from agen.hub.queue.holds import write_inbox
 from agen.hub.queue.trees import request_wrap_up
-from agen.store import Tx, loads
+from agen.store import Row, Tx, loads
 
 FOLLOWUP = "followup"
 MODES = ("followup", "collect", "steer", "interrupt")
@@ -30,7 +29,7 @@ STEER_KIND = "steer"
 MERGE_SEPARATOR = "\n\n"
 
 
-def queue_mode(dep: dict[str, Any], asked: str | None) -> str:
+def queue_mode(dep: Row, asked: str | None) -> str:
     """The submission's own delivery, else the deployment's conversations.queueMode, else followup."""
     if asked:
         return asked
@@ -40,13 +39,13 @@ def queue_mode(dep: dict[str, Any], asked: str | None) -> str:
     return str(mode) if mode in MODES else FOLLOWUP
 
 
-def _key(dep: dict[str, Any], t: NewTask) -> str | None:
+def _key(dep: Row, t: NewTask) -> str | None:
     if dep["kind"] == "singleton":
         return SINGLETON_KEY
     return scoped_conversation_key(t.conversation_key, t.source)
 
 
-def _merged_before(tx: Tx, t: NewTask) -> dict[str, Any] | None:
+def _merged_before(tx: Tx, t: NewTask) -> TaskRow | None:
     """The task an earlier collect/steer with this idempotency key went into."""
     if not t.idempotency_key:
         return None
@@ -77,9 +76,7 @@ def _own_key_task(tx: Tx, t: NewTask) -> bool:
     )
 
 
-def deliver(
-    tx: Tx, dep: dict[str, Any], t: NewTask, mode: str, *, by: str | None
-) -> dict[str, Any] | None:
+def deliver(tx: Tx, dep: Row, t: NewTask, mode: str, *, by: str | None) -> TaskRow | None:
     """Apply ``mode`` to a submission: the task it went into (collect, steer), or None to queue ``t``."""
     if mode == FOLLOWUP:
         return None
@@ -91,23 +88,24 @@ def deliver(
         return earlier
     if mode == "collect":
         return _collect(tx, t, key)
-    running = tx.one(
+    found = tx.one(
         "SELECT * FROM tasks WHERE deployment_id = ? AND conversation_key = ?"
         " AND state IN ('leased', 'running') ORDER BY seq LIMIT 1",
         (t.deployment_id, key),
     )
-    if running is None:
+    if found is None:
         return None
+    running = TaskRow.from_row(found)
     if mode == "steer":
         write_inbox(
-            tx, running["id"], STEER_KIND, None, {"input": t.input, "source": t.source, "by": by}
+            tx, running.id, STEER_KIND, None, {"input": t.input, "source": t.source, "by": by}
         )
         task_event(tx, running, "task.steered", {"source": t.source, "by": by})
-        _remember(tx, t, running["id"])
-        return get_task(tx, running["id"])
+        _remember(tx, t, running.id)
+        return get_task(tx, running.id)
     request_wrap_up(
         tx,
-        running["id"],
+        running.id,
         grace_ms=INTERRUPT_GRACE_MS,
         by=by,
         reason="interrupted by a new submission to its conversation",
@@ -115,20 +113,21 @@ def deliver(
     return None
 
 
-def _collect(tx: Tx, t: NewTask, key: str) -> dict[str, Any] | None:
-    queued = tx.one(
+def _collect(tx: Tx, t: NewTask, key: str) -> TaskRow | None:
+    found = tx.one(
         "SELECT * FROM tasks WHERE deployment_id = ? AND conversation_key = ? AND state = 'queued'"
         " ORDER BY seq DESC LIMIT 1",
         (t.deployment_id, key),
     )
-    if queued is None:
+    if found is None:
         return None
+    queued = TaskRow.from_row(found)
     tx.execute(
         "UPDATE tasks SET input = ?, updated_ms = ? WHERE id = ?",
-        (queued["input"] + MERGE_SEPARATOR + t.input, tx.now_ms, queued["id"]),
+        (queued.input + MERGE_SEPARATOR + t.input, tx.now_ms, queued.id),
     )
     task_event(
         tx, queued, "task.merged", {"source": t.source, "idempotency_key": t.idempotency_key}
     )
-    _remember(tx, t, queued["id"])
-    return get_task(tx, queued["id"])
+    _remember(tx, t, queued.id)
+    return get_task(tx, queued.id)

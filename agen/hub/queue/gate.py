@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agen.domain import DeploymentKind, LeasedTaskRow, TaskRow, TaskState
 from agen.hub import queue
 from agen.hub.queue import budgets, providers, task_kind
 from agen.store import Row, Tx, loads
@@ -31,7 +32,7 @@ def lease_for_nest(
     limit: int,
     lease_ms: int,
     start: bool = True,
-) -> list[dict[str, Any]]:
+) -> list[LeasedTaskRow]:
     """Lease up to ``limit`` tasks unless a provider hold or a budget says otherwise.
 
     An instance of a task-kind deployment leases exactly one task, ever (agen.hub.queue.task_kind)."""
@@ -40,7 +41,7 @@ def lease_for_nest(
     )
     if dep is None or limit <= 0:
         return []
-    if dep["kind"] != "task":
+    if dep["kind"] != DeploymentKind.TASK:
         return _lease_gated(
             tx,
             dep,
@@ -66,7 +67,7 @@ def lease_for_nest(
         else []
     )
     if rows:
-        task_kind.remember(tx, deployment_id, instance_id, rows[0]["id"])
+        task_kind.remember(tx, deployment_id, instance_id, rows[0].task.id)
     return rows
 
 
@@ -79,7 +80,7 @@ def _lease_gated(
     limit: int,
     lease_ms: int,
     start: bool,
-) -> list[dict[str, Any]]:
+) -> list[LeasedTaskRow]:
     now = tx.now_ms
     deployment_id = dep["id"]
     gate = providers.lease_gate(tx, deployment_id, now)
@@ -103,7 +104,7 @@ def _lease_gated(
             start=start,
         )
         if gate.state == "probe" and rows:
-            providers.mark_probe(tx, deployment_id, rows[0]["id"])
+            providers.mark_probe(tx, deployment_id, rows[0].task.id)
         return rows
     serialize_leasing(tx)  # a budget is spent by the runs of every leasing write
     state = budgets.budget_state(tx, dep, now)
@@ -112,12 +113,12 @@ def _lease_gated(
     exhausted = state.exhausted_labels
     held_back: dict[str, str] = {}
 
-    def skip(row: dict[str, Any]) -> bool:
-        if exhausted and budgets.carries_exhausted_label(loads(row["labels"], {}), exhausted):
-            held_back[row["id"]] = "label_budget"
-        elif state.pressure and row["priority"] >= BACKGROUND:
-            held_back[row["id"]] = "budget"
-        return row["id"] in held_back
+    def skip(row: TaskRow) -> bool:
+        if exhausted and budgets.carries_exhausted_label(loads(row.labels, {}), exhausted):
+            held_back[row.id] = "label_budget"
+        elif state.pressure and row.priority >= BACKGROUND:
+            held_back[row.id] = "budget"
+        return row.id in held_back
 
     rows = queue.lease_tasks(
         tx,
@@ -133,10 +134,10 @@ def _lease_gated(
         tx.execute(
             "UPDATE tasks SET wait_reason = ? WHERE id = ? AND state = 'queued'", (reason, task_id)
         )
-    for row in rows:
-        row["budget_pressure"] = state.pressure
+    if state.pressure:
+        rows = [LeasedTaskRow(r.task, r.lease_id, r.locks, budget_pressure=True) for r in rows]
     if gate.state == "probe" and rows:
-        providers.mark_probe(tx, deployment_id, rows[0]["id"])
+        providers.mark_probe(tx, deployment_id, rows[0].task.id)
     return rows
 
 
@@ -148,29 +149,29 @@ def complete_from_nest(
     status: str,
     outcome: dict[str, Any] | None,
     error: str | None = None,
-) -> dict[str, Any]:
+) -> TaskRow:
     """CompleteTask; a failure with a provider account error also holds the account (once: a retried
     report of the same completion changes nothing)."""
     # The fenced update matches only a live lease (leased or running before): then a failure may hold its
     # account. A retried report of a finished task returns it unchanged and holds nothing.
     before = (
         tx.scalar("SELECT state FROM tasks WHERE id = ?", (task_id,))
-        if status == "failed"
+        if status == TaskState.FAILED
         else None
     )
     row = queue.complete_task(tx, task_id, lease_id, status=status, outcome=outcome, error=error)
-    if status == "failed" and before in ("leased", "running"):
-        providers.on_task_failed(tx, row, outcome, error)
+    if status == TaskState.FAILED and before in (TaskState.LEASED, TaskState.RUNNING):
+        providers.on_task_failed(tx, row.id, row.deployment_id, outcome, error)
     return row
 
 
-def budget_wait_reason(tx: Tx, task: Row, reason: str | None) -> str | None:
+def budget_wait_reason(tx: Tx, task: TaskRow, reason: str | None) -> str | None:
     """Refine queue.wait_reason's "capacity": the budget, a label budget or a provider hold holds it back."""
     if reason != "capacity":
         return reason
     now = tx.now_ms
     dep = tx.one(
-        "SELECT id, namespace, name, budget FROM deployments WHERE id = ?", (task["deployment_id"],)
+        "SELECT id, namespace, name, budget FROM deployments WHERE id = ?", (task.deployment_id,)
     )
     if dep is None:
         return reason
@@ -180,8 +181,8 @@ def budget_wait_reason(tx: Tx, task: Row, reason: str | None) -> str | None:
     if limit is None and not labels:
         return reason
     state = budgets.budget_state(tx, dep, now)
-    if state.exhausted or (state.pressure and task["priority"] >= BACKGROUND):
+    if state.exhausted or (state.pressure and task.priority >= BACKGROUND):
         return "budget"
-    if budgets.carries_exhausted_label(loads(task["labels"], {}), state.exhausted_labels):
+    if budgets.carries_exhausted_label(loads(task.labels, {}), state.exhausted_labels):
         return "label_budget"
     return reason

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from agen.domain import UNFINISHED, TaskRow, TaskState
 from agen.errors import ConflictError, NotFoundError
-from agen.hub.queue._tasks import UNFINISHED, URGENT, get_task, requeue, task_event
-from agen.store import Tx, dumps, new_ulid
+from agen.hub.queue._tasks import URGENT, get_task, requeue, task_event
+from agen.store import Row, Tx, dumps, new_ulid
 
 RESUME = "resume"
 
 
-def _effectively_held(row: dict[str, Any], now_ms: int) -> bool:
-    return bool(row["held"]) and (row["held_until_ms"] is None or row["held_until_ms"] > now_ms)
+def _effectively_held(held: bool, held_until_ms: int | None, now_ms: int) -> bool:
+    return bool(held) and (held_until_ms is None or held_until_ms > now_ms)
 
 
 def _clear_hold(tx: Tx, task_id: str) -> None:
@@ -28,8 +29,8 @@ def _clear_hold(tx: Tx, task_id: str) -> None:
     )
 
 
-def _wake_if_resuming(tx: Tx, row: dict[str, Any], reason: str) -> bool:
-    if row["state"] == "waiting" and row["wait_for"] == RESUME:
+def _wake_if_resuming(tx: Tx, row: TaskRow, reason: str) -> bool:
+    if row.state == TaskState.WAITING and row.wait_for == RESUME:
         requeue(tx, row, reason=reason, priority=URGENT)
         return True
     return False
@@ -37,14 +38,14 @@ def _wake_if_resuming(tx: Tx, row: dict[str, Any], reason: str) -> bool:
 
 def pause_task(
     tx: Tx, task_id: str, until_ms: int | None = None, reason: str | None = None
-) -> dict[str, Any]:
+) -> TaskRow:
     """Hold an unfinished task (until ``until_ms``, or until resumed)."""
     row = get_task(tx, task_id)
-    if row["state"] not in UNFINISHED:
+    if row.state not in UNFINISHED:
         raise ConflictError(
-            f"task {task_id} already ended ({row['state']}); there is nothing to pause",
+            f"task {task_id} already ended ({row.state}); there is nothing to pause",
             task_id=task_id,
-            state=row["state"],
+            state=str(row.state),
         )
     tx.execute(
         "UPDATE tasks SET held = 1, held_until_ms = ?, hold_reason = ?, held_by = 'task', updated_ms = ?"
@@ -55,16 +56,16 @@ def pause_task(
     return get_task(tx, task_id)
 
 
-def resume_task(tx: Tx, task_id: str) -> dict[str, Any]:
+def resume_task(tx: Tx, task_id: str) -> TaskRow:
     """Clear a task's hold; a task suspended on "resume" is requeued at urgent priority."""
     row = get_task(tx, task_id)
-    if row["state"] not in UNFINISHED:
+    if row.state not in UNFINISHED:
         raise ConflictError(
-            f"task {task_id} already ended ({row['state']}); there is nothing to resume",
+            f"task {task_id} already ended ({row.state}); there is nothing to resume",
             task_id=task_id,
-            state=row["state"],
+            state=str(row.state),
         )
-    if not row["held"] and not (row["state"] == "waiting" and row["wait_for"] == RESUME):
+    if not row.held and not (row.state == TaskState.WAITING and row.wait_for == RESUME):
         return row
     _clear_hold(tx, task_id)
     task_event(tx, row, "task.resumed", {"reason": "resumed"})
@@ -72,7 +73,7 @@ def resume_task(tx: Tx, task_id: str) -> dict[str, Any]:
     return get_task(tx, task_id)
 
 
-def _deployment(tx: Tx, deployment_id: str) -> dict[str, Any]:
+def _deployment(tx: Tx, deployment_id: str) -> Row:
     dep = tx.one("SELECT id, namespace, name FROM deployments WHERE id = ?", (deployment_id,))
     if dep is None:
         raise NotFoundError(
@@ -105,13 +106,16 @@ def hold_deployment(
 def resume_deployment_hold(tx: Tx, deployment_id: str) -> int:
     """Clear the holds hold_deployment put in place (waking tasks suspended on them); returns how many."""
     dep = _deployment(tx, deployment_id)
-    rows = tx.all(
-        "SELECT * FROM tasks WHERE deployment_id = ? AND held = 1 AND held_by = 'deployment'"
-        " AND state IN ('queued', 'leased', 'running', 'waiting')",
-        (deployment_id,),
-    )
+    rows = [
+        TaskRow.from_row(r)
+        for r in tx.all(
+            "SELECT * FROM tasks WHERE deployment_id = ? AND held = 1 AND held_by = 'deployment'"
+            " AND state IN ('queued', 'leased', 'running', 'waiting')",
+            (deployment_id,),
+        )
+    ]
     for row in rows:
-        _clear_hold(tx, row["id"])
+        _clear_hold(tx, row.id)
         _wake_if_resuming(tx, row, "deployment resumed")
     if rows:
         tx.event(
@@ -128,23 +132,26 @@ def is_held(tx: Tx, task_id: str) -> bool:
     row = tx.one("SELECT held, held_until_ms FROM tasks WHERE id = ?", (task_id,))
     if row is None:
         raise NotFoundError(f"task {task_id} not found", task_id=task_id)
-    return _effectively_held(row, tx.now_ms)
+    return _effectively_held(row["held"], row["held_until_ms"], tx.now_ms)
 
 
 def wake_expired_holds(tx: Tx, now_ms: int) -> list[str]:
     """End holds whose deadline passed; requeue tasks suspended on "resume". Returns the woken ids."""
-    rows = tx.all(
-        "SELECT * FROM tasks WHERE held = 1 AND held_until_ms IS NOT NULL AND held_until_ms <= ?",
-        (now_ms,),
-    )
+    rows = [
+        TaskRow.from_row(r)
+        for r in tx.all(
+            "SELECT * FROM tasks WHERE held = 1 AND held_until_ms IS NOT NULL AND held_until_ms <= ?",
+            (now_ms,),
+        )
+    ]
     woken: list[str] = []
     for row in rows:
-        _clear_hold(tx, row["id"])
-        if row["state"] not in UNFINISHED:
+        _clear_hold(tx, row.id)
+        if row.state not in UNFINISHED:
             continue
         task_event(tx, row, "task.resumed", {"reason": "hold deadline passed"})
         if _wake_if_resuming(tx, row, "hold deadline passed"):
-            woken.append(row["id"])
+            woken.append(row.id)
     return woken
 
 
@@ -165,6 +172,6 @@ def write_inbox(tx: Tx, task_id: str, kind: str, ref: str | None, payload: Any =
         "INSERT INTO run_inbox (id, task_id, kind, ref, payload, created_ms) VALUES (?,?,?,?,?,?)",
         (inbox_id, task_id, kind, ref, None if payload is None else dumps(payload), tx.now_ms),
     )
-    if row["state"] == "waiting" and inbox_matches(row["wait_for"], kind, ref):
+    if row.state == TaskState.WAITING and inbox_matches(row.wait_for, kind, ref):
         requeue(tx, row, reason="inbox", priority=URGENT, data={"kind": kind, "ref": ref})
     return inbox_id

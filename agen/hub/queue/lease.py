@@ -19,10 +19,19 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
-from agen.errors import InvalidError
-from agen.hub.queue._tasks import (
+from agen.domain import (
     LIVE,
     TERMINAL,
+    LeasedTaskRow,
+    Outcome,
+    OutcomeStatus,
+    RunStatus,
+    TaskRow,
+    TaskState,
+)
+from agen.domain.approvals import close_task_approvals
+from agen.errors import InvalidError
+from agen.hub.queue._tasks import (
     deployment_log,
     due_sql,
     end_run,
@@ -36,13 +45,12 @@ from agen.hub.queue._tasks import (
 from agen.hub.queue.holds import RESUME, _effectively_held, inbox_matches, write_inbox
 from agen.hub.queue.locks import refresh_task_locks, release_task_locks, try_grant_all
 from agen.hub.queue.trees import ABANDON, joined_unfinished_children
-from agen.runner.approvals import close_task_approvals
 from agen.store import Tx, dumps
 from agen.store.base import new_ulid
 from agen.store.pg_locks import serialize_leasing
 
 MAX_ATTEMPTS = 5
-COMPLETE_STATES = ("succeeded", "failed", "cancelled")
+COMPLETE_STATES = (TaskState.SUCCEEDED, TaskState.FAILED, TaskState.CANCELLED)
 
 # Head-of-conversation rule: no other unfinished task of the key is in flight, and none
 # older is due (a not_before task does not hold its conversation up).
@@ -91,8 +99,8 @@ def lease_tasks(
     lease_ms: int,
     now_ms: int | None = None,
     start: bool = False,
-    skip: Callable[[dict[str, Any]], bool] | None = None,
-) -> list[dict[str, Any]]:
+    skip: Callable[[TaskRow], bool] | None = None,
+) -> list[LeasedTaskRow]:
     """Lease up to ``limit`` due tasks of one deployment (priority, then submission order).
 
     ``start=True`` leases straight into running (a caller that dispatches at once saves the
@@ -111,37 +119,39 @@ def lease_tasks(
     postgres = tx.dialect == "postgres"
     if not postgres and tx.scalar("SELECT paused FROM deployments WHERE id = ?", (deployment_id,)):
         return []
-    leased: list[dict[str, Any]] = []
+    leased: list[LeasedTaskRow] = []
     cursor = (-1, -1)
     # Every fetched row costs, and blocked ones are rare: grow the page only when needed. On Postgres each
     # fetched row also stays locked to this transaction's end, hidden from the other leasers: fetch no more.
     page = limit if postgres else limit + 4
     serial = False
     while len(leased) < limit:
-        rows = tx.all(
+        found = tx.all(
             _CANDIDATES_LOCKED if postgres else _CANDIDATES,
             {"dep": deployment_id, "now": now, "p": cursor[0], "s": cursor[1], "page": page},
         )
-        if not rows:
+        if not found:
             break
         if postgres:
-            declared = {r["id"]: list(r.pop("lock_names") or ()) for r in rows}
-            if not serial and any(r["conversation_key"] or declared[r["id"]] for r in rows):
+            declared = {r["id"]: list(r.get("lock_names") or ()) for r in found}
+            if not serial and any(r["conversation_key"] or declared[r["id"]] for r in found):
                 # conversation order and named locks are decided from rows this write has not locked:
                 # one leasing write at a time decides them, and the page is read again under the lock
                 serialize_leasing(tx)
                 serial = True
                 continue
+            rows = [TaskRow.from_row(r) for r in found]  # lock_names is not a column: ignored
         else:
-            declared = _declared_locks(tx, [r["id"] for r in rows])
-        cursor = (rows[-1]["priority"], rows[-1]["seq"])
+            rows = [TaskRow.from_row(r) for r in found]
+            declared = _declared_locks(tx, [r.id for r in rows])
+        cursor = (rows[-1].priority, rows[-1].seq)
         for row in rows:
             if skip is not None and skip(row):
                 continue
             got = _lease_one(
                 tx,
                 row,
-                declared.get(row["id"], []),
+                declared.get(row.id, []),
                 nest_id,
                 instance_id,
                 now + lease_ms,
@@ -170,41 +180,42 @@ def _declared_locks(tx: Tx, task_ids: list[str]) -> dict[str, list[str]]:
 
 def _lease_one(
     tx: Tx,
-    row: dict[str, Any],
+    row: TaskRow,
     lock_names: list[str],
     nest_id: str,
     instance_id: str | None,
     expires_ms: int,
     now: int,
     start: bool,
-) -> dict[str, Any] | None:
+) -> LeasedTaskRow | None:
+    """Lease one candidate; None when its locks or another writer took it."""
     grants: dict[str, int] = {}
     if lock_names:
-        got = try_grant_all(tx, row["namespace"], lock_names, row["id"], expires_ms, now_ms=now)
+        got = try_grant_all(tx, row.namespace, lock_names, row.id, expires_ms, now_ms=now)
         if got is None:
             return None
         grants = got
     lease_id = new_ulid()
-    state = "running" if start else "leased"
-    started = (row["started_ms"] or tx.now_ms) if start else row["started_ms"]
+    state = TaskState.RUNNING if start else TaskState.LEASED
+    started = (row.started_ms or tx.now_ms) if start else row.started_ms
     n = tx.execute(
         "UPDATE tasks SET state = ?, lease_id = ?, lease_nest_id = ?, lease_instance_id = ?,"
         " lease_expires_ms = ?, leased_ms = ?, attempts = attempts + 1, wait_reason = NULL, started_ms = ?,"
         " updated_ms = ? WHERE id = ? AND state = 'queued'",
-        (state, lease_id, nest_id, instance_id, expires_ms, now, started, tx.now_ms, row["id"]),
+        (state, lease_id, nest_id, instance_id, expires_ms, now, started, tx.now_ms, row.id),
     )
     if n == 0:  # taken by another writer between select and update (Postgres)
         if grants:
-            release_task_locks(tx, row["id"])
+            release_task_locks(tx, row.id)
         return None
-    row.update(
+    leased = row._replace(
         state=state,
         lease_id=lease_id,
         lease_nest_id=nest_id,
         lease_instance_id=instance_id,
         lease_expires_ms=expires_ms,
         leased_ms=now,
-        attempts=row["attempts"] + 1,
+        attempts=row.attempts + 1,
         wait_reason=None,
         started_ms=started,
         updated_ms=tx.now_ms,
@@ -212,33 +223,35 @@ def _lease_one(
     # Leased straight into running, nobody can see the leased state: one task.started event carries the lease.
     task_event(
         tx,
-        row,
+        leased,
         "task.started" if start else "task.leased",
         {
             "lease_id": lease_id,
             "nest_id": nest_id,
             "instance_id": instance_id,
-            "attempt": row["attempts"],
+            "attempt": leased.attempts,
         },
     )
-    row["locks"] = grants
-    return row
+    return LeasedTaskRow(leased, lease_id, grants)
 
 
-def mark_running(tx: Tx, task_id: str, lease_id: str) -> dict[str, Any]:
+def mark_running(tx: Tx, task_id: str, lease_id: str) -> TaskRow:
     """The instance started the task (leased -> running); repeating it is harmless."""
     row = fenced_task(tx, task_id, lease_id)
-    if row["state"] == "running":
+    if row.state == TaskState.RUNNING:
         return row
     tx.execute(
         "UPDATE tasks SET state = 'running', started_ms = COALESCE(started_ms, ?), updated_ms = ? WHERE id = ?",
         (tx.now_ms, tx.now_ms, task_id),
     )
     task_event(
-        tx, row, "task.started", {"lease_id": lease_id, "instance_id": row["lease_instance_id"]}
+        tx, row, "task.started", {"lease_id": lease_id, "instance_id": row.lease_instance_id}
     )
-    row.update(state="running", started_ms=row["started_ms"] or tx.now_ms, updated_ms=tx.now_ms)
-    return row
+    return row._replace(
+        state=TaskState.RUNNING,
+        started_ms=row.started_ms or tx.now_ms,
+        updated_ms=tx.now_ms,
+    )
 
 
 def extend_lease(tx: Tx, task_id: str, lease_id: str, lease_ms: int) -> int:
@@ -262,8 +275,8 @@ _FINISH_SQL = (
 
 def finish_task(
     tx: Tx,
-    row: dict[str, Any],
-    state: str,
+    row: TaskRow,
+    state: TaskState,
     *,
     outcome: dict[str, Any] | None,
     error: str | None,
@@ -281,7 +294,7 @@ def finish_task(
             keep_lease_id,
             tx.now_ms,
             tx.now_ms,
-            row["id"],
+            row.id,
         ),
     )
     _finished(tx, row, state, outcome, error, data)
@@ -311,8 +324,8 @@ _FINISH_NEEDS_SQL = (
 
 def _finished(
     tx: Tx,
-    row: dict[str, Any],
-    state: str,
+    row: TaskRow,
+    state: TaskState,
     outcome: dict[str, Any] | None,
     error: str | None,
     data: dict[str, Any] | None = None,
@@ -320,34 +333,34 @@ def _finished(
     needs: _FinishNeeds = _FinishNeeds(),
 ) -> None:
     if needs.locks:
-        release_task_locks(tx, row["id"])
+        release_task_locks(tx, row.id)
     if needs.approvals:
-        close_task_approvals(tx, row["id"], state, (data or {}).get("by"))
+        close_task_approvals(tx, row.id, state, (data or {}).get("by"))
     task_event(
         tx,
         row,
         f"task.{state}",
         {"error": error, **(data or {})},
-        severity="warning" if state in ("failed", "expired") else "info",
+        severity="warning" if state in (TaskState.FAILED, TaskState.EXPIRED) else "info",
     )
-    if row["parent_task_id"]:
+    if row.parent_task_id:
         write_inbox(
             tx,
-            row["parent_task_id"],
+            row.parent_task_id,
             "child",
-            row["id"],
-            {"task_id": row["id"], "status": state, "outcome": outcome, "error": error},
+            row.id,
+            {"task_id": row.id, "status": state, "outcome": outcome, "error": error},
         )
     # on_parent_end "cancel" (the default): the joined branch unwinds with its parent
-    if needs.children and row.get("on_parent_end") != ABANDON:
-        for child in joined_unfinished_children(tx, row["id"]):
+    if needs.children and row.on_parent_end != ABANDON:
+        for child in joined_unfinished_children(tx, row.id):
             cancel_task(
                 tx,
-                child["id"],
+                child.id,
                 by="hub",
-                reason=f"its parent task {row['id']} ended ({state}); on_parent_end is cancel",
+                reason=f"its parent task {row.id} ended ({state}); on_parent_end is cancel",
             )
-    if row.get("reply_deployment"):
+    if row.reply_deployment:
         from agen.hub.queue.delegation import reply_to_caller
 
         reply_to_caller(tx, row, state, outcome)
@@ -357,10 +370,10 @@ def _finish_fenced(
     tx: Tx,
     task_id: str,
     lease_id: str,
-    state: str,
+    state: TaskState,
     outcome: dict[str, Any] | None,
     error: str | None,
-) -> dict[str, Any] | None:
+) -> TaskRow | None:
     """complete_task's common case in one statement: the update only matches while ``lease_id`` is the
     task's live lease, and returns the finished row; None when it did not match (read and decide why)."""
     row = tx.one(
@@ -378,14 +391,16 @@ def _finish_fenced(
             lease_id,
         ),
     )
-    if row is not None:
-        needs = _FinishNeeds(
-            locks=bool(row.pop("_has_locks")),
-            approvals=bool(row.pop("_has_approvals")),
-            children=bool(row.pop("_has_children")),
-        )
-        _finished(tx, row, state, outcome, error, needs=needs)
-    return row
+    if row is None:
+        return None
+    needs = _FinishNeeds(
+        locks=bool(row.pop("_has_locks")),
+        approvals=bool(row.pop("_has_approvals")),
+        children=bool(row.pop("_has_children")),
+    )
+    done = TaskRow.from_row(row)
+    _finished(tx, done, state, outcome, error, needs=needs)
+    return done
 
 
 def complete_task(
@@ -396,7 +411,7 @@ def complete_task(
     status: str,
     outcome: dict[str, Any] | None,
     error: str | None = None,
-) -> dict[str, Any]:
+) -> TaskRow:
     """End a leased/running task as succeeded, failed or cancelled; releases its locks.
 
     Reporting the same lease's completion twice returns the stored task (a retried RPC).
@@ -405,17 +420,18 @@ def complete_task(
         raise InvalidError(
             f"status must be one of {', '.join(COMPLETE_STATES)} (got {status!r})", field="status"
         )
-    done = _finish_fenced(tx, task_id, lease_id, status, outcome, error)
+    state = TaskState(status)
+    done = _finish_fenced(tx, task_id, lease_id, state, outcome, error)
     if done is not None:
         return done
     row = get_task(tx, task_id)
-    if row["state"] in TERMINAL and row["lease_id"] == lease_id:
+    if row.state in TERMINAL and row.lease_id == lease_id:
         return row
-    if row["lease_id"] != lease_id or row["state"] not in LIVE:
+    if row.lease_id != lease_id or row.state not in LIVE:
         raise stale_lease(row, lease_id)
-    finish_task(tx, row, status, outcome=outcome, error=error, keep_lease_id=True)
-    row.update(
-        state=status,
+    finish_task(tx, row, state, outcome=outcome, error=error, keep_lease_id=True)
+    return row._replace(
+        state=state,
         outcome=None if outcome is None else dumps(outcome),
         error=error,
         lease_nest_id=None,
@@ -425,12 +441,11 @@ def complete_task(
         finished_ms=tx.now_ms,
         updated_ms=tx.now_ms,
     )
-    return row
 
 
 def release_task(
     tx: Tx, task_id: str, lease_id: str, *, count_attempt: bool, reason: str | None = None
-) -> dict[str, Any]:
+) -> TaskRow:
     """Give a leased task back to the queue.
 
     ``count_attempt=False``: the host could not take it (not its fault, not counted).
@@ -444,11 +459,11 @@ def release_task(
     deployment_log(
         tx,
         row,
-        f"task {task_id} released by instance {row['lease_instance_id'] or '-'}: {why}"
+        f"task {task_id} released by instance {row.lease_instance_id or '-'}: {why}"
         f"{'' if count_attempt else ' (attempt not counted)'}",
-        instance_id=row["lease_instance_id"],
+        instance_id=row.lease_instance_id,
     )
-    if count_attempt and row["attempts"] >= MAX_ATTEMPTS:
+    if count_attempt and row.attempts >= MAX_ATTEMPTS:
         _fail_max_attempts(tx, row, why)
     else:
         requeue(
@@ -462,7 +477,7 @@ def release_task(
     return get_task(tx, task_id)
 
 
-def suspend_task(tx: Tx, task_id: str, lease_id: str, wait_for: str) -> dict[str, Any]:
+def suspend_task(tx: Tx, task_id: str, lease_id: str, wait_for: str) -> TaskRow:
     """The run suspended: the task gives up its lease and locks and waits for ``wait_for``.
 
     Something that already arrived while the run was live (an inbox row since the lease, or a
@@ -483,12 +498,12 @@ def suspend_task(tx: Tx, task_id: str, lease_id: str, wait_for: str) -> dict[str
     task_event(tx, row, "task.waiting", {"wait_for": wait_for})
     row = get_task(tx, task_id)
     if wait_for == RESUME:
-        if not _effectively_held(row, tx.now_ms):
+        if not _effectively_held(row.held, row.held_until_ms, tx.now_ms):
             requeue(tx, row, reason="resumed", priority=0)
     else:
         arrived = tx.all(
             "SELECT kind, ref FROM run_inbox WHERE task_id = ? AND consumed_ms IS NULL AND created_ms >= ?",
-            (task_id, row["leased_ms"] or 0),
+            (task_id, row.leased_ms or 0),
         )
         hit = next((a for a in arrived if inbox_matches(wait_for, a["kind"], a["ref"])), None)
         if hit is not None:
@@ -498,34 +513,28 @@ def suspend_task(tx: Tx, task_id: str, lease_id: str, wait_for: str) -> dict[str
     return get_task(tx, task_id)
 
 
-def _fail_max_attempts(tx: Tx, row: dict[str, Any], last: str) -> None:
-    error = f"task failed after {row['attempts']} attempts (max {MAX_ATTEMPTS}); last: {last}"
+def _fail_max_attempts(tx: Tx, row: TaskRow, last: str) -> None:
+    error = f"task failed after {row.attempts} attempts (max {MAX_ATTEMPTS}); last: {last}"
     finish_task(
         tx,
         row,
-        "failed",
-        outcome={
-            "status": "failed",
-            "reason": "max_attempts",
-            "summary": error,
-            "data": None,
-            "artifacts": [],
-        },
+        TaskState.FAILED,
+        outcome=Outcome.ended(OutcomeStatus.FAILED, "max_attempts", error).stored(),
         error=error,
         data={"reason": "max_attempts"},
     )
-    end_run(tx, row["id"], "failed", "max_attempts")
+    end_run(tx, row.id, RunStatus.FAILED, "max_attempts")
 
 
-def progressed_during_lease(tx: Tx, row: dict[str, Any]) -> bool:
+def progressed_during_lease(tx: Tx, row: TaskRow) -> bool:
     """Did the task's run checkpoint a model turn or a tool result since its current lease began?"""
-    if not row.get("leased_ms"):
+    if not row.leased_ms:
         return False
     return bool(
         tx.scalar(
             "SELECT 1 FROM runs r JOIN messages m ON m.run_id = r.id WHERE r.task_id = ?"
             " AND m.role IN ('assistant', 'tool') AND m.created_ms >= ? LIMIT 1",
-            (row["id"], row["leased_ms"]),
+            (row.id, row.leased_ms),
         )
     )
 
@@ -537,33 +546,46 @@ def _only(deployment_ids: Collection[str] | None) -> tuple[str, list[str]]:
     return f" AND deployment_id IN ({','.join('?' * len(ids)) or 'NULL'})", ids
 
 
+@dataclass(frozen=True, slots=True)
+class ExpiredLease:
+    """What expire_leases did to one task: ``requeued`` or ``failed`` (its attempts ran out)."""
+
+    task_id: str
+    deployment_id: str
+    action: str
+    attempts: int  # counted attempts before this expiry
+
+
 def expire_leases(
     tx: Tx, now_ms: int, *, deployment_ids: Collection[str] | None = None
-) -> list[dict[str, Any]]:
+) -> list[ExpiredLease]:
     """Requeue tasks whose lease expired; the attempt is counted unless the run made progress during the
     lease (see ``progressed_during_lease``). The 5th counted expiry fails the task and fences its run.
     ``deployment_ids``: only those deployments' tasks (an embedded one-shot's scope)."""
     scope, ids = _only(deployment_ids)
-    rows = tx.all(
-        "SELECT * FROM tasks WHERE state IN ('leased', 'running') AND lease_expires_ms <= ?"
-        + scope,
-        [now_ms, *ids],
-    )
-    out: list[dict[str, Any]] = []
+    rows = [
+        TaskRow.from_row(r)
+        for r in tx.all(
+            "SELECT * FROM tasks WHERE state IN ('leased', 'running') AND lease_expires_ms <= ?"
+            + scope,
+            [now_ms, *ids],
+        )
+    ]
+    out: list[ExpiredLease] = []
     for row in rows:
-        where = f"nest {row['lease_nest_id']}, instance {row['lease_instance_id'] or '-'}"
+        where = f"nest {row.lease_nest_id}, instance {row.lease_instance_id or '-'}"
         progressed = progressed_during_lease(tx, row)
         deployment_log(
             tx,
             row,
-            f"lease {row['lease_id']} of task {row['id']} expired ({where}); "
+            f"lease {row.lease_id} of task {row.id} expired ({where}); "
             + (
                 "the run made progress, so the attempt is not counted"
                 if progressed
-                else f"attempt {row['attempts']} of {MAX_ATTEMPTS}"
+                else f"attempt {row.attempts} of {MAX_ATTEMPTS}"
             ),
             level="warning",
-            instance_id=row["lease_instance_id"],
+            instance_id=row.lease_instance_id,
         )
         if progressed:
             requeue(
@@ -572,13 +594,13 @@ def expire_leases(
                 reason="lease_expired",
                 attempt_delta=-1,
                 data={
-                    "lease_id": row["lease_id"],
-                    "attempts": row["attempts"] - 1,
+                    "lease_id": row.lease_id,
+                    "attempts": row.attempts - 1,
                     "count_attempt": False,
                 },
             )
             action = "requeued"
-        elif row["attempts"] >= MAX_ATTEMPTS:
+        elif row.attempts >= MAX_ATTEMPTS:
             _fail_max_attempts(tx, row, f"lease expired on {where}")
             action = "failed"
         else:
@@ -586,17 +608,10 @@ def expire_leases(
                 tx,
                 row,
                 reason="lease_expired",
-                data={"lease_id": row["lease_id"], "attempts": row["attempts"]},
+                data={"lease_id": row.lease_id, "attempts": row.attempts},
             )
             action = "requeued"
-        out.append(
-            {
-                "task_id": row["id"],
-                "deployment_id": row["deployment_id"],
-                "action": action,
-                "attempts": row["attempts"],
-            }
-        )
+        out.append(ExpiredLease(row.id, row.deployment_id, action, row.attempts))
     return out
 
 
@@ -605,54 +620,43 @@ def expire_overdue(
 ) -> list[str]:
     """Queued tasks past not_after end as expired (reason expired); returns their ids."""
     scope, ids = _only(deployment_ids)
-    rows = tx.all(
-        "SELECT * FROM tasks WHERE state = 'queued' AND not_after_ms IS NOT NULL AND not_after_ms <= ?"
-        + scope,
-        [now_ms, *ids],
-    )
+    rows = [
+        TaskRow.from_row(r)
+        for r in tx.all(
+            "SELECT * FROM tasks WHERE state = 'queued' AND not_after_ms IS NOT NULL AND not_after_ms <= ?"
+            + scope,
+            [now_ms, *ids],
+        )
+    ]
     for row in rows:
         error = "not started before its not_after deadline"
         finish_task(
             tx,
             row,
-            "expired",
-            outcome={
-                "status": "failed",
-                "reason": "expired",
-                "summary": error,
-                "data": None,
-                "artifacts": [],
-            },
+            TaskState.EXPIRED,
+            outcome=Outcome.ended(OutcomeStatus.FAILED, "expired", error).stored(),
             error=error,
-            data={"reason": "expired", "not_after_ms": row["not_after_ms"]},
+            data={"reason": "expired", "not_after_ms": row.not_after_ms},
         )
-    return [r["id"] for r in rows]
+    return [r.id for r in rows]
 
 
-def cancel_task(
-    tx: Tx, task_id: str, *, by: str | None, reason: str | None = None
-) -> dict[str, Any]:
+def cancel_task(tx: Tx, task_id: str, *, by: str | None, reason: str | None = None) -> TaskRow:
     """Hard cancel: ends the task and its unfinished run (epoch+1), releases its locks.
 
     Cancelling an already finished task changes nothing and returns it.
     """
     row = get_task(tx, task_id)
-    if row["state"] in TERMINAL:
+    if row.state in TERMINAL:
         return row
     why = reason or "cancelled"
     finish_task(
         tx,
         row,
-        "cancelled",
-        outcome={
-            "status": "cancelled",
-            "reason": "cancelled",
-            "summary": why,
-            "data": None,
-            "artifacts": [],
-        },
+        TaskState.CANCELLED,
+        outcome=Outcome.ended(OutcomeStatus.CANCELLED, "cancelled", why).stored(),
         error=None,
         data={"by": by, "reason": why},
     )
-    end_run(tx, task_id, "cancelled", why)
+    end_run(tx, task_id, RunStatus.CANCELLED, why)
     return get_task(tx, task_id)

@@ -180,7 +180,11 @@ def hold_note(hold: Mapping[str, Any]) -> str:
 
 
 def on_task_failed(
-    tx: Tx, task: Mapping[str, Any], outcome: Mapping[str, Any] | None, error: str | None
+    tx: Tx,
+    task_id: str,
+    deployment_id: str,
+    outcome: Mapping[str, Any] | None,
+    error: str | None,
 ) -> Row | None:
     """Hook for CompleteTask: hold the account when a task failed with an account error; a new hold is
     explained on the task's error (what is held, until when, how to end it)."""
@@ -190,7 +194,7 @@ def on_task_failed(
     if not blamed:
         first = tx.scalar(
             "SELECT account FROM provider_accounts WHERE deployment_id = ? ORDER BY account LIMIT 1",
-            (task["deployment_id"],),
+            (deployment_id,),
         )
         if first is None:
             return None
@@ -206,8 +210,8 @@ def on_task_failed(
         tx,
         blamed,
         reason=reason,
-        deployment_id=task["deployment_id"],
-        task_id=task["id"],
+        deployment_id=deployment_id,
+        task_id=task_id,
         key_fingerprint=str(fingerprint) if fingerprint else None,
     )
     if (
@@ -216,7 +220,7 @@ def on_task_failed(
         note = hold_note(hold)
         tx.execute(
             "UPDATE tasks SET error = ? WHERE id = ?",
-            (f"{error}; {note}" if error else note, task["id"]),
+            (f"{error}; {note}" if error else note, task_id),
         )
     return hold
 

@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from pydantic import ValidationError
 
 from agen.bundle.agent import Secrets
+from agen.domain.redact import Redactor
 from agen.hub.fleet.definitions import unpack
-from agen.runner.redact import Redactor
 from agen.store import Row, Tx
 
 SECRETS_FILE = "x-agen/secrets.json"

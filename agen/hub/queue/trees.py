@@ -15,8 +15,10 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
+from agen.domain import TaskRow
 from agen.hub.queue._tasks import LIVE, UNFINISHED, get_task, task_event
 from agen.hub.queue.holds import pause_task, resume_task, write_inbox
+from agen.store import Tx
 
 CANCEL = "cancel"
 ABANDON = "abandon"
@@ -29,19 +31,20 @@ CANCEL_KIND = (
 _UNFINISHED_SQL = "state IN ('queued', 'leased', 'running', 'waiting')"
 
 
-def joined_unfinished_children(tx: Any, task_id: str) -> list[dict[str, Any]]:
+def joined_unfinished_children(tx: Tx, task_id: str) -> list[TaskRow]:
     """Direct children still unfinished that are joined to this task (no reply_deployment: an async
     child replies into a conversation and is meant to outlive the task that started it)."""
-    return list(
-        tx.all(
+    return [
+        TaskRow.from_row(r)
+        for r in tx.all(
             f"SELECT * FROM tasks WHERE parent_task_id = ? AND reply_deployment IS NULL AND {_UNFINISHED_SQL}"
             " ORDER BY seq",
             (task_id,),
         )
-    )
+    ]
 
 
-def unfinished_children(tx: Any, task_ids: list[str]) -> dict[str, int]:
+def unfinished_children(tx: Tx, task_ids: list[str]) -> dict[str, int]:
     """How many direct children of each task are still unfinished (a parent's "waiting on 3 children")."""
     if not task_ids:
         return {}
@@ -56,35 +59,39 @@ def unfinished_children(tx: Any, task_ids: list[str]) -> dict[str, int]:
     }
 
 
-def root_of(tx: Any, task_id: str) -> str:
-    return str(get_task(tx, task_id)["root_task_id"])
+def root_of(tx: Tx, task_id: str) -> str:
+    return get_task(tx, task_id).root_task_id
 
 
-def tree_rows(tx: Any, task_id: str) -> list[dict[str, Any]]:
+def tree_rows(tx: Tx, task_id: str) -> list[TaskRow]:
     """Every task of the tree ``task_id`` belongs to, in submission order (a parent before its children)."""
-    return list(
-        tx.all("SELECT * FROM tasks WHERE root_task_id = ? ORDER BY seq", (root_of(tx, task_id),))
-    )
+    return [
+        TaskRow.from_row(r)
+        for r in tx.all(
+            "SELECT * FROM tasks WHERE root_task_id = ? ORDER BY seq", (root_of(tx, task_id),)
+        )
+    ]
 
 
-def _scope(tx: Any, task_id: str, tree: bool) -> list[dict[str, Any]]:
+def _scope(tx: Tx, task_id: str, tree: bool) -> list[TaskRow]:
     if not tree:
         return [get_task(tx, task_id)]
-    return list(
-        tx.all(
+    return [
+        TaskRow.from_row(r)
+        for r in tx.all(
             f"SELECT * FROM tasks WHERE root_task_id = ? AND {_UNFINISHED_SQL} ORDER BY depth, seq",
             (root_of(tx, task_id),),
         )
-    )
+    ]
 
 
-def tree_unfinished(tx: Any, task_id: str) -> list[str]:
+def tree_unfinished(tx: Tx, task_id: str) -> list[str]:
     """Ids of every unfinished task of the tree ``task_id`` belongs to."""
-    return [r["id"] for r in _scope(tx, task_id, True)]
+    return [r.id for r in _scope(tx, task_id, True)]
 
 
 def cancel_scope(
-    tx: Any, task_id: str, *, tree: bool, by: str | None, reason: str | None = None
+    tx: Tx, task_id: str, *, tree: bool, by: str | None, reason: str | None = None
 ) -> list[str]:
     """Hard cancel ``task_id`` (``tree``: every unfinished task of its tree, async children too).
 
@@ -96,14 +103,14 @@ def cancel_scope(
 
     ended: list[str] = []
     for row in _scope(tx, task_id, tree):
-        if get_task(tx, row["id"])["state"] in UNFINISHED:
-            cancel_task(tx, row["id"], by=by, reason=reason)
-            ended.append(row["id"])
+        if get_task(tx, row.id).state in UNFINISHED:
+            cancel_task(tx, row.id, by=by, reason=reason)
+            ended.append(row.id)
     return ended
 
 
 def begin_graceful_cancel(
-    tx: Any,
+    tx: Tx,
     task_id: str,
     *,
     tree: bool,
@@ -119,20 +126,20 @@ def begin_graceful_cancel(
     then stop those children without their wrap-up turn): it gets the wrap-up request too, and its run
     reads it if a child's end wakes it within the grace period."""
     rows = _scope(tx, task_id, tree)
-    parents = unfinished_children(tx, [r["id"] for r in rows]) if tree else {}
+    parents = unfinished_children(tx, [r.id for r in rows]) if tree else {}
     live: list[str] = []
     rest: list[str] = []
     for row in rows:
-        (live if row["state"] in LIVE or parents.get(row["id"]) else rest).append(row["id"])
+        (live if row.state in LIVE or parents.get(row.id) else rest).append(row.id)
     for tid in live:
         request_wrap_up(tx, tid, grace_ms=grace_ms, by=by, reason=reason or "cancelled")
     for tid in rest:
-        if get_task(tx, tid)["state"] in UNFINISHED:
+        if get_task(tx, tid).state in UNFINISHED:
             cancel_scope(tx, tid, tree=False, by=by, reason=reason)
     return live
 
 
-def request_wrap_up(tx: Any, task_id: str, *, grace_ms: int, by: str | None, reason: str) -> None:
+def request_wrap_up(tx: Tx, task_id: str, *, grace_ms: int, by: str | None, reason: str) -> None:
     """Ask a running task to wrap up within ``grace_ms`` (graceful cancel, interrupt); an earlier, shorter
     deadline already set stays."""
     row = get_task(tx, task_id)
@@ -149,7 +156,7 @@ def request_wrap_up(tx: Any, task_id: str, *, grace_ms: int, by: str | None, rea
 
 
 def cancel_overdue(
-    tx: Any, now_ms: int, *, deployment_ids: Collection[str] | None = None
+    tx: Tx, now_ms: int, *, deployment_ids: Collection[str] | None = None
 ) -> list[str]:
     """The leader's sweep: a task still unfinished past its graceful cancel deadline is stopped.
     ``deployment_ids``: only those deployments' tasks (an embedded one-shot's scope)."""
@@ -172,7 +179,7 @@ def cancel_overdue(
     return ended
 
 
-def unfinished(tx: Any, task_ids: list[str]) -> list[str]:
+def unfinished(tx: Tx, task_ids: list[str]) -> list[str]:
     if not task_ids:
         return []
     marks = ",".join("?" * len(task_ids))
@@ -185,18 +192,18 @@ def unfinished(tx: Any, task_ids: list[str]) -> list[str]:
 
 
 def pause_tree(
-    tx: Any, task_id: str, until_ms: int | None = None, reason: str | None = None
+    tx: Tx, task_id: str, until_ms: int | None = None, reason: str | None = None
 ) -> list[str]:
     """Hold every unfinished task of the tree (async children too: an explicit hold is not the cascade)."""
     rows = _scope(tx, task_id, True)
     for row in rows:
-        pause_task(tx, row["id"], until_ms, reason)
-    return [r["id"] for r in rows]
+        pause_task(tx, row.id, until_ms, reason)
+    return [r.id for r in rows]
 
 
-def resume_tree(tx: Any, task_id: str) -> list[str]:
+def resume_tree(tx: Tx, task_id: str) -> list[str]:
     """End the hold on every unfinished task of the tree; tasks suspended on it are requeued."""
     rows = _scope(tx, task_id, True)
     for row in rows:
-        resume_task(tx, row["id"])
-    return [r["id"] for r in rows]
+        resume_task(tx, row.id)
+    return [r.id for r in rows]

@@ -16,10 +16,10 @@ if TYPE_CHECKING:
 
 async def resolve_agent(hub: Hub, p: Principal, req: ResolveAgentRequest) -> ResolveAgentResponse:
     row = await find_deployment(hub, p, req.namespace, req.deployment)
-    bundle = load_bundle_files(await get_definition_files(hub.store, str(row["definition_id"])))
+    bundle = load_bundle_files(await get_definition_files(hub.store, row.definition_id))
     ready = await hub.store.scalar(
         "SELECT COUNT(*) FROM instances WHERE deployment_id = ? AND state IN ('ready','busy')",
-        (row["id"],),
+        (row.id,),
     )
     urls = [f"{u.rstrip('/')}/a2a/{req.namespace}/{req.deployment}" for u in hub.gateway_urls]
     return ResolveAgentResponse(
@@ -33,7 +33,7 @@ async def resolve_agent(hub: Hub, p: Principal, req: ResolveAgentRequest) -> Res
             for s in sorted(bundle.skills.values(), key=lambda s: s.name)
         ],
         urls=urls,
-        paused=bool(row.get("paused")),
-        pause_reason=row.get("pause_reason"),
+        paused=row.paused,
+        pause_reason=row.pause_reason,
         ready=int(ready or 0),
     )

@@ -50,7 +50,7 @@ async def list_approvals(
 
 
 async def decide_approval(hub: Hub, p: Principal, req: DecideApprovalRequest) -> ApprovalResponse:
-    from agen.runner.approvals import decide_approval as decide
+    from agen.domain.approvals import decide_approval as decide
 
     row = await hub.store.one("SELECT namespace FROM approvals WHERE id = ?", (req.id,))
     if row is None or not p.sees(row["namespace"]):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from agen.domain import TaskRow
 from agen.errors import DeniedError
 from agen.hub import queue
 from agen.hub.auth import Principal
@@ -37,20 +38,20 @@ def _runs_here(tx: Tx, p: Principal, task_id: str) -> None:
         )
 
 
-def _child(row: dict[str, Any]) -> m.ChildTask:
+def _child(row: TaskRow | d.ChildEnd) -> m.ChildTask:
     return m.ChildTask(
-        id=row["id"],
-        deployment=row["deployment"],
-        state=row["state"],
-        outcome=loads(row["outcome"]) if isinstance(row["outcome"], str) else row["outcome"],
-        error=row["error"],
+        id=row.id,
+        deployment=row.deployment,
+        state=row.state.value,
+        outcome=loads(row.outcome),
+        error=row.error,
     )
 
 
 async def submit_child_task(
     hub: Hub, p: Principal, req: m.SubmitChildTaskRequest
 ) -> m.ChildTaskResponse:
-    def fn(tx: Tx) -> tuple[dict[str, Any], bool]:
+    def fn(tx: Tx) -> tuple[TaskRow, bool]:
         _runs_here(tx, p, req.parent_task_id)
         return d.submit_child(tx, req, p.subject)
 
@@ -65,9 +66,9 @@ async def wait_child_task(
 ) -> m.ChildTaskResponse:
     await hub.store.read(lambda tx: _runs_here(tx, p, req.task_id))
 
-    def read(tx: Tx) -> dict[str, Any]:
+    def read(tx: Tx) -> TaskRow:
         row = get_task(tx, req.child_id)
-        if row["parent_task_id"] != req.task_id:
+        if row.parent_task_id != req.task_id:
             d.require_descendant(tx, req.task_id, req.child_id)
         return row
 
@@ -77,7 +78,7 @@ async def wait_child_task(
     while True:
         row = await hub.store.read(read)
         remaining = deadline - loop.time()
-        if row["state"] in TERMINAL or remaining <= 0:
+        if row.state in TERMINAL or remaining <= 0:
             return m.ChildTaskResponse(child=_child(row))
         seq = await hub.store.wait_for_events(seq, min(remaining, 1.0))
 
@@ -89,10 +90,10 @@ async def check_turn(hub: Hub, p: Principal, req: m.CheckTurnRequest) -> m.Check
         return m.CheckTurnResponse(
             unfinished_children=d.unfinished_children(tx, req.task_id),
             results=[
-                m.ChildResult(inbox_id=r["inbox_id"], child=_child(r))
+                m.ChildResult(inbox_id=r.inbox_id, child=_child(r))
                 for r in d.joined_results(tx, req.task_id)
             ],
-            tree_budget_exceeded=d.tree_budget_exceeded(tx, task["root_task_id"]),
+            tree_budget_exceeded=d.tree_budget_exceeded(tx, task.root_task_id),
         )
 
     return await hub.store.read(read)
@@ -134,7 +135,7 @@ async def signal_child_task(hub: Hub, p: Principal, req: m.SignalChildTaskReques
     def fn(tx: Tx) -> None:
         _runs_here(tx, p, req.task_id)
         target = d.require_descendant(tx, req.task_id, req.target)
-        queue.write_inbox(tx, target["id"], "signal", req.task_id, req.message)
+        queue.write_inbox(tx, target.id, "signal", req.task_id, req.message)
         task_event(tx, target, "task.signalled", {"from_task": req.task_id})
 
     await hub.store.write(fn)
@@ -147,7 +148,7 @@ async def acquire_lock(hub: Hub, p: Principal, req: m.AcquireLockRequest) -> m.A
         _runs_here(tx, p, req.task_id)
         task = get_task(tx, req.task_id)
         return queue.acquire_lock(
-            tx, task["namespace"], req.name, req.task_id, int(req.ttl_seconds * 1000)
+            tx, task.namespace, req.name, req.task_id, int(req.ttl_seconds * 1000)
         )
 
     return m.AcquireLockResponse(fence=await hub.store.write(fn))
@@ -157,7 +158,7 @@ async def release_lock(hub: Hub, p: Principal, req: m.ReleaseLockRequest) -> m.R
     def fn(tx: Tx) -> bool:
         _runs_here(tx, p, req.task_id)
         task = get_task(tx, req.task_id)
-        return queue.release_lock(tx, task["namespace"], req.name, req.task_id)
+        return queue.release_lock(tx, task.namespace, req.name, req.task_id)
 
     released = await hub.store.write(fn)
     if released:

@@ -7,6 +7,7 @@ import base64
 import binascii
 from typing import TYPE_CHECKING, Any
 
+from agen.domain import DeploymentRow
 from agen.errors import ConflictError, InvalidError, NotFoundError
 from agen.hub import queue
 from agen.hub.auth import Principal
@@ -244,7 +245,7 @@ def _secret_warnings(bundle: Bundle) -> list[str]:
     return unset_secrets(bundle.secrets, os.environ, where="the Hub's environment")
 
 
-async def find_deployment(hub: Hub, p: Principal, namespace: str, name: str) -> Row:
+async def find_deployment(hub: Hub, p: Principal, namespace: str, name: str) -> DeploymentRow:
     p.require_namespace(namespace)
     row = await hub.store.one(
         "SELECT * FROM deployments WHERE namespace = ? AND name = ?", (namespace, name)
@@ -255,7 +256,7 @@ async def find_deployment(hub: Hub, p: Principal, namespace: str, name: str) -> 
             deployment=name,
             namespace=namespace,
         )
-    return row
+    return DeploymentRow.from_row(row)
 
 
 _COUNTS = (
@@ -275,7 +276,7 @@ _INSTANCES = (
 
 
 def _to_view(
-    row: Row,
+    row: DeploymentRow,
     counts: Row | None,
     inst: Row | None,
     facts: DeploymentFacts | None = None,
@@ -300,35 +301,35 @@ def _to_view(
         if facts
         else None
     )
-    key = (row["namespace"], row["name"])
+    key = (row.namespace, row.name)
     return Deployment(
-        id=row["id"],
-        namespace=row["namespace"],
-        name=row["name"],
-        kind=row["kind"],
-        definition_id=row["definition_id"],
-        digest=row["digest"],
-        scale=ScalePolicy.model_validate_json(row["scale"]),
-        placement=loads(row["placement"], {}),
-        budget=loads(row["budget"], {}),
-        limits=loads(row["limits"], {}),
-        policy=loads(row["policy"], {}),
-        desired=row["desired"],
-        paused=bool(row["paused"]),
-        pause_reason=row["pause_reason"],
+        id=row.id,
+        namespace=row.namespace,
+        name=row.name,
+        kind=row.kind.value,
+        definition_id=row.definition_id,
+        digest=row.digest,
+        scale=ScalePolicy.model_validate_json(row.scale),
+        placement=loads(row.placement, {}),
+        budget=loads(row.budget, {}),
+        limits=loads(row.limits, {}),
+        policy=loads(row.policy, {}),
+        desired=row.desired,
+        paused=row.paused,
+        pause_reason=row.pause_reason,
         ready=int(inst.get("ready") or 0),
         instances=int(inst.get("total") or 0),
         queued=int(counts.get("queued") or 0),
         scheduled=int(counts.get("scheduled") or 0),
         running=int(counts.get("running") or 0),
         waiting=int(counts.get("waiting") or 0),
-        last_activity_ms=row["last_activity_ms"],
-        created_ms=row["created_ms"],
-        updated_ms=row["updated_ms"],
+        last_activity_ms=row.last_activity_ms,
+        created_ms=row.created_ms,
+        updated_ms=row.updated_ms,
         activity=act.word if act else "idle",
         stopped_reason=act.stopped_reason if act else None,
         waiting_on=act.waiting_on if act else None,
-        failing_reason=facts.failing.get(row["id"])
+        failing_reason=facts.failing.get(row.id)
         if facts and act and act.word == "failing"
         else None,
         pending_approvals=facts.pending_approvals.get(key, 0) if facts else 0,
@@ -337,10 +338,10 @@ def _to_view(
     )
 
 
-async def _views(hub: Hub, rows: list[Row]) -> list[Deployment]:
+async def _views(hub: Hub, rows: list[DeploymentRow]) -> list[Deployment]:
     if not rows:
         return []
-    ids = [r["id"] for r in rows]
+    ids = [r.id for r in rows]
     marks = ",".join("?" * len(ids))
     now = hub.clock()
     counts = await hub.store.all(
@@ -364,16 +365,14 @@ async def _views(hub: Hub, rows: list[Row]) -> list[Deployment]:
                 last_due_at=t["last_due_ms"],
             )
         )
-    return [
-        _to_view(r, by_c.get(r["id"]), by_i.get(r["id"]), facts, by_t.get(r["id"])) for r in rows
-    ]
+    return [_to_view(r, by_c.get(r.id), by_i.get(r.id), facts, by_t.get(r.id)) for r in rows]
 
 
 async def _view_by_id(hub: Hub, dep_id: str) -> Deployment:
     row = await hub.store.one("SELECT * FROM deployments WHERE id = ?", (dep_id,))
     if row is None:
         raise NotFoundError(f"deployment {dep_id} not found")
-    return (await _views(hub, [row]))[0]
+    return (await _views(hub, [DeploymentRow.from_row(row)]))[0]
 
 
 async def get_deployment(hub: Hub, p: Principal, req: GetDeploymentRequest) -> DeploymentResponse:
@@ -392,14 +391,16 @@ async def list_deployments(
         rows = await hub.store.all(
             "SELECT * FROM deployments WHERE namespace = ? ORDER BY name", (req.namespace,)
         )
-    return ListDeploymentsResponse(deployments=await _views(hub, rows))
+    return ListDeploymentsResponse(
+        deployments=await _views(hub, [DeploymentRow.from_row(r) for r in rows])
+    )
 
 
 async def scale_deployment(
     hub: Hub, p: Principal, req: ScaleDeploymentRequest
 ) -> DeploymentResponse:
     row = await find_deployment(hub, p, req.namespace, req.name)
-    scale = ScalePolicy.model_validate_json(row["scale"])
+    scale = ScalePolicy.model_validate_json(row.scale)
     if req.replicas > scale.max:
         raise InvalidError(
             f"{req.name} allows at most {scale.max} instances (scale.max); raise it in x-agen/config.json and redeploy",
@@ -407,7 +408,7 @@ async def scale_deployment(
         )
 
     def fn(tx: Tx) -> None:
-        cur = tx.one("SELECT paused FROM deployments WHERE id = ?", (row["id"],))
+        cur = tx.one("SELECT paused FROM deployments WHERE id = ?", (row.id,))
         if cur is None:
             raise NotFoundError(f"deployment {req.namespace}/{req.name} was deleted")
         if cur["paused"]:
@@ -416,7 +417,7 @@ async def scale_deployment(
             )
         tx.execute(
             "UPDATE deployments SET desired = ?, manual_scale_ms = ?, last_activity_ms = ?, updated_ms = ? WHERE id = ?",
-            (req.replicas, tx.now_ms, tx.now_ms, tx.now_ms, row["id"]),
+            (req.replicas, tx.now_ms, tx.now_ms, tx.now_ms, row.id),
         )
         tx.event(
             req.namespace, "deployment.scaled", deployment=req.name, data={"replicas": req.replicas}
@@ -425,24 +426,24 @@ async def scale_deployment(
 
     await hub.store.write(fn)
     hub.desired_state_changed()
-    return DeploymentResponse(deployment=await _view_by_id(hub, row["id"]), changed=True)
+    return DeploymentResponse(deployment=await _view_by_id(hub, row.id), changed=True)
 
 
 async def pause_deployment(
     hub: Hub, p: Principal, req: PauseDeploymentRequest
 ) -> DeploymentResponse:
     row = await find_deployment(hub, p, req.namespace, req.name)
-    scale = ScalePolicy.model_validate_json(row["scale"])
+    scale = ScalePolicy.model_validate_json(row.scale)
 
     def fn(tx: Tx) -> None:
         if req.paused:
             tx.execute(
                 "UPDATE deployments SET paused = 1, pause_reason = ?, desired = 0, updated_ms = ? WHERE id = ?",
-                (req.reason, tx.now_ms, row["id"]),
+                (req.reason, tx.now_ms, row.id),
             )
             if req.hold_runs:
                 queue.hold_deployment(
-                    tx, row["id"], req.hold_until_ms, req.reason or "deployment stopped"
+                    tx, row.id, req.hold_until_ms, req.reason or "deployment stopped"
                 )
             tx.event(
                 req.namespace,
@@ -457,15 +458,15 @@ async def pause_deployment(
             tx.execute(
                 "UPDATE deployments SET paused = 0, pause_reason = NULL, desired = ?, last_activity_ms = ?,"
                 " updated_ms = ? WHERE id = ?",
-                (scale.min, tx.now_ms, tx.now_ms, row["id"]),
+                (scale.min, tx.now_ms, tx.now_ms, row.id),
             )
-            queue.resume_deployment_hold(tx, row["id"])
+            queue.resume_deployment_hold(tx, row.id)
             tx.event(req.namespace, "deployment.started", deployment=req.name)
             write_log(tx, req.namespace, req.name, "started")
 
     await hub.store.write(fn)
     hub.desired_state_changed()
-    return DeploymentResponse(deployment=await _view_by_id(hub, row["id"]), changed=True)
+    return DeploymentResponse(deployment=await _view_by_id(hub, row.id), changed=True)
 
 
 async def delete_deployment(
@@ -475,7 +476,7 @@ async def delete_deployment(
 
     def fn(tx: Tx) -> tuple[list[str], int]:
         unfinished = tx.all(
-            f"SELECT id FROM tasks WHERE deployment_id = ? AND state IN {UNFINISHED}", (row["id"],)
+            f"SELECT id FROM tasks WHERE deployment_id = ? AND state IN {UNFINISHED}", (row.id,)
         )
         for t in unfinished:
             queue.cancel_task(tx, t["id"], by=p.subject, reason="deployment deleted")
@@ -491,7 +492,7 @@ async def delete_deployment(
                 req.name,
             ),
         )
-        tx.execute("DELETE FROM deployments WHERE id = ?", (row["id"],))
+        tx.execute("DELETE FROM deployments WHERE id = ?", (row.id,))
         sync_bundle_target(tx, req.namespace, req.name, None)
         tx.event(
             req.namespace,

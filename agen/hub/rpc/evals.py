@@ -28,15 +28,13 @@ async def get_replay_source(
 ) -> GetReplaySourceResponse:
     run = await find_run(hub, p, req.id)
     rows = await hub.store.all(
-        "SELECT * FROM messages WHERE run_id = ? ORDER BY seq LIMIT ?", (run["id"], MAX_MESSAGES)
+        "SELECT * FROM messages WHERE run_id = ? ORDER BY seq LIMIT ?", (run.id, MAX_MESSAGES)
     )
     [view] = await run_views(hub, [run])
-    raw = await hub.store.scalar(
-        "SELECT interactions FROM cassettes WHERE run_id = ?", (run["id"],)
-    )
+    raw = await hub.store.scalar("SELECT interactions FROM cassettes WHERE run_id = ?", (run.id,))
     def_id = await hub.store.scalar(
         "SELECT definition_id FROM deployments WHERE namespace = ? AND name = ?",
-        (run["namespace"], run["deployment"]),
+        (run.namespace, run.deployment),
     )
     files = None
     if def_id is not None:

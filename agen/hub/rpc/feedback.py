@@ -46,15 +46,15 @@ async def record_feedback(
     run = await find_run(hub, p, req.id)
     attrs = await hub.store.scalar(
         "SELECT attrs FROM spans WHERE run_id = ? AND name = 'agen.run' ORDER BY started_ms LIMIT 1",
-        (run["id"],),
+        (run.id,),
     )
     digest = (loads(attrs, {}) or {}).get("agen.definition.digest")
     row = {
         "id": new_ulid(),
-        "namespace": run["namespace"],
-        "deployment": run["deployment"],
-        "run_id": run["id"],
-        "task_id": run["task_id"],
+        "namespace": run.namespace,
+        "deployment": run.deployment,
+        "run_id": run.id,
+        "task_id": run.task_id,
         "digest": digest,
         "score": req.score,
         "note": req.note,

@@ -4,10 +4,10 @@ every request is held to the caller's namespaces."""
 
 from __future__ import annotations
 
+from agen.domain import memory as mem
 from agen.errors import InvalidError, NotFoundError
 from agen.hub.auth import Principal
 from agen.hub.service import Hub
-from agen.runner import memory as mem
 from agen.store import Row, Tx
 from agen.wire.memory import (
     Artifact,

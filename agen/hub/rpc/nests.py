@@ -8,8 +8,7 @@ causes a 5xx. A stale lease is the queue's own FencedError (409), whichever door
 
 from __future__ import annotations
 
-from typing import Any
-
+from agen.domain import LeasedTaskRow, TaskRow
 from agen.errors import AgenError, ConflictError, DeniedError, NotFoundError
 from agen.hub import queue
 from agen.hub.auth import Principal
@@ -117,32 +116,32 @@ async def get_definition_files_rpc(
     )
 
 
-def leased_task(row: dict[str, Any], *, started: bool) -> m.LeasedTask:
+def leased_task(leased: LeasedTaskRow, *, started: bool) -> m.LeasedTask:
     """A leased row as the Nest sees it. Built without re-validating what the Store just wrote (the
     hot path); over HTTP the Nest's client validates the JSON it receives."""
-    locks = row.get("locks") or {}
+    row = leased.task
     return m.LeasedTask.model_construct(
-        id=row["id"],
-        lease_id=row["lease_id"],
-        namespace=row["namespace"],
-        deployment=row["deployment"],
-        deployment_id=row["deployment_id"],
-        input=row["input"],
-        attempts=int(row.get("attempts") or 0),
-        conversation_key=row.get("conversation_key"),
-        labels=loads(row.get("labels"), {}) or {},
-        trust=row.get("trust") or "trusted",
-        source=row.get("source") or "api",
-        model_tier=row.get("model_tier"),
-        overrides=loads(row.get("overrides")),
-        budget_pressure=bool(row.get("budget_pressure")),
-        root_run_id=row.get("root_run_id"),
-        parent_run_id=row.get("parent_run_id"),
-        submitted_by=row.get("submitted_by"),
-        locks=dict(locks) if isinstance(locks, dict) else {},
+        id=row.id,
+        lease_id=leased.lease_id,
+        namespace=row.namespace,
+        deployment=row.deployment,
+        deployment_id=row.deployment_id,
+        input=row.input,
+        attempts=row.attempts,
+        conversation_key=row.conversation_key,
+        labels=loads(row.labels, {}) or {},
+        trust=row.trust or "trusted",
+        source=row.source or "api",
+        model_tier=row.model_tier,
+        overrides=loads(row.overrides),
+        budget_pressure=leased.budget_pressure,
+        root_run_id=row.root_run_id,
+        parent_run_id=row.parent_run_id,
+        submitted_by=row.submitted_by,
+        locks=dict(leased.locks),
         started=started,
-        traceparent=row.get("traceparent"),
-        depth=int(row.get("depth") or 0),
+        traceparent=row.traceparent,
+        depth=row.depth,
     )
 
 
@@ -151,7 +150,7 @@ async def lease_tasks(hub: Hub, p: Principal, req: m.LeaseTasksRequest) -> m.Lea
     if hub.draining or req.limit == 0:
         return m.LeaseTasksResponse(tasks=[])
 
-    def fn(tx: Tx) -> list[dict[str, Any]]:
+    def fn(tx: Tx) -> list[LeasedTaskRow]:
         _known_nest(tx, req.nest_id)
         return lease_for_nest(
             tx,
@@ -203,7 +202,7 @@ async def extend_leases(
 
 
 async def complete_task(hub: Hub, p: Principal, req: m.CompleteTaskRequest) -> Ok:
-    def fn(tx: Tx) -> dict[str, Any]:
+    def fn(tx: Tx) -> TaskRow:
         _own_tasks(tx, p, [req.lease.task_id])
         return complete_from_nest(
             tx,
@@ -215,7 +214,7 @@ async def complete_task(hub: Hub, p: Principal, req: m.CompleteTaskRequest) -> O
         )
 
     row = await hub.store.write(fn)
-    if row.get("parent_task_id") or row.get("reply_deployment"):
+    if row.parent_task_id or row.reply_deployment:
         # a child's end may have woken its parent (or queued a reply): lease it now, not at the next poll
         hub.work.notify()
         hub.desired_state_changed()

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass, field
 from typing import Any
 
 from agen.bundle.overrides import TRUST_RANK
+from agen.domain import TaskRow, TaskState
 from agen.errors import NotFoundError
 from agen.hub import queue
 from agen.hub.auth import Principal
@@ -18,7 +20,7 @@ from agen.hub.rpc._known import check_namespace, require_known_deployment
 from agen.hub.rpc.deployments import find_deployment
 from agen.hub.service import Hub
 from agen.otel.ids import check_traceparent
-from agen.store import Row, Tx, loads
+from agen.store import Tx, loads
 from agen.wire.signals import DryRunTaskResponse
 from agen.wire.tasks import (
     TERMINAL_STATES,
@@ -42,61 +44,75 @@ def effective_trust(asked: str | None, principal_trust: str) -> str:
     return asked
 
 
-def task_view(row: Row, *, extra: dict[str, Any] | None = None) -> Task:
-    extra = extra or {}
+@dataclass(slots=True)
+class TaskDetails:
+    """The parts of a task view read from other tables (locks, its run, pending approvals) and why a
+    queued task waits; read for a whole page at once (``_many_details``)."""
+
+    locks: list[str] = field(default_factory=list)
+    run_id: str | None = None
+    effect_unknown: bool = False
+    pending_approvals: list[str] = field(default_factory=list)
+    waits: bool = False  # a queued task: wait_reason below replaces the row's own
+    wait_reason: str | None = None
+    wait_detail: str | None = None
+
+
+def task_view(row: TaskRow, *, extra: TaskDetails | None = None) -> Task:
+    extra = extra or TaskDetails()
     return Task(
-        id=row["id"],
-        namespace=row["namespace"],
-        deployment=row["deployment"],
-        deployment_id=row["deployment_id"],
-        state=row["state"],
-        input=row["input"],
-        source=row["source"],
-        conversation_key=row["conversation_key"],
-        labels=loads(row["labels"], {}),
-        priority=PRIORITY_NAMES.get(row["priority"], "normal"),
-        idempotency_key=row["idempotency_key"],
-        schedule_key=row["schedule_key"],
-        not_before_ms=row["not_before_ms"],
-        not_after_ms=row["not_after_ms"],
-        attempts=row["attempts"],
-        wait_reason=extra.get("wait_reason", row["wait_reason"]),
-        wait_detail=extra.get("wait_detail"),
-        wait_for=row["wait_for"],
-        held=bool(row["held"]),
-        held_until_ms=row["held_until_ms"],
-        hold_reason=row["hold_reason"],
-        progress=loads(row["progress"]),
-        outcome=loads(row["outcome"]),
-        error=row["error"],
-        trust=row["trust"],
-        model_tier=row["model_tier"],
-        locks=extra.get("locks", []),
-        run_id=extra.get("run_id"),
-        effect_unknown=bool(extra.get("effect_unknown")),
-        pending_approvals=extra.get("pending_approvals", []),
-        parent_task_id=row.get("parent_task_id"),
-        root_task_id=row.get("root_task_id"),
-        depth=int(row.get("depth") or 0),
-        on_parent_end=row.get("on_parent_end") or "cancel",
-        cancel_at_ms=row.get("cancel_at_ms"),
-        parent_run_id=row.get("parent_run_id"),
-        root_run_id=row.get("root_run_id"),
-        created_ms=row["created_ms"],
-        started_ms=row["started_ms"],
-        finished_ms=row["finished_ms"],
-        updated_ms=row["updated_ms"],
+        id=row.id,
+        namespace=row.namespace,
+        deployment=row.deployment,
+        deployment_id=row.deployment_id,
+        state=row.state.value,
+        input=row.input,
+        source=row.source,
+        conversation_key=row.conversation_key,
+        labels=loads(row.labels, {}),
+        priority=PRIORITY_NAMES.get(row.priority, "normal"),
+        idempotency_key=row.idempotency_key,
+        schedule_key=row.schedule_key,
+        not_before_ms=row.not_before_ms,
+        not_after_ms=row.not_after_ms,
+        attempts=row.attempts,
+        wait_reason=extra.wait_reason if extra.waits else row.wait_reason,
+        wait_detail=extra.wait_detail,
+        wait_for=row.wait_for,
+        held=row.held,
+        held_until_ms=row.held_until_ms,
+        hold_reason=row.hold_reason,
+        progress=loads(row.progress),
+        outcome=loads(row.outcome),
+        error=row.error,
+        trust=row.trust,
+        model_tier=row.model_tier,
+        locks=extra.locks,
+        run_id=extra.run_id,
+        effect_unknown=extra.effect_unknown,
+        pending_approvals=extra.pending_approvals,
+        parent_task_id=row.parent_task_id,
+        root_task_id=row.root_task_id,
+        depth=row.depth,
+        on_parent_end=row.on_parent_end,
+        cancel_at_ms=row.cancel_at_ms,
+        parent_run_id=row.parent_run_id,
+        root_run_id=row.root_run_id,
+        created_ms=row.created_ms,
+        started_ms=row.started_ms,
+        finished_ms=row.finished_ms,
+        updated_ms=row.updated_ms,
     )
 
 
-def _details(tx: Tx, row: Row) -> dict[str, Any]:
+def _details(tx: Tx, row: TaskRow) -> TaskDetails:
     """The joined parts of a task view, read in one transaction."""
     return _many_details(tx, [row])[0]
 
 
-def _many_details(tx: Tx, rows: list[Row]) -> list[dict[str, Any]]:
+def _many_details(tx: Tx, rows: list[TaskRow]) -> list[TaskDetails]:
     """_details for a page of tasks: locks, runs and approvals in one query each, not three per task."""
-    ids = [row["id"] for row in rows]
+    ids = [row.id for row in rows]
     if not ids:
         return []
     marks = ",".join("?" * len(ids))
@@ -124,36 +140,38 @@ def _many_details(tx: Tx, rows: list[Row]) -> list[dict[str, Any]]:
         _detail(
             tx,
             row,
-            {
-                "locks": locks.get(row["id"], []),
-                "run_id": runs.get(row["id"]),
-                "effect_unknown": row["id"] in unknown,
-                "pending_approvals": approvals.get(row["id"], []),
-            },
+            TaskDetails(
+                locks=locks.get(row.id, []),
+                run_id=runs.get(row.id),
+                effect_unknown=row.id in unknown,
+                pending_approvals=approvals.get(row.id, []),
+            ),
         )
         for row in rows
     ]
 
 
-def _detail(tx: Tx, row: Row, extra: dict[str, Any]) -> dict[str, Any]:
-    if row["state"] == "queued":
-        extra["wait_reason"] = budget_wait_reason(
+def _detail(tx: Tx, row: TaskRow, extra: TaskDetails) -> TaskDetails:
+    if row.state == TaskState.QUEUED:
+        extra.waits = True
+        extra.wait_reason = budget_wait_reason(
             tx, row, queue.wait_reason(tx, row, now_ms=tx.now_ms)
         )
         failing = (
-            instance_failing(tx, row["deployment_id"])
-            if extra["wait_reason"] == "capacity"
-            else None
+            instance_failing(tx, row.deployment_id) if extra.wait_reason == "capacity" else None
         )
         if failing is not None:
-            extra["wait_reason"], extra["wait_detail"] = "instance_failing", failing
+            extra.wait_reason, extra.wait_detail = "instance_failing", failing
     return extra
 
 
 async def load_task(hub: Hub, p: Principal, task_id: str, namespace: str | None = None) -> Task:
     def fn(tx: Tx) -> Task | None:
-        row = tx.one("SELECT * FROM tasks WHERE id = ?", (task_id,))
-        return None if row is None else task_view(row, extra=_details(tx, row))
+        found = tx.one("SELECT * FROM tasks WHERE id = ?", (task_id,))
+        if found is None:
+            return None
+        row = TaskRow.from_row(found)
+        return task_view(row, extra=_details(tx, row))
 
     task = await hub.store.read(fn)
     if task is None or not p.sees(task.namespace):
@@ -217,7 +235,7 @@ async def submit(
             return task_view(into, extra=_details(tx, into)), False
         admission.admit(tx, current, tx.now_ms)
         row, created = queue.submit_task(tx, new)
-        return task_view(row, extra={"locks": sorted(set(new.locks))}), created
+        return task_view(row, extra=TaskDetails(locks=sorted(set(new.locks)))), created
 
     task, created = await hub.store.write(fn)
     if created:
@@ -267,7 +285,7 @@ async def list_tasks(hub: Hub, p: Principal, req: ListTasksRequest) -> ListTasks
         params.append(req.limit)
 
     def fn(tx: Tx) -> list[Task]:
-        rows = tx.all(sql, params)
+        rows = [TaskRow.from_row(r) for r in tx.all(sql, params)]
         return [
             task_view(r, extra=extra)
             for r, extra in zip(rows, _many_details(tx, rows), strict=True)
@@ -313,7 +331,11 @@ async def dry_run_task(hub: Hub, p: Principal, req: SubmitTaskRequest) -> DryRun
     now = hub.clock()
 
     def fn(tx: Tx) -> admission.Verdict:
-        return admission.dry_run(tx, dep, now)
+        # admission reads the deployment as stored, with the budget and gate (agen.hub.queue)
+        current = tx.one("SELECT * FROM deployments WHERE id = ?", (dep.id,))
+        if current is None:
+            raise NotFoundError(f"deployment {req.namespace}/{req.deployment} was deleted")
+        return admission.dry_run(tx, current, now)
 
     verdict = await hub.store.write(fn)
     return DryRunTaskResponse.model_validate(verdict.to_dict())

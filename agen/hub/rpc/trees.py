@@ -10,14 +10,13 @@ the leader stops them even if this call never returns.
 from __future__ import annotations
 
 import functools
-from typing import Any
 
 from agen.errors import InvalidError
 from agen.hub.auth import Principal
 from agen.hub.queue import trees
 from agen.hub.rpc import tasks as t
 from agen.hub.service import Hub
-from agen.store import Tx
+from agen.store import Row, Tx
 from agen.wire.tasks import (
     CancelTaskRequest,
     GetTaskTreeRequest,
@@ -37,9 +36,9 @@ async def get_task_tree(hub: Hub, p: Principal, req: GetTaskTreeRequest) -> GetT
 
     def fn(tx: Tx) -> GetTaskTreeResponse:
         rows = trees.tree_rows(tx, req.id)
-        ids = [r["id"] for r in rows]
+        ids = [r.id for r in rows]
         marks = ",".join("?" * len(ids))
-        usage = {
+        usage: dict[str, Row] = {
             r["task_id"]: r
             for r in tx.all(
                 f"SELECT task_id, cost_usd, input_tokens, output_tokens FROM runs WHERE task_id IN ({marks})",
@@ -49,8 +48,8 @@ async def get_task_tree(hub: Hub, p: Principal, req: GetTaskTreeRequest) -> GetT
         children = trees.unfinished_children(tx, ids)
         nodes = []
         for row, extra in zip(rows, t._many_details(tx, rows), strict=True):
-            u: dict[str, Any] = usage.get(row["id"]) or {}
-            started = row["started_ms"]
+            u = usage.get(row.id) or {}
+            started = row.started_ms
             nodes.append(
                 TaskTreeNode(
                     task=t.task_view(row, extra=extra),
@@ -58,11 +57,11 @@ async def get_task_tree(hub: Hub, p: Principal, req: GetTaskTreeRequest) -> GetT
                     tokens=int(u.get("input_tokens") or 0) + int(u.get("output_tokens") or 0),
                     duration_ms=None
                     if started is None
-                    else max(0, (row["finished_ms"] or now) - started),
-                    unfinished_children=children.get(row["id"], 0),
+                    else max(0, (row.finished_ms or now) - started),
+                    unfinished_children=children.get(row.id, 0),
                 )
             )
-        return GetTaskTreeResponse(root_task_id=rows[0]["root_task_id"], tasks=nodes)
+        return GetTaskTreeResponse(root_task_id=rows[0].root_task_id, tasks=nodes)
 
     return await hub.store.read(fn)
 

@@ -22,7 +22,7 @@ async def list_trigger_events(
 ) -> ListTriggerEventsResponse:
     dep = await find_deployment(hub, p, req.namespace, req.deployment)
     sql = "SELECT * FROM trigger_events WHERE deployment_id = ?"
-    params: list[object] = [dep["id"]]
+    params: list[object] = [dep.id]
     if req.trigger:
         sql += " AND trigger_name = ?"
         params.append(req.trigger)
@@ -30,7 +30,7 @@ async def list_trigger_events(
         sql + f" ORDER BY created_ms DESC, id DESC LIMIT {req.limit}", params
     )
     trigs = await hub.store.all(
-        "SELECT * FROM triggers WHERE deployment_id = ? ORDER BY name", (dep["id"],)
+        "SELECT * FROM triggers WHERE deployment_id = ? ORDER BY name", (dep.id,)
     )
     return ListTriggerEventsResponse(
         triggers=[

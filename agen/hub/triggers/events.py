@@ -18,6 +18,7 @@ from typing import Any
 
 from agen._duration import parse_duration_ms
 from agen.bundle.triggers import EventTrigger
+from agen.domain import TaskRow
 from agen.hub.observe.events import EventFilter
 from agen.hub.observe.logs import write_log
 from agen.hub.queue import providers
@@ -199,13 +200,14 @@ def _coalesce(
     )
     if target is None:
         return False
+    task = TaskRow.from_row(target)
     tx.execute(
         "UPDATE tasks SET input = ?, event_chain = MAX(event_chain, ?), updated_ms = ? WHERE id = ?",
-        (f"{target['input']}\n{text}" if target["input"] else text, chain, tx.now_ms, target["id"]),
+        (f"{task.input}\n{text}" if task.input else text, chain, tx.now_ms, task.id),
     )
     task_event(
         tx,
-        target,
+        task,
         "task.merged",
         {"trigger": spec.name, "event_seq": seq, "idempotency_key": f"event:{spec.name}:{seq}"},
     )

@@ -163,8 +163,8 @@ def fire(
     if due_ms is not None:
         tx.execute(
             "UPDATE trigger_events SET task_id = ? WHERE deployment_id = ? AND trigger_name = ? AND due_ms = ?",
-            (row["id"], dep["id"], trigger, due_ms),
+            (row.id, dep["id"], trigger, due_ms),
         )
     elif created:
-        record_event(tx, dep, trigger, "fired", task_id=row["id"], reason=reason)
-    return Fired("fired" if created else "duplicate", task_id=row["id"])
+        record_event(tx, dep, trigger, "fired", task_id=row.id, reason=reason)
+    return Fired("fired" if created else "duplicate", task_id=row.id)

@@ -8,7 +8,6 @@ are tried only on account errors.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 
 from agen._keyprint import key_fingerprint
@@ -18,6 +17,7 @@ from agen.bundle.harness import DEFAULT_KEY_SECRET, Harness, Turn
 from agen.errors import BundleError, InvalidError
 from agen.runner.providers.base import ModelProvider, ModelRequest, ModelResponse, ProviderError
 from agen.runner.redact import Redactor
+from agen.runner.secrets import env_secret
 
 __all__ = [
     "Account",
@@ -49,12 +49,7 @@ class Account:
 
 
 def _secret(bundle: Bundle, name: str | None, redactor: Redactor | None) -> str | None:
-    if not name:
-        return None
-    value = os.environ.get(bundle.secrets.env_var(name))
-    if value and redactor is not None:
-        redactor.add(value)
-    return value
+    return env_secret(bundle.secrets, name, redactor) if name else None
 
 
 def _bundle_json(bundle: Bundle, path: str, field: str) -> object:
@@ -79,7 +74,7 @@ async def _one(
 ) -> Account:
     # each provider module loads only when a harness picks it: the HTTP ones pull in httpx (and, through
     # it, rich and pygments), which the offline fake and replay models never need
-    kind = harness.provider
+    kind: str = harness.provider
     model = harness.model
     base_url = harness.base_url
     key_name = harness.key_secret
@@ -89,7 +84,7 @@ async def _one(
 
         choice = await choose(model)
         say_once(choice)
-        kind, model = choice.provider, choice.model  # type: ignore[assignment]
+        kind, model = choice.provider, choice.model
         base_url = base_url or choice.base_url
         key_name = harness.api_key_secret or DEFAULT_KEY_SECRET.get(kind)
     provider: ModelProvider

@@ -141,6 +141,12 @@ class ModelProvider(abc.ABC):
     async def aclose(self) -> None:
         return None
 
+    def route_tier(self, model: str, task_tier: str | None, budget_pressure: bool) -> str | None:
+        """The cost tier a routing model of this provider runs at for one run (seed 000 §8); None
+        when the provider does not route (every provider but OpenRouter), so the engine never asks
+        which provider it talks to."""
+        return None
+
     def take_recorded(self, run_id: str) -> list[dict[str, Any]] | None:
         """The interactions recorded for a run (only the recording wrapper has any)."""
         return None

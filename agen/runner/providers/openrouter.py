@@ -95,6 +95,9 @@ class OpenRouterProvider(OpenAIProvider):
             body["plugins"] = [*list(body.get("plugins") or []), plugin]
         return body
 
+    def route_tier(self, model: str, task_tier: str | None, budget_pressure: bool) -> str | None:
+        return route_tier(model, task_tier, self.router, budget_pressure)
+
     async def complete(self, request: ModelRequest) -> ModelResponse:
         response = await self.post(self.body(request))
         raw = response.raw or {}

@@ -78,5 +78,8 @@ class RecordingProvider(ModelProvider):
     def take_recorded(self, run_id: str) -> list[dict[str, Any]] | None:
         return self._recorded.pop(run_id, [])
 
+    def route_tier(self, model: str, task_tier: str | None, budget_pressure: bool) -> str | None:
+        return self.inner.route_tier(model, task_tier, budget_pressure)
+
     async def aclose(self) -> None:
         await self.inner.aclose()

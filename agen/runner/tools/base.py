@@ -131,3 +131,8 @@ class Toolset(abc.ABC):
 
     def healthy(self) -> bool:
         return True
+
+    @property
+    def label(self) -> str:
+        """How messages name this set (an MCP server's name)."""
+        return type(self).__name__

@@ -107,6 +107,10 @@ class McpToolset(Toolset):
     def healthy(self) -> bool:
         return self.conn.healthy()
 
+    @property
+    def label(self) -> str:
+        return self.server_name
+
     async def call_tool(self, tool: McpTool, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         try:
             live = await self.conn.get()

@@ -1,0 +1,219 @@
+"""Typed, frozen rows of the tasks, runs and deployments tables, each made from a Store row in
+one place (``from_row``), so the Hub, the Nest and the runner pass names mypy checks instead of
+``row["…"]`` subscripts.
+
+``NamedTuple``s, not pydantic models or frozen dataclasses, by measurement: a task row is built on
+every submit, lease, start and completion (four per task), and building the 52-column row through
+pydantic-core's ``model_validate`` took ~11 % of the queue transactions' CPU (submit, lease, start,
+complete, as queue_bench runs them); ``from_row`` here takes every column with one ``itemgetter``
+and one ``tuple.__new__`` and converts only what needs it (the state to its enum by a dict lookup,
+0/1 to bool): ~5 %. Columns are kept as the Store holds them (JSON columns stay text, decoded where
+used); extra columns (a join) are ignored; one field per column, which
+tests/unit/test_domain_rows.py checks against the migrated schema on both engines. A change is a
+new row: ``row._replace(...)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from operator import itemgetter
+from typing import Any, NamedTuple, TypeVar
+
+from agen.domain.states import DeploymentKind, RunStatus, TaskState
+
+_R = TypeVar("_R", bound=tuple[Any, ...])
+_E = TypeVar("_E", bound=Enum)
+
+
+def _enum(kind: type[_E]) -> Callable[[Any], _E]:
+    """The member for a stored value by one C-level dict lookup (``kind(value)`` walks the enum
+    machinery); a value the Store never writes raises KeyError, which ``from_row`` reports."""
+    return {m.value: m for m in kind}.__getitem__
+
+
+def _reader(
+    cls: type[_R],
+    fields: tuple[str, ...],
+    defaults: dict[str, Any],
+    converts: Mapping[str, Callable[[Any], Any]],
+) -> Callable[[Mapping[str, Any]], _R]:
+    """``from_row`` for one row class: every field by name in one call, then the few conversions."""
+    take = itemgetter(*fields)
+    fixes = [(fields.index(name), fn) for name, fn in converts.items()]
+    new = tuple.__new__
+
+    def read(row: Mapping[str, Any]) -> _R:
+        try:
+            values = list(take(row))
+        except KeyError:  # a hand-made row (tests) may leave defaulted columns out
+            missing = [f for f in fields if f not in row and f not in defaults]
+            if missing:
+                raise ValueError(f"{cls.__name__} needs column(s) {', '.join(missing)}") from None
+            values = [row[f] if f in row else defaults[f] for f in fields]
+        try:
+            for i, fn in fixes:
+                values[i] = fn(values[i])
+        except KeyError as e:  # an enum column holding a value the Store never writes
+            raise ValueError(
+                f"{cls.__name__}.{fields[i]}: {e.args[0]!r} is not a known value"
+            ) from None
+        return new(cls, values)
+
+    return read
+
+
+class TaskRow(NamedTuple):
+    """One row of ``tasks`` (agen/store/migrations/0001_core.sql, 0005, 0010, 0011, 0018, 0019)."""
+
+    id: str
+    namespace: str
+    deployment_id: str
+    deployment: str
+    state: TaskState
+    input: str
+    root_task_id: str
+    seq: int
+    created_ms: int
+    updated_ms: int
+    source: str = "api"
+    conversation_key: str | None = None
+    labels: str = "{}"  # JSON text, as stored (task events carry it as is)
+    priority: int = 2
+    idempotency_key: str | None = None
+    schedule_key: str | None = None
+    not_before_ms: int | None = None
+    not_after_ms: int | None = None
+    attempts: int = 0
+    lease_id: str | None = None
+    lease_nest_id: str | None = None
+    lease_instance_id: str | None = None
+    lease_expires_ms: int | None = None
+    leased_ms: int | None = None
+    wait_reason: str | None = None
+    wait_for: str | None = None
+    held: bool = False
+    held_until_ms: int | None = None
+    hold_reason: str | None = None
+    held_by: str | None = None
+    progress: str | None = None  # JSON text
+    outcome: str | None = None  # JSON text
+    error: str | None = None
+    trust: str = "trusted"
+    model_tier: str | None = None
+    overrides: str | None = None  # JSON text
+    parent_task_id: str | None = None
+    depth: int = 0
+    parent_run_id: str | None = None
+    root_run_id: str | None = None
+    reply_deployment: str | None = None
+    reply_conversation_key: str | None = None
+    on_parent_end: str = "cancel"  # or "abandon" (agen.hub.queue.trees)
+    cancel_at_ms: int | None = None  # a graceful cancel's wrap-up deadline
+    event_chain: int = 0
+    submitted_by: str | None = None
+    traceparent: str | None = None
+    started_ms: int | None = None
+    finished_ms: int | None = None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> TaskRow:
+        """The typed row of a Store row (a mapping of column -> value, as ``tx.one``/``tx.all`` return)."""
+        return _READ_TASK_ROW(row)
+
+
+@dataclass(frozen=True, slots=True)
+class LeasedTaskRow:
+    """A task just leased: its row, the lease's lock fences (name -> fence) and whether the
+    deployment's budget is under pressure (the run then keeps to cheaper tiers). Three fields, so a
+    frozen dataclass: built per leased task without copying the row's fifty columns."""
+
+    task: TaskRow
+    lease_id: str  # the fencing token this lease handed out (also task.lease_id)
+    locks: dict[str, int] = field(default_factory=dict)
+    budget_pressure: bool = False
+
+
+class RunRow(NamedTuple):
+    """One row of ``runs`` (0001_core.sql, 0010)."""
+
+    id: str
+    namespace: str
+    deployment: str
+    session_id: str
+    conversation_id: str
+    root_run_id: str
+    trace_id: str
+    status: RunStatus
+    started_ms: int
+    updated_ms: int
+    task_id: str | None = None
+    parent_run_id: str | None = None
+    span_id: str | None = None
+    outcome: str | None = None  # JSON text
+    input: str | None = None
+    owner: str | None = None
+    epoch: int = 1
+    turns: int = 0
+    labels: str = "{}"
+    trust: str = "trusted"
+    source: str = "api"
+    requested_by: str | None = None
+    model: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    cost_usd: float = 0.0
+    effect_unknown: bool = False
+    finished_ms: int | None = None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> RunRow:
+        """The typed row of a Store row (a mapping of column -> value, as ``tx.one``/``tx.all`` return)."""
+        return _READ_RUN_ROW(row)
+
+
+class DeploymentRow(NamedTuple):
+    """One row of ``deployments`` (0001_core.sql). JSON columns stay text."""
+
+    id: str
+    namespace: str
+    name: str
+    kind: DeploymentKind
+    definition_id: str
+    digest: str
+    scale: str
+    last_activity_ms: int
+    created_ms: int
+    updated_ms: int
+    placement: str = "{}"
+    budget: str = "{}"
+    limits: str = "{}"
+    policy: str = "{}"
+    desired: int = 0
+    paused: bool = False
+    pause_reason: str | None = None
+    manual_scale_ms: int | None = None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> DeploymentRow:
+        """The typed row of a Store row (a mapping of column -> value, as ``tx.one``/``tx.all`` return)."""
+        return _READ_DEPLOYMENT_ROW(row)
+
+
+_READ_TASK_ROW = _reader(
+    TaskRow, TaskRow._fields, TaskRow._field_defaults, {"state": TaskState, "held": bool}
+)
+_READ_RUN_ROW = _reader(
+    RunRow,
+    RunRow._fields,
+    RunRow._field_defaults,
+    {"status": RunStatus, "effect_unknown": bool, "cost_usd": float},
+)
+_READ_DEPLOYMENT_ROW = _reader(
+    DeploymentRow,
+    DeploymentRow._fields,
+    DeploymentRow._field_defaults,
+    {"kind": DeploymentKind, "paused": bool},
+)

@@ -1,0 +1,95 @@
+"""The domain core: a stored task or run row read into its typed, frozen row in one place."""
+
+from __future__ import annotations
+
+import pytest
+
+from agen.domain import (
+    DeploymentRow,
+    Outcome,
+    OutcomeStatus,
+    RunRow,
+    RunStatus,
+    TaskRow,
+    TaskState,
+)
+from agen.hub import queue as q
+from agen.runner.records import open_run
+from agen.runner.types import RunRequest
+from agen.store import SQLiteStore, Store
+from tests.unit.queue_helpers import add_deployment, new_task
+
+
+async def test_a_submitted_task_reads_back_as_a_frozen_row_whose_state_is_the_enum(
+    store: Store,
+) -> None:
+    dep = await store.write(lambda tx: add_deployment(tx))
+    row, created = await store.write(lambda tx: q.submit_task(tx, new_task(dep, "hi")))
+    assert created and isinstance(row, TaskRow)
+    assert row.state is TaskState.QUEUED and row.state.value == "queued" and row.held is False
+    with pytest.raises(AttributeError):
+        row.__setattr__("state", TaskState.RUNNING)  # frozen: a change is a new row
+    cancelled = await store.write(lambda tx: q.cancel_task(tx, row.id, by="me"))
+    assert cancelled.state is TaskState.CANCELLED
+    assert Outcome.model_validate_json(cancelled.outcome or "") == Outcome(
+        status=OutcomeStatus.CANCELLED, reason="cancelled", summary="cancelled"
+    )
+
+
+async def test_a_run_opened_by_the_engine_is_a_typed_run_row(store: Store) -> None:
+    opened = await store.write(
+        lambda tx: open_run(tx, RunRequest(input="x", task_id="t-1"), "me", "fake", None)
+    )
+    assert isinstance(opened.run, RunRow) and opened.run.status is RunStatus.RUNNING
+    again = await store.write(
+        lambda tx: open_run(tx, RunRequest(input="x", task_id="t-1", attempt=2), "me", "f", None)
+    )
+    assert again.resumed and again.run.id == opened.run.id and again.run.epoch == 2
+
+
+def test_a_row_with_a_state_the_store_never_writes_is_refused() -> None:
+    with pytest.raises(ValueError, match="paused"):
+        TaskRow.from_row(
+            {
+                "id": "t",
+                "namespace": "default",
+                "deployment_id": "d",
+                "deployment": "d",
+                "state": "paused",
+                "input": "",
+                "root_task_id": "t",
+                "seq": 1,
+                "created_ms": 0,
+                "updated_ms": 0,
+            }
+        )
+
+
+_TABLE_ROWS: list[tuple[str, type[TaskRow] | type[RunRow] | type[DeploymentRow]]] = [
+    ("tasks", TaskRow),
+    ("runs", RunRow),
+    ("deployments", DeploymentRow),
+]
+
+
+async def _columns(store: Store, table: str) -> set[str]:
+    if isinstance(store, SQLiteStore):
+        rows = await store.all(f"SELECT name FROM pragma_table_info('{table}')")
+        return {str(r["name"]) for r in rows}
+    rows = await store.all(
+        "SELECT column_name FROM information_schema.columns"
+        " WHERE table_schema = current_schema() AND table_name = ?",
+        (table,),
+    )
+    return {str(r["column_name"]) for r in rows}
+
+
+@pytest.mark.parametrize(("table", "row_class"), _TABLE_ROWS)
+async def test_each_typed_row_carries_every_column_of_its_table(
+    store: Store, table: str, row_class: type[TaskRow] | type[RunRow] | type[DeploymentRow]
+) -> None:
+    """A migration that adds a column must add the field too: a row read into its typed class
+    otherwise drops that column silently (extra columns are ignored)."""
+    columns = await _columns(store, table)
+    assert columns, f"no columns read for {table}"
+    assert set(row_class._fields) == columns
