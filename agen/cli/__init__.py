@@ -132,10 +132,45 @@ def command(only: str | None = None) -> Any:
 
     if only is None:
         return typer.main.get_command(app)
+    if only == LISTING:
+        return typer.main.get_command(_listing())
     one = copy.copy(app)
     one.registered_commands = [c for c in app.registered_commands if _command_name(c) == only]
     one.registered_groups = [g for g in app.registered_groups if _group_name(g) == only]
     return typer.main.get_command(one)
+
+
+LISTING = ""
+"""``command(LISTING)``: the tree the root's own help needs (``agen``, ``agen --help``): every command
+by its name and help text, no command's parameters built (typer evaluates each parameter's type hints,
+most of what ``agen --help`` would otherwise cost)."""
+
+
+def _listing() -> Any:
+    import copy
+
+    def stub(callback: Any) -> Any:
+        def listed() -> None:  # never called: a listing only shows help
+            raise AssertionError("a command of the help listing was invoked")
+
+        listed.__name__, listed.__doc__ = callback.__name__, callback.__doc__
+        return listed
+
+    root = copy.copy(app)
+    root.registered_commands = []
+    for info in app.registered_commands:
+        listed = copy.copy(info)
+        listed.callback = stub(info.callback)
+        root.registered_commands.append(listed)
+    root.registered_groups = []
+    for group in app.registered_groups:
+        bare = copy.copy(group.typer_instance)
+        assert bare is not None  # every group agen registers is a Typer
+        bare.registered_commands, bare.registered_groups = [], []
+        listed_group = copy.copy(group)
+        listed_group.typer_instance = bare
+        root.registered_groups.append(listed_group)
+    return root
 
 
 def _command_name(info: Any) -> str | None:
@@ -151,11 +186,14 @@ def _group_name(info: Any) -> str | None:
 
 
 def _only(args: list[str]) -> str | None:
-    """The top-level command ``args`` start with when it is one agen has; None (the whole tree) for
+    """The top-level command ``args`` start with when it is one agen has; LISTING for the root's own
+    help; None (the whole tree) for
     anything else: a root option first (``agen -h run`` shows the root's help), a typo (whose
     error lists the commands), shell completion."""
-    if not args or os.environ.get("_AGEN_COMPLETE"):
+    if os.environ.get("_AGEN_COMPLETE"):
         return None
+    if args in ([], ["--help"], ["-h"]):
+        return LISTING
     word = args[0]
     names = {_command_name(c) for c in app.registered_commands} | {
         _group_name(g) for g in app.registered_groups

@@ -8,7 +8,7 @@ import io
 
 import pytest
 
-from agen.cli import _only, command
+from agen.cli import LISTING, _only, command
 
 
 def _top_level() -> list[str]:
@@ -41,12 +41,26 @@ def test_a_command_line_naming_a_command_gets_that_commands_tree_alone() -> None
 
 @pytest.mark.parametrize(
     "args",
-    [[], ["--help"], ["-h", "run"], ["--version"], ["rnu", "x"]],
-    ids=["nothing", "root help", "root help before a command", "version flag", "typo"],
+    [["-h", "run"], ["--version"], ["rnu", "x"]],
+    ids=["root help before a command", "version flag", "typo"],
 )
 def test_root_options_and_typos_get_the_whole_tree(args: list[str]) -> None:
-    """The root's help lists every command, and a typo's error suggests the command meant."""
+    """A typo's error suggests the command meant; a root option runs against the real tree."""
     assert _only(args) is None
+
+
+@pytest.mark.parametrize("args", [[], ["--help"], ["-h"]], ids=["nothing", "--help", "-h"])
+def test_the_root_help_from_the_listing_is_the_whole_trees_help(args: list[str]) -> None:
+    """`agen --help` lists every command from its name and help text alone (no command's parameters
+    built), and prints exactly what the whole tree prints."""
+    assert _only(args) == LISTING
+    listing = command(LISTING)
+    assert sorted(listing.commands) == _top_level()
+    assert all(not c.params for c in listing.commands.values() if not hasattr(c, "commands"))
+    shown = args or ["--help"]  # no arguments prints the same help (and exits 2)
+    text = _output(command(), shown)
+    assert text.startswith("Usage: agen")
+    assert _output(listing, shown) == text
 
 
 def test_shell_completion_gets_the_whole_tree(monkeypatch: pytest.MonkeyPatch) -> None:
