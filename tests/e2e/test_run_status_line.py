@@ -45,6 +45,11 @@ class Terminal:
     def __init__(self, argv: list[str], env: dict[str, str]) -> None:
         self.pid, self.fd = pty.fork()
         if self.pid == 0:  # the child: the pty is its controlling terminal (stdin, stdout, stderr)
+            # As an interactive shell starts a foreground job: Ctrl-C's signal delivered and handled by
+            # default, whatever the test process inherited or set (an ignored or blocked SIGINT survives
+            # fork and exec, and a run in the full suite once ignored the test's Ctrl-C).
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
             os.execve(argv[0], argv, {**env, "COLUMNS": "160", "TERM": "xterm"})
         self.seen = b""
 
