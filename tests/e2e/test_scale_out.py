@@ -76,6 +76,14 @@ def test_two_hubs_and_two_nests_over_tls_run_200_tasks_exactly_once_through_a_ne
     nests: list[Nest] = []
     try:
         hub_a.start()  # first: it makes the CA and leads
+        wait_until(  # ready is not leading: B must start after A holds the leadership lease
+            lambda: _rows(
+                pg_url,
+                "SELECT 1 FROM events WHERE type = 'leader.elected' AND data LIKE '%%hub-leader%%'",
+            ),
+            60,
+            "hub A elected leader",
+        )
         hub_b.start()
         monkeypatch.delenv("AGEN_HUB_KEK")  # Nests never hold the KEK
         pinned = hub_a.local()["ca_hash"]
