@@ -108,6 +108,36 @@ class TaskStatus(NamedTuple):
         return _READ_TASK_STATUS(row)
 
 
+class TaskBrief(NamedTuple):
+    """Whose task and where it is: what a progress report and an on-behalf token's check read."""
+
+    id: str
+    namespace: str
+    deployment: str
+    state: TaskState
+    labels: str = "{}"  # JSON text, as stored
+    submitted_by: str | None = None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> TaskBrief:
+        """The row of a SELECT of ``columns(TaskBrief)``."""
+        return _READ_TASK_BRIEF(row)
+
+
+class TaskLineage(NamedTuple):
+    """Where a task sits in its tree: what a child's submission inherits from its parent."""
+
+    id: str
+    root_task_id: str
+    depth: int
+    labels: str = "{}"  # JSON text, as stored
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> TaskLineage:
+        """The row of a SELECT of ``columns(TaskLineage)``."""
+        return _READ_TASK_LINEAGE(row)
+
+
 class TaskOrigin(NamedTuple):
     """Where a task came from: what an event trigger reads of the task behind an event, so a trigger
     never fires on its own task's events and a chain of triggers stays bounded."""
@@ -214,6 +244,12 @@ _READ_TASK_STATUS = _reader(
     TaskStatus._fields,
     TaskStatus._field_defaults,
     {"state": TaskState, "held": bool, "updated_ms": int},
+)
+_READ_TASK_BRIEF = _reader(
+    TaskBrief, TaskBrief._fields, TaskBrief._field_defaults, {"state": TaskState}
+)
+_READ_TASK_LINEAGE = _reader(
+    TaskLineage, TaskLineage._fields, TaskLineage._field_defaults, {"depth": int}
 )
 _READ_TASK_ORIGIN = _reader(
     TaskOrigin, TaskOrigin._fields, TaskOrigin._field_defaults, {"event_chain": _int}

@@ -20,6 +20,8 @@ from agen.domain import (
     RunRow,
     RunStatus,
     RunUsage,
+    TaskBrief,
+    TaskLineage,
     TaskOrigin,
     TaskRow,
     TaskState,
@@ -115,6 +117,8 @@ _PARTIAL_ROWS: list[tuple[str, Any]] = [
     ("deployments", DeploymentLimits),
     ("tasks", TaskStatus),
     ("tasks", TaskOrigin),
+    ("tasks", TaskBrief),
+    ("tasks", TaskLineage),
     ("tasks", NewTaskRow),
     ("runs", RunUsage),
     ("runs", RunRef),
@@ -162,6 +166,14 @@ async def test_partial_task_and_run_reads_are_typed(store: Store) -> None:
         await _one(store, f"SELECT {columns(TaskOrigin)} FROM tasks WHERE id = ?", task.id)
     )
     assert origin == TaskOrigin(task.id, dep_id, "api", 0)
+    brief = TaskBrief.from_row(
+        await _one(store, f"SELECT {columns(TaskBrief)} FROM tasks WHERE id = ?", task.id)
+    )
+    assert brief == TaskBrief(task.id, "default", "d", TaskState.QUEUED, "{}", None)
+    lineage = TaskLineage.from_row(
+        await _one(store, f"SELECT {columns(TaskLineage)} FROM tasks WHERE id = ?", task.id)
+    )
+    assert lineage == TaskLineage(task.id, task.id, 0, "{}")
     usage = RunUsage.from_row(
         await _one(store, f"SELECT {columns(RunUsage)} FROM runs WHERE id = ?", run_id)
     )

@@ -16,7 +16,15 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from agen.domain import NewTaskRow, Outcome, OutcomeStatus, TaskRow, TaskState, columns
+from agen.domain import (
+    NewTaskRow,
+    Outcome,
+    OutcomeStatus,
+    TaskLineage,
+    TaskRow,
+    TaskState,
+    columns,
+)
 from agen.errors import InvalidError, NotFoundError, RateLimitedError
 from agen.hub.queue._tasks import due_sql, get_task, held_sql, task_event
 from agen.hub.queue.holds import (
@@ -252,13 +260,14 @@ def submit_task(tx: Tx, t: NewTask, *, max_queued: int | None = None) -> tuple[T
     labels = dict(t.labels)
     root_id, depth = task_id, 0
     if t.parent_task_id:
-        parent = tx.one(
-            "SELECT root_task_id, depth, labels FROM tasks WHERE id = ?", (t.parent_task_id,)
+        found = tx.one(
+            f"SELECT {columns(TaskLineage)} FROM tasks WHERE id = ?", (t.parent_task_id,)
         )
-        if parent is None:
+        if found is None:
             raise NotFoundError(f"parent task {t.parent_task_id} not found", field="parent_task_id")
-        root_id, depth = parent["root_task_id"], int(parent["depth"]) + 1
-        labels = {**loads_labels(parent["labels"]), **labels}
+        parent = TaskLineage.from_row(found)
+        root_id, depth = parent.root_task_id, parent.depth + 1
+        labels = {**loads_labels(parent.labels), **labels}
     if replaced is not None:
         finish_task(
             tx,
