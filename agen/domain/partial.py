@@ -18,7 +18,7 @@ import functools
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from agen.domain.rows import _reader
+from agen.domain.rows import _enum, _reader
 from agen.domain.states import DeploymentKind, TaskState
 
 
@@ -228,13 +228,13 @@ _READ_DEPLOYMENT_BUDGET = _reader(
     DeploymentBudget,
     DeploymentBudget._fields,
     DeploymentBudget._field_defaults,
-    {"kind": DeploymentKind},
+    {"kind": _enum(DeploymentKind)},
 )
 _READ_DEPLOYMENT_SIZING = _reader(
     DeploymentSizing,
     DeploymentSizing._fields,
     DeploymentSizing._field_defaults,
-    {"kind": DeploymentKind, "paused": bool, "desired": int, "last_activity_ms": int},
+    {"kind": _enum(DeploymentKind), "paused": bool, "desired": int, "last_activity_ms": int},
 )
 _READ_DEPLOYMENT_LIMITS = _reader(
     DeploymentLimits, DeploymentLimits._fields, DeploymentLimits._field_defaults, {}
@@ -243,10 +243,10 @@ _READ_TASK_STATUS = _reader(
     TaskStatus,
     TaskStatus._fields,
     TaskStatus._field_defaults,
-    {"state": TaskState, "held": bool, "updated_ms": int},
+    {"state": _enum(TaskState), "held": bool, "updated_ms": int},
 )
 _READ_TASK_BRIEF = _reader(
-    TaskBrief, TaskBrief._fields, TaskBrief._field_defaults, {"state": TaskState}
+    TaskBrief, TaskBrief._fields, TaskBrief._field_defaults, {"state": _enum(TaskState)}
 )
 _READ_TASK_LINEAGE = _reader(
     TaskLineage, TaskLineage._fields, TaskLineage._field_defaults, {"depth": int}
