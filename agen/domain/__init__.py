@@ -8,6 +8,20 @@ engine; wire shapes stay in agen.wire and are converted at the edge.
 """
 
 from agen.domain.outcome import Outcome
+from agen.domain.partial import (
+    DeploymentBudget,
+    DeploymentLimits,
+    DeploymentRef,
+    DeploymentSizing,
+    NewTaskRow,
+    RunRef,
+    RunUsage,
+    TaskBrief,
+    TaskLineage,
+    TaskOrigin,
+    TaskStatus,
+    columns,
+)
 from agen.domain.rows import DeploymentRow, LeasedTaskRow, RunRow, TaskRow
 from agen.domain.states import (
     LIVE,
@@ -27,15 +41,27 @@ __all__ = [
     "TERMINAL",
     "UNFINISHED",
     "ApprovalState",
+    "DeploymentBudget",
     "DeploymentKind",
+    "DeploymentLimits",
+    "DeploymentRef",
     "DeploymentRow",
+    "DeploymentSizing",
     "InstanceState",
     "LeasedTaskRow",
     "NestState",
+    "NewTaskRow",
     "Outcome",
     "OutcomeStatus",
+    "RunRef",
     "RunRow",
     "RunStatus",
+    "RunUsage",
+    "TaskBrief",
+    "TaskLineage",
+    "TaskOrigin",
     "TaskRow",
     "TaskState",
+    "TaskStatus",
+    "columns",
 ]

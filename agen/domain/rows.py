@@ -203,17 +203,17 @@ class DeploymentRow(NamedTuple):
 
 
 _READ_TASK_ROW = _reader(
-    TaskRow, TaskRow._fields, TaskRow._field_defaults, {"state": TaskState, "held": bool}
+    TaskRow, TaskRow._fields, TaskRow._field_defaults, {"state": _enum(TaskState), "held": bool}
 )
 _READ_RUN_ROW = _reader(
     RunRow,
     RunRow._fields,
     RunRow._field_defaults,
-    {"status": RunStatus, "effect_unknown": bool, "cost_usd": float},
+    {"status": _enum(RunStatus), "effect_unknown": bool, "cost_usd": float},
 )
 _READ_DEPLOYMENT_ROW = _reader(
     DeploymentRow,
     DeploymentRow._fields,
     DeploymentRow._field_defaults,
-    {"kind": DeploymentKind, "paused": bool},
+    {"kind": _enum(DeploymentKind), "paused": bool},
 )

@@ -17,6 +17,7 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from agen.domain import TaskBrief, TaskState, columns
 from agen.errors import DeniedError, InvalidError, UnauthenticatedError
 from agen.store import Store, Tx, dumps, loads, new_ulid
 from agen.wire.bearer import (
@@ -246,17 +247,18 @@ class Authenticator:
                 "this is an on-behalf token: name the running task you act for with the X-Agen-Task "
                 "header (over MCP: _meta agen/taskId)"
             )
-        task = await self._store.one(
-            "SELECT id, state, namespace, submitted_by FROM tasks WHERE id = ?", (task_id,)
+        found = await self._store.one(
+            f"SELECT {columns(TaskBrief)} FROM tasks WHERE id = ?", (task_id,)
         )
-        if task is None or task["state"] not in ("leased", "running"):
-            state = task["state"] if task else "unknown"
+        task = None if found is None else TaskBrief.from_row(found)
+        if task is None or task.state not in (TaskState.LEASED, TaskState.RUNNING):
+            state = task.state if task else "unknown"
             raise DeniedError(
                 f"task {task_id} is {state}, not running: an on-behalf token acts only through a "
                 "running task",
                 task_id=task_id,
             )
-        by = task["submitted_by"] or ""
+        by = task.submitted_by or ""
         if by == LOCAL_ADMIN_SUBJECT:
             person = LOCAL_ADMIN
         elif by.startswith("token:"):

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pydantic import ValidationError
 
 from agen.bundle.agent import Secrets
+from agen.domain import DeploymentRef, DeploymentRow
 from agen.errors import InvalidError, NotFoundError
 from agen.hub.fleet.definitions import unpack
 from agen.hub.sealing import is_sealed, kek_from_env, seal, unseal
@@ -143,11 +144,13 @@ def granted_value(
     return unseal(sealing_name(namespace, name), str(row["value"]), kek)
 
 
-def values_for_deployment(tx: Tx, deployment: Row, kek: bytes | None) -> dict[str, str]:
+def values_for_deployment(
+    tx: Tx, deployment: DeploymentRow | DeploymentRef, kek: bytes | None
+) -> dict[str, str]:
     """What a Nest running ``deployment`` receives: its declared platform names that are granted to it."""
-    ns, dep = str(deployment["namespace"]), str(deployment["name"])
+    ns, dep = deployment.namespace, deployment.name
     out: dict[str, str] = {}
-    for name in declared_platform(tx, str(deployment["definition_id"])):
+    for name in declared_platform(tx, deployment.definition_id):
         value = granted_value(tx, ns, dep, name, kek)
         if value is not None:
             out[name] = value

@@ -4,22 +4,23 @@ from __future__ import annotations
 
 import pytest
 
+from agen.domain import DeploymentKind, DeploymentRow
 from agen.errors import BudgetError, RateLimitedError, UnavailableError
 from agen.hub.queue import admission, budgets
-from agen.store import Row, Store, Tx, dumps, new_ulid
+from agen.store import Store, Tx, dumps, new_ulid
 from tests.unit.trigger_helpers import add_usage, deployment
 
 NOON = 1_735_732_800_000  # 2025-01-01T12:00:00Z
 DAY = "2025-01-01"
 
 
-def queue_task(tx: Tx, dep: Row, state: str = "queued") -> None:
+def queue_task(tx: Tx, dep: DeploymentRow, state: str = "queued") -> None:
     tid = new_ulid()
     seq = int(tx.scalar("SELECT COALESCE(MAX(seq), 0) + 1 FROM tasks"))
     tx.execute(
         "INSERT INTO tasks (id, namespace, deployment_id, deployment, state, input, root_task_id, seq, created_ms,"
         " updated_ms) VALUES (?,?,?,?,?,?,?,?,?,?)",
-        (tid, dep["namespace"], dep["id"], dep["name"], state, "x", tid, seq, tx.now_ms, tx.now_ms),
+        (tid, dep.namespace, dep.id, dep.name, state, "x", tid, seq, tx.now_ms, tx.now_ms),
     )
 
 
@@ -125,7 +126,7 @@ async def test_queue_full_paused_and_budget_stages(store: Store) -> None:
 
 
 def test_admission_config_reads_the_policy_json() -> None:
-    cfg = admission.admission_config(
-        {"policy": dumps({"admission": {"ratePerMinute": 30, "maxQueuedTasks": 5}})}
-    )
+    policy = dumps({"admission": {"ratePerMinute": 30, "maxQueuedTasks": 5}})
+    dep = DeploymentRow("d", "default", "d", DeploymentKind.POOL, "d@x", "x", "{}", 0, 0, 0)
+    cfg = admission.admission_config(dep._replace(policy=policy))
     assert cfg.rate_per_minute == 30 and cfg.max_queued_tasks == 5 and cfg.capacity == 30

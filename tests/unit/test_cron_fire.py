@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from agen.bundle.config import Config
+from agen.domain import DeploymentRow
 from agen.errors import FencedError
 from agen.hub.leader import HUB_LEADER, acquire_or_renew
 from agen.hub.triggers.tick import fire_due_triggers, sync_triggers
@@ -20,7 +21,9 @@ def ms(text: str) -> int:
     return int(datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp() * 1000)
 
 
-async def setup(store: Store, trigger: dict[str, Any], active_since: int) -> tuple[Row, int]:
+async def setup(
+    store: Store, trigger: dict[str, Any], active_since: int
+) -> tuple[DeploymentRow, int]:
     dep = await deployment(store, "nightly")
     config = Config.model_validate({"triggers": [trigger]})
     await store.write(lambda tx: sync_triggers(tx, dep, config))

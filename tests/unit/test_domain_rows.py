@@ -2,22 +2,37 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from agen.domain import (
+    DeploymentBudget,
+    DeploymentKind,
+    DeploymentLimits,
+    DeploymentRef,
     DeploymentRow,
+    DeploymentSizing,
+    NewTaskRow,
     Outcome,
     OutcomeStatus,
+    RunRef,
     RunRow,
     RunStatus,
+    RunUsage,
+    TaskBrief,
+    TaskLineage,
+    TaskOrigin,
     TaskRow,
     TaskState,
+    TaskStatus,
+    columns,
 )
 from agen.hub import queue as q
 from agen.runner.records import open_run
 from agen.runner.types import RunRequest
 from agen.store import SQLiteStore, Store
-from tests.unit.queue_helpers import add_deployment, new_task
+from tests.unit.queue_helpers import add_deployment, add_run, new_task
 
 
 async def test_a_submitted_task_reads_back_as_a_frozen_row_whose_state_is_the_enum(
@@ -93,3 +108,93 @@ async def test_each_typed_row_carries_every_column_of_its_table(
     columns = await _columns(store, table)
     assert columns, f"no columns read for {table}"
     assert set(row_class._fields) == columns
+
+
+_PARTIAL_ROWS: list[tuple[str, Any]] = [
+    ("deployments", DeploymentRef),
+    ("deployments", DeploymentBudget),
+    ("deployments", DeploymentSizing),
+    ("deployments", DeploymentLimits),
+    ("tasks", TaskStatus),
+    ("tasks", TaskOrigin),
+    ("tasks", TaskBrief),
+    ("tasks", TaskLineage),
+    ("tasks", NewTaskRow),
+    ("runs", RunUsage),
+    ("runs", RunRef),
+]
+
+
+@pytest.mark.parametrize(("table", "row_class"), _PARTIAL_ROWS)
+async def test_each_partial_row_names_only_columns_of_its_table(
+    store: Store, table: str, row_class: Any
+) -> None:
+    """A partial read's SELECT list is its fields (``columns``): a renamed column fails here, not
+    in the Hub's leader tick."""
+    assert set(row_class._fields) <= await _columns(store, table)
+
+
+async def test_partial_deployment_reads_agree_with_the_whole_row(store: Store) -> None:
+    dep_id = await store.write(lambda tx: add_deployment(tx, "p", kind="task", desired=2))
+    whole = DeploymentRow.from_row(
+        await _one(store, "SELECT * FROM deployments WHERE id = ?", dep_id)
+    )
+    for partial in (DeploymentRef, DeploymentBudget, DeploymentSizing, DeploymentLimits):
+        row = partial.from_row(
+            await _one(store, f"SELECT {columns(partial)} FROM deployments WHERE id = ?", dep_id)
+        )
+        assert isinstance(row, partial)
+        assert row._asdict() == {f: getattr(whole, f) for f in partial._fields}
+    sizing = DeploymentSizing.from_row(
+        await _one(
+            store, f"SELECT {columns(DeploymentSizing)} FROM deployments WHERE id = ?", dep_id
+        )
+    )
+    assert sizing.kind is DeploymentKind.TASK and sizing.paused is False and sizing.desired == 2
+
+
+async def test_partial_task_and_run_reads_are_typed(store: Store) -> None:
+    dep_id = await store.write(lambda tx: add_deployment(tx))
+    task, _ = await store.write(lambda tx: q.submit_task(tx, new_task(dep_id, "hi")))
+    run_id = await store.write(lambda tx: add_run(tx, task.id))
+    status = TaskStatus.from_row(
+        await _one(store, f"SELECT {columns(TaskStatus)} FROM tasks WHERE id = ?", task.id)
+    )
+    assert status == TaskStatus(task.id, TaskState.QUEUED, False, None, task.updated_ms)
+    assert status.state is TaskState.QUEUED
+    origin = TaskOrigin.from_row(
+        await _one(store, f"SELECT {columns(TaskOrigin)} FROM tasks WHERE id = ?", task.id)
+    )
+    assert origin == TaskOrigin(task.id, dep_id, "api", 0)
+    brief = TaskBrief.from_row(
+        await _one(store, f"SELECT {columns(TaskBrief)} FROM tasks WHERE id = ?", task.id)
+    )
+    assert brief == TaskBrief(task.id, "default", "d", TaskState.QUEUED, "{}", None)
+    lineage = TaskLineage.from_row(
+        await _one(store, f"SELECT {columns(TaskLineage)} FROM tasks WHERE id = ?", task.id)
+    )
+    assert lineage == TaskLineage(task.id, task.id, 0, "{}")
+    usage = RunUsage.from_row(
+        await _one(store, f"SELECT {columns(RunUsage)} FROM runs WHERE id = ?", run_id)
+    )
+    assert usage == RunUsage(task.id, 0.0, 0, 0) and isinstance(usage.cost_usd, float)
+    ref = RunRef.from_row(
+        await _one(store, f"SELECT {columns(RunRef)} FROM runs WHERE id = ?", run_id)
+    )
+    assert ref.id == run_id and ref.root_run_id
+
+
+def test_a_partial_row_names_a_missing_column_and_refuses_an_unknown_kind() -> None:
+    with pytest.raises(ValueError, match="definition_id"):
+        DeploymentRef.from_row({"id": "d", "namespace": "default", "name": "d"})
+    with pytest.raises(ValueError, match="cluster"):
+        DeploymentBudget.from_row(
+            {"id": "d", "namespace": "default", "name": "d", "kind": "cluster", "budget": "{}"}
+        )
+    assert columns(DeploymentRef, "d") == "d.id, d.namespace, d.name, d.definition_id"
+
+
+async def _one(store: Store, sql: str, key: str) -> dict[str, Any]:
+    row = await store.one(sql, (key,))
+    assert row is not None
+    return row

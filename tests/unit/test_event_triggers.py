@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from agen.bundle.config import Config
+from agen.domain import DeploymentRow
 from agen.hub.leader import HUB_LEADER, acquire_or_renew
 from agen.hub.leader.upkeep import upkeep_tick
 from agen.hub.queue import providers
@@ -18,7 +19,7 @@ T0 = 1_750_000_000_000
 ACCT = "default/openai:OPENAI_API_KEY"
 
 
-async def watcher(store: Store, on: dict[str, Any], **extra: Any) -> Row:
+async def watcher(store: Store, on: dict[str, Any], **extra: Any) -> DeploymentRow:
     dep = await deployment(store, "watcher")
     config = Config.model_validate(
         {
@@ -198,7 +199,7 @@ async def test_coalesce_merges_events_into_the_queued_task_instead_of_firing_ano
 
 async def test_a_held_provider_account_keeps_the_cursor_until_retry_at(store: Store) -> None:
     dep = await watcher(store, {"type": ["task.failed"]})
-    await store.write(lambda tx: providers.sync_accounts(tx, dep["id"], [ACCT]))
+    await store.write(lambda tx: providers.sync_accounts(tx, dep.id, [ACCT]))
 
     def hold(tx: Tx) -> Row:
         tx.now_ms = T0

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from agen.domain import LeasedTaskRow
+from agen.domain import DeploymentRow, LeasedTaskRow
 from agen.hub import queue
 from agen.hub.queue import providers
 from agen.hub.queue.gate import budget_wait_reason, complete_from_nest, lease_for_nest
-from agen.store import Row, Store, Tx
+from agen.store import Store, Tx
 from tests.unit.trigger_helpers import add_usage, deployment
 
 NOON = 1_735_732_800_000  # 2025-01-01T12:00:00Z
@@ -24,7 +24,7 @@ ACCOUNT_ERROR: dict[str, Any] = {
 }
 
 
-async def submit(store: Store, dep: Row, n: int = 1, **kw: Any) -> list[str]:
+async def submit(store: Store, dep: DeploymentRow, n: int = 1, **kw: Any) -> list[str]:
     def fn(tx: Tx) -> list[str]:
         tx.now_ms = NOON
         return [
@@ -32,8 +32,8 @@ async def submit(store: Store, dep: Row, n: int = 1, **kw: Any) -> list[str]:
                 tx,
                 queue.NewTask(
                     namespace="default",
-                    deployment_id=dep["id"],
-                    deployment=dep["name"],
+                    deployment_id=dep.id,
+                    deployment=dep.name,
                     input=f"t{i}",
                     **kw,
                 ),
@@ -44,12 +44,12 @@ async def submit(store: Store, dep: Row, n: int = 1, **kw: Any) -> list[str]:
     return await store.write(fn)
 
 
-async def lease(store: Store, dep: Row, at: int, limit: int = 10) -> list[LeasedTaskRow]:
+async def lease(store: Store, dep: DeploymentRow, at: int, limit: int = 10) -> list[LeasedTaskRow]:
     def fn(tx: Tx) -> list[LeasedTaskRow]:
         tx.now_ms = at
         return lease_for_nest(
             tx,
-            deployment_id=dep["id"],
+            deployment_id=dep.id,
             nest_id="n1",
             instance_id="i1",
             limit=limit,
@@ -86,7 +86,7 @@ async def test_an_account_error_holds_leasing_until_retry_at_then_one_probe_whos
     store: Store,
 ) -> None:
     dep = await deployment(store, "agent")
-    await store.write(lambda tx: providers.sync_accounts(tx, dep["id"], [ACCT]))
+    await store.write(lambda tx: providers.sync_accounts(tx, dep.id, [ACCT]))
     await submit(store, dep, 4)
     [first] = await lease(store, dep, NOON, limit=1)
     await complete(store, first, NOON, ACCOUNT_ERROR)
@@ -110,7 +110,7 @@ async def test_an_account_error_holds_leasing_until_retry_at_then_one_probe_whos
 
 async def test_a_retried_completion_report_does_not_back_the_probe_off_twice(store: Store) -> None:
     dep = await deployment(store, "agent")
-    await store.write(lambda tx: providers.sync_accounts(tx, dep["id"], [ACCT]))
+    await store.write(lambda tx: providers.sync_accounts(tx, dep.id, [ACCT]))
     await submit(store, dep, 2)
     [first] = await lease(store, dep, NOON, limit=1)
     await complete(store, first, NOON, ACCOUNT_ERROR)

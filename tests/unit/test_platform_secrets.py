@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from agen.bundle.config import Config
+from agen.domain import DeploymentRow
 from agen.errors import InvalidError
 from agen.hub import platform_secrets as ps
 from agen.hub.sealing import is_sealed, unseal
@@ -157,8 +158,9 @@ async def test_a_deployment_receives_only_declared_and_granted_secrets(tmp_path:
                 (pack(files), dep_id),
             )
         )
-        dep = await store.one("SELECT * FROM deployments WHERE id = ?", (dep_id,))
-        assert dep is not None
+        found = await store.one("SELECT * FROM deployments WHERE id = ?", (dep_id,))
+        assert found is not None
+        dep = DeploymentRow.from_row(found)
         values = await store.read(lambda tx: ps.values_for_deployment(tx, dep, KEK_A.encode()))
         assert values == {"API_TOKEN": VALUE}
     finally:

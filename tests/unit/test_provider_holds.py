@@ -4,21 +4,22 @@ from __future__ import annotations
 
 import pytest
 
+from agen.domain import DeploymentRow
 from agen.errors import NotFoundError
 from agen.hub.queue import providers
-from agen.store import Row, Store, Tx, new_ulid
+from agen.store import Store, Tx, new_ulid
 from tests.unit.trigger_helpers import add_usage, deployment
 
 ACCT = "default/openai:OPENAI_API_KEY@http://127.0.0.1:9999/v1"
 
 
-def task(tx: Tx, dep: Row, state: str) -> str:
+def task(tx: Tx, dep: DeploymentRow, state: str) -> str:
     tid = new_ulid()
     seq = int(tx.scalar("SELECT COALESCE(MAX(seq), 0) + 1 FROM tasks"))
     tx.execute(
         "INSERT INTO tasks (id, namespace, deployment_id, deployment, state, input, root_task_id, seq, created_ms,"
         " updated_ms) VALUES (?,?,?,?,?,?,?,?,?,?)",
-        (tid, dep["namespace"], dep["id"], dep["name"], state, "x", tid, seq, tx.now_ms, tx.now_ms),
+        (tid, dep.namespace, dep.id, dep.name, state, "x", tid, seq, tx.now_ms, tx.now_ms),
     )
     return tid
 
@@ -44,8 +45,8 @@ async def test_an_account_error_holds_every_deployment_of_the_account_then_one_p
     b = await deployment(store, "b")
 
     def both(tx: Tx) -> None:
-        providers.sync_accounts(tx, a["id"], [ACCT])
-        providers.sync_accounts(tx, b["id"], [ACCT])
+        providers.sync_accounts(tx, a.id, [ACCT])
+        providers.sync_accounts(tx, b.id, [ACCT])
 
     await store.write(both)
     failed = await store.write(lambda tx: task(tx, a, "failed"))
@@ -55,39 +56,37 @@ async def test_an_account_error_holds_every_deployment_of_the_account_then_one_p
         "summary": "401 invalid key",
         "data": {"account": ACCT},
     }
-    hold = await store.write(
-        lambda tx: providers.on_task_failed(tx, failed, a["id"], outcome, None)
-    )
+    hold = await store.write(lambda tx: providers.on_task_failed(tx, failed, a.id, outcome, None))
     assert hold is not None and hold["backoff_ms"] == 5 * 60_000
     t0 = int(hold["held_since_ms"])
     events = await store.all("SELECT type, severity FROM events WHERE type LIKE 'provider.%'")
     assert events == [{"type": "provider.held", "severity": "warning"}]
 
-    gate = await store.write(lambda tx: providers.lease_gate(tx, b["id"], t0 + 1000))
+    gate = await store.write(lambda tx: providers.lease_gate(tx, b.id, t0 + 1000))
     assert gate.state == "held" and gate.limit == 0 and gate.retry_at_ms == t0 + 5 * 60_000
     assert await store.write(lambda tx: providers.held_deployment_ids(tx, t0 + 1000)) == {
-        a["id"],
-        b["id"],
+        a.id,
+        b.id,
     }
 
     # After retry_at exactly one probe may be leased; while it is unfinished nothing else is.
-    gate = await store.write(lambda tx: providers.lease_gate(tx, b["id"], t0 + 5 * 60_000))
+    gate = await store.write(lambda tx: providers.lease_gate(tx, b.id, t0 + 5 * 60_000))
     assert gate.state == "probe" and gate.limit == 1
     probe = await store.write(lambda tx: task(tx, b, "running"))
-    await store.write(lambda tx: providers.mark_probe(tx, b["id"], probe))
+    await store.write(lambda tx: providers.mark_probe(tx, b.id, probe))
     assert (
-        await store.write(lambda tx: providers.lease_gate(tx, a["id"], t0 + 5 * 60_000 + 1))
+        await store.write(lambda tx: providers.lease_gate(tx, a.id, t0 + 5 * 60_000 + 1))
     ).state == "held"
 
     # The probe fails with another account error: back-off doubles (5 -> 10 min), capped at 1 h.
-    hold = await store.write(lambda tx: providers.on_task_failed(tx, probe, b["id"], outcome, None))
+    hold = await store.write(lambda tx: providers.on_task_failed(tx, probe, b.id, outcome, None))
     assert hold is not None and hold["backoff_ms"] == 10 * 60_000 and hold["probe_task_id"] is None
     for _ in range(5):
         p = await store.write(lambda tx: task(tx, b, "running"))
-        await store.write(lambda tx, p=p: providers.mark_probe(tx, b["id"], p))  # type: ignore[misc]
+        await store.write(lambda tx, p=p: providers.mark_probe(tx, b.id, p))  # type: ignore[misc]
         hold = await store.write(
             lambda tx, p=p: providers.on_task_failed(  # type: ignore[misc]
-                tx, p, b["id"], outcome, None
+                tx, p, b.id, outcome, None
             )
         )
     assert hold is not None and hold["backoff_ms"] == 60 * 60_000
@@ -96,7 +95,7 @@ async def test_an_account_error_holds_every_deployment_of_the_account_then_one_p
     # A run of one of the account's deployments succeeding after the hold began ends it.
     await store.write(lambda tx: add_usage(tx, a, 0.0, day="2025-01-01", finished_ms=t0 + 1))
     assert await store.write(providers.end_recovered_holds) == [ACCT]
-    assert (await store.write(lambda tx: providers.lease_gate(tx, a["id"], t0))).state == "open"
+    assert (await store.write(lambda tx: providers.lease_gate(tx, a.id, t0))).state == "open"
     resumed = await store.all("SELECT data FROM events WHERE type = 'provider.resumed'")
     assert len(resumed) == 1 and "a run succeeded" in resumed[0]["data"]
 
@@ -107,7 +106,7 @@ async def test_a_success_before_the_hold_does_not_end_it_but_resume_provider_doe
     a = await deployment(store, "a")
     await store.write(lambda tx: add_usage(tx, a, 0.0, day="2025-01-01", finished_ms=0))
     await store.write(
-        lambda tx: providers.record_account_error(tx, ACCT, reason="402", deployment_id=a["id"])
+        lambda tx: providers.record_account_error(tx, ACCT, reason="402", deployment_id=a.id)
     )
     assert await store.write(providers.end_recovered_holds) == []
     assert [
@@ -121,12 +120,12 @@ async def test_a_success_before_the_hold_does_not_end_it_but_resume_provider_doe
 
 async def test_other_failures_do_not_hold_anything(store: Store) -> None:
     a = await deployment(store, "a")
-    await store.write(lambda tx: providers.sync_accounts(tx, a["id"], [ACCT]))
+    await store.write(lambda tx: providers.sync_accounts(tx, a.id, [ACCT]))
     out = await store.write(
         lambda tx: providers.on_task_failed(
             tx,
             "t",
-            a["id"],
+            a.id,
             {"status": "failed", "reason": "max_turns"},
             None,
         )
@@ -137,7 +136,7 @@ async def test_other_failures_do_not_hold_anything(store: Store) -> None:
         lambda tx: providers.on_task_failed(
             tx,
             "t",
-            a["id"],
+            a.id,
             {"status": "failed", "reason": "provider_account"},
             "401",
         )
@@ -153,7 +152,7 @@ async def test_a_hold_belongs_to_the_key_it_failed_with_and_a_changed_key_ends_i
 
     monkeypatch.setenv("PAID_KEY", "sk-old")
     a = await deployment(store, "a")
-    await store.write(lambda tx: providers.sync_accounts(tx, a["id"], [ACCT], {ACCT: "PAID_KEY"}))
+    await store.write(lambda tx: providers.sync_accounts(tx, a.id, [ACCT], {ACCT: "PAID_KEY"}))
     failed = await store.write(lambda tx: task(tx, a, "failed"))
     outcome = {
         "status": "failed",
@@ -162,18 +161,18 @@ async def test_a_hold_belongs_to_the_key_it_failed_with_and_a_changed_key_ends_i
         "data": {"account": ACCT, "key_fingerprint": key_fingerprint("sk-old")},
     }
     hold = await store.write(
-        lambda tx: providers.on_task_failed(tx, failed, a["id"], outcome, "401 invalid key")
+        lambda tx: providers.on_task_failed(tx, failed, a.id, outcome, "401 invalid key")
     )
     assert hold is not None and hold["key_fingerprint"] == key_fingerprint("sk-old")
     assert "sk-old" not in str(dict(hold))  # only the fingerprint is stored
     t0 = int(hold["held_since_ms"])
-    assert (await store.write(lambda tx: providers.lease_gate(tx, a["id"], t0 + 1))).state == "held"
+    assert (await store.write(lambda tx: providers.lease_gate(tx, a.id, t0 + 1))).state == "held"
     assert await store.write(providers.end_recovered_holds) == []  # the same key: still held
 
     monkeypatch.setenv(
         "PAID_KEY", "sk-new"
     )  # a changed key is a new account: the hold no longer applies
-    assert (await store.write(lambda tx: providers.lease_gate(tx, a["id"], t0 + 1))).state == "open"
+    assert (await store.write(lambda tx: providers.lease_gate(tx, a.id, t0 + 1))).state == "open"
     assert await store.write(lambda tx: providers.held_deployment_ids(tx, t0 + 1)) == set()
     assert await store.write(providers.end_recovered_holds) == [ACCT]
     resumed = await store.all("SELECT data FROM events WHERE type = 'provider.resumed'")
@@ -182,7 +181,7 @@ async def test_a_hold_belongs_to_the_key_it_failed_with_and_a_changed_key_ends_i
 
 async def test_the_failure_that_starts_a_hold_says_so_and_how_to_end_it(store: Store) -> None:
     a = await deployment(store, "a")
-    await store.write(lambda tx: providers.sync_accounts(tx, a["id"], [ACCT]))
+    await store.write(lambda tx: providers.sync_accounts(tx, a.id, [ACCT]))
     outcome = {
         "status": "failed",
         "reason": "account_error",
@@ -193,7 +192,7 @@ async def test_the_failure_that_starts_a_hold_says_so_and_how_to_end_it(store: S
     for tid in (first, second):
         await store.write(
             lambda tx, tid=tid: providers.on_task_failed(  # type: ignore[misc]
-                tx, tid, a["id"], outcome, "401 invalid key"
+                tx, tid, a.id, outcome, "401 invalid key"
             )
         )
     errors = {r["id"]: r["error"] for r in await store.all("SELECT id, error FROM tasks")}

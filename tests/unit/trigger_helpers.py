@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agen.store import Row, Store, Tx, dumps, new_ulid
+from agen.domain import DeploymentRow
+from agen.store import Store, Tx, dumps, new_ulid
 
 
 def insert_deployment(
@@ -15,7 +16,7 @@ def insert_deployment(
     budget: dict[str, Any] | None = None,
     admission: dict[str, Any] | None = None,
     paused: bool = False,
-) -> Row:
+) -> DeploymentRow:
     def_id = f"{name}@sha256:{'0' * 64}"
     tx.execute(
         "INSERT INTO definitions (id, name, digest, files, size, created_ms) VALUES (?,?,?,?,?,?)"
@@ -45,16 +46,16 @@ def insert_deployment(
     )
     row = tx.one("SELECT * FROM deployments WHERE id = ?", (dep_id,))
     assert row is not None
-    return row
+    return DeploymentRow.from_row(row)
 
 
-async def deployment(store: Store, name: str, **kwargs: Any) -> Row:
+async def deployment(store: Store, name: str, **kwargs: Any) -> DeploymentRow:
     return await store.write(lambda tx: insert_deployment(tx, name, **kwargs))
 
 
 def add_usage(
     tx: Tx,
-    dep: Row,
+    dep: DeploymentRow,
     cost: float,
     *,
     day: str,
@@ -68,20 +69,20 @@ def add_usage(
     now = tx.now_ms
     tx.execute(
         "INSERT INTO sessions (id, namespace, deployment, created_ms, updated_ms) VALUES (?,?,?,?,?)",
-        (sess, dep["namespace"], dep["name"], now, now),
+        (sess, dep.namespace, dep.name, now, now),
     )
     tx.execute(
         "INSERT INTO conversations (id, session_id, namespace, deployment, created_ms, updated_ms)"
         " VALUES (?,?,?,?,?,?)",
-        (conv, sess, dep["namespace"], dep["name"], now, now),
+        (conv, sess, dep.namespace, dep.name, now, now),
     )
     tx.execute(
         "INSERT INTO runs (id, namespace, deployment, session_id, conversation_id, root_run_id, trace_id, status,"
         " labels, started_ms, updated_ms, finished_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
         (
             run_id,
-            dep["namespace"],
-            dep["name"],
+            dep.namespace,
+            dep.name,
             sess,
             conv,
             run_id,
@@ -95,6 +96,6 @@ def add_usage(
     )
     tx.execute(
         "INSERT INTO usage (id, run_id, namespace, deployment, cost_usd, day, created_ms) VALUES (?,?,?,?,?,?,?)",
-        (new_ulid(), run_id, dep["namespace"], dep["name"], cost, day, now),
+        (new_ulid(), run_id, dep.namespace, dep.name, cost, day, now),
     )
     return run_id

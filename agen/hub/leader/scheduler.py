@@ -12,15 +12,17 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from agen.domain import DeploymentSizing, columns
 from agen.hub.leader import SYSTEM_NAMESPACE, check_epoch
 from agen.hub.leader.autoscaler import ScaleDecision, ScaleInput, ScalePolicy, decide
 from agen.hub.queue import QueueCounts, queue_counts
 from agen.hub.queue.holds import wake_expired_holds
 from agen.hub.queue.lease import expire_leases, expire_overdue
 from agen.hub.queue.trees import cancel_overdue
-from agen.store import Row, Tx, loads
+from agen.store import Tx, loads
 
 NEST_LOST_AFTER_MS = 30_000
+_SIZING_SQL = f"SELECT {columns(DeploymentSizing)} FROM deployments"
 
 
 @dataclass(frozen=True)
@@ -251,21 +253,20 @@ def _sweep(
         s.woken = wake_expired_holds(tx, now_ms)
 
 
-def _deployments(tx: Tx, only: set[str] | None) -> list[Row]:
+def _deployments(tx: Tx, only: set[str] | None) -> list[DeploymentSizing]:
     """Step 2: the deployments this tick scales (all, or a one-shot's own)."""
     return [
         d
-        for d in tx.all(
-            "SELECT id, namespace, name, kind, digest, scale, placement, desired, paused,"
-            " last_activity_ms, manual_scale_ms FROM deployments"
-        )
-        if only is None or d["id"] in only
+        for d in map(DeploymentSizing.from_row, tx.all(_SIZING_SQL))
+        if only is None or d.id in only
     ]
 
 
-def _mark_active(tx: Tx, deps: list[Row], counts: dict[str, QueueCounts], now_ms: int) -> set[str]:
+def _mark_active(
+    tx: Tx, deps: list[DeploymentSizing], counts: dict[str, QueueCounts], now_ms: int
+) -> set[str]:
     """Deployments with queued or running work count as active now; returns their ids."""
-    active = [(now_ms, d["id"]) for d in deps if counts.get(d["id"], _NONE).load > 0]
+    active = [(now_ms, d.id) for d in deps if counts.get(d.id, _NONE).load > 0]
     if active:
         tx.executemany("UPDATE deployments SET last_activity_ms = ? WHERE id = ?", active)
     return {dep for _, dep in active}
@@ -305,37 +306,37 @@ class _Sizing:
     budget_held: frozenset[str]
     provider_held: frozenset[str]
 
-    def input(self, d: Row, pressure: bool) -> ScaleInput:
-        c = self.counts.get(d["id"], _NONE)
+    def input(self, d: DeploymentSizing, pressure: bool) -> ScaleInput:
+        c = self.counts.get(d.id, _NONE)
         return ScaleInput(
-            kind=d["kind"],
-            policy=ScalePolicy.from_json(d["kind"], loads(d["scale"], {})),
-            current=int(d["desired"]),
+            kind=d.kind,
+            policy=ScalePolicy.from_json(d.kind, loads(d.scale, {})),
+            current=d.desired,
             load=c.load,
             urgent_load=c.urgent_load,
-            paused=bool(d["paused"]),
-            last_activity_ms=self.now_ms if d["id"] in self.busy else int(d["last_activity_ms"]),
-            manual_scale_ms=d["manual_scale_ms"],
+            paused=d.paused,
+            last_activity_ms=self.now_ms if d.id in self.busy else d.last_activity_ms,
+            manual_scale_ms=d.manual_scale_ms,
             now_ms=self.now_ms,
             pressure=pressure,
-            budget_held=d["id"] in self.budget_held,
-            provider_held=d["id"] in self.provider_held,
+            budget_held=d.id in self.budget_held,
+            provider_held=d.id in self.provider_held,
         )
 
 
 def _scale_and_place(
-    deps: list[Row],
+    deps: list[DeploymentSizing],
     nests: list[NestView],
     current: dict[tuple[str, str], int],
     sizing: _Sizing,
 ) -> tuple[dict[str, ScaleDecision], Placement]:
     """Step 3: decide each deployment's size, place it; under capacity pressure, idle holders of a
     full Nest are asked again (with pressure) and, if any shrinks, placement runs once more."""
-    decisions = {d["id"]: decide(sizing.input(d, False)) for d in deps}
-    labels = {d["id"]: dict(loads(d["placement"], {}).get("labels") or {}) for d in deps}
+    decisions = {d.id: decide(sizing.input(d, False)) for d in deps}
+    labels = {d.id: dict(loads(d.placement, {}).get("labels") or {}) for d in deps}
 
     def demands() -> list[Demand]:
-        return [Demand(d["id"], decisions[d["id"]].desired, labels[d["id"]]) for d in deps]
+        return [Demand(d.id, decisions[d.id].desired, labels[d.id]) for d in deps]
 
     placed = place(demands(), nests, current)
     if _make_room(deps, decisions, placed, sizing):
@@ -344,7 +345,10 @@ def _scale_and_place(
 
 
 def _make_room(
-    deps: list[Row], decisions: dict[str, ScaleDecision], placed: Placement, sizing: _Sizing
+    deps: list[DeploymentSizing],
+    decisions: dict[str, ScaleDecision],
+    placed: Placement,
+    sizing: _Sizing,
 ) -> bool:
     """Capacity pressure: the holders of a full Nest (placed, not waiting) decide again with
     pressure; True if any of them now wants fewer instances (``decisions`` is updated)."""
@@ -354,17 +358,17 @@ def _make_room(
     holders = {dep for (dep, nest) in placed.counts if nest in full and dep not in placed.unplaced}
     changed = False
     for d in deps:
-        if d["id"] in holders:
+        if d.id in holders:
             again = decide(sizing.input(d, True))
-            if again.desired < decisions[d["id"]].desired:
-                decisions[d["id"]] = again
+            if again.desired < decisions[d.id].desired:
+                decisions[d.id] = again
                 changed = True
     return changed
 
 
 def _write_scaling(
     tx: Tx,
-    deps: list[Row],
+    deps: list[DeploymentSizing],
     decisions: dict[str, ScaleDecision],
     counts: dict[str, QueueCounts],
     now_ms: int,
@@ -372,32 +376,32 @@ def _write_scaling(
     """Step 4: store each new desired size with its ``deployment.scaled`` event."""
     scaled: dict[str, tuple[int, int]] = {}
     for d in deps:
-        dec = decisions[d["id"]]
-        if dec.desired == d["desired"]:
+        dec = decisions[d.id]
+        if dec.desired == d.desired:
             continue
         tx.execute(
             "UPDATE deployments SET desired = ?, updated_ms = ? WHERE id = ?",
-            (dec.desired, now_ms, d["id"]),
+            (dec.desired, now_ms, d.id),
         )
         tx.event(
-            d["namespace"],
+            d.namespace,
             "deployment.scaled",
-            deployment=d["name"],
+            deployment=d.name,
             data={
-                "from": d["desired"],
+                "from": d.desired,
                 "to": dec.desired,
                 "want": dec.want,
                 "reason": dec.reason,
-                "load": counts.get(d["id"], _NONE).load,
+                "load": counts.get(d.id, _NONE).load,
             },
         )
-        scaled[d["id"]] = (int(d["desired"]), dec.desired)
+        scaled[d.id] = (d.desired, dec.desired)
     return scaled
 
 
 def _write_assignments(
     tx: Tx,
-    deps: list[Row],
+    deps: list[DeploymentSizing],
     placed: Placement,
     current: dict[tuple[str, str], int],
     digests: dict[tuple[str, str], str],
@@ -406,7 +410,7 @@ def _write_assignments(
 ) -> int:
     """Step 5: write the assignments that changed (count or digest), drop the ones that went;
     returns how many rows changed."""
-    digest_of = {d["id"]: d["digest"] for d in deps}
+    digest_of = {d.id: d.digest for d in deps}
     upserts = [
         (dep, nest, n, digest_of[dep], leader_epoch, now_ms)
         for (dep, nest), n in placed.counts.items()

@@ -13,9 +13,17 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from agen.domain import (
+    DeploymentBudget,
+    DeploymentLimits,
+    RunRow,
+    TaskState,
+    TaskStatus,
+    columns,
+)
 from agen.hub.auth import Principal
 from agen.hub.observe.activity import run_activity
-from agen.hub.observe.runs import tasks_by_id, usage_of
+from agen.hub.observe.runs import run_usage, tasks_by_id
 from agen.hub.service import Hub
 from agen.store import Row, loads
 from agen.wire.observe import (
@@ -50,15 +58,15 @@ def ns_sql(column: str, namespaces: list[str]) -> str:
 
 
 def _doing(
-    run: Row, task: Row | None, approval: Row | None, tail: list[Row]
+    run: RunRow, task: TaskStatus | None, approval: Row | None, tail: list[Row]
 ) -> tuple[str, str | None, int]:
     """(doing, detail, since_ms) for one unfinished run."""
     if approval is not None:
         return "approval", f"{approval['tool']} ({approval['id']})", int(approval["created_ms"])
-    if task is not None and task["state"] == "waiting":
-        return "agent", task["wait_for"], int(task["updated_ms"])
-    if task is not None and (task["held"] or task["state"] == "queued"):
-        return "idle", "held" if task["held"] else "queued", int(task["updated_ms"])
+    if task is not None and task.state == TaskState.WAITING:
+        return "agent", task.wait_for, task.updated_ms
+    if task is not None and (task.held or task.state == TaskState.QUEUED):
+        return "idle", "held" if task.held else "queued", task.updated_ms
     results = 0
     for m in tail:  # newest first
         if m["role"] == "tool":
@@ -69,12 +77,12 @@ def _doing(
             if len(calls) > results:
                 pending = [str(c.get("name")) for c in calls[results:]]
                 return "tool", ", ".join(pending), int(tail[0]["created_ms"])
-        return "model", run["model"], int(m["created_ms"])
-    return "model", run["model"], int(run["started_ms"])
+        return "model", run.model, int(m["created_ms"])
+    return "model", run.model, run.started_ms
 
 
-def _limits(dep: Row | None) -> dict[str, Any]:
-    raw = loads(dep["limits"], {}) if dep else {}
+def _limits(dep: DeploymentLimits | None) -> dict[str, Any]:
+    raw = loads(dep.limits, {}) if dep else {}
     return raw if isinstance(raw, dict) else {}
 
 
@@ -82,12 +90,12 @@ def _get(cfg: dict[str, Any], snake: str, camel: str) -> Any:
     return cfg.get(snake, cfg.get(camel))
 
 
-async def activities(hub: Hub, runs: list[Row]) -> list[RunActivity]:
+async def activities(hub: Hub, runs: list[RunRow]) -> list[RunActivity]:
     """RunActivity for unfinished runs, in a fixed number of grouped reads."""
     if not runs:
         return []
-    ids = [r["id"] for r in runs]
-    tasks = await tasks_by_id(hub, [r["task_id"] for r in runs if r["task_id"]])
+    ids = [r.id for r in runs]
+    tasks = await tasks_by_id(hub, [r.task_id for r in runs if r.task_id])
     approvals = {
         a["run_id"]: a
         for a in await hub.store.all(
@@ -104,52 +112,56 @@ async def activities(hub: Hub, runs: list[Row]) -> list[RunActivity]:
         ids,
     ):
         tails[m["run_id"]].append(m)
-    names = sorted({(r["namespace"], r["deployment"]) for r in runs})
+    names = sorted({(r.namespace, r.deployment) for r in runs})
     deps = {
-        (d["namespace"], d["name"]): d
-        for d in await hub.store.all(
-            f"SELECT namespace, name, limits FROM deployments WHERE name IN ({_marks(names)})",
-            [n for _, n in names],
+        (d.namespace, d.name): d
+        for d in map(
+            DeploymentLimits.from_row,
+            await hub.store.all(
+                f"SELECT {columns(DeploymentLimits)} FROM deployments WHERE name IN ({_marks(names)})",
+                [n for _, n in names],
+            ),
         )
     }
     out: list[RunActivity] = []
     for r in runs:
-        task = tasks.get(r["task_id"] or "")
+        task = tasks.get(r.task_id or "")
         act = run_activity(
-            r["status"],
+            r.status,
             finished=False,
-            task_state=task["state"] if task else None,
-            held=bool(task and task["held"]),
+            task_state=task.state if task else None,
+            held=bool(task and task.held),
         )
-        doing, detail, since = _doing(r, task, approvals.get(r["id"]), tails.get(r["id"], []))
-        limits = _limits(deps.get((r["namespace"], r["deployment"])))
+        doing, detail, since = _doing(r, task, approvals.get(r.id), tails.get(r.id, []))
+        limits = _limits(deps.get((r.namespace, r.deployment)))
         out.append(
             RunActivity(
-                run_id=r["id"],
-                namespace=r["namespace"],
-                deployment=r["deployment"],
-                task_id=r["task_id"],
-                status=r["status"],
+                run_id=r.id,
+                namespace=r.namespace,
+                deployment=r.deployment,
+                task_id=r.task_id,
+                status=r.status,
                 activity=act.word,
                 stopped_reason=act.stopped_reason,
                 doing=doing,
                 detail=detail,
                 since_ms=since,
-                turns=r["turns"],
+                turns=r.turns,
                 max_turns=_get(limits, "max_turns", "maxTurns"),
-                usage=usage_of(r),
+                usage=run_usage(r),
                 max_usd_per_run=_get(limits, "max_usd_per_run", "maxUsdPerRun"),
-                caller=r["requested_by"]
-                or (f"run:{r['parent_run_id']}" if r["parent_run_id"] else None),
-                source=r["source"],
-                labels=loads(r["labels"], {}),
-                started_ms=r["started_ms"],
+                caller=r.requested_by or (f"run:{r.parent_run_id}" if r.parent_run_id else None),
+                source=r.source,
+                labels=loads(r.labels, {}),
+                started_ms=r.started_ms,
             )
         )
     return out
 
 
-def _run_warnings(acts: list[RunActivity], runs: dict[str, Row], now: int) -> list[ActivityWarning]:
+def _run_warnings(
+    acts: list[RunActivity], runs: dict[str, RunRow], now: int
+) -> list[ActivityWarning]:
     out: list[ActivityWarning] = []
     for a in acts:
         base = {
@@ -178,7 +190,7 @@ def _run_warnings(acts: list[RunActivity], runs: dict[str, Row], now: int) -> li
                     data={"cost_usd": a.usage.cost_usd, "max_usd_per_run": a.max_usd_per_run},
                 )
             )
-        last_step = int(runs[a.run_id]["updated_ms"])
+        last_step = runs[a.run_id].updated_ms
         if a.doing in ("model", "tool") and now - last_step >= QUIET_MS:
             out.append(
                 ActivityWarning(
@@ -270,7 +282,7 @@ def _queue_warnings(queues: list[Queue], acts: list[RunActivity]) -> list[Activi
 
 
 async def _store_warnings(
-    hub: Hub, namespaces: list[str], deployment: str | None, runs: list[Row], now: int
+    hub: Hub, namespaces: list[str], deployment: str | None, runs: list[RunRow], now: int
 ) -> list[ActivityWarning]:
     """Warnings read from their own tables: budgets, bursts, model errors, holds, triggers."""
     from agen.hub.observe.activity import _limit
@@ -290,15 +302,18 @@ async def _store_warnings(
         )
     }
     if spent:
-        for d in await hub.store.all(f"SELECT namespace, name, budget FROM deployments WHERE {ns}"):
-            limit, used = _limit(d["budget"]), spent.get((d["namespace"], d["name"]), 0.0)
+        for d in map(
+            DeploymentBudget.from_row,
+            await hub.store.all(f"SELECT {columns(DeploymentBudget)} FROM deployments WHERE {ns}"),
+        ):
+            limit, used = _limit(d.budget), spent.get((d.namespace, d.name), 0.0)
             if limit and used >= NEAR * limit:
                 out.append(
                     ActivityWarning(
                         kind="near_daily_budget",
                         severity="critical" if used >= limit else "warning",
-                        namespace=d["namespace"],
-                        deployment=d["name"],
+                        namespace=d.namespace,
+                        deployment=d.name,
                         data={"spent_usd": used, "limit_usd": limit},
                         message=f"${used:.4f} of ${limit:.2f} spent today (UTC)",
                     )
@@ -319,7 +334,7 @@ async def _store_warnings(
                 message=f"{r['n']} tasks in conversation {r['conversation_key']} in 10 min",
             )
         )
-    recent = [r["id"] for r in runs] + [
+    recent = [r.id for r in runs] + [
         r["id"]
         for r in await hub.store.all(
             f"SELECT id FROM runs WHERE {ns} AND started_ms >= ?{dep_sql} AND finished_ms IS NOT NULL"
@@ -399,10 +414,12 @@ async def collect(
         + (" AND deployment = ?" if deployment else "")
         + f" ORDER BY started_ms LIMIT {MAX_RUNS}"
     )
-    runs = await hub.store.all(sql, [deployment] if deployment else [])
+    runs = [
+        RunRow.from_row(r) for r in await hub.store.all(sql, [deployment] if deployment else [])
+    ]
     acts = await activities(hub, runs)
     queues = await _queues(hub, namespaces, deployment, now)
-    warnings = _run_warnings(acts, {r["id"]: r for r in runs}, now)
+    warnings = _run_warnings(acts, {r.id: r for r in runs}, now)
     warnings += _queue_warnings(queues, acts)
     warnings += await _store_warnings(hub, namespaces, deployment, runs, now)
     return GetActivityResponse(runs=acts, queues=queues, warnings=warnings, now_ms=now)

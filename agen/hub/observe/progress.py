@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agen.domain import TaskBrief, columns
 from agen.store import Tx, dumps, loads
 
 BUCKET_MS = 10_000
@@ -17,10 +18,11 @@ TERMINAL = ("succeeded", "failed", "cancelled", "expired")
 
 def report_progress(tx: Tx, task_id: str, progress: dict[str, Any]) -> bool:
     """Store ``progress`` on the task; returns False when the task is unknown or already ended."""
-    task = tx.one(
-        "SELECT id, namespace, deployment, labels, state FROM tasks WHERE id = ?", (task_id,)
-    )
-    if task is None or task["state"] in TERMINAL:
+    found = tx.one(f"SELECT {columns(TaskBrief)} FROM tasks WHERE id = ?", (task_id,))
+    if found is None:
+        return False
+    task = TaskBrief.from_row(found)
+    if task.state in TERMINAL:
         return False
     value = dict(progress)  # when it was reported: tasks.updated_ms and the event's created_ms
     tx.execute(
@@ -29,11 +31,11 @@ def report_progress(tx: Tx, task_id: str, progress: dict[str, Any]) -> bool:
     )
     bucket = tx.now_ms // BUCKET_MS
     tx.event(
-        task["namespace"],
+        task.namespace,
         "task.progress",
-        deployment=task["deployment"],
+        deployment=task.deployment,
         task_id=task_id,
-        labels=loads(task["labels"], {}),
+        labels=loads(task.labels, {}),
         data=value,
         dedupe_key=f"progress:{task_id}:{bucket}",
     )

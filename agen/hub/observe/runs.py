@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from agen.domain import RunRow
+from agen.domain import RunRow, TaskStatus, columns
 from agen.errors import NotFoundError
 from agen.hub.auth import Principal
 from agen.hub.observe.activity import run_activity
@@ -47,12 +47,21 @@ def usage_of(row: Mapping[str, Any]) -> Usage:
     )
 
 
-def run_view(row: RunRow, task: Row | None = None) -> Run:
+def run_usage(row: RunRow) -> Usage:
+    return Usage(
+        input_tokens=row.input_tokens,
+        output_tokens=row.output_tokens,
+        cached_tokens=row.cached_tokens,
+        cost_usd=row.cost_usd,
+    )
+
+
+def run_view(row: RunRow, task: TaskStatus | None = None) -> Run:
     act = run_activity(
         row.status,
         finished=row.finished_ms is not None,
-        task_state=task["state"] if task else None,
-        held=bool(task and task["held"]),
+        task_state=task.state if task else None,
+        held=bool(task and task.held),
     )
     return Run(
         id=row.id,
@@ -70,12 +79,7 @@ def run_view(row: RunRow, task: Row | None = None) -> Run:
         labels=loads(row.labels, {}),
         model=row.model,
         turns=row.turns,
-        usage=Usage(
-            input_tokens=row.input_tokens,
-            output_tokens=row.output_tokens,
-            cached_tokens=row.cached_tokens,
-            cost_usd=row.cost_usd,
-        ),
+        usage=run_usage(row),
         input=row.input,
         outcome=loads(row.outcome),
         effect_unknown=row.effect_unknown,
@@ -85,15 +89,14 @@ def run_view(row: RunRow, task: Row | None = None) -> Run:
     )
 
 
-async def tasks_by_id(hub: Hub, ids: list[str]) -> dict[str, Row]:
+async def tasks_by_id(hub: Hub, ids: list[str]) -> dict[str, TaskStatus]:
     ids = [i for i in ids if i]
     if not ids:
         return {}
     rows = await hub.store.all(
-        f"SELECT id, state, held, wait_for, updated_ms FROM tasks WHERE id IN ({','.join('?' * len(ids))})",
-        ids,
+        f"SELECT {columns(TaskStatus)} FROM tasks WHERE id IN ({','.join('?' * len(ids))})", ids
     )
-    return {r["id"]: r for r in rows}
+    return {t.id: t for t in map(TaskStatus.from_row, rows)}
 
 
 async def run_views(hub: Hub, rows: list[RunRow]) -> list[Run]:
@@ -330,8 +333,9 @@ async def query_task(hub: Hub, p: Principal, req: QueryTaskRequest) -> QueryTask
     row = await hub.store.one("SELECT * FROM runs WHERE task_id = ?", (req.id,))
     if row is None:
         return QueryTaskResponse(task=task)
-    [run] = await run_views(hub, [RunRow.from_row(row)])
+    found = RunRow.from_row(row)
+    [run] = await run_views(hub, [found])
     now = None
-    if row["finished_ms"] is None:
-        [now] = await activities(hub, [row])
+    if found.finished_ms is None:
+        [now] = await activities(hub, [found])
     return QueryTaskResponse(task=task, run=run, now=now)

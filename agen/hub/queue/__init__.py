@@ -13,11 +13,18 @@ per terminal state: task.succeeded, task.failed, task.cancelled, task.expired.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from agen.domain import Outcome, OutcomeStatus, TaskRow, TaskState
+from agen.domain import (
+    NewTaskRow,
+    Outcome,
+    OutcomeStatus,
+    TaskLineage,
+    TaskRow,
+    TaskState,
+    columns,
+)
 from agen.errors import InvalidError, NotFoundError, RateLimitedError
 from agen.hub.queue._tasks import due_sql, get_task, held_sql, task_event
 from agen.hub.queue.holds import (
@@ -253,13 +260,14 @@ def submit_task(tx: Tx, t: NewTask, *, max_queued: int | None = None) -> tuple[T
     labels = dict(t.labels)
     root_id, depth = task_id, 0
     if t.parent_task_id:
-        parent = tx.one(
-            "SELECT root_task_id, depth, labels FROM tasks WHERE id = ?", (t.parent_task_id,)
+        found = tx.one(
+            f"SELECT {columns(TaskLineage)} FROM tasks WHERE id = ?", (t.parent_task_id,)
         )
-        if parent is None:
+        if found is None:
             raise NotFoundError(f"parent task {t.parent_task_id} not found", field="parent_task_id")
-        root_id, depth = parent["root_task_id"], int(parent["depth"]) + 1
-        labels = {**loads_labels(parent["labels"]), **labels}
+        parent = TaskLineage.from_row(found)
+        root_id, depth = parent.root_task_id, parent.depth + 1
+        labels = {**loads_labels(parent.labels), **labels}
     if replaced is not None:
         finish_task(
             tx,
@@ -272,38 +280,38 @@ def submit_task(tx: Tx, t: NewTask, *, max_queued: int | None = None) -> tuple[T
             data={"reason": "replaced", "by_task": task_id, "schedule_key": t.schedule_key},
         )
     now = tx.now_ms
-    row: dict[str, Any] = {
-        "id": task_id,
-        "namespace": t.namespace,
-        "deployment_id": t.deployment_id,
-        "deployment": t.deployment,
-        "state": TaskState.QUEUED,
-        "input": t.input,
-        "source": t.source or "api",
-        "conversation_key": _conversation_key(tx, t),
-        "labels": dumps(labels),
-        "priority": priority,
-        "idempotency_key": t.idempotency_key,
-        "schedule_key": t.schedule_key,
-        "not_before_ms": t.not_before_ms,
-        "not_after_ms": t.not_after_ms,
-        "trust": t.trust,
-        "model_tier": t.model_tier,
-        "overrides": None if t.overrides is None else dumps(t.overrides),
-        "parent_task_id": t.parent_task_id,
-        "root_task_id": root_id,
-        "depth": depth,
-        "reply_deployment": t.reply_deployment,
-        "reply_conversation_key": t.reply_conversation_key,
-        "on_parent_end": t.on_parent_end,
-        "event_chain": t.event_chain,
-        "submitted_by": t.submitted_by,
-        **({"traceparent": t.traceparent} if t.traceparent else {}),
-        "created_ms": now,
-        "updated_ms": now,
-    }
+    row = NewTaskRow(
+        id=task_id,
+        namespace=t.namespace,
+        deployment_id=t.deployment_id,
+        deployment=t.deployment,
+        state=TaskState.QUEUED,
+        input=t.input,
+        source=t.source or "api",
+        conversation_key=_conversation_key(tx, t),
+        labels=dumps(labels),
+        priority=priority,
+        idempotency_key=t.idempotency_key,
+        schedule_key=t.schedule_key,
+        not_before_ms=t.not_before_ms,
+        not_after_ms=t.not_after_ms,
+        trust=t.trust,
+        model_tier=t.model_tier,
+        overrides=None if t.overrides is None else dumps(t.overrides),
+        parent_task_id=t.parent_task_id,
+        root_task_id=root_id,
+        depth=depth,
+        reply_deployment=t.reply_deployment,
+        reply_conversation_key=t.reply_conversation_key,
+        on_parent_end=t.on_parent_end,
+        event_chain=t.event_chain,
+        submitted_by=t.submitted_by,
+        traceparent=t.traceparent,
+        created_ms=now,
+        updated_ms=now,
+    )
     # seq (submission order) is assigned in the INSERT; RETURNING gives the stored row without reading it again.
-    inserted = tx.one(_insert_sql(tuple(row)), tuple(row.values()))
+    inserted = tx.one(_INSERT_SQL, row)
     assert inserted is not None
     stored = TaskRow.from_row(inserted)
     if lock_names:
@@ -317,9 +325,9 @@ def submit_task(tx: Tx, t: NewTask, *, max_queued: int | None = None) -> tuple[T
         "task.queued",
         {
             "priority": priority,
-            "conversation_key": row["conversation_key"],
+            "conversation_key": row.conversation_key,
             "not_before_ms": t.not_before_ms,
-            "source": row["source"],
+            "source": row.source,
             "parent_task_id": t.parent_task_id,
             **({"replaced": replaced.id} if replaced is not None else {}),
         },
@@ -327,13 +335,11 @@ def submit_task(tx: Tx, t: NewTask, *, max_queued: int | None = None) -> tuple[T
     return stored, True
 
 
-@functools.cache
-def _insert_sql(cols: tuple[str, ...]) -> str:
-    """The task INSERT for these columns (one constant text: sqlite3 caches its prepared statement)."""
-    return (
-        f"INSERT INTO tasks ({', '.join(cols)}, seq) VALUES ({', '.join('?' * len(cols))},"
-        " (SELECT COALESCE(MAX(seq), 0) + 1 FROM tasks)) RETURNING *"
-    )
+_INSERT_SQL = (
+    f"INSERT INTO tasks ({columns(NewTaskRow)}, seq) VALUES ({', '.join('?' * len(NewTaskRow._fields))},"
+    " (SELECT COALESCE(MAX(seq), 0) + 1 FROM tasks)) RETURNING *"
+)
+"""The task INSERT: one constant text, so sqlite3 caches its prepared statement."""
 
 
 def loads_labels(text: str | None) -> dict[str, str]:

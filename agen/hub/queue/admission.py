@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from agen.domain import DeploymentRow
 from agen.errors import AgenError, BudgetError, RateLimitedError
 from agen.hub.queue.budgets import budget_config, budget_state
-from agen.store import Row, Tx, loads
+from agen.store import Tx, loads
 
 STAGES = ("paused", "budget", "queue_full", "rate_limit")
 
@@ -32,12 +32,9 @@ class AdmissionConfig:
         return float(self.burst or self.rate_per_minute or 0)
 
 
-def admission_config(dep: Mapping[str, Any]) -> AdmissionConfig:
+def admission_config(dep: DeploymentRow) -> AdmissionConfig:
     """The ``admission`` section stored in a deployment row's policy JSON (camelCase or snake_case)."""
-    raw = dep.get("policy")
-    if isinstance(raw, str | bytes):
-        return _parse_admission(raw)  # once per distinct text: every SubmitTask asks
-    return _admission_of(dict(raw or {}))
+    return _parse_admission(dep.policy)  # once per distinct text: every SubmitTask asks
 
 
 @functools.lru_cache(maxsize=256)
@@ -105,13 +102,13 @@ def _bucket(tx: Tx, dep_id: str, cfg: AdmissionConfig, now_ms: int) -> float:
     return float(min(cfg.capacity, float(row["tokens"]) + elapsed * rate_per_ms))
 
 
-def evaluate(tx: Tx, dep: Row, now_ms: int, *, consume: bool) -> Verdict:
+def evaluate(tx: Tx, dep: DeploymentRow, now_ms: int, *, consume: bool) -> Verdict:
     """Run every stage in order; the first refusal decides. ``consume`` takes a rate token."""
     cfg = admission_config(dep)
     checks: list[Check] = []
-    if dep.get("paused"):
-        why = dep.get("pause_reason") or "the deployment is paused"
-        checks.append(Check("paused", False, f"{why}; `agen start {dep['name']}` resumes it"))
+    if dep.paused:
+        why = dep.pause_reason or "the deployment is paused"
+        checks.append(Check("paused", False, f"{why}; `agen start {dep.name}` resumes it"))
     else:
         checks.append(Check("paused", True))
     limit, _labels = budget_config(dep)  # label budgets hold back leases, not admission
@@ -131,7 +128,7 @@ def evaluate(tx: Tx, dep: Row, now_ms: int, *, consume: bool) -> Verdict:
         queued = int(
             tx.scalar(
                 "SELECT COUNT(*) FROM tasks WHERE deployment_id = ? AND state = 'queued'",
-                (dep["id"],),
+                (dep.id,),
             )
             or 0
         )
@@ -146,7 +143,7 @@ def evaluate(tx: Tx, dep: Row, now_ms: int, *, consume: bool) -> Verdict:
         )
     tokens = None
     if cfg.rate_per_minute:
-        tokens = _bucket(tx, dep["id"], cfg, now_ms)
+        tokens = _bucket(tx, dep.id, cfg, now_ms)
         ok = tokens >= 1.0
         wait = math.ceil((1.0 - tokens) * 60 / cfg.rate_per_minute) if not ok else None
         checks.append(
@@ -164,20 +161,20 @@ def evaluate(tx: Tx, dep: Row, now_ms: int, *, consume: bool) -> Verdict:
         tx.execute(
             "INSERT INTO admission_buckets (deployment_id, tokens, updated_ms) VALUES (?,?,?)"
             " ON CONFLICT (deployment_id) DO UPDATE SET tokens = excluded.tokens, updated_ms = excluded.updated_ms",
-            (dep["id"], tokens - 1.0, now_ms),
+            (dep.id, tokens - 1.0, now_ms),
         )
     if refused is None:
         return Verdict(True, checks=checks)
     return Verdict(False, refused.stage, refused.reason, refused.retry_after_s, checks)
 
 
-def admit(tx: Tx, dep: Row, now_ms: int) -> None:
+def admit(tx: Tx, dep: DeploymentRow, now_ms: int) -> None:
     """SubmitTask's gate: raise the refusing stage's error, else take a rate token."""
     verdict = evaluate(tx, dep, now_ms, consume=True)
     if not verdict.admitted:
-        raise verdict.error(dep["name"])
+        raise verdict.error(dep.name)
 
 
-def dry_run(tx: Tx, dep: Row, now_ms: int) -> Verdict:
+def dry_run(tx: Tx, dep: DeploymentRow, now_ms: int) -> Verdict:
     """DryRunTask: every check, nothing consumed, nothing queued."""
     return evaluate(tx, dep, now_ms, consume=False)

@@ -13,11 +13,18 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from agen.domain import DeploymentBudget, DeploymentRow, columns
 from agen.errors import UnavailableError
-from agen.store import Row, Tx, loads
+from agen.store import Tx, loads
 
 THRESHOLDS = (50, 80, 100)
 PRESSURE_PCT = 80
+
+Budgeted = DeploymentRow | DeploymentBudget
+"""A deployment as SubmitTask reads it (the whole row) or as the lease gate and the leader read it."""
+_BUDGETED_SQL = (
+    f"SELECT {columns(DeploymentBudget)} FROM deployments WHERE budget NOT IN ('{{}}', '')"
+)
 
 
 def utc_day(ms: int) -> str:
@@ -32,15 +39,12 @@ def next_reset_ms(ms: int) -> int:
     return int((day + timedelta(days=1)).timestamp() * 1000)
 
 
-def budget_config(dep: Mapping[str, Any]) -> tuple[float | None, dict[str, float]]:
+def budget_config(dep: Budgeted) -> tuple[float | None, dict[str, float]]:
     """(maxUsdPerDay, labelUsdPerDay) from a deployment row's budget JSON (camelCase or snake_case)."""
-    raw = dep.get("budget")
-    if isinstance(raw, str | bytes):
-        limit, labels = _parse_budget(
-            raw
-        )  # parsed once per distinct text: SubmitTask checks it every time
-        return limit, dict(labels)
-    return _budget_of(dict(raw or {}))
+    limit, labels = _parse_budget(
+        dep.budget
+    )  # once per distinct text: SubmitTask checks it every time
+    return limit, dict(labels)
 
 
 @functools.lru_cache(maxsize=256)
@@ -111,16 +115,16 @@ def label_spent_today(
     return out
 
 
-def budget_state(tx: Tx, dep: Row, now_ms: int) -> BudgetState:
+def budget_state(tx: Tx, dep: Budgeted, now_ms: int) -> BudgetState:
     limit, labels = budget_config(dep)
     day = utc_day(now_ms)
-    spent = spent_today(tx, dep["namespace"], dep["name"], day) if limit is not None else 0.0
+    spent = spent_today(tx, dep.namespace, dep.name, day) if limit is not None else 0.0
     return BudgetState(
         day=day,
         spent_usd=spent,
         limit_usd=limit,
         reset_at_ms=next_reset_ms(now_ms),
-        label_spent=label_spent_today(tx, dep["namespace"], dep["name"], day, list(labels)),
+        label_spent=label_spent_today(tx, dep.namespace, dep.name, day, list(labels)),
         label_limits=labels,
     )
 
@@ -131,7 +135,7 @@ def carries_exhausted_label(task_labels: Mapping[str, str], exhausted: list[str]
     )
 
 
-def announce_thresholds(tx: Tx, dep: Row, state: BudgetState) -> list[str]:
+def announce_thresholds(tx: Tx, dep: Budgeted, state: BudgetState) -> list[str]:
     """Emit budget.threshold once per threshold per day (deployment-wide and per label rule)."""
     sent: list[str] = []
     scopes: list[tuple[str, str | None, float, float]] = []
@@ -143,12 +147,12 @@ def announce_thresholds(tx: Tx, dep: Row, state: BudgetState) -> list[str]:
         for pct in THRESHOLDS:
             if spent < limit * pct / 100:
                 break
-            key = f"budget:{dep['id']}:{state.day}:{label_rule or '*'}:{pct}"
+            key = f"budget:{dep.id}:{state.day}:{label_rule or '*'}:{pct}"
             seq = tx.event(
-                dep["namespace"],
+                dep.namespace,
                 "budget.threshold",
                 severity="critical" if pct >= 100 else "warning" if pct >= 80 else "info",
-                deployment=dep["name"],
+                deployment=dep.name,
                 dedupe_key=key,
                 data={
                     "scope": scope,
@@ -168,9 +172,7 @@ def announce_thresholds(tx: Tx, dep: Row, state: BudgetState) -> list[str]:
 def announce_all_thresholds(tx: Tx, now_ms: int) -> list[str]:
     """Leader tick: check every deployment with a budget (cheap: one indexed sum each)."""
     sent: list[str] = []
-    for dep in tx.all(
-        "SELECT id, namespace, name, budget FROM deployments WHERE budget NOT IN ('{}', '')"
-    ):
+    for dep in map(DeploymentBudget.from_row, tx.all(_BUDGETED_SQL)):
         limit, labels = budget_config(dep)
         if limit is None and not labels:
             continue
@@ -178,15 +180,15 @@ def announce_all_thresholds(tx: Tx, now_ms: int) -> list[str]:
     return sent
 
 
-def require_budget_left(tx: Tx, dep: Row, now_ms: int, what: str) -> None:
+def require_budget_left(tx: Tx, dep: Budgeted, now_ms: int, what: str) -> None:
     """Refuse a wake-up or manual scale-up of a deployment held at 0 by its budget (503 + reset)."""
     state = budget_state(tx, dep, now_ms)
     if state.exhausted:
         raise UnavailableError(
-            f"deployment {dep['name']!r} spent ${state.spent_usd:.2f} of its ${state.limit_usd:.2f} daily budget;"
+            f"deployment {dep.name!r} spent ${state.spent_usd:.2f} of its ${state.limit_usd:.2f} daily budget;"
             f" {what} is refused until the budget resets at "
             f"{datetime.fromtimestamp(state.reset_at_ms / 1000, tz=UTC).isoformat()}",
-            deployment=dep["name"],
+            deployment=dep.name,
             reason="budget",
             reset_at_ms=state.reset_at_ms,
             retry_after_s=max(1, (state.reset_at_ms - now_ms + 999) // 1000),
@@ -196,13 +198,8 @@ def require_budget_left(tx: Tx, dep: Row, now_ms: int, what: str) -> None:
 def exhausted_deployment_ids(tx: Tx, now_ms: int) -> set[str]:
     """Deployments held at 0 by their daily budget (no leases, wake-ups or scale-ups until reset)."""
     out: set[str] = set()
-    for dep in tx.all(
-        "SELECT id, namespace, name, budget FROM deployments WHERE budget NOT IN ('{}', '')"
-    ):
+    for dep in map(DeploymentBudget.from_row, tx.all(_BUDGETED_SQL)):
         limit, _ = budget_config(dep)
-        if (
-            limit is not None
-            and spent_today(tx, dep["namespace"], dep["name"], utc_day(now_ms)) >= limit
-        ):
-            out.add(dep["id"])
+        if limit is not None and spent_today(tx, dep.namespace, dep.name, utc_day(now_ms)) >= limit:
+            out.add(dep.id)
     return out

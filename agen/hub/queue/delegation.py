@@ -20,7 +20,14 @@ from agen.bundle.config import (
     DEFAULT_MAX_TOTAL_DELEGATIONS,
 )
 from agen.bundle.overrides import TRUST_RANK, TaskOverrides
-from agen.domain import TaskRow, TaskState
+from agen.domain import (
+    DeploymentRef,
+    DeploymentRow,
+    RunRef,
+    TaskRow,
+    TaskState,
+    columns,
+)
 from agen.errors import ConflictError, DeniedError, InvalidError, NotFoundError, RateLimitedError
 from agen.hub import queue
 from agen.hub.queue import admission
@@ -157,19 +164,20 @@ def submit_child(
             f"{req.deployment} is outside it",
             namespace=req.namespace,
         )
-    dep = tx.one(
+    found = tx.one(
         "SELECT * FROM deployments WHERE namespace = ? AND name = ?",
         (req.namespace, req.deployment),
     )
-    if dep is None:
+    if found is None:
         raise NotFoundError(
             f"agent {req.namespace}/{req.deployment} is not deployed; deploy it (agen deploy) "
             "or delegate to another agent",
             deployment=req.deployment,
         )
+    dep = DeploymentRow.from_row(found)
     existing = tx.one(
         "SELECT * FROM tasks WHERE namespace = ? AND deployment_id = ? AND idempotency_key = ?",
-        (req.namespace, dep["id"], req.call_key),
+        (req.namespace, dep.id, req.call_key),
     )
     if existing is not None:
         return TaskRow.from_row(existing), False
@@ -199,13 +207,14 @@ def submit_child(
             f"{parent.deployment}; wait for their results and work with those",
             limit="maxFanOut",
         )
-    run = tx.one("SELECT id, root_run_id FROM runs WHERE task_id = ?", (parent.id,))
-    if run is None:
+    found_run = tx.one(f"SELECT {columns(RunRef)} FROM runs WHERE task_id = ?", (parent.id,))
+    if found_run is None:
         raise ConflictError(
             f"task {parent.id} has no run yet; delegate from inside its run",
             task_id=parent.id,
         )
-    _count_delegation(tx, run["root_run_id"], req.call_key, limits, parent.deployment)
+    run = RunRef.from_row(found_run)
+    _count_delegation(tx, run.root_run_id, req.call_key, limits, parent.deployment)
     overrides = req.overrides
     if overrides is not None:
         try:
@@ -216,8 +225,8 @@ def submit_child(
     overrides = _narrow_for_tree(tx, parent.root_task_id, overrides)
     new = queue.NewTask(
         namespace=req.namespace,
-        deployment_id=dep["id"],
-        deployment=dep["name"],
+        deployment_id=dep.id,
+        deployment=dep.name,
         input=req.input,
         source="child",
         labels={},  # the parent's labels are carried down by the queue
@@ -234,13 +243,13 @@ def submit_child(
     row, created = queue.submit_task(tx, new)
     tx.execute(
         "UPDATE tasks SET parent_run_id = ?, root_run_id = ? WHERE id = ?",
-        (run["id"], run["root_run_id"], row.id),
+        (run.id, run.root_run_id, row.id),
     )
     tx.execute(
         "UPDATE delegation_calls SET task_id = ? WHERE root_run_id = ? AND call_key = ?",
-        (row.id, run["root_run_id"], req.call_key),
+        (row.id, run.root_run_id, req.call_key),
     )
-    return row._replace(parent_run_id=run["id"], root_run_id=run["root_run_id"]), created
+    return row._replace(parent_run_id=run.id, root_run_id=run.root_run_id), created
 
 
 def _count_delegation(
@@ -357,12 +366,13 @@ def ack_inbox(tx: Tx, task_id: str, inbox_ids: list[str]) -> int:
 def reply_to_caller(tx: Tx, row: TaskRow, state: str, outcome: dict[str, Any] | None) -> None:
     """A detached child ended: its result goes once (``reply:<child>``) to the caller's deployment,
     in the caller's conversation, as a new task with the child's labels."""
-    dep = tx.one(
-        "SELECT id, name FROM deployments WHERE namespace = ? AND name = ?",
+    found = tx.one(
+        f"SELECT {columns(DeploymentRef)} FROM deployments WHERE namespace = ? AND name = ?",
         (row.namespace, row.reply_deployment),
     )
-    if dep is None:  # the caller was deleted meanwhile: nobody to reply to
+    if found is None:  # the caller was deleted meanwhile: nobody to reply to
         return
+    dep = DeploymentRef.from_row(found)
     from agen.domain.delegation import ChildState, result_note
 
     child = ChildState(
@@ -376,8 +386,8 @@ def reply_to_caller(tx: Tx, row: TaskRow, state: str, outcome: dict[str, Any] | 
         tx,
         queue.NewTask(
             namespace=row.namespace,
-            deployment_id=dep["id"],
-            deployment=dep["name"],
+            deployment_id=dep.id,
+            deployment=dep.name,
             input=result_note(child),
             source=f"reply:{row.deployment}",
             conversation_key=row.reply_conversation_key,

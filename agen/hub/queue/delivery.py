@@ -15,12 +15,12 @@ conversation, every mode queues normally. A transaction function, run inside Sub
 
 from __future__ import annotations
 
-from agen.domain import TaskRow
+from agen.domain import DeploymentKind, DeploymentRow, TaskRow
 from agen.hub.queue import SINGLETON_KEY, NewTask, scoped_conversation_key
 from agen.hub.queue._tasks import get_task, task_event
 from agen.hub.queue.holds import write_inbox
 from agen.hub.queue.trees import request_wrap_up
-from agen.store import Row, Tx, loads
+from agen.store import Tx, loads
 
 FOLLOWUP = "followup"
 MODES = ("followup", "collect", "steer", "interrupt")
@@ -29,18 +29,18 @@ STEER_KIND = "steer"
 MERGE_SEPARATOR = "\n\n"
 
 
-def queue_mode(dep: Row, asked: str | None) -> str:
+def queue_mode(dep: DeploymentRow, asked: str | None) -> str:
     """The submission's own delivery, else the deployment's conversations.queueMode, else followup."""
     if asked:
         return asked
-    policy = loads(dep.get("policy"), {}) or {}
+    policy = loads(dep.policy, {}) or {}
     conv = policy.get("conversations") or {}
     mode = conv.get("queue_mode", conv.get("queueMode"))
     return str(mode) if mode in MODES else FOLLOWUP
 
 
-def _key(dep: Row, t: NewTask) -> str | None:
-    if dep["kind"] == "singleton":
+def _key(dep: DeploymentRow, t: NewTask) -> str | None:
+    if dep.kind == DeploymentKind.SINGLETON:
         return SINGLETON_KEY
     return scoped_conversation_key(t.conversation_key, t.source)
 
@@ -76,7 +76,7 @@ def _own_key_task(tx: Tx, t: NewTask) -> bool:
     )
 
 
-def deliver(tx: Tx, dep: Row, t: NewTask, mode: str, *, by: str | None) -> TaskRow | None:
+def deliver(tx: Tx, dep: DeploymentRow, t: NewTask, mode: str, *, by: str | None) -> TaskRow | None:
     """Apply ``mode`` to a submission: the task it went into (collect, steer), or None to queue ``t``."""
     if mode == FOLLOWUP:
         return None

@@ -14,13 +14,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from agen.domain import DeploymentKind, LeasedTaskRow, TaskRow, TaskState
+from agen.domain import (
+    DeploymentBudget,
+    DeploymentKind,
+    LeasedTaskRow,
+    TaskRow,
+    TaskState,
+    columns,
+)
 from agen.hub import queue
 from agen.hub.queue import budgets, providers, task_kind
-from agen.store import Row, Tx, loads
+from agen.store import Tx, loads
 from agen.store.pg_locks import serialize_leasing
 
 BACKGROUND = queue.PRIORITIES["background"]
+_BUDGET_SQL = f"SELECT {columns(DeploymentBudget)} FROM deployments WHERE id = ?"
 
 
 def lease_for_nest(
@@ -36,12 +44,11 @@ def lease_for_nest(
     """Lease up to ``limit`` tasks unless a provider hold or a budget says otherwise.
 
     An instance of a task-kind deployment leases exactly one task, ever (agen.hub.queue.task_kind)."""
-    dep = tx.one(
-        "SELECT id, namespace, name, kind, budget FROM deployments WHERE id = ?", (deployment_id,)
-    )
-    if dep is None or limit <= 0:
+    found = tx.one(_BUDGET_SQL, (deployment_id,))
+    if found is None or limit <= 0:
         return []
-    if dep["kind"] != DeploymentKind.TASK:
+    dep = DeploymentBudget.from_row(found)
+    if dep.kind != DeploymentKind.TASK:
         return _lease_gated(
             tx,
             dep,
@@ -73,7 +80,7 @@ def lease_for_nest(
 
 def _lease_gated(
     tx: Tx,
-    dep: Row,
+    dep: DeploymentBudget,
     *,
     nest_id: str,
     instance_id: str | None,
@@ -82,7 +89,7 @@ def _lease_gated(
     start: bool,
 ) -> list[LeasedTaskRow]:
     now = tx.now_ms
-    deployment_id = dep["id"]
+    deployment_id = dep.id
     gate = providers.lease_gate(tx, deployment_id, now)
     if gate.state == "probe":
         # exactly one probe: decided by one leasing write at a time, from rows read under the lock
@@ -170,12 +177,11 @@ def budget_wait_reason(tx: Tx, task: TaskRow, reason: str | None) -> str | None:
     if reason != "capacity":
         return reason
     now = tx.now_ms
-    dep = tx.one(
-        "SELECT id, namespace, name, budget FROM deployments WHERE id = ?", (task.deployment_id,)
-    )
-    if dep is None:
+    found = tx.one(_BUDGET_SQL, (task.deployment_id,))
+    if found is None:
         return reason
-    if providers.lease_gate(tx, dep["id"], now).state == "held":
+    dep = DeploymentBudget.from_row(found)
+    if providers.lease_gate(tx, dep.id, now).state == "held":
         return "provider_hold"
     limit, labels = budgets.budget_config(dep)
     if limit is None and not labels:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from agen.domain import UNFINISHED, TaskRow, TaskState
+from agen.domain import UNFINISHED, DeploymentRef, TaskRow, TaskState, columns
 from agen.errors import ConflictError, NotFoundError
 from agen.hub.queue._tasks import URGENT, get_task, requeue, task_event
-from agen.store import Row, Tx, dumps, new_ulid
+from agen.store import Tx, dumps, new_ulid
 
 RESUME = "resume"
 
@@ -73,14 +73,14 @@ def resume_task(tx: Tx, task_id: str) -> TaskRow:
     return get_task(tx, task_id)
 
 
-def _deployment(tx: Tx, deployment_id: str) -> Row:
-    dep = tx.one("SELECT id, namespace, name FROM deployments WHERE id = ?", (deployment_id,))
+def _deployment(tx: Tx, deployment_id: str) -> DeploymentRef:
+    dep = tx.one(f"SELECT {columns(DeploymentRef)} FROM deployments WHERE id = ?", (deployment_id,))
     if dep is None:
         raise NotFoundError(
             f"deployment {deployment_id} not found; list deployments with `agen ps`",
             deployment_id=deployment_id,
         )
-    return dep
+    return DeploymentRef.from_row(dep)
 
 
 def hold_deployment(
@@ -95,9 +95,9 @@ def hold_deployment(
         (until_ms, reason, tx.now_ms, deployment_id),
     )
     tx.event(
-        dep["namespace"],
+        dep.namespace,
         "deployment.held",
-        deployment=dep["name"],
+        deployment=dep.name,
         data={"tasks": n, "until_ms": until_ms, "reason": reason},
     )
     return n
@@ -119,9 +119,9 @@ def resume_deployment_hold(tx: Tx, deployment_id: str) -> int:
         _wake_if_resuming(tx, row, "deployment resumed")
     if rows:
         tx.event(
-            dep["namespace"],
+            dep.namespace,
             "deployment.resumed",
-            deployment=dep["name"],
+            deployment=dep.name,
             data={"tasks": len(rows)},
         )
     return len(rows)

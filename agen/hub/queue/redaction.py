@@ -17,9 +17,10 @@ from collections.abc import Mapping
 from pydantic import ValidationError
 
 from agen.bundle.agent import Secrets
+from agen.domain import DeploymentRef, DeploymentRow
 from agen.domain.redact import Redactor
 from agen.hub.fleet.definitions import unpack
-from agen.store import Row, Tx
+from agen.store import Tx
 
 SECRETS_FILE = "x-agen/secrets.json"
 _declared: dict[str, Secrets] = {}
@@ -56,9 +57,9 @@ def hub_redactor(secrets: Secrets, environ: Mapping[str, str] | None = None) -> 
     return red
 
 
-def redact_task_input(tx: Tx, deployment: Row, text: str) -> str:
+def redact_task_input(tx: Tx, deployment: DeploymentRow | DeploymentRef, text: str) -> str:
     """``text`` with the deployment's resolvable secret values masked as [REDACTED]."""
-    secrets = _secrets_of(tx, str(deployment["definition_id"]))
+    secrets = _secrets_of(tx, deployment.definition_id)
     if not secrets.secrets or not text:
         return text
     red = hub_redactor(secrets)
@@ -66,7 +67,9 @@ def redact_task_input(tx: Tx, deployment: Row, text: str) -> str:
     return red.redact(text)
 
 
-def _add_platform_values(tx: Tx, deployment: Row, secrets: Secrets, red: Redactor) -> None:
+def _add_platform_values(
+    tx: Tx, deployment: DeploymentRow | DeploymentRef, secrets: Secrets, red: Redactor
+) -> None:
     """The platform secrets granted to the deployment, opened from the store (agen secret set)."""
     names = [n for n, spec in secrets.secrets.items() if spec.source == "platform"]
     if not names:
@@ -78,6 +81,6 @@ def _add_platform_values(tx: Tx, deployment: Row, secrets: Secrets, red: Redacto
     try:
         kek = kek_from_env()
         for name in names:
-            red.add(granted_value(tx, deployment["namespace"], deployment["name"], name, kek))
+            red.add(granted_value(tx, deployment.namespace, deployment.name, name, kek))
     except InvalidError:
         return  # a value this Hub cannot open: the instance's start reports it

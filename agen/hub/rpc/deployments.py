@@ -7,7 +7,7 @@ import base64
 import binascii
 from typing import TYPE_CHECKING, Any
 
-from agen.domain import DeploymentRow
+from agen.domain import DeploymentRef, DeploymentRow
 from agen.errors import ConflictError, InvalidError, NotFoundError
 from agen.hub import queue
 from agen.hub.auth import Principal
@@ -82,12 +82,13 @@ def _policy(bundle: Bundle) -> dict[str, Any]:
     }
 
 
-def _sync_signals(tx: Tx, dep_id: str, namespace: str, name: str, bundle: Bundle) -> None:
+def _sync_signals(tx: Tx, dep: DeploymentRef, bundle: Bundle) -> None:
     """Triggers, provider accounts and the approval notify target follow the deployed definition."""
     from agen.hub.queue.providers import harness_key_secrets, sync_accounts
     from agen.hub.triggers.tick import sync_triggers
 
-    sync_triggers(tx, {"id": dep_id, "namespace": namespace, "name": name}, bundle.config)
+    namespace, name = dep.namespace, dep.name
+    sync_triggers(tx, dep, bundle.config)
     sync_bundle_target(tx, namespace, name, bundle.config.permissions.notify)
     keys = harness_key_secrets(
         namespace, bundle.harness.model_dump(by_alias=True, exclude_none=True)
@@ -96,7 +97,7 @@ def _sync_signals(tx: Tx, dep_id: str, namespace: str, name: str, bundle: Bundle
         acct: None if _platform(bundle, key) else bundle.secrets.env_var(key)
         for acct, key in keys.items()
     }
-    sync_accounts(tx, dep_id, list(keys), envs)
+    sync_accounts(tx, dep.id, list(keys), envs)
 
 
 def _platform(bundle: Bundle, secret: str) -> bool:
@@ -201,7 +202,7 @@ async def _apply(
                 req.namespace, "deployment.created", deployment=name, data={"definition": def_id}
             )
             write_log(tx, req.namespace, name, f"created from {def_id}")
-            _sync_signals(tx, dep_id, req.namespace, name, bundle)
+            _sync_signals(tx, DeploymentRef(dep_id, req.namespace, name, def_id), bundle)
             return dep_id, True, True
         changed = row["definition_id"] != def_id
         desired = row["desired"]
@@ -227,7 +228,7 @@ async def _apply(
                 req.namespace, "deployment.updated", deployment=name, data={"definition": def_id}
             )
             write_log(tx, req.namespace, name, f"updated to {def_id}")
-        _sync_signals(tx, str(row["id"]), req.namespace, name, bundle)
+        _sync_signals(tx, DeploymentRef(str(row["id"]), req.namespace, name, def_id), bundle)
         return str(row["id"]), False, changed
 
     dep_id, created, changed = await hub.store.write(fn)

@@ -6,6 +6,7 @@ and a deployment assigned to that Nest (or with a live instance there, such as o
 
 from __future__ import annotations
 
+from agen.domain import DeploymentRef, columns
 from agen.errors import DeniedError, NotFoundError
 from agen.hub import platform_secrets as ps
 from agen.hub.auth import Principal
@@ -78,14 +79,14 @@ async def get_platform_secrets(
     kek = kek_from_env()
 
     def fn(tx: Tx) -> dict[str, str]:
-        dep = tx.one(
-            "SELECT id, namespace, name, definition_id FROM deployments WHERE id = ?",
-            (req.deployment_id,),
+        found = tx.one(
+            f"SELECT {columns(DeploymentRef)} FROM deployments WHERE id = ?", (req.deployment_id,)
         )
-        if dep is None:
+        if found is None:
             raise NotFoundError(
                 f"deployment {req.deployment_id} does not exist", deployment_id=req.deployment_id
             )
+        dep = DeploymentRef.from_row(found)
         runs_here = tx.scalar(
             "SELECT 1 FROM assignments WHERE deployment_id = ? AND nest_id = ? UNION ALL"
             " SELECT 1 FROM instances WHERE deployment_id = ? AND nest_id = ?"
@@ -94,7 +95,7 @@ async def get_platform_secrets(
         )
         if runs_here is None:
             raise DeniedError(
-                f"deployment {dep['namespace']}/{dep['name']} is not assigned to nest {req.nest_id}; "
+                f"deployment {dep.namespace}/{dep.name} is not assigned to nest {req.nest_id}; "
                 "a Nest reads only the secrets of deployments it runs",
                 nest_id=req.nest_id,
                 deployment_id=req.deployment_id,

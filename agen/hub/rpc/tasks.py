@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agen.bundle.overrides import TRUST_RANK
-from agen.domain import TaskRow, TaskState
+from agen.domain import DeploymentRow, TaskRow, TaskState
 from agen.errors import NotFoundError
 from agen.hub import queue
 from agen.hub.auth import Principal
@@ -197,22 +197,23 @@ async def submit(
     def fn(tx: Tx) -> tuple[Task, bool]:
         # The deployment is found inside the insert's transaction: one writer statement instead of a
         # read on another thread first, and no window where it is deleted in between.
-        current = tx.one(
+        found = tx.one(
             "SELECT * FROM deployments WHERE namespace = ? AND name = ?",
             (req.namespace, req.deployment),
         )
-        if current is None:
+        if found is None:
             raise NotFoundError(
                 f"deployment {req.namespace}/{req.deployment} not found; `agen ps` lists deployments,"
                 " `agen deploy <dir>` creates one",
                 deployment=req.deployment,
                 namespace=req.namespace,
             )
+        current = DeploymentRow.from_row(found)
         new = queue.NewTask(
             namespace=req.namespace,
-            deployment_id=current["id"],
-            deployment=current["name"],
-            deployment_kind=current["kind"],
+            deployment_id=current.id,
+            deployment=current.name,
+            deployment_kind=current.kind,
             input=redact_task_input(tx, current, req.input),
             conversation_key=req.conversation_key,
             labels=dict(req.labels),
@@ -335,7 +336,7 @@ async def dry_run_task(hub: Hub, p: Principal, req: SubmitTaskRequest) -> DryRun
         current = tx.one("SELECT * FROM deployments WHERE id = ?", (dep.id,))
         if current is None:
             raise NotFoundError(f"deployment {req.namespace}/{req.deployment} was deleted")
-        return admission.dry_run(tx, current, now)
+        return admission.dry_run(tx, DeploymentRow.from_row(current), now)
 
     verdict = await hub.store.write(fn)
     return DryRunTaskResponse.model_validate(verdict.to_dict())

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import functools
 
+from agen.domain import RunUsage, columns
 from agen.errors import InvalidError
 from agen.hub.auth import Principal
 from agen.hub.queue import trees
 from agen.hub.rpc import tasks as t
 from agen.hub.service import Hub
-from agen.store import Row, Tx
+from agen.store import Tx
 from agen.wire.tasks import (
     CancelTaskRequest,
     GetTaskTreeRequest,
@@ -38,23 +39,23 @@ async def get_task_tree(hub: Hub, p: Principal, req: GetTaskTreeRequest) -> GetT
         rows = trees.tree_rows(tx, req.id)
         ids = [r.id for r in rows]
         marks = ",".join("?" * len(ids))
-        usage: dict[str, Row] = {
-            r["task_id"]: r
-            for r in tx.all(
-                f"SELECT task_id, cost_usd, input_tokens, output_tokens FROM runs WHERE task_id IN ({marks})",
-                ids,
+        usage = {
+            u.task_id: u
+            for u in map(
+                RunUsage.from_row,
+                tx.all(f"SELECT {columns(RunUsage)} FROM runs WHERE task_id IN ({marks})", ids),
             )
         }
         children = trees.unfinished_children(tx, ids)
         nodes = []
         for row, extra in zip(rows, t._many_details(tx, rows), strict=True):
-            u = usage.get(row.id) or {}
+            u = usage.get(row.id) or RunUsage(row.id)
             started = row.started_ms
             nodes.append(
                 TaskTreeNode(
                     task=t.task_view(row, extra=extra),
-                    cost_usd=float(u.get("cost_usd") or 0.0),
-                    tokens=int(u.get("input_tokens") or 0) + int(u.get("output_tokens") or 0),
+                    cost_usd=u.cost_usd,
+                    tokens=u.input_tokens + u.output_tokens,
                     duration_ms=None
                     if started is None
                     else max(0, (row.finished_ms or now) - started),

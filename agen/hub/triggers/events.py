@@ -18,13 +18,13 @@ from typing import Any
 
 from agen._duration import parse_duration_ms
 from agen.bundle.triggers import EventTrigger
-from agen.domain import TaskRow
+from agen.domain import DeploymentRef, TaskOrigin, TaskRow, columns
 from agen.hub.observe.events import EventFilter
 from agen.hub.observe.logs import write_log
 from agen.hub.queue import providers
 from agen.hub.queue._tasks import task_event
 from agen.hub.triggers.fire import Fired, TickReport, fire, record_event, task_input
-from agen.hub.triggers.tick import parse_spec
+from agen.hub.triggers.tick import TRIGGER_DEPLOYMENT_SQL, parse_spec, trigger_deployment
 from agen.store import Row, Tx, dumps, loads
 
 MAX_EVENT_CHAIN = 5
@@ -44,29 +44,25 @@ def fire_event_triggers(tx: Tx, *, now_ms: int | None = None) -> TickReport:
     tx.now_ms = now
     report = TickReport()
     rows = tx.all(
-        "SELECT t.*, d.namespace, d.name AS deployment_name, c.seq AS cursor_seq, c.pending AS pending"
+        f"SELECT t.*, {TRIGGER_DEPLOYMENT_SQL}, c.seq AS cursor_seq, c.pending AS pending"
         " FROM triggers t JOIN deployments d ON d.id = t.deployment_id"
         " JOIN trigger_cursors c ON c.trigger_id = t.id WHERE t.type = 'event' ORDER BY t.id"
     )
     if not rows:
         return report
     held = providers.held_deployment_ids(tx, now)
-    tasks: dict[str, Row | None] = {}
+    tasks: dict[str, TaskOrigin | None] = {}
     for row in rows:
         if row["deployment_id"] in held:
             continue  # a held provider account keeps the cursor where it is
-        dep: Row = {
-            "id": row["deployment_id"],
-            "namespace": row["namespace"],
-            "name": row["deployment_name"],
-        }
+        dep = trigger_deployment(row)
         try:
             spec = parse_spec(row)
         except ValueError as e:
             write_log(
                 tx,
-                dep["namespace"],
-                dep["name"],
+                dep.namespace,
+                dep.name,
                 f"trigger {row['name']}: bad stored spec: {e}",
                 level="error",
             )
@@ -76,16 +72,20 @@ def fire_event_triggers(tx: Tx, *, now_ms: int | None = None) -> TickReport:
     return report
 
 
-def _task(tx: Tx, cache: dict[str, Row | None], task_id: str) -> Row | None:
+def _task(tx: Tx, cache: dict[str, TaskOrigin | None], task_id: str) -> TaskOrigin | None:
     if task_id not in cache:
-        cache[task_id] = tx.one(
-            "SELECT id, deployment_id, source, event_chain FROM tasks WHERE id = ?", (task_id,)
-        )
+        found = tx.one(f"SELECT {columns(TaskOrigin)} FROM tasks WHERE id = ?", (task_id,))
+        cache[task_id] = None if found is None else TaskOrigin.from_row(found)
     return cache[task_id]
 
 
 def _advance(
-    tx: Tx, row: Row, dep: Row, spec: EventTrigger, cache: dict[str, Row | None], report: TickReport
+    tx: Tx,
+    row: Row,
+    dep: DeploymentRef,
+    spec: EventTrigger,
+    cache: dict[str, TaskOrigin | None],
+    report: TickReport,
 ) -> None:
     name = row["name"]
     source = f"event:{name}"
@@ -99,7 +99,7 @@ def _advance(
     cursor = int(row["cursor_seq"])
     events = tx.all(
         "SELECT * FROM events WHERE namespace = ? AND seq > ? ORDER BY seq LIMIT ?",
-        (dep["namespace"], cursor, BATCH),
+        (dep.namespace, cursor, BATCH),
     )
     for ev in events:
         cursor = int(ev["seq"])
@@ -108,13 +108,9 @@ def _advance(
         chain = 1
         if ev["task_id"]:
             origin = _task(tx, cache, ev["task_id"])
-            if (
-                origin is not None
-                and origin["deployment_id"] == dep["id"]
-                and origin["source"] == source
-            ):
+            if origin is not None and origin.deployment_id == dep.id and origin.source == source:
                 continue  # its own task's events would make it fire itself forever
-            chain = (int(origin["event_chain"]) if origin is not None else 0) + 1
+            chain = (origin.event_chain if origin is not None else 0) + 1
         pending.append(_Match(cursor, int(ev["created_ms"]), chain))
         if within is not None:
             pending = [p for p in pending if int(ev["created_ms"]) - p.created_ms <= within]
@@ -129,7 +125,7 @@ def _advance(
 
 
 def _settle(
-    tx: Tx, dep: Row, spec: EventTrigger, matched: list[_Match], report: TickReport
+    tx: Tx, dep: DeploymentRef, spec: EventTrigger, matched: list[_Match], report: TickReport
 ) -> None:
     """Fire (or coalesce, or reject) for the events that completed the trigger's ``on`` match."""
     last = matched[-1]
@@ -190,13 +186,13 @@ def _events_text(tx: Tx, seqs: list[int]) -> str:
 
 
 def _coalesce(
-    tx: Tx, dep: Row, spec: EventTrigger, window_ms: int, seq: int, chain: int, text: str
+    tx: Tx, dep: DeploymentRef, spec: EventTrigger, window_ms: int, seq: int, chain: int, text: str
 ) -> bool:
     """Append the event to this trigger's task still queued (created within the window); False if none."""
     target = tx.one(
         "SELECT * FROM tasks WHERE deployment_id = ? AND source = ? AND state = 'queued' AND conversation_key IS NULL"
         " AND created_ms >= ? ORDER BY seq DESC LIMIT 1",
-        (dep["id"], f"event:{spec.name}", tx.now_ms - window_ms),
+        (dep.id, f"event:{spec.name}", tx.now_ms - window_ms),
     )
     if target is None:
         return False

@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from agen.domain import DeploymentRef
 from agen.errors import RateLimitedError
 from agen.hub.queue import NewTask, submit_task
-from agen.store import Row, Tx, dumps, new_ulid
+from agen.store import Tx, dumps, new_ulid
 
 UNFINISHED = ("queued", "leased", "running", "waiting")
 
@@ -52,7 +53,7 @@ def task_input(trigger_input: Any, extra: str | None = None) -> str:
 
 def record_event(
     tx: Tx,
-    dep: Row,
+    dep: DeploymentRef,
     trigger: str,
     status: str,
     *,
@@ -67,8 +68,8 @@ def record_event(
             " reason, created_ms) VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
             (
                 new_ulid(),
-                dep["namespace"],
-                dep["id"],
+                dep.namespace,
+                dep.id,
                 trigger,
                 status,
                 due_ms,
@@ -82,7 +83,7 @@ def record_event(
 
 
 def overlap_refusal(
-    tx: Tx, dep: Row, trigger: str, kind: str, overlap: str | None, spacing_ms: int
+    tx: Tx, dep: DeploymentRef, trigger: str, kind: str, overlap: str | None, spacing_ms: int
 ) -> str | None:
     """Why a window may not fire now (overlap / minStartSpacing), or None."""
     source = f"{kind}:{trigger}"
@@ -91,7 +92,7 @@ def overlap_refusal(
             r["state"]
             for r in tx.all(
                 "SELECT state FROM tasks WHERE deployment_id = ? AND source = ? AND state IN (?,?,?,?)",
-                (dep["id"], source, *UNFINISHED),
+                (dep.id, source, *UNFINISHED),
             )
         ]
         if overlap == "skip" and states:
@@ -102,7 +103,7 @@ def overlap_refusal(
         last = tx.scalar(
             "SELECT MAX(created_ms) FROM trigger_events WHERE deployment_id = ? AND trigger_name = ?"
             " AND status = 'fired'",
-            (dep["id"], trigger),
+            (dep.id, trigger),
         )
         if last is not None and tx.now_ms - int(last) < spacing_ms:
             return "minStartSpacing: too soon after the previous firing"
@@ -111,7 +112,7 @@ def overlap_refusal(
 
 def fire(
     tx: Tx,
-    dep: Row,
+    dep: DeploymentRef,
     trigger: str,
     *,
     kind: str,
@@ -133,9 +134,9 @@ def fire(
     ):
         return Fired("duplicate", reason="this window was already settled")
     new = NewTask(
-        namespace=dep["namespace"],
-        deployment_id=dep["id"],
-        deployment=dep["name"],
+        namespace=dep.namespace,
+        deployment_id=dep.id,
+        deployment=dep.name,
         input=input,
         source=f"{kind}:{trigger}",
         conversation_key=conversation_key,
@@ -144,7 +145,7 @@ def fire(
         trust=trust,
         locks=list(locks or []),
         event_chain=event_chain,
-        submitted_by=f"trigger:{dep['name']}/{trigger}",
+        submitted_by=f"trigger:{dep.name}/{trigger}",
         traceparent=traceparent,
     )
     try:
@@ -155,7 +156,7 @@ def fire(
             tx.execute(
                 "UPDATE trigger_events SET status = 'skipped', reason = ? WHERE deployment_id = ?"
                 " AND trigger_name = ? AND due_ms = ?",
-                (why, dep["id"], trigger, due_ms),
+                (why, dep.id, trigger, due_ms),
             )
         else:
             record_event(tx, dep, trigger, "skipped", reason=why)
@@ -163,7 +164,7 @@ def fire(
     if due_ms is not None:
         tx.execute(
             "UPDATE trigger_events SET task_id = ? WHERE deployment_id = ? AND trigger_name = ? AND due_ms = ?",
-            (row.id, dep["id"], trigger, due_ms),
+            (row.id, dep.id, trigger, due_ms),
         )
     elif created:
         record_event(tx, dep, trigger, "fired", task_id=row.id, reason=reason)

@@ -15,6 +15,7 @@ from agen._duration import parse_duration_ms
 from agen.bundle.config import Config
 from agen.bundle.cron import parse_schedule
 from agen.bundle.triggers import CronTrigger, RandomTrigger, Trigger
+from agen.domain import DeploymentRef, DeploymentRow
 from agen.hub.leader import HUB_LEADER, check_epoch
 from agen.hub.observe.logs import write_log
 from agen.hub.triggers import random as rnd
@@ -38,17 +39,17 @@ def parse_spec(row: Row) -> Any:
     return _TRIGGER.validate_python(loads(row["spec"]), by_alias=True)
 
 
-def next_due_ms(spec: Any, dep: Row, after_ms: int) -> int | None:
+def next_due_ms(spec: Any, dep: DeploymentRef | DeploymentRow, after_ms: int) -> int | None:
     if isinstance(spec, CronTrigger):
         return parse_schedule(spec.schedule).next_after_ms(after_ms)
     if isinstance(spec, RandomTrigger):
         return rnd.next_planned_ms(
-            spec, namespace=dep["namespace"], deployment=dep["name"], after_ms=after_ms
+            spec, namespace=dep.namespace, deployment=dep.name, after_ms=after_ms
         )
     return None
 
 
-def sync_triggers(tx: Tx, dep: Row, config: Config) -> None:
+def sync_triggers(tx: Tx, dep: DeploymentRef | DeploymentRow, config: Config) -> None:
     """Upsert the triggers table from a deployment's config (on deploy and update).
 
     A new or changed trigger becomes active now (no back-fill); removed ones are deleted.
@@ -56,7 +57,7 @@ def sync_triggers(tx: Tx, dep: Row, config: Config) -> None:
     """
     now = tx.now_ms
     existing = {
-        r["name"]: r for r in tx.all("SELECT * FROM triggers WHERE deployment_id = ?", (dep["id"],))
+        r["name"]: r for r in tx.all("SELECT * FROM triggers WHERE deployment_id = ?", (dep.id,))
     }
     newest_seq = int(tx.scalar("SELECT COALESCE(MAX(seq), 0) FROM events") or 0)
     for trig in config.triggers:
@@ -70,7 +71,7 @@ def sync_triggers(tx: Tx, dep: Row, config: Config) -> None:
             tx.execute(
                 "INSERT INTO triggers (id, deployment_id, name, type, spec, active_since_ms, next_due_ms)"
                 " VALUES (?,?,?,?,?,?,?)",
-                (trig_id, dep["id"], trig.name, trig.type, spec_json, now, nxt),
+                (trig_id, dep.id, trig.name, trig.type, spec_json, now, nxt),
             )
         else:
             trig_id = old["id"]
@@ -88,12 +89,16 @@ def sync_triggers(tx: Tx, dep: Row, config: Config) -> None:
         tx.execute("DELETE FROM triggers WHERE id = ?", (gone["id"],))
 
 
-def _deployment(row: Row) -> Row:
-    return {
-        "id": row["deployment_id"],
-        "namespace": row["namespace"],
-        "name": row["deployment_name"],
-    }
+TRIGGER_DEPLOYMENT_SQL = "d.namespace, d.name AS deployment_name, d.definition_id"
+"""The deployment's columns a trigger row is joined with (``triggers t JOIN deployments d``)."""
+
+
+def trigger_deployment(row: Row) -> DeploymentRef:
+    """The deployment of a trigger row joined with TRIGGER_DEPLOYMENT_SQL (the trigger's own id and
+    name take the plain column names, so the deployment's come aliased)."""
+    return DeploymentRef(
+        row["deployment_id"], row["namespace"], row["deployment_name"], row["definition_id"]
+    )
 
 
 def fire_due_triggers(tx: Tx, *, leader_epoch: int, now_ms: int | None = None) -> TickReport:
@@ -103,20 +108,20 @@ def fire_due_triggers(tx: Tx, *, leader_epoch: int, now_ms: int | None = None) -
     tx.now_ms = now  # the injected clock stamps events, tasks and spacing checks alike
     report = TickReport()
     rows = tx.all(
-        "SELECT t.*, d.namespace, d.name AS deployment_name FROM triggers t"
+        f"SELECT t.*, {TRIGGER_DEPLOYMENT_SQL} FROM triggers t"
         " JOIN deployments d ON d.id = t.deployment_id WHERE t.type IN ('cron', 'random')"
         " AND (t.next_due_ms IS NULL OR t.next_due_ms <= ?) ORDER BY t.next_due_ms",
         (now,),
     )
     for row in rows:
-        dep = _deployment(row)
+        dep = trigger_deployment(row)
         try:
             spec = parse_spec(row)
         except ValueError as e:
             write_log(
                 tx,
-                dep["namespace"],
-                dep["name"],
+                dep.namespace,
+                dep.name,
                 f"trigger {row['name']}: bad stored spec: {e}",
                 level="error",
             )
@@ -135,13 +140,15 @@ def _count(report: TickReport, result: Fired) -> None:
         report.skipped += 1
 
 
-def _cron(tx: Tx, row: Row, dep: Row, spec: CronTrigger, now: int, report: TickReport) -> None:
+def _cron(
+    tx: Tx, row: Row, dep: DeploymentRef, spec: CronTrigger, now: int, report: TickReport
+) -> None:
     schedule = parse_schedule(spec.schedule)
     jitter = parse_duration_ms(spec.jitter) if spec.jitter else 0
     plan = plan_windows(
         schedule,
-        namespace=dep["namespace"],
-        deployment=dep["name"],
+        namespace=dep.namespace,
+        deployment=dep.name,
         trigger=row["name"],
         cursor_ms=row["last_due_ms"],
         active_since_ms=row["active_since_ms"],
@@ -151,7 +158,7 @@ def _cron(tx: Tx, row: Row, dep: Row, spec: CronTrigger, now: int, report: TickR
     window_ms = parse_duration_ms(spec.catch_up_window) if spec.catch_up_window else None
     catch = plan.catch_up(now, window_ms) if spec.catch_up else None
     spacing = parse_duration_ms(spec.min_start_spacing) if spec.min_start_spacing else 0
-    locks = [f"trigger:{dep['name']}:{row['name']}"] if spec.overlap == "buffer_one" else []
+    locks = [f"trigger:{dep.name}:{row['name']}"] if spec.overlap == "buffer_one" else []
     missed = [w for w in plan.late if w is not catch]
     for w in missed:
         if record_event(
@@ -174,21 +181,21 @@ def _cron(tx: Tx, row: Row, dep: Row, spec: CronTrigger, now: int, report: TickR
             )
         )
         tx.event(
-            dep["namespace"],
+            dep.namespace,
             "trigger.missed",
             severity="warning",
-            deployment=dep["name"],
+            deployment=dep.name,
             data={
                 "trigger": row["name"],
                 "windows": [w.due_ms for w in missed],
                 "older": plan.uncounted_late,
             },
-            dedupe_key=f"trigger.missed:{dep['id']}:{row['name']}:{missed[-1].due_ms if missed else now}",
+            dedupe_key=f"trigger.missed:{dep.id}:{row['name']}:{missed[-1].due_ms if missed else now}",
         )
         write_log(
             tx,
-            dep["namespace"],
-            dep["name"],
+            dep.namespace,
+            dep.name,
             f"trigger {row['name']}: {len(missed)} missed windows{older}",
             level="warning",
         )
@@ -219,12 +226,12 @@ def _cron(tx: Tx, row: Row, dep: Row, spec: CronTrigger, now: int, report: TickR
     )
 
 
-def _random(tx: Tx, row: Row, dep: Row, spec: RandomTrigger, now: int, report: TickReport) -> None:
+def _random(
+    tx: Tx, row: Row, dep: DeploymentRef, spec: RandomTrigger, now: int, report: TickReport
+) -> None:
     cursor = row["last_due_ms"] if row["last_due_ms"] is not None else row["active_since_ms"] - 1
     last = cursor
-    for t in rnd.candidate_times_ms(
-        spec, namespace=dep["namespace"], deployment=dep["name"], now_ms=now
-    ):
+    for t in rnd.candidate_times_ms(spec, namespace=dep.namespace, deployment=dep.name, now_ms=now):
         if t <= cursor or t < row["active_since_ms"] or t > now:
             continue
         last = t
@@ -252,7 +259,7 @@ def _random(tx: Tx, row: Row, dep: Row, spec: RandomTrigger, now: int, report: T
             ),
         )
     nxt = rnd.next_planned_ms(
-        spec, namespace=dep["namespace"], deployment=dep["name"], after_ms=max(last, now)
+        spec, namespace=dep.namespace, deployment=dep.name, after_ms=max(last, now)
     )
     tx.execute(
         "UPDATE triggers SET last_due_ms = ?, next_due_ms = ? WHERE id = ?",

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agen.bundle.triggers import HmacAuth, WebhookTrigger
+from agen.domain import DeploymentRef, columns
 from agen.errors import InvalidError, NotFoundError
 from agen.hub.auth import bearer_token, hash_token, new_secret
 from agen.hub.observe.logs import write_log
@@ -58,17 +59,18 @@ def _hmac_key(
     return value if value is not None else fallback(namespace, name)
 
 
-def _find(tx: Tx, namespace: str, deployment: str, trigger: str) -> tuple[Row, Row]:
-    dep = tx.one(
-        "SELECT id, namespace, name, definition_id FROM deployments WHERE namespace = ? AND name = ?",
+def _find(tx: Tx, namespace: str, deployment: str, trigger: str) -> tuple[DeploymentRef, Row]:
+    found = tx.one(
+        f"SELECT {columns(DeploymentRef)} FROM deployments WHERE namespace = ? AND name = ?",
         (namespace, deployment),
     )
+    dep = None if found is None else DeploymentRef.from_row(found)
     trig = (
         None
         if dep is None
         else tx.one(
             "SELECT * FROM triggers WHERE deployment_id = ? AND name = ? AND type = 'webhook'",
-            (dep["id"], trigger),
+            (dep.id, trigger),
         )
     )
     if dep is None or trig is None:
@@ -84,7 +86,7 @@ def _find(tx: Tx, namespace: str, deployment: str, trigger: str) -> tuple[Row, R
 def create_webhook_secret(tx: Tx, namespace: str, deployment: str, trigger: str) -> str:
     """CreateWebhookSecret: a new secret for the trigger (older ones are revoked); shown once."""
     dep, _ = _find(tx, namespace, deployment, trigger)
-    subject = f"{dep['id']}/{trigger}"
+    subject = f"{dep.id}/{trigger}"
     tx.execute(
         "UPDATE tokens SET revoked_ms = ? WHERE kind = 'webhook' AND subject = ? AND revoked_ms IS NULL",
         (tx.now_ms, subject),
@@ -120,46 +122,46 @@ REJECT_WINDOW_MS = 60_000
 """Rejections of one trigger within one clock minute share a trigger event row and a webhook.rejected event."""
 
 
-def _rejected_this_minute(tx: Tx, dep: Row, trigger: str, now_ms: int) -> bool:
+def _rejected_this_minute(tx: Tx, dep: DeploymentRef, trigger: str, now_ms: int) -> bool:
     """Whether this trigger already rejected a call this minute (its configuration error is logged once)."""
     return (
         tx.scalar(
             "SELECT 1 FROM trigger_events WHERE deployment_id = ? AND trigger_name = ? AND status = 'rejected'"
             " AND created_ms >= ? LIMIT 1",
-            (dep["id"], trigger, now_ms - now_ms % REJECT_WINDOW_MS),
+            (dep.id, trigger, now_ms - now_ms % REJECT_WINDOW_MS),
         )
         is not None
     )
 
 
 def _reject(
-    tx: Tx, dep: Row, trigger: str, status: int, reason: str, public: str, now_ms: int
+    tx: Tx, dep: DeploymentRef, trigger: str, status: int, reason: str, public: str, now_ms: int
 ) -> WebhookResult:
     window = now_ms - now_ms % REJECT_WINDOW_MS
     counted = tx.execute(
         "UPDATE trigger_events SET count = count + 1, reason = ? WHERE id = (SELECT id FROM trigger_events"
         " WHERE deployment_id = ? AND trigger_name = ? AND status = 'rejected' AND created_ms >= ?"
         " ORDER BY created_ms DESC LIMIT 1)",
-        (reason, dep["id"], trigger, window),
+        (reason, dep.id, trigger, window),
     )
     if not counted:  # the first rejection of this trigger this minute: a row and one event
         tx.execute(
             "INSERT INTO trigger_events (id, namespace, deployment_id, trigger_name, status, reason, created_ms)"
             " VALUES (?,?,?,?,'rejected',?,?)",
-            (new_ulid(), dep["namespace"], dep["id"], trigger, reason, now_ms),
+            (new_ulid(), dep.namespace, dep.id, trigger, reason, now_ms),
         )
         # The event also carries the final count of the trigger's previous rejected minute, which
         # got only one event however many calls it counted.
         earlier = tx.one(
             "SELECT count, created_ms FROM trigger_events WHERE deployment_id = ? AND trigger_name = ?"
             " AND status = 'rejected' AND created_ms < ? ORDER BY created_ms DESC LIMIT 1",
-            (dep["id"], trigger, window),
+            (dep.id, trigger, window),
         )
         tx.event(
-            dep["namespace"],
+            dep.namespace,
             "webhook.rejected",
             severity="warning",
-            deployment=dep["name"],
+            deployment=dep.name,
             data={
                 "trigger": trigger,
                 "reason": reason,
@@ -267,7 +269,7 @@ def receive(
             r["hash"]
             for r in tx.all(
                 "SELECT hash FROM tokens WHERE kind = 'webhook' AND subject = ? AND revoked_ms IS NULL",
-                (f"{dep['id']}/{trigger}",),
+                (f"{dep.id}/{trigger}",),
             )
         ]
         if not hashes and not _rejected_this_minute(tx, dep, trigger, now):
