@@ -62,9 +62,11 @@ async def test_local_node_runs_tasks_and_scales_instances(tmp_path: Path, backen
             )
         await client.call(r.ScaleDeployment, ScaleDeploymentRequest(name="echo", replicas=3))
         # A process instance is a child interpreter: under a loaded machine its start takes seconds.
-        async with asyncio.timeout(60):
-            while len(node.manager.instances) != 3:
-                await asyncio.sleep(0.05)
+        for _ in range(1200):  # up to 60 s
+            if len(node.manager.instances) == 3:
+                break
+            await asyncio.sleep(0.05)
+        assert len(node.manager.instances) == 3
         assert await store.scalar("SELECT COUNT(*) FROM runs") == 20
     finally:
         await node.drain(5)
