@@ -15,21 +15,30 @@ from agen.wire.nests import START_FAILED, Assignment, InstanceReport
 FAILING_AFTER = 3  # consecutive start failures that mark a deployment's instances failing
 
 
-def register_nest(tx: Tx, name: str, *, capacity: int, labels: dict[str, str] | None = None) -> str:
-    """Enrol (or re-enrol) a Nest by name; a restarted Nest forgets the instances it had."""
+def register_nest(
+    tx: Tx,
+    name: str,
+    *,
+    capacity: int,
+    labels: dict[str, str] | None = None,
+    gateway_url: str | None = None,
+) -> str:
+    """Enrol (or re-enrol) a Nest by name; a restarted Nest forgets the instances it had, and says
+    again where its Gateway is (None: it runs none now)."""
     row = tx.one("SELECT id FROM nests WHERE name = ?", (name,))
     if row is None:
         nest_id = new_ulid()
         tx.execute(
-            "INSERT INTO nests (id, name, labels, capacity, state, last_heartbeat_ms, created_ms)"
-            " VALUES (?,?,?,?, 'active', ?, ?)",
-            (nest_id, name, dumps(labels or {}), capacity, tx.now_ms, tx.now_ms),
+            "INSERT INTO nests (id, name, labels, capacity, state, gateway_url, last_heartbeat_ms,"
+            " created_ms) VALUES (?,?,?,?, 'active', ?, ?, ?)",
+            (nest_id, name, dumps(labels or {}), capacity, gateway_url, tx.now_ms, tx.now_ms),
         )
         return nest_id
     nest_id = str(row["id"])
     tx.execute(
-        "UPDATE nests SET labels = ?, capacity = ?, state = 'active', last_heartbeat_ms = ? WHERE id = ?",
-        (dumps(labels or {}), capacity, tx.now_ms, nest_id),
+        "UPDATE nests SET labels = ?, capacity = ?, state = 'active', gateway_url = ?,"
+        " last_heartbeat_ms = ? WHERE id = ?",
+        (dumps(labels or {}), capacity, gateway_url, tx.now_ms, nest_id),
     )
     # the restarted Nest runs nothing: its old leases are void, not worth waiting out
     void_nest_work(tx, nest_id, name, "restarted", count_attempt=True)

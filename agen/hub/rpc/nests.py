@@ -76,7 +76,9 @@ async def register_nest(
                     nest=req.name,
                 )
             labels = {**loads(row["labels"], {}), **req.labels}
-        return _register(tx, req.name, capacity=req.capacity, labels=labels)
+        return _register(
+            tx, req.name, capacity=req.capacity, labels=labels, gateway_url=req.gateway_url
+        )
 
     return m.RegisterNestResponse(nest_id=await hub.store.write(fn))
 
