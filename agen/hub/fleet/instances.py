@@ -71,6 +71,28 @@ def retire_nest(tx: Tx, nest_id: str) -> None:
     tx.execute("DELETE FROM assignments WHERE nest_id = ?", (nest_id,))
 
 
+def record_saturation(tx: Tx, nest_id: str, deployment_ids: list[str]) -> None:
+    """A Nest's Gateway has callers waiting on full instances of these deployments (seed 000 §5):
+    ask for one more than their live instances (every Nest's, as this heartbeat left them), and
+    count it as activity. Only deployments assigned to this Nest count: one whose assignment was
+    just removed is a report that crossed the change, not a request for it to come back."""
+    ids = sorted(set(deployment_ids))
+    if not ids:
+        return
+    marks = ",".join("?" * len(ids))
+    rows = tx.all(
+        "SELECT a.deployment_id, (SELECT COUNT(*) FROM instances i WHERE i.deployment_id ="
+        " a.deployment_id AND i.state IN ('starting', 'ready', 'busy')) AS live"
+        f" FROM assignments a WHERE a.nest_id = ? AND a.count > 0 AND a.deployment_id IN ({marks})",
+        (nest_id, *ids),
+    )
+    tx.executemany(
+        "UPDATE deployments SET saturated_ms = ?, saturated_want = ?, last_activity_ms = ?"
+        " WHERE id = ?",
+        [(tx.now_ms, int(r["live"]) + 1, tx.now_ms, r["deployment_id"]) for r in rows],
+    )
+
+
 def report_status(tx: Tx, nest_id: str, reports: list[InstanceReport]) -> list[Assignment]:
     """Heartbeat: record this Nest's instances (logging state changes), return its assignments."""
     tx.execute(

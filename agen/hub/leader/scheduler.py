@@ -21,6 +21,9 @@ from agen.hub.queue.trees import cancel_overdue
 from agen.store import Row, Tx, loads
 
 NEST_LOST_AFTER_MS = 30_000
+SATURATION_FRESH_MS = 15_000
+"""How long a Nest's saturation report raises its deployment: it is repeated every heartbeat while
+callers wait, so a report this old means they stopped waiting (or the Nest went quiet)."""
 
 
 @dataclass(frozen=True)
@@ -257,7 +260,7 @@ def _deployments(tx: Tx, only: set[str] | None) -> list[Row]:
         d
         for d in tx.all(
             "SELECT id, namespace, name, kind, digest, scale, placement, desired, paused,"
-            " last_activity_ms, manual_scale_ms FROM deployments"
+            " last_activity_ms, manual_scale_ms, saturated_ms, saturated_want FROM deployments"
         )
         if only is None or d["id"] in only
     ]
@@ -320,7 +323,16 @@ class _Sizing:
             pressure=pressure,
             budget_held=d["id"] in self.budget_held,
             provider_held=d["id"] in self.provider_held,
+            saturated_want=self._saturated_want(d),
         )
+
+    def _saturated_want(self, d: Row) -> int:
+        """What a saturation report asks for while it is fresh (the Nest repeats it each heartbeat
+        while its callers wait), else 0."""
+        at = d["saturated_ms"]
+        if at is None or self.now_ms - int(at) > SATURATION_FRESH_MS:
+            return 0
+        return int(d["saturated_want"] or 0)
 
 
 def _scale_and_place(
