@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 from collections.abc import Generator
 
 import uvicorn
@@ -63,15 +64,26 @@ async def start_gateway(
             app, host=host, port=port, log_level="warning", lifespan="off", access_log=False
         )
     )
-    task = asyncio.create_task(server.serve(), name="a2a-gateway")
+    refused = ConflictError(
+        f"--gateway-listen {host}:{port}: cannot listen there (in use?); pick another, "
+        f"e.g. --gateway-listen {host}:{port + 10}",
+        field="--gateway-listen",
+    )
+    # Bound here, not by uvicorn: on a taken address uvicorn calls sys.exit, which no task contains
+    # and which ended the whole process (a Nest, agen up) instead of leaving it without a Gateway.
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise refused from None
+    task = asyncio.create_task(server.serve(sockets=[sock]), name="a2a-gateway")
     while not server.started:
         if task.done():
             with contextlib.suppress(BaseException):
                 await task
-            raise ConflictError(
-                f"--gateway-listen {host}:{port}: cannot listen there (in use?); pick another, "
-                f"e.g. --gateway-listen {host}:{port + 10}",
-                field="--gateway-listen",
-            )
+            sock.close()
+            raise refused
         await asyncio.sleep(0.02)
     return RunningGateway(url.rstrip("/"), server, task, waiting)

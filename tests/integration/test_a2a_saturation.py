@@ -73,6 +73,10 @@ async def test_a_call_waiting_on_a_busy_single_instance_adds_one_up_to_max(tmp_p
 
         # At max, a call waiting on full instances asks for no more.
         assert node.manager.saturated() == []
+        # A report naming a deployment this Nest does not hold changes nothing (no error either:
+        # it may have crossed an assignment change).
+        await node.port.report(node.manager.nest_id, [], saturated=["01NOTADEPLOYMENT"])
+        assert await desired() == 2
         factory.executors[0].finish(first.id)
         done = await admin.call(r.GetTask, GetTaskRequest(id=first.id, wait_seconds=10))
         assert done.task.state == "succeeded"
