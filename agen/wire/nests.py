@@ -15,7 +15,14 @@ from pydantic import Base64Bytes, ConfigDict, Field, StrictInt
 from agen.wire.common import Count, DurationMs, Model
 
 Id = Annotated[str, Field(min_length=1, max_length=100)]
-HttpUrlText = Annotated[str, Field(min_length=1, max_length=2_000, pattern=r"^https?://[^\s/]+")]
+HttpUrlText = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=2_000,
+        pattern=r"^https?://[^\s/\x00-\x1f\x7f]+[^\s\x00-\x1f\x7f]*$",
+    ),
+]
 MAX_LEASES = 2_000
 """Leases per ExtendLeases call (the port sends more in several calls): bounds that keep the longest
 valid request under the API's body cap."""
