@@ -377,6 +377,8 @@ async def serve(opts: UpOptions) -> None:
         await node.start()
         # Then the Gateway (a2a-sdk and protobuf take a moment to import): A2A calls are tasks for that node.
         gateway = await _start_gateway(opts, url, hub) if opts.gateway_listen else None
+        if gateway is not None and isinstance(node, LocalNode):  # its waiting calls: saturation
+            node.manager.waiting_calls = gateway.waiting
         await hub.shutdown_requested.wait()
         if ui_app is not None and ui is not None:
             ui_app.exit()

@@ -2,7 +2,7 @@
 loopback port in a thread: what call_agent's A2A path talks to in tests.
 
 What it answers depends on the message text: ``fail`` ends the task failed, ``hang`` keeps it
-working until it is cancelled, anything else completes with ``remote says: <text>``. It records
+working until it is cancelled, ``wait`` until the test sets ``release``, anything else completes with ``remote says: <text>``. It records
 every request's text, metadata and Authorization header, and every cancelled task id. Under
 ``/broken`` it serves a card without any interface, under ``/failing`` a 502 instead of a card,
 under ``/gone`` a card whose JSON-RPC endpoint answers 404.
@@ -40,6 +40,7 @@ class Seen:
     auth: list[str | None] = field(default_factory=list)
     cancelled: list[str] = field(default_factory=list)
     hanging: threading.Event = field(default_factory=threading.Event)
+    release: threading.Event = field(default_factory=threading.Event)  # ends a ``wait`` task
 
 
 class Remote(AgentExecutor):
@@ -66,6 +67,9 @@ class Remote(AgentExecutor):
         if text == "hang":
             self.seen.hanging.set()
             await asyncio.Event().wait()  # until tasks/cancel cancels this coroutine
+        if text == "wait":
+            self.seen.hanging.set()
+            await asyncio.to_thread(self.seen.release.wait, 60)  # until the test releases it
         await updater.add_artifact([new_text_part(f"remote says: {text}")])
         await updater.complete()
 

@@ -61,7 +61,8 @@ def _endpoint(info: ResolveAgentResponse) -> str:
     if not info.urls:
         raise UnavailableError(
             f"no A2A Gateway serves {info.namespace}/{info.deployment}: start `agen up` with its "
-            "Gateway (on by default, --gateway-listen 127.0.0.1:7071)"
+            "Gateway (on by default, --gateway-listen 127.0.0.1:7071), or run it on a Nest with "
+            "one (`agen nest run --gateway-listen`)"
         )
     return info.urls[0]
 

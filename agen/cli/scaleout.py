@@ -4,11 +4,14 @@
 from __future__ import annotations
 
 import socket
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from agen.cli._common import HubOpt, JsonOpt, TokenOpt, err, make_request, print_json
+
+if TYPE_CHECKING:
+    from agen.nest.remote import GatewayStarter, HubLinkOfNest, NestOptions, RunningGateway
 
 hub_app = typer.Typer(help="The Hub on its own (Nests run elsewhere).", no_args_is_help=True)
 nest_app = typer.Typer(help="A Nest in its own process, enrolled with a Hub.", no_args_is_help=True)
@@ -136,6 +139,30 @@ def nest_run(
             show_default=False,
         ),
     ] = None,
+    gateway_listen: Annotated[
+        str,
+        typer.Option(
+            "--gateway-listen",
+            help="This Nest's A2A Gateway listen address (loopback unless AGEN_INSECURE=1): "
+            "/a2a/NAMESPACE/DEPLOYMENT; 'off' runs no Gateway.",
+        ),
+    ] = "127.0.0.1:7071",
+    gateway_url: Annotated[
+        str | None,
+        typer.Option(
+            "--gateway-url",
+            help="How callers reach this Nest's Gateway, e.g. behind a TLS proxy (default: from "
+            "--gateway-listen); `agen resolve` lists it.",
+            show_default=False,
+        ),
+    ] = None,
+    gateway_auth: Annotated[
+        str,
+        typer.Option(
+            "--gateway-auth",
+            help="required: every A2A caller presents a token the Hub accepts (the only mode).",
+        ),
+    ] = "required",
 ) -> None:
     """Run a Nest that pulls work from a Hub; Ctrl-C drains and stops it."""
     import asyncio
@@ -148,6 +175,7 @@ def nest_run(
     from agen.nest.backends import check_backend
     from agen.nest.process import parse_memory_limit
     from agen.nest.remote import NestOptions, run_nest
+    from agen.up import parse_listen
 
     if capacity < 0:
         raise InvalidError(
@@ -155,6 +183,17 @@ def nest_run(
         )
     memory = parse_memory_limit(host_memory_limit)
     check_backend(backend, memory)
+    check_gateway_auth(gateway_auth)
+    listen = (
+        None if gateway_listen == "off" else parse_listen(gateway_listen, flag="--gateway-listen")
+    )
+    if gateway_url is not None:
+        if listen is None:
+            raise InvalidError(
+                "--gateway-url names this Nest's Gateway, but --gateway-listen is off; drop one",
+                field="--gateway-url",
+            )
+        check_hub_url(gateway_url, "--gateway-url")
     nest_name = name or socket.gethostname().split(".")[0] or "nest"
     hubs = [check_hub_url(h, "--hub") for h in hub]
     opts = NestOptions(
@@ -169,10 +208,54 @@ def nest_run(
         host_memory_limit=memory,
         data_dir=Path(data_dir).expanduser() if data_dir else None,
         ca_hash=check_ca_hash(ca_hash, "--ca-hash") if ca_hash else None,
+        gateway_listen=listen,
+        gateway_url=gateway_url,
     )
     if any(h.startswith("https://") for h in hubs) and opts.ca_hash is None:
         err("agen nest: no --ca-hash: the Hub's certificate is checked against the system's CAs")
-    asyncio.run(run_nest(opts))
+    asyncio.run(run_nest(opts, _gateway_starter(opts) if listen else None))
+
+
+def check_gateway_auth(mode: str) -> None:
+    """``required`` only: a Nest's Gateway refuses calls without a token (seed 000 §10); anonymous
+    callers (``optional``) are for a loopback ``agen up`` alone, and no agen Gateway takes them yet."""
+    from agen.errors import InvalidError
+
+    if mode == "required":
+        return
+    if mode == "optional":
+        raise InvalidError(
+            "--gateway-auth optional: not supported: a Nest's Gateway serves only callers with a "
+            "token (anonymous callers are not accepted by any agen Gateway yet); use required",
+            field="--gateway-auth",
+        )
+    raise InvalidError(
+        f"--gateway-auth {mode!r}: use required (every A2A caller presents a token)",
+        field="--gateway-auth",
+    )
+
+
+def _gateway_starter(opts: NestOptions) -> GatewayStarter:
+    """Starts the Gateway on --gateway-listen, reaching the Hub over the Nest's Hubs with each
+    caller's own token; a listen address in use leaves the Nest running without one (as agen up)."""
+
+    async def start(link: HubLinkOfNest) -> RunningGateway | None:
+        from agen.errors import ConflictError
+        from agen.gateway.server import start_gateway
+
+        assert opts.gateway_listen is not None
+        host, port = opts.gateway_listen
+        try:
+            gateway = await start_gateway(
+                host, port, opts.hub, ca_hash=opts.ca_hash, link=link, public_url=opts.gateway_url
+            )
+        except ConflictError as e:
+            err(f"agen nest: no A2A Gateway: {e}")
+            return None
+        err(f"agen nest: A2A Gateway at {gateway.url}/a2a/<namespace>/<deployment>")
+        return gateway
+
+    return start
 
 
 @join_app.command("create")

@@ -73,6 +73,8 @@ class DeploymentSizing(NamedTuple):
     paused: bool
     last_activity_ms: int
     manual_scale_ms: int | None = None
+    saturated_ms: int | None = None  # the last saturation report from a Nest
+    saturated_want: int | None = None  # what it asked for: live instances then + 1
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> DeploymentSizing:

@@ -195,6 +195,8 @@ class DeploymentRow(NamedTuple):
     paused: bool = False
     pause_reason: str | None = None
     manual_scale_ms: int | None = None
+    saturated_ms: int | None = None  # the last saturation report (0023_saturation.sql)
+    saturated_want: int | None = None  # what it asked for: live instances then + 1
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> DeploymentRow:

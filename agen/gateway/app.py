@@ -25,7 +25,7 @@ from agen.errors import AgenError, UnauthenticatedError
 from agen.gateway.auth import HttpHubLink, HubLink, authenticate
 from agen.gateway.card import agent_card
 from agen.gateway.handler import CALL_STATE, AgenRequestHandler, Call
-from agen.gateway.wake import WakePolicy
+from agen.gateway.wake import WaitingCalls, WakePolicy
 from agen.wire.agents import ResolveAgentRequest
 
 CARD_PATH = "/.well-known/agent-card.json"
@@ -59,11 +59,14 @@ def _refusal(e: HTTPException) -> JSONResponse:
     return JSONResponse(body, status_code=e.status_code, headers=e.headers)
 
 
-def create_gateway_app(config: GatewayConfig, link: HubLink | None = None) -> Starlette:
-    """``link``: how to reach the Hub (default: its HTTP API at ``config.hub_url``)."""
+def create_gateway_app(
+    config: GatewayConfig, link: HubLink | None = None, waiting: WaitingCalls | None = None
+) -> Starlette:
+    """``link``: how to reach the Hub (default: its HTTP API at ``config.hub_url``); ``waiting``:
+    where the calls waiting for an instance are counted (the Nest reads it: saturation)."""
     link = link or HttpHubLink(config.hub_url, config.ca_hash)
     dispatcher = JsonRpcDispatcher(
-        request_handler=AgenRequestHandler(link, config.wake),
+        request_handler=AgenRequestHandler(link, config.wake, waiting=waiting),
         context_builder=_ContextBuilder(),
         enable_v0_3_compat=True,
     )

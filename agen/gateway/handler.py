@@ -50,7 +50,7 @@ from agen.client import Client
 from agen.errors import AgenError, InvalidError, NotFoundError
 from agen.gateway import convert
 from agen.gateway.auth import Caller, HubLink
-from agen.gateway.wake import WakePolicy, refuse_if_paused, wait_started
+from agen.gateway.wake import WaitingCalls, WakePolicy, refuse_if_paused, wait_started
 from agen.wire import tasks as wt
 
 RUN_TIMEOUT_S = 3600.0  # seed 000 §10: a Gateway gives an instance at most 1 h to answer
@@ -90,10 +90,18 @@ def _ended(task: wt.Task) -> bool:
 class AgenRequestHandler(RequestHandler):
     """message/send, message/stream, tasks/get and tasks/cancel as agen tasks of one deployment."""
 
-    def __init__(self, link: HubLink, wake: WakePolicy, *, run_timeout_s: float = RUN_TIMEOUT_S):
+    def __init__(
+        self,
+        link: HubLink,
+        wake: WakePolicy,
+        *,
+        run_timeout_s: float = RUN_TIMEOUT_S,
+        waiting: WaitingCalls | None = None,
+    ):
         self.link = link
         self.wake = wake
         self.run_timeout_s = run_timeout_s
+        self.waiting = waiting or WaitingCalls()
 
     # --- sending ---
 
@@ -137,7 +145,8 @@ class AgenRequestHandler(RequestHandler):
 
     async def _started(self, client: Client, call: Call, task: wt.Task) -> wt.Task:
         try:
-            return await wait_started(client, task, self.wake)
+            with self.waiting.waiting(call.namespace, call.deployment):
+                return await wait_started(client, task, self.wake)
         except HTTPException as e:
             raise _refuse(call, e) from None
 

@@ -1,15 +1,19 @@
-"""Serving the Gateway app with uvicorn beside the Hub's own server (``agen up``)."""
+"""Serving the Gateway app with uvicorn: beside the Hub's own server (``agen up``), or in a Nest
+(``agen nest run --gateway-listen``), where it reaches the Hub over the Nest's Hubs."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 from collections.abc import Generator
 
 import uvicorn
 
 from agen.errors import ConflictError
 from agen.gateway.app import GatewayConfig, create_gateway_app
+from agen.gateway.auth import HubLink
+from agen.gateway.wake import WaitingCalls
 
 
 class _Server(uvicorn.Server):
@@ -21,10 +25,17 @@ class _Server(uvicorn.Server):
 
 
 class RunningGateway:
-    def __init__(self, url: str, server: _Server, task: asyncio.Task[None]) -> None:
+    def __init__(
+        self, url: str, server: _Server, task: asyncio.Task[None], waiting: WaitingCalls
+    ) -> None:
         self.url = url
         self._server = server
         self._task = task
+        self._waiting = waiting
+
+    def waiting(self) -> dict[tuple[str, str], int]:
+        """Calls waiting for a free instance now, by (namespace, deployment)."""
+        return self._waiting.snapshot()
 
     async def stop(self) -> None:
         self._server.should_exit = True
@@ -33,24 +44,46 @@ class RunningGateway:
 
 
 async def start_gateway(
-    host: str, port: int, hub_url: str, *, ca_hash: str | None = None
+    host: str,
+    port: int,
+    hub_url: str,
+    *,
+    ca_hash: str | None = None,
+    link: HubLink | None = None,
+    public_url: str | None = None,
 ) -> RunningGateway:
-    url = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
-    app = create_gateway_app(GatewayConfig(hub_url=hub_url, public_url=url, ca_hash=ca_hash))
+    """Serve on ``host:port``; ``link`` reaches the Hub (default: ``hub_url`` over HTTP), and
+    ``public_url`` is the address callers use (default: the listen address)."""
+    url = public_url or f"http://{host if ':' not in host else f'[{host}]'}:{port}"
+    waiting = WaitingCalls()
+    app = create_gateway_app(
+        GatewayConfig(hub_url=hub_url, public_url=url, ca_hash=ca_hash), link, waiting
+    )
     server = _Server(
         uvicorn.Config(
             app, host=host, port=port, log_level="warning", lifespan="off", access_log=False
         )
     )
-    task = asyncio.create_task(server.serve(), name="a2a-gateway")
+    refused = ConflictError(
+        f"--gateway-listen {host}:{port}: cannot listen there (in use?); pick another, "
+        f"e.g. --gateway-listen {host}:{port + 10}",
+        field="--gateway-listen",
+    )
+    # Bound here, not by uvicorn: on a taken address uvicorn calls sys.exit, which no task contains
+    # and which ended the whole process (a Nest, agen up) instead of leaving it without a Gateway.
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise refused from None
+    task = asyncio.create_task(server.serve(sockets=[sock]), name="a2a-gateway")
     while not server.started:
         if task.done():
             with contextlib.suppress(BaseException):
                 await task
-            raise ConflictError(
-                f"--gateway-listen {host}:{port}: cannot listen there (in use?); pick another, "
-                f"e.g. --gateway-listen {host}:{port + 10}",
-                field="--gateway-listen",
-            )
+            sock.close()
+            raise refused
         await asyncio.sleep(0.02)
-    return RunningGateway(url, server, task)
+    return RunningGateway(url.rstrip("/"), server, task, waiting)

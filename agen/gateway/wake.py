@@ -9,7 +9,9 @@ then it cancels the task and answers 503 with a Retry-After hint. Time comes fro
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from starlette.exceptions import HTTPException
@@ -31,6 +33,32 @@ class WakePolicy:
     wake_timeout_s: float = WAKE_TIMEOUT_S
     poll_s: float = 0.5  # how long one GetTask long-poll waits before the clock is read again
     clock: Callable[[], float] = time.monotonic
+
+
+class WaitingCalls:
+    """How many calls wait for a free instance now, by (namespace, deployment).
+
+    The Nest's Manager reads it each heartbeat: callers waiting while every ready instance of their
+    deployment in that Nest is full is saturation, which it reports to the Hub so the autoscaler
+    adds an instance (seed 000 §5) even where the queue alone would not ask for one.
+    """
+
+    def __init__(self) -> None:
+        self._counts: Counter[tuple[str, str]] = Counter()
+
+    @contextmanager
+    def waiting(self, namespace: str, deployment: str) -> Iterator[None]:
+        key = (namespace, deployment)
+        self._counts[key] += 1
+        try:
+            yield
+        finally:
+            self._counts[key] -= 1
+            if self._counts[key] <= 0:
+                del self._counts[key]
+
+    def snapshot(self) -> dict[tuple[str, str], int]:
+        return dict(self._counts)
 
 
 def unavailable(message: str, retry_after_s: int) -> HTTPException:

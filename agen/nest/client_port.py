@@ -22,15 +22,23 @@ class ClientHubPort:
     def __init__(self, client: Client) -> None:
         self.client = client
 
-    async def register(self, name: str, capacity: int, labels: dict[str, str]) -> str:
+    async def register(
+        self, name: str, capacity: int, labels: dict[str, str], *, gateway_url: str | None = None
+    ) -> str:
         resp = await self.client.call(
-            r.RegisterNest, m.RegisterNestRequest(name=name, capacity=capacity, labels=labels)
+            r.RegisterNest,
+            m.RegisterNestRequest(
+                name=name, capacity=capacity, labels=labels, gateway_url=gateway_url
+            ),
         )
         return resp.nest_id
 
-    async def report(self, nest_id: str, instances: list[m.InstanceReport]) -> list[m.Assignment]:
+    async def report(
+        self, nest_id: str, instances: list[m.InstanceReport], *, saturated: list[str] | None = None
+    ) -> list[m.Assignment]:
         resp = await self.client.call(
-            r.ReportNest, m.ReportNestRequest(nest_id=nest_id, instances=instances)
+            r.ReportNest,
+            m.ReportNestRequest(nest_id=nest_id, instances=instances, saturated=saturated or []),
         )
         return resp.assignments
 

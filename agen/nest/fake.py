@@ -47,6 +47,8 @@ class FakeHubPort:
         self.suspended: dict[str, str] = {}
         self.progress: dict[str, dict[str, Any]] = {}
         self.reports: list[list[InstanceReport]] = []
+        self.saturated: list[list[str]] = []  # each report's saturated deployments
+        self.gateway_url: str | None = None  # what register was told
         self.calls: list[Call] = []
         self.unreachable = False
         self.call_token_keys: list[str] = []  # what token_keys() answers (set by a test)
@@ -137,13 +139,19 @@ class FakeHubPort:
 
     # -- HubPort --------------------------------------------------------------------------
 
-    async def register(self, name: str, capacity: int, labels: dict[str, str]) -> str:
+    async def register(
+        self, name: str, capacity: int, labels: dict[str, str], *, gateway_url: str | None = None
+    ) -> str:
         self._call("register", name=name, capacity=capacity, labels=labels)
+        self.gateway_url = gateway_url
         return self.nest_id
 
-    async def report(self, nest_id: str, instances: list[InstanceReport]) -> list[Assignment]:
+    async def report(
+        self, nest_id: str, instances: list[InstanceReport], *, saturated: list[str] | None = None
+    ) -> list[Assignment]:
         self._call("report", nest_id=nest_id, instances=instances)
         self.reports.append(list(instances))
+        self.saturated.append(list(saturated or []))
         return list(self.assignments)
 
     async def definition_files(self, definition_id: str) -> dict[str, bytes]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from agen.bundle import Bundle, load_bundle_files
 from agen.errors import AgenError, UnauthenticatedError, UnavailableError
@@ -39,8 +39,13 @@ class Manager:
         heartbeat_s: float = 1.0,
         drain_timeout_s: float = 300.0,
         clock: Callable[[], int] = now_ms,
+        gateway_url: str | None = None,
+        waiting_calls: Callable[[], Mapping[tuple[str, str], int]] | None = None,
     ) -> None:
         self.port = port
+        self.gateway_url = gateway_url  # this Nest's A2A Gateway, told to the Hub at registration
+        self.waiting_calls = waiting_calls
+        """The Gateway's calls waiting for an instance, by (namespace, deployment): saturation."""
         self.clock = clock  # ms; the crash-loop back-off and the healthy-instance reset read it
         self.factory = executor_factory
         self.name = name
@@ -68,7 +73,9 @@ class Manager:
     # -- lifecycle --------------------------------------------------------------------------
 
     async def start(self) -> None:
-        self.nest_id = await self.port.register(self.name, self.capacity, self.labels)
+        self.nest_id = await self.port.register(
+            self.name, self.capacity, self.labels, gateway_url=self.gateway_url
+        )
         self.port.on_cancel(self._cancelled)
 
     async def run(self) -> None:
@@ -117,7 +124,9 @@ class Manager:
         self._reap()
         reports = [i.report() for i in self.instances.values()] + self._final
         try:
-            self.assignments = await self.port.report(self.nest_id, reports)
+            self.assignments = await self.port.report(
+                self.nest_id, reports, saturated=self.saturated()
+            )
             self._final = []
         except UnauthenticatedError:  # revoked: this Nest does not come back (seed 000 §10)
             raise
@@ -131,6 +140,23 @@ class Manager:
                 self._failures.pop(inst.deployment_id, None)
         if not self._stopping.is_set():
             await self._reconcile()
+
+    def saturated(self) -> list[str]:
+        """Deployments whose A2A callers wait at this Nest's Gateway while every ready instance of
+        theirs here is full (seed 000 §5): not while one is starting, which will take a call soon,
+        nor with none ready, which is a wake-up (the call's queued task is load already)."""
+        waiting = self.waiting_calls() if self.waiting_calls is not None else {}
+        out: list[str] = []
+        for a in self.assignments:
+            if waiting.get((a.namespace, a.deployment), 0) <= 0:
+                continue
+            mine = [i for i in self.instances.values() if i.deployment_id == a.deployment_id]
+            if any(i.state == "starting" for i in mine):
+                continue
+            ready = [i for i in mine if i.state == "ready"]
+            if ready and all(len(i.running) >= max(1, a.max_concurrency) for i in ready):
+                out.append(a.deployment_id)
+        return out
 
     def _reap(self) -> None:
         """Forget instances that ended; a crash counts towards the deployment's back-off."""

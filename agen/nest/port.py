@@ -17,11 +17,16 @@ __all__ = ["START_FAILED", "Assignment", "HubPort", "InstanceReport", "LeaseRef"
 
 
 class HubPort(Protocol):
-    async def register(self, name: str, capacity: int, labels: dict[str, str]) -> str:
-        """Enrol this Nest; returns its id."""
+    async def register(
+        self, name: str, capacity: int, labels: dict[str, str], *, gateway_url: str | None = None
+    ) -> str:
+        """Enrol this Nest (and say where its A2A Gateway is, if it runs one); returns its id."""
 
-    async def report(self, nest_id: str, instances: list[InstanceReport]) -> list[Assignment]:
-        """Heartbeat with instance states; returns the latest assignments of this Nest."""
+    async def report(
+        self, nest_id: str, instances: list[InstanceReport], *, saturated: list[str] | None = None
+    ) -> list[Assignment]:
+        """Heartbeat with instance states (and the deployments whose A2A callers wait on full
+        instances); returns the latest assignments of this Nest."""
 
     async def definition_files(self, definition_id: str) -> dict[str, bytes]: ...
 

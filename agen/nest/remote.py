@@ -17,9 +17,10 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from agen._home import agen_home, make_private_dir, write_private
 from agen.bundle._base import HUB_URL_ENV
@@ -50,6 +51,8 @@ class NestOptions:
     heartbeat_s: float = 1.0
     drain_timeout_s: float = 300.0
     more_hubs: tuple[str, ...] = ()  # other Hubs on the same store, tried when one does not answer
+    gateway_listen: tuple[str, int] | None = None  # the A2A Gateway's address; None: no Gateway
+    gateway_url: str | None = None  # how callers reach it (default: from gateway_listen)
 
     @property
     def hubs(self) -> tuple[str, ...]:
@@ -65,6 +68,31 @@ class Credential:
     hub: str
     nest_id: str
     token: str
+
+
+class HubLinkOfNest:
+    """How this Nest's Gateway reaches the Hub as one caller: the caller's own credential, over the
+    Nest's Hubs (the pinned CA, moving on when one stops answering) — the Gateway's HubLink."""
+
+    def __init__(self, opts: NestOptions) -> None:
+        self.opts = opts
+
+    def client(self, token: str) -> Client:
+        return hub_client(self.opts, token)
+
+
+class RunningGateway(Protocol):
+    url: str
+
+    def waiting(self) -> Mapping[tuple[str, str], int]:
+        """Calls waiting for a free instance, by (namespace, deployment)."""
+
+    async def stop(self) -> None: ...
+
+
+GatewayStarter = Callable[[HubLinkOfNest], Awaitable["RunningGateway | None"]]
+"""Starts this Nest's Gateway (``agen nest run --gateway-listen``); None when it cannot listen. Given
+by the CLI: the Nest and the Gateway are sibling layers that do not import each other."""
 
 
 def read_credential(folder: Path, hub: str | tuple[str, ...]) -> Credential | None:
@@ -129,7 +157,9 @@ async def enrol(opts: NestOptions) -> Credential:
     return cred
 
 
-async def _manager(opts: NestOptions, cred: Credential, store: Store) -> Manager:
+async def _manager(
+    opts: NestOptions, cred: Credential, store: Store, gateway: RunningGateway | None
+) -> Manager:
     from agen.nest.backends import backend_factory
     from agen.nest.client_port import ClientHubPort
     from agen.nest.delegation import NestDelegation
@@ -151,29 +181,35 @@ async def _manager(opts: NestOptions, cred: Credential, store: Store) -> Manager
         lease_ms=opts.lease_ms,
         heartbeat_s=opts.heartbeat_s,
         drain_timeout_s=opts.drain_timeout_s,
+        gateway_url=gateway.url if gateway is not None else None,
+        waiting_calls=gateway.waiting if gateway is not None else None,
     )
     await manager.start()
     return manager
 
 
-async def run_nest(opts: NestOptions) -> None:
-    """Enrol if needed, then run the Manager until SIGINT/SIGTERM (drain) or a revoked credential."""
+async def run_nest(opts: NestOptions, start_gateway: GatewayStarter | None = None) -> None:
+    """Enrol if needed, then run the Manager (and the Gateway, when ``start_gateway`` is given)
+    until SIGINT/SIGTERM (drain) or a revoked credential."""
     from agen.store import open_store
 
     cred = read_credential(opts.folder, opts.hubs)
     os.environ[HUB_URL_ENV] = opts.hub  # ${AGEN_HUB_URL} in a bundle's mcp.json: the first Hub
     store = await open_store(opts.store)
+    gateway: RunningGateway | None = None
     try:
         if cred is None:
             cred = await enrol(opts)
+        if start_gateway is not None:
+            gateway = await start_gateway(HubLinkOfNest(opts))
         try:
-            manager = await _manager(opts, cred, store)
+            manager = await _manager(opts, cred, store, gateway)
         except UnauthenticatedError:
             if not opts.join_token:
                 raise
             log.warning("nest %s: the saved credential was refused; enrolling again", opts.name)
             cred = await enrol(opts)
-            manager = await _manager(opts, cred, store)
+            manager = await _manager(opts, cred, store, gateway)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -196,4 +232,6 @@ async def run_nest(opts: NestOptions) -> None:
         await asyncio.gather(running, return_exceptions=True)
         print("agen nest: stopped", file=sys.stderr, flush=True)
     finally:
+        if gateway is not None:
+            await gateway.stop()
         await store.close()

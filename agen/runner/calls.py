@@ -16,11 +16,17 @@ from typing import Any
 
 from agen.otel.ids import w3c_span_id
 from agen.runner import artifacts
-from agen.runner.effects import complete_effect, effect_key, start_effect
+from agen.runner.effects import (
+    complete_effect,
+    effect_key,
+    note_effect,
+    start_effect,
+    started_note,
+)
 from agen.runner.policy import ApprovalGate, ApprovalRequest, ToolPolicy, Verdict
 from agen.runner.providers.base import ToolCallOut
 from agen.runner.state import RunState
-from agen.runner.tools.base import Tool, ToolError, ToolResult
+from agen.runner.tools.base import CallLedger, Tool, ToolError, ToolResult
 from agen.store.base import Store
 
 
@@ -185,10 +191,13 @@ async def _guarded(
                 attrs={"agen.permission": "denied"},
             )
     key = None
+    ledger: CallLedger | None = None
     if tool.side_effect_for(call.arguments):
         key = effect_key(st.run_id, st.turn, index, tool.name, call.arguments, tool.idempotent)
+        if tool.repeats_started(call.arguments):
+            ledger = await _ledger(env, st, key)
         await env.store.write(start_effect(st.run_id, st.epoch, key, tool.name, call.id))
-    result = await invoke(tool, call, st, index, span_id)
+    result = await invoke(tool, call, st, index, span_id, ledger)
     if key is not None:
         await env.store.write(
             complete_effect(
@@ -206,12 +215,34 @@ async def _guarded(
     return out
 
 
+async def _ledger(env: CallEnv, st: RunState, key: str) -> CallLedger:
+    """A repeatable call's ledger: what an interrupted attempt of it noted (read before this
+    attempt's start resets the row), and how to note this attempt's progress."""
+    prior = await env.store.scalar(
+        "SELECT result FROM effects WHERE run_id = ? AND key = ? AND state = 'started'",
+        (st.run_id, key),
+    )
+
+    async def record(note: dict[str, Any]) -> None:
+        await env.store.write(note_effect(st.run_id, st.epoch, key, note))
+
+    return CallLedger(started_note(prior), record)
+
+
 async def invoke(
-    tool: Tool, call: ToolCallOut, st: RunState, index: int = 0, span_id: str | None = None
+    tool: Tool,
+    call: ToolCallOut,
+    st: RunState,
+    index: int = 0,
+    span_id: str | None = None,
+    ledger: CallLedger | None = None,
 ) -> ToolResult:
     """Call the tool; its failures become error results the model reads (cancellation propagates)."""
+    ctx = st.tool_context(call.id, index, span_id)
+    if ledger is not None:
+        ctx.ledger = ledger
     try:
-        return await tool.call(call.arguments, st.tool_context(call.id, index, span_id))
+        return await tool.call(call.arguments, ctx)
     except ToolError as e:
         return ToolResult(e.message, is_error=True, suspend=e.suspend)
     except asyncio.CancelledError:

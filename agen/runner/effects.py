@@ -40,7 +40,28 @@ class Effect:
     key: str
     tool: str
     state: str
-    result: dict[str, Any] | None
+    result: dict[str, Any] | None  # completed/failed: {content, is_error}; started: {note}
+
+
+def note_effect(run_id: str, epoch: int, key: str, note: dict[str, Any]) -> Any:
+    """What a started call records for its own repeat (call_agent: the remote task id), kept in
+    ``result`` until the call ends and its real result replaces it (epoch-checked)."""
+
+    def fn(tx: Tx) -> None:
+        check_epoch(tx, run_id, epoch)
+        tx.execute(
+            "UPDATE effects SET result = ? WHERE run_id = ? AND key = ? AND state = 'started'",
+            (dumps({"note": note}), run_id, key),
+        )
+
+    return fn
+
+
+def started_note(result: Any) -> dict[str, Any] | None:
+    """The note a started effect's ``result`` column holds (JSON text or None), if any."""
+    data = json.loads(result) if isinstance(result, str) and result else None
+    note = data.get("note") if isinstance(data, dict) else None
+    return dict(note) if isinstance(note, dict) else None
 
 
 def start_effect(run_id: str, epoch: int, key: str, tool: str, call_id: str) -> Any:

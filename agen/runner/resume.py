@@ -3,7 +3,8 @@
 A turn that suspended on a pending approval runs its unstarted calls now (in order; each
 reads its approval's decision). Otherwise a call whose effect completed gets its recorded
 result; a started-but-unconfirmed effect gets ``effect_unknown`` (an idempotent tool runs
-again instead); any other call without a result gets a synthetic error result so the
+again instead, and so does one whose repeat is the same call at the other end, e.g.
+call_agent over A2A, which picks its recorded remote task up); any other call without a result gets a synthetic error result so the
 history stays valid. A finish call accepted in the stored turn ends the run the same way.
 """
 
@@ -139,7 +140,7 @@ def plan_repair(
                 rep.results.append(
                     (call, str(eff.result.get("content", "")), bool(eff.result.get("is_error")))
                 )
-            elif eff is not None and tool.idempotent:
+            elif eff is not None and (tool.idempotent or tool.repeats_started(call.arguments)):
                 rep.rerun.append((index, call))
             elif eff is not None:
                 rep.results.append((call, EFFECT_UNKNOWN.format(tool=tool.name), True))

@@ -15,6 +15,14 @@ from pydantic import Base64Bytes, ConfigDict, Field, StrictInt
 from agen.wire.common import Count, DurationMs, Model
 
 Id = Annotated[str, Field(min_length=1, max_length=100)]
+HttpUrlText = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=2_000,
+        pattern=r"^https?://[^\s/\x00-\x1f\x7f]+[^\s\x00-\x1f\x7f]*$",
+    ),
+]
 MAX_LEASES = 2_000
 """Leases per ExtendLeases call (the port sends more in several calls): bounds that keep the longest
 valid request under the API's body cap."""
@@ -110,6 +118,9 @@ class RegisterNestRequest(Model):
     name: str = Field(min_length=1, max_length=200)
     capacity: Count = 8
     labels: dict[str, str] = Field(default_factory=dict)
+    gateway_url: HttpUrlText | None = None
+    """This Nest's A2A Gateway as callers reach it (``agen nest run --gateway-url``); ResolveAgent
+    lists it for the deployments assigned here. None: the Nest runs no Gateway."""
 
 
 class RegisterNestResponse(Model):
@@ -121,6 +132,9 @@ class ReportNestRequest(Model):
 
     nest_id: Id
     instances: list[InstanceReport] = Field(default_factory=list, max_length=1_000)
+    saturated: list[Id] = Field(default_factory=list, max_length=1_000)
+    """Deployments whose A2A callers wait at this Nest's Gateway while every ready instance of
+    theirs here is full and none is starting (seed 000 §5): the autoscaler adds one instance."""
 
 
 class ReportNestResponse(Model):

@@ -37,6 +37,8 @@ class Nest:
         cmd = [AGEN, "nest", "run", "--hub", hub.url, "--store", store]
         for other in more_hubs:
             cmd += ["--hub", other.url]
+        if "--gateway-listen" not in args:  # the default 127.0.0.1:7071 is one per machine
+            cmd += ["--gateway-listen", "off"]
         out = open(self.log, "ab")  # noqa: SIM115 - owned by the child
         self.proc = subprocess.Popen([*cmd, "--name", name, *args], env=env, stdout=out, stderr=out)
 

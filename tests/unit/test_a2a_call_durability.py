@@ -1,23 +1,33 @@
-"""An A2A call_agent is a side effect (seed 000 §6, effect ledger): a run resumed after a crash
-mid-call reports effect_unknown instead of sending the message again. Also: the A2A path needs
+"""An A2A call_agent is a side effect (seed 000 §6/§7, effect ledger): the remote task's id is
+recorded as soon as it is known, and a run resumed after a crash mid-call polls that task for its
+answer instead of sending the message again. Also: the A2A path needs
 no Hub, so a standalone run (no task, no Nest) can call an A2A agent."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from agen.errors import FencedError
 from agen.hub.queue import submit_task
+from agen.runner.effects import started_note
 from agen.runner.types import RunRequest
 from tests.a2a_server import a2a_server
 from tests.runner_helpers import call, make, open_store, runner, script
 from tests.unit.queue_helpers import add_deployment, new_task
 
 
-async def test_a_run_resumed_mid_a2a_call_reports_effect_unknown_and_does_not_call_again(
+async def _noted_task(store: Any) -> str | None:
+    """The remote task id the interrupted call recorded in the effect ledger, once it has."""
+    rows = await store.all("SELECT state, result FROM effects WHERE tool = 'call_agent'")
+    note = started_note(rows[0]["result"]) if rows and rows[0]["state"] == "started" else None
+    return str(note["a2a_task_id"]) if note else None
+
+
+async def test_a_run_resumed_mid_a2a_call_polls_the_recorded_remote_task_and_never_sends_again(
     tmp_path: Path,
 ) -> None:
     store = await open_store(tmp_path)
@@ -25,7 +35,7 @@ async def test_a_run_resumed_mid_a2a_call_reports_effect_unknown_and_does_not_ca
     task, _ = await store.write(lambda tx: submit_task(tx, new_task(dep, "go")))
     with a2a_server() as (url, seen):
         b = make(
-            script(call("call_agent", agent="remote", input="hang"), {"text": "handled"}),
+            script(call("call_agent", agent="remote", input="wait"), {"text": "handled"}),
             config={"delegates": [{"name": "remote", "url": url}]},
         )
         old = runner(store, b, owner="host-a")
@@ -33,20 +43,31 @@ async def test_a_run_resumed_mid_a2a_call_reports_effect_unknown_and_does_not_ca
             old.run(RunRequest(input="go", task_id=task.id, deployment="d"))
         )
         await asyncio.to_thread(seen.hanging.wait, 60)  # the call is out; its host is then lost
-        assert seen.hanging.is_set()
+        remote_task = None
+        for _ in range(2_000):  # the ledger records the remote task as soon as send answers
+            remote_task = await _noted_task(store)
+            if remote_task is not None:
+                break
+            await asyncio.sleep(0.01)
+        assert remote_task is not None
+        # host-a is lost mid-call (its effect stays started); host-b takes the task over.
         new = runner(store, b, owner="host-b")
-        res = await new.run(RunRequest(input="go", task_id=task.id, deployment="d", attempt=2))
+        resumed = asyncio.create_task(
+            new.run(RunRequest(input="go", task_id=task.id, deployment="d", attempt=2))
+        )
+        seen.release.set()  # the remote agent finishes the task it already had
+        res = await resumed
         assert res.resumed and res.status == "succeeded"
-        assert len(seen.requests) == 1  # not sent twice
+        assert len(seen.requests) == 1  # one message/send: the resumed run polled the task
+        assert seen.cancelled == []
         with pytest.raises((FencedError, asyncio.CancelledError)):
             first.cancel()
             await first
     [result] = await store.all(
         "SELECT content, is_error FROM messages WHERE run_id = ? AND role = 'tool'", (res.run_id,)
     )
-    assert result["is_error"]
-    assert str(result["content"]).startswith("effect_unknown: this call to call_agent")
-    assert await store.scalar("SELECT effect_unknown FROM runs WHERE id = ?", (res.run_id,)) == 1
+    assert (result["content"], result["is_error"]) == ("remote says: wait", 0)
+    assert await store.scalar("SELECT effect_unknown FROM runs WHERE id = ?", (res.run_id,)) == 0
     await store.close()
 
 

@@ -131,3 +131,31 @@ async def test_a_hub_that_cannot_be_reached_keeps_the_last_assignments_running()
     assert len(m.instances) == 1 and factory.attempts == 1
     port.unreachable = False
     await m.drain(5)
+
+
+async def test_saturation_is_reported_only_while_calls_wait_on_full_ready_instances() -> None:
+    """Seed 000 §5: callers waiting while every ready instance is full, and none starting."""
+    port, factory = FakeHubPort(), Factory()
+    a = port.deploy(count=1, max_concurrency=1)
+    waiting: dict[tuple[str, str], int] = {}
+    m = Manager(port, executor_factory=factory, name="n1", waiting_calls=lambda: waiting)
+    await m.start()
+    await m.tick()
+    inst = next(iter(m.instances.values()))
+    await until(lambda: inst.state == "ready", "the instance ready")
+    waiting[("default", "d")] = 1
+    assert m.saturated() == []  # a free slot: the call's task will be leased
+    task = port.submit(a.deployment_id)
+    await until(lambda: len(factory.executors[0].started) == 1, "the instance busy")
+    assert m.saturated() == [a.deployment_id]
+    await m.tick()
+    assert port.saturated[-1] == [a.deployment_id]  # sent with the heartbeat
+    inst.state = "starting"  # one on its way will take the call: no report
+    assert m.saturated() == []
+    inst.state = "ready"
+    waiting.clear()  # nobody waits: a busy instance alone is not saturation
+    assert m.saturated() == []
+    await m.tick()
+    assert port.saturated[-1] == []
+    factory.executors[0].finish(task)
+    await m.drain(5)

@@ -130,6 +130,27 @@ def inp(**kw: Any) -> ScaleInput:
             10,
             "steady",
         ),
+        # A2A saturation: callers wait on full instances; the queue (2 tasks, target 2) wants 1.
+        ("saturation adds one instance", inp(current=1, load=2, saturated_want=2), 2, "up"),
+        (
+            "saturation is capped by max",
+            inp(policy=ScalePolicy(min=1, max=2, target_queue_per_instance=2), saturated_want=3),
+            2,
+            "up",
+        ),
+        ("saturation never lowers the queue's want", inp(load=12, saturated_want=2), 6, "up"),
+        (
+            "task deployments are not scaled by A2A saturation",
+            inp(kind="task", policy=TASK, current=1, load=1, saturated_want=2),
+            1,
+            "steady",
+        ),
+        (
+            "a paused deployment stays at 0 however saturated",
+            inp(current=0, paused=True, saturated_want=2),
+            0,
+            "paused",
+        ),
     ],
 )
 def test_decide_scales_up_at_once_and_down_only_when_idle(

@@ -15,21 +15,30 @@ from agen.wire.nests import START_FAILED, Assignment, InstanceReport
 FAILING_AFTER = 3  # consecutive start failures that mark a deployment's instances failing
 
 
-def register_nest(tx: Tx, name: str, *, capacity: int, labels: dict[str, str] | None = None) -> str:
-    """Enrol (or re-enrol) a Nest by name; a restarted Nest forgets the instances it had."""
+def register_nest(
+    tx: Tx,
+    name: str,
+    *,
+    capacity: int,
+    labels: dict[str, str] | None = None,
+    gateway_url: str | None = None,
+) -> str:
+    """Enrol (or re-enrol) a Nest by name; a restarted Nest forgets the instances it had, and says
+    again where its Gateway is (None: it runs none now)."""
     row = tx.one("SELECT id FROM nests WHERE name = ?", (name,))
     if row is None:
         nest_id = new_ulid()
         tx.execute(
-            "INSERT INTO nests (id, name, labels, capacity, state, last_heartbeat_ms, created_ms)"
-            " VALUES (?,?,?,?, 'active', ?, ?)",
-            (nest_id, name, dumps(labels or {}), capacity, tx.now_ms, tx.now_ms),
+            "INSERT INTO nests (id, name, labels, capacity, state, gateway_url, last_heartbeat_ms,"
+            " created_ms) VALUES (?,?,?,?, 'active', ?, ?, ?)",
+            (nest_id, name, dumps(labels or {}), capacity, gateway_url, tx.now_ms, tx.now_ms),
         )
         return nest_id
     nest_id = str(row["id"])
     tx.execute(
-        "UPDATE nests SET labels = ?, capacity = ?, state = 'active', last_heartbeat_ms = ? WHERE id = ?",
-        (dumps(labels or {}), capacity, tx.now_ms, nest_id),
+        "UPDATE nests SET labels = ?, capacity = ?, state = 'active', gateway_url = ?,"
+        " last_heartbeat_ms = ? WHERE id = ?",
+        (dumps(labels or {}), capacity, gateway_url, tx.now_ms, nest_id),
     )
     # the restarted Nest runs nothing: its old leases are void, not worth waiting out
     void_nest_work(tx, nest_id, name, "restarted", count_attempt=True)
@@ -60,6 +69,28 @@ def retire_nest(tx: Tx, nest_id: str) -> None:
     instance-failing check read. A lease it still holds expires as any other."""
     tx.execute("UPDATE nests SET state = 'lost' WHERE id = ?", (nest_id,))
     tx.execute("DELETE FROM assignments WHERE nest_id = ?", (nest_id,))
+
+
+def record_saturation(tx: Tx, nest_id: str, deployment_ids: list[str]) -> None:
+    """A Nest's Gateway has callers waiting on full instances of these deployments (seed 000 §5):
+    ask for one more than their live instances (every Nest's, as this heartbeat left them), and
+    count it as activity. Only deployments assigned to this Nest count: one whose assignment was
+    just removed is a report that crossed the change, not a request for it to come back."""
+    ids = sorted(set(deployment_ids))
+    if not ids:
+        return
+    marks = ",".join("?" * len(ids))
+    rows = tx.all(
+        "SELECT a.deployment_id, (SELECT COUNT(*) FROM instances i WHERE i.deployment_id ="
+        " a.deployment_id AND i.state IN ('starting', 'ready', 'busy')) AS live"
+        f" FROM assignments a WHERE a.nest_id = ? AND a.count > 0 AND a.deployment_id IN ({marks})",
+        (nest_id, *ids),
+    )
+    tx.executemany(
+        "UPDATE deployments SET saturated_ms = ?, saturated_want = ?, last_activity_ms = ?"
+        " WHERE id = ?",
+        [(tx.now_ms, int(r["live"]) + 1, tx.now_ms, r["deployment_id"]) for r in rows],
+    )
 
 
 def report_status(tx: Tx, nest_id: str, reports: list[InstanceReport]) -> list[Assignment]:

@@ -2,9 +2,11 @@
 
 want = clamp(ceil(load / target_queue_per_instance), min, max); ``reserve`` raises the
 floor to urgent_or_high_load + reserve (capped by max) only while such load exists;
-task deployments want one instance per task. Scale up at once, down only after
-idle_timeout without activity (a manual scale counts as activity), or after one
-idle minute when capacity pressure asks for room.
+task deployments want one instance per task. A2A callers waiting on full instances
+(a Nest's saturation report) raise a pool or singleton to one more than its live
+instances, capped by max. Scale up at once, down only after idle_timeout without
+activity (a manual scale counts as activity), or after one idle minute when
+capacity pressure asks for room.
 """
 
 from __future__ import annotations
@@ -106,6 +108,7 @@ class ScaleInput:
     pressure: bool = False  # capacity pressure on a Nest this deployment holds instances on
     budget_held: bool = False  # daily budget spent: held at 0
     provider_held: bool = False  # provider account held: no scale-up for queued tasks
+    saturated_want: int = 0  # a fresh saturation report: live instances + 1 (0: none)
 
 
 @dataclass(frozen=True)
@@ -136,6 +139,8 @@ def decide(inp: ScaleInput) -> ScaleDecision:
     if inp.budget_held:
         return ScaleDecision(0, 0, "budget")
     want = want_for(inp.kind, p, inp.load, inp.urgent_load)
+    if inp.saturated_want > 0 and inp.kind != "task":  # task deployments serve the queue, not A2A
+        want = max(want, min(p.max, inp.saturated_want))
     current = _clamp(inp.current, p.min, p.max)
     if want > current:
         if inp.provider_held:

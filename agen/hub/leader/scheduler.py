@@ -23,6 +23,9 @@ from agen.store import Tx, loads
 
 NEST_LOST_AFTER_MS = 30_000
 _SIZING_SQL = f"SELECT {columns(DeploymentSizing)} FROM deployments"
+SATURATION_FRESH_MS = 15_000
+"""How long a Nest's saturation report raises its deployment: it is repeated every heartbeat while
+callers wait, so a report this old means they stopped waiting (or the Nest went quiet)."""
 
 
 @dataclass(frozen=True)
@@ -321,7 +324,16 @@ class _Sizing:
             pressure=pressure,
             budget_held=d.id in self.budget_held,
             provider_held=d.id in self.provider_held,
+            saturated_want=self._saturated_want(d),
         )
+
+    def _saturated_want(self, d: DeploymentSizing) -> int:
+        """What a saturation report asks for while it is fresh (the Nest repeats it each heartbeat
+        while its callers wait), else 0."""
+        at = d.saturated_ms
+        if at is None or self.now_ms - at > SATURATION_FRESH_MS:
+            return 0
+        return d.saturated_want or 0
 
 
 def _scale_and_place(

@@ -1,4 +1,5 @@
-"""ResolveAgent (seed 000 §6): a deployment's A2A address and the facts its agent card shows."""
+"""ResolveAgent (seed 000 §6): a deployment's A2A addresses (this process's Gateway, and those of the
+Nests it is assigned to) and the facts its agent card shows."""
 
 from __future__ import annotations
 
@@ -21,7 +22,16 @@ async def resolve_agent(hub: Hub, p: Principal, req: ResolveAgentRequest) -> Res
         "SELECT COUNT(*) FROM instances WHERE deployment_id = ? AND state IN ('ready','busy')",
         (row.id,),
     )
-    urls = [f"{u.rstrip('/')}/a2a/{req.namespace}/{req.deployment}" for u in hub.gateway_urls]
+    nests = await hub.store.all(
+        "SELECT DISTINCT n.gateway_url FROM assignments a JOIN nests n ON n.id = a.nest_id"
+        " WHERE a.deployment_id = ? AND a.count > 0 AND n.state = 'active'"
+        " AND n.gateway_url IS NOT NULL ORDER BY n.gateway_url",
+        (row.id,),
+    )
+    gateways = [*hub.gateway_urls, *(str(n["gateway_url"]) for n in nests)]
+    urls = [
+        f"{u.rstrip('/')}/a2a/{req.namespace}/{req.deployment}" for u in dict.fromkeys(gateways)
+    ]
     return ResolveAgentResponse(
         namespace=req.namespace,
         deployment=req.deployment,

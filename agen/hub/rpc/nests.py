@@ -15,8 +15,8 @@ from agen.hub.auth import Principal
 from agen.hub.call_keys import ensure_call_key, with_call_tokens
 from agen.hub.fleet import enrol
 from agen.hub.fleet.definitions import get_definition_files
+from agen.hub.fleet.instances import record_saturation, report_status
 from agen.hub.fleet.instances import register_nest as _register
-from agen.hub.fleet.instances import report_status
 from agen.hub.observe.progress import report_progress as _progress
 from agen.hub.queue.gate import complete_from_nest, lease_for_nest
 from agen.hub.service import Hub
@@ -76,7 +76,9 @@ async def register_nest(
                     nest=req.name,
                 )
             labels = {**loads(row["labels"], {}), **req.labels}
-        return _register(tx, req.name, capacity=req.capacity, labels=labels)
+        return _register(
+            tx, req.name, capacity=req.capacity, labels=labels, gateway_url=req.gateway_url
+        )
 
     return m.RegisterNestResponse(nest_id=await hub.store.write(fn))
 
@@ -102,7 +104,9 @@ async def report_nest(hub: Hub, p: Principal, req: m.ReportNestRequest) -> m.Rep
                     f"{req.nest_id}; a Nest reports only its own instances",
                     instance_id=other["id"],
                 )
-        return report_status(tx, req.nest_id, reports)
+        assignments = report_status(tx, req.nest_id, reports)
+        record_saturation(tx, req.nest_id, req.saturated)
+        return assignments
 
     return m.ReportNestResponse(assignments=await hub.store.write(fn))
 

@@ -5,7 +5,9 @@ The SDK fetches the agent card (``<url>/.well-known/agent-card.json``), picks th
 card offers, and speaks A2A 1.0 or 0.3 as the card says. The message goes out with
 ``return_immediately`` so the remote task's id is known at once; then the task is polled until
 it reaches a final state (or asks for input), the run's time runs out, or the run is cancelled,
-in which case the remote task is cancelled too. Every failure (unreachable, an HTTP or JSON-RPC
+in which case the remote task is cancelled too. The remote task's id goes into the effect ledger
+as soon as it is known, so a run resumed after a crash mid-call polls that task (``tasks/get``)
+for its answer instead of sending the message again. Every failure (unreachable, an HTTP or JSON-RPC
 error, a bad card, a failed task) becomes an :class:`A2AFailure` with a one-line message the
 model reads; nothing here crashes a run.
 """
@@ -16,6 +18,7 @@ import asyncio
 import contextlib
 import json
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,11 +97,16 @@ async def call_a2a(
     metadata: dict[str, Any],
     bearer: str | None,
     wait_s: float,
+    resume_task_id: str | None = None,
+    on_task: Callable[[str], Awaitable[None]] | None = None,
 ) -> A2AAnswer:
     """Send ``text`` to the A2A agent at ``url`` and wait up to ``wait_s`` for its final answer.
 
     ``message_id`` is ``<run>.<step>.<call>``, so an agent that dedupes message ids (an agen
     Gateway) treats a repeat as the same task. Cancelling the awaiting task cancels the remote one.
+    ``on_task`` is told the remote task's id as soon as it is known (the effect ledger keeps it);
+    ``resume_task_id``: a resumed run's call whose message already went out, so nothing is sent
+    and that task is polled for its answer.
     """
     import httpx  # here, not at import: a one-shot run that makes no A2A call loads no HTTP stack
     from a2a.client import A2AClientError, ClientConfig, ClientFactory
@@ -146,7 +154,10 @@ async def call_a2a(
             metadata=meta,
         )
         task_id: str | None = None
-        sending = asyncio.ensure_future(_first_event(client, request))
+        if resume_task_id is not None:
+            sending = asyncio.ensure_future(_task_event(client, resume_task_id))
+        else:
+            sending = asyncio.ensure_future(_first_event(client, request))
         try:
             try:
                 first = await asyncio.shield(sending)
@@ -167,6 +178,8 @@ async def call_a2a(
                 return A2AAnswer(answer, "message", None, False)
             task = first.task
             task_id = task.id
+            if on_task is not None:
+                await on_task(task_id)
             pause = POLL_FIRST_S
             while _state_name(task.status.state) not in FINAL:
                 left = deadline - time.monotonic()
@@ -203,6 +216,13 @@ async def _first_event(client: Any, request: Any) -> Any:
     async for event in client.send_message(request):
         return event
     return None
+
+
+async def _task_event(client: Any, task_id: str) -> Any:
+    """A resumed call's remote task as message/send would have answered it (tasks/get)."""
+    from a2a.types.a2a_pb2 import GetTaskRequest, StreamResponse
+
+    return StreamResponse(task=await client.get_task(GetTaskRequest(id=task_id)))
 
 
 async def _cancel_remote(client: Any, request: Any) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +32,17 @@ class ToolError(Exception):
         super().__init__(message)
         self.message = message
         self.suspend = suspend
+
+
+@dataclass(frozen=True)
+class CallLedger:
+    """What a side-effecting call that may be repeated (``Tool.repeats_started``) keeps in the effect
+    ledger while it runs: ``prior`` is what an interrupted attempt of this same call recorded (None
+    on a first attempt), ``record`` saves what a repeat needs (call_agent: the remote task's id), so
+    the repeat picks the same work up instead of starting it again."""
+
+    prior: dict[str, Any] | None
+    record: Callable[[dict[str, Any]], Awaitable[None]]
 
 
 @dataclass
@@ -57,6 +69,7 @@ class ToolContext:
     call_token: str | None = None  # the bearer for A2A calls to other agents (seed 000 §10)
     parent_run_id: str | None = None
     time_left_s: float | None = None  # until the run's maxRunDuration: how long a call may wait
+    ledger: CallLedger | None = None  # a repeatable side effect's own notes (call_agent over A2A)
 
     def meta(self) -> dict[str, Any]:
         """The ``_meta`` keys every MCP call carries (seed 000 §7)."""
@@ -94,6 +107,12 @@ class Tool(abc.ABC):
     # Safe to run again when a run resumes with this call unanswered: keyed through the Hub, so a
     # second run finds what the first started (call_agent, start_agent) instead of repeating it.
     resumable: bool = False
+
+    def repeats_started(self, args: dict[str, Any]) -> bool:
+        """Whether a call of this tool that started and never recorded its end may run again on
+        resume, instead of reporting effect_unknown: only when its repeat is the same call at the
+        other end (call_agent over A2A: the recorded remote task, or the same message id)."""
+        return False
 
     def side_effect_for(self, args: dict[str, Any]) -> bool:
         """Whether this call goes through the effect ledger: ``side_effect`` unless the tool

@@ -132,6 +132,12 @@ class CallAgentTool(_DelegateTool):
         d = self.delegates.get(str(args.get("agent") or ""))
         return d is not None and d.url is not None
 
+    def repeats_started(self, args: dict[str, Any]) -> bool:
+        """An A2A call interrupted mid-way is picked up on resume, never sent as a new message:
+        the remote task it recorded is polled, or the message goes again with the same id (an
+        agen Gateway runs a repeated message id as the same task, seed 000 §6)."""
+        return self.side_effect_for(args)
+
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         d = self._delegate(args)
         if d.url is not None:
@@ -186,14 +192,29 @@ async def call_over_a2a(
         metadata["traceparent"] = ctx.traceparent
     if ctx.labels:
         metadata["agen.labels"] = dict(ctx.labels)
+    message_id = f"{ctx.run_id}.{ctx.turn}.{ctx.call_index}"
+    ledger = ctx.ledger
+    prior = ledger.prior if ledger is not None else None
+    recorded = (
+        str(prior["a2a_task_id"])
+        if prior and prior.get("url") == url and prior.get("message_id") == message_id
+        else None
+    )
+
+    async def sent(task_id: str) -> None:  # the ledger knows the remote task before the wait
+        if ledger is not None:
+            await ledger.record({"url": url, "message_id": message_id, "a2a_task_id": task_id})
+
     try:
         answer = await call_a2a(
             url,
             text,
-            message_id=f"{ctx.run_id}.{ctx.turn}.{ctx.call_index}",
+            message_id=message_id,
             metadata=metadata,
             bearer=ctx.call_token,
             wait_s=wait_s,
+            resume_task_id=recorded,
+            on_task=sent,
         )
     except A2AFailure as e:
         raise ToolError(f"call_agent to {d.name} ({url}): {e.message}") from None

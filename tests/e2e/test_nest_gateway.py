@@ -1,0 +1,113 @@
+"""A Nest's own A2A Gateway (`agen nest run --gateway-listen`): `agen hub serve` runs no Gateway, the
+Nest's is the deployment's A2A address, and the official a2a-sdk client and `agen call` get the
+answer through it, in the caller's name."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.e2e.harness import Up, free_port, wait_until
+from tests.e2e.test_nest_run import Nest
+from tests.fleet_helpers import write_bundle
+
+
+async def _ask(gateway: str, token: str, text: str) -> Any:
+    from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+    from a2a.types import Message, Part, Role, SendMessageRequest
+
+    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120) as http:
+        card = await A2ACardResolver(http, f"{gateway}/a2a/default/echo").get_agent_card()
+        client = ClientFactory(ClientConfig(httpx_client=http, streaming=False)).create(card)
+        message = Message(role=Role.ROLE_USER, message_id="nest-m1", parts=[Part(text=text)])
+        events = [e async for e in client.send_message(SendMessageRequest(message=message))]
+    return card, events[-1].task
+
+
+def test_a_nest_gateway_serves_a2a_calls_to_its_deployments_with_the_callers_token(
+    tmp_path: Path,
+) -> None:
+    hub = Up(tmp_path / "hub", command=("hub", "serve")).start()
+    nest: Nest | None = None
+    port = free_port()
+    gateway = f"http://127.0.0.1:{port}"
+    try:
+        hub.agen("deploy", str(write_bundle(tmp_path / "echo", "echo")))
+        join = hub.json("join-token", "create")["token"]
+        nest = Nest(
+            hub,
+            tmp_path / "nest",
+            "n1",
+            "--join-token",
+            join,
+            "--gateway-listen",
+            f"127.0.0.1:{port}",
+        )
+
+        def resolved() -> list[str]:
+            return list(hub.json("resolve", "default/echo")["urls"])
+
+        # The Hub lists the Nest's Gateway once the Nest holds the deployment's assignment.
+        wait_until(lambda: resolved() == [f"{gateway}/a2a/default/echo"], 60, "the Nest's Gateway")
+        token = hub.agen("token", "create", "--scope", "operator").stdout.strip()
+
+        card, task = asyncio.run(_ask(gateway, token, "hello nest"))
+        assert card.supported_interfaces[0].url == f"{gateway}/a2a/default/echo"
+        assert task.artifacts[0].parts[0].text == "You said: hello nest"
+        agen_task = hub.http("GetTask", {"id": task.id}).json()["task"]
+        assert agen_task["state"] == "succeeded"
+
+        # `agen call` finds the Nest's Gateway through the Hub and calls it.
+        called = hub.agen("call", "echo", "by name")
+        assert called.stdout.strip() == "You said: by name"
+
+        # No token, or one the Hub does not know: 401, never a task.
+        anonymous = httpx.post(
+            f"{gateway}/a2a/default/echo",
+            json={"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {}},
+            timeout=30,
+        )
+        assert anonymous.status_code == 401
+        assert "bearer token" in anonymous.json()["error"]["message"]
+        unknown = httpx.get(
+            f"{gateway}/a2a/default/echo/.well-known/agent-card.json",
+            headers={"Authorization": "Bearer agen_nope"},
+            timeout=30,
+        )
+        assert unknown.status_code == 401
+        assert "A2A Gateway at" in nest.log.read_text()
+
+        # Stopped, the Nest's Gateway is gone and restarted without one, the Hub lists none.
+        assert nest.stop() == 0
+        nest = Nest(hub, tmp_path / "nest", "n1")  # --gateway-listen off (the helper's default)
+        wait_until(lambda: resolved() == [], 60, "the Nest restarted without a Gateway")
+    finally:
+        if nest is not None:
+            nest.stop()
+        hub.stop()
+
+
+def test_bad_gateway_flags_of_agen_nest_run_are_one_line_errors(tmp_path: Path) -> None:
+    hub = Up(tmp_path / "hub", command=("hub", "serve")).start()
+    try:
+        for args, what in [
+            (("--gateway-auth", "optional"), "--gateway-auth optional"),
+            (("--gateway-auth", "nobody"), "--gateway-auth 'nobody'"),
+            (("--gateway-listen", "0.0.0.0:7071"), "loopback only"),
+            (("--gateway-listen", "nope"), "use host:port"),
+            (
+                ("--gateway-listen", f"127.0.0.1:{free_port()}", "--gateway-url", "ftp://x"),
+                "http(s)",
+            ),
+            (("--gateway-url", "http://nest.lan:7071"), "--gateway-listen is off"),
+        ]:
+            nest = Nest(hub, tmp_path / "bad", "bad", *args)
+            assert nest.proc.wait(60) != 0, args
+            log = nest.log.read_text()
+            lines = [line for line in log.splitlines() if line.startswith("error:")]
+            assert "Traceback" not in log and lines and what in lines[-1], (args, log)
+    finally:
+        hub.stop()
