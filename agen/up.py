@@ -240,13 +240,24 @@ def shared_store_nest_name(home: Path) -> str:
 
 
 async def _start_gateway(opts: UpOptions, hub_url: str, hub: Any) -> Any:
-    """The A2A Gateway on --gateway-listen (loopback), calling this Hub over its HTTP API."""
+    """The A2A Gateway on --gateway-listen (loopback), calling this Hub over its HTTP API in each
+    caller's name; the Hub's call-token keys it reads in process, as this node's own Nest would."""
+    from agen.api import registry as r
+    from agen.client import Client
     from agen.gateway.server import start_gateway
+    from agen.hub.auth import LOCAL_NEST
+    from agen.wire.common import Empty
+
+    async def token_keys() -> list[str]:
+        resp = await Client.in_process(hub, LOCAL_NEST).call(r.GetTokenKeys, Empty())
+        return [k.public_key for k in resp.keys]
 
     assert opts.gateway_listen is not None
     host, port = parse_listen(opts.gateway_listen, flag="--gateway-listen")
     try:
-        gateway = await start_gateway(host, port, hub_url, ca_hash=hub.tls_ca_hash)
+        gateway = await start_gateway(
+            host, port, hub_url, ca_hash=hub.tls_ca_hash, token_keys=token_keys
+        )
     except ConflictError as e:  # the Hub serves on: A2A is one door of several
         print(f"agen up: no A2A Gateway: {e}", file=sys.stderr, flush=True)
         return None

@@ -14,11 +14,21 @@ if TYPE_CHECKING:
     from agen.hub.service import Hub
 
 RETRY_AFTER_S = 5
+CALL_TOKEN_RPCS = frozenset(
+    {"WhoAmI", "SubmitTask", "GetTask", "CancelTask", "GetDeployment", "ResolveAgent"}
+)
+"""What a call token may do (seed 000 §10): what the Gateway does for an A2A caller, for the one
+deployment the token names (requests naming a deployment are checked here; tasks by their handler)."""
 
 
 def authorize(principal: Principal, rpc: Rpc[Any, Any]) -> None:
     """May this caller call this method at all (before its body is read)?"""
     principal.require(rpc.scope, rpc.name)
+    if principal.call is not None and rpc.name not in CALL_TOKEN_RPCS:
+        raise DeniedError(
+            f"a call token only calls its agent over A2A ({principal.call.callee}); {rpc.name} "
+            "needs an API token (`agen token create`)"
+        )
     if principal.for_task is not None and rpc.name == "DecideApproval":
         raise DeniedError(
             "an on-behalf token cannot decide approvals: the person it acts for decides them"
@@ -29,6 +39,8 @@ async def dispatch(
     hub: Hub, principal: Principal, rpc: Rpc[Any, Any], request: BaseModel
 ) -> BaseModel:
     authorize(principal, rpc)
+    if principal.call is not None:
+        _require_callee(principal, request)
     if hub.draining and rpc.starts_work:
         raise UnavailableError(
             f"the Hub is draining (shutting down); {rpc.name} starts new work and is refused. "
@@ -38,3 +50,14 @@ async def dispatch(
         )
     result: BaseModel = await rpc.handler()(hub, principal, request)
     return result
+
+
+def _require_callee(principal: Principal, request: BaseModel) -> None:
+    """A call token's request naming a deployment names its callee (SubmitTask, GetDeployment,
+    ResolveAgent); requests by task id are checked by their handlers against the task's deployment."""
+    deployment = getattr(request, "deployment", None) or getattr(request, "name", None)
+    namespace = getattr(request, "namespace", None)
+    if isinstance(deployment, str) and isinstance(namespace, str):
+        principal.require_callee(namespace, deployment)
+    if getattr(request, "tree", False):
+        raise DeniedError("a call token acts on one A2A task at a time, not a whole tree")

@@ -749,6 +749,22 @@ ReleaseLock = _rpc(
     f"{C}:release_lock",
     "Drop a lock a running task acquired (release_lock).",
 )
+ResolveChildAgent = _rpc(
+    "ResolveChildAgent",
+    dg.ResolveChildAgentRequest,
+    dg.ResolveChildAgentResponse,
+    "nest",
+    f"{C}:resolve_child_agent",
+    "A deployment's A2A endpoints and a call token naming the running task's deployment as caller (1 h).",
+)
+CountA2ACall = _rpc(
+    "CountA2ACall",
+    dg.CountA2ACallRequest,
+    Ok,
+    "nest",
+    f"{C}:count_a2a_call",
+    "Count an A2A call_agent towards the run's maxFanOut and the tree's maxTotalDelegations (once per key).",
+)
 NEST_RPCS = (
     RegisterNest,
     ReportNest,
@@ -770,6 +786,8 @@ NEST_RPCS = (
     SignalChildTask,
     AcquireLock,
     ReleaseLock,
+    ResolveChildAgent,
+    CountA2ACall,
     GetPlatformSecrets,
 )
 

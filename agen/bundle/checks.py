@@ -107,8 +107,8 @@ def check_config_secrets(config: Config, secrets: Secrets) -> list[str]:
 
 
 def check_delegates(config: Config) -> list[str]:
-    """A delegate with a ``url`` is an A2A agent (http or https); ``via: "a2a"`` without one would
-    reach an agen deployment through its Gateway, whose address the engine cannot resolve yet."""
+    """A delegate with a ``url`` is an A2A agent (http or https); ``via: "a2a"`` without one is an
+    agen deployment of this Hub that call_agent reaches through its Gateway (resolved by name)."""
     out: list[str] = []
     for i, d in enumerate(config.delegates):
         if d.url is not None and not re.match(r"https?://[^/\s]+", d.url):
@@ -129,16 +129,6 @@ def check_delegates(config: Config) -> list[str]:
                         "applies only to a deployment of this Hub: remove it",
                     )
                 )
-        if d.via == "a2a" and d.url is None:
-            out.append(
-                problem(
-                    CONFIG,
-                    f"delegates[{i}].via",
-                    'not supported yet: via "a2a" without a url (reaching an agen deployment '
-                    "through its Gateway); give the agent's A2A url, or remove via to delegate "
-                    "through a child task",
-                )
-            )
     return out
 
 

@@ -211,7 +211,8 @@ class Delegate(AgenModel):
     delegate that is not deployed is a warning at deploy and a tool error at run time. A delegate
     with a ``url`` is an A2A agent (agen or not): call_agent sends it one message over A2A and
     waits for the answer in place (docs/a2a.md "Calling A2A agents"); ``via: "a2a"`` without a
-    url is refused as not supported yet."""
+    url is a deployment of this Hub that call_agent calls the same way, through its Gateway: the
+    Hub resolves the name to the Gateway's URL and a call token for it."""
 
     name: str = Field(min_length=1, description="the deployment's name")
     namespace: str | None = Field(
@@ -227,7 +228,8 @@ class Delegate(AgenModel):
     )
     via: Literal["a2a"] | None = Field(
         default=None,
-        description='"a2a": call over A2A; needs url (without one: not supported yet)',
+        description='"a2a": call_agent calls it over A2A (without a url: this Hub\'s deployment of '
+        "that name, through its Gateway) instead of through a child task",
     )
     overrides: bool | None = Field(
         default=None, description="true: start_agent may set task overrides on this delegate"

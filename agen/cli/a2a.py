@@ -113,7 +113,8 @@ def resolve(
     namespace: NamespaceOpt = "default",
     json_out: JsonOpt = False,
 ) -> None:
-    """The A2A endpoint of a deployment and its agent card (name, description, skills)."""
+    """The A2A endpoint of a deployment, its agent card (name, description, skills) and, for an
+    operator, a call token for it (10 min; --json: call_token)."""
     import asyncio
 
     import httpx
@@ -140,13 +141,24 @@ def resolve(
 
     info, card = asyncio.run(go())
     if json_out:
-        print_json({"namespace": ns, "deployment": name, "urls": info.urls, "card": card})
+        print_json(
+            {
+                "namespace": ns,
+                "deployment": name,
+                "urls": info.urls,
+                "card": card,
+                "call_token": info.call_token,
+                "call_token_expires_ms": info.call_token_expires_ms,
+            }
+        )
         return
     print(info.urls[0] if info.urls else "-")
     state = "paused" if info.paused else ("asleep: a call wakes it" if not info.ready else "ready")
     err(f"{card.get('name')}: {card.get('description', '')} ({state})")
     for skill in card.get("skills", []):
         err(f"  skill {skill.get('id')}: {skill.get('description', '')}")
+    if info.call_token:
+        err(f"call token (10 min, for {ns}/{name} only): {info.call_token}")
 
 
 def call(

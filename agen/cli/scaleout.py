@@ -247,7 +247,13 @@ def _gateway_starter(opts: NestOptions) -> GatewayStarter:
         host, port = opts.gateway_listen
         try:
             gateway = await start_gateway(
-                host, port, opts.hub, ca_hash=opts.ca_hash, link=link, public_url=opts.gateway_url
+                host,
+                port,
+                opts.hub,
+                ca_hash=opts.ca_hash,
+                link=link,
+                public_url=opts.gateway_url,
+                token_keys=link.token_keys,
             )
         except ConflictError as e:
             err(f"agen nest: no A2A Gateway: {e}")

@@ -22,7 +22,7 @@ from starlette.routing import Route
 
 from agen.api import registry as r
 from agen.errors import AgenError, UnauthenticatedError
-from agen.gateway.auth import HttpHubLink, HubLink, authenticate
+from agen.gateway.auth import HttpHubLink, HubLink, KeyFetch, KeyRing, authenticate
 from agen.gateway.card import agent_card
 from agen.gateway.handler import CALL_STATE, AgenRequestHandler, Call
 from agen.gateway.wake import WaitingCalls, WakePolicy
@@ -37,6 +37,7 @@ class GatewayConfig:
     public_url: str  # how callers reach this Gateway (the card's endpoint)
     ca_hash: str | None = None
     wake: WakePolicy = field(default_factory=WakePolicy)
+    token_keys: KeyFetch | None = None  # the Hub's call-token keys (None: call tokens are refused)
 
 
 class _ContextBuilder(DefaultServerCallContextBuilder):
@@ -60,11 +61,16 @@ def _refusal(e: HTTPException) -> JSONResponse:
 
 
 def create_gateway_app(
-    config: GatewayConfig, link: HubLink | None = None, waiting: WaitingCalls | None = None
+    config: GatewayConfig,
+    link: HubLink | None = None,
+    waiting: WaitingCalls | None = None,
+    keys: KeyRing | None = None,
 ) -> Starlette:
     """``link``: how to reach the Hub (default: its HTTP API at ``config.hub_url``); ``waiting``:
-    where the calls waiting for an instance are counted (the Nest reads it: saturation)."""
+    where the calls waiting for an instance are counted (the Nest reads it: saturation); ``keys``:
+    the call-token keys (default: fetched with ``config.token_keys``)."""
     link = link or HttpHubLink(config.hub_url, config.ca_hash)
+    keys = keys or KeyRing(config.token_keys)
     dispatcher = JsonRpcDispatcher(
         request_handler=AgenRequestHandler(link, config.wake, waiting=waiting),
         context_builder=_ContextBuilder(),
@@ -75,7 +81,9 @@ def create_gateway_app(
     async def rpc(request: Request) -> Response:
         ns, dep = request.path_params["ns"], request.path_params["deployment"]
         try:
-            caller = await authenticate(link, request.headers, need="call")
+            caller = await authenticate(
+                link, request.headers, need="call", target=(ns, dep), keys=keys
+            )
         except AgenError as e:
             return _error(e)
         call = Call(caller=caller, namespace=ns, deployment=dep)
@@ -89,7 +97,9 @@ def create_gateway_app(
     async def card(request: Request) -> Response:
         ns, dep = request.path_params["ns"], request.path_params["deployment"]
         try:
-            caller = await authenticate(link, request.headers, need="read")
+            caller = await authenticate(
+                link, request.headers, need="read", target=(ns, dep), keys=keys
+            )
             async with link.client(caller.token) as client:
                 info = await client.call(
                     r.ResolveAgent, ResolveAgentRequest(namespace=ns, deployment=dep)

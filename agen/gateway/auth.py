@@ -1,24 +1,49 @@
 """Who is calling: every A2A call is authenticated here, in one place (seed 000 §10).
 
-Today a caller presents an API token (``Authorization: Bearer …``) with the operator scope; the
-Hub says who it is (WhoAmI). Hub-signed call tokens (agent callers) are to be checked here too.
-No anonymous calls.
+A caller presents one of two bearers (``Authorization: Bearer …``):
+
+* a Hub-signed **call token** (``agen-ct1.…``): an operator's from ``agen resolve`` (10 min) or an
+  agent instance's from its Nest (1 h). It names the caller and the one deployment it may call,
+  and is verified here offline with the Hub's public keys (GetTokenKeys, cached, fetched again
+  when a token names a key not held). A token for another deployment is refused (403), an
+  expired or badly signed one too (401), each saying why;
+* an **API token** with the operator scope: the Hub says who it is (WhoAmI).
+
+Either way the Gateway then reaches the Hub with the caller's own bearer, so the Hub (which signed
+the call token, and keeps the API tokens) is the authority on what the call may do. No anonymous
+calls.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from agen.api import registry as r
+from agen.calltokens import (
+    CallIdentity,
+    UnknownKeyError,
+    is_call_token,
+    keys_by_id,
+    verify_call_token,
+)
 from agen.client import Client
 from agen.errors import DeniedError, UnauthenticatedError
 from agen.wire.bearer import bearer_token
 from agen.wire.common import Empty
 
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
 CALL_SCOPES = frozenset({"operator", "admin"})
 READ_SCOPES = CALL_SCOPES | {"viewer", "approver"}
+REFETCH_S = 10.0  # an unknown key id fetches the Hub's keys again at most this often
+
+KeyFetch = Callable[[], Awaitable[list[str]]]
+"""The Hub's public call-token keys (GetTokenKeys: raw Ed25519 keys, base64)."""
 
 
 class HubLink(Protocol):
@@ -38,34 +63,108 @@ class HttpHubLink:
         return Client.http(self.url, token, ca_hash=self.ca_hash)
 
 
+class KeyRing:
+    """The Hub's public keys by id, fetched on first use and cached; a token naming a key not held
+    (a key rotation, a restarted Hub on a new store) fetches them again, at most once per
+    ``refetch_s``, so a flood of made-up key ids cannot make every call reach the Hub."""
+
+    def __init__(
+        self,
+        fetch: KeyFetch | None,
+        *,
+        refetch_s: float = REFETCH_S,
+        clock: Callable[[], float] = time.monotonic,
+        now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+    ) -> None:
+        self._fetch = fetch
+        self._refetch_s = refetch_s
+        self._clock = clock
+        self._now_ms = now_ms
+        self._keys: dict[str, Ed25519PublicKey] = {}
+        self._fetched_at: float | None = None
+        self._lock = asyncio.Lock()
+        self.fetches = 0
+
+    async def _refresh(self) -> bool:
+        """Fetch the keys again unless that was done within ``refetch_s``; whether it was."""
+        assert self._fetch is not None
+        async with self._lock:
+            now = self._clock()
+            if self._fetched_at is not None and now - self._fetched_at < self._refetch_s:
+                return False
+            self._keys = keys_by_id(await self._fetch())
+            self._fetched_at = now
+            self.fetches += 1
+            return True
+
+    async def verify(self, token: str) -> CallIdentity:
+        if self._fetch is None:
+            raise UnauthenticatedError(
+                "call token refused: this Gateway has no way to fetch the Hub's keys; call it with "
+                "an API token (`agen token create --scope operator`)"
+            )
+        if self._fetched_at is None:
+            await self._refresh()
+        try:
+            return verify_call_token(token, self._keys, self._now_ms())
+        except UnknownKeyError:
+            if not await self._refresh():
+                raise
+            return verify_call_token(token, self._keys, self._now_ms())
+
+
 @dataclass(frozen=True)
 class Caller:
-    """An authenticated caller: ``id`` scopes its conversations and tasks (``a2a:<id>:…``)."""
+    """An authenticated caller: ``id`` scopes its conversations and tasks (``a2a:<id>:…``);
+    ``call`` is what its call token says (None for an API token)."""
 
     id: str
     token: str
     scopes: frozenset[str]
+    call: CallIdentity | None = None
 
     @property
     def may_call(self) -> bool:
-        return bool(self.scopes & CALL_SCOPES)
+        return self.call is not None or bool(self.scopes & CALL_SCOPES)
+
+    @property
+    def is_agent(self) -> bool:
+        """An agent instance's call token: the only caller whose lineage metadata is honoured."""
+        return self.call is not None and self.call.is_agent
 
 
-async def authenticate(link: HubLink, headers: Mapping[str, str], *, need: str) -> Caller:
-    """The caller behind this request's credential, holding ``need`` (``call`` or ``read``).
+async def authenticate(
+    link: HubLink,
+    headers: Mapping[str, str],
+    *,
+    need: str,
+    target: tuple[str, str],
+    keys: KeyRing,
+) -> Caller:
+    """The caller behind this request's credential, allowed ``need`` (``call`` or ``read``) on the
+    ``target`` deployment (namespace, name).
 
-    Raises UnauthenticatedError without a credential the Hub accepts, DeniedError without the scope.
+    Raises UnauthenticatedError (401) without a credential that verifies, DeniedError (403) for a
+    call token of another deployment or an API token without the scope.
     """
     token = bearer_token(headers)
     if token is None:
         raise UnauthenticatedError(
-            "A2A calls need a bearer token (Authorization: Bearer <token>); make one with "
-            "`agen token create --scope operator`"
+            "A2A calls need a bearer token (Authorization: Bearer <token>): a call token from "
+            "`agen resolve`, or an API token from `agen token create --scope operator`"
         )
+    if is_call_token(token):
+        who = await keys.verify(token)
+        if not who.allows(*target):
+            raise DeniedError(
+                f"call token refused: it is for {who.callee}, not {target[0]}/{target[1]}; "
+                f"resolve {target[0]}/{target[1]} for a token of its own"
+            )
+        return Caller(id=who.caller, token=token, scopes=frozenset(), call=who)
     async with link.client(token) as client:
-        who = await client.call(r.WhoAmI, Empty())  # an unknown token: UnauthenticatedError (401)
-    scopes = frozenset(who.info.scopes)
-    caller = Caller(id=f"user:{who.info.id}", token=token, scopes=scopes)
+        who_am_i = await client.call(r.WhoAmI, Empty())  # unknown token: UnauthenticatedError
+    scopes = frozenset(who_am_i.info.scopes)
+    caller = Caller(id=f"user:{who_am_i.info.id}", token=token, scopes=scopes)
     allowed = CALL_SCOPES if need == "call" else READ_SCOPES
     if not scopes & allowed:
         have = ", ".join(sorted(scopes)) or "none"

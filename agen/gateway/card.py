@@ -40,7 +40,8 @@ def agent_card(info: ResolveAgentResponse, endpoint: str) -> AgentCard:
         SecurityScheme(
             http_auth_security_scheme=HTTPAuthSecurityScheme(
                 scheme="Bearer",
-                description="an agen API token with the operator scope (`agen token create`)",
+                description="a call token for this agent (`agen resolve`) or an agen API token "
+                "with the operator scope (`agen token create`)",
             )
         )
     )

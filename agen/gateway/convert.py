@@ -30,7 +30,6 @@ _TASK_STATE = {
     "cancelled": TaskState.TASK_STATE_CANCELED,
     "expired": TaskState.TASK_STATE_FAILED,
 }
-LINEAGE_KEYS = ("agen.depth", "agen.root_run_id", "agen.parent_run_id")
 
 
 def conversation_key(caller_id: str, context_id: str) -> str:
@@ -64,14 +63,16 @@ class Submission:
     traceparent: str | None = None
     labels: dict[str, str] = field(default_factory=dict)
     model_tier: str | None = None
+    parent_run_id: str | None = None  # claimed lineage: honoured only for an agent's call token
 
 
 def read_message(message: Message, metadata: dict[str, Any]) -> Submission:
     """The text of the message's text parts; lineage from the message's and the request's metadata.
 
-    Lineage that would attach the run to another run's tree (agen.depth, agen.parent_run_id,
-    agen.root_run_id) is accepted only from agent callers with a Hub-signed call token (seed 000
-    §10), which this Gateway does not verify yet: such a message is refused, not run as a new tree.
+    Of the lineage that would attach the run to another run's tree (agen.depth, agen.parent_run_id,
+    agen.root_run_id) only the parent run is read: the Hub checks it is a run of the calling
+    agent's deployment and derives root and depth from it (seed 000 §10). The handler passes it on
+    only for an agent's call token; anyone else's call starts a new tree.
     """
     texts = [p.text for p in message.parts if p.WhichOneof("content") == "text"]
     others = [p.WhichOneof("content") for p in message.parts if p.WhichOneof("content") != "text"]
@@ -84,12 +85,9 @@ def read_message(message: Message, metadata: dict[str, Any]) -> Submission:
     if not text:
         raise InvalidError("the A2A message has no text; send at least one text part")
     meta = {**metadata, **(MessageToDict(message.metadata) if message.HasField("metadata") else {})}
-    claimed = [k for k in LINEAGE_KEYS if meta.get(k) not in (None, "")]
-    if claimed:
-        raise InvalidError(
-            f"not supported yet: {', '.join(claimed)} in A2A metadata (lineage is accepted only "
-            "from agent callers with a Hub-signed call token); call without it to start a new tree"
-        )
+    parent = meta.get("agen.parent_run_id")
+    if parent not in (None, "") and not isinstance(parent, str):
+        raise InvalidError("agen.parent_run_id in A2A metadata must be a run id (a string)")
     labels = meta.get("agen.labels") or {}
     if not isinstance(labels, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
@@ -106,6 +104,7 @@ def read_message(message: Message, metadata: dict[str, Any]) -> Submission:
         traceparent=str(traceparent) if traceparent else None,
         labels=dict(labels),
         model_tier=str(tier) if tier else None,
+        parent_run_id=parent or None,
     )
 
 

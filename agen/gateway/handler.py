@@ -77,6 +77,11 @@ def _refuse(call: Call, e: HTTPException) -> HTTPException:
     return e
 
 
+def _refused(call: Call, e: Exception) -> Exception:
+    """A refusal with its own HTTP status (403 denied, 429, 503) reaches the caller with it."""
+    return _refuse(call, e) if isinstance(e, HTTPException) else e
+
+
 def _call(context: ServerCallContext) -> Call:
     call = context.state.get(CALL_STATE)
     assert isinstance(call, Call), "the Gateway route sets the call before dispatching"
@@ -134,6 +139,8 @@ class AgenRequestHandler(RequestHandler):
                 labels=sub.labels,
                 traceparent=sub.traceparent,
                 model_tier=sub.model_tier,  # checked by the model: one of low … max
+                # lineage only from an agent's call token (the Hub checks the run is the caller's)
+                parent_run_id=sub.parent_run_id if call.caller.is_agent else None,
             )
         except ValidationError as e:  # traceparent, agen.model_tier, agen.labels from metadata
             where = ", ".join(str(err["loc"][0]) for err in e.errors())
@@ -182,7 +189,7 @@ class AgenRequestHandler(RequestHandler):
                     task = await self._started(client, call, task)
                     task = await self._until_ended(client, task, poll_s=60)
             except AgenError as e:
-                raise _a2a_error(e) from None
+                raise _refused(call, _a2a_error(e)) from None
         return convert.to_a2a(task, context_id)
 
     async def on_message_send_stream(
@@ -215,7 +222,7 @@ class AgenRequestHandler(RequestHandler):
                 if not _ended(task):  # the run timeout passed: the call ends, and so does its run
                     task = await self._time_out(client, task)
             except AgenError as e:
-                raise _a2a_error(e) from None
+                raise _refused(call, _a2a_error(e)) from None
         artifact = convert.answer_artifact(task)
         if artifact is not None:
             yield TaskArtifactUpdateEvent(

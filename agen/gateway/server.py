@@ -12,7 +12,7 @@ import uvicorn
 
 from agen.errors import ConflictError
 from agen.gateway.app import GatewayConfig, create_gateway_app
-from agen.gateway.auth import HubLink
+from agen.gateway.auth import HubLink, KeyFetch
 from agen.gateway.wake import WaitingCalls
 
 
@@ -51,13 +51,17 @@ async def start_gateway(
     ca_hash: str | None = None,
     link: HubLink | None = None,
     public_url: str | None = None,
+    token_keys: KeyFetch | None = None,
 ) -> RunningGateway:
-    """Serve on ``host:port``; ``link`` reaches the Hub (default: ``hub_url`` over HTTP), and
-    ``public_url`` is the address callers use (default: the listen address)."""
+    """Serve on ``host:port``; ``link`` reaches the Hub (default: ``hub_url`` over HTTP),
+    ``public_url`` is the address callers use (default: the listen address), ``token_keys`` fetches
+    the Hub's call-token keys (None: call tokens are refused, API tokens still work)."""
     url = public_url or f"http://{host if ':' not in host else f'[{host}]'}:{port}"
     waiting = WaitingCalls()
     app = create_gateway_app(
-        GatewayConfig(hub_url=hub_url, public_url=url, ca_hash=ca_hash), link, waiting
+        GatewayConfig(hub_url=hub_url, public_url=url, ca_hash=ca_hash, token_keys=token_keys),
+        link,
+        waiting,
     )
     server = _Server(
         uvicorn.Config(

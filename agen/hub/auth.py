@@ -17,6 +17,7 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from agen.calltokens import CallIdentity, is_call_token, keys_by_id, verify_call_token
 from agen.domain import TaskBrief, TaskState, columns
 from agen.errors import DeniedError, InvalidError, UnauthenticatedError
 from agen.store import Store, Tx, dumps, loads, new_ulid
@@ -51,12 +52,29 @@ class Principal:
     submitter (``act_for_task``)."""
     for_task: str | None = None
     """Set on the principal an on-behalf token became for one call: the task it acts through."""
+    call: CallIdentity | None = None
+    """A call token's principal (kind ``call``): it may only reach its one callee deployment, over
+    the RPCs an A2A Gateway makes for it (agen.api.dispatch.CALL_TOKEN_RPCS)."""
 
     @property
     def subject(self) -> str:
         """Who this caller is in the records (tasks.submitted_by, runs/approvals.requested_by, decided_by):
         ``local-admin`` for the local ``agen up``'s own admin, ``token:<id>`` for any other token."""
+        if self.call is not None:  # user:<token id> is that person's token; agent:<ns>/<dep> as is
+            caller = self.call.caller
+            if caller == f"user:{LOCAL_ADMIN.id}":
+                return LOCAL_ADMIN_SUBJECT
+            return f"token:{caller[5:]}" if caller.startswith("user:") else caller
         return LOCAL_ADMIN_SUBJECT if self.kind == "local" else f"token:{self.id}"
+
+    def require_callee(self, namespace: str, deployment: str) -> None:
+        """A call token reaches only the deployment it names (any other principal: no-op)."""
+        if self.call is not None and not self.call.allows(namespace, deployment):
+            raise DeniedError(
+                f"this call token is for {self.call.callee}, not {namespace}/{deployment}; "
+                "resolve that agent for a token of its own",
+                namespace=namespace,
+            )
 
     def allows(self, scope: str) -> bool:
         """admin implies every scope; operator and approver both imply viewer; ``any`` (WhoAmI) needs
@@ -202,6 +220,8 @@ class Authenticator:
             raise UnauthenticatedError(
                 "no API token: pass --token (or AGEN_TOKEN), or run against the local `agen up`"
             )
+        if is_call_token(token):
+            return await self._call_principal(token, now_ms)
         digest = hash_token(token)
         hit = self._cache.get(digest)
         if hit is not None and hit[1] > now_ms and (hit[2] is None or hit[2] > now_ms):
@@ -230,6 +250,24 @@ class Authenticator:
         if kind != "join":  # a join token is used up by EnrolNest: never served from the cache
             self._cache[digest] = (principal, now_ms + self.CACHE_MS, expires)
         return principal
+
+    async def _call_principal(self, token: str, now_ms: int) -> Principal:
+        """A call token (seed 000 §10), verified with this Hub's own key: the Gateway checked it
+        offline already; the Hub, which signed it, is the authority on what it may do."""
+        from agen.hub.call_keys import ensure_call_key  # not at import: most Hubs never verify one
+
+        key = await ensure_call_key(self._store)
+        who = verify_call_token(token, keys_by_id([key.public_raw_b64]), now_ms)
+        ns, _, _ = who.callee.partition("/")
+        return Principal(
+            id=who.caller,
+            name=who.caller,
+            scopes=frozenset({"operator"}),  # narrowed to its callee by dispatch and the handlers
+            namespaces=frozenset({ns}),
+            trust=who.trust if who.trust in TRUSTS else "untrusted",
+            kind="call",
+            call=who,
+        )
 
     async def caller(self, headers: Mapping[str, str], now_ms: int) -> Principal:
         """Who makes an HTTP request: its bearer token's principal, and for an on-behalf token the

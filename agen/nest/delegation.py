@@ -6,11 +6,13 @@ the API's requests and back, in-process or over HTTP alike.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from agen.api import registry as r
 from agen.client import Client
-from agen.runner.delegation import ChildResult, ChildSpec, ChildState, TurnCheck
+from agen.errors import UnavailableError
+from agen.runner.delegation import ChildResult, ChildSpec, ChildState, ResolvedAgent, TurnCheck
 from agen.wire import delegation as m
 
 
@@ -23,6 +25,9 @@ def _state(c: m.ChildTask) -> ChildState:
 class NestDelegation:
     def __init__(self, client: Client) -> None:
         self.client = client
+        # (caller ns/deployment, callee ns, callee deployment) -> the Hub's last answer: used while
+        # the Hub is unreachable, until its token expires (seed 000 §10: the Manager caches them)
+        self._resolved: dict[tuple[str, str, str], ResolvedAgent] = {}
 
     async def submit_child(self, spec: ChildSpec) -> ChildState:
         resp = await self.client.call(
@@ -84,3 +89,28 @@ class NestDelegation:
             r.ReleaseLock, m.ReleaseLockRequest(task_id=task_id, name=name)
         )
         return resp.released
+
+    async def resolve_agent(
+        self, task_id: str, namespace: str, deployment: str, *, caller: str
+    ) -> ResolvedAgent:
+        now = int(time.time() * 1000)
+        try:
+            resp = await self.client.call(
+                r.ResolveChildAgent,
+                m.ResolveChildAgentRequest(
+                    task_id=task_id, namespace=namespace, deployment=deployment
+                ),
+            )
+        except UnavailableError:  # the Hub is down: a cached token keeps delegation going
+            cached = self._resolved.get((caller, namespace, deployment))
+            if cached is None or cached.expires_ms <= now:
+                raise
+            return cached
+        found = ResolvedAgent(resp.urls, resp.call_token, resp.expires_ms)
+        self._resolved[(caller, namespace, deployment)] = found
+        return found
+
+    async def count_a2a_call(self, task_id: str, call_key: str) -> None:
+        await self.client.call(
+            r.CountA2ACall, m.CountA2ACallRequest(task_id=task_id, call_key=call_key)
+        )

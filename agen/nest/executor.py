@@ -76,7 +76,6 @@ def run_request(task: LeasedTask) -> Any:
         locks=task.locks,
         traceparent=task.traceparent,
         depth=task.depth,
-        call_token=task.call_token,
     )
 
 

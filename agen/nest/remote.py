@@ -74,11 +74,19 @@ class HubLinkOfNest:
     """How this Nest's Gateway reaches the Hub as one caller: the caller's own credential, over the
     Nest's Hubs (the pinned CA, moving on when one stops answering) — the Gateway's HubLink."""
 
-    def __init__(self, opts: NestOptions) -> None:
+    def __init__(self, opts: NestOptions, credential: Credential) -> None:
         self.opts = opts
+        self.credential = credential  # the Nest's own (replaced when it enrols again)
 
     def client(self, token: str) -> Client:
         return hub_client(self.opts, token)
+
+    async def token_keys(self) -> list[str]:
+        """The Hub's public call-token keys, asked with the Nest's credential (GetTokenKeys is a
+        Nest-scope RPC): how this Gateway verifies call tokens offline."""
+        from agen.nest.client_port import ClientHubPort
+
+        return await ClientHubPort(hub_client(self.opts, self.credential.token)).token_keys()
 
 
 class RunningGateway(Protocol):
@@ -200,15 +208,16 @@ async def run_nest(opts: NestOptions, start_gateway: GatewayStarter | None = Non
     try:
         if cred is None:
             cred = await enrol(opts)
+        link = HubLinkOfNest(opts, cred)
         if start_gateway is not None:
-            gateway = await start_gateway(HubLinkOfNest(opts))
+            gateway = await start_gateway(link)
         try:
             manager = await _manager(opts, cred, store, gateway)
         except UnauthenticatedError:
             if not opts.join_token:
                 raise
             log.warning("nest %s: the saved credential was refused; enrolling again", opts.name)
-            cred = await enrol(opts)
+            cred = link.credential = await enrol(opts)
             manager = await _manager(opts, cred, store, gateway)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()

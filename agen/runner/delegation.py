@@ -20,6 +20,7 @@ __all__ = [  # a child's state and its note are agen.domain.delegation's; re-exp
     "ChildSpec",
     "ChildState",
     "DelegationPort",
+    "ResolvedAgent",
     "TurnCheck",
     "delegation_port",
     "outcome_text",
@@ -41,6 +42,15 @@ class ChildSpec:
     overrides: dict[str, Any] | None = None
     traceparent: str | None = None
     reply_conversation_key: str | None = None  # set: a detached start_agent child replies here
+
+
+@dataclass(frozen=True)
+class ResolvedAgent:
+    """Where to reach an agen deployment over A2A, and the call token to present there."""
+
+    urls: list[str]
+    call_token: str
+    expires_ms: int
 
 
 @dataclass
@@ -80,6 +90,16 @@ class DelegationPort(Protocol):
         """The lock's fencing token, or None while another task holds it."""
 
     async def release_lock(self, task_id: str, name: str) -> bool: ...
+
+    async def resolve_agent(
+        self, task_id: str, namespace: str, deployment: str, *, caller: str
+    ) -> ResolvedAgent:
+        """The deployment's Gateway URLs and a call token naming this task's deployment
+        (``caller``: ``<ns>/<deployment>``, seed 000 §10); the last answer is used while the Hub
+        is unreachable, until its token expires."""
+
+    async def count_a2a_call(self, task_id: str, call_key: str) -> None:
+        """Count an A2A call towards maxFanOut and maxTotalDelegations; refused over a limit."""
 
 
 def delegation_port(hooks: RunHooks | None) -> DelegationPort | None:

@@ -145,8 +145,6 @@ class Runner:
         await self.start()
         assert self.accounts is not None
         model = self.accounts[0].models[0]
-        if req.call_token and any(d.url for d in self.bundle.config.delegates):
-            self.redactor.add(req.call_token)  # the A2A bearer: never in a transcript or span
         masked = self.redactor.redact(
             req.input
         )  # a secret typed into the input is masked before it is stored

@@ -95,7 +95,6 @@ class RunState:
             call_index=index,
             cancel=self.cancel,
             depth=r.depth,
-            call_token=r.call_token,
             parent_run_id=r.parent_run_id,
             time_left_s=self.budget.time_left_s(),
         )

@@ -38,7 +38,6 @@ class RunRequest(BaseModel):
     attempt: int = 1
     locks: dict[str, int] = Field(default_factory=dict)
     depth: int = 0  # the task's place in a delegation tree (root = 0): agen.depth on A2A calls
-    call_token: str | None = None  # Hub-signed: the bearer call_agent presents over A2A (§10)
 
 
 class RunResult(BaseModel):

@@ -37,3 +37,8 @@ class ResolveAgentResponse(Model):
     paused: bool = False
     pause_reason: str | None = None
     ready: int = Field(0, description="instances ready now (0: a call wakes it)")
+    call_token: str | None = Field(
+        None,
+        description="a call token for this deployment (10 min), for a caller with the operator scope",
+    )
+    call_token_expires_ms: int | None = None

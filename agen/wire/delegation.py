@@ -107,3 +107,27 @@ class ReleaseLockRequest(Model):
 
 class ReleaseLockResponse(Model):
     released: bool
+
+
+class ResolveChildAgentRequest(Model):
+    """Where a running task reaches another agen deployment over A2A (call_agent to a delegate
+    with ``via: "a2a"`` or a url naming this Hub's Gateway), and a call token for it."""
+
+    task_id: Id
+    namespace: str = Field("default", pattern=NAME_PATTERN)
+    deployment: str = Field(min_length=1, max_length=200)
+
+
+class ResolveChildAgentResponse(Model):
+    urls: list[str] = Field(
+        [], description="A2A endpoints (/a2a/<ns>/<deployment>) of the Gateways that serve it"
+    )
+    call_token: str = Field(description="the calling agent's token for this one callee (1 h)")
+    expires_ms: int
+
+
+class CountA2ACallRequest(Model):
+    """An A2A call_agent about to be made: it counts towards maxFanOut and maxTotalDelegations."""
+
+    task_id: Id
+    call_key: str = Field(min_length=1, max_length=300, pattern=r"^a2a:")

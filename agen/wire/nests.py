@@ -93,8 +93,6 @@ class LeasedTask(Model):
     traceparent: str | None = None  # W3C, from the submitter: the run joins that trace
     started: bool = False  # leased straight into running (no separate mark_running)
     depth: int = 0  # its place in a delegation tree (root = 0)
-    # Hub-signed, short-lived: the instance's bearer when it calls another agent over A2A (§10)
-    call_token: str | None = None
 
     @property
     def ref(self) -> LeaseRef:
@@ -105,6 +103,7 @@ class TokenKey(Model):
     """A public key call tokens verify against (seed 000 §10)."""
 
     algorithm: Literal["Ed25519"] = "Ed25519"
+    id: str = Field("", description="the key id tokens name (kid)")
     public_key: str = Field(description="the raw 32-byte public key, base64")
 
 

@@ -103,6 +103,12 @@ class SubmitTaskRequest(Model):
         description="what happens to this task's own joined children when it ends: cancel them, or abandon "
         "them (they keep running)",
     )
+    parent_run_id: str | None = Field(
+        None,
+        max_length=64,
+        description="A2A lineage (agen.parent_run_id): the calling run; accepted only with an agent's "
+        "call token, and only for a run of the calling deployment (root and depth come from it)",
+    )
     delivery: QueueMode | None = Field(
         None,
         description="the conversation's queue mode for this submission only (default: the bundle's "

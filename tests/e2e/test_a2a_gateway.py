@@ -110,9 +110,11 @@ def test_the_official_a2a_client_reads_the_card_sends_streams_gets_and_cancels(u
     assert task["state"] == "cancelled"  # the agen task itself, not only the A2A view
 
 
-def _rpc(up: Up, token: str, method: str, params: dict[str, Any]) -> httpx.Response:
+def _rpc(
+    up: Up, token: str, method: str, params: dict[str, Any], deployment: str = "echo"
+) -> httpx.Response:
     return httpx.post(
-        f"{up.gateway_url}/a2a/default/echo",
+        f"{up.gateway_url}/a2a/default/{deployment}",
         json={"jsonrpc": "2.0", "id": 7, "method": method, "params": params},
         headers={"Authorization": f"Bearer {token}"},
         timeout=60,
@@ -190,3 +192,55 @@ def test_agen_call_streams_the_answer_and_continues_a_context_and_agen_resolve_p
     paused = up.agen("call", "echo", "anyone there?", check=False)
     assert paused.returncode == 3  # unavailable: try again later
     assert "paused" in paused.stderr and "retry after 60 s" in paused.stderr
+
+
+def test_a_resolved_call_token_calls_its_deployment_only_and_a_bundle_delegates_by_name_and_url(
+    up: Up, tmp_path: Path
+) -> None:
+    """Call tokens through a real `agen up` (the Gateway reaches the Hub over HTTP with the caller's
+    bearer): an operator's from `agen resolve`, an agent's for `via: "a2a"` by name and for a url
+    naming this Hub's Gateway; the callee's tasks sit in the caller's tree."""
+    assert up.gateway_url is not None
+    resolved = up.json("resolve", "echo")
+    token = resolved["call_token"]
+    assert token.startswith("agen-ct1.")
+    ok = _rpc(up, token, "message/send", {"message": _message("by token", "t1")})
+    assert ok.status_code == 200, ok.text
+    assert ok.json()["result"]["artifacts"][0]["parts"][0]["text"] == "You said: by token"
+    other = _rpc(up, token, "message/send", {"message": _message("hi", "t2")}, "parked")
+    assert other.status_code == 403
+    assert "it is for default/echo, not default/parked" in other.json()["error"]["message"]
+
+    boss = write_bundle(
+        tmp_path / "boss",
+        "boss",
+        script=[
+            {
+                "tool_calls": [
+                    {"name": "call_agent", "arguments": {"agent": "echo", "input": "one"}}
+                ]
+            },
+            {"tool_calls": [{"name": "call_agent", "arguments": {"agent": "url", "input": "two"}}]},
+            {"tool_calls": [{"name": "finish", "arguments": {"summary": "asked twice"}}]},
+        ],
+        config={
+            "kind": "pool",
+            "scale": {"min": 0, "max": 1},
+            "delegates": [
+                {"name": "echo", "via": "a2a"},
+                {"name": "url", "url": f"{up.gateway_url}/a2a/default/echo"},
+            ],
+        },
+    )
+    up.agen("deploy", str(boss))
+    ran = up.json("run", "boss", "go")
+    assert ran["state"] == "succeeded", ran
+    tasks = up.http("ListTasks", {"deployment": "echo"}).json()["tasks"]
+    delegated = [t for t in tasks if t["parent_run_id"]]
+    assert sorted(t["input"] for t in delegated) == ["one", "two"]
+    assert {t["depth"] for t in delegated} == {1}
+    assert all(t["state"] == "succeeded" for t in delegated)
+
+
+def _message(text: str, mid: str) -> dict[str, Any]:
+    return {"role": "user", "messageId": mid, "parts": [{"kind": "text", "text": text}]}

@@ -239,7 +239,7 @@ async def test_a_context_is_one_conversation_and_a_repeated_message_id_is_the_sa
     assert mine["result"]["status"]["state"] == "completed"
 
 
-async def test_trace_and_labels_in_a2a_metadata_reach_the_task_and_claimed_lineage_is_refused(
+async def test_trace_and_labels_in_a2a_metadata_reach_the_task_and_an_api_tokens_lineage_is_ignored(
     node: LocalNode, tmp_path: Path
 ) -> None:
     await _deploy(node, tmp_path, "traced", {"min": 0, "max": 1})
@@ -263,8 +263,12 @@ async def test_trace_and_labels_in_a2a_metadata_reach_the_task_and_claimed_linea
         "SELECT trace_id FROM runs WHERE task_id = ?", (task_id,)
     )
     assert run_trace == agen_trace_id("0af7651916cd43dd8448eb211c80319c")  # the caller's trace
-    error = claimed.json()["error"]
-    assert "agen.parent_run_id" in error["message"] and "not supported yet" in error["message"]
+    # Lineage is honoured only from an agent's call token: this call starts a new tree.
+    new_tree = claimed.json()["result"]["id"]
+    row = await node.hub.store.one(
+        "SELECT depth, parent_run_id FROM tasks WHERE id = ?", (new_tree,)
+    )
+    assert row == {"depth": 0, "parent_run_id": None}
 
 
 async def test_a_call_in_progress_keeps_its_instance_though_the_idle_timeout_is_zero(

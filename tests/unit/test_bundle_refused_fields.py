@@ -135,16 +135,13 @@ def test_a_field_agen_does_not_do_yet_is_refused_naming_file_and_field(
     ]
 
 
-def test_via_a2a_without_a_url_is_refused_as_not_supported_yet() -> None:
-    with pytest.raises(BundleError) as e:
-        load_bundle_files(bundle_files(config={"delegates": [{"name": "r", "via": "a2a"}]}))
-    assert [
-        p
-        for p in e.value.problems
-        if p.startswith(
-            'x-agen/config.json: delegates[0].via: not supported yet: via "a2a" without a url'
-        )
-    ]
+def test_via_a2a_without_a_url_names_a_deployment_and_loads() -> None:
+    """``via: "a2a"`` by name is an agen deployment call_agent reaches through its Gateway."""
+    bundle = load_bundle_files(
+        bundle_files(config={"delegates": [{"name": "r", "via": "a2a", "namespace": "default"}]})
+    )
+    [d] = bundle.config.delegates
+    assert (d.name, d.via, d.url) == ("r", "a2a", None)
 
 
 def test_a_delegate_url_must_be_an_http_url() -> None:

@@ -1,42 +1,73 @@
-"""Call tokens (seed 000 §10): the Hub's Ed25519 key (sealed like the CA key), a token per leased
-task naming its instance, deployment, namespace and depth, and the one verify function a Gateway
-uses: a good token verifies; tampered, expired and wrong-key tokens are refused, saying why."""
+"""Call tokens (seed 000 §10): the Hub's Ed25519 key (sealed like the CA key), tokens naming the
+caller and the one callee, the one verify function: a good token verifies; tampered, expired and
+wrong-key tokens are refused, saying why; an unknown key id is told apart so a Gateway refetches.
+The Gateway's checks (wrong callee, key ring refetch) and the Hub's (a call token reaches only its
+callee) are here too."""
 
 from __future__ import annotations
 
 import base64
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from agen.bundle.digest import digest_files
-from agen.calltokens import CallIdentity, mint_call_token, public_key_from_raw, verify_call_token
+from agen.calltokens import (
+    CallIdentity,
+    UnknownKeyError,
+    key_id,
+    keys_by_id,
+    mint_call_token,
+    public_key_from_raw,
+    verify_call_token,
+)
 from agen.client import Client
 from agen.errors import UnauthenticatedError
 from agen.hub import call_keys
-from agen.hub import queue as q
 from agen.hub.auth import LOCAL_NEST
 from agen.hub.call_keys import CALL_KEY, ensure_call_key
-from agen.hub.fleet.definitions import put_definition
 from agen.hub.sealing import ENV_KEK, is_sealed
 from agen.hub.service import Hub
 from agen.nest.client_port import ClientHubPort
-from agen.store import Tx
 from tests.runner_helpers import open_store
-from tests.unit.queue_helpers import add_deployment, new_task
 
 NOW = 1_800_000_000_000
-WHO = CallIdentity("ops", "triage", "inst-1", 2, NOW, NOW + 3_600_000)
+WHO = CallIdentity(
+    caller="agent:ops/triage",
+    callee="ops/fixer",
+    issued_ms=NOW,
+    expires_ms=NOW + 3_600_000,
+    instance="inst-1",
+    depth=2,
+    trust="trusted",
+)
+
+
+def _ring(*keys: Ed25519PrivateKey) -> dict[str, Ed25519PublicKey]:
+    return {key_id(k.public_key()): k.public_key() for k in keys}
 
 
 def test_a_minted_token_verifies_to_the_identity_it_carries() -> None:
     key = Ed25519PrivateKey.generate()
     token = mint_call_token(key, WHO)
-    got = verify_call_token(token, key.public_key(), NOW + 1000)
-    assert got == WHO
-    assert got.caller == "agent:ops/triage"
+    got = verify_call_token(token, _ring(key), NOW + 1000)
+    assert got == replace(WHO, key_id=key_id(key.public_key()))
+    assert got.caller_deployment == ("ops", "triage") and got.allows("ops", "fixer")
+    assert not got.allows("ops", "triage") and not got.allows("dev", "fixer")
+
+
+def test_a_user_token_names_the_person_and_no_instance() -> None:
+    key = Ed25519PrivateKey.generate()
+    who = CallIdentity(caller="user:tok1", callee="default/bot", issued_ms=NOW, expires_ms=NOW + 1)
+    got = verify_call_token(mint_call_token(key, who), _ring(key), NOW)
+    assert (got.caller, got.is_agent, got.instance, got.caller_deployment) == (
+        "user:tok1",
+        False,
+        None,
+        None,
+    )
 
 
 def _retouch(token: str, **changes: object) -> str:
@@ -51,9 +82,12 @@ def _retouch(token: str, **changes: object) -> str:
     ("make_bad", "why"),
     [
         (lambda t, k: _retouch(t, depth=0), "signature does not verify"),
-        (lambda t, k: _retouch(t, dep="admin-bot"), "signature does not verify"),
+        (lambda t, k: _retouch(t, trust="operator"), "signature does not verify"),
+        (lambda t, k: _retouch(t, aud="ops/admin-bot"), "signature does not verify"),
         (
-            lambda t, k: mint_call_token(Ed25519PrivateKey.generate(), WHO),
+            lambda t, k: _retouch(
+                mint_call_token(Ed25519PrivateKey.generate(), WHO), kid=key_id(k.public_key())
+            ),
             "signature does not verify",
         ),
         (lambda t, k: t.replace("agen-ct1.", "agen-ct9."), "not an agen call token"),
@@ -62,8 +96,9 @@ def _retouch(token: str, **changes: object) -> str:
     ],
     ids=[
         "depth-changed",
-        "deployment-changed",
-        "wrong-key",
+        "trust-raised",
+        "callee-changed",
+        "signed-by-another-key-claiming-this-ones-id",
         "wrong-prefix",
         "garbage",
         "cut-short",
@@ -73,15 +108,22 @@ def test_a_tampered_or_foreign_token_is_refused(make_bad: object, why: str) -> N
     key = Ed25519PrivateKey.generate()
     bad = make_bad(mint_call_token(key, WHO), key)  # type: ignore[operator]
     with pytest.raises(UnauthenticatedError, match=why) as e:
-        verify_call_token(bad, key.public_key(), NOW)
+        verify_call_token(bad, _ring(key), NOW)
     assert e.value.message.startswith("call token refused: ")
+    assert not isinstance(e.value, UnknownKeyError)
+
+
+def test_a_token_of_a_key_not_held_is_an_unknown_key_so_the_verifier_can_refetch() -> None:
+    held, other = Ed25519PrivateKey.generate(), Ed25519PrivateKey.generate()
+    with pytest.raises(UnknownKeyError, match="does not publish"):
+        verify_call_token(mint_call_token(other, WHO), _ring(held), NOW)
 
 
 def test_an_expired_token_is_refused_naming_its_caller() -> None:
     key = Ed25519PrivateKey.generate()
     token = mint_call_token(key, WHO)
     with pytest.raises(UnauthenticatedError, match=r"expired 5s ago \(caller agent:ops/triage\)"):
-        verify_call_token(token, key.public_key(), WHO.expires_ms + 5_000)
+        verify_call_token(token, _ring(key), WHO.expires_ms + 5_000)
 
 
 async def test_the_hub_key_is_made_once_per_store_and_sealed_under_the_kek(
@@ -98,69 +140,6 @@ async def test_the_hub_key_is_made_once_per_store_and_sealed_under_the_kek(
     await store.close()
 
 
-async def test_a_leased_task_carries_a_call_token_for_its_instance_and_depth(
-    tmp_path: Path,
-) -> None:
-    store = await open_store(tmp_path)
-    hub = Hub(store, clock=lambda: NOW)
-    dep = await store.write(lambda tx: add_deployment(tx))
-    await store.write(lambda tx: _use_bundle(tx, dep, a2a=True))
-    task, _ = await store.write(lambda tx: q.submit_task(tx, new_task(dep, "go")))
-    await store.write(lambda tx: tx.execute("UPDATE tasks SET depth = 2 WHERE id = ?", (task.id,)))
-    port = ClientHubPort(Client.in_process(hub, LOCAL_NEST))
-    nest_id = await port.register("n1", 4, {})
-    await store.write(
-        lambda tx: tx.execute(
-            "INSERT INTO assignments (deployment_id, nest_id, count, digest, leader_epoch, updated_ms)"
-            " VALUES (?,?,?,?,?,?)",
-            (dep, nest_id, 1, "sha256:" + "0" * 64, 1, tx.now_ms),
-        )
-    )
-    [leased] = await port.lease(nest_id, "inst-7", dep, 1, 60_000)
-    assert leased.id == task.id and leased.call_token is not None
-    key = await ensure_call_key(store)
-    who = verify_call_token(leased.call_token, key.public, NOW + 1)
-    assert (who.namespace, who.deployment, who.instance, who.depth) == ("default", "d", "inst-7", 2)
-    assert who.expires_ms == NOW + 3_600_000
-    await store.close()
-
-
-async def test_a_deployment_without_a2a_delegates_gets_no_call_token_and_no_key_is_made(
-    tmp_path: Path,
-) -> None:
-    """Signing is for agents that call over A2A: a plain lease costs no signature and no key."""
-    store = await open_store(tmp_path)
-    hub = Hub(store, clock=lambda: NOW)
-    dep = await store.write(lambda tx: add_deployment(tx))
-    await store.write(lambda tx: _use_bundle(tx, dep, a2a=False))
-    await store.write(lambda tx: q.submit_task(tx, new_task(dep, "go")))
-    port = ClientHubPort(Client.in_process(hub, LOCAL_NEST))
-    nest_id = await port.register("n1", 4, {})
-    await store.write(
-        lambda tx: tx.execute(
-            "INSERT INTO assignments (deployment_id, nest_id, count, digest, leader_epoch, updated_ms)"
-            " VALUES (?,?,?,?,?,?)",
-            (dep, nest_id, 1, "sha256:" + "0" * 64, 1, tx.now_ms),
-        )
-    )
-    [leased] = await port.lease(nest_id, "inst-7", dep, 1, 60_000)
-    assert leased.call_token is None
-    assert await store.scalar("SELECT value FROM hub_keys WHERE name = ?", (CALL_KEY,)) is None
-    await store.close()
-
-
-def _use_bundle(tx: Tx, deployment_id: str, *, a2a: bool) -> None:
-    """Point the deployment at a real stored bundle (bundles/hello), with a url delegate if ``a2a``."""
-    root = Path(__file__).parents[2] / "bundles" / "hello"
-    files = {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
-    if a2a:
-        config = json.loads(files["x-agen/config.json"])
-        config["delegates"] = [{"name": "remote", "url": "http://127.0.0.1:9/"}]
-        files["x-agen/config.json"] = json.dumps(config).encode()
-    def_id = put_definition(tx, "d-" + ("a2a" if a2a else "plain"), digest_files(files), files)
-    tx.execute("UPDATE deployments SET definition_id = ? WHERE id = ?", (def_id, deployment_id))
-
-
 async def test_a_nest_fetches_the_hub_public_key_and_verifies_a_call_token_with_it(
     tmp_path: Path,
 ) -> None:
@@ -170,8 +149,65 @@ async def test_a_nest_fetches_the_hub_public_key_and_verifies_a_call_token_with_
     [raw] = await port.token_keys()
     key = await ensure_call_key(store)
     token = call_keys.agent_token(
-        key, namespace="default", deployment="d", instance="i", depth=1, now_ms=NOW
+        key,
+        namespace="default",
+        deployment="d",
+        instance="i",
+        depth=1,
+        callee="default/e",
+        now_ms=NOW,
     )
-    who = verify_call_token(token, public_key_from_raw(base64.b64decode(raw)), NOW + 1)
-    assert (who.deployment, who.depth) == ("d", 1)
+    public = public_key_from_raw(base64.b64decode(raw))
+    who = verify_call_token(token, keys_by_id([raw]), NOW + 1)
+    assert (who.caller, who.callee, who.depth, who.key_id) == (
+        "agent:default/d",
+        "default/e",
+        1,
+        key_id(public),
+    )
+    assert who.expires_ms == NOW + call_keys.AGENT_TOKEN_TTL_MS
     await store.close()
+
+
+async def test_the_gateways_key_ring_fetches_again_for_an_unknown_key_at_most_once_per_interval() -> (
+    None
+):
+    """A rotation: the Hub publishes a second key; a token signed with it makes the Gateway fetch the
+    keys again (once), and made-up key ids within the interval do not reach the Hub."""
+    from agen.gateway.auth import KeyRing
+
+    old, new = Ed25519PrivateKey.generate(), Ed25519PrivateKey.generate()
+    published = [old]
+    clock = [0.0]
+
+    async def fetch() -> list[str]:
+        from cryptography.hazmat.primitives import serialization
+
+        return [
+            base64.b64encode(
+                k.public_key().public_bytes(
+                    serialization.Encoding.Raw, serialization.PublicFormat.Raw
+                )
+            ).decode()
+            for k in published
+        ]
+
+    ring = KeyRing(fetch, refetch_s=10, clock=lambda: clock[0], now_ms=lambda: NOW)
+    assert (await ring.verify(mint_call_token(old, WHO))).caller == WHO.caller
+    assert ring.fetches == 1
+    published.append(new)
+    clock[0] = 11.0
+    assert (await ring.verify(mint_call_token(new, WHO))).key_id == key_id(new.public_key())
+    assert ring.fetches == 2
+    stranger = Ed25519PrivateKey.generate()
+    for _ in range(3):
+        with pytest.raises(UnknownKeyError):
+            await ring.verify(mint_call_token(stranger, WHO))
+    assert ring.fetches == 2  # within the interval: no fetch per made-up key id
+
+
+async def test_a_gateway_without_a_key_source_refuses_call_tokens_saying_so() -> None:
+    from agen.gateway.auth import KeyRing
+
+    with pytest.raises(UnauthenticatedError, match="no way to fetch the Hub's keys"):
+        await KeyRing(None).verify(mint_call_token(Ed25519PrivateKey.generate(), WHO))

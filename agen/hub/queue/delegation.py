@@ -35,6 +35,7 @@ from agen.hub.queue._tasks import LIVE, UNFINISHED, get_task
 from agen.store import Tx, loads
 from agen.wire.delegation import SubmitChildTaskRequest
 
+A2A_KEY_PREFIX = "a2a:"  # an A2A call_agent's key in delegation_calls: a2a:<run>.<step>.<call>
 TOKEN_FLOOR = 1  # a spent tree still lets a child's first turn run (0 would read as "no limit")
 USD_FLOOR = 0.0001
 
@@ -197,23 +198,14 @@ def submit_child(
             f"{parent.deployment}; do this part yourself instead of delegating it",
             limit="maxDelegationDepth",
         )
-    fan_out = _limit(limits, "maxFanOut", "max_fan_out", DEFAULT_MAX_FAN_OUT)
-    started = int(
-        tx.scalar("SELECT COUNT(*) FROM tasks WHERE parent_task_id = ?", (parent.id,)) or 0
-    )
-    if started >= fan_out:
-        raise DeniedError(
-            f"this run already started {started} child tasks, limits.maxFanOut {fan_out} of "
-            f"{parent.deployment}; wait for their results and work with those",
-            limit="maxFanOut",
-        )
     found_run = tx.one(f"SELECT {columns(RunRef)} FROM runs WHERE task_id = ?", (parent.id,))
-    if found_run is None:
+    run = RunRef.from_row(found_run) if found_run is not None else None
+    _check_fan_out(tx, parent, run.id if run else None, run.root_run_id if run else None, limits)
+    if run is None:
         raise ConflictError(
             f"task {parent.id} has no run yet; delegate from inside its run",
             task_id=parent.id,
         )
-    run = RunRef.from_row(found_run)
     _count_delegation(tx, run.root_run_id, req.call_key, limits, parent.deployment)
     overrides = req.overrides
     if overrides is not None:
@@ -250,6 +242,99 @@ def submit_child(
         (row.id, run.root_run_id, req.call_key),
     )
     return row._replace(parent_run_id=run.id, root_run_id=run.root_run_id), created
+
+
+@dataclass(frozen=True, slots=True)
+class Lineage:
+    parent_run_id: str
+    root_run_id: str
+    depth: int
+
+
+def a2a_lineage(tx: Tx, caller_ns: str, caller_dep: str, parent_run_id: str) -> Lineage:
+    """The lineage of a task an agent starts over A2A (seed 000 §10): its ``agen.parent_run_id``
+    must be a run of the calling deployment; root and depth come from that run's chain, never from
+    the claim, and the depth is checked against the caller's limits.maxDelegationDepth."""
+    run = tx.one(
+        "SELECT id, namespace, deployment, task_id, root_run_id, parent_run_id FROM runs"
+        " WHERE id = ?",
+        (parent_run_id,),
+    )
+    if run is None or (run["namespace"], run["deployment"]) != (caller_ns, caller_dep):
+        raise DeniedError(
+            f"agen.parent_run_id {parent_run_id} is not a run of the calling deployment "
+            f"{caller_ns}/{caller_dep}; an agent attaches calls only to its own runs",
+            parent_run_id=parent_run_id,
+        )
+    depth = tx.scalar("SELECT depth FROM tasks WHERE id = ?", (run["task_id"],))
+    if depth is None:  # a run without a task: count the runs above it
+        depth, above = 0, run["parent_run_id"]
+        while above is not None and depth < 64:
+            depth += 1
+            above = tx.scalar("SELECT parent_run_id FROM runs WHERE id = ?", (above,))
+    depth = int(depth) + 1
+    dep = tx.one(
+        "SELECT id FROM deployments WHERE namespace = ? AND name = ?", (caller_ns, caller_dep)
+    )
+    limits = _limits(tx, dep["id"]) if dep is not None else {}
+    max_depth = _limit(
+        limits, "maxDelegationDepth", "max_delegation_depth", DEFAULT_MAX_DELEGATION_DEPTH
+    )
+    if depth > max_depth:
+        raise DeniedError(
+            f"delegation depth {depth} is past limits.maxDelegationDepth {max_depth} of "
+            f"{caller_dep}; do this part yourself instead of delegating it",
+            limit="maxDelegationDepth",
+        )
+    return Lineage(str(run["id"]), str(run["root_run_id"] or run["id"]), depth)
+
+
+def count_a2a_call(tx: Tx, task_id: str, call_key: str) -> None:
+    """An A2A call_agent is a child for the delegation limits (seed 000 §6): it counts towards the
+    run's limits.maxFanOut beside its child tasks, and once (by its call key) towards the tree's
+    limits.maxTotalDelegations. Over a limit it is refused like a child task."""
+    parent = get_task(tx, task_id)
+    run = tx.one("SELECT id, root_run_id FROM runs WHERE task_id = ?", (task_id,))
+    if run is None:
+        raise ConflictError(
+            f"task {task_id} has no run yet; delegate from inside its run", task_id=task_id
+        )
+    root = str(run["root_run_id"] or run["id"])
+    if tx.scalar(
+        "SELECT 1 FROM delegation_calls WHERE root_run_id = ? AND call_key = ?", (root, call_key)
+    ):
+        return  # a retry or resume of a call already counted
+    limits = _limits(tx, parent.deployment_id)
+    _check_fan_out(tx, parent, run["id"], root, limits)
+    _count_delegation(tx, root, call_key, limits, parent.deployment)
+
+
+def _a2a_calls(tx: Tx, run_id: str, root_run_id: str) -> int:
+    """A run's A2A calls so far (their keys are ``a2a:<run>.<step>.<call>``)."""
+    return int(
+        tx.scalar(
+            "SELECT COUNT(*) FROM delegation_calls WHERE root_run_id = ? AND call_key LIKE ?",
+            (root_run_id, f"{A2A_KEY_PREFIX}{run_id}.%"),
+        )
+        or 0
+    )
+
+
+def _check_fan_out(
+    tx: Tx, parent: TaskRow, run_id: str | None, root_run_id: str | None, limits: dict[str, Any]
+) -> None:
+    fan_out = _limit(limits, "maxFanOut", "max_fan_out", DEFAULT_MAX_FAN_OUT)
+    started = int(
+        tx.scalar("SELECT COUNT(*) FROM tasks WHERE parent_task_id = ?", (parent.id,)) or 0
+    )
+    if run_id is not None and root_run_id is not None:
+        started += _a2a_calls(tx, run_id, root_run_id)
+    if started >= fan_out:
+        raise DeniedError(
+            f"this run already started {started} child tasks and A2A calls, limits.maxFanOut "
+            f"{fan_out} of {parent.deployment}; wait for their results and work with those",
+            limit="maxFanOut",
+        )
 
 
 def _count_delegation(

@@ -32,6 +32,7 @@ async def resolve_agent(hub: Hub, p: Principal, req: ResolveAgentRequest) -> Res
     urls = [
         f"{u.rstrip('/')}/a2a/{req.namespace}/{req.deployment}" for u in dict.fromkeys(gateways)
     ]
+    token, expires = await _user_token(hub, p, f"{req.namespace}/{req.deployment}")
     return ResolveAgentResponse(
         namespace=req.namespace,
         deployment=req.deployment,
@@ -46,4 +47,19 @@ async def resolve_agent(hub: Hub, p: Principal, req: ResolveAgentRequest) -> Res
         paused=row.paused,
         pause_reason=row.pause_reason,
         ready=int(ready or 0),
+        call_token=token,
+        call_token_expires_ms=expires,
     )
+
+
+async def _user_token(hub: Hub, p: Principal, callee: str) -> tuple[str | None, int | None]:
+    """Seed 000 §10: Resolve hands an operator a call token (10 min) naming them as caller and this
+    one deployment; a viewer (who may not call), a Nest or a call token itself gets none."""
+    if p.kind not in ("api", "local") or p.on_behalf or not p.allows("operator"):
+        return None, None
+    from agen.hub.call_keys import USER_TOKEN_TTL_MS, ensure_call_key, user_token
+
+    key = await ensure_call_key(hub.store)
+    now = hub.clock()
+    token = user_token(key, token_id=p.id, callee=callee, now_ms=now, trust=p.trust)
+    return token, now + USER_TOKEN_TTL_MS

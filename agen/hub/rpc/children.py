@@ -11,7 +11,7 @@ import asyncio
 from typing import Any
 
 from agen.domain import TaskRow
-from agen.errors import DeniedError
+from agen.errors import DeniedError, NotFoundError
 from agen.hub import queue
 from agen.hub.auth import Principal
 from agen.hub.queue import delegation as d
@@ -164,3 +164,60 @@ async def release_lock(hub: Hub, p: Principal, req: m.ReleaseLockRequest) -> m.R
     if released:
         hub.work.notify()  # a task waiting on the lock may lease now
     return m.ReleaseLockResponse(released=released)
+
+
+async def resolve_child_agent(
+    hub: Hub, p: Principal, req: m.ResolveChildAgentRequest
+) -> m.ResolveChildAgentResponse:
+    """Seed 000 §10: a Manager resolving for one of its instances gets an agent token (1 h) naming
+    the task's deployment as caller and the one deployment it may call. Delegation stays within
+    the task's namespace, as for child tasks."""
+    from agen.hub.call_keys import AGENT_TOKEN_TTL_MS, agent_token, ensure_call_key
+
+    def fn(tx: Tx) -> tuple[TaskRow, str | None]:
+        _runs_here(tx, p, req.task_id)
+        task = get_task(tx, req.task_id)
+        callee = tx.scalar(
+            "SELECT id FROM deployments WHERE namespace = ? AND name = ?",
+            (req.namespace, req.deployment),
+        )
+        return task, callee
+
+    task, callee = await hub.store.read(fn)
+    if req.namespace != task.namespace:
+        raise DeniedError(
+            f"delegation stays within namespace {task.namespace}; {req.namespace}/"
+            f"{req.deployment} is outside it",
+            namespace=req.namespace,
+        )
+    if callee is None:
+        raise NotFoundError(
+            f"agent {req.namespace}/{req.deployment} is not deployed; deploy it (agen deploy) "
+            "or delegate to another agent",
+            deployment=req.deployment,
+        )
+    key = await ensure_call_key(hub.store)
+    now = hub.clock()
+    token = agent_token(
+        key,
+        namespace=task.namespace,
+        deployment=task.deployment,
+        instance=task.lease_instance_id,
+        depth=task.depth,
+        callee=f"{req.namespace}/{req.deployment}",
+        now_ms=now,
+        trust=task.trust,  # what it starts over A2A gets no more trust than it has
+    )
+    urls = [f"{u.rstrip('/')}/a2a/{req.namespace}/{req.deployment}" for u in hub.gateway_urls]
+    return m.ResolveChildAgentResponse(
+        urls=urls, call_token=token, expires_ms=now + AGENT_TOKEN_TTL_MS
+    )
+
+
+async def count_a2a_call(hub: Hub, p: Principal, req: m.CountA2ACallRequest) -> Ok:
+    def fn(tx: Tx) -> None:
+        _runs_here(tx, p, req.task_id)
+        d.count_a2a_call(tx, req.task_id, req.call_key)
+
+    await hub.store.write(fn)
+    return OK

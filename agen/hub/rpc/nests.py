@@ -12,7 +12,7 @@ from agen.domain import LeasedTaskRow, TaskRow
 from agen.errors import AgenError, ConflictError, DeniedError, NotFoundError
 from agen.hub import queue
 from agen.hub.auth import Principal
-from agen.hub.call_keys import ensure_call_key, with_call_tokens
+from agen.hub.call_keys import ensure_call_key
 from agen.hub.fleet import enrol
 from agen.hub.fleet.definitions import get_definition_files
 from agen.hub.fleet.instances import record_saturation, report_status
@@ -168,13 +168,16 @@ async def lease_tasks(hub: Hub, p: Principal, req: m.LeaseTasksRequest) -> m.Lea
 
     rows = await hub.store.write_leasing(fn)  # beside other Hubs' leases on Postgres
     tasks = [leased_task(r, started=True) for r in rows]
-    await with_call_tokens(hub, req.deployment_id, tasks, req.instance_id)
     return m.LeaseTasksResponse(tasks=tasks)
 
 
 async def get_token_keys(hub: Hub, p: Principal, req: Empty) -> m.GetTokenKeysResponse:
     key = await ensure_call_key(hub.store)
-    return m.GetTokenKeysResponse(keys=[m.TokenKey(public_key=key.public_raw_b64)])
+    from agen.calltokens import key_id
+
+    return m.GetTokenKeysResponse(
+        keys=[m.TokenKey(id=key_id(key.public), public_key=key.public_raw_b64)]
+    )
 
 
 async def mark_running(hub: Hub, p: Principal, req: m.MarkRunningRequest) -> Ok:

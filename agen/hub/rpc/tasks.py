@@ -8,11 +8,12 @@ from typing import Any
 
 from agen.bundle.overrides import TRUST_RANK
 from agen.domain import DeploymentRow, TaskRow, TaskState
-from agen.errors import NotFoundError
+from agen.errors import DeniedError, NotFoundError
 from agen.hub import queue
 from agen.hub.auth import Principal
 from agen.hub.fleet.instances import instance_failing
 from agen.hub.queue import admission
+from agen.hub.queue.delegation import a2a_lineage
 from agen.hub.queue.delivery import deliver, queue_mode
 from agen.hub.queue.gate import budget_wait_reason
 from agen.hub.queue.redaction import redact_task_input
@@ -165,6 +166,31 @@ def _detail(tx: Tx, row: TaskRow, extra: TaskDetails) -> TaskDetails:
     return extra
 
 
+def _callee_may_see(p: Principal, namespace: str, deployment: str, key: str | None) -> bool:
+    """A call token sees only its own A2A tasks (conversation ``a2a:<caller>:…``) of its callee."""
+    if p.call is None:
+        return True
+    mine = (key or "").startswith(f"a2a:{p.call.caller}:")
+    return mine and p.call.allows(namespace, deployment)
+
+
+def _own_keys(p: Principal, req: SubmitTaskRequest) -> None:
+    """A call token submits only into its own A2A conversations and message ids (what the Gateway
+    makes: ``a2a:<caller>:<contextId>``, ``a2a:<caller>:msg:<id>``), never into anyone else's."""
+    if p.call is None:
+        return
+    own = f"a2a:{p.call.caller}:"
+    for name, key in (
+        ("conversation_key", req.conversation_key),
+        ("idempotency_key", req.idempotency_key),
+    ):
+        if not (key or "").startswith(own):
+            raise DeniedError(
+                f"a call token submits only A2A tasks of its own: {name} must start with {own}",
+                field=name,
+            )
+
+
 async def load_task(hub: Hub, p: Principal, task_id: str, namespace: str | None = None) -> Task:
     def fn(tx: Tx) -> Task | None:
         found = tx.one("SELECT * FROM tasks WHERE id = ?", (task_id,))
@@ -174,7 +200,11 @@ async def load_task(hub: Hub, p: Principal, task_id: str, namespace: str | None 
         return task_view(row, extra=_details(tx, row))
 
     task = await hub.store.read(fn)
-    if task is None or not p.sees(task.namespace):
+    if (
+        task is None
+        or not p.sees(task.namespace)
+        or not _callee_may_see(p, task.namespace, task.deployment, task.conversation_key)
+    ):
         raise NotFoundError(
             f"task {task_id} not found; `agen tasks` lists recent tasks", task=task_id
         )
@@ -193,8 +223,19 @@ async def submit(
     parent's tree; the public request has no such field, seed 000 §6)."""
     p.require_namespace(req.namespace)
     trust = effective_trust(req.trust, p.trust)
+    _own_keys(p, req)
+    caller = p.call.caller_deployment if p.call is not None else None
+    if req.parent_run_id is not None and caller is None:
+        raise DeniedError(
+            "parent_run_id (A2A lineage) is accepted only with an agent's call token; submit "
+            "without it to start a new tree",
+            field="parent_run_id",
+        )
 
     def fn(tx: Tx) -> tuple[Task, bool]:
+        lineage = None
+        if req.parent_run_id is not None and caller is not None:
+            lineage = a2a_lineage(tx, caller[0], caller[1], req.parent_run_id)
         # The deployment is found inside the insert's transaction: one writer statement instead of a
         # read on another thread first, and no window where it is deleted in between.
         found = tx.one(
@@ -236,6 +277,16 @@ async def submit(
             return task_view(into, extra=_details(tx, into)), False
         admission.admit(tx, current, tx.now_ms)
         row, created = queue.submit_task(tx, new)
+        if lineage is not None and created:  # the calling run's tree, as submit_child records it
+            tx.execute(
+                "UPDATE tasks SET parent_run_id = ?, root_run_id = ?, depth = ? WHERE id = ?",
+                (lineage.parent_run_id, lineage.root_run_id, lineage.depth, row.id),
+            )
+            row = row._replace(
+                parent_run_id=lineage.parent_run_id,
+                root_run_id=lineage.root_run_id,
+                depth=lineage.depth,
+            )
         return task_view(row, extra=TaskDetails(locks=sorted(set(new.locks)))), created
 
     task, created = await hub.store.write(fn)
@@ -298,12 +349,18 @@ async def list_tasks(hub: Hub, p: Principal, req: ListTasksRequest) -> ListTasks
 async def _task_namespace(
     hub: Hub, p: Principal, task_id: str, namespace: str | None = None
 ) -> None:
-    ns = await hub.store.scalar("SELECT namespace FROM tasks WHERE id = ?", (task_id,))
-    if ns is None or not p.sees(ns):
+    row = await hub.store.one(
+        "SELECT namespace, deployment, conversation_key FROM tasks WHERE id = ?", (task_id,)
+    )
+    if (
+        row is None
+        or not p.sees(row["namespace"])
+        or not _callee_may_see(p, row["namespace"], row["deployment"], row["conversation_key"])
+    ):
         raise NotFoundError(
             f"task {task_id} not found; `agen tasks` lists recent tasks", task=task_id
         )
-    check_namespace("task", task_id, ns, namespace)
+    check_namespace("task", task_id, row["namespace"], namespace)
 
 
 async def cancel_task(hub: Hub, p: Principal, req: CancelTaskRequest) -> TaskResponse:

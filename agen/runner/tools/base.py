@@ -66,7 +66,6 @@ class ToolContext:
     call_index: int = 0  # the call's place in its turn: <run>.<turn>.<call> keys (call_agent)
     cancel: asyncio.Event | None = None
     depth: int = 0  # the run's place in a delegation tree (root = 0)
-    call_token: str | None = None  # the bearer for A2A calls to other agents (seed 000 §10)
     parent_run_id: str | None = None
     time_left_s: float | None = None  # until the run's maxRunDuration: how long a call may wait
     ledger: CallLedger | None = None  # a repeatable side effect's own notes (call_agent over A2A)

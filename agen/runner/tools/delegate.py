@@ -11,16 +11,19 @@ resumed run runs the same call again, which finds the child ended and answers wi
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from agen.bundle.config import DEFAULT_MAX_DELEGATION_DEPTH, Delegate
-from agen.errors import AgenError
+from agen.errors import AgenError, UnavailableError
 from agen.runner.delegation import ChildSpec, ChildState, DelegationPort, outcome_text
 from agen.runner.tools.a2a_call import A2AFailure, call_a2a
 from agen.runner.tools.base import Tool, ToolContext, ToolError, ToolResult
 
+log = logging.getLogger(__name__)
 WAIT_STEP_S = 60.0  # the Hub answers a wait at least this often (WaitChildTask's cap)
 NO_HUB = (
     "{tool} needs the Hub: it works for a deployment's task on the inproc backend (agen up, "
@@ -130,7 +133,7 @@ class CallAgentTool(_DelegateTool):
         crash mid-call reports effect_unknown instead of sending it twice. A child task is keyed
         by the Hub instead (``resumable``)."""
         d = self.delegates.get(str(args.get("agent") or ""))
-        return d is not None and d.url is not None
+        return d is not None and _over_a2a(d)
 
     def repeats_started(self, args: dict[str, Any]) -> bool:
         """An A2A call interrupted mid-way is picked up on resume, never sent as a new message:
@@ -140,8 +143,8 @@ class CallAgentTool(_DelegateTool):
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         d = self._delegate(args)
-        if d.url is not None:
-            return await call_over_a2a(d, d.url, args, ctx, self.max_depth)
+        if _over_a2a(d):
+            return await call_over_a2a(d, args, ctx, self.max_depth, self.port)
         port, task_id = self._need(ctx)
         child = await self._submit(port, self._spec(args, ctx, call_key("call", ctx)))
         deadline = time.monotonic() + self.inline_wait_s
@@ -166,11 +169,68 @@ class CallAgentTool(_DelegateTool):
 A2A_MAX_WAIT_S = 75 * 60.0  # seed 000 §6: a Gateway lets a call wait 10 min and run 1 h
 
 
+def _over_a2a(d: Delegate) -> bool:
+    return d.url is not None or d.via == "a2a"
+
+
+def _gateway_path(url: str) -> tuple[str, str] | None:
+    """The (namespace, deployment) an agen Gateway URL names (``…/a2a/<ns>/<deployment>``)."""
+    parts = urlsplit(url).path.rstrip("/").split("/")
+    if len(parts) >= 3 and parts[-3] == "a2a" and parts[-2] and parts[-1]:
+        return parts[-2], parts[-1]
+    return None
+
+
+async def _target(
+    d: Delegate, ctx: ToolContext, port: DelegationPort | None
+) -> tuple[str, str | None]:
+    """Where the call goes and the bearer it presents (seed 000 §10).
+
+    A delegate ``via: "a2a"`` names an agen deployment: the Hub resolves it to its Gateway and a call
+    token naming this run's deployment as caller and that one callee. A delegate with a ``url`` gets
+    such a token only when the url is this Hub's own Gateway for an agen deployment; any other agent
+    gets no agen credential at all."""
+    caller = f"{ctx.namespace}/{ctx.deployment}"
+    if d.url is None:
+        if port is None or ctx.task_id is None:
+            raise ToolError(
+                f"call_agent cannot reach {d.name!r} by name: resolving an agen deployment over A2A "
+                "needs the Hub (a deployment's task, agen up or agen run); give the delegate a url"
+            )
+        try:
+            found = await port.resolve_agent(
+                ctx.task_id, d.namespace or ctx.namespace, d.name, caller=caller
+            )
+        except AgenError as e:
+            raise ToolError(f"call_agent refused: {e.message}") from None
+        if not found.urls:
+            raise ToolError(
+                f"call_agent cannot reach {d.name!r} over A2A: no Gateway serves this Hub (start "
+                "agen up with --gateway-listen), or remove via to delegate through a child task"
+            )
+        return found.urls[0], found.call_token
+    named = _gateway_path(d.url)
+    if named is None or port is None or ctx.task_id is None:
+        return d.url, None
+    try:
+        found = await port.resolve_agent(ctx.task_id, named[0], named[1], caller=caller)
+    except AgenError:  # not a deployment of this Hub (or none it lets us call): no agen token
+        return d.url, None
+    own = {u.rstrip("/") for u in found.urls}
+    return d.url, found.call_token if d.url.rstrip("/") in own else None
+
+
 async def call_over_a2a(
-    d: Delegate, url: str, args: dict[str, Any], ctx: ToolContext, max_depth: int
+    d: Delegate,
+    args: dict[str, Any],
+    ctx: ToolContext,
+    max_depth: int,
+    port: DelegationPort | None = None,
 ) -> ToolResult:
-    """call_agent to a delegate with a fixed ``url``: one synchronous A2A call (seed 000 §6),
-    carrying the run's lineage and its call token, within the run's depth and time limits."""
+    """call_agent to a delegate reached over A2A (a ``url``, or ``via: "a2a"``): one synchronous
+    A2A call (seed 000 §6), carrying the run's lineage and a call token for that callee, within the
+    run's depth and time limits; through the Hub it counts towards maxFanOut and
+    maxTotalDelegations like a child task."""
     text = args.get("input")
     if not isinstance(text, str) or not text.strip():
         raise ToolError("input is required: the task for the other agent, in plain words")
@@ -183,6 +243,14 @@ async def call_over_a2a(
     wait_s = min(A2A_MAX_WAIT_S, ctx.time_left_s if ctx.time_left_s is not None else A2A_MAX_WAIT_S)
     if wait_s <= 0:
         raise ToolError("call_agent refused: this run has no time left (limits.maxRunDuration)")
+    url, bearer = await _target(d, ctx, port)
+    if port is not None and ctx.task_id is not None:
+        try:
+            await port.count_a2a_call(ctx.task_id, call_key("a2a", ctx))
+        except UnavailableError as e:  # the Hub is down: the A2A path exists to keep going then
+            log.warning("call_agent to %s not counted towards the delegation limits: %s", d.name, e)
+        except AgenError as e:
+            raise ToolError(f"call_agent refused: {e.message}") from None
     metadata: dict[str, Any] = {
         "agen.depth": depth,
         "agen.root_run_id": ctx.root_run_id,
@@ -211,7 +279,7 @@ async def call_over_a2a(
             text,
             message_id=message_id,
             metadata=metadata,
-            bearer=ctx.call_token,
+            bearer=bearer,
             wait_s=wait_s,
             resume_task_id=recorded,
             on_task=sent,
