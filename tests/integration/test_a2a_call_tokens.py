@@ -26,7 +26,7 @@ from agen.gateway.auth import KeyRing
 from agen.gateway.server import _Server
 from agen.gateway.wake import WakePolicy
 from agen.hub.auth import LOCAL_NEST
-from agen.hub.call_keys import agent_token, ensure_call_key
+from agen.hub.call_keys import agent_token, signing_key
 from agen.node import LocalNode
 from agen.store import SQLiteStore
 from agen.wire.agents import ResolveAgentRequest
@@ -138,8 +138,8 @@ async def test_expired_badly_signed_and_foreign_key_tokens_are_refused_with_401(
     stack: Stack,
 ) -> None:
     await stack.deploy("helper")
-    key = await ensure_call_key(stack.store)
     now = stack.node.hub.clock()
+    key = await signing_key(stack.store, now)
     who = CallIdentity(
         caller="agent:default/boss",
         callee="default/helper",
@@ -181,7 +181,7 @@ async def test_a_call_token_reaches_only_its_callee_at_the_hub(stack: Stack) -> 
     await stack.deploy("helper")
     await stack.deploy("other")
     other_task = await stack.submit("other")
-    key = await ensure_call_key(stack.store)
+    key = await signing_key(stack.store, stack.node.hub.clock())
     token = agent_token(
         key,
         namespace="default",
@@ -234,8 +234,8 @@ async def test_lineage_is_honoured_from_an_agent_token_checked_against_the_store
     await stack.wait(boss)
     boss_run = await stack.store.one("SELECT id, root_run_id FROM runs WHERE task_id = ?", (boss,))
     assert boss_run is not None
-    key = await ensure_call_key(stack.store)
     now = stack.node.hub.clock()
+    key = await signing_key(stack.store, now)
 
     def token_of(caller: str) -> str:
         return agent_token(

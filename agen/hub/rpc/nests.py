@@ -12,7 +12,7 @@ from agen.domain import LeasedTaskRow, TaskRow
 from agen.errors import AgenError, ConflictError, DeniedError, NotFoundError
 from agen.hub import queue
 from agen.hub.auth import Principal
-from agen.hub.call_keys import ensure_call_key
+from agen.hub.call_keys import published_keys
 from agen.hub.fleet import enrol
 from agen.hub.fleet.definitions import get_definition_files
 from agen.hub.fleet.instances import record_saturation, report_status
@@ -172,11 +172,11 @@ async def lease_tasks(hub: Hub, p: Principal, req: m.LeaseTasksRequest) -> m.Lea
 
 
 async def get_token_keys(hub: Hub, p: Principal, req: Empty) -> m.GetTokenKeysResponse:
-    key = await ensure_call_key(hub.store)
-    from agen.calltokens import key_id
-
+    """The live call-token keys (next, current, previous) as the Store holds them now, so a key
+    another Hub added is published at once."""
+    keys = await published_keys(hub.store, hub.clock())
     return m.GetTokenKeysResponse(
-        keys=[m.TokenKey(id=key_id(key.public), public_key=key.public_raw_b64)]
+        keys=[m.TokenKey(id=k.id, public_key=k.public_raw_b64) for k in keys]
     )
 
 
