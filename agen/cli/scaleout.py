@@ -254,6 +254,7 @@ def _gateway_starter(opts: NestOptions) -> GatewayStarter:
                 link=link,
                 public_url=opts.gateway_url,
                 token_keys=link.token_keys,
+                keys_file=link.keys_file,
             )
         except ConflictError as e:
             err(f"agen nest: no A2A Gateway: {e}")
