@@ -279,8 +279,11 @@ class Rotation:
     keys: KeySet
 
 
-def _minutes(ms: int) -> str:
-    minutes = max(1, -(-ms // 60_000))
+def _span(ms: int) -> str:
+    """A duration as a person reads it: 40s, 12m, 1h10m (to the nearest second or minute)."""
+    if ms < 60_000:
+        return f"{max(0, round(ms / 1000))}s"
+    minutes = round(ms / 60_000)
     return f"{minutes // 60}h{minutes % 60:02d}m" if minutes >= 60 else f"{minutes}m"
 
 
@@ -307,11 +310,11 @@ def rotate(
             at = datetime.fromtimestamp(allowed / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
             refused = f" (tokens key {retiring.id} signed are then refused)" if retiring else ""
             raise ConflictError(
-                f"the newest call-token key ({newest.id}) was added {_minutes(age)} ago; the next "
-                f"rotation is allowed once it is {_minutes(ROTATE_AFTER_MS)} old (an agent token's "
-                f"1h lifetime plus twice the {_minutes(GRACE_MS)} grace, so the key a rotation "
-                f"retires has no live tokens left): from {at}, in {_minutes(allowed - now_ms)}. "
-                f"--force rotates now{refused}",
+                f"the newest call-token key ({newest.id}) was added {_span(age)} ago; a rotation "
+                "retires the key before it, so it waits until no token of that key can still be "
+                f"live: until the newest is {_span(ROTATE_AFTER_MS)} old (an agent token's 1h "
+                f"lifetime plus twice the {_span(GRACE_MS)} grace). Allowed from {at} (in "
+                f"{_span(allowed - now_ms)}); --force rotates now{refused}",
                 allowed_from_ms=allowed,
             )
         generation = newest.generation + 1

@@ -185,3 +185,54 @@ def test_a_nest_restarted_while_the_hub_is_away_checks_call_tokens_with_the_keys
         if nest is not None:
             nest.stop()
         hub.stop()
+
+
+def test_rotating_the_token_key_at_the_hub_reaches_a_running_nests_gateway(tmp_path: Path) -> None:
+    """`agen hub rotate-token-key` over the API: refused while the key is young (saying when),
+    forced twice, which makes the second key sign at once and retires the first; the Nest's
+    Gateway, holding only the first, fetches the keys for the new token and refuses the old."""
+    from agen.calltokens import token_key_id
+
+    hub = Up(tmp_path / "hub", command=("hub", "serve")).start()
+    nest: Nest | None = None
+    port = free_port()
+    gateway = f"http://127.0.0.1:{port}"
+    try:
+        hub.agen("deploy", str(write_bundle(tmp_path / "echo", "echo")))
+        join = hub.json("join-token", "create")["token"]
+        nest = Nest(
+            hub,
+            tmp_path / "nest",
+            "n1",
+            "--join-token",
+            join,
+            "--gateway-listen",
+            f"127.0.0.1:{port}",
+        )
+        wait_until(lambda: hub.json("resolve", "default/echo")["urls"], 60, "the Gateway listed")
+        old = hub.json("resolve", "default/echo")["call_token"]
+        assert _send(gateway, old, "m1").status_code == 200
+
+        young = hub.agen("hub", "rotate-token-key", check=False)
+        assert young.returncode == 5, young.stderr
+        [line] = [x for x in young.stderr.splitlines() if x.startswith("error:")]
+        assert "was added" in line and "Allowed from" in line and "--force rotates now" in line
+        first = hub.json("hub", "rotate-token-key", "--force")
+        assert [k["state"] for k in first["keys"]] == ["next", "current"]
+        second = hub.json("hub", "rotate-token-key", "--force")
+        assert [k["state"] for k in second["keys"]] == ["next", "current", "retired"]
+        assert second["retired"] == token_key_id(old)
+
+        new = hub.json("resolve", "default/echo")["call_token"]
+        assert token_key_id(new) == first["added"]  # current while the newest is in its grace
+        calls = iter(range(2, 100))
+        wait_until(  # the Gateway fetches the keys for it (at most every 10 s)
+            lambda: _send(gateway, new, f"m{next(calls)}").status_code == 200, 60, "the new key"
+        )
+        refused = _send(gateway, old, "m-old")
+        assert refused.status_code == 401
+        assert "which this Hub does not publish" in refused.json()["error"]["message"]
+    finally:
+        if nest is not None:
+            nest.stop()
+        hub.stop()

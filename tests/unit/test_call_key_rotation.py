@@ -115,8 +115,8 @@ async def test_a_rotation_is_refused_while_the_newest_key_is_young_saying_when_a
         await _rotate(hub)
     message = refused.value.message
     assert f"({second}) was added 30m ago" in message
-    assert "allowed once it is 1h10m old" in message and "in 40m" in message
-    assert "--force rotates now" in message
+    assert "until the newest is 1h10m old" in message and "(in 40m)" in message
+    assert "Allowed from 2027-01-15 10:20 UTC" in message and "--force rotates now" in message
     assert refused.value.details["allowed_from_ms"] == clock.now + 40 * MIN
     forced = await _rotate(hub, force=True)
     assert forced.retired is not None and forced.added not in (second, forced.retired)
