@@ -36,7 +36,7 @@ from agen.calltokens import (
     verify_call_token,
 )
 from agen.client import Client
-from agen.errors import DeniedError, UnauthenticatedError, UnavailableError
+from agen.errors import AgenError, DeniedError, UnauthenticatedError, UnavailableError
 from agen.wire.bearer import bearer_token
 from agen.wire.common import Empty
 
@@ -134,8 +134,15 @@ class KeyRing:
                 self._keys = keys_by_id(raw)
                 self._raw = list(raw)
                 if self._saved is not None:
-                    write_private(self._saved, json.dumps({"keys": self._raw}) + "\n")
+                    self._save()
             return True
+
+    def _save(self) -> None:
+        assert self._saved is not None
+        try:
+            write_private(self._saved, json.dumps({"keys": self._raw}) + "\n")
+        except OSError as e:  # the Gateway verifies from memory; only a restart needed the file
+            log.warning("A2A Gateway: cannot keep the Hub's keys in %s (%s)", self._saved, e)
 
     async def verify(self, token: str) -> CallIdentity:
         if self._fetch is None:
@@ -167,8 +174,8 @@ class KeyRing:
                 await self.refresh()
             except UnavailableError:
                 pass  # logged by refresh; the next round tries again
-            except Exception:  # a Gateway without fresh keys still serves: say why, go on
-                log.exception("A2A Gateway: fetching the Hub's call-token keys failed")
+            except AgenError as e:  # e.g. a revoked Nest, which stops on its own: say so, go on
+                log.warning("A2A Gateway: cannot fetch the Hub's call-token keys: %s", e)
 
 
 def _read_saved(path: Path) -> list[str]:

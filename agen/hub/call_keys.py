@@ -99,10 +99,7 @@ class StoredKey:
     generation: int
     public: Ed25519PublicKey
     created_ms: int
-
-    @property
-    def id(self) -> str:
-        return key_id(self.public)
+    id: str  # key_id(public): what tokens name
 
     @property
     def public_raw_b64(self) -> str:
@@ -174,7 +171,7 @@ def _stored(rows: list[Row]) -> tuple[StoredKey, ...]:
             continue
         public = serialization.load_pem_public_key(str(row["value"]).encode())
         assert isinstance(public, Ed25519PublicKey)
-        keys.append(StoredKey(generation, public, int(row["created_ms"])))
+        keys.append(StoredKey(generation, public, int(row["created_ms"]), key_id(public)))
     return tuple(sorted(keys, key=lambda k: -k.generation))
 
 

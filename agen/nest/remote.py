@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from agen._home import agen_home, make_private_dir, write_private
 from agen.bundle._base import HUB_URL_ENV
-from agen.errors import InvalidError, UnauthenticatedError
+from agen.errors import InvalidError, UnauthenticatedError, UnavailableError
 
 if TYPE_CHECKING:
     from agen.client import Client
@@ -218,14 +218,12 @@ async def _start_when_the_hub_answers(
     """Register with the Hub; a Nest restarted while its Hubs are away waits for one to answer
     (its Gateway meanwhile checks call tokens with the keys it saved) instead of exiting. False:
     stopped (SIGINT/SIGTERM) before any Hub answered."""
-    from agen.errors import UnavailableError
-
     delay_s, said = 1.0, False
     while True:
         try:
             await manager.start()
             if said:
-                print(f"agen nest: {opts.hub} answers again", file=sys.stderr, flush=True)
+                print("agen nest: the Hub answers again", file=sys.stderr, flush=True)
             return True
         except UnavailableError as e:
             if not said:

@@ -7,7 +7,6 @@ Hub's (injected): no test waits for a grace to pass."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,7 @@ from agen.errors import ConflictError, DeniedError
 from agen.hub.auth import LOCAL_NEST, Principal
 from agen.hub.call_keys import GRACE_MS, ROTATE_AFTER_MS, signing_key
 from agen.hub.service import Hub
-from agen.store import SQLiteStore
+from agen.store import SQLiteStore, Store
 from agen.wire.common import Empty
 from agen.wire.tokens import RotateTokenKeyRequest, RotateTokenKeyResponse
 
@@ -35,11 +34,13 @@ class Clock:
         return self.now
 
 
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
-    opened = await SQLiteStore.open(tmp_path / "agen.db")
-    yield opened
-    await opened.close()
+async def _another_process(store: Store) -> Store:
+    """A second connection to the same store: what another Hub process holds."""
+    if isinstance(store, SQLiteStore):
+        return await SQLiteStore.open(store.path)
+    from agen.store.postgres import PostgresStore
+
+    return await PostgresStore.open(store.connect_url)
 
 
 async def _rotate(hub: Hub, *, force: bool = False) -> RotateTokenKeyResponse:
@@ -63,7 +64,7 @@ async def _token(hub: Hub, *, ttl_ms: int = MIN) -> str:
 
 
 async def test_a_new_key_is_published_at_once_and_signs_only_after_the_grace(
-    store: SQLiteStore,
+    store: Store,
 ) -> None:
     clock = Clock()
     hub = Hub(store, clock=clock)
@@ -85,7 +86,7 @@ async def test_a_new_key_is_published_at_once_and_signs_only_after_the_grace(
 
 
 async def test_the_next_rotation_retires_the_previous_key_and_its_tokens_are_refused(
-    store: SQLiteStore,
+    store: Store,
 ) -> None:
     clock = Clock()
     hub = Hub(store, clock=clock)
@@ -103,7 +104,7 @@ async def test_the_next_rotation_retires_the_previous_key_and_its_tokens_are_ref
 
 
 async def test_a_rotation_is_refused_while_the_newest_key_is_young_saying_when_and_force_overrides(
-    store: SQLiteStore,
+    store: Store,
 ) -> None:
     clock = Clock()
     hub = Hub(store, clock=clock)
@@ -123,12 +124,11 @@ async def test_a_rotation_is_refused_while_the_newest_key_is_young_saying_when_a
 
 
 async def test_another_hub_on_the_store_publishes_at_once_and_rereads_for_an_unknown_key(
-    tmp_path: Path,
+    store: Store,
 ) -> None:
     """Hub B (another process: its own Store connection) read the keys just before Hub A rotated."""
     clock = Clock()
-    store_a = await SQLiteStore.open(tmp_path / "agen.db")
-    store_b = await SQLiteStore.open(tmp_path / "agen.db")
+    store_a, store_b = store, await _another_process(store)
     try:
         a, b = Hub(store_a, clock=clock), Hub(store_b, clock=clock)
         old = token_key_id(await _token(a))
@@ -151,11 +151,10 @@ async def test_another_hub_on_the_store_publishes_at_once_and_rereads_for_an_unk
         clock.now += GRACE_MS
         assert token_key_id(await _token(b)) == new
     finally:
-        await store_a.close()
         await store_b.close()
 
 
-async def test_only_an_admin_without_a_namespace_limit_rotates(store: SQLiteStore) -> None:
+async def test_only_an_admin_without_a_namespace_limit_rotates(store: Store) -> None:
     hub = Hub(store, clock=Clock())
     limited = Principal(
         id="t", name="t", scopes=frozenset({"admin"}), namespaces=frozenset({"ops"})
