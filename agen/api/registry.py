@@ -251,6 +251,14 @@ ResolveAgent = _rpc(
 Shutdown = _rpc(
     "Shutdown", Empty, Ok, "admin", f"{K}:shutdown", "Drain and stop the local `agen up`."
 )
+RotateTokenKey = _rpc(
+    "RotateTokenKey",
+    tok.RotateTokenKeyRequest,
+    tok.RotateTokenKeyResponse,
+    "admin",
+    f"{K}:rotate_token_key",
+    "Add a call-token key: published at once, signing after a 5-minute grace; retires the previous one.",
+)
 
 TR, PH, EV_LOG = "agen.hub.rpc.triggers", "agen.hub.rpc.providers", "agen.hub.rpc.events"
 ListTriggerEvents = _rpc(
@@ -816,6 +824,7 @@ RPCS: dict[str, Rpc[Any, Any]] = {
         WhoAmI,
         ResolveAgent,
         Shutdown,
+        RotateTokenKey,
         *SIGNAL_RPCS,
         *OBSERVE_RPCS,
         *MEMORY_RPCS,

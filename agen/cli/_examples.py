@@ -69,6 +69,10 @@ EXAMPLES: dict[tuple[str, ...], list[str]] = {
     ("hub", "rotate-kek"): [
         "agen hub rotate-kek --store postgres://agen@db/agen  # AGEN_HUB_KEK_NEW_FILE=/etc/agen/kek.new",
     ],
+    ("hub", "rotate-token-key"): [
+        "agen hub rotate-token-key",
+        "agen hub rotate-token-key --hub https://hub.example.lan:7070 --force --json",
+    ],
     ("secret",): [
         'printf %s "$GITHUB_TOKEN" | agen secret set GITHUB_TOKEN --for hello',
         "agen secret ls",

@@ -160,7 +160,8 @@ def nest_run(
         str,
         typer.Option(
             "--gateway-auth",
-            help="required: every A2A caller presents a token the Hub accepts (the only mode).",
+            help="required: every A2A caller presents a Hub-signed call token or an operator API "
+            "token (optional, anonymous callers, is not supported yet).",
         ),
     ] = "required",
 ) -> None:
@@ -225,8 +226,9 @@ def check_gateway_auth(mode: str) -> None:
         return
     if mode == "optional":
         raise InvalidError(
-            "--gateway-auth optional: not supported: a Nest's Gateway serves only callers with a "
-            "token (anonymous callers are not accepted by any agen Gateway yet); use required",
+            "not supported yet: --gateway-auth optional (anonymous A2A callers): a Nest's Gateway "
+            "serves only callers with a call token or an operator API token; use required (the "
+            "default)",
             field="--gateway-auth",
         )
     raise InvalidError(
@@ -254,6 +256,7 @@ def _gateway_starter(opts: NestOptions) -> GatewayStarter:
                 link=link,
                 public_url=opts.gateway_url,
                 token_keys=link.token_keys,
+                keys_file=link.keys_file,
             )
         except ConflictError as e:
             err(f"agen nest: no A2A Gateway: {e}")

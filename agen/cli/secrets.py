@@ -1,5 +1,6 @@
-"""``agen secret set|ls|rm``: platform secrets (bundle secrets with source "platform"), and
-``agen hub rotate-kek``: re-seal every stored secret under a new key-encryption key.
+"""``agen secret set|ls|rm``: platform secrets (bundle secrets with source "platform"),
+``agen hub rotate-kek``: re-seal every stored secret under a new key-encryption key, and
+``agen hub rotate-token-key``: add a call-token key (through the Hub's API, so against a remote Hub).
 
 A value is read from stdin (a hidden prompt on a terminal), never from argv, and never printed.
 """
@@ -204,8 +205,45 @@ def hub_rotate_kek(
     )
 
 
+def hub_rotate_token_key(
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Rotate even though the newest key is younger than 1h10m; tokens signed by the "
+            "key this retires are refused at once.",
+        ),
+    ] = False,
+    hub: HubOpt = None,
+    token: TokenOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Add a call-token key (admin): published at once, signing after a 5-minute grace.
+
+    The key it replaces keeps verifying live tokens until the next rotation, which retires it;
+    so a rotation is refused while the newest key is younger than an agent token's lifetime (1h)
+    plus twice the grace, saying when it is allowed.
+    """
+    from agen.api import registry as r
+    from agen.cli._hub import when, with_client
+    from agen.cli._table import print_table
+    from agen.wire.tokens import RotateTokenKeyRequest
+
+    req = RotateTokenKeyRequest(force=force)
+    resp = with_client(hub, token, lambda c: c.call(r.RotateTokenKey, req))
+    if json_out:
+        print_json(resp.model_dump(mode="json"))
+        return
+    print_table(
+        ("KEY", "STATE", "CREATED"),
+        [(k.id, k.state, when(k.created_ms)) for k in resp.keys],
+    )
+    err(f"agen hub: {resp.message}")
+
+
 def register(app: typer.Typer) -> None:
     from agen.cli.scaleout import hub_app
 
     app.add_typer(secret_app, name="secret")
     hub_app.command("rotate-kek")(hub_rotate_kek)
+    hub_app.command("rotate-token-key")(hub_rotate_token_key)

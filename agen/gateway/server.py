@@ -7,12 +7,13 @@ import asyncio
 import contextlib
 import socket
 from collections.abc import Generator
+from pathlib import Path
 
 import uvicorn
 
 from agen.errors import ConflictError
 from agen.gateway.app import GatewayConfig, create_gateway_app
-from agen.gateway.auth import HubLink, KeyFetch
+from agen.gateway.auth import HubLink, KeyFetch, KeyRing
 from agen.gateway.wake import WaitingCalls
 
 
@@ -26,21 +27,30 @@ class _Server(uvicorn.Server):
 
 class RunningGateway:
     def __init__(
-        self, url: str, server: _Server, task: asyncio.Task[None], waiting: WaitingCalls
+        self,
+        url: str,
+        server: _Server,
+        task: asyncio.Task[None],
+        waiting: WaitingCalls,
+        keys: asyncio.Task[None],
     ) -> None:
         self.url = url
         self._server = server
         self._task = task
         self._waiting = waiting
+        self._keys = keys
 
     def waiting(self) -> dict[tuple[str, str], int]:
         """Calls waiting for a free instance now, by (namespace, deployment)."""
         return self._waiting.snapshot()
 
     async def stop(self) -> None:
+        self._keys.cancel()
         self._server.should_exit = True
         with contextlib.suppress(Exception):
             await self._task
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._keys
 
 
 async def start_gateway(
@@ -52,16 +62,20 @@ async def start_gateway(
     link: HubLink | None = None,
     public_url: str | None = None,
     token_keys: KeyFetch | None = None,
+    keys_file: Path | None = None,
 ) -> RunningGateway:
     """Serve on ``host:port``; ``link`` reaches the Hub (default: ``hub_url`` over HTTP),
     ``public_url`` is the address callers use (default: the listen address), ``token_keys`` fetches
-    the Hub's call-token keys (None: call tokens are refused, API tokens still work)."""
+    the Hub's call-token keys (None: call tokens are refused, API tokens still work), every minute
+    while the Gateway runs, and ``keys_file`` keeps them on disk (a Nest's data dir)."""
     url = public_url or f"http://{host if ':' not in host else f'[{host}]'}:{port}"
     waiting = WaitingCalls()
+    keys = KeyRing(token_keys, saved=keys_file)
     app = create_gateway_app(
         GatewayConfig(hub_url=hub_url, public_url=url, ca_hash=ca_hash, token_keys=token_keys),
         link,
         waiting,
+        keys,
     )
     server = _Server(
         uvicorn.Config(
@@ -90,4 +104,5 @@ async def start_gateway(
             sock.close()
             raise refused
         await asyncio.sleep(0.02)
-    return RunningGateway(url.rstrip("/"), server, task, waiting)
+    fresh = asyncio.create_task(keys.keep_fresh(), name="a2a-gateway-keys")
+    return RunningGateway(url.rstrip("/"), server, task, waiting, fresh)

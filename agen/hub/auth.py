@@ -17,7 +17,7 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from agen.calltokens import CallIdentity, is_call_token, keys_by_id, verify_call_token
+from agen.calltokens import CallIdentity, is_call_token
 from agen.domain import TaskBrief, TaskState, columns
 from agen.errors import DeniedError, InvalidError, UnauthenticatedError
 from agen.store import Store, Tx, dumps, loads, new_ulid
@@ -252,12 +252,12 @@ class Authenticator:
         return principal
 
     async def _call_principal(self, token: str, now_ms: int) -> Principal:
-        """A call token (seed 000 §10), verified with this Hub's own key: the Gateway checked it
-        offline already; the Hub, which signed it, is the authority on what it may do."""
-        from agen.hub.call_keys import ensure_call_key  # not at import: most Hubs never verify one
+        """A call token (seed 000 §10), verified with the keys the Hub publishes (current, next and
+        previous: agen.hub.call_keys): the Gateway checked it offline already; the Hub, which
+        signed it, is the authority on what it may do."""
+        from agen.hub.call_keys import verify_at_hub  # not at import: most Hubs never verify one
 
-        key = await ensure_call_key(self._store)
-        who = verify_call_token(token, keys_by_id([key.public_raw_b64]), now_ms)
+        who = await verify_at_hub(self._store, token, now_ms)
         ns, _, _ = who.callee.partition("/")
         return Principal(
             id=who.caller,

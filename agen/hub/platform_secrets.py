@@ -6,8 +6,9 @@ Hub's own keys) and never returns it through the API. A Nest receives the values
 it runs (``GetPlatformSecrets``): only names that deployment's current definition declares with
 ``source: platform`` *and* that are granted to it. Declaring a name in a bundle does not grant it.
 
-``rotate_kek`` re-seals every sealed value (these, the CA key in ``hub_keys``) under a new KEK in one
-transaction; ``seal_in_place`` seals values stored before a KEK was set, at Hub start.
+``rotate_kek`` re-seals every sealed value (these, and the CA and call-token private keys in
+``hub_keys``) under a new KEK in one transaction; ``seal_in_place`` seals values stored before a KEK
+was set, at Hub start.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pydantic import ValidationError
 from agen.bundle.agent import Secrets
 from agen.domain import DeploymentRef, DeploymentRow
 from agen.errors import InvalidError, NotFoundError
+from agen.hub.call_keys import is_private_key_row
 from agen.hub.fleet.definitions import unpack
 from agen.hub.sealing import is_sealed, kek_from_env, seal, unseal
 from agen.store import Row, Store, Tx
@@ -28,8 +30,8 @@ from agen.store import Row, Store, Tx
 log = logging.getLogger("agen.hub.secrets")
 SECRETS_FILE = "x-agen/secrets.json"
 SEALED_HUB_KEYS = ("ca_key",)
-"""The ``hub_keys`` rows that are secret (the CA certificate is public): sealed in place, re-sealed on
-rotation."""
+"""The ``hub_keys`` rows that are secret besides the call-token private keys (the CA certificate and
+the public keys are public): sealed in place, re-sealed on rotation."""
 
 
 def sealing_name(namespace: str, name: str) -> str:
@@ -163,11 +165,10 @@ def _sealed_rows(tx: Tx) -> list[tuple[str, tuple[str, ...], str, str]]:
     for r in tx.all("SELECT namespace, name, value FROM platform_secrets ORDER BY namespace, name"):
         ns, name = str(r["namespace"]), str(r["name"])
         rows.append(("platform_secrets", (ns, name), sealing_name(ns, name), str(r["value"])))
-    marks = ",".join("?" * len(SEALED_HUB_KEYS))
-    for r in tx.all(
-        f"SELECT name, value FROM hub_keys WHERE name IN ({marks}) ORDER BY name", SEALED_HUB_KEYS
-    ):
-        rows.append(("hub_keys", (str(r["name"]),), str(r["name"]), str(r["value"])))
+    for r in tx.all("SELECT name, value FROM hub_keys ORDER BY name"):
+        name = str(r["name"])
+        if name in SEALED_HUB_KEYS or is_private_key_row(name):
+            rows.append(("hub_keys", (name,), name, str(r["value"])))
     return rows
 
 

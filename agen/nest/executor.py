@@ -72,7 +72,7 @@ def run_request(task: LeasedTask) -> Any:
         root_run_id=task.root_run_id,
         parent_run_id=task.parent_run_id,
         attempt=max(1, task.attempts),
-        requested_by=task.submitted_by,
+        requested_by=task.requested_by,
         locks=task.locks,
         traceparent=task.traceparent,
         depth=task.depth,

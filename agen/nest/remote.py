@@ -7,11 +7,16 @@ starts use that credential. A saved credential the Hub rejects is replaced by a 
 join token is at hand. Run data (runs, messages, spans) goes straight to the store named by ``--store``,
 the one the Hub uses, so running agents keep checkpointing while the Hub is away; the Manager keeps its
 last assignments running and reports again when the Hub answers. A revoked credential stops the Nest.
+
+For a Hub outage the data folder also holds (0600) the Hub's call-token keys (token_keys.json, so the
+Gateway checks tokens offline after a restart) and the call tokens resolved for its instances
+(resolved.json); a Nest started while its Hubs are away waits for one to answer.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -24,7 +29,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from agen._home import agen_home, make_private_dir, write_private
 from agen.bundle._base import HUB_URL_ENV
-from agen.errors import InvalidError, UnauthenticatedError
+from agen.errors import InvalidError, UnauthenticatedError, UnavailableError
 
 if TYPE_CHECKING:
     from agen.client import Client
@@ -33,6 +38,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agen.nest")
 CREDENTIAL = "nest.json"
+TOKEN_KEYS = "token_keys.json"  # the Hub's public call-token keys (agen.gateway.auth.KeyRing)
+RESOLVED = "resolved.json"  # the call tokens resolved for this Nest's instances (NestDelegation)
 
 
 @dataclass
@@ -86,7 +93,13 @@ class HubLinkOfNest:
         Nest-scope RPC): how this Gateway verifies call tokens offline."""
         from agen.nest.client_port import ClientHubPort
 
-        return await ClientHubPort(hub_client(self.opts, self.credential.token)).token_keys()
+        async with hub_client(self.opts, self.credential.token) as client:
+            return await ClientHubPort(client).token_keys()
+
+    @property
+    def keys_file(self) -> Path:
+        """Where the Gateway keeps those keys, so it verifies after a restart while the Hub is away."""
+        return self.opts.folder / TOKEN_KEYS
 
 
 class RunningGateway(Protocol):
@@ -166,8 +179,12 @@ async def enrol(opts: NestOptions) -> Credential:
 
 
 async def _manager(
-    opts: NestOptions, cred: Credential, store: Store, gateway: RunningGateway | None
-) -> Manager:
+    opts: NestOptions,
+    cred: Credential,
+    store: Store,
+    gateway: RunningGateway | None,
+    stop: asyncio.Event,
+) -> Manager | None:
     from agen.nest.backends import backend_factory
     from agen.nest.client_port import ClientHubPort
     from agen.nest.delegation import NestDelegation
@@ -181,7 +198,7 @@ async def _manager(
             opts.backend,
             opts.host_memory_limit,
             progress=port.report_progress,
-            delegation=NestDelegation(port.client),
+            delegation=NestDelegation(port.client, saved=opts.folder / RESOLVED),
         ),
         name=opts.name,
         capacity=opts.capacity,
@@ -192,8 +209,30 @@ async def _manager(
         gateway_url=gateway.url if gateway is not None else None,
         waiting_calls=gateway.waiting if gateway is not None else None,
     )
-    await manager.start()
-    return manager
+    return manager if await _start_when_the_hub_answers(manager, opts, stop) else None
+
+
+async def _start_when_the_hub_answers(
+    manager: Manager, opts: NestOptions, stop: asyncio.Event
+) -> bool:
+    """Register with the Hub; a Nest restarted while its Hubs are away waits for one to answer
+    (its Gateway meanwhile checks call tokens with the keys it saved) instead of exiting. False:
+    stopped (SIGINT/SIGTERM) before any Hub answered."""
+    delay_s, said = 1.0, False
+    while True:
+        try:
+            await manager.start()
+            if said:
+                print("agen nest: the Hub answers again", file=sys.stderr, flush=True)
+            return True
+        except UnavailableError as e:
+            if not said:
+                print(f"agen nest: {e}; waiting for it", file=sys.stderr, flush=True)
+                said = True
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), delay_s)
+            return False
+        delay_s = min(delay_s * 2, 30.0)
 
 
 async def run_nest(opts: NestOptions, start_gateway: GatewayStarter | None = None) -> None:
@@ -211,18 +250,21 @@ async def run_nest(opts: NestOptions, start_gateway: GatewayStarter | None = Non
         link = HubLinkOfNest(opts, cred)
         if start_gateway is not None:
             gateway = await start_gateway(link)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
         try:
-            manager = await _manager(opts, cred, store, gateway)
+            manager = await _manager(opts, cred, store, gateway, stop)
         except UnauthenticatedError:
             if not opts.join_token:
                 raise
             log.warning("nest %s: the saved credential was refused; enrolling again", opts.name)
             cred = link.credential = await enrol(opts)
-            manager = await _manager(opts, cred, store, gateway)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
+            manager = await _manager(opts, cred, store, gateway, stop)
+        if manager is None:
+            print("agen nest: stopped", file=sys.stderr, flush=True)
+            return
         print(
             f"agen nest: nest {opts.name} ({manager.nest_id}) runs up to {opts.capacity or 'any'} "
             f"instances for {', '.join(opts.hubs)} (store {store.url}, backend {opts.backend}); Ctrl-C drains and stops",

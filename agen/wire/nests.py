@@ -89,6 +89,9 @@ class LeasedTask(Model):
     root_run_id: str | None = None
     parent_run_id: str | None = None  # a child task: the run that delegated it
     submitted_by: str | None = None
+    requested_by: str | None = None
+    """Whom the run records as its requester (runs.requested_by; its approvals name them): the
+    submitter, or for a task in a delegation tree the root run's requester."""
     locks: dict[str, int] = Field(default_factory=dict)
     traceparent: str | None = None  # W3C, from the submitter: the run joins that trace
     started: bool = False  # leased straight into running (no separate mark_running)

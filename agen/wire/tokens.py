@@ -1,4 +1,5 @@
-"""Identity RPC shapes: API tokens and whoami; the admin-only shutdown used by ``agen down``."""
+"""Identity RPC shapes: API tokens and whoami, rotating the Hub's call-token key; the admin-only
+shutdown used by ``agen down``."""
 
 from __future__ import annotations
 
@@ -42,3 +43,29 @@ class CreateTokenResponse(Model):
 class WhoAmIResponse(Model):
     info: TokenInfo
     local: bool = False
+
+
+class CallTokenKey(Model):
+    """One of the Hub's call-token keys (seed 000 §10) and its state now: ``next`` (published, not
+    signing yet), ``current`` (signing), ``previous`` (still verifying live tokens), ``retired``
+    (kept, accepted for no call)."""
+
+    id: str = Field(description="the key id tokens name (kid)")
+    state: Literal["next", "current", "previous", "retired"]
+    created_ms: int
+
+
+class RotateTokenKeyRequest(Model):
+    force: bool = Field(
+        False,
+        description="rotate even though the newest key is younger than an agent token's lifetime "
+        "plus twice the grace: tokens of the key this retires are refused at once",
+    )
+
+
+class RotateTokenKeyResponse(Model):
+    added: str = Field(description="the new key's id")
+    retired: str | None = Field(None, description="the key this rotation retired, if any")
+    signs_from_ms: int = Field(description="when Hubs start signing with the new key")
+    keys: list[CallTokenKey]
+    message: str

@@ -26,11 +26,13 @@ from agen.gateway.auth import KeyRing
 from agen.gateway.server import _Server
 from agen.gateway.wake import WakePolicy
 from agen.hub.auth import LOCAL_NEST
-from agen.hub.call_keys import agent_token, ensure_call_key
+from agen.hub.call_keys import agent_token, signing_key
 from agen.node import LocalNode
 from agen.store import SQLiteStore
 from agen.wire.agents import ResolveAgentRequest
+from agen.wire.approvals import Approval, DecideApprovalRequest, ListApprovalsRequest
 from agen.wire.common import Empty
+from agen.wire.deployments import CreateDeploymentRequest
 from agen.wire.tasks import (
     CancelTaskRequest,
     GetTaskRequest,
@@ -38,6 +40,7 @@ from agen.wire.tasks import (
     SubmitTaskRequest,
 )
 from agen.wire.tokens import CreateTokenRequest
+from tests.fleet_helpers import files_b64
 from tests.integration.test_a2a_gateway import _InProcessLink, _send
 from tests.integration.test_delegation import Stack, call, finish
 
@@ -64,7 +67,13 @@ class Gateway:
             link=_InProcessLink(node.hub),
             keys=self.keys,
         )
-        config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False)
+        config = uvicorn.Config(
+            app,
+            log_level="warning",
+            lifespan="off",
+            access_log=False,
+            timeout_graceful_shutdown=5,  # a test that failed mid-call still ends
+        )
         self.server = _Server(config)  # no signal handlers of its own: pytest owns them
 
     async def __aenter__(self) -> Gateway:
@@ -138,8 +147,8 @@ async def test_expired_badly_signed_and_foreign_key_tokens_are_refused_with_401(
     stack: Stack,
 ) -> None:
     await stack.deploy("helper")
-    key = await ensure_call_key(stack.store)
     now = stack.node.hub.clock()
+    key = await signing_key(stack.store, now)
     who = CallIdentity(
         caller="agent:default/boss",
         callee="default/helper",
@@ -181,7 +190,7 @@ async def test_a_call_token_reaches_only_its_callee_at_the_hub(stack: Stack) -> 
     await stack.deploy("helper")
     await stack.deploy("other")
     other_task = await stack.submit("other")
-    key = await ensure_call_key(stack.store)
+    key = await signing_key(stack.store, stack.node.hub.clock())
     token = agent_token(
         key,
         namespace="default",
@@ -234,8 +243,8 @@ async def test_lineage_is_honoured_from_an_agent_token_checked_against_the_store
     await stack.wait(boss)
     boss_run = await stack.store.one("SELECT id, root_run_id FROM runs WHERE task_id = ?", (boss,))
     assert boss_run is not None
-    key = await ensure_call_key(stack.store)
     now = stack.node.hub.clock()
+    key = await signing_key(stack.store, now)
 
     def token_of(caller: str) -> str:
         return agent_token(
@@ -313,6 +322,12 @@ async def test_a_bundle_calls_another_deployment_over_a2a_by_name_and_by_its_gat
         assert (h["depth"], h["parent_run_id"], h["parent_task_id"]) == (1, boss_run["id"], None)
         assert h["submitted_by"] == "agent:default/boss"
         assert h["trust"] == boss_trust  # the token carries the caller's trust, never more
+    # In boss's tree, their runs' requester is boss's run's (its submitter), not the calling agent.
+    requesters = await stack.store.all(
+        "SELECT r.requested_by FROM runs r JOIN tasks t ON t.id = r.task_id"
+        " WHERE t.deployment IN ('boss', 'helper')"
+    )
+    assert [x["requested_by"] for x in requesters] == ["local-admin"] * 3
     counted = await stack.store.scalar(
         "SELECT COUNT(*) FROM delegation_calls WHERE root_run_id = ? AND call_key LIKE 'a2a:%'",
         (boss_run["root_run_id"],),
@@ -363,3 +378,68 @@ async def test_a2a_calls_count_towards_max_fan_out_with_child_tasks(stack: Stack
         )
     children = await stack.store.scalar("SELECT COUNT(*) FROM tasks WHERE deployment = 'local'")
     assert children == 1  # mixed's; remote-first's was refused
+
+
+async def test_a_run_started_over_a2a_with_a_users_token_names_them_as_requester_down_its_tree(
+    stack: Stack,
+) -> None:
+    """Seed 000 §10: the user behind the call token is the run's requester (runs.requested_by); a
+    delegated run inherits its root run's requester; the approvals name that user, who cannot
+    approve them (another approver can)."""
+    from tests.integration.test_durable_approvals import gated_bundle
+
+    gated = gated_bundle(stack.root / "gated", stack.root / "effects.log")
+    await stack.client.call(r.CreateDeployment, CreateDeploymentRequest(files=files_b64(gated)))
+    await stack.deploy(
+        "boss",
+        [call("call_agent", agent="gated", input="the gated part"), finish("done")],
+        delegates=[{"name": "gated"}],
+    )
+    alice = await stack.client.call(
+        r.CreateToken, CreateTokenRequest(scopes=["operator", "approver"], name="alice")
+    )
+    bob = await _token(stack, "approver")
+    hub = stack.node.hub
+
+    async def as_(secret: str) -> Client:
+        return Client.in_process(hub, await hub.auth.authenticate(secret, hub.clock()))
+
+    async def pending() -> list[Approval]:
+        listed = await stack.client.call(r.ListApprovals, ListApprovalsRequest())
+        return [a for a in listed.approvals if a.state == "pending"]
+
+    resolved = await _resolve_as(stack, alice.token, "boss")
+    async with Gateway(stack.node) as gw:
+        sent = asyncio.create_task(
+            gw.post("/a2a/default/boss", _send("go", "m1"), resolved.call_token)
+        )
+        try:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 60
+            while not (waiting := await pending()):
+                assert loop.time() < deadline and not sent.done(), "no approval was asked for"
+                await asyncio.sleep(0.05)
+            [approval] = waiting
+            assert approval.deployment == "gated"  # asked by the delegated run
+            assert approval.requested_by == f"token:{alice.info.id}"
+            with pytest.raises(DeniedError, match="cannot approve it"):
+                await (await as_(alice.token)).call(
+                    r.DecideApproval, DecideApprovalRequest(id=approval.id, approve=True)
+                )
+            await (await as_(bob)).call(
+                r.DecideApproval, DecideApprovalRequest(id=approval.id, approve=True)
+            )
+            answer = await asyncio.wait_for(sent, 60)
+        finally:
+            sent.cancel()  # a failed check must not leave the call holding the Gateway open
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["result"]["status"]["state"] == "completed"
+    runs = await stack.store.all(
+        "SELECT t.deployment, t.submitted_by, r.requested_by FROM runs r"
+        " JOIN tasks t ON t.id = r.task_id ORDER BY r.started_ms"
+    )
+    assert [(x["deployment"], x["requested_by"]) for x in runs] == [
+        ("boss", f"token:{alice.info.id}"),
+        ("gated", f"token:{alice.info.id}"),
+    ]
+    assert runs[1]["submitted_by"] != runs[1]["requested_by"]  # the child was submitted by the Nest

@@ -27,7 +27,7 @@ from agen.client import Client
 from agen.errors import UnauthenticatedError
 from agen.hub import call_keys
 from agen.hub.auth import LOCAL_NEST
-from agen.hub.call_keys import CALL_KEY, ensure_call_key
+from agen.hub.call_keys import CALL_KEY, signing_key
 from agen.hub.sealing import ENV_KEK, is_sealed
 from agen.hub.service import Hub
 from agen.nest.client_port import ClientHubPort
@@ -131,10 +131,10 @@ async def test_the_hub_key_is_made_once_per_store_and_sealed_under_the_kek(
 ) -> None:
     monkeypatch.setenv(ENV_KEK, "k" * 40)
     store = await open_store(tmp_path)
-    first = await ensure_call_key(store)
-    call_keys._cache.clear()  # another Hub process on the same store
-    second = await ensure_call_key(store)
-    assert first.public_raw_b64 == second.public_raw_b64
+    first = await signing_key(store, NOW)
+    call_keys.forget(store)  # another Hub process on the same store
+    second = await signing_key(store, NOW)
+    assert first.id == second.id
     stored = await store.scalar("SELECT value FROM hub_keys WHERE name = ?", (CALL_KEY,))
     assert is_sealed(str(stored))
     await store.close()
@@ -147,7 +147,7 @@ async def test_a_nest_fetches_the_hub_public_key_and_verifies_a_call_token_with_
     hub = Hub(store, clock=lambda: NOW)
     port = ClientHubPort(Client.in_process(hub, LOCAL_NEST))
     [raw] = await port.token_keys()
-    key = await ensure_call_key(store)
+    key = await signing_key(store, NOW)
     token = call_keys.agent_token(
         key,
         namespace="default",

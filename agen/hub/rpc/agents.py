@@ -57,9 +57,9 @@ async def _user_token(hub: Hub, p: Principal, callee: str) -> tuple[str | None, 
     one deployment; a viewer (who may not call), a Nest or a call token itself gets none."""
     if p.kind not in ("api", "local") or p.on_behalf or not p.allows("operator"):
         return None, None
-    from agen.hub.call_keys import USER_TOKEN_TTL_MS, ensure_call_key, user_token
+    from agen.hub.call_keys import USER_TOKEN_TTL_MS, signing_key, user_token
 
-    key = await ensure_call_key(hub.store)
     now = hub.clock()
+    key = await signing_key(hub.store, now)
     token = user_token(key, token_id=p.id, callee=callee, now_ms=now, trust=p.trust)
     return token, now + USER_TOKEN_TTL_MS

@@ -172,7 +172,7 @@ async def resolve_child_agent(
     """Seed 000 §10: a Manager resolving for one of its instances gets an agent token (1 h) naming
     the task's deployment as caller and the one deployment it may call. Delegation stays within
     the task's namespace, as for child tasks."""
-    from agen.hub.call_keys import AGENT_TOKEN_TTL_MS, agent_token, ensure_call_key
+    from agen.hub.call_keys import AGENT_TOKEN_TTL_MS, agent_token, signing_key
 
     def fn(tx: Tx) -> tuple[TaskRow, str | None]:
         _runs_here(tx, p, req.task_id)
@@ -196,8 +196,8 @@ async def resolve_child_agent(
             "or delegate to another agent",
             deployment=req.deployment,
         )
-    key = await ensure_call_key(hub.store)
     now = hub.clock()
+    key = await signing_key(hub.store, now)
     token = agent_token(
         key,
         namespace=task.namespace,

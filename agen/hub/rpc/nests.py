@@ -12,7 +12,7 @@ from agen.domain import LeasedTaskRow, TaskRow
 from agen.errors import AgenError, ConflictError, DeniedError, NotFoundError
 from agen.hub import queue
 from agen.hub.auth import Principal
-from agen.hub.call_keys import ensure_call_key
+from agen.hub.call_keys import published_keys
 from agen.hub.fleet import enrol
 from agen.hub.fleet.definitions import get_definition_files
 from agen.hub.fleet.instances import record_saturation, report_status
@@ -120,10 +120,16 @@ async def get_definition_files_rpc(
     )
 
 
-def leased_task(leased: LeasedTaskRow, *, started: bool) -> m.LeasedTask:
+def leased_task(
+    leased: LeasedTaskRow, *, started: bool, requesters: dict[str, str | None] | None = None
+) -> m.LeasedTask:
     """A leased row as the Nest sees it. Built without re-validating what the Store just wrote (the
-    hot path); over HTTP the Nest's client validates the JSON it receives."""
+    hot path); over HTTP the Nest's client validates the JSON it receives. ``requesters``: the
+    requester of each root run (``root_requesters``)."""
     row = leased.task
+    requested_by = row.submitted_by
+    if row.root_run_id is not None and requesters and row.root_run_id in requesters:
+        requested_by = requesters[row.root_run_id]
     return m.LeasedTask.model_construct(
         id=row.id,
         lease_id=leased.lease_id,
@@ -142,6 +148,7 @@ def leased_task(leased: LeasedTaskRow, *, started: bool) -> m.LeasedTask:
         root_run_id=row.root_run_id,
         parent_run_id=row.parent_run_id,
         submitted_by=row.submitted_by,
+        requested_by=requested_by,
         locks=dict(leased.locks),
         started=started,
         traceparent=row.traceparent,
@@ -154,9 +161,9 @@ async def lease_tasks(hub: Hub, p: Principal, req: m.LeaseTasksRequest) -> m.Lea
     if hub.draining or req.limit == 0:
         return m.LeaseTasksResponse(tasks=[])
 
-    def fn(tx: Tx) -> list[LeasedTaskRow]:
+    def fn(tx: Tx) -> tuple[list[LeasedTaskRow], dict[str, str | None]]:
         _known_nest(tx, req.nest_id)
-        return lease_for_nest(
+        rows = lease_for_nest(
             tx,
             deployment_id=req.deployment_id,
             nest_id=req.nest_id,
@@ -165,18 +172,33 @@ async def lease_tasks(hub: Hub, p: Principal, req: m.LeaseTasksRequest) -> m.Lea
             lease_ms=req.lease_ms,
             start=True,
         )
+        return rows, root_requesters(tx, rows)
 
-    rows = await hub.store.write_leasing(fn)  # beside other Hubs' leases on Postgres
-    tasks = [leased_task(r, started=True) for r in rows]
+    # beside other Hubs' leases on Postgres
+    rows, requesters = await hub.store.write_leasing(fn)
+    tasks = [leased_task(r, started=True, requesters=requesters) for r in rows]
     return m.LeaseTasksResponse(tasks=tasks)
 
 
-async def get_token_keys(hub: Hub, p: Principal, req: Empty) -> m.GetTokenKeysResponse:
-    key = await ensure_call_key(hub.store)
-    from agen.calltokens import key_id
+def root_requesters(tx: Tx, rows: list[LeasedTaskRow]) -> dict[str, str | None]:
+    """Seed 000 §10: a delegated run (a child task, an A2A call with an agent's lineage, a reply)
+    inherits its root run's requester (runs.requested_by), so an approval deep in a tree still names
+    the person who started it, who then cannot approve it. By root run id; a task not yet in a tree
+    (a fresh root) costs no query."""
+    roots = sorted({r.task.root_run_id for r in rows if r.task.root_run_id is not None})
+    if not roots:
+        return {}
+    marks = ",".join("?" * len(roots))
+    found = tx.all(f"SELECT id, requested_by FROM runs WHERE id IN ({marks})", roots)
+    return {str(f["id"]): f["requested_by"] for f in found}
 
+
+async def get_token_keys(hub: Hub, p: Principal, req: Empty) -> m.GetTokenKeysResponse:
+    """The live call-token keys (next, current, previous) as the Store holds them now, so a key
+    another Hub added is published at once."""
+    keys = await published_keys(hub.store, hub.clock())
     return m.GetTokenKeysResponse(
-        keys=[m.TokenKey(id=key_id(key.public), public_key=key.public_raw_b64)]
+        keys=[m.TokenKey(id=k.id, public_key=k.public_raw_b64) for k in keys]
     )
 
 

@@ -1,4 +1,5 @@
-"""Identity RPCs: create API tokens, say who the caller is, and the local shutdown door.
+"""Identity RPCs: create API tokens, say who the caller is, rotate the call-token key, and the local
+shutdown door.
 
 A token never mints more than it holds: the new token's scopes, namespaces and trust are each
 at most the caller's, so a limited admin cannot raise itself by creating a token.
@@ -13,8 +14,11 @@ from agen.hub.service import Hub
 from agen.store import Tx
 from agen.wire.common import Empty, Ok
 from agen.wire.tokens import (
+    CallTokenKey,
     CreateTokenRequest,
     CreateTokenResponse,
+    RotateTokenKeyRequest,
+    RotateTokenKeyResponse,
     TokenInfo,
     WhoAmIResponse,
 )
@@ -88,3 +92,34 @@ async def shutdown(hub: Hub, p: Principal, req: Empty) -> Ok:
         )
     hub.request_shutdown()
     return Ok(message="draining")
+
+
+async def rotate_token_key(
+    hub: Hub, p: Principal, req: RotateTokenKeyRequest
+) -> RotateTokenKeyResponse:
+    """`agen hub rotate-token-key` (seed 000 §10): the keys sign every namespace's tokens, so an
+    admin token limited to some of them is refused."""
+    from agen.hub.call_keys import GRACE_MS
+    from agen.hub.call_keys import rotate_token_key as rotate
+
+    if p.namespaces:
+        raise DeniedError(
+            "rotating the call-token key needs an admin token without a namespace limit; this one "
+            f"is limited to {', '.join(sorted(p.namespaces))}",
+            scope="admin",
+        )
+    now = hub.clock()
+    done = await rotate(hub.store, now, force=req.force)
+    retired = f"; key {done.retired.id} is retired" if done.retired else ""
+    signs = "now" if done.signs_from_ms <= now else f"in {GRACE_MS // 60_000} minutes"
+    return RotateTokenKeyResponse(
+        added=done.added.id,
+        retired=done.retired.id if done.retired else None,
+        signs_from_ms=done.signs_from_ms,
+        keys=[
+            CallTokenKey(id=k.id, state=state, created_ms=k.created_ms)
+            for k, state in done.keys.states(now)
+        ],
+        message=f"added call-token key {done.added.id}: published now, Hubs sign with it "
+        f"{signs}{retired}",
+    )
