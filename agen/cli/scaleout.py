@@ -53,12 +53,26 @@ def hub_serve(
             show_default=False,
         ),
     ] = None,
+    nest_cert_lifetime: Annotated[
+        str | None,
+        typer.Option(
+            "--nest-cert-lifetime",
+            help="With --tls: how long Nest client certificates are valid (default 30d; Nests renew "
+            "before expiry, see agen nest run --cert-renew-before).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """The Hub alone: API, scheduler, triggers; Nests enrol with `agen nest run`."""
     import asyncio
 
     from agen.cli._common import parse_duration_ms
     from agen.errors import InvalidError
+    from agen.hub.tls import (
+        MAX_NEST_CERT_LIFETIME_MS,
+        MIN_NEST_CERT_LIFETIME_MS,
+        NEST_CERT_LIFETIME_MS,
+    )
     from agen.up import UpOptions, parse_listen, serve
 
     parse_listen(listen, tls=tls)
@@ -66,6 +80,19 @@ def hub_serve(
         raise InvalidError(
             "--tls-host names hosts for the TLS certificate: add --tls", field="--tls-host"
         )
+    lifetime_ms = NEST_CERT_LIFETIME_MS
+    if nest_cert_lifetime is not None:
+        if not tls:
+            raise InvalidError(
+                "--nest-cert-lifetime is for the Nest certificates a TLS Hub issues: add --tls",
+                field="--nest-cert-lifetime",
+            )
+        lifetime_ms = parse_duration_ms(nest_cert_lifetime, flag="--nest-cert-lifetime")
+        if not MIN_NEST_CERT_LIFETIME_MS <= lifetime_ms <= MAX_NEST_CERT_LIFETIME_MS:
+            raise InvalidError(
+                f"--nest-cert-lifetime {nest_cert_lifetime}: use 1h to 365d (default 30d)",
+                field="--nest-cert-lifetime",
+            )
     opts = UpOptions(
         listen=listen,
         store=store,
@@ -73,6 +100,7 @@ def hub_serve(
         nest=False,
         tls=tls,
         tls_hosts=tuple(tls_host or ()),
+        nest_cert_lifetime_ms=lifetime_ms,
     )
     asyncio.run(serve(opts))
 
@@ -163,16 +191,27 @@ def nest_run(
             help="required: every A2A caller presents a token the Hub accepts (the only mode).",
         ),
     ] = "required",
+    cert_renew_before: Annotated[
+        str | None,
+        typer.Option(
+            "--cert-renew-before",
+            help="An https Hub: renew the Nest's client certificate (mTLS) when less than this "
+            "remains (default 10d).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run a Nest that pulls work from a Hub; Ctrl-C drains and stops it."""
     import asyncio
     from pathlib import Path
 
     from agen._cahash import check_ca_hash
+    from agen.cli._common import parse_duration_ms
     from agen.client import check_hub_url
     from agen.errors import InvalidError
     from agen.hub.observe.events import parse_labels
     from agen.nest.backends import check_backend
+    from agen.nest.certs import RENEW_BEFORE_MS
     from agen.nest.process import parse_memory_limit
     from agen.nest.remote import NestOptions, run_nest
     from agen.up import parse_listen
@@ -196,6 +235,19 @@ def nest_run(
         check_hub_url(gateway_url, "--gateway-url")
     nest_name = name or socket.gethostname().split(".")[0] or "nest"
     hubs = [check_hub_url(h, "--hub") for h in hub]
+    renew_before_ms = RENEW_BEFORE_MS
+    if cert_renew_before is not None:
+        if not any(h.startswith("https://") for h in hubs):
+            raise InvalidError(
+                "--cert-renew-before is for the client certificate an https Hub issues; no --hub "
+                "is https",
+                field="--cert-renew-before",
+            )
+        renew_before_ms = parse_duration_ms(cert_renew_before, flag="--cert-renew-before")
+        if renew_before_ms <= 0:
+            raise InvalidError(
+                "--cert-renew-before must be more than 0, e.g. 10d", field="--cert-renew-before"
+            )
     opts = NestOptions(
         hub=hubs[0],
         more_hubs=tuple(hubs[1:]),
@@ -210,6 +262,7 @@ def nest_run(
         ca_hash=check_ca_hash(ca_hash, "--ca-hash") if ca_hash else None,
         gateway_listen=listen,
         gateway_url=gateway_url,
+        cert_renew_before_ms=renew_before_ms,
     )
     if any(h.startswith("https://") for h in hubs) and opts.ca_hash is None:
         err("agen nest: no --ca-hash: the Hub's certificate is checked against the system's CAs")

@@ -8,6 +8,9 @@ RPCs and WhoAmI, nothing else); admin does everything.
 Three kinds of token authenticate: ``api`` (people and scripts), ``nest`` (a Nest's credential, bound to
 that Nest's id: it may act only for itself) and ``join`` (single-use, good for EnrolNest only, which
 uses it up in the same transaction that enrols the Nest). No API token can hold the nest scope.
+
+On a TLS Hub (``require_nest_certificates``) a ``nest`` credential counts only beside a client certificate
+of that same Nest (mTLS, agen.hub.fleet.certs): a bearer token alone is refused.
 """
 
 from __future__ import annotations
@@ -55,6 +58,8 @@ class Principal:
     call: CallIdentity | None = None
     """A call token's principal (kind ``call``): it may only reach its one callee deployment, over
     the RPCs an A2A Gateway makes for it (agen.api.dispatch.CALL_TOKEN_RPCS)."""
+    certificate: str | None = None
+    """A Nest's call over mTLS: the fingerprint of the client certificate it came with."""
 
     @property
     def subject(self) -> str:
@@ -214,6 +219,11 @@ class Authenticator:
     def __init__(self, store: Store) -> None:
         self._store = store
         self._cache: dict[str, tuple[Principal, int, int | None]] = {}
+        self._certs: dict[
+            str, tuple[str, int, int]
+        ] = {}  # fingerprint -> (nest id, until, not after)
+        self.require_nest_certificates = False
+        """A TLS Hub: Nest credentials count only with their client certificate (Hub.serve_tls)."""
 
     async def authenticate(self, token: str | None, now_ms: int) -> Principal:
         if not token:
@@ -269,13 +279,86 @@ class Authenticator:
             call=who,
         )
 
-    async def caller(self, headers: Mapping[str, str], now_ms: int) -> Principal:
+    async def caller(
+        self, headers: Mapping[str, str], now_ms: int, peer_cert: str | None = None
+    ) -> Principal:
         """Who makes an HTTP request: its bearer token's principal, and for an on-behalf token the
-        submitter of the running task its ``X-Agen-Task`` header names (every door, one rule)."""
+        submitter of the running task its ``X-Agen-Task`` header names (every door, one rule). On a TLS
+        Hub a Nest's credential also needs ``peer_cert``, the TLS client certificate (PEM) it came with."""
         principal = await self.authenticate(bearer_token(headers), now_ms)
+        if principal.kind == "nest" and principal.nest_id and self.require_nest_certificates:
+            principal = await self._with_certificate(principal, peer_cert, now_ms)
         if principal.on_behalf:
             principal = await self.act_for_task(principal, headers.get(TASK_HEADER))
         return principal
+
+    async def _with_certificate(
+        self, nest: Principal, peer_cert: str | None, now_ms: int
+    ) -> Principal:
+        """The Nest's principal if ``peer_cert`` is a live certificate of that same Nest (mTLS)."""
+        import dataclasses
+
+        from agen._cahash import ca_hash_of
+        from agen.hub.fleet import certs
+
+        assert nest.nest_id is not None
+        if peer_cert is None:
+            if not await self._store.read(lambda tx: certs.has_any(tx, str(nest.nest_id))):
+                raise UnauthenticatedError(
+                    f"nest {nest.nest_id} enrolled before this Hub issued Nest certificates: on a TLS "
+                    "Hub a Nest calls with its client certificate (mTLS), and its credential alone is "
+                    "refused. Enrol it again (its name, id and labels stay): `agen join-token create` "
+                    "on the Hub, then `agen nest run ... --join-token <token>`",
+                    nest_id=nest.nest_id,
+                )
+            raise UnauthenticatedError(
+                f"nest {nest.nest_id}: on a TLS Hub a Nest's credential counts only with its client "
+                "certificate (mTLS); a bearer token alone is refused",
+                nest_id=nest.nest_id,
+            )
+        fingerprint = ca_hash_of(peer_cert)
+        hit = self._certs.get(fingerprint)
+        if hit is not None and hit[1] > now_ms and hit[2] > now_ms:
+            owner = hit[0]
+        else:
+            owner = await self._check_certificate(fingerprint, now_ms)
+        if owner != nest.nest_id:
+            raise DeniedError(
+                f"the client certificate {fingerprint[:19]}… belongs to nest {owner}, not to nest "
+                f"{nest.nest_id} whose credential this call carries",
+                nest_id=nest.nest_id,
+            )
+        return dataclasses.replace(nest, certificate=fingerprint)
+
+    async def _check_certificate(self, fingerprint: str, now_ms: int) -> str:
+        """The Nest a client certificate names, if it is live (its first use ends the ones before it)."""
+        from agen.hub.fleet import certs
+
+        cert = await self._store.read(lambda tx: certs.find(tx, fingerprint))
+        if cert is not None and cert.first_used_ms is None and cert.ended_ms is None:
+            found = cert
+            cert, ended = await self._store.write(lambda tx: certs.first_use(tx, found))
+            for gone in ended:
+                self._certs.pop(gone, None)
+        if cert is None:
+            raise UnauthenticatedError(
+                f"the client certificate {fingerprint[:19]}… is not one this Hub issued to an enrolled "
+                "Nest; enrol the Nest with `agen nest run --join-token`"
+            )
+        if cert.ended_ms is not None:
+            why = certs.ENDED.get(cert.end_reason or "", "was ended")
+            raise UnauthenticatedError(
+                f"the client certificate {fingerprint[:19]}… of nest {cert.nest_id} {why}",
+                nest_id=cert.nest_id,
+            )
+        if cert.not_after_ms <= now_ms:
+            raise UnauthenticatedError(
+                f"the client certificate {fingerprint[:19]}… of nest {cert.nest_id} expired; the Nest "
+                "renews it before that (--cert-renew-before), or enrols again with a join token",
+                nest_id=cert.nest_id,
+            )
+        self._certs[fingerprint] = (cert.nest_id, now_ms + self.CACHE_MS, cert.not_after_ms)
+        return cert.nest_id
 
     async def act_for_task(self, agent: Principal, task_id: str | None) -> Principal:
         """The principal an on-behalf token's call is made as: the submitter of the running task it
@@ -338,6 +421,9 @@ class Authenticator:
             for_task=task_id,
         )
 
-    def forget(self, token_ids: set[str]) -> None:
-        """Drop revoked tokens from the cache at once (a revoked Nest must not get 5 more seconds)."""
+    def forget(self, token_ids: set[str], nest_id: str | None = None) -> None:
+        """Drop revoked tokens (and a revoked Nest's certificates) from the cache at once (a revoked
+        Nest must not get 5 more seconds)."""
         self._cache = {k: v for k, v in self._cache.items() if v[0].id not in token_ids}
+        if nest_id is not None:
+            self._certs = {k: v for k, v in self._certs.items() if v[0] != nest_id}
