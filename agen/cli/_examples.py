@@ -86,6 +86,11 @@ EXAMPLES: dict[tuple[str, ...], list[str]] = {
     ],
     ("nests",): ["agen nests", "agen nests --json", "agen nests revoke nest-b"],
     ("nests", "revoke"): ["agen nests revoke nest-b"],
+    ("store",): ["agen store host-role --store postgres://agen@db/agen  # AGEN_HOST_DB_PASSWORD=…"],
+    ("store", "host-role"): [
+        "agen store host-role --store postgres://agen@db/agen  # AGEN_HOST_DB_PASSWORD=…",
+        "agen store host-role --store postgres://agen@db/agen --role agen_host_a --namespace a",
+    ],
     ("pause",): ["agen pause 01JD8ZQ5K3 --in 1h --reason 'waiting for the release'"],
     ("resume",): ["agen resume 01JD8ZQ5K3"],
     ("tasks",): [

@@ -1,5 +1,6 @@
 """Running apart: ``agen hub serve`` (the Hub alone), ``agen nest run`` (a Nest in its own process),
-``agen join-token create`` (enrol one Nest) and ``agen nests`` (list, revoke)."""
+``agen join-token create`` (enrol one Nest), ``agen nests`` (list, revoke) and ``agen store host-role``
+(the database role Nests get)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ hub_app = typer.Typer(help="The Hub on its own (Nests run elsewhere).", no_args_
 nest_app = typer.Typer(help="A Nest in its own process, enrolled with a Hub.", no_args_is_help=True)
 join_app = typer.Typer(help="One-time tokens that enrol Nests.", no_args_is_help=True)
 nests_app = typer.Typer(help="The Nests a Hub knows.", no_args_is_help=False)
+store_app = typer.Typer(help="The Store's database roles.", no_args_is_help=True)
 
 LabelOpt = Annotated[
     list[str] | None,
@@ -57,6 +59,7 @@ def hub_serve(
         str | None,
         typer.Option(
             "--nest-cert-lifetime",
+            metavar="DURATION",
             help="With --tls: how long Nest client certificates are valid (default 30d; Nests renew "
             "before expiry, see agen nest run --cert-renew-before).",
             show_default=False,
@@ -195,6 +198,7 @@ def nest_run(
         str | None,
         typer.Option(
             "--cert-renew-before",
+            metavar="DURATION",
             help="An https Hub: renew the Nest's client certificate (mTLS) when less than this "
             "remains (default 10d).",
             show_default=False,
@@ -411,8 +415,69 @@ def nests_revoke(
     print(resp.message)
 
 
+@store_app.command("host-role")
+def store_host_role(
+    store: Annotated[
+        str,
+        typer.Option(
+            "--store",
+            help="The Postgres store, as a role that owns its tables (the Hub's) or a superuser: "
+            "postgres://ADMIN@host/db.",
+            show_default=False,
+        ),
+    ],
+    role: Annotated[
+        str, typer.Option("--role", help="The role to create or update.")
+    ] = "agen_host",
+    namespace: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--namespace",
+            help="Limit the role to this namespace's rows, for reads and writes (repeatable; "
+            "row-level security). Without it: every namespace.",
+            show_default=False,
+        ),
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """The least-privilege Postgres role for Nests: the run-data tables only (password from
+    AGEN_HOST_DB_PASSWORD); give Nests its URL as --store."""
+    import os
+
+    from agen.errors import InvalidError
+    from agen.store.host_role import PASSWORD_ENV, make_host_role
+    from agen.store.locate import is_postgres_url
+
+    if not is_postgres_url(store):
+        raise InvalidError(
+            "--store: a host role is a Postgres role; give the postgres://… URL of the store "
+            "(a SQLite store has no roles: its Nests share the file)",
+            field="--store",
+        )
+    made = make_host_role(
+        store, role, list(dict.fromkeys(namespace or [])), os.environ.get(PASSWORD_ENV) or None
+    )
+    if json_out:
+        print_json(
+            {
+                "role": made.role,
+                "created": made.created,
+                "namespaces": list(made.namespaces),
+                "url": made.url,
+            }
+        )
+        return
+    scope = ", ".join(made.namespaces) if made.namespaces else "every namespace"
+    print(made.url)
+    err(
+        f"host role {made.role} {'created' if made.created else 'updated'} ({scope}): give Nests "
+        f"--store {made.url} with the password from {PASSWORD_ENV} in the URL"
+    )
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(hub_app, name="hub")
     app.add_typer(nest_app, name="nest")
     app.add_typer(join_app, name="join-token")
     app.add_typer(nests_app, name="nests")
+    app.add_typer(store_app, name="store")
