@@ -65,6 +65,8 @@ EXAMPLES: dict[tuple[str, ...], list[str]] = {
     ("nest", "run"): [
         "agen nest run --hub http://127.0.0.1:7070 --store sqlite:$HOME/.agen/agen.db --join-token agen_…",
         "agen nest run --hub https://hub.example.lan:7070 --ca-hash sha256:9f2c… --store postgres://…",
+        "agen nest run --hub https://hub.example.lan:7070 --ca-hash sha256:9f2c… "
+        "--store-for team-a=postgres://agen_host_a:…@db/agen --store-for-only",
     ],
     ("hub", "rotate-kek"): [
         "agen hub rotate-kek --store postgres://agen@db/agen  # AGEN_HUB_KEK_NEW_FILE=/etc/agen/kek.new",

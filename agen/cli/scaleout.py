@@ -120,13 +120,14 @@ def nest_run(
         ),
     ],
     store: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--store",
-            help="The store the Hub uses (instances write run data there), e.g. sqlite:/path/agen.db.",
+            help="The store the Hub uses (instances write run data there), e.g. sqlite:/path/agen.db "
+            "or the host role's postgres://agen_host@… (`agen store host-role`).",
             show_default=False,
         ),
-    ],
+    ] = None,
     join_token: Annotated[
         str | None,
         typer.Option(
@@ -194,6 +195,23 @@ def nest_run(
             help="required: every A2A caller presents a token the Hub accepts (the only mode).",
         ),
     ] = "required",
+    store_for: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--store-for",
+            metavar="NAMESPACE=URL",
+            help="That namespace's instances write to this store instead, e.g. a host role limited "
+            "to it (`agen store host-role --namespace`); repeatable.",
+            show_default=False,
+        ),
+    ] = None,
+    store_for_only: Annotated[
+        bool,
+        typer.Option(
+            "--store-for-only",
+            help="Run only namespaces that have a --store-for entry (no fallback to --store).",
+        ),
+    ] = False,
     cert_renew_before: Annotated[
         str | None,
         typer.Option(
@@ -218,6 +236,7 @@ def nest_run(
     from agen.nest.certs import RENEW_BEFORE_MS
     from agen.nest.process import parse_memory_limit
     from agen.nest.remote import NestOptions, run_nest
+    from agen.nest.stores import parse_store_for
     from agen.up import parse_listen
 
     if capacity < 0:
@@ -237,6 +256,24 @@ def nest_run(
                 field="--gateway-url",
             )
         check_hub_url(gateway_url, "--gateway-url")
+    mapped = parse_store_for(store_for or [])
+    if store_for_only and not mapped:
+        raise InvalidError(
+            "--store-for-only runs only the namespaces --store-for names: add --store-for NS=URL",
+            field="--store-for-only",
+        )
+    if store_for_only and store is not None:
+        raise InvalidError(
+            "--store is not used with --store-for-only (every namespace this Nest runs has its own "
+            "--store-for): drop one",
+            field="--store",
+        )
+    if store is None and not store_for_only:
+        raise InvalidError(
+            "--store is required: the store the Hub uses, where instances write run data (or "
+            "--store-for NS=URL with --store-for-only)",
+            field="--store",
+        )
     nest_name = name or socket.gethostname().split(".")[0] or "nest"
     hubs = [check_hub_url(h, "--hub") for h in hub]
     renew_before_ms = RENEW_BEFORE_MS
@@ -267,6 +304,8 @@ def nest_run(
         gateway_listen=listen,
         gateway_url=gateway_url,
         cert_renew_before_ms=renew_before_ms,
+        store_for=mapped,
+        store_for_only=store_for_only,
     )
     if any(h.startswith("https://") for h in hubs) and opts.ca_hash is None:
         err("agen nest: no --ca-hash: the Hub's certificate is checked against the system's CAs")

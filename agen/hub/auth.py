@@ -225,7 +225,17 @@ class Authenticator:
         self.require_nest_certificates = False
         """A TLS Hub: Nest credentials count only with their client certificate (Hub.serve_tls)."""
 
-    async def authenticate(self, token: str | None, now_ms: int) -> Principal:
+    async def authenticate(
+        self, token: str | None, now_ms: int, peer_cert: str | None = None
+    ) -> Principal:
+        """The principal of a bearer token. On a TLS Hub a Nest's credential also needs ``peer_cert``,
+        the TLS client certificate (PEM) the request came with: every door, one rule."""
+        principal = await self._token_principal(token, now_ms)
+        if principal.kind == "nest" and principal.nest_id and self.require_nest_certificates:
+            principal = await self._with_certificate(principal, peer_cert, now_ms)
+        return principal
+
+    async def _token_principal(self, token: str | None, now_ms: int) -> Principal:
         if not token:
             raise UnauthenticatedError(
                 "no API token: pass --token (or AGEN_TOKEN), or run against the local `agen up`"
@@ -285,9 +295,7 @@ class Authenticator:
         """Who makes an HTTP request: its bearer token's principal, and for an on-behalf token the
         submitter of the running task its ``X-Agen-Task`` header names (every door, one rule). On a TLS
         Hub a Nest's credential also needs ``peer_cert``, the TLS client certificate (PEM) it came with."""
-        principal = await self.authenticate(bearer_token(headers), now_ms)
-        if principal.kind == "nest" and principal.nest_id and self.require_nest_certificates:
-            principal = await self._with_certificate(principal, peer_cert, now_ms)
+        principal = await self.authenticate(bearer_token(headers), now_ms, peer_cert)
         if principal.on_behalf:
             principal = await self.act_for_task(principal, headers.get(TASK_HEADER))
         return principal

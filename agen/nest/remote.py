@@ -35,7 +35,7 @@ from agen.store.base import now_ms
 if TYPE_CHECKING:
     from agen.client import Client
     from agen.nest.manager import Manager
-    from agen.store import Store
+    from agen.nest.stores import NestStores
 
 log = logging.getLogger("agen.nest")
 CREDENTIAL = "nest.json"
@@ -44,7 +44,7 @@ CREDENTIAL = "nest.json"
 @dataclass
 class NestOptions:
     hub: str
-    store: str
+    store: str | None  # None only with store_for_only
     name: str
     join_token: str | None = None
     labels: dict[str, str] = field(default_factory=dict)
@@ -62,6 +62,8 @@ class NestOptions:
     cert_renew_before_ms: int = RENEW_BEFORE_MS  # renew the client certificate when less remains
     cert_check_s: float = RENEW_CHECK_S  # how often its expiry is looked at
     clock: Callable[[], int] = now_ms  # what "now" is for that check
+    store_for: dict[str, str] = field(default_factory=dict)  # namespace -> its instances' store
+    store_for_only: bool = False  # namespaces without a store_for entry do not run here
 
     @property
     def hubs(self) -> tuple[str, ...]:
@@ -216,23 +218,34 @@ async def enrol(opts: NestOptions) -> Credential:
 
 
 async def _manager(
-    opts: NestOptions, cred: Credential, store: Store, gateway: RunningGateway | None
+    opts: NestOptions, cred: Credential, stores: NestStores, gateway: RunningGateway | None
 ) -> Manager:
     from agen.nest.backends import backend_factory
     from agen.nest.client_port import ClientHubPort
     from agen.nest.delegation import NestDelegation
+    from agen.nest.executor import ExecutorFactory
     from agen.nest.manager import Manager
 
     port = ClientHubPort(hub_client(opts, cred.token, cred.tls))
-    manager = Manager(
-        port,
-        executor_factory=backend_factory(
+    delegation = NestDelegation(port.client)
+    factories: dict[int, ExecutorFactory] = {
+        id(store): backend_factory(
             store,
             opts.backend,
             opts.host_memory_limit,
             progress=port.report_progress,
-            delegation=NestDelegation(port.client),
-        ),
+            delegation=delegation,
+        )
+        for store in stores.all()
+    }
+
+    def factory_for(namespace: str) -> ExecutorFactory:
+        return factories[id(stores.for_namespace(namespace))]
+
+    manager = Manager(
+        port,
+        executor_factory=next(iter(factories.values())),
+        factory_for=factory_for if stores.by_namespace else None,
         name=opts.name,
         capacity=opts.capacity,
         labels=opts.labels,
@@ -265,11 +278,11 @@ async def _keep_renewed(opts: NestOptions, cred: Credential, manager: Manager) -
 async def run_nest(opts: NestOptions, start_gateway: GatewayStarter | None = None) -> None:
     """Enrol if needed, then run the Manager (and the Gateway, when ``start_gateway`` is given)
     until SIGINT/SIGTERM (drain) or a revoked credential."""
-    from agen.store import open_store
+    from agen.nest.stores import NestStores
 
     cred = read_credential(opts.folder, opts.hubs, opts.ca_hash)
     os.environ[HUB_URL_ENV] = opts.hub  # ${AGEN_HUB_URL} in a bundle's mcp.json: the first Hub
-    store = await open_store(opts.store)
+    stores = await NestStores.open(None if opts.store_for_only else opts.store, opts.store_for)
     gateway: RunningGateway | None = None
     renewing: asyncio.Task[None] | None = None
     try:
@@ -279,20 +292,20 @@ async def run_nest(opts: NestOptions, start_gateway: GatewayStarter | None = Non
         if start_gateway is not None:
             gateway = await start_gateway(link)
         try:
-            manager = await _manager(opts, cred, store, gateway)
+            manager = await _manager(opts, cred, stores, gateway)
         except UnauthenticatedError:
             if not opts.join_token:
                 raise
             log.warning("nest %s: the saved credential was refused; enrolling again", opts.name)
             cred = link.credential = await enrol(opts)
-            manager = await _manager(opts, cred, store, gateway)
+            manager = await _manager(opts, cred, stores, gateway)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         print(
             f"agen nest: nest {opts.name} ({manager.nest_id}) runs up to {opts.capacity or 'any'} "
-            f"instances for {', '.join(opts.hubs)} (store {store.url}, backend {opts.backend}); Ctrl-C drains and stops",
+            f"instances for {', '.join(opts.hubs)} ({stores.describe()}, backend {opts.backend}); Ctrl-C drains and stops",
             file=sys.stderr,
             flush=True,
         )
@@ -314,4 +327,4 @@ async def run_nest(opts: NestOptions, start_gateway: GatewayStarter | None = Non
     finally:
         if gateway is not None:
             await gateway.stop()
-        await store.close()
+        await stores.close()

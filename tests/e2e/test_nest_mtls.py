@@ -38,7 +38,8 @@ class Cert:
 def _post(
     hub: Up, method: str, body: dict[str, Any], token: str, cert: Cert | None = None
 ) -> httpx.Response:
-    """A call to the TLS Hub that trusts its CA alone and presents ``cert`` (or no certificate)."""
+    """A call to the TLS Hub (``method``, or a path such as /mcp) that trusts its CA alone and presents
+    ``cert`` (or no certificate)."""
     ca = hub.local()["ca_hash"]
     ca_pem = httpx.get(f"{hub.url}/ca.pem", verify=False, timeout=10).text
     from agen._cahash import ca_hash_of
@@ -48,9 +49,12 @@ def _post(
     if cert is not None:
         context.load_cert_chain(cert.path)
     return httpx.post(
-        f"{hub.url}/v1/{method}",
+        hub.url + (method if method.startswith("/") else f"/v1/{method}"),
         json=body,
-        headers={"Authorization": f"Bearer {token}"},
+        headers={
+            "Authorization": f"Bearer {token}",
+            "Accept": "application/json, text/event-stream",
+        },
         verify=context,
         timeout=30,
     )
@@ -163,6 +167,9 @@ def test_a_nest_enrolled_over_tls_runs_work_with_its_certificate_and_its_token_a
 
         # Nest RPCs need the credential and the certificate: the token alone is refused, in one line.
         code, message = _error(_post(hub, "GetTokenKeys", {}, cred["token"]))
+        assert code == 401 and "a bearer token alone is refused" in message
+        tools = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}  # the MCP door: the same rule
+        code, message = _error(_post(hub, "/mcp", tools, cred["token"]))
         assert code == 401 and "a bearer token alone is refused" in message
         assert _post(hub, "GetTokenKeys", {}, cred["token"], held).status_code == 200
         # A certificate of another CA does not get past the TLS handshake; the Hub serves on.

@@ -12,7 +12,7 @@ import psycopg
 import pytest
 
 from agen.store.host_tables import HOST_TABLES
-from tests.e2e.harness import Up
+from tests.e2e.harness import Up, wait_until
 from tests.e2e.test_nest_run import HELLO, Nest
 
 PASSWORD = "host-role-test-password"
@@ -144,6 +144,27 @@ def test_a_host_role_for_one_namespace_sees_and_writes_only_its_rows(
             "UPDATE runs SET namespace = 'b' WHERE namespace = 'a'",
         ):
             assert "row-level security" in _refused(a_url, refused), refused
+        # A Nest that runs namespace a only, on a's role (--store-for-only: no fallback store).
+        assert nest.stop() == 0
+        join = hub.json("join-token", "create")["token"]
+        only = ("--store-for", f"a={a_url}", "--store-for-only", "--join-token", join)
+        nest = Nest(hub, tmp_path / "na", "na", *only, store="")
+        hub.agen("nests", "revoke", "n")  # its deployments move to na
+        ran = hub.agen("run", "hello", "only a", "-n", "a", "--timeout", "2m")
+        assert "succeeded" in ran.stderr
+        wait_until(
+            lambda: "namespace b has no --store-for on this Nest" in nest.log.read_text(),
+            60,
+            "b's instance refused",
+        )
+        with _as(pg_url) as admin:
+            [(a_runs,)] = admin.execute(
+                "SELECT COUNT(*) FROM runs WHERE namespace = 'a'"
+            ).fetchall()
+            [(b_runs,)] = admin.execute(
+                "SELECT COUNT(*) FROM runs WHERE namespace = 'b'"
+            ).fetchall()
+        assert (a_runs, b_runs) == (2, 1)
         # every host table has the role's policy (a table added later would need the command again)
         with _as(pg_url) as admin:
             policed = {
