@@ -15,11 +15,14 @@ of that same Nest (mTLS, agen.hub.fleet.certs): a bearer token alone is refused.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from agen._cahash import ca_hash_of
 from agen.calltokens import CallIdentity, is_call_token, keys_by_id, verify_call_token
 from agen.domain import TaskBrief, TaskState, columns
 from agen.errors import DeniedError, InvalidError, UnauthenticatedError
@@ -27,6 +30,9 @@ from agen.store import Store, Tx, dumps, loads, new_ulid
 from agen.wire.bearer import (
     bearer_token as bearer_token,
 )  # re-exported: the one parser (webhook, MCP door)
+
+if TYPE_CHECKING:
+    from agen.hub.fleet.certs import NestCert
 
 TOKEN_PREFIX = "agen_"
 SCOPES = ("viewer", "operator", "approver", "admin", "nest")
@@ -219,9 +225,11 @@ class Authenticator:
     def __init__(self, store: Store) -> None:
         self._store = store
         self._cache: dict[str, tuple[Principal, int, int | None]] = {}
-        self._certs: dict[
-            str, tuple[str, int, int]
-        ] = {}  # fingerprint -> (nest id, until, not after)
+        self._certs: dict[str, tuple[str, str, int, int]] = {}
+        """A live client certificate (PEM, as the TLS layer gave it) -> (fingerprint, nest id, cached
+        until, not after): a Nest's calls on one connection check it once per CACHE_MS."""
+        self._with_cert: dict[tuple[str, str], tuple[Principal, Principal]] = {}
+        """(token id, fingerprint) -> (the token's principal, it with the certificate)."""
         self.require_nest_certificates = False
         """A TLS Hub: Nest credentials count only with their client certificate (Hub.serve_tls)."""
 
@@ -304,10 +312,7 @@ class Authenticator:
         self, nest: Principal, peer_cert: str | None, now_ms: int
     ) -> Principal:
         """The Nest's principal if ``peer_cert`` is a live certificate of that same Nest (mTLS)."""
-        import dataclasses
-
-        from agen._cahash import ca_hash_of
-        from agen.hub.fleet import certs
+        from agen.hub.fleet import certs  # not at import: only a TLS Hub checks certificates
 
         assert nest.nest_id is not None
         if peer_cert is None:
@@ -324,30 +329,40 @@ class Authenticator:
                 "certificate (mTLS); a bearer token alone is refused",
                 nest_id=nest.nest_id,
             )
-        fingerprint = ca_hash_of(peer_cert)
-        hit = self._certs.get(fingerprint)
-        if hit is not None and hit[1] > now_ms and hit[2] > now_ms:
-            owner = hit[0]
+        hit = self._certs.get(peer_cert)
+        if hit is not None and hit[2] > now_ms and hit[3] > now_ms:
+            fingerprint, owner = hit[0], hit[1]
         else:
-            owner = await self._check_certificate(fingerprint, now_ms)
+            fingerprint = ca_hash_of(peer_cert)
+            cert = await self._check_certificate(fingerprint, now_ms)
+            owner = cert.nest_id
+            if len(self._certs) > 10_000:  # bounded: entries outlive their connections
+                self._certs.clear()
+            self._certs[peer_cert] = (fingerprint, owner, now_ms + self.CACHE_MS, cert.not_after_ms)
         if owner != nest.nest_id:
             raise DeniedError(
                 f"the client certificate {fingerprint[:19]}… belongs to nest {owner}, not to nest "
                 f"{nest.nest_id} whose credential this call carries",
                 nest_id=nest.nest_id,
             )
-        return dataclasses.replace(nest, certificate=fingerprint)
+        made = self._with_cert.get((nest.id, fingerprint))
+        if made is not None and made[0] is nest:
+            return made[1]
+        if len(self._with_cert) > 10_000:
+            self._with_cert.clear()
+        principal = dataclasses.replace(nest, certificate=fingerprint)
+        self._with_cert[(nest.id, fingerprint)] = (nest, principal)
+        return principal
 
-    async def _check_certificate(self, fingerprint: str, now_ms: int) -> str:
-        """The Nest a client certificate names, if it is live (its first use ends the ones before it)."""
+    async def _check_certificate(self, fingerprint: str, now_ms: int) -> NestCert:
+        """A client certificate, if it is live (its first use ends the ones before it)."""
         from agen.hub.fleet import certs
 
         cert = await self._store.read(lambda tx: certs.find(tx, fingerprint))
         if cert is not None and cert.first_used_ms is None and cert.ended_ms is None:
             found = cert
             cert, ended = await self._store.write(lambda tx: certs.first_use(tx, found))
-            for gone in ended:
-                self._certs.pop(gone, None)
+            self._certs = {k: v for k, v in self._certs.items() if v[0] not in ended}
         if cert is None:
             raise UnauthenticatedError(
                 f"the client certificate {fingerprint[:19]}… is not one this Hub issued to an enrolled "
@@ -365,8 +380,7 @@ class Authenticator:
                 "renews it before that (--cert-renew-before), or enrols again with a join token",
                 nest_id=cert.nest_id,
             )
-        self._certs[fingerprint] = (cert.nest_id, now_ms + self.CACHE_MS, cert.not_after_ms)
-        return cert.nest_id
+        return cert
 
     async def act_for_task(self, agent: Principal, task_id: str | None) -> Principal:
         """The principal an on-behalf token's call is made as: the submitter of the running task it
@@ -434,4 +448,4 @@ class Authenticator:
         Nest must not get 5 more seconds)."""
         self._cache = {k: v for k, v in self._cache.items() if v[0].id not in token_ids}
         if nest_id is not None:
-            self._certs = {k: v for k, v in self._certs.items() if v[0] != nest_id}
+            self._certs = {k: v for k, v in self._certs.items() if v[1] != nest_id}

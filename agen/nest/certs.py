@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agen.nest")
 CERT_FILE = "nest-cert.pem"
+_END_CERT = "-----END CERTIFICATE-----"
 RENEW_BEFORE_MS = 10 * 86_400_000
 """``agen nest run --cert-renew-before``: renew when less than this remains."""
 RENEW_CHECK_S = 300.0
@@ -88,7 +89,7 @@ class NestTls:
         self.path = folder / CERT_FILE
         self.ca_pem = ca_pem
         self.generation = 0  # goes up at each renewal: transports move to the new certificate
-        self._context = self._load()
+        self._context, self.fingerprint, self.not_after_ms = self._load()
 
     @property
     def ca_hash(self) -> str:
@@ -100,14 +101,14 @@ class NestTls:
         write_private(folder / CERT_FILE, cert_pem + key_pem)
         return cls(folder, ca_pem)
 
-    def _load(self) -> ssl.SSLContext:
+    def _load(self) -> tuple[ssl.SSLContext, str, int]:
+        """The saved certificate as a TLS context, with its fingerprint and expiry (ms)."""
         from cryptography import x509
 
         try:
             text = self.path.read_text()
-            self.not_after_ms = int(
-                x509.load_pem_x509_certificate(text.encode()).not_valid_after_utc.timestamp() * 1000
-            )
+            cert_pem = text[: text.index(_END_CERT) + len(_END_CERT)]
+            cert = x509.load_pem_x509_certificate(cert_pem.encode())
             context = ssl.create_default_context(cadata=self.ca_pem)
             context.load_cert_chain(self.path)
         except (OSError, ValueError, ssl.SSLError) as e:
@@ -116,8 +117,8 @@ class NestTls:
                 "folder's nest.json and enrol again with --join-token",
                 file=str(self.path),
             ) from None
-        self.fingerprint = ca_hash_of(text[: text.index("-----END CERTIFICATE-----") + 25])
-        return context
+        not_after = int(cert.not_valid_after_utc.timestamp() * 1000)
+        return context, ca_hash_of(cert_pem), not_after
 
     def context(self) -> ssl.SSLContext:
         """Trusts the Hub CA alone, and presents this Nest's current certificate."""
@@ -127,7 +128,7 @@ class NestTls:
         """Keep the renewed certificate (one rename: a crash leaves the old or the new, whole)."""
         check_issued(cert_pem, key_pem, self.ca_pem)
         write_private(self.path, cert_pem + key_pem)
-        self._context = self._load()
+        self._context, self.fingerprint, self.not_after_ms = self._load()
         self.generation += 1
 
 

@@ -4,10 +4,12 @@ through the API (the same ClientHubPort the Nest beside an ``agen up`` Hub uses,
 First start: the one-time join token enrols the Nest (EnrolNest) and its own credential (scope nest,
 bound to this Nest) is saved 0600 in its data folder (default AGEN_HOME/nests/<name>/nest.json); later
 starts use that credential. With an https Hub the Nest also sends a CSR for a key it makes and keeps
-the client certificate it gets (agen.nest.certs), presented on every call and renewed before it expires. A saved credential the Hub rejects is replaced by a fresh enrolment when a
-join token is at hand. Run data (runs, messages, spans) goes straight to the store named by ``--store``,
-the one the Hub uses, so running agents keep checkpointing while the Hub is away; the Manager keeps its
-last assignments running and reports again when the Hub answers. A revoked credential stops the Nest.
+the client certificate it gets (agen.nest.certs), presented on every call and renewed before it
+expires. A saved credential the Hub rejects is replaced by a fresh enrolment when a join token is at
+hand. Run data (runs, messages, spans) goes straight to the store named by ``--store`` (or a
+namespace's ``--store-for``, agen.nest.stores), so running agents keep checkpointing while the Hub is
+away; the Manager keeps its last assignments running and reports again when the Hub answers. A
+revoked credential stops the Nest.
 """
 
 from __future__ import annotations
@@ -317,6 +319,7 @@ async def run_nest(opts: NestOptions, start_gateway: GatewayStarter | None = Non
         stopping.cancel()
         if renewing is not None:
             renewing.cancel()
+            await asyncio.gather(renewing, return_exceptions=True)
         if running.done():
             running.result()  # a revoked credential ends the Nest: raise why
         print("agen nest: draining", file=sys.stderr, flush=True)

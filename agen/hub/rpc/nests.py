@@ -324,7 +324,7 @@ async def renew_nest_certificate(
     _own_nest(p, req.nest_id)
     ca = hub.nest_ca
     if ca is None:
-        raise InvalidError(
+        raise ConflictError(
             "this Hub does not serve TLS, so it issues no Nest certificates; there is nothing to renew"
         )
     if p.certificate is None:
