@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from agen._cahash import CA_HASH_ENV, ca_hash_of, check_ca_hash
 from agen.api.registry import Rpc
-from agen.errors import AgenError, UnavailableError, from_dict
+from agen.errors import AgenError, DeniedError, UnavailableError, from_dict
 
 if TYPE_CHECKING:
     import httpx
@@ -98,8 +98,6 @@ def pinned_context(url: str, ca_hash: str) -> ssl.SSLContext:
     /ca.pem without verification (it is public), then accepted only if its hash is the pinned one."""
     import httpx
 
-    from agen.errors import DeniedError
-
     base = url.rstrip("/")
     try:
         r = httpx.get(f"{base}/ca.pem", verify=False, timeout=10)  # checked against the pin below
@@ -124,6 +122,26 @@ def pinned_context(url: str, ca_hash: str) -> ssl.SSLContext:
     return ssl.create_default_context(cadata=pem)
 
 
+_CERT_ALERTS = ("ALERT_UNKNOWN_CA", "ALERT_BAD_CERTIFICATE", "ALERT_CERTIFICATE", "ALERT_ACCESS")
+
+
+def _refused_certificate(url: str, e: Exception) -> DeniedError | None:
+    """A TLS refusal, not an unreachable Hub: the Hub's certificate does not verify against the CA
+    this client trusts, or the Hub's TLS layer refused this client's certificate."""
+    text = str(e).upper()
+    if "CERTIFICATE_VERIFY_FAILED" in text:
+        return DeniedError(
+            f"the Hub at {url} presents a certificate that does not verify against the CA this "
+            f"client trusts ({str(e)[:160]}); check --hub and --ca-hash"
+        )
+    if any(alert in text for alert in _CERT_ALERTS):
+        return DeniedError(
+            f"the Hub at {url} refused this client's TLS certificate ({str(e)[:120]}): only "
+            "certificates from that Hub's CA, still valid, are accepted; enrol with that Hub"
+        )
+    return None
+
+
 def _transport_error() -> type[Exception]:
     import httpx
 
@@ -132,14 +150,22 @@ def _transport_error() -> type[Exception]:
 
 class HttpTransport:
     def __init__(
-        self, url: str, token: str | None, *, timeout_s: float = 30.0, ca_hash: str | None = None
+        self,
+        url: str,
+        token: str | None,
+        *,
+        timeout_s: float = 30.0,
+        ca_hash: str | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
+        """``tls``: a context of the caller's own (a Nest's, with its client certificate and the Hub
+        CA it pinned at enrolment) instead of one from ``ca_hash`` or the system's CAs."""
         import httpx
 
         self.url = url.rstrip("/")
         self.token = token
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        verify = pinned_context(self.url, ca_hash) if ca_hash else _tls_context()
+        verify = tls or (pinned_context(self.url, ca_hash) if ca_hash else _tls_context())
         self._http: httpx.AsyncClient = httpx.AsyncClient(
             base_url=self.url, headers=headers, timeout=timeout_s, verify=verify
         )
@@ -158,7 +184,9 @@ class HttpTransport:
                 timeout=self._timeout_s + wait,
             )
         except _transport_error() as e:
-            raise unreachable(self.url, type(e).__name__) from None
+            raise _refused_certificate(self.url, e) or unreachable(
+                self.url, type(e).__name__
+            ) from None
         if r.status_code >= 400:
             try:
                 body = r.json()

@@ -56,6 +56,7 @@ class UpOptions:
     nest: bool = True
     tls: bool = False  # `agen hub serve --tls`: HTTPS with the Hub CA (agen.hub.tls)
     tls_hosts: tuple[str, ...] = ()  # extra names/IPs for the server certificate
+    nest_cert_lifetime_ms: int = 30 * 86_400_000  # `--nest-cert-lifetime`: Nest client certificates
     gateway_listen: str | None = None  # the A2A Gateway (agen.gateway); None: no Gateway
 
 
@@ -315,11 +316,22 @@ async def serve(opts: UpOptions) -> None:
     os.environ[HUB_URL_ENV] = url  # ${AGEN_HUB_URL} in a bundle's mcp.json (fleet-steward's /mcp)
     ssl_files: dict[str, Any] = {}
     if opts.tls:
+        import ssl
+
+        from agen.api.peer_cert import peer_cert_protocol
         from agen.hub.tls import prepare
 
         tls = await prepare(store, home / "tls", [host, *opts.tls_hosts])
-        hub.tls_ca_pem, hub.tls_ca_hash = tls.ca_pem, tls.ca_hash
-        ssl_files = {"ssl_certfile": str(tls.cert_file), "ssl_keyfile": str(tls.key_file)}
+        hub.serve_tls(tls, opts.nest_cert_lifetime_ms)
+        # Client certificates are asked for but optional at the TLS layer (API clients use bearer
+        # tokens); one that is sent must come from the Hub CA. Nest calls require one (agen.hub.auth).
+        ssl_files = {
+            "ssl_certfile": str(tls.cert_file),
+            "ssl_keyfile": str(tls.key_file),
+            "ssl_cert_reqs": ssl.CERT_OPTIONAL,
+            "ssl_ca_certs": str(tls.ca_file),
+            "http": peer_cert_protocol(),
+        }
     hub.allow_self_approval = opts.allow_self_approval
     app = create_app(hub)
     server = _Server(

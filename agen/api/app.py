@@ -28,6 +28,7 @@ from starlette.routing import Route
 from agen.api.dispatch import RETRY_AFTER_S, authorize, dispatch
 from agen.api.hooks import hook_routes, read_limited
 from agen.api.openapi import openapi_document
+from agen.api.peer_cert import peer_certificate
 from agen.api.registry import RPCS, Rpc
 from agen.errors import AgenError, InvalidError, NotFoundError, TooLargeError, UnavailableError
 from agen.hub.service import Hub
@@ -156,7 +157,9 @@ def create_app(hub: Hub, max_body: int | None = None) -> Starlette:
                 raise NotFoundError(
                     f"no API method {name!r}; GET /openapi.json lists them", method=name
                 )
-            principal = await hub.auth.caller(request.headers, hub.clock())
+            principal = await hub.auth.caller(
+                request.headers, hub.clock(), peer_certificate(request.scope)
+            )
             authorize(principal, rpc)  # before the body: a caller without scope gets 403
             body = await _read_body(request, name, bundle_cap if name in BUNDLE_RPCS else body_cap)
             payload = parse_body(name, body)

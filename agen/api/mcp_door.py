@@ -171,11 +171,12 @@ class McpDoor:
             return
         from starlette.datastructures import Headers
 
+        from agen.api.peer_cert import peer_certificate
         from agen.hub.auth import bearer_token
 
         try:
             principal = await self.hub.auth.authenticate(
-                bearer_token(Headers(scope=scope)), self.hub.clock()
+                bearer_token(Headers(scope=scope)), self.hub.clock(), peer_certificate(scope)
             )
         except AgenError as e:
             response = JSONResponse(

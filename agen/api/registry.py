@@ -623,6 +623,15 @@ GetTokenKeys = _rpc(
     f"{N}:get_token_keys",
     "The Hub's public keys that agents' call tokens verify against (a Gateway checks callers offline).",
 )
+RenewNestCertificate = _rpc(
+    "RenewNestCertificate",
+    ns.RenewNestCertificateRequest,
+    ns.RenewNestCertificateResponse,
+    "nest",
+    f"{N}:renew_nest_certificate",
+    "A TLS Hub signs a fresh key's CSR for the calling Nest, over its current mTLS connection; the "
+    "current certificate works until the new one is first used.",
+)
 CreateJoinToken = _rpc(
     "CreateJoinToken",
     ns.CreateJoinTokenRequest,
@@ -637,7 +646,8 @@ EnrolNest = _rpc(
     ns.EnrolNestResponse,
     "join",
     f"{N}:enrol_nest",
-    "Use up a join token: the Nest is registered and receives its own credential (scope nest).",
+    "Use up a join token: the Nest is registered and receives its own credential (scope nest) and, "
+    "from a TLS Hub, its client certificate signed from its CSR in the same transaction.",
 )
 ListNests = _rpc(
     "ListNests",
@@ -653,7 +663,7 @@ RevokeNest = _rpc(
     Ok,
     "admin",
     f"{N}:revoke_nest",
-    "End a Nest's credential, assignments and leases for good; its tasks run elsewhere.",
+    "End a Nest's credential, certificates, assignments and leases for good; its tasks run elsewhere.",
 )
 FLEET_RPCS = (CreateJoinToken, EnrolNest, ListNests, RevokeNest)
 # Platform secrets (agen.hub.rpc.secrets): values go in through admin calls and out only to a Nest.
@@ -786,6 +796,7 @@ NEST_RPCS = (
     ReportProgress,
     WaitForWork,
     GetTokenKeys,
+    RenewNestCertificate,
     SubmitChildTask,
     WaitChildTask,
     CheckTurn,

@@ -65,6 +65,8 @@ EXAMPLES: dict[tuple[str, ...], list[str]] = {
     ("nest", "run"): [
         "agen nest run --hub http://127.0.0.1:7070 --store sqlite:$HOME/.agen/agen.db --join-token agen_…",
         "agen nest run --hub https://hub.example.lan:7070 --ca-hash sha256:9f2c… --store postgres://…",
+        "agen nest run --hub https://hub.example.lan:7070 --ca-hash sha256:9f2c… "
+        "--store-for team-a=postgres://agen_host_a:…@db/agen --store-for-only",
     ],
     ("hub", "rotate-kek"): [
         "agen hub rotate-kek --store postgres://agen@db/agen  # AGEN_HUB_KEK_NEW_FILE=/etc/agen/kek.new",
@@ -90,6 +92,11 @@ EXAMPLES: dict[tuple[str, ...], list[str]] = {
     ],
     ("nests",): ["agen nests", "agen nests --json", "agen nests revoke nest-b"],
     ("nests", "revoke"): ["agen nests revoke nest-b"],
+    ("store",): ["agen store host-role --store postgres://agen@db/agen  # AGEN_HOST_DB_PASSWORD=…"],
+    ("store", "host-role"): [
+        "agen store host-role --store postgres://agen@db/agen  # AGEN_HOST_DB_PASSWORD=…",
+        "agen store host-role --store postgres://agen@db/agen --role agen_host_a --namespace a",
+    ],
     ("pause",): ["agen pause 01JD8ZQ5K3 --in 1h --reason 'waiting for the release'"],
     ("resume",): ["agen resume 01JD8ZQ5K3"],
     ("tasks",): [

@@ -1,5 +1,6 @@
 """Running apart: ``agen hub serve`` (the Hub alone), ``agen nest run`` (a Nest in its own process),
-``agen join-token create`` (enrol one Nest) and ``agen nests`` (list, revoke)."""
+``agen join-token create`` (enrol one Nest), ``agen nests`` (list, revoke) and ``agen store host-role``
+(the database role Nests get)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ hub_app = typer.Typer(help="The Hub on its own (Nests run elsewhere).", no_args_
 nest_app = typer.Typer(help="A Nest in its own process, enrolled with a Hub.", no_args_is_help=True)
 join_app = typer.Typer(help="One-time tokens that enrol Nests.", no_args_is_help=True)
 nests_app = typer.Typer(help="The Nests a Hub knows.", no_args_is_help=False)
+store_app = typer.Typer(help="The Store's database roles.", no_args_is_help=True)
 
 LabelOpt = Annotated[
     list[str] | None,
@@ -53,12 +55,27 @@ def hub_serve(
             show_default=False,
         ),
     ] = None,
+    nest_cert_lifetime: Annotated[
+        str | None,
+        typer.Option(
+            "--nest-cert-lifetime",
+            metavar="DURATION",
+            help="With --tls: how long Nest client certificates are valid (default 30d; Nests renew "
+            "before expiry, see agen nest run --cert-renew-before).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """The Hub alone: API, scheduler, triggers; Nests enrol with `agen nest run`."""
     import asyncio
 
     from agen.cli._common import parse_duration_ms
     from agen.errors import InvalidError
+    from agen.hub.tls import (
+        MAX_NEST_CERT_LIFETIME_MS,
+        MIN_NEST_CERT_LIFETIME_MS,
+        NEST_CERT_LIFETIME_MS,
+    )
     from agen.up import UpOptions, parse_listen, serve
 
     parse_listen(listen, tls=tls)
@@ -66,6 +83,19 @@ def hub_serve(
         raise InvalidError(
             "--tls-host names hosts for the TLS certificate: add --tls", field="--tls-host"
         )
+    lifetime_ms = NEST_CERT_LIFETIME_MS
+    if nest_cert_lifetime is not None:
+        if not tls:
+            raise InvalidError(
+                "--nest-cert-lifetime is for the Nest certificates a TLS Hub issues: add --tls",
+                field="--nest-cert-lifetime",
+            )
+        lifetime_ms = parse_duration_ms(nest_cert_lifetime, flag="--nest-cert-lifetime")
+        if not MIN_NEST_CERT_LIFETIME_MS <= lifetime_ms <= MAX_NEST_CERT_LIFETIME_MS:
+            raise InvalidError(
+                f"--nest-cert-lifetime {nest_cert_lifetime}: use 1h to 365d (default 30d)",
+                field="--nest-cert-lifetime",
+            )
     opts = UpOptions(
         listen=listen,
         store=store,
@@ -73,6 +103,7 @@ def hub_serve(
         nest=False,
         tls=tls,
         tls_hosts=tuple(tls_host or ()),
+        nest_cert_lifetime_ms=lifetime_ms,
     )
     asyncio.run(serve(opts))
 
@@ -89,13 +120,14 @@ def nest_run(
         ),
     ],
     store: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--store",
-            help="The store the Hub uses (instances write run data there), e.g. sqlite:/path/agen.db.",
+            help="The store the Hub uses (instances write run data there), e.g. sqlite:/path/agen.db "
+            "or the host role's postgres://agen_host@… (`agen store host-role`).",
             show_default=False,
         ),
-    ],
+    ] = None,
     join_token: Annotated[
         str | None,
         typer.Option(
@@ -164,18 +196,48 @@ def nest_run(
             "token (optional, anonymous callers, is not supported yet).",
         ),
     ] = "required",
+    store_for: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--store-for",
+            metavar="NAMESPACE=URL",
+            help="That namespace's instances write to this store instead, e.g. a host role limited "
+            "to it (`agen store host-role --namespace`); repeatable.",
+            show_default=False,
+        ),
+    ] = None,
+    store_for_only: Annotated[
+        bool,
+        typer.Option(
+            "--store-for-only",
+            help="Run only namespaces that have a --store-for entry (no fallback to --store).",
+        ),
+    ] = False,
+    cert_renew_before: Annotated[
+        str | None,
+        typer.Option(
+            "--cert-renew-before",
+            metavar="DURATION",
+            help="An https Hub: renew the Nest's client certificate (mTLS) when less than this "
+            "remains (default 10d).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run a Nest that pulls work from a Hub; Ctrl-C drains and stops it."""
     import asyncio
     from pathlib import Path
 
     from agen._cahash import check_ca_hash
+    from agen.cli._common import parse_duration_ms
     from agen.client import check_hub_url
     from agen.errors import InvalidError
     from agen.hub.observe.events import parse_labels
     from agen.nest.backends import check_backend
+    from agen.nest.certs import RENEW_BEFORE_MS
     from agen.nest.process import parse_memory_limit
     from agen.nest.remote import NestOptions, run_nest
+    from agen.nest.stores import parse_store_for
     from agen.up import parse_listen
 
     if capacity < 0:
@@ -195,8 +257,39 @@ def nest_run(
                 field="--gateway-url",
             )
         check_hub_url(gateway_url, "--gateway-url")
+    mapped = parse_store_for(store_for or [])
+    if store_for_only and not mapped:
+        raise InvalidError(
+            "--store-for-only runs only the namespaces --store-for names: add --store-for NS=URL",
+            field="--store-for-only",
+        )
+    if store_for_only and store is not None:
+        raise InvalidError(
+            "--store is not used with --store-for-only (every namespace this Nest runs has its own "
+            "--store-for): drop one",
+            field="--store",
+        )
+    if store is None and not store_for_only:
+        raise InvalidError(
+            "--store is required: the store the Hub uses, where instances write run data (or "
+            "--store-for NS=URL with --store-for-only)",
+            field="--store",
+        )
     nest_name = name or socket.gethostname().split(".")[0] or "nest"
     hubs = [check_hub_url(h, "--hub") for h in hub]
+    renew_before_ms = RENEW_BEFORE_MS
+    if cert_renew_before is not None:
+        if not any(h.startswith("https://") for h in hubs):
+            raise InvalidError(
+                "--cert-renew-before is for the client certificate an https Hub issues; no --hub "
+                "is https",
+                field="--cert-renew-before",
+            )
+        renew_before_ms = parse_duration_ms(cert_renew_before, flag="--cert-renew-before")
+        if renew_before_ms <= 0:
+            raise InvalidError(
+                "--cert-renew-before must be more than 0, e.g. 10d", field="--cert-renew-before"
+            )
     opts = NestOptions(
         hub=hubs[0],
         more_hubs=tuple(hubs[1:]),
@@ -211,6 +304,9 @@ def nest_run(
         ca_hash=check_ca_hash(ca_hash, "--ca-hash") if ca_hash else None,
         gateway_listen=listen,
         gateway_url=gateway_url,
+        cert_renew_before_ms=renew_before_ms,
+        store_for=mapped,
+        store_for_only=store_for_only,
     )
     if any(h.startswith("https://") for h in hubs) and opts.ca_hash is None:
         err("agen nest: no --ca-hash: the Hub's certificate is checked against the system's CAs")
@@ -361,8 +457,69 @@ def nests_revoke(
     print(resp.message)
 
 
+@store_app.command("host-role")
+def store_host_role(
+    store: Annotated[
+        str,
+        typer.Option(
+            "--store",
+            help="The Postgres store, as a role that owns its tables (the Hub's) or a superuser: "
+            "postgres://ADMIN@host/db.",
+            show_default=False,
+        ),
+    ],
+    role: Annotated[
+        str, typer.Option("--role", help="The role to create or update.")
+    ] = "agen_host",
+    namespace: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--namespace",
+            help="Limit the role to this namespace's rows, for reads and writes (repeatable; "
+            "row-level security). Without it: every namespace.",
+            show_default=False,
+        ),
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """The least-privilege Postgres role for Nests: the run-data tables only (password from
+    AGEN_HOST_DB_PASSWORD); give Nests its URL as --store."""
+    import os
+
+    from agen.errors import InvalidError
+    from agen.store.host_role import PASSWORD_ENV, make_host_role
+    from agen.store.locate import is_postgres_url
+
+    if not is_postgres_url(store):
+        raise InvalidError(
+            "--store: a host role is a Postgres role; give the postgres://… URL of the store "
+            "(a SQLite store has no roles: its Nests share the file)",
+            field="--store",
+        )
+    made = make_host_role(
+        store, role, list(dict.fromkeys(namespace or [])), os.environ.get(PASSWORD_ENV) or None
+    )
+    if json_out:
+        print_json(
+            {
+                "role": made.role,
+                "created": made.created,
+                "namespaces": list(made.namespaces),
+                "url": made.url,
+            }
+        )
+        return
+    scope = ", ".join(made.namespaces) if made.namespaces else "every namespace"
+    print(made.url)
+    err(
+        f"host role {made.role} {'created' if made.created else 'updated'} ({scope}): give Nests "
+        f"--store {made.url} with the password from {PASSWORD_ENV} in the URL"
+    )
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(hub_app, name="hub")
     app.add_typer(nest_app, name="nest")
     app.add_typer(join_app, name="join-token")
     app.add_typer(nests_app, name="nests")
+    app.add_typer(store_app, name="store")

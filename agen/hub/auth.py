@@ -8,15 +8,21 @@ RPCs and WhoAmI, nothing else); admin does everything.
 Three kinds of token authenticate: ``api`` (people and scripts), ``nest`` (a Nest's credential, bound to
 that Nest's id: it may act only for itself) and ``join`` (single-use, good for EnrolNest only, which
 uses it up in the same transaction that enrols the Nest). No API token can hold the nest scope.
+
+On a TLS Hub (``require_nest_certificates``) a ``nest`` credential counts only beside a client certificate
+of that same Nest (mTLS, agen.hub.fleet.certs): a bearer token alone is refused.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from agen._cahash import ca_hash_of
 from agen.calltokens import CallIdentity, is_call_token
 from agen.domain import TaskBrief, TaskState, columns
 from agen.errors import DeniedError, InvalidError, UnauthenticatedError
@@ -24,6 +30,9 @@ from agen.store import Store, Tx, dumps, loads, new_ulid
 from agen.wire.bearer import (
     bearer_token as bearer_token,
 )  # re-exported: the one parser (webhook, MCP door)
+
+if TYPE_CHECKING:
+    from agen.hub.fleet.certs import NestCert
 
 TOKEN_PREFIX = "agen_"
 SCOPES = ("viewer", "operator", "approver", "admin", "nest")
@@ -55,6 +64,8 @@ class Principal:
     call: CallIdentity | None = None
     """A call token's principal (kind ``call``): it may only reach its one callee deployment, over
     the RPCs an A2A Gateway makes for it (agen.api.dispatch.CALL_TOKEN_RPCS)."""
+    certificate: str | None = None
+    """A Nest's call over mTLS: the fingerprint of the client certificate it came with."""
 
     @property
     def subject(self) -> str:
@@ -214,8 +225,25 @@ class Authenticator:
     def __init__(self, store: Store) -> None:
         self._store = store
         self._cache: dict[str, tuple[Principal, int, int | None]] = {}
+        self._certs: dict[str, tuple[str, str, int, int]] = {}
+        """A live client certificate (PEM, as the TLS layer gave it) -> (fingerprint, nest id, cached
+        until, not after): a Nest's calls on one connection check it once per CACHE_MS."""
+        self._with_cert: dict[tuple[str, str], tuple[Principal, Principal]] = {}
+        """(token id, fingerprint) -> (the token's principal, it with the certificate)."""
+        self.require_nest_certificates = False
+        """A TLS Hub: Nest credentials count only with their client certificate (Hub.serve_tls)."""
 
-    async def authenticate(self, token: str | None, now_ms: int) -> Principal:
+    async def authenticate(
+        self, token: str | None, now_ms: int, peer_cert: str | None = None
+    ) -> Principal:
+        """The principal of a bearer token. On a TLS Hub a Nest's credential also needs ``peer_cert``,
+        the TLS client certificate (PEM) the request came with: every door, one rule."""
+        principal = await self._token_principal(token, now_ms)
+        if principal.kind == "nest" and principal.nest_id and self.require_nest_certificates:
+            principal = await self._with_certificate(principal, peer_cert, now_ms)
+        return principal
+
+    async def _token_principal(self, token: str | None, now_ms: int) -> Principal:
         if not token:
             raise UnauthenticatedError(
                 "no API token: pass --token (or AGEN_TOKEN), or run against the local `agen up`"
@@ -269,13 +297,90 @@ class Authenticator:
             call=who,
         )
 
-    async def caller(self, headers: Mapping[str, str], now_ms: int) -> Principal:
+    async def caller(
+        self, headers: Mapping[str, str], now_ms: int, peer_cert: str | None = None
+    ) -> Principal:
         """Who makes an HTTP request: its bearer token's principal, and for an on-behalf token the
-        submitter of the running task its ``X-Agen-Task`` header names (every door, one rule)."""
-        principal = await self.authenticate(bearer_token(headers), now_ms)
+        submitter of the running task its ``X-Agen-Task`` header names (every door, one rule). On a TLS
+        Hub a Nest's credential also needs ``peer_cert``, the TLS client certificate (PEM) it came with."""
+        principal = await self.authenticate(bearer_token(headers), now_ms, peer_cert)
         if principal.on_behalf:
             principal = await self.act_for_task(principal, headers.get(TASK_HEADER))
         return principal
+
+    async def _with_certificate(
+        self, nest: Principal, peer_cert: str | None, now_ms: int
+    ) -> Principal:
+        """The Nest's principal if ``peer_cert`` is a live certificate of that same Nest (mTLS)."""
+        from agen.hub.fleet import certs  # not at import: only a TLS Hub checks certificates
+
+        assert nest.nest_id is not None
+        if peer_cert is None:
+            if not await self._store.read(lambda tx: certs.has_any(tx, str(nest.nest_id))):
+                raise UnauthenticatedError(
+                    f"nest {nest.nest_id} enrolled before this Hub issued Nest certificates: on a TLS "
+                    "Hub a Nest calls with its client certificate (mTLS), and its credential alone is "
+                    "refused. Enrol it again (its name, id and labels stay): `agen join-token create` "
+                    "on the Hub, then `agen nest run ... --join-token <token>`",
+                    nest_id=nest.nest_id,
+                )
+            raise UnauthenticatedError(
+                f"nest {nest.nest_id}: on a TLS Hub a Nest's credential counts only with its client "
+                "certificate (mTLS); a bearer token alone is refused",
+                nest_id=nest.nest_id,
+            )
+        hit = self._certs.get(peer_cert)
+        if hit is not None and hit[2] > now_ms and hit[3] > now_ms:
+            fingerprint, owner = hit[0], hit[1]
+        else:
+            fingerprint = ca_hash_of(peer_cert)
+            cert = await self._check_certificate(fingerprint, now_ms)
+            owner = cert.nest_id
+            if len(self._certs) > 10_000:  # bounded: entries outlive their connections
+                self._certs.clear()
+            self._certs[peer_cert] = (fingerprint, owner, now_ms + self.CACHE_MS, cert.not_after_ms)
+        if owner != nest.nest_id:
+            raise DeniedError(
+                f"the client certificate {fingerprint[:19]}… belongs to nest {owner}, not to nest "
+                f"{nest.nest_id} whose credential this call carries",
+                nest_id=nest.nest_id,
+            )
+        made = self._with_cert.get((nest.id, fingerprint))
+        if made is not None and made[0] is nest:
+            return made[1]
+        if len(self._with_cert) > 10_000:
+            self._with_cert.clear()
+        principal = dataclasses.replace(nest, certificate=fingerprint)
+        self._with_cert[(nest.id, fingerprint)] = (nest, principal)
+        return principal
+
+    async def _check_certificate(self, fingerprint: str, now_ms: int) -> NestCert:
+        """A client certificate, if it is live (its first use ends the ones before it)."""
+        from agen.hub.fleet import certs
+
+        cert = await self._store.read(lambda tx: certs.find(tx, fingerprint))
+        if cert is not None and cert.first_used_ms is None and cert.ended_ms is None:
+            found = cert
+            cert, ended = await self._store.write(lambda tx: certs.first_use(tx, found))
+            self._certs = {k: v for k, v in self._certs.items() if v[0] not in ended}
+        if cert is None:
+            raise UnauthenticatedError(
+                f"the client certificate {fingerprint[:19]}… is not one this Hub issued to an enrolled "
+                "Nest; enrol the Nest with `agen nest run --join-token`"
+            )
+        if cert.ended_ms is not None:
+            why = certs.ENDED.get(cert.end_reason or "", "was ended")
+            raise UnauthenticatedError(
+                f"the client certificate {fingerprint[:19]}… of nest {cert.nest_id} {why}",
+                nest_id=cert.nest_id,
+            )
+        if cert.not_after_ms <= now_ms:
+            raise UnauthenticatedError(
+                f"the client certificate {fingerprint[:19]}… of nest {cert.nest_id} expired; the Nest "
+                "renews it before that (--cert-renew-before), or enrols again with a join token",
+                nest_id=cert.nest_id,
+            )
+        return cert
 
     async def act_for_task(self, agent: Principal, task_id: str | None) -> Principal:
         """The principal an on-behalf token's call is made as: the submitter of the running task it
@@ -338,6 +443,9 @@ class Authenticator:
             for_task=task_id,
         )
 
-    def forget(self, token_ids: set[str]) -> None:
-        """Drop revoked tokens from the cache at once (a revoked Nest must not get 5 more seconds)."""
+    def forget(self, token_ids: set[str], nest_id: str | None = None) -> None:
+        """Drop revoked tokens (and a revoked Nest's certificates) from the cache at once (a revoked
+        Nest must not get 5 more seconds)."""
         self._cache = {k: v for k, v in self._cache.items() if v[0].id not in token_ids}
+        if nest_id is not None:
+            self._certs = {k: v for k, v in self._certs.items() if v[1] != nest_id}

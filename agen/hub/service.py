@@ -10,10 +10,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agen.hub.auth import Authenticator
 from agen.store import Store, now_ms
+
+if TYPE_CHECKING:
+    from agen.hub.tls import HubTls, NestCa
 
 
 class WorkSignal:
@@ -68,12 +71,22 @@ class Hub:
             None  # `agen hub serve --tls`: served at /ca.pem for pinning clients
         )
         self.tls_ca_hash: str | None = None
+        self.nest_ca: NestCa | None = None  # a TLS Hub signs Nest client certificates (serve_tls)
         self.allow_self_approval = (
             False  # `agen up --allow-self-approval`: any token may approve its own work
         )
         self._cancel_listeners: list[Callable[[str], None]] = []
         # `agen up` with AGEN_OTLP_ENDPOINT: the exporter's counts (agen.otel.exporter), for GetMetrics and /health.
         self.otlp_stats: Callable[[], dict[str, Any]] | None = None
+
+    def serve_tls(self, tls: HubTls, nest_cert_lifetime_ms: int) -> None:
+        """This Hub serves HTTPS with the store's CA: it shows the CA, signs Nest certificates with it,
+        and takes a Nest's credential only with its client certificate (seed 000 §10)."""
+        from agen.hub.tls import NestCa
+
+        self.tls_ca_pem, self.tls_ca_hash = tls.ca_pem, tls.ca_hash
+        self.nest_ca = NestCa(tls.ca_pem, tls.ca_key_pem, nest_cert_lifetime_ms)
+        self.auth.require_nest_certificates = True
 
     def on_cancel(self, listener: Callable[[str], None]) -> None:
         """A local Nest stops a cancelled task's run at once instead of at its next lease check."""

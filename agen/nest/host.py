@@ -2,11 +2,12 @@
 
 The Manager starts it with the Store URL, the instance id, the definition digest and a
 per-instance host token in the environment (never on argv); the deployment's platform secret
-values come in the hello message, over the pipe only the Manager holds. It opens the same Store, loads
-the definition by digest (checked), starts the same RunnerExecutor an ``inproc`` instance
+values and the bundle (the archive the Manager fetched, checked against the digest) come in the hello
+message, over the pipe only the Manager holds. It opens the same Store (for run data only: a host role
+can run it, agen.store.host_tables), starts the same RunnerExecutor an ``inproc`` instance
 uses (runs write their data straight to the Store) and speaks JSON lines on stdin/stdout:
 
-    Manager -> host: hello{token, platform} run{task} cancel{id} drain health{seq} close
+    Manager -> host: hello{token, platform, bundle} run{task} cancel{id} drain health{seq} close
     host -> Manager: ready | failed{error}, result{id, result}, health{seq, in_flight},
                      progress{task_id, progress}
 
@@ -24,13 +25,12 @@ import signal
 import sys
 from typing import IO, TYPE_CHECKING, Any
 
-from agen.errors import ConflictError, InvalidError, NotFoundError
+from agen.errors import ConflictError, InvalidError
 from agen.nest.executor import ExecResult, Executor
 from agen.nest.port import LeasedTask
 
 if TYPE_CHECKING:  # the host process loads them when it serves, not on import
     from agen.bundle import Bundle
-    from agen.store import Store
 
 ENV_STORE = "AGEN_HOST_STORE"
 ENV_INSTANCE = "AGEN_HOST_INSTANCE"
@@ -63,21 +63,26 @@ async def _stdin_reader() -> asyncio.StreamReader:
     return reader
 
 
-async def _load_bundle(store: Store, digest: str) -> Bundle:
+def _load_bundle(archive_b64: object, digest: str) -> Bundle:
+    """The bundle the Manager sent in the hello (a packed archive, base64), checked against its digest."""
+    import base64
+    import binascii
+
     from agen.bundle import load_bundle_files
     from agen.bundle.archive import unpack
 
-    row = await store.one(
-        "SELECT id, digest, files FROM definitions WHERE digest = ? LIMIT 1", (digest,)
-    )
-    if row is None:
-        raise NotFoundError(f"definition {digest} is not in the store {store.url}", digest=digest)
-    def_id = row["id"]
-    bundle = load_bundle_files(unpack(bytes(row["files"]), expect_digest=row["digest"]))
+    if not isinstance(archive_b64, str):
+        raise InvalidError(
+            "the hello carries no bundle: the Manager and this host differ in version"
+        )
+    try:
+        blob = base64.b64decode(archive_b64, validate=True)
+    except binascii.Error:
+        raise InvalidError("the hello's bundle is not base64") from None
+    bundle = load_bundle_files(unpack(blob, expect_digest=digest))
     if bundle.digest != digest:
         raise ConflictError(
-            f"definition {def_id} unpacked to digest {bundle.digest}, expected {digest}",
-            digest=digest,
+            f"the bundle sent unpacked to digest {bundle.digest}, expected {digest}", digest=digest
         )
     return bundle
 
@@ -111,7 +116,7 @@ async def serve() -> int:
         try:
             executor = await start_executor(
                 store,
-                await _load_bundle(store, digest),
+                _load_bundle(hello.get("bundle"), digest),
                 instance_id,
                 progress=chan.progress,
                 platform_secrets=dict(hello.get("platform") or {}),

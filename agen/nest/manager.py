@@ -41,6 +41,7 @@ class Manager:
         clock: Callable[[], int] = now_ms,
         gateway_url: str | None = None,
         waiting_calls: Callable[[], Mapping[tuple[str, str], int]] | None = None,
+        factory_for: Callable[[str], ExecutorFactory] | None = None,
     ) -> None:
         self.port = port
         self.gateway_url = gateway_url  # this Nest's A2A Gateway, told to the Hub at registration
@@ -48,6 +49,9 @@ class Manager:
         """The Gateway's calls waiting for an instance, by (namespace, deployment): saturation."""
         self.clock = clock  # ms; the crash-loop back-off and the healthy-instance reset read it
         self.factory = executor_factory
+        self.factory_for = factory_for
+        """The executor factory for one namespace's instances (``agen nest run --store-for``: its own
+        store); it raises for a namespace this Nest does not run. None: ``factory`` for every one."""
         self.name = name
         self.capacity = capacity
         self.labels = labels or {}
@@ -242,7 +246,8 @@ class Manager:
         inst_id = new_ulid()
         try:
             bundle = await self._bundle(a)
-            executor = await self.factory(bundle, inst_id, await self._platform_secrets(a, bundle))
+            factory = self.factory if self.factory_for is None else self.factory_for(a.namespace)
+            executor = await factory(bundle, inst_id, await self._platform_secrets(a, bundle))
         except Exception as e:
             if self._start_errors.get(a.deployment_id) != str(
                 e

@@ -10,6 +10,7 @@ attempt counted, and their runs resume from their checkpoints on the replacement
 from __future__ import annotations
 
 import asyncio
+import base64
 import collections
 import contextlib
 import json
@@ -23,6 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agen.bundle import Bundle
+from agen.bundle.archive import pack
 from agen.errors import InvalidError, UnavailableError
 from agen.nest import host
 from agen.nest.executor import ExecResult, ExecutorFactory, ProgressSink
@@ -159,8 +161,16 @@ class ProcessExecutor:
             ) from None
         ex = cls(proc, instance_id, progress)
         try:
-            # platform secret values go over the pipe, never in the child's environment or argv
-            ex._send({"op": "hello", "token": token, "platform": dict(platform_secrets or {})})
+            # platform secret values go over the pipe, never in the child's environment or argv; so
+            # does the bundle (the host reads no definitions from the store: agen.store.host_tables)
+            ex._send(
+                {
+                    "op": "hello",
+                    "token": token,
+                    "platform": dict(platform_secrets or {}),
+                    "bundle": base64.b64encode(pack(bundle.files)).decode(),
+                }
+            )
             try:
                 await asyncio.wait_for(asyncio.shield(ex._ready), start_timeout_s)
             except TimeoutError:

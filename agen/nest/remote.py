@@ -3,10 +3,13 @@ through the API (the same ClientHubPort the Nest beside an ``agen up`` Hub uses,
 
 First start: the one-time join token enrols the Nest (EnrolNest) and its own credential (scope nest,
 bound to this Nest) is saved 0600 in its data folder (default AGEN_HOME/nests/<name>/nest.json); later
-starts use that credential. A saved credential the Hub rejects is replaced by a fresh enrolment when a
-join token is at hand. Run data (runs, messages, spans) goes straight to the store named by ``--store``,
-the one the Hub uses, so running agents keep checkpointing while the Hub is away; the Manager keeps its
-last assignments running and reports again when the Hub answers. A revoked credential stops the Nest.
+starts use that credential. With an https Hub the Nest also sends a CSR for a key it makes and keeps
+the client certificate it gets (agen.nest.certs), presented on every call and renewed before it
+expires. A saved credential the Hub rejects is replaced by a fresh enrolment when a join token is at
+hand. Run data (runs, messages, spans) goes straight to the store named by ``--store`` (or a
+namespace's ``--store-for``, agen.nest.stores), so running agents keep checkpointing while the Hub is
+away; the Manager keeps its last assignments running and reports again when the Hub answers. A
+revoked credential stops the Nest.
 
 For a Hub outage the data folder also holds (0600) the Hub's call-token keys (token_keys.json, so the
 Gateway checks tokens offline after a restart) and the call tokens resolved for its instances
@@ -21,20 +24,25 @@ import json
 import logging
 import os
 import signal
+import ssl
 import sys
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from agen._cahash import ca_hash_of
 from agen._home import agen_home, make_private_dir, write_private
 from agen.bundle._base import HUB_URL_ENV
-from agen.errors import InvalidError, UnauthenticatedError, UnavailableError
+from agen.errors import DeniedError, InvalidError, UnauthenticatedError, UnavailableError
+from agen.nest.certs import RENEW_BEFORE_MS, RENEW_CHECK_S, NestTls, keep_renewed
+from agen.nest.certs import when as _when
+from agen.store.base import now_ms
 
 if TYPE_CHECKING:
     from agen.client import Client
     from agen.nest.manager import Manager
-    from agen.store import Store
+    from agen.nest.stores import NestStores
 
 log = logging.getLogger("agen.nest")
 CREDENTIAL = "nest.json"
@@ -45,7 +53,7 @@ RESOLVED = "resolved.json"  # the call tokens resolved for this Nest's instances
 @dataclass
 class NestOptions:
     hub: str
-    store: str
+    store: str | None  # None only with store_for_only
     name: str
     join_token: str | None = None
     labels: dict[str, str] = field(default_factory=dict)
@@ -60,6 +68,11 @@ class NestOptions:
     more_hubs: tuple[str, ...] = ()  # other Hubs on the same store, tried when one does not answer
     gateway_listen: tuple[str, int] | None = None  # the A2A Gateway's address; None: no Gateway
     gateway_url: str | None = None  # how callers reach it (default: from gateway_listen)
+    cert_renew_before_ms: int = RENEW_BEFORE_MS  # renew the client certificate when less remains
+    cert_check_s: float = RENEW_CHECK_S  # how often its expiry is looked at
+    clock: Callable[[], int] = now_ms  # what "now" is for that check
+    store_for: dict[str, str] = field(default_factory=dict)  # namespace -> its instances' store
+    store_for_only: bool = False  # namespaces without a store_for entry do not run here
 
     @property
     def hubs(self) -> tuple[str, ...]:
@@ -75,6 +88,7 @@ class Credential:
     hub: str
     nest_id: str
     token: str
+    tls: NestTls | None = None  # an https Hub's client certificate (mTLS), presented with the token
 
 
 class HubLinkOfNest:
@@ -93,7 +107,8 @@ class HubLinkOfNest:
         Nest-scope RPC): how this Gateway verifies call tokens offline."""
         from agen.nest.client_port import ClientHubPort
 
-        async with hub_client(self.opts, self.credential.token) as client:
+        cred = self.credential
+        async with hub_client(self.opts, cred.token, cred.tls) as client:
             return await ClientHubPort(client).token_keys()
 
     @property
@@ -116,13 +131,16 @@ GatewayStarter = Callable[[HubLinkOfNest], Awaitable["RunningGateway | None"]]
 by the CLI: the Nest and the Gateway are sibling layers that do not import each other."""
 
 
-def read_credential(folder: Path, hub: str | tuple[str, ...]) -> Credential | None:
+def read_credential(
+    folder: Path, hub: str | tuple[str, ...], ca_hash: str | None = None
+) -> Credential | None:
     """This Nest's saved credential for ``hub`` (or any of several Hubs on one store), or None (none
-    yet, or one for another Hub)."""
+    yet, or one for another Hub). One with a certificate must be for the CA ``ca_hash`` pins."""
     path = folder / CREDENTIAL
     try:
         data = json.loads(path.read_text())
         cred = Credential(hub=data["hub"], nest_id=data["nest_id"], token=data["token"])
+        ca_pem = data.get("ca")
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError) as e:
@@ -131,25 +149,43 @@ def read_credential(folder: Path, hub: str | tuple[str, ...]) -> Credential | No
             file=str(path),
         ) from None
     hubs = (hub,) if isinstance(hub, str) else hub
-    return cred if cred.hub.rstrip("/") in {h.rstrip("/") for h in hubs} else None
+    if cred.hub.rstrip("/") not in {h.rstrip("/") for h in hubs}:
+        return None
+    if not isinstance(ca_pem, str):
+        return cred
+    tls = NestTls(folder, ca_pem)
+    if ca_hash is not None and tls.ca_hash != ca_hash:
+        raise DeniedError(
+            f"{path}: this Nest's certificate is from the Hub CA {tls.ca_hash}, but --ca-hash pins "
+            f"{ca_hash}; check --ca-hash, or enrol again with a join token of that Hub"
+        )
+    return Credential(hub=cred.hub, nest_id=cred.nest_id, token=cred.token, tls=tls)
 
 
-def hub_client(opts: NestOptions, token: str) -> Client:
-    """A client of this Nest's Hubs: the first that answers, moving on when one stops answering."""
-    from agen.client import Client, HttpTransport
+def hub_client(opts: NestOptions, token: str, tls: NestTls | None = None) -> Client:
+    """A client of this Nest's Hubs: the first that answers, moving on when one stops answering. With
+    ``tls`` (the Nest's own calls to an https Hub) it presents the Nest's client certificate and
+    trusts only the CA that signed it."""
+    from agen.client import Client, HttpTransport, Transport
+    from agen.nest.certs import CertTransport
     from agen.nest.hubs import FailoverTransport
 
-    if not opts.more_hubs:
-        return Client.http(opts.hub, token, ca_hash=opts.ca_hash)
-    return Client(
-        FailoverTransport(
-            list(opts.hubs), lambda url: HttpTransport(url, token, ca_hash=opts.ca_hash)
+    def transport(context: ssl.SSLContext | None) -> Transport:
+        if not opts.more_hubs:
+            return HttpTransport(opts.hub, token, ca_hash=opts.ca_hash, tls=context)
+        return FailoverTransport(
+            list(opts.hubs),
+            lambda url: HttpTransport(url, token, ca_hash=opts.ca_hash, tls=context),
         )
-    )
+
+    if tls is None:
+        return Client(transport(None))
+    return Client(CertTransport(tls, transport))
 
 
 async def enrol(opts: NestOptions) -> Credential:
     from agen.api import registry as r
+    from agen.nest.certs import new_key_and_csr
     from agen.wire.nests import EnrolNestRequest
 
     if not opts.join_token:
@@ -158,20 +194,38 @@ async def enrol(opts: NestOptions) -> Credential:
             "Hub's machine with `agen join-token create`)",
             field="--join-token",
         )
+    https = any(h.startswith("https://") for h in opts.hubs)
+    key_pem, csr = new_key_and_csr(opts.name) if https else (None, None)
     async with hub_client(opts, opts.join_token) as client:
         resp = await client.call(
             r.EnrolNest,
-            EnrolNestRequest(name=opts.name, capacity=opts.capacity, labels=opts.labels),
+            EnrolNestRequest(name=opts.name, capacity=opts.capacity, labels=opts.labels, csr=csr),
         )
-    cred = Credential(hub=opts.hub, nest_id=resp.nest_id, token=resp.token)
+    saved: dict[str, str] = {"hub": opts.hub, "nest_id": resp.nest_id, "token": resp.token}
+    tls = None
     make_private_dir(opts.folder)
-    write_private(
-        opts.folder / CREDENTIAL,
-        json.dumps({"hub": cred.hub, "nest_id": cred.nest_id, "token": cred.token}) + "\n",
-    )
+    if resp.certificate is not None and key_pem is not None:
+        if resp.ca is None or (opts.ca_hash is not None and ca_hash_of(resp.ca) != opts.ca_hash):
+            raise DeniedError(
+                f"the Hub at {opts.hub} handed back its certificate with a CA that is not the pinned "
+                f"{opts.ca_hash}; refusing it (the join token is used up: make another)"
+            )
+        tls = NestTls.save(opts.folder, resp.ca, resp.certificate, key_pem)
+        saved["ca"] = resp.ca
+    elif https:
+        log.warning(
+            "nest %s: the Hub at %s issued no client certificate (it does not serve TLS itself: a "
+            "TLS-terminating proxy in front?); this Nest calls with its credential alone",
+            opts.name,
+            opts.hub,
+        )
+    write_private(opts.folder / CREDENTIAL, json.dumps(saved) + "\n")
+    cred = Credential(hub=opts.hub, nest_id=resp.nest_id, token=resp.token, tls=tls)
+    where = f"credential saved in {opts.folder / CREDENTIAL}"
+    if tls is not None:
+        where += f", client certificate (valid until {_when(tls.not_after_ms)}) in {tls.path}"
     print(
-        f"agen nest: enrolled as nest {opts.name} ({cred.nest_id}); credential saved in "
-        f"{opts.folder / CREDENTIAL}",
+        f"agen nest: enrolled as nest {opts.name} ({cred.nest_id}); {where}",
         file=sys.stderr,
         flush=True,
     )
@@ -181,25 +235,36 @@ async def enrol(opts: NestOptions) -> Credential:
 async def _manager(
     opts: NestOptions,
     cred: Credential,
-    store: Store,
+    stores: NestStores,
     gateway: RunningGateway | None,
     stop: asyncio.Event,
 ) -> Manager | None:
     from agen.nest.backends import backend_factory
     from agen.nest.client_port import ClientHubPort
     from agen.nest.delegation import NestDelegation
+    from agen.nest.executor import ExecutorFactory
     from agen.nest.manager import Manager
 
-    port = ClientHubPort(hub_client(opts, cred.token))
-    manager = Manager(
-        port,
-        executor_factory=backend_factory(
+    port = ClientHubPort(hub_client(opts, cred.token, cred.tls))
+    delegation = NestDelegation(port.client, saved=opts.folder / RESOLVED)
+    factories: dict[int, ExecutorFactory] = {
+        id(store): backend_factory(
             store,
             opts.backend,
             opts.host_memory_limit,
             progress=port.report_progress,
-            delegation=NestDelegation(port.client, saved=opts.folder / RESOLVED),
-        ),
+            delegation=delegation,
+        )
+        for store in stores.all()
+    }
+
+    def factory_for(namespace: str) -> ExecutorFactory:
+        return factories[id(stores.for_namespace(namespace))]
+
+    manager = Manager(
+        port,
+        executor_factory=next(iter(factories.values())),
+        factory_for=factory_for if stores.by_namespace else None,
         name=opts.name,
         capacity=opts.capacity,
         labels=opts.labels,
@@ -235,15 +300,32 @@ async def _start_when_the_hub_answers(
         delay_s = min(delay_s * 2, 30.0)
 
 
+async def _keep_renewed(opts: NestOptions, cred: Credential, manager: Manager) -> None:
+    """Renew the client certificate over the Manager's own connection to the Hub (agen.nest.certs)."""
+    from agen.nest.client_port import ClientHubPort
+
+    assert cred.tls is not None and isinstance(manager.port, ClientHubPort)
+    await keep_renewed(
+        cred.tls,
+        manager.port.client,
+        cred.nest_id,
+        opts.name,
+        renew_before_ms=opts.cert_renew_before_ms,
+        clock=opts.clock,
+        check_s=opts.cert_check_s,
+    )
+
+
 async def run_nest(opts: NestOptions, start_gateway: GatewayStarter | None = None) -> None:
     """Enrol if needed, then run the Manager (and the Gateway, when ``start_gateway`` is given)
     until SIGINT/SIGTERM (drain) or a revoked credential."""
-    from agen.store import open_store
+    from agen.nest.stores import NestStores
 
-    cred = read_credential(opts.folder, opts.hubs)
+    cred = read_credential(opts.folder, opts.hubs, opts.ca_hash)
     os.environ[HUB_URL_ENV] = opts.hub  # ${AGEN_HUB_URL} in a bundle's mcp.json: the first Hub
-    store = await open_store(opts.store)
+    stores = await NestStores.open(None if opts.store_for_only else opts.store, opts.store_for)
     gateway: RunningGateway | None = None
+    renewing: asyncio.Task[None] | None = None
     try:
         if cred is None:
             cred = await enrol(opts)
@@ -255,26 +337,31 @@ async def run_nest(opts: NestOptions, start_gateway: GatewayStarter | None = Non
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         try:
-            manager = await _manager(opts, cred, store, gateway, stop)
+            manager = await _manager(opts, cred, stores, gateway, stop)
         except UnauthenticatedError:
             if not opts.join_token:
                 raise
             log.warning("nest %s: the saved credential was refused; enrolling again", opts.name)
             cred = link.credential = await enrol(opts)
-            manager = await _manager(opts, cred, store, gateway, stop)
+            manager = await _manager(opts, cred, stores, gateway, stop)
         if manager is None:
             print("agen nest: stopped", file=sys.stderr, flush=True)
             return
         print(
             f"agen nest: nest {opts.name} ({manager.nest_id}) runs up to {opts.capacity or 'any'} "
-            f"instances for {', '.join(opts.hubs)} (store {store.url}, backend {opts.backend}); Ctrl-C drains and stops",
+            f"instances for {', '.join(opts.hubs)} ({stores.describe()}, backend {opts.backend}); Ctrl-C drains and stops",
             file=sys.stderr,
             flush=True,
         )
         running = asyncio.create_task(manager.run(), name="nest-manager")
         stopping = asyncio.create_task(stop.wait())
+        if cred.tls is not None:
+            renewing = asyncio.create_task(_keep_renewed(opts, cred, manager), name="nest-cert")
         await asyncio.wait({running, stopping}, return_when=asyncio.FIRST_COMPLETED)
         stopping.cancel()
+        if renewing is not None:
+            renewing.cancel()
+            await asyncio.gather(renewing, return_exceptions=True)
         if running.done():
             running.result()  # a revoked credential ends the Nest: raise why
         print("agen nest: draining", file=sys.stderr, flush=True)
@@ -285,4 +372,4 @@ async def run_nest(opts: NestOptions, start_gateway: GatewayStarter | None = Non
     finally:
         if gateway is not None:
             await gateway.stop()
-        await store.close()
+        await stores.close()

@@ -280,10 +280,19 @@ class CreateJoinTokenResponse(Model):
     )
 
 
+CsrPem = Annotated[str, Field(min_length=1, max_length=8_000)]
+
+
 class EnrolNestRequest(Model):
     name: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     capacity: Count = 8
     labels: Labels = Field(default_factory=dict)
+    csr: CsrPem | None = Field(
+        None,
+        description="PEM certificate signing request for a key the Nest made itself: a TLS Hub "
+        "requires it and signs the Nest's client certificate (its subject is not used: the Hub "
+        "names the certificate after the Nest); a Hub without TLS issues none and says so",
+    )
 
 
 class EnrolNestResponse(Model):
@@ -292,6 +301,28 @@ class EnrolNestResponse(Model):
         description="the Nest's own credential (scope nest); shown once, keep it 0600"
     )
     labels: dict[str, str]
+    certificate: str | None = Field(
+        None,
+        description="a TLS Hub: the Nest's client certificate (PEM), to present beside the "
+        "credential on every call; None from a Hub without TLS",
+    )
+    not_after_ms: int | None = Field(None, description="when the certificate expires")
+    ca: str | None = Field(
+        None, description="the Hub CA (PEM) that signed it; the Nest checks it against its pin"
+    )
+
+
+class RenewNestCertificateRequest(Model):
+    nest_id: Id
+    csr: CsrPem = Field(description="PEM certificate signing request for a fresh key")
+
+
+class RenewNestCertificateResponse(Model):
+    certificate: str = Field(
+        description="the new client certificate (PEM): the current one keeps working until this "
+        "one is first used"
+    )
+    not_after_ms: int
 
 
 class NestInfo(Model):

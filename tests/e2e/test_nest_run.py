@@ -26,15 +26,15 @@ class Nest:
         home: Path,
         name: str,
         *args: str,
-        store: str | None = None,
+        store: str | None = None,  # None: the Hub's own SQLite file; "": no --store at all
         more_hubs: tuple[Up, ...] = (),
     ) -> None:
         self.home, self.name, self.log = home, name, home / "nest.log"
         home.mkdir(parents=True, exist_ok=True)
         env = {k: v for k, v in os.environ.items() if k not in ("AGEN_HUB", "AGEN_TOKEN")}
         env["AGEN_HOME"] = str(home)
-        store = store or f"sqlite:{hub.home / 'agen.db'}"
-        cmd = [AGEN, "nest", "run", "--hub", hub.url, "--store", store]
+        store = f"sqlite:{hub.home / 'agen.db'}" if store is None else store
+        cmd = [AGEN, "nest", "run", "--hub", hub.url, *(("--store", store) if store else ())]
         for other in more_hubs:
             cmd += ["--hub", other.url]
         if "--gateway-listen" not in args:  # the default 127.0.0.1:7071 is one per machine

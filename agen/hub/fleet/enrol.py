@@ -3,19 +3,28 @@
 An admin makes a single-use join token (``agen join-token create``); ``agen nest run --join-token T``
 presents it once to EnrolNest, which in one transaction uses the token up, registers the Nest (with the
 join token's labels, then its own) and mints the Nest's credential: a ``nest`` token bound to that Nest's
-id, with the nest scope only. The Nest keeps it (0600) and uses it from then on. Revoking a Nest ends
-its credential, its assignments and its leases; a revoked Nest never comes back under that name.
+id, with the nest scope only. The Nest keeps it (0600) and uses it from then on. On a TLS Hub the same
+transaction signs the Nest's CSR: its client certificate (agen.hub.fleet.certs), which every Nest call
+must carry beside the credential. Revoking a Nest ends its credential, its certificates, its assignments
+and its leases; a revoked Nest never comes back under that name.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from agen.errors import ConflictError, NotFoundError, UnauthenticatedError
 from agen.hub.auth import Principal, hash_token, new_secret
+from agen.hub.fleet import certs
 from agen.hub.fleet.instances import register_nest, void_nest_work
 from agen.store import Tx, dumps, loads
 from agen.store.base import new_ulid
+
+if TYPE_CHECKING:
+    from cryptography import x509
+
+    from agen.hub.tls import IssuedCert, NestCa
 
 DEFAULT_JOIN_TTL_MS = 3_600_000
 
@@ -25,6 +34,7 @@ class Enrolled:
     nest_id: str
     token: str
     labels: dict[str, str]
+    certificate: IssuedCert | None = None
 
 
 def create_join_token(
@@ -48,9 +58,16 @@ def create_join_token(
 
 
 def enrol_nest(
-    tx: Tx, join: Principal, *, name: str, capacity: int, labels: dict[str, str]
+    tx: Tx,
+    join: Principal,
+    *,
+    name: str,
+    capacity: int,
+    labels: dict[str, str],
+    csr: tuple[NestCa, x509.CertificateSigningRequest] | None = None,
 ) -> Enrolled:
-    """Use up ``join`` and enrol the Nest ``name``; its credential is returned once."""
+    """Use up ``join`` and enrol the Nest ``name``; its credential is returned once, and with ``csr``
+    (a TLS Hub's CA and the Nest's request) its certificate, signed in this same transaction."""
     used = tx.execute(
         "UPDATE tokens SET revoked_ms = ?, last_used_ms = ? WHERE id = ? AND kind = 'join'"
         " AND revoked_ms IS NULL",
@@ -75,6 +92,12 @@ def enrol_nest(
         "UPDATE tokens SET revoked_ms = ? WHERE kind = 'nest' AND subject = ? AND revoked_ms IS NULL",
         (tx.now_ms, nest_id),
     )
+    certs.end_all(tx, nest_id, "replaced")
+    issued = None
+    if csr is not None:
+        ca, request = csr
+        issued = ca.sign(request, nest_id=nest_id, name=name)
+        certs.record(tx, nest_id, issued)
     token_id, secret = new_ulid(), new_secret()
     tx.execute(
         "INSERT INTO tokens (id, name, kind, hash, scopes, namespaces, trust, subject, created_ms)"
@@ -84,14 +107,35 @@ def enrol_nest(
     tx.event(
         "default",
         "nest.enrolled",
-        data={"nest_id": nest_id, "name": name, "labels": merged, "join_token": join.id},
+        data={
+            "nest_id": nest_id,
+            "name": name,
+            "labels": merged,
+            "join_token": join.id,
+            "certificate": issued.fingerprint if issued else None,
+        },
     )
-    return Enrolled(nest_id=nest_id, token=secret, labels=merged)
+    return Enrolled(nest_id=nest_id, token=secret, labels=merged, certificate=issued)
 
 
-def revoke_nest(tx: Tx, nest_id: str, *, by: str) -> tuple[str, set[str]]:
-    """Revoke a Nest: its credentials end, its assignments go, its leases are released (the tasks run
-    elsewhere) and it is marked revoked for good. Returns (name, the revoked token ids)."""
+def renew_certificate(
+    tx: Tx, ca: NestCa, csr: x509.CertificateSigningRequest, nest_id: str
+) -> IssuedCert:
+    """A new certificate for an enrolled Nest, pending until it is first used (agen.hub.fleet.certs)."""
+    row = tx.one("SELECT name, state FROM nests WHERE id = ?", (nest_id,))
+    if row is None or row["state"] == "revoked":
+        raise UnauthenticatedError(
+            f"nest {nest_id} is revoked or unknown: it gets no certificate", nest_id=nest_id
+        )
+    certs.end_unused(tx, nest_id)
+    issued = ca.sign(csr, nest_id=nest_id, name=str(row["name"]))
+    certs.record(tx, nest_id, issued)
+    return issued
+
+
+def revoke_nest(tx: Tx, nest_id: str, *, by: str) -> tuple[str, str, set[str]]:
+    """Revoke a Nest: its credentials and certificates end, its assignments go, its leases are released (the tasks run
+    elsewhere) and it is marked revoked for good. Returns (id, name, the revoked token ids)."""
     row = tx.one("SELECT id, name FROM nests WHERE id = ? OR name = ?", (nest_id, nest_id))
     if row is None:
         raise NotFoundError(
@@ -109,10 +153,11 @@ def revoke_nest(tx: Tx, nest_id: str, *, by: str) -> tuple[str, set[str]]:
         "UPDATE tokens SET revoked_ms = ? WHERE kind = 'nest' AND subject = ? AND revoked_ms IS NULL",
         (tx.now_ms, nid),
     )
+    certs.end_all(tx, nid, "revoked")
     tx.execute("UPDATE nests SET state = 'revoked' WHERE id = ?", (nid,))
     tx.execute("DELETE FROM assignments WHERE nest_id = ?", (nid,))
     void_nest_work(tx, nid, name, "revoked", count_attempt=False)
     tx.event(
         "default", "nest.revoked", severity="warning", data={"nest_id": nid, "name": name, "by": by}
     )
-    return name, tokens
+    return nid, name, tokens

@@ -9,7 +9,7 @@ causes a 5xx. A stale lease is the queue's own FencedError (409), whichever door
 from __future__ import annotations
 
 from agen.domain import LeasedTaskRow, TaskRow
-from agen.errors import AgenError, ConflictError, DeniedError, NotFoundError
+from agen.errors import AgenError, ConflictError, DeniedError, InvalidError, NotFoundError
 from agen.hub import queue
 from agen.hub.auth import Principal
 from agen.hub.call_keys import published_keys
@@ -20,6 +20,7 @@ from agen.hub.fleet.instances import register_nest as _register
 from agen.hub.observe.progress import report_progress as _progress
 from agen.hub.queue.gate import complete_from_nest, lease_for_nest
 from agen.hub.service import Hub
+from agen.hub.tls import parse_csr
 from agen.store import Tx, loads
 from agen.wire import nests as m
 from agen.wire.common import Empty, Ok
@@ -311,11 +312,51 @@ async def enrol_nest(hub: Hub, p: Principal, req: m.EnrolNestRequest) -> m.Enrol
         raise DeniedError(
             "EnrolNest takes a join token as its bearer token; make one with `agen join-token create`"
         )
+    ca = hub.nest_ca
+    if ca is not None and req.csr is None:
+        raise InvalidError(
+            "this Hub serves TLS: a Nest enrols with a certificate signing request (csr) for a key "
+            "it made, and calls with the certificate it gets (mTLS); this `agen nest run` sends none: "
+            "upgrade agen on the Nest",
+            field="csr",
+        )
+    # A Hub without TLS (or behind a TLS-terminating proxy) sees no client certificates: it issues a
+    # credential alone, and the response says so (certificate None).
+    csr = (ca, parse_csr(req.csr)) if ca is not None and req.csr is not None else None
     done = await hub.store.write(
-        lambda tx: enrol.enrol_nest(tx, p, name=req.name, capacity=req.capacity, labels=req.labels)
+        lambda tx: enrol.enrol_nest(
+            tx, p, name=req.name, capacity=req.capacity, labels=req.labels, csr=csr
+        )
     )
     hub.desired_state_changed()
-    return m.EnrolNestResponse(nest_id=done.nest_id, token=done.token, labels=done.labels)
+    cert = done.certificate
+    return m.EnrolNestResponse(
+        nest_id=done.nest_id,
+        token=done.token,
+        labels=done.labels,
+        certificate=cert.pem if cert else None,
+        not_after_ms=cert.not_after_ms if cert else None,
+        ca=ca.ca_pem if cert and ca else None,
+    )
+
+
+async def renew_nest_certificate(
+    hub: Hub, p: Principal, req: m.RenewNestCertificateRequest
+) -> m.RenewNestCertificateResponse:
+    _own_nest(p, req.nest_id)
+    ca = hub.nest_ca
+    if ca is None:
+        raise ConflictError(
+            "this Hub does not serve TLS, so it issues no Nest certificates; there is nothing to renew"
+        )
+    if p.certificate is None:
+        raise DeniedError(
+            "a Nest renews its certificate over mTLS, with the certificate it has now",
+            nest_id=req.nest_id,
+        )
+    csr = parse_csr(req.csr)
+    issued = await hub.store.write(lambda tx: enrol.renew_certificate(tx, ca, csr, req.nest_id))
+    return m.RenewNestCertificateResponse(certificate=issued.pem, not_after_ms=issued.not_after_ms)
 
 
 async def list_nests(hub: Hub, p: Principal, req: m.ListNestsRequest) -> m.ListNestsResponse:
@@ -341,8 +382,12 @@ async def list_nests(hub: Hub, p: Principal, req: m.ListNestsRequest) -> m.ListN
 
 
 async def revoke_nest(hub: Hub, p: Principal, req: m.RevokeNestRequest) -> Ok:
-    name, tokens = await hub.store.write(lambda tx: enrol.revoke_nest(tx, req.nest, by=p.subject))
-    hub.auth.forget(tokens)
+    nest_id, name, tokens = await hub.store.write(
+        lambda tx: enrol.revoke_nest(tx, req.nest, by=p.subject)
+    )
+    hub.auth.forget(tokens, nest_id=nest_id)
     hub.desired_state_changed()
     hub.work.notify()
-    return Ok(message=f"nest {name} revoked: its credential, assignments and leases ended")
+    return Ok(
+        message=f"nest {name} revoked: its credential, certificates, assignments and leases ended"
+    )
