@@ -67,9 +67,15 @@ class _UlidClock(threading.local):
         else:
             r = self.last_rand = _random_bits(80)
             self.last_ms = ms
-            # 48-bit time: 10 chars (the top one holds 3 bits)
-            self.prefix = _CROCKFORD[ms >> 45] + "".join(
-                _CROCKFORD[(ms >> s) & 31] for s in (40, 35, 30, 25, 20, 15, 10, 5, 0)
+            # 48-bit time: 10 chars (the top one holds 3 bits), two at a time where it can
+            p = _PAIRS
+            self.prefix = (
+                _CROCKFORD[ms >> 45]
+                + p[(ms >> 35) & 1023]
+                + p[(ms >> 25) & 1023]
+                + p[(ms >> 15) & 1023]
+                + p[(ms >> 5) & 1023]
+                + _CROCKFORD[ms & 31]
             )
             self.head = self._head(r)
         p = _PAIRS

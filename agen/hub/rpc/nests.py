@@ -121,31 +121,34 @@ async def get_definition_files_rpc(
 
 
 def leased_task(leased: LeasedTaskRow, *, started: bool) -> m.LeasedTask:
-    """A leased row as the Nest sees it. Built without re-validating what the Store just wrote (the
-    hot path); over HTTP the Nest's client validates the JSON it receives."""
+    """A leased row as the Nest sees it. Validated from one dict: pydantic-core checks these 21
+    fields faster than ``model_construct`` copies them in Python (measured: about two thirds of its
+    time), and over HTTP the Nest's client validates the JSON it receives the same way."""
     row = leased.task
-    return m.LeasedTask.model_construct(
-        id=row.id,
-        lease_id=leased.lease_id,
-        namespace=row.namespace,
-        deployment=row.deployment,
-        deployment_id=row.deployment_id,
-        input=row.input,
-        attempts=row.attempts,
-        conversation_key=row.conversation_key,
-        labels=loads(row.labels, {}) or {},
-        trust=row.trust or "trusted",
-        source=row.source or "api",
-        model_tier=row.model_tier,
-        overrides=loads(row.overrides),
-        budget_pressure=leased.budget_pressure,
-        root_run_id=row.root_run_id,
-        parent_run_id=row.parent_run_id,
-        submitted_by=row.submitted_by,
-        locks=dict(leased.locks),
-        started=started,
-        traceparent=row.traceparent,
-        depth=row.depth,
+    return m.LeasedTask.model_validate(
+        {
+            "id": row.id,
+            "lease_id": leased.lease_id,
+            "namespace": row.namespace,
+            "deployment": row.deployment,
+            "deployment_id": row.deployment_id,
+            "input": row.input,
+            "attempts": row.attempts,
+            "conversation_key": row.conversation_key,
+            "labels": loads(row.labels, {}) or {},
+            "trust": row.trust or "trusted",
+            "source": row.source or "api",
+            "model_tier": row.model_tier,
+            "overrides": loads(row.overrides),
+            "budget_pressure": leased.budget_pressure,
+            "root_run_id": row.root_run_id,
+            "parent_run_id": row.parent_run_id,
+            "submitted_by": row.submitted_by,
+            "locks": dict(leased.locks),
+            "started": started,
+            "traceparent": row.traceparent,
+            "depth": row.depth,
+        }
     )
 
 
