@@ -5,9 +5,10 @@ The in-process Tasks run of task_bench (Hub + local Nest, one fake-model turn a 
 ``valgrind --tool=callgrind``, with instrumentation switched on only while its tasks are submitted
 and run (``callgrind_control -i on/off``), so start-up, imports and the drain are not counted.
 Threads are counted apart: the event loop (thread 1) and the Store's writer and readers (the rest).
-Valgrind runs the threads one at a time, so group-commit batches are larger than in a real run, and
-it counts a ``rep stos``/``rep movs`` (memset, memcpy) once per byte: compare two trees with it,
-not its absolute numbers with a wall-clock run.
+Valgrind runs the threads one at a time, so group-commit batches are larger than in a real run (and
+vary from run to run with the interleaving: runs of one tree differ by up to ~10 %, so compare
+several), and it counts a ``rep stos``/``rep movs`` (memset, memcpy) once per byte: compare two
+trees with it, not its absolute numbers with a wall-clock run.
 
     python -m scripts.bench.instructions [--n 300]          # this tree
     (cd other-tree && python -m scripts.bench.instructions)  # the tree to compare with
