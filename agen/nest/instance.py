@@ -106,9 +106,10 @@ class Instance:
                 if self._stop_leasing.is_set():
                     await self._release(task, "instance stopping before the task started")
                     continue
+                ref = task.ref  # one LeaseRef per task: every report presents it
                 self.running[task.id] = (
-                    task.ref,
-                    asyncio.create_task(self._run(task), name=f"task-{task.id}"),
+                    ref,
+                    asyncio.create_task(self._run(task, ref), name=f"task-{task.id}"),
                 )
             if one_task and leased:
                 self._stop_leasing.set()  # its one task: no more leases, and it stops once the task ends
@@ -142,8 +143,7 @@ class Instance:
         with contextlib.suppress(AgenError):
             await self.port.release(task.ref, count_attempt=False, reason=reason)
 
-    async def _run(self, task: LeasedTask) -> None:
-        ref = task.ref
+    async def _run(self, task: LeasedTask, ref: LeaseRef) -> None:
         try:
             if not task.started:
                 try:
@@ -151,22 +151,22 @@ class Instance:
                 except AgenError as e:
                     log.info("task %s not started: %s", task.id, e)
                     return
-            result = await self._execute(task)
+            result = await self._execute(task, ref)
             if result is None:
                 return
             try:
-                await self._report(task, result)
+                await self._report(task, ref, result)
             except AgenError as e:  # fenced: the lease was lost meanwhile; the Hub already moved on
                 log.info("task %s: result not recorded: %s", task.id, e)
         finally:
             self.running.pop(task.id, None)
             self._slot.set()
 
-    async def _report(self, task: LeasedTask, result: ExecResult) -> None:
+    async def _report(self, task: LeasedTask, ref: LeaseRef, result: ExecResult) -> None:
         """Tell the Hub how the task ended. While no Hub answers, keep trying (the run's data is already
         in the store): the result is reported when a Hub returns, under the same lease if it still
         holds, and a lease that moved on meanwhile refuses it (fenced), which ends the trying."""
-        ref, wait_s = task.ref, REPORT_RETRY_MIN_S
+        wait_s = REPORT_RETRY_MIN_S
         while True:
             try:
                 if result.release:
@@ -190,7 +190,7 @@ class Instance:
                 await asyncio.sleep(wait_s)
                 wait_s = min(wait_s * 2, REPORT_RETRY_MAX_S)
 
-    async def _execute(self, task: LeasedTask) -> ExecResult | None:
+    async def _execute(self, task: LeasedTask, ref: LeaseRef) -> ExecResult | None:
         try:
             return await self.executor.run(task)
         except asyncio.CancelledError:
@@ -198,7 +198,7 @@ class Instance:
                 return None  # cancelled or re-leased by the Hub: nothing to report
             with contextlib.suppress(AgenError):  # drained: give it back, its run resumes elsewhere
                 await self.port.release(
-                    task.ref, count_attempt=False, reason="instance stopped while the task ran"
+                    ref, count_attempt=False, reason="instance stopped while the task ran"
                 )
             return None
         except (

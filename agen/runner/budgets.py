@@ -135,6 +135,8 @@ class Guards:
         self.nudged = False
 
     def refused(self, name: str, args: dict[str, Any]) -> str | None:
+        if not self._failures:  # nothing failed yet: no signature to compute (the common turn)
+            return None
         seen = self._failures.get(call_signature(name, args))
         if seen is not None and seen[1] >= FAILURE_REPEATS:
             return (
@@ -144,6 +146,8 @@ class Guards:
         return None
 
     def record_call(self, name: str, args: dict[str, Any], error: str | None) -> None:
+        if error is None and not self._failures:
+            return
         sig = call_signature(name, args)
         if error is None:
             self._failures.pop(sig, None)

@@ -211,7 +211,8 @@ class Runner:
             if watcher is not None:
                 watcher.cancel()
             if scope is not None:
-                await asyncio.shield(scope.close_tools())
+                if scope.toolsets:  # a Task for the shield only when there is a server to stop
+                    await asyncio.shield(scope.close_tools())
                 if not (result is not None and result.suspended):
                     scope.end()  # a suspended run keeps its workspace until it resumes and ends
         return result
@@ -443,7 +444,7 @@ class Runner:
         """The model call (retries and fail-over inside model_turn); a call that failed for good ends the run."""
         h = self.bundle.harness
         request = ModelRequest(
-            model="",
+            model=self._first_model(),  # model_turn sends it as is to the first model it tries
             messages=st.ctx.messages(st.budget.late_lines()),
             tools=st.specs,
             max_tokens=st.budget.max_tokens_for_call(),
@@ -684,8 +685,10 @@ class Runner:
         return None
 
     async def _end(self, st: RunState, outcome: Outcome) -> RunResult:
-        data = self.redactor.redact_obj(outcome.model_dump(mode="json"))
-        outcome = Outcome.model_validate(data)
+        dumped = outcome.model_dump(mode="json")
+        data = self.redactor.redact_obj(dumped)
+        if data is not dumped:  # a secret was masked: the result carries the masked outcome too
+            outcome = Outcome.model_validate(data)
         status = outcome.run_status
         await st.flush(self.store, status=status, outcome=data)
         recorded: list[dict[str, Any]] = []
@@ -735,6 +738,9 @@ class Runner:
                 s.ended_ms,
                 s.error,
             )
+
+    def _first_model(self) -> str:
+        return self.accounts[0].models[0] if self.accounts and self.accounts[0].models else ""
 
     def _tier(self, req: RunRequest) -> str | None:
         """The routing tier the primary account runs this request at (only a routing provider has one)."""

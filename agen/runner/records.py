@@ -121,6 +121,21 @@ _INBOX_SQL = (
 )
 
 
+# Whole statements as module constants: text built per call is a new string whose hash sqlite3's
+# statement cache computes again (and compares in full) on every execution.
+_STEP_SQL = (
+    "UPDATE runs SET turns = ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,"
+    " cached_tokens = cached_tokens + ?, cost_usd = cost_usd + ?, model = COALESCE(?, model), updated_ms = ?"
+    " WHERE id = ? AND epoch = ? RETURNING " + _HELD_SQL + ", " + _INBOX_SQL
+)
+_OPEN_RUN_SQL = (
+    "INSERT INTO runs (id, namespace, deployment, task_id, session_id, conversation_id, parent_run_id,"
+    " root_run_id, trace_id, span_id, status, input, owner, epoch, labels, trust, source, requested_by, model,"
+    " started_ms, updated_ms) VALUES (?,?,?,?,?,?,?,?,?,?,'running',?,?,1,?,?,?,?,?,?,?)"
+    " ON CONFLICT (task_id) DO NOTHING RETURNING *, " + _HELD_SQL + ", " + _INBOX_SQL
+)
+
+
 def write_checkpoint(tx: Tx, cp: Checkpoint) -> tuple[bool, bool]:
     """Apply one step's writes; returns whether the run's task is now held (see ``task_held``) and
     whether its inbox has rows to drain, both read by the statement that bumps the run (no SELECT)."""
@@ -128,9 +143,7 @@ def write_checkpoint(tx: Tx, cp: Checkpoint) -> tuple[bool, bool]:
     held = inbox = False
     if cp.status is None:  # a step of a run that goes on
         row = tx.one(
-            "UPDATE runs SET turns = ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,"
-            " cached_tokens = cached_tokens + ?, cost_usd = cost_usd + ?, model = COALESCE(?, model), updated_ms = ?"
-            " WHERE id = ? AND epoch = ? RETURNING " + _HELD_SQL + ", " + _INBOX_SQL,
+            _STEP_SQL,
             (
                 cp.turns,
                 cp.input_tokens,
@@ -283,10 +296,7 @@ def open_run(tx: Tx, req: RunRequest, owner: str, model: str, digest: str | None
     # task_held) in the same statement. ON CONFLICT: the task's run exists already (a new lease of a task
     # whose host died), which is rare enough to find out this way rather than by a SELECT before every run.
     row = tx.one(
-        "INSERT INTO runs (id, namespace, deployment, task_id, session_id, conversation_id, parent_run_id,"
-        " root_run_id, trace_id, span_id, status, input, owner, epoch, labels, trust, source, requested_by, model,"
-        " started_ms, updated_ms) VALUES (?,?,?,?,?,?,?,?,?,?,'running',?,?,1,?,?,?,?,?,?,?)"
-        " ON CONFLICT (task_id) DO NOTHING RETURNING *, " + _HELD_SQL + ", " + _INBOX_SQL,
+        _OPEN_RUN_SQL,
         (
             run_id,
             req.namespace,

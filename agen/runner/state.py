@@ -69,8 +69,10 @@ class RunState:
 
     @functools.cached_property
     def day(self) -> str:
-        return datetime.datetime.fromtimestamp(self.started_ms / 1000, datetime.UTC).strftime(
-            "%Y-%m-%d"
+        # isoformat, not strftime("%Y-%m-%d"): the same text, without strftime's cost (~3 % of the
+        # event loop's time per task in py-spy samples of the in-process pipeline)
+        return (
+            datetime.datetime.fromtimestamp(self.started_ms / 1000, datetime.UTC).date().isoformat()
         )
 
     def tool_context(self, call_id: str, index: int = 0, span_id: str | None = None) -> ToolContext:

@@ -122,7 +122,7 @@ async def model_turn(
     for ai, account in enumerate(accounts):
         account_error: ProviderError | None = None
         for mi, model in enumerate(account.models):
-            req = replace(request, model=model)
+            req = request if request.model == model else replace(request, model=model)
             asked_empty = asked_cut = False
             attempt = 0
             while True:

@@ -225,3 +225,18 @@ async def test_read_functions_see_committed_writes_on_a_read_only_connection_off
         assert (await store.read(count))[0] == 2
     finally:
         await store.close()
+
+
+async def test_none_and_booleans_are_stored_as_null_and_integers(tmp_path: Path) -> None:
+    """The SQLite adapter registers cheap adapters for None and bool (see agen/store/sqlite.py): they
+    must bind exactly as sqlite3 binds them without one."""
+    store = await SQLiteStore.open(tmp_path / "a.db")
+    try:
+        await store.write(lambda tx: tx.execute("CREATE TABLE t (a, b, c)"))
+        await store.write(
+            lambda tx: tx.execute("INSERT INTO t VALUES (?, ?, ?)", (None, True, False))
+        )
+        row = await store.one("SELECT a, b, c, typeof(a) AS ta, typeof(b) AS tb FROM t")
+    finally:
+        await store.close()
+    assert row == {"a": None, "b": 1, "c": 0, "ta": "null", "tb": "integer"}

@@ -322,6 +322,15 @@ _FINISH_NEEDS_SQL = (
 )
 
 
+_FINISH_FENCED_SQL = (
+    _FINISH_SQL
+    + " AND lease_id = ? AND state IN ('leased', 'running') RETURNING *, "
+    + _FINISH_NEEDS_SQL
+)
+"""complete_task's one statement, built once: text built per call is hashed again by sqlite3's
+statement cache on every execution."""
+
+
 def _finished(
     tx: Tx,
     row: TaskRow,
@@ -377,9 +386,7 @@ def _finish_fenced(
     """complete_task's common case in one statement: the update only matches while ``lease_id`` is the
     task's live lease, and returns the finished row; None when it did not match (read and decide why)."""
     row = tx.one(
-        _FINISH_SQL
-        + " AND lease_id = ? AND state IN ('leased', 'running') RETURNING *, "
-        + _FINISH_NEEDS_SQL,
+        _FINISH_FENCED_SQL,
         (
             state,
             None if outcome is None else dumps(outcome),

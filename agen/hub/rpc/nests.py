@@ -124,36 +124,39 @@ async def get_definition_files_rpc(
 def leased_task(
     leased: LeasedTaskRow, *, started: bool, requesters: dict[str, str | None] | None = None
 ) -> m.LeasedTask:
-    """A leased row as the Nest sees it. Built without re-validating what the Store just wrote (the
-    hot path); over HTTP the Nest's client validates the JSON it receives. ``requesters``: the
-    requester of each root run (``root_requesters``)."""
+    """A leased row as the Nest sees it. Validated from one dict: pydantic-core checks these
+    fields faster than ``model_construct`` copies them in Python (measured: about two thirds of its
+    time), and over HTTP the Nest's client validates the JSON it receives the same way.
+    ``requesters``: the requester of each root run (``root_requesters``)."""
     row = leased.task
     requested_by = row.submitted_by
     if row.root_run_id is not None and requesters and row.root_run_id in requesters:
         requested_by = requesters[row.root_run_id]
-    return m.LeasedTask.model_construct(
-        id=row.id,
-        lease_id=leased.lease_id,
-        namespace=row.namespace,
-        deployment=row.deployment,
-        deployment_id=row.deployment_id,
-        input=row.input,
-        attempts=row.attempts,
-        conversation_key=row.conversation_key,
-        labels=loads(row.labels, {}) or {},
-        trust=row.trust or "trusted",
-        source=row.source or "api",
-        model_tier=row.model_tier,
-        overrides=loads(row.overrides),
-        budget_pressure=leased.budget_pressure,
-        root_run_id=row.root_run_id,
-        parent_run_id=row.parent_run_id,
-        submitted_by=row.submitted_by,
-        requested_by=requested_by,
-        locks=dict(leased.locks),
-        started=started,
-        traceparent=row.traceparent,
-        depth=row.depth,
+    return m.LeasedTask.model_validate(
+        {
+            "id": row.id,
+            "lease_id": leased.lease_id,
+            "namespace": row.namespace,
+            "deployment": row.deployment,
+            "deployment_id": row.deployment_id,
+            "input": row.input,
+            "attempts": row.attempts,
+            "conversation_key": row.conversation_key,
+            "labels": loads(row.labels, {}) or {},
+            "trust": row.trust or "trusted",
+            "source": row.source or "api",
+            "model_tier": row.model_tier,
+            "overrides": loads(row.overrides),
+            "budget_pressure": leased.budget_pressure,
+            "root_run_id": row.root_run_id,
+            "parent_run_id": row.parent_run_id,
+            "submitted_by": row.submitted_by,
+            "requested_by": requested_by,
+            "locks": dict(leased.locks),
+            "started": started,
+            "traceparent": row.traceparent,
+            "depth": row.depth,
+        }
     )
 
 
