@@ -4,8 +4,12 @@ A turn that suspended on a pending approval runs its unstarted calls now (in ord
 reads its approval's decision). Otherwise a call whose effect completed gets its recorded
 result; a started-but-unconfirmed effect gets ``effect_unknown`` (an idempotent tool runs
 again instead, and so does one whose repeat is the same call at the other end, e.g.
-call_agent over A2A, which picks its recorded remote task up); any other call without a result gets a synthetic error result so the
-history stays valid. A finish call accepted in the stored turn ends the run the same way.
+call_agent over A2A, which picks its recorded remote task up); a side-effecting call whose effect
+was never started runs now: its ledger row is written before it runs, so without one it never
+began, and running it resumes the run where it stopped (the turn is durable before any effect
+starts, so a crash in between leaves exactly this). Any other call without a result gets a
+synthetic error result so the history stays valid. A finish call accepted in the stored turn ends
+the run the same way.
 """
 
 from __future__ import annotations
@@ -145,6 +149,6 @@ def plan_repair(
             elif eff is not None:
                 rep.results.append((call, EFFECT_UNKNOWN.format(tool=tool.name), True))
                 rep.unknown.append((call, key))
-            else:
-                rep.results.append((call, INTERRUPTED.format(tool=call.name), True))
+            else:  # no ledger row: the call never began, so running it now runs it once
+                rep.rerun.append((index, call))
     return rep

@@ -143,3 +143,51 @@ async def test_history_with_an_unanswered_tool_call_gets_a_synthetic_result(tmp_
     i = next(i for i, m in enumerate(wire) if m.get("tool_calls"))
     assert wire[i + 1]["role"] == "tool" and wire[i + 1]["content"].startswith("interrupted")
     await store.close()
+
+
+async def test_a_side_effecting_call_cut_off_before_its_effect_started_runs_once_on_resume(
+    tmp_path: Path,
+) -> None:
+    """The turn is checkpointed before any effect starts; a crash in between leaves a call with
+    no ledger row, which never began: the resumed run runs it (once) instead of telling the model
+    it was interrupted, so the task does what was asked."""
+    crashed = await open_store(tmp_path)
+    reached, never = asyncio.Event(), asyncio.Event()
+    real_write = crashed.write
+
+    async def write(fn: Any) -> Any:  # the host dies just before the effect's ledger row
+        if getattr(fn, "__qualname__", "").startswith("start_effect"):
+            reached.set()
+            await never.wait()
+        return await real_write(fn)
+
+    crashed.write = write  # type: ignore[method-assign]
+    charges: list[str] = []
+
+    async def charge(args: dict[str, Any]) -> str:
+        charges.append("charged")
+        return "charged 5 EUR"
+
+    b = make(script({"toolCalls": [{"name": "charge", "arguments": {}}]}, {"text": "done"}))
+    old = runner(crashed, b, FnTool("charge", charge, side_effect=True), owner="host-a")
+    task = asyncio.create_task(old.run(RunRequest(input="order", task_id="t-4")))
+    await reached.wait()
+
+    store = await open_store(tmp_path)
+    res = await runner(store, b, FnTool("charge", charge, side_effect=True), owner="host-b").run(
+        RunRequest(input="order", task_id="t-4", attempt=2)
+    )
+    assert res.resumed and res.outcome.summary == "done"
+    assert charges == ["charged"]  # run by the resumed run, once
+    tool = await store.one(
+        "SELECT content, is_error FROM messages WHERE run_id = ? AND role = 'tool'", (res.run_id,)
+    )
+    assert tool == {"content": "charged 5 EUR", "is_error": 0}
+    effect = await store.one("SELECT state FROM effects WHERE run_id = ?", (res.run_id,))
+    unknown = await store.scalar("SELECT effect_unknown FROM runs WHERE id = ?", (res.run_id,))
+    assert effect == {"state": "completed"} and unknown == 0
+    task.cancel()
+    with pytest.raises((asyncio.CancelledError, FencedError)):
+        await task
+    await store.close()
+    await crashed.close()
