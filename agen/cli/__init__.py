@@ -9,6 +9,9 @@ from typing import Annotated, Any
 
 # Plain help text: rendering it through rich's markdown machinery doubles `agen --help`'s cold start.
 os.environ.setdefault("TYPER_USE_RICH", "0")
+# pydantic looks for plugins (entry points: every installed distribution's metadata, ~8 ms) the first
+# time a model is built; the agen command has none to load. Programs embedding agen keep theirs.
+os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 # httpx imports its own command line (click, rich.progress, pygments: ~100 ms) whenever click is
 # installed; agen never runs it. A None entry makes that import fail, so httpx keeps its stub `main`.
 if "httpx" not in sys.modules:

@@ -132,12 +132,19 @@ def resolve(
             if not info.urls:
                 return info, MessageToDict(agent_card(info, ""))
             url = _endpoint(info)
-            async with httpx.AsyncClient(timeout=30) as http:
-                r = await http.get(
-                    f"{url}/.well-known/agent-card.json",
-                    headers={"Authorization": f"Bearer {_token(client)}"},
-                )
-            return info, r.json() if r.status_code == 200 else MessageToDict(agent_card(info, url))
+            # The Gateway serves the card it really answers with; one that is down or restarting
+            # (the Hub lists it until its Nest says otherwise) leaves the Hub's own account of it.
+            try:
+                async with httpx.AsyncClient(timeout=30) as http:
+                    r = await http.get(
+                        f"{url}/.well-known/agent-card.json",
+                        headers={"Authorization": f"Bearer {_token(client)}"},
+                    )
+                if r.status_code == 200:
+                    return info, r.json()
+            except (httpx.HTTPError, ValueError):
+                pass
+            return info, MessageToDict(agent_card(info, url))
 
     info, card = asyncio.run(go())
     if json_out:

@@ -7,7 +7,6 @@ or ``changed`` in ``--json``).
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -52,6 +51,8 @@ def evaluate(
     scenarios = load_scenarios(where)
     with Progress(console=Console(stderr=True), transient=True, disable=quiet) as bar:
         job = bar.add_task(f"eval {bundle.name}", total=len(scenarios) * runs)
+        import asyncio
+
         return asyncio.run(
             run_suite(
                 bundle, scenarios, runs, parallel=parallel, on_done=lambda _a: bar.advance(job)
@@ -266,6 +267,8 @@ def replay_cmd(
         err(
             "note: this run has no cassette (recordInteractions is off); the model's answers come from its transcript"
         )
+    import asyncio
+
     p, attempt = asyncio.run(replay(src, bundle, "bundle" if model == "bundle" else "cassette"))
     from agen.evals.replay import diff
 

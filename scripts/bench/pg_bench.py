@@ -10,7 +10,10 @@ fsync off, as in the tests, so the figures measure agen and the server's locking
      UPDATE, the task.leased event appended at commit under the event lock, the shared write lock, NOTIFY);
    * raw: plain psycopg on the same schema and a fresh copy of the same rows, one
      ``SELECT id … ORDER BY priority, seq LIMIT 1 FOR UPDATE SKIP LOCKED`` + one ``UPDATE`` per
-     transaction, the least a lease can be.
+     transaction, the least a lease can be;
+   * raw with agen's records: the same, plus what the spec makes a lease keep (the task.leased event
+     with its seq taken under the event lock, the NOTIFY for event followers): the floor agen's lease
+     is held to, hand-written.
    Each side runs 3 times, alternated, on fresh copies of the rows; the best of each is reported.
 2. The in-process task pipeline (Hub + local Nest in one process, fake model, submit -> complete) on a
    Postgres store and on a SQLite store.
@@ -107,9 +110,15 @@ async def agen_leases(url: str, n: int, connections: int) -> float:
     return n / seconds
 
 
-def raw_leases(url: str, n: int, connections: int) -> float:
-    """Plain psycopg, ``connections`` threads, one SKIP LOCKED lease per transaction."""
+def raw_leases(url: str, n: int, connections: int, *, records: bool = False) -> float:
+    """Plain psycopg, ``connections`` threads, one SKIP LOCKED lease per transaction.
+
+    ``records=True`` is the floor of what agen's lease must also keep (seed 000 §5/§11): the task.leased
+    event, its seq taken under the event lock so seq order is commit order, and the NOTIFY that wakes the
+    event followers, hand-written with no Store around it."""
     import psycopg
+
+    from agen.store.postgres import _EVENT_LOCK_KEY, CHANNEL
 
     counts = [0] * connections
     start = threading.Barrier(connections + 1)
@@ -132,6 +141,14 @@ def raw_leases(url: str, n: int, connections: int) -> float:
                         " WHERE id = %s",
                         (f"l{w}.{counts[w]}", f"i{w}", 2**40, row[0]),
                     )
+                    if records:
+                        conn.execute(f"SELECT pg_advisory_xact_lock({_EVENT_LOCK_KEY})")
+                        seq = conn.execute(
+                            "INSERT INTO events (id, namespace, type, task_id, data, created_ms)"
+                            " VALUES (%s, 'default', 'task.leased', %s, %s, %s) RETURNING seq",
+                            (f"e{w}.{counts[w]}", row[0], '{"attempt": 1}', 0),
+                        ).fetchone()
+                        conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, str(seq[0])))  # type: ignore[index]
                 counts[w] += 1
 
     with psycopg.connect(url) as conn:
@@ -224,15 +241,21 @@ def run(tasks: int, pipeline_n: int) -> dict[str, Any]:
     try:
         leases: dict[str, Any] = {}
         for conns in (1, 4):
-            raws, ours = [], []
+            raws, floors, ours = [], [], []
             for _ in range(
                 ROUNDS
             ):  # alternated, best of each: a shared machine's load hits both alike
-                raw_url = dbs.new()
+                raw_url, floor_url = dbs.new(), dbs.new()
                 asyncio.run(_raw_rows(raw_url, tasks))
+                asyncio.run(_raw_rows(floor_url, tasks))
                 raws.append(raw_leases(raw_url, tasks, conns))
+                floors.append(raw_leases(floor_url, tasks, conns, records=True))
                 ours.append(asyncio.run(agen_leases(dbs.new(), tasks, conns)))
-            leases[str(conns)] = {"agen_per_s": round(max(ours)), "raw_per_s": round(max(raws))}
+            leases[str(conns)] = {
+                "agen_per_s": round(max(ours)),
+                "raw_per_s": round(max(raws)),
+                "raw_with_records_per_s": round(max(floors)),
+            }
 
         async def both() -> tuple[dict[str, Any], dict[str, Any]]:
             pg = await PostgresStore.open(dbs.new(), pool_size=8)
@@ -277,7 +300,8 @@ def main() -> None:
     for conns, f in out["leases"].items():
         print(
             f"leases/s, {conns} connection(s): agen {f['agen_per_s']:,}  raw SKIP LOCKED {f['raw_per_s']:,}"
-            f"  ({f['agen_per_s'] / f['raw_per_s']:.2f}x)"
+            f"  ({f['agen_per_s'] / f['raw_per_s']:.2f}x); raw with agen's records"
+            f" {f['raw_with_records_per_s']:,} ({f['agen_per_s'] / f['raw_with_records_per_s']:.2f}x)"
         )
     for engine in ("postgres", "sqlite"):
         p = out[f"pipeline_{engine}"]

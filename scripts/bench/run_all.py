@@ -567,6 +567,16 @@ def _postgres_rows(g: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
                 _ratio(f["agen_per_s"], f["raw_per_s"]),
             )
         )
+        if "raw_with_records_per_s" in f:
+            out.append(
+                (
+                    "Postgres",
+                    f"same, against raw leasing that keeps agen's records ({conns})",
+                    _f(f["agen_per_s"], "leases/s"),
+                    f"raw + event + NOTIFY {_f(f['raw_with_records_per_s'], 'leases/s')}",
+                    _ratio(f["agen_per_s"], f["raw_with_records_per_s"]),
+                )
+            )
     pg, lite = g.get("pipeline_postgres"), g.get("pipeline_sqlite")
     if pg and lite:
         out.append(
@@ -747,7 +757,9 @@ def markdown(report: dict[str, Any]) -> str:
             "  (`lease_tasks` in `PostgresStore.write_leasing`, as the Nest's lease RPC runs it: SKIP LOCKED",
             "  candidates with the pause flag and declared locks in the same query, the conversation check, the",
             "  task.leased event, NOTIFY; 3 round trips) against plain psycopg doing only `SELECT … FOR UPDATE SKIP",
-            "  LOCKED` + `UPDATE` on a copy of the same rows (4 round trips). Leasing writes share the write lock,",
+            "  LOCKED` + `UPDATE` on a copy of the same rows (4 round trips), and against the same plain",
+            "  leasing plus the records a lease must keep (the task.leased event under the event lock, NOTIFY).",
+            "  Leasing writes share the write lock,",
             "  so agen's 4 connections lease side by side; each appends its events and commits under a short event",
             "  lock (event seqs must commit in order), and a lease that must decide a conversation's head or a",
             "  named lock takes one more lock for that decision. The pipeline is the Tasks",

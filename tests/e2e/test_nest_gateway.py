@@ -83,6 +83,9 @@ def test_a_nest_gateway_serves_a2a_calls_to_its_deployments_with_the_callers_tok
 
         # Stopped, the Nest's Gateway is gone and restarted without one, the Hub lists none.
         assert nest.stop() == 0
+        # Whether or not the Hub still lists the stopped Gateway, resolve answers (the Hub's card).
+        after = hub.json("resolve", "default/echo")
+        assert after["card"]["name"] and after["urls"] in ([], [f"{gateway}/a2a/default/echo"])
         nest = Nest(hub, tmp_path / "nest", "n1")  # --gateway-listen off (the helper's default)
         wait_until(lambda: resolved() == [], 60, "the Nest restarted without a Gateway")
     finally:
