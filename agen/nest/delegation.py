@@ -18,7 +18,6 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 
 from agen._home import write_private
 from agen.api import registry as r
@@ -26,6 +25,7 @@ from agen.client import Client
 from agen.errors import UnavailableError
 from agen.runner.delegation import ChildResult, ChildSpec, ChildState, ResolvedAgent, TurnCheck
 from agen.wire import delegation as m
+from agen.wire.delegation import ChildTaskView
 
 
 def _state(c: m.ChildTask) -> ChildState:
@@ -93,11 +93,11 @@ class NestDelegation:
     async def ack_results(self, task_id: str, inbox_ids: list[str]) -> None:
         await self.client.call(r.AckInbox, m.AckInboxRequest(task_id=task_id, inbox_ids=inbox_ids))
 
-    async def query_child(self, task_id: str, target: str) -> dict[str, Any]:
+    async def query_child(self, task_id: str, target: str) -> ChildTaskView:
         resp = await self.client.call(
             r.QueryChildTask, m.ChildTaskRef(task_id=task_id, target=target)
         )
-        return dict(resp.task)
+        return resp.task
 
     async def signal_child(self, task_id: str, target: str, message: str) -> None:
         await self.client.call(

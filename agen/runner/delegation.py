@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from agen.runner.hooks import RunHooks
+    from agen.wire.delegation import ChildTaskView
 
 from agen.domain.delegation import ChildState, outcome_text, result_note
 
@@ -82,7 +83,7 @@ class DelegationPort(Protocol):
     async def ack_results(self, task_id: str, inbox_ids: list[str]) -> None:
         """The results were checkpointed into the run: they are not delivered again."""
 
-    async def query_child(self, task_id: str, target: str) -> dict[str, Any]: ...
+    async def query_child(self, task_id: str, target: str) -> ChildTaskView: ...
 
     async def signal_child(self, task_id: str, target: str, message: str) -> None: ...
 

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from agen.wire.common import NAME_PATTERN, Model
+from agen.wire.observe import RunActivity
 from agen.wire.tasks import LockName
 
 Id = Annotated[str, Field(min_length=1, max_length=100)]
@@ -81,8 +82,28 @@ class ChildTaskRef(Model):
     target: Id
 
 
+class ChildTaskView(Model):
+    """What ``query_agent`` shows the model of a task it delegated: where it stands, what it is doing now,
+    and its outcome once it ended."""
+
+    id: str
+    deployment: str
+    state: str
+    progress: Any = None
+    outcome: dict[str, Any] | None = None
+    wait_for: str | None = None
+    now: RunActivity | None = None
+
+    def for_model(self) -> dict[str, Any]:
+        """The JSON the tool answers with (``now``, without its empty fields, only while a run is under way)."""
+        view = self.model_dump(mode="json", exclude={"now"})
+        if self.now is not None:
+            view["now"] = self.now.model_dump(mode="json", exclude_none=True)
+        return view
+
+
 class QueryChildTaskResponse(Model):
-    task: dict[str, Any]
+    task: ChildTaskView
 
 
 class SignalChildTaskRequest(ChildTaskRef):

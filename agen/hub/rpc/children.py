@@ -8,7 +8,6 @@ task (the parent, the waiter, the lock holder) whose lease the calling Nest must
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from agen.domain import TaskRow
 from agen.errors import DeniedError, NotFoundError
@@ -118,16 +117,15 @@ async def query_child_task(hub: Hub, p: Principal, req: m.ChildTaskRef) -> m.Que
     await hub.store.read(check)
     q = await query_task(hub, p, QueryTaskRequest(id=req.target))
     t = q.task
-    view: dict[str, Any] = {
-        "id": t.id,
-        "deployment": t.deployment,
-        "state": t.state,
-        "progress": t.progress,
-        "outcome": t.outcome,
-        "wait_for": t.wait_for,
-    }
-    if q.now is not None:
-        view["now"] = q.now.model_dump(mode="json", exclude_none=True)
+    view = m.ChildTaskView(
+        id=t.id,
+        deployment=t.deployment,
+        state=t.state,
+        progress=t.progress,
+        outcome=t.outcome,
+        wait_for=t.wait_for,
+        now=q.now,
+    )
     return m.QueryChildTaskResponse(task=view)
 
 

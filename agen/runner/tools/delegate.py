@@ -374,9 +374,10 @@ class QueryAgentTool(_PortTool):
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         port, task_id = self._need(ctx)
         try:
-            view = await port.query_child(task_id, str(args.get("task") or ""))
+            child = await port.query_child(task_id, str(args.get("task") or ""))
         except AgenError as e:
             raise ToolError(e.message) from None
+        view = child.for_model()
         return ToolResult(json.dumps(view, indent=2, sort_keys=True), data=view)
 
 
