@@ -130,10 +130,9 @@ def _app(seen: Seen, base: str) -> Starlette:
 @contextmanager
 def a2a_server() -> Iterator[tuple[str, Seen]]:
     """(base URL, what it saw) of a running A2A agent on 127.0.0.1, stopped on exit."""
-    import socket
+    from agen._listen import tcp_listener
 
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
+    sock = tcp_listener("127.0.0.1", 0)
     port = sock.getsockname()[1]
     base = f"http://127.0.0.1:{port}"
     seen = Seen()

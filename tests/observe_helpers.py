@@ -125,16 +125,15 @@ async def http_hub(e: Embedded) -> AsyncIterator[tuple[str, str]]:
     """Serve the embedded Hub's API on a free loopback port; yields (url, admin token)."""
     import asyncio
     import contextlib
-    import socket
 
     import uvicorn
 
+    from agen._listen import tcp_listener
     from agen.api.app import create_app
     from agen.wire.tokens import CreateTokenRequest
 
     token = (await e.client.call(r.CreateToken, CreateTokenRequest(scopes=["admin"]))).token
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
+    sock = tcp_listener("127.0.0.1", 0)
     url = f"http://127.0.0.1:{sock.getsockname()[1]}"
     server = uvicorn.Server(
         uvicorn.Config(

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 from collections.abc import Generator
 from pathlib import Path
 
 import uvicorn
 
+from agen._listen import tcp_listener
 from agen.errors import ConflictError
 from agen.gateway.app import GatewayConfig, create_gateway_app
 from agen.gateway.auth import HubLink, KeyFetch, KeyRing
@@ -89,12 +89,9 @@ async def start_gateway(
     )
     # Bound here, not by uvicorn: on a taken address uvicorn calls sys.exit, which no task contains
     # and which ended the whole process (a Nest, agen up) instead of leaving it without a Gateway.
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        sock.bind((host, port))
+        sock = tcp_listener(host, port)
     except OSError:
-        sock.close()
         raise refused from None
     task = asyncio.create_task(server.serve(sockets=[sock]), name="a2a-gateway")
     while not server.started:

@@ -11,6 +11,8 @@ from typing import Any, Self
 
 import uvicorn
 
+from agen._listen import tcp_listener
+
 
 class ThreadServer:
     """uvicorn on a loopback socket it binds itself (port 0), in a daemon thread."""
@@ -29,9 +31,7 @@ class ThreadServer:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> Self:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
+        sock = tcp_listener("127.0.0.1", 0)
         self._sock, self.port = sock, sock.getsockname()[1]
         server = uvicorn.Server(
             uvicorn.Config(

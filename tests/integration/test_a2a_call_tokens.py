@@ -8,7 +8,6 @@ calls counted towards maxFanOut."""
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import httpx
 import pytest
 import uvicorn
 
+from agen._listen import tcp_listener
 from agen.api import registry as r
 from agen.calltokens import CallIdentity, mint_call_token
 from agen.client import Client
@@ -55,8 +55,7 @@ class Gateway:
 
     def __init__(self, node: LocalNode) -> None:
         self.node = node
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
+        sock = tcp_listener("127.0.0.1", 0)
         self.sock = sock
         self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
         self.keys = KeyRing(lambda: _keys(node))

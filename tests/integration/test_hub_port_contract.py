@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 import uvicorn
 
+from agen._listen import tcp_listener
 from agen.api import registry as r
 from agen.api.app import create_app
 from agen.bundle import digest_files
@@ -43,8 +43,7 @@ FILES = {
 @contextlib.asynccontextmanager
 async def served(hub: Hub) -> AsyncIterator[str]:
     """The Hub's real ASGI app on a loopback socket, in this event loop."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
+    sock = tcp_listener("127.0.0.1", 0)
     server = uvicorn.Server(
         uvicorn.Config(create_app(hub), log_level="error", lifespan="off", access_log=False)
     )
