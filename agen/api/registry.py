@@ -11,25 +11,27 @@ from __future__ import annotations
 import importlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from pydantic import BaseModel
 
-from agen.wire import agents as ag
-from agen.wire import approvals as ap
-from agen.wire import delegation as dg
-from agen.wire import deployments as dp
-from agen.wire import evals as ev
-from agen.wire import feedback as fb
-from agen.wire import ids
-from agen.wire import memory as mm
-from agen.wire import nests as ns
-from agen.wire import observe as ob
-from agen.wire import secrets as sec
-from agen.wire import signals as sg
-from agen.wire import tasks as tk
-from agen.wire import tokens as tok
-from agen.wire.common import Empty, Ok
+if TYPE_CHECKING:
+    from agen.wire import agents as ag
+    from agen.wire import approvals as ap
+    from agen.wire import delegation as dg
+    from agen.wire import deployments as dp
+    from agen.wire import evals as ev
+    from agen.wire import feedback as fb
+    from agen.wire import ids
+    from agen.wire import memory as mm
+    from agen.wire import nests as ns
+    from agen.wire import observe as ob
+    from agen.wire import secrets as sec
+    from agen.wire import signals as sg
+    from agen.wire import tasks as tk
+    from agen.wire import tokens as tok
+    from agen.wire.common import Empty, Ok
+
 
 Req = TypeVar("Req", bound=BaseModel)
 Resp = TypeVar("Resp", bound=BaseModel)
@@ -41,17 +43,35 @@ class Rpc(Generic[Req, Resp]):
     """One API method. ``starts_work`` RPCs are refused (503) while the Hub drains."""
 
     name: str
-    request: type[Req]
-    response: type[Resp]
+    request_ref: str  # "<agen.wire module>:<model>", imported on first use
+    response_ref: str
     scope: str
     handler_path: str
     doc: str
     starts_work: bool = False
     _resolved: list[Handler] = field(default_factory=list, compare=False, repr=False)
+    _models: list[type[BaseModel]] = field(default_factory=list, compare=False, repr=False)
 
     @property
     def path(self) -> str:
         return f"/v1/{self.name}"
+
+    @property
+    def request(self) -> type[Req]:
+        return cast("type[Req]", self._model(0))
+
+    @property
+    def response(self) -> type[Resp]:
+        return cast("type[Resp]", self._model(1))
+
+    def _model(self, i: int) -> type[BaseModel]:
+        """The request (0) or response (1) model. Imported on first use, so a command that calls
+        one RPC loads only the wire modules it talks in (all of them cost ~40 ms to import)."""
+        if not self._models:
+            for ref in (self.request_ref, self.response_ref):
+                module, _, attr = ref.partition(":")
+                self._models.append(getattr(importlib.import_module(f"agen.wire.{module}"), attr))
+        return self._models[i]
 
     def handler(self) -> Handler:
         if not self._resolved:
@@ -62,14 +82,14 @@ class Rpc(Generic[Req, Resp]):
 
 def _rpc(
     name: str,
-    req: type[Req],
-    resp: type[Resp],
+    req: str,
+    resp: str,
     scope: str,
     handler: str,
     doc: str,
     *,
     starts_work: bool = False,
-) -> Rpc[Req, Resp]:
+) -> Rpc[Any, Any]:
     return Rpc(name, req, resp, scope, handler, doc, starts_work)
 
 
@@ -80,255 +100,265 @@ D, T, A, K = (
     "agen.hub.rpc.tokens",
 )
 
-CreateDeployment = _rpc(
+CreateDeployment: Rpc[dp.CreateDeploymentRequest, dp.DeploymentResponse] = _rpc(
     "CreateDeployment",
-    dp.CreateDeploymentRequest,
-    dp.DeploymentResponse,
+    "deployments:CreateDeploymentRequest",
+    "deployments:DeploymentResponse",
     "operator",
     f"{D}:create_deployment",
     "Create or update a deployment from bundle files.",
     starts_work=True,
 )
-UpdateDeployment = _rpc(
+UpdateDeployment: Rpc[dp.CreateDeploymentRequest, dp.DeploymentResponse] = _rpc(
     "UpdateDeployment",
-    dp.CreateDeploymentRequest,
-    dp.DeploymentResponse,
+    "deployments:CreateDeploymentRequest",
+    "deployments:DeploymentResponse",
     "operator",
     f"{D}:update_deployment",
     "Update an existing deployment from bundle files.",
     starts_work=True,
 )
-GetDeployment = _rpc(
+GetDeployment: Rpc[dp.GetDeploymentRequest, dp.DeploymentResponse] = _rpc(
     "GetDeployment",
-    dp.GetDeploymentRequest,
-    dp.DeploymentResponse,
+    "deployments:GetDeploymentRequest",
+    "deployments:DeploymentResponse",
     "viewer",
     f"{D}:get_deployment",
     "One deployment with queue counts and instances.",
 )
-ListDeployments = _rpc(
+ListDeployments: Rpc[dp.ListDeploymentsRequest, dp.ListDeploymentsResponse] = _rpc(
     "ListDeployments",
-    dp.ListDeploymentsRequest,
-    dp.ListDeploymentsResponse,
+    "deployments:ListDeploymentsRequest",
+    "deployments:ListDeploymentsResponse",
     "viewer",
     f"{D}:list_deployments",
     "Deployments of a namespace (or every namespace).",
 )
-ListInstances = _rpc(
+ListInstances: Rpc[dp.ListInstancesRequest, dp.ListInstancesResponse] = _rpc(
     "ListInstances",
-    dp.ListInstancesRequest,
-    dp.ListInstancesResponse,
+    "deployments:ListInstancesRequest",
+    "deployments:ListInstancesResponse",
     "viewer",
     "agen.hub.fleet.instances:list_instances",
     "Every live instance on every Nest.",
 )
-ScaleDeployment = _rpc(
+ScaleDeployment: Rpc[dp.ScaleDeploymentRequest, dp.DeploymentResponse] = _rpc(
     "ScaleDeployment",
-    dp.ScaleDeploymentRequest,
-    dp.DeploymentResponse,
+    "deployments:ScaleDeploymentRequest",
+    "deployments:DeploymentResponse",
     "operator",
     f"{D}:scale_deployment",
     "Set desired instances (counts as activity).",
     starts_work=True,
 )
-PauseDeployment = _rpc(
+PauseDeployment: Rpc[dp.PauseDeploymentRequest, dp.DeploymentResponse] = _rpc(
     "PauseDeployment",
-    dp.PauseDeploymentRequest,
-    dp.DeploymentResponse,
+    "deployments:PauseDeploymentRequest",
+    "deployments:DeploymentResponse",
     "operator",
     f"{D}:pause_deployment",
     "Stop (hold at zero) or start a deployment.",
 )
-DeleteDeployment = _rpc(
+DeleteDeployment: Rpc[dp.DeleteDeploymentRequest, dp.DeleteDeploymentResponse] = _rpc(
     "DeleteDeployment",
-    dp.DeleteDeploymentRequest,
-    dp.DeleteDeploymentResponse,
+    "deployments:DeleteDeploymentRequest",
+    "deployments:DeleteDeploymentResponse",
     "operator",
     f"{D}:delete_deployment",
     "Delete a deployment, cancelling its unfinished tasks.",
 )
-GetLogs = _rpc(
+GetLogs: Rpc[dp.GetLogsRequest, dp.GetLogsResponse] = _rpc(
     "GetLogs",
-    dp.GetLogsRequest,
-    dp.GetLogsResponse,
+    "deployments:GetLogsRequest",
+    "deployments:GetLogsResponse",
     "viewer",
     f"{D}:get_logs",
     "The deployment's operational log.",
 )
-SubmitTask = _rpc(
+SubmitTask: Rpc[tk.SubmitTaskRequest, tk.TaskResponse] = _rpc(
     "SubmitTask",
-    tk.SubmitTaskRequest,
-    tk.TaskResponse,
+    "tasks:SubmitTaskRequest",
+    "tasks:TaskResponse",
     "operator",
     f"{T}:submit_task",
     "Queue a task for a deployment.",
     starts_work=True,
 )
-GetTask = _rpc(
+GetTask: Rpc[tk.GetTaskRequest, tk.TaskResponse] = _rpc(
     "GetTask",
-    tk.GetTaskRequest,
-    tk.TaskResponse,
+    "tasks:GetTaskRequest",
+    "tasks:TaskResponse",
     "viewer",
     f"{T}:get_task",
     "A task; wait_seconds waits for its end or for an approval it waits on.",
 )
-ListTasks = _rpc(
+ListTasks: Rpc[tk.ListTasksRequest, tk.ListTasksResponse] = _rpc(
     "ListTasks",
-    tk.ListTasksRequest,
-    tk.ListTasksResponse,
+    "tasks:ListTasksRequest",
+    "tasks:ListTasksResponse",
     "viewer",
     f"{T}:list_tasks",
     "Recent tasks, or scheduled ones.",
 )
-CancelTask = _rpc(
+CancelTask: Rpc[tk.CancelTaskRequest, tk.TaskResponse] = _rpc(
     "CancelTask",
-    tk.CancelTaskRequest,
-    tk.TaskResponse,
+    "tasks:CancelTaskRequest",
+    "tasks:TaskResponse",
     "operator",
     "agen.hub.rpc.trees:cancel_task",
     "Cancel a task (tree: its whole tree); a running one stops, or with mode graceful gets a last turn first.",
 )
-PauseTask = _rpc(
+PauseTask: Rpc[tk.PauseTaskRequest, tk.TaskResponse] = _rpc(
     "PauseTask",
-    tk.PauseTaskRequest,
-    tk.TaskResponse,
+    "tasks:PauseTaskRequest",
+    "tasks:TaskResponse",
     "operator",
     "agen.hub.rpc.trees:pause_task",
     "Hold a task (tree: its whole tree) until resumed (or until a time).",
 )
-ResumeTask = _rpc(
+ResumeTask: Rpc[tk.ResumeTaskRequest, tk.TaskResponse] = _rpc(
     "ResumeTask",
-    tk.ResumeTaskRequest,
-    tk.TaskResponse,
+    "tasks:ResumeTaskRequest",
+    "tasks:TaskResponse",
     "operator",
     "agen.hub.rpc.trees:resume_task",
     "End a hold started by PauseTask (tree: on its whole tree).",
     starts_work=True,
 )
-GetTaskTree = _rpc(
+GetTaskTree: Rpc[tk.GetTaskTreeRequest, tk.GetTaskTreeResponse] = _rpc(
     "GetTaskTree",
-    tk.GetTaskTreeRequest,
-    tk.GetTaskTreeResponse,
+    "tasks:GetTaskTreeRequest",
+    "tasks:GetTaskTreeResponse",
     "viewer",
     "agen.hub.rpc.trees:get_task_tree",
     "Every task of the tree a task belongs to, with state, duration and cost.",
 )
-ListApprovals = _rpc(
+ListApprovals: Rpc[ap.ListApprovalsRequest, ap.ListApprovalsResponse] = _rpc(
     "ListApprovals",
-    ap.ListApprovalsRequest,
-    ap.ListApprovalsResponse,
+    "approvals:ListApprovalsRequest",
+    "approvals:ListApprovalsResponse",
     "viewer",
     f"{A}:list_approvals",
     "Pending (or all) approvals.",
 )
-DecideApproval = _rpc(
+DecideApproval: Rpc[ap.DecideApprovalRequest, ap.ApprovalResponse] = _rpc(
     "DecideApproval",
-    ap.DecideApprovalRequest,
-    ap.ApprovalResponse,
+    "approvals:DecideApprovalRequest",
+    "approvals:ApprovalResponse",
     "approver",
     f"{A}:decide_approval",
     "Approve or deny a pending approval.",
 )
-CreateToken = _rpc(
+CreateToken: Rpc[tok.CreateTokenRequest, tok.CreateTokenResponse] = _rpc(
     "CreateToken",
-    tok.CreateTokenRequest,
-    tok.CreateTokenResponse,
+    "tokens:CreateTokenRequest",
+    "tokens:CreateTokenResponse",
     "admin",
     f"{K}:create_token",
     "Create an API token (its secret is shown once).",
 )
-WhoAmI = _rpc(
-    "WhoAmI", Empty, tok.WhoAmIResponse, "any", f"{K}:who_am_i", "The caller's identity and scopes."
+WhoAmI: Rpc[Empty, tok.WhoAmIResponse] = _rpc(
+    "WhoAmI",
+    "common:Empty",
+    "tokens:WhoAmIResponse",
+    "any",
+    f"{K}:who_am_i",
+    "The caller's identity and scopes.",
 )
-ResolveAgent = _rpc(
+ResolveAgent: Rpc[ag.ResolveAgentRequest, ag.ResolveAgentResponse] = _rpc(
     "ResolveAgent",
-    ag.ResolveAgentRequest,
-    ag.ResolveAgentResponse,
+    "agents:ResolveAgentRequest",
+    "agents:ResolveAgentResponse",
     "viewer",
     "agen.hub.rpc.agents:resolve_agent",
     "A deployment's A2A endpoints and agent card facts (name, description, skills, paused).",
 )
-Shutdown = _rpc(
-    "Shutdown", Empty, Ok, "admin", f"{K}:shutdown", "Drain and stop the local `agen up`."
+Shutdown: Rpc[Empty, Ok] = _rpc(
+    "Shutdown",
+    "common:Empty",
+    "common:Ok",
+    "admin",
+    f"{K}:shutdown",
+    "Drain and stop the local `agen up`.",
 )
-RotateTokenKey = _rpc(
+RotateTokenKey: Rpc[tok.RotateTokenKeyRequest, tok.RotateTokenKeyResponse] = _rpc(
     "RotateTokenKey",
-    tok.RotateTokenKeyRequest,
-    tok.RotateTokenKeyResponse,
+    "tokens:RotateTokenKeyRequest",
+    "tokens:RotateTokenKeyResponse",
     "admin",
     f"{K}:rotate_token_key",
     "Add a call-token key: published at once, signing after a 5-minute grace; retires the previous one.",
 )
 
 TR, PH, EV_LOG = "agen.hub.rpc.triggers", "agen.hub.rpc.providers", "agen.hub.rpc.events"
-ListTriggerEvents = _rpc(
+ListTriggerEvents: Rpc[sg.ListTriggerEventsRequest, sg.ListTriggerEventsResponse] = _rpc(
     "ListTriggerEvents",
-    sg.ListTriggerEventsRequest,
-    sg.ListTriggerEventsResponse,
+    "signals:ListTriggerEventsRequest",
+    "signals:ListTriggerEventsResponse",
     "viewer",
     f"{TR}:list_trigger_events",
     "A deployment's triggers and their fired/missed/skipped/rejected events.",
 )
-CreateWebhookSecret = _rpc(
+CreateWebhookSecret: Rpc[sg.CreateWebhookSecretRequest, sg.CreateWebhookSecretResponse] = _rpc(
     "CreateWebhookSecret",
-    sg.CreateWebhookSecretRequest,
-    sg.CreateWebhookSecretResponse,
+    "signals:CreateWebhookSecretRequest",
+    "signals:CreateWebhookSecretResponse",
     "operator",
     f"{TR}:create_webhook_secret",
     "Create or rotate a webhook trigger's secret (shown once; only a hash is kept).",
 )
-ListProviderHolds = _rpc(
+ListProviderHolds: Rpc[sg.ListProviderHoldsRequest, sg.ListProviderHoldsResponse] = _rpc(
     "ListProviderHolds",
-    sg.ListProviderHoldsRequest,
-    sg.ListProviderHoldsResponse,
+    "signals:ListProviderHoldsRequest",
+    "signals:ListProviderHoldsResponse",
     "viewer",
     f"{PH}:list_provider_holds",
     "Provider accounts held after an account error.",
 )
-ResumeProvider = _rpc(
+ResumeProvider: Rpc[sg.ResumeProviderRequest, sg.ResumeProviderResponse] = _rpc(
     "ResumeProvider",
-    sg.ResumeProviderRequest,
-    sg.ResumeProviderResponse,
+    "signals:ResumeProviderRequest",
+    "signals:ResumeProviderResponse",
     "admin",
     f"{PH}:resume_provider",
     "End a provider hold at once.",
 )
-ListEvents = _rpc(
+ListEvents: Rpc[sg.ListEventsRequest, sg.ListEventsResponse] = _rpc(
     "ListEvents",
-    sg.ListEventsRequest,
-    sg.ListEventsResponse,
+    "signals:ListEventsRequest",
+    "signals:ListEventsResponse",
     "viewer",
     f"{EV_LOG}:list_events_rpc",
     "The event log after a cursor, filtered; wait_seconds waits for the first match.",
 )
-SetNotifyTarget = _rpc(
+SetNotifyTarget: Rpc[sg.SetNotifyTargetRequest, sg.NotifyTargetResponse] = _rpc(
     "SetNotifyTarget",
-    sg.SetNotifyTargetRequest,
-    sg.NotifyTargetResponse,
+    "signals:SetNotifyTargetRequest",
+    "signals:NotifyTargetResponse",
     "admin",
     f"{EV_LOG}:set_notify_target",
     "Create or replace a notification target.",
 )
-ListNotifyTargets = _rpc(
+ListNotifyTargets: Rpc[sg.ListNotifyTargetsRequest, sg.ListNotifyTargetsResponse] = _rpc(
     "ListNotifyTargets",
-    sg.ListNotifyTargetsRequest,
-    sg.ListNotifyTargetsResponse,
+    "signals:ListNotifyTargetsRequest",
+    "signals:ListNotifyTargetsResponse",
     "viewer",
     f"{EV_LOG}:list_notify_targets",
     "Notification targets with their delivery state.",
 )
-DeleteNotifyTarget = _rpc(
+DeleteNotifyTarget: Rpc[sg.NotifyTargetRef, Ok] = _rpc(
     "DeleteNotifyTarget",
-    sg.NotifyTargetRef,
-    Ok,
+    "signals:NotifyTargetRef",
+    "common:Ok",
     "admin",
     f"{EV_LOG}:delete_notify_target",
     "Remove a notification target.",
 )
-DryRunTask = _rpc(
+DryRunTask: Rpc[tk.SubmitTaskRequest, sg.DryRunTaskResponse] = _rpc(
     "DryRunTask",
-    tk.SubmitTaskRequest,
-    sg.DryRunTaskResponse,
+    "tasks:SubmitTaskRequest",
+    "signals:DryRunTaskResponse",
     "operator",
     f"{T}:dry_run_task",
     "Run every admission check for a task without queuing it.",
@@ -347,58 +377,58 @@ SIGNAL_RPCS = (
 
 # --- observe (issue 7: see what agents do): runs, transcripts, traces, task queries, activity, metrics ---
 OB = "agen.hub.observe.runs"
-ListRuns = _rpc(
+ListRuns: Rpc[ob.ListRunsRequest, ob.ListRunsResponse] = _rpc(
     "ListRuns",
-    ob.ListRunsRequest,
-    ob.ListRunsResponse,
+    "observe:ListRunsRequest",
+    "observe:ListRunsResponse",
     "viewer",
     f"{OB}:list_runs",
     "Recent runs (roots: one per trace, with the usage of the runs they delegated to).",
 )
-GetTranscript = _rpc(
+GetTranscript: Rpc[ob.GetTranscriptRequest, ob.GetTranscriptResponse] = _rpc(
     "GetTranscript",
-    ob.GetTranscriptRequest,
-    ob.GetTranscriptResponse,
+    "observe:GetTranscriptRequest",
+    "observe:GetTranscriptResponse",
     "viewer",
     f"{OB}:get_transcript",
     "What a run (or a task's run) sent to the model and got back.",
 )
-GetTrace = _rpc(
+GetTrace: Rpc[ob.GetTraceRequest, ob.GetTraceResponse] = _rpc(
     "GetTrace",
-    ob.GetTraceRequest,
-    ob.GetTraceResponse,
+    "observe:GetTraceRequest",
+    "observe:GetTraceResponse",
     "viewer",
     f"{OB}:get_trace",
     "Every span of a trace (by task, run or trace id), across agents.",
 )
-QueryTask = _rpc(
+QueryTask: Rpc[ob.QueryTaskRequest, ob.QueryTaskResponse] = _rpc(
     "QueryTask",
-    ob.QueryTaskRequest,
-    ob.QueryTaskResponse,
+    "observe:QueryTaskRequest",
+    "observe:QueryTaskResponse",
     "viewer",
     f"{OB}:query_task",
     "A task's progress, what its run does now and its outcome, without waiting.",
 )
-ResolveId = _rpc(
+ResolveId: Rpc[ids.ResolveIdRequest, ids.ResolveIdResponse] = _rpc(
     "ResolveId",
-    ids.ResolveIdRequest,
-    ids.ResolveIdResponse,
+    "ids:ResolveIdRequest",
+    "ids:ResolveIdResponse",
     "viewer",
     "agen.hub.rpc.ids:resolve_id",
     "The whole task, run or approval id for a unique prefix or suffix (the short ids the TUI shows).",
 )
-GetActivity = _rpc(
+GetActivity: Rpc[ob.GetActivityRequest, ob.GetActivityResponse] = _rpc(
     "GetActivity",
-    ob.GetActivityRequest,
-    ob.GetActivityResponse,
+    "observe:GetActivityRequest",
+    "observe:GetActivityResponse",
     "viewer",
     "agen.hub.observe.live:get_activity",
     "Unfinished runs with what they do now, queues and warnings.",
 )
-GetMetrics = _rpc(
+GetMetrics: Rpc[ob.GetMetricsRequest, ob.GetMetricsResponse] = _rpc(
     "GetMetrics",
-    ob.GetMetricsRequest,
-    ob.GetMetricsResponse,
+    "observe:GetMetricsRequest",
+    "observe:GetMetricsResponse",
     "viewer",
     "agen.hub.observe.metrics:get_metrics",
     "Per served model calls and latency, entries, call edges, throughput.",
@@ -408,58 +438,58 @@ OBSERVE_RPCS = (ListRuns, GetTranscript, GetTrace, QueryTask, ResolveId, GetActi
 
 # --- memory and artifacts (issue 20): memory blocks with versions, artifacts agents saved ---
 MM = "agen.hub.rpc.memory"
-ListMemory = _rpc(
+ListMemory: Rpc[mm.ListMemoryRequest, mm.ListMemoryResponse] = _rpc(
     "ListMemory",
-    mm.ListMemoryRequest,
-    mm.ListMemoryResponse,
+    "memory:ListMemoryRequest",
+    "memory:ListMemoryResponse",
     "viewer",
     f"{MM}:list_memory",
     "Memory blocks of a namespace, with their versions.",
 )
-GetMemory = _rpc(
+GetMemory: Rpc[mm.GetMemoryRequest, mm.MemoryBlockResponse] = _rpc(
     "GetMemory",
-    mm.GetMemoryRequest,
-    mm.MemoryBlockResponse,
+    "memory:GetMemoryRequest",
+    "memory:MemoryBlockResponse",
     "viewer",
     f"{MM}:get_memory",
     "A memory block's value (the current version, or an earlier one).",
 )
-SetMemory = _rpc(
+SetMemory: Rpc[mm.SetMemoryRequest, mm.MemoryBlockResponse] = _rpc(
     "SetMemory",
-    mm.SetMemoryRequest,
-    mm.MemoryBlockResponse,
+    "memory:SetMemoryRequest",
+    "memory:MemoryBlockResponse",
     "operator",
     f"{MM}:set_memory",
     "Replace a memory block's value (creating it); expected_version makes it a compare-and-set.",
 )
-MemoryHistory = _rpc(
+MemoryHistory: Rpc[mm.MemoryHistoryRequest, mm.MemoryHistoryResponse] = _rpc(
     "MemoryHistory",
-    mm.MemoryHistoryRequest,
-    mm.MemoryHistoryResponse,
+    "memory:MemoryHistoryRequest",
+    "memory:MemoryHistoryResponse",
     "viewer",
     f"{MM}:memory_history",
     "Every version of a memory block: value, author (run or person), time.",
 )
-RollbackMemory = _rpc(
+RollbackMemory: Rpc[mm.RollbackMemoryRequest, mm.MemoryBlockResponse] = _rpc(
     "RollbackMemory",
-    mm.RollbackMemoryRequest,
-    mm.MemoryBlockResponse,
+    "memory:RollbackMemoryRequest",
+    "memory:MemoryBlockResponse",
     "operator",
     f"{MM}:rollback_memory",
     "Write a new version of a memory block equal to an earlier one.",
 )
-ListArtifacts = _rpc(
+ListArtifacts: Rpc[mm.ListArtifactsRequest, mm.ListArtifactsResponse] = _rpc(
     "ListArtifacts",
-    mm.ListArtifactsRequest,
-    mm.ListArtifactsResponse,
+    "memory:ListArtifactsRequest",
+    "memory:ListArtifactsResponse",
     "viewer",
     f"{MM}:list_artifacts",
     "Artifacts of a namespace, or of one task or run.",
 )
-GetArtifact = _rpc(
+GetArtifact: Rpc[mm.GetArtifactRequest, mm.GetArtifactResponse] = _rpc(
     "GetArtifact",
-    mm.GetArtifactRequest,
-    mm.GetArtifactResponse,
+    "memory:GetArtifactRequest",
+    "memory:GetArtifactResponse",
     "viewer",
     f"{MM}:get_artifact",
     "An artifact's content, a page at a time.",
@@ -477,18 +507,18 @@ MEMORY_RPCS = (
 
 # --- feedback (issue 20): scores on how tasks went ---
 FB = "agen.hub.rpc.feedback"
-RecordFeedback = _rpc(
+RecordFeedback: Rpc[fb.RecordFeedbackRequest, fb.RecordFeedbackResponse] = _rpc(
     "RecordFeedback",
-    fb.RecordFeedbackRequest,
-    fb.RecordFeedbackResponse,
+    "feedback:RecordFeedbackRequest",
+    "feedback:RecordFeedbackResponse",
     "operator",
     f"{FB}:record_feedback",
     "Record a score (-1.0..1.0), note and labels on a task's run.",
 )
-ListFeedback = _rpc(
+ListFeedback: Rpc[fb.ListFeedbackRequest, fb.ListFeedbackResponse] = _rpc(
     "ListFeedback",
-    fb.ListFeedbackRequest,
-    fb.ListFeedbackResponse,
+    "feedback:ListFeedbackRequest",
+    "feedback:ListFeedbackResponse",
     "viewer",
     f"{FB}:list_feedback",
     "Feedback, newest first, with the run, task and digest it rates.",
@@ -498,26 +528,26 @@ FEEDBACK_RPCS = (RecordFeedback, ListFeedback)
 
 # --- replay and eval (issue 20) ---
 EV = "agen.hub.rpc.evals"
-GetReplaySource = _rpc(
+GetReplaySource: Rpc[ev.GetReplaySourceRequest, ev.GetReplaySourceResponse] = _rpc(
     "GetReplaySource",
-    ev.GetReplaySourceRequest,
-    ev.GetReplaySourceResponse,
+    "evals:GetReplaySourceRequest",
+    "evals:GetReplaySourceResponse",
     "operator",
     f"{EV}:get_replay_source",
     "A run's messages, cassette and its deployment's current bundle, for `agen replay`.",
 )
-RecordEvalRuns = _rpc(
+RecordEvalRuns: Rpc[ev.RecordEvalRunsRequest, ev.RecordEvalRunsResponse] = _rpc(
     "RecordEvalRuns",
-    ev.RecordEvalRunsRequest,
-    ev.RecordEvalRunsResponse,
+    "evals:RecordEvalRunsRequest",
+    "evals:RecordEvalRunsResponse",
     "operator",
     f"{EV}:record_eval_runs",
     "Keep the results of one `agen eval` of a bundle digest.",
 )
-ListEvalRuns = _rpc(
+ListEvalRuns: Rpc[ev.ListEvalRunsRequest, ev.ListEvalRunsResponse] = _rpc(
     "ListEvalRuns",
-    ev.ListEvalRunsRequest,
-    ev.ListEvalRunsResponse,
+    "evals:ListEvalRunsRequest",
+    "evals:ListEvalRunsResponse",
     "viewer",
     f"{EV}:list_eval_runs",
     "A bundle's recorded evals, newest first, per scenario.",
@@ -527,140 +557,140 @@ EVAL_RPCS = (GetReplaySource, RecordEvalRuns, ListEvalRuns)
 
 # --- the Nest-facing calls (DESIGN.md §1): a Nest's Manager and instances use only these (and WhoAmI) ---
 N = "agen.hub.rpc.nests"
-RegisterNest = _rpc(
+RegisterNest: Rpc[ns.RegisterNestRequest, ns.RegisterNestResponse] = _rpc(
     "RegisterNest",
-    ns.RegisterNestRequest,
-    ns.RegisterNestResponse,
+    "nests:RegisterNestRequest",
+    "nests:RegisterNestResponse",
     "nest",
     f"{N}:register_nest",
     "Enrol (or re-enrol by name) a Nest; returns its id.",
 )
-ReportNest = _rpc(
+ReportNest: Rpc[ns.ReportNestRequest, ns.ReportNestResponse] = _rpc(
     "ReportNest",
-    ns.ReportNestRequest,
-    ns.ReportNestResponse,
+    "nests:ReportNestRequest",
+    "nests:ReportNestResponse",
     "nest",
     f"{N}:report_nest",
     "A Nest's heartbeat with its instances; returns its assignments.",
 )
-GetDefinitionFiles = _rpc(
+GetDefinitionFiles: Rpc[ns.GetDefinitionFilesRequest, ns.GetDefinitionFilesResponse] = _rpc(
     "GetDefinitionFiles",
-    ns.GetDefinitionFilesRequest,
-    ns.GetDefinitionFilesResponse,
+    "nests:GetDefinitionFilesRequest",
+    "nests:GetDefinitionFilesResponse",
     "nest",
     f"{N}:get_definition_files_rpc",
     "A definition's bundle files (base64), checked.",
 )
-LeaseTasks = _rpc(
+LeaseTasks: Rpc[ns.LeaseTasksRequest, ns.LeaseTasksResponse] = _rpc(
     "LeaseTasks",
-    ns.LeaseTasksRequest,
-    ns.LeaseTasksResponse,
+    "nests:LeaseTasksRequest",
+    "nests:LeaseTasksResponse",
     "nest",
     f"{N}:lease_tasks",
     "Lease queued tasks of a deployment for one instance (none while the Hub drains).",
 )
-MarkRunning = _rpc(
+MarkRunning: Rpc[ns.MarkRunningRequest, Ok] = _rpc(
     "MarkRunning",
-    ns.MarkRunningRequest,
-    Ok,
+    "nests:MarkRunningRequest",
+    "common:Ok",
     "nest",
     f"{N}:mark_running",
     "A leased task started (leased -> running).",
 )
-ExtendLeases = _rpc(
+ExtendLeases: Rpc[ns.ExtendLeasesRequest, ns.ExtendLeasesResponse] = _rpc(
     "ExtendLeases",
-    ns.ExtendLeasesRequest,
-    ns.ExtendLeasesResponse,
+    "nests:ExtendLeasesRequest",
+    "nests:ExtendLeasesResponse",
     "nest",
     f"{N}:extend_leases",
     "Extend many leases at once; returns the tasks whose lease was lost.",
 )
-CompleteTask = _rpc(
+CompleteTask: Rpc[ns.CompleteTaskRequest, Ok] = _rpc(
     "CompleteTask",
-    ns.CompleteTaskRequest,
-    Ok,
+    "nests:CompleteTaskRequest",
+    "common:Ok",
     "nest",
     f"{N}:complete_task",
     "End a leased task with its outcome (fenced by its lease id).",
 )
-ReleaseTask = _rpc(
+ReleaseTask: Rpc[ns.ReleaseTaskRequest, Ok] = _rpc(
     "ReleaseTask",
-    ns.ReleaseTaskRequest,
-    Ok,
+    "nests:ReleaseTaskRequest",
+    "common:Ok",
     "nest",
     f"{N}:release_task",
     "Give a leased task back to the queue (fenced by its lease id).",
 )
-SuspendTask = _rpc(
+SuspendTask: Rpc[ns.SuspendTaskRequest, Ok] = _rpc(
     "SuspendTask",
-    ns.SuspendTaskRequest,
-    Ok,
+    "nests:SuspendTaskRequest",
+    "common:Ok",
     "nest",
     f"{N}:suspend_task",
     "A leased task's run suspended until something arrives (fenced by its lease id).",
 )
-ReportProgress = _rpc(
+ReportProgress: Rpc[ns.ReportProgressRequest, ns.ReportProgressResponse] = _rpc(
     "ReportProgress",
-    ns.ReportProgressRequest,
-    ns.ReportProgressResponse,
+    "nests:ReportProgressRequest",
+    "nests:ReportProgressResponse",
     "nest",
     f"{N}:report_progress",
     "A running task's latest progress (report_progress tool).",
 )
-WaitForWork = _rpc(
+WaitForWork: Rpc[ns.WaitForWorkRequest, ns.WaitForWorkResponse] = _rpc(
     "WaitForWork",
-    ns.WaitForWorkRequest,
-    ns.WaitForWorkResponse,
+    "nests:WaitForWorkRequest",
+    "nests:WaitForWorkResponse",
     "nest",
     f"{N}:wait_for_work",
     "Long-poll until tasks may have become leasable since a work generation.",
 )
-GetTokenKeys = _rpc(
+GetTokenKeys: Rpc[Empty, ns.GetTokenKeysResponse] = _rpc(
     "GetTokenKeys",
-    Empty,
-    ns.GetTokenKeysResponse,
+    "common:Empty",
+    "nests:GetTokenKeysResponse",
     "nest",
     f"{N}:get_token_keys",
     "The Hub's public keys that agents' call tokens verify against (a Gateway checks callers offline).",
 )
-RenewNestCertificate = _rpc(
+RenewNestCertificate: Rpc[ns.RenewNestCertificateRequest, ns.RenewNestCertificateResponse] = _rpc(
     "RenewNestCertificate",
-    ns.RenewNestCertificateRequest,
-    ns.RenewNestCertificateResponse,
+    "nests:RenewNestCertificateRequest",
+    "nests:RenewNestCertificateResponse",
     "nest",
     f"{N}:renew_nest_certificate",
     "A TLS Hub signs a fresh key's CSR for the calling Nest, over its current mTLS connection; the "
     "current certificate works until the new one is first used.",
 )
-CreateJoinToken = _rpc(
+CreateJoinToken: Rpc[ns.CreateJoinTokenRequest, ns.CreateJoinTokenResponse] = _rpc(
     "CreateJoinToken",
-    ns.CreateJoinTokenRequest,
-    ns.CreateJoinTokenResponse,
+    "nests:CreateJoinTokenRequest",
+    "nests:CreateJoinTokenResponse",
     "admin",
     f"{N}:create_join_token",
     "A single-use token that enrols one Nest (`agen nest run --join-token`), with labels it gets.",
 )
-EnrolNest = _rpc(
+EnrolNest: Rpc[ns.EnrolNestRequest, ns.EnrolNestResponse] = _rpc(
     "EnrolNest",
-    ns.EnrolNestRequest,
-    ns.EnrolNestResponse,
+    "nests:EnrolNestRequest",
+    "nests:EnrolNestResponse",
     "join",
     f"{N}:enrol_nest",
     "Use up a join token: the Nest is registered and receives its own credential (scope nest) and, "
     "from a TLS Hub, its client certificate signed from its CSR in the same transaction.",
 )
-ListNests = _rpc(
+ListNests: Rpc[ns.ListNestsRequest, ns.ListNestsResponse] = _rpc(
     "ListNests",
-    ns.ListNestsRequest,
-    ns.ListNestsResponse,
+    "nests:ListNestsRequest",
+    "nests:ListNestsResponse",
     "viewer",
     f"{N}:list_nests",
     "Every Nest: labels, capacity, live instances, last heartbeat, state.",
 )
-RevokeNest = _rpc(
+RevokeNest: Rpc[ns.RevokeNestRequest, Ok] = _rpc(
     "RevokeNest",
-    ns.RevokeNestRequest,
-    Ok,
+    "nests:RevokeNestRequest",
+    "common:Ok",
     "admin",
     f"{N}:revoke_nest",
     "End a Nest's credential, certificates, assignments and leases for good; its tasks run elsewhere.",
@@ -668,34 +698,34 @@ RevokeNest = _rpc(
 FLEET_RPCS = (CreateJoinToken, EnrolNest, ListNests, RevokeNest)
 # Platform secrets (agen.hub.rpc.secrets): values go in through admin calls and out only to a Nest.
 S = "agen.hub.rpc.secrets"
-SetSecret = _rpc(
+SetSecret: Rpc[sec.SetSecretRequest, sec.SetSecretResponse] = _rpc(
     "SetSecret",
-    sec.SetSecretRequest,
-    sec.SetSecretResponse,
+    "secrets:SetSecretRequest",
+    "secrets:SetSecretResponse",
     "admin",
     f"{S}:set_secret",
     "Create or replace a platform secret (sealed under the Hub's KEK) and its deployment grants.",
 )
-ListSecrets = _rpc(
+ListSecrets: Rpc[sec.ListSecretsRequest, sec.ListSecretsResponse] = _rpc(
     "ListSecrets",
-    sec.ListSecretsRequest,
-    sec.ListSecretsResponse,
+    "secrets:ListSecretsRequest",
+    "secrets:ListSecretsResponse",
     "admin",
     f"{S}:list_secrets",
     "A namespace's platform secrets: names, grants, whether sealed, updated time; never values.",
 )
-DeleteSecret = _rpc(
+DeleteSecret: Rpc[sec.DeleteSecretRequest, Ok] = _rpc(
     "DeleteSecret",
-    sec.DeleteSecretRequest,
-    Ok,
+    "secrets:DeleteSecretRequest",
+    "common:Ok",
     "admin",
     f"{S}:delete_secret",
     "Remove a platform secret.",
 )
-GetPlatformSecrets = _rpc(
+GetPlatformSecrets: Rpc[sec.GetPlatformSecretsRequest, sec.GetPlatformSecretsResponse] = _rpc(
     "GetPlatformSecrets",
-    sec.GetPlatformSecretsRequest,
-    sec.GetPlatformSecretsResponse,
+    "secrets:GetPlatformSecretsRequest",
+    "secrets:GetPlatformSecretsResponse",
     "nest",
     f"{S}:get_platform_secrets",
     "The platform secrets a deployment assigned to this Nest declares and is granted (Nests only).",
@@ -703,82 +733,82 @@ GetPlatformSecrets = _rpc(
 SECRET_RPCS = (SetSecret, ListSecrets, DeleteSecret)
 # Delegation: a running task's engine, through its Nest (agen.hub.rpc.children).
 C = "agen.hub.rpc.children"
-SubmitChildTask = _rpc(
+SubmitChildTask: Rpc[dg.SubmitChildTaskRequest, dg.ChildTaskResponse] = _rpc(
     "SubmitChildTask",
-    dg.SubmitChildTaskRequest,
-    dg.ChildTaskResponse,
+    "delegation:SubmitChildTaskRequest",
+    "delegation:ChildTaskResponse",
     "nest",
     f"{C}:submit_child_task",
     "Submit a child task of a running task (call_agent, start_agent); the call key makes it idempotent.",
 )
-WaitChildTask = _rpc(
+WaitChildTask: Rpc[dg.WaitChildTaskRequest, dg.ChildTaskResponse] = _rpc(
     "WaitChildTask",
-    dg.WaitChildTaskRequest,
-    dg.ChildTaskResponse,
+    "delegation:WaitChildTaskRequest",
+    "delegation:ChildTaskResponse",
     "nest",
     f"{C}:wait_child_task",
     "A child task's state once it ended or wait_seconds (at most 60) passed.",
 )
-CheckTurn = _rpc(
+CheckTurn: Rpc[dg.CheckTurnRequest, dg.CheckTurnResponse] = _rpc(
     "CheckTurn",
-    dg.CheckTurnRequest,
-    dg.CheckTurnResponse,
+    "delegation:CheckTurnRequest",
+    "delegation:CheckTurnResponse",
     "nest",
     f"{C}:check_turn",
     "Before a model call: joined children still running, their undelivered results, the tree budget.",
 )
-AckInbox = _rpc(
+AckInbox: Rpc[dg.AckInboxRequest, Ok] = _rpc(
     "AckInbox",
-    dg.AckInboxRequest,
-    Ok,
+    "delegation:AckInboxRequest",
+    "common:Ok",
     "nest",
     f"{C}:ack_inbox",
     "Inbox rows the run checkpointed: they are not delivered again.",
 )
-QueryChildTask = _rpc(
+QueryChildTask: Rpc[dg.ChildTaskRef, dg.QueryChildTaskResponse] = _rpc(
     "QueryChildTask",
-    dg.ChildTaskRef,
-    dg.QueryChildTaskResponse,
+    "delegation:ChildTaskRef",
+    "delegation:QueryChildTaskResponse",
     "nest",
     f"{C}:query_child_task",
     "State, progress and outcome of a descendant task (query_agent); refused for any other task.",
 )
-SignalChildTask = _rpc(
+SignalChildTask: Rpc[dg.SignalChildTaskRequest, Ok] = _rpc(
     "SignalChildTask",
-    dg.SignalChildTaskRequest,
-    Ok,
+    "delegation:SignalChildTaskRequest",
+    "common:Ok",
     "nest",
     f"{C}:signal_child_task",
     "Send a message to a descendant task's inbox (signal_agent); refused for any other task.",
 )
-AcquireLock = _rpc(
+AcquireLock: Rpc[dg.AcquireLockRequest, dg.AcquireLockResponse] = _rpc(
     "AcquireLock",
-    dg.AcquireLockRequest,
-    dg.AcquireLockResponse,
+    "delegation:AcquireLockRequest",
+    "delegation:AcquireLockResponse",
     "nest",
     f"{C}:acquire_lock",
     "Grant a named lock to a running task mid-run (acquire_lock); its fence, or none while held.",
 )
-ReleaseLock = _rpc(
+ReleaseLock: Rpc[dg.ReleaseLockRequest, dg.ReleaseLockResponse] = _rpc(
     "ReleaseLock",
-    dg.ReleaseLockRequest,
-    dg.ReleaseLockResponse,
+    "delegation:ReleaseLockRequest",
+    "delegation:ReleaseLockResponse",
     "nest",
     f"{C}:release_lock",
     "Drop a lock a running task acquired (release_lock).",
 )
-ResolveChildAgent = _rpc(
+ResolveChildAgent: Rpc[dg.ResolveChildAgentRequest, dg.ResolveChildAgentResponse] = _rpc(
     "ResolveChildAgent",
-    dg.ResolveChildAgentRequest,
-    dg.ResolveChildAgentResponse,
+    "delegation:ResolveChildAgentRequest",
+    "delegation:ResolveChildAgentResponse",
     "nest",
     f"{C}:resolve_child_agent",
     "A deployment's A2A endpoints and a call token naming the running task's deployment as caller (1 h).",
 )
-CountA2ACall = _rpc(
+CountA2ACall: Rpc[dg.CountA2ACallRequest, Ok] = _rpc(
     "CountA2ACall",
-    dg.CountA2ACallRequest,
-    Ok,
+    "delegation:CountA2ACallRequest",
+    "common:Ok",
     "nest",
     f"{C}:count_a2a_call",
     "Count an A2A call_agent towards the run's maxFanOut and the tree's maxTotalDelegations (once per key).",

@@ -13,10 +13,12 @@ import os
 import random
 import re
 from collections.abc import Mapping
-
-from ulid import ULID
+from typing import TYPE_CHECKING
 
 from agen.errors import InvalidError
+
+if TYPE_CHECKING:
+    from ulid import ULID
 
 # W3C trace-context version 00: lower-case hex, trace and span ids not all zeros. The API model
 # uses the same pattern (with Python's regex engine, for the look-aheads), so the OpenAPI schema
@@ -36,9 +38,17 @@ def _int(agen_id: str) -> int:
     if len(agen_id) == 26 and agen_id[0] <= "7" and _ULID_CHARS.issuperset(agen_id):
         return int(agen_id.translate(_AS_BASE32), 32)
     try:
-        return int(ULID.from_str(agen_id))
+        return int(_ulid().from_str(agen_id))
     except ValueError:  # not a ULID (an id from elsewhere): a stable number from its text
         return int.from_bytes(agen_id.encode()[-16:].rjust(16, b"\0"), "big")
+
+
+def _ulid() -> type[ULID]:
+    """python-ulid, imported on first use: every command loads this module (the API models name its
+    pattern), few convert an id that is not agen's own."""
+    from ulid import ULID
+
+    return ULID
 
 
 def trace_int(agen_id: str) -> int:
@@ -93,18 +103,18 @@ def w3c_span_id() -> str:
     so ``from_traceparent`` gives back this exact id): for spans a callee's run hangs under. Its 64
     bits come from a private ``random`` seeded from os.urandom, not a getrandom() syscall per call:
     ids need uniqueness, not secrecy, and a syscall gives up the GIL to a busy Store writer."""
-    return str(ULID.from_int(_SPAN_RANDOM.getrandbits(64) or 1))
+    return str(_ulid().from_int(_SPAN_RANDOM.getrandbits(64) or 1))
 
 
 def from_traceparent(value: str) -> tuple[str, str]:
     """(trace id, parent span id) as agen stores them (ULID text) for a valid traceparent."""
     m = TRACEPARENT.fullmatch(check_traceparent(value))
     assert m is not None
-    return str(ULID.from_int(int(m.group(1), 16))), str(ULID.from_int(int(m.group(2), 16)))
+    return str(_ulid().from_int(int(m.group(1), 16))), str(_ulid().from_int(int(m.group(2), 16)))
 
 
 def agen_trace_id(value: str) -> str:
     """A trace id as the user may type it (32 hex digits, as Jaeger shows it) in agen's form."""
     if re.fullmatch(r"[0-9a-fA-F]{32}", value):
-        return str(ULID.from_int(int(value, 16)))
+        return str(_ulid().from_int(int(value, 16)))
     return value

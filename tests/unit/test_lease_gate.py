@@ -163,3 +163,46 @@ async def test_a_deployment_that_spent_its_daily_budget_leases_nothing_until_the
     assert await reason_of(store, task, NOON) == "budget"
     [next_day] = await lease(store, dep, NOON + 86_400_000)
     assert next_day.task.id == task and next_day.budget_pressure is False
+
+
+async def test_an_instance_on_an_older_definition_leases_nothing_and_one_on_the_current_does(
+    store: Store,
+) -> None:
+    """Seed 000 §4: instances on an old digest drain. A task submitted after an update must not go to
+    an instance the update is about to stop (`agen run` on a changed folder answered from the old one)."""
+    from tests.unit.queue_helpers import add_nest
+
+    dep = await deployment(store, "d")
+    old, new = "sha256:" + "1" * 64, "sha256:" + "2" * 64
+
+    def instances(tx: Tx) -> None:
+        nest = add_nest(tx, "n1")
+        for iid, digest in (("i-old", old), ("i-new", new)):
+            tx.execute(
+                "INSERT INTO instances (id, nest_id, deployment_id, digest, state, started_ms,"
+                " updated_ms) VALUES (?,?,?,?,'ready',?,?)",
+                (iid, nest, dep.id, digest, NOON, NOON),
+            )
+        tx.execute("UPDATE deployments SET digest = ? WHERE id = ?", (new, dep.id))
+
+    await store.write(instances)
+    await submit(store, dep, 3)
+
+    def lease_as(instance: str) -> Any:
+        def fn(tx: Tx) -> list[LeasedTaskRow]:
+            tx.now_ms = NOON
+            return lease_for_nest(
+                tx,
+                deployment_id=dep.id,
+                nest_id="n1",
+                instance_id=instance,
+                limit=1,
+                lease_ms=60_000,
+            )
+
+        return fn
+
+    assert await store.write(lease_as("i-old")) == []
+    assert len(await store.write(lease_as("i-new"))) == 1
+    # an instance its Nest has not reported yet is not known to be stale: it leases
+    assert len(await store.write(lease_as("i-unreported"))) == 1

@@ -29,6 +29,12 @@ from agen.store.pg_locks import serialize_leasing
 
 BACKGROUND = queue.PRIORITIES["background"]
 _BUDGET_SQL = f"SELECT {columns(DeploymentBudget)} FROM deployments WHERE id = ?"
+# The same, and whether the leasing instance runs an older definition than the deployment's current one
+# (its Nest reported another digest): seed 000 §4, instances on an old digest drain, they take no new work.
+_LEASE_SQL = (
+    f"SELECT {columns(DeploymentBudget, 'd')}, EXISTS (SELECT 1 FROM instances i WHERE i.id = ?"
+    " AND i.digest != d.digest) AS stale FROM deployments d WHERE d.id = ?"
+)
 
 
 def lease_for_nest(
@@ -43,9 +49,11 @@ def lease_for_nest(
 ) -> list[LeasedTaskRow]:
     """Lease up to ``limit`` tasks unless a provider hold or a budget says otherwise.
 
-    An instance of a task-kind deployment leases exactly one task, ever (agen.hub.queue.task_kind)."""
-    found = tx.one(_BUDGET_SQL, (deployment_id,))
-    if found is None or limit <= 0:
+    An instance of a task-kind deployment leases exactly one task, ever (agen.hub.queue.task_kind). An
+    instance on an older definition leases nothing: a task submitted after `agen deploy` (or `agen run`
+    on a changed folder) runs on the new one, not on an instance the update is about to drain."""
+    found = tx.one(_LEASE_SQL, (instance_id, deployment_id))
+    if found is None or limit <= 0 or found["stale"]:
         return []
     dep = DeploymentBudget.from_row(found)
     if dep.kind != DeploymentKind.TASK:
