@@ -159,6 +159,29 @@ async def test_cancelling_the_calling_task_cancels_the_remote_task(
     assert len(seen.cancelled) == 1
 
 
+async def test_a_call_cancelled_twice_while_it_waits_still_cancels_the_remote_task(
+    remote: tuple[str, Seen],
+) -> None:
+    """A run can be cancelled twice (the Hub's cancel hint and its lost lease both stop it): the second
+    cancellation must not cut off telling the remote agent to stop (it closed the HTTP client under it)."""
+    from agen.runner.tools.a2a_call import call_a2a
+
+    url, seen = remote
+    for gap in (0.0, 0.05):  # the second cancel at once, and while the remote cancel is under way
+        seen.hanging.clear()
+        calling = asyncio.ensure_future(
+            call_a2a(url, "hang", message_id=f"twice-{gap}", metadata={}, bearer=None, wait_s=60)
+        )
+        await asyncio.to_thread(seen.hanging.wait, 60)
+        before = len(seen.cancelled)
+        calling.cancel()
+        await asyncio.sleep(gap)
+        calling.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await calling
+        assert len(seen.cancelled) == before + 1, "the remote task was not told to cancel"
+
+
 async def test_a2a_call_past_the_delegation_depth_limit_is_refused_without_calling(
     stack: Stack, remote: tuple[str, Seen]
 ) -> None:
