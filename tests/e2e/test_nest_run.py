@@ -115,6 +115,11 @@ def test_a_nest_in_another_process_enrols_once_runs_work_and_holds_only_the_nest
         assert nest.proc.wait(60) != 0
         assert "revoked" in nest.log.read_text()
         assert _nests(hub)["n1"]["state"] == "revoked"
+        # The fleet's own events (like nest.lost and leader.elected) are in the system namespace.
+        fleet = hub.agen("events", "-n", "system", "--type", "nest.", "--json").stdout.splitlines()
+        assert {"nest.join_token", "nest.enrolled", "nest.revoked"} <= {
+            json.loads(line)["type"] for line in fleet
+        }
         after = hub.http("RegisterNest", {"name": "n1"}, token=cred["token"])
         assert after.status_code == 401 and "revoked" in after.json()["error"]["message"]
         before = len(nest.log.read_text())

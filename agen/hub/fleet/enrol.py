@@ -18,6 +18,7 @@ from agen.errors import ConflictError, NotFoundError, UnauthenticatedError
 from agen.hub.auth import Principal, hash_token, new_secret
 from agen.hub.fleet import certs
 from agen.hub.fleet.instances import register_nest, void_nest_work
+from agen.hub.leader import SYSTEM_NAMESPACE
 from agen.store import Tx, dumps, loads
 from agen.store.base import new_ulid
 
@@ -50,7 +51,7 @@ def create_join_token(
         (token_id, name, hash_token(secret), dumps(labels), tx.now_ms, expires),
     )
     tx.event(
-        "default",
+        SYSTEM_NAMESPACE,
         "nest.join_token",
         data={"token_id": token_id, "by": created_by, "expires_ms": expires, "labels": labels},
     )
@@ -105,7 +106,7 @@ def enrol_nest(
         (token_id, f"nest {name}", hash_token(secret), nest_id, tx.now_ms),
     )
     tx.event(
-        "default",
+        SYSTEM_NAMESPACE,
         "nest.enrolled",
         data={
             "nest_id": nest_id,
@@ -158,6 +159,9 @@ def revoke_nest(tx: Tx, nest_id: str, *, by: str) -> tuple[str, str, set[str]]:
     tx.execute("DELETE FROM assignments WHERE nest_id = ?", (nid,))
     void_nest_work(tx, nid, name, "revoked", count_attempt=False)
     tx.event(
-        "default", "nest.revoked", severity="warning", data={"nest_id": nid, "name": name, "by": by}
+        SYSTEM_NAMESPACE,
+        "nest.revoked",
+        severity="warning",
+        data={"nest_id": nid, "name": name, "by": by},
     )
     return nid, name, tokens
