@@ -22,9 +22,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+T = TypeVar("T")
+
 POLL_FIRST_S = 0.05
 POLL_MAX_S = 2.0
-T = TypeVar("T")
 CANCEL_GRACE_S = 5.0  # how long a cancelled run spends telling the remote agent to stop
 HTTP_TIMEOUT_S = 30.0
 
