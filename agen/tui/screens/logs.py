@@ -7,7 +7,7 @@ from typing import ClassVar
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import Input, RichLog
+from textual.widgets import Input
 
 from agen.api import registry as r
 from agen.errors import AgenError
@@ -24,6 +24,10 @@ class LogsScreen(AgenScreen):
     ]
 
     def body(self) -> ComposeResult:
+        # imported when the screen is first shown: RichLog loads rich.pretty and attrs (~12 ms),
+        # which the TUI's start (the fleet screen) does not need
+        from textual.widgets import RichLog
+
         yield Input(placeholder="deployment [text to match]   (enter applies)", id="log-filter")
         yield RichLog(id="log", wrap=True, markup=False)
 
@@ -43,6 +47,8 @@ class LogsScreen(AgenScreen):
 
     @work(exclusive=True, group="tail")
     async def tail(self, text: str) -> None:
+        from textual.widgets import RichLog
+
         log = self.query_one(RichLog)
         log.clear()
         name, _, needle = text.strip().partition(" ")

@@ -10,7 +10,6 @@ import json
 from typing import Any
 
 from rich.console import Group, RenderableType
-from rich.syntax import Syntax
 from rich.text import Text
 
 SHELL_KEYS = ("command", "cmd", "script", "shell", "bash", "sh")
@@ -30,6 +29,9 @@ def shell_commands(arguments: Any) -> list[tuple[str, str]]:
 
 def arguments_renderable(tool: str, arguments: Any) -> RenderableType:
     """The tool's name, every argument as indented JSON, then each shell command highlighted as shell."""
+    # imported here: rich.syntax loads pygments (~20 ms), which the TUI's start does not need
+    from rich.syntax import Syntax
+
     parts: list[RenderableType] = [Text.assemble(("tool ", "dim"), (tool, "bold"))]
     dumped = json.dumps(arguments, ensure_ascii=False, indent=2, sort_keys=True)
     parts.append(Syntax(dumped, "json", theme=THEME, word_wrap=True, background_color="default"))
