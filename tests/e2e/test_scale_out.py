@@ -29,19 +29,22 @@ DEPLOYMENTS: dict[str, tuple[dict[str, str], dict[str, int]]] = {
 }
 
 
-def marker_bundle(root: Path, name: str, labels: dict[str, str], scale: dict[str, int]) -> Path:
-    """One tool step that appends the task's id to ``markers`` (a side effect per task), then done."""
+def marker_bundle(
+    root: Path, name: str, labels: dict[str, str], scale: dict[str, int], *, gated: bool = False
+) -> Path:
+    """One tool step that appends the task's id to ``markers`` (a side effect per task), then done.
+    ``gated``: then a step that waits until the file ``gate`` exists (idempotent: a resumed run waits
+    again), so the test knows work is in flight when it kills the Nest running it."""
+    steps: list[dict[str, Any]] = [
+        {"toolCalls": [{"name": "t_append_task", "arguments": {"path": str(root / "markers")}}]}
+    ]
+    if gated:
+        gate = {"gate": str(root / "gate"), "started": str(root / "started")}
+        steps.append({"toolCalls": [{"name": "t_wait_for_gate", "arguments": gate}]})
     bundle = write_bundle(
         root / name,
         name,
-        script=[
-            {
-                "toolCalls": [
-                    {"name": "t_append_task", "arguments": {"path": str(root / "markers")}}
-                ]
-            },
-            {"text": "done"},
-        ],
+        script=[*steps, {"text": "done"}],
         config={
             "kind": "pool",
             "scale": scale,
@@ -90,7 +93,10 @@ def test_two_hubs_and_two_nests_over_tls_run_200_tasks_exactly_once_through_a_ne
         assert hub_b.local()["ca_hash"] == pinned  # one CA for every Hub on the store
 
         for name, (labels, scale) in DEPLOYMENTS.items():
-            hub_a.agen("deploy", str(marker_bundle(tmp_path / "bundles", name, labels, scale)))
+            # alpha runs only on the process Nest, and its tasks wait at a gate opened after that
+            # Nest is killed: the kill always finds work in flight, however fast the rest runs
+            bundle = marker_bundle(tmp_path / "bundles", name, labels, scale, gated=name == "alpha")
+            hub_a.agen("deploy", str(bundle))
 
         def nest(name: str, backend: str, labels: dict[str, str], join: str | None) -> Nest:
             args = ["--ca-hash", pinned, "--backend", backend, "--capacity", "8"]
@@ -131,11 +137,13 @@ def test_two_hubs_and_two_nests_over_tls_run_200_tasks_exactly_once_through_a_ne
                 "SELECT COUNT(*) FROM tasks WHERE state = 'running' AND lease_nest_id = %s",
                 ids["proc"],
             )
-            return succeeded() >= 20 and int(n) > 0
+            at_gate = (tmp_path / "bundles" / "started").exists()  # an alpha run waits there
+            return succeeded() >= 20 and int(n) > 0 and at_gate
 
         wait_until(running_on_proc, 90, "work under way on the process Nest")
         proc_nest.kill()  # mid-task: no drain, no report; its leases must expire
         hub_a.kill()  # the leader and one Nest's first Hub: the other Hub takes over both
+        (tmp_path / "bundles" / "gate").touch()  # alpha's tasks, run again elsewhere, go through
         for i in range(TASKS // 2, TASKS):
             dep = names[i % len(names)]
             tasks[_submit(hub_b, dep, i)] = dep
