@@ -214,20 +214,17 @@ async def _start_export(store: Any, hub: Any) -> Any:
 
 def check_port_free(host: str, port: int, listen: str) -> None:
     """Say plainly that the address is taken, before uvicorn would print a traceback about it."""
-    import socket
+    from agen._listen import tcp_listener
 
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((host, port))
-        except OSError as e:
-            raise ConflictError(
-                f"--listen {listen}: the address is in use ({e.strerror}); another agen up with another "
-                "AGEN_HOME or another program listens there. Stop it, or pick a free port: "
-                f"agen up --listen {host}:{port + 10}",
-                field="--listen",
-            ) from None
+    try:
+        tcp_listener(host, port).close()
+    except OSError as e:
+        raise ConflictError(
+            f"--listen {listen}: the address is in use ({e.strerror}); another agen up with another "
+            "AGEN_HOME or another program listens there. Stop it, or pick a free port: "
+            f"agen up --listen {host}:{port + 10}",
+            field="--listen",
+        ) from None
 
 
 def shared_store_nest_name(home: Path) -> str:
