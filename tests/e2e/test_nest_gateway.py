@@ -28,6 +28,15 @@ async def _ask(gateway: str, token: str, text: str) -> Any:
     return card, events[-1].task
 
 
+def _enrol_echo_nest(hub: Up, tmp_path: Path, port: int) -> Nest:
+    """Deploy the echo bundle and enrol Nest n1 with a join token, its Gateway on ``port``."""
+    hub.agen("deploy", str(write_bundle(tmp_path / "echo", "echo")))
+    join = hub.json("join-token", "create")["token"]
+    return Nest(
+        hub, tmp_path / "nest", "n1", "--join-token", join, "--gateway-listen", f"127.0.0.1:{port}"
+    )
+
+
 def test_a_nest_gateway_serves_a2a_calls_to_its_deployments_with_the_callers_token(
     tmp_path: Path,
 ) -> None:
@@ -36,17 +45,7 @@ def test_a_nest_gateway_serves_a2a_calls_to_its_deployments_with_the_callers_tok
     port = free_port()
     gateway = f"http://127.0.0.1:{port}"
     try:
-        hub.agen("deploy", str(write_bundle(tmp_path / "echo", "echo")))
-        join = hub.json("join-token", "create")["token"]
-        nest = Nest(
-            hub,
-            tmp_path / "nest",
-            "n1",
-            "--join-token",
-            join,
-            "--gateway-listen",
-            f"127.0.0.1:{port}",
-        )
+        nest = _enrol_echo_nest(hub, tmp_path, port)
 
         def resolved() -> list[str]:
             return list(hub.json("resolve", "default/echo")["urls"])
@@ -146,9 +145,7 @@ def test_a_nest_restarted_while_the_hub_is_away_checks_call_tokens_with_the_keys
     gateway = f"http://127.0.0.1:{port}"
     listen = ("--gateway-listen", f"127.0.0.1:{port}")
     try:
-        hub.agen("deploy", str(write_bundle(tmp_path / "echo", "echo")))
-        join = hub.json("join-token", "create")["token"]
-        nest = Nest(hub, tmp_path / "nest", "n1", "--join-token", join, *listen)
+        nest = _enrol_echo_nest(hub, tmp_path, port)
         wait_until(
             lambda: hub.json("resolve", "default/echo")["urls"], 60, "the Nest's Gateway listed"
         )
@@ -201,17 +198,7 @@ def test_rotating_the_token_key_at_the_hub_reaches_a_running_nests_gateway(tmp_p
     port = free_port()
     gateway = f"http://127.0.0.1:{port}"
     try:
-        hub.agen("deploy", str(write_bundle(tmp_path / "echo", "echo")))
-        join = hub.json("join-token", "create")["token"]
-        nest = Nest(
-            hub,
-            tmp_path / "nest",
-            "n1",
-            "--join-token",
-            join,
-            "--gateway-listen",
-            f"127.0.0.1:{port}",
-        )
+        nest = _enrol_echo_nest(hub, tmp_path, port)
         wait_until(lambda: hub.json("resolve", "default/echo")["urls"], 60, "the Gateway listed")
         old = hub.json("resolve", "default/echo")["call_token"]
         assert _send(gateway, old, "m1").status_code == 200
