@@ -556,7 +556,7 @@ EVAL_RPCS = (GetReplaySource, RecordEvalRuns, ListEvalRuns)
 # --- end replay and eval ---
 
 # --- the Nest-facing calls (DESIGN.md §1): a Nest's Manager and instances use only these (and WhoAmI) ---
-N = "agen.hub.rpc.nests"
+N, E = "agen.hub.rpc.nests", "agen.hub.rpc.enrolment"
 RegisterNest: Rpc[ns.RegisterNestRequest, ns.RegisterNestResponse] = _rpc(
     "RegisterNest",
     "nests:RegisterNestRequest",
@@ -650,7 +650,7 @@ GetTokenKeys: Rpc[Empty, ns.GetTokenKeysResponse] = _rpc(
     "common:Empty",
     "nests:GetTokenKeysResponse",
     "nest",
-    f"{N}:get_token_keys",
+    f"{E}:get_token_keys",
     "The Hub's public keys that agents' call tokens verify against (a Gateway checks callers offline).",
 )
 RenewNestCertificate: Rpc[ns.RenewNestCertificateRequest, ns.RenewNestCertificateResponse] = _rpc(
@@ -658,7 +658,7 @@ RenewNestCertificate: Rpc[ns.RenewNestCertificateRequest, ns.RenewNestCertificat
     "nests:RenewNestCertificateRequest",
     "nests:RenewNestCertificateResponse",
     "nest",
-    f"{N}:renew_nest_certificate",
+    f"{E}:renew_nest_certificate",
     "A TLS Hub signs a fresh key's CSR for the calling Nest, over its current mTLS connection; the "
     "current certificate works until the new one is first used.",
 )
@@ -667,7 +667,7 @@ CreateJoinToken: Rpc[ns.CreateJoinTokenRequest, ns.CreateJoinTokenResponse] = _r
     "nests:CreateJoinTokenRequest",
     "nests:CreateJoinTokenResponse",
     "admin",
-    f"{N}:create_join_token",
+    f"{E}:create_join_token",
     "A single-use token that enrols one Nest (`agen nest run --join-token`), with labels it gets.",
 )
 EnrolNest: Rpc[ns.EnrolNestRequest, ns.EnrolNestResponse] = _rpc(
@@ -675,7 +675,7 @@ EnrolNest: Rpc[ns.EnrolNestRequest, ns.EnrolNestResponse] = _rpc(
     "nests:EnrolNestRequest",
     "nests:EnrolNestResponse",
     "join",
-    f"{N}:enrol_nest",
+    f"{E}:enrol_nest",
     "Use up a join token: the Nest is registered and receives its own credential (scope nest) and, "
     "from a TLS Hub, its client certificate signed from its CSR in the same transaction.",
 )
@@ -684,7 +684,7 @@ ListNests: Rpc[ns.ListNestsRequest, ns.ListNestsResponse] = _rpc(
     "nests:ListNestsRequest",
     "nests:ListNestsResponse",
     "viewer",
-    f"{N}:list_nests",
+    f"{E}:list_nests",
     "Every Nest: labels, capacity, live instances, last heartbeat, state.",
 )
 RevokeNest: Rpc[ns.RevokeNestRequest, Ok] = _rpc(
@@ -692,7 +692,7 @@ RevokeNest: Rpc[ns.RevokeNestRequest, Ok] = _rpc(
     "nests:RevokeNestRequest",
     "common:Ok",
     "admin",
-    f"{N}:revoke_nest",
+    f"{E}:revoke_nest",
     "End a Nest's credential, certificates, assignments and leases for good; its tasks run elsewhere.",
 )
 FLEET_RPCS = (CreateJoinToken, EnrolNest, ListNests, RevokeNest)

@@ -18,14 +18,18 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agen._home import write_private
 from agen.api import registry as r
 from agen.client import Client
 from agen.errors import UnavailableError
 from agen.runner.delegation import ChildResult, ChildSpec, ChildState, ResolvedAgent, TurnCheck
-from agen.wire import delegation as m
-from agen.wire.delegation import ChildTaskView
+
+if TYPE_CHECKING:  # requests are built from the registry's models: agen.wire.delegation (~15 ms)
+    # loads on the first delegation, not for every Nest whose agents never delegate
+    from agen.wire import delegation as m
+    from agen.wire.delegation import ChildTaskView
 
 
 def _state(c: m.ChildTask) -> ChildState:
@@ -59,7 +63,7 @@ class NestDelegation:
     async def submit_child(self, spec: ChildSpec) -> ChildState:
         resp = await self.client.call(
             r.SubmitChildTask,
-            m.SubmitChildTaskRequest(
+            r.SubmitChildTask.request(
                 parent_task_id=spec.parent_task_id,
                 namespace=spec.namespace,
                 deployment=spec.deployment,
@@ -76,14 +80,14 @@ class NestDelegation:
     async def wait_child(self, task_id: str, child_id: str, wait_s: float) -> ChildState:
         resp = await self.client.call(
             r.WaitChildTask,
-            m.WaitChildTaskRequest(
+            r.WaitChildTask.request(
                 task_id=task_id, child_id=child_id, wait_seconds=max(0.0, min(wait_s, 60.0))
             ),
         )
         return _state(resp.child)
 
     async def turn_check(self, task_id: str) -> TurnCheck:
-        resp = await self.client.call(r.CheckTurn, m.CheckTurnRequest(task_id=task_id))
+        resp = await self.client.call(r.CheckTurn, r.CheckTurn.request(task_id=task_id))
         return TurnCheck(
             unfinished_children=resp.unfinished_children,
             results=[ChildResult(x.inbox_id, _state(x.child)) for x in resp.results],
@@ -91,29 +95,29 @@ class NestDelegation:
         )
 
     async def ack_results(self, task_id: str, inbox_ids: list[str]) -> None:
-        await self.client.call(r.AckInbox, m.AckInboxRequest(task_id=task_id, inbox_ids=inbox_ids))
+        await self.client.call(r.AckInbox, r.AckInbox.request(task_id=task_id, inbox_ids=inbox_ids))
 
     async def query_child(self, task_id: str, target: str) -> ChildTaskView:
         resp = await self.client.call(
-            r.QueryChildTask, m.ChildTaskRef(task_id=task_id, target=target)
+            r.QueryChildTask, r.QueryChildTask.request(task_id=task_id, target=target)
         )
         return resp.task
 
     async def signal_child(self, task_id: str, target: str, message: str) -> None:
         await self.client.call(
             r.SignalChildTask,
-            m.SignalChildTaskRequest(task_id=task_id, target=target, message=message),
+            r.SignalChildTask.request(task_id=task_id, target=target, message=message),
         )
 
     async def acquire_lock(self, task_id: str, name: str, ttl_s: float) -> int | None:
         resp = await self.client.call(
-            r.AcquireLock, m.AcquireLockRequest(task_id=task_id, name=name, ttl_seconds=ttl_s)
+            r.AcquireLock, r.AcquireLock.request(task_id=task_id, name=name, ttl_seconds=ttl_s)
         )
         return resp.fence
 
     async def release_lock(self, task_id: str, name: str) -> bool:
         resp = await self.client.call(
-            r.ReleaseLock, m.ReleaseLockRequest(task_id=task_id, name=name)
+            r.ReleaseLock, r.ReleaseLock.request(task_id=task_id, name=name)
         )
         return resp.released
 
@@ -124,7 +128,7 @@ class NestDelegation:
         try:
             resp = await self.client.call(
                 r.ResolveChildAgent,
-                m.ResolveChildAgentRequest(
+                r.ResolveChildAgent.request(
                     task_id=task_id, namespace=namespace, deployment=deployment
                 ),
             )
@@ -165,7 +169,7 @@ class NestDelegation:
 
     async def count_a2a_call(self, task_id: str, call_key: str) -> None:
         await self.client.call(
-            r.CountA2ACall, m.CountA2ACallRequest(task_id=task_id, call_key=call_key)
+            r.CountA2ACall, r.CountA2ACall.request(task_id=task_id, call_key=call_key)
         )
 
 

@@ -58,3 +58,22 @@ async def test_deployment_responses_show_when_each_scheduled_trigger_fires_next_
         assert listed.triggers[0].next_due_at == due + HOUR
     finally:
         await store.close()
+
+
+async def test_a_redeploy_without_triggers_removes_the_ones_it_had(tmp_path: Path) -> None:
+    """Deploying skips the trigger machinery for a bundle with none, but not for one that had some."""
+    store = await SQLiteStore.open(tmp_path / "hub.db")
+    try:
+        client = Client.in_process(Hub(store))
+        hourly = [{"name": "hourly", "type": "cron", "schedule": "@hourly", "input": "tick"}]
+        with_one = write_bundle(tmp_path / "b1", "sched", config={"triggers": hourly})
+        await client.call(r.CreateDeployment, CreateDeploymentRequest(files=files_b64(with_one)))
+        assert [t["name"] for t in await store.all("SELECT name FROM triggers")] == ["hourly"]
+
+        without = write_bundle(tmp_path / "b2", "sched", config={})
+        await client.call(r.UpdateDeployment, CreateDeploymentRequest(files=files_b64(without)))
+        dep = (await client.call(r.GetDeployment, GetDeploymentRequest(name="sched"))).deployment
+        assert dep is not None and dep.triggers == []
+        assert await store.all("SELECT * FROM triggers") == []
+    finally:
+        await store.close()

@@ -1,5 +1,5 @@
-"""A one-shot `agen` process: the embedded run loads no HTTP client stack (httpx, rich, pygments), and the
-process exits without a final garbage collection over its heap."""
+"""A one-shot `agen` process: the embedded run loads no HTTP client stack (httpx, rich, pygments) and none
+of what only a fleet needs (triggers, the leader's upkeep, Nest enrolment, call tokens), and the process exits without a final garbage collection over its heap."""
 
 from __future__ import annotations
 
@@ -18,20 +18,36 @@ ROOT = Path(__file__).resolve().parents[2]
 CHILD = """
 import sys
 from agen.cli import main
+FLEET_ONLY = %r
 try:
     main(["run", sys.argv[1], "hi"])
 except SystemExit as e:
     assert not e.code, e.code
 heavy = sorted(m for m in ("httpx", "rich", "pygments") if m in sys.modules)
 print("loaded:", ",".join(heavy) or "none")
+fleet = sorted(m for m in FLEET_ONLY if m in sys.modules)
+print("fleet-wide:", ",".join(fleet) or "none")
 """
 
+FLEET_ONLY = (
+    "agen.hub.triggers.tick",  # cron and random triggers: the bundle has none
+    "agen.hub.triggers.events",
+    "agen.hub.leader.upkeep",  # the fleet leader's upkeep: a scoped one-shot never runs it
+    "agen.hub.fleet.enrol",  # enrolling remote Nests, their certificates
+    "agen.hub.tls",
+    "agen.hub.call_keys",  # call tokens: the bundle delegates to no one
+    "agen.wire.delegation",
+    "agen.wire.signals",
+)
 
-def test_embedded_run_on_the_fake_model_does_not_import_httpx_or_rich(tmp_path: Path) -> None:
+
+def test_embedded_run_on_the_fake_model_does_not_import_httpx_rich_or_the_fleet_wide_modules(
+    tmp_path: Path,
+) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("AGEN_HUB", "AGEN_TOKEN")}
     env["AGEN_HOME"] = str(tmp_path / "home")
     r = subprocess.run(
-        [sys.executable, "-c", CHILD, str(ROOT / "bundles" / "hello")],
+        [sys.executable, "-c", CHILD % (FLEET_ONLY,), str(ROOT / "bundles" / "hello")],
         env=env,
         cwd=tmp_path,
         capture_output=True,
@@ -40,7 +56,7 @@ def test_embedded_run_on_the_fake_model_does_not_import_httpx_or_rich(tmp_path: 
     )
     assert r.returncode == 0, r.stderr[-2000:]
     assert "I'm hello" in r.stdout
-    assert r.stdout.strip().splitlines()[-1] == "loaded: none"
+    assert r.stdout.strip().splitlines()[-2:] == ["loaded: none", "fleet-wide: none"]
 
 
 EXIT_CHILD = """

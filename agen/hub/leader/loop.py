@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 from agen.errors import AgenError
 from agen.hub import leader, queue
 from agen.hub.leader import scheduler
-from agen.hub.leader.upkeep import PRUNE_EVERY_MS, held_sets, upkeep_tick
 from agen.hub.service import Hub
 from agen.store import Tx, new_ulid, now_ms
 
@@ -77,7 +76,7 @@ class LeaderLoop:
         )  # off the writer: a scan; tx time
 
         def tick(tx: Tx) -> scheduler.TickSummary:
-            budget_held, provider_held = held_sets(tx, tx.now_ms)
+            budget_held, provider_held = scheduler.held_sets(tx, tx.now_ms)
             return scheduler.schedule_tick(
                 tx,
                 leader_name=name,
@@ -102,8 +101,10 @@ class LeaderLoop:
 
     async def _signals(self, epoch: int) -> None:
         """Triggers, budget thresholds, provider holds, event pruning, activity warnings (every 30 s), then
-        notification delivery (the fleet-wide modules load here: a scoped one-shot never needs them)."""
+        notification delivery (the fleet-wide modules, triggers among them, load here: a scoped one-shot
+        never needs them)."""
         from agen.hub.leader import announce
+        from agen.hub.leader.upkeep import PRUNE_EVERY_MS, upkeep_tick
         from agen.hub.observe import live, notify
         from agen.hub.triggers.webhook import env_secrets
 

@@ -15,7 +15,7 @@ from typing import Any
 from agen.domain import DeploymentSizing, columns
 from agen.hub.leader import SYSTEM_NAMESPACE, check_epoch
 from agen.hub.leader.autoscaler import ScaleDecision, ScaleInput, ScalePolicy, decide
-from agen.hub.queue import QueueCounts, queue_counts
+from agen.hub.queue import QueueCounts, budgets, providers, queue_counts
 from agen.hub.queue.holds import wake_expired_holds
 from agen.hub.queue.lease import expire_leases, expire_overdue
 from agen.hub.queue.trees import cancel_overdue
@@ -192,6 +192,14 @@ class TickSummary:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def held_sets(tx: Tx, now_ms: int) -> tuple[frozenset[str], frozenset[str]]:
+    """(budget_held, provider_held) deployment ids for the scheduler tick."""
+    return (
+        frozenset(budgets.exhausted_deployment_ids(tx, now_ms)),
+        frozenset(providers.held_deployment_ids(tx, now_ms)),
+    )
 
 
 def schedule_tick(

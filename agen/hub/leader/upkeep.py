@@ -38,11 +38,3 @@ def upkeep_tick(tx: Tx, *, leader_epoch: int, now_ms: int, prune: bool = False) 
     if prune:
         report.pruned = prune_events(tx, now_ms)
     return report
-
-
-def held_sets(tx: Tx, now_ms: int) -> tuple[frozenset[str], frozenset[str]]:
-    """(budget_held, provider_held) deployment ids for the scheduler tick."""
-    return (
-        frozenset(budgets.exhausted_deployment_ids(tx, now_ms)),
-        frozenset(providers.held_deployment_ids(tx, now_ms)),
-    )

@@ -12,7 +12,7 @@ run) in the submitting transaction, so the counter is atomic and counts a call o
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agen.bundle.config import (
     DEFAULT_MAX_DELEGATION_DEPTH,
@@ -33,7 +33,9 @@ from agen.hub import queue
 from agen.hub.queue import admission
 from agen.hub.queue._tasks import LIVE, UNFINISHED, get_task
 from agen.store import Tx, loads
-from agen.wire.delegation import SubmitChildTaskRequest
+
+if TYPE_CHECKING:
+    from agen.wire.delegation import SubmitChildTaskRequest
 
 A2A_KEY_PREFIX = "a2a:"  # an A2A call_agent's key in delegation_calls: a2a:<run>.<step>.<call>
 TOKEN_FLOOR = 1  # a spent tree still lets a child's first turn run (0 would read as "no limit")

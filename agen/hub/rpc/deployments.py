@@ -85,10 +85,14 @@ def _policy(bundle: Bundle) -> dict[str, Any]:
 def _sync_signals(tx: Tx, dep: DeploymentRef, bundle: Bundle) -> None:
     """Triggers, provider accounts and the approval notify target follow the deployed definition."""
     from agen.hub.queue.providers import harness_key_secrets, sync_accounts
-    from agen.hub.triggers.tick import sync_triggers
 
     namespace, name = dep.namespace, dep.name
-    sync_triggers(tx, dep, bundle.config)
+    if bundle.config.triggers or tx.scalar(
+        "SELECT 1 FROM triggers WHERE deployment_id = ? LIMIT 1", (dep.id,)
+    ):  # the trigger machinery (cron parsing, event filters) loads only for a bundle that has some
+        from agen.hub.triggers.tick import sync_triggers
+
+        sync_triggers(tx, dep, bundle.config)
     sync_bundle_target(tx, namespace, name, bundle.config.permissions.notify)
     keys = harness_key_secrets(
         namespace, bundle.harness.model_dump(by_alias=True, exclude_none=True)

@@ -9,26 +9,23 @@ causes a 5xx. A stale lease is the queue's own FencedError (409), whichever door
 from __future__ import annotations
 
 from agen.domain import LeasedTaskRow, TaskRow
-from agen.errors import AgenError, ConflictError, DeniedError, InvalidError, NotFoundError
+from agen.errors import AgenError, ConflictError, DeniedError, NotFoundError
 from agen.hub import queue
 from agen.hub.auth import Principal
-from agen.hub.call_keys import published_keys
-from agen.hub.fleet import enrol
 from agen.hub.fleet.definitions import get_definition_files
 from agen.hub.fleet.instances import record_saturation, report_status
 from agen.hub.fleet.instances import register_nest as _register
 from agen.hub.observe.progress import report_progress as _progress
 from agen.hub.queue.gate import complete_from_nest, lease_for_nest
 from agen.hub.service import Hub
-from agen.hub.tls import parse_csr
 from agen.store import Tx, loads
 from agen.wire import nests as m
-from agen.wire.common import Empty, Ok
+from agen.wire.common import Ok
 
 OK = Ok()
 
 
-def _own_nest(p: Principal, nest_id: str) -> None:
+def own_nest(p: Principal, nest_id: str) -> None:
     """A Nest's credential acts for its own Nest only (the in-process Nest's is not bound to one)."""
     if p.nest_id is not None and p.nest_id != nest_id:
         raise DeniedError(
@@ -89,7 +86,7 @@ async def report_nest(hub: Hub, p: Principal, req: m.ReportNestRequest) -> m.Rep
         {r.id: r for r in req.instances}.values()
     )  # one row per instance id: the last report wins
 
-    _own_nest(p, req.nest_id)
+    own_nest(p, req.nest_id)
 
     def fn(tx: Tx) -> list[m.Assignment]:
         _known_nest(tx, req.nest_id)
@@ -161,7 +158,7 @@ def leased_task(
 
 
 async def lease_tasks(hub: Hub, p: Principal, req: m.LeaseTasksRequest) -> m.LeaseTasksResponse:
-    _own_nest(p, req.nest_id)
+    own_nest(p, req.nest_id)
     if hub.draining or req.limit == 0:
         return m.LeaseTasksResponse(tasks=[])
 
@@ -195,15 +192,6 @@ def root_requesters(tx: Tx, rows: list[LeasedTaskRow]) -> dict[str, str | None]:
     marks = ",".join("?" * len(roots))
     found = tx.all(f"SELECT id, requested_by FROM runs WHERE id IN ({marks})", roots)
     return {str(f["id"]): f["requested_by"] for f in found}
-
-
-async def get_token_keys(hub: Hub, p: Principal, req: Empty) -> m.GetTokenKeysResponse:
-    """The live call-token keys (next, current, previous) as the Store holds them now, so a key
-    another Hub added is published at once."""
-    keys = await published_keys(hub.store, hub.clock())
-    return m.GetTokenKeysResponse(
-        keys=[m.TokenKey(id=k.id, public_key=k.public_raw_b64) for k in keys]
-    )
 
 
 async def mark_running(hub: Hub, p: Principal, req: m.MarkRunningRequest) -> Ok:
@@ -291,106 +279,3 @@ async def report_progress(
 
 async def wait_for_work(hub: Hub, p: Principal, req: m.WaitForWorkRequest) -> m.WaitForWorkResponse:
     return m.WaitForWorkResponse(generation=await hub.work.wait(req.seen, req.wait_seconds))
-
-
-async def create_join_token(
-    hub: Hub, p: Principal, req: m.CreateJoinTokenRequest
-) -> m.CreateJoinTokenResponse:
-    if p.namespaces:  # a Nest runs every namespace's work: only an unlimited admin may add one
-        raise DeniedError(
-            "a token limited to namespaces cannot enrol Nests (a Nest runs every namespace's work)"
-        )
-    token_id, secret, expires = await hub.store.write(
-        lambda tx: enrol.create_join_token(
-            tx, ttl_ms=req.ttl_ms, labels=req.labels, name=req.name, created_by=p.subject
-        )
-    )
-    return m.CreateJoinTokenResponse(
-        token=secret, id=token_id, expires_ms=expires, labels=req.labels, ca_hash=hub.tls_ca_hash
-    )
-
-
-async def enrol_nest(hub: Hub, p: Principal, req: m.EnrolNestRequest) -> m.EnrolNestResponse:
-    if p.kind != "join":
-        raise DeniedError(
-            "EnrolNest takes a join token as its bearer token; make one with `agen join-token create`"
-        )
-    ca = hub.nest_ca
-    if ca is not None and req.csr is None:
-        raise InvalidError(
-            "this Hub serves TLS: a Nest enrols with a certificate signing request (csr) for a key "
-            "it made, and calls with the certificate it gets (mTLS); this `agen nest run` sends none: "
-            "upgrade agen on the Nest",
-            field="csr",
-        )
-    # A Hub without TLS (or behind a TLS-terminating proxy) sees no client certificates: it issues a
-    # credential alone, and the response says so (certificate None).
-    csr = (ca, parse_csr(req.csr)) if ca is not None and req.csr is not None else None
-    done = await hub.store.write(
-        lambda tx: enrol.enrol_nest(
-            tx, p, name=req.name, capacity=req.capacity, labels=req.labels, csr=csr
-        )
-    )
-    hub.desired_state_changed()
-    cert = done.certificate
-    return m.EnrolNestResponse(
-        nest_id=done.nest_id,
-        token=done.token,
-        labels=done.labels,
-        certificate=cert.pem if cert else None,
-        not_after_ms=cert.not_after_ms if cert else None,
-        ca=ca.ca_pem if cert and ca else None,
-    )
-
-
-async def renew_nest_certificate(
-    hub: Hub, p: Principal, req: m.RenewNestCertificateRequest
-) -> m.RenewNestCertificateResponse:
-    _own_nest(p, req.nest_id)
-    ca = hub.nest_ca
-    if ca is None:
-        raise ConflictError(
-            "this Hub does not serve TLS, so it issues no Nest certificates; there is nothing to renew"
-        )
-    if p.certificate is None:
-        raise DeniedError(
-            "a Nest renews its certificate over mTLS, with the certificate it has now",
-            nest_id=req.nest_id,
-        )
-    csr = parse_csr(req.csr)
-    issued = await hub.store.write(lambda tx: enrol.renew_certificate(tx, ca, csr, req.nest_id))
-    return m.RenewNestCertificateResponse(certificate=issued.pem, not_after_ms=issued.not_after_ms)
-
-
-async def list_nests(hub: Hub, p: Principal, req: m.ListNestsRequest) -> m.ListNestsResponse:
-    rows = await hub.store.all(
-        "SELECT n.*, (SELECT COUNT(*) FROM instances i WHERE i.nest_id = n.id"
-        " AND i.state NOT IN ('stopped', 'failed')) AS live FROM nests n ORDER BY n.name"
-    )
-    return m.ListNestsResponse(
-        nests=[
-            m.NestInfo(
-                id=r["id"],
-                name=r["name"],
-                labels=loads(r["labels"], {}),
-                capacity=r["capacity"],
-                state=r["state"],
-                instances=r["live"],
-                last_heartbeat_ms=r["last_heartbeat_ms"],
-                created_ms=r["created_ms"],
-            )
-            for r in rows
-        ]
-    )
-
-
-async def revoke_nest(hub: Hub, p: Principal, req: m.RevokeNestRequest) -> Ok:
-    nest_id, name, tokens = await hub.store.write(
-        lambda tx: enrol.revoke_nest(tx, req.nest, by=p.subject)
-    )
-    hub.auth.forget(tokens, nest_id=nest_id)
-    hub.desired_state_changed()
-    hub.work.notify()
-    return Ok(
-        message=f"nest {name} revoked: its credential, certificates, assignments and leases ended"
-    )
