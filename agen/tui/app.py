@@ -56,6 +56,9 @@ MORE_SCREENS_BY_KEY: tuple[tuple[str, str, str], ...] = (
 class AgenApp(App[None]):
     CSS_PATH = "agen.tcss"
     TITLE = "agen"
+    DEFAULT_MODE = "fleet"
+    """The TUI opens on the Fleet as its first mode: switching to it from Textual's blank default screen
+    on mount built that screen, parsed the stylesheet twice more and held the first frame 50 ms."""
     MODES: ClassVar[dict[str, Callable[[], Screen[None]]]] = {  # type: ignore[assignment]
         "fleet": FleetScreen,
         "tasks": _later("tasks", "TasksScreen"),
@@ -114,7 +117,6 @@ class AgenApp(App[None]):
 
     def on_mount(self) -> None:
         self.show_sub_title()
-        self.switch_mode("fleet")
         self.count_approvals()
         if self.watch_enabled:
             self.watch_hub()
