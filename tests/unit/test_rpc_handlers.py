@@ -19,8 +19,10 @@ def test_every_rpc_handler_takes_the_hub_a_principal_and_its_request_and_returns
 ) -> None:
     fn = rpc.handler()
     assert inspect.iscoroutinefunction(fn), f"{rpc.handler_path} is not async"
-    # a handler module may import Hub and Principal only for its annotations (if TYPE_CHECKING)
-    hints = typing.get_type_hints(fn, localns={"Hub": Hub, "Principal": Principal})
+    # a handler module may import Hub, Principal and its own models only for its annotations (if
+    # TYPE_CHECKING), so they resolve here by name: the registry's own models under those names
+    models = {m.__name__: m for m in (rpc.request, rpc.response)}
+    hints = typing.get_type_hints(fn, localns={"Hub": Hub, "Principal": Principal, **models})
     params = [p.name for p in inspect.signature(fn).parameters.values()]
     assert len(params) == 3, f"{rpc.handler_path} takes {params}"
     hub, principal, request = (hints[p] for p in params)
