@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -14,15 +13,11 @@ from typing import Any
 
 import httpx
 
+from tests.ports import free_port
+
 # The `agen` console script of the environment running the tests (a CI clone's own .venv),
 # never one found elsewhere on the machine.
 AGEN = str(Path(sys.executable).with_name("agen"))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Up:

@@ -19,7 +19,6 @@ import importlib.util
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -28,6 +27,8 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from tests.ports import free_port
 
 pytestmark = [pytest.mark.binary, pytest.mark.slow]
 
@@ -111,12 +112,6 @@ def box(agen_binary: Path, tmp_path: Path) -> Iterator[Box]:
     yield Box(agen_binary, tmp_path)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _write_bundle(root: Path, files: dict[str, object]) -> Path:
     for rel, value in files.items():
         path = root / rel
@@ -192,7 +187,7 @@ def test_binary_run_calls_the_builtin_workspace_mcp_server_by_relaunching_itself
 @pytest.mark.parametrize("backend", ["inproc", "process"])
 def test_binary_up_runs_a_deployment_and_down_stops_it(box: Box, backend: str) -> None:
     box.agen("init", "greeter")
-    port = _free_port()
+    port = free_port()
     log = box.cwd / "up.log"
     proc = box.popen(
         "up", "--headless", "--listen", f"127.0.0.1:{port}", "--backend", backend, log=log

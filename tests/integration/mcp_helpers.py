@@ -61,12 +61,6 @@ def http_toolset(url: str, headers: dict[str, str] | None = None, name: str = "h
     return McpToolset(name, server, resolved, redactor)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def wait_port(port: int, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -21,12 +21,12 @@ from tests.integration.mcp_helpers import (
     TEST_SERVER,
     ctx,
     eventually,
-    free_port,
     http_toolset,
     pid_alive,
     stdio_toolset,
     wait_port,
 )
+from tests.ports import free_port
 
 
 async def test_stdio_server_sees_only_allowlisted_and_declared_environment(
