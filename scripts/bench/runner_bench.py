@@ -105,6 +105,18 @@ async def direct_calls(n: int) -> list[float]:
     return out
 
 
+async def writer_round_trips(store: SQLiteStore, n: int) -> list[float]:
+    """An empty transaction through the Store's writer thread (BEGIN IMMEDIATE; COMMIT), in ms: the hop
+    to the writer and back that each of a turn's two checkpoints pays (the model's answer, then the
+    tool results), however little it writes."""
+    out = []
+    for _ in range(n):
+        t0 = time.perf_counter_ns()
+        await store.write(lambda tx: None)
+        out.append((time.perf_counter_ns() - t0) / 1e6)
+    return out
+
+
 def _turn(i: int) -> dict[str, Any]:
     return {"toolCalls": [{"name": "report_progress", "arguments": {"note": f"step {i}"}}]}
 
@@ -192,12 +204,17 @@ async def main() -> None:
 async def report(store: SQLiteStore, commits: float, args: argparse.Namespace) -> None:
     if True:
         direct = await direct_calls(2000)
+        hops = await writer_round_trips(store, 2000)
         gaps, whole = await overhead(store, args.turns, max(1, 2000 // args.turns))
         print(
             f"raw SQLite commits (same disk, same run): {commits:,.0f}/s = {1000 / commits:.3f} ms each"
         )
         print(
             f"direct fake-model call: median {median(direct):.4f} ms, p95 {pct(direct, 95):.4f} ms"
+        )
+        print(
+            f"Store writer round trip (empty transaction): median {median(hops):.3f} ms, "
+            f"p95 {pct(hops, 95):.3f} ms (a turn makes two)"
         )
         print(
             f"runner overhead per turn ({len(gaps)} turns, tool call + checkpoint included): "
