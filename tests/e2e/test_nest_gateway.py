@@ -11,9 +11,10 @@ from typing import Any
 
 import httpx
 
-from tests.e2e.harness import Up, free_port, wait_until
+from tests.e2e.harness import Up, wait_until
 from tests.e2e.test_nest_run import Nest
 from tests.fleet_helpers import write_bundle
+from tests.ports import free_port
 
 
 async def _ask(gateway: str, token: str, text: str) -> Any:

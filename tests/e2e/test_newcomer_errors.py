@@ -8,7 +8,8 @@ import socket
 import subprocess
 from pathlib import Path
 
-from tests.e2e.harness import AGEN, Up, free_port
+from tests.e2e.harness import AGEN, Up
+from tests.ports import free_port
 
 
 def agen(tmp_path: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

@@ -23,8 +23,9 @@ from agen.ownership import hold_store_for_oneshot, release
 from agen.store import SQLiteStore
 from agen.wire.deployments import CreateDeploymentRequest
 from agen.wire.tasks import SubmitTaskRequest
-from tests.e2e.harness import AGEN, Up, free_port, wait_until
+from tests.e2e.harness import AGEN, Up, wait_until
 from tests.fleet_helpers import files_b64, write_bundle
+from tests.ports import free_port
 
 OTHERS = [f"other{i}" for i in range(5)]
 

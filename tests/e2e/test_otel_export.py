@@ -20,8 +20,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from agen.testing.server import ThreadServer
-from tests.e2e.harness import Up, free_port, wait_until
+from tests.e2e.harness import Up, wait_until
 from tests.fleet_helpers import write_bundle
+from tests.ports import free_port
 
 CANARY = "canary-otlp-5e1d-do-not-leak"
 

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import AGEN, free_port, wait_until
+from tests.e2e.harness import AGEN, wait_until
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "scale-out.md"

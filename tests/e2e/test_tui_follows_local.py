@@ -13,7 +13,8 @@ from agen.cli.tui import moved_local_hub
 from agen.client import Client
 from agen.tui.app import AgenApp
 from agen.tui.widgets.banner import ConnectionBanner
-from tests.e2e.harness import Up, free_port
+from tests.e2e.harness import Up
+from tests.ports import free_port
 from tests.tui.helpers import cells, until
 
 BUNDLES = Path(__file__).parents[2] / "bundles"

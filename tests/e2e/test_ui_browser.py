@@ -13,8 +13,9 @@ from typing import Any
 import httpx
 
 from tests.browser import Browser, chromium_or_skip
-from tests.e2e.harness import AGEN, Up, free_port, wait_until
+from tests.e2e.harness import AGEN, Up, wait_until
 from tests.fleet_helpers import write_bundle
+from tests.ports import free_port
 
 TEST_SERVER = str(Path(__file__).parent.parent / "fixtures" / "mcp_test_server.py")
 

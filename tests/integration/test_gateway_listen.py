@@ -8,7 +8,7 @@ import pytest
 
 from agen.errors import ConflictError
 from agen.gateway.server import start_gateway
-from tests.e2e.harness import free_port
+from tests.ports import free_port
 
 
 async def test_a_taken_gateway_address_is_a_conflict_and_the_first_gateway_keeps_serving() -> None:

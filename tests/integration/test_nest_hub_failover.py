@@ -13,8 +13,8 @@ from agen.hub.service import Hub
 from agen.nest.hubs import FailoverTransport
 from agen.testing.server import ThreadServer
 from agen.wire.nests import ListNestsRequest
-from tests.e2e.harness import free_port
 from tests.integration.test_api import admin_token
+from tests.ports import free_port
 
 
 async def test_calls_move_to_the_next_hub_when_one_stops_answering(
