@@ -44,14 +44,16 @@ async def submit(store: Store, dep: DeploymentRow, n: int = 1, **kw: Any) -> lis
     return await store.write(fn)
 
 
-async def lease(store: Store, dep: DeploymentRow, at: int, limit: int = 10) -> list[LeasedTaskRow]:
+async def lease(
+    store: Store, dep: DeploymentRow, at: int, limit: int = 10, instance: str = "i1"
+) -> list[LeasedTaskRow]:
     def fn(tx: Tx) -> list[LeasedTaskRow]:
         tx.now_ms = at
         return lease_for_nest(
             tx,
             deployment_id=dep.id,
             nest_id="n1",
-            instance_id="i1",
+            instance_id=instance,
             limit=limit,
             lease_ms=60_000,
         )
@@ -188,21 +190,7 @@ async def test_an_instance_on_an_older_definition_leases_nothing_and_one_on_the_
     await store.write(instances)
     await submit(store, dep, 3)
 
-    def lease_as(instance: str) -> Any:
-        def fn(tx: Tx) -> list[LeasedTaskRow]:
-            tx.now_ms = NOON
-            return lease_for_nest(
-                tx,
-                deployment_id=dep.id,
-                nest_id="n1",
-                instance_id=instance,
-                limit=1,
-                lease_ms=60_000,
-            )
-
-        return fn
-
-    assert await store.write(lease_as("i-old")) == []
-    assert len(await store.write(lease_as("i-new"))) == 1
+    assert await lease(store, dep, NOON, limit=1, instance="i-old") == []
+    assert len(await lease(store, dep, NOON, limit=1, instance="i-new")) == 1
     # an instance its Nest has not reported yet is not known to be stale: it leases
-    assert len(await store.write(lease_as("i-unreported"))) == 1
+    assert len(await lease(store, dep, NOON, limit=1, instance="i-unreported")) == 1
