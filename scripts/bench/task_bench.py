@@ -72,7 +72,7 @@ def latencies(db: Path, ids: set[str] | None = None) -> tuple[list[float], int, 
     return [float(r[2] - r[1]) for r in rows], ok, len(rows)
 
 
-class _Recorder:
+class Recorder:
     """Wraps the writer thread's sqlite3 connection and keeps every statement it runs while ``on``."""
 
     def __init__(self) -> None:
@@ -85,14 +85,14 @@ class _Recorder:
         import threading
 
         return (
-            _Recording(conn, self)
+            Recording(conn, self)
             if threading.current_thread().name.startswith("agen-store-writer")
             else conn
         )
 
 
-class _Recording:
-    def __init__(self, conn: sqlite3.Connection, rec: _Recorder) -> None:
+class Recording:
+    def __init__(self, conn: sqlite3.Connection, rec: Recorder) -> None:
         self._conn, self._rec = conn, rec
 
     def execute(self, sql: str, params: Any = ()) -> sqlite3.Cursor:
@@ -110,21 +110,23 @@ class _Recording:
         return getattr(self._conn, name)
 
 
-def _replay_once(
-    tmp: Path, log: list[tuple[bool, str, Any]], synchronous: str
-) -> tuple[float, int]:
+def fresh_store(db: Path, synchronous: str) -> sqlite3.Connection:
+    """A raw sqlite3 connection to a new store file: agen's schema and pragmas, foreign keys off (the
+    rows a benchmark's setup wrote, such as its deployment, are not replayed)."""
     from agen.store import SQLiteStore
     from agen.store.sqlite import _configure
 
-    db = tmp / f"replay-{synchronous}.db"
-    for f in tmp.glob(f"replay-{synchronous}.db*"):
+    for f in db.parent.glob(db.name + "*"):
         f.unlink()
     SQLiteStore.open_sync(db).close_sync()
     conn = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
     _configure(conn, synchronous)
-    conn.execute(
-        "PRAGMA foreign_keys=OFF"
-    )  # the rows the setup wrote (the deployment) are not replayed
+    conn.execute("PRAGMA foreign_keys=OFF")
+    return conn
+
+
+def replay_once(tmp: Path, log: list[tuple[bool, str, Any]], synchronous: str) -> tuple[float, int]:
+    conn = fresh_store(tmp / f"replay-{synchronous}.db", synchronous)
     failed = 0
     t0 = time.perf_counter()
     for many, sql, params in log:
@@ -145,9 +147,9 @@ def replay(tmp: Path, log: list[tuple[bool, str, Any]], tasks: int) -> dict[str,
     at synchronous=NORMAL (agen's default) and FULL, alternating, best of two each (a noisy machine)."""
     normal, full, failed = [], [], 0
     for _ in range(2):
-        seconds, failed = _replay_once(tmp, log, "NORMAL")
+        seconds, failed = replay_once(tmp, log, "NORMAL")
         normal.append(seconds)
-        full.append(_replay_once(tmp, log, "FULL")[0])
+        full.append(replay_once(tmp, log, "FULL")[0])
     seconds = min(normal)
     return {
         "statements_per_task": round(len(log) / tasks, 1),
@@ -159,7 +161,7 @@ def replay(tmp: Path, log: list[tuple[bool, str, Any]], tasks: int) -> dict[str,
 
 
 async def in_process(
-    tmp: Path, n: int, instances: int, concurrency: int, recorder: _Recorder | None = None
+    tmp: Path, n: int, instances: int, concurrency: int, recorder: Recorder | None = None
 ) -> dict[str, Any]:
     from agen.api import registry as r
     from agen.bundle import walk_bundle
@@ -225,7 +227,7 @@ def in_process_and_floor(
     """The in-process figures, and the SQLite floor of the very statements that run wrote."""
     from unittest import mock
 
-    recorder = _Recorder()
+    recorder = Recorder()
     with mock.patch("agen.store.sqlite.sqlite3.connect", recorder.connect):
         inproc = asyncio.run(in_process(tmp, n, instances, concurrency, recorder))
     return inproc, replay(tmp, recorder.log, n)
