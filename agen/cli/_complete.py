@@ -20,6 +20,7 @@ LIMIT = 200
 def _ask(ctx: Any, fetch: Callable[[Client, str], Awaitable[list[str]]]) -> list[str]:
     import asyncio
 
+    from agen.cli._hub import run as run_async
     from agen.client import Client
 
     params = getattr(ctx, "params", None) or {}
@@ -30,7 +31,7 @@ def _ask(ctx: Any, fetch: Callable[[Client, str], Awaitable[list[str]]]) -> list
             return await asyncio.wait_for(fetch(client, namespace), DEADLINE_S)
 
     try:
-        return asyncio.run(go())
+        return run_async(go())
     except Exception:  # a completion must never break the prompt: nothing to offer
         return []
 

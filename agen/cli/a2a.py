@@ -115,11 +115,10 @@ def resolve(
 ) -> None:
     """The A2A endpoint of a deployment, its agent card (name, description, skills) and, for an
     operator, a call token for it (10 min; --json: call_token)."""
-    import asyncio
-
     import httpx
     from google.protobuf.json_format import MessageToDict
 
+    from agen.cli._hub import run as run_async
     from agen.client import Client
     from agen.gateway.card import agent_card
 
@@ -146,7 +145,7 @@ def resolve(
                 pass
             return info, MessageToDict(agent_card(info, url))
 
-    info, card = asyncio.run(go())
+    info, card = run_async(go())
     if json_out:
         print_json(
             {
@@ -185,7 +184,6 @@ def call(
     json_out: JsonOpt = False,
 ) -> None:
     """Send an A2A message to a deployment through its Gateway (waking it if asleep); the answer streams to stdout."""
-    import asyncio
     import uuid
 
     import httpx
@@ -194,6 +192,7 @@ def call(
     from a2a.types import Message, Part, Role, SendMessageRequest, TaskState
     from google.protobuf.json_format import MessageToDict
 
+    from agen.cli._hub import run as run_async
     from agen.client import Client
     from agen.gateway.card import agent_card
 
@@ -245,7 +244,7 @@ def call(
                 raise _call_error(url, e) from None
         return state, last
 
-    state, task = asyncio.run(go())
+    state, task = run_async(go())
     if json_out:
         print_json(task)
     else:

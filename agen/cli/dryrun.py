@@ -25,10 +25,9 @@ def dry_run(
     json_out: bool,
 ) -> int:
     """Ask the Hub (a live one, else the local store) whether the task would be admitted; the exit code."""
-    import asyncio
-
     from agen.api import registry as r
     from agen.cli._common import is_folder, print_json
+    from agen.cli._hub import run as run_async
     from agen.cli.submit import build_request, hub_is_live
     from agen.local import read_local
 
@@ -46,7 +45,7 @@ def dry_run(
 
         verdict = with_client(hub, token, lambda c: c.call(r.DryRunTask, req))
     else:
-        verdict = asyncio.run(_embedded(req))
+        verdict = run_async(_embedded(req))
     if json_out:
         print_json(verdict.model_dump(mode="json"))
     else:

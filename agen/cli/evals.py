@@ -51,9 +51,9 @@ def evaluate(
     scenarios = load_scenarios(where)
     with Progress(console=Console(stderr=True), transient=True, disable=quiet) as bar:
         job = bar.add_task(f"eval {bundle.name}", total=len(scenarios) * runs)
-        import asyncio
+        from agen.cli._hub import run as run_async
 
-        return asyncio.run(
+        return run_async(
             run_suite(
                 bundle, scenarios, runs, parallel=parallel, on_done=lambda _a: bar.advance(job)
             )
@@ -267,9 +267,9 @@ def replay_cmd(
         err(
             "note: this run has no cassette (recordInteractions is off); the model's answers come from its transcript"
         )
-    import asyncio
+    from agen.cli._hub import run as run_async
 
-    p, attempt = asyncio.run(replay(src, bundle, "bundle" if model == "bundle" else "cassette"))
+    p, attempt = run_async(replay(src, bundle, "bundle" if model == "bundle" else "cassette"))
     from agen.evals.replay import diff
 
     d = diff(p, attempt)

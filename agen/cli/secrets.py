@@ -166,8 +166,7 @@ def hub_rotate_kek(
     AGEN_HUB_KEK_FILE) and sealed under the new one (AGEN_HUB_KEK_NEW or AGEN_HUB_KEK_NEW_FILE). Then
     restart every Hub with the new key as AGEN_HUB_KEK: the old one no longer opens them.
     """
-    import asyncio
-
+    from agen.cli._hub import run as run_async
     from agen.errors import InvalidError
     from agen.hub.platform_secrets import rotate_kek
     from agen.hub.sealing import ENV_KEK_NEW, ENV_KEK_NEW_FILE, kek_from_env
@@ -194,7 +193,7 @@ def hub_rotate_kek(
         finally:
             await st.close()
 
-    count = asyncio.run(go())
+    count = run_async(go())
     if json_out:
         print_json({"resealed": count})
         return

@@ -96,8 +96,7 @@ def webhook_secret(
 def _hub_or_store(hub: str | None, token: str | None, fn: Callable[[Client], Awaitable[T]]) -> T:
     """The live Hub (--hub, or a running `agen up`); with none, the same RPC in process over the local
     store, as `agen run` does: a hold must be endable while nothing is running."""
-    import asyncio
-
+    from agen.cli._hub import run as run_async
     from agen.cli._hub import with_client
     from agen.cli.submit import hub_is_live
     from agen.local import read_local
@@ -117,7 +116,7 @@ def _hub_or_store(hub: str | None, token: str | None, fn: Callable[[Client], Awa
         finally:
             await store.close()
 
-    return asyncio.run(offline())
+    return run_async(offline())
 
 
 def providers(

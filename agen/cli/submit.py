@@ -205,10 +205,10 @@ def run_task(
     namespace: str,
     json_out: bool,
 ) -> None:
-    import asyncio
     import sys
 
     from agen.cli._common import err, parse_duration_ms, print_json
+    from agen.cli._hub import run as run_async
     from agen.cli._hub import with_client
     from agen.cli.oneshot import local_hub
     from agen.ownership import release
@@ -234,7 +234,7 @@ def run_task(
         else:
             assert found is not None
             try:
-                task = asyncio.run(_embedded(target, req, timeout_ms, o, is_bundle=is_bundle))
+                task = run_async(_embedded(target, req, timeout_ms, o, is_bundle=is_bundle))
             finally:
                 release(found.lock)
     except KeyboardInterrupt:
