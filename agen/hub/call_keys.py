@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from agen._pem import private_key_pem
 from agen.calltokens import (
     CallIdentity,
     UnknownKeyError,
@@ -198,9 +199,7 @@ async def key_set(store: Store, now_ms: int, *, max_age_ms: int = REREAD_MS) -> 
 def _pems(fresh: Ed25519PrivateKey) -> tuple[str, str]:
     from cryptography.hazmat.primitives import serialization
 
-    private = fresh.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    ).decode()
+    private = private_key_pem(fresh)
     public = (
         fresh.public_key()
         .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)

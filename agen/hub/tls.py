@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agen._cahash import ca_hash_of
+from agen._pem import private_key_pem, to_pem
 from agen.hub.sealing import kek_from_env, seal, unseal
 from agen.store import Store, Tx
 
@@ -82,7 +83,7 @@ class NestCa:
         """A client certificate for the CSR's key, named after the Nest (the CSR's own subject is not
         used: the Hub says who the key belongs to), valid from ``now`` (the present) for the lifetime."""
         from cryptography import x509
-        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives import hashes
         from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
         now = now or dt.datetime.now(dt.UTC)
@@ -113,10 +114,10 @@ class NestCa:
             .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
             .sign(self._key, hashes.SHA256())
         )
-        pem = cert.public_bytes(serialization.Encoding.PEM).decode()
+        text = to_pem(cert)
         return IssuedCert(
-            pem=pem,
-            fingerprint=ca_hash_of(pem),
+            pem=text,
+            fingerprint=ca_hash_of(text),
             serial=format(serial, "x"),
             not_after_ms=int(not_after.timestamp() * 1000),
         )
@@ -158,7 +159,7 @@ def parse_csr(pem: str) -> x509.CertificateSigningRequest:
 
 def _new_ca(now: dt.datetime) -> tuple[str, str]:
     from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives import hashes
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import NameOID
 
@@ -189,12 +190,7 @@ def _new_ca(now: dt.datetime) -> tuple[str, str]:
         )
         .sign(key, hashes.SHA256())
     )
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    ).decode()
-    return cert.public_bytes(serialization.Encoding.PEM).decode(), key_pem
+    return to_pem(cert), private_key_pem(key)
 
 
 async def ensure_ca(store: Store) -> tuple[str, str]:
@@ -256,12 +252,7 @@ def issue_server_cert(ca_cert_pem: str, ca_key_pem: str, hosts: list[str]) -> tu
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    ).decode()
-    return cert.public_bytes(serialization.Encoding.PEM).decode(), key_pem
+    return to_pem(cert), private_key_pem(key)
 
 
 async def prepare(store: Store, folder: Path, hosts: list[str]) -> HubTls:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from agen._cahash import ca_hash_of
 from agen._home import write_private
+from agen._pem import private_key_pem, to_pem
 from agen.errors import AgenError, DeniedError, InvalidError
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ RENEW_CHECK_S = 300.0
 def new_key_and_csr(name: str) -> tuple[str, str]:
     """A fresh EC P-256 key (PEM) and a CSR for it; the Hub names the certificate, not the CSR."""
     from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives import hashes
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import NameOID
 
@@ -55,12 +56,7 @@ def new_key_and_csr(name: str) -> tuple[str, str]:
         .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
         .sign(key, hashes.SHA256())
     )
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    ).decode()
-    return key_pem, csr.public_bytes(serialization.Encoding.PEM).decode()
+    return private_key_pem(key), to_pem(csr)
 
 
 def check_issued(cert_pem: str, key_pem: str, ca_pem: str) -> int:
