@@ -31,6 +31,7 @@ from agen.runner.records import name_conversation, open_run, save_cassette
 from agen.runner.redact import Redactor
 from agen.runner.resume import patch_history, plan_repair
 from agen.runner.review import is_reviewer, review, since_last_review
+from agen.runner.shielding import despite_cancel
 from agen.runner.state import EventSink, RunState, call_dicts
 from agen.runner.tools.base import Tool, ToolContext, Toolset
 from agen.runner.tools.builtin import FINISH, FinishTool, builtin_tools
@@ -195,7 +196,7 @@ class Runner:
             by_event = cancel is not None and cancel.is_set()
             if by_event and me is not None:
                 me.uncancel()
-            result = await asyncio.shield(
+            result = await despite_cancel(
                 self._end(
                     st,
                     Outcome(
@@ -205,8 +206,8 @@ class Runner:
                     ),
                 )
             )
-            if not by_event:
-                raise
+            if not by_event or (me is not None and me.cancelling()):
+                raise  # stopped from outside (also: again, while the outcome was being written)
         finally:
             if watcher is not None:
                 watcher.cancel()

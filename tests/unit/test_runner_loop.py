@@ -206,6 +206,59 @@ async def test_cancel_event_ends_the_run_cancelled(tmp_path: Path) -> None:
     await store.close()
 
 
+@pytest.mark.parametrize("first", ["task", "event"])
+async def test_a_second_stop_waits_for_the_cancelled_outcome_to_be_written(
+    tmp_path: Path, first: str
+) -> None:
+    """A run can be stopped twice (a cancel, then its lost lease): the second stop must not cut the
+    write of the cancelled outcome short, so when the run's task ends its record says cancelled; and
+    the second stop still ends the task, whether the first came as a task cancel or as the run's
+    cancel event (which alone ends the run with a result)."""
+    store = await open_store(tmp_path)
+    started = asyncio.Event()
+
+    async def wait(args: dict[str, Any]) -> str:
+        started.set()
+        await asyncio.sleep(30)
+        return "never"
+
+    r = runner(store, make(script(call("wait"), {"text": "never"})), FnTool("wait", wait))
+    gate = {"armed": False, "written": False}
+    writing, release = asyncio.Event(), asyncio.Event()
+    real_write = store.write
+
+    async def gated_write(fn: Any) -> Any:
+        if not gate["armed"]:
+            return await real_write(fn)
+        gate["armed"] = False  # the first write after the cancel: the run's cancelled outcome
+        writing.set()
+        await release.wait()
+        value = await real_write(fn)
+        gate["written"] = True
+        return value
+
+    store.write = gated_write  # type: ignore[method-assign]
+    cancel = asyncio.Event()
+    task = asyncio.create_task(r.run(RunRequest(input="go"), cancel=cancel))
+    written_when_done: list[bool] = []
+    task.add_done_callback(lambda _t: written_when_done.append(gate["written"]))
+    await asyncio.wait_for(started.wait(), 30)
+    gate["armed"] = True
+    if first == "task":
+        task.cancel()
+    else:
+        cancel.set()
+    await asyncio.wait_for(writing.wait(), 30)
+    task.cancel()  # stopped again while it writes
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert written_when_done == [True]
+    run = await store.one("SELECT status, finished_ms FROM runs")
+    assert run is not None and run["status"] == "cancelled" and run["finished_ms"] is not None
+    await store.close()
+
+
 class Hooks:
     def __init__(self) -> None:
         self.held = False

@@ -20,9 +20,9 @@ import json
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
-T = TypeVar("T")
+from agen.runner.shielding import despite_cancel
 
 POLL_FIRST_S = 0.05
 POLL_MAX_S = 2.0
@@ -165,7 +165,7 @@ async def call_a2a(
                 first = await asyncio.shield(sending)
             except asyncio.CancelledError:
                 # Cancelled while sending: learn the remote task's id (briefly) to cancel it too.
-                done, _ = await _despite_cancel(asyncio.wait({sending}, timeout=CANCEL_GRACE_S))
+                done, _ = await despite_cancel(asyncio.wait({sending}, timeout=CANCEL_GRACE_S))
                 if done and not sending.cancelled() and sending.exception() is None:
                     answered = sending.result()
                     if answered is not None and answered.HasField("task"):
@@ -197,7 +197,7 @@ async def call_a2a(
             return _answer(task)
         except asyncio.CancelledError:
             if task_id is not None:
-                await _despite_cancel(_cancel_remote(client, CancelTaskRequest(id=task_id)))
+                await despite_cancel(_cancel_remote(client, CancelTaskRequest(id=task_id)))
             raise
         except A2AClientError as e:
             raise A2AFailure(f"the call to {url} failed: {_line(e)}") from None
@@ -225,18 +225,6 @@ async def _task_event(client: Any, task_id: str) -> Any:
     from a2a.types.a2a_pb2 import GetTaskRequest, StreamResponse
 
     return StreamResponse(task=await client.get_task(GetTaskRequest(id=task_id)))
-
-
-async def _despite_cancel(aw: Awaitable[T]) -> T:
-    """``aw``'s result, awaited to its end even when the run is cancelled again meanwhile (a run can be
-    stopped twice: the Hub's cancel hint and its lost lease). A plain shield lets the second one through,
-    and leaving then closes the HTTP client under the remote cancel. ``aw`` bounds its own time; the
-    caller re-raises its CancelledError afterwards."""
-    task = asyncio.ensure_future(aw)
-    while not task.done():
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.shield(task)
-    return task.result()
 
 
 async def _cancel_remote(client: Any, request: Any) -> None:
