@@ -61,6 +61,30 @@ def _shorten(cell: Cell, width: int) -> Cell:
     return set_cell_size(cell, width - 1) + ELLIPSIS
 
 
+def _layout(
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Cell]],
+    width: int | None,
+    flexible: Collection[str],
+) -> tuple[list[list[Cell]], list[int]]:
+    """The cells (one line each) and the column widths; with ``width``, long values shortened to fit."""
+    cells = [[c.replace("\n", " ") if isinstance(c, str) else c for c in row] for row in rows]
+    widths = [cell_len(c) for c in columns]
+    for row in cells:
+        for i, cell in enumerate(row):
+            widths[i] = max(widths[i], cell_len(_plain(cell)))
+    if width is not None:
+        fitted = fit_widths(columns, widths, width, flexible)
+        if fitted != widths:
+            cells = [[_shorten(c, w) for c, w in zip(row, fitted, strict=True)] for row in cells]
+            widths = fitted
+    return cells, widths
+
+
+def _header(columns: Sequence[str], widths: Sequence[int]) -> str:
+    return GAP.join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip() + "\n"
+
+
 def render_table(
     columns: Sequence[str],
     rows: Sequence[Sequence[Cell]],
@@ -70,22 +94,10 @@ def render_table(
 ) -> Text:
     """The table as one Text: a bold header line, then a plain line per row, columns padded to the
     widest cell. With ``width`` (a terminal's), long values are shortened so a row fits it."""
-    rows = [[c.replace("\n", " ") if isinstance(c, str) else c for c in row] for row in rows]
-    widths = [cell_len(c) for c in columns]
-    for row in rows:
-        for i, cell in enumerate(row):
-            widths[i] = max(widths[i], cell_len(_plain(cell)))
-    if width is not None:
-        fitted = fit_widths(columns, widths, width, flexible)
-        if fitted != widths:
-            rows = [[_shorten(c, w) for c, w in zip(row, fitted, strict=True)] for row in rows]
-            widths = fitted
+    rows, widths = _layout(columns, rows, width, flexible)
     last = len(columns) - 1
     out = Text()
-    out.append(
-        GAP.join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip() + "\n",
-        style="bold",
-    )
+    out.append(_header(columns, widths), style="bold")
     for row in rows:
         for i, cell in enumerate(row):
             pad = "" if i == last else " " * (widths[i] - cell_len(_plain(cell))) + GAP
@@ -98,6 +110,20 @@ def render_table(
     return out
 
 
+def plain_table(columns: Sequence[str], rows: Sequence[Sequence[Cell]]) -> str:
+    """``render_table(columns, rows).plain``, built as strings: what a console that draws no styles
+    prints, without rich's Text and renderer (~20 ms of `agen ps` piped, at 1,000 deployments)."""
+    cells, widths = _layout(columns, rows, None, ())
+    last = len(columns) - 1
+    lines = [_header(columns, widths)]
+    for row in cells:
+        for i, cell in enumerate(row):
+            text = _plain(cell)
+            lines.append(text if i == last else text + " " * (widths[i] - cell_len(text)) + GAP)
+        lines.append("\n")
+    return "".join(lines)
+
+
 def print_table(
     columns: Sequence[str],
     rows: Sequence[Sequence[Cell]],
@@ -107,11 +133,15 @@ def print_table(
     flexible: Collection[str] = (),
 ) -> None:
     """Print to stdout (or ``console``). In a terminal, rows are fitted to its width unless ``no_trunc``;
-    piped, values stay whole and lines lose their trailing padding (stdout_console)."""
+    piped, values stay whole and lines lose their trailing padding (stdout_console). A console that
+    draws no styles and fits nothing (piped, colour not forced) gets the plain text directly."""
     from agen.cli._common import stdout_console
 
     console = console or stdout_console()
     fit = console.is_terminal and not no_trunc
+    if console.color_system is None and not fit:
+        console.file.write(plain_table(columns, rows))
+        return
     console.print(
         render_table(columns, rows, width=console.width if fit else None, flexible=flexible),
         no_wrap=True,

@@ -94,3 +94,33 @@ def test_a_terminal_too_narrow_for_the_free_text_also_shortens_other_columns_but
     print_table(COLUMNS, [ROW], console=console, flexible=("ARGUMENTS",))
     header, row = out.getvalue().splitlines()
     assert header.split() == list(COLUMNS) and row.endswith("3s ago")
+
+
+def test_the_plain_text_of_a_styleless_console_is_what_rich_would_print() -> None:
+    """Piped output skips rich's renderer: the lines must be exactly the ones it printed."""
+    rows: list[tuple[str | Text, ...]] = [
+        ("hello", Text("working", style="green"), "hi", "3s ago"),
+        ("ünïcødé-名前", Text("stopped (paused)", style="red"), "two\nlines", "-"),
+        ("x", "", "trailing space ", ""),
+        ("🙂 wide", Text(""), "", "1d ago"),
+    ]
+    columns = ("NAME", "ACTIVITY", "INPUT", "LAST ACTIVE")
+    drawn = io.StringIO()
+    Console(file=drawn, width=1000, soft_wrap=False, highlight=False, color_system=None).print(
+        render_table(columns, rows), no_wrap=True, crop=False, overflow="ignore", end=""
+    )
+    printed = io.StringIO()
+    print_table(columns, rows, console=Console(file=printed, width=1000, color_system=None))
+    assert printed.getvalue() == drawn.getvalue() == render_table(columns, rows).plain
+    assert (
+        printed.getvalue().splitlines()[2].startswith("ünïcødé-名前  stopped (paused)  two lines")
+    )
+
+
+def test_a_console_that_draws_styles_still_gets_them() -> None:
+    out = io.StringIO()
+    console = Console(file=out, width=80, force_terminal=True, color_system="standard")
+    print_table(
+        ("ID", "STATE"), [("t2", Text("failed", style="red"))], console=console, no_trunc=True
+    )
+    assert "\x1b[1m" in out.getvalue() and "\x1b[31mfailed" in out.getvalue()
