@@ -206,16 +206,18 @@ class Runner:
                     ),
                 )
             )
-            if not by_event or (me is not None and me.cancelling()):
-                raise  # stopped from outside (also: again, while the outcome was being written)
+            if not by_event:
+                raise
         finally:
             if watcher is not None:
                 watcher.cancel()
             if scope is not None:
                 if scope.toolsets:  # a Task for the shield only when there is a server to stop
-                    await asyncio.shield(scope.close_tools())
+                    await despite_cancel(scope.close_tools())
                 if not (result is not None and result.suspended):
                     scope.end()  # a suspended run keeps its workspace until it resumes and ends
+        if me is not None and me.cancelling():  # stopped again while it wrapped up: end as stopped
+            raise asyncio.CancelledError
         return result
 
     def _add_run_tools(self, st: RunState, tools: list[Tool]) -> None:

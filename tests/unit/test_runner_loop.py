@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 
 from agen.errors import ConflictError
+from agen.runner.extras import RunExtras
+from agen.runner.tools.base import Tool, Toolset
 from agen.runner.types import RunRequest
 from tests.runner_helpers import (
     FnTool,
@@ -256,6 +258,63 @@ async def test_a_second_stop_waits_for_the_cancelled_outcome_to_be_written(
     assert written_when_done == [True]
     run = await store.one("SELECT status, finished_ms FROM runs")
     assert run is not None and run["status"] == "cancelled" and run["finished_ms"] is not None
+    await store.close()
+
+
+def _is_dir(path: str | None) -> bool:
+    return path is not None and Path(path).is_dir()
+
+
+@pytest.mark.parametrize("first", ["task", "event"])
+async def test_a_second_stop_while_run_servers_close_still_removes_the_workspace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, first: str
+) -> None:
+    """A cancelled run stops its own servers (${WORKSPACE}), then removes its per_task folder. A second
+    stop while the servers close must not skip the removal: the folder is gone when the task ends, and
+    the task ends stopped (also when the first stop was the cancel event, which alone returns)."""
+    monkeypatch.setenv("AGEN_HOME", str(tmp_path / "home"))
+    store = await open_store(tmp_path)
+    started, closing, release = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+    async def wait(args: dict[str, Any]) -> str:
+        started.set()
+        await asyncio.sleep(30)
+        return "never"
+
+    class RunServer(Toolset):
+        """The run's own server: its close takes until the test releases it."""
+
+        async def start(self) -> list[Tool]:
+            return [FnTool("wait", wait)]
+
+        async def close(self) -> None:
+            closing.set()
+            await release.wait()
+
+    folders: list[str | None] = []
+
+    def run_toolsets(folder: str | None) -> list[Toolset]:
+        folders.append(folder)
+        return [RunServer()]
+
+    b = make(script(call("wait"), {"text": "never"}), {"workspace": {"mode": "per_task"}})
+    r = runner(store, b, extras=RunExtras(b, store, run_toolsets=run_toolsets))
+    cancel = asyncio.Event()
+    task = asyncio.create_task(r.run(RunRequest(input="go", task_id="t-ws"), cancel=cancel))
+    left_when_done: list[bool] = []
+    task.add_done_callback(lambda _t: left_when_done.append(_is_dir(folders[0])))
+    await asyncio.wait_for(started.wait(), 30)
+    assert _is_dir(folders[0])
+    if first == "task":
+        task.cancel()
+    else:
+        cancel.set()
+    await asyncio.wait_for(closing.wait(), 30)
+    task.cancel()  # stopped again while its server closes
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert left_when_done == [False]
     await store.close()
 
 
