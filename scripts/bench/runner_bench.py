@@ -107,8 +107,8 @@ async def direct_calls(n: int) -> list[float]:
 
 async def writer_round_trips(store: SQLiteStore, n: int) -> list[float]:
     """An empty transaction through the Store's writer thread (BEGIN IMMEDIATE; COMMIT), in ms: the hop
-    to the writer and back that each of a turn's two checkpoints pays (the model's answer, then the
-    tool results), however little it writes."""
+    to the writer and back that every checkpoint pays, however little it writes (a turn makes one after
+    its tool results, and one more before a side-effecting tool runs)."""
     out = []
     for _ in range(n):
         t0 = time.perf_counter_ns()
