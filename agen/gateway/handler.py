@@ -47,10 +47,17 @@ from starlette.exceptions import HTTPException
 
 from agen.api import registry as r
 from agen.client import Client
-from agen.errors import AgenError, InvalidError, NotFoundError
+from agen.errors import AgenError, BudgetError, InvalidError, NotFoundError
 from agen.gateway import convert
 from agen.gateway.auth import Caller, HubLink
-from agen.gateway.wake import WaitingCalls, WakePolicy, refuse_if_paused, wait_started
+from agen.gateway.wake import (
+    RETRY_AFTER_S,
+    WaitingCalls,
+    WakePolicy,
+    refuse_if_paused,
+    unavailable,
+    wait_started,
+)
 from agen.wire import tasks as wt
 
 RUN_TIMEOUT_S = 3600.0  # seed 000 §10: a Gateway gives an instance at most 1 h to answer
@@ -318,9 +325,15 @@ class AgenRequestHandler(RequestHandler):
 
 def _a2a_error(e: AgenError) -> Exception:
     """An agen error as the caller sees it: bad input as JSON-RPC invalid params, a missing task as
-    TaskNotFound, anything else (denied, unavailable, budget) as its own HTTP status and message."""
+    TaskNotFound, anything else (denied, unavailable, rate limits) as its own HTTP status and message,
+    with Retry-After when the Hub said when to retry. A deployment whose daily budget is spent is held
+    at 0, so a call cannot wake it: 503 with the reset time (seed 000 §5), not admission's 429."""
     if isinstance(e, InvalidError):
         return InvalidParamsError(message=e.message)
     if isinstance(e, NotFoundError):
         return TaskNotFoundError(message=e.message)
-    return HTTPException(e.http_status, detail=e.message)
+    retry = e.details.get("retry_after_s")
+    if isinstance(e, BudgetError):
+        return unavailable(e.message, int(retry or RETRY_AFTER_S))
+    headers = {"Retry-After": str(retry)} if retry else None
+    return HTTPException(e.http_status, detail=e.message, headers=headers)

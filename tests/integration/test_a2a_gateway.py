@@ -15,8 +15,10 @@ from agen.api import registry as r
 from agen.api.dispatch import dispatch
 from agen.api.registry import Rpc
 from agen.client import Client
+from agen.domain import DeploymentRow
 from agen.gateway import GatewayConfig, create_gateway_app
 from agen.gateway.wake import WakePolicy
+from agen.hub.queue.budgets import utc_day
 from agen.hub.service import Hub
 from agen.node import LocalNode
 from agen.otel.ids import agen_trace_id
@@ -29,6 +31,7 @@ from agen.wire.deployments import (
 from agen.wire.tasks import GetTaskRequest, ListTasksRequest
 from agen.wire.tokens import CreateTokenRequest
 from tests.fleet_helpers import files_b64, write_bundle
+from tests.unit.trigger_helpers import add_usage
 
 
 class _AsCaller:
@@ -151,6 +154,51 @@ async def test_a_paused_deployment_answers_503_with_a_retry_hint(
     assert "paused" in resp.text
     tasks = await Client.in_process(node.hub).call(r.ListTasks, ListTasksRequest(deployment="held"))
     assert tasks.tasks == []  # nothing was queued behind the pause
+
+
+async def test_a_deployment_whose_daily_budget_is_spent_answers_503_with_the_reset_time(
+    node: LocalNode, tmp_path: Path
+) -> None:
+    """Held at 0 by its budget, a deployment cannot be woken (seed 000 §5): the call gets 503 with
+    when the budget resets, at once, and nothing is queued behind it."""
+    bundle = write_bundle(
+        tmp_path / "paid",
+        "paid",
+        config={"kind": "pool", "scale": {"min": 0, "max": 1}, "budget": {"maxUsdPerDay": 0.01}},
+    )
+    admin = Client.in_process(node.hub)
+    await admin.call(r.CreateDeployment, CreateDeploymentRequest(files=files_b64(bundle)))
+    row = await node.store.one("SELECT * FROM deployments WHERE name = 'paid'")
+    assert row is not None
+    dep = DeploymentRow.from_row(row)
+    await node.store.write(lambda tx: add_usage(tx, dep, 0.02, day=utc_day(tx.now_ms)))
+    token = await _token(node, "operator")
+    async with _http(node) as gw:
+        resp = await gw.post("/a2a/default/paid", json=_send("hi", "m1"), headers=_auth(token))
+    assert resp.status_code == 503, resp.text
+    assert 0 < int(resp.headers["Retry-After"]) <= 86_400
+    assert "spent $0.02 of $0.01 today (UTC); resets at midnight UTC" in resp.text
+    tasks = await admin.call(r.ListTasks, ListTasksRequest(deployment="paid"))
+    assert tasks.tasks == []
+
+
+async def test_a_call_refused_by_admission_gets_429_with_when_to_retry(
+    node: LocalNode, tmp_path: Path
+) -> None:
+    bundle = write_bundle(
+        tmp_path / "full",
+        "full",
+        config={"kind": "pool", "scale": {"min": 0, "max": 1}, "admission": {"maxQueuedTasks": 0}},
+    )
+    await Client.in_process(node.hub).call(
+        r.CreateDeployment, CreateDeploymentRequest(files=files_b64(bundle))
+    )
+    token = await _token(node, "operator")
+    async with _http(node) as gw:
+        resp = await gw.post("/a2a/default/full", json=_send("hi", "m1"), headers=_auth(token))
+    assert resp.status_code == 429, resp.text
+    assert resp.headers["Retry-After"] == "5"
+    assert "maxQueuedTasks is 0" in resp.text
 
 
 async def test_a_call_with_no_instance_within_the_wake_timeout_gets_503_and_its_task_is_cancelled(

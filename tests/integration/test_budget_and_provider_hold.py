@@ -13,12 +13,12 @@ import pytest
 
 from agen.api import registry as r
 from agen.client import Client
-from agen.errors import BudgetError
+from agen.errors import BudgetError, UnavailableError
 from agen.hub.queue import providers
 from agen.node import LocalNode
 from agen.store import SQLiteStore
 from agen.testing.openai_server import OpenAIServer, Reply
-from agen.wire.deployments import CreateDeploymentRequest
+from agen.wire.deployments import CreateDeploymentRequest, ScaleDeploymentRequest
 from agen.wire.tasks import GetTaskRequest, SubmitTaskRequest, Task
 from tests.fleet_helpers import files_b64, write_bundle
 
@@ -113,6 +113,15 @@ async def test_costs_over_the_daily_budget_hold_the_deployment_at_zero_and_annou
     with pytest.raises(BudgetError) as refused:
         await submit(client, "one more")
     assert refused.value.details["stage"] == "budget"
+    # No manual scale-up either (seed 000 §5): 503 with the reset time, and the count stays at 0.
+    with pytest.raises(UnavailableError) as held:
+        await client.call(r.ScaleDeployment, ScaleDeploymentRequest(name="paid", replicas=1))
+    assert held.value.http_status == 503 and held.value.details["reason"] == "budget"
+    assert held.value.details["retry_after_s"] > 0
+    assert "scaling it to 1 is refused until the budget resets at" in held.value.message
+    assert await held_at_zero()
+    scaled = await client.call(r.ScaleDeployment, ScaleDeploymentRequest(name="paid", replicas=0))
+    assert scaled.deployment is not None and scaled.deployment.desired == 0  # down is still fine
 
 
 async def test_a_401_holds_the_account_then_one_probe_after_retry_at_and_its_success_resumes(

@@ -420,6 +420,10 @@ async def scale_deployment(
             raise ConflictError(
                 f"{req.name} is stopped; `agen start {req.name}` first, then scale it"
             )
+        if req.replicas > 0:  # held at 0 by a spent daily budget: 503 with the reset time
+            from agen.hub.queue.budgets import require_budget_left
+
+            require_budget_left(tx, row, tx.now_ms, f"scaling it to {req.replicas}")
         tx.execute(
             "UPDATE deployments SET desired = ?, manual_scale_ms = ?, last_activity_ms = ?, updated_ms = ? WHERE id = ?",
             (req.replicas, tx.now_ms, tx.now_ms, tx.now_ms, row.id),
