@@ -13,7 +13,6 @@ import asyncio
 import concurrent.futures
 import contextlib
 import logging
-import os
 import queue
 import sqlite3
 import threading
@@ -27,7 +26,7 @@ from agen.errors import AgenError, StoreError, UnavailableError
 from agen.store._sqlite_errors import TransactionLost, is_fault, map_error
 from agen.store._sqlite_tx import SQLiteTx, dict_row
 from agen.store.base import Params, Row, Store, StoreHealth, Tx, now_ms
-from agen.store.migrate import applied_version, migrate_sqlite
+from agen.store.migrate import migrate_sqlite
 
 T = TypeVar("T")
 log = logging.getLogger("agen.store")
@@ -543,14 +542,3 @@ def _settle(items: list[tuple[Any, Any, BaseException | None]]) -> None:
                 fut.set_result(value)
             else:
                 fut.set_exception(exc)
-
-
-def read_schema_version(path: str | Path) -> int:
-    """Schema version of a store file without migrating it (0 if missing)."""
-    if not os.path.exists(path):
-        return 0
-    conn = sqlite3.connect(path)
-    try:
-        return applied_version(conn)
-    finally:
-        conn.close()
