@@ -204,10 +204,6 @@ class Caller:
     call: CallIdentity | None = None
 
     @property
-    def may_call(self) -> bool:
-        return self.call is not None or bool(self.scopes & CALL_SCOPES)
-
-    @property
     def is_agent(self) -> bool:
         """An agent instance's call token: the only caller whose lineage metadata is honoured."""
         return self.call is not None and self.call.is_agent
