@@ -227,7 +227,6 @@ def replay_cmd(
     ] = None,
     hub: HubOpt = None,
     token: TokenOpt = None,
-    namespace: NamespaceOpt = "default",
     json_out: JsonOpt = False,
 ) -> None:
     """Re-run a recorded run offline and show what changed: tool calls, their order, the outcome.
