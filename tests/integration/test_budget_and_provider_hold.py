@@ -122,6 +122,21 @@ async def test_costs_over_the_daily_budget_hold_the_deployment_at_zero_and_annou
     assert await held_at_zero()
     scaled = await client.call(r.ScaleDeployment, ScaleDeploymentRequest(name="paid", replicas=0))
     assert scaled.deployment is not None and scaled.deployment.desired == 0  # down is still fine
+    # A redeploy asking for instances is a scale-up too, judged by the budget it deploys.
+    root = tmp_path / "b"
+    with pytest.raises(UnavailableError) as redeploy:
+        await client.call(
+            r.CreateDeployment, CreateDeploymentRequest(files=files_b64(root), replicas=1)
+        )
+    assert "--replicas 1 is refused until the budget resets" in redeploy.value.message
+    assert await held_at_zero()
+    config = root / "x-agen/config.json"
+    raised = {**json.loads(config.read_text()), "budget": {"maxUsdPerDay": 1.0}}
+    config.write_text(json.dumps(raised))
+    more = await client.call(
+        r.CreateDeployment, CreateDeploymentRequest(files=files_b64(root), replicas=1)
+    )
+    assert more.deployment is not None and more.deployment.desired == 1
 
 
 async def test_a_401_holds_the_account_then_one_probe_after_retry_at_and_its_success_resumes(

@@ -166,6 +166,18 @@ async def _apply(
         )
 
     def fn(tx: Tx) -> tuple[str, bool, bool]:
+        dep_id, created, changed = _put_deployment(tx)
+        if req.replicas:  # a scale-up, checked against the budget this very bundle sets
+            from agen.hub.queue.budgets import require_budget_left
+
+            stored = tx.one("SELECT * FROM deployments WHERE id = ?", (dep_id,))
+            assert stored is not None
+            require_budget_left(
+                tx, DeploymentRow.from_row(stored), tx.now_ms, f"--replicas {req.replicas}"
+            )
+        return dep_id, created, changed
+
+    def _put_deployment(tx: Tx) -> tuple[str, bool, bool]:
         def_id = put_definition(tx, bundle.name, bundle.digest, bundle.files)
         row = tx.one(
             "SELECT * FROM deployments WHERE namespace = ? AND name = ?", (req.namespace, name)
