@@ -7,7 +7,7 @@ import base64
 import binascii
 from typing import TYPE_CHECKING, Any
 
-from agen.domain import DeploymentRef, DeploymentRow
+from agen.domain import DeploymentBudget, DeploymentRef, DeploymentRow, columns
 from agen.errors import ConflictError, InvalidError, NotFoundError
 from agen.hub import queue
 from agen.hub.auth import Principal
@@ -170,10 +170,12 @@ async def _apply(
         if req.replicas:  # a scale-up, checked against the budget this very bundle sets
             from agen.hub.queue.budgets import require_budget_left
 
-            stored = tx.one("SELECT * FROM deployments WHERE id = ?", (dep_id,))
+            stored = tx.one(
+                f"SELECT {columns(DeploymentBudget)} FROM deployments WHERE id = ?", (dep_id,)
+            )
             assert stored is not None
             require_budget_left(
-                tx, DeploymentRow.from_row(stored), tx.now_ms, f"--replicas {req.replicas}"
+                tx, DeploymentBudget.from_row(stored), tx.now_ms, f"--replicas {req.replicas}"
             )
         return dep_id, created, changed
 
@@ -186,7 +188,7 @@ async def _apply(
             raise NotFoundError(
                 f"deployment {req.namespace}/{name} does not exist; create it with `agen deploy`"
             )
-        columns = {
+        fields = {
             "kind": bundle.config.kind,
             "definition_id": def_id,
             "digest": bundle.digest,
@@ -205,7 +207,7 @@ async def _apply(
                 " VALUES (:id,:ns,:name,:kind,:definition_id,:digest,:scale,:placement,:budget,:limits,:policy,"
                 " :desired,:now,:manual,:now,:now)",
                 {
-                    **columns,
+                    **fields,
                     "id": dep_id,
                     "ns": req.namespace,
                     "name": name,
@@ -232,7 +234,7 @@ async def _apply(
             " manual_scale_ms=COALESCE(:manual, manual_scale_ms), last_activity_ms=:now, updated_ms=:now"
             " WHERE id=:id",
             {
-                **columns,
+                **fields,
                 "desired": desired,
                 "now": tx.now_ms,
                 "id": row["id"],
