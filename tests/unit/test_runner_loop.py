@@ -183,8 +183,9 @@ async def test_tool_calls_run_one_after_another_when_parallel_tool_calls_is_off(
     await store.close()
 
 
-async def test_cancel_event_ends_the_run_cancelled(tmp_path: Path) -> None:
-    store = await open_store(tmp_path)
+def _waiting_tool() -> tuple[FnTool, asyncio.Event]:
+    """A `wait` tool that never answers (the test stops the run in it), and the event set once the
+    run is inside it."""
     started = asyncio.Event()
 
     async def wait(args: dict[str, Any]) -> str:
@@ -192,7 +193,21 @@ async def test_cancel_event_ends_the_run_cancelled(tmp_path: Path) -> None:
         await asyncio.sleep(30)
         return "never"
 
-    r = runner(store, make(script(call("wait"), {"text": "never"})), FnTool("wait", wait))
+    return FnTool("wait", wait), started
+
+
+def _stop(task: asyncio.Task[Any], cancel: asyncio.Event, first: str) -> None:
+    """The first stop: the task cancelled, or the run's cancel event set."""
+    if first == "task":
+        task.cancel()
+    else:
+        cancel.set()
+
+
+async def test_cancel_event_ends_the_run_cancelled(tmp_path: Path) -> None:
+    store = await open_store(tmp_path)
+    wait, started = _waiting_tool()
+    r = runner(store, make(script(call("wait"), {"text": "never"})), wait)
     cancel = asyncio.Event()
     task = asyncio.create_task(r.run(RunRequest(input="go"), cancel=cancel))
     await asyncio.wait_for(started.wait(), 30)  # cancel while the run is in its tool call
@@ -217,14 +232,8 @@ async def test_a_second_stop_waits_for_the_cancelled_outcome_to_be_written(
     the second stop still ends the task, whether the first came as a task cancel or as the run's
     cancel event (which alone ends the run with a result)."""
     store = await open_store(tmp_path)
-    started = asyncio.Event()
-
-    async def wait(args: dict[str, Any]) -> str:
-        started.set()
-        await asyncio.sleep(30)
-        return "never"
-
-    r = runner(store, make(script(call("wait"), {"text": "never"})), FnTool("wait", wait))
+    wait, started = _waiting_tool()
+    r = runner(store, make(script(call("wait"), {"text": "never"})), wait)
     gate = {"armed": False, "written": False}
     writing, release = asyncio.Event(), asyncio.Event()
     real_write = store.write
@@ -246,10 +255,7 @@ async def test_a_second_stop_waits_for_the_cancelled_outcome_to_be_written(
     task.add_done_callback(lambda _t: written_when_done.append(gate["written"]))
     await asyncio.wait_for(started.wait(), 30)
     gate["armed"] = True
-    if first == "task":
-        task.cancel()
-    else:
-        cancel.set()
+    _stop(task, cancel, first)
     await asyncio.wait_for(writing.wait(), 30)
     task.cancel()  # stopped again while it writes
     release.set()
@@ -274,18 +280,14 @@ async def test_a_second_stop_while_run_servers_close_still_removes_the_workspace
     the task ends stopped (also when the first stop was the cancel event, which alone returns)."""
     monkeypatch.setenv("AGEN_HOME", str(tmp_path / "home"))
     store = await open_store(tmp_path)
-    started, closing, release = asyncio.Event(), asyncio.Event(), asyncio.Event()
-
-    async def wait(args: dict[str, Any]) -> str:
-        started.set()
-        await asyncio.sleep(30)
-        return "never"
+    wait, started = _waiting_tool()
+    closing, release = asyncio.Event(), asyncio.Event()
 
     class RunServer(Toolset):
         """The run's own server: its close takes until the test releases it."""
 
         async def start(self) -> list[Tool]:
-            return [FnTool("wait", wait)]
+            return [wait]
 
         async def close(self) -> None:
             closing.set()
@@ -305,10 +307,7 @@ async def test_a_second_stop_while_run_servers_close_still_removes_the_workspace
     task.add_done_callback(lambda _t: left_when_done.append(_is_dir(folders[0])))
     await asyncio.wait_for(started.wait(), 30)
     assert _is_dir(folders[0])
-    if first == "task":
-        task.cancel()
-    else:
-        cancel.set()
+    _stop(task, cancel, first)
     await asyncio.wait_for(closing.wait(), 30)
     task.cancel()  # stopped again while its server closes
     release.set()
