@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import shlex
 import subprocess
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -83,3 +84,43 @@ def test_the_manifests_pass_only_flags_the_cli_has() -> None:
     used = {w for w in words if w.startswith("--")}
     assert used and used <= _flags("nest", "run"), used - _flags("nest", "run")
     assert "--ca-hash" in _flags("nest", "run")  # AGEN_CA_HASH from the ConfigMap pins the CA
+
+
+def _pod_specs() -> list[tuple[str, dict[str, Any]]]:
+    return [
+        (d["metadata"]["name"], d["spec"]["template"]["spec"])
+        for d in _docs()
+        if d["kind"] in {"Deployment", "StatefulSet"}
+    ]
+
+
+def test_every_pod_meets_the_restricted_pod_security_standard() -> None:
+    """The pods run agent code: no service account token, no capabilities, no escalation, the
+    runtime's seccomp profile, requests and limits, probes, and an image pinned to this version."""
+    version = tomllib.loads((KUBE.parents[1] / "pyproject.toml").read_text())["project"]["version"]
+    specs = _pod_specs()
+    assert {name for name, _ in specs} == {"agen-hub", "agen-nest"}
+    for name, spec in specs:
+        assert spec["automountServiceAccountToken"] is False, name
+        assert spec["securityContext"]["runAsNonRoot"] is True, name
+        assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}, name
+        for c in spec["containers"]:
+            ctx = c["securityContext"]
+            assert ctx["allowPrivilegeEscalation"] is False, name
+            assert ctx["capabilities"] == {"drop": ["ALL"]}, name
+            assert ctx["readOnlyRootFilesystem"] is True, name
+            assert {"requests", "limits"} <= c["resources"].keys(), name
+            assert {"livenessProbe", "readinessProbe"} <= c.keys(), name
+            assert c["image"] == f"agen:{version}", name
+
+
+def test_the_nest_statefulset_names_a_headless_service_and_no_one_connects_into_a_nest() -> None:
+    nest = _by("StatefulSet", "agen-nest", "agen-nests")
+    service = _by("Service", nest["spec"]["serviceName"], "agen-nests")
+    assert service["spec"]["clusterIP"] == "None"
+    assert service["spec"]["selector"] == nest["spec"]["selector"]["matchLabels"]
+    policy = _by("NetworkPolicy", "agen-nest-no-ingress", "agen-nests")
+    assert policy["spec"]["podSelector"] == {} and "ingress" not in policy["spec"]
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    hub = _by("NetworkPolicy", "agen-hub", "agen")
+    assert hub["spec"]["ingress"] == [{"ports": [{"protocol": "TCP", "port": 7070}]}]
