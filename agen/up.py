@@ -16,6 +16,7 @@ import ipaddress
 import logging
 import os
 import signal
+import socket
 import sys
 import time
 from collections.abc import Generator
@@ -68,13 +69,19 @@ class _Server(uvicorn.Server):
         yield
 
 
-def parse_listen(listen: str, *, tls: bool = False, flag: str = "--listen") -> tuple[str, int]:
+def parse_listen(
+    listen: str, *, tls: bool = False, flag: str = "--listen", any_port: bool = False
+) -> tuple[str, int]:
+    """``host:port`` checked: loopback unless TLS or AGEN_INSECURE=1. ``any_port``: port 0 lets the
+    kernel pick a free port (the server binds it itself and prints the port it got)."""
     host, sep, port = listen.rpartition(":")
     if not sep or not port.isdigit():
         raise InvalidError(f"{flag} {listen!r}: use host:port, e.g. 127.0.0.1:7070", field=flag)
-    if not 1 <= int(port) <= 65535:
+    lowest = 0 if any_port else 1
+    if not lowest <= int(port) <= 65535:
         raise InvalidError(
-            f"{flag} {listen}: port {int(port)} is out of range; use 1 to 65535, e.g. 127.0.0.1:7070",
+            f"{flag} {listen}: port {int(port)} is out of range; use {lowest} to 65535, "
+            "e.g. 127.0.0.1:7070",
             field=flag,
         )
     host = host.strip("[]") or "127.0.0.1"
@@ -164,7 +171,7 @@ async def _prune(store: Store, retention_ms: int, every_s: float = PRUNE_EVERY_S
         await asyncio.sleep(every_s)
 
 
-async def _tell_draining(node: Any, every_s: float = 5.0) -> None:
+async def _tell_draining(node: Any, who: str, every_s: float = 5.0) -> None:
     """While draining, name on stderr the tasks still finishing their current step (tasks waiting for
     an approval or a child hold no slot: there is nothing to wait for)."""
     while True:
@@ -177,7 +184,7 @@ async def _tell_draining(node: Any, every_s: float = 5.0) -> None:
         if ids:
             more = f" (+{len(ids) - 10} more)" if len(ids) > 10 else ""
             print(
-                f"agen up: waiting for {len(ids)} running task(s) to finish their current step: "
+                f"{who}: waiting for {len(ids)} running task(s) to finish their current step: "
                 f"{', '.join(ids[:10])}{more}",
                 file=sys.stderr,
                 flush=True,
@@ -208,16 +215,22 @@ async def _start_export(store: Any, hub: Any) -> Any:
     export = await start_export(store, config)
     assert export is not None
     hub.otlp_stats = export.snapshot
-    print(f"agen up: exporting traces to {config.describe()}", file=sys.stderr, flush=True)
+    print(f"agen: exporting traces to {config.describe()}", file=sys.stderr, flush=True)
     return export
 
 
 def check_port_free(host: str, port: int, listen: str) -> None:
     """Say plainly that the address is taken, before uvicorn would print a traceback about it."""
+    bind_listen(host, port, listen).close()
+
+
+def bind_listen(host: str, port: int, listen: str) -> socket.socket:
+    """The server's socket, bound here (port 0: the kernel picks one), or a ConflictError that says
+    plainly the address is taken, where uvicorn would print a traceback and exit."""
     from agen._listen import tcp_listener
 
     try:
-        tcp_listener(host, port).close()
+        return tcp_listener(host, port)
     except OSError as e:
         raise ConflictError(
             f"--listen {listen}: the address is in use ({e.strerror}); another agen up with another "
@@ -237,7 +250,7 @@ def shared_store_nest_name(home: Path) -> str:
     return f"{socket.gethostname()}-{hashlib.sha256(str(home).encode()).hexdigest()[:8]}"
 
 
-async def _start_gateway(opts: UpOptions, hub_url: str, hub: Any) -> Any:
+async def _start_gateway(opts: UpOptions, hub_url: str, hub: Any, who: str) -> Any:
     """The A2A Gateway on --gateway-listen (loopback), calling this Hub over its HTTP API in each
     caller's name; the Hub's call-token keys it reads in process, as this node's own Nest would."""
     from agen.api import registry as r
@@ -251,17 +264,17 @@ async def _start_gateway(opts: UpOptions, hub_url: str, hub: Any) -> Any:
         return [k.public_key for k in resp.keys]
 
     assert opts.gateway_listen is not None
-    host, port = parse_listen(opts.gateway_listen, flag="--gateway-listen")
+    host, port = parse_listen(opts.gateway_listen, flag="--gateway-listen", any_port=True)
     try:
         gateway = await start_gateway(
             host, port, hub_url, ca_hash=hub.tls_ca_hash, token_keys=token_keys
         )
     except ConflictError as e:  # the Hub serves on: A2A is one door of several
-        print(f"agen up: no A2A Gateway: {e}", file=sys.stderr, flush=True)
+        print(f"{who}: no A2A Gateway: {e}", file=sys.stderr, flush=True)
         return None
     hub.gateway_urls = [gateway.url]
     print(
-        f"agen up: A2A Gateway at {gateway.url}/a2a/<namespace>/<deployment>",
+        f"{who}: A2A Gateway at {gateway.url}/a2a/<namespace>/<deployment>",
         file=sys.stderr,
         flush=True,
     )
@@ -275,11 +288,17 @@ async def serve(opts: UpOptions) -> None:
     from agen.ownership import hold_store_for_up, release
     from agen.store import open_store, store_file
 
-    host, port = parse_listen(opts.listen, tls=opts.tls)
+    host, port = parse_listen(opts.listen, tls=opts.tls, any_port=True)
+    who = "agen up" if opts.nest else "agen hub serve"
     home = agen_home()
     lock = lock_home(home)
     try:
-        check_port_free(host, port, opts.listen)
+        sock = bind_listen(host, port, opts.listen)
+    except BaseException:
+        lock.close()
+        raise
+    port = sock.getsockname()[1]  # --listen HOST:0: the port the kernel picked
+    try:
         db = store_file(opts.store)
         # A SQLite file takes one Hub (its lock says which); several Hubs may share a Postgres database,
         # which protects itself (row locks, SKIP LOCKED leasing, the leader lease: docs/postgres.md).
@@ -289,6 +308,7 @@ async def serve(opts: UpOptions) -> None:
             else hold_store_for_up(db, home, lambda msg: print(msg, file=sys.stderr, flush=True))
         )
     except BaseException:
+        sock.close()
         lock.close()
         raise
     store = await open_store(opts.store)
@@ -349,7 +369,7 @@ async def serve(opts: UpOptions) -> None:
         nonlocal signals
         signals += 1
         if signals > 1:
-            print("agen up: second signal, exiting now", file=sys.stderr, flush=True)
+            print(f"{who}: second signal, exiting now", file=sys.stderr, flush=True)
             os._exit(130)
         hub.request_shutdown()
 
@@ -365,7 +385,7 @@ async def serve(opts: UpOptions) -> None:
     try:
         token = await _admin_token(store, url)
         export = await _start_export(store, hub)
-        serving = asyncio.create_task(server.serve(), name="hub-http")
+        serving = asyncio.create_task(server.serve(sockets=[sock]), name="hub-http")
         while not server.started:
             if serving.done():
                 await serving  # raises the bind error
@@ -381,7 +401,7 @@ async def serve(opts: UpOptions) -> None:
             else "no local Nest: enrol Nests with `agen join-token create` and `agen nest run`"
         )
         print(
-            f"agen {'up' if opts.nest else 'hub serve'}: Hub at {url} (store {store.url}, {what}); "
+            f"{who}: Hub at {url} (store {store.url}, {what}); "
             "Ctrl-C or `agen down` drains and stops",
             file=sys.stderr,
             flush=True,
@@ -396,7 +416,7 @@ async def serve(opts: UpOptions) -> None:
         # The API answers first; instances and their MCP servers (seconds each after a crash) start behind it.
         await node.start()
         # Then the Gateway (a2a-sdk and protobuf take a moment to import): A2A calls are tasks for that node.
-        gateway = await _start_gateway(opts, url, hub) if opts.gateway_listen else None
+        gateway = await _start_gateway(opts, url, hub, who) if opts.gateway_listen else None
         if gateway is not None and isinstance(node, LocalNode):  # its waiting calls: saturation
             node.manager.waiting_calls = gateway.waiting
         await hub.shutdown_requested.wait()
@@ -405,11 +425,11 @@ async def serve(opts: UpOptions) -> None:
             with contextlib.suppress(Exception):
                 await ui
         print(
-            f"agen up: draining ({hub.in_flight()} tasks in flight; a second Ctrl-C exits at once)",
+            f"{who}: draining ({hub.in_flight()} tasks in flight; a second Ctrl-C exits at once)",
             file=sys.stderr,
             flush=True,
         )
-        telling = asyncio.create_task(_tell_draining(node))
+        telling = asyncio.create_task(_tell_draining(node, who))
         try:
             await node.drain()
         finally:
@@ -417,12 +437,14 @@ async def serve(opts: UpOptions) -> None:
         server.should_exit = True
         with contextlib.suppress(Exception):
             await serving
-        print("agen up: stopped", file=sys.stderr, flush=True)
+        print(f"{who}: stopped", file=sys.stderr, flush=True)
     finally:
         if pruner is not None:
             pruner.cancel()
         if not hub.draining:
             await node.drain(0)
+        if serving is None:  # start-up failed before the API served: its socket is still ours
+            sock.close()
         if serving is not None and not serving.done():  # start-up failed behind a serving API
             server.should_exit = True
             with contextlib.suppress(Exception):

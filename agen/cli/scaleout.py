@@ -29,7 +29,11 @@ LabelOpt = Annotated[
 @hub_app.command("serve")
 def hub_serve(
     listen: Annotated[
-        str, typer.Option("--listen", help="Listen address (loopback unless AGEN_INSECURE=1).")
+        str,
+        typer.Option(
+            "--listen",
+            help="Listen address (loopback unless AGEN_INSECURE=1; port 0: any free port, printed).",
+        ),
     ] = "127.0.0.1:7070",
     store: Annotated[
         str | None,
@@ -78,7 +82,7 @@ def hub_serve(
     )
     from agen.up import UpOptions, parse_listen, serve
 
-    parse_listen(listen, tls=tls)
+    parse_listen(listen, tls=tls, any_port=True)
     if tls_host and not tls:
         raise InvalidError(
             "--tls-host names hosts for the TLS certificate: add --tls", field="--tls-host"
@@ -248,7 +252,9 @@ def nest_run(
     check_backend(backend, memory)
     check_gateway_auth(gateway_auth)
     listen = (
-        None if gateway_listen == "off" else parse_listen(gateway_listen, flag="--gateway-listen")
+        None
+        if gateway_listen == "off"
+        else parse_listen(gateway_listen, flag="--gateway-listen", any_port=True)
     )
     if gateway_url is not None:
         if listen is None:

@@ -14,7 +14,10 @@ if TYPE_CHECKING:
 
 def up(
     listen: Annotated[
-        str, typer.Option("--listen", help="Hub listen address (loopback only).")
+        str,
+        typer.Option(
+            "--listen", help="Hub listen address (loopback only; port 0: any free port, printed)."
+        ),
     ] = "127.0.0.1:7070",
     capacity: Annotated[
         int, typer.Option("--capacity", help="Local nest capacity (0 = unlimited).")
@@ -82,10 +85,10 @@ def up(
     from agen.nest.process import parse_memory_limit
     from agen.up import UpOptions, parse_listen, serve
 
-    parse_listen(listen)
+    parse_listen(listen, any_port=True)
     gateway = None if gateway_listen == "off" else gateway_listen
     if gateway is not None:
-        parse_listen(gateway, flag="--gateway-listen")
+        parse_listen(gateway, flag="--gateway-listen", any_port=True)
     if capacity < 0:
         raise InvalidError(
             f"--capacity {capacity}: must be 0 (unlimited) or more", field="--capacity"

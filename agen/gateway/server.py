@@ -68,6 +68,18 @@ async def start_gateway(
     ``public_url`` is the address callers use (default: the listen address), ``token_keys`` fetches
     the Hub's call-token keys (None: call tokens are refused, API tokens still work), every minute
     while the Gateway runs, and ``keys_file`` keeps them on disk (a Nest's data dir)."""
+    refused = ConflictError(
+        f"--gateway-listen {host}:{port}: cannot listen there (in use?); pick another, "
+        f"e.g. --gateway-listen {host}:{port + 10}",
+        field="--gateway-listen",
+    )
+    # Bound here, not by uvicorn: on a taken address uvicorn calls sys.exit, which no task contains
+    # and which ended the whole process (a Nest, agen up) instead of leaving it without a Gateway.
+    try:
+        sock = tcp_listener(host, port)
+    except OSError:
+        raise refused from None
+    port = sock.getsockname()[1]  # port 0: the one the kernel picked
     url = public_url or f"http://{host if ':' not in host else f'[{host}]'}:{port}"
     waiting = WaitingCalls()
     keys = KeyRing(token_keys, saved=keys_file)
@@ -82,17 +94,6 @@ async def start_gateway(
             app, host=host, port=port, log_level="warning", lifespan="off", access_log=False
         )
     )
-    refused = ConflictError(
-        f"--gateway-listen {host}:{port}: cannot listen there (in use?); pick another, "
-        f"e.g. --gateway-listen {host}:{port + 10}",
-        field="--gateway-listen",
-    )
-    # Bound here, not by uvicorn: on a taken address uvicorn calls sys.exit, which no task contains
-    # and which ended the whole process (a Nest, agen up) instead of leaving it without a Gateway.
-    try:
-        sock = tcp_listener(host, port)
-    except OSError:
-        raise refused from None
     task = asyncio.create_task(server.serve(sockets=[sock]), name="a2a-gateway")
     while not server.started:
         if task.done():

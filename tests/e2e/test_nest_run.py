@@ -201,3 +201,37 @@ def test_over_tls_a_nest_enrols_only_with_the_hub_whose_ca_it_pinned(
         for nest in nests:
             nest.stop()
         hub.stop()
+
+
+def test_hub_serve_on_port_0_prints_the_port_it_got_and_speaks_in_its_own_name(
+    tmp_path: Path,
+) -> None:
+    """`--listen 127.0.0.1:0` lets the kernel pick a free port; the Hub prints the URL it got,
+    writes it to local.json, answers there, and its drain lines say `agen hub serve`."""
+    home = tmp_path / "hub"
+    home.mkdir()
+    log = home / "hub.log"
+    env = {k: v for k, v in os.environ.items() if k not in ("AGEN_HUB", "AGEN_TOKEN")}
+    env["AGEN_HOME"] = str(home)
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            [AGEN, "hub", "serve", "--listen", "127.0.0.1:0"], env=env, stdout=out, stderr=out
+        )
+    try:
+        line = wait_until(
+            lambda: next(
+                (x for x in log.read_text().splitlines() if "Hub at http://127.0.0.1:" in x), None
+            ),
+            what="the Hub's address line",
+        )
+        url = line.split("Hub at ", 1)[1].split(" ", 1)[0]
+        assert not url.endswith(":0")
+        assert json.loads((home / "local.json").read_text())["url"] == url
+        assert httpx.get(url + "/health", timeout=10).status_code == 200
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+    text = log.read_text()
+    assert line.startswith("agen hub serve: Hub at"), text
+    assert "agen hub serve: draining" in text and "agen hub serve: stopped" in text, text
+    assert "agen up:" not in text, text

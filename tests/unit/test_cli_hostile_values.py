@@ -200,7 +200,7 @@ REPORTED = [
     (["trace", ""], 2, "must not be empty"),
     (["logs", ""], 2, "must not be empty"),
     (["init", "/proc/x"], 2, "cannot write the bundle to /proc/x"),
-    (["up", "--listen", "127.0.0.1:99999"], 2, "port 99999 is out of range; use 1 to 65535"),
+    (["up", "--listen", "127.0.0.1:99999"], 2, "port 99999 is out of range; use 0 to 65535"),
     (["ps", "--hub", "http://[::1"], 2, "--hub 'http://[::1' is not a valid URL"),
     (["ps", "--hub", "ftp://example.com"], 2, "is not an http(s) URL"),
     (["ps", "--token", "to ken\u2603"], 2, "--token"),
