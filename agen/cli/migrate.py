@@ -48,10 +48,18 @@ def migrate(
     from agen.cli._migrate_owner import hold, refuse_or_drain
     from agen.errors import InvalidError
     from agen.store.copy import locate, open_side
-    from agen.store.locate import resolve_store_url
+    from agen.store.locate import migrated_from, resolve_store_url
 
-    src_loc = locate(from_ or resolve_store_url(None) or _default_url())
     dst_loc = locate(to)
+    in_use = resolve_store_url(None) or _default_url()  # the store this AGEN_HOME uses now
+    home_on_target = locate(in_use).store_url == dst_loc.store_url
+    earlier = migrated_from(dst_loc.store_url) if from_ is None and home_on_target else None
+    src_loc = locate(from_ or earlier or in_use)
+    if earlier is not None:  # the same migrate again, after it pointed AGEN_HOME at its target
+        err(
+            f"agen migrate: AGEN_HOME already uses {_shown(dst_loc)}; copying what is new in "
+            f"{_shown(src_loc)}, the store it was migrated from, and verifying the two again"
+        )
     if src_loc.store_url == dst_loc.store_url:
         raise InvalidError(
             f"--to names the source store itself ({_shown(src_loc)}); name another store",
@@ -77,7 +85,7 @@ def migrate(
             target = open_side(dst_loc, write=True, field="--to")
             assert source is not None and target is not None
             checks = _copy_and_verify(source, target, json_out)
-        _finish(src_loc, dst_loc, checks, json_out)
+        _finish(src_loc, dst_loc, checks, json_out, home_on_target=home_on_target)
     finally:
         for side in (source, target):
             if side is not None:
@@ -181,25 +189,38 @@ def _copy_and_verify(source: Side, target: Side, json_out: bool) -> list[TableCh
         return verify(source, target, on_table=lambda _n: bar.advance(check))
 
 
-def _finish(src: Location, dst: Location, checks: list[TableCheck], json_out: bool) -> None:
+def _finish(
+    src: Location,
+    dst: Location,
+    checks: list[TableCheck],
+    json_out: bool,
+    *,
+    home_on_target: bool,
+) -> None:
     import os
 
     from agen.errors import StoreError
     from agen.store.locate import ENV_STORE, home_pointer, point_home_at
 
     bad = [c for c in checks if not c.ok]
+    why = (
+        f"AGEN_HOME already used {_shown(dst)} before this run and still does: work done there since "
+        "the earlier migrate makes the two differ, which is expected once the new store is in use"
+        if home_on_target
+        else "AGEN_HOME still uses the source. Was the source changed during the copy? Migrate "
+        "again into a new database or file"
+    )
     failed = (
         StoreError(
             f"verification failed: {len(bad)} table(s) differ between {_shown(src)} and {_shown(dst)} "
-            f"({', '.join(c.table for c in bad[:5])}); AGEN_HOME still uses the source. "
-            "Was the source changed during the copy? Migrate again into a new database or file",
+            f"({', '.join(c.table for c in bad[:5])}); {why}",
             tables=[c.table for c in bad],
         )
         if bad
         else None
     )
     if not bad:
-        point_home_at(dst.store_url)
+        point_home_at(dst.store_url, migrated_from=src.store_url)
     back = (
         f"to go back, delete {home_pointer()} (the next `agen up` then uses {_shown(src)} as it was before "
         f"the copy), or copy the changes made since into a new file with `agen migrate --to sqlite:PATH`"

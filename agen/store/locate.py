@@ -53,15 +53,28 @@ def resolve_store_url(url: str | None = None) -> str | None:
     return pointed
 
 
-def point_home_at(url: str | None) -> None:
-    """Make later commands in this AGEN_HOME use ``url``; None removes the pointer (back to the default)."""
+def point_home_at(url: str | None, *, migrated_from: str | None = None) -> None:
+    """Make later commands in this AGEN_HOME use ``url``; None removes the pointer (back to the default).
+    ``migrated_from`` records the store ``agen migrate`` copied it from, so the same migrate run again
+    knows its source and verifies the two again."""
     from agen._home import write_private
 
     pointer = home_pointer()
     if url is None:
         pointer.unlink(missing_ok=True)
         return
-    write_private(pointer, json.dumps({"url": url}) + "\n")
+    data = {"url": url} | ({"migrated_from": migrated_from} if migrated_from else {})
+    write_private(pointer, json.dumps(data) + "\n")
+
+
+def migrated_from(url: str) -> str | None:
+    """The store ``agen migrate`` copied ``url`` from, when AGEN_HOME's pointer names ``url`` and says."""
+    try:
+        data = json.loads(home_pointer().read_text())
+    except (OSError, ValueError):
+        return None
+    source = data.get("migrated_from") if isinstance(data, dict) else None
+    return source if data.get("url") == url and isinstance(source, str) and source else None
 
 
 POSTGRES_SCHEMES = ("postgres://", "postgresql://")

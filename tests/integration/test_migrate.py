@@ -139,7 +139,8 @@ def test_every_table_is_copied_with_ids_and_sequences_kept(
         origin_side.close()
         dst.close()
     assert json.loads((Path(request.getfixturevalue("agen_home")) / "store.json").read_text()) == {
-        "url": locate(dst_url).store_url
+        "url": locate(dst_url).store_url,
+        "migrated_from": locate(src_url).store_url,
     }
 
 
@@ -184,6 +185,32 @@ def test_verification_reports_a_row_that_differs_and_exits_non_zero(
     assert [t["table"] for t in bad] == ["tasks"]
     assert bad[0]["source_rows"] == bad[0]["target_rows"]  # the checksum, not the count, caught it
     assert "verification failed: 1 table(s) differ" in err and "tasks" in err
+
+
+def test_the_same_migrate_run_again_verifies_again_and_says_what_a_difference_means(
+    tmp_path: Path, agen_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """After a migrate AGEN_HOME uses the target, so `agen migrate --to TARGET` again (no --from)
+    goes back to the store it was copied from and verifies again; once the target has been used, a
+    difference is explained as that, not as "AGEN_HOME still uses the source"."""
+    fill(tmp_path / "a.db")
+    src, dst = f"sqlite:{tmp_path / 'a.db'}", f"sqlite:{tmp_path / 'b.db'}"
+    assert run_agen(capsys, "migrate", "--from", src, "--to", dst)[0] == 0
+
+    code, out, err = run_agen(capsys, "migrate", "--to", dst)
+
+    assert code == 0, err
+    assert "already uses" in err and str(tmp_path / "a.db") in err
+    assert "verified (row counts and checksums match)" in out
+
+    with sqlite3.connect(tmp_path / "b.db") as conn:  # work done on the new store since
+        conn.execute("UPDATE tasks SET input = 'later' WHERE id = 'v4'")
+    code, _, err = run_agen(capsys, "migrate", "--to", dst)
+
+    assert code == 1
+    assert "verification failed" in err and "still uses the source" not in err
+    assert f"already used {tmp_path / 'b.db'} before this run and still does" in err
+    assert json.loads((agen_home / "store.json").read_text())["url"] == locate(dst).store_url
 
 
 def test_dry_run_prints_the_tables_and_changes_nothing(
