@@ -4,7 +4,7 @@ Run by a role that owns the tables (the Hub's, or a superuser), in one transacti
 (or updated: its password when AGEN_HOST_DB_PASSWORD is set, its grants always), every privilege it had
 on the schema's tables is taken back, and it gets exactly: read and write on the host tables
 (agen.store.host_tables), add-and-read on the event log, read on schema_migrations, and three columns of
-tasks (whether a task is paused). So it cannot read or write the Hub's keys, tokens, join tokens,
+tasks (whether a task is paused), of its own namespaces' tasks only. So it cannot read or write the Hub's keys, tokens, join tokens,
 platform secrets, tasks, deployments or Nests.
 
 Row-level security is enabled on the host tables (the first run does it). Every host role gets a policy
@@ -107,6 +107,16 @@ def statements(
     columns = sql.SQL(", ").join(map(sql.Identifier, TASK_PAUSE_COLUMNS))
     tasks = sql.Identifier(schema, "tasks")
     out.append(sql.SQL("GRANT SELECT ({}) ON {} TO {}").format(columns, tasks, who))
+    # The pause columns of its own namespaces' tasks only: the Hub owns tasks (no policy binds it),
+    # and every host role reads through a policy of its own.
+    out.append(sql.SQL("ALTER TABLE {} ENABLE ROW LEVEL SECURITY").format(tasks))
+    policy = sql.Identifier(policy_name(role))
+    out.append(sql.SQL("DROP POLICY IF EXISTS {} ON {}").format(policy, tasks))
+    out.append(
+        sql.SQL("CREATE POLICY {} ON {} FOR SELECT TO {} USING ({})").format(
+            policy, tasks, who, _visible(HostTable("tasks"), namespaces)
+        )
+    )
     return out
 
 

@@ -118,6 +118,12 @@ def test_a_host_role_for_one_namespace_sees_and_writes_only_its_rows(
             assert seen("SELECT namespace FROM conversations") == {"a"}
             assert seen("SELECT namespace FROM spans") == {"a"}
             assert seen("SELECT namespace FROM events") == {"a"}
+            with _as(pg_url) as admin:
+                a_tasks = {
+                    r[0] for r in admin.execute("SELECT id FROM tasks WHERE namespace = 'a'")
+                }
+            # the pause columns of its own namespace's tasks only
+            assert seen("SELECT id FROM tasks") == a_tasks and a_tasks
             # child tables follow their conversation or run
             assert seen(
                 "SELECT c.namespace FROM messages m JOIN conversations c ON c.id = m.conversation_id"
@@ -173,7 +179,7 @@ def test_a_host_role_for_one_namespace_sees_and_writes_only_its_rows(
                     "SELECT tablename FROM pg_policies WHERE policyname = 'agen_host_agen_host_a'"
                 )
             }
-        assert policed == {t.name for t in HOST_TABLES}
+        assert policed == {t.name for t in HOST_TABLES} | {"tasks"}  # tasks: read only
     finally:
         if nest is not None:
             nest.stop()
