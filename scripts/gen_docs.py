@@ -82,6 +82,13 @@ def cli_reference() -> str:
         "Every command prints its result on stdout (`--json` for JSON) and diagnostics on stderr;",
         "exit codes are listed in [troubleshooting.md](troubleshooting.md#exit-codes).",
         "",
+        "Tables (`ps`, `tasks`, `runs`, `approvals`, …) print one line per row. In a terminal narrower",
+        "than a row, free text (INPUT, ARGUMENTS, ACTIVITY) is shortened with `…` first, then the other",
+        "columns down to their header's width, then those columns are dropped from the right. IDs and",
+        "names (ID, NAME, DEPLOYMENT, TASK, RUN, …) are never shortened or dropped, so an ID on the",
+        "screen pastes into the next command. `--no-trunc`, and output piped to a file or another",
+        "program, keep every value whole; a value of several lines shows its first line and `…`.",
+        "",
     ]
     for path, cmd, _ctx in entries[1:]:
         anchor = "-".join(path)

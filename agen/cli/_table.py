@@ -1,10 +1,14 @@
 """The list commands' tables (ps, tasks, runs, approvals): aligned columns, a bold header, cell styles kept.
 
 rich's Table measures and lays out every cell to fit the terminal: about 0.85 ms a row here, so
-`agen ps` over 1,000 deployments spent 850 ms printing. A list prints one line per row and never
-drops a column, as `docker ps` does: in a terminal, a row wider than the screen has its longest
-values shortened with an ellipsis (free text such as INPUT or ARGUMENTS first), and ``--no-trunc``
-or piped output keeps every value whole.
+`agen ps` over 1,000 deployments spent 850 ms printing. A list prints one line per row, as
+`docker ps` and `gh` do. In a terminal, a row wider than the screen is fitted in this order:
+free-text columns (INPUT, ARGUMENTS, ACTIVITY) are shortened with an ellipsis first, then the other
+columns down to their header's width, then those other columns are dropped from the right, one at a
+time. Key columns (IDs and names: ID, NAME, TASK, RUN, DEPLOYMENT, …) are never shortened or
+dropped, so every ID on the screen can be pasted into the next command. ``--no-trunc`` or piped
+output keeps every value whole. A value of several lines shows its first line and an ellipsis, so a
+row is always one line, piped or not.
 """
 
 from __future__ import annotations
@@ -25,6 +29,31 @@ def _plain(cell: Cell) -> str:
     return cell.plain if isinstance(cell, Text) else cell
 
 
+KEY_COLUMNS = frozenset(
+    {"ID", "NAME", "NAMESPACE", "DEPLOYMENT", "TASK", "RUN", "INSTANCE", "NEST", "PARENT", "ROOT"}
+)
+"""Headers of columns that hold an ID or a name: never shortened, never dropped (nor is any header
+ending in `` ID``)."""
+
+
+def is_key(column: str) -> bool:
+    return column in KEY_COLUMNS or column.endswith(" ID")
+
+
+def _first_line(cell: Cell) -> Cell:
+    """A multi-line value as its first line and an ellipsis: a row is one line."""
+    plain = _plain(cell)
+    if "\n" not in plain:
+        return cell
+    head = plain.split("\n", 1)[0].rstrip() + " " + ELLIPSIS
+    if isinstance(cell, Text):
+        short = cell.copy()
+        short.truncate(len(head) - 2)
+        short.append(" " + ELLIPSIS)
+        return short
+    return head
+
+
 def fit_widths(
     columns: Sequence[str],
     widths: Sequence[int],
@@ -32,9 +61,13 @@ def fit_widths(
     flexible: Collection[str] = (),
 ) -> list[int]:
     """Column widths that fit ``screen`` cells, narrowing the widest ``flexible`` columns first, then
-    the widest others; no column goes below its header or MIN_WIDTH (the terminal wraps what is left)."""
+    the widest others that are not keys; none goes below its header or MIN_WIDTH, and key columns
+    keep their width (see drop_columns for what still does not fit)."""
     out = list(widths)
-    floor = [min(w, max(cell_len(c), MIN_WIDTH)) for c, w in zip(columns, widths, strict=True)]
+    floor = [
+        w if is_key(c) else min(w, max(cell_len(c), MIN_WIDTH))
+        for c, w in zip(columns, widths, strict=True)
+    ]
     excess = sum(out) + len(GAP) * (len(out) - 1) - screen
     for group in ([i for i, c in enumerate(columns) if c in flexible], range(len(columns))):
         while excess > 0:
@@ -61,24 +94,40 @@ def _shorten(cell: Cell, width: int) -> Cell:
     return set_cell_size(cell, width - 1) + ELLIPSIS
 
 
+def _measure(columns: Sequence[str], cells: Sequence[Sequence[Cell]]) -> list[int]:
+    widths = [cell_len(c) for c in columns]
+    for row in cells:
+        for i, cell in enumerate(row):
+            widths[i] = max(widths[i], cell_len(_plain(cell)))
+    return widths
+
+
 def _layout(
     columns: Sequence[str],
     rows: Sequence[Sequence[Cell]],
     width: int | None,
     flexible: Collection[str],
-) -> tuple[list[list[Cell]], list[int]]:
-    """The cells (one line each) and the column widths; with ``width``, long values shortened to fit."""
-    cells = [[c.replace("\n", " ") if isinstance(c, str) else c for c in row] for row in rows]
-    widths = [cell_len(c) for c in columns]
-    for row in cells:
-        for i, cell in enumerate(row):
-            widths[i] = max(widths[i], cell_len(_plain(cell)))
-    if width is not None:
+) -> tuple[list[str], list[list[Cell]], list[int]]:
+    """The columns shown, the cells (one line each) and the column widths; with ``width``, long
+    values shortened, then columns dropped, so a row fits (see the module docstring)."""
+    columns = list(columns)
+    cells = [[_first_line(c) for c in row] for row in rows]
+    widths = _measure(columns, cells)
+    if width is None:
+        return columns, cells, widths
+    fitted = fit_widths(columns, widths, width, flexible)
+    while sum(fitted) + len(GAP) * (len(fitted) - 1) > width:
+        droppable = [i for i, c in enumerate(columns) if not is_key(c)]
+        if not droppable:
+            break  # only keys left: the terminal wraps them, whole
+        gone = droppable[-1]
+        del columns[gone]
+        cells = [row[:gone] + row[gone + 1 :] for row in cells]
+        widths = _measure(columns, cells)
         fitted = fit_widths(columns, widths, width, flexible)
-        if fitted != widths:
-            cells = [[_shorten(c, w) for c, w in zip(row, fitted, strict=True)] for row in cells]
-            widths = fitted
-    return cells, widths
+    if fitted != widths:
+        cells = [[_shorten(c, w) for c, w in zip(row, fitted, strict=True)] for row in cells]
+    return columns, cells, fitted
 
 
 def _header(columns: Sequence[str], widths: Sequence[int]) -> str:
@@ -94,7 +143,7 @@ def render_table(
 ) -> Text:
     """The table as one Text: a bold header line, then a plain line per row, columns padded to the
     widest cell. With ``width`` (a terminal's), long values are shortened so a row fits it."""
-    rows, widths = _layout(columns, rows, width, flexible)
+    columns, rows, widths = _layout(columns, rows, width, flexible)
     last = len(columns) - 1
     out = Text()
     out.append(_header(columns, widths), style="bold")
@@ -113,7 +162,7 @@ def render_table(
 def plain_table(columns: Sequence[str], rows: Sequence[Sequence[Cell]]) -> str:
     """``render_table(columns, rows).plain``, built as strings: what a console that draws no styles
     prints, without rich's Text and renderer (~20 ms of `agen ps` piped, at 1,000 deployments)."""
-    cells, widths = _layout(columns, rows, None, ())
+    columns, cells, widths = _layout(columns, rows, None, ())
     last = len(columns) - 1
     lines = [_header(columns, widths)]
     for row in cells:

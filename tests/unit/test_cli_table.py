@@ -1,4 +1,4 @@
-"""The list commands' tables: aligned columns, the header first, styles kept, no column ever dropped."""
+"""The list commands' tables: aligned columns, the header first, styles kept, IDs and names whole."""
 
 from __future__ import annotations
 
@@ -60,13 +60,14 @@ ROW = (
 COLUMNS = ("ID", "DEPLOYMENT", "TASK", "TOOL", "ARGUMENTS", "STATE", "ASKED")
 
 
-def test_a_terminal_row_keeps_every_column_and_shortens_the_long_value_with_an_ellipsis() -> None:
-    console, out = _terminal(80)
+def test_a_terminal_row_shortens_free_text_first_and_never_an_id() -> None:
+    console, out = _terminal(120)
     print_table(COLUMNS, [ROW], console=console, flexible=("ARGUMENTS",))
     header, row = out.getvalue().splitlines()
-    assert header.split() == list(COLUMNS)  # nothing dropped, STATE and ASKED included
-    assert cell_len(row) <= 80 and row.endswith("3s ago") and "pending" in row
+    assert header.split() == list(COLUMNS)  # wide enough: nothing dropped, STATE and ASKED included
+    assert cell_len(row) <= 120 and row.endswith("3s ago") and "pending" in row
     assert "…" in row and "rm -rf" not in row  # shortened, and visibly so
+    assert ROW[0] in row.split() and ROW[2] in row.split()  # the IDs whole, pasteable
 
 
 def test_no_trunc_and_piped_output_keep_every_value_whole() -> None:
@@ -79,21 +80,36 @@ def test_no_trunc_and_piped_output_keep_every_value_whole() -> None:
     assert ROW[4] in piped.getvalue() and "…" not in piped.getvalue()
 
 
-def test_a_terminal_too_narrow_for_the_free_text_also_shortens_other_columns_but_drops_none() -> (
-    None
-):
-    console, out = _terminal(70)
-    print_table(COLUMNS, [ROW], console=console, flexible=("ARGUMENTS",))
-    header, row = out.getvalue().splitlines()
-    assert header.split() == list(COLUMNS) and row.endswith("3s ago")
-    assert cell_len(row) <= 70 and "01M8KQ6…" in row  # ids shortened from the end: a prefix to type
+def test_a_narrow_terminal_drops_columns_from_the_right_but_never_a_key_or_an_id() -> None:
+    """At 80 columns (and narrower) the other columns shrink to their headers, then go from the
+    right; the ID, DEPLOYMENT and TASK columns stay whole, so every ID can be pasted."""
+    for width in (80, 70):
+        console, out = _terminal(width)
+        print_table(COLUMNS, [ROW], console=console, flexible=("ARGUMENTS",))
+        header, row = out.getvalue().splitlines()
+        shown = header.split()
+        assert shown == list(COLUMNS[: len(shown)]) and {"ID", "DEPLOYMENT", "TASK"} <= set(shown)
+        assert cell_len(row) <= width and "ASKED" not in shown
+        assert row.split()[:3] == [ROW[0], ROW[1], ROW[2]]
 
-    console, out = _terminal(
-        40
-    )  # narrower than every column's minimum: the terminal wraps the line
+    console, out = _terminal(40)  # narrower than the keys alone: the terminal wraps them, whole
     print_table(COLUMNS, [ROW], console=console, flexible=("ARGUMENTS",))
     header, row = out.getvalue().splitlines()
-    assert header.split() == list(COLUMNS) and row.endswith("3s ago")
+    assert header.split() == ["ID", "DEPLOYMENT", "TASK"] and row.split() == list(ROW[:3])
+
+
+def test_a_value_of_several_lines_shows_its_first_line_in_a_terminal_and_piped() -> None:
+    failure = "failing (MCP server 'fs' exited 1:\nTraceback (most recent call last):\n  ...)"
+    for console, out in (
+        _terminal(200),
+        (lambda o: (Console(file=o, width=1000), o))(io.StringIO()),
+    ):
+        print_table(("NAME", "ACTIVITY"), [("bot", failure)], console=console)
+        lines = out.getvalue().splitlines()
+        assert len(lines) == 2 and lines[1].split(None, 1) == [
+            "bot",
+            "failing (MCP server 'fs' exited 1: …",
+        ]
 
 
 def test_the_plain_text_of_a_styleless_console_is_what_rich_would_print() -> None:
@@ -112,9 +128,7 @@ def test_the_plain_text_of_a_styleless_console_is_what_rich_would_print() -> Non
     printed = io.StringIO()
     print_table(columns, rows, console=Console(file=printed, width=1000, color_system=None))
     assert printed.getvalue() == drawn.getvalue() == render_table(columns, rows).plain
-    assert (
-        printed.getvalue().splitlines()[2].startswith("ünïcødé-名前  stopped (paused)  two lines")
-    )
+    assert printed.getvalue().splitlines()[2].startswith("ünïcødé-名前  stopped (paused)  two …")
 
 
 def test_a_console_that_draws_styles_still_gets_them() -> None:
