@@ -70,10 +70,16 @@ class _Server(uvicorn.Server):
 
 
 def parse_listen(
-    listen: str, *, tls: bool = False, flag: str = "--listen", any_port: bool = False
+    listen: str,
+    *,
+    tls: bool = False,
+    flag: str = "--listen",
+    any_port: bool = False,
+    remote: str = "`agen hub serve --tls` (or set AGEN_INSECURE=1 behind a TLS-terminating proxy)",
 ) -> tuple[str, int]:
     """``host:port`` checked: loopback unless TLS or AGEN_INSECURE=1. ``any_port``: port 0 lets the
-    kernel pick a free port (the server binds it itself and prints the port it got)."""
+    kernel pick a free port (the server binds it itself and prints the port it got). ``remote`` says
+    how this server may listen beyond loopback, for the refusal of such an address."""
     host, sep, port = listen.rpartition(":")
     if not sep or not port.isdigit():
         raise InvalidError(f"{flag} {listen!r}: use host:port, e.g. 127.0.0.1:7070", field=flag)
@@ -90,8 +96,7 @@ def parse_listen(
         loopback = loopback or ipaddress.ip_address(host).is_loopback
     if not loopback and not tls and os.environ.get("AGEN_INSECURE") != "1":
         raise InvalidError(
-            f"{flag} {listen}: plain HTTP listens on loopback only; use 127.0.0.1, or "
-            "`agen hub serve --tls` (or set AGEN_INSECURE=1 behind a TLS-terminating proxy)",
+            f"{flag} {listen}: plain HTTP listens on loopback only; use 127.0.0.1, or {remote}",
             field=flag,
         )
     return host, int(port)

@@ -21,7 +21,7 @@ EXAMPLES: dict[tuple[str, ...], list[str]] = {
         "agen up --listen 127.0.0.1:7081 --gateway-listen 127.0.0.1:7082 --headless",
         "agen up --capacity 8",
     ],
-    ("down",): ["agen down", "agen down --json"],
+    ("down",): ["agen down", "agen down --timeout 2m", "agen down --force", "agen down --json"],
     ("call",): [
         "agen call default/hello 'Say hi'",
         "agen call hello 'And now in French' --context 3f1c2a9e-…",
@@ -126,9 +126,14 @@ EXAMPLES: dict[tuple[str, ...], list[str]] = {
     ("trace",): ["agen trace 01JD8ZQ5K3", "agen trace 01JD8ZQ5K3 --otlp-json > trace.json"],
     ("query",): ["agen query 01JD8ZQ5K3", "agen query 01JD8ZQ5K3 --json"],
     ("tui",): ["agen tui", "agen tui --hub http://127.0.0.1:7070"],
+    ("ui",): [
+        "agen ui",
+        "agen ui --listen 127.0.0.1:9000",
+        'agen ui --hub http://127.0.0.1:7070 --token "$AGEN_TOKEN"',
+    ],
     ("replay",): [
         "agen replay 01JD8ZS0RN",
-        "agen replay 01JD8ZS0RN --bundle ./hello --model openai/gpt-4o-mini",
+        "agen replay 01JD8ZS0RN --bundle ./hello --model bundle",
     ],
     ("eval",): [
         "agen eval ./hello",
@@ -142,7 +147,10 @@ EXAMPLES: dict[tuple[str, ...], list[str]] = {
         "agen token create --scope submit --namespace team-a --ttl 720h --name ci",
     ],
     ("mcp",): ["agen mcp workspace --root ./repo", "agen mcp sql --dsn-env DATABASE_URL"],
-    ("mcp", "workspace"): ["agen mcp workspace --root ./repo", "agen mcp workspace --no-run"],
+    ("mcp", "workspace"): [
+        "agen mcp workspace --root ./repo",
+        "agen mcp workspace --root ./repo --no-run",
+    ],
     ("mcp", "sql"): ["agen mcp sql --dsn-env DATABASE_URL"],
     ("mcp", "launch"): ["agen mcp launch -- python server.py"],
     ("notify",): ["agen notify set ops https://hooks.example.com/agen", "agen notify ls"],

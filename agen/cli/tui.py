@@ -53,11 +53,6 @@ def ui(
 
     Each browser tab runs `agen tui` against the Hub with this command's token; the link signs in one
     browser once (a session cookie), and nothing is served without it.
-
-    Examples:
-      agen ui
-      agen ui --listen 127.0.0.1:9000
-      agen ui --hub http://127.0.0.1:7070 --token "$AGEN_TOKEN"
     """
     from agen.api import registry as r
     from agen.cli._hub import with_client
@@ -66,7 +61,11 @@ def ui(
     from agen.up import check_port_free, parse_listen
     from agen.wire.common import Empty
 
-    host, port = parse_listen(listen)
+    host, port = parse_listen(
+        listen,
+        remote="put a TLS-terminating proxy in front of it and set AGEN_INSECURE=1 "
+        "(`agen ui` serves plain HTTP only)",
+    )
     check_port_free(host, port, listen)
 
     async def check(client: Client) -> tuple[str, str | None]:

@@ -131,13 +131,7 @@ def down(
     ] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Stop a running 'agen up' (drains instances).
-
-    Examples:
-      agen down
-      agen down --timeout 2m
-      agen down --force
-    """
+    """Stop a running 'agen up' (drains instances)."""
     import asyncio
 
     from agen.cli._common import parse_duration_ms

@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -137,3 +138,36 @@ def test_help_stays_plain_when_typer_was_imported_before_agen() -> None:
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert "--json" in done.stdout
     assert "<bool>" not in done.stdout, done.stdout
+
+
+def _example_commands() -> list[list[str]]:
+    """Every `agen …` command in the help examples, as the words a shell passes (pipes, `&&` and
+    redirections end a command, `#` starts a comment; quotes and variables as a shell leaves them)."""
+    import shlex
+
+    from agen.cli._examples import EXAMPLES
+
+    out: list[list[str]] = []
+    for lines in EXAMPLES.values():
+        for line in lines:
+            for part in re.split(r"&&|\||[<>]", line):
+                words = shlex.split(part.replace("$", ""), comments=True, posix=True)
+                if words and words[0] == "agen" and "--version" not in words:
+                    out.append(words[1:])  # (--version prints and exits while it parses)
+    return out
+
+
+@pytest.mark.parametrize("words", _example_commands(), ids=lambda w: " ".join(w)[:60] or "agen")
+def test_every_help_example_parses_with_the_options_the_command_has(words: list[str]) -> None:
+    """An example names only commands and options that exist, with the arguments they take: click
+    parses it (without running it) as it would what a user typed. (Values are checked when the
+    command runs, so they are not checked here.)"""
+    cmd: Any = command()
+    args, path = list(words), ["agen"]
+    while getattr(cmd, "commands", None) and args and args[0] in cmd.commands:
+        path.append(args[0])
+        cmd = cmd.commands[args.pop(0)]
+    # a group runs only with a subcommand, or by itself where it says so
+    if getattr(cmd, "commands", None):
+        assert cmd.invoke_without_command, f"{' '.join(words)}: names no command of {path}"
+    cmd.make_context(" ".join(path), args, resilient_parsing=False)  # raises a UsageError
