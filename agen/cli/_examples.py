@@ -26,8 +26,14 @@ EXAMPLES: dict[tuple[str, ...], list[str]] = {
         "agen call default/hello 'Say hi'",
         "agen call hello 'And now in French' --context 3f1c2a9e-…",
         "agen call default/hello 'Say hi' --json | jq .status.state",
+        "agen call default/hello 'Summarise the week' --timeout 10m",
+        "agen call https://agents.example.com/a2a/triage 'Sort these' --token \"$THEIR_TOKEN\"",
     ],
-    ("resolve",): ["agen resolve default/hello", "agen resolve hello --json | jq .card.skills"],
+    ("resolve",): [
+        "agen resolve default/hello",
+        "agen resolve hello --json | jq .card.skills",
+        'agen resolve https://agents.example.com/a2a/triage --token "$THEIR_TOKEN"',
+    ],
     ("deploy",): [
         "agen deploy ./hello",
         "agen deploy ./hello --validate",

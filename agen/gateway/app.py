@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from a2a.server.context import ServerCallContext
 from a2a.server.routes import DefaultServerCallContextBuilder
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
-from google.protobuf.json_format import MessageToDict
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -23,7 +22,7 @@ from starlette.routing import Route
 from agen.api import registry as r
 from agen.errors import AgenError, UnauthenticatedError
 from agen.gateway.auth import HttpHubLink, HubLink, KeyFetch, KeyRing, authenticate
-from agen.gateway.card import agent_card
+from agen.gateway.card import card_json
 from agen.gateway.handler import CALL_STATE, AgenRequestHandler, Call
 from agen.gateway.wake import WaitingCalls, WakePolicy
 from agen.wire.agents import ResolveAgentRequest
@@ -106,7 +105,7 @@ def create_gateway_app(
                 )
         except AgenError as e:
             return _error(e)
-        return JSONResponse(MessageToDict(agent_card(info, f"{base}/a2a/{ns}/{dep}")))
+        return JSONResponse(card_json(info, f"{base}/a2a/{ns}/{dep}"))
 
     async def health(request: Request) -> Response:
         return JSONResponse({"ok": True})

@@ -244,3 +244,36 @@ def test_a_resolved_call_token_calls_its_deployment_only_and_a_bundle_delegates_
 
 def _message(text: str, mid: str) -> dict[str, Any]:
     return {"role": "user", "messageId": mid, "parts": [{"kind": "text", "text": text}]}
+
+
+def test_the_card_reads_as_a_v03_card_and_call_and_resolve_reach_an_agent_by_its_url(
+    up: Up,
+) -> None:
+    """An a2a-sdk 0.3 client needs the card's top-level url (its resolver fails without one); a
+    foreign agent is reached by URL with its own token; --timeout ends the wait with exit 8."""
+    from a2a.compat.v0_3.types import AgentCard as AgentCardV03
+
+    token = _operator(up)
+    endpoint = f"{up.gateway_url}/a2a/default/echo"
+    raw = httpx.get(
+        f"{endpoint}/.well-known/agent-card.json",
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=30,
+    ).json()
+    old = AgentCardV03.model_validate(raw)
+    assert old.url == endpoint and old.preferred_transport == "JSONRPC"
+    assert [s.id for s in old.skills] == ["echo"]  # a bundle without skills: the agent itself
+
+    outside = {"AGEN_HOME": str(up.home / "elsewhere")}  # no local `agen up` to lean on
+    resolved = json.loads(
+        up.agen("resolve", endpoint, "--token", token, "--json", env_extra=outside).stdout
+    )
+    assert endpoint in resolved["urls"] and resolved["card"]["name"] == "echo"
+    called = up.agen("call", endpoint, "by url", "--token", token, env_extra=outside)
+    assert called.stdout.strip() == "You said: by url"
+    refused = up.agen("call", endpoint, "no token", env_extra=outside, check=False)
+    assert refused.returncode == 6 and "pass --token" in refused.stderr  # 401: not allowed
+
+    waited = up.agen("call", "default/parked", "never starts", "--timeout", "1s", check=False)
+    assert waited.returncode == 8, waited.stderr
+    assert "no answer within 1s; the task goes on at the agent" in waited.stderr
