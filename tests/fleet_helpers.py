@@ -39,3 +39,23 @@ def files_b64(root: Path) -> dict[str, str]:
     from agen.bundle import walk_bundle
 
     return {p: base64.b64encode(d).decode() for p, d in walk_bundle(root).items()}
+
+
+async def join_token(hub: Any) -> str:
+    """A fresh single-use join token, made by the Hub's local admin (`agen join-token create`)."""
+    from agen.api import registry as r
+    from agen.client import Client
+    from agen.wire.nests import CreateJoinTokenRequest
+
+    return (await Client.in_process(hub).call(r.CreateJoinToken, CreateJoinTokenRequest())).token
+
+
+async def enrolled_nest(hub: Any, name: str = "nest-a") -> tuple[str, str]:
+    """A Nest enrolled the way `agen nest run --join-token` does it: (its nest id, its credential)."""
+    from agen.api import registry as r
+    from agen.client import Client
+    from agen.wire.nests import EnrolNestRequest
+
+    joiner = await hub.auth.authenticate(await join_token(hub), hub.clock())
+    resp = await Client.in_process(hub, joiner).call(r.EnrolNest, EnrolNestRequest(name=name))
+    return resp.nest_id, resp.token

@@ -21,9 +21,25 @@ CALL_TOKEN_RPCS = frozenset(
 deployment the token names (requests naming a deployment are checked here; tasks by their handler)."""
 
 
+def may_call(principal: Principal, rpc: Rpc[Any, Any]) -> bool:
+    """Whether ``authorize`` lets this caller call this method (what /mcp's tools/list shows)."""
+    try:
+        authorize(principal, rpc)
+    except DeniedError:
+        return False
+    return True
+
+
 def authorize(principal: Principal, rpc: Rpc[Any, Any]) -> None:
-    """May this caller call this method at all (before its body is read)?"""
+    """May this caller call this method at all (before its body is read)? docs/security.md has the
+    rules; tests/integration/test_authorization_matrix.py checks every RPC against every kind of token."""
     principal.require(rpc.scope, rpc.name)
+    if rpc.every_namespace and principal.namespaces:
+        raise DeniedError(
+            f"{rpc.name} acts on every namespace, so it needs a token without a namespace limit; this "
+            f"one is limited to {', '.join(sorted(principal.namespaces))}",
+            scope=rpc.scope,
+        )
     if principal.call is not None and rpc.name not in CALL_TOKEN_RPCS:
         raise DeniedError(
             f"a call token only calls its agent over A2A ({principal.call.callee}); {rpc.name} "

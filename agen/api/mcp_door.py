@@ -4,8 +4,10 @@ The tools come from the same registry as the HTTP routes and the OpenAPI documen
 snake_case name, its description the RPC's doc and its input schema the request model's JSON schema, so
 an MCP client, ``curl`` and the CLI can never see different APIs. Every call goes through the one
 dispatch path (scope, drain, handler). The bearer token is checked before the MCP SDK sees the request:
-no token or a bad one is a 401 in the API's error shape, ``tools/list`` shows only the tools the token's
-scopes allow, and a call without the scope is refused as a tool error that says which scope it needs.
+no token or a bad one is a 401 in the API's error shape, ``tools/list`` shows only the tools the token
+may call (the same rule as dispatch; the Nest's own calls are never tools), and a call without the
+scope is refused as a tool error that says which scope it needs. A token holds at most
+``MAX_STREAMS_PER_TOKEN`` open ``GET /mcp`` streams at once.
 
 The SDK's streamable-HTTP session manager runs stateless (each POST stands alone; nothing to clean up
 when a client goes away) and answers with JSON. Its task group lives in a task started by the first
@@ -24,9 +26,10 @@ from pydantic import ValidationError
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
-from agen.api.dispatch import dispatch
+from agen.api.dispatch import dispatch, may_call
 from agen.api.registry import RPCS, Rpc
-from agen.errors import AgenError, InvalidError
+from agen.errors import AgenError, InvalidError, RateLimitedError
+from agen.hub.auth import MACHINE_SCOPES
 
 if TYPE_CHECKING:
     import mcp_types
@@ -36,14 +39,23 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agen.api.mcp")
 PRINCIPAL_KEY = "agen.principal"
+MAX_STREAMS_PER_TOKEN = 4
+"""Open ``GET /mcp`` event streams one token may hold at once: each is a connection held open until
+the client leaves, so a token cannot pin down the Hub's connections by opening them without end."""
 
 
 def tool_name(rpc_name: str) -> str:
-    """``SubmitTask`` → ``submit_task``: MCP tool names are snake_case (seed 000 §11)."""
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", rpc_name).lower()
+    """``SubmitTask`` → ``submit_task``, ``CountA2ACall`` → ``count_a2a_call``: MCP tool names are
+    snake_case (seed 000 §11); a run of capitals with digits is one word (A2A), as in the handlers."""
+    words = re.findall(r"[A-Z][a-z]+|[A-Z0-9]+(?![a-z])", rpc_name)
+    return "_".join(words).lower()
 
 
-TOOLS: dict[str, Rpc[Any, Any]] = {tool_name(name): rpc for name, rpc in RPCS.items()}
+TOOLS: dict[str, Rpc[Any, Any]] = {
+    tool_name(name): rpc for name, rpc in RPCS.items() if rpc.scope not in MACHINE_SCOPES
+}
+"""Every RPC but the Nest's own calls and EnrolNest: those are machine calls over /v1 with a Nest's
+credential or a join token, never tools for a person or an agent."""
 
 
 def _text(payload: Any) -> list[mcp_types.TextContent]:
@@ -67,6 +79,8 @@ class McpDoor:
         self._runner: asyncio.Task[None] | None = None
         self._ready: asyncio.Event | None = None
         self._stop: asyncio.Event | None = None
+        self._streams: dict[str, int] = {}
+        """Open GET streams per token id (MAX_STREAMS_PER_TOKEN)."""
 
     def _server(self) -> Any:
         import mcp_types
@@ -83,7 +97,7 @@ class McpDoor:
                     input_schema=rpc.request.model_json_schema(),
                 )
                 for name, rpc in TOOLS.items()
-                if principal.allows(rpc.scope)
+                if may_call(principal, rpc)
             ]
             return mcp_types.ListToolsResult(tools=tools)
 
@@ -179,15 +193,39 @@ class McpDoor:
                 bearer_token(Headers(scope=scope)), self.hub.clock(), peer_certificate(scope)
             )
         except AgenError as e:
-            response = JSONResponse(
-                e.to_dict(),
-                status_code=e.http_status,
-                headers={"WWW-Authenticate": "Bearer"} if e.http_status == 401 else None,
-            )
-            await response(scope, receive, send)
+            await _refuse(e, scope, receive, send)
             return
         manager = await self._started()
-        await manager.handle_request({**scope, PRINCIPAL_KEY: principal}, receive, send)
+        if scope.get("method") != "GET":
+            await manager.handle_request({**scope, PRINCIPAL_KEY: principal}, receive, send)
+            return
+        held = self._streams.get(principal.id, 0)
+        if held >= MAX_STREAMS_PER_TOKEN:
+            refused = RateLimitedError(
+                f"this token already holds {held} open GET /mcp event streams, the most one token "
+                f"may hold ({MAX_STREAMS_PER_TOKEN}); close one first (tool calls are POST /mcp and "
+                "need no stream)",
+                limit=MAX_STREAMS_PER_TOKEN,
+            )
+            await _refuse(refused, scope, receive, send)
+            return
+        self._streams[principal.id] = held + 1
+        try:
+            await manager.handle_request({**scope, PRINCIPAL_KEY: principal}, receive, send)
+        finally:
+            left = self._streams.pop(principal.id) - 1
+            if left:
+                self._streams[principal.id] = left
+
+
+async def _refuse(e: AgenError, scope: Scope, receive: Receive, send: Send) -> None:
+    """The API's error shape, before the MCP SDK sees the request."""
+    response = JSONResponse(
+        e.to_dict(),
+        status_code=e.http_status,
+        headers={"WWW-Authenticate": "Bearer"} if e.http_status == 401 else None,
+    )
+    await response(scope, receive, send)
 
 
 def _principal(ctx: Any) -> Principal:

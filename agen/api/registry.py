@@ -40,7 +40,9 @@ Handler = Callable[[Any, Any, Any], Awaitable[Any]]
 
 @dataclass(frozen=True)
 class Rpc(Generic[Req, Resp]):
-    """One API method. ``starts_work`` RPCs are refused (503) while the Hub drains."""
+    """One API method. ``starts_work`` RPCs are refused (503) while the Hub drains; ``every_namespace``
+    RPCs act on the whole Hub (stop it, sign every namespace's tokens, add or end a Nest that runs every
+    namespace's work), so a token limited to namespaces is refused them whatever its scope."""
 
     name: str
     request_ref: str  # "<agen.wire module>:<model>", imported on first use
@@ -49,6 +51,7 @@ class Rpc(Generic[Req, Resp]):
     handler_path: str
     doc: str
     starts_work: bool = False
+    every_namespace: bool = False
     _resolved: list[Handler] = field(default_factory=list, compare=False, repr=False)
     _models: list[type[BaseModel]] = field(default_factory=list, compare=False, repr=False)
 
@@ -89,8 +92,9 @@ def _rpc(
     doc: str,
     *,
     starts_work: bool = False,
+    every_namespace: bool = False,
 ) -> Rpc[Any, Any]:
-    return Rpc(name, req, resp, scope, handler, doc, starts_work)
+    return Rpc(name, req, resp, scope, handler, doc, starts_work, every_namespace)
 
 
 D, T, A, K = (
@@ -257,6 +261,22 @@ CreateToken: Rpc[tok.CreateTokenRequest, tok.CreateTokenResponse] = _rpc(
     f"{K}:create_token",
     "Create an API token (its secret is shown once).",
 )
+ListTokens: Rpc[tok.ListTokensRequest, tok.ListTokensResponse] = _rpc(
+    "ListTokens",
+    "tokens:ListTokensRequest",
+    "tokens:ListTokensResponse",
+    "admin",
+    f"{K}:list_tokens",
+    "API tokens: id, name, scopes, namespaces, expiry, revocation; never their secrets.",
+)
+RevokeToken: Rpc[tok.RevokeTokenRequest, Ok] = _rpc(
+    "RevokeToken",
+    "tokens:RevokeTokenRequest",
+    "common:Ok",
+    "admin",
+    f"{K}:revoke_token",
+    "Revoke an API token: every Hub refuses it from its next request.",
+)
 WhoAmI: Rpc[Empty, tok.WhoAmIResponse] = _rpc(
     "WhoAmI",
     "common:Empty",
@@ -280,6 +300,7 @@ Shutdown: Rpc[Empty, Ok] = _rpc(
     "admin",
     f"{K}:shutdown",
     "Drain and stop the local `agen up`.",
+    every_namespace=True,
 )
 RotateTokenKey: Rpc[tok.RotateTokenKeyRequest, tok.RotateTokenKeyResponse] = _rpc(
     "RotateTokenKey",
@@ -288,6 +309,7 @@ RotateTokenKey: Rpc[tok.RotateTokenKeyRequest, tok.RotateTokenKeyResponse] = _rp
     "admin",
     f"{K}:rotate_token_key",
     "Add a call-token key: published at once, signing after a 5-minute grace; retires the previous one.",
+    every_namespace=True,
 )
 
 TR, PH, EV_LOG = "agen.hub.rpc.triggers", "agen.hub.rpc.providers", "agen.hub.rpc.events"
@@ -669,6 +691,7 @@ CreateJoinToken: Rpc[ns.CreateJoinTokenRequest, ns.CreateJoinTokenResponse] = _r
     "admin",
     f"{E}:create_join_token",
     "A single-use token that enrols one Nest (`agen nest run --join-token`), with labels it gets.",
+    every_namespace=True,
 )
 EnrolNest: Rpc[ns.EnrolNestRequest, ns.EnrolNestResponse] = _rpc(
     "EnrolNest",
@@ -694,6 +717,7 @@ RevokeNest: Rpc[ns.RevokeNestRequest, Ok] = _rpc(
     "admin",
     f"{E}:revoke_nest",
     "End a Nest's credential, certificates, assignments and leases for good; its tasks run elsewhere.",
+    every_namespace=True,
 )
 FLEET_RPCS = (CreateJoinToken, EnrolNest, ListNests, RevokeNest)
 # Platform secrets (agen.hub.rpc.secrets): values go in through admin calls and out only to a Nest.
@@ -862,6 +886,8 @@ RPCS: dict[str, Rpc[Any, Any]] = {
         ListApprovals,
         DecideApproval,
         CreateToken,
+        ListTokens,
+        RevokeToken,
         WhoAmI,
         ResolveAgent,
         Shutdown,

@@ -147,11 +147,18 @@ EXAMPLES: dict[tuple[str, ...], list[str]] = {
         "agen eval ./hello --store",
         "agen eval hello --history",
     ],
-    ("token",): ["agen token create --scope submit --namespace default --ttl 720h"],
-    ("token", "create"): [
-        "agen token create --scope read",
-        "agen token create --scope submit --namespace team-a --ttl 720h --name ci",
+    ("token",): [
+        "agen token create --scope operator --namespace default --ttl 720h",
+        "agen token ls",
+        "agen token revoke 01JD8ZS0RN4T6Y3M2XQ8VB7C5E",
     ],
+    ("token", "create"): [
+        "agen token create --scope viewer",
+        "agen token create --scope operator --namespace team-a --ttl 720h --name ci",
+        "agen token create --scope operator --on-behalf --deployment assistant --name assistant",
+    ],
+    ("token", "ls"): ["agen token ls", "agen token ls --all --json"],
+    ("token", "revoke"): ["agen token revoke 01JD8ZS0RN4T6Y3M2XQ8VB7C5E"],
     ("mcp",): ["agen mcp workspace --root ./repo", "agen mcp sql --dsn-env DATABASE_URL"],
     ("mcp", "workspace"): [
         "agen mcp workspace --root ./repo",

@@ -1,4 +1,4 @@
-"""Identity commands: ``agen token create`` and ``agen whoami``."""
+"""Identity commands: ``agen token create``, ``agen token ls``, ``agen token revoke`` and ``agen whoami``."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from agen.cli._common import HubOpt, JsonOpt, TokenOpt, err, print_json
+from agen.cli._common import HubOpt, JsonOpt, TokenOpt, err, make_request, print_json
 
 token_app = typer.Typer(help="API tokens.", no_args_is_help=True)
 
@@ -44,6 +44,15 @@ def create(
             "and is made as that task's submitter, with the scopes both hold.",
         ),
     ] = False,
+    deployment: Annotated[
+        str | None,
+        typer.Option(
+            "--deployment",
+            help="With --on-behalf (required there): the agent's deployment, [NAMESPACE/]NAME; the "
+            "token names only its running tasks.",
+            show_default=False,
+        ),
+    ] = None,
     hub: HubOpt = None,
     token: TokenOpt = None,
     json_out: JsonOpt = False,
@@ -64,6 +73,7 @@ def create(
             ttl_ms=ttl_ms or None,
             trust=trust,
             on_behalf=on_behalf,
+            deployment=deployment,
         )
     except ValueError as e:
         raise InvalidError(
@@ -81,6 +91,67 @@ def create(
         + (f"; namespaces {', '.join(resp.info.namespaces)}" if resp.info.namespaces else "")
         + "): store it now, it is not shown again"
     )
+
+
+@token_app.command("ls")
+def token_ls(
+    all_: Annotated[
+        bool, typer.Option("--all", help="Revoked tokens too.", show_default=False)
+    ] = False,
+    hub: HubOpt = None,
+    token: TokenOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """API tokens: id, name, scopes, namespaces, expiry; never their secrets (admin)."""
+    from agen.api import registry as r
+    from agen.cli._hub import ago, when, with_client
+    from agen.cli._table import print_table
+    from agen.wire.tokens import ListTokensRequest
+
+    req = ListTokensRequest(include_revoked=all_)
+    resp = with_client(hub, token, lambda c: c.call(r.ListTokens, req))
+    if json_out:
+        print_json(resp.model_dump(mode="json"))
+        return
+    print_table(
+        ("ID", "NAME", "SCOPES", "NAMESPACES", "ON BEHALF OF", "CREATED", "EXPIRES", "REVOKED"),
+        [
+            (
+                t.id,
+                t.name or ("(agen up)" if t.kind == "local" else "-"),
+                ",".join(t.scopes),
+                ",".join(t.namespaces) or "all",
+                t.deployment or "-",
+                ago(t.created_ms),
+                when(t.expires_ms),
+                when(t.revoked_ms),
+            )
+            for t in resp.tokens
+        ],
+    )
+
+
+@token_app.command("revoke")
+def token_revoke(
+    token_id: Annotated[
+        str,
+        typer.Argument(metavar="ID", help="The token's id (`agen token ls`).", show_default=False),
+    ],
+    hub: HubOpt = None,
+    token: TokenOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Revoke an API token: every Hub refuses it from its next request (admin)."""
+    from agen.api import registry as r
+    from agen.cli._hub import with_client
+    from agen.wire.tokens import RevokeTokenRequest
+
+    req = make_request(RevokeTokenRequest, {"id": "ID"}, id=token_id)
+    resp = with_client(hub, token, lambda c: c.call(r.RevokeToken, req))
+    if json_out:
+        print_json(resp.model_dump(mode="json"))
+        return
+    print(resp.message)
 
 
 def whoami(hub: HubOpt = None, token: TokenOpt = None, json_out: JsonOpt = False) -> None:

@@ -39,6 +39,9 @@ SCOPES = ("viewer", "operator", "approver", "admin", "nest")
 USER_SCOPES = ("viewer", "operator", "approver", "admin")
 """What CreateToken may grant: the nest scope comes only from enrolling a Nest with a join token."""
 JOIN_SCOPE = "join"
+MACHINE_SCOPES = ("nest", JOIN_SCOPE)
+"""Scopes only their own kind of credential holds: ``nest`` (an enrolled Nest) and ``join`` (a join
+token, for EnrolNest). No user scope implies them, admin included."""
 TASK_HEADER = "X-Agen-Task"  # the running task an on-behalf token acts through
 TRUSTS = ("operator", "trusted", "untrusted")
 
@@ -57,8 +60,10 @@ class Principal:
     """A Nest's credential is bound to its Nest: it may report, lease and complete for that Nest only.
     None for the Nest in the Hub's own process (LOCAL_NEST), which enrols by name."""
     on_behalf: bool = False
-    """An on-behalf token: every call must name a running task (X-Agen-Task) and is made as that task's
-    submitter (``act_for_task``)."""
+    """An on-behalf token: every call must name a running task (X-Agen-Task) of its own deployment
+    (``acts_through``) and is made as that task's submitter (``act_for_task``)."""
+    acts_through: str | None = None
+    """An on-behalf token's deployment (``<namespace>/<name>``): the one whose running tasks it may name."""
     for_task: str | None = None
     """Set on the principal an on-behalf token became for one call: the task it acts through."""
     call: CallIdentity | None = None
@@ -88,13 +93,30 @@ class Principal:
             )
 
     def allows(self, scope: str) -> bool:
-        """admin implies every scope; operator and approver both imply viewer; ``any`` (WhoAmI) needs
-        only a valid token. ``nest`` implies nothing else: a Nest's token cannot read or submit."""
+        """admin implies every user scope; operator and approver both imply viewer; ``any`` (WhoAmI)
+        needs only a valid token. ``nest`` implies nothing else: a Nest's token cannot read or submit.
+        The Nest calls (scope ``nest``) take a Nest's own credential and EnrolNest a join token: no
+        user token reaches them, however wide (an admin enrols a Nest with a join token)."""
+        if scope in MACHINE_SCOPES:
+            return self.kind == scope and scope in self.scopes
         if scope == "any" or "admin" in self.scopes or scope in self.scopes:
             return True
         return scope == "viewer" and bool(self.scopes & {"operator", "approver"})
 
     def require(self, scope: str, what: str) -> None:
+        if scope == "nest" and not self.allows(scope):
+            raise DeniedError(
+                f"{what} is a Nest call: only an enrolled Nest's own credential makes it, never a "
+                "user token of any scope. To run a Nest, enrol it with a join token: "
+                "`agen join-token create`, then `agen nest run --join-token <token>`",
+                scope=scope,
+            )
+        if scope == JOIN_SCOPE and not self.allows(scope):
+            raise DeniedError(
+                f"{what} takes a join token (single-use, from `agen join-token create`), not this "
+                "token",
+                scope=scope,
+            )
         if not self.allows(scope):
             have = ", ".join(sorted(self.scopes)) or "none"
             raise DeniedError(
@@ -149,8 +171,10 @@ def insert_token(
     trust: str = "trusted",
     kind: str = "api",
     on_behalf: bool = False,
+    acts_through: str | None = None,
 ) -> tuple[str, str]:
-    """Store a new token (hash only); returns (id, secret). The secret is never readable again."""
+    """Store a new token (hash only); returns (id, secret). The secret is never readable again.
+    ``acts_through``: an on-behalf token's deployment (``<namespace>/<name>``), kept as its subject."""
     bad = [s for s in scopes if s not in SCOPES]
     if bad or not scopes:
         raise InvalidError(
@@ -165,7 +189,7 @@ def insert_token(
     expires = tx.now_ms + ttl_ms if ttl_ms is not None else None
     tx.execute(
         "INSERT INTO tokens (id, name, kind, hash, scopes, namespaces, trust, created_ms, expires_ms,"
-        " on_behalf) VALUES (?,?,?,?,?,?,?,?,?,?)",
+        " on_behalf, subject) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
         (
             token_id,
             name,
@@ -177,6 +201,7 @@ def insert_token(
             tx.now_ms,
             expires,
             int(on_behalf),
+            acts_through if on_behalf else None,
         ),
     )
     return token_id, secret
@@ -216,7 +241,9 @@ _EXPIRED = {
 
 
 class Authenticator:
-    """Resolves bearer tokens to principals, with a short cache so hot paths skip the Store."""
+    """Resolves bearer tokens to principals. A bearer token is read from the Store on every request
+    (one primary-key read), so a token revoked on any Hub is refused by every Hub from its next
+    request; only live client certificates are remembered, for ``CACHE_MS``."""
 
     CACHE_MS = 5_000
     local_admin = LOCAL_ADMIN
@@ -224,7 +251,6 @@ class Authenticator:
 
     def __init__(self, store: Store) -> None:
         self._store = store
-        self._cache: dict[str, tuple[Principal, int, int | None]] = {}
         self._certs: dict[str, tuple[str, str, int, int]] = {}
         """A live client certificate (PEM, as the TLS layer gave it) -> (fingerprint, nest id, cached
         until, not after): a Nest's calls on one connection check it once per CACHE_MS."""
@@ -251,9 +277,6 @@ class Authenticator:
         if is_call_token(token):
             return await self._call_principal(token, now_ms)
         digest = hash_token(token)
-        hit = self._cache.get(digest)
-        if hit is not None and hit[1] > now_ms and (hit[2] is None or hit[2] > now_ms):
-            return hit[0]
         row = await self._store.one("SELECT * FROM tokens WHERE hash = ?", (digest,))
         kind = row["kind"] if row is not None else None
         if row is None or kind not in ("api", "nest", "join"):
@@ -274,9 +297,8 @@ class Authenticator:
             kind="local" if kind == "api" and row["subject"] == LOCAL_ADMIN_SUBJECT else kind,
             nest_id=row["subject"] if kind == "nest" else None,
             on_behalf=bool(row["on_behalf"]),
+            acts_through=row["subject"] if row["on_behalf"] else None,
         )
-        if kind != "join":  # a join token is used up by EnrolNest: never served from the cache
-            self._cache[digest] = (principal, now_ms + self.CACHE_MS, expires)
         return principal
 
     async def _call_principal(self, token: str, now_ms: int) -> Principal:
@@ -346,7 +368,7 @@ class Authenticator:
                 nest_id=nest.nest_id,
             )
         made = self._with_cert.get((nest.id, fingerprint))
-        if made is not None and made[0] is nest:
+        if made is not None and made[0] == nest:
             return made[1]
         if len(self._with_cert) > 10_000:
             self._with_cert.clear()
@@ -384,21 +406,34 @@ class Authenticator:
 
     async def act_for_task(self, agent: Principal, task_id: str | None) -> Principal:
         """The principal an on-behalf token's call is made as: the submitter of the running task it
-        names, with the scopes and namespaces both hold (admin never passes through)."""
+        names, with the scopes and namespaces both hold (admin never passes through). The task must be
+        one its own deployment runs (leased or running there): an agent acts for the people whose work
+        it is doing, never for whoever else has a task running somewhere."""
         if not task_id:
             raise DeniedError(
                 "this is an on-behalf token: name the running task you act for with the X-Agen-Task "
                 "header (over MCP: _meta agen/taskId)"
             )
+        if agent.acts_through is None:
+            raise DeniedError(
+                "this on-behalf token names no deployment (it predates the rule that it must); create "
+                "one for the agent's deployment: `agen token create --on-behalf --deployment NAME`",
+                task_id=task_id,
+            )
         found = await self._store.one(
             f"SELECT {columns(TaskBrief)} FROM tasks WHERE id = ?", (task_id,)
         )
         task = None if found is None else TaskBrief.from_row(found)
-        if task is None or task.state not in (TaskState.LEASED, TaskState.RUNNING):
-            state = task.state if task else "unknown"
+        if task is None or f"{task.namespace}/{task.deployment}" != agent.acts_through:
+            raise DeniedError(  # says nothing of a task elsewhere: not even that it exists
+                f"task {task_id} is not a task of {agent.acts_through}: this on-behalf token acts "
+                "only through a task its own deployment is running",
+                task_id=task_id,
+            )
+        if task.state not in (TaskState.LEASED, TaskState.RUNNING):
             raise DeniedError(
-                f"task {task_id} is {state}, not running: an on-behalf token acts only through a "
-                "running task",
+                f"task {task_id} is {task.state}, not running: an on-behalf token acts only through "
+                "a running task of its deployment (one whose run holds the lease)",
                 task_id=task_id,
             )
         by = task.submitted_by or ""
@@ -443,9 +478,7 @@ class Authenticator:
             for_task=task_id,
         )
 
-    def forget(self, token_ids: set[str], nest_id: str | None = None) -> None:
-        """Drop revoked tokens (and a revoked Nest's certificates) from the cache at once (a revoked
-        Nest must not get 5 more seconds)."""
-        self._cache = {k: v for k, v in self._cache.items() if v[0].id not in token_ids}
-        if nest_id is not None:
-            self._certs = {k: v for k, v in self._certs.items() if v[1] != nest_id}
+    def forget_nest(self, nest_id: str) -> None:
+        """Drop a revoked Nest's certificates from the cache at once (a revoked Nest must not get 5
+        more seconds; its credential is refused already, being read from the Store every time)."""
+        self._certs = {k: v for k, v in self._certs.items() if v[1] != nest_id}

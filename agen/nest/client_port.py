@@ -9,6 +9,7 @@ the next lease extension finds the lease lost, which is the rule either way.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -31,7 +32,19 @@ class ClientHubPort:
                 name=name, capacity=capacity, labels=labels, gateway_url=gateway_url
             ),
         )
+        self._bind(resp.nest_id)
         return resp.nest_id
+
+    def _bind(self, nest_id: str) -> None:
+        """The Nest in the Hub's own process starts with a credential bound to no Nest (it registers by
+        name); once registered it acts only as that Nest, like an enrolled one (its token names it)."""
+        transport = self.client.transport
+        if (
+            isinstance(transport, InProcessTransport)
+            and transport.principal.kind == "nest"
+            and transport.principal.nest_id is None
+        ):
+            transport.principal = dataclasses.replace(transport.principal, nest_id=nest_id)
 
     async def report(
         self, nest_id: str, instances: list[m.InstanceReport], *, saturated: list[str] | None = None

@@ -20,6 +20,10 @@ class TokenInfo(Model):
     created_ms: int = 0
     expires_ms: int | None = None
     on_behalf: bool = False
+    deployment: str | None = Field(
+        None, description="an on-behalf token's deployment (namespace/name): whose tasks it names"
+    )
+    revoked_ms: int | None = None
 
 
 class CreateTokenRequest(Model):
@@ -33,11 +37,31 @@ class CreateTokenRequest(Model):
         description="for an agent that works for people: each call names a running task (X-Agen-Task) "
         "and is made as its submitter, with the scopes both hold",
     )
+    deployment: str | None = Field(
+        None,
+        pattern=r"^([a-z][a-z0-9-]{0,62}/)?[a-z][a-z0-9-]{0,62}$",
+        description="required with on_behalf: the agent's deployment ([namespace/]name, namespace "
+        "default), the only one whose running tasks (X-Agen-Task) the token may name",
+    )
 
 
 class CreateTokenResponse(Model):
     token: str
     info: TokenInfo
+
+
+class ListTokensRequest(Model):
+    include_revoked: bool = Field(False, description="list revoked tokens too")
+
+
+class ListTokensResponse(Model):
+    tokens: list[TokenInfo] = Field(
+        description="API tokens, oldest first (Nest credentials and join tokens: `agen nests`)"
+    )
+
+
+class RevokeTokenRequest(Model):
+    id: str = Field(min_length=1, max_length=64, description="the token's id (`agen token ls`)")
 
 
 class WhoAmIResponse(Model):

@@ -36,9 +36,19 @@ def test_an_on_behalf_token_acts_only_as_the_person_behind_a_running_task(tmp_pa
             "token", "create", "--scope", "operator", "--scope", "approver", "--name", "alice"
         )
         agent = up.json(
-            "token", "create", "--scope", "operator", "--scope", "approver", "--on-behalf"
+            "token",
+            "create",
+            "--scope",
+            "operator",
+            "--scope",
+            "approver",
+            "--on-behalf",
+            "--deployment",
+            "gate",
         )["token"]
-        admin_agent = up.json("token", "create", "--scope", "admin", "--on-behalf")["token"]
+        admin_agent = up.json(
+            "token", "create", "--scope", "admin", "--on-behalf", "--deployment", "default/gate"
+        )["token"]
 
         by_alice = _post(
             up, "SubmitTask", {"deployment": "gate", "input": "a"}, alice["token"], None

@@ -20,7 +20,7 @@ from agen.hub.service import Hub
 from agen.store import loads
 from agen.wire.limits import BundleLimits
 from agen.wire.tokens import CreateTokenRequest
-from tests.fleet_helpers import files_b64, write_bundle
+from tests.fleet_helpers import enrolled_nest, files_b64, join_token, write_bundle
 from tests.observe_helpers import embedded_hub
 
 
@@ -190,11 +190,17 @@ async def test_empty_body_is_refused_exactly_where_the_document_requires_one(hub
         transport=httpx.ASGITransport(app=api.app), base_url="http://hub.test"
     ) as h:
         doc = (await h.get("/openapi.json")).json()
+    _, nest = await enrolled_nest(
+        hub
+    )  # the Nest calls take a Nest's credential, EnrolNest a join token
     for name, one in rpc.RPCS.items():
         if name == "Shutdown":
             continue
         required = doc["paths"][one.path]["post"]["requestBody"]["required"]
-        r = await api.post(name, b"", admin)
+        caller = (
+            nest if one.scope == "nest" else await join_token(hub) if one.scope == "join" else admin
+        )
+        r = await api.post(name, b"", caller)
         if required:
             assert r.status_code == 400, (name, r.text)
         else:

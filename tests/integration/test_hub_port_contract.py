@@ -24,7 +24,7 @@ from agen.bundle import digest_files
 from agen.client import Client
 from agen.errors import DeniedError, FencedError, NotFoundError
 from agen.hub import queue as q
-from agen.hub.auth import LOCAL_NEST, Principal, insert_token
+from agen.hub.auth import LOCAL_NEST, Principal
 from agen.hub.fleet.definitions import put_definition
 from agen.hub.service import Hub
 from agen.nest.client_port import ClientHubPort
@@ -32,6 +32,7 @@ from agen.store import SQLiteStore, Tx
 from agen.wire.common import Empty
 from agen.wire.nests import MAX_LEASES, InstanceReport, LeaseRef, LeaseTasksRequest
 from agen.wire.tasks import ListTasksRequest
+from tests.fleet_helpers import enrolled_nest
 from tests.unit.queue_helpers import add_deployment, new_task
 
 FILES = {
@@ -64,7 +65,7 @@ async def port_for(door: str, hub: Hub) -> AsyncIterator[ClientHubPort]:
     if door == "inproc":
         yield ClientHubPort(Client.in_process(hub, LOCAL_NEST))
         return
-    _, secret = await hub.store.write(lambda tx: insert_token(tx, scopes=["nest"], name="nest"))
+    _, secret = await enrolled_nest(hub, "n1")  # as `agen nest run --join-token` enrols it
     async with served(hub) as url, Client.http(url, secret) as client:
         yield ClientHubPort(client)
 
@@ -178,10 +179,10 @@ async def test_a_nest_token_calls_only_the_nest_rpcs_and_who_am_i_and_a_viewer_n
             assert rpc.scope == "nest"
         with pytest.raises(DeniedError):
             await viewer.call(r.LeaseTasks, lease)
-        with pytest.raises(
-            NotFoundError
-        ):  # admin implies nest: past the scope check to the unknown Nest
-            await Client.in_process(hub).call(r.LeaseTasks, lease)
+        with pytest.raises(NotFoundError):  # a Nest's credential: past the scope check
+            await nest.call(r.LeaseTasks, lease)
+        with pytest.raises(DeniedError, match=r"LeaseTasks is a Nest call.*agen join-token create"):
+            await Client.in_process(hub).call(r.LeaseTasks, lease)  # admin implies no Nest call
     finally:
         await store.close()
 

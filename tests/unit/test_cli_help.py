@@ -171,3 +171,12 @@ def test_every_help_example_parses_with_the_options_the_command_has(words: list[
     if getattr(cmd, "commands", None):
         assert cmd.invoke_without_command, f"{' '.join(words)}: names no command of {path}"
     cmd.make_context(" ".join(path), args, resilient_parsing=False)  # raises a UsageError
+
+
+def test_examples_name_only_scopes_a_token_can_have(capsys: pytest.CaptureFixture[str]) -> None:
+    from agen.hub.auth import USER_SCOPES
+
+    for path in (("token",), ("token", "create")):
+        _, out, _ = run_agen(capsys, *path, "--help")
+        scopes = re.findall(r"--scope (\S+)", out.split("Examples:", 1)[1])
+        assert scopes and set(scopes) <= set(USER_SCOPES), (path, scopes)

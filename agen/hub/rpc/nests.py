@@ -35,12 +35,13 @@ def own_nest(p: Principal, nest_id: str) -> None:
 
 
 def _own_tasks(tx: Tx, p: Principal, task_ids: list[str]) -> None:
-    """A bound Nest reports only on tasks it leased (the lease id is the fence; this names the thief)."""
+    """A bound Nest reports only on tasks it leased (the lease id is the fence; this names the thief).
+    A task no Nest holds any more is the fence's to refuse (409 stale lease), as for any Nest."""
     if p.nest_id is None or not task_ids:
         return
     marks = ",".join("?" * len(task_ids))
     other = tx.one(
-        f"SELECT id FROM tasks WHERE id IN ({marks}) AND (lease_nest_id IS NULL OR lease_nest_id != ?)",
+        f"SELECT id FROM tasks WHERE id IN ({marks}) AND lease_nest_id != ?",
         (*task_ids, p.nest_id),
     )
     if other is not None:

@@ -64,12 +64,8 @@ async def delete_secret(hub: Hub, p: Principal, req: DeleteSecretRequest) -> Ok:
 async def get_platform_secrets(
     hub: Hub, p: Principal, req: GetPlatformSecretsRequest
 ) -> GetPlatformSecretsResponse:
-    """The values a Nest needs to start an instance of one of its deployments."""
-    if "nest" not in p.scopes:  # admin implies every scope, but values go to Nests only
-        raise DeniedError(
-            "GetPlatformSecrets answers a Nest's credential only; secret values are never returned "
-            "to users (`agen secret ls` shows names and grants)"
-        )
+    """The values a Nest needs to start an instance of one of its deployments: its scope ``nest``
+    is held by a Nest's credential only (no user token, admin included, ever receives a value)."""
     if p.nest_id is not None and p.nest_id != req.nest_id:
         raise DeniedError(
             f"this Nest credential belongs to nest {p.nest_id}; it cannot read secrets for nest "

@@ -1,0 +1,57 @@
+"""`agen token ls` and `agen token revoke` (ListTokens, RevokeToken; issue #30, item 8): an admin sees
+the tokens it could have made, never a secret, and a revoked token is refused by every Hub on the
+store from its next request, not after a cache expires."""
+
+from __future__ import annotations
+
+from agen.hub.service import Hub
+from agen.store import Store
+from tests.auth_helpers import api_token, post
+
+
+async def _token_id(hub: Hub, secret: str) -> str:
+    me = await post(hub, "WhoAmI", {}, secret)
+    assert me.status_code == 200, me.text
+    return str(me.json()["info"]["id"])
+
+
+async def test_a_token_revoked_on_one_hub_is_refused_by_another_at_once(hub: Hub) -> None:
+    store: Store = hub.store
+    other = Hub(store)  # a second Hub on the same store, as `agen hub serve` twice
+    admin, alice = await api_token(hub, ["admin"]), await api_token(hub, ["operator"])
+    alice_id = await _token_id(other, alice)  # the other Hub has just accepted it
+    revoked = await post(hub, "RevokeToken", {"id": alice_id}, admin)
+    assert revoked.status_code == 200 and "revoked" in revoked.json()["message"]
+    refused = await post(other, "WhoAmI", {}, alice)
+    assert refused.status_code == 401
+    assert f"the API token {alice_id} was revoked" in refused.json()["error"]["message"]
+    again = await post(hub, "RevokeToken", {"id": alice_id}, admin)
+    assert again.status_code == 200 and "already revoked" in again.json()["message"]
+    assert await store.scalar("SELECT COUNT(*) FROM events WHERE type = 'token.revoked'") == 1
+
+
+async def test_token_ls_shows_what_an_admin_manages_and_never_a_secret(hub: Hub) -> None:
+    admin = await api_token(hub, ["admin"], name="root")
+    team = await api_token(hub, ["admin"], namespaces=["team-a"], name="team-admin")
+    ci = await api_token(hub, ["operator"], namespaces=["team-a"], name="ci")
+    await api_token(hub, ["viewer"], name="everywhere")
+    listed = await post(hub, "ListTokens", {}, admin)
+    assert listed.status_code == 200
+    names = [t["name"] for t in listed.json()["tokens"]]
+    assert names == ["root", "team-admin", "ci", "everywhere"]
+    assert all(secret not in listed.text for secret in (admin, team, ci))
+    # a limited admin manages the tokens limited to its namespaces, nothing wider
+    mine = await post(hub, "ListTokens", {}, team)
+    assert [t["name"] for t in mine.json()["tokens"]] == ["team-admin", "ci"]
+    everywhere = next(t for t in listed.json()["tokens"] if t["name"] == "everywhere")["id"]
+    hidden = await post(hub, "RevokeToken", {"id": everywhere}, team)
+    assert hidden.status_code == 404 and "agen token ls" in hidden.json()["error"]["message"]
+    ci_id = await _token_id(hub, ci)
+    assert (await post(hub, "RevokeToken", {"id": ci_id}, team)).status_code == 200
+    after = await post(hub, "ListTokens", {}, admin)
+    assert "ci" not in [t["name"] for t in after.json()["tokens"]]
+    with_revoked = await post(hub, "ListTokens", {"include_revoked": True}, admin)
+    [gone] = [t for t in with_revoked.json()["tokens"] if t["name"] == "ci"]
+    assert gone["revoked_ms"] is not None
+    denied = await post(hub, "ListTokens", {}, ci)
+    assert denied.status_code == 401  # revoked: not even a 403
