@@ -58,7 +58,8 @@ class Principal:
     kind: str = "api"
     nest_id: str | None = None
     """A Nest's credential is bound to its Nest: it may report, lease and complete for that Nest only.
-    None for the Nest in the Hub's own process (LOCAL_NEST), which enrols by name."""
+    None for the Nest in the Hub's own process (LOCAL_NEST) until it registers by name; its HubPort
+    then binds it to that Nest's id (agen.nest.client_port)."""
     on_behalf: bool = False
     """An on-behalf token: every call must name a running task (X-Agen-Task) of its own deployment
     (``acts_through``) and is made as that task's submitter (``act_for_task``)."""
@@ -288,7 +289,7 @@ class Authenticator:
         expires = row["expires_ms"]
         if expires is not None and expires <= now_ms:
             raise UnauthenticatedError(_EXPIRED[kind].format(id=row["id"]))
-        principal = Principal(
+        return Principal(
             id=row["id"],
             name=row["name"],
             scopes=frozenset([JOIN_SCOPE] if kind == "join" else loads(row["scopes"], [])),
@@ -299,7 +300,6 @@ class Authenticator:
             on_behalf=bool(row["on_behalf"]),
             acts_through=row["subject"] if row["on_behalf"] else None,
         )
-        return principal
 
     async def _call_principal(self, token: str, now_ms: int) -> Principal:
         """A call token (seed 000 §10), verified with the keys the Hub publishes (current, next and

@@ -4,9 +4,17 @@ store from its next request, not after a cache expires."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+
+from typer.testing import CliRunner
+
+from agen.api.app import create_app
+from agen.cli import app as cli
+from agen.errors import AgenError
 from agen.hub.service import Hub
 from agen.store import Store
-from tests.auth_helpers import api_token, post
+from tests.auth_helpers import api_token, post, served
 
 
 async def _token_id(hub: Hub, secret: str) -> str:
@@ -55,3 +63,32 @@ async def test_token_ls_shows_what_an_admin_manages_and_never_a_secret(hub: Hub)
     assert gone["revoked_ms"] is not None
     denied = await post(hub, "ListTokens", {}, ci)
     assert denied.status_code == 401  # revoked: not even a 403
+
+
+async def test_agen_token_ls_and_revoke_from_the_command_line(hub: Hub) -> None:
+    admin = await api_token(hub, ["admin"], name="root")
+    app = create_app(hub)
+    async with served(app) as url:
+
+        async def agen(*args: str) -> tuple[int, str]:
+            res = await asyncio.to_thread(
+                CliRunner().invoke,
+                cli,
+                [*args, "--hub", url, "--token", admin],
+                env={"COLUMNS": "200"},
+            )
+            if isinstance(res.exception, AgenError):  # as agen.cli.main() prints it
+                return res.exception.exit_code, f"error: {res.exception}"
+            return res.exit_code, res.stdout + res.stderr
+
+        code, out = await agen("token", "create", "--scope", "viewer", "--name", "ci", "--json")
+        assert code == 0, out
+        made = json.loads(out)["info"]["id"]
+        code, out = await agen("token", "ls")
+        assert code == 0 and "ci" in out and made in out and "root" in out, out
+        code, out = await agen("token", "revoke", made)
+        assert code == 0 and f"token {made} revoked" in out, out
+        code, out = await agen("token", "ls", "--json")
+        assert [t["name"] for t in json.loads(out)["tokens"]] == ["root"]
+        code, out = await agen("token", "revoke", "nope")
+        assert code == 4 and "no API token 'nope'" in out

@@ -34,14 +34,16 @@ def own_nest(p: Principal, nest_id: str) -> None:
         )
 
 
-def _own_tasks(tx: Tx, p: Principal, task_ids: list[str]) -> None:
+def _own_tasks(tx: Tx, p: Principal, task_ids: list[str], *, fenced: bool = True) -> None:
     """A bound Nest reports only on tasks it leased (the lease id is the fence; this names the thief).
-    A task no Nest holds any more is the fence's to refuse (409 stale lease), as for any Nest."""
+    A call ``fenced`` by a lease id leaves a task no Nest holds any more to the fence (409 stale
+    lease, as for any Nest); an unfenced one (progress) is refused for it here."""
     if p.nest_id is None or not task_ids:
         return
     marks = ",".join("?" * len(task_ids))
+    held = "lease_nest_id != ?" if fenced else "(lease_nest_id IS NULL OR lease_nest_id != ?)"
     other = tx.one(
-        f"SELECT id FROM tasks WHERE id IN ({marks}) AND lease_nest_id != ?",
+        f"SELECT id FROM tasks WHERE id IN ({marks}) AND {held}",
         (*task_ids, p.nest_id),
     )
     if other is not None:
@@ -272,7 +274,7 @@ async def report_progress(
     hub: Hub, p: Principal, req: m.ReportProgressRequest
 ) -> m.ReportProgressResponse:
     def fn(tx: Tx) -> bool:
-        _own_tasks(tx, p, [req.task_id])
+        _own_tasks(tx, p, [req.task_id], fenced=False)
         return _progress(tx, req.task_id, req.progress)
 
     return m.ReportProgressResponse(recorded=await hub.store.write(fn))
