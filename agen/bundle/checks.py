@@ -185,6 +185,10 @@ BUILTIN_TOOLS = (
     "memory_update",
 )
 """Tools the runner adds itself (agen.runner.tools.builtin, agen.runner.memory); a test keeps this in step."""
+DELEGATION_TOOLS = ("call_agent", "start_agent", "query_agent", "signal_agent")
+"""Tools a bundle with ``delegates`` gets (agen.runner.tools.delegate)."""
+LOCK_TOOLS = ("acquire_lock", "release_lock")
+"""Tools every run on a Hub gets (agen.runner.tools.delegate)."""
 
 _GLOB_CHARS = re.compile(r"[*?\[]")
 
@@ -222,7 +226,8 @@ def _may_match(glob: str, exact: list[str], prefixes: list[str]) -> bool:
 def permission_warnings(config: Config, mcp: McpConfig) -> list[str]:
     """A rule that can match no tool of the bundle is a typo until proven otherwise: name the closest tool."""
     servers = sorted(mcp.mcp_servers)
-    exact, prefixes, known = list(BUILTIN_TOOLS), [], list(BUILTIN_TOOLS)
+    runner = [*BUILTIN_TOOLS, *(DELEGATION_TOOLS if config.delegates else ()), *LOCK_TOOLS]
+    exact, prefixes, known = list(runner), [], list(runner)
     for s in servers:
         names, starts, suggest = _server_names(s, mcp.mcp_servers[s])
         exact += names

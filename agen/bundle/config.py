@@ -212,7 +212,10 @@ class Delegate(AgenModel):
     with a ``url`` is an A2A agent (agen or not): call_agent sends it one message over A2A and
     waits for the answer in place (docs/a2a.md "Calling A2A agents"); ``via: "a2a"`` without a
     url is a deployment of this Hub that call_agent calls the same way, through its Gateway: the
-    Hub resolves the name to the Gateway's URL and a call token for it."""
+    Hub resolves the name to the Gateway's URL and a call token for it. These tools, and
+    acquire_lock and release_lock, obey permissions and a task's tool list like any tool (the
+    default is ask): allow them (``"allow": ["call_agent", "start_agent"]``) to delegate without
+    asking, or ask before delegating."""
 
     name: str = Field(min_length=1, description="the deployment's name")
     namespace: str | None = Field(

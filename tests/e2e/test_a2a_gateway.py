@@ -226,6 +226,7 @@ def test_a_resolved_call_token_calls_its_deployment_only_and_a_bundle_delegates_
         config={
             "kind": "pool",
             "scale": {"min": 0, "max": 1},
+            "permissions": {"allow": ["call_agent"]},
             "delegates": [
                 {"name": "echo", "via": "a2a"},
                 {"name": "url", "url": f"{up.gateway_url}/a2a/default/echo"},

@@ -44,8 +44,15 @@ class Stack:
         delegates: list[dict[str, Any]] | None = None,
         limits: dict[str, Any] | None = None,
         scale_max: int = 4,
+        permissions: dict[str, Any] | None = None,
     ) -> list[str]:
-        config: dict[str, Any] = {"kind": "pool", "scale": {"min": 0, "max": scale_max}}
+        """``permissions`` default to allowing every tool: delegating asks by default, as any tool
+        with an effect does, and these tests are about what delegation does once allowed."""
+        config: dict[str, Any] = {
+            "kind": "pool",
+            "scale": {"min": 0, "max": scale_max},
+            "permissions": permissions or {"default": "allow"},
+        }
         if delegates is not None:
             config["delegates"] = delegates
         if limits:
@@ -480,3 +487,31 @@ async def test_the_coordinator_template_runs_offline_delegating_to_the_researche
     assert done.outcome["summary"].startswith("Both researchers reported")
     children = [t for t in await stack.tasks() if t.parent_task_id == lead]
     assert len(children) == 2 and {c.state for c in children} == {"succeeded"}
+
+
+async def test_a_bundle_can_ask_before_it_delegates(stack: Stack) -> None:
+    from agen.wire.approvals import DecideApprovalRequest, ListApprovalsRequest
+
+    await stack.deploy("worker", None)  # echo
+    warnings = await stack.deploy(
+        "lead",
+        [call("call_agent", agent="worker", input="a"), finish("asked first")],
+        delegates=[{"name": "worker"}],
+        permissions={"ask": ["call_agent"], "allow": ["start_agent"], "default": "deny"},
+    )
+    assert warnings == []  # a rule naming a delegation tool names a tool of this bundle
+    lead = await stack.submit("lead")
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 60
+    while not (
+        pending := (await stack.client.call(r.ListApprovals, ListApprovalsRequest())).approvals
+    ):
+        assert loop.time() < deadline, "call_agent never asked"
+        await asyncio.sleep(0.05)
+    [ask] = pending
+    assert ask.tool == "call_agent" and ask.task_id == lead
+    assert [t.deployment for t in await stack.tasks()] == ["lead"]  # nothing delegated yet
+    await stack.client.call(r.DecideApproval, DecideApprovalRequest(id=ask.id, approve=True))
+    assert (await stack.wait(lead)).state == "succeeded"
+    [child] = [t for t in await stack.tasks() if t.deployment == "worker"]
+    assert child.parent_task_id == lead and child.state == "succeeded"

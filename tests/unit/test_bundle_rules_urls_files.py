@@ -68,6 +68,32 @@ def test_a_rule_for_an_undeclared_server_warns_naming_the_closest_tool() -> None
     ]
 
 
+def test_a_rule_for_a_delegation_tool_warns_only_without_delegates() -> None:
+    rules = {"permissions": {"allow": ["start_agent", "query_agent"], "ask": ["acquire_lock"]}}
+    delegating = load_bundle_files(
+        bundle_files(config={**rules, "delegates": [{"name": "researcher"}]})
+    )
+    assert list(delegating.warnings) == []
+    alone = load_bundle_files(bundle_files(config=rules))
+    assert [w.split(": rule ")[1].split(" matches")[0] for w in alone.warnings] == [
+        '"start_agent"',
+        '"query_agent"',
+    ]
+
+
+def test_delegation_tool_names_the_validator_knows_are_the_runners() -> None:
+    from agen.bundle.checks import DELEGATION_TOOLS, LOCK_TOOLS
+    from agen.bundle.config import Config
+    from agen.runner.tools.delegate import delegation_tools
+
+    class Port:
+        pass
+
+    config = Config.model_validate({"delegates": [{"name": "w"}]})
+    names = [t.name for t in delegation_tools(config, Port(), None)]  # type: ignore[arg-type]
+    assert names == [*DELEGATION_TOOLS, *LOCK_TOOLS]
+
+
 def test_builtin_tool_names_the_validator_knows_are_the_runners() -> None:
     from agen.runner.memory import MemoryUpdateTool
     from agen.runner.tools import builtin

@@ -314,3 +314,53 @@ async def test_rate_without_a_store_counts_in_memory() -> None:
     # a deny with a rate matches while fewer than max calls happened: the first is denied and not counted
     assert (await policy.check(FakeTool("a.b"), {}, ctx())).decision == "deny"
     assert (await policy.check(FakeTool("a.b"), {}, ctx())).decision == "deny"
+
+
+def _delegation_tools() -> dict[str, Tool]:
+    from agen.bundle.config import Config
+    from agen.runner.tools.delegate import delegation_tools
+
+    class Port:  # a Hub is there: the lock tools come with it (no call reaches it here)
+        pass
+
+    config = Config.model_validate({"delegates": [{"name": "worker"}]})
+    tools = delegation_tools(config, Port(), None)  # type: ignore[arg-type]
+    return {t.name: t for t in tools}
+
+
+async def test_delegation_and_lock_tools_obey_the_rules_and_the_tasks_tool_list() -> None:
+    tools = _delegation_tools()
+    assert set(tools) == {
+        "call_agent",
+        "start_agent",
+        "query_agent",
+        "signal_agent",
+        "acquire_lock",
+        "release_lock",
+    }
+    policy = BundlePolicy(
+        Permissions.model_validate(
+            {"ask": ["start_agent"], "deny": ["call_agent", "acquire_lock"], "default": "allow"}
+        )
+    )
+    assert (await policy.check(tools["start_agent"], {}, ctx())).decision == "ask"
+    assert not policy.visible(tools["call_agent"]) and not policy.visible(tools["acquire_lock"])
+    assert (await policy.check(tools["call_agent"], {}, ctx())).decision == "deny"
+    assert (await policy.check(tools["query_agent"], {}, ctx())).decision == "allow"
+    listed = policy.for_task(TaskOverrides(tools=["query_agent"]))
+    assert [n for n, t in tools.items() if listed.visible(t)] == ["query_agent"]
+    assert (await listed.check(tools["signal_agent"], {}, ctx())).decision == "deny"
+    # by default (ask) delegating waits for a person, as any tool with an effect does
+    assert (await BundlePolicy(Permissions()).check(tools["call_agent"], {}, ctx())).decision == (
+        "ask"
+    )
+
+
+async def test_finish_stays_exempt_where_delegation_is_denied() -> None:
+    from agen.runner.tools.builtin import FinishTool, ReadArtifactTool, SaveArtifactTool
+
+    policy = BundlePolicy(Permissions.model_validate({"deny": ["*"], "default": "deny"}))
+    finish = FinishTool(None)
+    assert policy.visible(finish) and (await policy.check(finish, {}, ctx())).decision == "allow"
+    assert SaveArtifactTool.bypass_permissions and ReadArtifactTool.bypass_permissions
+    assert not any(policy.visible(t) for t in _delegation_tools().values())

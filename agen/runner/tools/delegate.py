@@ -36,7 +36,10 @@ def call_key(prefix: str, ctx: ToolContext) -> str:
 
 
 class _PortTool(Tool):
-    bypass_permissions = True  # bookkeeping through the Hub; limits and lineage are its checks
+    """A tool that reaches the Hub through the run's delegation port. Unlike finish and the artifact
+    tools these act on the world (they start, steer and lock other agents' work), so they obey the
+    bundle's permission rules and the task's tool list like any tool: a bundle may ``ask`` before
+    delegating, or deny it (seed 000 exempts only finish and the artifact tools)."""
 
     def __init__(self, port: DelegationPort | None) -> None:
         self.port = port
