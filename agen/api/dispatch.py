@@ -45,7 +45,7 @@ def authorize(principal: Principal, rpc: Rpc[Any, Any]) -> None:
             f"a call token only calls its agent over A2A ({principal.call.callee}); {rpc.name} "
             "needs an API token (`agen token create`)"
         )
-    if principal.for_task is not None and rpc.name == "DecideApproval":
+    if (principal.on_behalf or principal.for_task is not None) and rpc.name == "DecideApproval":
         raise DeniedError(
             "an on-behalf token cannot decide approvals: the person it acts for decides them"
         )

@@ -100,6 +100,8 @@ class Principal:
         user token reaches them, however wide (an admin enrols a Nest with a join token)."""
         if scope in MACHINE_SCOPES:
             return self.kind == scope and scope in self.scopes
+        if self.on_behalf:  # not yet acting for a task (/mcp tools/list): at most this, never admin
+            return scope == "any" or scope in _implied(self.scopes) - {"admin"}
         if scope == "any" or "admin" in self.scopes or scope in self.scopes:
             return True
         return scope == "viewer" and bool(self.scopes & {"operator", "approver"})

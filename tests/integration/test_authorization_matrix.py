@@ -257,10 +257,7 @@ async def test_a_user_token_of_any_scope_is_told_a_nest_call_needs_a_nest(
         assert "RegisterNest is a Nest call" in message and "agen join-token create" in message
 
 
-MCP_KINDS = [k for k in KINDS if not k.on_behalf]
-
-
-@pytest.mark.parametrize("kind", MCP_KINDS, ids=[k.name for k in MCP_KINDS])
+@pytest.mark.parametrize("kind", KINDS, ids=[k.name for k in KINDS])
 async def test_mcp_lists_exactly_the_tools_a_caller_may_call_and_no_nest_call(
     callers: tuple[Hub, dict[str, Caller]], kind: Kind
 ) -> None:
