@@ -30,6 +30,12 @@ import httpx
 
 from scripts.bench._util import machine, median
 
+DELEGATING: dict[str, Any] = {
+    "delegates": [{"name": "child"}],
+    "permissions": {"allow": ["call_agent", "start_agent"]},
+}
+"""A lead that delegates to ``child`` without asking (delegating asks by default)."""
+
 
 def _bundle(
     root: Path, name: str, script: list[dict[str, Any]] | None, config: dict[str, Any]
@@ -78,12 +84,12 @@ async def overhead(tmp: Path, parents: int) -> dict[str, Any]:
     pool = {"kind": "pool", "scale": {"min": 1, "max": 2}}
     bundles = [
         _bundle(tmp, "child", None, pool),
-        _bundle(tmp, "inline", _call("child"), {**pool, "delegates": [{"name": "child"}]}),
+        _bundle(tmp, "inline", _call("child"), {**pool, **DELEGATING}),
         _bundle(
             tmp,
             "suspend",
             _call("child"),
-            {**pool, "delegates": [{"name": "child"}], "limits": {"inlineWait": "0s"}},
+            {**pool, **DELEGATING, "limits": {"inlineWait": "0s"}},
         ),
     ]
     for b in bundles:
@@ -209,7 +215,7 @@ def fan_out(tmp: Path, n: int) -> dict[str, Any]:
             {
                 "kind": "pool",
                 "scale": {"min": 1, "max": 1},
-                "delegates": [{"name": "child"}],
+                **DELEGATING,
                 "limits": {"maxFanOut": n, "maxTotalDelegations": n},
             },
         )
