@@ -199,3 +199,22 @@ async def test_extending_more_leases_than_one_call_carries_splits_them_and_repor
         ]  # none of them is held
     finally:
         await store.close()
+
+
+async def test_the_in_process_nest_acts_only_as_itself_once_registered(tmp_path: Path) -> None:
+    store = await SQLiteStore.open(tmp_path / "hub.db")
+    hub = Hub(store)
+    try:
+        mine = ClientHubPort(Client.in_process(hub, LOCAL_NEST))
+        theirs = ClientHubPort(Client.in_process(hub, LOCAL_NEST))
+        other_id = await theirs.register("other", 4, {})
+        nest_id = await mine.register("local", 4, {})
+        assert await mine.report(nest_id, []) == []
+        with pytest.raises(DeniedError, match=f"belongs to nest {nest_id}; it cannot act for"):
+            await mine.report(other_id, [])
+        with pytest.raises(DeniedError, match=f"belongs to nest {nest_id}"):
+            await mine.lease(other_id, "i1", "d", 1, 30_000)
+        with pytest.raises(DeniedError, match=f"belongs to nest {nest_id}"):
+            await mine.register("other", 4, {})  # nor take over another Nest's name
+    finally:
+        await store.close()
