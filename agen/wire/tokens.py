@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from agen.wire.common import DurationMs, Model, Scope
 
@@ -27,6 +27,14 @@ class TokenInfo(Model):
 
 
 class CreateTokenRequest(Model):
+    model_config = ConfigDict(
+        json_schema_extra={  # the Hub's rule, stated where clients and fuzzers read it
+            "if": {"properties": {"on_behalf": {"const": True}}, "required": ["on_behalf"]},
+            "then": {"required": ["deployment"], "properties": {"deployment": {"type": "string"}}},
+            "else": {"properties": {"deployment": {"type": "null"}}},
+        }
+    )
+
     scopes: list[Scope] = Field(min_length=1)
     namespaces: list[str] = []
     name: str | None = None
