@@ -58,6 +58,8 @@ def create(
     json_out: JsonOpt = False,
 ) -> None:
     """Create an API token; its secret is printed once and only its hash is kept."""
+    from pydantic import ValidationError
+
     from agen.api import registry as r
     from agen.cli._common import parse_duration_ms
     from agen.cli._hub import with_client
@@ -75,7 +77,13 @@ def create(
             on_behalf=on_behalf,
             deployment=deployment,
         )
-    except ValueError as e:
+    except ValidationError as e:
+        if any(problem["loc"][:1] == ("deployment",) for problem in e.errors()):
+            raise InvalidError(
+                f"--deployment {deployment!r}: must be [NAMESPACE/]NAME, each lowercase letters, "
+                "digits and dashes (a deployment as `agen ps` shows it)",
+                field="--deployment",
+            ) from None
         raise InvalidError(
             f"token create: {e}".splitlines()[0]
             + f"; scopes are viewer, operator, approver, admin; "

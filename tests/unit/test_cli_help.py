@@ -180,3 +180,15 @@ def test_examples_name_only_scopes_a_token_can_have(capsys: pytest.CaptureFixtur
         _, out, _ = run_agen(capsys, *path, "--help")
         scopes = re.findall(r"--scope (\S+)", out.split("Examples:", 1)[1])
         assert scopes and set(scopes) <= set(USER_SCOPES), (path, scopes)
+
+
+def test_a_bad_on_behalf_deployment_is_refused_naming_the_flag(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, _, err = run_agen(
+        capsys,
+        *("token", "create", "--scope", "operator", "--on-behalf", "--deployment", "Bad Name"),
+        *("--hub", "http://127.0.0.1:9", "--token", "x"),  # refused before any connection
+    )
+    assert code == 2
+    assert "--deployment 'Bad Name': must be [NAMESPACE/]NAME" in err
