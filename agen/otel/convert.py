@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agen.domain.semconv import RECORDED_BEFORE_SEMCONV, SCHEMA_URL
 from agen.otel.ids import span_int, trace_int
 
 if TYPE_CHECKING:
@@ -48,6 +49,14 @@ def _value(v: Any) -> Any:
 
 def _parts(msg: Mapping[str, Any]) -> list[dict[str, Any]]:
     parts: list[dict[str, Any]] = []
+    if msg.get("role") == "tool":  # a tool's result, as the conventions name it
+        return [
+            {
+                "type": "tool_call_response",
+                "id": msg.get("tool_call_id"),
+                "response": msg.get("content") or "",
+            }
+        ]
     if msg.get("content"):
         parts.append({"type": "text", "content": msg["content"]})
     calls = msg.get("tool_calls")
@@ -76,13 +85,24 @@ def _content(row: Mapping[str, Any], attrs: Mapping[str, Any], info: RunInfo) ->
         last = next((m for m in reversed(msgs) if m.get("role") == "assistant"), None)
         if last is not None:
             out["gen_ai.output.messages"] = [{"role": "assistant", "parts": _parts(last)}]
-    elif row["name"] == "gen_ai.chat" and row["status"] == "ok":
+    elif row["name"] == "gen_ai.chat":
         turn = attrs.get("agen.turn")
-        answer = next(
-            (m for m in msgs if m.get("role") == "assistant" and m.get("turn") == turn), None
+        at = next(
+            (
+                i
+                for i, m in enumerate(msgs)
+                if m.get("role") == "assistant" and m.get("turn") == turn
+            ),
+            None,
         )
-        if answer is not None:
-            out["gen_ai.output.messages"] = [{"role": "assistant", "parts": _parts(answer)}]
+        # what the model was sent: the conversation up to this turn's answer (every message, for a
+        # call that failed and so has none)
+        sent = msgs if at is None else msgs[:at]
+        out["gen_ai.input.messages"] = [
+            {"role": m.get("role"), "parts": _parts(m)} for m in sent if m.get("role") != "system"
+        ] or None
+        if at is not None and row["status"] == "ok":
+            out["gen_ai.output.messages"] = [{"role": "assistant", "parts": _parts(msgs[at])}]
     elif row["name"] == "agen.tool":
         call_id = attrs.get("gen_ai.tool.call.id")
         result = next(
@@ -122,6 +142,9 @@ def attributes(row: Mapping[str, Any], info: RunInfo, *, content: bool = False) 
             out[key] = row[col]
     out.update({f"agen.label.{k}": v for k, v in info.labels.items()})
     out.update(attrs)
+    for name, recorded in RECORDED_BEFORE_SEMCONV.items():  # a span recorded by an older agen
+        if recorded in out:
+            out.setdefault(name, out.pop(recorded))
     if content:
         out.update(_content(row, attrs, info))
     return {k: _value(v) for k, v in out.items() if v is not None and v != [] and v != {}}
@@ -149,8 +172,10 @@ def readable_spans(
 
     from agen import __version__
 
-    resource = Resource.create({"service.name": "agen", "service.version": __version__})
-    scope = InstrumentationScope("agen", __version__)
+    resource = Resource.create(
+        {"service.name": "agen", "service.version": __version__}, schema_url=SCHEMA_URL
+    )
+    scope = InstrumentationScope("agen", __version__, schema_url=SCHEMA_URL)
     sampled = TraceFlags(TraceFlags.SAMPLED)
     out: list[ReadableSpan] = []
     for row in rows:

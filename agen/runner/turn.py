@@ -101,7 +101,7 @@ def _span(
                 else [],
                 "gen_ai.usage.input_tokens": u.input_tokens,
                 "gen_ai.usage.output_tokens": u.output_tokens,
-                "gen_ai.usage.cached_input_tokens": u.cached_tokens,
+                "gen_ai.usage.cache_read.input_tokens": u.cached_tokens,
             }
         )
         if u.cost_usd is not None:

@@ -159,12 +159,22 @@ def test_two_turn_run_with_a_tool_call_reaches_the_collector_as_one_linked_genai
         assert int(s["endTimeUnixNano"]) >= int(s["startTimeUnixNano"]) > 0
     for chat in chats:
         assert chat["name"] == "chat " + attr(chat, "gen_ai.request.model")
+        assert attr(chat, "gen_ai.usage.cache_read.input_tokens") == 0  # the conventions' name
+        assert "gen_ai.usage.cached_input_tokens" not in chat["attrs"]
         assert attr(chat, "gen_ai.provider.name") == attr(chat, "gen_ai.system") == "fake"
         assert attr(chat, "gen_ai.usage.input_tokens") > 0
         assert attr(chat, "gen_ai.usage.output_tokens") >= 0
     assert attr(tool, "gen_ai.tool.name") == "report_progress"
     assert tool["name"] == "execute_tool report_progress"
-    # contents were asked for: they are there, redacted as stored
+    # contents were asked for: they are there, redacted as stored; a chat span carries what the
+    # model was sent (the conversation so far) as well as what it answered
+    first, second = sorted(chats, key=lambda c: int(c["startTimeUnixNano"]))
+    sent = json.loads(attr(first, "gen_ai.input.messages"))
+    assert [m["role"] for m in sent] == ["user"] and sent[0]["parts"][0]["content"] == "go"
+    again = json.loads(attr(second, "gen_ai.input.messages"))
+    assert [m["role"] for m in again] == ["user", "assistant", "tool"]
+    assert again[2]["parts"][0]["type"] == "tool_call_response"
+    assert attr(first, "gen_ai.output.messages")
     assert "[REDACTED]" in attr(tool, "gen_ai.tool.call.arguments")
     assert "[REDACTED]" in attr(run, "gen_ai.output.messages")
     assert not any(CANARY.encode() in body for body in rec.bodies)

@@ -79,7 +79,7 @@ async def test_tool_calls_usage_and_reported_cost_are_recorded(
     }
     s = await spans(store, res.run_id)
     assert (
-        s[0]["attrs"]["gen_ai.usage.cached_input_tokens"] == 100
+        s[0]["attrs"]["gen_ai.usage.cache_read.input_tokens"] == 100
         and s[0]["attrs"]["agen.cost_usd"] == 0.002
     )
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from agen.domain.semconv import CACHE_READ, RECORDED_BEFORE_SEMCONV
 from agen.hub.auth import Principal
 from agen.hub.service import Hub
 from agen.store import loads
@@ -90,7 +91,9 @@ async def _model_metrics(hub: Hub, run_ids: list[str]) -> list[ModelMetrics]:
                 st["lat"].append(int(latency))
             st["in"] += int(a.get("gen_ai.usage.input_tokens") or 0)
             st["out"] += int(a.get("gen_ai.usage.output_tokens") or 0)
-            st["cached"] += int(a.get("gen_ai.usage.cached_input_tokens") or 0)
+            st["cached"] += int(
+                a.get(CACHE_READ) or a.get(RECORDED_BEFORE_SEMCONV.get(CACHE_READ, "")) or 0
+            )
             st["usd"] += float(a.get("agen.cost_usd") or 0.0)
     return [
         ModelMetrics(
