@@ -82,9 +82,10 @@ class Limits(AgenModel):
     submitted (the child's depth, root = 0), maxFanOut counts the children one run started, and
     maxTotalDelegations the delegations of a whole tree (counted once per call, so a retry or a
     resume never counts twice). A refusal is a tool error the model reads. A task tree's budget
-    is its root task's overrides.budget (maxTokensPerRun / maxUsdPerRun): each child is narrowed to
-    what is left when it is submitted, and every run of the tree ends with a report (reason
-    tree_budget) once the tree has spent it. Time a run spends suspended on its children (as on an approval)
+    is its root task's overrides.budget (maxTokensPerRun / maxUsdPerRun): each child reserves its
+    share of what is left when it is submitted (the children one turn starts split it; what a
+    running child reserved and has not used yet is not left for others), and every run of the
+    tree ends with a report (reason tree_budget) once the tree has spent it. Time a run spends suspended on its children (as on an approval)
     does not count towards maxRunDuration."""
 
     max_turns: int = Field(

@@ -73,6 +73,7 @@ class NestDelegation:
                 overrides=spec.overrides,
                 traceparent=spec.traceparent,
                 reply_conversation_key=spec.reply_conversation_key,
+                siblings=spec.siblings,
             ),
         )
         return _state(resp.child)

@@ -60,6 +60,7 @@ async def execute_calls(
     env: CallEnv, st: RunState, calls: list[ToolCallOut], indices: list[int] | None = None
 ) -> list[CallResult]:
     idx = indices if indices is not None else list(range(len(calls)))
+    st.turn_children = max(1, sum(1 for c in calls if _starts_child(st, c)))
     verdicts: list[Verdict | None] = []
     for call in calls:
         tool = st.tools.get(call.name)
@@ -84,6 +85,11 @@ async def execute_calls(
             *(_one(env, st, c, i, v) for c, i, v in zip(calls, idx, verdicts, strict=True))
         )
     )
+
+
+def _starts_child(st: RunState, call: ToolCallOut) -> bool:
+    tool = st.tools.get(call.name)
+    return tool is not None and not call.arguments_error and tool.starts_child_for(call.arguments)
 
 
 async def _one(

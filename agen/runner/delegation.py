@@ -43,6 +43,7 @@ class ChildSpec:
     overrides: dict[str, Any] | None = None
     traceparent: str | None = None
     reply_conversation_key: str | None = None  # set: a detached start_agent child replies here
+    siblings: int = 1  # the child tasks its turn starts: they split what is left of a tree budget
 
 
 @dataclass(frozen=True)

@@ -497,8 +497,11 @@ class Runner:
         """Run the turn's tool calls and record their results; the finish tool ends the run, a tool
         that waits suspends it, an approval still pending suspends on it."""
         calls = resp.tool_calls
-        if any(st.tools[c.name].side_effect_for(c.arguments) for c in calls if c.name in st.tools):
-            await st.flush(self.store)  # the assistant turn is durable before any effect starts
+        tools = [(st.tools[c.name], c.arguments) for c in calls if c.name in st.tools]
+        if any(t.side_effect_for(a) or t.starts_child_for(a) for t, a in tools):
+            # the assistant turn is durable before any effect starts, and its usage counts before
+            # a child is handed its share of the tree's budget
+            await st.flush(self.store)
         results = await execute_calls(env, st, calls)
         _refuse_finish_beside_joined(results)
         waiting = await self._await_approval(st, results)

@@ -46,6 +46,7 @@ class RunState:
     redactor: Redactor
     trust: str = "trusted"
     turn: int = 0
+    turn_children: int = 1  # child tasks the turn's calls start (set before they run)
     resumed: bool = False
     events: EventSink | None = None
     cancel: asyncio.Event | None = None
@@ -95,6 +96,7 @@ class RunState:
             turn=self.turn,
             call_id=call_id,
             call_index=index,
+            turn_children=self.turn_children,
             cancel=self.cancel,
             depth=r.depth,
             parent_run_id=r.parent_run_id,

@@ -32,6 +32,13 @@ class SubmitChildTaskRequest(Model):
         None,
         description="set: detached; the child's result is submitted to the caller's conversation",
     )
+    siblings: int = Field(
+        1,
+        ge=1,
+        le=10_000,
+        description="the child tasks the caller's turn starts together (this one included): they "
+        "split what is left of the tree's budget",
+    )
 
 
 class ChildTask(Model):

@@ -364,8 +364,8 @@ async def test_locks_are_granted_once_and_released(stack: Stack) -> None:
 
 
 async def test_a_tree_budget_stops_the_tree_with_partial_reports(stack: Stack) -> None:
-    """The root's overrides.budget is the tree's: the children are narrowed to what is left when
-    they are submitted, and every run of the tree ends with a report once it is spent. Costs come
+    """The root's overrides.budget is the tree's: the children are narrowed to their share of what
+    is left when they are submitted, and every run of the tree ends with a report once it is spent. Costs come
     from the local OpenAI-compatible server, as a paid provider reports them."""
     from agen.testing.openai_server import OpenAIServer, Reply
 
@@ -406,7 +406,7 @@ async def test_a_tree_budget_stops_the_tree_with_partial_reports(stack: Stack) -
         assert child.outcome["status"] == "partial", child.outcome
         assert child.outcome["reason"] in ("tree_budget", "max_usd")
         stored = await stack.store.scalar("SELECT overrides FROM tasks WHERE id = ?", (child.id,))
-        assert '"maxUsdPerRun":0.7' in stored.replace(" ", "")  # what the tree had left
+        assert '"maxUsdPerRun":0.35' in stored.replace(" ", "")  # their half of the $0.7 left
     assert any(c.outcome and c.outcome["reason"] == "tree_budget" for c in children)
     assert done.outcome is not None and done.outcome["status"] == "partial"
     assert done.outcome["reason"] == "tree_budget"
@@ -415,6 +415,51 @@ async def test_a_tree_budget_stops_the_tree_with_partial_reports(stack: Stack) -
     assert worker_calls <= 7
     spent = await stack.store.scalar("SELECT SUM(cost_usd) FROM runs")
     assert 1.0 <= spent <= 1.0 + worker_calls * 0.2
+
+
+def used(tokens: int, turn: dict[str, Any]) -> dict[str, Any]:
+    """A scripted turn that reports ``tokens`` of usage."""
+    return {**turn, "usage": {"inputTokens": tokens - 5, "outputTokens": 5}}
+
+
+async def test_children_started_together_share_the_tree_budget_instead_of_each_taking_it(
+    stack: Stack,
+) -> None:
+    """Four children started in one turn split what is left of the root's 660 tokens (a
+    reservation each, settled when it ends), so the tree overruns its budget by at most each
+    run's last call and its report, never by four times what was left."""
+    work = used(40, call("report_progress", note="working"))
+    await stack.deploy("worker", [work] * 30, scale_max=8)
+    await stack.deploy(
+        "lead",
+        [
+            used(30, call("report_progress", note="planning")),
+            used(
+                30,
+                calls(
+                    *[("start_agent", {"agent": "worker", "input": f"part {i}"}) for i in range(4)]
+                ),
+            ),
+            used(30, finish("lead report")),
+        ],
+        delegates=[{"name": "worker"}],
+    )
+    lead = await stack.submit("lead", overrides={"budget": {"maxTokensPerRun": 660}})
+    done = await stack.wait(lead)
+    children = [t for t in await stack.tasks() if t.parent_task_id == lead]
+    assert len(children) == 4
+    reserved = []
+    for child in children:
+        assert child.state == "succeeded" and child.outcome is not None
+        assert child.outcome["status"] == "partial", child.outcome
+        raw = await stack.store.scalar("SELECT overrides FROM tasks WHERE id = ?", (child.id,))
+        reserved.append(json.loads(raw)["budget"]["maxTokensPerRun"])
+    assert reserved == [150] * 4  # 660 - the lead's 60 before they started, split four ways
+    assert done.outcome is not None and done.outcome["reason"] == "tree_budget"
+    spent = await stack.store.scalar("SELECT SUM(input_tokens + output_tokens) FROM runs")
+    # each run may pass its share by its last call and then writes its report: 2 x 40 per child,
+    # the lead's report 30 (before: every child got all 600, about 2,900 tokens in all)
+    assert 660 <= spent <= 660 + 4 * 2 * 40 + 30, spent
 
 
 async def test_call_agent_past_its_inline_wait_suspends_and_resumes_with_the_same_child(

@@ -136,17 +136,143 @@ def tree_budget_exceeded(tx: Tx, root_task_id: str) -> bool:
     return (tokens is not None and used_tokens >= tokens) or (usd is not None and used_usd >= usd)
 
 
-def _narrow_for_tree(tx: Tx, root_task_id: str, overrides: dict[str, Any] | None) -> Any:
-    """The child's budget narrowed to what is left of the tree's (at its submission)."""
-    tokens, usd = _tree_limits(tx, root_task_id)
+@dataclass(frozen=True, slots=True)
+class _Share:
+    """Tokens and USD: a budget, a use, or what is left of one (None: no limit)."""
+
+    tokens: float | None
+    usd: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class _TreeNode:
+    """One task of a tree as the budget ledger sees it."""
+
+    parent: str | None
+    finished: bool
+    reserved: _Share  # its own overrides.budget: what its submission reserved of the tree
+    tokens: int  # what its runs used
+    usd: float
+
+
+def _tree_nodes(tx: Tx, root_task_id: str) -> dict[str, _TreeNode]:
+    """Every task of the tree with its reservation and its runs' usage (two reads)."""
+    used = {
+        str(r["task_id"]): (int(r["tokens"]), float(r["usd"]))
+        for r in tx.all(
+            "SELECT r.task_id, COALESCE(SUM(r.input_tokens + r.output_tokens), 0) AS tokens,"
+            " COALESCE(SUM(r.cost_usd), 0) AS usd FROM runs r JOIN tasks t ON r.task_id = t.id"
+            " WHERE t.root_task_id = ? GROUP BY r.task_id",
+            (root_task_id,),
+        )
+    }
+    nodes: dict[str, _TreeNode] = {}
+    for row in tx.all(
+        "SELECT id, parent_task_id, state, overrides FROM tasks WHERE root_task_id = ?",
+        (root_task_id,),
+    ):
+        raw = loads(row["overrides"])
+        ov = TaskOverrides.model_validate(raw) if raw else None
+        tokens, usd = used.get(str(row["id"]), (0, 0.0))
+        nodes[str(row["id"])] = _TreeNode(
+            parent=row["parent_task_id"],
+            finished=row["state"] not in UNFINISHED,
+            reserved=_Share(
+                ov.max_tokens_per_run if ov else None, ov.max_usd_per_run if ov else None
+            ),
+            tokens=tokens,
+            usd=usd,
+        )
+    return nodes
+
+
+def _subtree_use(nodes: dict[str, _TreeNode], task_id: str) -> _Share:
+    kids: dict[str, list[str]] = {}
+    for tid, n in nodes.items():
+        if n.parent is not None:
+            kids.setdefault(n.parent, []).append(tid)
+    tokens, usd, todo = 0.0, 0.0, [task_id]
+    while todo:
+        tid = todo.pop()
+        tokens += nodes[tid].tokens
+        usd += nodes[tid].usd
+        todo.extend(kids.get(tid, []))
+    return _Share(tokens, usd)
+
+
+def _room(nodes: dict[str, _TreeNode], level: str, budget: _Share, skip: str | None) -> _Share:
+    """What is left of ``level``'s budget: minus what its subtree used, minus what its unfinished
+    children (but ``skip``, the branch the new child goes under) reserved and have not used yet."""
+    use = _subtree_use(nodes, level)
+    tokens = None if budget.tokens is None else budget.tokens - (use.tokens or 0)
+    usd = None if budget.usd is None else budget.usd - (use.usd or 0)
+    for tid, n in nodes.items():
+        if n.parent != level or n.finished or tid == skip:
+            continue
+        spent = _subtree_use(nodes, tid)
+        if tokens is not None and n.reserved.tokens is not None:
+            tokens -= max(0.0, n.reserved.tokens - (spent.tokens or 0))
+        if usd is not None and n.reserved.usd is not None:
+            usd -= max(0.0, n.reserved.usd - (spent.usd or 0))
+    return _Share(tokens, usd)
+
+
+def _turn_prefix(call_key: str) -> str | None:
+    """``<run>.<turn>.`` of a ``call:``/``start:`` key: the calls of one turn share it."""
+    _, _, rest = call_key.partition(":")
+    head, dot, _ = rest.rpartition(".")
+    return f"{head}." if dot and head else None
+
+
+def _siblings_started(tx: Tx, parent_id: str, call_key: str) -> int:
+    prefix = _turn_prefix(call_key)
+    if prefix is None:
+        return 0
+    return int(
+        tx.scalar(
+            "SELECT COUNT(*) FROM tasks WHERE parent_task_id = ?"
+            " AND (idempotency_key LIKE ? OR idempotency_key LIKE ?)",
+            (parent_id, f"call:{prefix}%", f"start:{prefix}%"),
+        )
+        or 0
+    )
+
+
+def _narrow_for_tree(
+    tx: Tx, parent: TaskRow, call_key: str, siblings: int, overrides: dict[str, Any] | None
+) -> Any:
+    """The child's budget narrowed to its share of what is left of the tree's, reserved at its
+    submission (seed 000 §5 "Tree budgets"). What is left counts what every run used and what
+    the unfinished children reserved and have not used yet (a ledger kept in their own
+    overrides.budget, settled when they end), at every level from the root down to the parent;
+    the children one turn starts together split it, so starting N of them at once never hands
+    each the whole remainder."""
+    tokens, usd = _tree_limits(tx, parent.root_task_id)
     if tokens is None and usd is None:
         return overrides
-    used_tokens, used_usd = tree_usage(tx, root_task_id)
+    nodes = _tree_nodes(tx, parent.root_task_id)
+    chain: list[str] = []
+    tid: str | None = parent.id
+    while tid is not None and tid in nodes and len(chain) < 64:
+        chain.append(tid)
+        tid = nodes[tid].parent
+    levels = chain[::-1]  # the root first, down to the parent
+    left_tokens: float | None = None
+    left_usd: float | None = None
+    for i, level in enumerate(levels):
+        own = _Share(tokens, usd) if i == 0 else nodes[level].reserved
+        below = levels[i + 1] if i + 1 < len(levels) else None
+        room = _room(nodes, level, own, below)
+        if room.tokens is not None:
+            left_tokens = room.tokens if left_tokens is None else min(left_tokens, room.tokens)
+        if room.usd is not None:
+            left_usd = room.usd if left_usd is None else min(left_usd, room.usd)
+    share = max(1, siblings - _siblings_started(tx, parent.id, call_key))
     budget: dict[str, Any] = {}
-    if tokens is not None:
-        budget["maxTokensPerRun"] = max(TOKEN_FLOOR, tokens - used_tokens)
-    if usd is not None:
-        budget["maxUsdPerRun"] = max(USD_FLOOR, round(usd - used_usd, 6))
+    if tokens is not None and left_tokens is not None:
+        budget["maxTokensPerRun"] = max(TOKEN_FLOOR, int(left_tokens // share))
+    if usd is not None and left_usd is not None:
+        budget["maxUsdPerRun"] = max(USD_FLOOR, round(left_usd / share, 6))
     return combine_overrides(overrides, {"budget": budget})
 
 
@@ -216,7 +342,7 @@ def submit_child(
         except ValueError as e:
             raise InvalidError(f"overrides: {e}", field="overrides") from None
     overrides = combine_overrides(loads(parent.overrides), overrides)
-    overrides = _narrow_for_tree(tx, parent.root_task_id, overrides)
+    overrides = _narrow_for_tree(tx, parent, req.call_key, req.siblings, overrides)
     new = queue.NewTask(
         namespace=req.namespace,
         deployment_id=dep.id,

@@ -64,6 +64,7 @@ class ToolContext:
     turn: int = 0
     call_id: str = ""
     call_index: int = 0  # the call's place in its turn: <run>.<turn>.<call> keys (call_agent)
+    turn_children: int = 1  # child tasks this turn starts: they share what is left of a tree budget
     cancel: asyncio.Event | None = None
     depth: int = 0  # the run's place in a delegation tree (root = 0)
     parent_run_id: str | None = None
@@ -111,6 +112,11 @@ class Tool(abc.ABC):
         """Whether a call of this tool that started and never recorded its end may run again on
         resume, instead of reporting effect_unknown: only when its repeat is the same call at the
         other end (call_agent over A2A: the recorded remote task, or the same message id)."""
+        return False
+
+    def starts_child_for(self, args: dict[str, Any]) -> bool:
+        """Whether this call starts a child task of the run (call_agent, start_agent): the
+        children a turn starts together split what is left of the tree's budget."""
         return False
 
     def side_effect_for(self, args: dict[str, Any]) -> bool:

@@ -95,7 +95,12 @@ class _DelegateTool(_PortTool):
             overrides=overrides,
             traceparent=ctx.traceparent,
             reply_conversation_key=reply_key,
+            siblings=ctx.turn_children,
         )
+
+    def starts_child_for(self, args: dict[str, Any]) -> bool:
+        d = self.delegates.get(str(args.get("agent") or ""))
+        return d is not None and not _over_a2a(d)
 
     async def _submit(self, port: DelegationPort, spec: ChildSpec) -> ChildState:
         try:
