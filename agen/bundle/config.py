@@ -252,7 +252,8 @@ class Conversations(AgenModel):
         "followup",
         description="followup: queued, runs after the conversation's earlier tasks; collect: merged into the "
         "conversation's queued task; steer: handed to its running task as new input before the next model "
-        "call; interrupt: the running task is asked to wrap up (stopped after 20 s) and this one runs next",
+        "call; interrupt: the running task gets one last turn to wrap up (stopped after 20 s at most) and ends "
+        "cancelled, and this one runs next",
     )
 
 

@@ -4,7 +4,8 @@ Calls run concurrently unless harness.parallelToolCalls is off or one of them ne
 approval; results come back in call order. A call whose approval is still pending ends the
 list: the run suspends there and the rest of the turn runs once the approval is decided.
 Side-effecting tools are recorded ``started`` before they run and ``completed`` after; a
-cancelled call leaves its effect started.
+cancelled call leaves its effect started. In the last turn a wrap-up request gives a run (graceful
+cancel, interrupt) every call that has a side effect, starts a child or needs an approval is refused.
 """
 
 from __future__ import annotations
@@ -154,6 +155,19 @@ async def _guarded(
         )
     if call.arguments_error:
         return CallResult(call, index, f"{tool.name}: {call.arguments_error}", True)
+    if st.wrap_up is not None and (
+        tool.side_effect_for(call.arguments)
+        or tool.starts_child_for(call.arguments)
+        or (verdict is not None and verdict.decision == "ask")
+    ):
+        return CallResult(
+            call,
+            index,
+            f"refused: this task is being stopped ({st.wrap_up}) and this is its last turn, so "
+            f"{tool.name} was not called; say in finish what is left undone",
+            True,
+            attrs={"agen.refused": "wrap_up"},
+        )
     refused = st.guards.refused(call.name, call.arguments)
     if refused:
         return CallResult(call, index, refused, True, attrs={"agen.guard": "repeated_failure"})

@@ -2,7 +2,8 @@
 inbox into a running run"): what arrived for the task while its run worked becomes a user message.
 
 - ``signal`` (another task's signal_agent): "[Signal from task <ref>] <message>"
-- ``cancel`` (a graceful cancel or an interrupting submission): a request to wrap up and call finish
+- ``cancel`` (a graceful cancel or an interrupting submission): a request to wrap up and call finish;
+  the run then gets that one turn (``RunState.wrap_up``; agen/runner/loop.py ends it cancelled)
 - ``steer`` (a submission in the steer queue mode): "[New input for this conversation] <input>"
 
 Other kinds stay where they are: "child" and "approval" rows are the resume path's business. The
@@ -37,9 +38,15 @@ def note(kind: str, ref: str | None, payload: Any) -> str:
     within = f" within {grace:g} seconds" if isinstance(grace, int | float) else " shortly"
     return (
         f"[Cancel requested{': ' + str(reason) if reason else ''}] This task is being stopped. Do not start "
-        f"new work: call finish now with what you have (say what is left undone). The run is stopped{within} "
-        "either way."
+        f"new work: call finish now with what you have (say what is left undone). This is your last "
+        f"turn: tools with side effects are refused in it, and the run is stopped{within} either way."
     )
+
+
+def wrap_up_reason(payload: Any) -> str:
+    """The outcome reason of a run stopped by a wrap-up request: ``interrupted`` when a new
+    submission to its conversation asked for it, ``cancelled`` otherwise."""
+    return "interrupted" if isinstance(payload, dict) and payload.get("interrupt") else "cancelled"
 
 
 async def pending(store: Store, task_id: str) -> list[dict[str, Any]]:
@@ -68,6 +75,9 @@ async def drain(store: Store, st: RunState) -> int:
     rows = await pending(store, st.task_id)
     if rows:
         for r in rows:
-            st.add_message("user", note(r["kind"], r["ref"], loads(r["payload"])))
+            payload = loads(r["payload"])
+            st.add_message("user", note(r["kind"], r["ref"], payload))
+            if r["kind"] == "cancel" and st.wrap_up is None:
+                st.wrap_up = wrap_up_reason(payload)
         await st.flush(store, also=claim(rows))
     return len(rows)

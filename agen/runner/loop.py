@@ -400,6 +400,8 @@ class Runner:
         if isinstance(answer, RunResult):
             return answer
         resp = await self._record_answer(st, answer)
+        if st.wrap_up is not None:
+            return await self._last_turn(st, env, resp)
         if not resp.tool_calls:  # a plain answer is the result (reviewed first when declared)
             return await self._plain_answer(st, resp)
         return await self._tool_turn(st, env, resp)
@@ -424,9 +426,9 @@ class Runner:
             if why == CHILDREN:
                 await st.flush(self.store)
                 return self._suspended(st, CHILDREN)
-            if why is not None:
+            if why is not None and st.wrap_up is None:
                 return await self._report(st, why)
-        reason = st.budget.exceeded()
+        reason = st.budget.exceeded() if st.wrap_up is None else None  # the last turn reports
         if reason is not None:
             return await self._report(st, reason)
         if st.sections is not None:
@@ -515,6 +517,33 @@ class Runner:
             await st.flush(self.store)
             return self._suspended(st, suspend)
         return await self._end_of_turn(st, resp, results)
+
+    async def _last_turn(self, st: RunState, env: CallEnv, resp: ModelResponse) -> RunResult:
+        """The one turn after a wrap-up request (graceful cancel, interrupt): its calls with side
+        effects were refused (agen/runner/calls.py), a call that would wait gets no wait, and the
+        run ends cancelled with what the model wrapped up as its outcome's summary."""
+        declared: Outcome | None = None
+        if resp.tool_calls:
+            results = await execute_calls(env, st, resp.tool_calls)
+            for r in results:
+                content, is_error = r.content, r.is_error
+                if r.suspend is not None or r.approval is not None:
+                    content, is_error = "not waited for: this task is being stopped", True
+                st.add_message(
+                    "tool", content, tool_call_id=r.call.id, name=r.call.name, is_error=is_error
+                )
+            declared = finish_outcome(results)
+        summary = (declared.summary if declared else "") or resp.text or "stopped while wrapping up"
+        return await self._end(
+            st,
+            Outcome(
+                status=OutcomeStatus.CANCELLED,
+                reason=st.wrap_up,
+                summary=summary,
+                data=declared.data if declared else None,
+                artifacts=declared.artifacts if declared else [],
+            ),
+        )
 
     async def _record_results(self, st: RunState, results: list[CallResult]) -> str | None:
         """The turn's tool results into the record; returns why the run suspends, if a call waits

@@ -47,6 +47,7 @@ class RunState:
     trust: str = "trusted"
     turn: int = 0
     turn_children: int = 1  # child tasks the turn's calls start (set before they run)
+    wrap_up: str | None = None  # a wrap-up request arrived (cancelled, interrupted): one last turn
     resumed: bool = False
     events: EventSink | None = None
     cancel: asyncio.Event | None = None

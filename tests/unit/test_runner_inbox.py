@@ -49,33 +49,70 @@ async def test_a_signal_reaches_the_model_as_a_user_message_and_is_claimed(
     await store.close()
 
 
-async def test_a_graceful_cancel_mid_run_gives_the_model_a_wrap_up_turn(tmp_path: Path) -> None:
-    store = await open_store(tmp_path)
-    task_id = await _task(store)
+def _cancel_during_step(store: Store, task_id: str, payload: dict[str, Any]) -> FnTool:
+    """A side-effecting step; during the first one a wrap-up request arrives (CancelTask mode
+    graceful, or a submission with delivery interrupt, writes this row)."""
 
     async def step(args: dict[str, Any]) -> str:
-        """While the run works, a graceful cancel arrives (CancelTask mode graceful writes this row)."""
-
-        def cancel(tx: Tx) -> None:
-            write_inbox(tx, task_id, "cancel", "me", {"reason": "user asked", "grace_s": 20})
-
-        await store.write(cancel)
+        if len(sent.calls) == 1:
+            await store.write(lambda tx: write_inbox(tx, task_id, "cancel", "me", payload))
         return "step done"
 
+    sent = FnTool("work.step", step, side_effect=True)
+    return sent
+
+
+async def test_a_graceful_cancel_gives_one_last_turn_refuses_its_side_effects_and_ends_cancelled(
+    tmp_path: Path,
+) -> None:
+    store = await open_store(tmp_path)
+    task_id = await _task(store)
+    tool = _cancel_during_step(store, task_id, {"reason": "user asked", "grace_s": 20})
     b = make(
         script(
             call("work_step"),
-            call("finish", status="done", summary="partial: 1 of 3 steps"),
+            {  # the last turn: one more step beside finish, then more turns it never gets
+                "tool_calls": [
+                    {"name": "work_step", "arguments": {}},
+                    {"name": "finish", "arguments": {"summary": "1 of 3 steps done"}},
+                ]
+            },
+            call("work_step"),
             call("work_step"),
         )
     )
-    r, cap = await capturing_runner(store, b, FnTool("work.step", step))
+    r, cap = await capturing_runner(store, b, tool)
     res = await r.run(RunRequest(input="do three steps", task_id=task_id))
-    assert res.status == "succeeded" and res.outcome.summary == "partial: 1 of 3 steps"
-    assert len(cap.requests) == 2  # the wrap-up turn, then the run ended on finish
+    assert res.status == "cancelled"
+    assert res.outcome.status == "cancelled" and res.outcome.reason == "cancelled"
+    assert res.outcome.summary == "1 of 3 steps done"  # the wrap-up summary is kept
+    assert len(cap.requests) == 2 and len(tool.calls) == 1  # one turn more, no effect more
     wrap_up = _user_texts(cap.requests[1])[-1]
     assert wrap_up.startswith("[Cancel requested: user asked]") and "call finish now" in wrap_up
-    assert "within 20 seconds" in wrap_up
+    assert "within 20 seconds" in wrap_up and "last turn" in wrap_up
+    refused = await store.all(
+        "SELECT content, is_error FROM messages WHERE run_id = ? AND role = 'tool'"
+        " AND name = 'work_step' ORDER BY seq",
+        (res.run_id,),
+    )
+    assert [m["is_error"] for m in refused] == [0, 1]
+    assert refused[1]["content"].startswith("refused: this task is being stopped (cancelled)")
+    await store.close()
+
+
+async def test_an_interrupted_run_that_ignores_the_wrap_up_still_ends_after_one_turn(
+    tmp_path: Path,
+) -> None:
+    store = await open_store(tmp_path)
+    task_id = await _task(store)
+    payload = {"reason": "interrupted by a new submission", "grace_s": 5, "interrupt": True}
+    tool = _cancel_during_step(store, task_id, payload)
+    b = make(script(call("work_step"), *[{"text": "still working", **call("work_step")}] * 5))
+    r, cap = await capturing_runner(store, b, tool)
+    res = await r.run(RunRequest(input="do many steps", task_id=task_id))
+    assert res.status == "cancelled" and res.outcome.reason == "interrupted"
+    assert res.outcome.summary == "still working"  # what the model said in its last turn
+    assert len(cap.requests) == 2 and len(tool.calls) == 1
     await store.close()
 
 

@@ -109,6 +109,7 @@ def deliver(tx: Tx, dep: DeploymentRow, t: NewTask, mode: str, *, by: str | None
         grace_ms=INTERRUPT_GRACE_MS,
         by=by,
         reason="interrupted by a new submission to its conversation",
+        interrupt=True,
     )
     return None
 

@@ -139,14 +139,24 @@ def begin_graceful_cancel(
     return live
 
 
-def request_wrap_up(tx: Tx, task_id: str, *, grace_ms: int, by: str | None, reason: str) -> None:
+def request_wrap_up(
+    tx: Tx,
+    task_id: str,
+    *,
+    grace_ms: int,
+    by: str | None,
+    reason: str,
+    interrupt: bool = False,
+) -> None:
     """Ask a running task to wrap up within ``grace_ms`` (graceful cancel, interrupt); an earlier, shorter
-    deadline already set stays."""
+    deadline already set stays. Its run gets one last turn and ends cancelled (``interrupt``: its
+    outcome's reason says interrupted)."""
     row = get_task(tx, task_id)
     deadline = tx.now_ms + grace_ms
-    write_inbox(
-        tx, task_id, CANCEL_KIND, by, {"reason": reason, "grace_s": grace_ms / 1000, "by": by}
-    )
+    payload: dict[str, Any] = {"reason": reason, "grace_s": grace_ms / 1000, "by": by}
+    if interrupt:
+        payload["interrupt"] = True
+    write_inbox(tx, task_id, CANCEL_KIND, by, payload)
     tx.execute(
         "UPDATE tasks SET cancel_at_ms = ?, updated_ms = ? WHERE id = ?"
         " AND (cancel_at_ms IS NULL OR cancel_at_ms > ?)",
