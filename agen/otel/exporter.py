@@ -2,7 +2,8 @@
 
 It never touches a run: runners write spans to the Store as always, and this task reads a run's
 spans once its ``run.finished`` event commits (a cursor over the events table, started at the
-current end). Spans go into a bounded queue; a sender drains it in batches through the SDK's
+current end), and the spans a ``run.spans`` event names (a stopped run's calls, added after the
+Hub ended it). Spans go into a bounded queue; a sender drains it in batches through the SDK's
 OTLP/HTTP exporter (its encoder, retries and timeout) on a worker thread. A slow or dead collector
 therefore only makes the queue fill: what does not fit is counted ``dropped``, what the exporter
 could not deliver ``failed``, and both show in GetMetrics, ``agen metrics``, /health and /metrics.
@@ -104,22 +105,32 @@ class SpanExport:
     async def _step(self) -> int:
         """Queue the spans of the next runs that finished; how many runs were read."""
         rows = await self.store.all(
-            "SELECT seq, run_id FROM events WHERE seq > ? AND type = 'run.finished' ORDER BY seq LIMIT ?",
+            "SELECT seq, type, run_id, data FROM events WHERE seq > ?"
+            " AND type IN ('run.finished', 'run.spans') ORDER BY seq LIMIT ?",
             (self._after, FOLLOW_BATCH),
         )
         for row in rows:
             try:
-                await self._enqueue_run(str(row["run_id"]))
+                if (
+                    row["type"] == "run.spans"
+                ):  # added to a run the Hub ended (agen/runner/records.py)
+                    only = [str(i) for i in loads(row["data"], {}).get("spans", [])]
+                    await self._enqueue_run(str(row["run_id"]), only)
+                else:
+                    await self._enqueue_run(str(row["run_id"]))
             except Exception:  # a bad row must not stop export; the log keeps it
                 log.exception("OTLP export: cannot read run %s", row["run_id"])
             self._after = int(row["seq"])
         return len(rows)
 
-    async def _enqueue_run(self, run_id: str) -> None:
+    async def _enqueue_run(self, run_id: str, only: list[str] | None = None) -> None:
+        """Queue the run's ended spans (``only``: just these, spans added after it ended)."""
         spans = await self.store.all(
             "SELECT * FROM spans WHERE run_id = ? AND ended_ms IS NOT NULL ORDER BY started_ms",
             (run_id,),
         )
+        if only is not None:
+            spans = [s for s in spans if s["id"] in only]
         run = await self.store.one("SELECT labels FROM runs WHERE id = ?", (run_id,))
         info = RunInfo(labels=loads(run["labels"], {}) if run else {})
         if self.config.content:

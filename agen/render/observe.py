@@ -288,6 +288,8 @@ def trace_tree(resp: GetTraceResponse) -> Tree:
         line.append(f" {_span_numbers(span)}")
         if failed:
             line.append(f"  {span.status}" + (f": {span.error}" if span.error else ""), style="red")
+        elif span.attrs.get("agen.suspended"):  # waited (an approval, a child, a hold)
+            line.append(f"  suspended ({span.attrs['agen.suspended']})", style="yellow")
         node = parent.add(line)
         for child in kids.get(span.id, []):
             add(node, child, depth + 1)

@@ -99,7 +99,24 @@ async def _one(
     t0 = _ms()
     span_id = w3c_span_id()  # what the call starts (a child task's run) hangs under this span
     tool = st.tools.get(call.name)
-    res = await _guarded(env, st, tool, call, index, verdict, span_id)
+    try:
+        res = await _guarded(env, st, tool, call, index, verdict, span_id)
+    except asyncio.CancelledError:  # the run was stopped in this call: its span says so
+        attrs: dict[str, Any] = {
+            "agen.tool.name": tool.name if tool else call.name,
+            "gen_ai.tool.call.id": call.id,
+            "agen.turn": st.turn,
+        }
+        st.add_span(
+            "agen.tool",
+            "cancelled",
+            attrs,
+            t0,
+            _ms(),
+            "the run was stopped during this call",
+            span_id,
+        )
+        raise
     res.tool = tool.name if tool else call.name
     if tool is not None and not res.is_error and res.suspend is None:
         res.content = st.redactor.redact(res.content)

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 from agen.bundle import Bundle
 from agen.domain import Outcome, OutcomeStatus, RunRow, RunStatus
 from agen.domain.prompt import system_prompt
+from agen.errors import FencedError
 from agen.runner import inbox
 from agen.runner.budgets import REASON_TEXT, Budget, Guards, RunLimits
 from agen.runner.calls import CallEnv, CallResult, execute_calls
@@ -27,7 +28,13 @@ from agen.runner.join import CHILDREN, check_turn, unfinished_children
 from agen.runner.policy import AllowAll, ApprovalGate, DenyAsks, ToolPolicy
 from agen.runner.providers import Account, build_accounts
 from agen.runner.providers.base import ModelRequest, ModelResponse
-from agen.runner.records import name_conversation, open_run, save_cassette
+from agen.runner.records import (
+    close_suspended_span,
+    name_conversation,
+    open_run,
+    record_stopped_spans,
+    save_cassette,
+)
 from agen.runner.redact import Redactor
 from agen.runner.resume import patch_history, plan_repair
 from agen.runner.review import is_reviewer, review, since_last_review
@@ -192,20 +199,17 @@ class Runner:
             watcher.add_done_callback(lambda _t: me.cancel() if cancel.is_set() else None)
         try:
             result = await self._drive(st)
+            why = result.suspended
+            if why is not None:
+                run_id, epoch, span = st.run_id, st.epoch, st.span_id
+                await self.store.write(
+                    lambda tx: close_suspended_span(tx, run_id, epoch, span, why)
+                )
         except asyncio.CancelledError:
             by_event = cancel is not None and cancel.is_set()
             if by_event and me is not None:
                 me.uncancel()
-            result = await despite_cancel(
-                self._end(
-                    st,
-                    Outcome(
-                        status=OutcomeStatus.CANCELLED,
-                        reason="cancelled",
-                        summary="the run was cancelled",
-                    ),
-                )
-            )
+            result = await despite_cancel(self._stopped(st))
             if not by_event:
                 raise
         finally:
@@ -219,6 +223,20 @@ class Runner:
         if me is not None and me.cancelling():  # stopped again while it wrapped up: end as stopped
             raise asyncio.CancelledError
         return result
+
+    async def _stopped(self, st: RunState) -> RunResult:
+        """The run was stopped: it ends cancelled. When the Hub ended it first (a cancelled task:
+        the run's record is closed and this owner fenced off), the spans of the calls it was in
+        are still added to that record."""
+        outcome = Outcome(
+            status=OutcomeStatus.CANCELLED, reason="cancelled", summary="the run was cancelled"
+        )
+        try:
+            return await self._end(st, outcome)
+        except FencedError:
+            spans = st.spans
+            await self.store.write(lambda tx: record_stopped_spans(tx, st.run_id, spans))
+            raise
 
     def _add_run_tools(self, st: RunState, tools: list[Tool]) -> None:
         by_wire_name([*self.tools.values(), *tools])  # a per-run server must not hide another tool

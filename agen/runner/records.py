@@ -217,6 +217,38 @@ def write_checkpoint(tx: Tx, cp: Checkpoint) -> tuple[bool, bool]:
     return held, inbox
 
 
+def close_suspended_span(tx: Tx, run_id: str, epoch: int, span_id: str, why: str) -> None:
+    """A run that suspends (an approval, a child, a hold) ends its span there, ``ok`` with
+    ``agen.suspended`` saying what it waits for: the run that resumes it opens a new one under it,
+    and only a run cut off by a crash reads ``interrupted``."""
+    tx.execute(
+        "UPDATE spans SET status = 'ok', ended_ms = ?, attrs = json_set(attrs, '$.\"agen.suspended\"', ?)"
+        " WHERE id = ? AND status = 'unfinished' AND EXISTS (SELECT 1 FROM runs WHERE id = ? AND epoch = ?)",
+        (tx.now_ms, why, span_id, run_id, epoch),
+    )
+
+
+def record_stopped_spans(tx: Tx, run_id: str, spans: list[tuple[Any, ...]]) -> None:
+    """A run the Hub already ended (its task was cancelled: ``end_run`` closed its spans and fenced
+    it off) adds what it still held: the spans of the calls it was in when it was stopped, with
+    status cancelled. Only to a run that is finished (a run another owner took over is theirs), and
+    with a ``run.spans`` event naming them, so the OTLP exporter sends them after the run's own."""
+    run = tx.one("SELECT namespace, deployment, task_id FROM runs WHERE id = ?", (run_id,))
+    if run is None or not spans:
+        return
+    if tx.scalar("SELECT finished_ms FROM runs WHERE id = ?", (run_id,)) is None:
+        return
+    tx.executemany(SPAN_SQL, spans)
+    tx.event(
+        run["namespace"],
+        "run.spans",
+        deployment=run["deployment"] or None,
+        task_id=run["task_id"],
+        run_id=run_id,
+        data={"spans": [s[0] for s in spans]},
+    )
+
+
 def name_conversation(tx: Tx, conversation_id: str, key: str) -> None:
     """Give a keyless conversation a key (and its session), so a later task with that key continues
     it: a detached child's reply (``async:<conversation>``). A conversation with a key keeps it."""

@@ -197,6 +197,37 @@ async def test_time_spent_waiting_for_a_person_does_not_count_against_the_runs_m
         assert log.read_text() == "ran\n"
 
 
+async def test_a_run_that_waited_for_its_approval_reads_suspended_in_its_trace_not_interrupted(
+    tmp_path: Path,
+) -> None:
+    from rich.console import Console
+
+    from agen.render.observe import trace_tree
+    from agen.wire.observe import GetTraceRequest
+
+    async with node_on(tmp_path / "hub.db") as node:
+        client = Client.in_process(node.hub)
+        bundle = gated_bundle(tmp_path / "b", tmp_path / "effects.log")
+        await client.call(r.CreateDeployment, CreateDeploymentRequest(files=files_b64(bundle)))
+        task = await submit(client)
+        await suspended(node.store, task.id)
+        approval = await pending_of(client, task.id)
+        await client.call(r.DecideApproval, DecideApprovalRequest(id=approval.id, approve=True))
+        assert (await wait(client, task.id)).state == "succeeded"
+        spans = await node.store.all(
+            "SELECT status, attrs FROM spans WHERE task_id = ? AND name = 'agen.run'"
+            " ORDER BY started_ms",
+            (task.id,),
+        )
+        assert [s["status"] for s in spans] == ["ok", "ok"]
+        assert json.loads(spans[0]["attrs"])["agen.suspended"] == f"approval:{approval.id}"
+        trace = await client.call(r.GetTrace, GetTraceRequest(id=task.id))
+    drawn = Console(width=200, record=True)
+    drawn.print(trace_tree(trace))
+    text = drawn.export_text()
+    assert "suspended" in text and "interrupted" not in text
+
+
 async def test_cancelling_a_waiting_task_closes_its_approval_and_deciding_it_is_a_conflict(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

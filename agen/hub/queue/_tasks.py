@@ -113,16 +113,38 @@ def requeue(
     task_event(tx, task, event, {"reason": reason, **(data or {})})
 
 
+SPAN_STATUS = {"succeeded": "ok", "cancelled": "cancelled"}  # a run's status as its span's
+
+
 def end_run(tx: Tx, task_id: str, status: RunStatus, reason: str) -> int:
-    """End the task's unfinished run and bump its epoch, so a host still running it is fenced off."""
-    return tx.execute(
-        "UPDATE runs SET status = ?, outcome = COALESCE(outcome, ?), finished_ms = ?, updated_ms = ?,"
-        " epoch = epoch + 1 WHERE task_id = ? AND finished_ms IS NULL",
-        (
-            status,
-            dumps(Outcome.ended(OutcomeStatus(status), reason).stored()),
-            tx.now_ms,
-            tx.now_ms,
-            task_id,
-        ),
+    """End the task's unfinished run and bump its epoch, so a host still running it is fenced off.
+
+    The run's record ends here too, as if it had ended itself: its open spans (the run's own, one
+    its host may still hold) are closed with the run's status, and ``run.finished`` is written, so
+    ``agen trace`` shows it ended and the OTLP exporter sends it."""
+    found = tx.one(
+        "SELECT id, namespace, deployment FROM runs WHERE task_id = ? AND finished_ms IS NULL",
+        (task_id,),
     )
+    if found is None:
+        return 0
+    outcome = Outcome.ended(OutcomeStatus(status), reason).stored()
+    n = tx.execute(
+        "UPDATE runs SET status = ?, outcome = COALESCE(outcome, ?), finished_ms = ?, updated_ms = ?,"
+        " epoch = epoch + 1 WHERE id = ? AND finished_ms IS NULL",
+        (status, dumps(outcome), tx.now_ms, tx.now_ms, found["id"]),
+    )
+    tx.execute(
+        "UPDATE spans SET status = ?, ended_ms = ? WHERE run_id = ? AND ended_ms IS NULL",
+        (SPAN_STATUS.get(status, "error"), tx.now_ms, found["id"]),
+    )
+    tx.event(
+        found["namespace"],
+        "run.finished",
+        deployment=found["deployment"] or None,
+        task_id=task_id,
+        run_id=found["id"],
+        data={"status": status, "outcome": outcome["status"], "reason": reason},
+        severity="warning",
+    )
+    return n
