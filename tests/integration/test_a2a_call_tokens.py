@@ -36,6 +36,7 @@ from agen.wire.deployments import CreateDeploymentRequest
 from agen.wire.tasks import (
     CancelTaskRequest,
     GetTaskRequest,
+    GetTaskTreeRequest,
     ListTasksRequest,
     SubmitTaskRequest,
 )
@@ -312,15 +313,18 @@ async def test_a_bundle_calls_another_deployment_over_a2a_by_name_and_by_its_gat
     boss_run = await stack.store.one("SELECT id, root_run_id FROM runs WHERE task_id = ?", (boss,))
     assert boss_run is not None
     helpers = await stack.store.all(
-        "SELECT t.depth, t.parent_run_id, t.parent_task_id, t.submitted_by, t.trust"
+        "SELECT t.depth, t.parent_run_id, t.parent_task_id, t.root_task_id, t.submitted_by, t.trust"
         " FROM tasks t WHERE t.deployment = 'helper' ORDER BY t.seq"
     )
     boss_trust = await stack.store.scalar("SELECT trust FROM tasks WHERE id = ?", (boss,))
     assert len(helpers) == 2
-    for h in helpers:  # A2A tasks in boss's tree (lineage from its agent token), not child tasks
-        assert (h["depth"], h["parent_run_id"], h["parent_task_id"]) == (1, boss_run["id"], None)
+    for h in helpers:  # A2A tasks in boss's tree (lineage from its agent token): its children
+        assert (h["depth"], h["parent_run_id"]) == (1, boss_run["id"])
+        assert (h["parent_task_id"], h["root_task_id"]) == (boss, boss)
         assert h["submitted_by"] == "agent:default/boss"
         assert h["trust"] == boss_trust  # the token carries the caller's trust, never more
+    tree = await stack.client.call(r.GetTaskTree, GetTaskTreeRequest(id=boss))
+    assert [n.task.deployment for n in tree.tasks] == ["boss", "helper", "helper"]  # agen tree
     # In boss's tree, their runs' requester is boss's run's (its submitter), not the calling agent.
     requesters = await stack.store.all(
         "SELECT r.requested_by FROM runs r JOIN tasks t ON t.id = r.task_id"

@@ -377,12 +377,15 @@ class Lineage:
     parent_run_id: str
     root_run_id: str
     depth: int
+    parent_task_id: str | None = None  # the calling run's task: the callee joins its tree
 
 
 def a2a_lineage(tx: Tx, caller_ns: str, caller_dep: str, parent_run_id: str) -> Lineage:
     """The lineage of a task an agent starts over A2A (seed 000 §10): its ``agen.parent_run_id``
-    must be a run of the calling deployment; root and depth come from that run's chain, never from
-    the claim, and the depth is checked against the caller's limits.maxDelegationDepth."""
+    must be a run of the calling deployment (named by the caller's call token, which the Hub signed);
+    root and depth come from that run's chain, never from the claim, and the depth is checked
+    against the caller's limits.maxDelegationDepth. The callee becomes a child of that run's task,
+    in its tree, as a call_agent child is (``agen tree`` shows it)."""
     run = tx.one(
         "SELECT id, namespace, deployment, task_id, root_run_id, parent_run_id FROM runs"
         " WHERE id = ?",
@@ -414,7 +417,8 @@ def a2a_lineage(tx: Tx, caller_ns: str, caller_dep: str, parent_run_id: str) -> 
             f"{caller_dep}; do this part yourself instead of delegating it",
             limit="maxDelegationDepth",
         )
-    return Lineage(str(run["id"]), str(run["root_run_id"] or run["id"]), depth)
+    task_id = str(run["task_id"]) if run["task_id"] else None
+    return Lineage(str(run["id"]), str(run["root_run_id"] or run["id"]), depth, task_id)
 
 
 def count_a2a_call(tx: Tx, task_id: str, call_key: str) -> None:
@@ -452,8 +456,13 @@ def _check_fan_out(
     tx: Tx, parent: TaskRow, run_id: str | None, root_run_id: str | None, limits: dict[str, Any]
 ) -> None:
     fan_out = _limit(limits, "maxFanOut", "max_fan_out", DEFAULT_MAX_FAN_OUT)
-    started = int(
-        tx.scalar("SELECT COUNT(*) FROM tasks WHERE parent_task_id = ?", (parent.id,)) or 0
+    started = int(  # an A2A callee (key a2a:…) is counted once, by its call below
+        tx.scalar(
+            "SELECT COUNT(*) FROM tasks WHERE parent_task_id = ?"
+            " AND (idempotency_key IS NULL OR idempotency_key NOT LIKE 'a2a:%')",
+            (parent.id,),
+        )
+        or 0
     )
     if run_id is not None and root_run_id is not None:
         started += _a2a_calls(tx, run_id, root_run_id)

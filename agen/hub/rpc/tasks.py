@@ -271,7 +271,7 @@ async def submit(
             overrides=req.overrides.stored() if req.overrides else None,
             submitted_by=p.subject,
             traceparent=check_traceparent(req.traceparent) if req.traceparent else None,
-            parent_task_id=parent_task_id,
+            parent_task_id=parent_task_id or (lineage.parent_task_id if lineage else None),
             on_parent_end=req.on_parent_end,
         )
         into = deliver(tx, current, new, queue_mode(current, req.delivery), by=p.subject)
