@@ -10,6 +10,7 @@ from a2a.types import Artifact, Message, Part, Role, Task, TaskState, TaskStatus
 from google.protobuf.json_format import MessageToDict
 
 from agen.errors import InvalidError
+from agen.otel.ids import received_traceparent
 from agen.wire.tasks import TERMINAL_STATES
 from agen.wire.tasks import Task as AgenTask
 
@@ -101,7 +102,7 @@ def read_message(message: Message, metadata: dict[str, Any]) -> Submission:
         text=text,
         context_id=message.context_id or new_context_id(),
         message_id=message.message_id or str(uuid.uuid4()),
-        traceparent=str(traceparent) if traceparent else None,
+        traceparent=received_traceparent(traceparent),  # an invalid one: a new trace
         labels=dict(labels),
         model_tier=str(tier) if tier else None,
         parent_run_id=parent or None,

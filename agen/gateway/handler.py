@@ -77,6 +77,7 @@ class Call:
     namespace: str
     deployment: str
     refusals: list[HTTPException] = field(default_factory=list)
+    traceparent: str | None = None  # the request's W3C header (the message's metadata wins)
 
 
 def _refuse(call: Call, e: HTTPException) -> HTTPException:
@@ -144,12 +145,12 @@ class AgenRequestHandler(RequestHandler):
                 conversation_key=convert.conversation_key(call.caller.id, sub.context_id),
                 idempotency_key=convert.idempotency_key(call.caller.id, sub.message_id),
                 labels=sub.labels,
-                traceparent=sub.traceparent,
+                traceparent=sub.traceparent or call.traceparent,
                 model_tier=sub.model_tier,  # checked by the model: one of low … max
                 # lineage only from an agent's call token (the Hub checks the run is the caller's)
                 parent_run_id=sub.parent_run_id if call.caller.is_agent else None,
             )
-        except ValidationError as e:  # traceparent, agen.model_tier, agen.labels from metadata
+        except ValidationError as e:  # agen.model_tier, agen.labels from metadata
             where = ", ".join(str(err["loc"][0]) for err in e.errors())
             raise InvalidParamsError(
                 message=f"A2A metadata not accepted ({where}): {e.errors()[0]['msg']}"

@@ -82,16 +82,23 @@ def check_traceparent(value: str, where: str = "traceparent") -> str:
     return value.strip()
 
 
-def header_traceparent(headers: Mapping[str, str]) -> str | None:
-    """The request's ``traceparent`` header when it is valid; an invalid one is ignored and the run
-    starts its own trace, as W3C trace-context asks of a receiver (§4.3)."""
-    value = next((v for k, v in headers.items() if k.lower() == "traceparent"), None)
-    if not value:
+def received_traceparent(value: object) -> str | None:
+    """A traceparent a caller sent, when it is valid; anything else (all-zero ids, another shape,
+    not a string) is ignored and the run starts its own trace, as W3C trace-context asks of a
+    receiver (§4.3), instead of refusing the call."""
+    if not isinstance(value, str) or not value:
         return None
     try:
         return check_traceparent(value)
     except InvalidError:
         return None
+
+
+def header_traceparent(headers: Mapping[str, str]) -> str | None:
+    """The request's ``traceparent`` header when it is valid (``received_traceparent``)."""
+    return received_traceparent(
+        next((v for k, v in headers.items() if k.lower() == "traceparent"), None)
+    )
 
 
 _SPAN_RANDOM = random.Random(os.urandom(32))  # private, as agen.store.base's ULIDs are

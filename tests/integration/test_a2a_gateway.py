@@ -319,6 +319,50 @@ async def test_trace_and_labels_in_a2a_metadata_reach_the_task_and_an_api_tokens
     assert row == {"depth": 0, "parent_run_id": None}
 
 
+async def test_a_traceparent_header_joins_the_callers_trace_and_an_invalid_one_starts_a_new_trace(
+    node: LocalNode, tmp_path: Path
+) -> None:
+    """W3C trace-context over HTTP: the Gateway reads the ``traceparent`` header as the API does
+    (metadata, when it has one, wins); an invalid traceparent (all-zero ids) in the header or in the
+    metadata is ignored and the run starts its own trace, never refusing the call (§4.3)."""
+    await _deploy(node, tmp_path, "traced", {"min": 0, "max": 1})
+    token = await _token(node, "operator")
+    trace = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    zeros = "00-00000000000000000000000000000000-0000000000000000-01"
+    async with _http(node) as gw:
+        by_header = await gw.post(
+            "/a2a/default/traced",
+            json=_send("hi", "m1"),
+            headers={**_auth(token), "traceparent": trace},
+        )
+        zero_meta = await gw.post(
+            "/a2a/default/traced",
+            json=_send("hi", "m2", meta={"traceparent": zeros}),
+            headers=_auth(token),
+        )
+        zero_header = await gw.post(
+            "/a2a/default/traced",
+            json=_send("hi", "m3"),
+            headers={**_auth(token), "traceparent": zeros},
+        )
+
+    async def trace_of(resp: Any) -> str:
+        body = resp.json()
+        assert resp.status_code == 200 and "result" in body, body
+        task_id = body["result"]["id"]
+        await Client.in_process(node.hub).call(
+            r.GetTask, GetTaskRequest(id=task_id, wait_seconds=30)
+        )
+        return str(
+            await node.hub.store.scalar("SELECT trace_id FROM runs WHERE task_id = ?", (task_id,))
+        )
+
+    assert await trace_of(by_header) == agen_trace_id("0af7651916cd43dd8448eb211c80319c")
+    for resp in (zero_meta, zero_header):  # accepted, in a trace of its own
+        own = await trace_of(resp)
+        assert own not in ("None", agen_trace_id("0" * 32))
+
+
 async def test_a_call_in_progress_keeps_its_instance_though_the_idle_timeout_is_zero(
     node: LocalNode, tmp_path: Path
 ) -> None:
