@@ -9,7 +9,7 @@ import pytest
 from agen.domain import LeasedTaskRow, TaskRow
 from agen.hub import queue as q
 from agen.hub.queue import trees
-from agen.store import Store, Tx
+from agen.store import Store, Tx, loads
 from tests.unit.queue_helpers import add_deployment, new_task
 
 LEASE = 30_000
@@ -127,3 +127,47 @@ async def test_graceful_cancel_asks_running_tasks_to_wrap_up_and_the_sweep_stops
     stopped = await store.write(lambda tx: trees.cancel_overdue(tx, at + 5_000))
     assert set(stopped) == {root.id, running.id}
     assert await state(store, running.id) == "cancelled"
+
+
+async def test_cancelling_a_running_task_ends_its_runs_record_spans_and_event_included(
+    store: Store, dep: str
+) -> None:
+    """The Hub's end of a run is the run's end in its trace too: its open spans close with status
+    cancelled and run.finished is written (what `agen trace` and the OTLP exporter follow)."""
+    from agen.runner.records import SPAN_SQL
+    from tests.unit.queue_helpers import add_run
+
+    task = await submit(store, dep, "work")
+    await lease_all(store, dep)
+
+    def open_run(tx: Tx) -> str:
+        run_id = add_run(tx, task.id)
+        for span_id, name in ((run_id, "agen.run"), (f"{run_id}x", "agen.tool")):
+            tx.execute(
+                SPAN_SQL,
+                (
+                    span_id,
+                    "t" * 32,
+                    None,
+                    run_id,
+                    task.id,
+                    "default",
+                    "d",
+                    name,
+                    "unfinished",
+                    "{}",
+                    None,
+                    tx.now_ms,
+                    None,
+                ),
+            )
+        return run_id
+
+    run_id = await store.write(open_run)
+    await store.write(lambda tx: q.cancel_task(tx, task.id, by="test"))
+    spans = await store.all("SELECT status, ended_ms FROM spans WHERE run_id = ?", (run_id,))
+    assert [(s["status"], s["ended_ms"] is not None) for s in spans] == [("cancelled", True)] * 2
+    finished = await store.all(
+        "SELECT data FROM events WHERE run_id = ? AND type = 'run.finished'", (run_id,)
+    )
+    assert [loads(e["data"])["status"] for e in finished] == ["cancelled"]
