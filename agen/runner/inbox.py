@@ -49,6 +49,17 @@ def wrap_up_reason(payload: Any) -> str:
     return "interrupted" if isinstance(payload, dict) and payload.get("interrupt") else "cancelled"
 
 
+async def wrapping_up(store: Store, task_id: str) -> str | None:
+    """A resumed run's wrap-up: a cancel row its task's run already read means that run was in its
+    last turn (or suspended right after reading it) when it stopped, and so is the resumed one."""
+    row = await store.one(
+        "SELECT payload FROM run_inbox WHERE task_id = ? AND kind = 'cancel'"
+        " AND consumed_ms IS NOT NULL ORDER BY created_ms LIMIT 1",
+        (task_id,),
+    )
+    return None if row is None else wrap_up_reason(loads(row["payload"]))
+
+
 async def pending(store: Store, task_id: str) -> list[dict[str, Any]]:
     """Unclaimed rows this module turns into messages, oldest first."""
     return list(await store.all(_PENDING, (task_id,)))

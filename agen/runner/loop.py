@@ -169,6 +169,8 @@ class Runner:
             return RunResult(run_id=row.id, status=row.status, outcome=outcome, epoch=row.epoch)
         st = await self._state(req, row, opened.resumed, events, cancel, opened.messages)
         st.held, st.inbox = opened.held, opened.inbox
+        if st.resumed and st.task_id is not None:  # stopped in its last turn: still its last
+            st.wrap_up = await inbox.wrapping_up(self.store, st.task_id)
         scope = await self.extras.begin(req, st.run_id) if self.extras is not None else None
         if scope is not None:
             st.workspace = scope.workspace_path

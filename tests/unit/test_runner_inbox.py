@@ -3,9 +3,12 @@ wrap-up request and a steer each reach the model as a user message, claimed with
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from pathlib import Path
 from typing import Any
 
+from agen.errors import FencedError
 from agen.hub.queue.holds import write_inbox
 from agen.runner.types import RunRequest
 from agen.store import SQLiteStore, Store, Tx
@@ -113,6 +116,42 @@ async def test_an_interrupted_run_that_ignores_the_wrap_up_still_ends_after_one_
     assert res.status == "cancelled" and res.outcome.reason == "interrupted"
     assert res.outcome.summary == "still working"  # what the model said in its last turn
     assert len(cap.requests) == 2 and len(tool.calls) == 1
+    await store.close()
+
+
+async def test_a_run_resumed_after_it_was_stopped_in_its_last_turn_still_ends_after_one_turn(
+    tmp_path: Path,
+) -> None:
+    """The host died during the last turn (here: its runner is left hanging in a call and another
+    owner claims the run): the resumed run is still wrapping up, so it gets one turn and ends
+    cancelled instead of working on through the rest of its script."""
+    store = await open_store(tmp_path)
+    task_id = await _task(store)
+    tool = _cancel_during_step(store, task_id, {"reason": "user asked", "grace_s": 20})
+    inside = asyncio.Event()
+
+    async def hang(args: dict[str, Any]) -> str:
+        inside.set()
+        await asyncio.sleep(60)
+        return "never"
+
+    turns = script(
+        call("work_step"),
+        call("look"),  # the last turn: a call without side effects, cut off by the "crash"
+        call("work_step"),
+        call("work_step"),
+        call("finish", summary="all steps done"),
+    )
+    old, _ = await capturing_runner(store, make(turns), tool, FnTool("look", hang))
+    stuck = asyncio.create_task(old.run(RunRequest(input="do steps", task_id=task_id)))
+    await asyncio.wait_for(inside.wait(), 30)
+    new, cap = await capturing_runner(store, make(turns), tool, FnTool("look", _ok), owner="b")
+    res = await new.run(RunRequest(input="do steps", task_id=task_id, attempt=2))
+    stuck.cancel()
+    with contextlib.suppress(asyncio.CancelledError, FencedError):  # the old owner is fenced off
+        await stuck
+    assert res.resumed and res.status == "cancelled" and res.outcome.reason == "cancelled"
+    assert len(cap.requests) == 1 and len(tool.calls) == 1  # one turn, no step after the cancel
     await store.close()
 
 
