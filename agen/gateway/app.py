@@ -25,7 +25,6 @@ from agen.gateway.auth import HttpHubLink, HubLink, KeyFetch, KeyRing, authentic
 from agen.gateway.card import card_json
 from agen.gateway.handler import CALL_STATE, AgenRequestHandler, Call
 from agen.gateway.wake import WaitingCalls, WakePolicy
-from agen.otel.ids import header_traceparent
 from agen.wire.agents import ResolveAgentRequest
 
 CARD_PATH = "/.well-known/agent-card.json"
@@ -86,12 +85,7 @@ def create_gateway_app(
             )
         except AgenError as e:
             return _error(e)
-        call = Call(
-            caller=caller,
-            namespace=ns,
-            deployment=dep,
-            traceparent=header_traceparent(request.headers),
-        )
+        call = Call(caller=caller, namespace=ns, deployment=dep)
         request.state.agen_call = call
         try:
             response = await dispatcher.handle_requests(request)

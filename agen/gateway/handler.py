@@ -58,6 +58,7 @@ from agen.gateway.wake import (
     unavailable,
     wait_started,
 )
+from agen.otel.ids import header_traceparent
 from agen.wire import tasks as wt
 
 RUN_TIMEOUT_S = 3600.0  # seed 000 §10: a Gateway gives an instance at most 1 h to answer
@@ -77,7 +78,6 @@ class Call:
     namespace: str
     deployment: str
     refusals: list[HTTPException] = field(default_factory=list)
-    traceparent: str | None = None  # the request's W3C header (the message's metadata wins)
 
 
 def _refuse(call: Call, e: HTTPException) -> HTTPException:
@@ -119,8 +119,9 @@ class AgenRequestHandler(RequestHandler):
     # --- sending ---
 
     async def _submit(
-        self, client: Client, call: Call, params: SendMessageRequest
+        self, client: Client, call: Call, params: SendMessageRequest, traceparent: str | None
     ) -> tuple[wt.Task, str]:
+        """``traceparent``: the request's W3C header; the message's metadata, when it has one, wins."""
         if params.message.task_id:
             raise InvalidParamsError(
                 message="not supported yet: continuing an A2A task by taskId; send a new message "
@@ -145,7 +146,7 @@ class AgenRequestHandler(RequestHandler):
                 conversation_key=convert.conversation_key(call.caller.id, sub.context_id),
                 idempotency_key=convert.idempotency_key(call.caller.id, sub.message_id),
                 labels=sub.labels,
-                traceparent=sub.traceparent or call.traceparent,
+                traceparent=sub.traceparent or traceparent,
                 model_tier=sub.model_tier,  # checked by the model: one of low … max
                 # lineage only from an agent's call token (the Hub checks the run is the caller's)
                 parent_run_id=sub.parent_run_id if call.caller.is_agent else None,
@@ -192,7 +193,9 @@ class AgenRequestHandler(RequestHandler):
         call = _call(context)
         async with self.link.client(call.caller.token) as client:
             try:
-                task, context_id = await self._submit(client, call, params)
+                task, context_id = await self._submit(
+                    client, call, params, header_traceparent(context.state.get("headers") or {})
+                )
                 if not params.configuration.return_immediately:
                     task = await self._started(client, call, task)
                     task = await self._until_ended(client, task, poll_s=60)
@@ -206,7 +209,9 @@ class AgenRequestHandler(RequestHandler):
         call = _call(context)
         async with self.link.client(call.caller.token) as client:
             try:
-                task, context_id = await self._submit(client, call, params)
+                task, context_id = await self._submit(
+                    client, call, params, header_traceparent(context.state.get("headers") or {})
+                )
                 task = await self._started(client, call, task)
                 yield convert.to_a2a(task, context_id)
                 progress = task.progress

@@ -9,6 +9,8 @@ from agen.errors import FencedError, NotFoundError
 from agen.hub.queue.locks import release_task_locks
 from agen.store import Tx, dumps
 
+SPAN_STATUS = {"succeeded": "ok", "cancelled": "cancelled"}  # a run's status as its span's
+
 __all__ = ["LIVE", "TERMINAL", "UNFINISHED", "URGENT"]
 
 URGENT = 0
@@ -111,9 +113,6 @@ def requeue(
     )
     release_task_locks(tx, task.id)
     task_event(tx, task, event, {"reason": reason, **(data or {})})
-
-
-SPAN_STATUS = {"succeeded": "ok", "cancelled": "cancelled"}  # a run's status as its span's
 
 
 def end_run(tx: Tx, task_id: str, status: RunStatus, reason: str) -> int:
