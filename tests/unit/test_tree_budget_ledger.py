@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from agen.domain import TaskRow
 from agen.hub import queue as q
 from agen.hub.queue.delegation import submit_child
 from agen.store import Store, Tx, loads
@@ -57,7 +58,11 @@ async def children(
             call_key=f"start:{run_id}.{turn}.{i}",
             siblings=n,
         )
-        row, _ = await store.write(lambda tx, req=req: submit_child(tx, req, None))
+
+        def fn(tx: Tx, req: SubmitChildTaskRequest = req) -> TaskRow:
+            return submit_child(tx, req, None)[0]
+
+        row = await store.write(fn)
         out.append((row.id, reserved(row.overrides)))
     return out
 
