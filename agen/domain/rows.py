@@ -65,7 +65,7 @@ def _reader(
 
 
 class TaskRow(NamedTuple):
-    """One row of ``tasks`` (agen/store/migrations/0001_core.sql, 0005, 0010, 0011, 0018, 0019)."""
+    """One row of ``tasks`` (agen/store/migrations/0001_core.sql, 0005, 0010, 0011, 0018, 0019, 0025)."""
 
     id: str
     namespace: str
@@ -116,6 +116,7 @@ class TaskRow(NamedTuple):
     traceparent: str | None = None
     started_ms: int | None = None
     finished_ms: int | None = None
+    lost_before_start: int = 0  # leases lost with their host before the run started (not attempts)
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> TaskRow:

@@ -108,3 +108,15 @@ def add_run(tx: Tx, task_id: str, *, namespace: str = "default", deployment: str
         ),
     )
     return run_id
+
+
+def resume_run(
+    tx: Tx, run_id: str, task_id: str, at_ms: int, *, namespace: str = "default"
+) -> None:
+    """The run opened or resumed by its host at ``at_ms``: the new top-level ``agen.run`` span the
+    runner writes then (runner/records.py)."""
+    tx.execute(
+        "INSERT INTO spans (id, trace_id, run_id, task_id, namespace, deployment, name, status,"
+        " started_ms) VALUES (?,?,?,?,?,?,?,?,?)",
+        (new_ulid(), "t" * 32, run_id, task_id, namespace, "d", "agen.run", "unfinished", at_ms),
+    )

@@ -10,8 +10,9 @@ import pytest
 from agen.domain import LeasedTaskRow, TaskRow
 from agen.errors import FencedError
 from agen.hub import queue as q
+from agen.hub.fleet.instances import register_nest
 from agen.store import Store, Tx
-from tests.unit.queue_helpers import add_deployment, add_run, new_task
+from tests.unit.queue_helpers import add_deployment, add_run, new_task, resume_run
 
 LEASE = 30_000
 
@@ -123,6 +124,7 @@ async def test_lease_expiry_requeues_and_fifth_expiry_fails_task_and_fences_run(
     for attempt in range(1, q.MAX_ATTEMPTS + 1):
         [got] = await lease(store, dep, now_ms=now)
         assert got.task.attempts == attempt
+        await store.write(lambda tx, n=now: resume_run(tx, run_id, t.id, n))  # type: ignore[misc]
         now = (got.task.lease_expires_ms or 0) + 1
         [res] = await store.write(lambda tx, n=now: q.expire_leases(tx, n))  # type: ignore[misc]
         assert res.action == ("failed" if attempt == q.MAX_ATTEMPTS else "requeued")
@@ -155,12 +157,74 @@ async def test_release_by_a_host_that_could_not_take_it_does_not_count_an_attemp
         )
         assert back.state == "queued" and back.attempts == 0 and back.lease_id is None
     counted = (await lease(store, dep))[0]
+    run_id = await store.write(lambda tx: add_run(tx, t.id))
+    await store.write(lambda tx: resume_run(tx, run_id, t.id, tx.now_ms))
     back = await store.write(
         lambda tx: q.release_task(tx, t.id, counted.lease_id, count_attempt=True)
     )
     assert back.attempts == 1
     log = await store.all("SELECT message FROM deployment_logs ORDER BY seq")
     assert "instance full (attempt not counted)" in log[0]["message"]
+
+
+async def test_leases_lost_before_the_run_started_are_the_hosts_and_a_poison_task_still_ends(
+    store: Store,
+) -> None:
+    """A host that dies after leasing, before the run opens (restarted, its lease expired, or its
+    instance died), costs the task no attempt; MAX_LOST_BEFORE_START such losses end it (issue #31)."""
+    dep = await setup(store)
+    t = await submit(store, dep)
+    nest_id = await store.write(lambda tx: register_nest(tx, "n1", capacity=4))
+
+    async def lease_on_nest() -> LeasedTaskRow:
+        [got] = await store.write(
+            lambda tx: q.lease_tasks(
+                tx, deployment_id=dep, nest_id=nest_id, instance_id="i1", limit=1, lease_ms=LEASE
+            )
+        )
+        assert got.task.attempts == 1  # the lease in hand is the only one that counts
+        return got
+
+    for lost in range(1, q.MAX_LOST_BEFORE_START):
+        got = await lease_on_nest()
+        if lost % 3 == 0:  # its lease ran out while the host was gone
+            await store.write(
+                lambda tx, g=got: q.expire_leases(tx, (g.task.lease_expires_ms or 0) + 1)  # type: ignore[misc]
+            )
+        elif lost % 3 == 1:  # the Nest came back and enrolled again
+            await store.write(lambda tx: register_nest(tx, "n1", capacity=4))
+        else:  # the host of the instance died; the Nest gave the task back
+            await store.write(
+                lambda tx, g=got: q.release_task(tx, t.id, g.lease_id, count_attempt=True)  # type: ignore[misc]
+            )
+        row = await store.one(
+            "SELECT state, attempts, lost_before_start FROM tasks WHERE id = ?", (t.id,)
+        )
+        assert row == {"state": "queued", "attempts": 0, "lost_before_start": lost}
+    await lease_on_nest()
+    await store.write(lambda tx: register_nest(tx, "n1", capacity=4))
+    row = await store.one("SELECT state, error, outcome FROM tasks WHERE id = ?", (t.id,))
+    assert row is not None and row["state"] == "failed"
+    assert row["error"] == (
+        f"task failed: its host was lost {q.MAX_LOST_BEFORE_START} times after leasing it and before"
+        f" its run started (max {q.MAX_LOST_BEFORE_START}); the task may be what stops its host;"
+        " last: nest n1 restarted"
+    )
+    logs = await store.all(
+        "SELECT message FROM deployment_logs WHERE deployment = 'd' ORDER BY seq"
+    )
+    assert all("not an attempt" in r["message"] for r in logs), logs
+
+
+async def test_a_lease_whose_run_started_without_progress_is_an_attempt(store: Store) -> None:
+    dep = await setup(store)
+    t = await submit(store, dep)
+    run_id = await store.write(lambda tx: add_run(tx, t.id))
+    [got] = await lease(store, dep)
+    await store.write(lambda tx: resume_run(tx, run_id, t.id, tx.now_ms))
+    await store.write(lambda tx: q.release_task(tx, t.id, got.lease_id, count_attempt=True))
+    row = await store.one("SELECT attempts, lost_before_start FROM tasks WHERE id = ?", (t.id,))
+    assert row == {"attempts": 1, "lost_before_start": 0}
 
 
 async def test_priority_orders_within_a_deployment_never_across(store: Store) -> None:

@@ -39,6 +39,7 @@ from agen.hub.queue.holds import (
 from agen.hub.queue.lease import (
     CONVERSATION_FREE_SQL,
     MAX_ATTEMPTS,
+    MAX_LOST_BEFORE_START,
     cancel_task,
     complete_task,
     expire_leases,
@@ -56,6 +57,7 @@ from agen.store.base import new_ulid
 
 __all__ = [
     "MAX_ATTEMPTS",
+    "MAX_LOST_BEFORE_START",
     "PRIORITIES",
     "NewTask",
     "QueueCounts",

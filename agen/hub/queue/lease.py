@@ -7,16 +7,22 @@ selects candidates and then updates each with ``WHERE state = 'queued'``, so the
 same code stays correct under Postgres ``FOR UPDATE SKIP LOCKED``.
 
 ``attempts`` counts leases that did not end cleanly plus the current one: a lease
-adds one; a release the host could not use and a suspend give it back. So does a lease lost
-with its host (expired, or voided by the Nest's restart) when the run recorded progress
-during it: a crash of the whole process is not the task's fault while it was moving, and a
-task whose host keeps dying without progress still ends after MAX_ATTEMPTS.
+adds one; a release the host could not use and a suspend give it back. A lease lost with its
+host (expired, voided by the Nest's restart, released by a host that died) is judged by what
+the run did during it (``judge_lost_lease``):
+
+- the run recorded progress: not counted (a crash is not the task's fault while it was moving);
+- the run never started (no run opened or resumed since the lease began): not an attempt either,
+  the loss is the host's; it counts in ``lost_before_start`` instead, and a task whose lease kills
+  its host every time still ends, after MAX_LOST_BEFORE_START such losses;
+- the run started and made no progress: an attempt, and the MAX_ATTEMPTS-th fails the task.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from agen.domain import (
@@ -50,6 +56,10 @@ from agen.store.base import new_ulid
 from agen.store.pg_locks import serialize_leasing
 
 MAX_ATTEMPTS = 5
+MAX_LOST_BEFORE_START = 15
+"""Leases lost with their host before the run started, before the task fails: higher than MAX_ATTEMPTS
+because such a loss says more about the host than the task (a crash under load takes every lease it
+held), yet finite, so a task that kills its host before its run opens still ends."""
 COMPLETE_STATES = (TaskState.SUCCEEDED, TaskState.FAILED, TaskState.CANCELLED)
 
 # Head-of-conversation rule: no other unfinished task of the key is in flight, and none
@@ -460,28 +470,96 @@ def release_task(
     """
     row = fenced_task(tx, task_id, lease_id)
     why = reason or ("host could not take it" if not count_attempt else "host stopped mid-task")
-    if count_attempt and progressed_during_lease(tx, row):
-        count_attempt = False
-        why += "; the run made progress"
-    deployment_log(
-        tx,
-        row,
-        f"task {task_id} released by instance {row.lease_instance_id or '-'}: {why}"
-        f"{'' if count_attempt else ' (attempt not counted)'}",
-        instance_id=row.lease_instance_id,
-    )
-    if count_attempt and row.attempts >= MAX_ATTEMPTS:
-        _fail_max_attempts(tx, row, why)
-    else:
+    if not count_attempt:
+        deployment_log(
+            tx,
+            row,
+            f"task {task_id} released by instance {row.lease_instance_id or '-'}: {why}"
+            " (attempt not counted)",
+            instance_id=row.lease_instance_id,
+        )
         requeue(
             tx,
             row,
             reason=why,
-            attempt_delta=0 if count_attempt else -1,
+            attempt_delta=-1,
             event="task.released",
-            data={"count_attempt": count_attempt},
+            data={"count_attempt": False},
         )
+        return get_task(tx, task_id)
+    loss = judge_lost_lease(tx, row)
+    deployment_log(
+        tx,
+        row,
+        f"task {task_id} released by instance {row.lease_instance_id or '-'}: {why}"
+        f"{_LOSS_NOTE[loss]}",
+        instance_id=row.lease_instance_id,
+    )
+    _after_lost_lease(tx, row, loss, why, event="task.released", data={})
     return get_task(tx, task_id)
+
+
+class LeaseLoss(StrEnum):
+    """What a lease lost with its host (expired, voided, its host died) says about the task."""
+
+    PROGRESSED = "progressed"  # the run recorded progress during it: not counted
+    NOT_STARTED = "not_started"  # the run never started during it: the host's loss, not an attempt
+    ATTEMPT = "attempt"  # the run started and made no progress: an attempt
+
+
+_LOSS_NOTE = {
+    LeaseLoss.PROGRESSED: "; the run made progress (attempt not counted)",
+    LeaseLoss.NOT_STARTED: "; its run had not started (charged to the host, not an attempt)",
+    LeaseLoss.ATTEMPT: "",
+}
+
+
+def judge_lost_lease(tx: Tx, row: TaskRow) -> LeaseLoss:
+    """Whether the lease the task is losing with its host counts against the task (module docstring)."""
+    if progressed_during_lease(tx, row):
+        return LeaseLoss.PROGRESSED
+    if not run_started_during_lease(tx, row):
+        return LeaseLoss.NOT_STARTED
+    return LeaseLoss.ATTEMPT
+
+
+def _after_lost_lease(
+    tx: Tx,
+    row: TaskRow,
+    loss: LeaseLoss,
+    why: str,
+    *,
+    event: str,
+    data: dict[str, Any],
+    reason: str | None = None,
+) -> bool:
+    """Requeue a task whose lease was lost with its host (``reason`` on its event, ``why`` by
+    default), or fail it when its limit is reached (``why`` in the error); True when it failed. The
+    event says whether the attempt counted and, for a lease lost before the run started, how many of
+    those the task has had."""
+    reason = reason or why
+    if loss is LeaseLoss.ATTEMPT:
+        if row.attempts >= MAX_ATTEMPTS:
+            _fail_max_attempts(tx, row, why)
+            return True
+        requeue(tx, row, reason=reason, event=event, data={**data, "count_attempt": True})
+        return False
+    if loss is LeaseLoss.NOT_STARTED:
+        lost = row.lost_before_start + 1
+        if lost >= MAX_LOST_BEFORE_START:
+            _fail_lost_before_start(tx, row, lost, why)
+            return True
+        tx.execute("UPDATE tasks SET lost_before_start = ? WHERE id = ?", (lost, row.id))
+        data = {**data, "lost_before_start": lost}
+    requeue(
+        tx,
+        row,
+        reason=reason,
+        attempt_delta=-1,
+        event=event,
+        data={**data, "count_attempt": False},
+    )
+    return False
 
 
 def suspend_task(tx: Tx, task_id: str, lease_id: str, wait_for: str) -> TaskRow:
@@ -533,6 +611,38 @@ def _fail_max_attempts(tx: Tx, row: TaskRow, last: str) -> None:
     end_run(tx, row.id, RunStatus.FAILED, "max_attempts")
 
 
+def _fail_lost_before_start(tx: Tx, row: TaskRow, lost: int, last: str) -> None:
+    error = (
+        f"task failed: its host was lost {lost} times after leasing it and before its run started"
+        f" (max {MAX_LOST_BEFORE_START}); the task may be what stops its host; last: {last}"
+    )
+    tx.execute("UPDATE tasks SET lost_before_start = ? WHERE id = ?", (lost, row.id))
+    finish_task(
+        tx,
+        row,
+        TaskState.FAILED,
+        outcome=Outcome.ended(OutcomeStatus.FAILED, "max_attempts", error).stored(),
+        error=error,
+        data={"reason": "max_attempts", "lost_before_start": lost},
+    )
+    end_run(tx, row.id, RunStatus.FAILED, "max_attempts")
+
+
+def run_started_during_lease(tx: Tx, row: TaskRow) -> bool:
+    """Did the task's run open or resume since its current lease began? Each open and each claim of
+    the run writes a new top-level ``agen.run`` span (runner/records.py), so a span started since the
+    lease says the run started; a lease without a start time is taken as started."""
+    if not row.leased_ms:
+        return True
+    return bool(
+        tx.scalar(
+            "SELECT 1 FROM runs r JOIN spans s ON s.run_id = r.id WHERE r.task_id = ?"
+            " AND s.name = 'agen.run' AND s.started_ms >= ? LIMIT 1",
+            (row.id, row.leased_ms),
+        )
+    )
+
+
 def progressed_during_lease(tx: Tx, row: TaskRow) -> bool:
     """Did the task's run checkpoint a model turn or a tool result since its current lease began?"""
     if not row.leased_ms:
@@ -581,44 +691,38 @@ def expire_leases(
     out: list[ExpiredLease] = []
     for row in rows:
         where = f"nest {row.lease_nest_id}, instance {row.lease_instance_id or '-'}"
-        progressed = progressed_during_lease(tx, row)
+        loss = judge_lost_lease(tx, row)
         deployment_log(
             tx,
             row,
             f"lease {row.lease_id} of task {row.id} expired ({where}); "
-            + (
-                "the run made progress, so the attempt is not counted"
-                if progressed
-                else f"attempt {row.attempts} of {MAX_ATTEMPTS}"
-            ),
+            + {
+                LeaseLoss.PROGRESSED: "the run made progress, so the attempt is not counted",
+                LeaseLoss.NOT_STARTED: "its run had not started: charged to the host, not an attempt"
+                f" (lost before start {row.lost_before_start + 1} of {MAX_LOST_BEFORE_START})",
+                LeaseLoss.ATTEMPT: f"attempt {row.attempts} of {MAX_ATTEMPTS}",
+            }[loss],
             level="warning",
             instance_id=row.lease_instance_id,
         )
-        if progressed:
-            requeue(
-                tx,
-                row,
-                reason="lease_expired",
-                attempt_delta=-1,
-                data={
-                    "lease_id": row.lease_id,
-                    "attempts": row.attempts - 1,
-                    "count_attempt": False,
-                },
+        counted = loss is LeaseLoss.ATTEMPT
+        failed = _after_lost_lease(
+            tx,
+            row,
+            loss,
+            f"lease expired on {where}",
+            reason="lease_expired",
+            event="task.requeued",
+            data={
+                "lease_id": row.lease_id,
+                "attempts": row.attempts if counted else row.attempts - 1,
+            },
+        )
+        out.append(
+            ExpiredLease(
+                row.id, row.deployment_id, "failed" if failed else "requeued", row.attempts
             )
-            action = "requeued"
-        elif row.attempts >= MAX_ATTEMPTS:
-            _fail_max_attempts(tx, row, f"lease expired on {where}")
-            action = "failed"
-        else:
-            requeue(
-                tx,
-                row,
-                reason="lease_expired",
-                data={"lease_id": row.lease_id, "attempts": row.attempts},
-            )
-            action = "requeued"
-        out.append(ExpiredLease(row.id, row.deployment_id, action, row.attempts))
+        )
     return out
 
 

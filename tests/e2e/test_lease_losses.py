@@ -1,0 +1,111 @@
+"""A host killed right after leasing, before the task's run starts, over and over (issue #31): each
+loss is the host's, not an attempt of the task, which succeeds once a host lives long enough.
+
+The pause between leasing and the run's start is a real one: with ``--backend process`` the run opens
+in the instance's child ``agen host serve``, which the test stops (SIGSTOP) before the task is leased;
+the Nest leases, hands the task to the stopped host, and the test SIGKILLs `agen up` (its hosts die
+with it). A task hold (``agen pause``) keeps the restarted Nest from leasing the task again before
+the test has stopped the new host; ``agen resume`` hands it over."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.harness import Up, wait_until
+from tests.e2e.test_graceful_drain import child_pids
+from tests.fleet_helpers import write_bundle
+
+KILLS = 10
+
+
+def _lease(db: Path, task_id: str) -> tuple[str, str | None]:
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as c:
+        state, lease_id = c.execute(
+            "SELECT state, lease_id FROM tasks WHERE id = ?", (task_id,)
+        ).fetchone()
+    return str(state), lease_id
+
+
+def _stopped_ready_host(up: Up, db: Path, seen: set[str]) -> int:
+    """Wait for a new instance to be ready, then stop its host process; returns the host's pid."""
+    assert up.proc is not None
+    proc = up.proc
+
+    def ready() -> str | None:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as c:
+            rows = c.execute("SELECT id FROM instances WHERE state IN ('ready', 'busy')").fetchall()
+        fresh = [r[0] for r in rows if r[0] not in seen]
+        return fresh[0] if fresh else None
+
+    seen.add(wait_until(ready, timeout_s=60, what="a ready instance"))
+    [host] = [
+        p
+        for p in child_pids(proc.pid)
+        if b"host\x00serve" in Path(f"/proc/{p}/cmdline").read_bytes()
+    ]
+    os.kill(host, signal.SIGSTOP)
+    return host
+
+
+@pytest.mark.slow
+def test_a_task_whose_host_is_killed_right_after_leasing_ten_times_still_succeeds(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    db = home / "agen.db"
+    bundle = write_bundle(
+        tmp_path / "steady",
+        "steady",
+        script=[{"text": "done at last"}],
+        config={"scale": {"min": 1, "max": 1}},
+    )
+    seen: set[str] = set()
+    up = Up(home, args=("--backend", "process")).start()
+    try:
+        up.agen("deploy", str(bundle))
+        _stopped_ready_host(up, db, seen)
+        task_id = up.agen("run", "steady", "go", "--no-wait").stdout.strip()
+        leases: list[str] = []
+        for kill in range(1, KILLS + 1):
+            if kill > 1:
+                _stopped_ready_host(up, db, seen)
+                up.agen("resume", task_id)
+
+            def leased() -> str | None:
+                state, lease_id = _lease(db, task_id)
+                fresh = state in ("leased", "running") and lease_id not in (None, *leases)
+                return lease_id if fresh else None
+
+            leases.append(wait_until(leased, timeout_s=60, what=f"lease {kill}"))
+            up.agen("pause", task_id)  # the restarted Nest waits for the test's resume
+            up.kill()  # right after leasing: the stopped host never opened the run
+            up = Up(home, args=("--backend", "process")).start()
+        up.agen("resume", task_id)
+        result = up.agen("wait", task_id, "--timeout", "120s", check=False)
+        assert result.returncode == 0, result.stderr + (home / "up.log").read_text()[-3000:]
+        assert result.stdout.strip() == "done at last"
+    finally:
+        up.stop()
+    with sqlite3.connect(db) as c:
+        state, attempts, lost, error = c.execute(
+            "SELECT state, attempts, lost_before_start, error FROM tasks WHERE id = ?", (task_id,)
+        ).fetchone()
+        runs = c.execute("SELECT COUNT(*) FROM runs WHERE task_id = ?", (task_id,)).fetchone()[0]
+        logs = [
+            r[0]
+            for r in c.execute(
+                "SELECT message FROM deployment_logs WHERE message LIKE ? ORDER BY seq",
+                (f"task {task_id} released%",),
+            )
+        ]
+    assert (state, attempts, lost, error, runs) == ("succeeded", 1, KILLS, None, 1)
+    assert len(logs) == KILLS and all(
+        "nest local restarted; its run had not started (charged to the host, not an attempt)"
+        in line
+        for line in logs
+    ), logs
