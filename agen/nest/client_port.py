@@ -88,15 +88,15 @@ class ClientHubPort:
     async def mark_running(self, lease: m.LeaseRef) -> None:
         await self.client.call(r.MarkRunning, m.MarkRunningRequest(lease=lease))
 
-    async def extend(self, leases: list[m.LeaseRef], lease_ms: int) -> list[str]:
-        lost: list[str] = []
+    async def extend(self, leases: list[m.LeaseRef], lease_ms: int) -> list[m.LeaseExtension]:
+        answers: list[m.LeaseExtension] = []
         for i in range(0, len(leases), m.MAX_LEASES):
             resp = await self.client.call(
                 r.ExtendLeases,
                 m.ExtendLeasesRequest(leases=leases[i : i + m.MAX_LEASES], lease_ms=lease_ms),
             )
-            lost += resp.lost
-        return lost
+            answers += resp.leases
+        return answers
 
     async def complete(
         self,

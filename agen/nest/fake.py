@@ -17,7 +17,7 @@ from typing import Any
 from agen.bundle import digest_files
 from agen.errors import FencedError, NotFoundError, UnavailableError
 from agen.store import new_ulid
-from agen.wire.nests import Assignment, InstanceReport, LeasedTask, LeaseRef
+from agen.wire.nests import Assignment, InstanceReport, LeasedTask, LeaseExtension, LeaseRef
 
 AGENT_FILES: dict[str, bytes] = {
     "plugin.json": json.dumps({"name": "fake", "version": "0.1.0"}).encode(),
@@ -194,9 +194,16 @@ class FakeHubPort:
         self._call("mark_running", lease=lease)
         self._fenced(lease)
 
-    async def extend(self, leases: list[LeaseRef], lease_ms: int) -> list[str]:
+    async def extend(self, leases: list[LeaseRef], lease_ms: int) -> list[LeaseExtension]:
         self._call("extend", leases=list(leases), lease_ms=lease_ms)
-        return [ref.task_id for ref in leases if self.leases.get(ref.task_id) != ref.lease_id]
+        return [
+            LeaseExtension(task_id=ref.task_id, status="extended")
+            if self.leases.get(ref.task_id) == ref.lease_id
+            else LeaseExtension(task_id=ref.task_id, status="finished")
+            if ref.task_id in self.completed
+            else LeaseExtension(task_id=ref.task_id, status="lost", detail="lost (FakeHubPort)")
+            for ref in leases
+        ]
 
     async def complete(
         self, lease: LeaseRef, status: str, outcome: dict[str, Any] | None, error: str | None = None

@@ -3,7 +3,8 @@
 Each heartbeat it reports its instances and gets its assignments back (keeping the last
 ones while the Hub is unreachable), then reconciles: start missing instances, drain
 surplus or outdated ones, replace ones that died (with crash-loop back-off). A separate
-loop extends every running task's lease in one call; a lost lease stops that run.
+loop extends every running task's lease in one call; the Hub answers each lease, and a lost
+one stops that run at once.
 """
 
 from __future__ import annotations
@@ -44,6 +45,10 @@ class Manager:
         factory_for: Callable[[str], ExecutorFactory] | None = None,
     ) -> None:
         self.port = port
+        self.reached_ms = 0
+        """When the last call that reached the Hub set out (heartbeat, registration, extension)."""
+        self._cut_since: int | None = None
+        """When the first call since ``reached_ms`` failed to reach the Hub (None: none has)."""
         self.gateway_url = gateway_url  # this Nest's A2A Gateway, told to the Hub at registration
         self.waiting_calls = waiting_calls
         """The Gateway's calls waiting for an instance, by (namespace, deployment): saturation."""
@@ -77,10 +82,22 @@ class Manager:
     # -- lifecycle --------------------------------------------------------------------------
 
     async def start(self) -> None:
+        sent = self.clock()
         self.nest_id = await self.port.register(
             self.name, self.capacity, self.labels, gateway_url=self.gateway_url
         )
+        self._reached(sent)
         self.port.on_cancel(self._cancelled)
+
+    def _reached(self, sent_ms: int) -> None:
+        """A call that set out at ``sent_ms`` reached the Hub: the Hub heard from this Nest no earlier."""
+        self.reached_ms = max(self.reached_ms, sent_ms)
+        if self._cut_since is not None and self._cut_since <= sent_ms:
+            self._cut_since = None
+
+    def _unreached(self) -> None:
+        if self._cut_since is None:
+            self._cut_since = self.clock()
 
     async def run(self) -> None:
         """Heartbeat + reconcile, and lease extension, until drain() is called."""
@@ -127,14 +144,17 @@ class Manager:
     async def tick(self) -> None:
         self._reap()
         reports = [i.report() for i in self.instances.values()] + self._final
+        sent = self.clock()
         try:
             self.assignments = await self.port.report(
                 self.nest_id, reports, saturated=self.saturated()
             )
             self._final = []
+            self._reached(sent)
         except UnauthenticatedError:  # revoked: this Nest does not come back (seed 000 §10)
             raise
         except (AgenError, OSError) as e:  # keep serving the last assignments
+            self._unreached()
             log.warning(
                 "nest %s: cannot reach the Hub (%s); keeping the last assignments", self.name, e
             )
@@ -287,17 +307,37 @@ class Manager:
             await self.extend_leases()
 
     async def extend_leases(self) -> None:
-        """Extend every running task's lease in one call; a lease the Hub says is lost stops its run."""
+        """Extend every running task's lease in one call. The Hub answers each lease: a lost one stops
+        its run at once, with one line saying so (and for how long the Hub was out of reach, when it
+        was); a task that already finished under its lease is simply not extended."""
         refs = [ref for inst in self.instances.values() for ref in inst.refs()]
         if not refs:
             return
+        sent, cut_since = self.clock(), self._cut_since
         try:
-            lost = await self.port.extend(refs, self.lease_ms)
+            answers = await self.port.extend(refs, self.lease_ms)
         except (AgenError, OSError) as e:
+            self._unreached()
             log.warning("nest %s: cannot extend leases: %s", self.name, e)
             return
-        for task_id in lost:
-            self._cancelled(task_id)
+        self._reached(sent)
+        for answer in answers:
+            if answer.status != "lost":
+                continue
+            away = (
+                ""
+                if cut_since is None
+                else f", taken over while this Nest was cut off from the Hub"
+                f" ({(sent - cut_since) / 1000:.0f}s)"
+            )
+            log.warning(
+                "nest %s: task %s is no longer leased here (%s%s); its run stops here",
+                self.name,
+                answer.task_id,
+                answer.detail or "lease lost",
+                away,
+            )
+            self._cancelled(answer.task_id)
 
     def _cancelled(self, task_id: str) -> None:
         for inst in self.instances.values():

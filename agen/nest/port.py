@@ -11,9 +11,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from agen.wire.nests import START_FAILED, Assignment, InstanceReport, LeasedTask, LeaseRef
+from agen.wire.nests import (
+    START_FAILED,
+    Assignment,
+    InstanceReport,
+    LeasedTask,
+    LeaseExtension,
+    LeaseRef,
+)
 
-__all__ = ["START_FAILED", "Assignment", "HubPort", "InstanceReport", "LeaseRef", "LeasedTask"]
+__all__ = [
+    "START_FAILED",
+    "Assignment",
+    "HubPort",
+    "InstanceReport",
+    "LeaseExtension",
+    "LeaseRef",
+    "LeasedTask",
+]
 
 
 class HubPort(Protocol):
@@ -39,8 +54,8 @@ class HubPort(Protocol):
 
     async def mark_running(self, lease: LeaseRef) -> None: ...
 
-    async def extend(self, leases: list[LeaseRef], lease_ms: int) -> list[str]:
-        """Extend many leases at once; returns the ids of tasks whose lease was lost."""
+    async def extend(self, leases: list[LeaseRef], lease_ms: int) -> list[LeaseExtension]:
+        """Extend many leases at once; answers each: extended, lost (stop its run) or finished."""
 
     async def complete(
         self, lease: LeaseRef, status: str, outcome: dict[str, Any] | None, error: str | None = None

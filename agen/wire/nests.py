@@ -179,9 +179,31 @@ class ExtendLeasesRequest(Model):
     lease_ms: DurationMs
 
 
+LeaseStatus = Literal["extended", "lost", "finished"]
+
+
+class LeaseExtension(Model):
+    """What ExtendLeases did with one lease: each is answered on its own, so one lease that moved on
+    never keeps the others from being extended."""
+
+    task_id: str
+    status: LeaseStatus
+    """``extended``: held until ``expires_ms``; ``lost``: this Nest holds the task no more (its lease
+    ran out and the task went back to the queue or to another Nest, or it was cancelled): stop its run
+    at once without reporting; ``finished``: the task already ended under this very lease (its
+    completion crossed the extension): nothing to do."""
+    expires_ms: int | None = None
+    detail: str | None = None
+    """For a lost lease: where the task is now, for the Nest's log."""
+
+
 class ExtendLeasesResponse(Model):
-    lost: list[str]
-    """Tasks whose lease this Nest no longer holds: stop their runs without reporting."""
+    leases: list[LeaseExtension]
+    """One answer per lease asked about, in the request's order."""
+
+    @property
+    def lost(self) -> list[LeaseExtension]:
+        return [e for e in self.leases if e.status == "lost"]
 
 
 class CompleteTaskRequest(Model):

@@ -30,7 +30,13 @@ from agen.hub.service import Hub
 from agen.nest.client_port import ClientHubPort
 from agen.store import SQLiteStore, Tx
 from agen.wire.common import Empty
-from agen.wire.nests import MAX_LEASES, InstanceReport, LeaseRef, LeaseTasksRequest
+from agen.wire.nests import (
+    MAX_LEASES,
+    InstanceReport,
+    LeaseExtension,
+    LeaseRef,
+    LeaseTasksRequest,
+)
 from agen.wire.tasks import ListTasksRequest
 from tests.fleet_helpers import enrolled_nest
 from tests.unit.queue_helpers import add_deployment, new_task
@@ -129,7 +135,9 @@ async def test_the_in_process_and_the_http_hub_port_pass_the_same_sequence(
                 1,
             )
             await port.mark_running(leased.ref)  # repeating it is harmless
-            assert await port.extend([leased.ref], 30_000) == []
+            [extended] = await port.extend([leased.ref], 30_000)
+            assert (extended.task_id, extended.status) == (one, "extended")
+            assert extended.expires_ms is not None
             await port.report_progress(one, {"percent": 50})
             await port.complete(leased.ref, "succeeded", {"status": "succeeded", "summary": "ok"})
             assert await state(hub, one) == "succeeded"
@@ -139,7 +147,10 @@ async def test_the_in_process_and_the_http_hub_port_pass_the_same_sequence(
                 await port.complete(stale, "succeeded", None)
             assert fenced.value.code == "fenced" and "is no longer current" in str(fenced.value)
             assert fenced.value.details["lease_id"] == "not-the-lease"
-            assert await port.extend([stale], 30_000) == [one]
+            assert await port.extend([stale, leased.ref], 30_000) == [
+                LeaseExtension(task_id=one, status="lost", detail="succeeded"),
+                LeaseExtension(task_id=one, status="finished"),  # ended under this very lease
+            ]
             with pytest.raises(NotFoundError):
                 await port.release(
                     LeaseRef(task_id="no-such-task", lease_id="x"), count_attempt=False, reason="r"
@@ -195,7 +206,8 @@ async def test_extending_more_leases_than_one_call_carries_splits_them_and_repor
         port = ClientHubPort(Client.in_process(Hub(store), LOCAL_NEST))
         refs = [LeaseRef(task_id=f"t{i}", lease_id="l") for i in range(MAX_LEASES + 5)]
         assert await port.extend(refs, 30_000) == [
-            ref.task_id for ref in refs
+            LeaseExtension(task_id=ref.task_id, status="lost", detail="no such task")
+            for ref in refs
         ]  # none of them is held
     finally:
         await store.close()

@@ -267,6 +267,10 @@ def mark_running(tx: Tx, task_id: str, lease_id: str) -> TaskRow:
 def extend_lease(tx: Tx, task_id: str, lease_id: str, lease_ms: int) -> int:
     """Push the lease (and the task's granted locks) to now + lease_ms; returns the new expiry."""
     fenced_task(tx, task_id, lease_id)
+    return _push_lease(tx, task_id, lease_ms)
+
+
+def _push_lease(tx: Tx, task_id: str, lease_ms: int) -> int:
     expires = tx.now_ms + lease_ms
     tx.execute(
         "UPDATE tasks SET lease_expires_ms = ?, updated_ms = ? WHERE id = ?",
@@ -274,6 +278,71 @@ def extend_lease(tx: Tx, task_id: str, lease_id: str, lease_ms: int) -> int:
     )
     refresh_task_locks(tx, task_id, expires)
     return expires
+
+
+class LeaseAnswer(StrEnum):
+    """What extending one of a Nest's leases found (agen.wire.nests.LeaseExtension)."""
+
+    EXTENDED = "extended"
+    LOST = "lost"  # the Nest holds the task no more: its run must stop
+    FINISHED = (
+        "finished"  # the task ended under this very lease: its completion crossed the extension
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Extension:
+    task_id: str
+    answer: LeaseAnswer
+    expires_ms: int | None = None
+    detail: str | None = None  # a lost lease: where the task is now
+
+
+def extend_leases(
+    tx: Tx, leases: list[tuple[str, str]], lease_ms: int, *, nest_id: str | None
+) -> list[Extension]:
+    """Extend every lease (task id, lease id) a Nest still holds and answer each on its own, so a lease
+    that moved on while the Nest was cut off never keeps its others from being extended. ``nest_id``:
+    the Nest a bound credential names (None: the Hub's own Nest); a task leased to another Nest is lost
+    to this one, whatever lease id it names."""
+    if not leases:
+        return []
+    ids = sorted({task_id for task_id, _ in leases})
+    marks = ",".join("?" * len(ids))
+    rows = {
+        r["id"]: r
+        for r in tx.all(
+            "SELECT t.id, t.state, t.lease_id, t.lease_nest_id, n.name AS nest FROM tasks t"
+            f" LEFT JOIN nests n ON n.id = t.lease_nest_id WHERE t.id IN ({marks})",
+            ids,
+        )
+    }
+    out: list[Extension] = []
+    for task_id, lease_id in leases:
+        r = rows.get(task_id)
+        state = None if r is None else TaskState(r["state"])
+        if r is not None and r["lease_id"] == lease_id and state in TERMINAL:
+            out.append(Extension(task_id, LeaseAnswer.FINISHED))
+        elif (
+            r is not None
+            and r["lease_id"] == lease_id
+            and state in LIVE
+            and (nest_id is None or r["lease_nest_id"] == nest_id)
+        ):
+            out.append(Extension(task_id, LeaseAnswer.EXTENDED, _push_lease(tx, task_id, lease_ms)))
+        else:
+            out.append(Extension(task_id, LeaseAnswer.LOST, detail=_where_now(r, state)))
+    return out
+
+
+def _where_now(r: dict[str, Any] | None, state: TaskState | None) -> str:
+    if r is None or state is None:
+        return "no such task"
+    if state in LIVE:
+        return f"leased again, by nest {r['nest'] or r['lease_nest_id']}"
+    if state == TaskState.QUEUED:
+        return "back in the queue"
+    return f"{state}"
 
 
 _FINISH_SQL = (

@@ -9,7 +9,7 @@ causes a 5xx. A stale lease is the queue's own FencedError (409), whichever door
 from __future__ import annotations
 
 from agen.domain import LeasedTaskRow, TaskRow
-from agen.errors import AgenError, ConflictError, DeniedError, NotFoundError
+from agen.errors import ConflictError, DeniedError, NotFoundError
 from agen.hub import queue
 from agen.hub.auth import Principal
 from agen.hub.fleet.definitions import get_definition_files
@@ -209,20 +209,22 @@ async def mark_running(hub: Hub, p: Principal, req: m.MarkRunningRequest) -> Ok:
 async def extend_leases(
     hub: Hub, p: Principal, req: m.ExtendLeasesRequest
 ) -> m.ExtendLeasesResponse:
+    """Each lease answered on its own (extended, lost, finished): a Nest back from a partition learns
+    which of its leases moved on while the rest are extended (issue #31)."""
     if not req.leases:
-        return m.ExtendLeasesResponse(lost=[])
-
-    def fn(tx: Tx) -> list[str]:
-        _own_tasks(tx, p, [ref.task_id for ref in req.leases])
-        lost = []
-        for ref in req.leases:
-            try:
-                queue.extend_lease(tx, ref.task_id, ref.lease_id, req.lease_ms)
-            except AgenError:
-                lost.append(ref.task_id)
-        return lost
-
-    return m.ExtendLeasesResponse(lost=await hub.store.write(fn))
+        return m.ExtendLeasesResponse(leases=[])
+    refs = [(ref.task_id, ref.lease_id) for ref in req.leases]
+    done = await hub.store.write(
+        lambda tx: queue.extend_leases(tx, refs, req.lease_ms, nest_id=p.nest_id)
+    )
+    return m.ExtendLeasesResponse(
+        leases=[
+            m.LeaseExtension(
+                task_id=e.task_id, status=e.answer.value, expires_ms=e.expires_ms, detail=e.detail
+            )
+            for e in done
+        ]
+    )
 
 
 async def complete_task(hub: Hub, p: Principal, req: m.CompleteTaskRequest) -> Ok:
