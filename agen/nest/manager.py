@@ -5,6 +5,10 @@ ones while the Hub is unreachable), then reconciles: start missing instances, dr
 surplus or outdated ones, replace ones that died (with crash-loop back-off). A separate
 loop extends every running task's lease in one call; the Hub answers each lease, and a lost
 one stops that run at once.
+
+Partition (seed 000 §5): a Nest that has not reached the Hub for ``lost_after_ms`` (the Hub's
+nest_lost_after, when it places this Nest's instances elsewhere) stops its singletons and starts
+none until the Hub answers again, so a singleton never runs on two Nests; pools keep serving.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from agen.nest.executor import ExecutorFactory
 from agen.nest.instance import Instance
 from agen.nest.port import START_FAILED, Assignment, HubPort, InstanceReport
 from agen.store import new_ulid, now_ms
+from agen.wire.nests import NEST_LOST_AFTER_MS
 
 log = logging.getLogger("agen.nest")
 BACKOFF_BASE_MS = 1_000
@@ -43,8 +48,11 @@ class Manager:
         gateway_url: str | None = None,
         waiting_calls: Callable[[], Mapping[tuple[str, str], int]] | None = None,
         factory_for: Callable[[str], ExecutorFactory] | None = None,
+        lost_after_ms: int = NEST_LOST_AFTER_MS,
     ) -> None:
         self.port = port
+        self.lost_after_ms = lost_after_ms
+        """No Hub for this long: stop the singletons (the Hub places them elsewhere after as long)."""
         self.reached_ms = 0
         """When the last call that reached the Hub set out (heartbeat, registration, extension)."""
         self._cut_since: int | None = None
@@ -98,6 +106,10 @@ class Manager:
     def _unreached(self) -> None:
         if self._cut_since is None:
             self._cut_since = self.clock()
+
+    def hub_lost(self) -> bool:
+        """No call has reached the Hub for lost_after_ms: the Hub counts this Nest lost by now."""
+        return self.clock() - self.reached_ms >= self.lost_after_ms
 
     async def run(self) -> None:
         """Heartbeat + reconcile, and lease extension, until drain() is called."""
@@ -214,6 +226,7 @@ class Manager:
 
     async def _reconcile(self) -> None:
         want = {a.deployment_id: a for a in self.assignments}
+        lost = self.hub_lost()
         live: dict[str, list[Instance]] = {}
         for inst in list(self.instances.values()):
             if inst.state in ("draining", "stopped", "failed"):
@@ -222,8 +235,13 @@ class Manager:
             if a is None or a.paused or a.count == 0 or a.digest != inst.digest:
                 self._drain_later(inst)
                 continue
+            if lost and a.kind == "singleton":
+                self._stop_lost_singleton(inst)
+                continue
             live.setdefault(inst.deployment_id, []).append(inst)
         for dep_id, a in want.items():
+            if lost and a.kind == "singleton":
+                continue  # the Hub has placed it elsewhere by now: not here until the Hub answers
             have = live.get(dep_id, [])
             count = 0 if a.paused else a.count
             if len(have) > count:
@@ -235,11 +253,26 @@ class Manager:
                     break
                 await self._start_instance(a)
 
-    def _drain_later(self, inst: Instance) -> None:
+    def _drain_later(self, inst: Instance, *, stop_runs: bool = False) -> None:
         inst.stop_leasing()
-        task = asyncio.create_task(inst.drain(self.drain_timeout_s))
+        task = asyncio.create_task(inst.drain(self.drain_timeout_s, stop_runs=stop_runs))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+    def _stop_lost_singleton(self, inst: Instance) -> None:
+        """The Hub has not been reached for lost_after_ms: it counts this Nest lost and places the
+        singleton elsewhere, so it stops here; its run stops at its next step, as in a drain (its
+        checkpoint is kept, its task's lease runs out and the run resumes where it is placed next)."""
+        log.warning(
+            "nest %s: no Hub for %.0fs (nest_lost_after %.0fs): stopping singleton %s (instance %s)"
+            " so it never runs in two places; it starts here again only when the Hub says so",
+            self.name,
+            (self.clock() - self.reached_ms) / 1000,
+            self.lost_after_ms / 1000,
+            inst.assignment.deployment,
+            inst.id,
+        )
+        self._drain_later(inst, stop_runs=True)
 
     async def _bundle(self, a: Assignment) -> Bundle:
         bundle = self._bundles.get(a.digest)

@@ -23,6 +23,10 @@ HttpUrlText = Annotated[
         pattern=r"^https?://[^\s/\x00-\x1f\x7f]+[^\s\x00-\x1f\x7f]*$",
     ),
 ]
+NEST_LOST_AFTER_MS = 30_000
+"""nest_lost_after (seed 000 §5), one value for both sides: the Hub's leader marks a Nest it has not
+heard from for this long lost and places its instances elsewhere; a Nest that has not reached the Hub
+for this long stops its singletons, so the two copies never run side by side."""
 MAX_LEASES = 2_000
 """Leases per ExtendLeases call (the port sends more in several calls): bounds that keep the longest
 valid request under the API's body cap."""

@@ -6,10 +6,15 @@ an injected clock, so nothing here waits on real time.
 
 from __future__ import annotations
 
+import logging
+
+import pytest
+
 from agen.nest.fake import FakeHubPort
 from agen.nest.manager import BACKOFF_BASE_MS, Manager
 from agen.nest.port import START_FAILED
-from tests.unit.nest_helpers import Factory, until
+from agen.wire.nests import NEST_LOST_AFTER_MS
+from tests.unit.nest_helpers import Factory, FakeExecutor, until
 
 
 def manager(port: FakeHubPort, factory: Factory, now: list[int] | None = None) -> Manager:
@@ -158,4 +163,60 @@ async def test_saturation_is_reported_only_while_calls_wait_on_full_ready_instan
     await m.tick()
     assert port.saturated[-1] == []
     factory.executors[0].finish(task)
+    await m.drain(5)
+
+
+async def test_a_nest_without_the_hub_for_lost_after_stops_its_singletons_and_keeps_its_pools(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Seed 000 §5: the Hub places a silent Nest's instances elsewhere after nest_lost_after, so by
+    then the Nest has stopped its singleton (its run stops at its next step, its task is not reported)
+    and starts it again only once the Hub answers and still assigns it here; pools keep serving."""
+    port, factory, now = FakeHubPort(), Factory(), [1_000_000]
+    single = port.deploy("s", kind="singleton")
+    pool = port.deploy("p")
+    m = manager(port, factory, now)
+    await m.start()
+    await m.tick()
+    by_dep = {i.deployment_id: i for i in m.instances.values()}
+    assert set(by_dep) == {single.deployment_id, pool.deployment_id}
+    ex = by_dep[single.deployment_id].executor
+    assert isinstance(ex, FakeExecutor)
+    task = port.submit(single.deployment_id)
+    await until(lambda: ex.started == [task], "the singleton's run")
+
+    port.unreachable = True
+    now[0] += NEST_LOST_AFTER_MS - 1
+    await m.tick()
+    await m.extend_leases()
+    assert by_dep[single.deployment_id].state == "ready" and not ex.drained  # not lost yet
+    now[0] += 1
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="agen.nest"):
+        await m.tick()
+    await until(lambda: ex.drained, "the singleton's run to be stopped at its next step")
+    await until(lambda: by_dep[single.deployment_id].state == "stopped", "the singleton to stop")
+    assert [r.getMessage() for r in caplog.records if "singleton" in r.getMessage()] == [
+        f"nest n1: no Hub for 30s (nest_lost_after 30s): stopping singleton s (instance"
+        f" {by_dep[single.deployment_id].id}) so it never runs in two places; it starts here again"
+        " only when the Hub says so"
+    ]
+    assert task not in port.completed  # the Hub gives its task to wherever it places the singleton
+    for _ in range(3):
+        now[0] += 60_000
+        await m.tick()
+    assert by_dep[pool.deployment_id].state == "ready"  # pools keep serving
+    live = [i for i in m.instances.values() if i.state not in ("stopped", "failed")]
+    assert [i.deployment_id for i in live] == [pool.deployment_id]  # no singleton started meanwhile
+
+    port.unreachable = False
+    await m.tick()
+    assert factory.attempts == 3  # the singleton starts here again, as the Hub still assigns it
+    await until(
+        lambda: (
+            [i.state for i in m.instances.values() if i.deployment_id == single.deployment_id]
+            == ["ready"]
+        ),
+        "the singleton back",
+    )
     await m.drain(5)

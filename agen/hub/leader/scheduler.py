@@ -20,8 +20,8 @@ from agen.hub.queue.holds import wake_expired_holds
 from agen.hub.queue.lease import expire_leases, expire_overdue
 from agen.hub.queue.trees import cancel_overdue
 from agen.store import Tx, loads
+from agen.wire.nests import NEST_LOST_AFTER_MS
 
-NEST_LOST_AFTER_MS = 30_000
 _SIZING_SQL = f"SELECT {columns(DeploymentSizing)} FROM deployments"
 SATURATION_FRESH_MS = 15_000
 """How long a Nest's saturation report raises its deployment: it is repeated every heartbeat while
