@@ -10,7 +10,9 @@ import pytest
 from agen.domain import LeasedTaskRow, TaskRow
 from agen.errors import FencedError
 from agen.hub import queue as q
-from agen.hub.fleet.instances import register_nest
+from agen.hub.fleet.instances import register_nest, void_nest_work
+from agen.runner.records import Checkpoint, open_run, write_checkpoint
+from agen.runner.types import RunRequest
 from agen.store import Store, Tx
 from tests.unit.queue_helpers import add_deployment, add_run, new_task, resume_run
 
@@ -134,7 +136,7 @@ async def test_lease_expiry_requeues_and_fifth_expiry_fails_task_and_fences_run(
     run = await store.one("SELECT status, epoch, finished_ms FROM runs WHERE id = ?", (run_id,))
     assert run is not None
     assert (
-        run == {"status": "failed", "epoch": 2, "finished_ms": run["finished_ms"]}
+        run == {"status": "failed", "epoch": q.MAX_ATTEMPTS + 1, "finished_ms": run["finished_ms"]}
         and run["finished_ms"]
     )
     logs = await store.all("SELECT message FROM deployment_logs WHERE deployment = 'd'")
@@ -225,6 +227,50 @@ async def test_a_lease_whose_run_started_without_progress_is_an_attempt(store: S
     await store.write(lambda tx: q.release_task(tx, t.id, got.lease_id, count_attempt=True))
     row = await store.one("SELECT attempts, lost_before_start FROM tasks WHERE id = ?", (t.id,))
     assert row == {"attempts": 1, "lost_before_start": 0}
+
+
+@pytest.mark.parametrize("how", ["expired", "revoked"])
+async def test_a_lease_taken_from_a_live_holder_fences_its_run_so_its_stop_cannot_end_the_task(
+    store: Store, how: str
+) -> None:
+    """A Nest cut off past its lease learns of the loss when the link returns and stops the run; the
+    end the stopped run writes (cancelled) must not land, or the next holder would find the run ended
+    and finish the task as cancelled. Taking the lease (expiry, a revoked Nest) bumps the run's epoch."""
+    dep = await setup(store)
+    t = await submit(store, dep)
+    nest_id = await store.write(lambda tx: register_nest(tx, "a", capacity=4))
+    [got] = await store.write(
+        lambda tx: q.lease_tasks(
+            tx, deployment_id=dep, nest_id=nest_id, instance_id="i1", limit=1, lease_ms=LEASE
+        )
+    )
+    opened = await store.write(
+        lambda tx: open_run(tx, RunRequest(input="hi", task_id=t.id), "nest-a", "fake", None)
+    )
+    if how == "expired":
+        await store.write(lambda tx: q.expire_leases(tx, (got.task.lease_expires_ms or 0) + 1))
+    else:
+        await store.write(
+            lambda tx: void_nest_work(tx, nest_id, "a", "revoked", count_attempt=False)
+        )
+    stopped = Checkpoint(
+        run_id=opened.run.id,
+        epoch=opened.run.epoch,
+        conversation_id=opened.run.conversation_id,
+        turns=0,
+        next_seq=1,
+        status="cancelled",
+        outcome={"status": "cancelled", "reason": "cancelled", "summary": "the run was cancelled"},
+    )
+    with pytest.raises(FencedError):
+        await store.write(lambda tx: write_checkpoint(tx, stopped))
+    [again] = await lease(store, dep)
+    resumed = await store.write(
+        lambda tx: open_run(
+            tx, RunRequest(input="hi", task_id=t.id, attempt=2), "nest-b", "fake", None
+        )
+    )
+    assert again.task.id == t.id and resumed.resumed and not resumed.finished
 
 
 async def test_priority_orders_within_a_deployment_never_across(store: Store) -> None:

@@ -6,6 +6,7 @@ from typing import Any
 
 from agen.hub.auth import Principal
 from agen.hub.observe.logs import write_log
+from agen.hub.queue._tasks import fence_run
 from agen.hub.queue.lease import release_task
 from agen.hub.service import Hub
 from agen.store import Tx, dumps, loads, new_ulid
@@ -61,6 +62,7 @@ def void_nest_work(tx: Tx, nest_id: str, name: str, why: str, *, count_attempt: 
         release_task(
             tx, t["id"], t["lease_id"], count_attempt=count_attempt, reason=f"nest {name} {why}"
         )
+        fence_run(tx, t["id"])  # a revoked Nest may still be running it
 
 
 def retire_nest(tx: Tx, nest_id: str) -> None:

@@ -115,6 +115,17 @@ def requeue(
     task_event(tx, task, event, {"reason": reason, **(data or {})})
 
 
+def fence_run(tx: Tx, task_id: str) -> None:
+    """The task's lease was taken from its holder (it expired, or its Nest was voided): bump its
+    unfinished run's epoch, so that holder, should it still be running somewhere (a partitioned
+    Nest), writes nothing more to the run, not even the end it writes when it learns of the loss
+    and stops; the next holder claims the run (epoch + 1 again) and resumes it."""
+    tx.execute(
+        "UPDATE runs SET epoch = epoch + 1, updated_ms = ? WHERE task_id = ? AND finished_ms IS NULL",
+        (tx.now_ms, task_id),
+    )
+
+
 def end_run(tx: Tx, task_id: str, status: RunStatus, reason: str) -> int:
     """End the task's unfinished run and bump its epoch, so a host still running it is fenced off.
 

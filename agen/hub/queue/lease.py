@@ -41,6 +41,7 @@ from agen.hub.queue._tasks import (
     deployment_log,
     due_sql,
     end_run,
+    fence_run,
     fenced_task,
     get_task,
     held_sql,
@@ -787,6 +788,8 @@ def expire_leases(
                 "attempts": row.attempts if counted else row.attempts - 1,
             },
         )
+        if not failed:
+            fence_run(tx, row.id)  # its holder may still be running it, cut off from the Hub
         out.append(
             ExpiredLease(
                 row.id, row.deployment_id, "failed" if failed else "requeued", row.attempts
