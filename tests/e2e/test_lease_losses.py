@@ -1,5 +1,6 @@
 """A host killed right after leasing, before the task's run starts, over and over (issue #31): each
-loss is the host's, not an attempt of the task, which succeeds once a host lives long enough.
+loss is the host's, not an attempt of the task, which succeeds once a host lives long enough; and a
+task whose host dies that way every time still ends, failed, saying why.
 
 The pause between leasing and the run's start is a real one: with ``--backend process`` the run opens
 in the instance's child ``agen host serve``, which the test stops (SIGSTOP) before the task is leased;
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from agen.hub.queue.lease import MAX_LOST_BEFORE_START
 from tests.e2e.harness import Up, wait_until
 from tests.e2e.test_graceful_drain import child_pids
 from tests.fleet_helpers import write_bundle
@@ -52,14 +54,12 @@ def _stopped_ready_host(up: Up, db: Path, seen: set[str]) -> int:
     return host
 
 
-@pytest.mark.slow
-def test_a_task_whose_host_is_killed_right_after_leasing_ten_times_still_succeeds(
-    tmp_path: Path,
-) -> None:
-    home = tmp_path / "home"
+def _kill_right_after_leasing(home: Path, kills: int) -> tuple[Up, str]:
+    """Deploy, then ``kills`` times: stop the instance's host, let the Nest lease the task, SIGKILL
+    `agen up` and start it again. Returns the last `agen up` (running) and the task's id."""
     db = home / "agen.db"
     bundle = write_bundle(
-        tmp_path / "steady",
+        home.parent / "steady",
         "steady",
         script=[{"text": "done at last"}],
         config={"scale": {"min": 1, "max": 1}},
@@ -71,7 +71,7 @@ def test_a_task_whose_host_is_killed_right_after_leasing_ten_times_still_succeed
         _stopped_ready_host(up, db, seen)
         task_id = up.agen("run", "steady", "go", "--no-wait").stdout.strip()
         leases: list[str] = []
-        for kill in range(1, KILLS + 1):
+        for kill in range(1, kills + 1):
             if kill > 1:
                 _stopped_ready_host(up, db, seen)
                 up.agen("resume", task_id)
@@ -85,6 +85,31 @@ def test_a_task_whose_host_is_killed_right_after_leasing_ten_times_still_succeed
             up.agen("pause", task_id)  # the restarted Nest waits for the test's resume
             up.kill()  # right after leasing: the stopped host never opened the run
             up = Up(home, args=("--backend", "process")).start()
+    except BaseException:
+        up.stop()
+        raise
+    return up, task_id
+
+
+def _released_lines(db: Path, task_id: str) -> list[str]:
+    with sqlite3.connect(db) as c:
+        return [
+            r[0]
+            for r in c.execute(
+                "SELECT message FROM deployment_logs WHERE message LIKE ? ORDER BY seq",
+                (f"task {task_id} released%",),
+            )
+        ]
+
+
+@pytest.mark.slow
+def test_a_task_whose_host_is_killed_right_after_leasing_ten_times_still_succeeds(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    db = home / "agen.db"
+    up, task_id = _kill_right_after_leasing(home, KILLS)
+    try:
         up.agen("resume", task_id)
         result = up.agen("wait", task_id, "--timeout", "120s", check=False)
         assert result.returncode == 0, result.stderr + (home / "up.log").read_text()[-3000:]
@@ -96,16 +121,31 @@ def test_a_task_whose_host_is_killed_right_after_leasing_ten_times_still_succeed
             "SELECT state, attempts, lost_before_start, error FROM tasks WHERE id = ?", (task_id,)
         ).fetchone()
         runs = c.execute("SELECT COUNT(*) FROM runs WHERE task_id = ?", (task_id,)).fetchone()[0]
-        logs = [
-            r[0]
-            for r in c.execute(
-                "SELECT message FROM deployment_logs WHERE message LIKE ? ORDER BY seq",
-                (f"task {task_id} released%",),
-            )
-        ]
     assert (state, attempts, lost, error, runs) == ("succeeded", 1, KILLS, None, 1)
+    logs = _released_lines(db, task_id)
     assert len(logs) == KILLS and all(
         "nest local restarted; its run had not started (charged to the host, not an attempt)"
         in line
         for line in logs
     ), logs
+
+
+@pytest.mark.slow
+def test_a_task_whose_host_dies_every_time_right_after_leasing_ends_failed_saying_why(
+    tmp_path: Path,
+) -> None:
+    """The poison case: every lease of the task ends with its host dead before its run opens. It
+    must not loop for ever: the MAX_LOST_BEFORE_START-th loss fails it, with an error that says so."""
+    home = tmp_path / "home"
+    up, task_id = _kill_right_after_leasing(home, MAX_LOST_BEFORE_START)
+    try:
+        result = up.agen("wait", task_id, "--timeout", "60s", check=False)
+    finally:
+        up.stop()
+    assert result.returncode != 0
+    assert (
+        f"task failed: its host was lost {MAX_LOST_BEFORE_START} times after leasing it and before"
+        f" its run started (max {MAX_LOST_BEFORE_START}); the task may be what stops its host;"
+        " last: nest local restarted"
+    ) in result.stdout + result.stderr
+    assert len(_released_lines(home / "agen.db", task_id)) == MAX_LOST_BEFORE_START

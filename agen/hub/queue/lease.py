@@ -286,9 +286,8 @@ class LeaseAnswer(StrEnum):
 
     EXTENDED = "extended"
     LOST = "lost"  # the Nest holds the task no more: its run must stop
-    FINISHED = (
-        "finished"  # the task ended under this very lease: its completion crossed the extension
-    )
+    # the task ended under this very lease: its completion crossed the extension
+    FINISHED = "finished"
 
 
 @dataclass(frozen=True, slots=True)
