@@ -5,8 +5,8 @@ task whose host dies that way every time still ends, failed, saying why.
 The pause between leasing and the run's start is a real one: with ``--backend process`` the run opens
 in the instance's child ``agen host serve``, which the test stops (SIGSTOP) before the task is leased;
 the Nest leases, hands the task to the stopped host, and the test SIGKILLs `agen up` (its hosts die
-with it). A task hold (``agen pause``) keeps the restarted Nest from leasing the task again before
-the test has stopped the new host; ``agen resume`` hands it over."""
+with it). A task hold (PauseTask, as ``agen pause``) keeps the restarted Nest from leasing the task
+again before the test has stopped the new host; ResumeTask hands it over."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def _kill_right_after_leasing(home: Path, kills: int) -> tuple[Up, str]:
         for kill in range(1, kills + 1):
             if kill > 1:
                 _stopped_ready_host(up, db, seen)
-                up.agen("resume", task_id)
+                _hold(up, task_id, held=False)
 
             def leased() -> str | None:
                 state, lease_id = _lease(db, task_id)
@@ -82,13 +82,19 @@ def _kill_right_after_leasing(home: Path, kills: int) -> tuple[Up, str]:
                 return lease_id if fresh else None
 
             leases.append(wait_until(leased, timeout_s=60, what=f"lease {kill}"))
-            up.agen("pause", task_id)  # the restarted Nest waits for the test's resume
+            _hold(up, task_id, held=True)  # the restarted Nest waits for the test's resume
             up.kill()  # right after leasing: the stopped host never opened the run
             up = Up(home, args=("--backend", "process")).start()
     except BaseException:
         up.stop()
         raise
     return up, task_id
+
+
+def _hold(up: Up, task_id: str, *, held: bool) -> None:
+    """``agen pause`` / ``agen resume`` through the API (the same RPCs, without a CLI start per call)."""
+    r = up.http("PauseTask" if held else "ResumeTask", {"id": task_id})
+    assert r.status_code == 200, r.text
 
 
 def _released_lines(db: Path, task_id: str) -> list[str]:
@@ -103,6 +109,7 @@ def _released_lines(db: Path, task_id: str) -> list[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # 10 kills and restarts of `agen up`
 def test_a_task_whose_host_is_killed_right_after_leasing_ten_times_still_succeeds(
     tmp_path: Path,
 ) -> None:
@@ -131,6 +138,7 @@ def test_a_task_whose_host_is_killed_right_after_leasing_ten_times_still_succeed
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # 15 kills and restarts of `agen up`
 def test_a_task_whose_host_dies_every_time_right_after_leasing_ends_failed_saying_why(
     tmp_path: Path,
 ) -> None:
