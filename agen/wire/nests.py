@@ -205,10 +205,6 @@ class ExtendLeasesResponse(Model):
     leases: list[LeaseExtension]
     """One answer per lease asked about, in the request's order."""
 
-    @property
-    def lost(self) -> list[LeaseExtension]:
-        return [e for e in self.leases if e.status == "lost"]
-
 
 class CompleteTaskRequest(Model):
     lease: LeaseRef
