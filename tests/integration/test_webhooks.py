@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -11,13 +12,17 @@ import httpx
 import pytest
 from starlette.applications import Starlette
 
+from agen.api import registry as r
 from agen.api.hooks import hook_routes
 from agen.bundle.config import Config
+from agen.client import Client
 from agen.hub.service import Hub
 from agen.hub.triggers.tick import sync_triggers
 from agen.hub.triggers.webhook import create_webhook_secret
 from agen.store import SQLiteStore
 from agen.testing.server import ThreadServer
+from agen.wire.deployments import CreateDeploymentRequest
+from tests.fleet_helpers import files_b64, write_bundle
 from tests.unit.trigger_helpers import deployment
 
 TRIGGERS = [
@@ -158,3 +163,42 @@ async def test_configuration_errors_go_to_the_deployment_log_not_the_caller(
         assert (await c.post(f"{base}/nope", content=b"{}")).status_code == 404
     logs = await store.all("SELECT message, level FROM deployment_logs WHERE deployment = 'triage'")
     assert any("NOT_SET is not set" in r["message"] and r["level"] == "error" for r in logs)
+
+
+async def test_an_hmac_secret_read_from_another_env_variable_verifies_calls(tmp_path: Path) -> None:
+    """secrets.json ``{"source": "env", "env": "OTHER_NAME"}``: the Hub reads OTHER_NAME, as the
+    runner reads every env secret, not a variable named after the secret."""
+    store = await SQLiteStore.open(tmp_path / "agen.db")
+    hub = Hub(store)
+    bundle = write_bundle(
+        tmp_path / "signed",
+        "signed",
+        config={
+            "kind": "pool",
+            "triggers": [
+                {"name": "in", "type": "webhook", "auth": {"type": "hmac", "secret": "HOOK_KEY"}}
+            ],
+        },
+    )
+    (bundle / "x-agen" / "secrets.json").write_text(
+        json.dumps({"secrets": {"HOOK_KEY": {"source": "env", "env": "OTHER_NAME"}}})
+    )
+    await Client.in_process(hub).call(
+        r.CreateDeployment, CreateDeploymentRequest(files=files_b64(bundle))
+    )
+    environ = {"OTHER_NAME": "k3y"}
+    app = Starlette(routes=hook_routes(hub, lambda ns, variable: environ.get(variable)))
+    body = b'{"ref":"main"}'
+    signature = hmac.new(b"k3y", body, hashlib.sha256).hexdigest()
+    try:
+        async with ThreadServer(app) as srv, httpx.AsyncClient() as c:
+            resp = await c.post(
+                f"{srv.url}/hooks/default/signed/in",
+                content=body,
+                headers={"X-Signature": signature},
+            )
+        reasons = await rejected(store)
+        assert resp.status_code == 202, (resp.text, reasons)
+        assert len(await store.all("SELECT id FROM tasks")) == 1
+    finally:
+        await store.close()

@@ -18,6 +18,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from agen.bundle.agent import Secrets
+from agen.bundle.archive import unpack
+from agen.bundle.checks import SECRETS
 from agen.bundle.triggers import HmacAuth, WebhookTrigger
 from agen.domain import DeploymentRef, columns
 from agen.errors import InvalidError, NotFoundError
@@ -40,23 +43,42 @@ from agen.store import Row, Tx, new_ulid
 SecretResolver = Callable[[str, str], str | None]
 
 
-def env_secrets(namespace: str, name: str) -> str | None:
-    """Default platform-secret lookup for a local Hub: the Hub process's environment."""
-    return os.environ.get(name)
+def env_secrets(namespace: str, variable: str) -> str | None:
+    """Default lookup for a local Hub: ``variable`` in the Hub process's environment."""
+    return os.environ.get(variable)
 
 
-def _hmac_key(
-    tx: Tx, namespace: str, deployment: str, name: str, fallback: SecretResolver
-) -> str | None:
+_SECRETS_OF: dict[str, Secrets] = {}
+"""x-agen/secrets.json of each definition read so far (a definition never changes: its id is its digest)."""
+
+
+def _declared(tx: Tx, definition_id: str) -> Secrets:
+    """The secrets a deployed definition declares, read from its stored files once per process."""
+    found = _SECRETS_OF.get(definition_id)
+    if found is None:
+        blob = tx.scalar("SELECT files FROM definitions WHERE id = ?", (definition_id,))
+        files = unpack(bytes(blob)) if blob else {}
+        raw = files.get(SECRETS)
+        found = Secrets() if raw is None else Secrets.model_validate_json(raw)
+        if len(_SECRETS_OF) >= 256:
+            _SECRETS_OF.clear()
+        _SECRETS_OF[definition_id] = found
+    return found
+
+
+def _hmac_key(tx: Tx, dep: DeploymentRef, name: str, fallback: SecretResolver) -> str | None:
     """The HMAC key: the platform secret granted to the deployment (sealed in the store), else the
-    resolver (the Hub's environment, as before platform secrets). A value that does not open with
-    this Hub's KEK is logged on the deployment and counts as not set."""
+    resolver given the environment variable the bundle's x-agen/secrets.json names for it (its
+    ``env``, else the secret's own name: ``Secrets.env_var``, as the runner reads every env secret).
+    A value that does not open with this Hub's KEK is logged on the deployment and counts as not set."""
     try:
-        value = granted_value(tx, namespace, deployment, name, kek_from_env())
+        value = granted_value(tx, dep.namespace, dep.name, name, kek_from_env())
     except InvalidError as e:
-        write_log(tx, namespace, deployment, f"webhook: {e}", level="error")
+        write_log(tx, dep.namespace, dep.name, f"webhook: {e}", level="error")
         return None
-    return value if value is not None else fallback(namespace, name)
+    if value is not None:
+        return value
+    return fallback(dep.namespace, _declared(tx, dep.definition_id).env_var(name))
 
 
 def _find(tx: Tx, namespace: str, deployment: str, trigger: str) -> tuple[DeploymentRef, Row]:
@@ -222,7 +244,7 @@ def receive(
             now,
         )
     if isinstance(spec.auth, HmacAuth):
-        key = _hmac_key(tx, namespace, deployment, spec.auth.secret, secrets)
+        key = _hmac_key(tx, dep, spec.auth.secret, secrets)
         if key is None:
             if not _rejected_this_minute(tx, dep, trigger, now):
                 write_log(
