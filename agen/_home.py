@@ -1,11 +1,12 @@
 """Where agen keeps its files: ``AGEN_HOME`` (default ``~/.agen``), private to the user who runs agen.
 
 The home holds every transcript (the store) and the admin token (local.json), so it is made 0700 and its
-files 0600; a home made by an older agen with looser modes gets a one-line warning with the fix.
+files 0600; a home made by an older agen or by hand with looser modes gets a one-line warning with the fix.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import stat
@@ -26,9 +27,13 @@ def default_store_path() -> Path:
 
 
 def make_private_dir(path: Path) -> None:
-    """Create ``path`` (and missing parents) with the leaf 0700; an existing directory is left as it is."""
-    if not path.is_dir():
-        path.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR)
+    """Create ``path`` and every missing parent 0700 (``agen nest run`` makes AGEN_HOME and ``nests/``
+    on its way to its data folder); an existing directory is left as it is."""
+    if path.is_dir():
+        return
+    missing = [p for p in (path, *path.parents) if not p.exists()]
+    for folder in reversed(missing):
+        folder.mkdir(mode=PRIVATE_DIR, exist_ok=True)
 
 
 def write_private(path: Path, text: str) -> None:
@@ -47,12 +52,12 @@ def write_private(path: Path, text: str) -> None:
 
 def prepare_store_file(path: Path) -> None:
     """Before SQLite opens ``path``: a new store file is created empty and 0600 (SQLite gives its -wal and -shm
-    files the same mode); an existing one readable by others is reported once, with the command that fixes it."""
+    files the same mode); a store (new or not) that others can read, or that sits in a home they can read, is reported once, with the
+    command that fixes it."""
     make_private_dir(path.parent)
-    try:
+    with contextlib.suppress(FileExistsError):
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE))
-    except FileExistsError:
-        warn_if_shared(path)
+    warn_if_shared(path)  # a new store in a hand-made 0755 home is readable by others too
 
 
 def warn_if_shared(path: Path) -> None:

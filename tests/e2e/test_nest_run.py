@@ -29,8 +29,9 @@ class Nest:
         store: str | None = None,  # None: the Hub's own SQLite file; "": no --store at all
         more_hubs: tuple[Up, ...] = (),
     ) -> None:
-        self.home, self.name, self.log = home, name, home / "nest.log"
-        home.mkdir(parents=True, exist_ok=True)
+        # The log sits beside the home, so `agen nest run` makes the home itself (as a user's would).
+        self.home, self.name, self.log = home, name, home.with_name(f"{home.name}.log")
+        home.parent.mkdir(parents=True, exist_ok=True)
         env = {k: v for k, v in os.environ.items() if k not in ("AGEN_HUB", "AGEN_TOKEN")}
         env["AGEN_HOME"] = str(home)
         store = f"sqlite:{hub.home / 'agen.db'}" if store is None else store
@@ -85,6 +86,8 @@ def test_a_nest_in_another_process_enrols_once_runs_work_and_holds_only_the_nest
         cred = nest.credential
         mode = (tmp_path / "nest" / "nests" / "n1" / "nest.json").stat().st_mode & 0o777
         assert mode == 0o600
+        for folder in ("", "nests", "nests/n1"):  # the home and every folder in it: the user's only
+            assert (tmp_path / "nest" / folder).stat().st_mode & 0o777 == 0o700, folder
 
         # The Nest's credential may do the Nest's work only: every admin, operator, approver and
         # viewer method is refused with a one-line 403, never a 5xx.

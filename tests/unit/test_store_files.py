@@ -76,6 +76,40 @@ async def test_a_home_made_readable_by_others_gets_one_warning_with_the_fix(
     )
 
 
+@pytest.mark.usefixtures("usual_umask")
+async def test_a_hand_made_open_home_gets_the_warning_when_its_store_is_new(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`mkdir ~/.agen` (0755) before the first agen command: the new store is 0600, but the home
+    still lets others list it, so the warning names the home and the fix."""
+    home = tmp_path / "by-hand" / ".agen"
+    home.mkdir(parents=True)
+    os.chmod(home, 0o755)
+    monkeypatch.setenv("AGEN_HOME", str(home))
+    with caplog.at_level(logging.WARNING):
+        store = await SQLiteStore.open(default_store_path())
+        await store.close()
+    warnings = [r.getMessage() for r in caplog.records if "other local users" in r.getMessage()]
+    assert len(warnings) == 1, warnings
+    assert f"{home} (mode 0755)" in warnings[0] and f"chmod 700 {home}" in warnings[0]
+
+
+@pytest.mark.usefixtures("usual_umask")
+def test_a_nest_data_folder_is_made_private_with_every_folder_above_it_that_agen_makes(
+    tmp_path: Path,
+) -> None:
+    """`agen nest run` in a new AGEN_HOME makes the home, ``nests/`` and its own folder: all 0700."""
+    from agen._home import make_private_dir
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o755)
+    home = shared / "nest-home"
+    make_private_dir(home / "nests" / "n1")
+    assert [mode(p) for p in (home, home / "nests", home / "nests" / "n1")] == [0o700] * 3
+    assert mode(shared) == 0o755  # a folder that was there already is left as it is
+
+
 def test_the_first_agen_run_in_a_new_home_makes_it_private(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
