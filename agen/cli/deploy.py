@@ -14,9 +14,15 @@ if TYPE_CHECKING:
 
 def _validate(directory: str, json_out: bool) -> None:
     from agen.bundle import validate_bundle
-    from agen.errors import BundleError
+    from agen.errors import BundleError, TooLargeError
+    from agen.wire.limits import BundleLimits
 
     bundle, problems, warnings = validate_bundle(directory)
+    if bundle is not None:
+        try:  # the size limits a deploy is refused by (encode_files), so --validate says it first
+            BundleLimits.from_env().check(bundle.files)
+        except TooLargeError as e:
+            bundle, problems = None, [e.message]
     if bundle is not None:
         import os
 

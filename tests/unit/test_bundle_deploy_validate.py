@@ -90,3 +90,23 @@ def test_deploy_with_no_hub_running_exits_3_and_says_to_start_one(
     assert code == 3 and out == ""
     assert f"cannot reach the Hub at {hub}" in err and "agen up" in err
     assert "Traceback" not in err
+
+
+def test_validate_refuses_a_bundle_over_the_size_limits_a_deploy_is_refused_by(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--validate and deploy apply one check: a 6 MiB data file (limit 5 MiB per file) fails both,
+    with the same message."""
+    from agen.cli.deploy import deploy_request
+    from agen.errors import TooLargeError
+
+    root = make_bundle(tmp_path)
+    (root / "data.bin").write_bytes(b"x" * (6 << 20))
+    with pytest.raises(TooLargeError) as refused:
+        deploy_request(str(root), "default", None, None)
+    code, out, _ = run_agen(capsys, "deploy", str(root), "--validate", "--json")
+    assert code == 2
+    assert json.loads(out)["problems"] == [refused.value.message]
+    assert "bundle file data.bin is 6.0 MiB" in refused.value.message
+    code, out, err = run_agen(capsys, "deploy", str(root), "--validate")
+    assert code == 2 and out == "" and refused.value.message in err
