@@ -8,6 +8,8 @@ third-party errors (sqlite, httpx, the MCP SDK) are mapped at the boundary.
 
 from __future__ import annotations
 
+import logging
+import secrets
 from typing import Any, ClassVar
 
 
@@ -134,6 +136,18 @@ class ReentrantError(AgenError):
 
     code = "reentrant"
     http_status = 409
+
+
+def internal_error(log: logging.Logger, what: str) -> AgenError:
+    """Called in an ``except`` block for a failure nobody planned: the log gets one record (what
+    failed, a fresh error id, the traceback) and the caller an error that names only the id, so no
+    exception text leaves the process and an operator can still find the cause."""
+    error_id = secrets.token_hex(6)
+    log.error("%s failed: internal error %s", what, error_id, exc_info=True)
+    return AgenError(
+        f"internal error {error_id}: the server's log has the details under this id",
+        error_id=error_id,
+    )
 
 
 CODES: dict[str, type[AgenError]] = {

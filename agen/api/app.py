@@ -30,7 +30,14 @@ from agen.api.hooks import hook_routes, read_limited
 from agen.api.openapi import openapi_document
 from agen.api.peer_cert import peer_certificate
 from agen.api.registry import RPCS, Rpc
-from agen.errors import AgenError, InvalidError, NotFoundError, TooLargeError, UnavailableError
+from agen.errors import (
+    AgenError,
+    InvalidError,
+    NotFoundError,
+    TooLargeError,
+    UnavailableError,
+    internal_error,
+)
 from agen.hub.service import Hub
 from agen.otel.ids import header_traceparent
 from agen.wire.limits import DEFAULT_MAX_BODY_BYTES, MAX_BODY_ENV, BundleLimits, env_bytes, human
@@ -177,9 +184,8 @@ def create_app(hub: Hub, max_body: int | None = None) -> Starlette:
             return Response(result.model_dump_json(), media_type="application/json")
         except AgenError as e:
             return _error(e)
-        except Exception as e:  # never a traceback to a client; the log keeps it
-            log.exception("%s failed", name)
-            return _error(AgenError(f"{name} failed inside the Hub: {type(e).__name__}: {e}"))
+        except Exception:  # never exception text to a client: an id it can quote; the log keeps it
+            return _error(internal_error(log, name))
 
     async def health(request: Request) -> Response:
         # A store that cannot take writes (full disk, read-only file, stopped writer) makes the Hub useless for

@@ -28,7 +28,7 @@ from starlette.types import Receive, Scope, Send
 
 from agen.api.dispatch import dispatch, may_call
 from agen.api.registry import RPCS, Rpc
-from agen.errors import AgenError, InvalidError, RateLimitedError
+from agen.errors import AgenError, InvalidError, RateLimitedError, internal_error
 from agen.hub.auth import MACHINE_SCOPES
 
 if TYPE_CHECKING:
@@ -131,11 +131,8 @@ class McpDoor:
                 result = await dispatch(self.hub, principal, rpc, request)
             except AgenError as e:
                 return _refusal(e)
-            except Exception as e:  # the log keeps the traceback; the caller gets one line
-                log.exception("MCP tool %s failed", params.name)
-                return _refusal(
-                    AgenError(f"{params.name} failed inside the Hub: {type(e).__name__}: {e}")
-                )
+            except Exception:  # the log keeps the traceback; the caller gets an id to quote
+                return _refusal(internal_error(log, f"MCP tool {params.name}"))
             data = result.model_dump(mode="json")
             return mcp_types.CallToolResult(content=_text(data), structured_content=data)
 
