@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 from typing import Any
 
 from pydantic import ValidationError
@@ -27,6 +26,7 @@ from starlette.routing import Route
 
 from agen.api.dispatch import RETRY_AFTER_S, authorize, dispatch
 from agen.api.hooks import hook_routes, read_limited
+from agen.api.jsonbody import lone_surrogate, strict_loads
 from agen.api.openapi import openapi_document
 from agen.api.peer_cert import peer_certificate
 from agen.api.registry import RPCS, Rpc
@@ -65,42 +65,6 @@ def _invalid(rpc: Rpc[Any, Any], e: ValidationError) -> InvalidError:
 BUNDLE_RPCS = frozenset({"CreateDeployment", "UpdateDeployment"})
 
 
-def _no_constant(name: str) -> Any:
-    raise InvalidError(f"{name} is not a JSON number; send a finite number")
-
-
-def _number(text: str) -> int | float:
-    """A JSON number with a fraction or exponent: 116.0 is the integer 116 (as JSON Schema reads
-    it), and one too large for a float is refused rather than read as infinity."""
-    value = float(text)
-    if not math.isfinite(value):
-        raise InvalidError(f"{text[:40]} is too large a number; send a finite number")
-    return int(value) if value.is_integer() else value
-
-
-def _lone_surrogate(payload: Any) -> str | None:
-    """The path of the first string (key or value) holding a lone surrogate, which no UTF-8 store
-    can keep; walked without recursion, so a deep document cannot exhaust the stack."""
-    stack: list[tuple[str, Any]] = [("", payload)]
-    while stack:
-        path, value = stack.pop()
-        if isinstance(value, str):
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError:
-                return path or "(body)"
-        elif isinstance(value, dict):
-            for key, item in value.items():
-                try:
-                    key.encode("utf-8")
-                except UnicodeEncodeError:
-                    return f"{path}.(key)" if path else "(key)"
-                stack.append((f"{path}.{key}" if path else key, item))
-        elif isinstance(value, list):
-            stack.extend((f"{path}[{i}]", item) for i, item in enumerate(value))
-    return None
-
-
 def parse_body(name: str, body: bytes) -> Any:
     """The request body as JSON (empty is ``{}``), or an InvalidError saying what is wrong with it."""
     if not body.strip(b" \t\r\n"):  # JSON's whitespace only: a lone \x0b is not an empty body
@@ -112,14 +76,14 @@ def parse_body(name: str, body: bytes) -> Any:
             f"{name}: body is not UTF-8 (bad byte at offset {e.start}); send UTF-8 JSON"
         ) from None
     try:
-        payload = json.loads(text, parse_constant=_no_constant, parse_float=_number)
+        payload = strict_loads(text)
     except json.JSONDecodeError as e:
         raise InvalidError(
             f"{name}: body is not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})"
         ) from None
     except RecursionError:
         raise InvalidError(f"{name}: body is nested too deeply to be a request") from None
-    where = _lone_surrogate(payload)
+    where = lone_surrogate(payload)
     if where is not None:
         raise InvalidError(
             f"{name}: {where}: text holds a lone UTF-16 surrogate; send valid Unicode", field=where

@@ -8,6 +8,10 @@ the ``A2A-Version: 1.0`` header) and the v0.3 method names (``message/send``, ``
 
 from __future__ import annotations
 
+import json
+import logging
+import re
+import secrets
 from dataclasses import dataclass, field
 
 from a2a.server.context import ServerCallContext
@@ -20,14 +24,25 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from agen.api import registry as r
-from agen.errors import AgenError, UnauthenticatedError
+from agen.errors import AgenError, NotFoundError, UnauthenticatedError, internal_error
 from agen.gateway.auth import HttpHubLink, HubLink, KeyFetch, KeyRing, authenticate
 from agen.gateway.card import card_json
 from agen.gateway.handler import CALL_STATE, AgenRequestHandler, Call
+from agen.gateway.jsonrpc import (
+    INTERNAL_ERROR,
+    MESSAGES,
+    BadRequest,
+    read_request,
+    refusal_body,
+    replayed,
+)
 from agen.gateway.wake import WaitingCalls, WakePolicy
 from agen.wire.agents import ResolveAgentRequest
+from agen.wire.common import NAME_PATTERN
 
 CARD_PATH = "/.well-known/agent-card.json"
+log = logging.getLogger("agen.gateway")
+_NAME = re.compile(NAME_PATTERN)
 
 
 @dataclass(frozen=True)
@@ -53,10 +68,35 @@ def _error(e: AgenError) -> JSONResponse:
     return JSONResponse(e.to_dict(), status_code=e.http_status, headers=headers)
 
 
-def _refusal(e: HTTPException) -> JSONResponse:
-    """A refusal with its HTTP status (503 + Retry-After for wake-ups), still a JSON-RPC error body."""
-    body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32603, "message": e.detail}}
+def _refusal(e: HTTPException, request_id: str | int | None) -> JSONResponse:
+    """A refusal with its HTTP status (503 + Retry-After for wake-ups), still a JSON-RPC error body
+    answering the request's id."""
+    body = refusal_body(request_id, str(e.detail))
     return JSONResponse(body, status_code=e.status_code, headers=e.headers)
+
+
+def _internal(request_id: str | int | None, what: str) -> JSONResponse:
+    """An unplanned failure: -32603 with an id the log holds beside the traceback."""
+    message = internal_error(log, what).message
+    return JSONResponse(refusal_body(request_id, message, INTERNAL_ERROR))
+
+
+def _no_raw_text(response: Response, request_id: str | int | None, what: str) -> Response:
+    """a2a-sdk answers an exception it did not expect with -32603 and the exception's text; the
+    caller gets an error id instead, and the log that text beside it (the traceback, if any, is
+    a2a-sdk's own log record)."""
+    if not isinstance(response, JSONResponse):
+        return response  # a stream: its events come from our handler, which maps its own errors
+    body = json.loads(bytes(response.body))
+    error = body.get("error") if isinstance(body, dict) else None
+    if not isinstance(error, dict) or error.get("code") != INTERNAL_ERROR:
+        return response
+    if str(error.get("message", "")).startswith("internal error "):
+        return response  # ours (agen.gateway.handler): logged with its id already
+    error_id = secrets.token_hex(6)
+    log.error("%s: a2a-sdk answered %r; internal error %s", what, error.get("message"), error_id)
+    message = f"internal error {error_id}: the server's log has the details under this id"
+    return JSONResponse(refusal_body(request_id, message, INTERNAL_ERROR))
 
 
 def create_gateway_app(
@@ -80,18 +120,39 @@ def create_gateway_app(
     async def rpc(request: Request) -> Response:
         ns, dep = request.path_params["ns"], request.path_params["deployment"]
         try:
+            if not (_NAME.match(ns) and _NAME.match(dep)):  # `/a2a/../x` names no deployment
+                raise NotFoundError(f"no A2A agent at {request.url.path[:200]}")
             caller = await authenticate(
                 link, request.headers, need="call", target=(ns, dep), keys=keys
             )
         except AgenError as e:
             return _error(e)
-        call = Call(caller=caller, namespace=ns, deployment=dep)
-        request.state.agen_call = call
+        where = f"A2A call to {ns}/{dep}"
         try:
-            response = await dispatcher.handle_requests(request)
+            payload, body = await read_request(request)
+        except BadRequest as e:  # the caller's mistake: one line, never a traceback
+            log.info(
+                "%s: refused (request id %r): %s%s",
+                where,
+                e.request_id,
+                e.message or MESSAGES[e.code],
+                f" ({e.detail})" if e.detail else "",
+            )
+            return e.response()
+        request_id = payload.get("id")
+        where = f"{where}: {str(payload['method'])[:80]} (request id {request_id!r})"
+        call = Call(caller=caller, namespace=ns, deployment=dep)
+        forwarded = replayed(request, body)
+        forwarded.state.agen_call = call
+        try:
+            response = await dispatcher.handle_requests(forwarded)
         except HTTPException as e:  # A2A 1.0: a2a-sdk lets an HTTPException through
-            return _refusal(e)
-        return _refusal(call.refusals[0]) if call.refusals else response
+            return _refusal(e, request_id)
+        except Exception:
+            return _internal(request_id, where)
+        if call.refusals:
+            return _refusal(call.refusals[0], request_id)
+        return _no_raw_text(response, request_id, where)
 
     async def card(request: Request) -> Response:
         ns, dep = request.path_params["ns"], request.path_params["deployment"]

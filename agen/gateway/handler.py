@@ -8,7 +8,9 @@ and a repeated message id finds the same task through the Hub's idempotency key.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+import logging
+from collections.abc import AsyncGenerator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from a2a.server.context import ServerCallContext
@@ -36,7 +38,10 @@ from a2a.types import (
     TaskStatusUpdateEvent,
 )
 from a2a.utils.errors import (
+    A2AError,
+    InternalError,
     InvalidParamsError,
+    InvalidRequestError,
     TaskNotCancelableError,
     TaskNotFoundError,
     UnsupportedOperationError,
@@ -47,7 +52,7 @@ from starlette.exceptions import HTTPException
 
 from agen.api import registry as r
 from agen.client import Client
-from agen.errors import AgenError, BudgetError, InvalidError, NotFoundError
+from agen.errors import AgenError, BudgetError, InvalidError, NotFoundError, internal_error
 from agen.gateway import convert
 from agen.gateway.auth import Caller, HubLink
 from agen.gateway.wake import (
@@ -61,6 +66,7 @@ from agen.gateway.wake import (
 from agen.otel.ids import header_traceparent
 from agen.wire import tasks as wt
 
+log = logging.getLogger("agen.gateway")
 RUN_TIMEOUT_S = 3600.0  # seed 000 §10: a Gateway gives an instance at most 1 h to answer
 CALL_STATE = "agen.call"
 
@@ -69,9 +75,10 @@ CALL_STATE = "agen.call"
 class Call:
     """Who calls which deployment: put on the call context by the Gateway's route.
 
-    ``refusals`` carries a refusal with its own HTTP status (503 and Retry-After: paused, no
-    instance in time) back to the route: a2a-sdk's v0.3 adapter would turn any exception into a
-    JSON-RPC error on HTTP 200, and a caller should see the status and the hint.
+    ``refusals`` carries a refusal with its own HTTP status (403, 404, 429, 503 and Retry-After:
+    paused, no instance in time) back to the route, which answers with it and the request's id:
+    a2a-sdk would turn it into a JSON-RPC error on HTTP 200, and a caller should see the status and
+    the hint.
     """
 
     caller: Caller
@@ -80,14 +87,31 @@ class Call:
     refusals: list[HTTPException] = field(default_factory=list)
 
 
-def _refuse(call: Call, e: HTTPException) -> HTTPException:
+def _refuse(call: Call, e: HTTPException) -> A2AError:
+    """Hand the refusal to the route; a2a-sdk gets an A2A error it answers without a traceback (the
+    route replaces that answer with the refusal, so the SDK's is never seen, except mid-stream)."""
     call.refusals.append(e)
-    return e
+    return InvalidRequestError(message=str(e.detail))
 
 
-def _refused(call: Call, e: Exception) -> Exception:
-    """A refusal with its own HTTP status (403 denied, 429, 503) reaches the caller with it."""
-    return _refuse(call, e) if isinstance(e, HTTPException) else e
+@contextmanager
+def _answering(call: Call, method: str) -> Iterator[None]:
+    """What a handler method raises, as the caller should see it: an agen error as its A2A error
+    or refusal, anything unplanned as "internal error <id>" (the log has the id and traceback)."""
+    try:
+        yield
+    except A2AError:
+        raise
+    except HTTPException as e:
+        raise _refuse(call, e) from None
+    except AgenError as e:
+        if e.http_status == 500:  # the Hub failed (its store, a bug): its text stays in the log
+            raise InternalError(message=internal_error(log, f"A2A {method}").message) from None
+        mapped = _a2a_error(e)
+        raise (_refuse(call, mapped) if isinstance(mapped, HTTPException) else mapped) from None
+    except Exception:
+        where = f"A2A {method} on {call.namespace}/{call.deployment}"
+        raise InternalError(message=internal_error(log, where).message) from None
 
 
 def _call(context: ServerCallContext) -> Call:
@@ -134,10 +158,7 @@ class AgenRequestHandler(RequestHandler):
             )
         except InvalidError as e:
             raise InvalidParamsError(message=e.message) from None
-        try:
-            await refuse_if_paused(client, call.namespace, call.deployment)
-        except HTTPException as e:
-            raise _refuse(call, e) from None
+        await refuse_if_paused(client, call.namespace, call.deployment)
         try:
             request = wt.SubmitTaskRequest(
                 namespace=call.namespace,
@@ -160,11 +181,8 @@ class AgenRequestHandler(RequestHandler):
         return resp.task, sub.context_id
 
     async def _started(self, client: Client, call: Call, task: wt.Task) -> wt.Task:
-        try:
-            with self.waiting.waiting(call.namespace, call.deployment):
-                return await wait_started(client, task, self.wake)
-        except HTTPException as e:
-            raise _refuse(call, e) from None
+        with self.waiting.waiting(call.namespace, call.deployment):
+            return await wait_started(client, task, self.wake)
 
     async def _time_out(self, client: Client, task: wt.Task) -> wt.Task:
         """RunTimeout (seed 000 §10): the call fails and its run is told to stop."""
@@ -191,24 +209,22 @@ class AgenRequestHandler(RequestHandler):
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> Task | Message:
         call = _call(context)
-        async with self.link.client(call.caller.token) as client:
-            try:
+        with _answering(call, "message/send"):
+            async with self.link.client(call.caller.token) as client:
                 task, context_id = await self._submit(
                     client, call, params, header_traceparent(context.state.get("headers") or {})
                 )
                 if not params.configuration.return_immediately:
                     task = await self._started(client, call, task)
                     task = await self._until_ended(client, task, poll_s=60)
-            except AgenError as e:
-                raise _refused(call, _a2a_error(e)) from None
-        return convert.to_a2a(task, context_id)
+            return convert.to_a2a(task, context_id)
 
     async def on_message_send_stream(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event]:
         call = _call(context)
-        async with self.link.client(call.caller.token) as client:
-            try:
+        with _answering(call, "message/stream"):
+            async with self.link.client(call.caller.token) as client:
                 task, context_id = await self._submit(
                     client, call, params, header_traceparent(context.state.get("headers") or {})
                 )
@@ -234,16 +250,14 @@ class AgenRequestHandler(RequestHandler):
                         )
                 if not _ended(task):  # the run timeout passed: the call ends, and so does its run
                     task = await self._time_out(client, task)
-            except AgenError as e:
-                raise _refused(call, _a2a_error(e)) from None
-        artifact = convert.answer_artifact(task)
-        if artifact is not None:
-            yield TaskArtifactUpdateEvent(
-                task_id=task.id, context_id=context_id, artifact=artifact, last_chunk=True
+            artifact = convert.answer_artifact(task)
+            if artifact is not None:
+                yield TaskArtifactUpdateEvent(
+                    task_id=task.id, context_id=context_id, artifact=artifact, last_chunk=True
+                )
+            yield TaskStatusUpdateEvent(
+                task_id=task.id, context_id=context_id, status=convert.status_of(task, context_id)
             )
-        yield TaskStatusUpdateEvent(
-            task_id=task.id, context_id=context_id, status=convert.status_of(task, context_id)
-        )
 
     # --- reading and cancelling: only the caller's own tasks of this deployment ---
 
@@ -263,19 +277,17 @@ class AgenRequestHandler(RequestHandler):
 
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
         call = _call(context)
-        async with self.link.client(call.caller.token) as client:
-            try:
+        with _answering(call, "tasks/get"):
+            async with self.link.client(call.caller.token) as client:
                 task, context_id = await self._own(client, call, params.id)
-            except AgenError as e:
-                raise _a2a_error(e) from None
-        return convert.to_a2a(task, context_id)
+            return convert.to_a2a(task, context_id)
 
     async def on_cancel_task(
         self, params: CancelTaskRequest, context: ServerCallContext
     ) -> Task | None:
         call = _call(context)
-        async with self.link.client(call.caller.token) as client:
-            try:
+        with _answering(call, "tasks/cancel"):
+            async with self.link.client(call.caller.token) as client:
                 task, context_id = await self._own(client, call, params.id)
                 if task.state in wt.TERMINAL_STATES:
                     raise TaskNotCancelableError(
@@ -286,9 +298,7 @@ class AgenRequestHandler(RequestHandler):
                         r.CancelTask, wt.CancelTaskRequest(id=task.id, reason="A2A tasks/cancel")
                     )
                 ).task
-            except AgenError as e:
-                raise _a2a_error(e) from None
-        return convert.to_a2a(task, context_id)
+            return convert.to_a2a(task, context_id)
 
     # --- not served (the card says so: no push notifications, no extended card) ---
 

@@ -46,6 +46,7 @@ async def test_an_unexpected_failure_answers_an_error_id_that_the_log_holds_with
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     store = await BrokenReads.open(tmp_path / "agen.db")
+    assert isinstance(store, BrokenReads)
     try:
         hub = Hub(store)
         app = create_app(hub)
