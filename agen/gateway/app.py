@@ -12,11 +12,14 @@ import json
 import logging
 import re
 import secrets
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from a2a.server.context import ServerCallContext
 from a2a.server.routes import DefaultServerCallContextBuilder
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
+from sse_starlette import EventSourceResponse
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -36,6 +39,7 @@ from agen.gateway.jsonrpc import (
     refusal_body,
     replayed,
 )
+from agen.gateway.openapi import gateway_openapi
 from agen.gateway.wake import WaitingCalls, WakePolicy
 from agen.wire.agents import ResolveAgentRequest
 from agen.wire.common import NAME_PATTERN
@@ -79,6 +83,35 @@ def _internal(request_id: str | int | None, what: str) -> JSONResponse:
     """An unplanned failure: -32603 with an id the log holds beside the traceback."""
     message = internal_error(log, what).message
     return JSONResponse(refusal_body(request_id, message, INTERNAL_ERROR))
+
+
+async def _first_event(response: EventSourceResponse, call: Call) -> EventSourceResponse:
+    """Run a stream to its first event before answering: a v0.3 message/stream refused before it
+    starts (paused, unknown deployment, admission, no instance in time) then gets its HTTP status
+    and request id like message/send does, not a 200 with an error event (A2A 1.0's streams are
+    started this way by a2a-sdk itself)."""
+    events = aiter(response.body_iterator)
+    try:
+        first = await anext(events)
+    except StopAsyncIteration:
+        return response
+    if call.refusals:
+        await _close(events)
+        return response
+
+    async def replay() -> AsyncIterator[Any]:
+        yield first
+        async for event in events:
+            yield event
+
+    response.body_iterator = replay()
+    return response
+
+
+async def _close(events: AsyncIterator[Any]) -> None:
+    aclose = getattr(events, "aclose", None)
+    if aclose is not None:
+        await aclose()
 
 
 def _no_raw_text(response: Response, request_id: str | int | None, what: str) -> Response:
@@ -150,6 +183,8 @@ def create_gateway_app(
             return _refusal(e, request_id)
         except Exception:
             return _internal(request_id, where)
+        if isinstance(response, EventSourceResponse):
+            response = await _first_event(response, call)
         if call.refusals:
             return _refusal(call.refusals[0], request_id)
         return _no_raw_text(response, request_id, where)
@@ -171,9 +206,13 @@ def create_gateway_app(
     async def health(request: Request) -> Response:
         return JSONResponse({"ok": True})
 
+    async def openapi(request: Request) -> Response:
+        return JSONResponse(gateway_openapi())
+
     return Starlette(
         routes=[
             Route("/health", health, methods=["GET"]),
+            Route("/openapi.json", openapi, methods=["GET"]),
             Route("/a2a/{ns}/{deployment}" + CARD_PATH, card, methods=["GET"]),
             Route("/a2a/{ns}/{deployment}", rpc, methods=["POST"]),
         ]

@@ -9,8 +9,9 @@ the request's own id, so a client error is the client's, in one log line:
 * HTTP 413: a body over ``AGEN_API_MAX_BODY_BYTES`` (1 MiB by default, as the Hub's API);
 * -32700 parse error: not JSON (a syntax error, NaN or Infinity, nesting past the parser's depth);
 * -32600 invalid request: not one JSON-RPC 2.0 request object (a batch, ``jsonrpc`` not "2.0",
-  ``method`` not a string, ``id`` not a string, integer or null), or its params do not fit the method
-  as a whole (``params`` not an object);
+  ``method`` not a string, ``id`` not a string, integer or null, a member besides jsonrpc, id,
+  method and params), or ``params`` not an object;
+* -32601 method not found;
 * -32602 invalid params: the params do not fit the method's schema, an integer out of its range,
   text holding a lone UTF-16 surrogate; ``data.field`` names where;
 * -32603 internal error, only for a failure nobody planned: the message holds an id, and the log
@@ -39,15 +40,19 @@ from agen.wire.limits import DEFAULT_MAX_BODY_BYTES, MAX_BODY_ENV, env_bytes, hu
 
 log = logging.getLogger("agen.gateway")
 
-PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32602, -32603
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND = -32700, -32600, -32601
+INVALID_PARAMS, INTERNAL_ERROR = -32602, -32603
 REFUSED = -32000
 """A refusal that carries its own HTTP status (403, 404, 429, 503): JSON-RPC's server-error range."""
 
 MESSAGES = {
     PARSE_ERROR: "parse error: the body is not a JSON document",
     INVALID_REQUEST: "invalid request: the body is not one JSON-RPC 2.0 request object",
+    METHOD_NOT_FOUND: "method not found: the Gateway serves the A2A methods (message/send, "
+    "message/stream, tasks/get, tasks/cancel, and their A2A 1.0 names)",
     INVALID_PARAMS: "invalid params: the params do not fit the method",
 }
+_MEMBERS = frozenset({"jsonrpc", "id", "method", "params"})
 INT32_MAX = 2**31 - 1
 JSON_SAFE_INT = 2**53 - 1
 """Integers past this are not exact in most JSON readers (I-JSON); protobuf's Struct holds doubles."""
@@ -145,9 +150,7 @@ def _check_params(method: str, payload: dict[str, Any], request_id: str | int | 
             code = INVALID_PARAMS if loc[:1] == ("params",) and len(loc) > 1 else INVALID_REQUEST
             raise BadRequest(code, request_id, field=field, detail=str(e)) from None
         return
-    model = JsonRpcDispatcher.METHOD_TO_MODEL.get(method)
-    if model is None:
-        return  # a2a-sdk answers -32601 method not found
+    model = JsonRpcDispatcher.METHOD_TO_MODEL[method]
     params = payload.get("params", {})
     if not isinstance(params, dict):
         raise BadRequest(INVALID_REQUEST, request_id, field="params")
@@ -195,12 +198,19 @@ async def read_request(request: Request) -> tuple[dict[str, Any], bytes]:
         or not isinstance(payload.get("method"), str)
         or (rid is not None and (isinstance(rid, bool) or not isinstance(rid, str | int)))
         or not isinstance(payload.get("params", {}), dict)
+        or not set(payload) <= _MEMBERS
     ):
         raise BadRequest(INVALID_REQUEST, request_id, detail="not a JSON-RPC 2.0 request")
     where = _out_of_range(payload.get("params", {}), "params")
     if where is not None:
         raise BadRequest(INVALID_PARAMS, request_id, field=where, detail="an integer out of range")
-    _check_params(payload["method"], payload, request_id)
+    method = payload["method"]
+    if (
+        method not in JSONRPC03Adapter.METHOD_TO_MODEL
+        and method not in JsonRpcDispatcher.METHOD_TO_MODEL
+    ):
+        raise BadRequest(METHOD_NOT_FOUND, request_id, detail=f"method {method[:80]!r}")
+    _check_params(method, payload, request_id)
     try:
         return payload, json.dumps(payload, ensure_ascii=False).encode("utf-8")
     except RecursionError:

@@ -71,7 +71,11 @@ class CreateDeploymentRequest(Model):
 
     namespace: str = Field("default", pattern=NAME_PATTERN)
     name: str | None = Field(default=None, pattern=NAME_PATTERN)
-    files: dict[str, str]
+    files: dict[str, str] = Field(
+        min_length=1,
+        description="the bundle's files, path -> base64 bytes (plugin.json, x-agen/agent.md, "
+        "x-agen/harness.json at least)",
+    )
     replicas: Replicas | None = None
     validate_only: bool = False
 

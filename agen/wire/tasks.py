@@ -151,6 +151,18 @@ class ListTasksResponse(Model):
 
 
 class CancelTaskRequest(Model):
+    """``grace_period_seconds`` applies to ``mode: graceful`` only; with another mode it is refused
+    rather than ignored."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [
+                {"properties": {"mode": {"const": "graceful"}}, "required": ["mode"]},
+                {"properties": {"grace_period_seconds": {"type": "null"}}},
+            ]
+        },
+    )
+
     id: str
     namespace: str | None = Field(
         None,

@@ -1,5 +1,7 @@
 """Schemathesis against a real `agen up`: every generated request, valid or not, gets a 4xx or 2xx
-in the documented shape; no 5xx, and no check (`--checks all`) fails, for an admin and a viewer.
+in the documented shape; no 5xx, and no check (`--checks all`) fails, for an admin and a viewer;
+every schema-valid request is accepted (``positive_data_acceptance``) unless the exception below says
+why it cannot be. The same over the A2A Gateway's JSON-RPC door (its own /openapi.json).
 
 Bounded and deterministic: 25 examples per operation, deterministic generation, one worker.
 Excluded: ``Shutdown`` only, since it stops the Hub under test (who may call it has its own
@@ -14,6 +16,16 @@ test in tests/integration/test_api_bad_requests.py). Check configuration, with t
   ambiguous (the 400 lists them), which depends on what is stored, not on the request's shape.
 * the Nest-facing RPCs (scope ``nest``) also accept 409 for a schema-valid call: a made-up lease id on
   a real task is fenced (409), as a stale lease is; an unknown Nest, task or definition is a 404.
+* SubmitTask and DryRunTask also accept 400: a not_after_ms already in the past, or not after
+  not_before_ms, is a 400 by the clock, which JSON Schema cannot express (the stateful phase met it
+  once). SetMemory and RollbackMemory: a value longer than the block's stored limit (set by an earlier
+  call) is a 400, and a stale expected_version a 409; both depend on what is stored.
+* CancelTask has no 400 exemption: its one rule between fields (grace_period_seconds with mode
+  graceful only) is in its schema.
+
+The Gateway answers JSON-RPC errors on HTTP 200, so for it ``negative_data_rejection`` (a 4xx for
+a schema-invalid call) does not apply; ``jsonrpc_accepts_valid_calls`` (fuzz_hooks.py) checks the
+error codes instead: a schema-valid call is never answered -32700, -32600, -32602 or -32603.
 """
 
 from __future__ import annotations
@@ -50,20 +62,24 @@ checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403",
 include-operation-id = ["ResolveId"]
 checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403", "404"]
 [[operations]]
-include-operation-id = ["SubmitTask", "DryRunTask", "CancelTask"]
+include-operation-id = ["SubmitTask", "DryRunTask"]
 checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403", "404", "409", "429"]
+
+[[operations]]
+include-operation-id = ["CancelTask"]
+checks.positive_data_acceptance.expected-statuses = ["2xx", "401", "403", "404", "409", "429"]
 
 [[operations]]
 include-operation-id = ["ReportNest", "LeaseTasks", "MarkRunning", "CompleteTask", "ReleaseTask", "SuspendTask",
                         "GetDefinitionFiles"]
 checks.positive_data_acceptance.expected-statuses = ["2xx", "401", "403", "404", "409"]
 """
-# SubmitTask/DryRunTask: a schema-valid not_after_ms that is already in the past, or not after not_before_ms,
-# is a 400 by the clock, which JSON Schema cannot express (the stateful phase met it once). SetMemory and
-# RollbackMemory: a value longer than the block's stored limit (set by an earlier call) is a 400, and a
-# stale expected_version a 409; both depend on what is stored, which the schema cannot say. CancelTask:
-# grace_period_seconds with a mode other than graceful is a 400 (it would be ignored), a rule between two
-# fields that the generated schema does not state.
+GATEWAY_CONFIG = """\
+[generation]
+max-examples = 30
+deterministic = true
+database = "none"
+"""
 
 
 @pytest.fixture(scope="module")
@@ -79,6 +95,41 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Up, str]]:
     )
     yield up, str(task["id"])
     up.stop()
+
+
+def schemathesis_run(
+    schema: str, token: str, config: str, tmp_path: Path, *args: str, **env: str
+) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "schemathesis.toml").write_text(config)
+    return subprocess.run(
+        [
+            SCHEMATHESIS,
+            "--config-file",
+            str(tmp_path / "schemathesis.toml"),
+            "run",
+            schema,
+            *args,
+            "-H",
+            f"Authorization: Bearer {token}",
+            "--workers",
+            "1",
+            "--request-timeout",
+            "10",
+            "--no-color",
+            "--report-dir",
+            str(tmp_path / "report"),
+        ],
+        cwd=tmp_path,
+        env={
+            **os.environ,
+            "SCHEMATHESIS_HOOKS": str(HERE / "fuzz_hooks.py"),
+            "NO_COLOR": "1",
+            **env,
+        },
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def token_for(hub: Up, scope: str) -> str:
@@ -104,41 +155,17 @@ def test_fuzzed_requests_get_no_server_error_and_pass_every_check(
     hub: tuple[Up, str], scope: str, tmp_path: Path
 ) -> None:
     up, task_id = hub
-    config = tmp_path / "schemathesis.toml"
-    config.write_text(CONFIG)
-    env = {
-        **os.environ,
-        "SCHEMATHESIS_HOOKS": str(HERE / "fuzz_hooks.py"),
-        "NO_COLOR": "1",
-        "FUZZ_DEPLOYMENT": "fuzz",
-        "FUZZ_TASK_ID": task_id,
-    }
-    r = subprocess.run(
-        [
-            SCHEMATHESIS,
-            "--config-file",
-            str(config),
-            "run",
-            f"{up.url}/openapi.json",
-            "--checks",
-            "all",
-            "--exclude-operation-id",
-            "Shutdown",
-            "-H",
-            f"Authorization: Bearer {token_for(up, scope)}",
-            "--workers",
-            "1",
-            "--request-timeout",
-            "10",
-            "--no-color",
-            "--report-dir",
-            str(tmp_path / "report"),
-        ],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    r = schemathesis_run(
+        f"{up.url}/openapi.json",
+        token_for(up, scope),
+        CONFIG,
+        tmp_path,
+        "--checks",
+        "all",
+        "--exclude-operation-id",
+        "Shutdown",
+        FUZZ_DEPLOYMENT="fuzz",
+        FUZZ_TASK_ID=task_id,
     )
     assert r.returncode == 0, (
         f"schemathesis ({scope} token) found problems:\n{r.stdout[-20000:]}\n{r.stderr[-2000:]}"
@@ -146,3 +173,52 @@ def test_fuzzed_requests_get_no_server_error_and_pass_every_check(
     assert up.proc is not None and up.proc.poll() is None  # the Hub is still up after the run
     log = up.log.read_text()
     assert "Traceback" not in log, f"the Hub logged a traceback during the fuzz run:\n{log[-5000:]}"
+
+
+def test_fuzzed_a2a_calls_get_no_server_error_and_valid_ones_are_accepted(
+    hub: tuple[Up, str], tmp_path: Path
+) -> None:
+    up, _ = hub
+    root = tmp_path / "a2a-bundle"
+    up.agen("deploy", str(write_bundle(root, "fuzz-a2a")))  # its own: the API fuzz may pause "fuzz"
+    gateway = up.wait_gateway()
+    token = token_for(up, "admin")
+    seed = httpx.post(
+        f"{gateway}/a2a/default/fuzz-a2a",
+        json={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "message/send",
+            "params": {
+                "message": {
+                    "role": "user",
+                    "messageId": "seed",
+                    "parts": [{"kind": "text", "text": "hi"}],
+                }
+            },
+        },
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=60,
+    )
+    assert seed.status_code == 200 and "result" in seed.json(), seed.text
+    before = up.log.read_text()
+    r = schemathesis_run(
+        f"{gateway}/openapi.json",
+        token,
+        GATEWAY_CONFIG,
+        tmp_path,
+        "--checks",
+        "all",
+        "--exclude-checks",
+        "negative_data_rejection",
+        FUZZ_DEPLOYMENT="fuzz-a2a",
+        FUZZ_A2A_TASK_ID=str(seed.json()["result"]["id"]),
+    )
+    assert r.returncode == 0, (
+        f"schemathesis (Gateway) found problems:\n{r.stdout[-20000:]}\n{r.stderr[-2000:]}"
+    )
+    assert up.proc is not None and up.proc.poll() is None
+    log = up.log.read_text()[len(before) :]
+    assert "Traceback" not in log, (
+        f"the Gateway logged a traceback during the fuzz run:\n{log[-5000:]}"
+    )

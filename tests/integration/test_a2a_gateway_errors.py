@@ -102,6 +102,14 @@ CASES: list[tuple[str, bytes, int, Any, str | None]] = [
     ),
     ("params a list", _v03("tasks/get", [1]), -32600, 7, None),
     (
+        "a member JSON-RPC does not have",
+        b'{"jsonrpc":"2.0","id":7,"method":"tasks/get","params":{"id":"x"},"extra":1}',
+        -32600,
+        7,
+        None,
+    ),
+    ("an unknown method", _v03("tasks/frobnicate", {}), -32601, 7, None),
+    (
         "a lone surrogate",
         SEND % b'{"role":"user","messageId":"m\\ud800","parts":[]}',
         -32602,
@@ -178,6 +186,11 @@ async def test_refusals_on_v03_methods_answer_the_request_id_with_their_status(
         paused = await gw.post(
             "/a2a/default/held", content=send, headers={"Authorization": f"Bearer {everywhere}"}
         )
+        paused_stream = await gw.post(
+            "/a2a/default/held",
+            content=_v03("message/stream", {"message": _message()}, rid="req-2"),
+            headers={"Authorization": f"Bearer {everywhere}"},
+        )
         unknown = await gw.post(
             "/a2a/default/nobody", content=send, headers={"Authorization": f"Bearer {everywhere}"}
         )
@@ -194,11 +207,12 @@ async def test_refusals_on_v03_methods_answer_the_request_id_with_their_status(
         )
     assert paused.status_code == 503 and paused.json()["id"] == "req-1"
     assert "paused" in paused.json()["error"]["message"]
+    assert paused_stream.status_code == 503 and paused_stream.json()["id"] == "req-2"
     assert unknown.json()["id"] == "req-1" and "nobody" in unknown.json()["error"]["message"]
     assert elsewhere.status_code == 403 and elsewhere.json()["id"] == "req-1"
     assert get_elsewhere.json()["id"] == 9 and "error" in get_elsewhere.json()
     assert misnamed.status_code == 404
-    for resp in (paused, unknown, elsewhere, get_elsewhere, misnamed):
+    for resp in (paused, paused_stream, unknown, elsewhere, get_elsewhere, misnamed):
         assert not any(word in resp.text for word in RAW), resp.text
 
 
