@@ -24,7 +24,14 @@ class RepeatFilter(logging.Filter):
 
 
 def log_to_stderr_once_per_repeat(level: int = logging.WARNING) -> logging.Handler:
-    """What ``agen up`` logs: agen's warnings on stderr as plain lines, each repeat said once."""
+    """What ``agen up`` logs: agen's warnings on stderr as plain lines, each repeat said once.
+
+    asyncio's own "socket.send() raised exception." is said once too: it repeats for every write a
+    stream makes after its client hung up (a burst of server-sent events, dozens of lines for one
+    closed tab)."""
+    quiet = logging.getLogger("asyncio")
+    if not any(isinstance(f, RepeatFilter) for f in quiet.filters):
+        quiet.addFilter(RepeatFilter())
     handler = logging.StreamHandler()
     handler.setLevel(level)
     handler.setFormatter(logging.Formatter("%(message)s"))

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import logging
+
+import pytest
 
 from agen._logrepeat import RepeatFilter
 
@@ -43,3 +46,35 @@ def test_different_lines_of_code_are_not_merged() -> None:
         log.warning("same text")
         log.warning("same text")
     assert out.getvalue().splitlines() == ["same text", "same text"]
+
+
+async def test_writes_after_a_client_hung_up_say_so_once_in_agen_ups_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A stream that keeps writing to a connection that is gone (an SSE client that closed its tab
+    mid-burst) makes asyncio warn on every write; `agen up`'s log says it once."""
+    from agen._logrepeat import log_to_stderr_once_per_repeat
+
+    handler = log_to_stderr_once_per_repeat()
+    caplog.set_level(logging.WARNING)
+    transports: list[asyncio.Transport] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        transports.append(writer.transport)  # type: ignore[arg-type]
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        _, client = await asyncio.open_connection("127.0.0.1", port)
+        while not transports:
+            await asyncio.sleep(0.01)
+        transport = transports[0]
+        transport.abort()  # the connection is gone; the stream has not noticed yet
+        for _ in range(50):
+            transport.write(b"data: event\n\n")
+        client.close()
+    finally:
+        server.close()
+        logging.getLogger("agen").removeHandler(handler)
+    said = [r for r in caplog.records if r.getMessage() == "socket.send() raised exception."]
+    assert len(said) == 1, len(said)
