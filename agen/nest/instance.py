@@ -207,7 +207,12 @@ class Instance:
             log.info("task %s: fenced off, another holder owns its run now: %s", task.id, e)
             return None
         except Exception as e:
-            log.exception("task %s failed inside the instance", task.id)
+            if isinstance(
+                e, AgenError
+            ):  # a store that cannot write, a Hub that refused: said, not a bug
+                log.error("task %s failed inside the instance: %s", task.id, e)
+            else:
+                log.exception("task %s failed inside the instance", task.id)
             return ExecResult(
                 status="failed",
                 outcome={"status": "failed", "reason": "error", "summary": str(e)},

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import logging
+
+import pytest
+
+from agen.errors import StoreError
 from agen.nest.executor import ExecResult
 from agen.nest.fake import FakeHubPort
 from agen.nest.instance import Instance
@@ -110,3 +115,26 @@ async def test_a_task_kind_instance_leases_exactly_one_task_then_stops() -> None
     assert inst.state == "stopped" and ex.closed
     assert [c.args["limit"] for c in port.calls_of("lease")] == [1]
     assert second not in ex.started and port.queued["dep-d"][0].id == second
+
+
+async def test_a_store_that_cannot_write_fails_the_task_with_one_log_line_not_a_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A full or read-only store is not a bug of the instance: the task fails saying why, and the
+    log says so in one line naming the task; an unplanned error still logs its traceback."""
+    port, ex = FakeHubPort(), FakeExecutor()
+    inst = instance(port, ex, max_concurrency=2)
+    full, bug = port.submit("dep-d", "full"), port.submit("dep-d", "bug")
+    inst.start()
+    await until(lambda: len(ex.started) == 2, "both runs")
+    with caplog.at_level(logging.INFO):
+        ex.runs[full].set_exception(StoreError("the store agen.db is full; free disk space"))
+        ex.runs[bug].set_exception(RuntimeError("a bug"))
+        await until(lambda: len(port.completed) == 2, "both failures reported")
+    status, _, error = port.completed[full]
+    assert status == "failed" and "is full" in str(error)
+    mine = [r for r in caplog.records if full in r.getMessage()]
+    assert len(mine) == 1 and mine[0].exc_info is None and "is full" in mine[0].getMessage()
+    theirs = [r for r in caplog.records if bug in r.getMessage()]
+    assert len(theirs) == 1 and theirs[0].exc_info is not None
+    await inst.drain(5)
