@@ -51,7 +51,8 @@ class Up:
         return env
 
     def start(self, timeout_s: float = 20) -> Up:
-        self.home.mkdir(parents=True, exist_ok=True)
+        # 0700, as agen makes a home: a looser one is warned about in the log the tests read
+        self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
         out = open(self.log, "ab")  # noqa: SIM115 - owned by the child
         self.proc = subprocess.Popen(
             [
