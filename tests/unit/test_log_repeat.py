@@ -57,18 +57,17 @@ async def test_writes_after_a_client_hung_up_say_so_once_in_agen_ups_log(
 
     handler = log_to_stderr_once_per_repeat()
     caplog.set_level(logging.WARNING)
-    transports: list[asyncio.Transport] = []
+    accepted: asyncio.Future[asyncio.BaseTransport] = asyncio.get_running_loop().create_future()
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        transports.append(writer.transport)  # type: ignore[arg-type]
+        accepted.set_result(writer.transport)
 
     server = await asyncio.start_server(serve, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     try:
         _, client = await asyncio.open_connection("127.0.0.1", port)
-        while not transports:
-            await asyncio.sleep(0.01)
-        transport = transports[0]
+        transport = await accepted
+        assert isinstance(transport, asyncio.WriteTransport)
         transport.abort()  # the connection is gone; the stream has not noticed yet
         for _ in range(50):
             transport.write(b"data: event\n\n")
