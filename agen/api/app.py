@@ -178,10 +178,10 @@ def create_app(hub: Hub, max_body: int | None = None) -> Starlette:
         return JSONResponse({"ready": True, "draining": False})
 
     async def metrics(request: Request) -> Response:
-        """GetMetrics as Prometheus text (agen.otel.prometheus); a viewer token, like GetMetrics itself."""
-        from agen.hub.observe.metrics import get_metrics
+        """Counters and histograms for Prometheus (agen.otel.prometheus); a viewer token, as
+        GetMetrics."""
         from agen.otel.prometheus import CONTENT_TYPE, exposition
-        from agen.wire.observe import GetMetricsRequest
+        from agen.wire.observe import GetMetricsRequest, OtlpStats
 
         try:
             principal = await hub.auth.caller(request.headers, hub.clock())
@@ -190,8 +190,13 @@ def create_app(hub: Hub, max_body: int | None = None) -> Starlette:
                 req = GetMetricsRequest(namespace=request.query_params.get("namespace", "default"))
             except ValidationError as e:
                 raise _invalid(RPCS["GetMetrics"], e) from None
-            resp = await get_metrics(hub, principal, req)
-            return Response(exposition(resp, req.namespace), media_type=CONTENT_TYPE)
+            principal.require_namespace(req.namespace)
+            counters = hub.fleet_counters()
+            await counters.catch_up()
+            otlp = OtlpStats(**hub.otlp_stats()) if hub.otlp_stats else None
+            return Response(
+                exposition(counters.totals, req.namespace, otlp), media_type=CONTENT_TYPE
+            )
         except AgenError as e:
             return _error(e)
 

@@ -16,6 +16,7 @@ from agen.hub.auth import Authenticator
 from agen.store import Store, now_ms
 
 if TYPE_CHECKING:
+    from agen.hub.observe.counters import FleetCounters
     from agen.hub.tls import HubTls, NestCa
 
 
@@ -78,6 +79,15 @@ class Hub:
         self._cancel_listeners: list[Callable[[str], None]] = []
         # `agen up` with AGEN_OTLP_ENDPOINT: the exporter's counts (agen.otel.exporter), for GetMetrics and /health.
         self.otlp_stats: Callable[[], dict[str, Any]] | None = None
+        self._fleet_counters: FleetCounters | None = None
+
+    def fleet_counters(self) -> FleetCounters:
+        """The totals /metrics exposes (agen.hub.observe.counters), made on the first scrape."""
+        if self._fleet_counters is None:
+            from agen.hub.observe.counters import FleetCounters
+
+            self._fleet_counters = FleetCounters(self.store)
+        return self._fleet_counters
 
     def serve_tls(self, tls: HubTls, nest_cert_lifetime_ms: int) -> None:
         """This Hub serves HTTPS with the store's CA: it shows the CA, signs Nest certificates with it,

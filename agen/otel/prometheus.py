@@ -1,138 +1,148 @@
-"""GetMetrics in the Prometheus text exposition format (version 0.0.4), for ``GET /metrics``.
+"""``GET /metrics`` in the Prometheus text exposition format (version 0.0.4).
 
-Written by hand rather than with prometheus_client: the output is a dozen gauge families
-rendered from one response model, and the format's only subtle part (escaping ``\\``, ``"`` and
-newlines in label values) is three replacements; a registry and collector classes would add a
-dependency to mirror numbers we already have. Model, entry and edge figures cover GetMetrics'
-window (labelled ``window``), so they are gauges; the OTLP span counts run since ``agen up``
-started, so they are counters.
+Counters (``_total``) run since the Hub began counting and histograms are in seconds, per the
+Prometheus naming guide, so ``rate()``, ``increase()`` and ``histogram_quantile()`` work; the
+figures come from agen.hub.observe.counters. (GetMetrics' one-hour window and percentiles are the
+TUI's, not Prometheus's.)
+
+Written by hand rather than with prometheus_client: a few counter and histogram families rendered
+from counters we already keep, and the format's one subtle part (escaping ``\\``, ``"`` and newlines
+in label values) is three replacements. The tests read it back with prometheus_client's parser and
+CI runs ``promtool check metrics`` over it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from agen.wire.observe import GetMetricsResponse, ModelMetrics
+if TYPE_CHECKING:
+    from agen.hub.observe.counters import FleetTotals, Histogram
+    from agen.wire.observe import OtlpStats
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-Sample = tuple[dict[str, str], float | int | None]
+Labels = dict[str, str]
+Sample = tuple[Labels, float | int]
 
 
 def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
+def _line(name: str, labels: Labels, value: float | int) -> str:
+    text = ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items())
+    shown = repr(float(value)) if isinstance(value, float) else str(value)
+    return f"{name}{{{text}}} {shown}" if text else f"{name} {shown}"
+
+
 def _family(name: str, kind: str, help_text: str, samples: Iterable[Sample]) -> list[str]:
     lines = [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
-    for labels, value in samples:
-        if value is None:
-            continue
-        text = ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items())
-        lines.append(f"{name}{{{text}}} {value}" if text else f"{name} {value}")
+    lines += [_line(name, labels, value) for labels, value in samples]
     return lines
 
 
-def exposition(resp: GetMetricsResponse, namespace: str) -> str:
-    """The text a Prometheus scrape of ``/metrics?namespace=<ns>`` reads."""
-    window = f"{resp.window_ms // 1000}s"
-    base = {"namespace": namespace, "window": window}
+def _histogram(name: str, help_text: str, series: Iterable[tuple[Labels, Histogram]]) -> list[str]:
+    lines = [f"# HELP {name} {help_text}", f"# TYPE {name} histogram"]
+    for labels, h in series:
+        lines += [_line(f"{name}_bucket", {**labels, "le": le}, n) for le, n in h.cumulative()]
+        lines.append(_line(f"{name}_sum", labels, float(h.sum)))
+        lines.append(_line(f"{name}_count", labels, h.count))
+    return lines
+
+
+def exposition(totals: FleetTotals, namespace: str, otlp: OtlpStats | None) -> str:
+    """What a scrape of ``/metrics?namespace=<ns>`` reads."""
+    models = sorted((k, v) for k, v in totals.models.items() if k[0] == namespace)
+    runs = sorted((k, v) for k, v in totals.runs.items() if k[0] == namespace)
+    edges = sorted((k, v) for k, v in totals.edges.items() if k[0] == namespace)
+
+    def model(key: tuple[str, str, str]) -> Labels:
+        return {"namespace": key[0], "model": key[1], "provider": key[2]}
+
+    def run(key: tuple[str, str, str]) -> Labels:
+        return {"namespace": key[0], "deployment": key[1], "source": key[2]}
+
     out: list[str] = []
-
-    def model(m: ModelMetrics) -> dict[str, str]:
-        return {**base, "model": m.model, "provider": m.provider or ""}
-
-    ms = resp.models
     out += _family(
-        "agen_model_calls", "gauge", "Model calls in the window.", [(model(m), m.calls) for m in ms]
+        "agen_model_calls_total",
+        "counter",
+        "Model calls of the runs that ended.",
+        [(model(k), m.calls) for k, m in models],
     )
     out += _family(
-        "agen_model_failures",
-        "gauge",
-        "Failed model calls in the window.",
-        [(model(m), m.failures) for m in ms],
+        "agen_model_call_failures_total",
+        "counter",
+        "Model calls that failed.",
+        [(model(k), m.failures) for k, m in models],
     )
     out += _family(
-        "agen_model_fallbacks",
-        "gauge",
+        "agen_model_fallbacks_total",
+        "counter",
         "Model calls served by a fallback model or provider.",
-        [(model(m), m.fallbacks) for m in ms],
+        [(model(k), m.fallbacks) for k, m in models],
     )
     out += _family(
-        "agen_model_latency_ms",
-        "gauge",
-        "Model call latency percentiles in the window.",
+        "agen_model_tokens_total",
+        "counter",
+        "Tokens of model calls, by kind (cache_read: input tokens read from the provider's cache).",
         [
-            ({**model(m), "quantile": q}, v)
-            for m in ms
-            for q, v in (("0.5", m.p50_ms), ("0.95", m.p95_ms))
-        ],
-    )
-    out += _family(
-        "agen_model_tokens",
-        "gauge",
-        "Tokens used by model calls in the window.",
-        [
-            ({**model(m), "kind": k}, v)
-            for m in ms
-            for k, v in (
-                ("input", m.usage.input_tokens),
-                ("output", m.usage.output_tokens),
-                ("cached_input", m.usage.cached_tokens),
+            ({**model(k), "kind": kind}, n)
+            for k, m in models
+            for kind, n in (
+                ("input", m.input_tokens),
+                ("output", m.output_tokens),
+                ("cache_read", m.cache_read_tokens),
             )
         ],
     )
     out += _family(
-        "agen_model_cost_usd",
-        "gauge",
-        "Cost of model calls in the window (USD).",
-        [(model(m), m.usage.cost_usd) for m in ms],
+        "agen_model_cost_usd_total",
+        "counter",
+        "Cost of model calls (USD).",
+        [(model(k), round(m.cost_usd, 6)) for k, m in models],
     )
-    es = resp.entries
-    out += _family(
-        "agen_entry_runs",
-        "gauge",
-        "Top-level runs started in the window, by source.",
-        [({**base, "source": e.source, "deployment": e.deployment}, e.runs) for e in es],
+    out += _histogram(
+        "agen_model_call_duration_seconds",
+        "Model call latency.",
+        [(model(k), m.seconds) for k, m in models],
     )
     out += _family(
-        "agen_entry_failed_runs",
-        "gauge",
-        "Top-level runs that failed, by source.",
-        [({**base, "source": e.source, "deployment": e.deployment}, e.failed) for e in es],
+        "agen_runs_total",
+        "counter",
+        "Runs that ended, by status.",
+        [({**run(k), "status": st}, n) for k, r in runs for st, n in sorted(r.by_status.items())],
+    )
+    out += _histogram(
+        "agen_run_duration_seconds",
+        "How long runs took, start to end.",
+        [(run(k), r.seconds) for k, r in runs],
     )
     out += _family(
-        "agen_edge_calls",
-        "gauge",
-        "Agent-to-agent calls in the window.",
-        [({**base, "caller": e.caller, "callee": e.callee}, e.calls) for e in resp.edges],
+        "agen_agent_calls_total",
+        "counter",
+        "Runs started by another agent's run (delegation, A2A), by caller and callee.",
+        [({"namespace": k[0], "caller": k[1], "callee": k[2]}, n) for k, n in edges],
     )
-    out += _family(
-        "agen_edge_active",
-        "gauge",
-        "Agent-to-agent calls still running.",
-        [({**base, "caller": e.caller, "callee": e.callee}, e.active) for e in resp.edges],
-    )
-    if resp.otlp is not None:
-        o = resp.otlp
+    if otlp is not None:
         out += _family(
             "agen_otlp_spans_exported_total",
             "counter",
             "Spans delivered to the OTLP endpoint.",
-            [({}, o.exported)],
+            [({}, otlp.exported)],
         )
         out += _family(
             "agen_otlp_spans_dropped_total",
             "counter",
             "Spans not queued: the send queue was full.",
-            [({}, o.dropped)],
+            [({}, otlp.dropped)],
         )
         out += _family(
             "agen_otlp_spans_failed_total",
             "counter",
             "Spans the exporter could not deliver.",
-            [({}, o.failed)],
+            [({}, otlp.failed)],
         )
         out += _family(
-            "agen_otlp_spans_queued", "gauge", "Spans waiting to be sent.", [({}, o.queued)]
+            "agen_otlp_spans_queued", "gauge", "Spans waiting to be sent.", [({}, otlp.queued)]
         )
     return "\n".join(out) + "\n"

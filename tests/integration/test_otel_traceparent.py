@@ -14,6 +14,7 @@ from agen.api.hooks import hook_routes
 from agen.bundle.config import Config
 from agen.domain import LeasedTaskRow, TaskRow
 from agen.errors import InvalidError
+from agen.hub.observe.counters import FleetTotals, ModelTotals
 from agen.hub.rpc.nests import leased_task
 from agen.hub.service import Hub
 from agen.hub.triggers.tick import sync_triggers
@@ -25,7 +26,7 @@ from agen.otel.prometheus import exposition
 from agen.runner.records import open_run
 from agen.store import SQLiteStore
 from agen.testing.server import ThreadServer
-from agen.wire.observe import GetMetricsResponse, ModelMetrics, OtlpStats, Usage
+from agen.wire.observe import OtlpStats
 from tests.unit.trigger_helpers import deployment
 
 TRACE, PARENT = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
@@ -124,32 +125,22 @@ def test_otlp_header_values_never_show_in_what_agen_prints() -> None:
     assert OtlpConfig.from_env({}) is None
 
 
-def test_metrics_exposition_is_prometheus_text_with_escaped_labels() -> None:
-    resp = GetMetricsResponse(
-        window_ms=3_600_000,
-        entries=[],
-        edges=[],
-        models=[
-            ModelMetrics(
-                model='we"ird\\model\n',
-                provider="fake",
-                calls=3,
-                failures=1,
-                fallbacks=0,
-                p50_ms=5,
-                p95_ms=None,
-                usage=Usage(input_tokens=10, output_tokens=2),
-            )
-        ],
-        otlp=OtlpStats(endpoint="x", exported=7, dropped=1, failed=2),
-    )
-    text = exposition(resp, "default")
+def test_metrics_exposition_is_prometheus_text_with_escaped_labels_and_cumulative_buckets() -> None:
+    totals = FleetTotals()
+    calls = ModelTotals(calls=3, failures=1, input_tokens=10, output_tokens=2)
+    for seconds in (0.05, 0.3, 700.0):
+        calls.seconds.observe(seconds)
+    totals.models[("default", 'we"ird\\model\n', "fake")] = calls
+    totals.models[("other", "hidden", "fake")] = ModelTotals(calls=9)
+    text = exposition(totals, "default", OtlpStats(endpoint="x", exported=7, dropped=1, failed=2))
     assert (
-        'agen_model_calls{namespace="default",window="3600s",model="we\\"ird\\\\model\\n",provider="fake"} 3'
+        'agen_model_calls_total{namespace="default",model="we\\"ird\\\\model\\n",provider="fake"} 3'
         in text
     )
+    assert "hidden" not in text  # another namespace's figures are not this scrape's
+    assert 'le="0.1"} 1' in text and 'le="0.5"} 2' in text and 'le="+Inf"} 3' in text
+    assert "# TYPE agen_model_call_duration_seconds histogram" in text
     assert (
         "# TYPE agen_otlp_spans_failed_total counter" in text
         and "agen_otlp_spans_failed_total 2" in text
     )
-    assert 'quantile="0.95"' not in text  # no p95 yet: no sample rather than a made-up value

@@ -142,7 +142,7 @@ async def read_events(
     cursor = after
     # Everything up to ``top`` is committed (seq order is commit order), so once the rows up to
     # it are examined the cursor may move to it even if the SQL filter skipped the last ones.
-    top = int(await store.scalar("SELECT COALESCE(MAX(seq), 0) FROM events") or 0)
+    top = await log_head(store)
     for _ in range(20):  # at most 10k rows examined per call
         sql, params = _query(namespaces, cursor, top, flt, _BATCH)
         rows = await store.all(sql, params)
@@ -155,6 +155,11 @@ async def read_events(
         if len(rows) < _BATCH:
             return EventPage(out, max(cursor, top))
     return EventPage(out, cursor)
+
+
+async def log_head(store: Store) -> int:
+    """The cursor of "now": the seq of the newest event (reading after it starts with what comes next)."""
+    return int(await store.scalar("SELECT COALESCE(MAX(seq), 0) FROM events") or 0)
 
 
 async def list_events(
