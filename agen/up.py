@@ -198,14 +198,18 @@ async def _tell_draining(node: Any, who: str, every_s: float = 5.0) -> None:
 
 
 def _start_tui(hub: Any, url: str) -> tuple[Any, asyncio.Task[None]]:
-    """The TUI in this process and loop, on the in-process client; quitting it stops `agen up`."""
+    """The TUI in this process and loop, on the in-process client; quitting it stops `agen up`, a failure
+    of it does not (agen.tui.session: it says so and what to do)."""
     from agen.client import Client
     from agen.tui.app import AgenApp
+    from agen.tui.session import TuiSession
 
-    app = AgenApp(Client.in_process(hub), hub_label=url, stops_fleet=True)
-    task = asyncio.create_task(app.run_async(), name="tui")
+    session = TuiSession(
+        lambda: AgenApp(Client.in_process(hub), hub_label=url, stops_fleet=True), url
+    )
+    task = asyncio.create_task(session.run(), name="tui")
     task.add_done_callback(lambda _: hub.request_shutdown())
-    return app, task
+    return session, task
 
 
 async def _start_export(store: Any, hub: Any) -> Any:
@@ -286,7 +290,8 @@ async def _start_gateway(opts: UpOptions, hub_url: str, hub: Any, who: str) -> A
     return gateway
 
 
-async def serve(opts: UpOptions) -> None:
+async def serve(opts: UpOptions) -> int:
+    """Serve until drained; the exit status: 0, or 1 when the TUI failed on the way (agen.tui.session)."""
     from agen.api.app import create_app
     from agen.hub.platform_secrets import seal_stored
     from agen.node import HubNode, LocalNode
@@ -417,7 +422,7 @@ async def serve(opts: UpOptions) -> None:
                 file=sys.stderr,
                 flush=True,
             )
-        ui_app, ui = _start_tui(hub, url) if opts.tui else (None, None)
+        session, ui = _start_tui(hub, url) if opts.tui else (None, None)
         # The API answers first; instances and their MCP servers (seconds each after a crash) start behind it.
         await node.start()
         # Then the Gateway (a2a-sdk and protobuf take a moment to import): A2A calls are tasks for that node.
@@ -425,8 +430,8 @@ async def serve(opts: UpOptions) -> None:
         if gateway is not None and isinstance(node, LocalNode):  # its waiting calls: saturation
             node.manager.waiting_calls = gateway.waiting
         await hub.shutdown_requested.wait()
-        if ui_app is not None and ui is not None:
-            ui_app.exit()
+        if session is not None and ui is not None:
+            session.stop()
             with contextlib.suppress(Exception):
                 await ui
         print(
@@ -443,6 +448,15 @@ async def serve(opts: UpOptions) -> None:
         with contextlib.suppress(Exception):
             await serving
         print(f"{who}: stopped", file=sys.stderr, flush=True)
+        if session is not None and session.failed:
+            print(
+                f"agen up: exit code 1: the TUI failed ({session.failures[-1]}); the traceback is "
+                "above, please report it",
+                file=sys.stderr,
+                flush=True,
+            )
+            return 1
+        return 0
     finally:
         if pruner is not None:
             pruner.cancel()

@@ -108,7 +108,9 @@ def up(
         gateway_listen=gateway,
         tui=not headless and sys.stdin.isatty() and sys.stdout.isatty(),
     )
-    asyncio.run(serve(opts))
+    code = asyncio.run(serve(opts))
+    if code:  # the TUI failed on the way (serve said so on stderr)
+        raise typer.Exit(code)
 
 
 def down(

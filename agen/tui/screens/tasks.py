@@ -54,9 +54,13 @@ class TasksScreen(AgenScreen):
         super().__init__()
         self.tasks: list[Task] = []
         self.detail_shown = ""
+        self.filter_text = ""
+        """What the filter box holds; set before the screen is composed (Enter on a Fleet row opens
+        Tasks filtered to a deployment), the box starts with it."""
 
     def body(self) -> ComposeResult:
         yield Input(
+            self.filter_text,
             placeholder="filter: state:running dep:hello team=docs or any text   (enter applies)",
             id="task-filter",
         )
@@ -80,8 +84,11 @@ class TasksScreen(AgenScreen):
         self.query_one("#task-filter-note").display = False
 
     def set_filter(self, text: str) -> None:
-        self.query_one("#task-filter", Input).value = text
-        self.reload()
+        """Filter by ``text``, now or, before the screen is composed, from its first load on."""
+        self.filter_text = text
+        for box in self.query("#task-filter").results(Input):  # none yet: composed with it
+            box.value = text
+            self.reload()
 
     def action_focus_filter(self) -> None:
         self.query_one("#task-filter", Input).focus()
