@@ -215,3 +215,26 @@ async def test_draining_hub_refuses_new_work_but_answers_health_and_reads(
         )
         assert r.status_code == 503 and r.headers["Retry-After"] == "5"
         assert (await http.post("/v1/ListDeployments", json={}, headers=auth)).status_code == 200
+
+
+async def test_a_paused_deployment_refuses_a_task_as_unavailable_at_stage_paused(
+    hub: Hub, tmp_path: Path
+) -> None:
+    """Paused is not a rate limit: 503 `unavailable` with stage paused, saying how to start it."""
+    bundle = write_bundle(tmp_path / "b", "greeter")
+    token = await admin_token(hub)
+    client = http_client(hub, token)
+    await client.call(rpc.CreateDeployment, CreateDeploymentRequest(files=files_b64(bundle)))
+    await client.call(rpc.PauseDeployment, PauseDeploymentRequest(name="greeter"))
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=create_app(hub)), base_url="http://hub.test"
+    ) as http:
+        resp = await http.post(
+            "/v1/SubmitTask",
+            json={"deployment": "greeter", "input": "hi"},
+            headers={"Authorization": f"Bearer {token}"},
+        )
+    assert resp.status_code == 503, resp.text
+    error = resp.json()["error"]
+    assert error["code"] == "unavailable" and error["details"]["stage"] == "paused"
+    assert "agen start greeter" in error["message"]

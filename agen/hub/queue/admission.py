@@ -1,5 +1,6 @@
 """Admission control at SubmitTask (seed 004's policy pipeline, built in): paused, budget,
-queue_full, rate_limit — each refusal names its stage and when to retry (HTTP 429).
+queue_full, rate_limit — each refusal names its stage and when to retry (HTTP 429; a paused
+deployment is 503 ``unavailable``: nothing is limited, it is stopped until `agen start`).
 
 The rate limit is a token bucket per deployment persisted in the Store (admission_buckets),
 so every Hub replica and a restarted Hub share it. A dry run evaluates every stage without
@@ -14,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from agen.domain import DeploymentRow
-from agen.errors import AgenError, BudgetError, RateLimitedError
+from agen.errors import AgenError, BudgetError, RateLimitedError, UnavailableError
 from agen.hub.queue.budgets import budget_config, budget_state
 from agen.store import Tx, loads
 
@@ -88,6 +89,8 @@ class Verdict:
             msg += f"; retry after {self.retry_after_s}s"
         if self.stage == "budget":
             return BudgetError(msg, **details)
+        if self.stage == "paused":
+            return UnavailableError(msg, **details)
         return RateLimitedError(msg, **details)
 
 
