@@ -200,12 +200,23 @@ BUILTIN_SERVER_TOOLS: dict[str, tuple[str, ...]] = {
 """Tools of the MCP servers agen ships (``"command": "agen", "args": ["mcp", NAME, ...]``): known without
 starting them (agen.mcpservers; a test keeps this in step)."""
 
+LEFT_OUT_BY: dict[str, dict[str, str]] = {"workspace": {"--no-run": "run"}}
+"""Flags of those servers that leave a tool out (`agen mcp workspace --no-run` serves no run)."""
+
+
+def builtin_server_tools(args: list[str]) -> tuple[str, ...] | None:
+    """The tools ``agen mcp NAME ARGS...`` serves, or None when it is not one of agen's servers."""
+    if len(args) < 2 or args[0] != "mcp" or args[1] not in BUILTIN_SERVER_TOOLS:
+        return None
+    left_out = {tool for flag, tool in LEFT_OUT_BY.get(args[1], {}).items() if flag in args[2:]}
+    return tuple(t for t in BUILTIN_SERVER_TOOLS[args[1]] if t not in left_out)
+
 
 def _server_names(name: str, server: object) -> tuple[list[str], list[str], list[str]]:
     """(exact tool names, name prefixes, names to suggest) a rule may match for one declared server."""
     args = getattr(server, "args", [])
-    if getattr(server, "command", None) == "agen" and len(args) >= 2 and args[0] == "mcp":
-        tools = BUILTIN_SERVER_TOOLS.get(args[1])
+    if getattr(server, "command", None) == "agen":
+        tools = builtin_server_tools(list(args))
         if tools is not None:
             full = [f"{name}.{t}" for t in tools]
             return [*full, *(f"{name}_{t}" for t in tools)], [], full

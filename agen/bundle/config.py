@@ -309,7 +309,8 @@ class Review(AgenModel):
 class BuiltinTools(AgenModel):
     workspace: bool | None = Field(
         None,
-        description="the built-in workspace tools (read, write, edit, glob, grep, run) over the task's folder; unset: on when no workspace MCP server is configured",
+        description="not supported yet: refused when set (built-in workspace tools; for now, declare "
+        'the workspace MCP server: {"command": "agen", "args": ["mcp", "workspace", "--root", "${WORKSPACE}"]})',
     )
 
 
@@ -379,7 +380,7 @@ class Config(AgenModel):
     )
     builtin_tools: BuiltinTools = Field(
         BuiltinTools(),
-        description="built-in tools to turn on or off (workspace: read, write, edit, glob, grep, run)",
+        description="built-in tools to turn on or off (none yet: workspace is refused when set)",
     )
     review: Review | None = Field(
         None,

@@ -32,9 +32,7 @@ def _check_args(value: dict[str, Any]) -> dict[str, Any]:
 def _check_glob(value: str) -> str:
     """A tool-name glob fnmatch reads as the author meant: not empty, every "[" closed."""
     if not value.strip():
-        raise ValueError(
-            "must name a tool: a name like workspace.read_file or a glob like workspace.*"
-        )
+        raise ValueError("must name a tool: a name like workspace.read or a glob like workspace.*")
     i = 0
     while i < len(value):
         if value[i] == "[":

@@ -12,9 +12,10 @@ from typing import Any
 from agen.bundle.problems import problem, show
 
 REFUSED: dict[str, tuple[str, ...]] = {
-    "x-agen/config.json": ("rollover",),
+    "x-agen/config.json": ("rollover", "builtinTools.workspace", "builtinTools"),
 }
-"""Fields (JSON paths, ``[]`` for every item of a list) refused whenever they are set."""
+"""Fields (JSON paths, ``[]`` for every item of a list) refused whenever they are set. A field named
+first, inside one named after it, is the one reported (builtinTools holds nothing that works yet)."""
 
 SUPPORTED_VALUES: dict[str, dict[str, tuple[Any, ...]]] = {}
 """Fields of which only some values work: any other value is refused."""
@@ -47,13 +48,18 @@ def _lookup(data: Any, path: str) -> list[tuple[str, Any]]:
     return found
 
 
+def _nested(a: str, b: str) -> bool:
+    """Whether one path is inside the other (either way round)."""
+    return a.startswith((f"{b}.", f"{b}[")) or b.startswith((f"{a}.", f"{a}["))
+
+
 def refused_problems(file: str, data: Any) -> list[str]:
     """A problem line for every refused field set in ``data`` (the file's parsed JSON)."""
     out: list[str] = []
     reported: list[str] = []
     for path in REFUSED.get(file, ()):
         for where, value in _lookup(data, path):
-            if _present(value) and not any(where.startswith((f"{r}.", f"{r}[")) for r in reported):
+            if _present(value) and not any(_nested(where, r) for r in reported):
                 reported.append(where)
                 out.append(
                     problem(

@@ -57,7 +57,6 @@ def wants_workspace(bundle: Bundle) -> bool:
     cfg = bundle.config
     return (
         "workspace" in cfg.model_fields_set
-        or bool(cfg.builtin_tools.workspace)
         or any(uses_workspace(s) for s in bundle.mcp.mcp_servers.values())
     )
 

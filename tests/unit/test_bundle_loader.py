@@ -178,7 +178,6 @@ def test_full_config_parses_every_section() -> None:
         "conversations": {"queueMode": "followup"},
         "admission": {"ratePerMinute": 60, "burst": 10},
         "recordInteractions": True,
-        "builtinTools": {"workspace": True},
     }
     bundle = load_bundle_files(
         bundle_files(config=config, secrets={"secrets": {"HOOK": {"source": "platform"}}})

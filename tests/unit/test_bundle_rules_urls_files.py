@@ -31,11 +31,11 @@ def test_empty_and_malformed_permission_rules_are_errors() -> None:
     assert problems(
         config={"permissions": {"deny": ["", "work[space.*"], "ask": [{"tool": " "}]}}
     ) == [
-        "x-agen/config.json: permissions.deny[0]: must name a tool: a name like workspace.read_file"
+        "x-agen/config.json: permissions.deny[0]: must name a tool: a name like workspace.read"
         " or a glob like workspace.*",
         'x-agen/config.json: permissions.deny[1]: "work[space.*" opens a "[" character class at position 5'
         " that is never closed",
-        "x-agen/config.json: permissions.ask[0].tool: must name a tool: a name like workspace.read_file"
+        "x-agen/config.json: permissions.ask[0].tool: must name a tool: a name like workspace.read"
         " or a glob like workspace.*",
     ]
 
@@ -189,12 +189,30 @@ def test_a_rule_naming_a_tool_agens_own_server_lacks_warns_with_the_real_tool() 
     ]
 
 
+def test_a_rule_naming_run_of_a_workspace_served_without_run_warns() -> None:
+    """`agen mcp workspace --no-run` serves read but no run: the validator knows the same tools."""
+    mcp = {
+        "mcpServers": {
+            "workspace": {
+                "command": "agen",
+                "args": ["mcp", "workspace", "--root", "w", "--no-run"],
+            }
+        }
+    }
+    config = {"permissions": {"ask": ["workspace.run"], "allow": ["workspace.read"]}}
+    bundle = load_bundle_files(bundle_files(mcp=mcp, config=config))
+    assert list(bundle.warnings) == [
+        'x-agen/config.json: permissions.ask[0]: rule "workspace.run" matches no tool: server "workspace"'
+        " is agen's own and has no such tool; did you mean workspace.read?"
+    ]
+
+
 async def test_builtin_server_tool_names_the_validator_knows_are_the_servers(
     tmp_path: Path,
 ) -> None:
     import sqlite3
 
-    from agen.bundle.checks import BUILTIN_SERVER_TOOLS
+    from agen.bundle.checks import BUILTIN_SERVER_TOOLS, builtin_server_tools
     from agen.mcpservers import sql, workspace
 
     sqlite3.connect(tmp_path / "db.sqlite").close()
@@ -204,3 +222,7 @@ async def test_builtin_server_tool_names_the_validator_knows_are_the_servers(
     }
     for name, server in servers.items():
         assert {t.name for t in await server.list_tools()} == set(BUILTIN_SERVER_TOOLS[name]), name
+    no_run = workspace.build_server(str(tmp_path), allow_run=False)
+    assert {t.name for t in await no_run.list_tools()} == set(
+        builtin_server_tools(["mcp", "workspace", "--root", str(tmp_path), "--no-run"]) or ()
+    )
