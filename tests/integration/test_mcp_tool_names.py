@@ -89,3 +89,33 @@ async def test_a_server_tool_named_like_a_builtin_is_refused_at_instance_start_n
     finally:
         await runner.close()
         await store.close()
+
+
+async def test_a_scripted_call_by_bundle_name_reaches_that_tool_not_one_whose_joined_name_matches(
+    tmp_path: Path,
+) -> None:
+    """The fake model's script names tools as the bundle does (server.tool): a_b.c is a_b's tool c,
+    never a's tool b_c (whose model-facing name is the plain join a_b_c)."""
+    from agen.runner.types import RunRequest
+    from tests.runner_helpers import call, script
+
+    store = await open_store(tmp_path)
+    bundle = make(
+        script(call("a_b.c"), call("a.b_c"), {"text": "done"}),
+        {"permissions": {"default": "allow"}},
+    )
+    runner = Runner(
+        store,
+        bundle,
+        owner="test",
+        toolsets=[named_server(tmp_path, "a", "b_c"), named_server(tmp_path, "a_b", "c")],
+        policy=BundlePolicy(bundle.config.permissions),
+    )
+    try:
+        result = await runner.run(RunRequest(input="go", deployment="d", task_id="task-1"))
+        assert result.status == "succeeded", result.outcome
+        said = await store.all("SELECT content FROM messages WHERE role = 'tool' ORDER BY seq")
+        assert [r["content"] for r in said] == ["I am c", "I am b_c"]
+    finally:
+        await runner.close()
+        await store.close()

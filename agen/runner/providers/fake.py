@@ -18,6 +18,7 @@ from agen.runner.providers.base import (
     ModelUsage,
     ToolCallOut,
 )
+from agen.runner.tools.wire_names import mcp_wire_name
 
 
 def _estimate_tokens(messages: list[dict[str, Any]]) -> int:
@@ -35,6 +36,16 @@ def last_user_text(messages: list[dict[str, Any]]) -> str:
         if m.get("role") == "user":
             return str(m.get("content") or "")
     return ""
+
+
+def wire_name(name: str, offered: list[dict[str, Any]]) -> str:
+    """The model-facing name of a tool a script names as the bundle does (``server.tool``) or as the
+    model sees it. The plain ``_`` join is not it when ambiguous (``a_b.c`` is not ``a.b_c``, whose
+    join is ``a_b_c``): the MCP naming decides (wire_names), else a built-in's own join."""
+    names = {str(t.get("function", t).get("name")) for t in offered}
+    server, dot, tool = name.partition(".")
+    mcp = mcp_wire_name(server, tool) if dot else name
+    return next((c for c in (name, mcp, name.replace(".", "_")) if c in names), mcp)
 
 
 class FakeProvider(ModelProvider):
@@ -66,7 +77,7 @@ class FakeProvider(ModelProvider):
         calls = [
             ToolCallOut(
                 id=c.id or f"call_{pos}_{i}",
-                name=c.name.replace(".", "_"),
+                name=wire_name(c.name, request.tools),
                 arguments=dict(c.arguments),
             )
             for i, c in enumerate(turn.tool_calls or [])
