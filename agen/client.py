@@ -30,6 +30,31 @@ Req = TypeVar("Req", bound=BaseModel)
 Resp = TypeVar("Resp", bound=BaseModel)
 
 DEFAULT_HUB = "http://127.0.0.1:7070"
+HUB_TIMEOUT_ENV = "AGEN_HUB_TIMEOUT"
+HUB_TIMEOUT_S = 30.0
+"""How long a command waits for the Hub to answer one call (AGEN_HUB_TIMEOUT overrides it)."""
+
+
+def hub_timeout_s() -> float:
+    """AGEN_HUB_TIMEOUT as seconds ("45" or a duration: "45s", "2m"), else 30."""
+    from agen._duration import parse_duration_ms
+    from agen.errors import InvalidError
+
+    raw = os.environ.get(HUB_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return HUB_TIMEOUT_S
+    try:
+        seconds = float(raw) if raw.replace(".", "", 1).isdigit() else parse_duration_ms(raw) / 1000
+    except ValueError:
+        seconds = 0.0
+    if seconds <= 0:
+        raise InvalidError(
+            f"{HUB_TIMEOUT_ENV}={raw!r}: use seconds or a duration above 0, e.g. 30 or 2m",
+            field=HUB_TIMEOUT_ENV,
+        )
+    return seconds
+
+
 _HEADER_SAFE = re.compile(r"[\x21-\x7e]+")
 """What a bearer token may hold: printable ASCII, no spaces (anything else cannot go in a header)."""
 
@@ -161,7 +186,7 @@ class HttpTransport:
         url: str,
         token: str | None,
         *,
-        timeout_s: float = 30.0,
+        timeout_s: float = HUB_TIMEOUT_S,
         ca_hash: str | None = None,
         tls: ssl.SSLContext | None = None,
     ) -> None:
@@ -234,9 +259,16 @@ class Client:
         return cls(InProcessTransport(hub, principal))
 
     @classmethod
-    def http(cls, url: str, token: str | None, *, ca_hash: str | None = None) -> Client:
+    def http(
+        cls,
+        url: str,
+        token: str | None,
+        *,
+        ca_hash: str | None = None,
+        timeout_s: float = HUB_TIMEOUT_S,
+    ) -> Client:
         """``ca_hash``: trust only the Hub CA with this hash (an https Hub started with --tls)."""
-        return cls(HttpTransport(url, token, ca_hash=ca_hash))
+        return cls(HttpTransport(url, token, ca_hash=ca_hash, timeout_s=timeout_s))
 
     @classmethod
     def from_options(cls, hub: str | None, token: str | None) -> Client:
@@ -268,7 +300,7 @@ class Client:
                 "paste the token exactly as `agen token create` printed it",
                 field="--token",
             )
-        return cls.http(url, token, ca_hash=ca_hash)
+        return cls.http(url, token, ca_hash=ca_hash, timeout_s=hub_timeout_s())
 
     @property
     def url(self) -> str | None:

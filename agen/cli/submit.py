@@ -195,6 +195,17 @@ def hub_is_live(url: str, ca_hash: str | None = None) -> bool:
         return False
 
 
+def hub_wait_ms(timeout_ms: int, no_wait: bool) -> int:
+    """How long to wait for the local `agen up` to answer: --timeout; with --no-wait, at most as long
+    as any call to a Hub (AGEN_HUB_TIMEOUT, 30 s), since no result is awaited."""
+    if not no_wait:
+        return timeout_ms
+    from agen.client import hub_timeout_s
+
+    bound = int(hub_timeout_s() * 1000)
+    return bound if timeout_ms == 0 else min(timeout_ms, bound)
+
+
 def run_task(
     target: str,
     text: str,
@@ -220,7 +231,7 @@ def run_task(
     )  # named once deployed
     timeout_ms = parse_duration_ms(o.timeout, flag="--timeout")
     o.status_line = not json_out and not o.no_wait and sys.stderr.isatty()
-    found = None if hub is not None else local_hub(timeout_ms)
+    found = None if hub is not None else local_hub(hub_wait_ms(timeout_ms, o.no_wait))
     use_http = found is None or found.up is not None
     try:
         if use_http:
@@ -388,7 +399,11 @@ def run(
         ),
     ] = None,
     no_wait: Annotated[
-        bool, typer.Option("--no-wait", help="Print the task id and return.")
+        bool,
+        typer.Option(
+            "--no-wait",
+            help="Print the task id and return (the Hub gets AGEN_HUB_TIMEOUT, default 30s, to take it).",
+        ),
     ] = False,
     on_parent_end: Annotated[
         str | None,

@@ -212,6 +212,38 @@ def test_one_shot_waits_for_a_stopped_agen_up_and_never_takes_its_leases(tmp_pat
         up.stop()
 
 
+def test_run_no_wait_against_a_frozen_agen_up_gives_up_after_the_hub_timeout(
+    tmp_path: Path,
+) -> None:
+    """--no-wait waits for the Hub at most AGEN_HUB_TIMEOUT (30 s unless set), as every Hub call does,
+    then exits 3 with nothing submitted; --timeout is how long to wait for a result, not for this."""
+    up = Up(tmp_path / "home").start()
+    assert up.proc is not None
+    pid = up.proc.pid
+    try:
+        up.agen("deploy", str(write_bundle(tmp_path / "quick", "quick")))
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            for env in ({"AGEN_HUB_TIMEOUT": "2"}, {"AGEN_HUB_TIMEOUT": "2s"}):
+                gave_up = up.agen(
+                    "run", "quick", "hi", "--no-wait", check=False, timeout=30, env_extra=env
+                )
+                assert gave_up.returncode == 3, gave_up.stderr
+                assert (
+                    f"agen up (pid {pid}" in gave_up.stderr and "did not answer" in gave_up.stderr
+                )
+                assert "not submitted" in gave_up.stderr and "Traceback" not in gave_up.stderr
+            bad = up.agen(
+                "run", "quick", "hi", "--no-wait", check=False, env_extra={"AGEN_HUB_TIMEOUT": "x"}
+            )
+            assert bad.returncode == 2 and "AGEN_HUB_TIMEOUT" in bad.stderr, bad.stderr
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        assert rows(tmp_path / "home" / "agen.db", "SELECT id FROM tasks") == []
+    finally:
+        up.stop()
+
+
 def test_second_agen_up_on_the_same_store_file_is_refused_naming_the_first(tmp_path: Path) -> None:
     first = Up(tmp_path / "a").start()
     assert first.proc is not None
