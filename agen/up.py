@@ -297,6 +297,7 @@ async def serve(opts: UpOptions) -> int:
     from agen.node import HubNode, LocalNode
     from agen.ownership import hold_store_for_up, release
     from agen.store import open_store, store_file
+    from agen.store.sqlite import check_writable
 
     host, port = parse_listen(opts.listen, tls=opts.tls, any_port=True)
     who = "agen up" if opts.nest else "agen hub serve"
@@ -317,6 +318,12 @@ async def serve(opts: UpOptions) -> int:
             if db is None
             else hold_store_for_up(db, home, lambda msg: print(msg, file=sys.stderr, flush=True))
         )
+        if db is not None:  # said in one line now, not at the first write of a half-started Hub
+            try:
+                check_writable(db)
+            except BaseException:
+                release(store_lock)
+                raise
     except BaseException:
         sock.close()
         lock.close()

@@ -147,8 +147,9 @@ class Manager:
             )
         finally:
             extend.cancel()
-        with contextlib.suppress(AgenError, OSError):
-            await self.port.report(self.nest_id, [i.report() for i in self.instances.values()])
+        if self.nest_id:  # a Nest that never enrolled (its start failed) has nothing to report
+            with contextlib.suppress(AgenError, OSError):
+                await self.port.report(self.nest_id, [i.report() for i in self.instances.values()])
         self.instances.clear()
 
     # -- one heartbeat ------------------------------------------------------------------------

@@ -50,6 +50,28 @@ sqlite3.register_adapter(type(None), _as_is)
 sqlite3.register_adapter(bool, int)
 
 
+def check_writable(path: Path) -> None:
+    """Raise StoreError when this process cannot write the SQLite file at ``path`` (a read-only file,
+    folder or mount). Opening a store agen used before writes nothing, so without this a long-running
+    owner (`agen up`) learns it only at its first write, half started; a missing file is created (and
+    checked) on open."""
+    if not path.exists():
+        return
+    try:
+        conn = sqlite3.connect(path, isolation_level=None, timeout=5)
+        try:  # rewriting the header's user_version is the smallest write there is
+            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+            conn.execute(f"PRAGMA user_version = {version}")
+        finally:
+            conn.close()
+    except sqlite3.Error as e:
+        raise StoreError(
+            f"the store {path} cannot be written: {e}; make the file and its folder (for the -wal "
+            "and -shm files) writable by this user, or use another --store",
+            store=str(path),
+        ) from None
+
+
 def _configure(conn: sqlite3.Connection, synchronous: str) -> None:
     conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA journal_mode=WAL")

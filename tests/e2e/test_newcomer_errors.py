@@ -83,3 +83,36 @@ def test_second_up_on_the_same_home_points_at_the_running_one(tmp_path: Path) ->
         assert "already running" in r.stderr and hub.url in r.stderr and "agen down" in r.stderr
     finally:
         hub.stop()
+
+
+def read_only(path: Path) -> None:
+    """Make a file unwritable for this user: the mode bits, and for root (who ignores them) the
+    immutable attribute."""
+    path.chmod(0o400)
+    if os.geteuid() == 0:
+        subprocess.run(["chattr", "+i", str(path)], check=True, capture_output=True)
+
+
+def test_up_on_a_store_it_cannot_write_says_so_in_one_line_and_exits_1(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    import asyncio
+
+    from agen.store import SQLiteStore
+
+    async def migrate() -> None:  # a store agen used before: opening it writes nothing
+        await (await SQLiteStore.open(home / "agen.db")).close()
+
+    asyncio.run(migrate())
+    db = home / "agen.db"
+    read_only(db)
+    try:
+        r = agen(tmp_path, "up", "--headless", "--listen", f"127.0.0.1:{free_port()}", timeout=60)
+    finally:
+        if os.geteuid() == 0:
+            subprocess.run(["chattr", "-i", str(db)], check=True)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 1, r.stderr
+    assert len(lines) == 1, r.stderr
+    assert "cannot be written" in lines[0] and str(db) in lines[0] and "readonly" in lines[0]
+    assert "internal error" not in r.stderr and "Traceback" not in r.stderr

@@ -185,3 +185,15 @@ async def test_scoped_local_node_retires_its_nest_and_lease_when_drained_keeping
         assert {i["state"] for i in await store.all("SELECT state FROM instances")} == {"stopped"}
     finally:
         await store.close()
+
+
+async def test_a_node_whose_start_never_came_drains_without_an_error(tmp_path: Path) -> None:
+    """`agen up` drains its node when start-up fails (a store it cannot write, a port taken): a Nest
+    that never enrolled has nothing to report, and the drain must not replace the start-up's error."""
+    store = await SQLiteStore.open(tmp_path / "agen.db")
+    try:
+        node = LocalNode(store)
+        await node.drain(0)
+        assert node.hub.draining
+    finally:
+        await store.close()
