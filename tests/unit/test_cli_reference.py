@@ -54,3 +54,15 @@ def test_troubleshooting_tables_match_error_and_exit_codes() -> None:
     assert "no advice yet" not in expected, (
         "an error or exit code has no advice: add it in scripts/gen_docs.py"
     )
+
+
+def test_not_supported_lists_every_refusal_in_the_code() -> None:
+    """docs/not-supported.md is generated from the code: a refusal added or lifted needs a regenerate."""
+    path = gen_docs.DOCS / "not-supported.md"
+    expected = gen_docs.not_supported()
+    assert path.is_file() and path.read_text(encoding="utf-8") == expected, _stale_message(
+        path, expected
+    )
+    assert "`builtinTools.workspace`" in expected and "`rollover`" in expected
+    assert "not supported yet: tasks/list" in expected  # a message in the source
+    assert "not supported yet: A2A … parts" in expected  # an f-string, placeholders elided
