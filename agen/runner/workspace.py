@@ -55,9 +55,8 @@ class TaskWorkspace:
 def wants_workspace(bundle: Bundle) -> bool:
     """A bundle has a workspace when config.json sets one, or an MCP server's args use ${WORKSPACE}."""
     cfg = bundle.config
-    return (
-        "workspace" in cfg.model_fields_set
-        or any(uses_workspace(s) for s in bundle.mcp.mcp_servers.values())
+    return "workspace" in cfg.model_fields_set or any(
+        uses_workspace(s) for s in bundle.mcp.mcp_servers.values()
     )
 
 
