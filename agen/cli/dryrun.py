@@ -12,6 +12,8 @@ if TYPE_CHECKING:
     from agen.wire.tasks import SubmitTaskRequest
 
 REFUSED_EXIT = 7
+"""Refused by an admission limit (budget, queue_full, rate_limit); a paused deployment exits as its
+submission would (unavailable, 3)."""
 
 
 def dry_run(
@@ -50,7 +52,11 @@ def dry_run(
         print_json(verdict.model_dump(mode="json"))
     else:
         _print(deployment, verdict)
-    return 0 if verdict.admitted else REFUSED_EXIT
+    if verdict.admitted:
+        return 0
+    from agen.errors import UnavailableError
+
+    return UnavailableError.exit_code if verdict.stage == "paused" else REFUSED_EXIT
 
 
 async def _embedded(req: SubmitTaskRequest) -> DryRunTaskResponse:

@@ -458,7 +458,7 @@ def run(
         typer.Option(
             "--dry-run",
             help="Only say whether the task would be admitted now and, if not, which stage refuses it "
-            "(exit 0 admitted, 7 refused); nothing is queued.",
+            "(exit 0 admitted, 7 refused, 3 paused as a submission would); nothing is queued.",
         ),
     ] = False,
     hub: HubOpt = None,

@@ -12,13 +12,13 @@ from agen.api import registry as r
 from agen.client import Client
 from agen.hub.service import Hub
 from agen.store import open_store
-from agen.wire.deployments import CreateDeploymentRequest
+from agen.wire.deployments import CreateDeploymentRequest, PauseDeploymentRequest
 from agen.wire.tasks import SubmitTaskRequest
 from tests.cli_helpers import run_agen
 from tests.fleet_helpers import files_b64, write_bundle
 
 
-def local_deployment(root: Path, *, queued: int) -> None:
+def local_deployment(root: Path, *, queued: int, paused: bool = False) -> None:
     """A deployment in the local store (no Hub running) allowing one queued task, with ``queued`` queued."""
 
     async def go() -> None:
@@ -33,6 +33,8 @@ def local_deployment(root: Path, *, queued: int) -> None:
                 await client.call(
                     r.SubmitTask, SubmitTaskRequest(deployment="capped", input=f"t{i}")
                 )
+            if paused:
+                await client.call(r.PauseDeployment, PauseDeploymentRequest(name="capped"))
         finally:
             await store.close()
 
@@ -82,3 +84,14 @@ def test_dry_run_names_the_refusing_stage_and_exits_7(
 def test_dry_run_of_an_unknown_deployment_exits_4(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run_agen(capsys, "run", "nope", "hello", "--dry-run")
     assert code == 4 and "nope" in err
+
+
+def test_dry_run_of_a_paused_deployment_exits_3_as_the_submission_would(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Paused is not an admission limit: the same exit as a submission refused so (unavailable)."""
+    local_deployment(tmp_path / "b", queued=0, paused=True)
+    code, out, _ = run_agen(capsys, "run", "capped", "hello", "--dry-run")
+    assert code == 3 and out.startswith("refused at stage paused:"), out
+    code, _, err = run_agen(capsys, "run", "capped", "hello")
+    assert code == 3 and "stage paused" in err, err
