@@ -265,18 +265,28 @@ async def _start_gateway(opts: UpOptions, hub_url: str, hub: Any, who: str) -> A
     from agen.api import registry as r
     from agen.client import Client
     from agen.gateway.server import start_gateway
-    from agen.hub.auth import LOCAL_NEST
+    from agen.hub.auth import CARD_READER, LOCAL_NEST
+    from agen.wire.agents import ResolveAgentRequest, ResolveAgentResponse
     from agen.wire.common import Empty
 
     async def token_keys() -> list[str]:
         resp = await Client.in_process(hub, LOCAL_NEST).call(r.GetTokenKeys, Empty())
         return [k.public_key for k in resp.keys]
 
+    async def read_card(namespace: str, deployment: str) -> ResolveAgentResponse:
+        req = ResolveAgentRequest(namespace=namespace, deployment=deployment)
+        return await Client.in_process(hub, CARD_READER).call(r.ResolveAgent, req)
+
     assert opts.gateway_listen is not None
     host, port = parse_listen(opts.gateway_listen, flag="--gateway-listen", any_port=True)
     try:
         gateway = await start_gateway(
-            host, port, hub_url, ca_hash=hub.tls_ca_hash, token_keys=token_keys
+            host,
+            port,
+            hub_url,
+            ca_hash=hub.tls_ca_hash,
+            token_keys=token_keys,
+            anonymous_card=read_card,
         )
     except ConflictError as e:  # the Hub serves on: A2A is one door of several
         print(f"{who}: no A2A Gateway: {e}", file=sys.stderr, flush=True)

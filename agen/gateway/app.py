@@ -12,7 +12,7 @@ import json
 import logging
 import re
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,7 +41,7 @@ from agen.gateway.jsonrpc import (
 )
 from agen.gateway.openapi import gateway_openapi
 from agen.gateway.wake import WaitingCalls, WakePolicy
-from agen.wire.agents import ResolveAgentRequest
+from agen.wire.agents import ResolveAgentRequest, ResolveAgentResponse
 from agen.wire.common import NAME_PATTERN
 
 CARD_PATH = "/.well-known/agent-card.json"
@@ -56,6 +56,13 @@ class GatewayConfig:
     ca_hash: str | None = None
     wake: WakePolicy = field(default_factory=WakePolicy)
     token_keys: KeyFetch | None = None  # the Hub's call-token keys (None: call tokens are refused)
+    anonymous_card: CardReader | None = None
+    """`agen up` only (seed 000 §10): an agent card asked for without a token from this machine
+    (loopback) is read with this, so local tools find agents; the calls still need a token."""
+
+
+CardReader = Callable[[str, str], Awaitable[ResolveAgentResponse]]
+"""(namespace, deployment) -> what the Hub says of it (ResolveAgent)."""
 
 
 class _ContextBuilder(DefaultServerCallContextBuilder):
@@ -132,6 +139,18 @@ def _no_raw_text(response: Response, request_id: str | int | None, what: str) ->
     return JSONResponse(refusal_body(request_id, message, INTERNAL_ERROR))
 
 
+def _anonymous_local(request: Request) -> bool:
+    """No credential at all, from this machine's loopback."""
+    import ipaddress
+
+    if "authorization" in request.headers or request.client is None:
+        return False
+    try:
+        return ipaddress.ip_address(request.client.host).is_loopback
+    except ValueError:
+        return False
+
+
 def create_gateway_app(
     config: GatewayConfig,
     link: HubLink | None = None,
@@ -192,6 +211,9 @@ def create_gateway_app(
     async def card(request: Request) -> Response:
         ns, dep = request.path_params["ns"], request.path_params["deployment"]
         try:
+            if config.anonymous_card is not None and _anonymous_local(request):
+                info = await config.anonymous_card(ns, dep)
+                return JSONResponse(card_json(info, f"{base}/a2a/{ns}/{dep}"))
             caller = await authenticate(
                 link, request.headers, need="read", target=(ns, dep), keys=keys
             )

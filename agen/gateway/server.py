@@ -12,7 +12,7 @@ import uvicorn
 
 from agen._listen import tcp_listener
 from agen.errors import ConflictError
-from agen.gateway.app import GatewayConfig, create_gateway_app
+from agen.gateway.app import CardReader, GatewayConfig, create_gateway_app
 from agen.gateway.auth import HubLink, KeyFetch, KeyRing
 from agen.gateway.wake import WaitingCalls
 
@@ -63,6 +63,7 @@ async def start_gateway(
     public_url: str | None = None,
     token_keys: KeyFetch | None = None,
     keys_file: Path | None = None,
+    anonymous_card: CardReader | None = None,
 ) -> RunningGateway:
     """Serve on ``host:port``; ``link`` reaches the Hub (default: ``hub_url`` over HTTP),
     ``public_url`` is the address callers use (default: the listen address), ``token_keys`` fetches
@@ -84,7 +85,13 @@ async def start_gateway(
     waiting = WaitingCalls()
     keys = KeyRing(token_keys, saved=keys_file)
     app = create_gateway_app(
-        GatewayConfig(hub_url=hub_url, public_url=url, ca_hash=ca_hash, token_keys=token_keys),
+        GatewayConfig(
+            hub_url=hub_url,
+            public_url=url,
+            ca_hash=ca_hash,
+            token_keys=token_keys,
+            anonymous_card=anonymous_card,
+        ),
         link,
         waiting,
         keys,

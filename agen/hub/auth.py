@@ -145,6 +145,13 @@ LOCAL_ADMIN = Principal(
     id="local", name="local", scopes=frozenset({"admin"}), trust="operator", kind="local"
 )
 LOCAL_NEST = Principal(id="local-nest", name="local nest", scopes=frozenset({"nest"}), kind="nest")
+CARD_READER = Principal(
+    id="local-card-reader",
+    name="agen up's Gateway, for an anonymous card",
+    scopes=frozenset({"viewer"}),
+)
+"""What `agen up`'s Gateway reads an agent card as when a local caller asks without a token (seed
+000 §10: anonymous callers on `agen up`; only the card, never a call)."""
 """The credential of the Nest that runs in the Hub's own process: the Nest-facing RPCs only."""
 
 

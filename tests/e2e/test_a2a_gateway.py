@@ -272,8 +272,10 @@ def test_the_card_reads_as_a_v03_card_and_call_and_resolve_reach_an_agent_by_its
     assert endpoint in resolved["urls"] and resolved["card"]["name"] == "echo"
     called = up.agen("call", endpoint, "by url", "--token", token, env_extra=outside)
     assert called.stdout.strip() == "You said: by url"
+    # the card reads without a token here (loopback, agen up), the call does not
+    assert httpx.get(f"{endpoint}/.well-known/agent-card.json", timeout=30).status_code == 200
     refused = up.agen("call", endpoint, "no token", env_extra=outside, check=False)
-    assert refused.returncode == 6 and "pass --token" in refused.stderr  # 401: not allowed
+    assert refused.returncode == 6, refused.stderr  # 401: not allowed
 
     waited = up.agen("call", "default/parked", "never starts", "--timeout", "1s", check=False)
     assert waited.returncode == 8, waited.stderr

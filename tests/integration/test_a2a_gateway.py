@@ -421,3 +421,33 @@ async def test_a_call_in_progress_keeps_its_instance_though_the_idle_timeout_is_
     await node.leader.step()  # with the call over, the same idle timeout lets it go to zero
     after = (await admin.call(r.GetDeployment, GetDeploymentRequest(name="slow"))).deployment
     assert after is not None and after.desired == 0
+
+
+async def test_agen_ups_gateway_serves_the_card_without_a_token_to_loopback_only(
+    node: LocalNode, tmp_path: Path
+) -> None:
+    """Seed 000 §10: anonymous callers on `agen up` may read an agent card from this machine; a
+    call still needs a token, and a caller from elsewhere needs one for the card too."""
+    from agen.hub.auth import CARD_READER
+    from agen.wire.agents import ResolveAgentRequest
+
+    await _deploy(node, tmp_path, "open", {"min": 0, "max": 1})
+
+    async def read_card(namespace: str, deployment: str) -> Any:
+        req = ResolveAgentRequest(namespace=namespace, deployment=deployment)
+        return await Client.in_process(node.hub, CARD_READER).call(r.ResolveAgent, req)
+
+    app = create_gateway_app(
+        GatewayConfig(
+            hub_url="http://hub.invalid", public_url="http://gw.test", anonymous_card=read_card
+        ),
+        link=_InProcessLink(node.hub),
+    )
+    card_path = "/a2a/default/open/.well-known/agent-card.json"
+    for client, card_status in ((("127.0.0.1", 5000), 200), (("10.1.2.3", 5000), 401)):
+        transport = httpx.ASGITransport(app=app, client=client)
+        async with httpx.AsyncClient(transport=transport, base_url="http://gw.test") as gw:
+            card = await gw.get(card_path)
+            call = await gw.post("/a2a/default/open", json=_send("hi", "m1"))
+        assert card.status_code == card_status, (client, card.text)
+        assert call.status_code == 401, client
