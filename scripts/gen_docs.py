@@ -92,6 +92,16 @@ def cli_reference() -> str:
         "screen pastes into the next command. `--no-trunc`, and output piped to a file or another",
         "program, keep every value whole; a value of several lines shows its first line and `…`.",
         "",
+        "Where this CLI differs from the reference CLI (seed 002), and why:",
+        "",
+        "- `agen join-token create` rather than `agen join-token`: join tokens are a group like",
+        "  `agen token` (create, and room for listing), with the same `--ttl` (default 1h).",
+        "- `--ca-hash` is a flag of `agen nest run` only; every other command pins the Hub CA from",
+        "  `AGEN_CA_HASH`, or from `local.json` for the local `agen up`, so no command line carries it.",
+        "- `agen feedback record --score` takes -1.0 to 1.0, not 0.0 to 1.0: thumbs down is a negative",
+        "  score and thumbs up a positive one, around a neutral 0; a 0.0-1.0 rating fits inside.",
+        "- `agen eval NAME --history` shows what the reference calls `agen eval history NAME`.",
+        "",
     ]
     for path, cmd, _ctx in entries[1:]:
         anchor = "-".join(path)
