@@ -8,7 +8,6 @@ or ``changed`` in ``--json``).
 from __future__ import annotations
 
 import json
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -200,13 +199,6 @@ def _history(ref: str, hub: str | None, token: str | None, namespace: str, json_
     print_table(["WHEN", "DIGEST", "ALL PASSED", "SCENARIOS (passed/runs)"], rows)
 
 
-class ReplayModel(StrEnum):
-    """Who answers a replay; an Enum so the command line refuses anything else as it parses."""
-
-    cassette = "cassette"
-    bundle = "bundle"
-
-
 def replay_cmd(
     run: Annotated[str, typer.Argument(help="Run id or task id.", show_default=False)],
     bundle_dir: Annotated[
@@ -218,13 +210,13 @@ def replay_cmd(
         ),
     ] = None,
     model: Annotated[
-        ReplayModel,
+        str,
         typer.Option(
             "--model",
             help="Who answers: 'cassette' (the recorded answers, offline) or 'bundle' (the bundle's own "
             "provider, to see what the model does now).",
         ),
-    ] = ReplayModel.cassette,
+    ] = "cassette",
     export: Annotated[
         str | None,
         typer.Option(
@@ -250,6 +242,8 @@ def replay_cmd(
     from agen.evals.replay import plan, replay, scenario_file
     from agen.wire.evals import GetReplaySourceRequest
 
+    if model not in ("cassette", "bundle"):
+        raise InvalidError(f"--model {model[:40]!r}: use cassette or bundle", field="--model")
     src_req = make_request(GetReplaySourceRequest, {"id": "RUN"}, id=run)
     src = with_client(hub, token, lambda c: c.call(r.GetReplaySource, src_req))
     if export:
@@ -268,18 +262,18 @@ def replay_cmd(
             "a bundle folder",
             field="--bundle",
         )
-    if not src.interactions and model is ReplayModel.cassette:
+    if not src.interactions and model == "cassette":
         err(
             "note: this run has no cassette (recordInteractions is off); the model's answers come from its transcript"
         )
     from agen.cli._hub import run as run_async
 
-    p, attempt = run_async(replay(src, bundle, model.value))
+    p, attempt = run_async(replay(src, bundle, "bundle" if model == "bundle" else "cassette"))
     from agen.evals.replay import diff
 
     d = diff(p, attempt)
     if json_out:
-        print_json({"run": src.run.id, "model": model.value, "bundle": bundle.digest, **d})
+        print_json({"run": src.run.id, "model": model, "bundle": bundle.digest, **d})
         return
     _print_diff(src.run.id, d)
 
