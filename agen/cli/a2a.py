@@ -113,7 +113,20 @@ def _call_error(url: str, e: Exception) -> Exception:
 
 
 def _is_url(target: str) -> bool:
-    return target.startswith(("http://", "https://"))
+    """An agent's URL (checked: a bad one is exit 2), rather than NAMESPACE/DEPLOYMENT."""
+    if not target.startswith(("http://", "https://")):
+        return False
+    import httpx
+
+    from agen.errors import InvalidError
+
+    try:
+        url = httpx.URL(target)
+    except httpx.InvalidURL as e:
+        raise InvalidError(f"{target[:80]!r} is not a URL: {e}", field="target") from None
+    if not url.host:
+        raise InvalidError(f"{target[:80]!r} names no host", field="target")
+    return True
 
 
 async def _foreign_card(http: Any, target: str) -> Any:
