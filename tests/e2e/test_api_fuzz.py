@@ -18,7 +18,10 @@ test in tests/integration/test_api_bad_requests.py). Check configuration, with t
   a real task is fenced (409), as a stale lease is; an unknown Nest, task or definition is a 404.
 * SubmitTask and DryRunTask also accept 400: a not_after_ms already in the past, or not after
   not_before_ms, is a 400 by the clock, which JSON Schema cannot express (the stateful phase met it
-  once). SetMemory and RollbackMemory: a value longer than the block's stored limit (set by an earlier
+  once). Both also accept 503 (and only 503 of the 5xx): once the fuzz has called PauseDeployment
+  on its deployment, a task for it is refused as unavailable at stage paused (`agen start` resumes
+  it), which is the deployment's state, not the request's fault; a 500 is still a failure.
+  SetMemory and RollbackMemory: a value longer than the block's stored limit (set by an earlier
   call) is a 400, and a stale expected_version a 409; both depend on what is stored.
 * CancelTask has no 400 exemption: its one rule between fields (grace_period_seconds with mode
   graceful only) is in its schema.
@@ -63,7 +66,8 @@ include-operation-id = ["ResolveId"]
 checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403", "404"]
 [[operations]]
 include-operation-id = ["SubmitTask", "DryRunTask"]
-checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403", "404", "409", "429"]
+checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403", "404", "409", "429", "503"]
+checks.not_a_server_error.expected-statuses = ["2xx", "3xx", "4xx", "503"]
 
 [[operations]]
 include-operation-id = ["CancelTask"]
