@@ -12,7 +12,7 @@ Two flocks decide it, by the running process rather than by whether it answers H
 A flock goes with its process, so a SIGKILLed holder never leaves a stale lock behind.
 
 A Postgres store has no file here and takes several Hubs, so it has no store lock: only ``up.lock``
-applies, and the database protects itself (the write lock, SKIP LOCKED leasing, the fenced leader
+applies, and the database protects itself (row and key locks, SKIP LOCKED leasing, the fenced leader
 lease; docs/postgres.md).
 """
 

@@ -62,6 +62,8 @@ class Cluster:
         opts = (
             f"-k {self.socket_dir} -c listen_addresses='' -c port=5432 -c fsync=off "
             "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+            # statements and locks per task are counted by tests (tests/unit/test_pg_concurrent_writers.py)
+            " -c shared_preload_libraries=pg_stat_statements"
         )
         self._run(
             "pg_ctl", "-D", str(data), "-o", opts, "-l", str(self.root / "log"), "-w", "start"

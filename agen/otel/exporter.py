@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from agen.otel.config import OtlpConfig
 from agen.otel.convert import RunInfo, readable_spans
-from agen.store import Store, loads
+from agen.store import Store, event_log, loads
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
@@ -69,7 +69,7 @@ class SpanExport:
                 headers=self.config.headers,
                 timeout=self.config.timeout_s,
             )
-        self._after = int(await self.store.scalar("SELECT COALESCE(MAX(seq), 0) FROM events") or 0)
+        self._after = int(await self.store.scalar(event_log.head_sql(self.store.dialect)) or 0)
         self._tasks = [
             asyncio.create_task(self._follow(), name="otlp-follow"),
             asyncio.create_task(self._send(), name="otlp-send"),
@@ -103,11 +103,21 @@ class SpanExport:
                 await self.store.wait_for_events(self._after, 1.0)
 
     async def _step(self) -> int:
-        """Queue the spans of the next runs that finished; how many runs were read."""
+        """Queue the spans of the next runs that finished; how many runs were read.
+
+        Reads up to the head (agen.store.event_log); when fewer than a batch matched, every event up to it
+        was examined and the cursor moves to it, so waiting for the next event does not return at once."""
+        dialect = self.store.dialect
+        top = int(await self.store.scalar(event_log.head_sql(dialect)) or 0)
+        if top in (0, self._after):
+            return 0
+        since, params = event_log.after(dialect, self._after)
+        until, more = event_log.upto(dialect, top)
         rows = await self.store.all(
-            "SELECT seq, type, run_id, data FROM events WHERE seq > ?"
-            " AND type IN ('run.finished', 'run.spans') ORDER BY seq LIMIT ?",
-            (self._after, FOLLOW_BATCH),
+            f"SELECT seq, type, run_id, data FROM events WHERE {since} AND {until}"
+            " AND type IN ('run.finished', 'run.spans')"
+            f" ORDER BY {event_log.order(dialect)} LIMIT ?",
+            (*params, *more, FOLLOW_BATCH),
         )
         for row in rows:
             try:
@@ -121,6 +131,8 @@ class SpanExport:
             except Exception:  # a bad row must not stop export; the log keeps it
                 log.exception("OTLP export: cannot read run %s", row["run_id"])
             self._after = int(row["seq"])
+        if len(rows) < FOLLOW_BATCH:
+            self._after = top
         return len(rows)
 
     async def _enqueue_run(self, run_id: str, only: list[str] | None = None) -> None:

@@ -24,7 +24,7 @@ from agen.domain.approvals import (
     may_self_approve,
 )
 from agen.runner.policy import ApprovalDecision, ApprovalGate, ApprovalRequest
-from agen.store import new_ulid
+from agen.store import event_log, new_ulid
 from agen.store.base import Row, Store, Tx, dumps
 
 __all__ = [  # the decision rules are agen.domain.approvals'; re-exported for the engine's callers
@@ -133,7 +133,7 @@ class StoreApprovalGate(ApprovalGate):
         self.poll_s = poll_s
 
     async def decide(self, request: ApprovalRequest) -> ApprovalDecision:
-        seq = int(await self.store.scalar("SELECT COALESCE(MAX(seq), 0) FROM events") or 0)
+        seq = int(await self.store.scalar(event_log.head_sql(self.store.dialect)) or 0)
         row = await self.store.write(lambda tx: request_approval(tx, request))
         approval_id = row["id"]
         if row["state"] == "pending" and request.task_id is not None:

@@ -23,6 +23,7 @@ class SQLiteTx:
 
     __slots__ = ("_callbacks", "_conn", "max_event_seq", "now_ms")
     dialect = "sqlite"
+    row_lock = ""  # the one writer decides alone
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn

@@ -137,6 +137,10 @@ class Tx(Protocol):
 
     now_ms: int
     dialect: str  # "sqlite" or "postgres": for the few statements the engines spell differently
+    row_lock: str
+    """Appended to a SELECT whose rows the transaction decides from and then changes: " FOR UPDATE" in a
+    Postgres write, where writers run side by side (a concurrent change waits, or is seen first); "" on
+    SQLite, whose one writer decides alone, and in reads."""
 
     def execute(self, sql: str, params: Params = ()) -> int:
         """Run one statement; returns the number of rows changed."""
@@ -162,8 +166,8 @@ class Tx(Protocol):
         data: Mapping[str, Any] | None = None,
         dedupe_key: str | None = None,
     ) -> int | None:
-        """Append an event in this transaction; returns its seq (None if the dedupe key was used, or in a
-        leasing write, whose events without a dedupe key take their seq at commit: ``Store.write_leasing``).
+        """Append an event in this transaction; returns its seq (None if the dedupe key was used, or on
+        Postgres for an event without a dedupe key, appended with the commit: agen.store.postgres).
 
         ``labels`` may be the JSON text already stored on a task or run row (not decoded again)."""
 
@@ -191,6 +195,7 @@ class Store(abc.ABC):
     """Port implemented by SQLite (local, one Hub) and Postgres (several Hubs may share one database)."""
 
     url: str  # as it may be shown: never holds a password
+    dialect: str = "sqlite"  # as Tx.dialect: how the event log is read (agen.store.event_log)
 
     @property
     def connect_url(self) -> str:
@@ -213,13 +218,6 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def write(self, fn: Callable[[Tx], T]) -> T:
         """Run ``fn`` in a write transaction and return its result once committed."""
-
-    async def write_leasing(self, fn: Callable[[Tx], T]) -> T:
-        """A write that leases tasks, which adapters with concurrent writers may run beside other leasing
-        writes (Postgres: agen.store.pg_locks says what ``fn`` must do). Here, and on SQLite, it is ``write``.
-
-        Its events without a dedupe key may take their seq at commit: ``tx.event`` returns None for them."""
-        return await self.write(fn)
 
     @abc.abstractmethod
     def write_sync(self, fn: Callable[[Tx], T]) -> T:
@@ -244,7 +242,8 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def wait_for_events(self, after_seq: int, timeout_s: float) -> int:
-        """Wait until an event with seq > after_seq commits here (or timeout); returns latest seq."""
+        """Wait until an event after cursor ``after_seq`` (agen.store.event_log) commits here (or timeout);
+        returns the head, the newest event's cursor."""
 
     def health(self) -> StoreHealth:
         """The store's write health; adapters that cannot tell say ok."""

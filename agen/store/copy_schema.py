@@ -18,6 +18,11 @@ from agen.store.migrate import migrate_sqlite
 # Bookkeeping, not data: each store records its own migrations; the copier's progress describes one copy.
 SKIPPED = frozenset({"schema_migrations", "sqlite_sequence"})
 PROGRESS_TABLE = "agen_migrate_progress"
+# What only Postgres has (migration 0025): each event's transaction id orders its event log
+# (agen.store.event_log). Never copied: ids from another cluster would not compare with this one's, so a
+# copy's events take the copying transaction's id, older than anything written after.
+POSTGRES_ONLY_COLUMNS = {"events": frozenset({"xid"})}
+POSTGRES_ONLY_INDEXES = frozenset({"events_xid_seq"})
 
 
 @dataclass(frozen=True)

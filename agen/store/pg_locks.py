@@ -1,24 +1,29 @@
-"""The advisory lock that leasing writes on Postgres take before a decision that reads rows they do not lock.
+"""Key locks: how a Postgres write makes a decision from rows it does not change, without a fleet-wide lock.
 
-Kept apart from agen.store.postgres (which needs psycopg, an optional extra) so hub code can name it.
-A leasing write (``Store.write_leasing``) runs beside other leasing writes: each locks the task rows it
-leases (``FOR UPDATE SKIP LOCKED``), so two of them never lease one task. A decision that also reads rows it
-does not lock (a conversation's other tasks, named lock holders, a provider's probe, a label budget) would
-race another leasing write's decision; ``serialize_leasing`` makes such decisions one at a time. Ordinary
-writes exclude every leasing write, so they never need it.
+Write transactions on Postgres run side by side (READ COMMITTED). A write that changes rows locks them
+(``UPDATE``, ``FOR UPDATE SKIP LOCKED``, ``ON CONFLICT``), which covers most decisions. A few decide from
+rows they do not lock: whether a conversation's head is free, whether a named lock is held, whether an
+idempotency key was seen, how many tasks are queued, how much of a budget is spent, whether a provider's probe
+is out. Such a decision takes a lock on its *key* first (``lock_keys``): two transactions deciding about
+the same key take turns, every other transaction runs on. Each statement after the lock reads what was
+committed when it began, so it sees the decision of the transaction that held the key before.
+
+Kept apart from agen.store.postgres (which needs psycopg, an optional extra) so hub code can use it. Nothing
+on SQLite, whose one writer already decides one transaction at a time.
 """
 
 from __future__ import annotations
 
 from agen.store.base import Tx
 
-LEASE_LOCK_KEY = 0x6167656E_6C7365  # "agen" "lse"
+_LOCK_SQL = "SELECT pg_advisory_xact_lock(hashtextextended(?, 0))"
 
 
-def serialize_leasing(tx: Tx) -> None:
-    """Wait until no other leasing write holds the lease lock, then hold it to this transaction's end.
-
-    Statements after it see every leasing write that held it before (READ COMMITTED: each statement reads
-    what was committed when it began). Nothing on SQLite, whose one writer already serialises everything."""
-    if tx.dialect == "postgres":
-        tx.execute(f"SELECT pg_advisory_xact_lock({LEASE_LOCK_KEY})")
+def lock_keys(tx: Tx, *keys: str) -> None:
+    """Hold a transaction-level lock on each key (a text such as ``conversation:<dep>:<key>``) until this
+    transaction ends, waiting for any transaction that holds one. Keys are taken in sorted order, so two
+    transactions wanting the same keys never wait on each other in a cycle."""
+    if tx.dialect != "postgres":
+        return
+    for key in sorted(set(keys)):
+        tx.execute(_LOCK_SQL, (key,))

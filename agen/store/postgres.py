@@ -5,14 +5,16 @@ psycopg's sync ``ConnectionPool``: an async pool would need one thread hop per s
 ``fn`` (the hop SQLite's writer thread was built to avoid), a thread with a sync connection needs one per
 transaction.
 
-Writes take one transaction-level advisory lock first, so write transactions commit one at a time across
-every process on the database, as SQLite's single writer does. The hub code relies on that (the next
-``tasks.seq`` is ``MAX(seq) + 1``; the event log's seq order must be commit order for the cursors that read
-it). Leasing writes (``write_leasing``) take it shared and run side by side: the lease query locks the rows
-it leases ``FOR UPDATE SKIP LOCKED``, their events take their seqs at commit under the event lock, and
-decisions read from rows they do not lock wait for the lease lock (agen.store.pg_locks). Committed events wake waiters through LISTEN/NOTIFY (``agen_events``, payload: the newest seq); a Hub
-that makes work leasable tells the Hubs of other processes on ``agen_work`` (``wake_others``, payload: the
-sender's id, so a process does not wake itself twice).
+Write transactions run side by side from every Hub and Nest on the database (READ COMMITTED), so Postgres
+groups their commits; nothing fleet-wide is locked. A write locks the rows it changes (``UPDATE``, ``FOR
+UPDATE SKIP LOCKED`` when leasing, ``ON CONFLICT``), and a decision read from rows it does not change (a
+conversation's head, a named lock, an idempotency key, a budget) takes a key lock first
+(agen.store.pg_locks). ``tasks.seq`` comes from a sequence. The event log keeps one order for its followers
+without serialising commits: each event records its transaction id and followers read only settled
+transactions, ordered by (xid, seq) (agen.store.event_log). A transaction with events sends one NOTIFY on
+``agen_events`` with its COMMIT; the listener then reads the head again (NOTIFYs that arrive meanwhile ride
+on that read). A Hub that makes work leasable tells the Hubs of other processes on ``agen_work``
+(``wake_others``, payload: the sender's id, so a process does not wake itself twice).
 
 ``url`` never holds the password (it is printed in banners and errors); ``connect_url`` does.
 """
@@ -35,23 +37,22 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from agen.errors import AgenError, ConflictError, StoreError, UnavailableError
+from agen.store import event_log
 from agen.store._pg_migrate import migrate_postgres
 from agen.store._pg_sql import to_pg
 from agen.store.base import Params, Row, Store, Tx, dumps, new_ulid, now_ms
 from agen.store.locate import redact_url
-from agen.store.pg_locks import LEASE_LOCK_KEY
 
 T = TypeVar("T")
 log = logging.getLogger("agen.store")
 
 CHANNEL = "agen_events"
 WAKE_CHANNEL = "agen_work"
-_WRITE_LOCK_KEY = 0x6167656E_777269  # "agen" "wri": every write; leasing writes share it
-_EVENT_LOCK_KEY = (
-    0x6167656E_657673  # "agen" "evs": a leasing write appends its events and commits under it
-)
 CONNECT_TIMEOUT_S = 10
 MAX_RETRIES = 5  # serialization failures and deadlocks are retried this many times, then reported
+SETTLE_POLL_S = (
+    0.02  # how often followers look again while committed events wait for an older transaction
+)
 
 _EVENT_COLUMNS = (
     "INSERT INTO events (id, namespace, type, severity, deployment, task_id, run_id, labels, data, dedupe_key,"
@@ -63,19 +64,18 @@ _EVENT_SQL = to_pg(
 )
 _RETRYABLE = (psycopg.errors.SerializationFailure, psycopg.errors.DeadlockDetected)
 # Pooled connections are in autocommit mode and transactions are opened and closed by hand, so that BEGIN
-# and the write lock travel with the transaction's first statement (pipelined) and the NOTIFY with the
-# COMMIT: no round trip of their own (a lease is a handful of statements, so the saved round trips are a
-# good share of its time).
-_BEGIN_WRITE = ("BEGIN", f"SELECT pg_advisory_xact_lock({_WRITE_LOCK_KEY})")
-_BEGIN_LEASING = ("BEGIN", f"SELECT pg_advisory_xact_lock_shared({_WRITE_LOCK_KEY})")
-# A leasing write that must decide from rows it has not locked (conversations, named locks, budgets) takes
-# the lease lock first (agen.store.pg_locks), then the event lock when it appends an event before commit:
-# always in that order, so two leasing writes never wait on each other in a cycle.
-_LOCK_EVENTS_SERIAL = (
-    f"SELECT pg_advisory_xact_lock({LEASE_LOCK_KEY})",
-    f"SELECT pg_advisory_xact_lock({_EVENT_LOCK_KEY})",
-)
+# travels with the transaction's first statement (pipelined) and the events and NOTIFY with the COMMIT: no
+# round trip of their own. No lock is taken here: writes lock the rows they change, and a decision that
+# reads rows it does not change takes the key lock it needs (agen.store.pg_locks).
+_BEGIN_WRITE = ("BEGIN",)
 _BEGIN_READ = ("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",)
+# The newest settled event (agen.store.event_log) and whether committed events still wait for an older
+# transaction to end: followers are woken when the first moves, and look again while the second holds.
+_HEAD_SQL = (
+    "SELECT (SELECT seq FROM events WHERE xid < pg_snapshot_xmin(pg_current_snapshot())"
+    " ORDER BY xid DESC, seq DESC LIMIT 1) AS seq,"
+    " EXISTS (SELECT 1 FROM events WHERE xid >= pg_snapshot_xmin(pg_current_snapshot())) AS unsettled"
+)
 
 
 class _BoolAsInt(Dumper):
@@ -104,27 +104,32 @@ def _end_transaction(conn: psycopg.Connection[Any]) -> None:
 class PostgresTx:
     """Tx over one pooled connection inside one transaction.
 
-    In a leasing write (``leasing=True``) an event without a dedupe key is kept until commit and appended
-    then, under the event lock, in the round trip that commits (``commit_sql``): leasing writes run side by
-    side, so their events must take their seqs one transaction at a time, right before commit, for seq order
-    to stay commit order. ``event`` returns None for such an event (its seq is not known before commit)."""
+    An event without a dedupe key is kept until commit and appended then, in the round trip that commits
+    (``commit_sql``), or earlier when a statement of the transaction reads ``events`` or a dedupe-keyed
+    event follows it (events keep their order within the transaction). ``event`` returns None for it (its
+    seq is not known before it is appended); nothing in agen needs that seq. Order across transactions is
+    not seq order but the event log's (agen.store.event_log): each row records its transaction id."""
 
-    __slots__ = ("_begin", "_callbacks", "_conn", "_leasing", "_pending", "max_event_seq", "now_ms")
+    __slots__ = (
+        "_begin",
+        "_callbacks",
+        "_conn",
+        "_pending",
+        "events_written",
+        "now_ms",
+        "row_lock",
+    )
     dialect = "postgres"
 
     def __init__(
-        self,
-        conn: psycopg.Connection[Any],
-        *,
-        begin: tuple[str, ...] = (),
-        leasing: bool = False,
+        self, conn: psycopg.Connection[Any], *, begin: tuple[str, ...] = (), write: bool = False
     ) -> None:
         self._conn = conn
+        self.row_lock = " FOR UPDATE" if write else ""
         self._begin = begin  # sent ahead of the first statement, in the same round trip
         self.now_ms = now_ms()
-        self.max_event_seq = 0
+        self.events_written = False
         self._callbacks: list[Callable[[], None]] = []
-        self._leasing = leasing
         self._pending: list[tuple[Any, ...]] = []
 
     def _cur(self, sql: str, params: Params) -> psycopg.Cursor[Any]:
@@ -134,7 +139,7 @@ class PostgresTx:
         return self._send(to_pg(sql, named), params if named else tuple(params))
 
     def _send(self, query: str, params: Any = None) -> psycopg.Cursor[Any]:
-        """Execute ``query``; the first one of the transaction carries BEGIN (and its lock) in a pipeline."""
+        """Execute ``query``; the first one of the transaction carries BEGIN in a pipeline."""
         if not self._begin:
             return self._conn.execute(query, params)
         begin, self._begin = self._begin, ()
@@ -198,59 +203,41 @@ class PostgresTx:
             dedupe_key,
             self.now_ms,
         )
-        if self._leasing:
-            if dedupe_key is None:
-                self._pending.append(values)
-                return None
-            self._append_pending()  # takes the event lock; this event follows the ones before it
-        return self._insert(values)
-
-    def _insert(self, values: tuple[Any, ...]) -> int | None:
+        if dedupe_key is None:
+            self._pending.append(values)
+            return None
+        self._append_pending()  # this event follows the ones before it
         row = self._send(_EVENT_SQL, values).fetchone()
         if row is None:
             return None
-        seq = int(row["seq"])
-        self.max_event_seq = max(self.max_event_seq, seq)
-        return seq
+        self.events_written = True
+        return int(row["seq"])
 
     def _append_pending(self) -> None:
-        """Append the kept events now (a leasing write that reads events or needs a seq); from here on this
-        transaction holds the lease and event locks to its end."""
-        for stmt in _LOCK_EVENTS_SERIAL:  # in this order (see _LOCK_EVENTS_SERIAL)
-            self._send(stmt)
-        pending, self._pending = self._pending, []
-        self._leasing = False  # the locks are held now: later events are appended as they come
-        for values in pending:
-            self._insert(values)
+        """Append the kept events now (a statement reads events, or a dedupe-keyed event follows them)."""
+        if self._pending:
+            self._send(self._insert_pending())
 
-    def commit_sql(self) -> str:
-        """What ends the transaction, in one round trip: a leasing write's kept events under the event lock,
-        the NOTIFY that wakes event followers, COMMIT. Empty when the transaction never began."""
-        if not self._pending:
-            if self._begin:
-                return ""
-            seq = self.max_event_seq
-            return f"SELECT pg_notify('{CHANNEL}', '{seq}'); COMMIT" if seq else "COMMIT"
+    def _insert_pending(self) -> str:
         rows = ",".join(
             "(" + ",".join(pgsql.Literal(v).as_string(self._conn) for v in values) + ")"
             for values in self._pending
         )
-        return "".join(f"{stmt}; " for stmt in self._begin) + (
-            f"SELECT pg_advisory_xact_lock({_EVENT_LOCK_KEY});"
-            f" WITH ins AS ({_EVENT_COLUMNS}{rows} RETURNING seq)"
-            f" SELECT pg_notify('{CHANNEL}', MAX(seq)::text), MAX(seq) AS seq FROM ins; COMMIT"
-        )
+        self._pending = []
+        self.events_written = True
+        return _EVENT_COLUMNS + rows
 
-    def committed(self, cur: psycopg.Cursor[Any]) -> None:
-        """Note the seq of the events ``commit_sql`` appended (the result with a ``seq`` column)."""
-        while self._pending:
-            if cur.description and any(c.name == "seq" for c in cur.description):
-                row = cur.fetchone()
-                if row is not None and row["seq"] is not None:
-                    self.max_event_seq = max(self.max_event_seq, int(row["seq"]))
-                return
-            if not cur.nextset():
-                return
+    def commit_sql(self) -> str:
+        """What ends the transaction, in one round trip: the kept events, one NOTIFY that wakes the event
+        followers (whatever the number of events), COMMIT. Empty when the transaction never began."""
+        if self._begin and not self._pending:
+            return ""
+        head = "".join(f"{stmt}; " for stmt in self._begin)
+        if self._pending:  # one statement: a data-modifying CTE runs whether or not it is read
+            head += f"WITH e AS ({self._insert_pending()}) SELECT pg_notify('{CHANNEL}', ''); "
+        elif self.events_written:
+            head += f"SELECT pg_notify('{CHANNEL}', ''); "
+        return head + "COMMIT"
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         self._callbacks.append(callback)
@@ -266,6 +253,8 @@ def map_error(e: BaseException, where: str) -> BaseException:
 
 class PostgresStore(Store):
     """A Store on a PostgreSQL database (``postgresql://...``)."""
+
+    dialect = "postgres"
 
     def __init__(self, url: str, *, pool_size: int = 4) -> None:
         self._connect_url = url
@@ -288,7 +277,10 @@ class PostgresStore(Store):
             max(2, pool_size), thread_name_prefix="agen-pg"
         )
         self._version = 0
-        self._latest_seq = 0
+        self._latest_seq = 0  # the head: the newest settled event (agen.store.event_log)
+        self._head_stale = False
+        self._header: asyncio.Task[None] | None = None
+        self._waiting = 0  # wait_for_events calls now: only then is the head read on each commit
         self._seq_changed: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._listener: asyncio.Task[None] | None = None
@@ -306,9 +298,7 @@ class PostgresStore(Store):
         except BaseException:
             await store.close()
             raise
-        store._latest_seq = int(
-            await store.scalar("SELECT COALESCE(MAX(seq), 0) AS seq FROM events") or 0
-        )
+        store._latest_seq = int(await store.scalar(event_log.head_sql("postgres")) or 0)
         ready = asyncio.Event()
         store._listener = asyncio.create_task(store._listen(ready), name="agen-pg-listen")
         await ready.wait()
@@ -372,6 +362,10 @@ class PostgresStore(Store):
             self._listener.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._listener
+        if self._header is not None:
+            self._header.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._header
         await asyncio.to_thread(self._threads.shutdown)
         await asyncio.to_thread(self._pool.close)
 
@@ -385,19 +379,10 @@ class PostgresStore(Store):
             raise UnavailableError("the store is closed", store=self._where)
         return await self._in_thread(lambda: self.write_sync(fn))
 
-    async def write_leasing(self, fn: Callable[[Tx], T]) -> T:
-        """A write that runs beside other leasing writes, one at a time with every other write: the write lock
-        is taken shared (``pg_advisory_xact_lock_shared``), its events are appended at commit under the event
-        lock (``PostgresTx``), and ``fn`` calls ``serialize_leasing`` before a decision that reads rows it does
-        not lock (agen.store.pg_locks)."""
-        if self._closed:
-            raise UnavailableError("the store is closed", store=self._where)
-        return await self._in_thread(lambda: self.write_sync(fn, leasing=True))
-
-    def write_sync(self, fn: Callable[[Tx], T], *, leasing: bool = False) -> T:
+    def write_sync(self, fn: Callable[[Tx], T]) -> T:
         for attempt in range(MAX_RETRIES + 1):
             try:
-                return self._write_once(fn, leasing)
+                return self._write_once(fn)
             except _RETRYABLE as e:
                 if attempt == MAX_RETRIES:
                     raise StoreError(
@@ -411,16 +396,14 @@ class PostgresStore(Store):
                 raise mapped from e
         raise AssertionError("unreachable")
 
-    def _write_once(self, fn: Callable[[Tx], T], leasing: bool) -> T:
+    def _write_once(self, fn: Callable[[Tx], T]) -> T:
         with self._pool.connection() as conn:
-            tx = PostgresTx(
-                conn, begin=_BEGIN_LEASING if leasing else _BEGIN_WRITE, leasing=leasing
-            )
+            tx = PostgresTx(conn, begin=_BEGIN_WRITE, write=True)
             try:
                 value = fn(tx)
                 end = tx.commit_sql()
                 if end:
-                    tx.committed(conn.execute(end))
+                    conn.execute(end)
             except BaseException:
                 _end_transaction(conn)
                 raise
@@ -433,9 +416,9 @@ class PostgresStore(Store):
                     self._where,
                     getattr(cb, "__qualname__", repr(cb)),
                 )
-        if tx.max_event_seq and self._loop is not None:
+        if tx.events_written and self._loop is not None:
             with contextlib.suppress(RuntimeError):
-                self._loop.call_soon_threadsafe(self._note_seq, tx.max_event_seq)
+                self._loop.call_soon_threadsafe(self._events_committed)
         return value
 
     # -- reads -----------------------------------------------------------------------------
@@ -450,7 +433,10 @@ class PostgresStore(Store):
         try:
             with self._pool.connection() as conn:
                 try:
-                    return fn(PostgresTx(conn, begin=_BEGIN_READ))
+                    tx = PostgresTx(conn, begin=_BEGIN_READ)
+                    value = fn(tx)
+                    tx._append_pending()  # an event in a read: refused here, as any write is
+                    return value
                 finally:
                     _end_transaction(conn)
         except BaseException as e:
@@ -475,7 +461,8 @@ class PostgresStore(Store):
     # -- events ----------------------------------------------------------------------------
 
     async def _listen(self, ready: asyncio.Event) -> None:
-        """LISTEN on a connection of its own; every NOTIFY carries the newest committed seq."""
+        """LISTEN on a connection of its own: a NOTIFY on ``agen_events`` says a transaction with events
+        committed (the head is read again), one on ``agen_work`` wakes this process's Hub."""
         while not self._closed:
             try:
                 async with await psycopg.AsyncConnection.connect(
@@ -483,10 +470,7 @@ class PostgresStore(Store):
                 ) as conn:
                     await conn.execute(f"LISTEN {CHANNEL}")
                     await conn.execute(f"LISTEN {WAKE_CHANNEL}")
-                    # commits made while (re)connecting were not heard: look once
-                    cur = await conn.execute("SELECT COALESCE(MAX(seq), 0) FROM events")
-                    row = await cur.fetchone()
-                    self._note_seq(int(row[0]) if row else 0)
+                    self._events_committed()  # commits made while (re)connecting were not heard
                     ready.set()
                     self._wake_local()  # work submitted while (re)connecting was not heard either
                     async for note in conn.notifies():
@@ -494,8 +478,7 @@ class PostgresStore(Store):
                             if note.payload != self._id:
                                 self._wake_local()
                             continue
-                        with contextlib.suppress(ValueError):
-                            self._note_seq(int(note.payload))
+                        self._events_committed()
             except asyncio.CancelledError:
                 raise
             except Exception as e:
@@ -507,23 +490,82 @@ class PostgresStore(Store):
                 )
                 await asyncio.sleep(1.0)
 
+    def _events_committed(self) -> None:
+        """The head moved: read it again soon if anyone waits for events, else when someone does. NOTIFYs
+        that arrive meanwhile ride on the same read (coalesced), so a process nobody follows events in
+        reads nothing per commit."""
+        self._head_stale = True
+        if self._waiting:
+            self._start_following()
+
+    def _start_following(self) -> None:
+        if self._header is None or self._header.done():
+            self._header = asyncio.create_task(self._follow_head(), name="agen-pg-head")
+
+    async def _follow_head(self) -> None:
+        """Move the head to the newest settled event; while committed events wait for an older
+        transaction to end (it sends no NOTIFY if it wrote no events), look again, backing off."""
+        pause = SETTLE_POLL_S
+        while not self._closed:
+            self._head_stale = False
+            try:
+                row = await self._in_thread(self._read_head)
+            except Exception as e:
+                log.warning("store %s: cannot read the event head (%s)", self._where, e)
+                row = None
+            if row is not None:
+                if row["seq"] is not None:
+                    self._note_seq(int(row["seq"]))
+                if not row["unsettled"] and not self._head_stale:
+                    return
+            if not self._waiting:  # nobody follows now: the next wait reads it again
+                self._head_stale = True
+                return
+            if not self._head_stale:
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 1.0)
+
+    def _read_head(self) -> Row | None:
+        with self._pool.connection() as conn:
+            row: Row | None = conn.execute(_HEAD_SQL).fetchone()
+            return row
+
     def _note_seq(self, seq: int) -> None:
-        if seq > self._latest_seq:
+        if seq != self._latest_seq:
             self._latest_seq = seq
             if self._seq_changed is not None:
                 self._seq_changed.set()
                 self._seq_changed = asyncio.Event()
 
     async def wait_for_events(self, after_seq: int, timeout_s: float) -> int:
+        """Wait until an event after ``after_seq`` in the log's order (agen.store.event_log) is settled, or
+        ``timeout_s`` passes; returns the head (the newest settled event's seq)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(0.0, timeout_s)
-        while True:
-            if self._latest_seq > after_seq:
-                return self._latest_seq
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                return self._latest_seq
-            ev = self._seq_changed
-            assert ev is not None
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(ev.wait(), timeout=remaining)
+        self._waiting += 1
+        try:
+            if self._head_stale:  # commits were heard while nobody waited: the head is read now
+                self._start_following()
+            while True:
+                head = self._latest_seq
+                if head != after_seq and await self._follows(head, after_seq):
+                    return head
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    return self._latest_seq
+                ev = self._seq_changed
+                assert ev is not None
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(ev.wait(), timeout=remaining)
+        finally:
+            self._waiting -= 1
+
+    async def _follows(self, head: int, after: int) -> bool:
+        """Whether event ``head`` comes after cursor ``after`` in the log's order."""
+        if head <= 0:
+            return False
+        if after <= 0:
+            return True
+        cond, params = event_log.after("postgres", after)
+        found = await self.scalar(f"SELECT 1 FROM events WHERE seq = ? AND {cond}", (head, *params))
+        return found is not None

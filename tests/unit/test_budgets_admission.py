@@ -16,7 +16,13 @@ DAY = "2025-01-01"
 
 def queue_task(tx: Tx, dep: DeploymentRow, state: str = "queued") -> None:
     tid = new_ulid()
-    seq = int(tx.scalar("SELECT COALESCE(MAX(seq), 0) + 1 FROM tasks"))
+    seq = int(  # Postgres: from the sequence its task INSERTs use (migration 0025)
+        tx.scalar(
+            "SELECT nextval('tasks_seq_seq')"
+            if tx.dialect == "postgres"
+            else "SELECT COALESCE(MAX(seq), 0) + 1 FROM tasks"
+        )
+    )
     tx.execute(
         "INSERT INTO tasks (id, namespace, deployment_id, deployment, state, input, root_task_id, seq, created_ms,"
         " updated_ms) VALUES (?,?,?,?,?,?,?,?,?,?)",

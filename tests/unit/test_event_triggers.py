@@ -44,8 +44,8 @@ def emit(
     seq = tx.event(
         "default", type, deployment="other", task_id=task_id, labels=labels, data={"n": 1}
     )
-    assert seq is not None
-    return seq
+    # Postgres appends an event with its commit (seq None), or earlier when the transaction reads events
+    return seq if seq is not None else int(tx.scalar("SELECT MAX(seq) FROM events"))
 
 
 async def tick(store: Store, at: int) -> TickReport:
@@ -62,7 +62,13 @@ async def fired_tasks(store: Store) -> list[Row]:
 def other_task(tx: Tx, *, chain: int = 0, source: str = "api") -> str:
     """A task of another deployment (what an event's task_id points at)."""
     tid = new_ulid()
-    seq = int(tx.scalar("SELECT COALESCE(MAX(seq), 0) + 1 FROM tasks"))
+    seq = int(  # Postgres: from the sequence its task INSERTs use (migration 0025)
+        tx.scalar(
+            "SELECT nextval('tasks_seq_seq')"
+            if tx.dialect == "postgres"
+            else "SELECT COALESCE(MAX(seq), 0) + 1 FROM tasks"
+        )
+    )
     tx.execute(
         "INSERT INTO tasks (id, namespace, deployment_id, deployment, state, input, source, event_chain,"
         " root_task_id, seq, created_ms, updated_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",

@@ -1,5 +1,5 @@
-"""Leasing writes on Postgres (``Store.write_leasing``): they run side by side, yet no task is leased twice, a
-conversation still runs one task at a time, and a follower reading events by seq never skips one."""
+"""Leasing on Postgres: leases run side by side (no fleet-wide lock), yet no task is leased twice, a
+conversation still runs one task at a time, and a follower of the event log never skips an event."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from agen.domain import LeasedTaskRow
 from agen.hub import queue as q
-from agen.store import Tx
+from agen.store import Tx, event_log
 from tests.unit.queue_helpers import add_deployment, new_task
 
 DEADLINE_S = 60.0
@@ -64,14 +64,16 @@ async def test_two_leasing_writes_run_side_by_side_and_lease_different_tasks(pg:
         assert second_done.wait(DEADLINE_S), "the second lease waited for the first to commit"
         return got
 
-    a = asyncio.create_task(pg.write_leasing(first))
+    a = asyncio.create_task(pg.write(first))
     await asyncio.to_thread(first_leased.wait, DEADLINE_S)
-    b = await pg.write_leasing(lambda tx: _lease(tx, dep, "i2"))
+    b = await pg.write(lambda tx: _lease(tx, dep, "i2"))
     second_done.set()
     a_rows = await a
     assert len(a_rows) == 1 and len(b) == 1 and a_rows[0].task.id != b[0].task.id
-    leased = await pg.all("SELECT task_id FROM events WHERE type = 'task.leased' ORDER BY seq")
-    assert [r["task_id"] for r in leased] == [b[0].task.id, a_rows[0].task.id]  # in commit order
+    leased = await pg.all(
+        "SELECT task_id FROM events WHERE type = 'task.leased' ORDER BY xid, seq"
+    )  # the log's order: by transaction
+    assert {r["task_id"] for r in leased} == {b[0].task.id, a_rows[0].task.id}
 
 
 async def test_a_conversation_still_leases_one_task_at_a_time_under_concurrent_leasing(
@@ -100,12 +102,10 @@ async def test_a_conversation_still_leases_one_task_at_a_time_under_concurrent_l
         assert release_first.wait(DEADLINE_S)
         return got
 
-    a = asyncio.create_task(pg.write_leasing(first))
+    a = asyncio.create_task(pg.write(first))
     await asyncio.to_thread(first_leased.wait, DEADLINE_S)
     # an hour later for the second leaser: the older task is due, and the newer one is not committed as leased
-    b = asyncio.create_task(
-        pg.write_leasing(lambda tx: _lease(tx, dep, "i2", now_ms=t0 + 7_200_000))
-    )
+    b = asyncio.create_task(pg.write(lambda tx: _lease(tx, dep, "i2", now_ms=t0 + 7_200_000)))
 
     async def second_waits_or_is_done() -> bool:
         if b.done():
@@ -126,8 +126,8 @@ async def test_a_conversation_still_leases_one_task_at_a_time_under_concurrent_l
 async def test_an_event_follower_never_skips_an_event_while_writers_run_side_by_side(
     pg: Any, pg_url: str
 ) -> None:
-    """Readers follow the log as "everything after seq N": leasing writes take their events' seqs at commit,
-    under one lock, so no event can commit below a seq a follower has already passed."""
+    """Readers follow the log as "everything settled after event N" (agen.store.event_log): an event that
+    commits after a follower passed a higher seq is still read, once."""
     from agen.store.postgres import PostgresStore
 
     other = await PostgresStore.open(pg_url, pool_size=4)  # a second Hub on the database
@@ -148,14 +148,17 @@ async def test_an_event_follower_never_skips_an_event_while_writers_run_side_by_
             while True:
                 done = stop.is_set()
                 after = seen[-1] if seen else 0
-                rows = await pg.all("SELECT seq FROM events WHERE seq > ? ORDER BY seq", (after,))
+                since, params = event_log.after("postgres", after)
+                rows = await pg.all(
+                    f"SELECT seq FROM events WHERE {since} ORDER BY xid, seq", params
+                )
                 seen.extend(int(r["seq"]) for r in rows)
                 if done:
                     return
                 await asyncio.sleep(0)
 
         async def leaser(store: Any, w: int) -> None:
-            while await store.write_leasing(lambda tx: _lease(tx, dep, f"i{w}")):
+            while await store.write(lambda tx: _lease(tx, dep, f"i{w}")):
                 pass
 
         async def submitter() -> None:
@@ -168,7 +171,7 @@ async def test_an_event_follower_never_skips_an_event_while_writers_run_side_by_
         await asyncio.gather(*(leaser(s, w) for w, s in enumerate((pg, other))))
         stop.set()
         await follower
-        every = [int(r["seq"]) for r in await pg.all("SELECT seq FROM events ORDER BY seq")]
+        every = [int(r["seq"]) for r in await pg.all("SELECT seq FROM events ORDER BY xid, seq")]
         assert seen == every
         twice = await pg.all(
             "SELECT task_id FROM events WHERE type = 'task.leased' GROUP BY task_id HAVING COUNT(*) > 1"
@@ -214,9 +217,9 @@ async def test_a_held_provider_account_still_gets_exactly_one_probe_under_concur
         assert release_first.wait(DEADLINE_S)
         return got
 
-    a = asyncio.create_task(pg.write_leasing(first))
+    a = asyncio.create_task(pg.write(first))
     await asyncio.to_thread(first_leased.wait, DEADLINE_S)
-    b = asyncio.create_task(pg.write_leasing(lambda tx: lease(tx, "i2")))
+    b = asyncio.create_task(pg.write(lambda tx: lease(tx, "i2")))
 
     async def second_waits_or_is_done() -> bool:
         if b.done():

@@ -15,7 +15,13 @@ ACCT = "default/openai:OPENAI_API_KEY@http://127.0.0.1:9999/v1"
 
 def task(tx: Tx, dep: DeploymentRow, state: str) -> str:
     tid = new_ulid()
-    seq = int(tx.scalar("SELECT COALESCE(MAX(seq), 0) + 1 FROM tasks"))
+    seq = int(  # Postgres: from the sequence its task INSERTs use (migration 0025)
+        tx.scalar(
+            "SELECT nextval('tasks_seq_seq')"
+            if tx.dialect == "postgres"
+            else "SELECT COALESCE(MAX(seq), 0) + 1 FROM tasks"
+        )
+    )
     tx.execute(
         "INSERT INTO tasks (id, namespace, deployment_id, deployment, state, input, root_task_id, seq, created_ms,"
         " updated_ms) VALUES (?,?,?,?,?,?,?,?,?,?)",

@@ -3,8 +3,9 @@
 Taking over an expired lease increments the epoch; every leader write (assignments,
 desired counts, trigger firings) runs ``check_epoch`` in its own transaction, so a
 leader that paused past its lease cannot write after a successor took over. On SQLite
-the single writer serialises these transactions; on Postgres check_epoch must read the
-row ``FOR SHARE`` so a takeover waits for the leader's transaction to end.
+the single writer serialises these transactions; on Postgres, where Hubs commit side by side,
+check_epoch reads the row ``FOR SHARE`` so a takeover waits for the leader's transaction to
+end, and acquire_or_renew locks it ``FOR UPDATE`` (two Hubs never both take one term).
 
 A holder that wants to believe it leads must count its term from a clock reading taken
 *before* calling acquire_or_renew: the row's expiry is at least that plus the TTL, and no
@@ -29,14 +30,19 @@ def acquire_or_renew(tx: Tx, name: str, holder: str, ttl_ms: int) -> int | None:
     if ttl_ms <= 0:
         raise InvalidError(f"leader ttl must be positive (got {ttl_ms} ms)", field="ttl_ms")
     now = tx.now_ms
-    row = tx.one("SELECT holder, epoch, expires_ms FROM leases WHERE name = ?", (name,))
+    lock = " FOR UPDATE" if tx.dialect == "postgres" else ""  # Hubs commit side by side there
+    row = tx.one(f"SELECT holder, epoch, expires_ms FROM leases WHERE name = ?{lock}", (name,))
     if row is None:
-        tx.execute(
-            "INSERT INTO leases (name, holder, epoch, expires_ms) VALUES (?, ?, 1, ?)",
+        if tx.execute(
+            "INSERT INTO leases (name, holder, epoch, expires_ms) VALUES (?, ?, 1, ?)"
+            " ON CONFLICT (name) DO NOTHING",
             (name, holder, now + ttl_ms),
-        )
-        _elected(tx, name, holder, 1, None)
-        return 1
+        ):
+            _elected(tx, name, holder, 1, None)
+            return 1
+        # another Hub's first lease committed meanwhile (Postgres): decide from its row
+        row = tx.one(f"SELECT holder, epoch, expires_ms FROM leases WHERE name = ?{lock}", (name,))
+        assert row is not None
     epoch = int(row["epoch"])
     if row["expires_ms"] > now:
         if row["holder"] != holder:
@@ -65,7 +71,10 @@ def _elected(tx: Tx, name: str, holder: str, epoch: int, previous: str | None) -
 
 def check_epoch(tx: Tx, name: str, epoch: int) -> None:
     """Raise FencedError unless ``epoch`` is the current, unexpired leadership term of ``name``."""
-    row = tx.one("SELECT holder, epoch, expires_ms FROM leases WHERE name = ?", (name,))
+    share = (
+        " FOR SHARE" if tx.dialect == "postgres" else ""
+    )  # a takeover waits for this write to end
+    row = tx.one(f"SELECT holder, epoch, expires_ms FROM leases WHERE name = ?{share}", (name,))
     if row is None or row["epoch"] != epoch or row["expires_ms"] <= tx.now_ms:
         now = (
             "nobody leads"

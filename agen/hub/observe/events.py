@@ -1,8 +1,9 @@
 """The event log (seed 000 §11): ListEvents after a cursor with filters and an optional wait,
 retention pruning, and the filter shared with notification targets and event triggers.
 
-seq order is commit order (one writer), so a reader that resumes after the last seq it saw
-neither loses nor repeats an event, across Hub restarts too.
+A cursor is the seq of the last event a reader examined; "after it" is the log's order
+(agen.store.event_log: seq order on SQLite's one writer, settled transactions in (xid, seq) order on
+Postgres), so a reader that resumes after it neither loses nor repeats an event, across Hub restarts too.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agen.errors import InvalidError
-from agen.store import Row, Store, Tx, loads
+from agen.store import Row, Store, Tx, event_log, loads
 
 RETENTION_MS = 7 * 86_400_000
 SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
@@ -106,10 +107,17 @@ def decode(row: Row) -> dict[str, Any]:
 
 
 def _query(
-    namespaces: Sequence[str], after: int, top: int, flt: EventFilter, batch: int
+    dialect: str,
+    namespaces: Sequence[str],
+    after: int,
+    top: int,
+    flt: EventFilter,
+    batch: int,
 ) -> tuple[str, list[Any]]:
-    sql = "SELECT * FROM events WHERE seq > ? AND seq <= ?"
-    params: list[Any] = [after, top]
+    since, params = event_log.after(dialect, after)
+    until, more = event_log.upto(dialect, top)
+    sql = f"SELECT * FROM events WHERE {since} AND {until}"
+    params = [*params, *more]
     if namespaces:
         sql += f" AND namespace IN ({','.join('?' * len(namespaces))})"
         params.extend(namespaces)
@@ -117,7 +125,7 @@ def _query(
     if extra:
         sql += " AND " + extra
         params.extend(more)
-    return sql + f" ORDER BY seq LIMIT {int(batch)}", params
+    return sql + f" ORDER BY {event_log.order(dialect)} LIMIT {int(batch)}", params
 
 
 @dataclass
@@ -140,11 +148,13 @@ async def read_events(
     limit = max(1, min(limit, MAX_LIMIT))
     out: list[dict[str, Any]] = []
     cursor = after
-    # Everything up to ``top`` is committed (seq order is commit order), so once the rows up to
-    # it are examined the cursor may move to it even if the SQL filter skipped the last ones.
+    # Everything up to the head ``top`` is settled (agen.store.event_log), so once the rows up to it are
+    # examined the cursor may move to it even if the SQL filter skipped the last ones.
     top = await log_head(store)
+    if top == 0 or top == after:
+        return EventPage(out, after)
     for _ in range(20):  # at most 10k rows examined per call
-        sql, params = _query(namespaces, cursor, top, flt, _BATCH)
+        sql, params = _query(store.dialect, namespaces, cursor, top, flt, _BATCH)
         rows = await store.all(sql, params)
         for row in rows:
             cursor = int(row["seq"])
@@ -152,14 +162,15 @@ async def read_events(
                 out.append(decode(row))
                 if len(out) >= limit:
                     return EventPage(out, cursor)
-        if len(rows) < _BATCH:
-            return EventPage(out, max(cursor, top))
+        if len(rows) < _BATCH:  # every row up to the head was examined
+            return EventPage(out, top if store.dialect == "postgres" else max(cursor, top))
     return EventPage(out, cursor)
 
 
 async def log_head(store: Store) -> int:
-    """The cursor of "now": the seq of the newest event (reading after it starts with what comes next)."""
-    return int(await store.scalar("SELECT COALESCE(MAX(seq), 0) FROM events") or 0)
+    """The cursor of "now": the newest settled event (agen.store.event_log); reading after it starts
+    with what comes next."""
+    return int(await store.scalar(event_log.head_sql(store.dialect)) or 0)
 
 
 async def list_events(
@@ -194,28 +205,50 @@ async def tail_start(
     """
     flt = flt or EventFilter()
     want = max(1, int(last))
-    sql = "SELECT * FROM events WHERE seq < ?"
+    dialect = store.dialect
+    where: list[str] = []
     params: list[Any] = []
     if namespaces:
-        sql += f" AND namespace IN ({','.join('?' * len(namespaces))})"
+        where.append(f"namespace IN ({','.join('?' * len(namespaces))})")
         params.extend(namespaces)
     extra, more = flt.sql()
     if extra:
-        sql += " AND " + extra
+        where.append(extra)
         params.extend(more)
-    below = int(await store.scalar("SELECT COALESCE(MAX(seq), 0) FROM events") or 0) + 1
+    head = int(await store.scalar(event_log.head_sql(dialect)) or 0)
+    if head == 0:
+        return 0
+    bound = event_log.upto(
+        dialect, head
+    )  # the first page ends at the head, the next ones before a row
     found: list[int] = []
     for _ in range(100):  # at most 50k rows examined per call
-        rows = await store.all(sql + f" ORDER BY seq DESC LIMIT {_BATCH}", [below, *params])
+        cond, args = bound
+        rows = await store.all(
+            f"SELECT * FROM events WHERE {' AND '.join([cond, *where])}"
+            f" ORDER BY {event_log.order(dialect, desc=True)} LIMIT {_BATCH}",
+            [*args, *params],
+        )
         for row in rows:
-            below = int(row["seq"])
+            bound = event_log.before(dialect, int(row["seq"]))
             if flt.matches(row):
-                found.append(below)
+                found.append(int(row["seq"]))
                 if len(found) >= want:
-                    return below - 1
+                    return await _preceding(store, found[-1])
         if len(rows) < _BATCH:
             break
-    return found[-1] - 1 if found else 0
+    return await _preceding(store, found[-1]) if found else 0
+
+
+async def _preceding(store: Store, seq: int) -> int:
+    """The cursor just before event ``seq``: the event before it in the log's order (0 at the start)."""
+    cond, args = event_log.before(store.dialect, seq)
+    found = await store.scalar(
+        f"SELECT seq FROM events WHERE {cond} ORDER BY {event_log.order(store.dialect, desc=True)}"
+        " LIMIT 1",
+        args,
+    )
+    return int(found or 0)
 
 
 def prune_events(tx: Tx, now_ms: int, retention_ms: int = RETENTION_MS) -> int:

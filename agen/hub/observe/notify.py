@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from agen.errors import InvalidError, NotFoundError
 from agen.hub.observe.events import EventFilter, read_events
 from agen.hub.triggers.verify import sign
-from agen.store import Row, Store, Tx, dumps, loads, new_ulid
+from agen.store import Row, Store, Tx, dumps, event_log, loads, new_ulid
 
 MAX_BACKOFF_MS = 5 * 60_000
 FIRST_BACKOFF_MS = 1_000
@@ -49,7 +49,7 @@ def set_target(
         raise InvalidError(f"notification URL must be http(s) (got {url!r})", field="url")
     EventFilter(severity=severity)  # validates
     now = tx.now_ms
-    start = int(tx.scalar("SELECT COALESCE(MAX(seq), 0) FROM events") or 0)
+    start = int(tx.scalar(event_log.head_sql(tx.dialect)) or 0)
     tx.execute(
         "INSERT INTO notify_targets (id, namespace, name, url, events, deployment, labels, severity, secret,"
         " cursor_seq, created_ms, updated_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"

@@ -55,6 +55,7 @@ from agen.hub.queue.lease import (
 from agen.hub.queue.locks import acquire_lock, check_lock_names, release_lock
 from agen.store import Store, Tx, dumps, loads
 from agen.store.base import new_ulid
+from agen.store.pg_locks import lock_keys
 
 __all__ = [
     "MAX_ATTEMPTS",
@@ -226,6 +227,14 @@ def submit_task(tx: Tx, t: NewTask, *, max_queued: int | None = None) -> tuple[T
     ``max_queued`` (admission maxQueuedTasks, counting scheduled tasks too) refuses with
     RateLimitedError stage="queue_full".
     """
+    # Decisions read from rows this write does not lock (agen.store.pg_locks): whether the key was seen,
+    # which queued task a schedule key replaces, how many are queued.
+    lock_keys(
+        tx,
+        *([f"idempotency:{t.deployment_id}:{t.idempotency_key}"] if t.idempotency_key else []),
+        *([f"schedule:{t.deployment_id}:{t.schedule_key}"] if t.schedule_key else []),
+        *([f"queued:{t.deployment_id}"] if max_queued is not None else []),
+    )
     if t.idempotency_key:
         existing = tx.one(
             "SELECT * FROM tasks WHERE namespace = ? AND deployment_id = ? AND idempotency_key = ?",
@@ -315,7 +324,7 @@ def submit_task(tx: Tx, t: NewTask, *, max_queued: int | None = None) -> tuple[T
         updated_ms=now,
     )
     # seq (submission order) is assigned in the INSERT; RETURNING gives the stored row without reading it again.
-    inserted = tx.one(_INSERT_SQL, row)
+    inserted = tx.one(_INSERT_SQL_PG if tx.dialect == "postgres" else _INSERT_SQL, row)
     assert inserted is not None
     stored = TaskRow.from_row(inserted)
     if lock_names:
@@ -343,7 +352,13 @@ _INSERT_SQL = (
     f"INSERT INTO tasks ({columns(NewTaskRow)}, seq) VALUES ({', '.join('?' * len(NewTaskRow._fields))},"
     " (SELECT COALESCE(MAX(seq), 0) + 1 FROM tasks)) RETURNING *"
 )
-"""The task INSERT: one constant text, so sqlite3 caches its prepared statement."""
+"""The task INSERT: one constant text, so sqlite3 caches its prepared statement. Its one writer makes
+MAX(seq) + 1 safe."""
+_INSERT_SQL_PG = (
+    f"INSERT INTO tasks ({columns(NewTaskRow)}) VALUES ({', '.join('?' * len(NewTaskRow._fields))})"
+    " RETURNING *"
+)
+"""Postgres: writers run side by side, so seq comes from the column's sequence (migration 0025)."""
 
 
 def loads_labels(text: str | None) -> dict[str, str]:

@@ -29,7 +29,9 @@ def held_sql(alias: str = "") -> str:
 
 
 def get_task(tx: Tx, task_id: str) -> TaskRow:
-    row = tx.one("SELECT * FROM tasks WHERE id = ?", (task_id,))
+    """The task; in a Postgres write its row stays locked to the transaction's end, since a write reads a
+    task to change it (a completion or expiry committed meanwhile is waited for and seen)."""
+    row = tx.one(f"SELECT * FROM tasks WHERE id = ?{tx.row_lock}", (task_id,))
     if row is None:
         raise NotFoundError(
             f"task {task_id} not found; list tasks with `agen tasks`", task_id=task_id

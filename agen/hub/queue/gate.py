@@ -25,7 +25,7 @@ from agen.domain import (
 from agen.hub import queue
 from agen.hub.queue import budgets, providers, task_kind
 from agen.store import Tx, loads
-from agen.store.pg_locks import serialize_leasing
+from agen.store.pg_locks import lock_keys
 
 BACKGROUND = queue.PRIORITIES["background"]
 _BUDGET_SQL = f"SELECT {columns(DeploymentBudget)} FROM deployments WHERE id = ?"
@@ -66,7 +66,7 @@ def lease_for_nest(
             lease_ms=lease_ms,
             start=start,
         )
-    serialize_leasing(tx)  # "one task per instance, ever" is decided from task_instances
+    lock_keys(tx, f"instance:{instance_id}")  # "one task per instance, ever": from task_instances
     limit = task_kind.lease_limit(tx, instance_id, limit)
     rows = (
         _lease_gated(
@@ -100,8 +100,8 @@ def _lease_gated(
     deployment_id = dep.id
     gate = providers.lease_gate(tx, deployment_id, now)
     if gate.state == "probe":
-        # exactly one probe: decided by one leasing write at a time, from rows read under the lock
-        serialize_leasing(tx)
+        # exactly one probe: decided by one lease at a time per account, from rows read under its key
+        lock_keys(tx, f"provider:{gate.account}")
         gate = providers.lease_gate(tx, deployment_id, now)
     if gate.limit is not None:
         limit = min(limit, gate.limit)
@@ -121,7 +121,7 @@ def _lease_gated(
         if gate.state == "probe" and rows:
             providers.mark_probe(tx, deployment_id, rows[0].task.id)
         return rows
-    serialize_leasing(tx)  # a budget is spent by the runs of every leasing write
+    lock_keys(tx, f"budget:{deployment_id}")  # a budget is spent by the runs of every lease of it
     state = budgets.budget_state(tx, dep, now)
     if state.exhausted:
         return []

@@ -54,7 +54,7 @@ from agen.hub.queue.locks import refresh_task_locks, release_task_locks, try_gra
 from agen.hub.queue.trees import ABANDON, joined_unfinished_children
 from agen.store import Tx, dumps
 from agen.store.base import new_ulid
-from agen.store.pg_locks import serialize_leasing
+from agen.store.pg_locks import lock_keys
 
 MAX_ATTEMPTS = 5
 MAX_LOST_BEFORE_START = 15
@@ -135,7 +135,6 @@ def lease_tasks(
     # Every fetched row costs, and blocked ones are rare: grow the page only when needed. On Postgres each
     # fetched row also stays locked to this transaction's end, hidden from the other leasers: fetch no more.
     page = limit if postgres else limit + 4
-    serial = False
     while len(leased) < limit:
         found = tx.all(
             _CANDIDATES_LOCKED if postgres else _CANDIDATES,
@@ -143,21 +142,19 @@ def lease_tasks(
         )
         if not found:
             break
+        free: set[str] | None = None
         if postgres:
             declared = {r["id"]: list(r.get("lock_names") or ()) for r in found}
-            if not serial and any(r["conversation_key"] or declared[r["id"]] for r in found):
-                # conversation order and named locks are decided from rows this write has not locked:
-                # one leasing write at a time decides them, and the page is read again under the lock
-                serialize_leasing(tx)
-                serial = True
-                continue
             rows = [TaskRow.from_row(r) for r in found]  # lock_names is not a column: ignored
+            free = _decide_under_keys(tx, rows, declared, now)
         else:
             rows = [TaskRow.from_row(r) for r in found]
             declared = _declared_locks(tx, [r.id for r in rows])
         cursor = (rows[-1].priority, rows[-1].seq)
         for row in rows:
             if skip is not None and skip(row):
+                continue
+            if free is not None and row.id not in free:
                 continue
             got = _lease_one(
                 tx,
@@ -177,6 +174,43 @@ def lease_tasks(
             break
         page = min(page * 2, 512)
     return leased
+
+
+def _decide_under_keys(
+    tx: Tx, rows: list[TaskRow], declared: dict[str, list[str]], now: int
+) -> set[str]:
+    """Postgres: the ids of the locked candidates that may be leased as far as their conversation goes.
+
+    The candidate query ran on a snapshot and skipped rows other leases hold, so a conversation's head and
+    a named lock's holder are decided from rows this write has not locked. For the candidates that have
+    either, take the keys (agen.store.pg_locks: a lease deciding about the same conversation or lock name
+    waits for this one to end) and read their conversations again: that statement sees every lease that
+    held a key before. Named locks are then granted under their keys (``try_grant_all``)."""
+    keyed = [r for r in rows if r.conversation_key or declared.get(r.id)]
+    if not keyed:
+        return {r.id for r in rows}
+    lock_keys(
+        tx,
+        *(
+            f"conversation:{r.deployment_id}:{r.conversation_key}"
+            for r in keyed
+            if r.conversation_key
+        ),
+        *(f"lock:{r.namespace}:{name}" for r in keyed for name in declared.get(r.id, ())),
+    )
+    talking = [r.id for r in keyed if r.conversation_key]
+    still: set[str] = set()
+    if talking:
+        names = [f"i{i}" for i in range(len(talking))]
+        still = {
+            str(r["id"])
+            for r in tx.all(
+                f"SELECT t.id FROM tasks t WHERE t.id IN ({', '.join(':' + n for n in names)})"
+                f" AND {CONVERSATION_FREE_SQL}",
+                {"now": now, **dict(zip(names, talking, strict=True))},
+            )
+        }
+    return {r.id for r in rows if not r.conversation_key or r.id in still}
 
 
 def _declared_locks(tx: Tx, task_ids: list[str]) -> dict[str, list[str]]:
@@ -753,7 +787,8 @@ def expire_leases(
         TaskRow.from_row(r)
         for r in tx.all(
             "SELECT * FROM tasks WHERE state IN ('leased', 'running') AND lease_expires_ms <= ?"
-            + scope,
+            + scope
+            + _skip_locked(tx),
             [now_ms, *ids],
         )
     ]
@@ -797,6 +832,12 @@ def expire_leases(
     return out
 
 
+def _skip_locked(tx: Tx) -> str:
+    """A sweep's row lock on Postgres: rows another writer is changing now (a completion, a lease) are
+    passed over, and the rest are re-read as committed, so a task finished meanwhile is not swept."""
+    return " FOR UPDATE SKIP LOCKED" if tx.row_lock else ""
+
+
 def expire_overdue(
     tx: Tx, now_ms: int, *, deployment_ids: Collection[str] | None = None
 ) -> list[str]:
@@ -806,7 +847,8 @@ def expire_overdue(
         TaskRow.from_row(r)
         for r in tx.all(
             "SELECT * FROM tasks WHERE state = 'queued' AND not_after_ms IS NOT NULL AND not_after_ms <= ?"
-            + scope,
+            + scope
+            + _skip_locked(tx),
             [now_ms, *ids],
         )
     ]

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 
 from agen.errors import ConflictError, InvalidError, NotFoundError
 from agen.store import Tx
+from agen.store.pg_locks import lock_keys
 
 MAX_LOCK_NAME = 200
 
@@ -91,6 +92,7 @@ def try_grant_all(
     """Grant every name at once (all or nothing): name -> fence, or None when any is held elsewhere."""
     now = tx.now_ms if now_ms is None else now_ms
     wanted = list(names)
+    lock_keys(tx, *(f"lock:{namespace}:{n}" for n in wanted))  # the holder is read, then replaced
     if any(_holder(tx, namespace, n, task_id, now) for n in wanted):
         return None
     return {n: _grant(tx, namespace, n, task_id, expires_ms) for n in wanted}
@@ -101,7 +103,7 @@ def acquire_lock(tx: Tx, namespace: str, name: str, task_id: str, ttl_ms: int) -
     (name,) = check_lock_names([name])
     if ttl_ms <= 0:
         raise InvalidError(f"lock ttl must be positive (got {ttl_ms} ms)", field="ttl")
-    task = tx.one("SELECT state FROM tasks WHERE id = ?", (task_id,))
+    task = tx.one(f"SELECT state FROM tasks WHERE id = ?{tx.row_lock}", (task_id,))
     if task is None:
         raise NotFoundError(
             f"task {task_id} not found; a lock is held by a running task", task_id=task_id
@@ -112,6 +114,7 @@ def acquire_lock(tx: Tx, namespace: str, name: str, task_id: str, ttl_ms: int) -
             task_id=task_id,
             lock=name,
         )
+    lock_keys(tx, f"lock:{namespace}:{name}")  # the holder is read, then replaced
     if _holder(tx, namespace, name, task_id, tx.now_ms):
         return None
     return _grant(tx, namespace, name, task_id, tx.now_ms + ttl_ms)

@@ -193,8 +193,7 @@ async def lease_tasks(hub: Hub, p: Principal, req: m.LeaseTasksRequest) -> m.Lea
         )
         return rows, root_requesters(tx, rows)
 
-    # beside other Hubs' leases on Postgres
-    rows, requesters = await hub.store.write_leasing(fn)
+    rows, requesters = await hub.store.write(fn)
     tasks = [leased_task(r, started=True, requesters=requesters) for r in rows]
     return m.LeaseTasksResponse(tasks=tasks)
 

@@ -25,7 +25,7 @@ from agen.hub.queue import providers
 from agen.hub.queue._tasks import task_event
 from agen.hub.triggers.fire import Fired, TickReport, fire, record_event, task_input
 from agen.hub.triggers.tick import TRIGGER_DEPLOYMENT_SQL, parse_spec, trigger_deployment
-from agen.store import Row, Tx, dumps, loads
+from agen.store import Row, Tx, dumps, event_log, loads
 
 MAX_EVENT_CHAIN = 5
 BATCH = 500  # events examined per trigger per tick; the rest wait for the next tick
@@ -97,9 +97,11 @@ def _advance(
         for p in loads(row["pending"], [])
     ]
     cursor = int(row["cursor_seq"])
+    since, params = event_log.after(tx.dialect, cursor)
     events = tx.all(
-        "SELECT * FROM events WHERE namespace = ? AND seq > ? ORDER BY seq LIMIT ?",
-        (dep.namespace, cursor, BATCH),
+        f"SELECT * FROM events WHERE namespace = ? AND {since}"
+        f" ORDER BY {event_log.order(tx.dialect)} LIMIT ?",
+        (dep.namespace, *params, BATCH),
     )
     for ev in events:
         cursor = int(ev["seq"])
@@ -168,7 +170,9 @@ def _settle(
 def _events_text(tx: Tx, seqs: list[int]) -> str:
     """The events that caused a firing, one JSON line each, as the task input's tail."""
     rows = tx.all(
-        f"SELECT * FROM events WHERE seq IN ({','.join('?' * len(seqs))}) ORDER BY seq", seqs
+        f"SELECT * FROM events WHERE seq IN ({','.join('?' * len(seqs))})"
+        f" ORDER BY {event_log.order(tx.dialect)}",
+        seqs,
     )
     lines = []
     for r in rows:

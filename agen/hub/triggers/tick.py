@@ -28,7 +28,7 @@ from agen.hub.triggers.fire import (
     record_event,
     task_input,
 )
-from agen.store import Row, Tx, dumps, loads, new_ulid
+from agen.store import Row, Tx, dumps, event_log, loads, new_ulid
 
 _TRIGGER_TYPE: Any = Trigger  # an Annotated union: TypeAdapter takes it, its stub wants a type
 _TRIGGER: TypeAdapter[Any] = TypeAdapter(_TRIGGER_TYPE)
@@ -59,7 +59,7 @@ def sync_triggers(tx: Tx, dep: DeploymentRef | DeploymentRow, config: Config) ->
     existing = {
         r["name"]: r for r in tx.all("SELECT * FROM triggers WHERE deployment_id = ?", (dep.id,))
     }
-    newest_seq = int(tx.scalar("SELECT COALESCE(MAX(seq), 0) FROM events") or 0)
+    newest_seq = int(tx.scalar(event_log.head_sql(tx.dialect)) or 0)
     for trig in config.triggers:
         spec_json = dumps(trig.model_dump(mode="json", by_alias=True, exclude_none=True))
         old = existing.pop(trig.name, None)

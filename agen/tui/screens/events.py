@@ -93,8 +93,9 @@ class EventsScreen(AgenScreen):
         self.render_rows()
 
     def append(self, events: list[Event]) -> None:
-        seen = self.events[-1].seq if self.events else 0
-        fresh = [e for e in events if e.seq > seen]
+        # by identity, not by seq order: on Postgres the log's order is not seq order (agen.store.event_log)
+        seen = {e.seq for e in self.events[-len(events) - PAGE :]}
+        fresh = [e for e in events if e.seq not in seen]
         if not fresh:
             return
         table = self.query_one(FastTable)

@@ -1,0 +1,3 @@
+-- SQLite has one writer: events are appended in commit order and tasks.seq is MAX(seq) + 1 under it.
+-- Nothing changes; the Postgres variant (0025_concurrent_writers.postgres.sql) gives the same orders to
+-- writers that commit side by side.
