@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
+COLUMNS = "seq, id, namespace, type, severity, deployment, task_id, run_id, labels, data, dedupe_key, created_ms"
+"""An event as readers see it (not Postgres's xid: it orders the log, it is not part of an event)."""
 SETTLED = "xid < pg_snapshot_xmin(pg_current_snapshot())"
 _POSITION = (
     "(COALESCE((SELECT c.xid FROM events c WHERE c.seq = ?),"

@@ -116,7 +116,7 @@ def _query(
 ) -> tuple[str, list[Any]]:
     since, params = event_log.after(dialect, after)
     until, more = event_log.upto(dialect, top)
-    sql = f"SELECT * FROM events WHERE {since} AND {until}"
+    sql = f"SELECT {event_log.COLUMNS} FROM events WHERE {since} AND {until}"
     params = [*params, *more]
     if namespaces:
         sql += f" AND namespace IN ({','.join('?' * len(namespaces))})"
@@ -225,7 +225,7 @@ async def tail_start(
     for _ in range(100):  # at most 50k rows examined per call
         cond, args = bound
         rows = await store.all(
-            f"SELECT * FROM events WHERE {' AND '.join([cond, *where])}"
+            f"SELECT {event_log.COLUMNS} FROM events WHERE {' AND '.join([cond, *where])}"
             f" ORDER BY {event_log.order(dialect, desc=True)} LIMIT {_BATCH}",
             [*args, *params],
         )

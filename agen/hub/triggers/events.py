@@ -99,7 +99,7 @@ def _advance(
     cursor = int(row["cursor_seq"])
     since, params = event_log.after(tx.dialect, cursor)
     events = tx.all(
-        f"SELECT * FROM events WHERE namespace = ? AND {since}"
+        f"SELECT {event_log.COLUMNS} FROM events WHERE namespace = ? AND {since}"
         f" ORDER BY {event_log.order(tx.dialect)} LIMIT ?",
         (dep.namespace, *params, BATCH),
     )
@@ -170,7 +170,7 @@ def _settle(
 def _events_text(tx: Tx, seqs: list[int]) -> str:
     """The events that caused a firing, one JSON line each, as the task input's tail."""
     rows = tx.all(
-        f"SELECT * FROM events WHERE seq IN ({','.join('?' * len(seqs))})"
+        f"SELECT {event_log.COLUMNS} FROM events WHERE seq IN ({','.join('?' * len(seqs))})"
         f" ORDER BY {event_log.order(tx.dialect)}",
         seqs,
     )
