@@ -28,6 +28,9 @@ class Cluster:
     root: Path
     bindir: Path
     user: str | None  # run the binaries as this user (we are root), else as ourselves
+    durable: bool = (
+        False  # initdb's defaults (fsync, synchronous_commit, full_page_writes on): benchmarks
+    )
 
     @property
     def socket_dir(self) -> Path:
@@ -60,11 +63,12 @@ class Cluster:
             "initdb", "-D", str(data), "-A", "trust", "-U", self._role(), "--no-sync", "-E", "UTF8"
         )
         opts = (
-            f"-k {self.socket_dir} -c listen_addresses='' -c port=5432 -c fsync=off "
-            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+            f"-k {self.socket_dir} -c listen_addresses='' -c port=5432 -c max_connections=200"
             # statements and locks per task are counted by tests (tests/unit/test_pg_concurrent_writers.py)
             " -c shared_preload_libraries=pg_stat_statements"
         )
+        if not self.durable:  # tests measure agen, not this disk
+            opts += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         self._run(
             "pg_ctl", "-D", str(data), "-o", opts, "-l", str(self.root / "log"), "-w", "start"
         )
@@ -114,7 +118,7 @@ def _stop_orphans(bindir: Path) -> None:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def start_cluster() -> Cluster:
+def start_cluster(*, durable: bool = False) -> Cluster:
     """Start a cluster, or skip (fail under AGEN_REQUIRE_POSTGRES=1) when this machine has no server."""
     bindir = find_bindir()
     if bindir is None:
@@ -135,7 +139,7 @@ def start_cluster() -> Cluster:
     user = _unprivileged_user() if os.getuid() == 0 else None
     root = Path(tempfile.mkdtemp(prefix="agen-pg-"))
     os.chmod(root, 0o755)
-    cluster = Cluster(root, bindir, user)
+    cluster = Cluster(root, bindir, user, durable)
     cluster.start()
     (root / _OWNER).write_text(str(os.getpid()))
     return cluster

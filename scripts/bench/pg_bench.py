@@ -1,24 +1,26 @@
 """The Postgres Store against raw Postgres and against SQLite, in the same run on the same machine.
 
-A throwaway cluster is started for the run (tests/pg.py: initdb into a temp folder, a Unix socket;
-fsync off, as in the tests, so the figures measure agen and the server's locking, not this disk).
+A throwaway cluster is started for the run (tests/pg.py: initdb into a temp folder, a Unix socket) at
+initdb's default durable settings (fsync, synchronous_commit and full_page_writes on: what users run);
+``--fsync-off`` measures with all three off instead (agen and the server's locking without this disk),
+and the report says which.
 
 1. Leases/s: N queued tasks of one deployment, leased one per transaction until none is left, by 1 and
    by 4 leasing connections:
-   * agen: ``lease_tasks(limit=1)`` through ``PostgresStore.write_leasing`` (what a Nest's lease RPC runs:
-     the candidate query ``FOR UPDATE SKIP LOCKED`` with the pause, conversation and lock checks, the lease
-     UPDATE, the task.leased event appended at commit under the event lock, the shared write lock, NOTIFY);
+   * agen: ``lease_tasks(limit=1)`` through ``PostgresStore.write`` (what a Nest's lease RPC runs: the
+     candidate query ``FOR UPDATE SKIP LOCKED`` with the pause, conversation and lock checks, the lease
+     UPDATE, the task.leased event and the NOTIFY in the commit's round trip; no fleet-wide lock);
    * raw: plain psycopg on the same schema and a fresh copy of the same rows, one
      ``SELECT id … ORDER BY priority, seq LIMIT 1 FOR UPDATE SKIP LOCKED`` + one ``UPDATE`` per
      transaction, the least a lease can be;
-   * raw with agen's records: the same, plus what the spec makes a lease keep (the task.leased event
-     with its seq taken under the event lock, the NOTIFY for event followers): the floor agen's lease
-     is held to, hand-written.
+   * raw with agen's records: the same, plus what the spec makes a lease keep (the task.leased event,
+     the NOTIFY for event followers): the floor agen's lease is held to, hand-written.
    Each side runs 3 times, alternated, on fresh copies of the rows; the best of each is reported.
 2. The in-process task pipeline (Hub + local Nest in one process, fake model, submit -> complete) on a
-   Postgres store and on a SQLite store.
+   Postgres store and on a SQLite store, with statements, commits and advisory locks per task counted by
+   pg_stat_statements.
 
-    python -m scripts.bench.pg_bench [--tasks 2000] [--pipeline 1000] [--json]
+    python -m scripts.bench.pg_bench [--tasks 2000] [--pipeline 1000] [--fsync-off] [--json]
 """
 
 from __future__ import annotations
@@ -41,13 +43,13 @@ from scripts.bench._util import machine, median, pct
 ROUNDS = 3
 
 
-def _cluster() -> tuple[Any, Any]:
+def _cluster(durable: bool) -> tuple[Any, Any]:
     """(cluster, databases) of a throwaway server; SystemExit when this machine has none."""
     from tests.pg import Databases, find_bindir, start_cluster
 
     if find_bindir() is None:
         raise SystemExit("no PostgreSQL server binaries (initdb) on this machine")
-    cluster = start_cluster()
+    cluster = start_cluster(durable=durable)
     return cluster, Databases(cluster)
 
 
@@ -82,7 +84,7 @@ async def agen_leases(url: str, n: int, connections: int) -> float:
         async def leaser(w: int) -> None:
             nonlocal leased
             while True:
-                got = await store.write_leasing(
+                got = await store.write(
                     lambda tx: q.lease_tasks(
                         tx,
                         deployment_id=dep,
@@ -114,11 +116,11 @@ def raw_leases(url: str, n: int, connections: int, *, records: bool = False) -> 
     """Plain psycopg, ``connections`` threads, one SKIP LOCKED lease per transaction.
 
     ``records=True`` is the floor of what agen's lease must also keep (seed 000 §5/§11): the task.leased
-    event, its seq taken under the event lock so seq order is commit order, and the NOTIFY that wakes the
-    event followers, hand-written with no Store around it."""
+    event (its xid recorded by the column's default) and the NOTIFY that wakes the event followers,
+    hand-written with no Store around it."""
     import psycopg
 
-    from agen.store.postgres import _EVENT_LOCK_KEY, CHANNEL
+    from agen.store.postgres import CHANNEL
 
     counts = [0] * connections
     start = threading.Barrier(connections + 1)
@@ -142,13 +144,12 @@ def raw_leases(url: str, n: int, connections: int, *, records: bool = False) -> 
                         (f"l{w}.{counts[w]}", f"i{w}", 2**40, row[0]),
                     )
                     if records:
-                        conn.execute(f"SELECT pg_advisory_xact_lock({_EVENT_LOCK_KEY})")
-                        seq = conn.execute(
+                        conn.execute(
                             "INSERT INTO events (id, namespace, type, task_id, data, created_ms)"
-                            " VALUES (%s, 'default', 'task.leased', %s, %s, %s) RETURNING seq",
+                            " VALUES (%s, 'default', 'task.leased', %s, %s, %s)",
                             (f"e{w}.{counts[w]}", row[0], '{"attempt": 1}', 0),
-                        ).fetchone()
-                        conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, str(seq[0])))  # type: ignore[index]
+                        )
+                        conn.execute("SELECT pg_notify(%s, '')", (CHANNEL,))
                 counts[w] += 1
 
     with psycopg.connect(url) as conn:
@@ -229,13 +230,45 @@ async def pipeline(
     }
 
 
-def run(tasks: int, pipeline_n: int) -> dict[str, Any]:
+def _reset_statements(url: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        conn.execute("SELECT pg_stat_statements_reset()")
+
+
+def _per_task(url: str, n: int) -> dict[str, float]:
+    """Statements, commits and advisory locks per task on this database since ``_reset_statements``."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT s.query, s.calls FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid"
+            " WHERE d.datname = current_database()"
+        ).fetchall()
+    calls: dict[str, int] = {}
+    for query, k in rows:
+        if "pg_stat_statements" not in query:
+            calls[query] = calls.get(query, 0) + int(k)
+    return {
+        "statements_per_task": round(
+            sum(v for k, v in calls.items() if k not in ("BEGIN", "COMMIT", "ROLLBACK")) / n, 1
+        ),
+        "commits_per_task": round(calls.get("COMMIT", 0) / n, 2),
+        "advisory_locks_per_task": round(
+            sum(v for k, v in calls.items() if "pg_advisory" in k) / n, 2
+        ),
+    }
+
+
+def run(tasks: int, pipeline_n: int, *, durable: bool = True) -> dict[str, Any]:
     import os
 
     from agen.store import SQLiteStore
     from agen.store.postgres import PostgresStore
 
-    cluster, dbs = _cluster()
+    cluster, dbs = _cluster(durable)
     tmp = Path(tempfile.mkdtemp(prefix="agen-pg-bench-"))
     os.environ["AGEN_HOME"] = str(tmp / "home")
     try:
@@ -258,11 +291,14 @@ def run(tasks: int, pipeline_n: int) -> dict[str, Any]:
             }
 
         async def both() -> tuple[dict[str, Any], dict[str, Any]]:
-            pg = await PostgresStore.open(dbs.new(), pool_size=8)
+            url = dbs.new()
+            _reset_statements(url)
+            pg = await PostgresStore.open(url, pool_size=8)
             try:
                 on_pg = await pipeline(pg, pipeline_n)
             finally:
                 await pg.close()
+            on_pg.update(_per_task(url, pipeline_n))
             lite = await SQLiteStore.open(tmp / "pipeline.db")
             try:
                 on_sqlite = await pipeline(lite, pipeline_n)
@@ -278,6 +314,9 @@ def run(tasks: int, pipeline_n: int) -> dict[str, Any]:
         shutil.rmtree(tmp, ignore_errors=True)
     return {
         "name": "postgres",
+        "settings": "fsync, synchronous_commit, full_page_writes on (initdb's defaults)"
+        if durable
+        else "fsync=off synchronous_commit=off full_page_writes=off",
         "tasks_leased": tasks,
         "leases": leases,
         "pipeline_postgres": on_pg,
@@ -289,14 +328,20 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tasks", type=int, default=2000)
     ap.add_argument("--pipeline", type=int, default=1000)
+    ap.add_argument(
+        "--fsync-off",
+        action="store_true",
+        help="run the server with fsync, synchronous_commit and full_page_writes off (not what users run)",
+    )
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
-    out = run(a.tasks, a.pipeline)
+    out = run(a.tasks, a.pipeline, durable=not a.fsync_off)
     if a.json:
         json.dump(out, sys.stdout, indent=2)
         print()
         return
     print(machine())
+    print(f"Postgres: {out['settings']}")
     for conns, f in out["leases"].items():
         print(
             f"leases/s, {conns} connection(s): agen {f['agen_per_s']:,}  raw SKIP LOCKED {f['raw_per_s']:,}"
@@ -308,6 +353,11 @@ def main() -> None:
         print(
             f"pipeline on {engine}: {p['tasks_per_s']:,} tasks/s, p50 {p['p50_ms']:.0f} ms, p95 {p['p95_ms']:.0f} ms"
         )
+    p = out["pipeline_postgres"]
+    print(
+        f"per task on postgres: {p['statements_per_task']} statements, {p['commits_per_task']} commits,"
+        f" {p['advisory_locks_per_task']} advisory locks (pg_stat_statements)"
+    )
 
 
 if __name__ == "__main__":

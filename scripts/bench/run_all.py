@@ -623,6 +623,16 @@ def _postgres_rows(g: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
                 _ratio(pg["tasks_per_s"], lite["tasks_per_s"]),
             )
         )
+        if "statements_per_task" in pg:
+            out.append(
+                (
+                    "Postgres",
+                    "per task in-process: statements / commits / advisory locks (pg_stat_statements)",
+                    f"{pg['statements_per_task']} / {pg['commits_per_task']} / {pg['advisory_locks_per_task']}",
+                    str(g.get("settings", "")),
+                    "",
+                )
+            )
         out.append(
             (
                 "Postgres",
@@ -797,19 +807,18 @@ def markdown(report: dict[str, Any]) -> str:
             "  its own hop and three Hub calls per message (WhoAmI for the caller, GetDeployment for a pause,",
             "  and GetTask while it waits for an instance). The CLI row is `agen call` against `agen run`, fresh",
             "  processes (scripts/bench/a2a_bench.py).",
-            "- **Postgres**: a throwaway local cluster (Unix socket, fsync off as in the tests). Leases: a queue of",
-            "  one deployment emptied one lease per transaction by 1 and by 4 leasing connections, through agen",
-            "  (`lease_tasks` in `PostgresStore.write_leasing`, as the Nest's lease RPC runs it: SKIP LOCKED",
-            "  candidates with the pause flag and declared locks in the same query, the conversation check, the",
-            "  task.leased event, NOTIFY; 3 round trips) against plain psycopg doing only `SELECT … FOR UPDATE SKIP",
-            "  LOCKED` + `UPDATE` on a copy of the same rows (4 round trips), and against the same plain",
-            "  leasing plus the records a lease must keep (the task.leased event under the event lock, NOTIFY).",
-            "  Leasing writes share the write lock,",
-            "  so agen's 4 connections lease side by side; each appends its events and commits under a short event",
-            "  lock (event seqs must commit in order), and a lease that must decide a conversation's head or a",
-            "  named lock takes one more lock for that decision. The pipeline is the Tasks",
-            "  in-process figure on each engine in the same run: every statement is a round trip to the server",
-            "  (about 30 a task), which SQLite answers in-process. See docs/postgres.md.",
+            "- **Postgres**: a throwaway local cluster (Unix socket) at initdb's default durable settings (fsync,",
+            "  synchronous_commit and full_page_writes on: what users run; `pg_bench --fsync-off` measures with",
+            "  them off, labelled). Leases: a queue of one deployment emptied one lease per transaction by 1 and",
+            "  by 4 leasing connections, through agen (`lease_tasks` in `PostgresStore.write`, as the Nest's lease",
+            "  RPC runs it: SKIP LOCKED candidates with the pause flag and declared locks in the same query, the",
+            "  conversation check, the task.leased event and NOTIFY in the commit's round trip) against plain",
+            "  psycopg doing only `SELECT … FOR UPDATE SKIP LOCKED` + `UPDATE` on a copy of the same rows, and",
+            "  against the same plain leasing plus the records a lease must keep (the task.leased event, NOTIFY).",
+            "  No write takes a fleet-wide lock: writers commit side by side and Postgres groups their commits;",
+            "  a lease that must decide a conversation's head or a named lock takes a lock on that key only. The",
+            "  pipeline is the Tasks in-process figure on each engine in the same run, with statements, commits",
+            "  and advisory locks per task from pg_stat_statements. See docs/postgres.md.",
             "- **Migrate**: `agen migrate` run as a user runs it (a fresh process: both stores opened, keyed batches",
             "  with a progress row each, Postgres sequences set, then the verification pass that reads both sides",
             "  again) over a store of 100,000 tasks, into a throwaway Postgres cluster and back into a new SQLite",
