@@ -23,6 +23,7 @@ from agen.bundle.permissions import Permissions, RuleObject, When
 from agen.runner.policy import Decision, ToolPolicy, Verdict
 from agen.runner.tools.base import Tool, ToolContext
 from agen.store.base import Store, Tx
+from agen.store.pg_locks import lock_keys
 
 _DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 
@@ -198,6 +199,9 @@ class BundlePolicy(ToolPolicy):
         longest: int,
     ) -> Verdict:
         ns, dep, name = key
+        lock_keys(
+            tx, f"tool-rate:{ns}:{dep}:{name}"
+        )  # counted, then recorded: one call at a time decides
 
         def count_within(per_ms: int) -> int:
             return int(

@@ -14,6 +14,7 @@ from agen.domain import RunRow, RunStatus
 from agen.errors import ConflictError, FencedError
 from agen.runner.types import RunRequest
 from agen.store.base import Row, Tx, dumps, new_ulid
+from agen.store.pg_locks import lock_keys
 
 MESSAGE_SQL = (
     "INSERT INTO messages (id, conversation_id, run_id, seq, turn, role, content, tool_calls, tool_call_id,"
@@ -267,6 +268,8 @@ def _conversation(tx: Tx, req: RunRequest) -> tuple[str, str, int, bool]:
     conversation is stored with its first message's seq already taken."""
     now = tx.now_ms
     if req.conversation_key:
+        # one run of a conversation at a time decides whether it is busy or new (agen.store.pg_locks)
+        lock_keys(tx, f"run-conversation:{req.namespace}:{req.deployment}:{req.conversation_key}")
         # The next seq from the messages themselves (UNIQUE (conversation_id, seq) makes it one index
         # probe): a conversation named after it began (name_conversation) skipped next_seq while keyless.
         row = tx.one(

@@ -33,6 +33,7 @@ from agen.hub import queue
 from agen.hub.queue import admission
 from agen.hub.queue._tasks import LIVE, UNFINISHED, get_task
 from agen.store import Tx, loads
+from agen.store.pg_locks import lock_keys
 
 if TYPE_CHECKING:
     from agen.wire.delegation import SubmitChildTaskRequest
@@ -477,7 +478,9 @@ def _check_fan_out(
 def _count_delegation(
     tx: Tx, root_run_id: str, key: str, limits: dict[str, Any], deployment: str
 ) -> None:
-    """limits.maxTotalDelegations per tree, counted once per call key."""
+    """limits.maxTotalDelegations per tree, counted once per call key (the tree's count is read and then
+    raised: one delegation of a tree at a time decides it, agen.store.pg_locks)."""
+    lock_keys(tx, f"delegations:{root_run_id}")
     if tx.scalar(
         "SELECT 1 FROM delegation_calls WHERE root_run_id = ? AND call_key = ?", (root_run_id, key)
     ):
