@@ -167,3 +167,42 @@ async def test_the_task_path_takes_no_fleet_wide_lock_and_commits_at_most_three_
     assert commits <= 3 * TASKS, f"{commits / TASKS:.2f} commits per task"
     statements = sum(v for k, v in path.items() if k not in ("BEGIN", "COMMIT", "ROLLBACK")) / TASKS
     assert statements <= 15, f"{statements:.1f} statements per task: {path}"
+
+
+async def test_two_submits_with_one_idempotency_key_at_once_make_one_task(
+    stores: list[Any], pg_url: str
+) -> None:
+    """The key is looked up, then inserted: the second submit waits on the key (not on the fleet) and
+    returns the first one's task instead of failing on the unique index."""
+    import threading
+
+    import psycopg
+
+    hub_a, hub_b = stores[0], stores[1]
+    dep = await hub_a.write(lambda tx: add_deployment(tx))
+    submitted, release = threading.Event(), threading.Event()
+
+    def first(tx: Tx) -> Any:
+        got = q.submit_task(tx, new_task(dep, "one", idempotency_key="k"))
+        submitted.set()
+        assert release.wait(DEADLINE_S)
+        return got
+
+    a = asyncio.create_task(hub_a.write(first))
+    await asyncio.to_thread(submitted.wait, DEADLINE_S)
+    b = asyncio.create_task(
+        hub_b.write(partial(q.submit_task, t=new_task(dep, "two", idempotency_key="k")))
+    )
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + DEADLINE_S
+    while not b.done():  # the second waits for the key while the first is open
+        with psycopg.connect(pg_url) as conn:
+            row = conn.execute("SELECT COUNT(*) FROM pg_locks WHERE NOT granted").fetchone()
+        if row and row[0]:
+            break
+        assert loop.time() < deadline, "the second submit neither waited nor finished"
+        await asyncio.sleep(0.02)
+    release.set()
+    (task_a, created_a), (task_b, created_b) = await a, await b
+    assert created_a and not created_b and task_b.id == task_a.id
+    assert await hub_a.scalar("SELECT COUNT(*) FROM tasks") == 1
