@@ -31,9 +31,12 @@ BACKGROUND = queue.PRIORITIES["background"]
 _BUDGET_SQL = f"SELECT {columns(DeploymentBudget)} FROM deployments WHERE id = ?"
 # The same, and whether the leasing instance runs an older definition than the deployment's current one
 # (its Nest reported another digest): seed 000 §4, instances on an old digest drain, they take no new work.
+# And whether any provider account of it is held (the common answer, no, spares lease_gate's query).
 _LEASE_SQL = (
     f"SELECT {columns(DeploymentBudget, 'd')}, EXISTS (SELECT 1 FROM instances i WHERE i.id = ?"
-    " AND i.digest != d.digest) AS stale FROM deployments d WHERE d.id = ?"
+    " AND i.digest != d.digest) AS stale, EXISTS (SELECT 1 FROM provider_holds h JOIN provider_accounts a"
+    " ON a.account = h.account WHERE a.deployment_id = d.id AND h.resumed_ms IS NULL) AS holds"
+    " FROM deployments d WHERE d.id = ?"
 )
 
 
@@ -65,6 +68,7 @@ def lease_for_nest(
             limit=limit,
             lease_ms=lease_ms,
             start=start,
+            holds=bool(found["holds"]),
         )
     lock_keys(tx, f"instance:{instance_id}")  # "one task per instance, ever": from task_instances
     limit = task_kind.lease_limit(tx, instance_id, limit)
@@ -77,6 +81,7 @@ def lease_for_nest(
             limit=limit,
             lease_ms=lease_ms,
             start=start,
+            holds=bool(found["holds"]),
         )
         if limit > 0
         else []
@@ -95,10 +100,11 @@ def _lease_gated(
     limit: int,
     lease_ms: int,
     start: bool,
+    holds: bool = True,
 ) -> list[LeasedTaskRow]:
     now = tx.now_ms
     deployment_id = dep.id
-    gate = providers.lease_gate(tx, deployment_id, now)
+    gate = providers.lease_gate(tx, deployment_id, now) if holds else providers.LeaseGate("open")
     if gate.state == "probe":
         # exactly one probe: decided by one lease at a time per account, from rows read under its key
         lock_keys(tx, f"provider:{gate.account}")
