@@ -16,6 +16,8 @@ and the report says which.
    * raw with agen's records: the same, plus what the spec makes a lease keep (the task.leased event,
      the NOTIFY for event followers): the floor agen's lease is held to, hand-written.
    Each side runs 3 times, alternated, on fresh copies of the rows; the best of each is reported.
+   And the same queue emptied by one Hub process and by two (4 leasing connections each, started
+   before the clock runs): what a second Hub on the database adds.
 2. The in-process task pipeline (Hub + local Nest in one process, fake model, submit -> complete) on a
    Postgres store and on a SQLite store, with statements, commits and advisory locks per task counted by
    pg_stat_statements.
@@ -109,6 +111,74 @@ async def agen_leases(url: str, n: int, connections: int) -> float:
         await store.close()
     if leased != n or twice:
         raise SystemExit(f"bench bug: leased {leased} of {n}, a task leased twice: {bool(twice)}")
+    return n / seconds
+
+
+def _hub_process(url: str, dep: str, connections: int, ready: Any, go: Any, out: Any) -> None:
+    """One Hub process's leasing: ``connections`` leasers on a store of its own until the queue is empty."""
+    from agen.store.postgres import PostgresStore
+
+    async def main() -> int:
+        store = await PostgresStore.open(url, pool_size=connections)
+        try:
+            ready.release()
+            await asyncio.to_thread(go.wait)
+
+            async def leaser(w: int) -> int:
+                done = 0
+                while await store.write(
+                    lambda tx: q.lease_tasks(
+                        tx,
+                        deployment_id=dep,
+                        nest_id="n",
+                        instance_id=f"i{w}",
+                        limit=1,
+                        lease_ms=600_000,
+                    )
+                ):
+                    done += 1
+                return done
+
+            return sum(await asyncio.gather(*(leaser(w) for w in range(connections))))
+        finally:
+            await store.close()
+
+    out.put(asyncio.run(main()))
+
+
+def hub_leases(url: str, n: int, hubs: int, connections: int = 4) -> float:
+    """Leases/s of ``hubs`` Hub processes (each ``connections`` leasers) emptying one queue together:
+    what a second Hub on the same database adds."""
+    import multiprocessing
+
+    from agen.store.postgres import PostgresStore
+
+    async def fill() -> str:
+        store = await PostgresStore.open(url)
+        try:
+            return await _fill(store, n)
+        finally:
+            await store.close()
+
+    dep = asyncio.run(fill())
+    ctx = multiprocessing.get_context("spawn")
+    ready, go, out = ctx.Semaphore(0), ctx.Event(), ctx.Queue()
+    procs = [
+        ctx.Process(target=_hub_process, args=(url, dep, connections, ready, go, out))
+        for _ in range(hubs)
+    ]
+    for p in procs:
+        p.start()
+    for _ in procs:
+        ready.acquire()  # every Hub has opened its store: start-up is not measured
+    t0 = time.perf_counter()
+    go.set()
+    leased = sum(out.get() for _ in procs)
+    seconds = time.perf_counter() - t0
+    for p in procs:
+        p.join()
+    if leased != n:
+        raise SystemExit(f"bench bug: {hubs} Hubs leased {leased} of {n}")
     return n / seconds
 
 
@@ -290,6 +360,12 @@ def run(tasks: int, pipeline_n: int, *, durable: bool = True) -> dict[str, Any]:
                 "raw_with_records_per_s": round(max(floors)),
             }
 
+        one_hub, two_hubs = [], []
+        for _ in range(ROUNDS):  # alternated, best of each
+            one_hub.append(hub_leases(dbs.new(), tasks, 1))
+            two_hubs.append(hub_leases(dbs.new(), tasks, 2))
+        hubs = {"one_hub_per_s": round(max(one_hub)), "two_hubs_per_s": round(max(two_hubs))}
+
         async def both() -> tuple[dict[str, Any], dict[str, Any]]:
             url = dbs.new()
             _reset_statements(url)
@@ -319,6 +395,7 @@ def run(tasks: int, pipeline_n: int, *, durable: bool = True) -> dict[str, Any]:
         else "fsync=off synchronous_commit=off full_page_writes=off",
         "tasks_leased": tasks,
         "leases": leases,
+        "hubs": hubs,
         "pipeline_postgres": on_pg,
         "pipeline_sqlite": on_sqlite,
     }
@@ -348,6 +425,11 @@ def main() -> None:
             f"  ({f['agen_per_s'] / f['raw_per_s']:.2f}x); raw with agen's records"
             f" {f['raw_with_records_per_s']:,} ({f['agen_per_s'] / f['raw_with_records_per_s']:.2f}x)"
         )
+    h = out["hubs"]
+    print(
+        f"leases/s, Hub processes on one database (4 connections each): one {h['one_hub_per_s']:,},"
+        f" two {h['two_hubs_per_s']:,} ({h['two_hubs_per_s'] / h['one_hub_per_s']:.2f}x)"
+    )
     for engine in ("postgres", "sqlite"):
         p = out[f"pipeline_{engine}"]
         print(

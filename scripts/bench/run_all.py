@@ -612,6 +612,17 @@ def _postgres_rows(g: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
                     _ratio(f["agen_per_s"], f["raw_with_records_per_s"]),
                 )
             )
+    hubs = g.get("hubs")
+    if hubs:
+        out.append(
+            (
+                "Postgres",
+                "leases/s, two Hub processes on one database (4 connections each)",
+                _f(hubs["two_hubs_per_s"], "leases/s"),
+                f"one Hub {_f(hubs['one_hub_per_s'], 'leases/s')}",
+                _ratio(hubs["two_hubs_per_s"], hubs["one_hub_per_s"]),
+            )
+        )
     pg, lite = g.get("pipeline_postgres"), g.get("pipeline_sqlite")
     if pg and lite:
         out.append(
