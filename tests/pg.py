@@ -62,11 +62,10 @@ class Cluster:
         self._run(
             "initdb", "-D", str(data), "-A", "trust", "-U", self._role(), "--no-sync", "-E", "UTF8"
         )
-        opts = (
-            f"-k {self.socket_dir} -c listen_addresses='' -c port=5432 -c max_connections=200"
-            # statements and locks per task are counted by tests (tests/unit/test_pg_concurrent_writers.py)
-            " -c shared_preload_libraries=pg_stat_statements"
-        )
+        opts = f"-k {self.socket_dir} -c listen_addresses='' -c port=5432 -c max_connections=200"
+        if (self.bindir.parent / "lib" / "pg_stat_statements.so").exists():
+            # statements and locks per task are counted (tests/unit/test_pg_concurrent_writers.py, pg_bench)
+            opts += " -c shared_preload_libraries=pg_stat_statements"
         if not self.durable:  # tests measure agen, not this disk
             opts += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         self._run(
