@@ -206,3 +206,48 @@ async def test_two_submits_with_one_idempotency_key_at_once_make_one_task(
     (task_a, created_a), (task_b, created_b) = await a, await b
     assert created_a and not created_b and task_b.id == task_a.id
     assert await hub_a.scalar("SELECT COUNT(*) FROM tasks") == 1
+
+
+async def test_an_older_transaction_s_late_event_comes_first_and_holds_back_the_newer_ones(
+    stores: list[Any],
+) -> None:
+    """Transaction A began first and commits last: its event has the highest seq, yet comes first in the
+    log, and B's committed events are not shown until A ends, so no follower passes A's event by. The
+    tail, the pages and the wait all follow that order."""
+    import threading
+
+    from agen.hub.observe.events import tail_start
+
+    a_store, b_store = stores[0], stores[1]
+    began, b_done = threading.Event(), threading.Event()
+
+    def a(tx: Tx) -> None:
+        tx.scalar("SELECT pg_current_xact_id()")  # A's transaction id, older than B's
+        began.set()
+        assert b_done.wait(DEADLINE_S)
+        tx.event("default", "a1")
+
+    def b(tx: Tx) -> None:
+        tx.event("default", "b1")
+        tx.event("default", "b2")
+
+    first = asyncio.create_task(a_store.write(a))
+    await asyncio.to_thread(began.wait, DEADLINE_S)
+    await b_store.write(b)
+    page = await read_events(b_store, ["default"])
+    assert page.events == [] and page.cursor == 0  # B's events wait for A
+    b_done.set()
+    await first
+    page = await read_events(b_store, ["default"])
+    assert [e["type"] for e in page.events] == ["a1", "b1", "b2"]
+    seqs = {e["type"]: int(e["seq"]) for e in page.events}
+    assert seqs["a1"] > seqs["b2"] and page.cursor == seqs["b2"]
+    tail = await tail_start(b_store, ["default"], 1)
+    assert [e["type"] for e in (await read_events(b_store, ["default"], after=tail)).events] == [
+        "b2"
+    ]
+    assert await tail_start(b_store, ["default"], 3) == 0
+    after_a1 = await read_events(b_store, ["default"], after=seqs["a1"])
+    assert [e["type"] for e in after_a1.events] == ["b1", "b2"]
+    assert await b_store.wait_for_events(seqs["a1"], 60) == seqs["b2"]
+    assert await b_store.wait_for_events(seqs["b2"], 0) == seqs["b2"]  # nothing after the head
