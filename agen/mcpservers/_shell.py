@@ -1,7 +1,9 @@
 """Run one shell command for the workspace server, and make sure nothing it starts outlives it.
 
 Each command runs with ``sh -c`` in its own session (so in its own process group) and
-with ``AGEN_RUN_MARK=<server token>:<n>`` in its environment. A process that leaves the
+with ``AGEN_RUN_MARK=<scope>:<n>`` in its environment. The scope is the server's token in
+``agen mcp workspace``; the Runner's built-in toolset gives each run its own scope, so that
+run's end stops what its commands left running (``stop_scope``). A process that leaves the
 group (``setsid``, a double fork) still inherits that variable, so "everything this
 command started" is: the group, plus every process whose environment carries the mark
 (read from ``/proc/<pid>/environ``; Linux). On timeout all of them get SIGTERM, then
@@ -25,6 +27,7 @@ import secrets
 import signal
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 DEFAULT_TIMEOUT_S = 120.0
@@ -32,9 +35,10 @@ MAX_TIMEOUT_S = 600.0
 OUTPUT_CAP = 30_000
 KILL_GRACE_S = 2.0
 MARK_VAR = "AGEN_RUN_MARK"
-_SERVER_TOKEN = secrets.token_hex(8)
+SERVER_SCOPE = secrets.token_hex(8)
+"""The scope of every command of this process unless a caller gives its own (new_scope)."""
 _numbers = itertools.count(1)
-_groups: set[int] = set()  # process groups of commands whose group may still have members
+_groups: dict[str, set[int]] = {}  # per scope: groups of commands that may still have members
 _READ_CHUNK = 65536
 
 
@@ -155,14 +159,28 @@ async def stop_command(mark: str, pgid: int, grace_s: float = KILL_GRACE_S) -> N
         if not _signal_all(mark, groups, signal.SIGKILL):
             break
         await asyncio.sleep(0.02)
-    _groups.discard(pgid)
+    for groups in _groups.values():
+        groups.discard(pgid)
+
+
+def new_scope() -> str:
+    """A scope of its own for a group of commands (one run's), for ``stop_scope``."""
+    return f"{SERVER_SCOPE}-{secrets.token_hex(8)}"
+
+
+def stop_scope(scope: str) -> None:
+    """SIGKILL every process a command of ``scope`` started that is still there."""
+    groups = _groups.get(scope, set())
+    for _ in range(10):
+        if not _signal_all(f"{scope}:", groups, signal.SIGKILL):
+            break
+    if not any(group_alive(g) for g in groups):
+        _groups.pop(scope, None)
 
 
 def stop_everything() -> None:
     """SIGKILL every process any command of this server started (called as the server exits)."""
-    for _ in range(10):
-        if not _signal_all(f"{_SERVER_TOKEN}:", _groups, signal.SIGKILL):
-            break
+    stop_scope(SERVER_SCOPE)
 
 
 def stop_everything_on_exit() -> None:
@@ -215,9 +233,18 @@ class _PipeReader:
             os.close(self.fd)
 
 
-async def run_command(command: str, cwd: str, timeout_s: float, cap: int = OUTPUT_CAP) -> RunResult:
-    """Run ``command`` with ``sh -c`` in ``cwd``; stdout and stderr together, capped; returns at the shell's exit."""
-    mark = f"{_SERVER_TOKEN}:{next(_numbers)}"
+async def run_command(
+    command: str,
+    cwd: str,
+    timeout_s: float,
+    cap: int = OUTPUT_CAP,
+    *,
+    scope: str = SERVER_SCOPE,
+    env: Mapping[str, str] | None = None,
+) -> RunResult:
+    """Run ``command`` with ``sh -c`` in ``cwd``; stdout and stderr together, capped; returns at the
+    shell's exit. ``env`` is its environment (default: this process's), plus the scope's mark."""
+    mark = f"{scope}:{next(_numbers)}"
     read_fd, write_fd = os.pipe()
     try:
         proc = await asyncio.create_subprocess_exec(
@@ -229,14 +256,15 @@ async def run_command(command: str, cwd: str, timeout_s: float, cap: int = OUTPU
             stdout=write_fd,
             stderr=write_fd,
             start_new_session=True,
-            env={**os.environ, MARK_VAR: mark},
+            env={**(os.environ if env is None else env), MARK_VAR: mark},
         )
     except BaseException:
         os.close(read_fd)
         raise
     finally:
         os.close(write_fd)
-    _groups.add(proc.pid)
+    groups = _groups.setdefault(scope, set())
+    groups.add(proc.pid)
     out = _Capped(cap)
     reader = _PipeReader(read_fd, out)
     timed_out = False
@@ -252,6 +280,6 @@ async def run_command(command: str, cwd: str, timeout_s: float, cap: int = OUTPU
     finally:
         reader.finish()
     if not group_alive(proc.pid):
-        _groups.discard(proc.pid)
+        groups.discard(proc.pid)
     text, dropped = out.text()
     return RunResult(None if timed_out else proc.returncode, text, timed_out, dropped)
