@@ -212,6 +212,49 @@ def builtin_server_tools(args: list[str]) -> tuple[str, ...] | None:
     return tuple(t for t in BUILTIN_SERVER_TOOLS[args[1]] if t not in left_out)
 
 
+WORKSPACE = "workspace"
+"""The name the built-in workspace tools go by (rules ``workspace.read``, the model's ``workspace_read``)."""
+
+
+def workspace_server(mcp: McpConfig) -> str | None:
+    """The mcp.json server that makes the built-in workspace tools default to off: one named
+    ``workspace`` (whatever it runs, its tools would take the same names) or one running
+    ``agen mcp workspace`` under any name."""
+    for name, server in mcp.mcp_servers.items():
+        args = list(getattr(server, "args", []))
+        if name == WORKSPACE or (
+            getattr(server, "command", None) == "agen" and args[:2] == ["mcp", WORKSPACE]
+        ):
+            return name
+    return None
+
+
+def workspace_builtins(config: Config, mcp: McpConfig) -> tuple[str, ...]:
+    """The built-in workspace tools a bundle gets (empty when off): ``builtinTools.workspace``
+    true or an object turns them on, false off; unset, they are on unless ``workspace_server``."""
+    setting = config.builtin_tools.workspace
+    if setting is False or (setting is None and workspace_server(mcp) is not None):
+        return ()
+    run = True if setting is None or isinstance(setting, bool) else setting.run
+    return tuple(t for t in BUILTIN_SERVER_TOOLS[WORKSPACE] if run or t != "run")
+
+
+def check_workspace_builtins(config: Config, mcp: McpConfig) -> list[str]:
+    """Built-in workspace tools asked for beside a server named workspace: two sources of one name."""
+    setting = config.builtin_tools.workspace
+    if setting is None or setting is False or WORKSPACE not in mcp.mcp_servers:
+        return []
+    return [
+        problem(
+            CONFIG,
+            "builtinTools.workspace",
+            f'the built-in workspace tools and the mcp.json server "{WORKSPACE}" would both be '
+            f"named {WORKSPACE}_*; set builtinTools.workspace to false to use the server, or "
+            "rename the server",
+        )
+    ]
+
+
 def _server_names(name: str, server: object) -> tuple[list[str], list[str], list[str]]:
     """(exact tool names, name prefixes, names to suggest) a rule may match for one declared server."""
     args = getattr(server, "args", [])
@@ -239,6 +282,10 @@ def permission_warnings(config: Config, mcp: McpConfig) -> list[str]:
     servers = sorted(mcp.mcp_servers)
     runner = [*BUILTIN_TOOLS, *(DELEGATION_TOOLS if config.delegates else ()), *LOCK_TOOLS]
     exact, prefixes, known = list(runner), [], list(runner)
+    builtins = workspace_builtins(config, mcp)
+    for t in builtins:
+        exact += [f"{WORKSPACE}.{t}", f"{WORKSPACE}_{t}"]
+        known.append(f"{WORKSPACE}.{t}")
     for s in servers:
         names, starts, suggest = _server_names(s, mcp.mcp_servers[s])
         exact += names
@@ -253,7 +300,9 @@ def permission_warnings(config: Config, mcp: McpConfig) -> list[str]:
             if _may_match(glob, exact, prefixes):
                 continue
             server = glob.split(".", 1)[0] if "." in glob else None
-            if server in mcp.mcp_servers:
+            if server == WORKSPACE and builtins:
+                why = "the built-in workspace tools (builtinTools.workspace) have no such tool"
+            elif server in mcp.mcp_servers:
                 why = f'server "{server}" is agen\'s own and has no such tool'
             elif server and not _GLOB_CHARS.search(server):
                 why = f'no MCP server "{server}" in {MCP}'

@@ -306,11 +306,36 @@ class Review(AgenModel):
     )
 
 
+class WorkspaceBuiltins(AgenModel):
+    """The built-in workspace tools, on, with some left out."""
+
+    run: bool = Field(
+        True,
+        description="offer run (a shell command in the workspace); false leaves it out and keeps "
+        "read, write, edit, glob and grep",
+    )
+
+
 class BuiltinTools(AgenModel):
-    workspace: bool | None = Field(
+    """Tools agen serves in process, with no server to start. ``workspace``: read (line ranges),
+    write, edit (exact-string replace: refused when old_string is missing, or found more than once
+    without replace_all), glob, grep (regex, include glob, at most 500 matches then "… N more") and
+    run (``sh -c`` in the folder, a timeout of 2 minutes by default and 10 at most, output capped
+    at 30,000 characters, the exit code; at the timeout the command and every process it started
+    are killed, and what is still running when the run ends is too). They work on the run's
+    workspace folder (``workspace``; created for every run that has them) and are the same code as
+    ``agen mcp workspace``. The model sees ``workspace_read``; permission rules name
+    ``workspace.read`` (or ``workspace.*``). read, glob and grep are read-only; write, edit and run
+    go through the effect ledger (a resumed run does not repeat one that completed). File paths
+    are confined to the folder; run is confined only by its working directory, not by an OS
+    sandbox (docs/security.md)."""
+
+    workspace: bool | WorkspaceBuiltins | None = Field(
         None,
-        description="not supported yet: refused when set (built-in workspace tools; for now, declare "
-        'the workspace MCP server: {"command": "agen", "args": ["mcp", "workspace", "--root", "${WORKSPACE}"]})',
+        description="the built-in workspace tools. null: on, unless mcp.json configures a "
+        "workspace server: one named workspace (whatever it runs) or one whose command is agen "
+        'with args starting ["mcp", "workspace"]; true: on (an error beside a server named '
+        'workspace); false: off; {"run": false}: on without run',
     )
 
 
@@ -380,7 +405,7 @@ class Config(AgenModel):
     )
     builtin_tools: BuiltinTools = Field(
         BuiltinTools(),
-        description="built-in tools to turn on or off (none yet: workspace is refused when set)",
+        description="built-in tools to turn on or off: the workspace toolset",
     )
     review: Review | None = Field(
         None,

@@ -173,6 +173,7 @@ def load_bundle_files(files: Mapping[str, bytes], root: str | None = None) -> Bu
     if config is not None:
         r.problems += checks.check_delegates(config)
     if config is not None and mcp is not None:
+        r.problems += checks.check_workspace_builtins(config, mcp)
         warnings += checks.permission_warnings(config, mcp)
     if harness is not None and harness.fake is not None and isinstance(harness.fake.script, str):
         _script_file(r, harness.fake.script)

@@ -12,10 +12,10 @@ from typing import Any
 from agen.bundle.problems import problem, show
 
 REFUSED: dict[str, tuple[str, ...]] = {
-    "x-agen/config.json": ("rollover", "builtinTools.workspace", "builtinTools"),
+    "x-agen/config.json": ("rollover",),
 }
 """Fields (JSON paths, ``[]`` for every item of a list) refused whenever they are set. A field named
-first, inside one named after it, is the one reported (builtinTools holds nothing that works yet)."""
+first, inside one named after it, is the one reported."""
 
 SUPPORTED_VALUES: dict[str, dict[str, tuple[Any, ...]]] = {}
 """Fields of which only some values work: any other value is refused."""

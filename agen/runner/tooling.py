@@ -1,7 +1,8 @@
 """Everything the tools side gives a Runner for one bundle, built in one call.
 
 Secrets resolved (values registered with the redactor), one McpToolset per mcp.json
-server, the bundle's permission policy and the per-run extras (workspace, memory).
+server, the bundle's permission policy and the per-run extras (workspace, memory, the
+built-in workspace tools).
 A Runner factory passes these straight to ``Runner(...)``.
 """
 
@@ -11,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from agen.bundle import Bundle
+from agen.bundle.checks import workspace_builtins
 from agen.runner.extras import RunExtras
 from agen.runner.permissions import BundlePolicy
 from agen.runner.redact import Redactor
@@ -18,6 +20,7 @@ from agen.runner.secrets import ResolvedSecrets, resolve_secrets
 from agen.runner.tools.base import Toolset
 from agen.runner.tools.mcp import McpToolset
 from agen.runner.tools.mcp_conn import uses_workspace
+from agen.runner.tools.workspace import WorkspaceToolset
 from agen.runner.workspace import workspace_path
 from agen.store.base import Store
 
@@ -45,7 +48,8 @@ def build_tooling(
 
     A server whose args use ``${WORKSPACE}`` works in one run's directory, so it is started per
     run by the extras (on the per-task or per-conversation workspace, once that exists) and
-    closed when the run ends; with a ``shared`` workspace it lives as long as the Runner.
+    closed when the run ends; with a ``shared`` workspace it lives as long as the Runner. The
+    built-in workspace tools (``builtinTools.workspace``) are per run the same way, on every mode.
     """
     redactor = redactor or Redactor()
     dep = deployment or bundle.name
@@ -83,8 +87,13 @@ def build_tooling(
             )
         )
 
+    builtins = workspace_builtins(bundle.config, bundle.mcp)
+
     def run_toolsets(workspace: str | None) -> list[Toolset]:
-        return [
+        own: list[Toolset] = (
+            [WorkspaceToolset(workspace, builtins)] if builtins and workspace is not None else []
+        )
+        return own + [
             McpToolset(
                 name,
                 bundle.mcp.mcp_servers[name],
@@ -98,5 +107,7 @@ def build_tooling(
         ]
 
     policy = BundlePolicy(bundle.config.permissions, store=store)
-    extras = RunExtras(bundle, store, redactor, run_toolsets=run_toolsets if per_run else None)
+    extras = RunExtras(
+        bundle, store, redactor, run_toolsets=run_toolsets if per_run or builtins else None
+    )
     return Tooling(redactor, secrets, toolsets, policy, extras)

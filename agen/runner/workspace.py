@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agen.bundle import Bundle
+from agen.bundle.checks import workspace_builtins
 from agen.runner.tools.mcp_conn import uses_workspace
 
 log = logging.getLogger("agen.workspace")
@@ -53,10 +54,13 @@ class TaskWorkspace:
 
 
 def wants_workspace(bundle: Bundle) -> bool:
-    """A bundle has a workspace when config.json sets one, or an MCP server's args use ${WORKSPACE}."""
+    """A bundle has a workspace when config.json sets one, an MCP server's args use ${WORKSPACE},
+    or it has the built-in workspace tools (on unless a workspace server is configured)."""
     cfg = bundle.config
-    return "workspace" in cfg.model_fields_set or any(
-        uses_workspace(s) for s in bundle.mcp.mcp_servers.values()
+    return (
+        "workspace" in cfg.model_fields_set
+        or any(uses_workspace(s) for s in bundle.mcp.mcp_servers.values())
+        or bool(workspace_builtins(cfg, bundle.mcp))
     )
 
 

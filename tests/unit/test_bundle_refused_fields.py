@@ -119,12 +119,6 @@ def test_the_refused_list_names_fields_the_schemas_have() -> None:
     ("config", "where", "field"),
     [
         ({"rollover": {"prompt": "Summarise."}}, "rollover", "rollover"),
-        ({"builtinTools": {"workspace": True}}, "builtinTools.workspace", "builtinTools.workspace"),
-        (
-            {"builtinTools": {"workspace": False}},
-            "builtinTools.workspace",
-            "builtinTools.workspace",
-        ),
     ],
 )
 def test_a_field_agen_does_not_do_yet_is_refused_naming_file_and_field(

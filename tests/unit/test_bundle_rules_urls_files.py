@@ -226,3 +226,66 @@ async def test_builtin_server_tool_names_the_validator_knows_are_the_servers(
     assert {t.name for t in await no_run.list_tools()} == set(
         builtin_server_tools(["mcp", "workspace", "--root", str(tmp_path), "--no-run"]) or ()
     )
+
+
+def test_rules_naming_the_builtin_workspace_tools_match_them() -> None:
+    """With no workspace server the built-in workspace tools are on: their names match, a typo warns."""
+    config: dict[str, Any] = {
+        "permissions": {"ask": ["workspace.run"], "allow": ["workspace_read", "workspace.*"]}
+    }
+    assert list(load_bundle_files(bundle_files(config=config)).warnings) == []
+    config = {
+        "builtinTools": {"workspace": {"run": False}},
+        "permissions": {"ask": ["workspace.run"], "allow": ["workspace.read"]},
+    }
+    assert list(load_bundle_files(bundle_files(config=config)).warnings) == [
+        'x-agen/config.json: permissions.ask[0]: rule "workspace.run" matches no tool: the built-in'
+        " workspace tools (builtinTools.workspace) have no such tool; did you mean workspace.read?"
+    ]
+    config = {"builtinTools": {"workspace": False}, "permissions": {"allow": ["workspace.read"]}}
+    [warning] = load_bundle_files(bundle_files(config=config)).warnings
+    assert 'rule "workspace.read" matches no tool: no MCP server "workspace" in mcp.json' in warning
+
+
+def test_the_builtin_workspace_tools_default_off_beside_a_workspace_server() -> None:
+    from agen.bundle.checks import workspace_builtins
+
+    def tools(mcp: dict[str, Any], config: dict[str, Any] | None = None) -> tuple[str, ...]:
+        b = load_bundle_files(bundle_files(mcp={"mcpServers": mcp}, config=config or {}))
+        return workspace_builtins(b.config, b.mcp)
+
+    every = ("read", "write", "edit", "glob", "grep", "run")
+    assert tools({}) == every
+    assert tools({}, {"builtinTools": {"workspace": {"run": False}}}) == every[:-1]
+    assert tools({}, {"builtinTools": {"workspace": False}}) == ()
+    files = {"command": "agen", "args": ["mcp", "workspace", "--root", "${WORKSPACE}"]}
+    assert tools({"files": files}) == ()  # agen's workspace server under another name
+    assert tools(WORKSPACE["mcpServers"]) == ()  # a third-party server named workspace
+    assert tools({"files": files}, {"builtinTools": {"workspace": True}}) == every
+    assert tools({"other": {"command": "python3", "args": ["srv.py"]}}) == every
+
+
+def test_builtin_workspace_tools_beside_a_server_named_workspace_are_an_error() -> None:
+    assert problems(mcp=WORKSPACE, config={"builtinTools": {"workspace": True}}) == [
+        'x-agen/config.json: builtinTools.workspace: the built-in workspace tools and the mcp.json server "workspace"'
+        " would both be named workspace_*; set builtinTools.workspace to false to use the server,"
+        " or rename the server"
+    ]
+
+
+async def test_builtin_workspace_tool_names_the_validator_knows_are_the_runners(
+    tmp_path: Path,
+) -> None:
+    from agen.bundle.checks import BUILTIN_SERVER_TOOLS
+    from agen.runner.tools.workspace import WorkspaceToolset
+
+    every = BUILTIN_SERVER_TOOLS["workspace"]
+    started = await WorkspaceToolset(str(tmp_path), every).start()
+    assert {(t.name, t.wire_name) for t in started} == {
+        (f"workspace.{t}", f"workspace_{t}") for t in every
+    }
+    assert {t.name for t in started if t.side_effect} == {
+        "workspace.write",
+        "workspace.edit",
+        "workspace.run",
+    }
