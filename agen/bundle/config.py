@@ -326,7 +326,8 @@ class BuiltinTools(AgenModel):
     workspace folder (``workspace``; created for every run that has them) and are the same code as
     ``agen mcp workspace``. The model sees ``workspace_read``; permission rules name
     ``workspace.read`` (or ``workspace.*``). read, glob and grep are read-only; write, edit and run
-    go through the effect ledger (a resumed run does not repeat one that completed). File paths
+    go through the effect ledger (a resumed run does not repeat one that completed); run's output
+    counts as untrusted; ``tools.workspace.<tool>`` hints change that as for a server. File paths
     are confined to the folder; run is confined only by its working directory, not by an OS
     sandbox (docs/security.md)."""
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from agen.bundle import Bundle
-from agen.bundle.checks import workspace_builtins
+from agen.bundle.checks import WORKSPACE, workspace_builtins
 from agen.runner.extras import RunExtras
 from agen.runner.permissions import BundlePolicy
 from agen.runner.redact import Redactor
@@ -91,7 +91,9 @@ def build_tooling(
 
     def run_toolsets(workspace: str | None) -> list[Toolset]:
         own: list[Toolset] = (
-            [WorkspaceToolset(workspace, builtins)] if builtins and workspace is not None else []
+            [WorkspaceToolset(workspace, builtins, bundle.config.tools.get(WORKSPACE))]
+            if builtins and workspace is not None
+            else []
         )
         return own + [
             McpToolset(

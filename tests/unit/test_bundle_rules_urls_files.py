@@ -289,3 +289,27 @@ async def test_builtin_workspace_tool_names_the_validator_knows_are_the_runners(
         "workspace.edit",
         "workspace.run",
     }
+
+
+async def test_builtin_workspace_tools_take_config_tool_hints_like_mcp_tools(
+    tmp_path: Path,
+) -> None:
+    """run's output is untrusted by default (agen mcp workspace marks it open-world); config.json
+    ``tools.workspace`` hints override the defaults, as they do for a server's tools."""
+    from agen.runner.tools.workspace import WorkspaceToolset
+
+    b = load_bundle_files(
+        bundle_files(
+            config={
+                "tools": {
+                    "workspace": {"run": {"untrustedOutput": False}, "write": {"idempotent": True}}
+                }
+            }
+        )
+    )
+    plain = {t.name: t for t in await WorkspaceToolset(str(tmp_path), ("run", "write")).start()}
+    assert plain["workspace.run"].untrusted_output and not plain["workspace.write"].idempotent
+    hinted = await WorkspaceToolset(
+        str(tmp_path), ("run", "write"), b.config.tools["workspace"]
+    ).start()
+    assert [(t.untrusted_output, t.idempotent) for t in hinted] == [(False, False), (False, True)]

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from agen.bundle.checks import WORKSPACE
+from agen.bundle.config import ToolHints
 from agen.mcpservers._shell import DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S, new_scope, stop_scope
 from agen.mcpservers.workspace_tools import (
     GREP_CAP,
@@ -124,15 +126,29 @@ def _number(args: dict[str, Any], key: str, default: float) -> float:
 
 
 class WorkspaceTool(Tool):
-    """One tool of the built-in workspace toolset."""
+    """One tool of the built-in workspace toolset. Flagged as ``agen mcp workspace`` annotates the
+    same tool (read/glob/grep read-only; run's output untrusted: it may come from the network),
+    and config.json ``tools.workspace.<tool>`` hints override that, as for an MCP tool."""
 
-    def __init__(self, tool: str, box: WorkspaceTools, scope: str, env: dict[str, str]) -> None:
+    def __init__(
+        self,
+        tool: str,
+        box: WorkspaceTools,
+        scope: str,
+        env: dict[str, str],
+        hints: ToolHints | None = None,
+    ) -> None:
         self.tool = tool
         self.name = f"{WORKSPACE}.{tool}"
         self.description, schema = SCHEMAS[tool]
         self.input_schema = {"type": "object", **schema}
         self.read_only = tool in READ_ONLY
-        self.side_effect = not self.read_only
+        h = hints or ToolHints()
+        self.side_effect = h.side_effect if h.side_effect is not None else not self.read_only
+        self.idempotent = bool(h.idempotent)
+        self.untrusted_output = (
+            h.untrusted_output if h.untrusted_output is not None else tool == "run"
+        )
         self._box = box
         self._scope = scope
         self._env = env
@@ -184,9 +200,12 @@ class WorkspaceTool(Tool):
 class WorkspaceToolset(Toolset):
     """The built-in workspace tools over one run's workspace folder."""
 
-    def __init__(self, path: str, tools: tuple[str, ...]) -> None:
+    def __init__(
+        self, path: str, tools: tuple[str, ...], hints: Mapping[str, ToolHints] | None = None
+    ) -> None:
         self.path = path
         self.tool_names = tools
+        self.hints = dict(hints or {})
         self.scope = new_scope()
 
     @property
@@ -196,7 +215,7 @@ class WorkspaceToolset(Toolset):
     async def start(self) -> list[Tool]:
         box = WorkspaceTools(self.path)
         env = {k: os.environ[k] for k in ENV_ALLOWLIST if os.environ.get(k)}
-        return [WorkspaceTool(t, box, self.scope, env) for t in self.tool_names]
+        return [WorkspaceTool(t, box, self.scope, env, self.hints.get(t)) for t in self.tool_names]
 
     async def close(self) -> None:
         """Stop every process this run's commands left running (a background server, say)."""
