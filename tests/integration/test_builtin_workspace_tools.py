@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from agen.bundle import Bundle, load_bundle_files
-from agen.runner.approvals import StoreApprovalGate
+from agen.runner.approvals import StoreApprovalGate, decide_approval
 from agen.runner.loop import Runner
 from agen.runner.policy import ApprovalGate
 from agen.runner.tooling import build_tooling
@@ -269,7 +269,7 @@ async def test_a_path_outside_the_workspace_is_refused(
     assert not (task_dir(ws_root, "t-1").parent / "escape.txt").exists()
 
 
-async def test_ask_on_workspace_run_creates_an_approval_and_the_run_waits(
+async def test_ask_on_workspace_run_creates_an_approval_and_runs_once_approved(
     tmp_path: Path, ws_root: Path
 ) -> None:
     b = bundle(
@@ -286,6 +286,12 @@ async def test_ask_on_workspace_run_creates_an_approval_and_the_run_waits(
         assert [(x["tool"], x["state"]) for x in rows] == [("workspace.run", "pending")]
         assert "touch ran.txt" in rows[0]["arguments"]
         assert not (task_dir(ws_root, "t-1") / "ran.txt").exists()
+
+        approval = str(await store.scalar("SELECT id FROM approvals"))
+        await store.write(lambda tx: decide_approval(tx, approval, True, "bob"))
+        res = await r.run(RunRequest(input="go", deployment=DEP, task_id="t-1"))
+        assert res.status == "succeeded" and res.outcome.summary == "done"
+        assert (task_dir(ws_root, "t-1") / "ran.txt").exists()  # approved: it ran
     finally:
         await r.close()
         await store.close()
