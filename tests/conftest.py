@@ -17,7 +17,13 @@ def agen_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
     home.mkdir(mode=0o700)  # as agen makes it: a looser home would be warned about
     monkeypatch.setenv("AGEN_HOME", str(home))
     monkeypatch.setenv("AGEN_WORKSPACE_ROOT", str(tmp_path / "workspaces"))
-    for var in ("AGEN_HUB", "AGEN_TOKEN", "OPENAI_API_KEY", "OPENROUTER_API_KEY"):
+    for var in (
+        "AGEN_HUB",
+        "AGEN_TOKEN",
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+        "OPENROUTER_API_KEY",
+    ):
         monkeypatch.delenv(var, raising=False)
     yield home
 

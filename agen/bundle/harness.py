@@ -9,10 +9,11 @@ from pydantic import Field, Tag, model_validator
 from agen._duration import parse_duration_ms
 from agen.bundle._base import AgenModel, Duration, FieldProblem, SecretName, shaped
 
-Provider = Literal["auto", "openai", "openrouter", "fake", "replay"]
+Provider = Literal["auto", "anthropic", "openai", "openrouter", "fake", "replay"]
 Tier = Literal["low", "medium", "high", "xhigh", "max"]
 
 DEFAULT_KEY_SECRET: dict[str, str] = {
+    "anthropic": "ANTHROPIC_API_KEY",
     "openai": "OPENAI_API_KEY",
     "openrouter": "OPENROUTER_API_KEY",
 }
@@ -39,6 +40,30 @@ class Router(AgenModel):
     budget_tier: Tier = Field("low", description="the tier used when the budget runs low")
     allowed_models: list[str] | None = Field(None, description="only these models may be routed to")
     excluded_models: list[str] | None = Field(None, description="these models are never routed to")
+
+
+class AnthropicCache(AgenModel):
+    """Where cache_control breakpoints go: a cached prefix is read back at a tenth of the input price."""
+
+    system: bool = Field(True, description="mark the system prompt")
+    tools: bool = Field(True, description="mark the tool definitions")
+    history: bool = Field(
+        True, description="mark the newest message, so each call reads the previous one's history"
+    )
+
+
+class AnthropicSpec(AgenModel):
+    """Settings of provider anthropic (the Messages API)."""
+
+    cache: AnthropicCache = Field(
+        default_factory=AnthropicCache, description="prompt-caching breakpoints (all on by default)"
+    )
+    thinking_budget: int | None = Field(
+        None,
+        ge=1024,
+        description="extended thinking: the tokens the model may think before answering (at least "
+        "1024, less than maxOutputTokens); unset: no extended thinking",
+    )
 
 
 class ResultSpec(AgenModel):
@@ -103,7 +128,7 @@ class Harness(AgenModel):
     """x-agen/harness.json."""
 
     provider: Provider = Field(
-        description="who runs the model: auto picks what this machine has (docs/providers.md), openai and openrouter call those APIs, fake and replay run offline"
+        description="who runs the model: auto picks what this machine has (docs/providers.md), anthropic, openai and openrouter call those APIs, fake and replay run offline"
     )
     model: str | None = Field(
         default=None,
@@ -119,11 +144,11 @@ class Harness(AgenModel):
     )
     base_url: str | None = Field(
         None,
-        description="an OpenAI-compatible server to call instead of the provider's own (Ollama, vLLM, a proxy); no key is sent to it unless apiKeySecret names one (docs/providers.md)",
+        description="a server to call instead of the provider's own: an OpenAI-compatible one (Ollama, vLLM, a proxy), or for anthropic a gateway speaking the Messages API; no key is sent to it unless apiKeySecret names one (docs/providers.md)",
     )
     api_key_secret: SecretName | None = Field(
         None,
-        description="the secret holding the API key; it must be declared in x-agen/secrets.json (default: OPENAI_API_KEY or OPENROUTER_API_KEY for the provider)",
+        description="the secret holding the API key; it must be declared in x-agen/secrets.json (default: ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY for the provider)",
     )
     max_output_tokens: int = Field(8192, ge=1, description="output tokens per model call")
     context_tokens: int = Field(
@@ -147,6 +172,9 @@ class Harness(AgenModel):
     )
     router: Router | None = Field(
         None, description="tier limits for a routing model (openrouter/auto)"
+    )
+    anthropic: AnthropicSpec | None = Field(
+        None, description="provider anthropic: prompt-caching breakpoints and extended thinking"
     )
     result: ResultSpec | None = Field(
         None, description="a JSON Schema the final answer must match (structured output)"
@@ -180,11 +208,24 @@ class Harness(AgenModel):
 
     @model_validator(mode="after")
     def _model_when_needed(self) -> Harness:
-        if self.model is None and self.provider in ("openai", "openrouter"):
+        if self.model is None and self.provider in ("anthropic", "openai", "openrouter"):
             raise FieldProblem("model", f"required for provider {self.provider}")
         if self.provider == "replay" and self.cassette is None:
             raise FieldProblem(
                 "cassette", "required for provider replay (a JSON file in the bundle)"
+            )
+        budget = self.anthropic.thinking_budget if self.anthropic else None
+        if budget is not None and budget >= self.max_output_tokens:
+            raise FieldProblem(
+                "anthropic.thinkingBudget",
+                f"{budget} must be less than maxOutputTokens ({self.max_output_tokens}): the "
+                "thinking is part of the output; raise maxOutputTokens or lower the budget",
+            )
+        if budget is not None and self.temperature is not None:
+            raise FieldProblem(
+                "temperature",
+                "the Anthropic API takes no temperature with extended thinking "
+                "(anthropic.thinkingBudget): remove one of them",
             )
         return self
 

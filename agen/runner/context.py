@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from agen.runner.providers.base import THINKING_KEY
 from agen.store.base import Row
 
 CUT_OVER = 600  # tool results longer than this may be cut
@@ -40,6 +41,9 @@ class Msg:
     name: str | None = None
     is_error: bool = False
     model: str | None = None
+    thinking: list[dict[str, Any]] | None = (
+        None  # reasoning blocks sent back as is (ModelResponse.thinking)
+    )
     _wire: dict[str, Any] | None = field(default=None, repr=False)
     _tokens: int = field(default=-1, repr=False)
 
@@ -61,6 +65,8 @@ class Msg:
                 ]
             if self.role == "tool":
                 w["tool_call_id"] = self.tool_call_id
+            if self.role == "assistant" and self.thinking:
+                w[THINKING_KEY] = self.thinking
             self._wire = w
         return self._wire
 
@@ -85,7 +91,25 @@ class Msg:
             name=r["name"],
             is_error=bool(r["is_error"]),
             model=r["model"],
+            thinking=stored_thinking(r.get("raw")) if r["role"] == "assistant" else None,
         )
+
+
+def stored_thinking(raw: str | None) -> list[dict[str, Any]] | None:
+    """The thinking blocks (with their signatures) of a stored raw answer: the Anthropic Messages API
+    refuses a tool-use turn sent back without the thinking that preceded it, so a resumed run
+    reads them from the checkpoint (the messages row's raw answer)."""
+    if not raw or ('"thinking' not in raw and '"redacted_thinking' not in raw):
+        return None
+    content = json.loads(raw).get("content")
+    if not isinstance(content, list):
+        return None
+    blocks = [
+        b
+        for b in content
+        if isinstance(b, dict) and b.get("type") in ("thinking", "redacted_thinking")
+    ]
+    return blocks or None
 
 
 def _cut(msg: Msg) -> dict[str, Any]:

@@ -260,7 +260,8 @@ class Runner:
             known
             if known is not None
             else await self.store.all(  # a brand-new conversation: no read back
-                "SELECT seq, turn, role, content, run_id, tool_calls, tool_call_id, name, is_error, model FROM messages"
+                "SELECT seq, turn, role, content, run_id, tool_calls, tool_call_id, name, is_error, model,"
+                " CASE WHEN role = 'assistant' THEN raw END AS raw FROM messages"  # thinking blocks
                 " WHERE conversation_id = ? ORDER BY seq",
                 (row.conversation_id,),
             )
@@ -509,6 +510,7 @@ class Runner:
             model=resp.model or answer.model_sent,
             usage=resp.usage,
             raw=resp.raw,
+            thinking=resp.thinking or None,
         )
         await st.emit(
             {"type": "assistant", "turn": st.turn, "text": resp.text, "tool_calls": calls}

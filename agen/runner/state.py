@@ -117,6 +117,7 @@ class RunState:
         model: str | None = None,
         usage: ModelUsage | None = None,
         raw: dict[str, Any] | None = None,
+        thinking: list[dict[str, Any]] | None = None,
     ) -> Msg:
         red = self.redactor
         content = red.redact(content) if content else content
@@ -124,7 +125,17 @@ class RunState:
             tool_calls = red.redact_obj(tool_calls)
         t = self.turn if turn is None else turn
         msg = Msg(
-            self.seq, t, role, content, self.run_id, tool_calls, tool_call_id, name, is_error, model
+            self.seq,
+            t,
+            role,
+            content,
+            self.run_id,
+            tool_calls,
+            tool_call_id,
+            name,
+            is_error,
+            model,
+            thinking,  # unredacted: the provider checks its signature (the stored raw is redacted)
         )
         self.ctx.add(msg)
         self.messages.append(

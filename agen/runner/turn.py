@@ -104,6 +104,8 @@ def _span(
                 "gen_ai.usage.cache_read.input_tokens": u.cached_tokens,
             }
         )
+        if u.cache_write_tokens:
+            attrs["gen_ai.usage.cache_creation.input_tokens"] = u.cache_write_tokens
         if u.cost_usd is not None:
             attrs["agen.cost_usd"] = u.cost_usd
         attrs.update(resp.attrs)

@@ -79,6 +79,12 @@ async def test_auto_prefers_an_api_key_then_ollama_then_the_offline_fake(
         assert (await auto.choose(None)).provider == "openrouter"
         monkeypatch.setenv("OPENAI_API_KEY", "oa-key")
         assert (await auto.choose(None)).provider == "openai"
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "an-key")
+        first = await auto.choose(
+            None
+        )  # Anthropic, OpenAI, OpenRouter, then Ollama (docs/providers.md)
+        assert (first.provider, first.model) == ("anthropic", auto.ANTHROPIC_MODEL)
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
     monkeypatch.delenv("OPENAI_API_KEY")
     monkeypatch.delenv("OPENROUTER_API_KEY")
     monkeypatch.setenv("AGEN_OLLAMA_URL", "http://127.0.0.1:9")  # nothing listens there

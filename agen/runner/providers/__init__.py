@@ -19,6 +19,12 @@ from agen.runner.providers.base import ModelProvider, ModelRequest, ModelRespons
 from agen.runner.redact import Redactor
 from agen.runner.secrets import env_secret
 
+HTTP_PROVIDERS = (
+    "anthropic",
+    "openai",
+    "openrouter",
+)  # the ones with an API key and a provider hold
+
 __all__ = [
     "Account",
     "ModelProvider",
@@ -123,6 +129,22 @@ async def _one(
             router=harness.router,
             max_in_flight=harness.max_in_flight,
         )
+    elif kind == "anthropic":
+        from agen.runner.providers.anthropic import AnthropicProvider
+
+        key_value = (
+            _secret(bundle, key_name, redactor)
+            if base_url is None or harness.api_key_secret
+            else None
+        )
+        provider = AnthropicProvider(
+            api_key=key_value,
+            model=model or "",
+            base_url=base_url,
+            timeout_s=timeout_s,
+            spec=harness.anthropic,
+            max_in_flight=harness.max_in_flight,
+        )
     else:
         from agen.runner.providers.openai import OpenAIProvider
 
@@ -139,7 +161,7 @@ async def _one(
             max_in_flight=harness.max_in_flight,
         )
     provider.default_model = model or provider.default_model
-    key = key_name if kind in ("openai", "openrouter") else None
+    key = key_name if kind in HTTP_PROVIDERS else None
     return Account(
         provider,
         [model or provider.default_model, *harness.fallback_models],
@@ -153,7 +175,7 @@ async def _one(
 def _require_key(bundle: Bundle, account: Account) -> None:
     """A cloud provider without its key fails here, saying which variable to set (not later as 'unreachable')."""
     if (
-        account.label not in ("openai", "openrouter")
+        account.label not in HTTP_PROVIDERS
         or account.base_url is not None
         or not account.key_secret
     ):

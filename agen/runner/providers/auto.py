@@ -1,6 +1,6 @@
 """provider "auto": whatever works here, so a newcomer's first run works anywhere.
 
-Order: OPENAI_API_KEY → openai; OPENROUTER_API_KEY → openrouter; an Ollama answering on
+Order: ANTHROPIC_API_KEY → anthropic; OPENAI_API_KEY → openai; OPENROUTER_API_KEY → openrouter; an Ollama answering on
 localhost → openai at its /v1 with the harness model if Ollama has it, else its first
 model; otherwise the offline fake echo model. The choice is said on stderr once per process.
 """
@@ -19,7 +19,7 @@ _said: set[str] = set()
 
 @dataclass(frozen=True)
 class AutoChoice:
-    provider: str  # openai | openrouter | fake
+    provider: str  # anthropic | openai | openrouter | fake
     model: str
     base_url: str | None
     why: str
@@ -37,7 +37,12 @@ async def ollama_models(url: str, timeout_s: float = 0.3) -> list[str] | None:
         return None
 
 
+ANTHROPIC_MODEL = "claude-sonnet-5-5"  # what auto runs on ANTHROPIC_API_KEY without a harness model
+
+
 async def choose(model: str | None) -> AutoChoice:
+    if os.environ.get("ANTHROPIC_API_KEY"):
+        return AutoChoice("anthropic", model or ANTHROPIC_MODEL, None, "ANTHROPIC_API_KEY is set")
     if os.environ.get("OPENAI_API_KEY"):
         return AutoChoice("openai", model or "gpt-4o-mini", None, "OPENAI_API_KEY is set")
     if os.environ.get("OPENROUTER_API_KEY"):

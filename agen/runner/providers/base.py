@@ -14,6 +14,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 ErrorKind = Literal["retryable", "account", "other"]
+# The key of an assistant message's reasoning blocks (ModelResponse.thinking) in the request messages:
+# providers that take them (anthropic) send them back, the others drop the key.
+THINKING_KEY = "thinking_blocks"
 
 
 @dataclass
@@ -46,8 +49,11 @@ class ToolCallOut:
 class ModelUsage:
     input_tokens: int = 0
     output_tokens: int = 0
-    cached_tokens: int = 0
-    cost_usd: float | None = None  # only when the provider reports it
+    cached_tokens: int = 0  # input tokens read from the provider's prompt cache
+    cost_usd: float | None = None  # reported by the provider, or priced from its usage (prices.py)
+    cache_write_tokens: int = (
+        0  # input tokens written to the prompt cache (Anthropic bills them higher)
+    )
 
 
 @dataclass
@@ -61,6 +67,9 @@ class ModelResponse:
     attrs: dict[str, Any] = field(
         default_factory=dict
     )  # provider extras for the span (router decision)
+    # Provider-native reasoning blocks (Anthropic thinking with its signature) that must go back
+    # unchanged with this assistant turn in later requests; kept in the stored message's raw answer.
+    thinking: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
@@ -83,6 +92,7 @@ class ModelResponse:
             model=str(data.get("model") or ""),
             raw=data.get("raw"),
             attrs=dict(data.get("attrs") or {}),
+            thinking=list(data.get("thinking") or []),
         )
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 
 from agen.runner.providers.base import (
+    THINKING_KEY,
     ModelProvider,
     ModelRequest,
     ModelResponse,
@@ -86,7 +87,10 @@ class OpenAIProvider(ModelProvider):
     def body(self, request: ModelRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": request.model or self.default_model,
-            "messages": request.messages,
+            "messages": [  # another provider's reasoning blocks are no chat-completions field
+                {k: v for k, v in m.items() if k != THINKING_KEY} if THINKING_KEY in m else m
+                for m in request.messages
+            ],
         }
         if request.tools:
             body["tools"] = request.tools

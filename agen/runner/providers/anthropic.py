@@ -1,0 +1,293 @@
+"""Anthropic's Messages API over httpx (no SDK at run time): api.anthropic.com or a gateway at ``baseUrl``.
+
+The run's messages are OpenAI chat dicts (base.py); here they become the Messages API's shape: the
+system prompt as ``system`` blocks, tool results as ``tool_result`` blocks in user messages
+(consecutive ones merged: the roles must alternate), the assistant's thinking blocks sent back
+unchanged before its text and ``tool_use`` blocks. ``cache_control`` breakpoints go on the system
+prompt, the tools and the newest message (harness ``anthropic.cache``), so each call reads the
+previous call's prefix from the cache. The cost is priced here (prices.py) from the usage, cache
+writes and reads included: the API reports tokens, not dollars. Not streamed: the provider port
+returns whole answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import httpx
+
+from agen.bundle.harness import AnthropicSpec
+from agen.runner.providers.base import (
+    THINKING_KEY,
+    ModelProvider,
+    ModelRequest,
+    ModelResponse,
+    ModelUsage,
+    ProviderError,
+    ToolCallOut,
+    classify_status,
+)
+from agen.runner.providers.openai import KEEP_ALIVE, MAX_IN_FLIGHT, parse_retry_after
+from agen.runner.providers.prices import claude_cost
+
+ANTHROPIC_URL = "https://api.anthropic.com"
+API_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 8192  # the API requires max_tokens; the harness always sets one
+EPHEMERAL = {"type": "ephemeral"}
+# stop_reason → agen's finish reasons (the ones model_turn acts on: "length" is asked again with a
+# higher limit; refusal is raised, so the next model is tried and the run ends with the reason)
+FINISH = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "pause_turn": "stop",
+}
+
+
+def _text_block(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def _assistant_blocks(m: dict[str, Any]) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = list(m.get(THINKING_KEY) or [])  # first, unchanged (signed)
+    if m.get("content"):
+        blocks.append(_text_block(str(m["content"])))
+    for c in m.get("tool_calls") or []:
+        fn = c.get("function") or {}
+        try:
+            args = json.loads(fn.get("arguments") or "{}")
+        except ValueError:
+            args = {}
+        blocks.append(
+            {
+                "type": "tool_use",
+                "id": c["id"],
+                "name": fn.get("name", ""),
+                "input": args if isinstance(args, dict) else {},
+            }
+        )
+    return blocks
+
+
+def to_messages(chat: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """OpenAI chat messages as (system blocks, Messages API messages). The leading system message
+    is the system prompt; a later one (budget notes after the history) is a user text, since the
+    API has no system role in messages. Consecutive messages of one role are merged into one."""
+    system: list[dict[str, Any]] = []
+    out: list[dict[str, Any]] = []
+    for i, m in enumerate(chat):
+        role = m.get("role")
+        if role == "system" and i == 0:
+            if m.get("content"):
+                system.append(_text_block(str(m["content"])))
+            continue
+        if role == "assistant":
+            blocks = _assistant_blocks(m)
+            api_role = "assistant"
+        elif role == "tool":
+            blocks = [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": m.get("tool_call_id") or "",
+                    "content": str(m.get("content") or "(no output)"),
+                }
+            ]
+            api_role = "user"
+        else:  # user, or a late system note
+            text = str(m.get("content") or "")
+            blocks = [_text_block(text)] if text.strip() else []
+            api_role = "user"
+        if not blocks:
+            continue  # the API refuses empty text blocks
+        if out and out[-1]["role"] == api_role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": api_role, "content": blocks})
+    return system, out
+
+
+def _tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for t in tools:
+        fn = t.get("function") or t
+        tool: dict[str, Any] = {
+            "name": fn["name"],
+            "input_schema": fn.get("parameters") or {"type": "object", "properties": {}},
+        }
+        if fn.get("description"):
+            tool["description"] = fn["description"]
+        out.append(tool)
+    return out
+
+
+def _mark(block: dict[str, Any]) -> None:
+    block["cache_control"] = EPHEMERAL
+
+
+class AnthropicProvider(ModelProvider):
+    name = "anthropic"
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None,
+        model: str = "",
+        base_url: str | None = None,
+        timeout_s: float = 120.0,
+        spec: AnthropicSpec | None = None,
+        max_in_flight: int = MAX_IN_FLIGHT,
+    ) -> None:
+        self.base_url = (base_url or ANTHROPIC_URL).rstrip("/")
+        # the SDK's base URL has no /v1; a gateway URL given with it works too
+        self.path = "/messages" if self.base_url.endswith("/v1") else "/v1/messages"
+        self.default_model = model
+        self.api_key = api_key
+        self.spec = spec or AnthropicSpec()
+        headers = {"content-type": "application/json", "anthropic-version": API_VERSION}
+        if api_key:
+            headers["x-api-key"] = api_key
+        self.max_in_flight = max_in_flight
+        limits = httpx.Limits(
+            max_connections=max_in_flight, max_keepalive_connections=min(KEEP_ALIVE, max_in_flight)
+        )
+        self._client = httpx.AsyncClient(
+            base_url=self.base_url, headers=headers, timeout=timeout_s, limits=limits
+        )
+        self._slots = asyncio.Semaphore(max_in_flight)
+        self.waiting = 0
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    def body(self, request: ModelRequest) -> dict[str, Any]:
+        """The Messages API request for one call (cache breakpoints placed as the harness says)."""
+        system, messages = to_messages(request.messages)
+        max_tokens = request.max_tokens or DEFAULT_MAX_TOKENS
+        body: dict[str, Any] = {
+            "model": request.model or self.default_model,
+            "max_tokens": max_tokens,
+            "messages": messages,
+        }
+        cache = self.spec.cache
+        if system:
+            if cache.system:
+                _mark(system[-1])
+            body["system"] = system
+        if request.tools:
+            tools = _tools(request.tools)
+            if cache.tools:
+                _mark(tools[-1])
+            body["tools"] = tools
+            if request.tool_choice == "none":
+                body["tool_choice"] = {"type": "none"}
+            elif request.parallel_tool_calls is False:
+                body["tool_choice"] = {"type": "auto", "disable_parallel_tool_use": True}
+        if cache.history and messages:
+            _mark(messages[-1]["content"][-1])
+        budget = self.spec.thinking_budget
+        if budget is not None and max_tokens > 1024:
+            # thinking counts towards max_tokens: a call given fewer (budget pressure) thinks less
+            body["thinking"] = {"type": "enabled", "budget_tokens": min(budget, max_tokens - 1)}
+        elif request.temperature is not None:
+            body["temperature"] = request.temperature  # the API takes none with thinking
+        if request.reasoning_effort:
+            body["output_config"] = {"effort": request.reasoning_effort}
+        return body
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        body = self.body(request)
+        self.waiting += 1
+        try:
+            await self._slots.acquire()
+        finally:
+            self.waiting -= 1
+        try:
+            resp = await self._client.post(self.path, json=body)
+        except httpx.TimeoutException as e:
+            raise ProviderError(
+                "retryable", f"{self.name}: the request to {self.base_url} timed out ({e})"
+            ) from e
+        except httpx.HTTPError as e:
+            raise ProviderError(
+                "retryable", f"{self.name}: cannot reach {self.base_url}: {e}"
+            ) from e
+        finally:
+            self._slots.release()
+        if resp.status_code >= 400:
+            text = resp.text[:2000]
+            kind = classify_status(resp.status_code, text)
+            if resp.status_code == 400 and "credit balance" in text.lower():
+                kind = "account"  # the API says an empty balance with a 400
+            raise ProviderError(
+                kind,  # 429 rate limit and 529 overloaded are retryable, after Retry-After
+                f"{self.name} answered HTTP {resp.status_code} from {self.base_url}: {text[:500]}",
+                status=resp.status_code,
+                retry_after_s=parse_retry_after(resp.headers.get("retry-after")),
+            )
+        try:
+            data = resp.json()
+        except ValueError as e:
+            raise ProviderError(
+                "retryable", f"{self.name}: the answer from {self.base_url} is not JSON"
+            ) from e
+        return parse_message(data, body["model"])
+
+
+def parse_message(data: dict[str, Any], model_sent: str) -> ModelResponse:
+    """A Messages API answer as a ModelResponse: text, tool calls, thinking blocks kept whole,
+    usage with cache writes and reads, and its price."""
+    texts: list[str] = []
+    calls: list[ToolCallOut] = []
+    thinking: list[dict[str, Any]] = []
+    for block in data.get("content") or []:
+        kind = block.get("type")
+        if kind == "text":
+            texts.append(str(block.get("text") or ""))
+        elif kind == "tool_use":
+            args = block.get("input")
+            calls.append(
+                ToolCallOut(
+                    id=str(block.get("id") or f"toolu_{len(calls)}"),
+                    name=str(block.get("name") or ""),
+                    arguments=args if isinstance(args, dict) else {},
+                    arguments_error=None
+                    if isinstance(args, dict)
+                    else "the arguments must be a JSON object",
+                )
+            )
+        elif kind in ("thinking", "redacted_thinking"):
+            thinking.append(block)
+    model = str(data.get("model") or model_sent)
+    stop = data.get("stop_reason")
+    if stop == "refusal":
+        partial = "".join(texts).strip()
+        raise ProviderError(
+            "other",
+            f"{model} declined to answer (stop_reason refusal)"
+            + (f"; it had said: {partial[:300]}" if partial else ""),
+        )
+    u = data.get("usage") or {}
+    written = int(u.get("cache_creation_input_tokens") or 0)
+    read = int(u.get("cache_read_input_tokens") or 0)
+    fresh = int(u.get("input_tokens") or 0)
+    out = int(u.get("output_tokens") or 0)
+    usage = ModelUsage(
+        input_tokens=fresh + written + read,  # all the input, as the other providers count it
+        output_tokens=out,
+        cached_tokens=read,
+        cache_write_tokens=written,
+        cost_usd=claude_cost(model, fresh, written, read, out),
+    )
+    return ModelResponse(
+        text="".join(texts),
+        tool_calls=calls,
+        finish_reason=FINISH.get(str(stop), str(stop) if stop else None),
+        usage=usage,
+        model=model,
+        raw=data,
+        thinking=thinking,
+    )

@@ -1,0 +1,280 @@
+"""A strict local stub of Anthropic's Messages API: every request is checked against the `anthropic`
+SDK's own request types (a test-only dependency) and the API's rules, and answers are scripted.
+
+Pydantic's TypeAdapter over the SDK's TypedDicts validates ``Iterable`` fields lazily and lets
+unknown keys through, so ``check`` walks the SDK's type hints itself: required keys, no unknown
+key, literals, unions, every list item. On top of the types, the rules the API enforces: roles
+alternate starting with the user, each tool_use is answered by a tool_result in the next user
+message (results first), thinking blocks come back unchanged with the signature the stub gave,
+a tool-use turn under extended thinking comes back with its thinking, at most 4 cache breakpoints.
+A request that breaks any is answered 400 like the real API and listed in ``invalid``.
+Each answer the stub sends is itself validated as an ``anthropic.types.Message``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections.abc
+import threading
+import types
+import typing
+from collections import deque
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+import typing_extensions
+from anthropic import types as at
+from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from agen.testing.server import ThreadServer
+
+_LISTS = (collections.abc.Iterable, collections.abc.Sequence, list)
+_MAPS = (dict, collections.abc.Mapping)
+
+
+def _unwrap(tp: Any) -> tuple[Any, bool | None]:
+    """(the type inside Required/NotRequired/Annotated, True/False when marked, else None)."""
+    marked: bool | None = None
+    while True:
+        origin = typing.get_origin(tp)
+        if origin is typing.Required:
+            marked, tp = True, typing.get_args(tp)[0]
+        elif origin is typing.NotRequired:
+            marked, tp = False, typing.get_args(tp)[0]
+        elif origin is typing.Annotated:
+            tp = typing.get_args(tp)[0]
+        else:
+            return tp, marked
+
+
+def check(value: Any, tp: Any, path: str = "$") -> list[str]:
+    """Where ``value`` breaks the SDK type ``tp`` (empty: it fits)."""
+    tp, _ = _unwrap(tp)
+    if tp is Any or tp is object:
+        return []
+    if tp is None or tp is types.NoneType:
+        return [] if value is None else [f"{path}: expected null"]
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        problems: list[str] = []
+        for option in args:
+            found = check(value, option, path)
+            if not found:
+                return []
+            problems.extend(found)
+        # the closest branch's complaint is the useful one
+        return [min(problems, key=len) if problems else f"{path}: no type fits"]
+    if origin is typing.Literal:
+        return [] if value in args else [f"{path}: {value!r} is not one of {list(args)}"]
+    if typing_extensions.is_typeddict(tp):
+        if not isinstance(value, dict):
+            return [f"{path}: expected an object ({tp.__name__})"]
+        hints = typing.get_type_hints(tp, include_extras=True)
+        out = [f"{path}.{k}: not a field of {tp.__name__}" for k in value if k not in hints]
+        total = getattr(tp, "__total__", True)
+        for key, hint in hints.items():
+            inner, marked = _unwrap(hint)
+            if key not in value:
+                if marked or (marked is None and total):
+                    out.append(f"{path}.{key}: required by {tp.__name__}")
+                continue
+            out.extend(check(value[key], inner, f"{path}.{key}"))
+        return out
+    if origin in _LISTS or getattr(origin, "__name__", "") == "SequenceNotStr":
+        if not isinstance(value, list):
+            return [f"{path}: expected a list"]
+        return [p for i, item in enumerate(value) for p in check(item, args[0], f"{path}[{i}]")]
+    if origin in _MAPS or tp in _MAPS:
+        return [] if isinstance(value, dict) else [f"{path}: expected an object"]
+    if tp is bool:
+        return [] if isinstance(value, bool) else [f"{path}: expected a boolean"]
+    if tp is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+        return [] if ok else [f"{path}: expected an integer"]
+    if tp is float:
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        return [] if ok else [f"{path}: expected a number"]
+    if tp is str:
+        return [] if isinstance(value, str) else [f"{path}: expected a string"]
+    return [f"{path}: the stub cannot check the type {tp!r}"]
+
+
+def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message.get("content")
+    return content if isinstance(content, list) else []
+
+
+def api_rules(body: dict[str, Any], signatures: dict[str, str]) -> list[str]:
+    """The Messages API's rules beyond the types."""
+    out: list[str] = []
+    msgs = body.get("messages") or []
+    if msgs and msgs[0].get("role") != "user":
+        out.append("messages[0]: the first message must be the user's")
+    for i in range(1, len(msgs)):
+        if msgs[i].get("role") == msgs[i - 1].get("role"):
+            out.append(f"messages[{i}]: roles must alternate (two {msgs[i].get('role')} in a row)")
+    marks = sum(1 for b in body.get("system") or [] if isinstance(b, dict) and "cache_control" in b)
+    marks += sum(1 for t in body.get("tools") or [] if "cache_control" in t)
+    thinking_on = (body.get("thinking") or {}).get("type") == "enabled"
+    for i, m in enumerate(msgs):
+        blocks = _blocks(m)
+        marks += sum(1 for b in blocks if "cache_control" in b)
+        for j, b in enumerate(blocks):
+            if b.get("type") == "text" and not b.get("text"):
+                out.append(f"messages[{i}].content[{j}]: text blocks must be non-empty")
+            if b.get("type") == "thinking" and signatures.get(b.get("signature", "")) != b.get(
+                "thinking"
+            ):
+                out.append(f"messages[{i}].content[{j}]: a thinking block was changed or made up")
+        if m.get("role") != "assistant":
+            continue
+        uses = [b["id"] for b in blocks if b.get("type") == "tool_use"]
+        if uses and thinking_on and i == len(msgs) - 2 and blocks[0].get("type") != "thinking":
+            out.append(
+                f"messages[{i}]: with thinking enabled, the tool-use turn must start with its "
+                "thinking block"
+            )
+        nxt = _blocks(msgs[i + 1]) if i + 1 < len(msgs) else None
+        if uses and nxt is not None:
+            results = [str(b.get("tool_use_id")) for b in nxt if b.get("type") == "tool_result"]
+            if sorted(results) != sorted(uses):
+                out.append(f"messages[{i + 1}]: tool results {results} do not answer {uses}")
+            if nxt[: len(results)] != [b for b in nxt if b.get("type") == "tool_result"]:
+                out.append(f"messages[{i + 1}]: tool_result blocks must come first")
+    if marks > 4:
+        out.append(f"{marks} cache_control breakpoints: at most 4")
+    budget = (body.get("thinking") or {}).get("budget_tokens")
+    if isinstance(budget, int) and not 1024 <= budget < int(body.get("max_tokens") or 0):
+        out.append("thinking.budget_tokens must be >= 1024 and less than max_tokens")
+    if thinking_on and "temperature" in body:
+        out.append("temperature may not be set with thinking")
+    return out
+
+
+@dataclass
+class Reply:
+    """One scripted answer. ``status`` >= 400 answers with an error body instead."""
+
+    text: str | None = "ok"
+    tool_calls: list[dict[str, Any]] | None = None  # [{"name", "arguments": {...}, "id"?}]
+    thinking: str | None = None  # a thinking block (signed by the stub) before the rest
+    input_tokens: int = 10
+    output_tokens: int = 5
+    cache_creation: int = 0
+    cache_read: int = 0
+    stop_reason: str | None = None
+    status: int = 200
+    retry_after: str | None = None
+    error_type: str = "api_error"
+    model: str | None = None
+
+    def body(self, model: str, n: int, signatures: dict[str, str]) -> dict[str, Any]:
+        content: list[dict[str, Any]] = []
+        if self.thinking is not None:
+            signature = f"sig-{n}-{len(signatures)}"
+            signatures[signature] = self.thinking
+            content.append({"type": "thinking", "thinking": self.thinking, "signature": signature})
+        if self.text:
+            content.append({"type": "text", "text": self.text})
+        for i, c in enumerate(self.tool_calls or []):
+            content.append(
+                {
+                    "type": "tool_use",
+                    "id": c.get("id") or f"toolu_{n}_{i}",
+                    "name": c["name"],
+                    "input": c.get("arguments") or {},
+                }
+            )
+        stop = self.stop_reason or ("tool_use" if self.tool_calls else "end_turn")
+        return {
+            "id": f"msg_{n}",
+            "type": "message",
+            "role": "assistant",
+            "model": self.model or model,
+            "content": content,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": self.input_tokens,
+                "output_tokens": self.output_tokens,
+                "cache_creation_input_tokens": self.cache_creation,
+                "cache_read_input_tokens": self.cache_read,
+            },
+        }
+
+
+@dataclass
+class AnthropicServer:
+    default: Reply = field(default_factory=Reply)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)
+    invalid: list[str] = field(default_factory=list)  # every problem of every request
+
+    def __post_init__(self) -> None:
+        self._queue: deque[Reply] = deque()
+        self._lock = threading.Lock()
+        self.signatures: dict[str, str] = {}
+        self._http: ThreadServer | None = None
+        self.port = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def script(self, *replies: Reply) -> None:
+        with self._lock:
+            self._queue.extend(replies)
+
+    def _problems(self, body: Any, headers: dict[str, str]) -> list[str]:
+        problems = check(body, MessageCreateParamsNonStreaming)
+        if not headers.get("anthropic-version"):
+            problems.append("header anthropic-version is missing")
+        if isinstance(body, dict) and not problems:
+            problems = api_rules(body, self.signatures)
+        return problems
+
+    async def _messages(self, request: Request) -> Response:
+        body = await request.json()
+        headers = dict(request.headers)
+        with self._lock:
+            self.requests.append(body)
+            self.headers.append(headers)
+            n = len(self.requests)
+            problems = self._problems(body, headers)
+            self.invalid.extend(f"request {n}: {p}" for p in problems)
+            reply = self._queue.popleft() if self._queue else self.default
+        if problems:
+            error = {"type": "invalid_request_error", "message": "; ".join(problems)}
+            return JSONResponse({"type": "error", "error": error}, 400)
+        if reply.status >= 400:
+            extra = {"retry-after": reply.retry_after} if reply.retry_after is not None else None
+            error = {"type": reply.error_type, "message": "scripted error"}
+            return JSONResponse({"type": "error", "error": error}, reply.status, headers=extra)
+        with self._lock:
+            answer = reply.body(str(body.get("model") or ""), n, self.signatures)
+        at.Message.model_validate(answer)  # the stub's own answers are real Messages
+        return JSONResponse(answer)
+
+    def start(self) -> AnthropicServer:
+        app = Starlette(routes=[Route("/v1/messages", self._messages, methods=["POST"])])
+        self._http = ThreadServer(app, name="agen-anthropic-test-server").start()
+        self.port = self._http.port
+        return self
+
+    def stop(self) -> None:
+        if self._http is not None:
+            self._http.stop()
+
+    async def __aenter__(self) -> AnthropicServer:
+        return await asyncio.to_thread(self.start)
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await asyncio.to_thread(self.stop)
