@@ -50,7 +50,7 @@ def init(
             help='Write this model into the new bundle\'s x-agen/harness.json ("model") instead of the '
             "template's. A template on provider auto or fake switches provider too: a vendor/model name "
             "(anthropic/claude-sonnet-4, openrouter/auto) to openrouter, which needs OPENROUTER_API_KEY; any "
-            "other name (gpt-4o-mini) to auto, which uses OPENAI_API_KEY, OPENROUTER_API_KEY or a local "
+            "other name (gpt-4o-mini) to auto, which uses ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY or a local "
             "Ollama. A routing model such as typesafe/jev-router picks the model per request.",
             show_default=False,
         ),
@@ -170,7 +170,7 @@ def _explain(
         err(f"set in x-agen/harness.json: {note}")
     if harness.get("provider") == "auto":
         err(
-            f"model: {harness.get('model')} via provider auto (OPENAI_API_KEY or OPENROUTER_API_KEY, else a "
+            f"model: {harness.get('model')} via provider auto (ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY, else a "
             "local Ollama, else the offline echo model)"
         )
     secrets_path = dest / "x-agen" / "secrets.json"

@@ -264,3 +264,23 @@ async def test_an_openai_fallback_gets_no_thinking_blocks() -> None:
     body = provider.body(ModelRequest(model="m", messages=[{"role": "user", "content": "x"}, turn]))
     await provider.aclose()
     assert body["messages"][1] == {"role": "assistant", "content": "hi"}
+
+
+async def test_auto_builds_anthropic_on_its_key_and_a_missing_key_says_which_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from agen.errors import InvalidError
+    from agen.runner.providers import build_accounts
+    from agen.runner.providers.anthropic import AnthropicProvider
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-auto")
+    (account,) = await build_accounts(make({"provider": "auto"}))
+    assert account.label == "anthropic" and account.key_secret == "ANTHROPIC_API_KEY"
+    assert isinstance(account.provider, AnthropicProvider)
+    assert account.provider.api_key == "sk-ant-auto"
+    assert account.account_id("ns") == "ns/anthropic:ANTHROPIC_API_KEY"  # what a hold is kept on
+    await account.provider.aclose()
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    with pytest.raises(InvalidError) as e:
+        await build_accounts(make({"provider": "anthropic", "model": "claude-haiku-4-5"}))
+    assert "export ANTHROPIC_API_KEY=" in str(e.value)

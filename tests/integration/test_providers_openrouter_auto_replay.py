@@ -80,13 +80,18 @@ async def test_auto_prefers_an_api_key_then_ollama_then_the_offline_fake(
         monkeypatch.setenv("OPENAI_API_KEY", "oa-key")
         assert (await auto.choose(None)).provider == "openai"
         monkeypatch.setenv("ANTHROPIC_API_KEY", "an-key")
-        first = await auto.choose(
-            None
-        )  # Anthropic, OpenAI, OpenRouter, then Ollama (docs/providers.md)
+        # Anthropic, OpenAI, OpenRouter, then Ollama (docs/providers.md)
+        first = await auto.choose(None)
         assert (first.provider, first.model) == ("anthropic", auto.ANTHROPIC_MODEL)
+        assert (await auto.choose("claude-haiku-4-5")).provider == "anthropic"
+        # a template's gpt-4o-mini goes to the OpenAI key, or to a Claude model when it is the only key
+        assert (await auto.choose("gpt-4o-mini")).provider == "openai"
+        monkeypatch.delenv("OPENAI_API_KEY")
+        monkeypatch.delenv("OPENROUTER_API_KEY")
+        alone = await auto.choose("gpt-4o-mini")
+        assert (alone.provider, alone.model) == ("anthropic", auto.ANTHROPIC_MODEL)
+        assert "gpt-4o-mini is no Claude model" in alone.why
     monkeypatch.delenv("ANTHROPIC_API_KEY")
-    monkeypatch.delenv("OPENAI_API_KEY")
-    monkeypatch.delenv("OPENROUTER_API_KEY")
     monkeypatch.setenv("AGEN_OLLAMA_URL", "http://127.0.0.1:9")  # nothing listens there
     auto._said.clear()
     accounts = await build_accounts(make({"provider": "auto"}))
