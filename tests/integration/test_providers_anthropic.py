@@ -284,3 +284,28 @@ async def test_auto_builds_anthropic_on_its_key_and_a_missing_key_says_which_var
     with pytest.raises(InvalidError) as e:
         await build_accounts(make({"provider": "anthropic", "model": "claude-haiku-4-5"}))
     assert "export ANTHROPIC_API_KEY=" in str(e.value)
+
+
+async def test_the_history_breakpoint_skips_the_late_budget_note() -> None:
+    """The note after the history changes every call: the breakpoint goes on the block before it."""
+    from agen.runner.providers.anthropic import AnthropicProvider
+
+    provider = AnthropicProvider(
+        api_key=None, model="claude-haiku-4-5", base_url="http://127.0.0.1:1"
+    )
+    call = {"id": "toolu_1", "type": "function", "function": {"name": "look", "arguments": "{}"}}
+    chat = [
+        {"role": "system", "content": "you are terse"},
+        {"role": "user", "content": "look"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "toolu_1", "content": "seen"},
+        {"role": "system", "content": "Budget: half the turns are used."},
+    ]
+    body = provider.body(ModelRequest(model="", messages=chat))
+    await provider.aclose()
+    result, note = body["messages"][-1]["content"]
+    assert result["type"] == "tool_result" and result["cache_control"] == {"type": "ephemeral"}
+    assert note == {"type": "text", "text": "Budget: half the turns are used."}
+    assert body["system"] == [
+        {"type": "text", "text": "you are terse", "cache_control": {"type": "ephemeral"}}
+    ]

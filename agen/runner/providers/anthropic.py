@@ -73,12 +73,17 @@ def _assistant_blocks(m: dict[str, Any]) -> list[dict[str, Any]]:
     return blocks
 
 
-def to_messages(chat: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """OpenAI chat messages as (system blocks, Messages API messages). The leading system message
-    is the system prompt; a later one (budget notes after the history) is a user text, since the
-    API has no system role in messages. Consecutive messages of one role are merged into one."""
+def to_messages(
+    chat: list[dict[str, Any]],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any] | None]:
+    """OpenAI chat messages as (system blocks, Messages API messages, the history's last block).
+    The leading system message is the system prompt; a later one (budget notes after the history)
+    is a user text, since the API has no system role in messages. Consecutive messages of one role
+    are merged into one. The history's last block is the newest one that is not such a note: a
+    note changes from call to call, so a cache breakpoint on it would never be read back."""
     system: list[dict[str, Any]] = []
     out: list[dict[str, Any]] = []
+    last: dict[str, Any] | None = None
     for i, m in enumerate(chat):
         role = m.get("role")
         if role == "system" and i == 0:
@@ -103,11 +108,13 @@ def to_messages(chat: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[
             api_role = "user"
         if not blocks:
             continue  # the API refuses empty text blocks
+        if role != "system":
+            last = blocks[-1]
         if out and out[-1]["role"] == api_role:
             out[-1]["content"].extend(blocks)
         else:
             out.append({"role": api_role, "content": blocks})
-    return system, out
+    return system, out, last
 
 
 def _tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -165,7 +172,7 @@ class AnthropicProvider(ModelProvider):
 
     def body(self, request: ModelRequest) -> dict[str, Any]:
         """The Messages API request for one call (cache breakpoints placed as the harness says)."""
-        system, messages = to_messages(request.messages)
+        system, messages, last = to_messages(request.messages)
         max_tokens = request.max_tokens or DEFAULT_MAX_TOKENS
         body: dict[str, Any] = {
             "model": request.model or self.default_model,
@@ -186,8 +193,8 @@ class AnthropicProvider(ModelProvider):
                 body["tool_choice"] = {"type": "none"}
             elif request.parallel_tool_calls is False:
                 body["tool_choice"] = {"type": "auto", "disable_parallel_tool_use": True}
-        if cache.history and messages:
-            _mark(messages[-1]["content"][-1])
+        if cache.history and last is not None and last.get("type") != "thinking":
+            _mark(last)
         budget = self.spec.thinking_budget
         if budget is not None and max_tokens > 1024:
             # thinking counts towards max_tokens: a call given fewer (budget pressure) thinks less
