@@ -294,7 +294,7 @@ async def test_the_history_breakpoint_skips_the_late_budget_note() -> None:
         api_key=None, model="claude-haiku-4-5", base_url="http://127.0.0.1:1"
     )
     call = {"id": "toolu_1", "type": "function", "function": {"name": "look", "arguments": "{}"}}
-    chat = [
+    chat: list[dict[str, Any]] = [
         {"role": "system", "content": "you are terse"},
         {"role": "user", "content": "look"},
         {"role": "assistant", "content": None, "tool_calls": [call]},
