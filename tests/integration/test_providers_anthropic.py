@@ -309,3 +309,43 @@ async def test_the_history_breakpoint_skips_the_late_budget_note() -> None:
     assert body["system"] == [
         {"type": "text", "text": "you are terse", "cache_control": {"type": "ephemeral"}}
     ]
+
+
+async def test_a_run_resumed_from_the_store_sends_the_checkpointed_thinking_back(
+    api: AnthropicServer, store: SQLiteStore
+) -> None:
+    """The owner dies in the tool call after a thinking turn; the run resumed elsewhere reads that
+    turn from the Store and sends its signed thinking block back (the stub refuses the call
+    without it, as the API does)."""
+    import asyncio
+
+    from agen.errors import FencedError
+
+    started = asyncio.Event()
+    calls: list[str] = []
+
+    async def put(args: dict[str, Any]) -> str:
+        calls.append("put")
+        if len(calls) == 1:
+            started.set()
+            await asyncio.sleep(30)  # the first owner never finishes it
+        return "stored"
+
+    api.script(
+        Reply(text=None, thinking="Store it.", tool_calls=[{"name": "put", "arguments": {}}]),
+        Reply(text="ok"),
+    )
+    b = make(harness(api, anthropic={"thinkingBudget": 1024}))
+    tool = FnTool("put", put, side_effect=True, idempotent=True)
+    old = runner(store, b, tool, owner="a")
+    task = asyncio.create_task(old.run(RunRequest(input="go", task_id="t-think")))
+    await started.wait()
+    res = await runner(
+        store, b, FnTool("put", put, side_effect=True, idempotent=True), owner="b"
+    ).run(RunRequest(input="go", task_id="t-think"))
+    task.cancel()
+    with pytest.raises((asyncio.CancelledError, FencedError)):
+        await task
+    assert res.outcome.summary == "ok" and calls == ["put", "put"]
+    resumed = api.requests[-1]["messages"][-2]["content"]
+    assert resumed[0] == {"type": "thinking", "thinking": "Store it.", "signature": "sig-1-0"}
