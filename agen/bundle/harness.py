@@ -191,7 +191,7 @@ class Harness(AgenModel):
         100,
         ge=1,
         le=10_000,
-        description="model calls one provider (openai, openrouter) has in flight at once; more runs wait "
+        description="model calls one provider (anthropic, openai, openrouter) has in flight at once; more runs wait "
         "their turn inside agen. Raise it for a server that takes more",
     )
     max_retries: int = Field(
