@@ -36,6 +36,7 @@ ANTHROPIC_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 8192  # the API requires max_tokens; the harness always sets one
 EPHEMERAL = {"type": "ephemeral"}
+THINKING_BLOCKS = ("thinking", "redacted_thinking")  # sent back as they came; never cache-marked
 # stop_reason → agen's finish reasons (the ones model_turn acts on: "length" is asked again with a
 # higher limit; refusal is raised, so the next model is tried and the run ends with the reason)
 FINISH = {
@@ -193,7 +194,7 @@ class AnthropicProvider(ModelProvider):
                 body["tool_choice"] = {"type": "none"}
             elif request.parallel_tool_calls is False:
                 body["tool_choice"] = {"type": "auto", "disable_parallel_tool_use": True}
-        if cache.history and last is not None and last.get("type") != "thinking":
+        if cache.history and last is not None and last.get("type") not in THINKING_BLOCKS:
             _mark(last)
         budget = self.spec.thinking_budget
         if budget is not None and max_tokens > 1024:
@@ -266,7 +267,7 @@ def parse_message(data: dict[str, Any], model_sent: str) -> ModelResponse:
                     else "the arguments must be a JSON object",
                 )
             )
-        elif kind in ("thinking", "redacted_thinking"):
+        elif kind in THINKING_BLOCKS:
             thinking.append(block)
     model = str(data.get("model") or model_sent)
     stop = data.get("stop_reason")
