@@ -40,6 +40,7 @@ def test_an_exported_chat_span_uses_only_gen_ai_names_the_conventions_define() -
         "gen_ai.usage.input_tokens": 10,
         "gen_ai.usage.output_tokens": 2,
         "gen_ai.usage.cache_read.input_tokens": 4,
+        "gen_ai.usage.cache_creation.input_tokens": 3,  # anthropic's cache writes
         "agen.turn": 1,
     }
     messages = [
