@@ -41,9 +41,8 @@ class Msg:
     name: str | None = None
     is_error: bool = False
     model: str | None = None
-    thinking: list[dict[str, Any]] | None = (
-        None  # reasoning blocks sent back as is (ModelResponse.thinking)
-    )
+    # reasoning blocks sent back as they came (ModelResponse.thinking)
+    thinking: list[dict[str, Any]] | None = None
     _wire: dict[str, Any] | None = field(default=None, repr=False)
     _tokens: int = field(default=-1, repr=False)
 

@@ -51,9 +51,8 @@ class ModelUsage:
     output_tokens: int = 0
     cached_tokens: int = 0  # input tokens read from the provider's prompt cache
     cost_usd: float | None = None  # reported by the provider, or priced from its usage (prices.py)
-    cache_write_tokens: int = (
-        0  # input tokens written to the prompt cache (Anthropic bills them higher)
-    )
+    # input tokens written to the prompt cache (Anthropic bills them above plain input)
+    cache_write_tokens: int = 0
 
 
 @dataclass
