@@ -42,6 +42,10 @@ def test_account_ids_name_namespace_provider_key_secret_and_base_url() -> None:
         "default/openrouter:OPENROUTER_API_KEY",
     ]
     assert providers.harness_accounts("default", {"provider": "fake"}) == []
+    # every provider with an account is held alike: the key names come from the bundle's one list
+    assert providers.harness_accounts("default", {"provider": "anthropic", "model": "m"}) == [
+        "default/anthropic:ANTHROPIC_API_KEY"
+    ]
 
 
 async def test_an_account_error_holds_every_deployment_of_the_account_then_one_probe_backs_off(

@@ -20,12 +20,12 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from agen._keyprint import env_key_fingerprint
+from agen.bundle.harness import DEFAULT_KEY_SECRET
 from agen.errors import NotFoundError
 from agen.store import Row, Tx
 
 FIRST_BACKOFF_MS = 5 * 60_000
 MAX_BACKOFF_MS = 60 * 60_000
-DEFAULT_KEY_SECRET = {"openai": "OPENAI_API_KEY", "openrouter": "OPENROUTER_API_KEY"}
 ACCOUNT_ERROR_REASONS = frozenset({"provider_account", "account_error", "provider_account_error"})
 _UNFINISHED = ("queued", "leased", "running", "waiting")
 
