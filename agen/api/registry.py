@@ -245,6 +245,14 @@ ListApprovals: Rpc[ap.ListApprovalsRequest, ap.ListApprovalsResponse] = _rpc(
     f"{A}:list_approvals",
     "Pending (or all) approvals.",
 )
+GetApproval: Rpc[ap.GetApprovalRequest, ap.ApprovalResponse] = _rpc(
+    "GetApproval",
+    "approvals:GetApprovalRequest",
+    "approvals:ApprovalResponse",
+    "viewer",
+    f"{A}:get_approval",
+    "One approval, pending or decided, with its tool call's whole arguments.",
+)
 DecideApproval: Rpc[ap.DecideApprovalRequest, ap.ApprovalResponse] = _rpc(
     "DecideApproval",
     "approvals:DecideApprovalRequest",
@@ -884,6 +892,7 @@ RPCS: dict[str, Rpc[Any, Any]] = {
         ResumeTask,
         GetTaskTree,
         ListApprovals,
+        GetApproval,
         DecideApproval,
         CreateToken,
         ListTokens,

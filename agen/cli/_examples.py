@@ -111,7 +111,16 @@ EXAMPLES: dict[tuple[str, ...], list[str]] = {
         "agen tasks --scheduled",
         "agen tasks --label team=ops --no-trunc",
     ],
-    ("approvals",): ["agen approvals", "agen approvals --all", "agen approvals | cat"],
+    ("approvals",): [
+        "agen approvals",
+        "agen approvals --all",
+        "agen approvals | cat",
+        "agen approvals show 01JD8ZQ5K3",
+    ],
+    ("approvals", "show"): [
+        "agen approvals show 01JD8ZQ5K3",
+        "agen approvals show 01JD8ZQ5K3 --json",
+    ],
     ("approve",): ["agen approve 01JD8ZR2V7 --note 'checked the command'"],
     ("deny",): ["agen deny 01JD8ZR2V7 --note 'do not delete that folder'"],
     ("whoami",): ["agen whoami", "agen whoami --hub https://hub.example.com --token $TOKEN"],

@@ -1,4 +1,5 @@
-"""Approvals: list them, approve or deny one (seed 002 ``agen approvals | approve <id> | deny <id>``)."""
+"""Approvals: list them, read one whole, approve or deny one (seed 002 ``agen approvals | approve <id> |
+deny <id>``; ``agen approvals show <id>`` prints the whole tool call, which the list's ARGUMENTS cell cuts)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,15 @@ IdArg = Annotated[
 ]
 
 
+approvals_app = typer.Typer(
+    help="Pending approvals (--all: decided ones too); `show ID` prints one whole.",
+    invoke_without_command=True,
+)
+
+
+@approvals_app.callback()
 def approvals(
+    ctx: typer.Context,
     all_: Annotated[bool, typer.Option("--all", help="Include decided approvals.")] = False,
     hub: HubOpt = None,
     token: TokenOpt = None,
@@ -32,8 +41,11 @@ def approvals(
     no_trunc: NoTruncOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Pending approvals (--all: decided ones too)."""
+    """Pending approvals (--all: decided ones too); `agen approvals show ID` prints one whole."""
     import json
+
+    if ctx.invoked_subcommand is not None:
+        return
 
     from agen.api import registry as r
     from agen.cli._hub import ago, with_client
@@ -70,6 +82,44 @@ def approvals(
         no_trunc=no_trunc,
         flexible=("ARGUMENTS",),
     )
+
+
+@approvals_app.command("show")
+def show(
+    approval_id: IdArg,
+    hub: HubOpt = None,
+    token: TokenOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """One approval with its tool call's whole arguments as indented JSON: what approving lets run."""
+    import json
+
+    from agen.api import registry as r
+    from agen.cli._hub import ago, with_client
+    from agen.cli._ids import call_resolved
+    from agen.wire.approvals import GetApprovalRequest
+
+    resp = with_client(
+        hub,
+        token,
+        lambda c: call_resolved(
+            c, r.GetApproval, make_request(GetApprovalRequest, id=approval_id), "approval"
+        ),
+    )
+    if json_out:
+        print_json(resp.model_dump(mode="json"))
+        return
+    a = resp.approval
+    print(f"approval    {a.id}")
+    print(f"state       {a.state}" + (f" by {a.decided_by}" if a.decided_by else ""))
+    print(f"deployment  {a.namespace}/{a.deployment}")
+    print(f"task        {a.task_id or '-'} (run {a.run_id})")
+    print(f"requested   {ago(a.created_ms)}" + (f" by {a.requested_by}" if a.requested_by else ""))
+    if a.note:
+        print(f"note        {a.note}")
+    print(f"tool        {a.tool}")
+    print("arguments")
+    print(json.dumps(a.arguments, ensure_ascii=False, indent=2, sort_keys=True))
 
 
 def _decide(
@@ -130,6 +180,6 @@ def deny(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("approvals")(approvals)
+    app.add_typer(approvals_app, name="approvals")
     app.command("approve")(approve)
     app.command("deny")(deny)

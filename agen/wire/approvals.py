@@ -36,6 +36,10 @@ class ListApprovalsResponse(Model):
     approvals: list[Approval]
 
 
+class GetApprovalRequest(Model):
+    id: str
+
+
 class DecideApprovalRequest(Model):
     id: str
     approve: bool

@@ -94,8 +94,8 @@ async def test_agen_ui_serves_the_fleet_to_a_signed_in_browser_which_can_approve
             mark = len(browser.frames)
             await browser.key("y")
             await browser.until_seen("for gated?", since=mark)  # the confirm dialog
-            await browser.until_seen("a note for the run", since=mark)  # its note box, focused
-            await browser.key("Enter")
+            await browser.until_seen("Approve (a)", since=mark)  # its buttons, Cancel focused
+            await browser.key("a")  # approving takes its key: a stray Enter would cancel
             # GetTask's wait also returns while the task still waits for an approval: poll to the end
             done = await until_ended(up, task["id"])
             assert done["state"] == "succeeded", done

@@ -47,6 +47,7 @@ RULES: dict[str, str] = {
     "ResumeTask": "operator",
     "GetTaskTree": "viewer",
     "ListApprovals": "viewer",
+    "GetApproval": "viewer",
     "DecideApproval": "approver",
     "CreateToken": "admin",
     "ListTokens": "admin",

@@ -53,3 +53,53 @@ async def test_the_detail_pane_and_the_confirm_dialog_show_the_whole_tool_call(
             await until(pilot, lambda: isinstance(app.screen, DecisionDialog), "the dialog")
             shown = plain(app.screen.query_one("#decision-details", Static).content, 70)
             assert "t.echo" in shown and "previous-build" in shown.replace("\n", "")
+
+
+async def test_a_fresh_dialog_starts_on_cancel_so_enter_never_approves_and_a_does(
+    tmp_path: Path,
+) -> None:
+    async with embedded_hub(tmp_path) as e:
+        await e.deploy_gated(text=LONG)
+        task = await e.submit("gated", "ship")
+        assert (await e.wait(task.id)).pending_approvals
+        app = AgenApp(e.client, hub_label="test", watch=False)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("a")
+            await until(pilot, lambda: isinstance(app.screen, ApprovalsScreen), "approvals")
+            table = app.screen.query_one(DataTable)
+            await until(pilot, lambda: table.row_count == 1, "the pending approval")
+            await pilot.press("y")
+            await until(pilot, lambda: isinstance(app.screen, DecisionDialog), "the dialog")
+            assert app.focused is not None and app.focused.id == "cancel"
+            await pilot.press("enter")  # the stray enter: cancels
+            await until(pilot, lambda: isinstance(app.screen, ApprovalsScreen), "the dialog gone")
+            assert (await e.wait(task.id, seconds=0)).pending_approvals  # nothing was decided
+            await pilot.press("y")
+            await until(pilot, lambda: isinstance(app.screen, DecisionDialog), "the dialog")
+            await pilot.press("tab", *"looks fine", "enter")  # enter in the note: on to the button
+            assert isinstance(app.screen, DecisionDialog)
+            assert app.focused is not None and app.focused.id == "decide"
+            assert (await e.wait(task.id, seconds=0)).pending_approvals
+            await pilot.press("enter")  # enter on the Approve button, reached on purpose, approves
+            done = await e.wait(task.id)
+        assert done.state == "succeeded" and not done.pending_approvals
+
+
+async def test_the_approve_key_works_wherever_focus_is_but_in_the_note(tmp_path: Path) -> None:
+    async with embedded_hub(tmp_path) as e:
+        await e.deploy_gated()
+        task = await e.submit("gated", "ship")
+        assert (await e.wait(task.id)).pending_approvals
+        app = AgenApp(e.client, hub_label="test", watch=False)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("a")
+            await until(pilot, lambda: isinstance(app.screen, ApprovalsScreen), "approvals")
+            table = app.screen.query_one(DataTable)
+            await until(pilot, lambda: table.row_count == 1, "the pending approval")
+            await pilot.press("y")
+            await until(pilot, lambda: isinstance(app.screen, DecisionDialog), "the dialog")
+            await pilot.press("d")  # the deny key does nothing in an approve dialog
+            assert isinstance(app.screen, DecisionDialog)
+            await pilot.press("a")
+            done = await e.wait(task.id)
+        assert done.state == "succeeded"

@@ -43,7 +43,7 @@ async def test_approving_in_the_tui_lets_the_waiting_run_finish(tmp_path: Path) 
                 pilot, lambda: isinstance(app.screen, DecisionDialog), "the decision dialog"
             )
             app.screen.query_one(Input).value = "looks right"
-            await pilot.press("enter")
+            await pilot.press("a")  # approving takes its key (Enter starts on Cancel)
             done = await e.wait(task.id)
             assert done.state == "succeeded", done
             await until(

@@ -1,4 +1,4 @@
-"""Approval RPCs: list pending (or all) approvals; decide one (the runner's decide_approval), which
+"""Approval RPCs: list pending (or all) approvals; read one whole; decide one (the runner's decide_approval), which
 wakes the task suspended on it: it is queued again and its run resumes from its checkpoint."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from agen.wire.approvals import (
     Approval,
     ApprovalResponse,
     DecideApprovalRequest,
+    GetApprovalRequest,
     ListApprovalsRequest,
     ListApprovalsResponse,
 )
@@ -47,6 +48,15 @@ async def list_approvals(
         params.append(req.task_id)
     rows = await hub.store.all(sql + " ORDER BY created_ms DESC LIMIT ?", [*params, req.limit])
     return ListApprovalsResponse(approvals=[approval_view(r) for r in rows])
+
+
+async def get_approval(hub: Hub, p: Principal, req: GetApprovalRequest) -> ApprovalResponse:
+    row = await hub.store.one("SELECT * FROM approvals WHERE id = ?", (req.id,))
+    if row is None or not p.sees(row["namespace"]):
+        raise NotFoundError(
+            f"approval {req.id} not found; `agen approvals --all` lists them", approval=req.id
+        )
+    return ApprovalResponse(approval=approval_view(row))
 
 
 async def decide_approval(hub: Hub, p: Principal, req: DecideApprovalRequest) -> ApprovalResponse:
