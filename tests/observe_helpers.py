@@ -92,6 +92,19 @@ class Embedded:
             mcp={"t": {"command": sys.executable, "args": [TEST_SERVER]}},
         )
 
+    async def deploy_unreachable(self, name: str = "unreachable") -> None:
+        """A deployment whose model cannot be reached (nothing listens on port 9): every task fails.
+        The caller sets OPENAI_API_KEY (any value)."""
+        bundle = write_bundle(self.root / "default" / name, name)
+        harness = {
+            "provider": "openai",
+            "model": "m1",
+            "baseUrl": "http://127.0.0.1:9/v1",
+            "maxRetries": 0,
+        }
+        (bundle / "x-agen" / "harness.json").write_text(json.dumps(harness))
+        await self.client.call(r.CreateDeployment, CreateDeploymentRequest(files=files_b64(bundle)))
+
     async def submit(self, deployment: str, text: str, **kw: Any) -> Task:
         resp = await self.client.call(
             r.SubmitTask, SubmitTaskRequest(deployment=deployment, input=text, **kw)

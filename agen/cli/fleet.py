@@ -152,6 +152,7 @@ def ps(
         "NAME",
         "KIND",
         "ACTIVITY",
+        "FAILED (1h)",
         "READY",
         "QUEUED",
         "RUNNING",
@@ -168,12 +169,15 @@ def ps(
             if d.activity == "failing" and d.failing_reason
             else f"{d.activity} (waiting on a {d.waiting_on})"
             if d.waiting_on
+            else f"needs {d.needs}"
+            if d.activity == "needs" and d.needs
             else d.activity
         )
         row = [
             d.name,
             d.kind,
             word,
+            str(d.failed_1h),
             f"{d.ready}/{d.desired}",
             str(d.queued + d.scheduled),
             str(d.running),

@@ -49,6 +49,8 @@ def activity_text(word: str, reason: str | None = None) -> Text:
         "failing": "bold red",
         "idle": "dim",
     }.get(word, "")
+    if word == "needs" and reason:  # what it needs, said as a phrase: needs approval
+        return Text(f"{word} {reason}", style=style)
     return Text(f"{word} ({reason})" if reason else word, style=style)
 
 
@@ -96,7 +98,7 @@ def runs_rows(runs: list[Run], *, roots: bool = False) -> list[list[str | Text]]
                 r.deployment,
                 r.task_id or "-",
                 status,
-                activity_text(r.activity, r.stopped_reason),
+                activity_text(r.activity, r.stopped_reason or r.needs),
                 str(r.turns),
                 f"{u.input_tokens}/{u.output_tokens}",
                 money(u.cost_usd) + extra,
@@ -319,7 +321,7 @@ def query_view(q: QueryTaskResponse) -> RenderableType:
             f"{r.id} · {r.turns} turns · tokens {r.usage.input_tokens}/{r.usage.output_tokens}"
             f" · {money(r.usage.cost_usd)}",
         )
-        rows.add_row("activity", activity_text(r.activity, r.stopped_reason))
+        rows.add_row("activity", activity_text(r.activity, r.stopped_reason or r.needs))
     if q.now is not None:
         rows.add_row(
             "now",

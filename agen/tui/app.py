@@ -53,6 +53,28 @@ MORE_SCREENS_BY_KEY: tuple[tuple[str, str, str], ...] = (
 """Screens reached by key, the command palette and help (?) but kept out of the footer (no room at 120 columns)."""
 
 
+TICK_S = 1.0
+"""How often the shown screen's ages and durations move on (AgenApp.tick)."""
+HEADER_CHROME = 8 + 10 + len("agen — ")
+"""Columns of the header that are not the sub-title: Textual's icon (8), the clock's space (10), the title."""
+
+
+def header_text(hub: str, namespace: str, pending: int, width: int) -> str:
+    """The header's sub-title for a terminal ``width`` wide: the pending approvals count always shows;
+    the Hub's address is shortened, then ``namespace`` to ``ns``, then the Hub and the namespace go."""
+    count = f"approvals pending: {pending}"
+    bare = hub.removeprefix("http://").removeprefix("https://")
+    for text in (
+        f"{hub} · namespace: {namespace} · {count}",
+        f"{bare} · namespace: {namespace} · {count}",
+        f"{bare} · ns: {namespace} · {count}",
+        f"ns: {namespace} · {count}",
+    ):
+        if len(text) <= width - HEADER_CHROME:
+            return text
+    return count
+
+
 class AgenApp(App[None]):
     CSS_PATH = "agen.tcss"
     TITLE = "agen"
@@ -108,6 +130,8 @@ class AgenApp(App[None]):
         self.pending_approvals = 0
         self.target: str | None = None
         """The task (or run) the Transcript and Trace screens show; set from Tasks or Approvals."""
+        self.deployment: str | None = None
+        """The deployment highlighted on the Fleet: the one Logs opens on."""
         self.agen_screens: list[AgenScreen] = []
         """Every screen mounted so far (one per mode; hidden ones keep what they drew)."""
         self.stream_up = False
@@ -120,6 +144,17 @@ class AgenApp(App[None]):
         self.count_approvals()
         if self.watch_enabled:
             self.watch_hub()
+        self.set_interval(TICK_S, self.tick)
+
+    def on_resize(self) -> None:
+        self.show_sub_title()
+
+    def tick(self) -> None:
+        """Every second the shown screen re-renders its ages and "for 18s" from the data it has: they
+        move on although no event arrived (a Hub call only comes with an event or a key)."""
+        stack = self.screen_stack  # empty for a moment while a mode is switched to
+        if stack and isinstance(stack[-1], AgenScreen) and stack[-1].loads:
+            stack[-1].tick()
 
     def on_unmount(self) -> None:
         gc.unfreeze()
@@ -309,9 +344,8 @@ class AgenApp(App[None]):
         self.show_sub_title()
 
     def show_sub_title(self) -> None:
-        self.sub_title = (
-            f"{self.hub_label} · namespace: {self.namespace or 'all'}"
-            f" · approvals pending: {self.pending_approvals}"
+        self.sub_title = header_text(
+            self.hub_label, self.namespace or "all", self.pending_approvals, self.size.width
         )
 
     # --- namespaces ---------------------------------------------------------------------

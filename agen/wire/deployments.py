@@ -61,6 +61,12 @@ class Deployment(Model):
     failing_reason: str | None = Field(
         None, description="activity failing: the last error of the instances that cannot start"
     )
+    needs: str | None = Field(None, description="activity needs: what it needs (approval)")
+    failed_1h: int = Field(0, description="tasks that ended failed in the last hour")
+    last_failure: str | None = Field(
+        None, description="the error of the last task that failed in the last hour"
+    )
+    last_failure_ms: int | None = Field(None, description="when that task failed")
     pending_approvals: int = 0
     spent_today_usd: float = 0.0
     triggers: list[TriggerDue] = []  # cron and random triggers only (the others have no schedule)

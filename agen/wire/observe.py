@@ -33,6 +33,7 @@ class Run(Model):
     status: str
     activity: str
     stopped_reason: str | None = None
+    needs: str | None = Field(None, description="activity needs: what it needs (approval)")
     source: str = "api"
     requested_by: str | None = None
     labels: dict[str, str] = {}
@@ -166,6 +167,7 @@ class RunActivity(Model):
     status: str
     activity: str
     stopped_reason: str | None = None
+    needs: str | None = Field(None, description="activity needs: what it needs (approval)")
     doing: Doing
     detail: str | None = Field(None, description="the tool, model, approval id or awaited task")
     since_ms: int

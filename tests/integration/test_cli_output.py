@@ -59,6 +59,23 @@ async def test_piped_approvals_show_the_whole_arguments_and_every_column(tmp_pat
         header, row = out.splitlines()
         assert header.split() == ["ID", "DEPLOYMENT", "TASK", "TOOL", "ARGUMENTS", "STATE", "ASKED"]
         assert approval in row and json.dumps({"text": LONG}) in row and "pending" in row
+        code, out, _ = await agen(url, token, "approvals", "--all")
+        assert code == 0 and approval in out
+
+
+async def test_approvals_show_prints_the_whole_call_as_indented_json(tmp_path: Path) -> None:
+    async with embedded_hub(tmp_path) as e, http_hub(e) as (url, token):
+        approval = await _gate(e)
+        code, out, err = await agen(url, token, "approvals", "show", approval[-6:])
+        assert code == 0, err
+        assert f"approval    {approval}" in out and "tool        t.echo" in out
+        args = out.split("arguments\n", 1)[1]
+        assert json.loads(args) == {"text": LONG}  # whole at 80 columns, never cut
+        assert args.startswith('{\n  "text": ')  # indented, one key a line
+        code, out, _ = await agen(url, token, "approvals", "show", approval, "--json")
+        assert json.loads(out)["approval"]["arguments"] == {"text": LONG}
+        code, _, err = await agen(url, token, "approvals", "show", "01ZZZZZZZZZZZZZZZZZZZZZZZZ")
+        assert code == 4 and "agen approvals --all" in err
 
 
 async def test_trace_exits_0_for_a_run_that_recovered_from_an_error_and_1_for_a_failed_one(
@@ -196,6 +213,26 @@ async def test_a_deployment_whose_instances_cannot_start_shows_failing_with_the_
         rows = {line.split()[0]: line for line in out.splitlines()[1:]}
         assert code == 0 and "failing (" in rows["broken"] and missing in rows["broken"]
         assert rows["fine"].split()[2] == "idle"
+
+
+async def test_ps_counts_the_last_hours_failed_tasks_and_says_what_a_deployment_needs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    async with embedded_hub(tmp_path) as e, http_hub(e) as (url, token):
+        await e.deploy_unreachable()
+        for _ in range(2):  # every task fails: the deployment is idle, but not healthy
+            assert (await e.run("unreachable", "go")).state == "failed"
+        approval = await _gate(e)
+        code, out, _ = await agen(url, token, "ps")
+        header, *lines = out.splitlines()
+        rows = {line.split()[0]: line.split() for line in lines}
+        assert code == 0 and header.split()[:5] == ["NAME", "KIND", "ACTIVITY", "FAILED", "(1h)"]
+        assert rows["unreachable"][2:4] == ["idle", "2"]
+        assert rows["gate-long"][2:5] == ["needs", "approval", "0"], approval
+        code, out, _ = await agen(url, token, "ps", "--json")
+        [bad] = [d for d in json.loads(out)["deployments"] if d["name"] == "unreachable"]
+        assert bad["failed_1h"] == 2 and "127.0.0.1:9" in bad["last_failure"]
 
 
 @pytest.mark.parametrize("template", ["fleet-steward", "approval-triage"])

@@ -22,7 +22,8 @@ from tests.observe_helpers import MULTI_TOOL_SCRIPT, embedded_hub
 
 def test_activity_word_order_is_working_then_needs_then_stop_reasons_then_idle() -> None:
     assert activity(working=True, needs=True, paused=True) == Activity("working")
-    assert activity(working=False, needs=True, paused=True) == Activity("needs")
+    needs = activity(working=False, needs=True, paused=True)
+    assert needs == Activity("needs", needs="approval") and str(needs) == "needs approval"
     assert activity(working=False, needs=False, budget=True, paused=True) == Activity(
         "stopped", "paused"
     )
@@ -108,7 +109,11 @@ async def test_waiting_approval_reads_needs_everywhere_and_blocks_the_queue(tmp_
         assert deps[0].pending_approvals >= 1
         q = await e.client.call(r.QueryTask, QueryTaskRequest(id=first.id))
         assert (
-            q.now is not None and q.now.doing == "approval" and q.run and q.run.activity == "needs"
+            q.now is not None
+            and q.now.doing == "approval"
+            and q.run
+            and q.run.activity == "needs"
+            and q.run.needs == "approval"
         )
 
         [approval] = [

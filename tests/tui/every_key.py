@@ -140,7 +140,8 @@ async def _drive(app: AgenApp, pilot: Pilot[Any], mode: str, http: httpx.AsyncCl
 
     await home()
     for key, action in own_bindings(app):
-        if mode != "fleet" and action.startswith(SWITCHES) and action != "show('fleet')":
+        switch = action.startswith(SWITCHES) and key in KEY_OF.values()  # not R/W: a screen's own
+        if mode != "fleet" and switch and action != "show('fleet')":
             continue  # see SWITCHES
         await home()
         await press(pilot, key)

@@ -76,7 +76,7 @@ async def test_at_80x24_help_and_the_screen_keys_stay_visible_and_columns_make_w
             for wanted in ("Help", "Scale", "Stop/Start", "Run task"):
                 assert wanted in shown and shown[wanted].right <= 80, (wanted, shown)
             labels = [str(c.label) for c in table.columns.values()]
-            assert labels == ["NAME", "ACTIVITY", "DESIRED/READY", "QUEUED/RUNNING"]
+            assert labels == ["NAME", "ACTIVITY", "FAILED (1h)", "DESIRED/READY", "QUEUED/RUNNING"]
             await pilot.resize_terminal(160, 45)
-            await until(pilot, lambda: len(table.columns) == 7, "every column back")
+            await until(pilot, lambda: len(table.columns) == 8, "every column back")
             assert [str(c.label) for c in table.columns.values()][1] == "KIND"

@@ -76,7 +76,7 @@ async def test_fleet_scales_stops_starts_and_runs_a_task_through_the_input_dialo
             await until(pilot, lambda: isinstance(app.screen, InputDialog), "the scale dialog")
             app.screen.query_one(Input).value = "3"
             await pilot.press("enter")
-            await until(pilot, lambda: cells(table, 3)[0].startswith("3/"), "desired 3")
+            await until(pilot, lambda: cells(table, 4)[0].startswith("3/"), "desired 3")
 
             await pilot.press("x")  # stopping asks first; n keeps it running
             await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the stop question")

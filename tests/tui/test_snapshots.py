@@ -17,7 +17,7 @@ import pytest
 from pytest_textual_snapshot import SVGImageExtension
 from syrupy.assertion import SnapshotAssertion
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Input, Tree
+from textual.widgets import DataTable, Input, Static, Tree
 
 from agen.render import observe as render_observe
 from agen.store import Tx
@@ -147,7 +147,7 @@ async def test_fleet_snapshot(
             assert isinstance(screen, FleetScreen)
             return (
                 len(screen.rows) == 1
-                and str(next(iter(screen.rows.rows.values()))[3])
+                and str(next(iter(screen.rows.rows.values()))[4])
                 == "1/1"  # every cell, shown or not
                 and app.screen.query_one("#instances", DataTable).row_count == 1
             )
@@ -269,6 +269,34 @@ async def test_approve_dialog_snapshot(
         assert await shot(e, "a", ready, size, then="y", then_ready=dialog) == svg
 
 
+LONG_CALL = (
+    " && ".join(
+        f"curl -fsSL https://releases.example.com/step-{i}.tar.gz | tar -xz -C /srv/app"
+        for i in range(12)
+    )
+    + " && rm -rf /srv/app/previous && systemctl restart app"
+)
+"""A call longer than an 80x24 dialog: its end (the rm -rf) is reached by scrolling, and a marker says so."""
+
+
+async def test_long_call_dialog_snapshot(
+    tmp_path: Path, svg: SnapshotAssertion, size: tuple[int, int]
+) -> None:
+    async with embedded_hub(tmp_path) as e:
+        await e.deploy_gated(text=LONG_CALL)
+        task = await e.submit("gated", "ship")
+        assert (await e.wait(task.id)).pending_approvals
+        ready = lambda app: app.screen.query_one("#approvals", DataTable).row_count == 1  # noqa: E731
+
+        def dialog(app: AgenApp) -> bool:
+            if not isinstance(app.screen, DecisionDialog):
+                return False
+            long = app.screen.query_one("#decision-long").display
+            return bool(long) == (size == SIZES["80x24"])  # the whole call fits at 160x45
+
+        assert await shot(e, "a", ready, size, then="y", then_ready=dialog) == svg
+
+
 async def test_help_snapshot(tmp_path: Path, svg: SnapshotAssertion, size: tuple[int, int]) -> None:
     async with embedded_hub(tmp_path) as e:
         ready = lambda app: app.screen.query_one("#fleet-empty").display  # noqa: E731
@@ -306,3 +334,80 @@ async def test_stop_confirm_snapshot(
         ready = lambda app: app.screen.query_one("#deployments", DataTable).row_count == 1  # noqa: E731
         asked = lambda app: isinstance(app.screen, ConfirmDialog)  # noqa: E731
         assert await shot(e, "", ready, size, then="x", then_ready=asked) == svg
+
+
+async def test_failures_fleet_snapshot(
+    tmp_path: Path, svg: SnapshotAssertion, size: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A deployment whose every task fails shows how many failed and why (its row first, so the detail
+    pane shows it); one waiting for an approval says what it needs."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    async with embedded_hub(tmp_path) as e:
+        await e.deploy_unreachable("broken")
+        assert (await e.run("broken", "go")).state == "failed"
+        await e.deploy_gated()
+        task = await e.submit("gated", "ship")
+        assert (await e.wait(task.id)).pending_approvals
+        await settled_fleet(e)
+
+        def ready(app: AgenApp) -> bool:
+            screen = app.screen
+            assert isinstance(screen, FleetScreen)
+            by_name = {d.name: d for d in screen.deployments}
+            return (
+                set(by_name) == {"broken", "gated"}
+                and by_name["broken"].failed_1h == 1
+                and by_name["gated"].needs == "approval"
+                and "127.0.0.1:9" in str(screen.query_one("#deployment-detail", Static).content)
+                and app.screen.query_one("#instances", DataTable).row_count == 2
+            )
+
+        assert await shot(e, "", ready, size) == svg
+
+
+async def test_failed_transcript_snapshot(
+    tmp_path: Path, svg: SnapshotAssertion, size: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The transcript of a run that failed ends with why, as `agen transcript` does."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    async with embedded_hub(tmp_path) as e:
+        await e.deploy_unreachable()
+        assert (await e.run("unreachable", "go")).state == "failed"
+
+        def ready(app: AgenApp) -> bool:
+            head = str(app.screen.query_one("#transcript-head", Static).content)
+            return "── run failed (no_answer)" in head and "127.0.0.1:9" in head
+
+        assert await shot(e, "r", ready, size) == svg
+
+
+async def test_live_approvals_snapshot(
+    tmp_path: Path, svg: SnapshotAssertion, size: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second later, with no event, the ages read one second more; at 80x24 the header still says
+    how many approvals wait (the Hub's address is shortened first). The clock is the pinned age text,
+    moved by the test."""
+    shown = {"age": "17s"}
+    monkeypatch.setattr(fmt, "age", lambda ms: shown["age"] if ms else "-")
+    async with embedded_hub(tmp_path) as e:
+        await e.deploy_gated()
+        task = await e.submit("gated", "ship")
+        assert (await e.wait(task.id)).pending_approvals
+        app = AgenApp(e.client, hub_label="http://127.0.0.1:7070", watch=False)
+        async with app.run_test(size=size) as pilot:
+            await until(pilot, lambda: isinstance(app.screen, FleetScreen), "the first screen")
+            await until(pilot, lambda: "approvals pending: 1" in app.sub_title, "the count")
+            await pilot.press("a")
+
+            def table() -> DataTable[Any]:
+                return app.screen.query_one("#approvals", DataTable)
+
+            await until(pilot, lambda: table().row_count == 1, "the approval")
+            await settle(pilot, app)
+            age = len(table().columns) - 1
+            assert str(table().get_row_at(0)[age]) == "17s"
+            shown["age"] = "18s"  # a second passes; no event arrives
+            await until(pilot, lambda: str(table().get_row_at(0)[age]) == "18s", "the tick")
+            still(app)
+            await pilot.pause()
+            assert app.export_screenshot() == svg

@@ -1,6 +1,7 @@
 """The one activity word of a deployment or a run (seed 001 "Agent States").
 
-``working`` (something runs), ``needs`` (a person must answer), ``stopped`` with a reason
+``working`` (something runs), ``needs`` with what it needs (``needs approval``: a person must
+answer), ``stopped`` with a reason
 (paused, unplaced, budget, provider), ``failing`` (a deployment whose instances keep failing to
 start: it would otherwise look ``idle`` while every task waits forever), ``idle``. The rows are checked in that order, and
 the order is the rule: every screen and command reads the word from here, so no two
@@ -17,6 +18,8 @@ from agen.domain import DeploymentRow
 from agen.store import Row, Store, loads
 
 Word = Literal["working", "needs", "stopped", "failing", "idle"]
+Needs = Literal["approval"]
+"""What a ``needs`` agent waits for (the wire's ``needs``): a person's answer to a tool call."""
 StoppedReason = Literal["paused", "unplaced", "budget", "provider"]
 STOP_ORDER: tuple[StoppedReason, ...] = ("paused", "unplaced", "budget", "provider")
 
@@ -26,8 +29,11 @@ class Activity:
     word: Word
     stopped_reason: StoppedReason | None = None
     waiting_on: Literal["delegate"] | None = None  # working only through a delegate it waits on
+    needs: Needs | None = None
 
     def __str__(self) -> str:
+        if self.needs:
+            return f"needs {self.needs}"
         return f"stopped ({self.stopped_reason})" if self.stopped_reason else self.word
 
 
@@ -44,7 +50,7 @@ def activity(
     if working:
         return Activity("working")
     if needs:
-        return Activity("needs")
+        return Activity("needs", needs="approval")
     facts = {"paused": paused, "unplaced": unplaced, "budget": budget, "provider": provider}
     for reason in STOP_ORDER:
         if facts[reason]:
@@ -75,6 +81,20 @@ class DeploymentFacts:
     provider_held: set[str]
     nests_alive: bool
     failing: dict[str, str] = field(default_factory=dict)  # deployment id -> the last start error
+    failures: dict[str, Failures] = field(default_factory=dict)  # deployment id -> its last hour's
+
+
+@dataclass(frozen=True)
+class Failures:
+    """A deployment's failed tasks in the last FAILED_WINDOW_MS: how many, and the last one's error."""
+
+    count: int
+    last_error: str | None
+    last_ms: int
+
+
+FAILED_WINDOW_MS = 3_600_000
+"""The window of the FAILED (1h) figure of `agen ps` and the Fleet: tasks that ended failed in it."""
 
 
 def _limit(budget_json: Any) -> float | None:
@@ -117,7 +137,31 @@ async def deployment_facts(
         provider_held={r["deployment_id"] for r in held},
         nests_alive=bool(alive),
         failing=await failing_starts(store, [r.id for r in rows]),
+        failures=await recent_failures(store, [r.id for r in rows], now_ms - FAILED_WINDOW_MS),
     )
+
+
+async def recent_failures(
+    store: Store, deployment_ids: list[str], since_ms: int
+) -> dict[str, Failures]:
+    """Per deployment, its tasks that ended failed since ``since_ms``: one query for all of them (the
+    partial index tasks_failed_finished holds failed tasks only), so a deployment whose every task
+    fails (model unreachable) shows it instead of looking idle."""
+    if not deployment_ids:
+        return {}
+    marks = ",".join("?" * len(deployment_ids))
+    rows = await store.all(
+        "SELECT deployment_id, error, finished_ms, n FROM ("
+        " SELECT deployment_id, error, finished_ms,"
+        "  COUNT(*) OVER (PARTITION BY deployment_id) AS n,"
+        "  ROW_NUMBER() OVER (PARTITION BY deployment_id ORDER BY finished_ms DESC, id DESC) AS k"
+        f" FROM tasks WHERE state = 'failed' AND deployment_id IN ({marks}) AND finished_ms >= ?"
+        ") failed WHERE k = 1",
+        [*deployment_ids, since_ms],
+    )
+    return {
+        r["deployment_id"]: Failures(int(r["n"]), r["error"], int(r["finished_ms"])) for r in rows
+    }
 
 
 async def failing_starts(store: Store, deployment_ids: list[str]) -> dict[str, str]:

@@ -143,6 +143,7 @@ async def activities(hub: Hub, runs: list[RunRow]) -> list[RunActivity]:
                 status=r.status,
                 activity=act.word,
                 stopped_reason=act.stopped_reason,
+                needs=act.needs,
                 doing=doing,
                 detail=detail,
                 since_ms=since,

@@ -74,6 +74,7 @@ def run_view(row: RunRow, task: TaskStatus | None = None) -> Run:
         status=row.status,
         activity=act.word,
         stopped_reason=act.stopped_reason,
+        needs=act.needs,
         source=row.source,
         requested_by=row.requested_by,
         labels=loads(row.labels, {}),

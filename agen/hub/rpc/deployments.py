@@ -321,6 +321,7 @@ def _to_view(
         else None
     )
     key = (row.namespace, row.name)
+    failures = facts.failures.get(row.id) if facts else None
     return Deployment(
         id=row.id,
         namespace=row.namespace,
@@ -351,6 +352,10 @@ def _to_view(
         failing_reason=facts.failing.get(row.id)
         if facts and act and act.word == "failing"
         else None,
+        needs=act.needs if act else None,
+        failed_1h=failures.count if failures else 0,
+        last_failure=failures.last_error if failures else None,
+        last_failure_ms=failures.last_ms if failures else None,
         pending_approvals=facts.pending_approvals.get(key, 0) if facts else 0,
         spent_today_usd=round(facts.spent_today.get(key, 0.0), 6) if facts else 0.0,
         triggers=triggers or [],

@@ -30,7 +30,7 @@ class ApprovalsScreen(AgenScreen):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "decide(True)", "Approve"),
         Binding("d", "decide(False)", "Deny"),
-        Binding("R", "transcript", "Transcript"),
+        Binding("R", "show('transcript')", "Transcript"),  # one footer entry with r
     ]
 
     def __init__(self) -> None:
@@ -85,6 +85,9 @@ class ApprovalsScreen(AgenScreen):
         self.rows.table.display = bool(approvals)
         self.query_one("#approval-detail").display = bool(approvals)
         self.show_detail(self.rows.cursor_key())
+
+    def tick(self) -> None:
+        self.rows.apply([(a.id, self._cells(a)) for a in self.approvals])
 
     def show_detail(self, approval_id: str | None) -> None:
         """The highlighted approval's arguments in full, in the pane under the table."""

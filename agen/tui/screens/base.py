@@ -153,6 +153,20 @@ class AgenScreen(Screen[None]):
     async def load(self) -> None:
         """Fetch what the screen shows and apply it (changed rows only where it can)."""
 
+    def tick(self) -> None:
+        """Once a second while shown: re-render what tells time (ages, "for 18s") from the data already
+        loaded, without calling the Hub. Screens that show no time leave it as is."""
+
+    def action_show(self, mode: str) -> None:
+        """A screen's ``R`` and ``W``: the selected item's transcript or trace (its ``action_transcript``
+        or ``action_trace``). They are bound to the app's ``r`` and ``w`` action string, so the footer,
+        which lists keys by action, shows one Transcript and one Trace (the screen's key, first)."""
+        opener = getattr(self, f"action_{mode}", None)
+        if callable(opener):
+            opener()
+        else:
+            self.agen.action_show(mode)
+
     def failed(self, error: Exception, what: str) -> None:
         text = error.message if isinstance(error, AgenError) else f"{type(error).__name__}: {error}"
         self.notify(f"{what}: {text}", severity="error", timeout=8)

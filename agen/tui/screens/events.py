@@ -15,6 +15,7 @@ from agen.api import registry as r
 from agen.tui import fmt
 from agen.tui.messages import HubChanged
 from agen.tui.screens.base import AgenScreen
+from agen.tui.widgets.filter_box import FilterBox
 from agen.tui.widgets.table import FastTable
 from agen.wire.signals import Event, ListEventsRequest
 
@@ -46,9 +47,10 @@ class EventsScreen(AgenScreen):
         self.events: list[Event] = []
 
     def body(self) -> ComposeResult:
-        yield Input(
+        yield FilterBox(
             placeholder="filter: task. approval. dep:hello sev:warning   (enter applies)",
             id="event-filter",
+            leave_to="#events",
         )
         yield FastTable(id="events", cursor_type="row", zebra_stripes=True)
 

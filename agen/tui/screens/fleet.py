@@ -56,6 +56,7 @@ class FleetScreen(AgenScreen):
     def __init__(self) -> None:
         super().__init__()
         self.deployments: list[Deployment] = []
+        self.instances: list[Instance] = []
         self.by_name: dict[str, Deployment] = {}
         self.throughput: dict[str, list[int]] = {}
         self.shown: dict[str, tuple[Deployment, list[int] | None, Cells]] = {}
@@ -69,6 +70,7 @@ class FleetScreen(AgenScreen):
     def body(self) -> ComposeResult:
         yield Static(EMPTY, id="fleet-empty", classes="empty")
         yield FastTable(id="deployments", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="deployment-detail", classes="detail")
         yield Label("Instances", classes="section")
         yield FastTable(id="instances", cursor_type="row")
 
@@ -79,6 +81,7 @@ class FleetScreen(AgenScreen):
                 "NAME",
                 ("KIND", 110),  # narrower screens drop these first
                 "ACTIVITY",
+                "FAILED (1h)",
                 "DESIRED/READY",
                 "QUEUED/RUNNING",
                 ("SPEND TODAY", 100),
@@ -90,6 +93,7 @@ class FleetScreen(AgenScreen):
             ("INSTANCE", ("NEST", 100), "DEPLOYMENT", "STATE", "IN FLIGHT", "AGE"),
         )
         self.query_one("#fleet-empty").display = False
+        self.query_one("#deployment-detail").display = False
 
     def outdated(self) -> bool:
         if not self.agen.live or time.monotonic() - self.loaded_at > FRESH_S:
@@ -178,22 +182,13 @@ class FleetScreen(AgenScreen):
             self.shown = {key: row for key, row in self.shown.items() if key in keys}
         self.query_one("#fleet-empty").display = not deps
         self.rows.table.display = bool(deps)
-        self.instance_rows.apply(
-            [
-                (
-                    i.id,
-                    (
-                        fmt.short_id(i.id),
-                        i.nest or fmt.short_id(i.nest_id),
-                        i.deployment,
-                        i.state,
-                        str(i.in_flight),
-                        fmt.age(i.started_ms),
-                    ),
-                )
-                for i in inst
-            ]
-        )
+        self.show_detail(self.rows.cursor_key())
+        self.instances = inst
+        self.tick()
+
+    def tick(self) -> None:
+        """The instances' ages move on (the deployments' rows show no time)."""
+        self.instance_rows.apply([(i.id, instance_cells(i)) for i in self.instances])
 
     def _row(self, d: Deployment) -> Cells:
         """A deployment's cells, made again only when it or the throughput line changed (a partial load
@@ -216,7 +211,8 @@ class FleetScreen(AgenScreen):
         return (
             d.name if self.agen.namespace is not None else f"{d.namespace}/{d.name}",
             d.kind,
-            activity_text(d.activity, d.stopped_reason or waiting_text(d.waiting_on)),
+            activity_text(d.activity, d.stopped_reason or d.needs or waiting_text(d.waiting_on)),
+            Text(str(d.failed_1h), style="bold red" if d.failed_1h else "dim"),
             f"{d.desired}/{d.ready}",
             f"{d.queued}/{d.running}" + (f" +{d.waiting} waiting" if d.waiting else ""),
             Text(
@@ -225,6 +221,21 @@ class FleetScreen(AgenScreen):
             ),
             fmt.sparkline(self.throughput.get(d.name, [0] * 12)),
         )
+
+    def show_detail(self, key: str | None) -> None:
+        """The highlighted deployment's failures, under the table: why it is failing (instances that
+        cannot start) and the last hour's failed tasks with the last one's error."""
+        pane = self.query_one("#deployment-detail", Static)
+        dep = next((d for d in self.deployments if self._key(d) == key), None)
+        pane.display = dep is not None
+        if dep is None:
+            return
+        self.agen.deployment = dep.name  # Logs opens on it
+        pane.update(deployment_detail(dep))
+
+    @on(DataTable.RowHighlighted, "#deployments")
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self.show_detail(event.row_key.value)
 
     def selected(self) -> Deployment | None:
         table = self.query_one("#deployments", DataTable)
@@ -346,3 +357,31 @@ class FleetScreen(AgenScreen):
         dep = self.selected()
         if dep is not None:
             self.agen.open_tasks(dep.name)
+
+
+def instance_cells(i: Instance) -> Cells:
+    return (
+        fmt.short_id(i.id),
+        i.nest or fmt.short_id(i.nest_id),
+        i.deployment,
+        i.state,
+        str(i.in_flight),
+        fmt.age(i.started_ms),
+    )
+
+
+def deployment_detail(d: Deployment) -> Text:
+    """What the Fleet's detail pane says of a deployment: its activity in full and its failures."""
+    label = activity_text(d.activity, d.stopped_reason or d.needs or waiting_text(d.waiting_on))
+    text = Text.assemble((d.name, "bold"), " · ", label)
+    if d.failing_reason:
+        text.append("\ninstances cannot start: ", style="bold red")
+        text.append(d.failing_reason)
+    if d.failed_1h:
+        text.append(f"\n{d.failed_1h} failed in the last hour", style="bold red")
+        if d.last_failure:
+            text.append(f"; the last, {fmt.age(d.last_failure_ms)} ago: ")
+            text.append(d.last_failure)
+    elif not d.failing_reason:
+        text.append("\nno failed tasks in the last hour", style="dim")
+    return text

@@ -12,6 +12,7 @@ from textual.widgets import Input
 from agen.api import registry as r
 from agen.errors import AgenError
 from agen.tui.screens.base import AgenScreen
+from agen.tui.widgets.filter_box import FilterBox
 from agen.wire.deployments import GetLogsRequest, ListDeploymentsRequest
 
 WAIT_S = 10.0
@@ -28,22 +29,36 @@ class LogsScreen(AgenScreen):
         # which the TUI's start (the fleet screen) does not need
         from textual.widgets import RichLog
 
-        yield Input(placeholder="deployment [text to match]   (enter applies)", id="log-filter")
+        yield FilterBox(
+            placeholder="deployment [text to match]   (enter applies)",
+            id="log-filter",
+            leave_to="#log",
+        )
         yield RichLog(id="log", wrap=True, markup=False)
+
+    typed = False
+    """The box holds what the user entered, rather than the Fleet's selection: it stays."""
 
     def action_focus_filter(self) -> None:
         self.query_one(Input).focus()
 
     @on(Input.Submitted)
-    def _apply(self) -> None:
+    def _apply(self, event: Input.Submitted) -> None:
+        self.typed = bool(event.value.strip())
+        self.query_one("#log").focus()  # as on the other screens: enter applies and lets go
         self.reload()
 
     def on_screen_suspend(self) -> None:
         self.workers.cancel_group(self, "tail")
 
     def start_load(self) -> None:
-        """The tail restarts on every show (it stops while hidden)."""
-        self.tail(self.query_one(Input).value)
+        """The tail restarts on every show (it stops while hidden), on the deployment highlighted on the
+        Fleet unless one was entered here."""
+        box = self.query_one(FilterBox)
+        picked = self.agen.deployment
+        if not self.typed and picked and box.value.partition(" ")[0] != picked:
+            box.set_applied(picked)
+        self.tail(box.value)
 
     @work(exclusive=True, group="tail")
     async def tail(self, text: str) -> None:
@@ -61,7 +76,7 @@ class LogsScreen(AgenScreen):
                     log.write("No deployments yet: `agen deploy bundles/hello` creates one.")
                     return
                 name = deps[0].name
-                self.query_one(Input).value = name
+                self.query_one(FilterBox).set_applied(name)
             after = 0
             wait = 0.0
             while True:

@@ -14,6 +14,7 @@ from agen.tui import fmt
 from agen.tui.filter import parse_filter
 from agen.tui.rows import Cells, KeyedRows
 from agen.tui.screens.base import AgenScreen
+from agen.tui.widgets.filter_box import FilterBox
 from agen.tui.widgets.table import FastTable
 from agen.wire.observe import ListRunsRequest, Run, RunStatus
 
@@ -28,8 +29,8 @@ class RunsScreen(AgenScreen):
     WATCHES = ("run.", "task.")
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "focus_filter", "Filter"),
-        Binding("R", "transcript", "Transcript"),
-        Binding("W", "trace", "Trace"),
+        Binding("R", "show('transcript')", "Transcript"),  # one footer entry with r
+        Binding("W", "show('trace')", "Trace"),
         Binding("enter", "transcript", "Transcript", show=False),
     ]
 
@@ -38,9 +39,10 @@ class RunsScreen(AgenScreen):
         self.runs: list[Run] = []
 
     def body(self) -> ComposeResult:
-        yield Input(
+        yield FilterBox(
             placeholder="filter: status:failed dep:hello team=docs or any text   (enter applies)",
             id="run-filter",
+            leave_to="#runs",
         )
         yield Static("", id="run-filter-note", classes="filter-note")
         yield Static(
@@ -119,6 +121,13 @@ class RunsScreen(AgenScreen):
         self.query_one("#runs-empty").display = not shown
         self.rows.table.display = bool(shown)
 
+    def tick(self) -> None:
+        every = self.agen.namespace is None
+        shown = self.rows.rows
+        self.rows.apply(
+            [(run.id, run_cells(run, namespace=every)) for run in self.runs if run.id in shown]
+        )
+
     def selected(self) -> Run | None:
         table = self.query_one("#runs", DataTable)
         if not self.runs or not 0 <= table.cursor_row < len(self.runs):
@@ -143,7 +152,7 @@ def run_cells(run: Run, *, namespace: bool = False) -> Cells:
         fmt.short_id(run.id),
         f"{run.namespace}/{run.deployment}" if namespace else run.deployment,
         status,
-        run.activity,
+        f"{run.activity} {run.needs}" if run.needs else run.activity,
         str(run.turns),
         f"{run.usage.input_tokens}/{run.usage.output_tokens}",
         f"${run.usage.cost_usd:.4f}",

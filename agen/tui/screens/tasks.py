@@ -18,6 +18,7 @@ from agen.tui.filter import parse_filter
 from agen.tui.rows import Cells, KeyedRows
 from agen.tui.screens.base import AgenScreen
 from agen.tui.widgets.confirm_dialog import ConfirmDialog
+from agen.tui.widgets.filter_box import FilterBox
 from agen.tui.widgets.table import FastTable
 from agen.tui.widgets.task_tree import TaskTree
 from agen.wire.observe import QueryTaskRequest, QueryTaskResponse
@@ -45,8 +46,8 @@ class TasksScreen(AgenScreen):
         Binding("c", "cancel_task", "Cancel"),
         Binding("p", "pause_task", "Pause"),
         Binding("u", "resume_task", "Resume"),
-        Binding("R", "transcript", "Transcript"),
-        Binding("W", "trace", "Trace"),
+        Binding("R", "show('transcript')", "Transcript"),  # one footer entry with r
+        Binding("W", "show('trace')", "Trace"),
         Binding("T", "toggle_tree", "Tree"),
     ]
 
@@ -54,15 +55,18 @@ class TasksScreen(AgenScreen):
         super().__init__()
         self.tasks: list[Task] = []
         self.detail_shown = ""
+        self.queried: QueryTaskResponse | None = None
+        """The detail pane's task as last fetched: the clock re-renders its "now: … for 18s" from it."""
         self.filter_text = ""
         """What the filter box holds; set before the screen is composed (Enter on a Fleet row opens
         Tasks filtered to a deployment), the box starts with it."""
 
     def body(self) -> ComposeResult:
-        yield Input(
+        yield FilterBox(
             self.filter_text,
             placeholder="filter: state:running dep:hello team=docs or any text   (enter applies)",
             id="task-filter",
+            leave_to="#tasks",
         )
         yield Static("", id="task-filter-note", classes="filter-note")
         yield Static(
@@ -86,8 +90,8 @@ class TasksScreen(AgenScreen):
     def set_filter(self, text: str) -> None:
         """Filter by ``text``, now or, before the screen is composed, from its first load on."""
         self.filter_text = text
-        for box in self.query("#task-filter").results(Input):  # none yet: composed with it
-            box.value = text
+        for box in self.query("#task-filter").results(FilterBox):  # none yet: composed with it
+            box.set_applied(text)
             self.reload()
 
     def action_focus_filter(self) -> None:
@@ -194,7 +198,14 @@ class TasksScreen(AgenScreen):
         except Exception as e:
             self.failed(e, f"loading task {task_id}")
             return
+        self.queried = q
         self.detail(detail_text(q))
+
+    def tick(self) -> None:
+        every = self.agen.namespace is None
+        self.rows.apply([(t.id, row_cells(t, namespace=every)) for t in self.tasks])
+        if self.queried is not None and self.queried.task.id == self.rows.cursor_key():
+            self.detail(detail_text(self.queried))
 
     async def _act(self, verb: str, task: Task | None = None) -> None:
         task = task or self.selected()
@@ -300,7 +311,7 @@ def detail_text(q: QueryTaskResponse) -> str:
             f", parent run {fmt.short_id(run.parent_run_id)}" if run.parent_run_id else ""
         )
         lines.append(
-            f"run {fmt.short_id(run.id)} ({run.activity}) · {run.turns} turns · tokens {run.usage.input_tokens}/"
+            f"run {fmt.short_id(run.id)} ({run.activity}{' ' + run.needs if run.needs else ''}) · {run.turns} turns · tokens {run.usage.input_tokens}/"
             f"{run.usage.output_tokens} · ${run.usage.cost_usd:.4f} · {lineage} · trace {fmt.short_id(run.trace_id)}"
         )
     if q.now is not None:

@@ -15,7 +15,7 @@ from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
 
 from agen.api import registry as r
-from agen.render.observe import feedback_line, usage_line
+from agen.render.observe import feedback_line, run_ending, usage_line
 from agen.tui import fmt
 from agen.tui.screens.base import AgenScreen
 from agen.wire.memory import Artifact, ListArtifactsRequest
@@ -119,6 +119,8 @@ class TranscriptScreen(AgenScreen):
             f"run {fmt.short_id(run.id)} · {run.deployment} · task {fmt.short_id(run.task_id)} · {run.status} · "
             f"{run.turns} turns · "
             f"tokens {run.usage.input_tokens}/{run.usage.output_tokens} · ${run.usage.cost_usd:.4f}{live}"
+            # why a failed or cancelled run ended, the line `agen transcript` ends with, wrapped here
+            + (f"\n[b red]── {escape(ending)} ──[/b red]" if (ending := run_ending(run)) else "")
             + artifacts_line(self.artifacts)
             + (
                 f"\n{escape(feedback_line(self.feedback[-1]))}" if self.feedback else ""
