@@ -7,10 +7,12 @@ from pathlib import Path
 from rich.console import Console
 from textual.widgets import DataTable, Static
 
+from agen.api import registry as r
 from agen.tui.app import AgenApp
 from agen.tui.screens.approvals import ApprovalsScreen
 from agen.tui.widgets.arguments import arguments_renderable, shell_commands
 from agen.tui.widgets.note_dialog import DecisionDialog
+from agen.wire.approvals import ListApprovalsRequest
 from tests.observe_helpers import embedded_hub
 from tests.tui.helpers import until
 
@@ -76,13 +78,15 @@ async def test_a_fresh_dialog_starts_on_cancel_so_enter_never_approves_and_a_doe
             assert (await e.wait(task.id, seconds=0)).pending_approvals  # nothing was decided
             await pilot.press("y")
             await until(pilot, lambda: isinstance(app.screen, DecisionDialog), "the dialog")
-            await pilot.press("tab", *"looks fine", "enter")  # enter in the note: on to the button
+            await pilot.press("tab", *"a fine call", "enter")  # typed a is text; enter: the button
             assert isinstance(app.screen, DecisionDialog)
             assert app.focused is not None and app.focused.id == "decide"
             assert (await e.wait(task.id, seconds=0)).pending_approvals
             await pilot.press("enter")  # enter on the Approve button, reached on purpose, approves
             done = await e.wait(task.id)
         assert done.state == "succeeded" and not done.pending_approvals
+        [decided] = (await e.client.call(r.ListApprovals, ListApprovalsRequest(all=True))).approvals
+        assert decided.state == "approved" and decided.note == "a fine call"
 
 
 async def test_the_approve_key_works_wherever_focus_is_but_in_the_note(tmp_path: Path) -> None:
@@ -100,6 +104,13 @@ async def test_the_approve_key_works_wherever_focus_is_but_in_the_note(tmp_path:
             await until(pilot, lambda: isinstance(app.screen, DecisionDialog), "the dialog")
             await pilot.press("d")  # the deny key does nothing in an approve dialog
             assert isinstance(app.screen, DecisionDialog)
+            await pilot.press("escape", "d")
+            await until(pilot, lambda: isinstance(app.screen, DecisionDialog), "the deny dialog")
+            await pilot.press("a")  # nor the approve key in a deny dialog
+            assert isinstance(app.screen, DecisionDialog) and not app.screen.approve
+            await pilot.press("escape", "y")
+            await until(pilot, lambda: isinstance(app.screen, DecisionDialog), "the dialog")
+            assert (await e.wait(task.id, seconds=0)).pending_approvals
             await pilot.press("a")
             done = await e.wait(task.id)
         assert done.state == "succeeded"
