@@ -143,3 +143,16 @@ async def test_logs_open_on_the_deployment_highlighted_on_the_fleet(tmp_path: Pa
             await pilot.press("slash", *"beta created", "enter", "f", "l")
             await pilot.pause(0.3)
             assert box.value == "beta created"  # what was entered here stays
+
+
+async def test_event_ages_move_on_with_the_clock(tmp_path: Path, clock: Clock) -> None:
+    async with embedded_hub(tmp_path) as e:
+        await e.deploy("hello")
+        app = AgenApp(e.client, hub_label="test", watch=False)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press("e")
+            table = app.screen.query_one("#events", DataTable)
+            await until(pilot, lambda: table.row_count > 0, "the events")
+            assert str(table.get_row_at(0)[1]).endswith("s")
+            clock.offset_ms = 3 * HOUR_MS
+            await until(pilot, lambda: str(table.get_row_at(0)[1]) == "3h", "the age to move on")

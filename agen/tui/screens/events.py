@@ -9,6 +9,7 @@ from typing import ClassVar
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.coordinate import Coordinate
 from textual.widgets import DataTable, Input
 
 from agen.api import registry as r
@@ -55,9 +56,25 @@ class EventsScreen(AgenScreen):
         yield FastTable(id="events", cursor_type="row", zebra_stripes=True)
 
     def on_mount(self) -> None:
-        self.query_one(DataTable).add_columns(
+        self.columns = self.query_one(DataTable).add_columns(
             "SEQ", "AGE", "TYPE", "SEVERITY", "DEPLOYMENT", "TASK", "DATA"
         )
+
+    def tick(self) -> None:
+        """The ages of the rows in view move on (up to KEEP rows: the ones scrolled away wait)."""
+        table = self.query_one(FastTable)
+        if not table.row_count:
+            return
+        by_seq = {str(e.seq): e for e in self.events}
+        top = int(table.scroll_offset.y)
+        for row in range(top, min(table.row_count, top + table.size.height)):
+            key = table.coordinate_to_cell_key(Coordinate(row, 0)).row_key
+            event = by_seq.get(str(key.value))
+            if event is None:
+                continue
+            age = fmt.age(event.created_ms)
+            if table.get_cell(key, self.columns[1]) != age:
+                table.update_cell(key, self.columns[1], age)
 
     def action_focus_filter(self) -> None:
         self.query_one(Input).focus()
