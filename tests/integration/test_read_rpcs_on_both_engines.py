@@ -3,7 +3,10 @@ SQLite-only SQL left in the Hub's read paths (labels filters, trace ordering, ac
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+
+import pytest
 
 from agen.api import registry as r
 from agen.cli.tasks import wait_for_task
@@ -22,7 +25,9 @@ from tests.fleet_helpers import files_b64, write_bundle
 from tests.integration.test_durable_approvals import gated_bundle
 
 
-async def test_the_observe_reads_answer_on_both_engines(tmp_path: Path, store: Store) -> None:
+async def test_the_observe_reads_answer_on_both_engines(
+    tmp_path: Path, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from agen.wire import feedback as fb
     from agen.wire import observe as ob
 
@@ -72,7 +77,26 @@ async def test_the_observe_reads_answer_on_both_engines(tmp_path: Path, store: S
         assert waiting.id in activity.model_dump_json()  # the waiting run, with its message tail
         await client.call(r.GetMetrics, ob.GetMetricsRequest())
         await client.call(r.ListEvents, r.ListEvents.request(labels={"team": "docs"}))
-        await client.call(r.ListApprovals, r.ListApprovals.request())
+        [pending] = (await client.call(r.ListApprovals, r.ListApprovals.request())).approvals
+        one = await client.call(r.GetApproval, r.GetApproval.request(id=pending.id))
+        assert one.approval == pending
+        # a model nobody answers for: the task fails, and ps and the Fleet count it (FAILED (1h))
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        unreachable = write_bundle(tmp_path / "u", "unreachable")
+        harness = {"provider": "openai", "model": "m1", "baseUrl": "http://127.0.0.1:9/v1"}
+        (unreachable / "x-agen" / "harness.json").write_text(
+            json.dumps({**harness, "maxRetries": 0})
+        )
+        await client.call(r.CreateDeployment, CreateDeploymentRequest(files=files_b64(unreachable)))
+        bad = (
+            await client.call(r.SubmitTask, SubmitTaskRequest(deployment="unreachable", input="x"))
+        ).task
+        assert (await wait_for_task(client, bad.id, 60_000)).state == "failed"
+        deps = (await client.call(r.ListDeployments, ListDeploymentsRequest())).deployments
+        failed = {d.name: (d.failed_1h, d.last_failure or "") for d in deps}
+        assert failed["echo"] == (0, "") and failed["unreachable"][0] == 1
+        assert "127.0.0.1:9" in failed["unreachable"][1]
+        assert {d.name: d.needs for d in deps}["gated"] == "approval"
         await client.call(
             r.RecordFeedback,
             fb.RecordFeedbackRequest(id=ids[0], score=1.0, labels={"rater": "ann"}),
