@@ -4,7 +4,8 @@ Every figure sits next to a baseline measured in the same run on the same machin
 machines are noisy; absolute numbers move, ratios much less). Sections:
 store, queue (+ scheduler tick), tasks (in-process, HTTP), runner overhead, concurrent runs on a
 slow model, `agen ps` at 1,000 deployments / 100,000 tasks, cold start (package and binary),
-and peers (huey and DBOS, on SQLite) on the same no-op work.
+peers (huey and DBOS, on SQLite) on the same no-op work, Postgres (leasing, the pipeline, and
+pgqueuer and procrastinate beside it), migrate, and a user's install and first run.
 
     scripts/bench/run                      # everything, ~6-8 minutes on 2 cores
     scripts/bench/run --quick              # smaller sizes, to check the suite itself
@@ -43,7 +44,9 @@ SECTIONS = (
     "delegation",
     "a2a",
     "postgres",
+    "pgpeers",
     "migrate",
+    "install",
 )
 
 
@@ -167,6 +170,18 @@ def postgres_section(quick: bool) -> dict[str, Any]:
     from scripts.bench import pg_bench
 
     return pg_bench.run(500 if quick else 3000, 300 if quick else 1500)
+
+
+def pgpeers_section(quick: bool) -> dict[str, Any]:
+    from scripts.bench import pg_peers
+
+    return pg_peers.run(200 if quick else 500, 3)
+
+
+def install_section(quick: bool) -> dict[str, Any]:
+    from scripts.bench import install_bench
+
+    return install_bench.run()
 
 
 def migrate_section(quick: bool) -> dict[str, Any]:
@@ -573,6 +588,7 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
     out.extend(_delegation_rows(results.get("delegation") or {}))
     out.extend(_a2a_rows(results.get("a2a") or {}))
     out.extend(_postgres_rows(results.get("postgres") or {}))
+    out.extend(_pg_peer_rows(results.get("pgpeers") or {}))
     m = results.get("migrate") or {}
     for key, label in (("to_postgres", "SQLite → Postgres"), ("to_sqlite", "Postgres → SQLite")):
         if key in m:
@@ -586,7 +602,62 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
                     _ratio(d["rows_per_s"], d["raw_rows_per_s"]),
                 )
             )
+    out.extend(_install_rows(results.get("install") or {}))
     return out
+
+
+def _pg_peer_rows(g: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
+    """agen in-process on Postgres beside pgqueuer and procrastinate, the same cluster, interleaved."""
+    a = g.get("agen")
+    if not a:
+        return []
+    out: list[tuple[str, str, str, str, str]] = []
+    for peer in ("pgqueuer", "procrastinate"):
+        b = g.get(peer)
+        if not b:
+            continue
+        out.append(
+            (
+                "Postgres peers",
+                f"{g['tasks']} no-op jobs at once, agen tasks/s vs {peer} jobs/s ({g['settings']})",
+                _f(a["tasks_per_s"], "tasks/s"),
+                f"{peer} {_f(b['tasks_per_s'], 'jobs/s')}",
+                _ratio(a["tasks_per_s"], b["tasks_per_s"]),
+            )
+        )
+        out.append(
+            (
+                "Postgres peers",
+                f"per job: statements / commits / advisory locks, agen vs {peer}",
+                f"{a['statements_per_task']} / {a['commits_per_task']} / {a['advisory_locks_per_task']}",
+                f"{peer} {b['statements_per_task']} / {b['commits_per_task']} / "
+                f"{b['advisory_locks_per_task']}",
+                "",
+            )
+        )
+    return out
+
+
+def _install_rows(g: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
+    """A user's set-up: pip install . into a fresh venv, then the first agen run of hello."""
+    if "pip_install_s" not in g:
+        return []
+    return [
+        (
+            "Set-up",
+            f"`pip install .` into a fresh venv ({g['distributions']} distributions, {g['venv_mb']} MB)",
+            f"{g['pip_install_s']} s",
+            f"`pip install httpx` {g['baseline_pip_install_httpx_s']} s",
+            _ratio(g["pip_install_s"], g["baseline_pip_install_httpx_s"]),
+        ),
+        (
+            "Set-up",
+            "first `agen run bundles/hello` in a new AGEN_HOME (deploys, runs, exits)",
+            f"{g['first_run_s']} s",
+            f"the second run {g['second_run_s']} s",
+            _ratio(g["first_run_s"], g["second_run_s"]),
+        ),
+    ]
 
 
 def _postgres_rows(g: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
@@ -830,6 +901,16 @@ def markdown(report: dict[str, Any]) -> str:
             "  a lease that must decide a conversation's head or a named lock takes a lock on that key only. The",
             "  pipeline is the Tasks in-process figure on each engine in the same run, with statements, commits",
             "  and advisory locks per task from pg_stat_statements. See docs/postgres.md.",
+            "- **Postgres peers** (`scripts/bench/pg_peers.py`): one durable throwaway cluster, a fresh database",
+            "  per run, each run a process of its own, interleaved (agen, pgqueuer, procrastinate, 3 rounds,",
+            "  medians): the jobs are enqueued at once and a worker drains them. agen's is its whole in-process",
+            "  pipeline (submit, lease, run a one-turn fake-model agent with its checkpoint, complete); the peers'",
+            "  are no-op jobs. Statements and advisory locks per job from pg_stat_statements, commits per job",
+            "  from the WAL. pgqueuer's drain mode waits about a second after the queue empties, which",
+            "  understates it at this size. DBOS on Postgres is not in this run (DBOS on SQLite is, under Peer).",
+            "- **Set-up** (`scripts/bench/install_bench.py`): a fresh venv and `pip install .` (no extras), from",
+            "  the package index or pip's cache as a user gets it, against `pip install httpx` in another fresh",
+            "  venv; then `agen run bundles/hello` twice in a new AGEN_HOME (the first deploys the bundle).",
             "- **Migrate**: `agen migrate` run as a user runs it (a fresh process: both stores opened, keyed batches",
             "  with a progress row each, Postgres sequences set, then the verification pass that reads both sides",
             "  again) over a store of 100,000 tasks, into a throwaway Postgres cluster and back into a new SQLite",
@@ -960,7 +1041,9 @@ def main(argv: list[str] | None = None) -> int:
         "delegation": lambda: delegation_section(args.quick),
         "a2a": lambda: a2a_section(args.quick),
         "postgres": lambda: postgres_section(args.quick),
+        "pgpeers": lambda: pgpeers_section(args.quick),
         "migrate": lambda: migrate_section(args.quick),
+        "install": lambda: install_section(args.quick),
     }
     started = time.perf_counter()
     results: dict[str, Any] = {}
