@@ -103,19 +103,24 @@ def prepare_workspace(
         task_id=task_id,
         conversation_key=conversation_key,
     )
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        log.warning(
-            "could not create the task workspace %s: %s; the run goes on without one", path, e
-        )
-        return None
+    # Only the built-in tools use it: they make the folder on their first call (most runs never do).
+    only_builtins = "workspace" not in bundle.config.model_fields_set and not any(
+        uses_workspace(s) for s in bundle.mcp.mcp_servers.values()
+    )
+    if not only_builtins:
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            log.warning(
+                "could not create the task workspace %s: %s; the run goes on without one", path, e
+            )
+            return None
     return TaskWorkspace(str(path), ws.mode, remove_at_end=ws.mode == "per_task" and not ws.retain)
 
 
 def release_workspace(ws: TaskWorkspace | None) -> None:
     """Remove a per_task workspace at the end of its run (unless retained); never raises."""
-    if ws is None or not ws.remove_at_end:
+    if ws is None or not ws.remove_at_end or not os.path.isdir(ws.path):
         return
     try:
         shutil.rmtree(ws.path)

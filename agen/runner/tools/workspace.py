@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from agen.bundle.checks import WORKSPACE
@@ -133,7 +134,7 @@ class WorkspaceTool(Tool):
     def __init__(
         self,
         tool: str,
-        box: WorkspaceTools,
+        box: Callable[[], WorkspaceTools],
         scope: str,
         env: dict[str, str],
         hints: ToolHints | None = None,
@@ -160,7 +161,7 @@ class WorkspaceTool(Tool):
             raise ToolError(str(e)) from None
 
     async def _call(self, args: dict[str, Any]) -> str:
-        box = self._box
+        box = await asyncio.to_thread(self._box)
         if self.tool == "run":
             timeout = _number(args, "timeout_seconds", DEFAULT_TIMEOUT_S)
             return await box.run(_text(args, "command"), timeout, scope=self._scope, env=self._env)
@@ -207,15 +208,26 @@ class WorkspaceToolset(Toolset):
         self.tool_names = tools
         self.hints = dict(hints or {})
         self.scope = new_scope()
+        self._box: WorkspaceTools | None = None
+
+    def box(self) -> WorkspaceTools:
+        """The tools over the folder, made (and the folder with them) on the first call: most runs
+        of most bundles never touch their workspace, and making it for each cost a fake-model task
+        half its throughput (mkdir, rmtree and the root's checks, on every run)."""
+        if self._box is None:
+            Path(self.path).mkdir(parents=True, exist_ok=True)
+            self._box = WorkspaceTools(self.path)
+        return self._box
 
     @property
     def label(self) -> str:
         return f"built-in {WORKSPACE} tools"
 
     async def start(self) -> list[Tool]:
-        box = WorkspaceTools(self.path)
         env = {k: os.environ[k] for k in ENV_ALLOWLIST if os.environ.get(k)}
-        return [WorkspaceTool(t, box, self.scope, env, self.hints.get(t)) for t in self.tool_names]
+        return [
+            WorkspaceTool(t, self.box, self.scope, env, self.hints.get(t)) for t in self.tool_names
+        ]
 
     async def close(self) -> None:
         """Stop every process this run's commands left running (a background server, say)."""
