@@ -12,13 +12,11 @@ returns whole answers.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
-import httpx
-
 from agen.bundle.harness import AnthropicSpec
+from agen.runner.providers._http import Endpoint
 from agen.runner.providers.base import (
     THINKING_KEY,
     ModelProvider,
@@ -29,7 +27,7 @@ from agen.runner.providers.base import (
     ToolCallOut,
     classify_status,
 )
-from agen.runner.providers.openai import KEEP_ALIVE, MAX_IN_FLIGHT, parse_retry_after
+from agen.runner.providers.openai import MAX_IN_FLIGHT, parse_retry_after
 from agen.runner.providers.prices import claude_cost
 
 ANTHROPIC_URL = "https://api.anthropic.com"
@@ -159,17 +157,17 @@ class AnthropicProvider(ModelProvider):
         if api_key:
             headers["x-api-key"] = api_key
         self.max_in_flight = max_in_flight
-        limits = httpx.Limits(
-            max_connections=max_in_flight, max_keepalive_connections=min(KEEP_ALIVE, max_in_flight)
+        self.endpoint = Endpoint(
+            self.name, self.base_url, headers, timeout_s=timeout_s, max_in_flight=max_in_flight
         )
-        self._client = httpx.AsyncClient(
-            base_url=self.base_url, headers=headers, timeout=timeout_s, limits=limits
-        )
-        self._slots = asyncio.Semaphore(max_in_flight)
-        self.waiting = 0
+
+    @property
+    def waiting(self) -> int:
+        """Calls waiting for one of the max_in_flight slots."""
+        return self.endpoint.waiting
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        await self.endpoint.aclose()
 
     def body(self, request: ModelRequest) -> dict[str, Any]:
         """The Messages API request for one call (cache breakpoints placed as the harness says)."""
@@ -208,23 +206,7 @@ class AnthropicProvider(ModelProvider):
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         body = self.body(request)
-        self.waiting += 1
-        try:
-            await self._slots.acquire()
-        finally:
-            self.waiting -= 1
-        try:
-            resp = await self._client.post(self.path, json=body)
-        except httpx.TimeoutException as e:
-            raise ProviderError(
-                "retryable", f"{self.name}: the request to {self.base_url} timed out ({e})"
-            ) from e
-        except httpx.HTTPError as e:
-            raise ProviderError(
-                "retryable", f"{self.name}: cannot reach {self.base_url}: {e}"
-            ) from e
-        finally:
-            self._slots.release()
+        resp = await self.endpoint.post(self.path, body)
         if resp.status_code >= 400:
             text = resp.text[:2000]
             kind = classify_status(resp.status_code, text)

@@ -6,13 +6,11 @@ Direct OpenAI gets ``max_completion_tokens``; every other server gets ``max_toke
 
 from __future__ import annotations
 
-import asyncio
 import email.utils
 import time
 from typing import Any
 
-import httpx
-
+from agen.runner.providers._http import Endpoint
 from agen.runner.providers.base import (
     THINKING_KEY,
     ModelProvider,
@@ -31,9 +29,6 @@ OPENAI_URL = "https://api.openai.com/v1"
 # request-to-connection assignment is O(queued x connections) per event, which made 1,000 runs
 # waiting on one provider CPU-bound (~45 s for 1,000 half-second calls) and pool-timed-out the rest.
 MAX_IN_FLIGHT = 100
-# Idle connections kept open: httpcore scans them on every request (1,000 calls: 28 s with 100 kept
-# alive, 7.5 s with 20), so a larger maxInFlight opens more connections but keeps no more idle.
-KEEP_ALIVE = 20
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -72,17 +67,17 @@ class OpenAIProvider(ModelProvider):
         if api_key:
             headers["authorization"] = f"Bearer {api_key}"
         self.max_in_flight = max_in_flight
-        limits = httpx.Limits(
-            max_connections=max_in_flight, max_keepalive_connections=min(KEEP_ALIVE, max_in_flight)
+        self.endpoint = Endpoint(
+            self.name, self.base_url, headers, timeout_s=timeout_s, max_in_flight=max_in_flight
         )
-        self._client = httpx.AsyncClient(
-            base_url=self.base_url, headers=headers, timeout=timeout_s, limits=limits
-        )
-        self._slots = asyncio.Semaphore(max_in_flight)
-        self.waiting = 0  # calls waiting for one of the max_in_flight slots
+
+    @property
+    def waiting(self) -> int:
+        """Calls waiting for one of the max_in_flight slots."""
+        return self.endpoint.waiting
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        await self.endpoint.aclose()
 
     def body(self, request: ModelRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -110,23 +105,7 @@ class OpenAIProvider(ModelProvider):
         return await self.post(self.body(request))
 
     async def post(self, body: dict[str, Any]) -> ModelResponse:
-        self.waiting += 1
-        try:
-            await self._slots.acquire()
-        finally:
-            self.waiting -= 1
-        try:
-            resp = await self._client.post("/chat/completions", json=body)
-        except httpx.TimeoutException as e:
-            raise ProviderError(
-                "retryable", f"{self.name}: the request to {self.base_url} timed out ({e})"
-            ) from e
-        except httpx.HTTPError as e:
-            raise ProviderError(
-                "retryable", f"{self.name}: cannot reach {self.base_url}: {e}"
-            ) from e
-        finally:
-            self._slots.release()
+        resp = await self.endpoint.post("/chat/completions", body)
         if resp.status_code >= 400:
             text = resp.text[:2000]
             raise ProviderError(
