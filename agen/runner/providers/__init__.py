@@ -58,6 +58,20 @@ def _secret(bundle: Bundle, name: str | None, redactor: Redactor | None) -> str 
     return env_secret(bundle.secrets, name, redactor) if name else None
 
 
+def _direct_key(
+    bundle: Bundle,
+    harness: Harness,
+    key_name: str | None,
+    base_url: str | None,
+    redactor: Redactor | None,
+) -> str | None:
+    """The API key of a provider that may run keyless behind a baseUrl (a local server): read when
+    the provider's own URL is used or the harness names a key secret."""
+    return (
+        _secret(bundle, key_name, redactor) if base_url is None or harness.api_key_secret else None
+    )
+
+
 def _bundle_json(bundle: Bundle, path: str, field: str) -> object:
     norm = bundle_path(path)
     if norm is None or norm not in bundle.files:
@@ -132,11 +146,7 @@ async def _one(
     elif kind == "anthropic":
         from agen.runner.providers.anthropic import AnthropicProvider
 
-        key_value = (
-            _secret(bundle, key_name, redactor)
-            if base_url is None or harness.api_key_secret
-            else None
-        )
+        key_value = _direct_key(bundle, harness, key_name, base_url, redactor)
         provider = AnthropicProvider(
             api_key=key_value,
             model=model or "",
@@ -148,11 +158,7 @@ async def _one(
     else:
         from agen.runner.providers.openai import OpenAIProvider
 
-        key_value = (
-            _secret(bundle, key_name, redactor)
-            if base_url is None or harness.api_key_secret
-            else None
-        )
+        key_value = _direct_key(bundle, harness, key_name, base_url, redactor)
         provider = OpenAIProvider(
             api_key=key_value,
             model=model or "",

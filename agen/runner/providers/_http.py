@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from agen.runner.providers.base import ProviderError
+from agen.runner.providers.base import ModelProvider, ProviderError
 
 KEEP_ALIVE = 20
 """Idle connections kept open: httpcore scans them on every request (1,000 calls: 28 s with 100 kept
@@ -61,3 +61,21 @@ class Endpoint:
 
     async def aclose(self) -> None:
         await self.client.aclose()
+
+
+class HttpProvider(ModelProvider):
+    """A provider spoken over HTTP through one Endpoint (set by the subclass's constructor)."""
+
+    endpoint: Endpoint
+
+    @property
+    def max_in_flight(self) -> int:
+        return self.endpoint.max_in_flight
+
+    @property
+    def waiting(self) -> int:
+        """Calls waiting for one of the max_in_flight slots."""
+        return self.endpoint.waiting
+
+    async def aclose(self) -> None:
+        await self.endpoint.aclose()

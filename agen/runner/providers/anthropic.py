@@ -16,10 +16,9 @@ import json
 from typing import Any
 
 from agen.bundle.harness import AnthropicSpec
-from agen.runner.providers._http import Endpoint
+from agen.runner.providers._http import Endpoint, HttpProvider
 from agen.runner.providers.base import (
     THINKING_KEY,
-    ModelProvider,
     ModelRequest,
     ModelResponse,
     ModelUsage,
@@ -134,7 +133,7 @@ def _mark(block: dict[str, Any]) -> None:
     block["cache_control"] = EPHEMERAL
 
 
-class AnthropicProvider(ModelProvider):
+class AnthropicProvider(HttpProvider):
     name = "anthropic"
 
     def __init__(
@@ -156,18 +155,9 @@ class AnthropicProvider(ModelProvider):
         headers = {"content-type": "application/json", "anthropic-version": API_VERSION}
         if api_key:
             headers["x-api-key"] = api_key
-        self.max_in_flight = max_in_flight
         self.endpoint = Endpoint(
             self.name, self.base_url, headers, timeout_s=timeout_s, max_in_flight=max_in_flight
         )
-
-    @property
-    def waiting(self) -> int:
-        """Calls waiting for one of the max_in_flight slots."""
-        return self.endpoint.waiting
-
-    async def aclose(self) -> None:
-        await self.endpoint.aclose()
 
     def body(self, request: ModelRequest) -> dict[str, Any]:
         """The Messages API request for one call (cache breakpoints placed as the harness says)."""

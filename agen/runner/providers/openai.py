@@ -10,10 +10,9 @@ import email.utils
 import time
 from typing import Any
 
-from agen.runner.providers._http import Endpoint
+from agen.runner.providers._http import Endpoint, HttpProvider
 from agen.runner.providers.base import (
     THINKING_KEY,
-    ModelProvider,
     ModelRequest,
     ModelResponse,
     ModelUsage,
@@ -46,7 +45,7 @@ def parse_retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-class OpenAIProvider(ModelProvider):
+class OpenAIProvider(HttpProvider):
     name = "openai"
 
     def __init__(
@@ -66,18 +65,9 @@ class OpenAIProvider(ModelProvider):
         headers = {"content-type": "application/json", **(extra_headers or {})}
         if api_key:
             headers["authorization"] = f"Bearer {api_key}"
-        self.max_in_flight = max_in_flight
         self.endpoint = Endpoint(
             self.name, self.base_url, headers, timeout_s=timeout_s, max_in_flight=max_in_flight
         )
-
-    @property
-    def waiting(self) -> int:
-        """Calls waiting for one of the max_in_flight slots."""
-        return self.endpoint.waiting
-
-    async def aclose(self) -> None:
-        await self.endpoint.aclose()
 
     def body(self, request: ModelRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
