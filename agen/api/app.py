@@ -61,10 +61,6 @@ def _invalid(rpc: Rpc[Any, Any], e: ValidationError) -> InvalidError:
     return InvalidError(f"{rpc.name}: invalid request: {'; '.join(problems)}", problems=problems)
 
 
-# Methods whose body carries a bundle (base64 files): their cap follows the bundle size limit.
-BUNDLE_RPCS = frozenset({"CreateDeployment", "UpdateDeployment"})
-
-
 def parse_body(name: str, body: bytes) -> Any:
     """The request body as JSON (empty is ``{}``), or an InvalidError saying what is wrong with it."""
     if not body.strip(b" \t\r\n"):  # JSON's whitespace only: a lone \x0b is not an empty body
@@ -96,14 +92,14 @@ def max_body_bytes() -> int:
     return env_bytes(MAX_BODY_ENV, DEFAULT_MAX_BODY_BYTES)
 
 
-async def _read_body(request: Request, name: str, limit: int) -> bytes:
+async def _read_body(request: Request, rpc: Rpc[Any, Any], limit: int) -> bytes:
     """The body, refused with 413 past ``limit`` without holding more than limit + 1 bytes."""
     declared = request.headers.get("content-length", "")
     too_large = TooLargeError(
-        f"{name}: request body is over {human(limit)}; "
+        f"{rpc.name}: request body is over {human(limit)}; "
         + (
             "the bundle is too large (AGEN_BUNDLE_MAX_BYTES raises it on the Hub)"
-            if name in BUNDLE_RPCS
+            if rpc.bundle_body
             else f"{MAX_BODY_ENV} on the Hub raises the limit"
         ),
         limit=limit,
@@ -132,12 +128,14 @@ def create_app(hub: Hub, max_body: int | None = None) -> Starlette:
                 request.headers, hub.clock(), peer_certificate(request.scope)
             )
             authorize(principal, rpc)  # before the body: a caller without scope gets 403
-            body = await _read_body(request, name, bundle_cap if name in BUNDLE_RPCS else body_cap)
+            body = await _read_body(request, rpc, bundle_cap if rpc.bundle_body else body_cap)
             payload = parse_body(name, body)
-            if name == "SubmitTask" and isinstance(payload, dict) and "traceparent" not in payload:
-                tp = header_traceparent(
-                    request.headers
-                )  # W3C header: the run joins the caller's trace
+            if (
+                rpc.traceparent_header
+                and isinstance(payload, dict)
+                and "traceparent" not in payload
+            ):
+                tp = header_traceparent(request.headers)  # W3C: the run joins the caller's trace
                 if tp:
                     payload["traceparent"] = tp
             try:

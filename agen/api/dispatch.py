@@ -14,11 +14,6 @@ if TYPE_CHECKING:
     from agen.hub.service import Hub
 
 RETRY_AFTER_S = 5
-CALL_TOKEN_RPCS = frozenset(
-    {"WhoAmI", "SubmitTask", "GetTask", "CancelTask", "GetDeployment", "ResolveAgent"}
-)
-"""What a call token may do (seed 000 §10): what the Gateway does for an A2A caller, for the one
-deployment the token names (requests naming a deployment are checked here; tasks by their handler)."""
 
 
 def may_call(principal: Principal, rpc: Rpc[Any, Any]) -> bool:
@@ -40,14 +35,15 @@ def authorize(principal: Principal, rpc: Rpc[Any, Any]) -> None:
             f"one is limited to {', '.join(sorted(principal.namespaces))}",
             scope=rpc.scope,
         )
-    if principal.call is not None and rpc.name not in CALL_TOKEN_RPCS:
+    if principal.call is not None and not rpc.call_token:
         raise DeniedError(
             f"a call token only calls its agent over A2A ({principal.call.callee}); {rpc.name} "
             "needs an API token (`agen token create`)"
         )
-    if (principal.on_behalf or principal.for_task is not None) and rpc.name == "DecideApproval":
+    if (principal.on_behalf or principal.for_task is not None) and rpc.person_only:
         raise DeniedError(
-            "an on-behalf token cannot decide approvals: the person it acts for decides them"
+            f"an on-behalf token cannot call {rpc.name}: the person it acts for decides; "
+            "use that person's own token"
         )
 
 

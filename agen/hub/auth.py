@@ -69,7 +69,7 @@ class Principal:
     """Set on the principal an on-behalf token became for one call: the task it acts through."""
     call: CallIdentity | None = None
     """A call token's principal (kind ``call``): it may only reach its one callee deployment, over
-    the RPCs an A2A Gateway makes for it (agen.api.dispatch.CALL_TOKEN_RPCS)."""
+    the RPCs an A2A Gateway makes for it (the RPCs declared ``call_token=True`` in agen.api.registry)."""
     certificate: str | None = None
     """A Nest's call over mTLS: the fingerprint of the client certificate it came with."""
 

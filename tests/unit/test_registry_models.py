@@ -1,5 +1,6 @@
-"""The registry names each RPC's models twice: in the annotation mypy checks callers against, and in
-the "module:Model" strings it imports on first use. They must name the same classes."""
+"""The registry names each RPC's models once, in the annotation mypy checks callers against; the
+runtime reads that annotation's text to import the models on first use. Both readings must give the
+same classes, and the variable's name is the RPC's name."""
 
 from __future__ import annotations
 
@@ -28,6 +29,18 @@ def test_every_rpcs_annotation_names_the_models_it_imports() -> None:
     for name, rpc in named.items():
         assert name in hints, f"{name} has no Rpc[Request, Response] annotation"
         assert typing.get_args(hints[name]) == (rpc.request, rpc.response), name
+        assert rpc.name == name and rpc.path == f"/v1/{name}"
+
+
+def test_an_rpc_annotated_otherwise_is_refused_at_import() -> None:
+    import pytest
+
+    namespace: dict[str, Any] = {
+        "__annotations__": {"Odd": "Rpc[Request, Response]"},
+        "Odd": registry._rpc("viewer", "m:f", "doc"),
+    }
+    with pytest.raises(TypeError, match=r"Odd: annotate it as Rpc\[wire_module.Request"):
+        registry._named(namespace)
 
 
 def test_importing_the_registry_imports_no_wire_module_beyond_what_it_needs() -> None:
