@@ -415,6 +415,8 @@ def not_supported() -> str:
         for path, allowed in fields.items():
             works = ", ".join(f"`{json.dumps(a)}`" for a in allowed)
             lines.append(f"| `{file}` | `{path}` | any value but {works} |")
+    if lines[-1] == "|---|---|---|":  # every field works today
+        lines[-2:] = ["None today: every bundle field the format names does what it says."]
     lines += [
         "",
         "## Everything else",

@@ -274,9 +274,20 @@ class Admission(AgenModel):
 
 
 class Rollover(AgenModel):
-    """Not supported yet: refused when set."""
+    """Fold what trimming drops from a long conversation into a running summary (docs/concepts.md
+    "Rollover"): one extra model call when earlier messages no longer fit ``contextTokens``."""
 
-    prompt: str | None = Field(None, description="not supported yet: refused when set")
+    prompt: str | None = Field(
+        None,
+        min_length=1,
+        description="instructions for the summarising call (default: agen's, which keeps goals, "
+        "decisions, facts and open items)",
+    )
+    model: str | None = Field(
+        None,
+        min_length=1,
+        description="the model that summarises, on the harness's provider (default: the harness's model)",
+    )
 
 
 class Review(AgenModel):
@@ -402,7 +413,9 @@ class Config(AgenModel):
         description="record every model call as a replay cassette (`agen replay`, provider replay)",
     )
     rollover: Rollover | None = Field(
-        default=None, description="not supported yet: refused when set"
+        default=None,
+        description="summarise what trimming drops from a long conversation instead of losing it "
+        "(off when absent: history is trimmed oldest-first)",
     )
     builtin_tools: BuiltinTools = Field(
         BuiltinTools(),

@@ -11,9 +11,7 @@ from typing import Any
 
 from agen.bundle.problems import problem, show
 
-REFUSED: dict[str, tuple[str, ...]] = {
-    "x-agen/config.json": ("rollover",),
-}
+REFUSED: dict[str, tuple[str, ...]] = {}
 """Fields (JSON paths, ``[]`` for every item of a list) refused whenever they are set. A field named
 first, inside one named after it, is the one reported."""
 

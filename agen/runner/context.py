@@ -5,6 +5,11 @@ the cacheable prefix; late lines (budget notes) follow the history. History from
 runs is trimmed oldest-first, starting at a user turn; within the current run, the oldest
 long tool results are cut in blocks of eight so the request prefix changes rarely. The
 Store always keeps every message whole.
+
+With ``rollover`` on (agen/runner/rollover.py), what trimming is about to drop is first folded
+into the conversation's running summary: messages up to ``summarized_through`` (a message seq)
+are never sent raw again, and the summary goes before the history as a user note every turn it
+is non-empty.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ CUT_TO = 300
 KEEP_LATEST = 4
 CUT_BLOCK = 8
 UNCUT_TOOLS = ("load_skill",)
+SUMMARY_NOTE = "[Earlier conversation summary]\n"
 
 
 def estimate_tokens(text: str) -> int:
@@ -133,6 +139,8 @@ class Context:
     _current_tokens: int = 0
     _system_tokens: int = -1
     _current_wire: list[dict[str, Any]] = field(default_factory=list)  # built once per message
+    summary: str = ""  # rollover's running summary of what trimming dropped
+    summarized_through: int = 0  # the seq of the newest earlier message folded into ``summary``
     _earlier_tokens: int = -1
     _earlier_wire: list[dict[str, Any]] | None = None
 
@@ -149,6 +157,34 @@ class Context:
 
     def messages(self, late: list[str] | None = None) -> list[dict[str, Any]]:
         """The request's messages, trimmed to ``context_tokens``."""
+        budget, current, used = self._budgeted()
+        system = f"{self.system}\n\n{self.section}" if self.section else self.system
+        out = [{"role": "system", "content": system}]
+        if self.summary:
+            out.append({"role": "user", "content": SUMMARY_NOTE + self.summary})
+        out.extend(self._earlier(budget - used))
+        out.extend(current)
+        if late:
+            out.append({"role": "system", "content": "\n".join(late)})
+        return out
+
+    def to_fold(self) -> list[Msg]:
+        """The earlier messages not yet folded into the summary that this turn's request would drop:
+        what rollover summarises before the request is built (none when everything fits)."""
+        budget, _, used = self._budgeted()
+        kept = self._earlier_start(budget - used)
+        return self._unfolded()[:kept]
+
+    def fold(self, summary: str, through: int) -> None:
+        """Messages up to seq ``through`` are now in ``summary`` and are not sent raw again."""
+        self.summary = summary
+        self.summarized_through = through
+        self._earlier_tokens = -1
+        self._earlier_wire = None
+
+    def _budgeted(self) -> tuple[int, list[dict[str, Any]], int]:
+        """(room for everything but the system prompt's section, the current run's messages as
+        sent, the tokens they and the system prompt and the summary take)."""
         if self._system_tokens < 0:
             self._system_tokens = estimate_tokens(self.system)
         budget = self.context_tokens - (estimate_tokens(self.section) if self.section else 0)
@@ -158,13 +194,9 @@ class Context:
             current, used = self._cut_current(budget)
         else:
             current = self._current_wire
-        system = f"{self.system}\n\n{self.section}" if self.section else self.system
-        out = [{"role": "system", "content": system}]
-        out.extend(self._earlier(budget - used))
-        out.extend(current)
-        if late:
-            out.append({"role": "system", "content": "\n".join(late)})
-        return out
+        if self.summary:
+            used += estimate_tokens(SUMMARY_NOTE + self.summary)
+        return budget, current, used
 
     def _cut_current(self, budget: int) -> tuple[list[dict[str, Any]], int]:
         candidates = [
@@ -194,23 +226,39 @@ class Context:
         wire = [_cut(m) if i in cut else m.wire() for i, m in enumerate(self.current)]
         return wire, used
 
+    def _unfolded(self) -> list[Msg]:
+        """Earlier messages not folded into the summary (all of them without rollover)."""
+        if not self.summarized_through:
+            return self.earlier
+        return [m for m in self.earlier if m.seq > self.summarized_through]
+
     def _earlier(self, room: int) -> list[dict[str, Any]]:
         """The newest earlier messages that fit in ``room``, starting at a user turn."""
-        if not self.earlier or room <= 0:
-            return []
-        if self._earlier_tokens < 0:
-            self._earlier_tokens = sum(m.tokens for m in self.earlier)
-        if self._earlier_tokens <= room and self.earlier[0].role == "user":
+        earlier = self._unfolded()
+        start = self._earlier_start(room)
+        if start == 0 and earlier:
             if self._earlier_wire is None:
-                self._earlier_wire = [m.wire() for m in self.earlier]
+                self._earlier_wire = [m.wire() for m in earlier]
             return self._earlier_wire
-        start = len(self.earlier)
+        return [m.wire() for m in earlier[start:]]
+
+    def _earlier_start(self, room: int) -> int:
+        """Where the unfolded earlier messages sent start: the newest that fit in ``room``, from a
+        user turn (0: all of them; their count: none)."""
+        earlier = self._unfolded()
+        if not earlier or room <= 0:
+            return len(earlier)
+        if self._earlier_tokens < 0:
+            self._earlier_tokens = sum(m.tokens for m in earlier)
+        if self._earlier_tokens <= room and earlier[0].role == "user":
+            return 0
+        start = len(earlier)
         total = 0
-        for i in range(len(self.earlier) - 1, -1, -1):
-            total += self.earlier[i].tokens
+        for i in range(len(earlier) - 1, -1, -1):
+            total += earlier[i].tokens
             if total > room:
                 break
             start = i
-        while start < len(self.earlier) and self.earlier[start].role != "user":
+        while start < len(earlier) and earlier[start].role != "user":
             start += 1
-        return [m.wire() for m in self.earlier[start:]]
+        return start

@@ -38,6 +38,7 @@ from agen.runner.records import (
 from agen.runner.redact import Redactor
 from agen.runner.resume import patch_history, plan_repair
 from agen.runner.review import is_reviewer, review, since_last_review
+from agen.runner.rollover import fold
 from agen.runner.shielding import despite_cancel
 from agen.runner.state import EventSink, RunState, call_dicts
 from agen.runner.tools.base import Tool, ToolContext, Toolset
@@ -296,6 +297,13 @@ class Runner:
             cancel=cancel,
         )
         st.ctx.extend(current)
+        if b.config.rollover is not None and known is None:  # a new conversation has no summary
+            conv = await self.store.one(
+                "SELECT summary, summarized_through FROM conversations WHERE id = ?",
+                (row.conversation_id,),
+            )
+            if conv is not None and conv["summary"]:
+                st.ctx.fold(str(conv["summary"]), int(conv["summarized_through"]))
         st.turn = sum(1 for m in current if m.role == "assistant")
         budget.turns = st.turn
         if resumed:
@@ -469,6 +477,8 @@ class Runner:
     async def _call_model(self, st: RunState) -> TurnAnswer | RunResult:
         """The model call (retries and fail-over inside model_turn); a call that failed for good ends the run."""
         h = self.bundle.harness
+        if (spec := self.bundle.config.rollover) is not None:
+            await fold(st, spec, self.accounts or [], self.turn_policy, self.store, h.temperature)
         request = ModelRequest(
             model=self._first_model(),  # model_turn sends it as is to the first model it tries
             messages=st.ctx.messages(st.budget.late_lines()),

@@ -64,6 +64,7 @@ class RunState:
     artifacts: list[str] = field(default_factory=list)
     held: bool = False  # the task was paused, as of the run's last transaction (open or checkpoint)
     inbox: bool = True  # the task may have inbox rows to drain, as of the same (False: none)
+    rollover_failed_through: int = 0  # the newest seq rollover failed to summarise (not retried)
 
     @property
     def task_id(self) -> str | None:

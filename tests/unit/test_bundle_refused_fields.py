@@ -111,27 +111,27 @@ def test_the_refused_list_names_fields_the_schemas_have() -> None:
 
     schema = json.loads(render("config"))
     paths = set(_walk(schema, schema["$defs"], "", frozenset()))
-    for path in (*REFUSED["x-agen/config.json"], *SUPPORTED_VALUES.get("x-agen/config.json", {})):
+    for path in (
+        *REFUSED.get("x-agen/config.json", ()),
+        *SUPPORTED_VALUES.get("x-agen/config.json", {}),
+    ):
         assert path in paths, path
 
 
-@pytest.mark.parametrize(
-    ("config", "where", "field"),
-    [
-        ({"rollover": {"prompt": "Summarise."}}, "rollover", "rollover"),
-    ],
-)
 def test_a_field_agen_does_not_do_yet_is_refused_naming_file_and_field(
-    config: dict[str, Any],
-    where: str,
-    field: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """Today every field works; a field put on the list (as one was until rollover landed) is
+    refused by name, whatever its value."""
+    config = {"rollover": {"prompt": "Summarise."}}
+    load_bundle_files(bundle_files(config=config))  # rollover works
+    monkeypatch.setitem(REFUSED, "x-agen/config.json", ("rollover",))
     with pytest.raises(BundleError) as e:
         load_bundle_files(bundle_files(config=config))
     assert [
         p
         for p in e.value.problems
-        if p.startswith(f"x-agen/config.json: {where}: not supported yet: {field}")
+        if p.startswith("x-agen/config.json: rollover: not supported yet: rollover")
     ]
 
 

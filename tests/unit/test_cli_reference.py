@@ -63,6 +63,6 @@ def test_not_supported_lists_every_refusal_in_the_code() -> None:
     assert path.is_file() and path.read_text(encoding="utf-8") == expected, _stale_message(
         path, expected
     )
-    assert "`rollover`" in expected
+    assert "None today: every bundle field" in expected  # REFUSED is empty today
     assert "not supported yet: tasks/list" in expected  # a message in the source
     assert "not supported yet: A2A … parts" in expected  # an f-string, placeholders elided
