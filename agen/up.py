@@ -69,6 +69,31 @@ class _Server(uvicorn.Server):
         yield
 
 
+GATEWAY_LISTEN = "127.0.0.1:7071"
+"""Where the A2A Gateway listens unless --gateway-listen says otherwise (with the a2a extra)."""
+
+
+def gateway_listen_of(flag: str | None, who: str) -> str | None:
+    """The Gateway's listen address from --gateway-listen: None for 'off'; when the flag is not given,
+    GATEWAY_LISTEN with the a2a extra installed, else no Gateway (said on stderr: the Hub serves on);
+    an address given without the extra is an error naming it."""
+    from agen import extras
+
+    if flag == "off":
+        return None
+    if flag is None:
+        if extras.installed("a2a"):
+            return GATEWAY_LISTEN
+        print(
+            f"{who}: no A2A Gateway: {extras.missing('a2a', 'the A2A Gateway')}",
+            file=sys.stderr,
+            flush=True,
+        )
+        return None
+    extras.require("a2a", f"--gateway-listen {flag}", field="--gateway-listen")
+    return flag
+
+
 def parse_listen(
     listen: str,
     *,

@@ -18,7 +18,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 from collections.abc import Iterator
@@ -37,7 +36,6 @@ REGENERATE = "scripts/gen-docs"
 
 def _commands() -> Iterator[tuple[list[str], Any, Any]]:
     """(path, click command, click context) for the root and every visible subcommand, depth first."""
-    os.environ.setdefault("TYPER_USE_RICH", "0")
     import typer.main
 
     from agen.cli import app
@@ -63,16 +61,8 @@ def _commands() -> Iterator[tuple[list[str], Any, Any]]:
 
 
 def _help(cmd: Any, ctx: Any) -> str:
-    import typer.core
-
-    rich, typer.core.HAS_RICH = (
-        typer.core.HAS_RICH,
-        False,
-    )  # plain click text, whatever the environment
-    try:
-        return str(cmd.get_help(ctx)).rstrip() + "\n"
-    finally:
-        typer.core.HAS_RICH = rich
+    """Plain click text: every agen group is made with rich_markup_mode=None (agen.cli._common.group)."""
+    return str(cmd.get_help(ctx)).rstrip() + "\n"
 
 
 def cli_reference() -> str:
@@ -334,7 +324,11 @@ def fill_markers(text: str, tables: dict[str, str]) -> str:
         pattern = re.compile(rf"(<!-- generated:{name} -->\n).*?(<!-- /generated:{name} -->)", re.S)
         if not pattern.search(text):
             raise SystemExit(f"docs/troubleshooting.md lacks the <!-- generated:{name} --> markers")
-        text = pattern.sub(lambda m, t=table: m.group(1) + t + "\n" + m.group(2), text)
+
+        def put(m: re.Match[str], t: str = table) -> str:
+            return m.group(1) + t + "\n" + m.group(2)
+
+        text = pattern.sub(put, text)
     return text
 
 

@@ -7,19 +7,16 @@ import os
 import sys
 from typing import Annotated, Any
 
-# Plain help text: rendering it through rich's markdown machinery doubles `agen --help`'s cold start.
-os.environ.setdefault("TYPER_USE_RICH", "0")
+from agen.cli._lean import HttpxWithoutItsCli
+
 # pydantic looks for plugins (entry points: every installed distribution's metadata, ~8 ms) the first
 # time a model is built; the agen command has none to load. Programs embedding agen keep theirs.
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-# httpx imports its own command line (click, rich.progress, pygments: ~100 ms) whenever click is
-# installed; agen never runs it. A None entry makes that import fail, so httpx keeps its stub `main`.
 if "httpx" not in sys.modules:
-    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+    sys.meta_path.insert(0, HttpxWithoutItsCli())
 
 import typer
 import typer.core
-from typer.utils import parse_boolean_env_var
 
 from agen.cli import (
     a2a,
@@ -45,10 +42,7 @@ from agen.cli import (
     up,
     version,
 )
-
-# typer reads the variable once, when typer.core is first imported; a program (or a test) that
-# imported typer before agen.cli would otherwise get rich help, with typer's `<bool>` placeholders.
-typer.core.HAS_RICH = parse_boolean_env_var(os.environ["TYPER_USE_RICH"], default=True)
+from agen.cli._common import group
 
 
 class AgenGroup(typer.core.TyperGroup):
@@ -62,7 +56,7 @@ class AgenGroup(typer.core.TyperGroup):
         polish(self)
 
 
-app = typer.Typer(
+app = group(
     name="agen",
     cls=AgenGroup,
     help="agen: run and manage LLM agent fleets, locally and durably.",
@@ -166,11 +160,11 @@ def _listing() -> Any:
         listed.callback = stub(info.callback)
         root.registered_commands.append(listed)
     root.registered_groups = []
-    for group in app.registered_groups:
-        bare = copy.copy(group.typer_instance)
+    for group_info in app.registered_groups:
+        bare = copy.copy(group_info.typer_instance)
         assert bare is not None  # every group agen registers is a Typer
         bare.registered_commands, bare.registered_groups = [], []
-        listed_group = copy.copy(group)
+        listed_group = copy.copy(group_info)
         listed_group.typer_instance = bare
         root.registered_groups.append(listed_group)
     return root

@@ -18,6 +18,15 @@ if TYPE_CHECKING:
 
 M = TypeVar("M", bound="BaseModel")
 
+
+def group(**settings: Any) -> typer.Typer:
+    """A command group with agen's help style: plain text (click's), not rich's. Rich help renders
+    through rich's markdown machinery (doubling `agen --help`'s cold start) and shows typer's
+    ``<bool>`` placeholders; ``rich_markup_mode=None`` is typer's public switch for plain help and
+    errors, set on every group so that none depends on the environment or on import order."""
+    return typer.Typer(rich_markup_mode=None, **settings)
+
+
 HubOpt = Annotated[
     str | None,
     typer.Option(

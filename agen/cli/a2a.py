@@ -172,6 +172,10 @@ def resolve(
 ) -> None:
     """The A2A endpoint of a deployment, its agent card (name, description, skills) and, for an
     operator, a call token for it (10 min; --json: call_token)."""
+    from agen import extras
+
+    extras.require("a2a", "agen resolve")
+
     import httpx
 
     from agen.cli._hub import run as run_async
@@ -275,6 +279,10 @@ def call(
     """Send an A2A message to a deployment through its Gateway (waking it if asleep); the answer streams to stdout."""
     import asyncio
     import uuid
+
+    from agen import extras
+
+    extras.require("a2a", "agen call")
 
     import httpx
     from a2a.client import ClientConfig, ClientFactory

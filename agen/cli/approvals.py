@@ -15,6 +15,7 @@ from agen.cli._common import (
     TokenOpt,
     complete_approvals,
     err,
+    group,
     make_request,
     print_json,
 )
@@ -25,7 +26,7 @@ IdArg = Annotated[
 ]
 
 
-approvals_app = typer.Typer(
+approvals_app = group(
     help="Pending approvals (--all: decided ones too); `show ID` prints one whole.",
     invoke_without_command=True,
 )

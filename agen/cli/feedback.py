@@ -14,11 +14,12 @@ from agen.cli._common import (
     TokenOpt,
     complete_deployments,
     complete_tasks,
+    group,
     make_request,
     print_json,
 )
 
-feedback_app = typer.Typer(
+feedback_app = group(
     help="Scores on how tasks went (-1.0..1.0), kept with the runs they rate.", no_args_is_help=True
 )
 

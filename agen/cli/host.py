@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import typer
 
+from agen.cli._common import group
+
 
 def serve() -> None:
     """Serve one instance for the Manager that started this process (settings come from the environment)."""
@@ -15,7 +17,7 @@ def serve() -> None:
 
 
 def register(app: typer.Typer) -> None:
-    host = typer.Typer(
+    host = group(
         name="host",
         help="Instance hosts (started by a Nest; not for direct use).",
         no_args_is_help=True,

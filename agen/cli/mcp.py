@@ -6,11 +6,11 @@ from typing import Annotated
 
 import typer
 
-from agen.cli._common import parse_duration_ms
+from agen.cli._common import group, parse_duration_ms
 
 
 def register(app: typer.Typer) -> None:
-    mcp = typer.Typer(
+    mcp = group(
         name="mcp",
         help="Built-in MCP servers (stdio): a confined workspace and read-only SQL.",
         no_args_is_help=True,

@@ -16,14 +16,13 @@ from agen.cli._common import (
     NoTruncOpt,
     TokenOpt,
     err,
+    group,
     make_request,
     print_json,
 )
 
-memory_app = typer.Typer(
-    help="Memory blocks: durable text agents read and update.", no_args_is_help=True
-)
-artifacts_app = typer.Typer(help="Artifacts agents saved with save_artifact.", no_args_is_help=True)
+memory_app = group(help="Memory blocks: durable text agents read and update.", no_args_is_help=True)
+artifacts_app = group(help="Artifacts agents saved with save_artifact.", no_args_is_help=True)
 
 LabelArg = Annotated[str, typer.Argument(help="Memory block id (its label).", show_default=False)]
 ExpectedOpt = Annotated[

@@ -9,16 +9,16 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agen.cli._common import HubOpt, JsonOpt, TokenOpt, err, make_request, print_json
+from agen.cli._common import HubOpt, JsonOpt, TokenOpt, err, group, make_request, print_json
 
 if TYPE_CHECKING:
     from agen.nest.remote import GatewayStarter, HubLinkOfNest, NestOptions, RunningGateway
 
-hub_app = typer.Typer(help="The Hub on its own (Nests run elsewhere).", no_args_is_help=True)
-nest_app = typer.Typer(help="A Nest in its own process, enrolled with a Hub.", no_args_is_help=True)
-join_app = typer.Typer(help="One-time tokens that enrol Nests.", no_args_is_help=True)
-nests_app = typer.Typer(help="The Nests a Hub knows.", no_args_is_help=False)
-store_app = typer.Typer(help="The Store's database roles.", no_args_is_help=True)
+hub_app = group(help="The Hub on its own (Nests run elsewhere).", no_args_is_help=True)
+nest_app = group(help="A Nest in its own process, enrolled with a Hub.", no_args_is_help=True)
+join_app = group(help="One-time tokens that enrol Nests.", no_args_is_help=True)
+nests_app = group(help="The Nests a Hub knows.", no_args_is_help=False)
+store_app = group(help="The Store's database roles.", no_args_is_help=True)
 
 LabelOpt = Annotated[
     list[str] | None,
@@ -176,13 +176,15 @@ def nest_run(
         ),
     ] = None,
     gateway_listen: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--gateway-listen",
             help="This Nest's A2A Gateway listen address (loopback unless AGEN_INSECURE=1): "
-            "/a2a/NAMESPACE/DEPLOYMENT; 'off' runs no Gateway.",
+            "/a2a/NAMESPACE/DEPLOYMENT; 'off' runs no Gateway. Default: 127.0.0.1:7071 when the "
+            "a2a extra is installed, else no Gateway.",
+            show_default=False,
         ),
-    ] = "127.0.0.1:7071",
+    ] = None,
     gateway_url: Annotated[
         str | None,
         typer.Option(
@@ -242,7 +244,7 @@ def nest_run(
     from agen.nest.process import parse_memory_limit
     from agen.nest.remote import NestOptions, run_nest
     from agen.nest.stores import parse_store_for
-    from agen.up import parse_listen
+    from agen.up import gateway_listen_of, parse_listen
 
     if capacity < 0:
         raise InvalidError(
@@ -251,10 +253,9 @@ def nest_run(
     memory = parse_memory_limit(host_memory_limit)
     check_backend(backend, memory)
     check_gateway_auth(gateway_auth)
+    gateway = gateway_listen_of(gateway_listen, "agen nest")
     listen = (
-        None
-        if gateway_listen == "off"
-        else parse_listen(gateway_listen, flag="--gateway-listen", any_port=True)
+        None if gateway is None else parse_listen(gateway, flag="--gateway-listen", any_port=True)
     )
     if gateway_url is not None:
         if listen is None:

@@ -12,9 +12,18 @@ from typing import Annotated
 
 import typer
 
-from agen.cli._common import HubOpt, JsonOpt, NamespaceOpt, TokenOpt, err, make_request, print_json
+from agen.cli._common import (
+    HubOpt,
+    JsonOpt,
+    NamespaceOpt,
+    TokenOpt,
+    err,
+    group,
+    make_request,
+    print_json,
+)
 
-secret_app = typer.Typer(
+secret_app = group(
     help='Platform secrets: bundle secrets with source "platform" (values never shown).',
     no_args_is_help=True,
 )

@@ -14,6 +14,7 @@ from agen.cli._common import (
     TokenOpt,
     complete_deployments,
     err,
+    group,
     make_request,
     print_json,
 )
@@ -254,7 +255,7 @@ def format_event(e: object) -> str:
     return f"{e.seq:>6} {when(e.created_ms)} {e.severity:<8} {e.type:<22} {where} {data}".rstrip()
 
 
-notify_app = typer.Typer(help="Where the Hub POSTs a namespace's events.", no_args_is_help=True)
+notify_app = group(help="Where the Hub POSTs a namespace's events.", no_args_is_help=True)
 
 
 @notify_app.command("set")

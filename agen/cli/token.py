@@ -6,9 +6,9 @@ from typing import Annotated
 
 import typer
 
-from agen.cli._common import HubOpt, JsonOpt, TokenOpt, err, make_request, print_json
+from agen.cli._common import HubOpt, JsonOpt, TokenOpt, err, group, make_request, print_json
 
-token_app = typer.Typer(help="API tokens.", no_args_is_help=True)
+token_app = group(help="API tokens.", no_args_is_help=True)
 
 
 @token_app.command("create")

@@ -54,6 +54,10 @@ def ui(
     Each browser tab runs `agen tui` against the Hub with this command's token; the link signs in one
     browser once (a session cookie), and nothing is served without it.
     """
+    from agen import extras
+
+    extras.require("ui", "agen ui")
+
     from agen.api import registry as r
     from agen.cli._hub import with_client
     from agen.client import HttpTransport

@@ -61,13 +61,15 @@ def up(
         ),
     ] = "0",
     gateway_listen: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--gateway-listen",
             help="A2A Gateway listen address (loopback only): /a2a/NAMESPACE/DEPLOYMENT; "
-            "'off' runs no Gateway.",
+            "'off' runs no Gateway. Default: 127.0.0.1:7071 when the a2a extra is installed, "
+            "else no Gateway.",
+            show_default=False,
         ),
-    ] = "127.0.0.1:7071",
+    ] = None,
     allow_self_approval: Annotated[
         bool,
         typer.Option(
@@ -85,10 +87,10 @@ def up(
     from agen.errors import InvalidError
     from agen.nest.backends import check_backend
     from agen.nest.process import parse_memory_limit
-    from agen.up import UpOptions, parse_listen, serve
+    from agen.up import UpOptions, gateway_listen_of, parse_listen, serve
 
     parse_listen(listen, any_port=True)
-    gateway = None if gateway_listen == "off" else gateway_listen
+    gateway = gateway_listen_of(gateway_listen, "agen up")
     if gateway is not None:
         parse_listen(gateway, flag="--gateway-listen", any_port=True)
     if capacity < 0:

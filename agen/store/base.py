@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
+from pydantic_core import to_json
+
 T = TypeVar("T")
 Row = dict[str, Any]
 Params = Sequence[Any] | Mapping[str, Any]
@@ -103,22 +105,13 @@ def new_ulid() -> str:
     return _ULIDS.new()
 
 
-def _encoder() -> Callable[[Any], str]:
-    """Compact JSON, key order kept, non-ASCII as is, unknown types by ``str``: json.JSONEncoder's
-    output with these options, from one C encoder made once. ``JSONEncoder.encode`` builds a new C
-    encoder (and its circular-reference dict) on every call: half the cost of encoding an event's
-    data, and JSON encoding was ~9 % of the Store writer's GIL time in py-spy samples of the task
-    pipeline. agen's JSON values are trees (never circular), so no reference check is needed."""
-    from json import encoder
-
-    make: Any = getattr(encoder, "c_make_encoder", None)  # CPython's C encoder (not in typeshed)
-    if make is None:  # no C accelerator: the plain encoder
-        return json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str).encode
-    chunks = make(None, str, encoder.encode_basestring, None, ":", ",", False, False, True)
-    return lambda value: "".join(chunks(value, 0))
-
-
-_encode = _encoder()
+def _encode(value: Any) -> str:
+    """Compact JSON, key order kept, non-ASCII as is, NaN and infinities as JSON's constants, unknown
+    types by ``str``: pydantic-core's encoder, about twice as fast as a ``json.JSONEncoder`` (which
+    builds a new C encoder on every call; JSON encoding was ~9 % of the Store writer's GIL time in
+    py-spy samples of the task pipeline). It writes the same text as ``json`` for agen's values
+    (str, int, float, bool, None, lists, dicts, str enums); datetimes it writes in ISO form."""
+    return to_json(value, fallback=str, inf_nan_mode="constants").decode()
 
 
 def dumps(value: Any) -> str:

@@ -38,18 +38,6 @@ BUSY_TIMEOUT_MS = 10_000
 CACHE_KIB = 65_536
 
 
-def _as_is(value: Any) -> Any:
-    return value
-
-
-# sqlite3 binds an exact str, int, float or bytes directly, but sends every other parameter through its
-# adapter lookup, which for an unregistered type raises and clears an AttributeError (~3,300
-# instructions): None, the most common parameter (about 40 a task: the task row's unset columns,
-# events' NULLs), and bool. Registered, they are one dict hit and a call; they bind as before.
-sqlite3.register_adapter(type(None), _as_is)
-sqlite3.register_adapter(bool, int)
-
-
 def check_writable(path: Path) -> None:
     """Raise StoreError when this process cannot write the SQLite file at ``path`` (a read-only file,
     folder or mount). Opening a store agen used before writes nothing, so without this a long-running

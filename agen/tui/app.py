@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Iterable
+from datetime import datetime
 from pathlib import Path
 from typing import ClassVar
 
@@ -73,6 +74,13 @@ def header_text(hub: str, namespace: str, pending: int, width: int) -> str:
         if len(text) <= width - HEADER_CHROME:
             return text
     return count
+
+
+def screenshot_name(when: datetime, time_format: str | None = None) -> str:
+    """``agen <time>.svg``, the time in ISO form unless a format is given, with the characters a file
+    name cannot hold on some system (and dots and spaces) made underscores, as Textual names its own."""
+    stamp = when.isoformat() if time_format is None else when.strftime(time_format)
+    return "".join("_" if c in ' <>:"/\\|?*.' else c for c in f"agen {stamp}") + ".svg"
 
 
 class AgenApp(App[None]):
@@ -256,10 +264,8 @@ class AgenApp(App[None]):
         `agen ui`, Textual hands it to the browser as a download instead)."""
         if self.is_web:
             return super().deliver_screenshot(filename, path, time_format)
-        from textual._files import generate_datetime_filename
-
         folder = Path(path) if path else (self.screenshot_dir or Path.cwd())
-        name = filename or generate_datetime_filename("agen", ".svg", time_format)
+        name = filename or screenshot_name(datetime.now(), time_format)
         target = folder / name
         try:
             folder.mkdir(parents=True, exist_ok=True)

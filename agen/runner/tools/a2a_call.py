@@ -110,6 +110,10 @@ async def call_a2a(
     ``resume_task_id``: a resumed run's call whose message already went out, so nothing is sent
     and that task is polled for its answer.
     """
+    from agen import extras
+
+    if not extras.installed("a2a"):
+        raise A2AFailure(extras.missing("a2a", "calling an A2A agent"))
     import httpx  # here, not at import: a one-shot run that makes no A2A call loads no HTTP stack
     from a2a.client import A2AClientError, ClientConfig, ClientFactory
     from a2a.client.errors import AgentCardResolutionError

@@ -39,6 +39,9 @@ log = logging.getLogger("agen.mcp")
 STARTUP_TIMEOUT_S = 30.0
 HANG_COOLDOWN_S = 300.0
 _SHUTDOWN_WAIT_S = 10.0
+MCP_HTTP_TIMEOUT_S = 30.0
+MCP_HTTP_READ_S = 300.0
+"""An HTTP MCP server's client timeouts: those of the MCP SDK's own default client."""
 
 
 class _NoParseTraceback(logging.Filter):
@@ -375,13 +378,17 @@ class ServerConn:
                 message_handler=self._on_message,
             )
         else:
+            import httpx2
             from mcp.client.streamable_http import streamable_http_client
-            from mcp.shared._httpx_utils import create_mcp_http_client
 
             headers = self._secrets.expand_map(
                 self.server.headers, where=f"mcp.json mcpServers.{self.name}.headers"
             )
-            http = create_mcp_http_client(headers=headers)
+            # the client streamable_http_client documents passing for headers, with the timeouts its
+            # own default client has (30 s, and 300 s to read: a server may hold a stream open)
+            http = httpx2.AsyncClient(
+                headers=headers, timeout=httpx2.Timeout(MCP_HTTP_TIMEOUT_S, read=MCP_HTTP_READ_S)
+            )
             http.event_hooks["response"].append(self._on_response)
             client = Client(
                 streamable_http_client(
