@@ -13,6 +13,9 @@ such functions, which keeps it independent of the engine.
 from __future__ import annotations
 
 import abc
+import asyncio
+import concurrent.futures
+import contextlib
 import json
 import os
 import random
@@ -247,3 +250,16 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def schema_version(self) -> int: ...
+
+
+def settle_futures(items: list[tuple[Any, Any, BaseException | None]]) -> None:
+    """Answer the callers of a write batch (``(future, value, exception)`` each), on the future's own
+    loop: a caller cancelled meanwhile, or a future settled already, is passed over."""
+    for fut, value, exc in items:
+        if fut.done():
+            continue
+        with contextlib.suppress(asyncio.InvalidStateError, concurrent.futures.InvalidStateError):
+            if exc is None:
+                fut.set_result(value)
+            else:
+                fut.set_exception(exc)

@@ -22,6 +22,7 @@ on that read). A Hub that makes work leasable tells the Hubs of other processes 
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import contextlib
 import logging
@@ -40,7 +41,7 @@ from agen.errors import AgenError, ConflictError, StoreError, UnavailableError
 from agen.store import event_log
 from agen.store._pg_migrate import migrate_postgres
 from agen.store._pg_sql import to_pg
-from agen.store.base import Params, Row, Store, Tx, dumps, new_ulid, now_ms
+from agen.store.base import Params, Row, Store, Tx, dumps, new_ulid, now_ms, settle_futures
 from agen.store.locate import redact_url
 
 T = TypeVar("T")
@@ -53,6 +54,13 @@ MAX_RETRIES = 5  # serialization failures and deadlocks are retried this many ti
 SETTLE_POLL_S = (
     0.02  # how often followers look again while committed events wait for an older transaction
 )
+# Write functions waiting together run in one transaction, one COMMIT (group commit, as SQLite's writer
+# does): at most this many. Each caller is answered only after that COMMIT.
+MAX_BATCH = 64
+# The NOTIFY that tells other processes events committed is sent at once after a quiet moment, then at
+# most once per this interval (commits meanwhile ride on the next one): a NOTIFY is a transaction of its
+# own that flushes the WAL under PostgreSQL's database-wide notification lock.
+NOTIFY_INTERVAL_S = 0.02
 
 _EVENT_COLUMNS = (
     "INSERT INTO events (id, namespace, type, severity, deployment, task_id, run_id, labels, data, dedupe_key,"
@@ -63,6 +71,7 @@ _EVENT_SQL = to_pg(
     " DO NOTHING RETURNING seq"
 )
 _RETRYABLE = (psycopg.errors.SerializationFailure, psycopg.errors.DeadlockDetected)
+_Item = tuple[Callable[[Tx], Any], asyncio.AbstractEventLoop, "asyncio.Future[Any]"]
 # Pooled connections are in autocommit mode and transactions are opened and closed by hand, so that BEGIN
 # travels with the transaction's first statement (pipelined) and the events and NOTIFY with the COMMIT: no
 # round trip of their own. No lock is taken here: writes lock the rows they change, and a decision that
@@ -122,7 +131,12 @@ class PostgresTx:
     dialect = "postgres"
 
     def __init__(
-        self, conn: psycopg.Connection[Any], *, begin: tuple[str, ...] = (), write: bool = False
+        self,
+        conn: psycopg.Connection[Any],
+        *,
+        begin: tuple[str, ...] = (),
+        write: bool = False,
+        follows: PostgresTx | None = None,
     ) -> None:
         self._conn = conn
         self.row_lock = " FOR UPDATE" if write else ""
@@ -131,6 +145,9 @@ class PostgresTx:
         self.events_written = False
         self._callbacks: list[Callable[[], None]] = []
         self._pending: list[tuple[Any, ...]] = []
+        if follows is not None:  # the next function of a batch, in the same transaction
+            self._begin, self._pending = follows._begin, follows._pending
+            self.events_written = follows.events_written
 
     def _cur(self, sql: str, params: Params) -> psycopg.Cursor[Any]:
         if self._pending and "events" in sql:  # a statement that may read this transaction's events
@@ -228,15 +245,16 @@ class PostgresTx:
         return _EVENT_COLUMNS + rows
 
     def commit_sql(self) -> str:
-        """What ends the transaction, in one round trip: the kept events, one NOTIFY that wakes the event
-        followers (whatever the number of events), COMMIT. Empty when the transaction never began."""
+        """What ends the transaction, in one round trip: the kept events and COMMIT. Empty when the
+        transaction never began. No NOTIFY here: a transaction that notifies takes a database-wide lock
+        from its COMMIT until its WAL flush ends (PostgreSQL serialises the notification queue that way),
+        so every committer with a NOTIFY would flush one at a time; the store sends one after the commit
+        instead, coalesced (``PostgresStore._notify_events``)."""
         if self._begin and not self._pending:
             return ""
         head = "".join(f"{stmt}; " for stmt in self._begin)
-        if self._pending:  # one statement: a data-modifying CTE runs whether or not it is read
-            head += f"WITH e AS ({self._insert_pending()}) SELECT pg_notify('{CHANNEL}', ''); "
-        elif self.events_written:
-            head += f"SELECT pg_notify('{CHANNEL}', ''); "
+        if self._pending:
+            head += f"{self._insert_pending()}; "
         return head + "COMMIT"
 
     def after_commit(self, callback: Callable[[], None]) -> None:
@@ -286,6 +304,11 @@ class PostgresStore(Store):
         self._listener: asyncio.Task[None] | None = None
         self._closed = False
         self._lock = threading.Lock()
+        self._queue: collections.deque[_Item] = collections.deque()  # writes waiting for a thread
+        self._drainers = 0  # threads taking batches off the queue now
+        self._max_drainers = max(2, pool_size)
+        self._notify_at = 0.0  # loop time the last events NOTIFY was sent
+        self._notify_timer: asyncio.TimerHandle | None = None
 
     @classmethod
     async def open(cls, url: str, **kwargs: Any) -> PostgresStore:
@@ -358,6 +381,8 @@ class PostgresStore(Store):
         if self._closed:
             return
         self._closed = True
+        if self._notify_timer is not None:
+            self._notify_timer.cancel()
         if self._listener is not None:
             self._listener.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -375,9 +400,102 @@ class PostgresStore(Store):
     # -- writes ----------------------------------------------------------------------------
 
     async def write(self, fn: Callable[[Tx], T]) -> T:
+        """Queue ``fn``; a store thread runs it with the writes queued beside it in one transaction (one
+        COMMIT for all, group commit) and answers each caller once that COMMIT returned. With fewer writes
+        in flight than connections each runs alone, at once."""
         if self._closed:
             raise UnavailableError("the store is closed", store=self._where)
-        return await self._in_thread(lambda: self.write_sync(fn))
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[T] = loop.create_future()
+        with self._lock:
+            self._queue.append((fn, loop, fut))
+            start = self._drainers < self._max_drainers
+            if start:
+                self._drainers += 1
+        if start:
+            self._next_batch()
+        return await fut
+
+    def _next_batch(self) -> None:
+        try:
+            self._threads.submit(self._drain)
+        except RuntimeError:  # shut down: nothing runs the writes still queued
+            with self._lock:
+                left, self._drainers = list(self._queue), 0
+                self._queue.clear()
+            err = UnavailableError("the store is closed", store=self._where)
+            _resolve(left, [(None, err)] * len(left))
+
+    def _drain(self) -> None:
+        """Run one batch of the queued writes, then make way: the next batch is submitted behind the
+        reads that are waiting for a thread, so a steady stream of writes never starves them."""
+        with self._lock:
+            batch = [self._queue.popleft() for _ in range(min(len(self._queue), MAX_BATCH))]
+            if not batch:
+                self._drainers -= 1
+                return
+        try:
+            results = self._run_batch(batch)
+        except BaseException as e:  # a bug of ours: fail this batch, keep serving the next ones
+            log.exception("store %s: a write batch failed unexpectedly", self._where)
+            results = [(None, map_error(e, self._where))] * len(batch)
+        _resolve(batch, results)
+        with self._lock:
+            if not self._queue:
+                self._drainers -= 1
+                return
+        self._next_batch()
+
+    def _run_batch(self, batch: list[_Item]) -> list[tuple[Any, BaseException | None]]:
+        """One transaction for the batch; if a function in it raises (or the transaction must be retried),
+        nothing of it is kept and each function runs again alone, so each caller gets its own result."""
+        if len(batch) > 1:
+            try:
+                return [(value, None) for value in self._write_many([fn for fn, _, _ in batch])]
+            except (
+                psycopg.OperationalError
+            ) as e:  # the connection failed: whether COMMIT ran is unknown
+                err = map_error(e, self._where)
+                return [(None, err)] * len(batch)
+            except _Alone:
+                pass
+        out: list[tuple[Any, BaseException | None]] = []
+        for fn, _, _ in batch:
+            try:
+                out.append((self.write_sync(fn), None))
+            except BaseException as e:
+                out.append((None, e))
+        return out
+
+    def _write_many(self, fns: list[Callable[[Tx], Any]]) -> list[Any]:
+        """The functions back to back in one transaction, no savepoints (two round trips fewer each);
+        ``_Alone`` when one of them raised before COMMIT."""
+        values: list[Any] = []
+        callbacks: list[Callable[[], None]] = []
+        with self._pool.connection() as conn:
+            tx: PostgresTx | None = None
+            try:
+                for fn in fns:
+                    tx = PostgresTx(conn, begin=_BEGIN_WRITE, write=True, follows=tx)
+                    values.append(fn(tx))
+                    callbacks.extend(tx._callbacks)
+                assert tx is not None
+                end = tx.commit_sql()
+            except BaseException as e:
+                _end_transaction(conn)
+                if isinstance(e, psycopg.OperationalError):
+                    raise
+                raise _Alone from e
+            if end:
+                try:
+                    conn.execute(end)
+                except psycopg.OperationalError:
+                    raise
+                except psycopg.Error as e:  # PostgreSQL rolled it back: each runs again alone
+                    _end_transaction(conn)
+                    raise _Alone from e
+        self._committed(callbacks, tx.events_written)
+        return values
 
     def write_sync(self, fn: Callable[[Tx], T]) -> T:
         for attempt in range(MAX_RETRIES + 1):
@@ -407,7 +525,11 @@ class PostgresStore(Store):
             except BaseException:
                 _end_transaction(conn)
                 raise
-        for cb in tx._callbacks:
+        self._committed(tx._callbacks, tx.events_written)
+        return value
+
+    def _committed(self, callbacks: list[Callable[[], None]], events: bool) -> None:
+        for cb in callbacks:
             try:
                 cb()
             except Exception:
@@ -416,10 +538,39 @@ class PostgresStore(Store):
                     self._where,
                     getattr(cb, "__qualname__", repr(cb)),
                 )
-        if tx.events_written and self._loop is not None:
+        if events and self._loop is not None:
             with contextlib.suppress(RuntimeError):
-                self._loop.call_soon_threadsafe(self._events_committed)
-        return value
+                self._loop.call_soon_threadsafe(self._events_written)
+
+    def _events_written(self) -> None:
+        """Events of this process committed: its own followers look now, the other processes' once the
+        coalesced NOTIFY reaches them."""
+        self._events_committed()
+        if self._notify_timer is not None or self._closed:
+            return  # one is due: these events ride on it
+        assert self._loop is not None
+        wait = self._notify_at + NOTIFY_INTERVAL_S - self._loop.time()
+        if wait <= 0:
+            self._send_events_notify()
+        else:
+            self._notify_timer = self._loop.call_later(wait, self._send_events_notify)
+
+    def _send_events_notify(self) -> None:
+        assert self._loop is not None
+        self._notify_timer = None
+        self._notify_at = self._loop.time()
+
+        def send() -> None:
+            try:
+                with self._pool.connection() as conn:
+                    conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, self._id))
+            except Exception as e:  # followers elsewhere still see the events at their next look
+                log.warning(
+                    "store %s: could not notify the other Hubs of events (%s)", self._where, e
+                )
+
+        with contextlib.suppress(RuntimeError):  # shut down meanwhile
+            self._threads.submit(send)
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -474,9 +625,10 @@ class PostgresStore(Store):
                     ready.set()
                     self._wake_local()  # work submitted while (re)connecting was not heard either
                     async for note in conn.notifies():
+                        if note.payload == self._id:  # this process's own: it knew already
+                            continue
                         if note.channel == WAKE_CHANNEL:
-                            if note.payload != self._id:
-                                self._wake_local()
+                            self._wake_local()
                             continue
                         self._events_committed()
             except asyncio.CancelledError:
@@ -569,3 +721,19 @@ class PostgresStore(Store):
         cond, params = event_log.after("postgres", after)
         found = await self.scalar(f"SELECT 1 FROM events WHERE seq = ? AND {cond}", (head, *params))
         return found is not None
+
+
+class _Alone(Exception):
+    """A batch's transaction was rolled back before it committed: its functions run again one by one."""
+
+
+def _resolve(batch: list[_Item], results: list[tuple[Any, BaseException | None]]) -> None:
+    """Answer each caller on its own loop, one wake-up per loop for the whole batch."""
+    by_loop: dict[
+        asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], Any, BaseException | None]]
+    ] = {}
+    for (_fn, loop, fut), (value, exc) in zip(batch, results, strict=True):
+        by_loop.setdefault(loop, []).append((fut, value, exc))
+    for loop, items in by_loop.items():
+        with contextlib.suppress(RuntimeError):  # loop already closed
+            loop.call_soon_threadsafe(settle_futures, items)

@@ -25,7 +25,7 @@ from agen._home import prepare_store_file
 from agen.errors import AgenError, StoreError, UnavailableError
 from agen.store._sqlite_errors import TransactionLost, is_fault, map_error
 from agen.store._sqlite_tx import SQLiteTx, dict_row
-from agen.store.base import Params, Row, Store, StoreHealth, Tx, now_ms
+from agen.store.base import Params, Row, Store, StoreHealth, Tx, now_ms, settle_futures
 from agen.store.migrate import migrate_sqlite
 
 T = TypeVar("T")
@@ -431,12 +431,12 @@ class SQLiteStore(Store):
         by_loop: dict[asyncio.AbstractEventLoop, list[tuple[Any, Any, BaseException | None]]] = {}
         for (_fn, loop, fut), (value, exc) in zip(batch, results, strict=True):
             if loop is None:
-                _settle([(fut, value, exc)])
+                settle_futures([(fut, value, exc)])
             else:
                 by_loop.setdefault(loop, []).append((fut, value, exc))
         for loop, items in by_loop.items():
             with contextlib.suppress(RuntimeError):  # loop already closed
-                loop.call_soon_threadsafe(_settle, items)
+                loop.call_soon_threadsafe(settle_futures, items)
 
     def _note_seq(self, seq: int) -> None:
         if seq > self._latest_seq:
@@ -502,7 +502,7 @@ class SQLiteStore(Store):
                 except BaseException as e:  # handed to the caller, never kills the thread
                     exc = e
                 with contextlib.suppress(RuntimeError):  # loop already closed
-                    loop.call_soon_threadsafe(_settle, [(fut, value, exc)])
+                    loop.call_soon_threadsafe(settle_futures, [(fut, value, exc)])
         finally:
             if conn is not None:
                 conn.close()
@@ -541,14 +541,3 @@ class SQLiteStore(Store):
             seq = int(await self.scalar("SELECT COALESCE(MAX(seq), 0) FROM events") or 0)
             if seq > self._latest_seq:
                 self._note_seq(seq)
-
-
-def _settle(items: list[tuple[Any, Any, BaseException | None]]) -> None:
-    for fut, value, exc in items:
-        if fut.done():  # already settled (the writer stopped after resolving it), or cancelled
-            continue
-        with contextlib.suppress(asyncio.InvalidStateError, concurrent.futures.InvalidStateError):
-            if exc is None:
-                fut.set_result(value)
-            else:
-                fut.set_exception(exc)

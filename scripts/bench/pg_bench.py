@@ -272,7 +272,7 @@ async def pipeline(
             )
         while sum(i.state == "ready" for i in node.manager.instances.values()) < instances:  # noqa: ASYNC110
             await asyncio.sleep(0.05)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for start in range(0, n, 200):
             await asyncio.gather(
                 *(
@@ -284,7 +284,7 @@ async def pipeline(
             await store.scalar("SELECT COUNT(*) FROM tasks WHERE finished_ms IS NOT NULL") or 0
         ) < n:
             await asyncio.sleep(0.02)
-        seconds = time.perf_counter() - t0
+        seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
         rows = await store.all(
             "SELECT created_ms, finished_ms, state FROM tasks WHERE finished_ms IS NOT NULL"
         )
@@ -295,9 +295,54 @@ async def pipeline(
         "tasks": n,
         "succeeded": sum(x["state"] == "succeeded" for x in rows),
         "tasks_per_s": round(n / seconds),
+        # CPU of this process (event loop and store threads) per task: unlike the rate, it does not
+        # follow the load other processes put on the machine.
+        "cpu_us_per_task": round(cpu / n * 1e6),
         "p50_ms": median(lat),
         "p95_ms": pct(lat, 95),
     }
+
+
+async def one_at_a_time(store: Store, samples: int) -> list[float]:
+    """Submit -> succeeded of one task at a time on an otherwise idle Hub + local Nest (ms each, as the
+    caller sees it: SubmitTask, then GetTask waiting for its end)."""
+    from agen.api import registry as r
+    from agen.bundle import walk_bundle
+    from agen.client import Client
+    from agen.hub.rpc.deployments import encode_files
+    from agen.node import LocalNode
+    from agen.wire.deployments import CreateDeploymentRequest
+    from agen.wire.tasks import GetTaskRequest, SubmitTaskRequest
+    from scripts.bench.task_bench import write_bundle
+
+    node = LocalNode(store, capacity=0)
+    await node.start()
+    lat: list[float] = []
+    try:
+        client = Client.in_process(node.hub)
+        with tempfile.TemporaryDirectory() as d:
+            bundle = write_bundle(Path(d) / "bundle", 1, 4)
+            await client.call(
+                r.CreateDeployment, CreateDeploymentRequest(files=encode_files(walk_bundle(bundle)))
+            )
+        while not any(i.state == "ready" for i in node.manager.instances.values()):  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+        for i in range(samples + 1):  # the first warms up (statements prepared, caches filled)
+            t0 = time.perf_counter()
+            task = (
+                await client.call(
+                    r.SubmitTask, SubmitTaskRequest(deployment="bench", input=f"t{i}")
+                )
+            ).task
+            done = (await client.call(r.GetTask, GetTaskRequest(id=task.id, wait_seconds=30))).task
+            if done.state != "succeeded":
+                raise SystemExit(f"bench bug: task {task.id} ended {done.state}")
+            if i:
+                lat.append((time.perf_counter() - t0) * 1000)
+            await asyncio.sleep(0.2)  # idle between tasks: nothing else in flight
+    finally:
+        await node.drain(10)
+    return lat
 
 
 def _reset_statements(url: str) -> None:

@@ -1,48 +1,101 @@
-"""agen on Postgres beside the Postgres queues users would pick instead: pgqueuer and procrastinate.
+"""agen on Postgres beside the Postgres queues users would pick instead: pgqueuer, procrastinate, DBOS.
 
 One throwaway cluster at initdb's durable defaults (fsync, synchronous_commit, full_page_writes on;
 ``--fsync-off`` turns them off, labelled), a fresh database per run. Each round runs, one after the
-other (interleaved, so a shared machine's load hits them alike): agen's in-process pipeline (Hub + local
-Nest, fake model, ``pg_bench.pipeline``), pgqueuer (no-op async jobs, enqueued in one batch, a worker in
-drain mode) and procrastinate (no-op async jobs deferred at once, a worker that stops when the queue is
-empty). Every run is a process of its own; per job, pg_stat_statements counts statements, commits and
-advisory locks on its database. Medians of ``--rounds``.
+other (interleaved, so a shared machine's load hits them alike):
+
+* agen in-process: Hub + local Nest in one process, fake model (``pg_bench.pipeline``), the store's
+  default pool, as ``agen up`` opens it;
+* agen over HTTP: a real ``agen up --store URL`` process, tasks submitted by 32 HTTP clients;
+* pgqueuer: no-op async jobs enqueued in one batch, a worker that is shut down when its last job ran and
+  the clock stops when it returned (its buffered completions flushed), so the ~1 s its drain mode waits
+  on an empty queue does not count;
+* procrastinate: no-op async jobs deferred at once, a worker that stops when the queue is empty;
+* DBOS Transact: no-op workflows enqueued on a DBOS queue in its Postgres system database, results
+  awaited (its queue polls every second, its default).
+
+Every run is a process of its own; per job, pg_stat_statements counts statements and advisory locks
+and pg_waldump the COMMIT records on its database. Then one job at a time on an idle system: ``--samples``
+jobs each submitted after the one before finished, submit -> done as the caller sees it. Medians of
+``--rounds``.
 
 The peers come from the bench extra (``pip install -e '.[bench]'``); ``--peers-path DIR`` adds a folder
 they were installed into with ``pip install --target DIR`` (put on the peer processes' path only). A peer
 that is not installed is left out.
 
-    python -m scripts.bench.pg_peers [--n 500] [--rounds 3] [--fsync-off] [--peers-path DIR] [--json]
+    python -m scripts.bench.pg_peers [--n 500] [--rounds 3] [--samples 15] [--fsync-off]
+                                     [--peers-path DIR] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import inspect
 import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-SIDES = ("agen", "pgqueuer", "procrastinate")
+SIDES = ("agen", "agen-http", "pgqueuer", "procrastinate", "dbos")
+MODULES = {
+    "agen-http": "agen",
+    "pgqueuer": "pgqueuer",
+    "procrastinate": "procrastinate",
+    "dbos": "dbos",
+}
+HTTP_CLIENTS = 32
 
 
 async def _agen(url: str, n: int) -> dict[str, Any]:
-    import tempfile
-
     from agen.store.postgres import PostgresStore
     from scripts.bench.pg_bench import pipeline
 
     os.environ["AGEN_HOME"] = tempfile.mkdtemp(prefix="agen-peers-")
-    store = await PostgresStore.open(url, pool_size=8)
+    store = await PostgresStore.open(url)  # the pool agen up opens
     try:
         return await pipeline(store, n)
     finally:
         await store.close()
+
+
+async def _agen_latency(url: str, samples: int) -> list[float]:
+    from agen.store.postgres import PostgresStore
+    from scripts.bench.pg_bench import one_at_a_time
+
+    os.environ["AGEN_HOME"] = tempfile.mkdtemp(prefix="agen-peers-")
+    store = await PostgresStore.open(url)
+    try:
+        return await one_at_a_time(store, samples)
+    finally:
+        await store.close()
+
+
+async def _agen_http(url: str, n: int) -> dict[str, Any]:
+    """A real `agen up --store URL` (its own process), n tasks over HTTP."""
+    import psycopg
+
+    from scripts.bench.task_bench import over_http, start_up
+
+    tmp = Path(tempfile.mkdtemp(prefix="agen-peers-http-"))
+    proc, base, token, _home = start_up(tmp, 2, 256, store=url)
+    try:
+        _ids, _submitted, seconds = await over_http(base, token, n, 2, HTTP_CLIENTS)
+    finally:
+        proc.terminate()
+        proc.wait(60)
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT finished_ms - created_ms FROM tasks WHERE finished_ms IS NOT NULL"
+        ).fetchall()
+    return _result(n, len(rows), seconds, [float(r[0]) for r in rows])
 
 
 async def _pgqueuer(url: str, n: int) -> dict[str, Any]:
@@ -51,7 +104,6 @@ async def _pgqueuer(url: str, n: int) -> dict[str, Any]:
     import psycopg
     from pgqueuer import PgQueuer, PsycopgDriver, Queries
     from pgqueuer.models import Job
-    from pgqueuer.types import QueueExecutionMode
 
     conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
     driver = PsycopgDriver(conn)
@@ -62,12 +114,36 @@ async def _pgqueuer(url: str, n: int) -> dict[str, Any]:
     @pgq.entrypoint("noop")
     async def noop(job: Job) -> None:
         lat.append((datetime.now(UTC) - job.created).total_seconds() * 1000)
+        if len(lat) == n:  # its last job: stop; run() returns once its completions are flushed
+            pgq.shutdown.set()
 
     t0 = time.perf_counter()
     await Queries(driver).enqueue(["noop"] * n, [None] * n, [0] * n)
-    await pgq.run(mode=QueueExecutionMode.drain, batch_size=50)
+    await pgq.run(batch_size=50)
     seconds = time.perf_counter() - t0
     return _result(n, len(lat), seconds, lat)
+
+
+async def _pgqueuer_latency(url: str, samples: int) -> list[float]:
+    import psycopg
+    from pgqueuer import PgQueuer, PsycopgDriver, Queries
+    from pgqueuer.models import Job
+
+    conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
+    driver = PsycopgDriver(conn)
+    await Queries(driver).install()
+    pgq = PgQueuer(driver)
+    done = asyncio.Event()
+
+    @pgq.entrypoint("noop")
+    async def noop(job: Job) -> None:
+        done.set()
+
+    worker = asyncio.create_task(pgq.run())
+    enq = Queries(PsycopgDriver(await psycopg.AsyncConnection.connect(url, autocommit=True)))
+    return await _one_at_a_time(
+        samples, lambda: enq.enqueue("noop", None), done, worker, pgq.shutdown
+    )
 
 
 async def _procrastinate(url: str, n: int) -> dict[str, Any]:
@@ -91,6 +167,98 @@ async def _procrastinate(url: str, n: int) -> dict[str, Any]:
     return _result(n, len(lat), seconds, lat)
 
 
+async def _procrastinate_latency(url: str, samples: int) -> list[float]:
+    import procrastinate
+
+    app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=url))
+    done = asyncio.Event()
+
+    @app.task(name="noop")
+    async def noop(at: float) -> None:
+        done.set()
+
+    async with app.open_async():
+        await app.schema_manager.apply_schema_async()
+        worker = asyncio.create_task(
+            app.run_worker_async(concurrency=10, install_signal_handlers=False, listen_notify=True)
+        )
+        stop = asyncio.Event()
+
+        async def watch() -> None:
+            await stop.wait()
+            worker.cancel()
+
+        watcher = asyncio.create_task(watch())
+        try:
+            return await _one_at_a_time(
+                samples, lambda: noop.defer_async(at=time.time()), done, worker, stop
+            )
+        finally:
+            watcher.cancel()
+
+
+def _dbos_app(url: str) -> Any:
+    from dbos import DBOS
+
+    DBOS(config={"name": "agenbench", "system_database_url": url, "log_level": "WARNING"})
+
+    @DBOS.workflow()
+    def noop(at: float) -> float:
+        return time.time() - at
+
+    DBOS.launch()
+    return DBOS, noop, DBOS.register_queue("agenbench")
+
+
+def _dbos(url: str, n: int) -> dict[str, Any]:
+    dbos, noop, queue = _dbos_app(url)
+    try:
+        t0 = time.perf_counter()
+        handles = [queue.enqueue(noop, time.time()) for _ in range(n)]
+        lat = [h.get_result() * 1000 for h in handles]
+        seconds = time.perf_counter() - t0
+    finally:
+        dbos.destroy()
+    return _result(n, len(lat), seconds, lat)
+
+
+def _dbos_latency(url: str, samples: int) -> list[float]:
+    dbos, noop, queue = _dbos_app(url)
+    lat: list[float] = []
+    try:
+        for i in range(samples + 1):
+            t0 = time.perf_counter()
+            queue.enqueue(noop, time.time()).get_result()
+            if i:
+                lat.append((time.perf_counter() - t0) * 1000)
+            time.sleep(0.2)
+    finally:
+        dbos.destroy()
+    return lat
+
+
+async def _one_at_a_time(
+    samples: int, submit: Any, done: asyncio.Event, worker: asyncio.Task[Any], stop: asyncio.Event
+) -> list[float]:
+    """Submit one job, wait until the worker ran it, ``samples`` times (after one to warm up)."""
+    lat: list[float] = []
+    await asyncio.sleep(0.5)  # the worker is listening
+    try:
+        for i in range(samples + 1):
+            done.clear()
+            t0 = time.perf_counter()
+            await submit()
+            await asyncio.wait_for(done.wait(), 30)
+            if i:
+                lat.append((time.perf_counter() - t0) * 1000)
+            await asyncio.sleep(0.2)
+    finally:
+        stop.set()
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(worker, 10)
+    return lat
+
+
 def _result(n: int, done: int, seconds: float, lat: list[float]) -> dict[str, Any]:
     from scripts.bench._util import median, pct
 
@@ -103,24 +271,60 @@ def _result(n: int, done: int, seconds: float, lat: list[float]) -> dict[str, An
     }
 
 
-def _one(side: str, url: str, n: int) -> None:
-    """Run one side in this process and print its result as JSON (the orchestrator's child)."""
-    run = {"agen": _agen, "pgqueuer": _pgqueuer, "procrastinate": _procrastinate}[side]
-    print(json.dumps(asyncio.run(run(url, n))))
+THROUGHPUT: dict[str, Callable[[str, int], Any]] = {
+    "agen": _agen,
+    "agen-http": _agen_http,
+    "pgqueuer": _pgqueuer,
+    "procrastinate": _procrastinate,
+    "dbos": _dbos,
+}
+LATENCY: dict[str, Callable[[str, int], Any]] = {
+    "agen": _agen_latency,
+    "pgqueuer": _pgqueuer_latency,
+    "procrastinate": _procrastinate_latency,
+    "dbos": _dbos_latency,
+}
+
+
+def _one(side: str, url: str, n: int, samples: int) -> None:
+    """Run one side in this process and print its result as JSON (the orchestrator's child): its
+    throughput, or with ``samples`` its one-at-a-time latencies."""
+    found: Any = LATENCY[side](url, samples) if samples else THROUGHPUT[side](url, n)
+    if inspect.iscoroutine(found):  # DBOS's side is synchronous: its workflows run on its threads
+        found = asyncio.run(found)
+    print(json.dumps({"latency_ms": found} if samples else found))
 
 
 def _installed(side: str, path: str) -> bool:
     if side == "agen":
         return True
     probe = subprocess.run(
-        [sys.executable, "-c", f"import {side}"], env=_env(side, path), capture_output=True
+        [sys.executable, "-c", f"import {MODULES[side]}"],
+        env=_env(side, path),
+        capture_output=True,
     )
     return probe.returncode == 0
 
 
 def _env(side: str, peers_path: str) -> dict[str, str]:
-    parts = [str(ROOT)] + ([peers_path] if peers_path and side != "agen" else [])
+    parts = [str(ROOT)] + ([peers_path] if peers_path and not side.startswith("agen") else [])
     return {**os.environ, "PYTHONPATH": os.pathsep.join(parts)}
+
+
+def _child(side: str, url: str, n: int, samples: int, peers_path: str) -> dict[str, Any]:
+    args = ["--one", side, "--url", url, "--n", str(n), "--samples", str(samples)]
+    proc = subprocess.run(
+        [sys.executable, "-m", "scripts.bench.pg_peers", *args],
+        env=_env(side, peers_path),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode:
+        raise SystemExit(f"{side} failed: {proc.stderr[-3000:]}")
+    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return out
 
 
 def _wal_commits(cluster: Any, start: str, end: str) -> int:
@@ -158,27 +362,7 @@ def _counted(
         conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
         conn.execute("SELECT pg_stat_statements_reset()")
     start = admin.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "scripts.bench.pg_peers",
-            "--one",
-            side,
-            "--url",
-            url,
-            "--n",
-            str(n),
-        ],
-        env=_env(side, peers_path),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if proc.returncode:
-        raise SystemExit(f"{side} failed: {proc.stderr[-3000:]}")
-    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    out = _child(side, url, n, 0, peers_path)
     end = admin.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
     rows = admin.execute(
         "SELECT s.query, s.calls FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid"
@@ -198,7 +382,9 @@ def _counted(
     return out
 
 
-def run(n: int, rounds: int, *, durable: bool = True, peers_path: str = "") -> dict[str, Any]:
+def run(
+    n: int, rounds: int, *, samples: int = 15, durable: bool = True, peers_path: str = ""
+) -> dict[str, Any]:
     import psycopg
 
     from scripts.bench._util import median
@@ -209,14 +395,23 @@ def run(n: int, rounds: int, *, durable: bool = True, peers_path: str = "") -> d
     admin.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")  # its view, read from here
     sides = [s for s in SIDES if _installed(s, peers_path)]
     found: dict[str, list[dict[str, Any]]] = {s: [] for s in sides}
+    idle: dict[str, list[float]] = {s: [] for s in sides if s in LATENCY}
     k = 0
+
+    def fresh() -> str:
+        nonlocal k
+        k += 1
+        name = f"peers_{os.getpid()}_{k}"
+        admin.execute(f"CREATE DATABASE {name}")
+        return name
+
     try:
         for _ in range(rounds):
             for side in sides:
-                k += 1
-                name = f"peers_{os.getpid()}_{k}"
-                admin.execute(f"CREATE DATABASE {name}")
-                found[side].append(_counted(cluster, admin, name, side, n, peers_path))
+                found[side].append(_counted(cluster, admin, fresh(), side, n, peers_path))
+        for side in idle:  # one job at a time: the system is idle but for it
+            url = cluster.url(fresh())
+            idle[side] = _child(side, url, 0, samples, peers_path)["latency_ms"]
     finally:
         admin.close()
         cluster.stop()
@@ -226,6 +421,7 @@ def run(n: int, rounds: int, *, durable: bool = True, peers_path: str = "") -> d
         else "fsync=off synchronous_commit=off full_page_writes=off",
         "tasks": n,
         "rounds": rounds,
+        "samples": samples,
     }
     for side, runs in found.items():
         out[side] = {
@@ -234,6 +430,8 @@ def run(n: int, rounds: int, *, durable: bool = True, peers_path: str = "") -> d
             if isinstance(runs[0][key], (int, float))
         }
         out[side]["all_tasks_per_s"] = [r["tasks_per_s"] for r in runs]
+        if idle.get(side):
+            out[side]["idle_p50_ms"] = round(median(idle[side]), 1)
     return out
 
 
@@ -241,6 +439,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=500)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--samples", type=int, default=15, help="one-at-a-time jobs per side")
     ap.add_argument("--fsync-off", action="store_true")
     ap.add_argument("--peers-path", default="")
     ap.add_argument("--json", action="store_true")
@@ -248,9 +447,9 @@ def main() -> None:
     ap.add_argument("--url", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.one:
-        _one(a.one, a.url, a.n)
+        _one(a.one, a.url, a.n, a.samples)
         return
-    out = run(a.n, a.rounds, durable=not a.fsync_off, peers_path=a.peers_path)
+    out = run(a.n, a.rounds, samples=a.samples, durable=not a.fsync_off, peers_path=a.peers_path)
     if a.json:
         json.dump(out, sys.stdout, indent=2)
         print()
@@ -263,8 +462,9 @@ def main() -> None:
         if r is None:
             print(f"{side}: not installed")
             continue
+        idle = f", one at a time p50 {r['idle_p50_ms']:.0f} ms" if "idle_p50_ms" in r else ""
         print(
-            f"{side}: {r['tasks_per_s']:.0f} tasks/s (rounds {r['all_tasks_per_s']}), p50 {r['p50_ms']:.0f} ms;"
+            f"{side}: {r['tasks_per_s']:.0f} tasks/s (rounds {r['all_tasks_per_s']}), p50 {r['p50_ms']:.0f} ms{idle};"
             f" per task {r['statements_per_task']} statements, {r['commits_per_task']} commits,"
             f" {r['advisory_locks_per_task']} advisory locks"
         )

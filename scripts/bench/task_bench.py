@@ -242,9 +242,10 @@ def in_process_and_floor(
 
 
 def start_up(
-    tmp: Path, instances: int, concurrency: int
+    tmp: Path, instances: int, concurrency: int, store: str | None = None
 ) -> tuple[subprocess.Popen[bytes], str, str, Path]:
-    """A real `agen up` with the bench bundle deployed: (process, url, admin token, home)."""
+    """A real `agen up` with the bench bundle deployed: (process, url, admin token, home); on the
+    home's SQLite file, or on ``store`` (``--store URL``)."""
     import httpx
 
     from tests.e2e.harness import AGEN, free_port
@@ -255,7 +256,8 @@ def start_up(
     env = {**os.environ, "AGEN_HOME": str(home)}
     log = open(home / "up.log", "wb")  # noqa: SIM115 - owned by the child
     proc = subprocess.Popen(
-        [AGEN, "up", "--headless", "--listen", f"127.0.0.1:{port}", "--capacity", "0"],
+        [AGEN, "up", "--headless", "--listen", f"127.0.0.1:{port}", "--capacity", "0"]
+        + (["--store", store] if store else []),
         env=env,
         stdout=log,
         stderr=log,
