@@ -7,6 +7,8 @@ other (interleaved, so a shared machine's load hits them alike):
 * agen in-process: Hub + local Nest in one process, fake model (``pg_bench.pipeline``), the store's
   default pool, as ``agen up`` opens it;
 * agen over HTTP: a real ``agen up --store URL`` process, tasks submitted by 32 HTTP clients;
+* by hand: the records agen keeps for each task written with psycopg alone, three commits a task,
+  16 connections (``pg_floor``): the floor of agen's pipeline on this machine;
 * pgqueuer: no-op async jobs enqueued in one batch, a worker that is shut down when its last job ran and
   the clock stops when it returned (its buffered completions flushed), so the ~1 s its drain mode waits
   on an empty queue does not count;
@@ -44,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-SIDES = ("agen", "agen-http", "pgqueuer", "procrastinate", "dbos")
+SIDES = ("agen", "agen-http", "by-hand", "pgqueuer", "procrastinate", "dbos")
 MODULES = {
     "agen-http": "agen",
     "pgqueuer": "pgqueuer",
@@ -76,6 +78,15 @@ async def _agen_latency(url: str, samples: int) -> list[float]:
         return await one_at_a_time(store, samples)
     finally:
         await store.close()
+
+
+async def _by_hand(url: str, n: int) -> dict[str, Any]:
+    """agen's records of each task written by hand with psycopg (``pg_floor``): the floor."""
+    from scripts.bench.pg_floor import floor
+
+    os.environ["AGEN_HOME"] = tempfile.mkdtemp(prefix="agen-peers-")
+    out = await floor(url, n, 16)
+    return {"tasks": n, "succeeded": out["tasks"], "tasks_per_s": out["tasks_per_s"]}
 
 
 async def _agen_http(url: str, n: int) -> dict[str, Any]:
@@ -274,6 +285,7 @@ def _result(n: int, done: int, seconds: float, lat: list[float]) -> dict[str, An
 THROUGHPUT: dict[str, Callable[[str, int], Any]] = {
     "agen": _agen,
     "agen-http": _agen_http,
+    "by-hand": _by_hand,
     "pgqueuer": _pgqueuer,
     "procrastinate": _procrastinate,
     "dbos": _dbos,
@@ -463,8 +475,9 @@ def main() -> None:
             print(f"{side}: not installed")
             continue
         idle = f", one at a time p50 {r['idle_p50_ms']:.0f} ms" if "idle_p50_ms" in r else ""
+        p50 = f", p50 {r['p50_ms']:.0f} ms" if "p50_ms" in r else ""
         print(
-            f"{side}: {r['tasks_per_s']:.0f} tasks/s (rounds {r['all_tasks_per_s']}), p50 {r['p50_ms']:.0f} ms{idle};"
+            f"{side}: {r['tasks_per_s']:.0f} tasks/s (rounds {r['all_tasks_per_s']}){p50}{idle};"
             f" per task {r['statements_per_task']} statements, {r['commits_per_task']} commits,"
             f" {r['advisory_locks_per_task']} advisory locks"
         )
