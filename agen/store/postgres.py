@@ -483,15 +483,15 @@ class PostgresStore(Store):
                 end = tx.commit_sql()
             except BaseException as e:
                 _end_transaction(conn)
-                if isinstance(e, psycopg.OperationalError):
+                if _lost(e):
                     raise
                 raise _Alone from e
             if end:
                 try:
                     conn.execute(end)
-                except psycopg.OperationalError:
-                    raise
                 except psycopg.Error as e:  # PostgreSQL rolled it back: each runs again alone
+                    if _lost(e):
+                        raise
                     _end_transaction(conn)
                     raise _Alone from e
         self._committed(callbacks, tx.events_written)
@@ -721,6 +721,13 @@ class PostgresStore(Store):
         cond, params = event_log.after("postgres", after)
         found = await self.scalar(f"SELECT 1 FROM events WHERE seq = ? AND {cond}", (head, *params))
         return found is not None
+
+
+def _lost(e: BaseException) -> bool:
+    """The connection failed (whether a COMMIT ran is unknown), as opposed to a deadlock or a
+    serialization failure, which PostgreSQL rolled back and which run again (psycopg files both under
+    OperationalError)."""
+    return isinstance(e, psycopg.OperationalError) and not isinstance(e, _RETRYABLE)
 
 
 class _Alone(Exception):

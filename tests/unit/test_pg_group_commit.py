@@ -108,3 +108,23 @@ async def test_events_of_a_group_reach_a_follower_in_another_process_by_one_noti
         assert count == GROUP
     finally:
         await other.close()
+
+
+async def test_a_deadlock_in_a_group_runs_the_group_again_and_fails_nobody(pg_store: Any) -> None:
+    """PostgreSQL rolls a deadlocked or serialization-failed transaction back (psycopg files both under
+    OperationalError, as it does a lost connection): the group's functions run again, none fails."""
+    import psycopg.errors
+
+    tries: list[int] = []
+
+    def deadlocks_once(tx: Tx) -> int:
+        tx.execute("INSERT INTO g (id) VALUES (500)")
+        tries.append(1)
+        if len(tries) == 1:
+            raise psycopg.errors.DeadlockDetected("deadlock detected")
+        return 500
+
+    results = await _grouped(pg_store, [deadlocks_once, *(_insert(i) for i in range(1, 10))])
+    assert results[0] == 500 and [r[0] for r in results[1:]] == list(range(1, 10))
+    rows = await pg_store.all("SELECT id FROM g ORDER BY id")
+    assert [r["id"] for r in rows] == [0, *range(1, 10), 500]  # _insert(7) adds 0 too
