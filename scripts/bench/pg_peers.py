@@ -49,6 +49,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SIDES = ("agen", "agen-http", "by-hand", "pgqueuer", "procrastinate", "dbos")
 MODULES = {
     "agen-http": "agen",
+    "by-hand": "agen",
     "pgqueuer": "pgqueuer",
     "procrastinate": "procrastinate",
     "dbos": "dbos",
