@@ -2,10 +2,13 @@
 loopback port in a thread: what call_agent's A2A path talks to in tests.
 
 What it answers depends on the message text: ``fail`` ends the task failed, ``hang`` keeps it
-working until it is cancelled, ``wait`` until the test sets ``release``, anything else completes with ``remote says: <text>``. It records
-every request's text, metadata and Authorization header, and every cancelled task id. Under
+working until it is cancelled, ``wait`` until the test sets ``release``, anything else completes with
+``remote says: <text>``. It records every request's text, message and task ids, metadata and
+Authorization header, and every cancelled task id. Under
 ``/broken`` it serves a card without any interface, under ``/failing`` a 502 instead of a card,
-under ``/gone`` a card whose JSON-RPC endpoint answers 404.
+under ``/gone`` a card whose JSON-RPC endpoint answers 404. Under ``/held`` it is the same agent, but
+its answers to JSON-RPC calls are held until the test sets ``answer``: a task is created while its
+caller does not know its id yet.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
 @dataclass
@@ -41,6 +44,7 @@ class Seen:
     cancelled: list[str] = field(default_factory=list)
     hanging: threading.Event = field(default_factory=threading.Event)
     release: threading.Event = field(default_factory=threading.Event)  # ends a ``wait`` task
+    answer: threading.Event = field(default_factory=threading.Event)  # lets ``/held`` answer
 
 
 class Remote(AgentExecutor):
@@ -54,6 +58,7 @@ class Remote(AgentExecutor):
             {
                 "text": text,
                 "message_id": context.message.message_id,
+                "task_id": context.task_id,
                 "metadata": MessageToDict(context.message.metadata),
             }
         )
@@ -91,6 +96,25 @@ class _RecordAuth:
         await self.app(scope, receive, send)
 
 
+class _HoldAnswers:
+    """Under ``/held``: a JSON-RPC call is handled at once, but its answer waits for ``seen.answer``."""
+
+    def __init__(self, app: ASGIApp, seen: Seen) -> None:
+        self.app, self.seen = app, seen
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] != "/held/rpc":
+            await self.app(scope, receive, send)
+            return
+
+        async def held(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                await asyncio.to_thread(self.seen.answer.wait, 60)
+            await send(message)
+
+        await self.app(scope, receive, held)
+
+
 def _app(seen: Seen, base: str) -> Starlette:
     card = AgentCard(
         name="remote",
@@ -117,14 +141,22 @@ def _app(seen: Seen, base: str) -> Starlette:
     gone = AgentCard()
     gone.CopyFrom(card)
     gone.supported_interfaces[0].url = f"{base}/gone"  # its JSON-RPC endpoint answers 404
+    held = AgentCard()
+    held.CopyFrom(card)
+    held.supported_interfaces[0].url = f"{base}/held/rpc"
     routes = [
         *create_agent_card_routes(card),
         *create_agent_card_routes(gone, card_url="/gone/.well-known/agent-card.json"),
+        *create_agent_card_routes(held, card_url="/held/.well-known/agent-card.json"),
         *create_jsonrpc_routes(handler, "/rpc"),
+        *create_jsonrpc_routes(handler, "/held/rpc"),
         Route("/broken/.well-known/agent-card.json", broken_card),
         Route("/failing/.well-known/agent-card.json", failing_card),
     ]
-    return Starlette(routes=routes, middleware=[Middleware(_RecordAuth, seen=seen)])
+    return Starlette(
+        routes=routes,
+        middleware=[Middleware(_RecordAuth, seen=seen), Middleware(_HoldAnswers, seen=seen)],
+    )
 
 
 @contextmanager

@@ -6,6 +6,7 @@ no Hub, so a standalone run (no task, no Nest) can call an A2A agent."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 
 from agen.errors import FencedError
 from agen.hub.queue import submit_task
+from agen.hub.queue.lease import cancel_task
 from agen.runner.effects import started_note
 from agen.runner.types import RunRequest
 from tests.a2a_server import a2a_server
@@ -68,6 +70,36 @@ async def test_a_run_resumed_mid_a2a_call_polls_the_recorded_remote_task_and_nev
     )
     assert (result["content"], result["is_error"]) == ("remote says: wait", 0)
     assert await store.scalar("SELECT effect_unknown FROM runs WHERE id = ?", (res.run_id,)) == 0
+    await store.close()
+
+
+async def test_a_task_cancelled_before_its_run_records_the_remote_task_still_cancels_that_task(
+    tmp_path: Path,
+) -> None:
+    """The Hub cancelling a task ends its run and fences the run's owner off (epoch bumped) before
+    its hint stops the run. Landing while message/send's answer is on the way, the ledger's write of
+    the remote task's id is refused (fenced): the call ends there, and the remote task it created
+    is cancelled, not left working (the intermittent lost cancel, here made certain)."""
+    store = await open_store(tmp_path)
+    dep = await store.write(lambda tx: add_deployment(tx))
+    task, _ = await store.write(lambda tx: submit_task(tx, new_task(dep, "go")))
+    with a2a_server() as (url, seen):
+        b = make(
+            script(call("call_agent", agent="remote", input="hang"), {"text": "never"}),
+            config={"delegates": [{"name": "remote", "url": f"{url}/held"}]},
+        )
+        running = asyncio.create_task(
+            runner(store, b, owner="host-a").run(
+                RunRequest(input="go", task_id=task.id, deployment="d")
+            )
+        )
+        await asyncio.to_thread(seen.hanging.wait, 60)  # the remote task exists; its id is held
+        await store.write(lambda tx: cancel_task(tx, task.id, by="test"))
+        seen.answer.set()
+        with contextlib.suppress(FencedError):  # the run's next write after the call is refused too
+            await running
+        [created] = [r["task_id"] for r in seen.requests]
+        assert seen.cancelled == [created], "the remote task was not told to cancel"
     await store.close()
 
 

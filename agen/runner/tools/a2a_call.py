@@ -4,10 +4,11 @@ URL with the official A2A SDK (``a2a-sdk``) and wait for its answer.
 The SDK fetches the agent card (``<url>/.well-known/agent-card.json``), picks the transport the
 card offers, and speaks A2A 1.0 or 0.3 as the card says. The message goes out with
 ``return_immediately`` so the remote task's id is known at once; then the task is polled until
-it reaches a final state (or asks for input), the run's time runs out, or the run is cancelled,
-in which case the remote task is cancelled too. The remote task's id goes into the effect ledger
-as soon as it is known, so a run resumed after a crash mid-call polls that task (``tasks/get``)
-for its answer instead of sending the message again. Every failure (unreachable, an HTTP or JSON-RPC
+it reaches a final state (or asks for input). Any other end of the call cancels the remote task
+too: the run cancelled at any point (while the message is on the way included), its time run out,
+the ledger's write refused because the Hub fenced the run off (a cancelled task), or an error.
+The remote task's id goes into the effect ledger as soon as it is known, so a run resumed after a
+crash mid-call polls that task (``tasks/get``) for its answer instead of sending the message again. Every failure (unreachable, an HTTP or JSON-RPC
 error, a bad card, a failed task) becomes an :class:`A2AFailure` with a one-line message the
 model reads; nothing here crashes a run.
 """
@@ -159,50 +160,45 @@ async def call_a2a(
             configuration=SendMessageConfiguration(return_immediately=True),
             metadata=meta,
         )
-        task_id: str | None = None
-        if resume_task_id is not None:
-            sending = asyncio.ensure_future(_task_event(client, resume_task_id))
-        else:
-            sending = asyncio.ensure_future(_first_event(client, request))
+        # The remote task's id once it is known, until the call has its answer: every other way out
+        # of the call (a cancel at any point, the run's time running out, the ledger refusing the
+        # write because the Hub fenced this run off, any error) asks the remote agent to stop it.
+        task_id: str | None = resume_task_id
+        sending = asyncio.ensure_future(
+            _first_event(client, request)
+            if resume_task_id is None
+            else _task_event(client, resume_task_id)
+        )
         try:
             try:
-                first = await asyncio.shield(sending)
-            except asyncio.CancelledError:
-                # Cancelled while sending: learn the remote task's id (briefly) to cancel it too.
-                done, _ = await despite_cancel(asyncio.wait({sending}, timeout=CANCEL_GRACE_S))
-                if done and not sending.cancelled() and sending.exception() is None:
-                    answered = sending.result()
-                    if answered is not None and answered.HasField("task"):
-                        task_id = answered.task.id
-                else:
-                    sending.cancel()
+                first = await _answer_to_send(sending)
+                if first is None:
+                    raise A2AFailure(f"{url} answered message/send with nothing")
+                if first.HasField("message"):
+                    answer = "\n".join(_parts_text(first.message.parts))
+                    return A2AAnswer(answer, "message", None, False)
+                task = first.task
+                task_id = task.id
+                if on_task is not None:
+                    await on_task(task_id)
+                pause = POLL_FIRST_S
+                while _state_name(task.status.state) not in FINAL:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise A2AFailure(
+                            f"{url} did not finish task {task_id} within {wait_s:.0f}s "
+                            "(the run's maxRunDuration); it was asked to cancel"
+                        )
+                    await asyncio.sleep(min(pause, left))
+                    pause = min(pause * 2, POLL_MAX_S)
+                    task = await client.get_task(GetTaskRequest(id=task_id))
+                return _answer(task)  # done, or waiting for input: the remote task is left as it is
+            except BaseException:
+                if task_id is None:  # cancelled while sending: did the send answer meanwhile?
+                    task_id = _sent_task_id(sending)
+                if task_id is not None:
+                    await despite_cancel(_cancel_remote(client, CancelTaskRequest(id=task_id)))
                 raise
-            if first is None:
-                raise A2AFailure(f"{url} answered message/send with nothing")
-            if first.HasField("message"):
-                answer = "\n".join(_parts_text(first.message.parts))
-                return A2AAnswer(answer, "message", None, False)
-            task = first.task
-            task_id = task.id
-            if on_task is not None:
-                await on_task(task_id)
-            pause = POLL_FIRST_S
-            while _state_name(task.status.state) not in FINAL:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    await _cancel_remote(client, CancelTaskRequest(id=task_id))
-                    raise A2AFailure(
-                        f"{url} did not finish task {task_id} within {wait_s:.0f}s "
-                        "(the run's maxRunDuration); it was asked to cancel"
-                    )
-                await asyncio.sleep(min(pause, left))
-                pause = min(pause * 2, POLL_MAX_S)
-                task = await client.get_task(GetTaskRequest(id=task_id))
-            return _answer(task)
-        except asyncio.CancelledError:
-            if task_id is not None:
-                await despite_cancel(_cancel_remote(client, CancelTaskRequest(id=task_id)))
-            raise
         except A2AClientError as e:
             raise A2AFailure(f"the call to {url} failed: {_line(e)}") from None
         except A2AError as e:
@@ -229,6 +225,26 @@ async def _task_event(client: Any, task_id: str) -> Any:
     from a2a.types.a2a_pb2 import GetTaskRequest, StreamResponse
 
     return StreamResponse(task=await client.get_task(GetTaskRequest(id=task_id)))
+
+
+async def _answer_to_send(sending: asyncio.Future[Any]) -> Any:
+    """message/send's answer. Cancelled while it is on the way, the send is still given
+    CANCEL_GRACE_S to answer, so the caller learns the remote task's id and can cancel it too
+    (A2A has no way to cancel a task by its message id)."""
+    try:
+        return await asyncio.shield(sending)
+    except asyncio.CancelledError:
+        await despite_cancel(asyncio.wait({sending}, timeout=CANCEL_GRACE_S))
+        sending.cancel()  # no answer within the grace: the request is dropped
+        raise
+
+
+def _sent_task_id(sending: asyncio.Future[Any]) -> str | None:
+    """The remote task's id from a send that answered with a task, else None."""
+    if not sending.done() or sending.cancelled() or sending.exception() is not None:
+        return None
+    answered = sending.result()
+    return str(answered.task.id) if answered is not None and answered.HasField("task") else None
 
 
 async def _cancel_remote(client: Any, request: Any) -> None:
