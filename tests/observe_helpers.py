@@ -65,7 +65,12 @@ class Embedded:
             self.root / namespace / name,
             name,
             script=script,
-            config=config or {"kind": "pool", "scale": {"min": 1, "max": 2}},
+            config=config
+            or {
+                "kind": "pool",
+                "scale": {"min": 1, "max": 2},
+                "permissions": {"allow": ["report_progress"]},  # the scripts report progress
+            },
         )
         if mcp is not None:
             (bundle / "mcp.json").write_text(json.dumps({"mcpServers": mcp}))

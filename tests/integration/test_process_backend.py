@@ -204,7 +204,7 @@ async def test_report_progress_reaches_the_task_through_the_nests_hub_port_on_ei
                 },
                 {"text": "done"},
             ],
-            config={"scale": {"min": 1, "max": 1}},
+            config={"scale": {"min": 1, "max": 1}, "permissions": {"allow": ["report_progress"]}},
         )
         await client.call(r.CreateDeployment, CreateDeploymentRequest(files=files_b64(bundle)))
         task_id = (

@@ -67,7 +67,11 @@ async def test_an_interrupt_ends_the_running_task_cancelled_after_one_turn_and_r
             ),
             *[Reply(text=None, tool_calls=[_progress()]) for _ in range(3)],
         )
-        bundle = write_bundle(tmp_path / "w", "w", config={"kind": "pool"})
+        bundle = write_bundle(
+            tmp_path / "w",
+            "w",
+            config={"kind": "pool", "permissions": {"allow": ["report_progress"]}},
+        )
         harness = {"provider": "openai", "model": "m", "baseUrl": srv.base_url}
         (bundle / "x-agen/harness.json").write_text(json.dumps(harness))
         await client.call(r.CreateDeployment, CreateDeploymentRequest(files=files_b64(bundle)))

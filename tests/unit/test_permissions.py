@@ -356,6 +356,21 @@ async def test_delegation_and_lock_tools_obey_the_rules_and_the_tasks_tool_list(
     )
 
 
+async def test_report_progress_and_load_skill_follow_the_default_and_the_tasks_tool_list() -> None:
+    """Not exempt (seed 000 names only finish and the artifact tools): with no rule naming them the
+    bundle's default decides (ask unless set), and a task's tool list can leave them out."""
+    from agen.runner.tools.builtin import LoadSkillTool, ReportProgressTool
+
+    tools = [ReportProgressTool(None), LoadSkillTool({})]
+    for t in tools:
+        assert (await BundlePolicy(Permissions()).check(t, {}, ctx())).decision == "ask"
+        allowed = BundlePolicy(Permissions.model_validate({"allow": [t.name]}))
+        assert (await allowed.check(t, {}, ctx())).decision == "allow"
+        assert not BundlePolicy(Permissions.model_validate({"default": "deny"})).visible(t)
+        listed = BundlePolicy(Permissions.model_validate({"default": "allow"}))
+        assert not listed.for_task(TaskOverrides(tools=["finish"])).visible(t)
+
+
 async def test_finish_stays_exempt_where_delegation_is_denied() -> None:
     from agen.runner.tools.builtin import FinishTool, ReadArtifactTool, SaveArtifactTool
 

@@ -9,6 +9,7 @@ import pytest
 
 from agen.errors import ConflictError
 from agen.runner.extras import RunExtras
+from agen.runner.permissions import BundlePolicy
 from agen.runner.tools.base import Tool, Toolset
 from agen.runner.types import RunRequest
 from tests.runner_helpers import (
@@ -425,6 +426,49 @@ async def test_load_skill_returns_the_skill_and_the_prompt_lists_it(tmp_path: Pa
         "SELECT content FROM messages WHERE run_id = ? AND role = 'tool'", (res.run_id,)
     )
     assert msg is not None and "Boil water first." in msg["content"]
+    await store.close()
+
+
+@pytest.mark.parametrize("conditional", [False, True])
+async def test_a_deny_rule_on_report_progress_or_load_skill_is_enforced(
+    tmp_path: Path, conditional: bool
+) -> None:
+    """Seed 000 exempts only finish and the artifact tools from the permission rules. A bundle that
+    denies report_progress and load_skill outright hides them from the model; a deny under a
+    condition (here: below operator trust) refuses the call. Either way no progress reaches the
+    task's owner and no skill is read."""
+    store = await open_store(tmp_path)
+    skill = "---\nname: tea\ndescription: brewing tea\n---\nBoil water first.\n"
+    names = ["report_progress", "load_skill"]
+    when = {"trustBelow": "operator"}
+    deny = [{"tool": n, "when": when} for n in names] if conditional else names
+    b = make(
+        script(
+            call("report_progress", note="half", percent=50),
+            call("load_skill", name="tea"),
+            {"text": "ok"},
+        ),
+        config={"permissions": {"deny": deny, "default": "allow"}},
+        files={"skills/tea/SKILL.md": skill},
+    )
+    hooks = Hooks()
+    policy = BundlePolicy(b.config.permissions)
+    r, cap = await capturing_runner(store, b, hooks=hooks, policy=policy)
+    res = await r.run(RunRequest(input="tea?", task_id="t-d"))
+    assert res.status == "succeeded"
+    offered = {t["function"]["name"] for t in cap.requests[0].tools}
+    assert "finish" in offered and (
+        offered >= set(names) if conditional else not offered & set(names)
+    )
+    tool_msgs = await store.all(
+        "SELECT content, is_error FROM messages WHERE run_id = ? AND role = 'tool'", (res.run_id,)
+    )
+    assert [m["is_error"] for m in tool_msgs] == [1, 1]
+    for m, name in zip(tool_msgs, names, strict=True):
+        refused = "denied: a permission rule" if conditional else f"unknown tool {name!r}"
+        assert str(m["content"]).startswith(refused), m["content"]
+    assert "Boil water first." not in str([m["content"] for m in tool_msgs])
+    assert hooks.progress == []
     await store.close()
 
 

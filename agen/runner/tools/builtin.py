@@ -1,6 +1,8 @@
 """Built-in tools every agent has: finish, report_progress, save_artifact, read_artifact, load_skill.
 
-They bypass permissions (storage and bookkeeping, not actions on the outside world).
+finish, save_artifact and read_artifact bypass permissions and a task's tool list (seed 000:
+storage mechanics, not actions on the outside world). report_progress and load_skill obey them
+like any tool: the seed exempts only those three, so a bundle can deny or ask for these too.
 finish validates ``data`` against harness.result.schema and carries the outcome back to
 the loop in ``ToolResult.data``.
 """
@@ -94,7 +96,6 @@ class ReportProgressTool(Tool):
     description = (
         "Tell the people watching this run how far along it is (a short note, optional percent)."
     )
-    bypass_permissions = True
     input_schema = {
         "type": "object",
         "properties": {
@@ -189,7 +190,6 @@ class ReadArtifactTool(Tool):
 class LoadSkillTool(Tool):
     name = "load_skill"
     description = "Load the full instructions of one of the skills listed in your instructions."
-    bypass_permissions = True
     read_only = True
 
     def __init__(self, skills: Mapping[str, Skill]) -> None:
