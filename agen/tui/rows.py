@@ -60,7 +60,6 @@ class KeyedRows:
         self.columns = [table.add_column(self.specs[i][0], key=self.specs[i][0]) for i in shown]
         for key, cells in self.rows.items():
             table.add_row(*self.visible(cells), key=key)
-        table.measure_pending()
         if keep_key is not None:
             table.move_cursor(row=table.get_row_index(keep_key))
 
@@ -110,8 +109,6 @@ class KeyedRows:
         if list(self.rows) != order:  # new rows were appended, or rows moved
             table.reorder(order)
             self.rows = {key: self.rows[key] for key in order}
-        if changed:
-            table.measure_pending()
         if self.rows:
             row = (
                 table.get_row_index(keep_key)

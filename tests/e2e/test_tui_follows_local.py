@@ -7,12 +7,12 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from textual.widgets import DataTable
 
 from agen.cli.tui import moved_local_hub
 from agen.client import Client
 from agen.tui.app import AgenApp
 from agen.tui.widgets.banner import ConnectionBanner
+from agen.tui.widgets.table import FastTable
 from tests.e2e.harness import Up
 from tests.ports import free_port
 from tests.tui.helpers import cells, until
@@ -36,7 +36,7 @@ async def test_tui_follows_local_json_to_a_hub_started_later_on_another_port(
             await asyncio.to_thread(up.agen, "deploy", str(BUNDLES / "hello"))
             await until(pilot, lambda: app.client.url == up.url, "the switch to the new Hub")
             await until(pilot, lambda: banner.lost is None, "the banner gone")
-            table = app.screen.query_one("#deployments", DataTable)
+            table = app.screen.query_one("#deployments", FastTable)
             await until(pilot, lambda: cells(table, 0) == ["hello"], "the new Hub's fleet")
             assert up.url in app.sub_title
     finally:

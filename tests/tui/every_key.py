@@ -17,10 +17,11 @@ import httpx
 from textual.binding import Binding
 from textual.pilot import Pilot
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Input, Tree
+from textual.widgets import Input, Tree
 
 from agen.tui.app import MORE_SCREENS_BY_KEY, SCREENS_BY_KEY, AgenApp
 from agen.tui.screens.base import AgenScreen
+from agen.tui.widgets.table import FastTable
 from tests.observe_helpers import MULTI_TOOL_SCRIPT, Embedded, embedded_hub, http_hub
 from tests.tui.helpers import until
 
@@ -110,7 +111,7 @@ async def _drive(app: AgenApp, pilot: Pilot[Any], mode: str, http: httpx.AsyncCl
             await app.switch_mode(mode)
             await pilot.pause(0)
         if app.focused is None or isinstance(app.focused, Input):
-            for widget in app.screen.query("DataTable, Tree"):
+            for widget in app.screen.query("FastTable, Tree"):
                 widget.focus()
                 break
             else:
@@ -124,7 +125,7 @@ async def _drive(app: AgenApp, pilot: Pilot[Any], mode: str, http: httpx.AsyncCl
     assert isinstance(screen, AgenScreen) and app.current_mode == mode, (mode, screen)
     await until(pilot, lambda: loaded(app, screen), f"{mode} loaded")
 
-    for kind in (DataTable, Tree):
+    for kind in (FastTable, Tree):
         for index in range(len(list(screen.query(kind)))):
             await home()
             rows = _rows(list(screen.query(kind))[index])
@@ -151,12 +152,13 @@ async def _drive(app: AgenApp, pilot: Pilot[Any], mode: str, http: httpx.AsyncCl
 
 def own_bindings(app: AgenApp) -> list[tuple[str, str]]:
     """The keys agen's code binds where the screen is shown (the screen's, its focused widget's, the
-    app's), as (key, action); not Textual's own (cursor keys, the palette), nor those ending the app."""
+    app's), as (key, action); not the cursor keys (Textual's, or FastTable's, which tests/tui/test_table.py
+    drives), nor the palette, nor those ending the app."""
     declared: set[tuple[str, str]] = set()
     for active in app.screen.active_bindings.values():
         for cls in type(active.node).__mro__:
             own = vars(cls).get("BINDINGS")
-            if cls.__module__.startswith("agen.") and own:
+            if cls.__module__.startswith("agen.") and own and cls is not FastTable:
                 declared.update((b.key, b.action) for b in Binding.make_bindings(own))
     return [
         (key, active.binding.action)
@@ -174,14 +176,14 @@ async def press(pilot: Pilot[Any], key: str) -> None:
 
 
 def _rows(widget: Any) -> int:
-    if isinstance(widget, DataTable):
+    if isinstance(widget, FastTable):
         return int(widget.row_count)
     assert isinstance(widget, Tree)
     return int(widget.last_line) + 1
 
 
 def _move(widget: Any, row: int) -> None:
-    if isinstance(widget, DataTable):
+    if isinstance(widget, FastTable):
         widget.move_cursor(row=row)
     else:
         widget.cursor_line = row

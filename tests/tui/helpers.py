@@ -7,7 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 from textual.pilot import Pilot
-from textual.widgets import DataTable
+
+from agen.tui.widgets.table import FastTable
 
 
 async def until(
@@ -21,5 +22,5 @@ async def until(
         await pilot.pause(0.05)
 
 
-def cells(table: DataTable[object], column: int) -> list[str]:
+def cells(table: FastTable, column: int) -> list[str]:
     return [str(table.get_row_at(i)[column]) for i in range(table.row_count)]

@@ -5,13 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.console import Console
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from agen.api import registry as r
 from agen.tui.app import AgenApp
 from agen.tui.screens.approvals import ApprovalsScreen
 from agen.tui.widgets.arguments import arguments_renderable, shell_commands
 from agen.tui.widgets.note_dialog import DecisionDialog
+from agen.tui.widgets.table import FastTable
 from agen.wire.approvals import ListApprovalsRequest
 from tests.observe_helpers import embedded_hub
 from tests.tui.helpers import until
@@ -45,7 +46,7 @@ async def test_the_detail_pane_and_the_confirm_dialog_show_the_whole_tool_call(
         async with app.run_test(size=(80, 24)) as pilot:
             await pilot.press("a")
             await until(pilot, lambda: isinstance(app.screen, ApprovalsScreen), "approvals")
-            table = app.screen.query_one(DataTable)
+            table = app.screen.query_one(FastTable)
             await until(pilot, lambda: table.row_count == 1, "the pending approval")
             assert "rm -rf" not in str(table.get_row_at(0)[3])  # the table row is a preview
             pane = app.screen.query_one("#approval-args", Static)
@@ -68,7 +69,7 @@ async def test_a_fresh_dialog_starts_on_cancel_so_enter_never_approves_and_a_doe
         async with app.run_test(size=(80, 24)) as pilot:
             await pilot.press("a")
             await until(pilot, lambda: isinstance(app.screen, ApprovalsScreen), "approvals")
-            table = app.screen.query_one(DataTable)
+            table = app.screen.query_one(FastTable)
             await until(pilot, lambda: table.row_count == 1, "the pending approval")
             await pilot.press("y")
             await until(pilot, lambda: isinstance(app.screen, DecisionDialog), "the dialog")
@@ -98,7 +99,7 @@ async def test_the_approve_key_works_wherever_focus_is_but_in_the_note(tmp_path:
         async with app.run_test(size=(80, 24)) as pilot:
             await pilot.press("a")
             await until(pilot, lambda: isinstance(app.screen, ApprovalsScreen), "approvals")
-            table = app.screen.query_one(DataTable)
+            table = app.screen.query_one(FastTable)
             await until(pilot, lambda: table.row_count == 1, "the pending approval")
             await pilot.press("y")
             await until(pilot, lambda: isinstance(app.screen, DecisionDialog), "the dialog")

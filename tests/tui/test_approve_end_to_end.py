@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.widgets import DataTable, Input
+from textual.widgets import Input
 
 from agen.api import registry as r
 from agen.client import Client
@@ -12,6 +12,7 @@ from agen.tui.app import AgenApp
 from agen.tui.screens.approvals import ApprovalsScreen
 from agen.tui.widgets.banner import ConnectionBanner
 from agen.tui.widgets.note_dialog import DecisionDialog
+from agen.tui.widgets.table import FastTable
 from agen.wire.approvals import ListApprovalsRequest
 from tests.observe_helpers import embedded_hub
 from tests.tui.helpers import until
@@ -33,7 +34,7 @@ async def test_approving_in_the_tui_lets_the_waiting_run_finish(tmp_path: Path) 
             await until(
                 pilot, lambda: isinstance(app.screen, ApprovalsScreen), "the approvals screen"
             )
-            table = app.screen.query_one(DataTable)
+            table = app.screen.query_one(FastTable)
             await until(pilot, lambda: table.row_count == 1, "the pending approval")
             assert "t.echo" in str(table.get_row_at(0)[2]) and "ship it" in str(
                 table.get_row_at(0)[3]

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import Input, Static
 from textual.widgets._footer import FooterKey
 
 from agen.tui.app import AgenApp
 from agen.tui.filter import parse_filter
 from agen.tui.screens.fleet import FleetScreen
 from agen.tui.screens.tasks import STATES, TASK_KEYS, TasksScreen
+from agen.tui.widgets.table import FastTable
 from tests.observe_helpers import embedded_hub
 from tests.tui.helpers import until
 
@@ -41,7 +42,7 @@ async def test_tasks_filter_matches_free_text_in_visible_columns_and_reports_typ
             await until(pilot, lambda: isinstance(app.screen, TasksScreen), "tasks")
             screen = app.screen
             assert isinstance(screen, TasksScreen)
-            table = screen.query_one("#tasks", DataTable)
+            table = screen.query_one("#tasks", FastTable)
             note = screen.query_one("#task-filter-note", Static)
             await until(pilot, lambda: table.row_count == 2, "both tasks")
             screen.set_filter("digest")
@@ -65,7 +66,7 @@ async def test_at_80x24_help_and_the_screen_keys_stay_visible_and_columns_make_w
         app = AgenApp(e.client, hub_label="test", watch=False)
         async with app.run_test(size=(80, 24)) as pilot:
             await until(pilot, lambda: isinstance(app.screen, FleetScreen), "the fleet")
-            table = app.screen.query_one("#deployments", DataTable)
+            table = app.screen.query_one("#deployments", FastTable)
             await until(pilot, lambda: table.row_count == 1, "the deployment")
             await pilot.pause()
             shown = {

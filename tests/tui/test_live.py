@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import Input, Static
 from textual.widgets._footer import FooterKey
 
 from agen.tui import fmt
@@ -16,6 +16,7 @@ from agen.tui.screens.fleet import FleetScreen
 from agen.tui.screens.logs import LogsScreen
 from agen.tui.screens.tasks import TasksScreen
 from agen.tui.widgets.confirm_dialog import ConfirmDialog
+from agen.tui.widgets.table import FastTable
 from tests.observe_helpers import embedded_hub
 from tests.tui.helpers import until
 
@@ -52,7 +53,7 @@ async def test_ages_and_the_now_line_move_on_with_the_clock_without_an_event(
         async with app.run_test(size=SIZE) as pilot:
             await pilot.press("t")
             await until(pilot, lambda: isinstance(app.screen, TasksScreen), "tasks")
-            table = app.screen.query_one("#tasks", DataTable)
+            table = app.screen.query_one("#tasks", FastTable)
             detail = app.screen.query_one("#task-detail", Static)
             await until(pilot, lambda: "now: approval" in str(detail.content), "the now line")
             age = [str(c.label) for c in table.columns.values()].index("AGE")
@@ -78,7 +79,7 @@ async def test_escape_leaves_the_filter_and_ctrl_u_empties_it(tmp_path: Path) ->
         async with app.run_test(size=SIZE) as pilot:
             await pilot.press("t")
             await until(pilot, lambda: isinstance(app.screen, TasksScreen), "tasks")
-            table = app.screen.query_one("#tasks", DataTable)
+            table = app.screen.query_one("#tasks", FastTable)
             box = app.screen.query_one("#task-filter", Input)
             await until(pilot, lambda: table.row_count == 1, "the task")
             await pilot.press("slash", *"state:failed")
@@ -131,7 +132,7 @@ async def test_logs_open_on_the_deployment_highlighted_on_the_fleet(tmp_path: Pa
         app = AgenApp(e.client, hub_label="test", watch=False)
         async with app.run_test(size=SIZE) as pilot:
             await until(pilot, lambda: isinstance(app.screen, FleetScreen), "the fleet")
-            table = app.screen.query_one("#deployments", DataTable)
+            table = app.screen.query_one("#deployments", FastTable)
             await until(pilot, lambda: table.row_count == 2, "both deployments")
             await pilot.press("down")
             await pilot.press("l")
@@ -151,7 +152,7 @@ async def test_event_ages_move_on_with_the_clock(tmp_path: Path, clock: Clock) -
         app = AgenApp(e.client, hub_label="test", watch=False)
         async with app.run_test(size=SIZE) as pilot:
             await pilot.press("e")
-            table = app.screen.query_one("#events", DataTable)
+            table = app.screen.query_one("#events", FastTable)
             await until(pilot, lambda: table.row_count > 0, "the events")
             assert str(table.get_row_at(0)[1]).endswith("s")
             clock.offset_ms = 3 * HOUR_MS

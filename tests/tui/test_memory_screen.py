@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pytest_textual_snapshot import SVGImageExtension
 from syrupy.assertion import SnapshotAssertion
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from agen.api import registry as r
 from agen.runner.memory import Author, set_block
@@ -16,6 +16,7 @@ from agen.tui.app import AgenApp
 from agen.tui.screens.fleet import FleetScreen
 from agen.tui.screens.memory import MemoryScreen
 from agen.tui.screens.transcript import TranscriptScreen
+from agen.tui.widgets.table import FastTable
 from agen.wire.memory import RollbackMemoryRequest, SetMemoryRequest
 from tests.observe_helpers import MULTI_TOOL_SCRIPT, Embedded, embedded_hub
 from tests.tui.helpers import cells, until
@@ -64,7 +65,7 @@ async def test_memory_screen_shows_blocks_versions_and_who_wrote_them(tmp_path: 
             await until(pilot, lambda: isinstance(app.screen, FleetScreen), "the first screen")
             await pilot.press("m")
             await until(pilot, lambda: isinstance(app.screen, MemoryScreen), "the memory screen")
-            table = app.screen.query_one("#memory", DataTable)
+            table = app.screen.query_one("#memory", FastTable)
             await until(pilot, lambda: table.row_count == 2, "both blocks")
             assert cells(table, 0) == ["journal", "rules"] and cells(table, 2) == ["1", "3"]
             assert cells(table, 5) == ["run ID", "local-admin"]

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.widgets import DataTable, OptionList
+from textual.widgets import OptionList
 
 from agen.tui.app import AgenApp
 from agen.tui.screens.fleet import FleetScreen
 from agen.tui.screens.tasks import TasksScreen
 from agen.tui.widgets.namespace_dialog import NamespaceDialog
+from agen.tui.widgets.table import FastTable
 from tests.observe_helpers import embedded_hub
 from tests.tui.helpers import cells, until
 
@@ -35,7 +36,7 @@ async def test_namespace_switcher_and_the_all_namespaces_view(tmp_path: Path) ->
         app = AgenApp(e.client, hub_label="test", watch=False)
         async with app.run_test(size=(120, 40)) as pilot:
             await until(pilot, lambda: isinstance(app.screen, FleetScreen), "the fleet")
-            table = app.screen.query_one("#deployments", DataTable)
+            table = app.screen.query_one("#deployments", FastTable)
             await until(pilot, lambda: cells(table, 0) == ["hello"], "default's deployment")
             await choose(app, pilot, "team")
             await until(pilot, lambda: cells(table, 0) == ["helper"], "team's deployment")
@@ -49,7 +50,7 @@ async def test_namespace_switcher_and_the_all_namespaces_view(tmp_path: Path) ->
             assert "namespace: all" in app.sub_title
             await pilot.press("t")
             await until(pilot, lambda: isinstance(app.screen, TasksScreen), "tasks")
-            tasks = app.screen.query_one("#tasks", DataTable)
+            tasks = app.screen.query_one("#tasks", FastTable)
             await until(
                 pilot,
                 lambda: sorted(cells(tasks, 1)) == ["default/hello", "team/helper"],

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import Input, Static
 
 from agen.tui.app import AgenApp
 from agen.tui.screens.runs import RunsScreen
 from agen.tui.screens.transcript import TranscriptScreen
 from agen.tui.screens.triggers import TriggersScreen, last_result
+from agen.tui.widgets.table import FastTable
 from agen.wire.signals import TriggerEvent
 from tests.observe_helpers import MULTI_TOOL_SCRIPT, embedded_hub
 from tests.tui.helpers import cells, until
@@ -30,7 +31,7 @@ async def test_runs_screen_lists_runs_filters_them_and_opens_a_transcript(tmp_pa
             await until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs screen")
             screen = app.screen
             assert isinstance(screen, RunsScreen)
-            table = screen.query_one("#runs", DataTable)
+            table = screen.query_one("#runs", FastTable)
             await until(pilot, lambda: table.row_count == 1, "the run")
             row = [str(c) for c in table.get_row_at(0)]
             assert row[1] == "scribe" and row[2] == "succeeded" and row[4] == "3"
@@ -58,7 +59,7 @@ async def test_triggers_screen_shows_next_fire_time_and_last_result(tmp_path: Pa
         async with app.run_test(size=(160, 45)) as pilot:
             await pilot.press("g")
             await until(pilot, lambda: isinstance(app.screen, TriggersScreen), "triggers")
-            table = app.screen.query_one("#triggers", DataTable)
+            table = app.screen.query_one("#triggers", FastTable)
             await until(pilot, lambda: table.row_count == 2, "both triggers")
             assert cells(table, 1) == ["hook", "hourly"]
             assert cells(table, 3)[0] == "on call"

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from textual.screen import Screen
-from textual.widgets import DataTable, Input, RichLog, Static, Tree
+from textual.widgets import Input, RichLog, Static, Tree
 
 from agen.api import registry as r
 from agen.tui.app import AgenApp
@@ -20,6 +20,7 @@ from agen.tui.screens.transcript import TranscriptScreen
 from agen.tui.widgets.confirm_dialog import ConfirmDialog
 from agen.tui.widgets.help_dialog import HelpDialog
 from agen.tui.widgets.input_dialog import InputDialog
+from agen.tui.widgets.table import FastTable
 from agen.wire.deployments import ListDeploymentsRequest
 from agen.wire.tasks import GetTaskRequest
 from tests.observe_helpers import MULTI_TOOL_SCRIPT, embedded_hub
@@ -68,7 +69,7 @@ async def test_fleet_scales_stops_starts_and_runs_a_task_through_the_input_dialo
         await e.deploy("hello", config={"kind": "pool", "scale": {"min": 1, "max": 3}})
         app = AgenApp(e.client, hub_label="test", watch=False)
         async with app.run_test(size=SIZE) as pilot:
-            table = app.screen.query_one("#deployments", DataTable)
+            table = app.screen.query_one("#deployments", FastTable)
             await until(pilot, lambda: table.row_count == 1, "the deployment row")
             assert cells(table, 0) == ["hello"] and cells(table, 1) == ["pool"]
 
@@ -119,7 +120,7 @@ async def test_tasks_filter_detail_cancel_pause_and_resume(tmp_path: Path) -> No
             await until(pilot, lambda: isinstance(app.screen, TasksScreen), "the tasks screen")
             screen = app.screen
             assert isinstance(screen, TasksScreen)
-            table = screen.query_one("#tasks", DataTable)
+            table = screen.query_one("#tasks", FastTable)
             await until(pilot, lambda: table.row_count == 2, "two tasks")
 
             screen.set_filter("team=docs")
@@ -201,7 +202,7 @@ async def test_events_tail_filters_and_logs_tail_a_deployment(tmp_path: Path) ->
         async with app.run_test(size=SIZE) as pilot:
             await pilot.press("e")
             await until(pilot, lambda: isinstance(app.screen, EventsScreen), "the events screen")
-            table = app.screen.query_one(DataTable)
+            table = app.screen.query_one(FastTable)
             await until(pilot, lambda: "deployment.created" in cells(table, 2), "the event tail")
             app.screen.query_one(Input).value = "task."
             await app.screen.query_one(Input).action_submit()

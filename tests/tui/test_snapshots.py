@@ -17,7 +17,7 @@ import pytest
 from pytest_textual_snapshot import SVGImageExtension
 from syrupy.assertion import SnapshotAssertion
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Input, Static, Tree
+from textual.widgets import Input, Static, Tree
 
 from agen.render import observe as render_observe
 from agen.store import Tx
@@ -30,6 +30,7 @@ from agen.tui.screens.fleet import FleetScreen
 from agen.tui.widgets.confirm_dialog import ConfirmDialog
 from agen.tui.widgets.help_dialog import HelpDialog
 from agen.tui.widgets.note_dialog import DecisionDialog
+from agen.tui.widgets.table import FastTable
 from agen.wire.observe import GetTraceResponse
 from tests.observe_helpers import MULTI_TOOL_SCRIPT, Embedded, embedded_hub
 from tests.tui.helpers import until
@@ -149,7 +150,7 @@ async def test_fleet_snapshot(
                 len(screen.rows) == 1
                 and str(next(iter(screen.rows.rows.values()))[4])
                 == "1/1"  # every cell, shown or not
-                and app.screen.query_one("#instances", DataTable).row_count == 1
+                and app.screen.query_one("#instances", FastTable).row_count == 1
             )
 
         assert await shot(e, "", ready, size) == svg
@@ -181,7 +182,7 @@ async def test_approvals_snapshot(
         await e.deploy_gated()
         task = await e.submit("gated", "ship")
         assert (await e.wait(task.id)).pending_approvals
-        ready = lambda app: app.screen.query_one("#approvals", DataTable).row_count == 1  # noqa: E731
+        ready = lambda app: app.screen.query_one("#approvals", FastTable).row_count == 1  # noqa: E731
         assert await shot(e, "a", ready, size) == svg
 
 
@@ -244,7 +245,7 @@ async def test_events_snapshot(
 ) -> None:
     async with embedded_hub(tmp_path) as e:
         await e.deploy("hello")
-        ready = lambda app: app.screen.query_one("#events", DataTable).row_count > 0  # noqa: E731
+        ready = lambda app: app.screen.query_one("#events", FastTable).row_count > 0  # noqa: E731
         assert await shot(e, "e", ready, size, filter_text="deployment.") == svg
 
 
@@ -264,7 +265,7 @@ async def test_approve_dialog_snapshot(
         await e.deploy_gated(text="make release && git push --tags && rm -rf build/previous")
         task = await e.submit("gated", "ship")
         assert (await e.wait(task.id)).pending_approvals
-        ready = lambda app: app.screen.query_one("#approvals", DataTable).row_count == 1  # noqa: E731
+        ready = lambda app: app.screen.query_one("#approvals", FastTable).row_count == 1  # noqa: E731
         dialog = lambda app: isinstance(app.screen, DecisionDialog)  # noqa: E731
         assert await shot(e, "a", ready, size, then="y", then_ready=dialog) == svg
 
@@ -286,7 +287,7 @@ async def test_long_call_dialog_snapshot(
         await e.deploy_gated(text=LONG_CALL)
         task = await e.submit("gated", "ship")
         assert (await e.wait(task.id)).pending_approvals
-        ready = lambda app: app.screen.query_one("#approvals", DataTable).row_count == 1  # noqa: E731
+        ready = lambda app: app.screen.query_one("#approvals", FastTable).row_count == 1  # noqa: E731
 
         def dialog(app: AgenApp) -> bool:
             if not isinstance(app.screen, DecisionDialog):
@@ -308,7 +309,7 @@ async def test_runs_snapshot(tmp_path: Path, svg: SnapshotAssertion, size: tuple
     async with embedded_hub(tmp_path) as e:
         await e.deploy("scribe", script=MULTI_TOOL_SCRIPT)
         await e.run("scribe", "summarise")
-        ready = lambda app: app.screen.query_one("#runs", DataTable).row_count == 1  # noqa: E731
+        ready = lambda app: app.screen.query_one("#runs", FastTable).row_count == 1  # noqa: E731
         assert await shot(e, "h", ready, size) == svg
 
 
@@ -321,7 +322,7 @@ async def test_triggers_snapshot(
             {"name": "hook", "type": "webhook"},
         ]
         await e.deploy("sched", config={"kind": "pool", "triggers": triggers})
-        ready = lambda app: app.screen.query_one("#triggers", DataTable).row_count == 2  # noqa: E731
+        ready = lambda app: app.screen.query_one("#triggers", FastTable).row_count == 2  # noqa: E731
         assert await shot(e, "g", ready, size) == svg
 
 
@@ -331,7 +332,7 @@ async def test_stop_confirm_snapshot(
     async with embedded_hub(tmp_path) as e:
         await e.deploy("hello")
         await settled_fleet(e)
-        ready = lambda app: app.screen.query_one("#deployments", DataTable).row_count == 1  # noqa: E731
+        ready = lambda app: app.screen.query_one("#deployments", FastTable).row_count == 1  # noqa: E731
         asked = lambda app: isinstance(app.screen, ConfirmDialog)  # noqa: E731
         assert await shot(e, "", ready, size, then="x", then_ready=asked) == svg
 
@@ -359,7 +360,7 @@ async def test_failures_fleet_snapshot(
                 and by_name["broken"].failed_1h == 1
                 and by_name["gated"].needs == "approval"
                 and "127.0.0.1:9" in str(screen.query_one("#deployment-detail", Static).content)
-                and app.screen.query_one("#instances", DataTable).row_count == 2
+                and app.screen.query_one("#instances", FastTable).row_count == 2
             )
 
         assert await shot(e, "", ready, size) == svg
@@ -399,8 +400,8 @@ async def test_live_approvals_snapshot(
             await until(pilot, lambda: "approvals pending: 1" in app.sub_title, "the count")
             await pilot.press("a")
 
-            def table() -> DataTable[Any]:
-                return app.screen.query_one("#approvals", DataTable)
+            def table() -> FastTable:
+                return app.screen.query_one("#approvals", FastTable)
 
             await until(pilot, lambda: table().row_count == 1, "the approval")
             await settle(pilot, app)

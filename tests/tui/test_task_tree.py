@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from pytest_textual_snapshot import SVGImageExtension
 from syrupy.assertion import SnapshotAssertion
-from textual.widgets import DataTable
 
 from agen.api import registry as r
 from agen.client import Client
@@ -26,6 +25,7 @@ from agen.tui.app import AgenApp
 from agen.tui.screens.fleet import FleetScreen
 from agen.tui.screens.tasks import TasksScreen
 from agen.tui.screens.trace import TraceScreen
+from agen.tui.widgets.table import FastTable
 from agen.tui.widgets.task_tree import TaskTree
 from agen.wire.deployments import CreateDeploymentRequest
 from agen.wire.tasks import SubmitTaskRequest
@@ -84,7 +84,7 @@ async def _tasks_with_tree(app: AgenApp, pilot: Any, t: Any) -> TaskTree:
     await until(pilot, lambda: isinstance(app.screen, FleetScreen), "the first screen")
     await pilot.press("t")
     await until(pilot, lambda: isinstance(app.screen, TasksScreen), "the tasks screen")
-    table = app.screen.query_one("#tasks", DataTable)
+    table = app.screen.query_one("#tasks", FastTable)
     await until(pilot, lambda: table.row_count == 5, "five tasks")
     table.move_cursor(row=cells(table, 0).index("root"))
     await pilot.press("T")
@@ -133,7 +133,7 @@ async def test_fleet_says_a_deployment_is_working_through_a_delegate(tree: Any) 
     app = AgenApp(tree.client, hub_label="test", watch=False)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: isinstance(app.screen, FleetScreen), "the first screen")
-        table = app.screen.query_one("#deployments", DataTable)
+        table = app.screen.query_one("#deployments", FastTable)
         await until(pilot, lambda: table.row_count == 2, "two deployments")
         words = dict(zip(cells(table, 0), cells(table, 2), strict=True))
         assert words["coordinator"] == "working (waiting on a delegate)"

@@ -13,7 +13,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from agen.api import registry as r
 from agen.tui import fmt
@@ -99,8 +99,8 @@ class ApprovalsScreen(AgenScreen):
             arguments_renderable(approval.tool, approval.arguments)
         )
 
-    @on(DataTable.RowHighlighted, "#approvals")
-    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+    @on(FastTable.RowHighlighted, "#approvals")
+    def _highlighted(self, event: FastTable.RowHighlighted) -> None:
         self.show_detail(event.row_key.value)
 
     def _cells(self, a: Approval) -> Cells:
@@ -119,7 +119,7 @@ class ApprovalsScreen(AgenScreen):
         )
 
     def selected(self) -> Approval | None:
-        table = self.query_one("#approvals", DataTable)
+        table = self.query_one("#approvals", FastTable)
         if not self.approvals or not 0 <= table.cursor_row < len(self.approvals):
             self.notify("Nothing to decide: no approval is pending", severity="warning")
             return None

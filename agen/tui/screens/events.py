@@ -10,7 +10,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.coordinate import Coordinate
-from textual.widgets import DataTable, Input
+from textual.widgets import Input
 
 from agen.api import registry as r
 from agen.tui import fmt
@@ -56,7 +56,7 @@ class EventsScreen(AgenScreen):
         yield FastTable(id="events", cursor_type="row", zebra_stripes=True)
 
     def on_mount(self) -> None:
-        self.columns = self.query_one(DataTable).add_columns(
+        self.columns = self.query_one(FastTable).add_columns(
             "SEQ", "AGE", "TYPE", "SEVERITY", "DEPLOYMENT", "TASK", "DATA"
         )
 
@@ -81,7 +81,7 @@ class EventsScreen(AgenScreen):
 
     @on(Input.Submitted)
     def _filter(self) -> None:
-        self.query_one(DataTable).focus()
+        self.query_one(FastTable).focus()
         self.render_rows()
 
     def concerns(self, message: HubChanged) -> bool:
@@ -134,7 +134,7 @@ class EventsScreen(AgenScreen):
 
     def render_rows(self) -> None:
         text = self.query_one(Input).value
-        table = self.query_one(DataTable)
+        table = self.query_one(FastTable)
         table.clear()
         for e in self.events:
             if matches(e, text):
@@ -143,7 +143,7 @@ class EventsScreen(AgenScreen):
             table.move_cursor(row=table.row_count - 1)
 
     @staticmethod
-    def _row(table: DataTable[object], e: Event) -> None:
+    def _row(table: FastTable, e: Event) -> None:
         data = json.dumps(e.data, ensure_ascii=False, sort_keys=True)
         table.add_row(
             str(e.seq),

@@ -11,7 +11,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import DataTable, Label, Static
+from textual.widgets import Label, Static
 
 from agen.api import registry as r
 from agen.errors import NotFoundError
@@ -233,12 +233,12 @@ class FleetScreen(AgenScreen):
         self.agen.deployment = dep.name  # Logs opens on it
         pane.update(deployment_detail(dep))
 
-    @on(DataTable.RowHighlighted, "#deployments")
-    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+    @on(FastTable.RowHighlighted, "#deployments")
+    def _highlighted(self, event: FastTable.RowHighlighted) -> None:
         self.show_detail(event.row_key.value)
 
     def selected(self) -> Deployment | None:
-        table = self.query_one("#deployments", DataTable)
+        table = self.query_one("#deployments", FastTable)
         if (
             not self.deployments
             or table.cursor_row < 0
@@ -352,7 +352,7 @@ class FleetScreen(AgenScreen):
         self.agen.target = task.id
         self.notify(f"task {task.id} queued on {name}")
 
-    @on(DataTable.RowSelected, "#deployments")
+    @on(FastTable.RowSelected, "#deployments")
     def action_open_tasks(self) -> None:
         dep = self.selected()
         if dep is not None:

@@ -10,7 +10,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from agen.api import registry as r
 from agen.tui import fmt
@@ -84,8 +84,8 @@ class MemoryScreen(AgenScreen):
             who(b.author_kind, b.author),
         )
 
-    @on(DataTable.RowHighlighted, "#memory")
-    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+    @on(FastTable.RowHighlighted, "#memory")
+    def _highlighted(self, event: FastTable.RowHighlighted) -> None:
         if event.row_key.value:
             self.show_detail(event.row_key.value)
 

@@ -7,7 +7,7 @@ from typing import ClassVar, get_args
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import Input, Static
 
 from agen.api import registry as r
 from agen.tui import fmt
@@ -76,7 +76,7 @@ class RunsScreen(AgenScreen):
 
     @on(Input.Submitted, "#run-filter")
     def _filter(self) -> None:
-        self.query_one("#runs", DataTable).focus()
+        self.query_one("#runs", FastTable).focus()
         self.reload()
 
     async def load(self) -> None:
@@ -129,7 +129,7 @@ class RunsScreen(AgenScreen):
         )
 
     def selected(self) -> Run | None:
-        table = self.query_one("#runs", DataTable)
+        table = self.query_one("#runs", FastTable)
         if not self.runs or not 0 <= table.cursor_row < len(self.runs):
             self.notify("No run selected", severity="warning")
             return None

@@ -10,7 +10,7 @@ from rich.markup import escape
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import Input, Static
 
 from agen.api import registry as r
 from agen.tui import fmt
@@ -99,7 +99,7 @@ class TasksScreen(AgenScreen):
 
     @on(Input.Submitted, "#task-filter")
     def _filter(self) -> None:
-        self.query_one("#tasks", DataTable).focus()
+        self.query_one("#tasks", FastTable).focus()
         self.reload()
 
     async def load(self) -> None:
@@ -155,14 +155,14 @@ class TasksScreen(AgenScreen):
             self.query_one("#task-detail", Static).update(text)
 
     def selected(self) -> Task | None:
-        table = self.query_one("#tasks", DataTable)
+        table = self.query_one("#tasks", FastTable)
         if not self.tasks or not 0 <= table.cursor_row < len(self.tasks):
             self.notify("No task selected", severity="warning")
             return None
         return self.tasks[table.cursor_row]
 
-    @on(DataTable.RowHighlighted, "#tasks")
-    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+    @on(FastTable.RowHighlighted, "#tasks")
+    def _highlighted(self, event: FastTable.RowHighlighted) -> None:
         if event.row_key.value:
             self.agen.target = event.row_key.value
             self.show_detail(event.row_key.value)
