@@ -42,7 +42,7 @@ from agen.cli import (
     up,
     version,
 )
-from agen.cli._common import group
+from agen.cli._common import Group, group
 
 
 class AgenGroup(typer.core.TyperGroup):
@@ -123,17 +123,16 @@ def command(only: str | None = None) -> Any:
     all 60 commands' parameters costs a one-shot ``agen run`` more than its task does. The root's
     own options and the command's help, parsing and errors are the same as in the whole tree.
     """
-    import copy
-
     import typer.main
 
     if only is None:
         return typer.main.get_command(app)
     if only == LISTING:
         return typer.main.get_command(_listing())
-    one = copy.copy(app)
-    one.registered_commands = [c for c in app.registered_commands if _command_name(c) == only]
-    one.registered_groups = [g for g in app.registered_groups if _group_name(g) == only]
+    one = app.fresh()
+    for registered in app.agen_registered:
+        if registered.name == only:
+            registered.register(one)
     return typer.main.get_command(one)
 
 
@@ -143,9 +142,7 @@ by its name and help text, no command's parameters built (typer evaluates each p
 most of what ``agen --help`` would otherwise cost)."""
 
 
-def _listing() -> Any:
-    import copy
-
+def _listing() -> Group:
     def stub(callback: Any) -> Any:
         def listed() -> None:  # never called: a listing only shows help
             raise AssertionError("a command of the help listing was invoked")
@@ -153,33 +150,13 @@ def _listing() -> Any:
         listed.__name__, listed.__doc__ = callback.__name__, callback.__doc__
         return listed
 
-    root = copy.copy(app)
-    root.registered_commands = []
-    for info in app.registered_commands:
-        listed = copy.copy(info)
-        listed.callback = stub(info.callback)
-        root.registered_commands.append(listed)
-    root.registered_groups = []
-    for group_info in app.registered_groups:
-        bare = copy.copy(group_info.typer_instance)
-        assert bare is not None  # every group agen registers is a Typer
-        bare.registered_commands, bare.registered_groups = [], []
-        listed_group = copy.copy(group_info)
-        listed_group.typer_instance = bare
-        root.registered_groups.append(listed_group)
+    root = app.fresh()
+    for registered in app.agen_registered:
+        if registered.group is not None:  # the group's own help, none of its commands
+            root.add_typer(registered.group.fresh(), **registered.settings)
+        else:
+            registered.register(root, stub(registered.function))
     return root
-
-
-def _command_name(info: Any) -> str | None:
-    import typer.main
-
-    return info.name or (
-        typer.main.get_command_name(info.callback.__name__) if info.callback else None
-    )
-
-
-def _group_name(info: Any) -> str | None:
-    return info.name or info.typer_instance.info.name or None
 
 
 def _only(args: list[str]) -> str | None:
@@ -192,10 +169,7 @@ def _only(args: list[str]) -> str | None:
     if args in ([], ["--help"], ["-h"]):
         return LISTING
     word = args[0]
-    names = {_command_name(c) for c in app.registered_commands} | {
-        _group_name(g) for g in app.registered_groups
-    }
-    return word if word in names else None
+    return word if any(r.name == word for r in app.agen_registered) else None
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -9,22 +9,96 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
+import typer.main
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
 M = TypeVar("M", bound="BaseModel")
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-def group(**settings: Any) -> typer.Typer:
+@dataclass(frozen=True)
+class Registered:
+    """A command (its function) or a group registered on a Group, by name, with its settings."""
+
+    name: str
+    function: Callable[..., Any] | None
+    group: Group | None
+    settings: dict[str, Any]
+
+    def register(self, on: Group, function: Callable[..., Any] | None = None) -> None:
+        """Register the same again on ``on`` (a command with ``function`` in place of its own)."""
+        if self.group is not None:
+            on.add_typer(self.group, **self.settings)
+        else:
+            assert self.function is not None
+            on.command(self.name, **self.settings)(function or self.function)
+
+
+class Group(typer.Typer):
+    """A Typer that remembers what was registered on it, through typer's public registration
+    methods, so that agen.cli can register a part of it on a fresh Group and build only the click
+    commands a command line needs (typer has no public way to read a Typer's commands back)."""
+
+    def __init__(self, **settings: Any) -> None:
+        super().__init__(**settings)
+        self.agen_settings = settings
+        self.agen_registered: list[Registered] = []
+        self.agen_callback: tuple[Callable[..., Any], dict[str, Any]] | None = None
+
+    def command(self, name: str | None = None, **settings: Any) -> Callable[[F], F]:
+        register = super().command(name, **settings)
+
+        def remember(function: F) -> F:
+            named = name or typer.main.get_command_name(function.__name__)
+            self.agen_registered.append(Registered(named, function, None, settings))
+            return register(function)
+
+        return remember
+
+    def add_typer(
+        self, typer_instance: typer.Typer, *, name: str | None = None, **settings: Any
+    ) -> None:
+        if name is not None:  # typer's default is a placeholder: an explicit None merges the groups
+            settings = {"name": name, **settings}
+        named = name or (
+            typer_instance.agen_settings.get("name") if isinstance(typer_instance, Group) else None
+        )
+        if not isinstance(typer_instance, Group) or not named:
+            raise TypeError("agen registers a Group made by group(), with a name")
+        super().add_typer(typer_instance, **settings)
+        self.agen_registered.append(Registered(named, None, typer_instance, settings))
+
+    def callback(self, **settings: Any) -> Callable[[F], F]:
+        register = super().callback(**settings)
+
+        def remember(function: F) -> F:
+            self.agen_callback = function, settings
+            return register(function)
+
+        return remember
+
+    def fresh(self) -> Group:
+        """A Group with these settings and callback, nothing registered on it yet."""
+        new = Group(**self.agen_settings)
+        if self.agen_callback is not None:
+            function, settings = self.agen_callback
+            new.callback(**settings)(function)
+        return new
+
+
+def group(**settings: Any) -> Group:
     """A command group with agen's help style: plain text (click's), not rich's. Rich help renders
     through rich's markdown machinery (doubling `agen --help`'s cold start) and shows typer's
     ``<bool>`` placeholders; ``rich_markup_mode=None`` is typer's public switch for plain help and
     errors, set on every group so that none depends on the environment or on import order."""
-    return typer.Typer(rich_markup_mode=None, **settings)
+    return Group(rich_markup_mode=None, **settings)
 
 
 HubOpt = Annotated[
