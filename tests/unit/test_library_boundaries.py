@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import agen
 from agen.store import dumps
 from scripts.private_imports import violations
 
@@ -67,6 +68,12 @@ def test_the_private_import_check_flags_other_distributions_private_modules_only
     found = list(violations(source))
     assert [line.split(":")[1] for line in found] == ["2", "3", "4"], found
     assert "textual._files" in found[0] and "'_httpx_utils'" in found[1]
+
+
+def test_no_module_of_agen_imports_another_distributions_private_module() -> None:
+    """With no exception left (the TUI's table was the last: it is on Textual's public API now)."""
+    root = Path(agen.__file__).parent
+    assert [v for f in sorted(root.rglob("*.py")) for v in violations(f)] == []
 
 
 def test_the_store_writes_the_json_the_standard_library_writes_for_agens_values() -> None:

@@ -408,7 +408,6 @@ class FastTable(ScrollView, can_focus=True):
         self._order = order
         self._index = {k: n for n, k in enumerate(order)}
         self.cursor_row = self.cursor_row
-        self.hover_row = clamp(self.hover_row, 0, len(order) - 1)
         self._resized()
         self.refresh()
 
