@@ -9,12 +9,21 @@ message (results first), thinking blocks come back unchanged with the signature 
 a tool-use turn under extended thinking comes back with its thinking, at most 4 cache breakpoints.
 A request that breaks any is answered 400 like the real API and listed in ``invalid``.
 Each answer the stub sends is itself validated as an ``anthropic.types.Message``.
+
+A request with ``stream: true`` is checked against the SDK's streaming request type and answered
+with the Messages API's server-sent events, each validated as an ``anthropic.types.
+RawMessageStreamEvent``, adding up to the same Message: text and thinking word by word, a tool's
+input JSON in two ``input_json_delta`` pieces, the signature in a ``signature_delta``, the stop
+reason and output tokens in ``message_delta``. ``Reply.hold`` keeps back all but the first event
+until set; ``Reply.overloaded_mid_stream`` sends an ``overloaded_error`` event after the first text.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections.abc
+import json
+import re
 import threading
 import types
 import typing
@@ -25,13 +34,20 @@ from typing import Any
 
 import typing_extensions
 from anthropic import types as at
-from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
+from anthropic.types.message_create_params import (
+    MessageCreateParamsNonStreaming,
+    MessageCreateParamsStreaming,
+)
+from pydantic import TypeAdapter
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from agen.testing.openai_server import sse_answer
 from agen.testing.server import ThreadServer
+
+STREAM_EVENT: TypeAdapter[Any] = TypeAdapter(at.RawMessageStreamEvent)
 
 _LISTS = (collections.abc.Iterable, collections.abc.Sequence, list)
 _MAPS = (dict, collections.abc.Mapping)
@@ -77,11 +93,19 @@ def check(value: Any, tp: Any, path: str = "$") -> list[str]:
             return [f"{path}: expected an object ({tp.__name__})"]
         hints = typing.get_type_hints(tp, include_extras=True)
         out = [f"{path}.{k}: not a field of {tp.__name__}" for k in value if k not in hints]
+        # __required_keys__ counts each base's totality (the streaming params extend a total=False
+        # base with a total class of one Required key)
+        required = getattr(tp, "__required_keys__", None)
         total = getattr(tp, "__total__", True)
         for key, hint in hints.items():
             inner, marked = _unwrap(hint)
             if key not in value:
-                if marked or (marked is None and total):
+                needed = (
+                    key in required
+                    if required is not None
+                    else marked or (marked is None and total)
+                )
+                if needed:
                     out.append(f"{path}.{key}: required by {tp.__name__}")
                 continue
             out.extend(check(value[key], inner, f"{path}.{key}"))
@@ -173,6 +197,8 @@ class Reply:
     retry_after: str | None = None
     error_type: str = "api_error"
     model: str | None = None
+    hold: threading.Event | None = None
+    overloaded_mid_stream: bool = False
 
     def body(self, model: str, n: int, signatures: dict[str, str]) -> dict[str, Any]:
         content: list[dict[str, Any]] = []
@@ -209,6 +235,45 @@ class Reply:
         }
 
 
+def _words(text: str) -> list[str]:
+    return re.findall(r"\s*\S+\s*", text) or [text]
+
+
+def stream_events(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """The stream events that add up to ``message`` (a Messages API answer)."""
+    usage = message["usage"]
+    start = {**message, "content": [], "stop_reason": None, "stop_sequence": None}
+    start["usage"] = {**usage, "output_tokens": 1}
+    out: list[dict[str, Any]] = [{"type": "message_start", "message": start}]
+    for i, block in enumerate(message["content"]):
+        kind = block["type"]
+        deltas: list[dict[str, Any]] = []
+        if kind == "text":
+            first: dict[str, Any] = {"type": "text", "text": ""}
+            deltas = [{"type": "text_delta", "text": w} for w in _words(block["text"])]
+        elif kind == "thinking":
+            first = {"type": "thinking", "thinking": "", "signature": ""}
+            deltas = [{"type": "thinking_delta", "thinking": w} for w in _words(block["thinking"])]
+            deltas.append({"type": "signature_delta", "signature": block["signature"]})
+        else:  # tool_use
+            first = {**block, "input": {}}
+            text = json.dumps(block["input"])
+            half = len(text) // 2
+            deltas = [
+                {"type": "input_json_delta", "partial_json": part}
+                for part in (text[:half], text[half:])
+            ]
+        out.append({"type": "content_block_start", "index": i, "content_block": first})
+        out.extend({"type": "content_block_delta", "index": i, "delta": d} for d in deltas)
+        out.append({"type": "content_block_stop", "index": i})
+    stop = {"stop_reason": message["stop_reason"], "stop_sequence": message["stop_sequence"]}
+    out.append(
+        {"type": "message_delta", "delta": stop, "usage": {"output_tokens": usage["output_tokens"]}}
+    )
+    out.append({"type": "message_stop"})
+    return out
+
+
 @dataclass
 class AnthropicServer:
     default: Reply = field(default_factory=Reply)
@@ -232,7 +297,9 @@ class AnthropicServer:
             self._queue.extend(replies)
 
     def _problems(self, body: Any, headers: dict[str, str]) -> list[str]:
-        problems = check(body, MessageCreateParamsNonStreaming)
+        streaming = isinstance(body, dict) and body.get("stream") is True
+        kind = MessageCreateParamsStreaming if streaming else MessageCreateParamsNonStreaming
+        problems = check(body, kind)
         if not headers.get("anthropic-version"):
             problems.append("header anthropic-version is missing")
         if isinstance(body, dict) and not problems:
@@ -259,7 +326,17 @@ class AnthropicServer:
         with self._lock:
             answer = reply.body(str(body.get("model") or ""), n, self.signatures)
         at.Message.model_validate(answer)  # the stub's own answers are real Messages
-        return JSONResponse(answer)
+        if not body.get("stream"):
+            return JSONResponse(answer)
+        events = stream_events(answer)
+        if reply.overloaded_mid_stream:
+            first_text = next(i for i, e in enumerate(events) if e["type"] == "content_block_delta")
+            error = {"type": "overloaded_error", "message": "Overloaded"}
+            events = [*events[: first_text + 1], {"type": "error", "error": error}]
+        for event in events:
+            if event["type"] != "error":
+                STREAM_EVENT.validate_python(event)  # real stream events of the SDK's types
+        return sse_answer(events, reply.hold, False, last=None)
 
     def start(self) -> AnthropicServer:
         app = Starlette(routes=[Route("/v1/messages", self._messages, methods=["POST"])])

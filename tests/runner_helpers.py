@@ -8,7 +8,7 @@ from typing import Any
 
 from agen.bundle import Bundle, load_bundle_files
 from agen.runner.loop import Runner
-from agen.runner.providers.base import ModelProvider, ModelRequest, ModelResponse
+from agen.runner.providers.base import DeltaSink, ModelProvider, ModelRequest, ModelResponse
 from agen.runner.tools.base import Tool, ToolContext, ToolError, ToolResult, Toolset
 from agen.runner.turn import TurnPolicy
 from agen.store import SQLiteStore
@@ -94,9 +94,11 @@ class Capturing(ModelProvider):
         self.default_model = inner.default_model
         self.requests: list[ModelRequest] = []
 
-    async def complete(self, request: ModelRequest) -> ModelResponse:
+    async def complete(
+        self, request: ModelRequest, on_delta: DeltaSink | None = None
+    ) -> ModelResponse:
         self.requests.append(request)
-        return await self.inner.complete(request)
+        return await self.inner.complete(request, on_delta)
 
 
 def runner(

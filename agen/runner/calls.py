@@ -99,6 +99,8 @@ async def _one(
     t0 = _ms()
     span_id = w3c_span_id()  # what the call starts (a child task's run) hangs under this span
     tool = st.tools.get(call.name)
+    name = tool.name if tool else call.name
+    await st.live("tool.started", {"turn": st.turn, "call_id": call.id, "tool": name})
     try:
         res = await _guarded(env, st, tool, call, index, verdict, span_id)
     except asyncio.CancelledError:  # the run was stopped in this call: its span says so
@@ -152,6 +154,11 @@ async def _one(
         _ms(),
         res.content if res.is_error else None,
         span_id,
+    )
+    status = "waiting" if res.suspend is not None or res.approval is not None else None
+    ended = {"turn": st.turn, "call_id": call.id, "tool": res.tool, "latency_ms": _ms() - t0}
+    await st.live(
+        "tool.finished", {**ended, "status": status or ("error" if res.is_error else "ok")}
     )
     return res
 

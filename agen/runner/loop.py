@@ -492,7 +492,7 @@ class Runner:
             run_turn=st.turn,
         )
         try:
-            return await model_turn(self.accounts or [], request, self.turn_policy)
+            return await model_turn(self.accounts or [], request, self.turn_policy, st.live)
         except TurnFailed as e:
             self._spans(st, e.spans)
             return await self._end(
@@ -709,7 +709,7 @@ class Runner:
             tier=self._tier(st.req),
         )
         try:
-            answer = await model_turn(self.accounts or [], request, self.turn_policy)
+            answer = await model_turn(self.accounts or [], request, self.turn_policy, st.live)
         except TurnFailed as e:
             self._spans(st, e.spans)
             return await self._end(

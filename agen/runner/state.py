@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agen.domain.live import BUS, LiveBus, LiveEvent
 from agen.otel.ids import traceparent
 from agen.runner.budgets import Budget, Guards
 from agen.runner.context import Context, Msg
@@ -50,6 +51,7 @@ class RunState:
     wrap_up: str | None = None  # a wrap-up request arrived (cancelled, interrupted): one last turn
     resumed: bool = False
     events: EventSink | None = None
+    bus: LiveBus | None = BUS  # where the run's live events go (agen.domain.live)
     cancel: asyncio.Event | None = None
     workspace: str | None = None  # the task workspace (agen/runner/workspace.py), passed in _meta
     sections: Callable[[], Awaitable[str]] | None = (
@@ -272,6 +274,18 @@ class RunState:
     async def emit(self, event: dict[str, Any]) -> None:
         if self.events is not None:
             await self.events(event)
+
+    async def live(self, kind: str, data: dict[str, Any]) -> None:
+        """A live event (agen.domain.live: a delta, a model or tool call's start or end): to this
+        process's bus when someone watches, and to the run's own event sink (the SDK)."""
+        bus = self.bus
+        if bus is not None and bus.listening:
+            r = self.req
+            bus.publish(
+                LiveEvent(kind, r.namespace, r.deployment, self.run_id, r.task_id, data, now_ms())
+            )
+        if self.events is not None:
+            await self.events({"type": kind, **data})
 
 
 def _span_status(run_status: str) -> str:

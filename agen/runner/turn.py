@@ -5,6 +5,11 @@ model in order. An empty answer is asked again once; an answer cut off at the ou
 with nothing usable is asked again once with twice the limit. Account errors (401/402/403)
 end the turn at once unless another provider account is configured; accounts are tried
 in order only on account errors. Every call leaves a ``gen_ai.chat`` span.
+
+Every call streams: with a ``publish`` callback, each call's start (``model.started``), the pieces
+of its answer (``run.delta``) and its end (``model.finished``) are published live as they happen
+(agen.domain.live). A call that breaks off mid-stream and is retried starts again with a new
+``model.started``: a watcher drops what it showed of the broken attempt.
 """
 
 from __future__ import annotations
@@ -16,9 +21,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agen.runner.providers import Account
-from agen.runner.providers.base import ModelRequest, ModelResponse, ProviderError
+from agen.runner.providers.base import Delta, ModelRequest, ModelResponse, ProviderError
 
 MAX_BACKOFF_S = 60.0
+
+Publish = Callable[[str, dict[str, Any]], Awaitable[None]]
+"""Publishes one live event of the run (its type and data): agen.runner.state.RunState.live."""
 
 
 @dataclass
@@ -115,10 +123,38 @@ def _span(
     return CallSpan(t0, t1, "error", attrs, err.message[:1000])
 
 
+def _finished(span: CallSpan, turn: int) -> dict[str, Any]:
+    a = span.attrs
+    data: dict[str, Any] = {
+        "turn": turn,
+        "model": a.get("gen_ai.response.model") or a.get("gen_ai.request.model"),
+        "status": span.status,
+        "latency_ms": span.ended_ms - span.started_ms,
+    }
+    if span.status == "ok":
+        data["input_tokens"] = a.get("gen_ai.usage.input_tokens")
+        data["output_tokens"] = a.get("gen_ai.usage.output_tokens")
+        data["finish_reason"] = (a.get("gen_ai.response.finish_reasons") or [None])[0]
+    else:
+        data["error"] = span.error
+    return data
+
+
 async def model_turn(
-    accounts: list[Account], request: ModelRequest, policy: TurnPolicy
+    accounts: list[Account],
+    request: ModelRequest,
+    policy: TurnPolicy,
+    publish: Publish | None = None,
 ) -> TurnAnswer:
     """Ask the model(s) for one answer, or raise TurnFailed."""
+    turn = request.run_turn + 1
+    on_delta = None
+    if publish is not None:
+        live = publish
+
+        async def on_delta(d: Delta) -> None:
+            await live("run.delta", {"turn": turn, "text": d.text, "kind": d.kind})
+
     spans: list[CallSpan] = []
     last_problem = "no model answered"
     for ai, account in enumerate(accounts):
@@ -129,10 +165,15 @@ async def model_turn(
             attempt = 0
             while True:
                 t0 = _ms()
+                if publish is not None:
+                    started = {"turn": turn, "model": model, "provider": account.label}
+                    await publish("model.started", {**started, "attempt": attempt})
                 try:
-                    resp = await account.provider.complete(req)
+                    resp = await account.provider.complete(req, on_delta)
                 except ProviderError as e:
                     spans.append(_span(t0, account, ai, mi, req, attempt, None, e))
+                    if publish is not None:
+                        await publish("model.finished", _finished(spans[-1], turn))
                     if e.kind == "account":
                         account_error = e
                         break
@@ -148,6 +189,8 @@ async def model_turn(
                     last_problem = f"{model}: {e.message}"
                     break
                 spans.append(_span(t0, account, ai, mi, req, attempt, resp, None))
+                if publish is not None:
+                    await publish("model.finished", _finished(spans[-1], turn))
                 if resp.cut_off and not _usable(resp):
                     if not asked_cut and req.max_tokens:
                         asked_cut = True

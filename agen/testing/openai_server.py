@@ -5,7 +5,11 @@ async code can use it. Each request takes the next scripted ``Reply`` (optionall
 for one model): text, tool calls, usage, cost, an HTTP error with Retry-After, an empty
 answer, a cut-off answer. Every request body is recorded. ``latency_s`` delays every
 answer (for "many runs waiting on a slow model"). ``/api/tags`` answers like Ollama when
-``ollama_models`` is set.
+``ollama_models`` is set. A request with ``stream: true`` is answered with server-sent
+``chat.completion.chunk`` events that add up to the same completion (the text word by word, each
+tool call's arguments in two pieces, the usage chunk when ``stream_options.include_usage``);
+``Reply.hold`` keeps the rest of a stream back after its first chunk until the event is set, and
+``Reply.break_stream`` ends the stream before its finish reason (a connection lost mid-answer).
 
     with OpenAIServer() as srv:
         srv.script(Reply(status=429, retry_after="0"), Reply(text="hi"))
@@ -15,13 +19,17 @@ answer (for "many runs waiting on a slow model"). ``/api/tags`` answers like Oll
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 import threading
 import time
 from collections import deque
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
+from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -47,12 +55,12 @@ class Reply:
     model: str | None = None  # the model reported as serving; default: the one requested
     for_model: str | None = None  # only answer requests for this model
     delay_s: float = 0.0
+    hold: threading.Event | None = None  # streamed: the rest waits after the first chunk
+    break_stream: bool = False  # streamed: end after the first chunk, with no finish reason
 
     def body(self, model: str, n: int) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": self.text}
         if self.tool_calls:
-            import json
-
             message["tool_calls"] = [
                 {
                     "id": c.get("id") or f"call_{n}_{i}",
@@ -78,11 +86,82 @@ class Reply:
         return {
             "id": f"chatcmpl-{n}",
             "object": "chat.completion",
-            "created": int(time.time()),
+            "created": STARTED_S + n,
             "model": self.model or model,
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
             "usage": usage,
         }
+
+
+STARTED_S = int(time.time())
+
+
+def stream_chunks(answer: dict[str, Any], include_usage: bool) -> list[dict[str, Any]]:
+    """The ``chat.completion.chunk`` objects that add up to ``answer`` (a chat.completion)."""
+    top = {k: answer[k] for k in ("id", "created", "model")}
+    choice = answer["choices"][0]
+    message = choice["message"]
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        c = {"index": 0, "delta": delta, "finish_reason": finish}
+        return {**top, "object": "chat.completion.chunk", "choices": [c]}
+
+    out = [chunk({"role": "assistant", "content": ""})]
+    out += [chunk({"content": p}) for p in re.findall(r"\s*\S+\s*", message.get("content") or "")]
+    for i, call in enumerate(message.get("tool_calls") or []):
+        args = call["function"]["arguments"]
+        half = len(args) // 2
+        first = {"name": call["function"]["name"], "arguments": args[:half]}
+        out.append(
+            chunk(
+                {
+                    "tool_calls": [
+                        {"index": i, "id": call["id"], "type": "function", "function": first}
+                    ]
+                }
+            )
+        )
+        out.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": args[half:]}}]}))
+    out.append(chunk({}, choice["finish_reason"]))
+    if include_usage:
+        out.append(
+            {**top, "object": "chat.completion.chunk", "choices": [], "usage": answer["usage"]}
+        )
+    return out
+
+
+def first_text(chunks: list[dict[str, Any]]) -> int:
+    """The index of the first chunk or event that carries answer text (OpenAI's or Anthropic's)."""
+    for i, c in enumerate(chunks):
+        delta = (c.get("choices") or [{}])[0].get("delta") if "choices" in c else c.get("delta")
+        if isinstance(delta, dict) and (delta.get("content") or delta.get("text")):
+            return i
+    return 0
+
+
+def sse_answer(
+    chunks: list[dict[str, Any]],
+    hold: threading.Event | None,
+    cut: bool,
+    last: str | None = "[DONE]",
+) -> Response:
+    """Each chunk as one server-sent event (JSON data; named by its ``type`` when it has one, as
+    Anthropic's are); ``hold`` keeps back all after the first text, ``cut`` stops after it;
+    ``last`` is a final data line (OpenAI's ``[DONE]``)."""
+    at = first_text(chunks)
+
+    async def events() -> AsyncIterator[ServerSentEvent]:
+        for i, c in enumerate(chunks):
+            name = c.get("type") if "choices" not in c else None
+            yield ServerSentEvent(data=json.dumps(c), event=name)
+            if i == at and cut:
+                return
+            if i == at and hold is not None:
+                await asyncio.to_thread(hold.wait)
+        if last is not None:
+            yield ServerSentEvent(data=last)
+
+    return EventSourceResponse(events(), ping=None, sep="\n")
 
 
 def empty() -> Reply:
@@ -163,7 +242,11 @@ class OpenAIServer:
                 reply.status,
                 headers=headers,
             )
-        return JSONResponse(reply.body(model, n))
+        answer = reply.body(model, n)
+        if body.get("stream"):
+            usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            return sse_answer(stream_chunks(answer, usage), reply.hold, reply.break_stream)
+        return JSONResponse(answer)
 
     async def _tags(self, request: Request) -> Response:
         if self.ollama_models is None:

@@ -247,7 +247,13 @@ async def test_a_reviewer_answer_that_is_not_a_verdict_counts_as_a_miss_and_its_
 
 async def test_a_failed_review_call_keeps_the_result_as_partial_and_says_so(tmp_path: Path) -> None:
     from agen.runner.providers import build_accounts
-    from agen.runner.providers.base import ModelProvider, ModelRequest, ModelResponse, ProviderError
+    from agen.runner.providers.base import (
+        DeltaSink,
+        ModelProvider,
+        ModelRequest,
+        ModelResponse,
+        ProviderError,
+    )
 
     class NoReviewer(ModelProvider):
         name = "fake"
@@ -256,10 +262,12 @@ async def test_a_failed_review_call_keeps_the_result_as_partial_and_says_so(tmp_
         def __init__(self, inner: ModelProvider) -> None:
             self.inner = inner
 
-        async def complete(self, request: ModelRequest) -> ModelResponse:
+        async def complete(
+            self, request: ModelRequest, on_delta: DeltaSink | None = None
+        ) -> ModelResponse:
             if "## Rubric" in request.messages[0]["content"]:
                 raise ProviderError("other", "the reviewer model does not exist", status=404)
-            return await self.inner.complete(request)
+            return await self.inner.complete(request, on_delta)
 
     store = await open_store(tmp_path)
     b = make(script({"text": "red, green, blue"}), review_config())

@@ -144,9 +144,23 @@ async def test_stream_yields_events_in_order_ending_with_the_outcome(tmp_path: P
         on_event=lambda e: delivered.append(e["type"]),
     )
     events = [e async for e in agent.stream("look")]
-    assert [e["type"] for e in events] == ["assistant", "tool_result", "assistant", "finished"]
+    expected = [
+        *("model.started", "model.finished", "assistant"),
+        *("tool.started", "tool.finished", "tool_result"),
+        *("model.started", "run.delta", "run.delta", "model.finished", "assistant", "finished"),
+    ]
+    assert [e["type"] for e in events] == expected
+    # the answer streams word by word before its turn is recorded whole
+    assert [e["text"] for e in events if e["type"] == "run.delta"] == ["finished ", "looking"]
+    assert events[4] == {
+        **events[4],
+        "turn": 1,
+        "call_id": "call_0_0",
+        "tool": "look",
+        "status": "ok",
+    }
     assert events[-1]["outcome"]["summary"] == "finished looking"
-    assert delivered == ["assistant", "tool_result", "assistant", "finished"]
+    assert delivered == expected
     await agent.close()
 
 

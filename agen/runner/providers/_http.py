@@ -1,10 +1,18 @@
 """The HTTP side every API provider shares: one httpx client per account, at most
 ``max_in_flight`` calls at once (the pool has a connection per allowed call, so no request waits
-inside httpx), and transport failures mapped to retryable ProviderErrors."""
+inside httpx), transport failures mapped to retryable ProviderErrors, and streamed answers read
+as server-sent events.
+
+SSE framing is a2a-sdk's parser (a dependency already): ``sse_events`` yields each event's name
+and data; the provider modules read their API's events from it. It loads on the first streamed
+call (its module pulls in a2a's client, ~0.1 s), not when agen starts.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -38,29 +46,67 @@ class Endpoint:
         self._slots = asyncio.Semaphore(max_in_flight)
         self.waiting = 0  # calls waiting for one of the max_in_flight slots
 
-    async def post(self, path: str, body: dict[str, Any]) -> httpx.Response:
-        """The response, whatever its status (the provider reads its own errors); a timeout or an
-        unreachable server is a retryable ProviderError."""
+    async def _acquire(self) -> None:
         self.waiting += 1
         try:
             await self._slots.acquire()
         finally:
             self.waiting -= 1
+
+    def _transport_error(self, e: httpx.HTTPError) -> ProviderError:
+        if isinstance(e, httpx.TimeoutException):
+            return ProviderError(
+                "retryable", f"{self.name}: the request to {self.base_url} timed out ({e})"
+            )
+        return ProviderError("retryable", f"{self.name}: cannot reach {self.base_url}: {e}")
+
+    async def post(self, path: str, body: dict[str, Any]) -> httpx.Response:
+        """The response, whatever its status (the provider reads its own errors); a timeout or an
+        unreachable server is a retryable ProviderError."""
+        await self._acquire()
         try:
             return await self.client.post(path, json=body)
-        except httpx.TimeoutException as e:
-            raise ProviderError(
-                "retryable", f"{self.name}: the request to {self.base_url} timed out ({e})"
-            ) from e
         except httpx.HTTPError as e:
-            raise ProviderError(
-                "retryable", f"{self.name}: cannot reach {self.base_url}: {e}"
-            ) from e
+            raise self._transport_error(e) from e
+        finally:
+            self._slots.release()
+
+    @contextlib.asynccontextmanager
+    async def stream(self, path: str, body: dict[str, Any]) -> AsyncIterator[httpx.Response]:
+        """The response with its body not yet read (for SSE), holding one in-flight slot until the
+        caller is done. A timeout (the request's timeout applies to each read, so a stream that
+        stalls that long fails), a dropped connection or an unreachable server, before or during
+        the stream, is a retryable ProviderError."""
+        await self._acquire()
+        try:
+            request = self.client.build_request("POST", path, json=body)
+            response = await self.client.send(request, stream=True)
+            try:
+                yield response
+            finally:
+                await response.aclose()
+        except httpx.HTTPError as e:
+            raise self._transport_error(e) from e
         finally:
             self._slots.release()
 
     async def aclose(self) -> None:
         await self.client.aclose()
+
+
+async def sse_events(response: httpx.Response) -> AsyncIterator[tuple[str, str]]:
+    """(event name, data) of each server-sent event of a streamed response ("message" when the
+    event names none)."""
+    from a2a.client.transports.http_helpers import parse_sse_stream
+
+    async for event, data in parse_sse_stream(response):
+        yield event, data
+
+
+async def error_text(response: httpx.Response) -> str:
+    """The first 2,000 characters of an error answer's body (a streamed one is read first)."""
+    await response.aread()
+    return response.text[:2000]
 
 
 class HttpProvider(ModelProvider):

@@ -6,8 +6,13 @@ system prompt as ``system`` blocks, tool results as ``tool_result`` blocks in us
 unchanged before its text and ``tool_use`` blocks. ``cache_control`` breakpoints go on the system
 prompt, the tools and the newest message (harness ``anthropic.cache``), so each call reads the
 previous call's prefix from the cache. The cost is priced here (prices.py) from the usage, cache
-writes and reads included: the API reports tokens, not dollars. Not streamed: the provider port
-returns whole answers.
+writes and reads included: the API reports tokens, not dollars.
+
+Streamed (``stream: true``), the events (``message_start``, ``content_block_start`` / ``_delta`` /
+``_stop`` with text, ``input_json_delta``, thinking and signature deltas, ``message_delta`` with the
+stop reason and final usage, ``message_stop``) are assembled into the Message the same call
+without streaming answers, and parsed by the same ``parse_message``. An ``error`` event mid-stream
+(``overloaded_error``) or a stream that ends before ``message_stop`` is retryable.
 """
 
 from __future__ import annotations
@@ -15,10 +20,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import httpx
+
 from agen.bundle.harness import AnthropicSpec
-from agen.runner.providers._http import Endpoint, HttpProvider
+from agen.runner.providers._http import Endpoint, HttpProvider, error_text, sse_events
 from agen.runner.providers.base import (
     THINKING_KEY,
+    Delta,
+    DeltaSink,
     ModelRequest,
     ModelResponse,
     ModelUsage,
@@ -194,20 +203,15 @@ class AnthropicProvider(HttpProvider):
             body["output_config"] = {"effort": request.reasoning_effort}
         return body
 
-    async def complete(self, request: ModelRequest) -> ModelResponse:
+    async def complete(
+        self, request: ModelRequest, on_delta: DeltaSink | None = None
+    ) -> ModelResponse:
         body = self.body(request)
+        if on_delta is not None:
+            return await self._stream(body, on_delta)
         resp = await self.endpoint.post(self.path, body)
         if resp.status_code >= 400:
-            text = resp.text[:2000]
-            kind = classify_status(resp.status_code, text)
-            if resp.status_code == 400 and "credit balance" in text.lower():
-                kind = "account"  # the API says an empty balance with a 400
-            raise ProviderError(
-                kind,  # 429 rate limit and 529 overloaded are retryable, after Retry-After
-                f"{self.name} answered HTTP {resp.status_code} from {self.base_url}: {text[:500]}",
-                status=resp.status_code,
-                retry_after_s=parse_retry_after(resp.headers.get("retry-after")),
-            )
+            raise self._status_error(resp, resp.text[:2000])
         try:
             data = resp.json()
         except ValueError as e:
@@ -215,6 +219,127 @@ class AnthropicProvider(HttpProvider):
                 "retryable", f"{self.name}: the answer from {self.base_url} is not JSON"
             ) from e
         return parse_message(data, body["model"])
+
+    def _status_error(self, resp: httpx.Response, text: str) -> ProviderError:
+        kind = classify_status(resp.status_code, text)
+        if resp.status_code == 400 and "credit balance" in text.lower():
+            kind = "account"  # the API says an empty balance with a 400
+        return ProviderError(
+            kind,  # 429 rate limit and 529 overloaded are retryable, after Retry-After
+            f"{self.name} answered HTTP {resp.status_code} from {self.base_url}: {text[:500]}",
+            status=resp.status_code,
+            retry_after_s=parse_retry_after(resp.headers.get("retry-after")),
+        )
+
+    async def _stream(self, body: dict[str, Any], on_delta: DeltaSink) -> ModelResponse:
+        body = {**body, "stream": True}
+        events = EventAssembler()
+        async with self.endpoint.stream(self.path, body) as resp:
+            if resp.status_code >= 400:
+                raise self._status_error(resp, await error_text(resp))
+            async for _name, data in sse_events(resp):
+                try:
+                    event = json.loads(data)
+                except ValueError as e:
+                    raise ProviderError(
+                        "retryable",
+                        f"{self.name}: a streamed event from {self.base_url} is not JSON",
+                    ) from e
+                if not isinstance(event, dict):
+                    continue
+                if event.get("type") == "error":
+                    error = event.get("error") or {}
+                    raise ProviderError(
+                        "retryable",
+                        f"{self.name}: the stream from {self.base_url} broke off: "
+                        f"{error.get('type', 'error')}: {str(error.get('message', ''))[:500]}",
+                    )
+                delta = events.add(event)
+                if delta is not None:
+                    await on_delta(delta)
+                if events.stopped:
+                    break
+        if not events.stopped or events.message is None:
+            raise ProviderError(
+                "retryable",
+                f"{self.name}: the stream from {self.base_url} ended before message_stop",
+            )
+        return parse_message(events.message, body["model"])
+
+
+class EventAssembler:
+    """Messages API stream events in, the Message they add up to out (``message`` once started)."""
+
+    def __init__(self) -> None:
+        self.message: dict[str, Any] | None = None
+        self.json_parts: dict[int, list[str]] = {}
+        self.stopped = False
+
+    def _block(self, index: int) -> dict[str, Any]:
+        assert self.message is not None
+        blocks: list[dict[str, Any]] = self.message["content"]
+        if not 0 <= index < len(blocks):
+            raise ProviderError(
+                "retryable", f"a streamed delta names content block {index}, never started"
+            )
+        return blocks[index]
+
+    def add(self, event: dict[str, Any]) -> Delta | None:
+        """Take one event; the text or thinking it adds, to show as it comes."""
+        kind = event.get("type")
+        if kind == "message_start":
+            self.message = dict(event.get("message") or {})
+            self.message["content"] = list(self.message.get("content") or [])
+            self.message["usage"] = dict(self.message.get("usage") or {})
+            return None
+        if self.message is None:
+            if kind == "ping":
+                return None
+            raise ProviderError("retryable", f"a streamed {kind} event came before message_start")
+        if kind == "content_block_start":
+            block = dict(event.get("content_block") or {})
+            if block.get("type") == "tool_use":
+                self.json_parts[len(self.message["content"])] = []
+            self.message["content"].append(block)
+        elif kind == "content_block_delta":
+            index = int(event.get("index", 0))
+            block = self._block(index)
+            delta = event.get("delta") or {}
+            dk = delta.get("type")
+            if dk == "text_delta":
+                piece = str(delta.get("text") or "")
+                block["text"] = str(block.get("text") or "") + piece
+                return Delta(piece) if piece else None
+            if dk == "input_json_delta":
+                self.json_parts.setdefault(index, []).append(str(delta.get("partial_json") or ""))
+            elif dk == "thinking_delta":
+                piece = str(delta.get("thinking") or "")
+                block["thinking"] = str(block.get("thinking") or "") + piece
+                return Delta(piece, "thinking") if piece else None
+            elif dk == "signature_delta":
+                block["signature"] = str(block.get("signature") or "") + str(
+                    delta.get("signature") or ""
+                )
+        elif kind == "content_block_stop":
+            index = int(event.get("index", 0))
+            parts = self.json_parts.pop(index, None)
+            if parts is not None:
+                text = "".join(parts)
+                try:
+                    self._block(index)["input"] = json.loads(text) if text.strip() else {}
+                except ValueError:
+                    self._block(index)["input"] = text  # parse_message reports it as not an object
+        elif kind == "message_delta":
+            delta = event.get("delta") or {}
+            for key in ("stop_reason", "stop_sequence"):
+                if key in delta:
+                    self.message[key] = delta[key]
+            for key, value in (event.get("usage") or {}).items():
+                if value is not None:
+                    self.message["usage"][key] = value
+        elif kind == "message_stop":
+            self.stopped = True
+        return None
 
 
 def parse_message(data: dict[str, Any], model_sent: str) -> ModelResponse:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -95,6 +96,20 @@ class ModelResponse:
         )
 
 
+@dataclass(frozen=True)
+class Delta:
+    """A piece of an answer as the provider streams it: text the user reads, or the model's
+    reasoning (``thinking``). Deltas are for watching a turn live; the turn itself is the
+    ModelResponse ``complete`` returns, assembled from the same stream."""
+
+    text: str
+    kind: Literal["text", "thinking"] = "text"
+
+
+DeltaSink = Callable[[Delta], Awaitable[None]]
+"""Where a streaming provider hands each delta, in order, as it arrives."""
+
+
 class ProviderError(Exception):
     """A failed model call, classified for the model-turn rules (seed 000 §8)."""
 
@@ -144,8 +159,15 @@ class ModelProvider(abc.ABC):
     default_model: str = ""
 
     @abc.abstractmethod
-    async def complete(self, request: ModelRequest) -> ModelResponse:
-        """One chat completion. Raises ProviderError."""
+    async def complete(
+        self, request: ModelRequest, on_delta: DeltaSink | None = None
+    ) -> ModelResponse:
+        """One chat completion. Raises ProviderError.
+
+        With ``on_delta`` the provider streams: each piece of text goes to ``on_delta`` as it
+        arrives, and the ModelResponse returned is the one the same call without streaming returns
+        (assembled from the stream). A stream that breaks off is a retryable ProviderError: no
+        partial answer is ever returned. Without it, the provider may answer in one piece."""
 
     async def aclose(self) -> None:
         return None

@@ -2,16 +2,20 @@
 
 A script is a list of turns (text and/or tool calls). The position in the script is the
 number of assistant turns already stored in this run, so a resumed run continues the
-script where it stopped. Without a script it echoes the last user message.
+script where it stopped. Without a script it echoes the last user message. Streamed, the
+answer's text comes word by word (``chunks``), then the whole turn.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 from agen.bundle.harness import Turn
 from agen.runner.providers.base import (
+    Delta,
+    DeltaSink,
     ModelProvider,
     ModelRequest,
     ModelResponse,
@@ -48,6 +52,11 @@ def wire_name(name: str, offered: list[dict[str, Any]]) -> str:
     return next((c for c in (name, mcp, name.replace(".", "_")) if c in names), mcp)
 
 
+def chunks(text: str) -> list[str]:
+    """The pieces a streamed fake answer comes in: each word with the spaces after it."""
+    return re.findall(r"\s*\S+\s*", text) or ([text] if text else [])
+
+
 class FakeProvider(ModelProvider):
     name = "fake"
     default_model = "fake"
@@ -57,7 +66,16 @@ class FakeProvider(ModelProvider):
         self.delay_s = delay_s
         self.calls = 0
 
-    async def complete(self, request: ModelRequest) -> ModelResponse:
+    async def complete(
+        self, request: ModelRequest, on_delta: DeltaSink | None = None
+    ) -> ModelResponse:
+        response = await self._answer(request)
+        if on_delta is not None:
+            for piece in chunks(response.text):
+                await on_delta(Delta(piece))
+        return response
+
+    async def _answer(self, request: ModelRequest) -> ModelResponse:
         self.calls += 1
         if self.delay_s:
             await asyncio.sleep(self.delay_s)

@@ -2,17 +2,27 @@
 
 Ollama, llama.cpp server, vLLM and LM Studio all speak this API at their ``baseUrl``.
 Direct OpenAI gets ``max_completion_tokens``; every other server gets ``max_tokens``.
+
+Streamed (``stream: true`` with ``stream_options.include_usage``), the chunks are assembled into
+the ``chat.completion`` body the same call without streaming answers (content, tool calls from
+their argument pieces by index, finish reason, the usage chunk), and that body is parsed by the
+same ``parse_completion``: a streamed turn is checkpointed exactly like an unstreamed one.
 """
 
 from __future__ import annotations
 
 import email.utils
+import json
 import time
 from typing import Any
 
-from agen.runner.providers._http import Endpoint, HttpProvider
+import httpx
+
+from agen.runner.providers._http import Endpoint, HttpProvider, error_text, sse_events
 from agen.runner.providers.base import (
     THINKING_KEY,
+    Delta,
+    DeltaSink,
     ModelRequest,
     ModelResponse,
     ModelUsage,
@@ -91,19 +101,17 @@ class OpenAIProvider(HttpProvider):
             body["reasoning_effort"] = request.reasoning_effort
         return body
 
-    async def complete(self, request: ModelRequest) -> ModelResponse:
-        return await self.post(self.body(request))
+    async def complete(
+        self, request: ModelRequest, on_delta: DeltaSink | None = None
+    ) -> ModelResponse:
+        return await self.post(self.body(request), on_delta)
 
-    async def post(self, body: dict[str, Any]) -> ModelResponse:
+    async def post(self, body: dict[str, Any], on_delta: DeltaSink | None = None) -> ModelResponse:
+        if on_delta is not None:
+            return await self._stream(body, on_delta)
         resp = await self.endpoint.post("/chat/completions", body)
         if resp.status_code >= 400:
-            text = resp.text[:2000]
-            raise ProviderError(
-                classify_status(resp.status_code, text),
-                f"{self.name} answered HTTP {resp.status_code} from {self.base_url}: {text[:500]}",
-                status=resp.status_code,
-                retry_after_s=parse_retry_after(resp.headers.get("retry-after")),
-            )
+            raise self._status_error(resp, resp.text[:2000])
         try:
             data = resp.json()
         except ValueError as e:
@@ -111,6 +119,111 @@ class OpenAIProvider(HttpProvider):
                 "retryable", f"{self.name}: the answer from {self.base_url} is not JSON"
             ) from e
         return parse_completion(data, body.get("model", ""))
+
+    def _status_error(self, resp: httpx.Response, text: str) -> ProviderError:
+        return ProviderError(
+            classify_status(resp.status_code, text),
+            f"{self.name} answered HTTP {resp.status_code} from {self.base_url}: {text[:500]}",
+            status=resp.status_code,
+            retry_after_s=parse_retry_after(resp.headers.get("retry-after")),
+        )
+
+    async def _stream(self, body: dict[str, Any], on_delta: DeltaSink) -> ModelResponse:
+        body = {**body, "stream": True, "stream_options": {"include_usage": True}}
+        chunks = ChunkAssembler()
+        async with self.endpoint.stream("/chat/completions", body) as resp:
+            if resp.status_code >= 400:
+                raise self._status_error(resp, await error_text(resp))
+            async for _event, data in sse_events(resp):
+                if data.strip() == "[DONE]":
+                    break
+                try:
+                    chunk = json.loads(data)
+                except ValueError as e:
+                    raise ProviderError(
+                        "retryable",
+                        f"{self.name}: a streamed chunk from {self.base_url} is not JSON",
+                    ) from e
+                if isinstance(chunk, dict) and chunk.get("error"):
+                    raise ProviderError(
+                        "retryable",
+                        f"{self.name}: the stream from {self.base_url} broke off: "
+                        f"{json.dumps(chunk['error'])[:500]}",
+                    )
+                for delta in chunks.add(chunk):
+                    await on_delta(delta)
+        if not chunks.finished:
+            raise ProviderError(
+                "retryable",
+                f"{self.name}: the stream from {self.base_url} ended before the answer did",
+            )
+        return parse_completion(chunks.completion(), body.get("model", ""))
+
+
+class ChunkAssembler:
+    """``chat.completion.chunk`` objects in, the ``chat.completion`` they add up to out."""
+
+    def __init__(self) -> None:
+        self.top: dict[str, Any] = {}
+        self.content: list[str] = []
+        self.reasoning: list[str] = []
+        self.calls: dict[int, dict[str, Any]] = {}
+        self.finish: str | None = None
+        self.usage: dict[str, Any] | None = None
+        self.finished = False  # a finish reason came: the answer is whole
+
+    def add(self, chunk: dict[str, Any]) -> list[Delta]:
+        """Take one chunk; the pieces of text it carries, to show as they come."""
+        out: list[Delta] = []
+        for key, value in chunk.items():
+            if key not in ("choices", "object", "usage"):
+                self.top[key] = value
+        if chunk.get("usage"):
+            self.usage = chunk["usage"]
+        for choice in chunk.get("choices") or []:
+            if choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            text = delta.get("content")
+            if isinstance(text, str) and text:
+                self.content.append(text)
+                out.append(Delta(text))
+            thought = delta.get("reasoning") or delta.get("reasoning_content")
+            if isinstance(thought, str) and thought:
+                self.reasoning.append(thought)
+                out.append(Delta(thought, "thinking"))
+            for piece in delta.get("tool_calls") or []:
+                call = self.calls.setdefault(
+                    int(piece.get("index", len(self.calls))),
+                    {"id": "", "type": "function", "function": {"name": "", "arguments": ""}},
+                )
+                if piece.get("id"):
+                    call["id"] = piece["id"]
+                fn = piece.get("function") or {}
+                call["function"]["name"] += fn.get("name") or ""
+                call["function"]["arguments"] += fn.get("arguments") or ""
+            if choice.get("finish_reason"):
+                self.finish = choice["finish_reason"]
+                self.finished = True
+        return out
+
+    def completion(self) -> dict[str, Any]:
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": "".join(self.content) if self.content else None,
+        }
+        if self.reasoning:
+            message["reasoning"] = "".join(self.reasoning)
+        if self.calls:
+            message["tool_calls"] = [self.calls[i] for i in sorted(self.calls)]
+        data: dict[str, Any] = {
+            **self.top,
+            "object": "chat.completion",
+            "choices": [{"index": 0, "message": message, "finish_reason": self.finish}],
+        }
+        if self.usage is not None:
+            data["usage"] = self.usage
+        return data
 
 
 def parse_completion(data: dict[str, Any], model_sent: str) -> ModelResponse:

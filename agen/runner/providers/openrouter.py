@@ -11,7 +11,7 @@ import copy
 from typing import Any
 
 from agen.bundle.harness import Router
-from agen.runner.providers.base import ModelRequest, ModelResponse
+from agen.runner.providers.base import DeltaSink, ModelRequest, ModelResponse
 from agen.runner.providers.openai import MAX_IN_FLIGHT, OpenAIProvider
 
 OPENROUTER_URL = "https://openrouter.ai/api/v1"
@@ -98,8 +98,10 @@ class OpenRouterProvider(OpenAIProvider):
     def route_tier(self, model: str, task_tier: str | None, budget_pressure: bool) -> str | None:
         return route_tier(model, task_tier, self.router, budget_pressure)
 
-    async def complete(self, request: ModelRequest) -> ModelResponse:
-        response = await self.post(self.body(request))
+    async def complete(
+        self, request: ModelRequest, on_delta: DeltaSink | None = None
+    ) -> ModelResponse:
+        response = await self.post(self.body(request), on_delta)
         raw = response.raw or {}
         if request.tier:
             response.attrs["agen.router.tier"] = request.tier

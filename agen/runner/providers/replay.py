@@ -3,7 +3,9 @@
 A cassette is ``{"interactions": [{"turn", "request", "response"}]}`` (or the bare list).
 Replay answers a request with the next recorded response for the same run turn, so a
 resumed run replays from where it stopped. Recording wraps a real provider and keeps each
-run's interactions until the runner saves them to the Store (``cassettes``).
+run's interactions until the runner saves them to the Store (``cassettes``). A streamed call's
+deltas are recorded in order (``"deltas": [{"text", "kind"}]``) and replayed the same way, so a
+replayed run streams what the recorded one streamed.
 """
 
 from __future__ import annotations
@@ -11,7 +13,14 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from agen.runner.providers.base import ModelProvider, ModelRequest, ModelResponse, ProviderError
+from agen.runner.providers.base import (
+    Delta,
+    DeltaSink,
+    ModelProvider,
+    ModelRequest,
+    ModelResponse,
+    ProviderError,
+)
 
 
 def cassette_interactions(data: Any) -> list[dict[str, Any]]:
@@ -31,7 +40,9 @@ class ReplayProvider(ModelProvider):
             self._by_turn[int(item.get("turn", i))].append(item)
         self._used: dict[tuple[str, int], int] = defaultdict(int)
 
-    async def complete(self, request: ModelRequest) -> ModelResponse:
+    async def complete(
+        self, request: ModelRequest, on_delta: DeltaSink | None = None
+    ) -> ModelResponse:
         items = self._by_turn.get(request.run_turn, [])
         key = (request.run_id, request.run_turn)
         n = self._used[key]
@@ -43,6 +54,9 @@ class ReplayProvider(ModelProvider):
             )
         self._used[key] = n + 1
         item = items[n]
+        if on_delta is not None:
+            for d in item.get("deltas") or []:
+                await on_delta(Delta(str(d.get("text") or ""), d.get("kind", "text")))
         if "error" in item:
             err = item["error"]
             raise ProviderError(
@@ -63,10 +77,21 @@ class RecordingProvider(ModelProvider):
         self.default_model = inner.default_model
         self._recorded: dict[str, list[dict[str, Any]]] = defaultdict(list)
 
-    async def complete(self, request: ModelRequest) -> ModelResponse:
+    async def complete(
+        self, request: ModelRequest, on_delta: DeltaSink | None = None
+    ) -> ModelResponse:
         entry: dict[str, Any] = {"turn": request.run_turn, "request": request.to_dict()}
+        sink: DeltaSink | None = None
+        if on_delta is not None:
+            deltas: list[dict[str, Any]] = []
+            entry["deltas"] = deltas
+
+            async def sink(d: Delta) -> None:
+                deltas.append({"text": d.text, "kind": d.kind})
+                await on_delta(d)
+
         try:
-            response = await self.inner.complete(request)
+            response = await self.inner.complete(request, sink)
         except ProviderError as e:
             entry["error"] = {"kind": e.kind, "message": e.message, "status": e.status}
             self._recorded[request.run_id].append(entry)

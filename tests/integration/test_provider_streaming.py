@@ -1,0 +1,186 @@
+"""Streaming providers against local stubs: a streamed turn adds up to exactly what the same call
+answers unstreamed (the checkpoint is the same), deltas come in order, a stream that breaks off is
+a retryable failure with no partial answer, a 429/529 keeps its Retry-After, and a cassette
+recorded from a stream replays the same deltas and the same turn."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+import pytest
+
+from agen.bundle.harness import AnthropicSpec
+from agen.runner.providers.anthropic import AnthropicProvider
+from agen.runner.providers.base import Delta, ModelProvider, ModelRequest, ProviderError
+from agen.runner.providers.fake import FakeProvider
+from agen.runner.providers.openai import OpenAIProvider
+from agen.runner.providers.replay import RecordingProvider, ReplayProvider
+from agen.testing.openai_server import OpenAIServer
+from agen.testing.openai_server import Reply as OReply
+from tests.anthropic_server import AnthropicServer
+from tests.anthropic_server import Reply as AReply
+
+CALLS = [
+    {"id": "call_a", "name": "notes_add", "arguments": {"text": "a note long enough to split"}},
+    {"id": "call_b", "name": "notes_find", "arguments": {"text": "x"}},
+]
+TOOLS = [
+    {"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
+    for n in ("notes_add", "notes_find")
+]
+
+
+def request(model: str) -> ModelRequest:
+    return ModelRequest(
+        model=model,
+        messages=[{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}],
+        tools=TOOLS,
+        max_tokens=4096,
+    )
+
+
+class Collect:
+    def __init__(self) -> None:
+        self.deltas: list[Delta] = []
+
+    async def __call__(self, delta: Delta) -> None:
+        self.deltas.append(delta)
+
+    def text(self, kind: str = "text") -> str:
+        return "".join(d.text for d in self.deltas if d.kind == kind)
+
+
+@pytest.fixture
+async def anthropic_api() -> AsyncIterator[AnthropicServer]:
+    async with AnthropicServer() as server:
+        yield server
+    assert server.invalid == [], server.invalid
+
+
+@pytest.fixture
+async def openai_api() -> AsyncIterator[OpenAIServer]:
+    async with OpenAIServer() as server:
+        yield server
+
+
+def anthropic(api: AnthropicServer, thinking: int | None = None) -> AnthropicProvider:
+    spec = AnthropicSpec.model_validate({"thinkingBudget": thinking} if thinking else {})
+    return AnthropicProvider(
+        api_key="k", model="claude-sonnet-4-5", base_url=api.base_url, spec=spec
+    )
+
+
+def openai(api: OpenAIServer) -> OpenAIProvider:
+    return OpenAIProvider(api_key="k", model="gpt-x", base_url=api.base_url)
+
+
+async def test_openai_streamed_turn_is_the_unstreamed_turn_with_tool_call_deltas_assembled(
+    openai_api: OpenAIServer,
+) -> None:
+    reply = OReply(text="Let me look that up for you.", tool_calls=CALLS, cached_tokens=3)
+    openai_api.script(reply, reply)
+    provider = openai(openai_api)
+    plain = await provider.complete(request("gpt-x"))
+    seen = Collect()
+    streamed = await provider.complete(request("gpt-x"), seen)
+    await provider.aclose()
+    assert openai_api.requests[1]["stream"] is True
+    assert openai_api.requests[1]["stream_options"] == {"include_usage": True}
+    assert len(seen.deltas) == 7 and seen.text() == "Let me look that up for you."
+    # the same turn, raw body included, but for the id the stub numbers per request
+    assert streamed.raw is not None and plain.raw is not None
+    assert streamed.raw.pop("id") == "chatcmpl-2" and plain.raw.pop("id") == "chatcmpl-1"
+    streamed.raw["created"] = plain.raw["created"]
+    assert streamed.to_dict() == plain.to_dict()
+    assert [c.arguments for c in streamed.tool_calls] == [c["arguments"] for c in CALLS]
+    assert streamed.usage.cached_tokens == 3
+
+
+async def test_anthropic_streamed_turn_is_the_unstreamed_turn_with_thinking_and_tool_input(
+    anthropic_api: AnthropicServer,
+) -> None:
+    reply = AReply(
+        text="Checking the notes.",
+        thinking="The user wants notes; add one, then find.",
+        tool_calls=CALLS,
+        cache_creation=40,
+        cache_read=200,
+    )
+    anthropic_api.script(reply, reply)
+    provider = anthropic(anthropic_api, thinking=2048)
+    plain = await provider.complete(request("claude-sonnet-4-5"))
+    seen = Collect()
+    streamed = await provider.complete(request("claude-sonnet-4-5"), seen)
+    await provider.aclose()
+    assert anthropic_api.requests[1]["stream"] is True
+    assert seen.text() == "Checking the notes."
+    assert seen.text("thinking") == "The user wants notes; add one, then find."
+    assert streamed.raw is not None and plain.raw is not None
+    assert streamed.raw.pop("id") == "msg_2" and plain.raw.pop("id") == "msg_1"
+    # the signature the stub gave this call, kept whole from its signature_delta
+    assert streamed.thinking[0]["signature"] == "sig-2-1"
+    streamed.thinking[0]["signature"] = streamed.raw["content"][0]["signature"] = "sig-1-0"
+    assert streamed.to_dict() == plain.to_dict()
+    assert streamed.usage.cache_write_tokens == 40 and streamed.usage.cached_tokens == 200
+
+
+async def test_a_stream_that_breaks_off_is_retryable_and_returns_nothing(
+    openai_api: OpenAIServer, anthropic_api: AnthropicServer
+) -> None:
+    openai_api.script(OReply(text="half an answer", break_stream=True))
+    anthropic_api.script(AReply(text="half an answer", overloaded_mid_stream=True))
+    for provider, model in ((openai(openai_api), "gpt-x"), (anthropic(anthropic_api), "claude-x")):
+        seen = Collect()
+        with pytest.raises(ProviderError) as caught:
+            await provider.complete(request(model), seen)
+        await provider.aclose()
+        assert caught.value.kind == "retryable"
+        assert seen.text() == "half "  # what streamed before the break, and nothing returned
+    assert "overloaded_error" in str(caught.value)
+
+
+async def test_429_and_529_on_a_stream_keep_retry_after(
+    openai_api: OpenAIServer, anthropic_api: AnthropicServer
+) -> None:
+    openai_api.script(OReply(status=429, retry_after="7"))
+    anthropic_api.script(AReply(status=529, retry_after="9", error_type="overloaded_error"))
+    got = []
+    for provider, model in ((openai(openai_api), "gpt-x"), (anthropic(anthropic_api), "claude-x")):
+        with pytest.raises(ProviderError) as caught:
+            await provider.complete(request(model), Collect())
+        await provider.aclose()
+        got.append((caught.value.kind, caught.value.status, caught.value.retry_after_s))
+    assert got == [("retryable", 429, 7.0), ("retryable", 529, 9.0)]
+
+
+async def _record_and_replay(inner: ModelProvider, model: str) -> None:
+    recorder = RecordingProvider(inner)
+    live = Collect()
+    req = request(model)
+    req.run_id = "run-1"
+    answer = await recorder.complete(req, live)
+    cassette = json.loads(json.dumps({"interactions": recorder.take_recorded("run-1")}))
+    await recorder.aclose()
+    replay = ReplayProvider(cassette["interactions"])
+    again = Collect()
+    replayed = await replay.complete(req, again)
+    assert again.deltas == live.deltas and len(live.deltas) >= 3
+    assert replayed.to_dict() == json.loads(json.dumps(answer.to_dict()))
+
+
+async def test_a_cassette_recorded_from_each_stub_streams_identically_on_replay(
+    openai_api: OpenAIServer, anthropic_api: AnthropicServer
+) -> None:
+    openai_api.script(OReply(text="Streaming from the OpenAI stub.", tool_calls=CALLS[:1]))
+    anthropic_api.script(AReply(text="Streaming from the Anthropic stub.", thinking="hmm ok"))
+    await _record_and_replay(openai(openai_api), "gpt-x")
+    await _record_and_replay(anthropic(anthropic_api, thinking=2048), "claude-sonnet-4-5")
+    await _record_and_replay(FakeProvider(), "fake")
+
+
+async def test_the_fake_model_streams_its_answer_word_by_word() -> None:
+    seen = Collect()
+    answer = await FakeProvider().complete(request("fake"), seen)
+    assert [d.text for d in seen.deltas] == ["You ", "said: ", "hi"]
+    assert answer.text == "You said: hi"
