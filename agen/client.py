@@ -8,10 +8,13 @@ HTTP transport: it pulls in rich and pygments (its own CLI), which the embedded 
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import json
 import os
 import re
 import ssl
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import BaseModel
@@ -59,6 +62,10 @@ _HEADER_SAFE = re.compile(r"[\x21-\x7e]+")
 """What a bearer token may hold: printable ASCII, no spaces (anything else cannot go in a header)."""
 
 
+LiveEvents = AsyncIterator[dict[str, Any]]
+"""Live events (agen.domain.live) as event dicts (``seq`` None), in the order they happen."""
+
+
 class Transport(Protocol):
     async def call(self, rpc: Rpc[Any, Any], request: BaseModel) -> BaseModel: ...
 
@@ -76,6 +83,23 @@ class InProcessTransport:
         from agen.api.dispatch import dispatch
 
         return await dispatch(self.hub, self.principal, rpc, request)
+
+    @contextlib.asynccontextmanager
+    async def live(self, namespace: str, task_id: str) -> AsyncIterator[LiveEvents]:
+        """Subscribed on entry: nothing the task's runs publish after it is missed."""
+        self.principal.require("viewer", "reading the event stream")
+        self.principal.require_namespace(namespace)
+
+        def wants(e: Any) -> bool:
+            return bool(e.namespace == namespace and e.task_id == task_id)
+
+        with self.hub.live.subscribe(wants) as sub:
+
+            async def events() -> LiveEvents:
+                async for e in sub:
+                    yield e.to_dict()
+
+            yield events()
 
     async def aclose(self) -> None:
         return None
@@ -237,6 +261,38 @@ class HttpTransport:
         result: BaseModel = rpc.response.model_validate_json(r.content)
         return result
 
+    @contextlib.asynccontextmanager
+    async def live(self, namespace: str, task_id: str) -> AsyncIterator[LiveEvents]:
+        """The Hub's SSE door (``/api/v1/events``) for the task's live events; SSE framing is
+        a2a-sdk's parser, as the providers' (agen.runner.providers._http)."""
+        import httpx
+
+        from agen.domain.live import LIVE_TYPES
+
+        params = httpx.QueryParams(
+            [("namespace", namespace), ("task", task_id), *(("type", t) for t in LIVE_TYPES)]
+        )
+        timeout = httpx.Timeout(self._timeout_s, read=None)  # the Hub pings every 15 s
+        try:
+            async with self._http.stream(
+                "GET", "/api/v1/events", params=params, timeout=timeout
+            ) as r:
+                if r.status_code >= 400:
+                    await r.aread()
+                    raise from_dict(r.json(), r.status_code)
+
+                async def events() -> LiveEvents:
+                    from a2a.client.transports.http_helpers import parse_sse_stream
+
+                    async for _name, data in parse_sse_stream(r):
+                        event = json.loads(data)
+                        if isinstance(event, dict) and event.get("seq") is None:
+                            yield event
+
+                yield events()
+        except _transport_error() as e:
+            raise unreachable(self.url, type(e).__name__) from None
+
     async def get_json(self, path: str) -> tuple[int, Any]:
         try:
             r = await self._http.get(path)
@@ -310,6 +366,19 @@ class Client:
         result = await self.transport.call(rpc, request)
         assert isinstance(result, rpc.response)
         return result
+
+    def live(
+        self, namespace: str, task_id: str
+    ) -> contextlib.AbstractAsyncContextManager[LiveEvents]:
+        """``async with client.live(ns, task_id) as events: async for event in events: ...``: what
+        the task's runs do as it happens (deltas, model and tool calls; agen.domain.live), not
+        stored and best effort. The record of each turn is the run's transcript."""
+        transport = self.transport
+        if not isinstance(transport, InProcessTransport | HttpTransport):
+            raise UnavailableError(
+                f"not supported yet: following live events over {type(transport).__name__}"
+            )
+        return transport.live(namespace, task_id)
 
     async def aclose(self) -> None:
         await self.transport.aclose()

@@ -3,22 +3,26 @@
 ``POST /hooks/<ns>/<deployment>/<trigger>`` reads at most 1 MiB + 1 byte of body (413 beyond)
 and answers with the documented status; ``GET /api/v1/events`` streams the event log with
 ``id: <seq>`` and resumes after ``Last-Event-ID`` (or ``?after=``), so a client reconnecting
-to a restarted Hub neither loses nor repeats an event.
+to a restarted Hub neither loses nor repeats an event. A ``type`` filter that names live events
+(``run.delta``, ``model.``, ``tool.``, or ``*``: agen.domain.live) adds them as they happen, without
+an ``id`` (they have no place in the log, so they never move a reconnecting client's cursor).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, TypeVar
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from agen.domain.live import LIVE_TYPES, LiveEvent
 from agen.errors import AgenError, InvalidError
-from agen.hub.observe.events import EventFilter, list_events, parse_labels
+from agen.hub.observe.events import EventFilter, list_events, parse_labels, type_matches
 from agen.hub.service import Hub
 from agen.hub.triggers.verify import MAX_BODY_BYTES
 from agen.hub.triggers.webhook import SecretResolver, env_secrets, receive
@@ -52,6 +56,33 @@ def sse_frame(seq: int, event_type: str, data: Any) -> ServerSentEvent:
     )
 
 
+T = TypeVar("T")
+
+
+async def merge(*sources: AsyncIterator[T]) -> AsyncIterator[T]:
+    """The items of several iterators as each comes; ends when the first of them ends."""
+    queue: asyncio.Queue[tuple[bool, Any]] = asyncio.Queue(maxsize=256)
+
+    async def pump(source: AsyncIterator[T]) -> None:
+        try:
+            async for item in source:
+                await queue.put((False, item))
+        finally:
+            await queue.put((True, None))
+
+    tasks = [asyncio.create_task(pump(s)) for s in sources]
+    try:
+        while True:
+            done, item = await queue.get()
+            if done:
+                return
+            yield item
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
 def hook_routes(hub: Hub, secrets: SecretResolver = env_secrets) -> list[Route]:
     async def webhook(request: Request) -> Response:
         p = request.path_params
@@ -83,6 +114,7 @@ def hook_routes(hub: Hub, secrets: SecretResolver = env_secrets) -> list[Route]:
                 labels=parse_labels(q.getlist("label")),
                 deployment=q.get("deployment"),
                 severity=q.get("severity"),
+                task_id=q.get("task"),
             )
             raw_after = request.headers.get("last-event-id") or q.get("after") or "0"
             try:
@@ -94,7 +126,7 @@ def hook_routes(hub: Hub, secrets: SecretResolver = env_secrets) -> list[Route]:
         except AgenError as e:
             return JSONResponse(e.to_dict(), status_code=e.http_status)
 
-        async def stream() -> AsyncIterator[ServerSentEvent]:
+        async def stored() -> AsyncIterator[ServerSentEvent]:
             cursor = after
             while not hub.draining:
                 page = await list_events(
@@ -104,7 +136,26 @@ def hook_routes(hub: Hub, secrets: SecretResolver = env_secrets) -> list[Route]:
                     yield sse_frame(int(event["seq"]), str(event["type"]), event)
                 cursor = page.cursor
 
-        return EventSourceResponse(stream(), ping=15)
+        if not flt.types or not any(type_matches(t, flt.types) for t in LIVE_TYPES):
+            return EventSourceResponse(stored(), ping=15)
+        allowed = set(namespaces)
+
+        def wants(e: LiveEvent) -> bool:
+            # no namespaces: a caller of every namespace, as list_events reads it
+            return (not allowed or e.namespace in allowed) and flt.matches(e.to_dict())
+
+        async def both() -> AsyncIterator[ServerSentEvent]:
+            with hub.live.subscribe(wants) as sub:
+
+                async def live() -> AsyncIterator[ServerSentEvent]:
+                    async for e in sub:
+                        data = json.dumps(e.to_dict(), separators=(",", ":"))
+                        yield ServerSentEvent(data=data, event=e.type)
+
+                async for frame in merge(stored(), live()):
+                    yield frame
+
+        return EventSourceResponse(both(), ping=15)
 
     return [
         Route("/hooks/{ns}/{deployment}/{trigger}", webhook, methods=["POST"]),

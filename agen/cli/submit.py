@@ -26,6 +26,7 @@ from agen.cli._common import (
 )
 
 if TYPE_CHECKING:
+    from agen.cli._stream import StreamPrinter
     from agen.client import Client
     from agen.wire.tasks import SubmitTaskRequest, Task
 
@@ -49,6 +50,8 @@ class RunOptions:
     trust: str | None = None
     status_line: bool = False  # a live line on stderr while waiting (a terminal, not --json)
     task_id: str | None = None  # set once submitted: what a Ctrl-C hint names
+    stream: bool | None = None  # print the answer as it streams (None: to a terminal only)
+    printer: StreamPrinter | None = None  # set while streaming: what it already printed
 
 
 def build_request(deployment: str, text: str, namespace: str, o: RunOptions) -> SubmitTaskRequest:
@@ -121,8 +124,17 @@ async def submit_and_report(
 async def wait_showing_status(
     client: Client, task_id: str, timeout_ms: int, namespace: str, o: RunOptions
 ) -> Task:
-    """Wait for the task; in a terminal, with a live status line on stderr while it runs."""
+    """Wait for the task; streaming its answer to stdout (--stream), or in a terminal with a live
+    status line on stderr while it runs."""
     from agen.cli.tasks import wait_for_task
+
+    if o.stream:
+        import sys
+
+        from agen.cli._stream import StreamPrinter, wait_streaming
+
+        o.printer = StreamPrinter(sys.stdout, sys.stderr)
+        return await wait_streaming(client, task_id, timeout_ms, namespace, o.printer)
 
     wait = wait_for_task(client, task_id, timeout_ms, namespace)
     if not o.status_line:
@@ -230,7 +242,20 @@ def run_task(
         "bundle" if is_bundle else target, text, namespace, o
     )  # named once deployed
     timeout_ms = parse_duration_ms(o.timeout, flag="--timeout")
-    o.status_line = not json_out and not o.no_wait and sys.stderr.isatty()
+    if o.stream and (json_out or o.no_wait):
+        from agen.errors import InvalidError
+
+        flag = "--json" if json_out else "--no-wait"
+        raise InvalidError(
+            f"--stream prints the answer as it comes, which {flag} does not wait for or print; "
+            "pass one of them",
+            field="--stream",
+        )
+    if o.stream is None:
+        from agen.cli._stream import streams_by_default
+
+        o.stream = streams_by_default(json_out, o.no_wait)
+    o.status_line = not o.stream and not json_out and not o.no_wait and sys.stderr.isatty()
     found = None if hub is not None else local_hub(hub_wait_ms(timeout_ms, o.no_wait))
     use_http = found is None or found.up is not None
     try:
@@ -266,7 +291,7 @@ def run_task(
         )
     from agen.cli.tasks import report_task
 
-    report_task(task, json_out)
+    report_task(task, json_out, o.printer)
 
 
 def interrupted_hint(task_id: str, *, in_hub: bool) -> str:
@@ -461,6 +486,15 @@ def run(
             "(exit 0 admitted, 7 refused, 3 paused as a submission would); nothing is queued.",
         ),
     ] = False,
+    stream: Annotated[
+        bool | None,
+        typer.Option(
+            "--stream/--no-stream",
+            help="Print the answer on stdout as the model writes it (default: when stdout is a "
+            "terminal), or only the outcome at the end.",
+            show_default=False,
+        ),
+    ] = None,
     hub: HubOpt = None,
     token: TokenOpt = None,
     namespace: NamespaceOpt = "default",
@@ -488,6 +522,7 @@ def run(
         tier=tier,
         timeout=timeout,
         trust=trust,
+        stream=stream,
     )
     if dry_run:
         from agen.cli.dryrun import dry_run as check

@@ -20,6 +20,7 @@ from agen.cli._common import (
 )
 
 if TYPE_CHECKING:
+    from agen.cli._stream import StreamPrinter
     from agen.client import Client
     from agen.wire.tasks import Task
 
@@ -80,16 +81,21 @@ def outcome_text(task: Task) -> str:
 STILL_WAITING = 8  # EXIT_CODES[8]: the task goes on (approval, or --timeout ran out)
 
 
-def report_task(task: Task, json_out: bool) -> None:
+def report_task(task: Task, json_out: bool, streamed: StreamPrinter | None = None) -> None:
     """Outcome on stdout, status on stderr; exit 1 when the task failed, was cancelled or expired, 3 when it
     stays queued because its deployment's instances cannot start, 8 when it has not ended yet (it waits for
-    an approval or --timeout ran out)."""
+    an approval or --timeout ran out). ``streamed``: the answer was printed as it came, so only what
+    it did not show of the outcome is printed."""
     from agen.wire.tasks import TERMINAL_STATES
 
+    if streamed is not None and task.state not in TERMINAL_STATES:
+        streamed.rest("")  # end a streamed line before the status
     if json_out:
         print_json(task.model_dump(mode="json"))
     elif task.state in TERMINAL_STATES:
-        text = outcome_text(task)
+        text: str | None = outcome_text(task)
+        if text and streamed is not None:
+            text = streamed.rest(text)
         if text:
             print(text, flush=True)
         reason = (task.outcome or {}).get("reason") or task.error

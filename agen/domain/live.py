@@ -17,8 +17,9 @@ what works where).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,9 @@ LIVE_TYPES = ("run.delta", "model.started", "model.finished", "tool.started", "t
 QUEUE_SIZE = 4096
 """Events a subscriber may lag behind before new ones are dropped for it (counted in ``dropped``):
 a slow reader never slows a run."""
+OPEN_CALLS = 1000
+"""Model calls in progress whose events so far the bus keeps for late subscribers (the oldest is
+forgotten beyond it: a call stopped without its ``model.finished``, by a cancel, never lingers)."""
 
 
 @dataclass(frozen=True)
@@ -57,15 +61,27 @@ class LiveEvent:
 
 @dataclass(eq=False)
 class Subscription:
-    """One reader's queue of live events that pass its filter."""
+    """One reader's queue of live events that pass its filter, on the reader's event loop (a
+    publisher on another thread's loop, such as a test's HTTP server thread, hands over safely)."""
 
     wants: Callable[[LiveEvent], bool]
     queue: asyncio.Queue[LiveEvent] = field(default_factory=lambda: asyncio.Queue(QUEUE_SIZE))
+    loop: asyncio.AbstractEventLoop = field(default_factory=asyncio.get_running_loop)
     dropped: int = 0
 
     def offer(self, event: LiveEvent) -> None:
         if not self.wants(event):
             return
+        try:
+            here = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        if here is self.loop:
+            self._put(event)
+        elif not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(self._put, event)
+
+    def _put(self, event: LiveEvent) -> None:
         try:
             self.queue.put_nowait(event)
         except asyncio.QueueFull:
@@ -77,30 +93,47 @@ class Subscription:
 
 
 class LiveBus:
-    """Publish-subscribe of live events within one process and its event loop."""
+    """Publish-subscribe of live events within one process.
+
+    A subscriber first gets the model calls in progress so far (their ``model.started`` and
+    deltas), then everything as it comes: whoever starts watching mid-answer (``agen run`` over
+    HTTP subscribing just after its task started, the TUI opening a running transcript) sees the
+    answer from its first word. Earlier turns are in the Store (the checkpoint)."""
 
     def __init__(self) -> None:
         self._subs: dict[int, Subscription] = {}
         self._ids = itertools.count()
+        self._open: dict[str, list[LiveEvent]] = {}  # run id -> its model call in progress
 
     def publish(self, event: LiveEvent) -> None:
+        if event.type == "model.started":
+            self._open.pop(event.run_id, None)
+            self._open[event.run_id] = [event]
+            if len(self._open) > OPEN_CALLS:
+                self._open.pop(next(iter(self._open)))
+        elif event.type == "run.delta":
+            call = self._open.get(event.run_id)
+            if call is not None:
+                call.append(event)
+        elif event.type == "model.finished":
+            self._open.pop(event.run_id, None)
         for sub in tuple(self._subs.values()):
             sub.offer(event)
 
-    def subscribe(self, wants: Callable[[LiveEvent], bool]) -> tuple[int, Subscription]:
-        """A new subscription and its key (for ``unsubscribe``)."""
+    @contextlib.contextmanager
+    def subscribe(self, wants: Callable[[LiveEvent], bool]) -> Iterator[Subscription]:
+        """The live events ``wants`` accepts: the model calls in progress so far, then each as it
+        is published, until the block ends."""
         key = next(self._ids)
         sub = Subscription(wants)
+        for call in tuple(self._open.values()):
+            for event in tuple(call):
+                sub.offer(event)
         self._subs[key] = sub
-        return key, sub
-
-    def unsubscribe(self, key: int) -> None:
-        self._subs.pop(key, None)
-
-    @property
-    def listening(self) -> bool:
-        """Someone subscribes: a publisher may skip building events nobody reads."""
-        return bool(self._subs)
+        try:
+            yield sub
+        finally:
+            self._subs.pop(key, None)
 
 
 BUS = LiveBus()

@@ -12,6 +12,7 @@ import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from agen.domain.live import BUS, LiveBus
 from agen.hub.auth import Authenticator
 from agen.store import Store, now_ms
 
@@ -62,6 +63,8 @@ class Hub:
         self.scheduler_kick = asyncio.Event()
         store.on_woken(self._woken_by_another_hub)
         self.draining = False
+        # the live events of the runs in this process (deltas, model and tool calls), for the SSE door
+        self.live: LiveBus = BUS
         self.in_flight: Callable[[], int] = lambda: 0
         self.shutdown_requested = asyncio.Event()
         self.url: str | None = None

@@ -20,7 +20,7 @@ from agen.runner.budgets import Budget, Guards
 from agen.runner.context import Context, Msg
 from agen.runner.providers.base import ModelUsage
 from agen.runner.records import Checkpoint, write_checkpoint
-from agen.runner.redact import Redactor
+from agen.runner.redact import Redactor, StreamRedactor
 from agen.runner.tools.base import Tool, ToolContext
 from agen.runner.types import RunRequest
 from agen.store.base import Store, Tx, dumps, new_ulid, now_ms
@@ -64,6 +64,8 @@ class RunState:
     cost: float = 0.0
     model: str | None = None
     artifacts: list[str] = field(default_factory=list)
+    # the model call's delta streams (text, thinking), each masking secrets across its chunks
+    streams: dict[str, StreamRedactor] = field(default_factory=dict)
     held: bool = False  # the task was paused, as of the run's last transaction (open or checkpoint)
     inbox: bool = True  # the task may have inbox rows to drain, as of the same (False: none)
     rollover_failed_through: int = 0  # the newest seq rollover failed to summarise (not retried)
@@ -277,9 +279,30 @@ class RunState:
 
     async def live(self, kind: str, data: dict[str, Any]) -> None:
         """A live event (agen.domain.live: a delta, a model or tool call's start or end): to this
-        process's bus when someone watches, and to the run's own event sink (the SDK)."""
+        process's bus, and to the run's own event sink (the SDK). Deltas are
+        redacted as a stream (a secret split across chunks is still masked, its start held back
+        until it is known not to be one), and the held-back tail goes out before the call's end."""
+        if kind == "run.delta":
+            stream = self.streams.get(data["kind"])
+            if stream is None:
+                stream = self.streams[data["kind"]] = StreamRedactor(self.redactor)
+            text = stream.feed(data["text"])
+            if not text:
+                return
+            data = {**data, "text": text}
+        elif kind in ("model.started", "model.finished") and self.streams:
+            streams, self.streams = self.streams, {}
+            for what, stream in streams.items():
+                rest = stream.flush()
+                if rest:
+                    await self._publish(
+                        "run.delta", {"turn": data["turn"], "text": rest, "kind": what}
+                    )
+        await self._publish(kind, data)
+
+    async def _publish(self, kind: str, data: dict[str, Any]) -> None:
         bus = self.bus
-        if bus is not None and bus.listening:
+        if bus is not None:
             r = self.req
             bus.publish(
                 LiveEvent(kind, r.namespace, r.deployment, self.run_id, r.task_id, data, now_ms())

@@ -42,6 +42,7 @@ class EventFilter:
     labels: Mapping[str, str] = field(default_factory=dict)
     deployment: str | None = None
     severity: str | None = None
+    task_id: str | None = None  # one task's events (its runs' live events too)
 
     def __post_init__(self) -> None:
         if self.severity is not None and self.severity not in SEVERITY_RANK:
@@ -57,6 +58,9 @@ class EventFilter:
         if self.deployment:
             where.append("deployment = ?")
             params.append(self.deployment)
+        if self.task_id:
+            where.append("task_id = ?")
+            params.append(self.task_id)
         if self.severity and self.severity != "info":
             allowed = [s for s, r in SEVERITY_RANK.items() if r >= SEVERITY_RANK[self.severity]]
             where.append(f"severity IN ({','.join('?' * len(allowed))})")
@@ -69,6 +73,8 @@ class EventFilter:
 
     def matches(self, event: Mapping[str, Any]) -> bool:
         if self.deployment and event.get("deployment") != self.deployment:
+            return False
+        if self.task_id and event.get("task_id") != self.task_id:
             return False
         if (
             self.severity
