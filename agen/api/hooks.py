@@ -10,17 +10,16 @@ an ``id`` (they have no place in the log, so they never move a reconnecting clie
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator
-from typing import Any, TypeVar
+from typing import Any
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from agen.domain.live import LIVE_TYPES, LiveEvent
+from agen.domain.live import LIVE_TYPES, LiveEvent, merge
 from agen.errors import AgenError, InvalidError
 from agen.hub.observe.events import EventFilter, list_events, parse_labels, type_matches
 from agen.hub.service import Hub
@@ -54,33 +53,6 @@ def sse_frame(seq: int, event_type: str, data: Any) -> ServerSentEvent:
     return ServerSentEvent(
         data=json.dumps(data, separators=(",", ":")), event=event_type, id=str(seq)
     )
-
-
-T = TypeVar("T")
-
-
-async def merge(*sources: AsyncIterator[T]) -> AsyncIterator[T]:
-    """The items of several iterators as each comes; ends when the first of them ends."""
-    queue: asyncio.Queue[tuple[bool, Any]] = asyncio.Queue(maxsize=256)
-
-    async def pump(source: AsyncIterator[T]) -> None:
-        try:
-            async for item in source:
-                await queue.put((False, item))
-        finally:
-            await queue.put((True, None))
-
-    tasks = [asyncio.create_task(pump(s)) for s in sources]
-    try:
-        while True:
-            done, item = await queue.get()
-            if done:
-                return
-            yield item
-    finally:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def hook_routes(hub: Hub, secrets: SecretResolver = env_secrets) -> list[Route]:

@@ -21,7 +21,9 @@ import contextlib
 import itertools
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 LIVE_TYPES = ("run.delta", "model.started", "model.finished", "tool.started", "tool.finished")
 QUEUE_SIZE = 4096
@@ -138,3 +140,35 @@ class LiveBus:
 
 BUS = LiveBus()
 """This process's bus: the runners of this process publish to it, its doors subscribe."""
+
+
+async def merge(first: AsyncIterator[T], *others: AsyncIterator[T]) -> AsyncIterator[T]:
+    """The items of several iterators as each comes; ends when ``first`` ends (another ending, or
+    failing, only stops its own items: a live stream that is not there leaves the rest as it was)."""
+    queue: asyncio.Queue[tuple[bool, Any]] = asyncio.Queue(maxsize=256)
+
+    async def pump(source: AsyncIterator[T], main: bool) -> None:
+        try:
+            async for item in source:
+                await queue.put((False, item))
+        except Exception as e:
+            if main:
+                await queue.put((True, e))
+                return
+        if main:
+            await queue.put((True, None))
+
+    tasks = [asyncio.create_task(pump(first, True))]
+    tasks += [asyncio.create_task(pump(o, False)) for o in others]
+    try:
+        while True:
+            done, item = await queue.get()
+            if done:
+                if item is not None:
+                    raise item
+                return
+            yield item
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

@@ -132,6 +132,11 @@ def agent_message(task: AgenTask, context_id: str, text: str, kind: str = "answe
     )
 
 
+def live_artifact(task_id: str, text: str) -> Artifact:
+    """A piece of the answer as it streams, in the artifact ``answer_artifact`` ends with."""
+    return Artifact(artifact_id=f"{task_id}.answer", name="answer", parts=[Part(text=text)])
+
+
 def answer_artifact(task: AgenTask) -> Artifact | None:
     text = answer_of(task)
     if task.state not in TERMINAL_STATES or not text:

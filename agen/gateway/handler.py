@@ -9,7 +9,7 @@ and a repeated message id finds the same task through the Hub's idempotency key.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -52,6 +52,7 @@ from starlette.exceptions import HTTPException
 
 from agen.api import registry as r
 from agen.client import Client
+from agen.domain.live import merge
 from agen.errors import AgenError, BudgetError, InvalidError, NotFoundError, internal_error
 from agen.gateway import convert
 from agen.gateway.auth import Caller, HubLink
@@ -230,24 +231,17 @@ class AgenRequestHandler(RequestHandler):
                 )
                 task = await self._started(client, call, task)
                 yield convert.to_a2a(task, context_id)
-                progress = task.progress
-                deadline = self.wake.clock() + self.run_timeout_s
-                while not _ended(task) and self.wake.clock() < deadline:
-                    task = (
-                        await client.call(r.GetTask, wt.GetTaskRequest(id=task.id, wait_seconds=1))
-                    ).task
-                    if task.progress != progress and task.progress is not None:
-                        progress = task.progress
-                        yield TaskStatusUpdateEvent(
-                            task_id=task.id,
-                            context_id=context_id,
-                            status=TaskStatus(
-                                state=TaskState.TASK_STATE_WORKING,
-                                message=convert.agent_message(
-                                    task, context_id, str(progress), f"progress.{task.updated_ms}"
-                                ),
-                            ),
-                        )
+                latest = [task]
+                live = _live(client, call.namespace, task.id, context_id)
+                changes: AsyncIterator[wt.Task | TaskArtifactUpdateEvent] = self._changes(
+                    client, latest
+                )
+                async for item in merge(changes, live):
+                    if isinstance(item, TaskArtifactUpdateEvent):
+                        yield item
+                    else:
+                        yield self._progress(item, context_id)
+                task = latest[0]
                 if not _ended(task):  # the run timeout passed: the call ends, and so does its run
                     task = await self._time_out(client, task)
             artifact = convert.answer_artifact(task)
@@ -258,6 +252,34 @@ class AgenRequestHandler(RequestHandler):
             yield TaskStatusUpdateEvent(
                 task_id=task.id, context_id=context_id, status=convert.status_of(task, context_id)
             )
+
+    async def _changes(self, client: Client, latest: list[wt.Task]) -> AsyncIterator[wt.Task]:
+        """The task each time its progress changes, until it ends or the run timeout passes
+        (``latest[0]``: the task as last read)."""
+        task = latest[0]
+        progress = task.progress
+        deadline = self.wake.clock() + self.run_timeout_s
+        while not _ended(task) and self.wake.clock() < deadline:
+            task = (
+                await client.call(r.GetTask, wt.GetTaskRequest(id=task.id, wait_seconds=1))
+            ).task
+            latest[0] = task
+            if task.progress != progress and task.progress is not None:
+                progress = task.progress
+                yield task
+
+    @staticmethod
+    def _progress(task: wt.Task, context_id: str) -> TaskStatusUpdateEvent:
+        return TaskStatusUpdateEvent(
+            task_id=task.id,
+            context_id=context_id,
+            status=TaskStatus(
+                state=TaskState.TASK_STATE_WORKING,
+                message=convert.agent_message(
+                    task, context_id, str(task.progress), f"progress.{task.updated_ms}"
+                ),
+            ),
+        )
 
     # --- reading and cancelling: only the caller's own tasks of this deployment ---
 
@@ -337,6 +359,32 @@ class AgenRequestHandler(RequestHandler):
         self, params: GetExtendedAgentCardRequest, context: ServerCallContext
     ) -> AgentCard:
         raise UnsupportedOperationError(message="not supported yet: the extended agent card")
+
+
+async def _live(
+    client: Client, namespace: str, task_id: str, context_id: str
+) -> AsyncIterator[TaskArtifactUpdateEvent]:
+    """The run's answer as it streams: each text delta appended to the task's ``answer`` artifact
+    (the one the final artifact-update replaces with the whole answer), a new model call starting
+    it again (``append`` false). Best effort: without live events the answer comes at the end."""
+    fresh = True
+    try:
+        async with client.live(namespace, task_id) as events:
+            async for event in events:
+                data = event.get("data") or {}
+                if event.get("type") == "model.started":
+                    fresh = True
+                elif event.get("type") == "run.delta" and data.get("kind") == "text":
+                    yield TaskArtifactUpdateEvent(
+                        task_id=task_id,
+                        context_id=context_id,
+                        artifact=convert.live_artifact(task_id, str(data.get("text") or "")),
+                        append=not fresh,
+                        last_chunk=False,
+                    )
+                    fresh = False
+    except AgenError as e:
+        log.info("task %s: no live answer for message/stream: %s", task_id, e.message)
 
 
 def _a2a_error(e: AgenError) -> Exception:

@@ -1,10 +1,12 @@
 """`agen run` prints the answer while the model is still writing it: a local OpenAI-compatible stub
 holds the rest of its stream after the first words until the test has read them from `agen run`'s
 stdout, so the words can only have come through the stream. Embedded (no `agen up`) and over HTTP
-to a running `agen up` (its SSE door)."""
+to a running `agen up` (its SSE door); and A2A message/stream, read by the official a2a-sdk client,
+gets the same words as artifact updates before the stub sends the rest."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import select
@@ -12,6 +14,9 @@ import subprocess
 import threading
 import time
 from pathlib import Path
+from typing import Any
+
+import httpx
 
 from agen.testing.openai_server import OpenAIServer, Reply
 from tests.e2e.harness import AGEN, Up
@@ -92,3 +97,55 @@ def test_run_against_agen_up_streams_over_its_event_stream(tmp_path: Path) -> No
             assert r.stdout == "all at once\n"
     finally:
         up.stop()
+
+
+async def _a2a_stream(up: Up, token: str, hold: threading.Event) -> list[Any]:
+    from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+    from a2a.types import Message, Part, Role, SendMessageRequest
+
+    assert up.gateway_url is not None
+    events: list[Any] = []
+    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
+        card = await A2ACardResolver(
+            http, f"{up.gateway_url}/a2a/default/streamer"
+        ).get_agent_card()
+        client = ClientFactory(ClientConfig(httpx_client=http, streaming=True)).create(card)
+        request = SendMessageRequest(
+            message=Message(role=Role.ROLE_USER, message_id="m-1", parts=[Part(text="hi")])
+        )
+        async for event in client.send_message(request):
+            events.append(event)
+            update = event.artifact_update if event.HasField("artifact_update") else None
+            if update is not None and update.artifact.parts[0].text == "First ":
+                assert not update.last_chunk
+                hold.set()  # the stub sends the rest only once the first words came through A2A
+    return events
+
+
+def test_a2a_message_stream_sends_the_answer_as_artifact_updates_while_it_streams(
+    tmp_path: Path,
+) -> None:
+    up = Up(tmp_path / "home").start()
+    hold = threading.Event()
+    try:
+        up.wait_gateway()
+        with OpenAIServer() as stub:
+            stub.script(Reply(text=ANSWER, hold=hold))
+            up.agen("deploy", str(bundle(tmp_path / "b", stub.base_url)))
+            token = up.agen(
+                "token", "create", "--scope", "operator", "--name", "a2a"
+            ).stdout.strip()
+            events = asyncio.run(_a2a_stream(up, token, hold))
+    finally:
+        hold.set()
+        up.stop()
+    updates = [e.artifact_update for e in events if e.HasField("artifact_update")]
+    live = [u for u in updates if not u.last_chunk]
+    # the deltas add up to the answer in one artifact (the first starts it, the rest append) ...
+    assert "".join(u.artifact.parts[0].text for u in live) == ANSWER
+    assert [u.append for u in live] == [False] + [True] * (len(live) - 1)
+    assert {u.artifact.artifact_id for u in updates} == {live[0].artifact.artifact_id}
+    # ... which the last update replaces with the whole answer, before the task's end
+    assert updates[-1].last_chunk and not updates[-1].append
+    assert updates[-1].artifact.parts[0].text == ANSWER
+    assert events[-1].HasField("status_update")
