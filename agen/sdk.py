@@ -2,8 +2,9 @@
 
     agent = Agent.from_bundle("bundles/hello")
     result = await agent.run("hi")          # RunResult with .outcome
-    async for event in agent.stream("hi"):  # assistant / tool_result / finished events
-        ...
+    async for event in agent.stream("hi"):  # live: run.delta (the answer as it streams),
+        ...                                  # model.* / tool.* started and finished; recorded:
+                                             # assistant / tool_result; last: finished
     await agent.close()
 
 Or build one in code: ``Agent(instructions="...", provider="fake", tools=[my_function])``.
@@ -231,7 +232,13 @@ class Agent:
         return deliver
 
     async def stream(self, input: str, **opts: Any) -> AsyncIterator[dict[str, Any]]:
-        """The run's events as they happen; the last one is ``{"type": "finished", ...}``."""
+        """The run's events as they happen; the last one is ``{"type": "finished", ...}``.
+
+        ``run.delta`` (``turn``, ``text``, ``kind``: text or thinking) carries the answer as the
+        model streams it, ``model.started``/``model.finished`` and ``tool.started``/``tool.finished``
+        frame each call (docs/events.md); ``assistant`` and ``tool_result`` are each turn as
+        recorded. A model call asked again (its stream broke off) starts with a new
+        ``model.started``: drop what its deltas showed."""
         queue: asyncio.Queue[dict[str, Any] | BaseException] = asyncio.Queue()
         cancel = asyncio.Event()
 

@@ -1,5 +1,7 @@
 """Transcript: a run's conversation; tool calls folded (enter expands), usage per turn; follows a
-running run live (messages are not events, so only this view, only while its run runs, re-reads)."""
+running run live (messages are not events, so only this view, only while its run runs, re-reads),
+and shows the answer of the model call in progress as it streams (the run's live events, below the
+conversation, until its turn is in the record)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
 
 from agen.api import registry as r
+from agen.errors import AgenError
 from agen.render.observe import feedback_line, run_ending, usage_line
 from agen.tui import fmt
 from agen.tui.screens.base import AgenScreen
@@ -45,10 +48,14 @@ class TranscriptScreen(AgenScreen):
         self.shown_target: str | None = None
         self.artifacts: list[Artifact] = []
         self.feedback: list[Feedback] = []
+        self.live_run: str | None = None  # the run whose live events are followed
+        self.live_text = ""  # the answer of its model call in progress, as streamed so far
+        self.live_done = False  # that call ended: its turn shows once the transcript has it
 
     def body(self) -> ComposeResult:
         yield Static("", id="transcript-head", classes="detail")
         yield Tree("conversation", id="transcript")
+        yield Static("", id="transcript-live")
 
     def on_mount(self) -> None:
         self.query_one(Tree).show_root = False
@@ -131,11 +138,48 @@ class TranscriptScreen(AgenScreen):
             self.follow = self.set_interval(FOLLOW_S, self._tick, pause=True)
         if run.finished_ms is None:
             self.follow.resume()
+            if self.live_run != run.id and run.task_id:
+                self.live_run = run.id
+                self.run_worker(self._follow_live(run), group="live", exclusive=True)
         else:
             self.follow.pause()
+            self._stop_live()
+
+    def _stop_live(self) -> None:
+        self.workers.cancel_group(self, "live")
+        self.live_run = None
+        self._show_live("")
+
+    def _show_live(self, text: str, done: bool = False) -> None:
+        self.live_text, self.live_done = text, done
+        live = self.query_one("#transcript-live", Static)
+        live.update(Text(f"assistant · writing…\n{text}") if text else "")
+        live.display = bool(text)
+
+    async def _follow_live(self, run: Run) -> None:
+        """The run's model calls as they stream; best effort (the re-read every second goes on)."""
+        assert run.task_id is not None
+        try:
+            async with self.client.live(run.namespace, run.task_id) as events:
+                async for event in events:
+                    data = event.get("data") or {}
+                    if event.get("run_id") != run.id:
+                        continue
+                    kind = event.get("type")
+                    if kind == "model.started":
+                        self._show_live("")
+                    elif kind == "run.delta" and data.get("kind") == "text":
+                        self._show_live(self.live_text + str(data.get("text") or ""))
+                    elif kind == "model.finished":
+                        self._show_live(self.live_text, done=True)
+                        self.reload()
+        except AgenError:
+            return
 
     def _add(self, messages: list[TranscriptMessage]) -> None:
         tree = self.query_one(Tree)
+        if self.live_done and any(m.role == "assistant" for m in messages):
+            self._show_live("")  # the streamed turn is in the record now
         for m in messages:
             self.last_seq = max(self.last_seq, m.seq)
             if m.role == "tool":
@@ -173,6 +217,7 @@ class TranscriptScreen(AgenScreen):
     def on_screen_suspend(self) -> None:
         if self.follow is not None:
             self.follow.pause()
+        self._stop_live()  # followed again when the screen shows its running run
 
     def action_expand_all(self) -> None:
         self.query_one(Tree).root.expand_all()
