@@ -85,13 +85,19 @@ class InProcessTransport:
         return await dispatch(self.hub, self.principal, rpc, request)
 
     @contextlib.asynccontextmanager
-    async def live(self, namespace: str, task_id: str) -> AsyncIterator[LiveEvents]:
-        """Subscribed on entry: nothing the task's runs publish after it is missed."""
+    async def live(
+        self, namespace: str, task_id: str | None, deployment: str | None
+    ) -> AsyncIterator[LiveEvents]:
+        """Subscribed on entry: nothing the runs publish after it is missed."""
         self.principal.require("viewer", "reading the event stream")
         self.principal.require_namespace(namespace)
 
         def wants(e: Any) -> bool:
-            return bool(e.namespace == namespace and e.task_id == task_id)
+            return bool(
+                e.namespace == namespace
+                and (task_id is None or e.task_id == task_id)
+                and (deployment is None or e.deployment == deployment)
+            )
 
         with self.hub.live.subscribe(wants) as sub:
 
@@ -262,16 +268,23 @@ class HttpTransport:
         return result
 
     @contextlib.asynccontextmanager
-    async def live(self, namespace: str, task_id: str) -> AsyncIterator[LiveEvents]:
-        """The Hub's SSE door (``/api/v1/events``) for the task's live events; SSE framing is
-        a2a-sdk's parser, as the providers' (agen.runner.providers._http)."""
+    async def live(
+        self, namespace: str, task_id: str | None, deployment: str | None
+    ) -> AsyncIterator[LiveEvents]:
+        """The Hub's SSE door (``/api/v1/events``) for live events; SSE framing is a2a-sdk's
+        parser, as the providers' (agen.runner.providers._http)."""
         import httpx
+        from a2a.client.transports.http_helpers import parse_sse_stream
 
         from agen.domain.live import LIVE_TYPES
 
-        params = httpx.QueryParams(
-            [("namespace", namespace), ("task", task_id), *(("type", t) for t in LIVE_TYPES)]
-        )
+        pairs: list[tuple[str, str | int | float | bool | None]] = [
+            ("namespace", namespace),
+            *(("type", t) for t in LIVE_TYPES),
+        ]
+        pairs += [("task", task_id)] if task_id else []
+        pairs += [("deployment", deployment)] if deployment else []
+        params = httpx.QueryParams(pairs)
         timeout = httpx.Timeout(self._timeout_s, read=None)  # the Hub pings every 15 s
         try:
             async with self._http.stream(
@@ -282,8 +295,6 @@ class HttpTransport:
                     raise from_dict(r.json(), r.status_code)
 
                 async def events() -> LiveEvents:
-                    from a2a.client.transports.http_helpers import parse_sse_stream
-
                     async for _name, data in parse_sse_stream(r):
                         event = json.loads(data)
                         if isinstance(event, dict) and event.get("seq") is None:
@@ -368,17 +379,18 @@ class Client:
         return result
 
     def live(
-        self, namespace: str, task_id: str
+        self, namespace: str, task_id: str | None = None, *, deployment: str | None = None
     ) -> contextlib.AbstractAsyncContextManager[LiveEvents]:
         """``async with client.live(ns, task_id) as events: async for event in events: ...``: what
-        the task's runs do as it happens (deltas, model and tool calls; agen.domain.live), not
-        stored and best effort. The record of each turn is the run's transcript."""
+        the runs of a task (or of a deployment) do as it happens (deltas, model and tool calls;
+        agen.domain.live), not stored and best effort. The record of each turn is the run's
+        transcript. Subscribing by deployment before submitting a task misses none of its words."""
         transport = self.transport
         if not isinstance(transport, InProcessTransport | HttpTransport):
             raise UnavailableError(
                 f"not supported yet: following live events over {type(transport).__name__}"
             )
-        return transport.live(namespace, task_id)
+        return transport.live(namespace, task_id, deployment)
 
     async def aclose(self) -> None:
         await self.transport.aclose()

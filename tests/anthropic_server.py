@@ -47,7 +47,7 @@ from starlette.routing import Route
 from agen.testing.openai_server import sse_answer
 from agen.testing.server import ThreadServer
 
-STREAM_EVENT: TypeAdapter[Any] = TypeAdapter(at.RawMessageStreamEvent)
+STREAM_EVENT: TypeAdapter[Any] = TypeAdapter(typing.cast(Any, at.RawMessageStreamEvent))
 
 _LISTS = (collections.abc.Iterable, collections.abc.Sequence, list)
 _MAPS = (dict, collections.abc.Mapping)

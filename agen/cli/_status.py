@@ -11,6 +11,7 @@ import asyncio
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
@@ -53,11 +54,14 @@ def status_text(q: QueryTaskResponse, now_ms: int) -> str:
 class StatusLine:
     """One redrawn line on a terminal stream; ``clear()`` leaves the stream as it found it."""
 
-    def __init__(self, out: TextIO) -> None:
+    def __init__(self, out: TextIO, hold: Callable[[], bool] | None = None) -> None:
         self.out = out
         self.shown = False
+        self.hold = hold  # True while the answer streams on the same terminal: no redraw
 
     def show(self, text: str) -> None:
+        if self.hold is not None and self.hold():
+            return
         width = shutil.get_terminal_size((80, 24)).columns
         if len(text) >= width:
             text = text[: max(0, width - 2)] + "…"

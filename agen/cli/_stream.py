@@ -2,7 +2,8 @@
 
 The run's live events (agen.domain.live: ``run.delta``, ``model.started``/``finished``,
 ``tool.started``) come from the Hub (in process, or its SSE door over HTTP). Each turn's text goes
-to stdout as it arrives; a tool call is one line on stderr in a terminal. When the task ends, the
+to stdout as it arrives; in a terminal, the status line (agen/cli/_status.py) shows between
+turns (tool calls, waits) and steps aside while text streams. When the task ends, the
 outcome is printed as before, minus what already streamed: the rest of the last turn if the stream
 was behind, nothing if it was all shown, the whole outcome if it is other text (a ``finish``
 summary). A turn joined mid-way (deltas before the subscription) is not printed in part, and a turn
@@ -17,13 +18,15 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
-    from agen.client import Client
+    from agen.cli._status import StatusLine
+    from agen.client import Client, LiveEvents
     from agen.wire.tasks import Task
 
 
 class StreamPrinter:
-    def __init__(self, out: TextIO, err: TextIO) -> None:
+    def __init__(self, out: TextIO, err: TextIO, status: StatusLine | None = None) -> None:
         self.out, self.err = out, err
+        self.status = status  # cleared before text is written, idle while a line is open
         self.turn: int | None = None  # the turn being shown (its model.started was seen)
         self.shown = ""  # the text of that turn printed so far
         self.open_line = False  # stdout's last line is not ended yet
@@ -45,16 +48,14 @@ class StreamPrinter:
             self.turn, self.shown = turn, ""
         elif kind == "run.delta" and data.get("kind") == "text" and turn == self.turn:
             text = str(data.get("text") or "")
+            if self.status is not None:
+                self.status.clear()
             self.out.write(text)
             self.out.flush()
             self.shown += text
             self.open_line = not text.endswith("\n")
         elif kind == "model.finished":
             self._newline()
-        elif kind == "tool.started" and self.err.isatty():
-            self._newline()
-            self.err.write(f"· {data.get('tool')}\n")
-            self.err.flush()
 
     def rest(self, outcome: str) -> str | None:
         """What of the outcome's text is still to print once the task ended (None: all shown); a
@@ -69,25 +70,71 @@ class StreamPrinter:
         return outcome
 
 
+class Follow:
+    """The live events ``agen run`` prints, subscribed before the task is submitted (by its
+    deployment: its first words can come before SubmitTask's answer does)."""
+
+    def __init__(self) -> None:
+        self.stack = contextlib.AsyncExitStack()
+        self.events: LiveEvents | None = None
+
+    async def open(
+        self,
+        client: Client,
+        namespace: str,
+        *,
+        deployment: str | None = None,
+        task: str | None = None,
+    ) -> None:
+        self.events = await self.stack.enter_async_context(
+            client.live(namespace, task, deployment=deployment)
+        )
+
+    async def aclose(self) -> None:
+        await self.stack.aclose()
+
+
 async def wait_streaming(
-    client: Client, task_id: str, timeout_ms: int, namespace: str, printer: StreamPrinter
+    client: Client,
+    task_id: str,
+    timeout_ms: int,
+    namespace: str,
+    printer: StreamPrinter,
+    follow: Follow,
 ) -> Task:
     """Wait for the task while printing its live events."""
     from agen.cli.tasks import wait_for_task
 
-    async with client.live(namespace, task_id) as events:
+    try:
+        if follow.events is None:
+            await follow.open(client, namespace, task=task_id)
+        events = follow.events
+        assert events is not None
 
-        async def follow() -> None:
+        async def show() -> None:
             async for event in events:
-                printer.on(event)
+                if event.get("task_id") == task_id:
+                    printer.on(event)
 
-        follower = asyncio.create_task(follow())
+        tasks = [asyncio.create_task(show())]
+        if printer.status is not None:
+            tasks.append(asyncio.create_task(printer.status.follow(client, task_id, namespace)))
         try:
             return await wait_for_task(client, task_id, timeout_ms, namespace)
         finally:
-            follower.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await follower
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            if printer.status is not None:
+                printer.status.clear()
+    finally:
+        await follow.aclose()
+
+
+def preload() -> None:
+    """Load what following a run over HTTP needs (the SSE parser of a2a-sdk, ~0.1 s): a task's
+    first words can be out within milliseconds of its submission."""
+    import a2a.client.transports.http_helpers  # noqa: F401
 
 
 def streams_by_default(json_out: bool, no_wait: bool) -> bool:

@@ -26,7 +26,7 @@ from agen.cli._common import (
 )
 
 if TYPE_CHECKING:
-    from agen.cli._stream import StreamPrinter
+    from agen.cli._stream import Follow, StreamPrinter
     from agen.client import Client
     from agen.wire.tasks import SubmitTaskRequest, Task
 
@@ -52,6 +52,7 @@ class RunOptions:
     task_id: str | None = None  # set once submitted: what a Ctrl-C hint names
     stream: bool | None = None  # print the answer as it streams (None: to a terminal only)
     printer: StreamPrinter | None = None  # set while streaming: what it already printed
+    follow: Follow | None = None  # the live events subscribed before the task was submitted
 
 
 def build_request(deployment: str, text: str, namespace: str, o: RunOptions) -> SubmitTaskRequest:
@@ -131,10 +132,15 @@ async def wait_showing_status(
     if o.stream:
         import sys
 
-        from agen.cli._stream import StreamPrinter, wait_streaming
+        from agen.cli._status import StatusLine
+        from agen.cli._stream import Follow, StreamPrinter, wait_streaming
 
         o.printer = StreamPrinter(sys.stdout, sys.stderr)
-        return await wait_streaming(client, task_id, timeout_ms, namespace, o.printer)
+        if o.status_line:
+            printer = o.printer
+            o.printer.status = StatusLine(sys.stderr, hold=lambda: printer.open_line)
+        follow, o.follow = o.follow or Follow(), None
+        return await wait_streaming(client, task_id, timeout_ms, namespace, o.printer, follow)
 
     wait = wait_for_task(client, task_id, timeout_ms, namespace)
     if not o.status_line:
@@ -169,7 +175,17 @@ async def deploy_and_submit(
             err(
                 f"{req.deployment}: {'deployed' if resp.created else 'updated'} ({resp.deployment.definition_id})"
             )
-    submitted = await client.call(r.SubmitTask, req)
+    if o.stream and not o.no_wait:
+        from agen.cli._stream import Follow
+
+        o.follow = Follow()
+        await o.follow.open(client, req.namespace, deployment=req.deployment)
+    try:
+        submitted = await client.call(r.SubmitTask, req)
+    except BaseException:
+        if o.follow is not None:
+            await o.follow.aclose()
+        raise
     task = submitted.task
     o.task_id = task.id
     if o.no_wait:
@@ -255,7 +271,11 @@ def run_task(
         from agen.cli._stream import streams_by_default
 
         o.stream = streams_by_default(json_out, o.no_wait)
-    o.status_line = not o.stream and not json_out and not o.no_wait and sys.stderr.isatty()
+    if o.stream:
+        from agen.cli._stream import preload
+
+        preload()  # before the task is submitted: its first words may come right after
+    o.status_line = not json_out and not o.no_wait and sys.stderr.isatty()
     found = None if hub is not None else local_hub(hub_wait_ms(timeout_ms, o.no_wait))
     use_http = found is None or found.up is not None
     try:

@@ -144,15 +144,19 @@ def sse_answer(
     hold: threading.Event | None,
     cut: bool,
     last: str | None = "[DONE]",
+    sent: list[float] | None = None,
 ) -> Response:
     """Each chunk as one server-sent event (JSON data; named by its ``type`` when it has one, as
     Anthropic's are); ``hold`` keeps back all after the first text, ``cut`` stops after it;
-    ``last`` is a final data line (OpenAI's ``[DONE]``)."""
+    ``last`` is a final data line (OpenAI's ``[DONE]``); ``sent`` gets the time.perf_counter() at
+    which the first text is handed to the server (benchmarks: first token sent → shown)."""
     at = first_text(chunks)
 
     async def events() -> AsyncIterator[ServerSentEvent]:
         for i, c in enumerate(chunks):
             name = c.get("type") if "choices" not in c else None
+            if i == at and sent is not None:
+                sent.append(time.perf_counter())
             yield ServerSentEvent(data=json.dumps(c), event=name)
             if i == at and cut:
                 return
@@ -179,6 +183,8 @@ class OpenAIServer:
     ollama_models: list[str] | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
+    # time.perf_counter() when each streamed answer's first text was handed to the server
+    first_text_sent: list[float] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._queue: deque[Reply] = deque()
@@ -245,7 +251,8 @@ class OpenAIServer:
         answer = reply.body(model, n)
         if body.get("stream"):
             usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            return sse_answer(stream_chunks(answer, usage), reply.hold, reply.break_stream)
+            chunks = stream_chunks(answer, usage)
+            return sse_answer(chunks, reply.hold, reply.break_stream, sent=self.first_text_sent)
         return JSONResponse(answer)
 
     async def _tags(self, request: Request) -> Response:

@@ -43,6 +43,7 @@ SECTIONS = (
     "peer",
     "delegation",
     "a2a",
+    "stream",
     "postgres",
     "pgpeers",
     "migrate",
@@ -164,6 +165,12 @@ def a2a_section(quick: bool) -> dict[str, Any]:
     from scripts.bench import a2a_bench
 
     return a2a_bench.run(40 if quick else 200, 3 if quick else 10)
+
+
+def stream_section(quick: bool) -> dict[str, Any]:
+    from scripts.bench import stream_bench
+
+    return stream_bench.run(10 if quick else 40, 3 if quick else 10)
 
 
 def postgres_section(quick: bool) -> dict[str, Any]:
@@ -587,6 +594,7 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
             )
     out.extend(_delegation_rows(results.get("delegation") or {}))
     out.extend(_a2a_rows(results.get("a2a") or {}))
+    out.extend(_stream_rows(results.get("stream") or {}))
     out.extend(_postgres_rows(results.get("postgres") or {}))
     out.extend(_pg_peer_rows(results.get("pgpeers") or {}))
     m = results.get("migrate") or {}
@@ -753,6 +761,24 @@ def _a2a_rows(a: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
     return out
 
 
+def _stream_rows(s: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
+    if "agen_up_p50_ms" not in s:
+        return []
+    out = []
+    for key, label in (("agen_up", "against `agen up` (SSE)"), ("embedded", "embedded")):
+        for p in (50, 95):
+            out.append(
+                (
+                    "Streaming",
+                    f"first token sent → printed by `agen run --stream`, {label}, p{p}",
+                    _f(s[f"{key}_p{p}_ms"], "ms"),
+                    f"the `openai` SDK reading the same stream {_f(s[f'sdk_p{p}_ms'], 'ms')}",
+                    _ratio(s[f"{key}_p{p}_ms"], s[f"sdk_p{p}_ms"]),
+                )
+            )
+    return out
+
+
 def _delegation_rows(d: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
     if "overhead" not in d:
         return []
@@ -889,6 +915,12 @@ def markdown(report: dict[str, Any]) -> str:
             "  its own hop and three Hub calls per message (WhoAmI for the caller, GetDeployment for a pause,",
             "  and GetTask while it waits for an instance). The CLI row is `agen call` against `agen run`, fresh",
             "  processes (scripts/bench/a2a_bench.py).",
+            "- **Streaming**: a local OpenAI-compatible stub streams a 40-word answer and notes when it hands",
+            "  its first text chunk to its server; the figure is from then to the bench reading it on",
+            "  `agen run --stream`'s stdout (a fresh process per run, against one `agen up`: the provider in",
+            "  the runner, the live bus, the Hub's SSE door, the CLI; and embedded, no `agen up`), against",
+            "  the `openai` SDK reading the same stream to its first content chunk, interleaved",
+            "  (scripts/bench/stream_bench.py).",
             "- **Postgres**: a throwaway local cluster (Unix socket) at initdb's default durable settings (fsync,",
             "  synchronous_commit and full_page_writes on: what users run; `pg_bench --fsync-off` measures with",
             "  them off, labelled). Leases: a queue of one deployment emptied one lease per transaction by 1 and",
@@ -1040,6 +1072,7 @@ def main(argv: list[str] | None = None) -> int:
         "peer": lambda: peer_section(args.quick),
         "delegation": lambda: delegation_section(args.quick),
         "a2a": lambda: a2a_section(args.quick),
+        "stream": lambda: stream_section(args.quick),
         "postgres": lambda: postgres_section(args.quick),
         "pgpeers": lambda: pgpeers_section(args.quick),
         "migrate": lambda: migrate_section(args.quick),

@@ -4,15 +4,16 @@ inside httpx), transport failures mapped to retryable ProviderErrors, and stream
 as server-sent events.
 
 SSE framing is a2a-sdk's parser (a dependency already): ``sse_events`` yields each event's name
-and data; the provider modules read their API's events from it. It loads on the first streamed
-call (its module pulls in a2a's client, ~0.1 s), not when agen starts.
+and data; the provider modules read their API's events from it. Its module pulls in a2a's client
+(~0.1 s to import), so it loads when an HTTP provider is made (a runner starting), never between a
+model's first token and its display.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
@@ -43,6 +44,7 @@ class Endpoint:
         self.client = httpx.AsyncClient(
             base_url=base_url, headers=headers, timeout=timeout_s, limits=limits
         )
+        sse_parser()  # loaded now, not once the first answer is already streaming
         self._slots = asyncio.Semaphore(max_in_flight)
         self.waiting = 0  # calls waiting for one of the max_in_flight slots
 
@@ -94,12 +96,17 @@ class Endpoint:
         await self.client.aclose()
 
 
+def sse_parser() -> Callable[[httpx.Response], AsyncIterator[tuple[str, str]]]:
+    """a2a-sdk's SSE parser: (event name, data) of each event of a streamed response."""
+    from a2a.client.transports.http_helpers import parse_sse_stream
+
+    return parse_sse_stream
+
+
 async def sse_events(response: httpx.Response) -> AsyncIterator[tuple[str, str]]:
     """(event name, data) of each server-sent event of a streamed response ("message" when the
     event names none)."""
-    from a2a.client.transports.http_helpers import parse_sse_stream
-
-    async for event, data in parse_sse_stream(response):
+    async for event, data in sse_parser()(response):
         yield event, data
 
 
