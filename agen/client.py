@@ -239,6 +239,7 @@ class HttpTransport:
             base_url=self.url, headers=headers, timeout=timeout_s, verify=verify
         )
         self._timeout_s = timeout_s
+        self._headers, self._verify = headers, verify  # for the SSE client (``live``)
 
     async def call(self, rpc: Rpc[Any, Any], request: BaseModel) -> BaseModel:
         # a long poll (wait_seconds) or a graceful cancel (grace_period_seconds) answers that much later
@@ -271,10 +272,9 @@ class HttpTransport:
     async def live(
         self, namespace: str, task_id: str | None, deployment: str | None
     ) -> AsyncIterator[LiveEvents]:
-        """The Hub's SSE door (``/api/v1/events``) for live events; SSE framing is a2a-sdk's
-        parser, as the providers' (agen.runner.providers._http)."""
-        import httpx
-        from a2a.client.transports.http_helpers import parse_sse_stream
+        """The Hub's SSE door (``/api/v1/events``) for live events, read with httpx2's SSE client
+        (as the providers read theirs: agen.runner.providers._http), same token and TLS trust."""
+        import httpx2
 
         from agen.domain.live import LIVE_TYPES
 
@@ -284,24 +284,27 @@ class HttpTransport:
         ]
         pairs += [("task", task_id)] if task_id else []
         pairs += [("deployment", deployment)] if deployment else []
-        params = httpx.QueryParams(pairs)
-        timeout = httpx.Timeout(self._timeout_s, read=None)  # the Hub pings every 15 s
+        timeout = httpx2.Timeout(self._timeout_s, read=None)  # the Hub pings every 15 s
         try:
-            async with self._http.stream(
-                "GET", "/api/v1/events", params=params, timeout=timeout
-            ) as r:
+            async with (
+                httpx2.AsyncClient(
+                    base_url=self.url, headers=self._headers, verify=self._verify, timeout=timeout
+                ) as http,
+                http.sse("/api/v1/events", params=httpx2.QueryParams(pairs)) as source,
+            ):
+                r = source.response
                 if r.status_code >= 400:
                     await r.aread()
                     raise from_dict(r.json(), r.status_code)
 
                 async def events() -> LiveEvents:
-                    async for _name, data in parse_sse_stream(r):
-                        event = json.loads(data)
+                    async for sse in source:
+                        event = json.loads(sse.data)
                         if isinstance(event, dict) and event.get("seq") is None:
                             yield event
 
                 yield events()
-        except _transport_error() as e:
+        except httpx2.TransportError as e:
             raise unreachable(self.url, type(e).__name__) from None
 
     async def get_json(self, path: str) -> tuple[int, Any]:

@@ -132,9 +132,9 @@ async def wait_streaming(
 
 
 def preload() -> None:
-    """Load what following a run over HTTP needs (the SSE parser of a2a-sdk, ~0.1 s): a task's
-    first words can be out within milliseconds of its submission."""
-    import a2a.client.transports.http_helpers  # noqa: F401
+    """Load what following a run over HTTP needs (httpx2, its SSE client) before the task is
+    submitted: its first words can be out within milliseconds of the submission."""
+    import httpx2  # noqa: F401
 
 
 def streams_by_default(json_out: bool, no_wait: bool) -> bool:

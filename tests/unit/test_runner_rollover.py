@@ -12,6 +12,7 @@ import pytest
 
 from agen.runner.context import SUMMARY_NOTE, Context, Msg
 from agen.runner.providers.base import (
+    DeltaSink,
     ModelProvider,
     ModelRequest,
     ModelResponse,
@@ -96,7 +97,9 @@ class _NoSummaries(ModelProvider):
     def __init__(self) -> None:
         self.folds = 0
 
-    async def complete(self, request: ModelRequest) -> ModelResponse:
+    async def complete(
+        self, request: ModelRequest, on_delta: DeltaSink | None = None
+    ) -> ModelResponse:
         if request.messages[0]["content"] == PROMPT:
             self.folds += 1
             raise ProviderError("other", "summaries are down", status=400)

@@ -1,22 +1,22 @@
-"""The HTTP side every API provider shares: one httpx client per account, at most
+"""The HTTP side every API provider shares: one httpx2 client per account, at most
 ``max_in_flight`` calls at once (the pool has a connection per allowed call, so no request waits
 inside httpx), transport failures mapped to retryable ProviderErrors, and streamed answers read
 as server-sent events.
 
-SSE framing is a2a-sdk's parser (a dependency already): ``sse_events`` yields each event's name
-and data; the provider modules read their API's events from it. Its module pulls in a2a's client
-(~0.1 s to import), so it loads when an HTTP provider is made (a runner starting), never between a
-model's first token and its display.
+The client is httpx2 (the httpx fork mcp is built on, a dependency already), for its server-sent
+events: ``sse_events`` reads a streamed answer with ``httpx2.EventSource`` (SSE framing is not
+hand-written) and yields each event's name and data; the provider modules read their API's events
+from it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
+import httpx2
 
 from agen.runner.providers.base import ModelProvider, ProviderError
 
@@ -38,13 +38,12 @@ class Endpoint:
         max_in_flight: int,
     ) -> None:
         self.name, self.base_url, self.max_in_flight = name, base_url, max_in_flight
-        limits = httpx.Limits(
+        limits = httpx2.Limits(
             max_connections=max_in_flight, max_keepalive_connections=min(KEEP_ALIVE, max_in_flight)
         )
-        self.client = httpx.AsyncClient(
+        self.client = httpx2.AsyncClient(
             base_url=base_url, headers=headers, timeout=timeout_s, limits=limits
         )
-        sse_parser()  # loaded now, not once the first answer is already streaming
         self._slots = asyncio.Semaphore(max_in_flight)
         self.waiting = 0  # calls waiting for one of the max_in_flight slots
 
@@ -55,26 +54,26 @@ class Endpoint:
         finally:
             self.waiting -= 1
 
-    def _transport_error(self, e: httpx.HTTPError) -> ProviderError:
-        if isinstance(e, httpx.TimeoutException):
+    def _transport_error(self, e: httpx2.HTTPError) -> ProviderError:
+        if isinstance(e, httpx2.TimeoutException):
             return ProviderError(
                 "retryable", f"{self.name}: the request to {self.base_url} timed out ({e})"
             )
         return ProviderError("retryable", f"{self.name}: cannot reach {self.base_url}: {e}")
 
-    async def post(self, path: str, body: dict[str, Any]) -> httpx.Response:
+    async def post(self, path: str, body: dict[str, Any]) -> httpx2.Response:
         """The response, whatever its status (the provider reads its own errors); a timeout or an
         unreachable server is a retryable ProviderError."""
         await self._acquire()
         try:
             return await self.client.post(path, json=body)
-        except httpx.HTTPError as e:
+        except httpx2.HTTPError as e:
             raise self._transport_error(e) from e
         finally:
             self._slots.release()
 
     @contextlib.asynccontextmanager
-    async def stream(self, path: str, body: dict[str, Any]) -> AsyncIterator[httpx.Response]:
+    async def stream(self, path: str, body: dict[str, Any]) -> AsyncIterator[httpx2.Response]:
         """The response with its body not yet read (for SSE), holding one in-flight slot until the
         caller is done. A timeout (the request's timeout applies to each read, so a stream that
         stalls that long fails), a dropped connection or an unreachable server, before or during
@@ -87,7 +86,7 @@ class Endpoint:
                 yield response
             finally:
                 await response.aclose()
-        except httpx.HTTPError as e:
+        except httpx2.HTTPError as e:
             raise self._transport_error(e) from e
         finally:
             self._slots.release()
@@ -96,21 +95,19 @@ class Endpoint:
         await self.client.aclose()
 
 
-def sse_parser() -> Callable[[httpx.Response], AsyncIterator[tuple[str, str]]]:
-    """a2a-sdk's SSE parser: (event name, data) of each event of a streamed response."""
-    from a2a.client.transports.http_helpers import parse_sse_stream
-
-    return parse_sse_stream
-
-
-async def sse_events(response: httpx.Response) -> AsyncIterator[tuple[str, str]]:
+async def sse_events(response: httpx2.Response) -> AsyncIterator[tuple[str, str]]:
     """(event name, data) of each server-sent event of a streamed response ("message" when the
-    event names none)."""
-    async for event, data in sse_parser()(response):
-        yield event, data
+    event names none). An answer that is not an event stream is a retryable ProviderError."""
+    try:
+        async for sse in httpx2.EventSource(response):
+            yield sse.event, sse.data
+    except httpx2.SSEError as e:
+        raise ProviderError(
+            "retryable", f"the streamed answer is not server-sent events: {e}"
+        ) from e
 
 
-async def error_text(response: httpx.Response) -> str:
+async def error_text(response: httpx2.Response) -> str:
     """The first 2,000 characters of an error answer's body (a streamed one is read first)."""
     await response.aread()
     return response.text[:2000]

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import httpx
+import httpx2
 
 from agen.bundle.harness import AnthropicSpec
 from agen.runner.providers._http import Endpoint, HttpProvider, error_text, sse_events
@@ -220,7 +220,7 @@ class AnthropicProvider(HttpProvider):
             ) from e
         return parse_message(data, body["model"])
 
-    def _status_error(self, resp: httpx.Response, text: str) -> ProviderError:
+    def _status_error(self, resp: httpx2.Response, text: str) -> ProviderError:
         kind = classify_status(resp.status_code, text)
         if resp.status_code == 400 and "credit balance" in text.lower():
             kind = "account"  # the API says an empty balance with a 400

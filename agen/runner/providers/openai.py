@@ -16,7 +16,7 @@ import json
 import time
 from typing import Any
 
-import httpx
+import httpx2
 
 from agen.runner.providers._http import Endpoint, HttpProvider, error_text, sse_events
 from agen.runner.providers.base import (
@@ -120,7 +120,7 @@ class OpenAIProvider(HttpProvider):
             ) from e
         return parse_completion(data, body.get("model", ""))
 
-    def _status_error(self, resp: httpx.Response, text: str) -> ProviderError:
+    def _status_error(self, resp: httpx2.Response, text: str) -> ProviderError:
         return ProviderError(
             classify_status(resp.status_code, text),
             f"{self.name} answered HTTP {resp.status_code} from {self.base_url}: {text[:500]}",
