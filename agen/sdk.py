@@ -236,9 +236,9 @@ class Agent:
 
         ``run.delta`` (``turn``, ``text``, ``kind``: text or thinking) carries the answer as the
         model streams it, ``model.started``/``model.finished`` and ``tool.started``/``tool.finished``
-        frame each call (docs/events.md); ``assistant`` and ``tool_result`` are each turn as
-        recorded. A model call asked again (its stream broke off) starts with a new
-        ``model.started``: drop what its deltas showed."""
+        frame each call (docs/observability.md, "Live events"); ``assistant`` and
+        ``tool_result`` are each turn as recorded. A model call asked again (its stream broke off)
+        starts with a new ``model.started``: drop what its deltas showed."""
         queue: asyncio.Queue[dict[str, Any] | BaseException] = asyncio.Queue()
         cancel = asyncio.Event()
 

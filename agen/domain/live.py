@@ -10,7 +10,7 @@ word to a path designed around one write per turn.
 
 The bus lives in the process that runs the engine: the runners publish, the Hub's SSE door and
 in-process callers subscribe. In ``agen up`` and an embedded ``agen run`` (one process) that is
-everything; a run on a separate Nest process publishes to its own process's bus (docs/events.md:
+everything; a run on a separate Nest process publishes to its own process's bus (docs/providers.md,
 what works where).
 """
 

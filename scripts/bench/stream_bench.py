@@ -111,6 +111,7 @@ def run(runs: int, embedded: int) -> dict[str, Any]:
             proc.terminate()
             proc.wait(timeout=60)
             loop.run_until_complete(client.close())
+            loop.run_until_complete(loop.shutdown_asyncgens())
             loop.close()
         alone = {**env, "AGEN_HOME": str(tmp / "alone")}
         for _ in range(embedded):

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,10 +18,13 @@ from agen.runner.providers.base import Delta, ModelProvider, ModelRequest, Provi
 from agen.runner.providers.fake import FakeProvider
 from agen.runner.providers.openai import OpenAIProvider
 from agen.runner.providers.replay import RecordingProvider, ReplayProvider
+from agen.runner.types import RunRequest
+from agen.store import SQLiteStore
 from agen.testing.openai_server import OpenAIServer
 from agen.testing.openai_server import Reply as OReply
 from tests.anthropic_server import AnthropicServer
 from tests.anthropic_server import Reply as AReply
+from tests.runner_helpers import make, runner
 
 CALLS = [
     {"id": "call_a", "name": "notes_add", "arguments": {"text": "a note long enough to split"}},
@@ -184,3 +189,35 @@ async def test_the_fake_model_streams_its_answer_word_by_word() -> None:
     answer = await FakeProvider().complete(request("fake"), seen)
     assert [d.text for d in seen.deltas] == ["You ", "said: ", "hi"]
     assert answer.text == "You said: hi"
+
+
+async def test_a_run_whose_stream_breaks_off_retries_and_checkpoints_only_the_whole_answer(
+    openai_api: OpenAIServer, tmp_path: Path
+) -> None:
+    openai_api.script(
+        OReply(text="half of a first try", break_stream=True), OReply(text="the whole answer")
+    )
+    store = await SQLiteStore.open(tmp_path / "s.db")
+    bundle = make({"provider": "openai", "model": "m", "baseUrl": openai_api.base_url})
+    seen: list[dict[str, Any]] = []
+
+    async def sink(event: dict[str, Any]) -> None:
+        seen.append(event)
+
+    res = await runner(store, bundle).run(RunRequest(input="hi"), events=sink)
+    assert res.outcome.summary == "the whole answer"
+    rows = await store.all(
+        "SELECT role, content FROM messages WHERE run_id = ? ORDER BY seq", (res.run_id,)
+    )
+    assert [(r["role"], r["content"]) for r in rows] == [
+        ("user", "hi"),
+        ("assistant", "the whole answer"),  # nothing of the broken stream
+    ]
+    calls = [e for e in seen if e["type"] in ("model.started", "model.finished")]
+    assert [(e["type"], e.get("attempt", e.get("status"))) for e in calls] == [
+        ("model.started", 0),
+        ("model.finished", "error"),
+        ("model.started", 1),  # a watcher drops what the first attempt showed
+        ("model.finished", "ok"),
+    ]
+    await store.close()
