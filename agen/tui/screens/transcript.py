@@ -140,13 +140,14 @@ class TranscriptScreen(AgenScreen):
             self.follow.resume()
             if self.live_run != run.id and run.task_id:
                 self.live_run = run.id
-                self.run_worker(self._follow_live(run), group="live", exclusive=True)
+                # group "tail": lives as long as the screen shows the running run, as a log tail
+                self.run_worker(self._follow_live(run), group="tail", exclusive=True)
         else:
             self.follow.pause()
             self._stop_live()
 
     def _stop_live(self) -> None:
-        self.workers.cancel_group(self, "live")
+        self.workers.cancel_group(self, "tail")
         self.live_run = None
         self._show_live("")
 
