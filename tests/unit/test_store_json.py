@@ -1,5 +1,6 @@
-"""JSON columns: agen's one encoder writes exactly what json.JSONEncoder writes with its options
-(compact, key order kept, non-ASCII as is, unknown types by str), whatever the value."""
+"""JSON columns: agen's one encoder (pydantic-core's) writes exactly what json.JSONEncoder writes with
+its options (compact, key order kept, non-ASCII as is, unknown types by str) for every kind of value
+agen stores; two kinds agen never stores come out differently, as pinned below."""
 
 from __future__ import annotations
 
@@ -36,13 +37,21 @@ class Color(enum.StrEnum):
         None,
         True,
         (1, "a"),
-        {"when": datetime.datetime(2026, 1, 2, 3, 4, 5), "c": Color.RED},
-        {"d": decimal.Decimal("1.50"), 7: "int key", None: 1, True: 2, 2.5: 3},
+        {"c": Color.RED},
+        {"d": decimal.Decimal("1.50"), 7: "int key", True: 2, 2.5: 3},
         [{"nested": [[{"x": "y" * 300}]]}],
     ],
 )
 def test_column_json_is_what_json_encoder_writes_with_the_same_options(value: Any) -> None:
     assert dumps(value) == REFERENCE(value)
+
+
+def test_a_datetime_is_written_in_iso_form_and_a_none_key_as_none() -> None:
+    """Where pydantic-core differs from json (agen keeps times as integer ms and never keys by None)."""
+    assert (
+        dumps({"when": datetime.datetime(2026, 1, 2, 3, 4, 5)}) == '{"when":"2026-01-02T03:04:05"}'
+    )
+    assert dumps({None: 1}) == '{"None":1}'
 
 
 def test_column_json_reads_back_as_the_value_it_was_made_from() -> None:
