@@ -340,7 +340,17 @@ class BuiltinTools(AgenModel):
     go through the effect ledger (a resumed run does not repeat one that completed); run's output
     counts as untrusted; ``tools.workspace.<tool>`` hints change that as for a server. File paths
     are confined to the folder; run is confined only by its working directory, not by an OS
-    sandbox (docs/security.md)."""
+    sandbox (docs/security.md).
+
+    ``toolCatalogue``: tools that load on demand. Past this many MCP tools a run may call, each
+    model call carries the other tools and two of agen's: ``list_mcp_server_tools`` (its
+    description names every server with the server's own one-line description and tool count;
+    called with a server, it lists that server's tools as ``name: description`` lines) and
+    ``activate_tool`` (loads one tool: its schema is sent from the next model call on). An
+    activated tool is called under the same permission rules, approvals, effect ledger and
+    redaction as ever; a tool a rule denies is not in the catalogue. Activations are read back from
+    the conversation's recorded activate_tool calls, so a resumed run, and the conversation's next
+    run, send the same schemas."""
 
     workspace: bool | WorkspaceBuiltins | None = Field(
         None,
@@ -348,6 +358,15 @@ class BuiltinTools(AgenModel):
         "workspace server: one named workspace (whatever it runs) or one whose command is agen "
         'with args starting ["mcp", "workspace"]; true: on (an error beside a server named '
         'workspace); false: off; {"run": false}: on without run',
+    )
+    tool_catalogue: int | None = Field(
+        40,
+        ge=0,
+        description="past this many MCP tools (those the run may call, after permission rules), the "
+        "model is sent server names and one-line descriptions instead of every tool's schema, with "
+        "list_mcp_server_tools (a server's tools) and activate_tool (loads one: its schema is sent "
+        "from the next turn on, and a resumed run still has it). 0: always; null: never, every "
+        "schema is sent",
     )
 
 
@@ -419,7 +438,7 @@ class Config(AgenModel):
     )
     builtin_tools: BuiltinTools = Field(
         BuiltinTools(),
-        description="built-in tools to turn on or off: the workspace toolset",
+        description="built-in tools to turn on or off: the workspace toolset, the MCP tool catalogue",
     )
     review: Review | None = Field(
         None,

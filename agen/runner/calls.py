@@ -174,8 +174,12 @@ async def _guarded(
 ) -> CallResult:
     if tool is None:
         names = ", ".join(sorted(st.tools)) or "none"
+        inactive = st.catalogue.not_active(call.name) if st.catalogue is not None else None
         return CallResult(
-            call, index, f"unknown tool {call.name!r}; the tools you can call are: {names}", True
+            call,
+            index,
+            inactive or f"unknown tool {call.name!r}; the tools you can call are: {names}",
+            True,
         )
     if call.arguments_error:
         return CallResult(call, index, f"{tool.name}: {call.arguments_error}", True)

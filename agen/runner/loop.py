@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from agen.bundle import Bundle
@@ -43,6 +44,7 @@ from agen.runner.shielding import despite_cancel
 from agen.runner.state import EventSink, RunState, call_dicts
 from agen.runner.tools.base import Tool, ToolContext, Toolset
 from agen.runner.tools.builtin import FINISH, FinishTool, builtin_tools
+from agen.runner.tools.catalogue import activated_names, plan_catalogue
 from agen.runner.tools.delegate import delegation_tools
 from agen.runner.tools.wire_names import by_wire_name
 from agen.runner.turn import TurnAnswer, TurnFailed, TurnPolicy, model_turn
@@ -243,8 +245,35 @@ class Runner:
 
     def _add_run_tools(self, st: RunState, tools: list[Tool]) -> None:
         by_wire_name([*self.tools.values(), *tools])  # a per-run server must not hide another tool
-        st.tools.update(self._visible(st.req, {t.wire_name: t for t in tools}))
-        st.specs = [t.spec() for t in st.tools.values()]
+        every = st.catalogue.everything() if st.catalogue is not None else dict(st.tools)
+        every.update(self._visible(st.req, {t.wire_name: t for t in tools}))
+        self._surface(st, every, lambda: activated_names([*st.ctx.earlier, *st.ctx.current]))
+
+    def _surface(
+        self,
+        st: RunState,
+        tools: dict[str, Tool],
+        activated: Callable[[], list[str]],
+        specs: tuple[dict[str, Any], ...] | None = None,
+    ) -> None:
+        """The tools the run is sent: all of ``tools`` (``specs``: theirs, when already built), or,
+        past builtinTools.toolCatalogue MCP tools, the catalogue with what ``activated()`` names
+        (read from the history only then)."""
+        catalogue = plan_catalogue(
+            tools, self.bundle.config.builtin_tools.tool_catalogue, activated
+        )
+        st.catalogue = catalogue
+        if catalogue is None:
+            st.tools = tools
+            st.specs = list(specs) if specs is not None else [t.spec() for t in tools.values()]
+            return
+
+        def refresh() -> None:
+            st.tools = catalogue.surface()
+            st.specs = [t.spec() for t in st.tools.values()]
+
+        catalogue.on_change = refresh
+        refresh()
 
     async def _state(
         self,
@@ -288,14 +317,15 @@ class Runner:
             ctx=Context(system, b.harness.context_tokens, earlier=earlier),
             budget=budget,
             guards=Guards(limits.stuck_repeats),
-            tools=dict(tools),
-            specs=list(specs),
+            tools={},
+            specs=[],
             redactor=self.redactor,
             trust=req.trust,
             resumed=resumed,
             events=events,
             cancel=cancel,
         )
+        self._surface(st, dict(tools), lambda: activated_names(msgs), specs)
         st.ctx.extend(current)
         if b.config.rollover is not None and known is None:  # a new conversation has no summary
             conv = await self.store.one(

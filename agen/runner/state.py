@@ -22,6 +22,7 @@ from agen.runner.providers.base import ModelUsage
 from agen.runner.records import Checkpoint, write_checkpoint
 from agen.runner.redact import Redactor, StreamRedactor
 from agen.runner.tools.base import Tool, ToolContext
+from agen.runner.tools.catalogue import Catalogue
 from agen.runner.types import RunRequest
 from agen.store.base import Store, Tx, dumps, new_ulid, now_ms
 
@@ -66,6 +67,9 @@ class RunState:
     artifacts: list[str] = field(default_factory=list)
     # the model call's delta streams (text, thinking), each masking secrets across its chunks
     streams: dict[str, StreamRedactor] = field(default_factory=dict)
+    catalogue: Catalogue | None = (
+        None  # the MCP tool catalogue, when the run's tools load on demand
+    )
     held: bool = False  # the task was paused, as of the run's last transaction (open or checkpoint)
     inbox: bool = True  # the task may have inbox rows to drain, as of the same (False: none)
     rollover_failed_through: int = 0  # the newest seq rollover failed to summarise (not retried)

@@ -5,7 +5,8 @@ machines are noisy; absolute numbers move, ratios much less). Sections:
 store, queue (+ scheduler tick), tasks (in-process, HTTP), runner overhead, concurrent runs on a
 slow model, `agen ps` at 1,000 deployments / 100,000 tasks, cold start (package and binary),
 peers (huey and DBOS, on SQLite) on the same no-op work, Postgres (leasing, the pipeline, and
-pgqueuer and procrastinate beside it), migrate, and a user's install and first run.
+pgqueuer and procrastinate beside it), migrate, a user's install and first run, and the MCP tool
+catalogue's token saving (5 stdio servers).
 
     scripts/bench/run                      # everything, ~6-8 minutes on 2 cores
     scripts/bench/run --quick              # smaller sizes, to check the suite itself
@@ -48,6 +49,7 @@ SECTIONS = (
     "pgpeers",
     "migrate",
     "install",
+    "catalogue",
 )
 
 
@@ -189,6 +191,12 @@ def install_section(quick: bool) -> dict[str, Any]:
     from scripts.bench import install_bench
 
     return install_bench.run()
+
+
+def catalogue_section(quick: bool) -> dict[str, Any]:
+    from scripts.bench import catalogue_bench
+
+    return catalogue_bench.run()
 
 
 def migrate_section(quick: bool) -> dict[str, Any]:
@@ -611,6 +619,9 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
                 )
             )
     out.extend(_install_rows(results.get("install") or {}))
+    from scripts.bench import catalogue_bench
+
+    out.extend(catalogue_bench.rows(results.get("catalogue") or {}))
     return out
 
 
@@ -949,6 +960,12 @@ def markdown(report: dict[str, Any]) -> str:
             "  file. The raw copy reads the same task rows and writes them into the same schema in one transaction",
             "  (psycopg COPY into Postgres, sqlite3 executemany into SQLite), with no progress and no verification",
             "  (scripts/bench/bench_migrate.py).",
+            "- **Tool catalogue** (`scripts/bench/catalogue_bench.py`): a bundle with 5 real stdio MCP servers",
+            "  (`agen mcp workspace`, `agen mcp sql`, and a tracker, a chat and a wiki server from",
+            "  `scripts/bench/many_tools_server.py`, 50 MCP tools with realistic schemas) does one task on the fake",
+            "  model, calling one tracker tool, with every schema sent (`builtinTools.toolCatalogue: null`) and",
+            "  with the catalogue (threshold 40: `list_mcp_server_tools`, `activate_tool`, then the call). Tokens",
+            "  are characters / 4 of the request's JSON (tiktoken is not a dependency).",
             "",
             "## Reproduce",
             "",
@@ -1077,6 +1094,7 @@ def main(argv: list[str] | None = None) -> int:
         "pgpeers": lambda: pgpeers_section(args.quick),
         "migrate": lambda: migrate_section(args.quick),
         "install": lambda: install_section(args.quick),
+        "catalogue": lambda: catalogue_section(args.quick),
     }
     started = time.perf_counter()
     results: dict[str, Any] = {}

@@ -51,6 +51,11 @@ class McpTool(Tool):
         return mcp_wire_name(self.server_name, self.remote_name)
 
     @property
+    def server_summary(self) -> str:
+        """The server's one-line description (the tool catalogue lists servers by it)."""
+        return self._toolset.summary
+
+    @property
     def retry_safe(self) -> bool:
         """Safe to send again after the server died mid-call."""
         return self.idempotent or self.read_only
@@ -82,6 +87,7 @@ class McpToolset(Toolset):
             server_name, server_config, secrets, redactor, workspace=workspace, cwd_base=cwd_base
         )
         self.tools: list[McpTool] = []
+        self.summary = ""  # what the server says it is, in a line (the tool catalogue shows it)
 
     async def start(self) -> list[Tool]:
         live = await self.conn.get()
@@ -96,6 +102,7 @@ class McpToolset(Toolset):
                     break
         except Exception as e:
             raise self._unavailable(f"listing its tools failed: {describe(e)}") from None
+        self.summary = _summary(live.client)
         tools = [McpTool(self, t, self._hints.get(t.name)) for t in remote]
         by_wire_name(tools)  # a server listing one tool twice hides one of them
         self.tools = tools
@@ -194,6 +201,21 @@ def _is_transport_error(e: BaseException) -> bool:
         e = e.exceptions[0]
     mod = type(e).__module__
     return mod.startswith(("httpx", "httpcore", "anyio")) or isinstance(e, ConnectionError)
+
+
+def _summary(client: Any) -> str:
+    """A server's own one-line description: its serverInfo description or title, else the first
+    line of its instructions (empty when it gives none)."""
+    info = client.server_info
+    for text in (
+        getattr(info, "description", None),
+        getattr(info, "title", None),
+        client.instructions,
+    ):
+        line = (text or "").strip().splitlines()
+        if line and line[0].strip():
+            return line[0].strip()[:200]
+    return ""
 
 
 def _block_text(block: Any) -> str:
