@@ -90,7 +90,8 @@ class HttpServer(StandardModel):
     )
     headers: dict[str, str] = Field(
         {},
-        description='request headers, e.g. {"Authorization": "Bearer ${TOKEN}"} (${NAME}: a declared secret)',
+        description='request headers, e.g. {"Authorization": "Bearer ${TOKEN}"} (${NAME}: a declared secret); '
+        "without an Authorization header, the OAuth login `agen mcp login SERVER` stored for this URL is used",
     )
     startup_timeout_ms: int | None = Field(default=None, gt=0, le=600_000, description=_STARTUP)
 

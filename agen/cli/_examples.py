@@ -174,6 +174,10 @@ EXAMPLES: dict[tuple[str, ...], list[str]] = {
         "agen mcp workspace --root ./repo --no-run",
     ],
     ("mcp", "sql"): ["agen mcp sql --dsn-env DATABASE_URL"],
+    ("mcp", "login"): [
+        "agen mcp login github --bundle ./mybot",
+        "agen mcp login https://mcp.example.com/mcp --no-browser",
+    ],
     ("mcp", "launch"): ["agen mcp launch -- python server.py"],
     ("notify",): ["agen notify set ops https://hooks.example.com/agen", "agen notify ls"],
     ("notify", "set"): [

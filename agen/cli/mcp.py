@@ -12,7 +12,7 @@ from agen.cli._common import group, parse_duration_ms
 def register(app: typer.Typer) -> None:
     mcp = group(
         name="mcp",
-        help="Built-in MCP servers (stdio): a confined workspace and read-only SQL.",
+        help="Built-in MCP servers (stdio): a confined workspace and read-only SQL; OAuth login to remote servers.",
         no_args_is_help=True,
     )
 
@@ -83,6 +83,50 @@ def register(app: typer.Typer) -> None:
         except (ValueError, FileNotFoundError, RuntimeError) as e:
             raise InvalidError(str(e)) from None
 
+    @mcp.command("login")
+    def login(
+        server: Annotated[
+            str,
+            typer.Argument(
+                help="A server of the bundle's mcp.json (type http), or the server's URL."
+            ),
+        ],
+        bundle: Annotated[
+            str, typer.Option("--bundle", help="The bundle folder whose mcp.json names SERVER.")
+        ] = ".",
+        no_browser: Annotated[
+            bool, typer.Option("--no-browser", help="Print the URL only; never open a browser.")
+        ] = False,
+        timeout: Annotated[
+            str,
+            typer.Option("--timeout", help="How long to wait for the login to come back, e.g. 5m."),
+        ] = "5m",
+    ) -> None:
+        """Log in to a remote MCP server with OAuth, for the runs of this machine.
+
+        Runs the MCP authorization flow: discovery, dynamic client registration (agen registers
+        as a public client), PKCE, and a redirect to http://127.0.0.1:PORT/callback, which this
+        command serves until the code comes back. It prints the URL to open and opens a browser
+        only where there is a display. The tokens are kept sealed in AGEN_HOME/mcp-oauth (0600)
+        and runs on this machine use them for that server's URL, refreshing them as they expire;
+        a run whose login cannot be refreshed fails the call with a message to run this again.
+        """
+        from agen.cli._hub import run
+        from agen.runner.tools.mcp_oauth import login as oauth_login
+
+        name, url, headers = _http_server(server, bundle)
+        timeout_s = parse_duration_ms(timeout, flag="--timeout") / 1000
+
+        async def show(auth_url: str) -> None:
+            print(f"Open this URL to log in to {name}:\n  {auth_url}", flush=True)
+            if not no_browser and _has_display():
+                import webbrowser
+
+                webbrowser.open(auth_url)
+
+        tools = run(oauth_login(name, url, show=show, timeout_s=timeout_s, headers=headers))
+        print(f"logged in to {name} ({url}): it lists {tools} tool{'s' if tools != 1 else ''}")
+
     @mcp.command(
         "launch",
         hidden=True,
@@ -95,3 +139,45 @@ def register(app: typer.Typer) -> None:
         run(list(ctx.args))
 
     app.add_typer(mcp)
+
+
+def _http_server(server: str, bundle: str) -> tuple[str, str, dict[str, str]]:
+    """(name, URL, headers without Authorization) of the server ``agen mcp login`` logs in to."""
+    from urllib.parse import urlsplit
+
+    from agen.bundle import load_bundle
+    from agen.bundle.standard import HttpServer
+    from agen.errors import InvalidError
+
+    if server.startswith(("http://", "https://")):
+        return urlsplit(server).hostname or server, server, {}
+    bundle_obj = load_bundle(bundle)
+    found = bundle_obj.mcp.mcp_servers.get(server)
+    where = f"{bundle}/mcp.json mcpServers"
+    if found is None:
+        names = ", ".join(sorted(bundle_obj.mcp.mcp_servers)) or "none"
+        raise InvalidError(
+            f'{where} has no server "{server}" (it has: {names}); pass --bundle DIR or the server\'s URL'
+        )
+    if not isinstance(found, HttpServer):
+        raise InvalidError(
+            f"{where}.{server} is a stdio server; OAuth login is for remote (type http) servers"
+        )
+    if "${" in found.url:
+        raise InvalidError(
+            f"{where}.{server}.url is {found.url}; log in with the URL it stands for instead"
+        )
+    headers = {k: v for k, v in found.headers.items() if k.lower() != "authorization"}
+    if any("${" in v for v in headers.values()):
+        headers = {}  # secrets are a run's; the authorization flow does not need them
+    return server, found.url, headers
+
+
+def _has_display() -> bool:
+    """Whether a browser can be shown here (macOS and Windows always; elsewhere a display)."""
+    import os
+    import sys
+
+    if sys.platform in ("darwin", "win32"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))

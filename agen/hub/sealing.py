@@ -3,7 +3,7 @@ that never lives in the database.
 
 The KEK comes from ``AGEN_HUB_KEK`` (at least 32 characters of randomness, the same on every Hub, never
 given to Nests) or from the file ``AGEN_HUB_KEK_FILE`` names; the AES key is derived from it with
-HKDF-SHA256, so any long random string works. A sealed value is ``sealed:v1:<base64 nonce+ciphertext>``;
+HKDF-SHA256 (agen._sealing, the one scheme), so any long random string works. A sealed value is ``sealed:v1:<base64 nonce+ciphertext>``;
 the value's name is the associated data, so a sealed value copied under another name does not open.
 Without a KEK values stay plaintext (local ``agen up``), and a TLS Hub says so at start.
 ``agen hub rotate-kek`` re-seals every sealed value under ``AGEN_HUB_KEK_NEW`` (or the file
@@ -12,17 +12,17 @@ Without a KEK values stay plaintext (local ``agen up``), and a TLS Hub says so a
 
 from __future__ import annotations
 
-import base64
 import os
 from pathlib import Path
 
+from agen._sealing import WrongKey, open_with, seal_with
+from agen._sealing import is_sealed as is_sealed  # the Hub's modules ask it here
 from agen.errors import InvalidError
 
 ENV_KEK = "AGEN_HUB_KEK"
 ENV_KEK_FILE = "AGEN_HUB_KEK_FILE"
 ENV_KEK_NEW = "AGEN_HUB_KEK_NEW"
 ENV_KEK_NEW_FILE = "AGEN_HUB_KEK_NEW_FILE"
-PREFIX = "sealed:v1:"
 MIN_KEK_CHARS = 32
 
 
@@ -51,30 +51,9 @@ def kek_from_env(env: str = ENV_KEK, file_env: str = ENV_KEK_FILE) -> bytes | No
     return value.encode()
 
 
-def _aead(kek: bytes) -> object:
-    from cryptography.hazmat.primitives import hashes
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
-
-    key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=b"agen hub kek v1").derive(kek)
-    return AESGCM(key)
-
-
 def seal(name: str, value: str, kek: bytes | None) -> str:
     """``value`` sealed under ``kek`` (plaintext when there is no KEK)."""
-    if kek is None:
-        return value
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
-    aead = _aead(kek)
-    assert isinstance(aead, AESGCM)
-    nonce = os.urandom(12)
-    box = aead.encrypt(nonce, value.encode(), name.encode())
-    return PREFIX + base64.b64encode(nonce + box).decode()
-
-
-def is_sealed(stored: str) -> bool:
-    return stored.startswith(PREFIX)
+    return value if kek is None else seal_with(kek, name, value)
 
 
 def unseal(name: str, stored: str, kek: bytes | None) -> str:
@@ -87,15 +66,9 @@ def unseal(name: str, stored: str, kek: bytes | None) -> str:
             f"{ENV_KEK_FILE}) set to the same value as the Hub that sealed it",
             field=ENV_KEK,
         )
-    from cryptography.exceptions import InvalidTag
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
-    aead = _aead(kek)
-    assert isinstance(aead, AESGCM)
-    raw = base64.b64decode(stored.removeprefix(PREFIX))
     try:
-        return aead.decrypt(raw[:12], raw[12:], name.encode()).decode()
-    except InvalidTag:
+        return open_with(kek, name, stored)
+    except WrongKey:
         raise InvalidError(
             f"{name} does not open with this {ENV_KEK}: it was sealed with another key",
             field=ENV_KEK,

@@ -17,8 +17,8 @@ from agen.runner.extras import RunExtras
 from agen.runner.permissions import BundlePolicy
 from agen.runner.redact import Redactor
 from agen.runner.secrets import ResolvedSecrets, resolve_secrets
-from agen.runner.tools.base import Toolset
-from agen.runner.tools.mcp import McpToolset
+from agen.runner.tools.base import ToolContext, Toolset
+from agen.runner.tools.mcp import LoginNeededHook, McpToolset
 from agen.runner.tools.mcp_conn import uses_workspace
 from agen.runner.tools.workspace import WorkspaceToolset
 from agen.runner.workspace import workspace_path
@@ -57,6 +57,7 @@ def build_tooling(
         bundle.secrets, redactor, environ=environ, platform=platform_secrets, deployment=dep
     )
     mode = bundle.config.workspace.mode
+    login_needed = login_needed_event(store)
     toolsets: list[Toolset] = []
     per_run: list[str] = []
     for name, server in bundle.mcp.mcp_servers.items():
@@ -84,6 +85,7 @@ def build_tooling(
                 bundle.config.tools.get(name),
                 workspace=ws,
                 cwd_base=bundle.root,
+                on_login_needed=login_needed,
             )
         )
 
@@ -104,6 +106,7 @@ def build_tooling(
                 bundle.config.tools.get(name),
                 workspace=workspace,
                 cwd_base=bundle.root,
+                on_login_needed=login_needed,
             )
             for name in per_run
         ]
@@ -113,3 +116,23 @@ def build_tooling(
         bundle, store, redactor, run_toolsets=run_toolsets if per_run or builtins else None
     )
     return Tooling(redactor, secrets, toolsets, policy, extras)
+
+
+def login_needed_event(store: Store) -> LoginNeededHook:
+    """An ``mcp.login_needed`` warning event for a call that failed because its server's OAuth login
+    (``agen mcp login``) expired and could not be refreshed: the one thing a person must do."""
+
+    async def record(ctx: ToolContext, server: str, message: str) -> None:
+        await store.write(
+            lambda tx: tx.event(
+                ctx.namespace,
+                "mcp.login_needed",
+                severity="warning",
+                deployment=ctx.deployment,
+                task_id=ctx.task_id,
+                run_id=ctx.run_id,
+                data={"server": server, "message": message},
+            )
+        )
+
+    return record

@@ -11,6 +11,7 @@ is retried once on a fresh connection only when repeating it is safe.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from agen.bundle.config import ToolHints
@@ -23,6 +24,8 @@ from agen.runner.tools.mcp_conn import ServerConn, describe
 from agen.runner.tools.wire_names import by_wire_name, mcp_wire_name
 
 CALL_TIMEOUT_S = 600.0
+LoginNeededHook = Callable[[ToolContext, str, str], Awaitable[None]]
+"""Told (call context, server, message) when a call failed because the server's OAuth login must be renewed."""
 
 
 class McpTool(Tool):
@@ -78,8 +81,10 @@ class McpToolset(Toolset):
         workspace: str | None = None,
         cwd_base: str | None = None,
         call_timeout_s: float = CALL_TIMEOUT_S,
+        on_login_needed: LoginNeededHook | None = None,
     ) -> None:
         self.server_name = server_name
+        self._on_login_needed = on_login_needed
         self._redactor = redactor
         self._hints = tool_config or {}
         self._timeout = call_timeout_s
@@ -119,6 +124,21 @@ class McpToolset(Toolset):
         return self.server_name
 
     async def call_tool(self, tool: McpTool, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        try:
+            return await self._call(tool, args, ctx)
+        except ToolError:
+            why = self.conn.login_needed
+            if why is None:
+                raise
+            # the OAuth login needs a person: said once per call, with an event for whoever watches
+            live = self.conn.current()
+            if live is not None:
+                self.conn.mark_dead(live.generation)
+            if self._on_login_needed is not None:
+                await self._on_login_needed(ctx, self.server_name, why)
+            raise ToolError(f"{tool.name} was not called: {why}") from None
+
+    async def _call(self, tool: McpTool, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         try:
             live = await self.conn.get()
         except AgenError as e:

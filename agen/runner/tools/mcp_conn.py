@@ -246,6 +246,7 @@ class ServerConn:
             None  # the last HTTP error status, e.g. "HTTP 401 Unauthorized"
         )
         self._stray_reported = False
+        self.login_needed: str | None = None  # why the server's OAuth login must be renewed
         self._live: Live | None = None
         self._generation = 0
         self._lock = asyncio.Lock()
@@ -271,6 +272,10 @@ class ServerConn:
                 await self._stop(live)
             self._live = await self._connect()
             return self._live
+
+    def current(self) -> Live | None:
+        """The connection as it is now (None before the first), without connecting."""
+        return self._live
 
     def mark_dead(self, generation: int) -> None:
         if self._live is not None and self._live.generation == generation:
@@ -317,6 +322,18 @@ class ServerConn:
         if isinstance(self.server, HttpServer):
             return f"{self.name}\0{self.server.url}"
         return "\0".join([self.name, self.server.command, *self.server.args])
+
+    def _oauth(self, url: str, headers: dict[str, str]) -> Any:
+        """The stored ``agen mcp login`` of an HTTP server that sends no Authorization header of its
+        own (agen/runner/tools/mcp_oauth.py), or None."""
+        if any(k.lower() == "authorization" for k in headers):
+            return None
+        from agen.runner.tools.mcp_oauth import run_auth
+
+        def needed(message: str) -> None:
+            self.login_needed = message
+
+        return run_auth(self.name, url, needed)
 
     def http_error(self) -> str | None:
         """The last HTTP error status the server answered with (HTTP servers), e.g. ``HTTP 401 Unauthorized``."""
@@ -384,16 +401,18 @@ class ServerConn:
             headers = self._secrets.expand_map(
                 self.server.headers, where=f"mcp.json mcpServers.{self.name}.headers"
             )
+            url = hub_url_expanded(self.name, self.server.url)
+            self.login_needed = None
             # the client streamable_http_client documents passing for headers, with the timeouts its
             # own default client has (30 s, and 300 s to read: a server may hold a stream open)
             http = httpx2.AsyncClient(
-                headers=headers, timeout=httpx2.Timeout(MCP_HTTP_TIMEOUT_S, read=MCP_HTTP_READ_S)
+                headers=headers,
+                timeout=httpx2.Timeout(MCP_HTTP_TIMEOUT_S, read=MCP_HTTP_READ_S),
+                auth=self._oauth(url, headers),
             )
             http.event_hooks["response"].append(self._on_response)
             client = Client(
-                streamable_http_client(
-                    hub_url_expanded(self.name, self.server.url), http_client=http
-                ),
+                streamable_http_client(url, http_client=http),
                 cache=None,
                 message_handler=self._on_message,
             )
@@ -419,6 +438,8 @@ class ServerConn:
                     f"mcpServers.{self.name}.startupTimeoutMs (default {STARTUP_TIMEOUT_S * 1000:.0f}) "
                     "if it is only slow to start"
                 )
+            elif self.login_needed is not None:
+                raise UnavailableError(self.login_needed, server=self.name) from None
             else:
                 what = describe(e)
                 if self._http_error is not None:
@@ -486,7 +507,10 @@ def _stray_line(e: Exception) -> str:
 
 def _http_todo(status: str, name: str) -> str:
     if status.startswith(("HTTP 401", "HTTP 403")):
-        return f"check the credentials in mcp.json mcpServers.{name}.headers (e.g. Authorization) and the secret they use"
+        return (
+            f"check the credentials in mcp.json mcpServers.{name}.headers (e.g. Authorization) and the "
+            f"secret they use, or, for a server that uses OAuth, run `agen mcp login {name}`"
+        )
     return f"check mcp.json mcpServers.{name}.url and that the server is healthy"
 
 
