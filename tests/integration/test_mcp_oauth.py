@@ -23,6 +23,7 @@ from agen.runner.tooling import build_tooling
 from agen.runner.turn import TurnPolicy
 from agen.runner.types import RunRequest
 from agen.store import SQLiteStore
+from tests.cli_helpers import run_agen
 from tests.integration.mcp_helpers import FIXTURES, wait_port
 from tests.ports import free_port
 from tests.unit.bundle_helpers import make_bundle
@@ -209,3 +210,47 @@ async def test_an_expired_access_token_is_refreshed_and_the_new_one_stored_seale
     _, after = stored(home)
     assert after["tokens"] != data["tokens"] and after["expires_at"] > 1.0
     assert state["access"][0] not in path.read_text()
+
+
+def test_login_refuses_what_it_cannot_log_in_to_in_one_line(
+    tmp_path: Path, home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    port = free_port()
+    plain = subprocess.Popen(  # an MCP server that needs no login
+        [sys.executable, str(FIXTURES / "mcp_test_server.py"), "--http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_port(port)
+        folder = make_bundle(
+            tmp_path,
+            mcp={
+                "mcpServers": {
+                    "local": {"command": sys.executable, "args": ["server.py"]},
+                    "plain": {"type": "http", "url": f"http://127.0.0.1:{port}/mcp"},
+                }
+            },
+        )
+        b = str(folder)
+        code, _, err = run_agen(capsys, "mcp", "login", "nope", "--bundle", b)
+        assert (
+            code == 2
+            and f'error: {b}/mcp.json mcpServers has no server "nope" (it has: local, plain)' in err
+        )
+        code, _, err = run_agen(capsys, "mcp", "login", "local", "--bundle", b)
+        assert code == 2 and "mcpServers.local is a stdio server; OAuth login is for remote" in err
+        code, out, err = run_agen(capsys, "mcp", "login", "plain", "--bundle", b, "--no-browser")
+        assert (
+            code == 2 and "answered without asking for a login, so there is nothing to store" in err
+        )
+        assert out == "" and not (home / "mcp-oauth").exists()
+        nobody = f"http://127.0.0.1:{free_port()}/mcp"  # nothing listens there
+        code, _, err = run_agen(capsys, "mcp", "login", nobody, "--no-browser")
+        assert code == 3 and err.startswith(
+            f"error: logging in to MCP server 127.0.0.1 ({nobody}) failed: ConnectError"
+        )
+        assert "Traceback" not in err
+    finally:
+        plain.terminate()
+        plain.wait(timeout=30)

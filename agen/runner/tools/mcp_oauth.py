@@ -38,7 +38,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from agen._home import agen_home, write_private
 from agen._sealing import WrongKey, open_with, seal_with
-from agen.errors import InvalidError
+from agen.errors import AgenError, InvalidError, UnavailableError
 
 FOLDER = "mcp-oauth"
 KEY_FILE = "key"
@@ -97,6 +97,11 @@ class SealedTokenStorage:
 
     def exists(self) -> bool:
         return self.path.is_file()
+
+    @property
+    def fresh(self) -> bool:
+        """True until this storage was given tokens (a login that got none stored nothing)."""
+        return self._fresh
 
     def _read(self) -> dict[str, Any]:
         try:
@@ -321,10 +326,11 @@ async def login(
                     "mcp login again and open the URL it prints"
                 ) from None
 
+        storage = SealedTokenStorage(url, fresh=True)
         provider = OAuthClientProvider(
             server_url=url,
             client_metadata=client_metadata(callback.redirect_uri),
-            storage=SealedTokenStorage(url, fresh=True),
+            storage=storage,
             redirect_handler=show,
             callback_handler=wait_for_code,
         )
@@ -333,6 +339,24 @@ async def login(
             timeout=httpx2.Timeout(MCP_HTTP_TIMEOUT_S, read=MCP_HTTP_READ_S),
             auth=provider,
         )
-        async with http, Client(streamable_http_client(url, http_client=http), cache=None) as c:
-            listed = await c.list_tools()
+        try:
+            async with http, Client(streamable_http_client(url, http_client=http), cache=None) as c:
+                listed = await c.list_tools()
+        except Exception as e:  # the SDK's task groups wrap what failed: say the one cause
+            from agen.runner.tools.mcp_conn import describe
+
+            cause: BaseException = e
+            while isinstance(cause, BaseExceptionGroup) and cause.exceptions:
+                cause = cause.exceptions[0]
+            if isinstance(cause, AgenError):
+                raise cause from None
+            raise UnavailableError(
+                f"logging in to MCP server {name} ({url}) failed: {describe(cause)}; check the URL "
+                "and that the server is up and supports MCP authorization"
+            ) from None
+        if storage.fresh:  # it never asked for a login: nothing to keep
+            raise InvalidError(
+                f"MCP server {name} ({url}) answered without asking for a login, so there is "
+                "nothing to store: it needs no OAuth (or takes a header; see mcp.json headers)"
+            )
     return len(listed.tools)
