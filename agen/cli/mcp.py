@@ -150,7 +150,15 @@ def _http_server(server: str, bundle: str) -> tuple[str, str, dict[str, str]]:
     from agen.errors import InvalidError
 
     if server.startswith(("http://", "https://")):
-        return urlsplit(server).hostname or server, server, {}
+        try:
+            host = urlsplit(server).hostname
+        except ValueError as e:
+            host, why = None, str(e)
+        else:
+            why = "it names no host"
+        if not host:
+            raise InvalidError(f"{server} is not a URL agen can log in to ({why})")
+        return host, server, {}
     bundle_obj = load_bundle(bundle)
     found = bundle_obj.mcp.mcp_servers.get(server)
     where = f"{bundle}/mcp.json mcpServers"
