@@ -53,7 +53,7 @@ async def _requests(root: Path, threshold: int | None, turns: list[dict[str, Any
     from agen.bundle import load_bundle_files
     from agen.runner.loop import Runner
     from agen.runner.providers import build_accounts
-    from agen.runner.providers.base import ModelProvider, ModelRequest, ModelResponse
+    from agen.runner.providers.base import DeltaSink, ModelProvider, ModelRequest, ModelResponse
     from agen.runner.tooling import build_tooling
     from agen.runner.types import RunRequest
     from agen.store import SQLiteStore
@@ -63,9 +63,11 @@ async def _requests(root: Path, threshold: int | None, turns: list[dict[str, Any
             self.inner, self.name, self.default_model = inner, inner.name, inner.default_model
             self.requests: list[ModelRequest] = []
 
-        async def complete(self, request: ModelRequest) -> ModelResponse:
+        async def complete(
+            self, request: ModelRequest, on_delta: DeltaSink | None = None
+        ) -> ModelResponse:
             self.requests.append(request)
-            return await self.inner.complete(request)
+            return await self.inner.complete(request, on_delta)
 
     files = {
         "plugin.json": {"name": "many-tools"},

@@ -306,10 +306,10 @@ async def login(
 ) -> int:
     """Run the authorization flow against ``url`` and store the tokens; returns how many tools the
     server lists once logged in. ``show`` gets the authorization URL (print it, open a browser)."""
+    import httpx2
     from mcp import Client
     from mcp.client.auth import OAuthClientProvider
     from mcp.client.streamable_http import streamable_http_client
-    import httpx2
 
     from agen.runner.tools.mcp_conn import MCP_HTTP_READ_S, MCP_HTTP_TIMEOUT_S
 
