@@ -7,9 +7,10 @@ approval and waiting on it stay in agen.runner.approvals.
 
 from __future__ import annotations
 
+from agen.domain.feedback import APPROVAL, insert_feedback
 from agen.domain.states import ApprovalState
 from agen.errors import ConflictError, DeniedError, NotFoundError
-from agen.store.base import Row, Tx
+from agen.store.base import Row, Tx, loads
 
 LOCAL_ADMIN_SUBJECT = (
     "local-admin"  # = agen.hub.auth.LOCAL_ADMIN_SUBJECT: the local `agen up`'s own user
@@ -76,6 +77,23 @@ def decide_approval(
         task_id=row["task_id"],
         run_id=row["run_id"],
         data={"approvalId": approval_id, "tool": row["tool"], "state": state, "by": by},
+    )
+    span = tx.one(
+        "SELECT attrs FROM spans WHERE run_id = ? AND name = 'agen.run' ORDER BY started_ms LIMIT 1",
+        (row["run_id"],),
+    )
+    insert_feedback(  # seed 000: approvals and explicit ratings land in the same place
+        tx,
+        namespace=row["namespace"],
+        deployment=row["deployment"],
+        run_id=row["run_id"],
+        task_id=row["task_id"],
+        digest=(loads(span["attrs"], {}) or {}).get("agen.definition.digest") if span else None,
+        score=1.0 if approve else 0.0,
+        note=note,
+        labels={"approval": approval_id, "tool": row["tool"], "decidedBy": by},
+        by=APPROVAL,
+        created_ms=tx.now_ms,
     )
     return {**row, "state": state, "decided_by": by, "decided_ms": tx.now_ms, "note": note}
 

@@ -321,6 +321,7 @@ class Runner:
             specs=[],
             redactor=self.redactor,
             trust=req.trust,
+            digest=b.digest,
             resumed=resumed,
             events=events,
             cancel=cancel,

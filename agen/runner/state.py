@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agen.domain.feedback import insert_feedback
 from agen.domain.live import BUS, LiveBus, LiveEvent
 from agen.otel.ids import traceparent
 from agen.runner.budgets import Budget, Guards
@@ -73,6 +74,8 @@ class RunState:
     held: bool = False  # the task was paused, as of the run's last transaction (open or checkpoint)
     inbox: bool = True  # the task may have inbox rows to drain, as of the same (False: none)
     rollover_failed_through: int = 0  # the newest seq rollover failed to summarise (not retried)
+    digest: str | None = None  # the bundle definition this run runs (copied onto feedback rows)
+    feedback: list[tuple[str, float, str | None, dict[str, str]]] = field(default_factory=list)
 
     @property
     def task_id(self) -> str | None:
@@ -112,6 +115,10 @@ class RunState:
             parent_run_id=r.parent_run_id,
             time_left_s=self.budget.time_left_s(),
         )
+
+    def add_feedback(self, by: str, score: float, note: str | None, labels: dict[str, str]) -> None:
+        """A judgement on this run (the reviewer's grade), written with the next checkpoint."""
+        self.feedback.append((by, score, self.redactor.redact(note) if note else note, labels))
 
     def add_message(
         self,
@@ -267,13 +274,29 @@ class RunState:
                 },
             )
 
+        feedback, r = self.feedback, self.req
+
         def fn(tx: Tx) -> tuple[bool, bool]:
             if also is not None:
                 also(tx)
+            for by, score, note, labels in feedback:
+                insert_feedback(
+                    tx,
+                    namespace=r.namespace,
+                    deployment=r.deployment,
+                    run_id=self.run_id,
+                    task_id=r.task_id,
+                    digest=self.digest,
+                    score=score,
+                    note=note,
+                    labels=labels,
+                    by=by,
+                    created_ms=tx.now_ms,
+                )
             return write_checkpoint(tx, cp)
 
         self.held, self.inbox = await store.write(fn)
-        self.messages, self.spans, self.usage = [], [], []
+        self.messages, self.spans, self.usage, self.feedback = [], [], [], []
         self.tokens = [0, 0, 0]
         self.cost = 0.0
 

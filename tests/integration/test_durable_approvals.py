@@ -22,6 +22,7 @@ from agen.node import LocalNode
 from agen.store import SQLiteStore, Store
 from agen.wire.approvals import Approval, DecideApprovalRequest, ListApprovalsRequest
 from agen.wire.deployments import CreateDeploymentRequest
+from agen.wire.feedback import ListFeedbackRequest
 from agen.wire.tasks import CancelTaskRequest, GetTaskRequest, SubmitTaskRequest, Task
 from tests.fleet_helpers import files_b64, write_bundle
 from tests.observe_helpers import TEST_SERVER
@@ -145,6 +146,15 @@ async def test_an_approval_wait_holds_no_slot_survives_a_restart_and_the_approve
             (second.id,),
         )
         assert told == "denied by the approver: not today"
+        # each decision is feedback on the run too (seed 000: by "approval", 1.0 / 0.0)
+        rated = await client.call(r.ListFeedback, ListFeedbackRequest())
+        assert sorted((f.task_id, f.score, f.note, f.by) for f in rated.feedback) == sorted(
+            [(first.id, 1.0, None, "approval"), (second.id, 0.0, "not today", "approval")]
+        )
+        assert {f.labels["approval"] for f in rated.feedback} == {
+            approvals[first.id].id,
+            approvals[second.id].id,
+        }
         # one run per task, resumed (not restarted): its first user message is stored once
         for t in (first, second):
             assert (

@@ -52,10 +52,11 @@ async def test_feedback_recorded_from_the_cli_shows_in_runs_transcript_and_ls_js
         assert code == 0, err
 
         code, out, _ = await agen(url, token, "runs", "painter")
-        assert code == 0 and "FEEDBACK" in out and "-0.50 (2)" in out
+        # the reviewer's two grades (0.3, then 0.9) are feedback too, by "reviewer"
+        assert code == 0 and "FEEDBACK" in out and "-0.50 (4)" in out
         code, out, _ = await agen(url, token, "runs", "--json")
         [run] = json.loads(out)["runs"]
-        assert run["feedback"] == {"count": 2, "last_score": -0.5, "mean_score": 0.15}
+        assert run["feedback"] == {"count": 4, "last_score": -0.5, "mean_score": 0.375}
 
         code, out, _ = await agen(url, token, "transcript", task.id)
         assert code == 0 and "feedback +0.80 by " in out and "[by=qa]: nice palette" in out
@@ -73,6 +74,18 @@ async def test_feedback_recorded_from_the_cli_shows_in_runs_transcript_and_ls_js
         assert f["digest"] and f["digest"].startswith("sha256:")
         code, out, _ = await agen(url, token, "feedback", "ls", "painter")
         assert code == 0 and "nice palette" in out and "-0.50" in out
+        code, out, _ = await agen(url, token, "feedback", "ls", "painter", "--json")
+        graded = [
+            (f["score"], f["note"], f["labels"])
+            for f in json.loads(out)["feedback"]
+            if f["by"] == "reviewer"
+        ]
+        assert graded == [
+            (0.9, "good", {"round": "2", "result": "satisfied"}),
+            (0.3, "name three colours", {"round": "1", "result": "needs_revision"}),
+        ]
+        code, out, _ = await agen(url, token, "feedback", "ls", "painter")
+        assert "reviewer" in out and "name three colours" in out
         code, out, err = await agen(url, token, "feedback", "ls", "other")
         assert code == 0 and "no feedback matches" in err
 
@@ -84,4 +97,4 @@ async def test_feedback_recorded_from_the_cli_shows_in_runs_transcript_and_ls_js
         code, _, err = await agen(url, viewer, "feedback", "record", task.id, "--score", "1")
         assert code != 0 and "operator" in err
         code, out, _ = await agen(url, viewer, "feedback", "ls", "--json")
-        assert code == 0 and len(json.loads(out)["feedback"]) == 2
+        assert code == 0 and len(json.loads(out)["feedback"]) == 4

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from agen.domain.feedback import insert_feedback
 from agen.hub.auth import Principal
 from agen.hub.observe.runs import find_run
 from agen.hub.service import Hub
-from agen.store import Row, Store, dumps, loads
-from agen.store.base import new_ulid
+from agen.store import Row, Store, loads
 from agen.wire.feedback import (
     Feedback,
     FeedbackSummary,
@@ -49,23 +49,20 @@ async def record_feedback(
         (run.id,),
     )
     digest = (loads(attrs, {}) or {}).get("agen.definition.digest")
-    row = {
-        "id": new_ulid(),
-        "namespace": run.namespace,
-        "deployment": run.deployment,
-        "run_id": run.id,
-        "task_id": run.task_id,
-        "digest": digest,
-        "score": req.score,
-        "note": req.note,
-        "labels": dumps(req.labels),
-        "by": p.subject,
-        "created_ms": hub.clock(),
-    }
-    await hub.store.write(
-        lambda tx: tx.execute(
-            f"INSERT INTO feedback ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
-            list(row.values()),
+    at = hub.clock()
+    row = await hub.store.write(
+        lambda tx: insert_feedback(
+            tx,
+            namespace=run.namespace,
+            deployment=run.deployment,
+            run_id=run.id,
+            task_id=run.task_id,
+            digest=digest,
+            score=req.score,
+            note=req.note,
+            labels=req.labels,
+            by=p.subject,
+            created_ms=at,
         )
     )
     return RecordFeedbackResponse(feedback=feedback_view(row))
