@@ -90,7 +90,9 @@ def cli_reference() -> str:
         "  `AGEN_CA_HASH`, or from `local.json` for the local `agen up`, so no command line carries it.",
         "- `agen feedback record --score` takes -1.0 to 1.0, not 0.0 to 1.0: thumbs down is a negative",
         "  score and thumbs up a positive one, around a neutral 0; a 0.0-1.0 rating fits inside.",
-        "- `agen eval NAME --history` shows what the reference calls `agen eval history NAME`.",
+        "- `agen eval --store URL` is the store the eval runs go to, as in the reference; keeping a",
+        "  report in the Hub for `agen eval history` and `agen eval compare` is `--record` (the",
+        "  reference records only from `deploy --require-eval`, which agen does too).",
         "",
     ]
     for path, cmd, _ctx in entries[1:]:
@@ -113,6 +115,7 @@ BUNDLE_FILES = [
     "harness",
     "config",
     "secrets",
+    "scenario",
 ]
 
 

@@ -446,6 +446,11 @@ ListEvalRuns: Rpc[evals.ListEvalRunsRequest, evals.ListEvalRunsResponse] = _rpc(
     f"{EV}:list_eval_runs",
     "A bundle's recorded evals, newest first, per scenario.",
 )
+GetEvalRuns: Rpc[evals.GetEvalRunsRequest, evals.GetEvalRunsResponse] = _rpc(
+    "viewer",
+    f"{EV}:get_eval_runs",
+    "One recorded eval (by id, or a digest's newest), every run with its score and checks.",
+)
 # --- end replay and eval ---
 
 # --- the Nest-facing calls (DESIGN.md §1): a Nest's Manager and instances use only these (and WhoAmI) ---

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from agen.bundle.agent import AgentFrontMatter, Secrets
 from agen.bundle.config import Config
 from agen.bundle.harness import Harness
+from agen.bundle.scenario import Scenario
 from agen.bundle.standard import McpConfig, PluginManifest, SkillFrontMatter
 
 SCHEMAS: dict[str, tuple[type[BaseModel], str]] = {
@@ -25,6 +26,7 @@ SCHEMAS: dict[str, tuple[type[BaseModel], str]] = {
     "harness": (Harness, "x-agen/harness.json"),
     "config": (Config, "x-agen/config.json"),
     "secrets": (Secrets, "x-agen/secrets.json"),
+    "scenario": (Scenario, "x-agen/evals/<name>.json (an eval scenario)"),
 }
 SPEC_DIR = Path(__file__).resolve().parents[2] / "spec" / "bundle"
 

@@ -153,8 +153,25 @@ EXAMPLES: dict[tuple[str, ...], list[str]] = {
     ("eval",): [
         "agen eval ./hello",
         "agen eval ./hello --runs 5 --parallel 4",
-        "agen eval ./hello --store",
-        "agen eval hello --history",
+        "agen eval compare ./hello-old ./hello",
+        "agen eval history hello",
+        'agen eval dataset add ./hello/x-agen/evals --from-feedback "score<0"',
+    ],
+    ("eval", "run"): [
+        "agen eval run ./hello --runs 5 --json",
+        "agen eval run ./hello --record",
+        "agen eval run ./hello --store ./eval-runs.db",
+    ],
+    ("eval", "compare"): [
+        "agen eval compare ./hello-old ./hello",
+        "agen eval compare sha256:9f2c… ./hello --runs 3",
+        "agen eval compare 01JD8ZS0RN 01JD8ZT1QX --json",
+    ],
+    ("eval", "history"): ["agen eval history hello", "agen eval history hello --json"],
+    ("eval", "dataset", "add"): [
+        'agen eval dataset add ./hello/x-agen/evals --from-feedback "score<0"',
+        "agen eval dataset add ./evals --run 01JD8ZS0RN --run 01JD8ZT1QX --rubric 'answers the question'",
+        "agen eval dataset add ./evals --deployment hello --since 24h --checks checks.json",
     ],
     ("token",): [
         "agen token create --scope operator --namespace default --ttl 720h",

@@ -9,6 +9,7 @@ import typer
 from agen.cli._common import HubOpt, JsonOpt, NamespaceOpt, TokenOpt, err, make_request, print_json
 
 if TYPE_CHECKING:
+    from agen.client import Client
     from agen.wire.deployments import CreateDeploymentRequest, DeploymentResponse
 
 
@@ -136,12 +137,27 @@ def deploy(
     from agen.errors import AgenError
 
     def once() -> None:
-        if require_eval:
-            from agen.cli.evals import require_eval as check
-
-            check(directory, scenarios, eval_runs)
         req = deploy_request(directory, namespace, name, replicas if replicas >= 0 else None)
-        _report(with_client(hub, token, lambda c: c.call(r.CreateDeployment, req)), json_out)
+        if not require_eval:
+            _report(with_client(hub, token, lambda c: c.call(r.CreateDeployment, req)), json_out)
+            return
+        from agen.bundle import load_bundle
+        from agen.cli.evals import flips_against_deployed, record_report
+        from agen.cli.evals import require_eval as check
+
+        report = check(directory, scenarios, eval_runs)
+        target = name or load_bundle(directory).name
+
+        async def go(c: Client) -> DeploymentResponse:
+            # the flips are read against the digest deployed *before* this one replaces it
+            for line in await flips_against_deployed(c, report, namespace, target):
+                err(line)
+            resp = await c.call(r.CreateDeployment, req)
+            batch = await record_report(c, report, namespace, target)
+            err(f"recorded eval {batch} against {target} (`agen eval history {target}`)")
+            return resp
+
+        _report(with_client(hub, token, go), json_out)
 
     once()
     if not watch:

@@ -1,34 +1,68 @@
-"""``agen eval`` (scenarios K times: pass@k, pass^k) and ``agen replay`` (a recorded run, re-run).
+"""``agen eval``: scenarios run K times offline (scores, pass@k, pass^k), two versions compared,
+recorded evals listed, datasets built from real runs.
 
-Exit codes: ``agen eval`` 0 when every scenario passed every run, 1 when any run failed, 2 for a
-bad scenario file or bundle. ``agen replay`` 0 once the replay ran (changed or not: read the diff,
-or ``changed`` in ``--json``).
+``agen eval <bundle-dir>`` is ``agen eval run <bundle-dir>``. Exit codes: ``run`` 0 when every
+scenario passed every run, 1 when any run failed, 2 for a bad scenario file or bundle;
+``compare`` 1 when a scenario regressed (passed every run on A, not on B).
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from agen.cli._common import (
     HubOpt,
     JsonOpt,
     NamespaceOpt,
     TokenOpt,
+    complete_deployments,
     err,
     make_request,
     print_json,
-    stdout_console,
 )
 
 if TYPE_CHECKING:
     from agen.bundle import Bundle
+    from agen.client import Client
+    from agen.evals.compare import Side
     from agen.evals.suite import Report
+    from agen.wire.evals import GetEvalRunsResponse
 
 DEFAULT_SCENARIOS = "x-agen/evals"
+
+
+class _RunByDefault(TyperGroup):
+    """``agen eval DIR …`` runs the scenarios (seed 002's form); named subcommands win."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+eval_app = typer.Typer(
+    cls=_RunByDefault,
+    help="Run scenario files against a bundle offline (`agen eval DIR` = `agen eval run DIR`); "
+    "compare two versions; list recorded evals; build datasets from real runs.",
+    no_args_is_help=True,
+)
+
+ScenariosOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--scenarios",
+        help="A scenario file or a folder of *.json (default: x-agen/evals in the bundle).",
+        show_default=False,
+    ),
+]
+RunsOpt = Annotated[
+    int, typer.Option("--runs", help="Runs per scenario (pass@k: one passed; pass^k: all).")
+]
+ParallelOpt = Annotated[int, typer.Option("--parallel", help="Runs at once.")]
 
 
 def scenarios_path(bundle_dir: str, scenarios: str | None) -> Path:
@@ -36,14 +70,21 @@ def scenarios_path(bundle_dir: str, scenarios: str | None) -> Path:
 
 
 def evaluate(
-    bundle: Bundle, where: Path, runs: int, parallel: int, *, quiet: bool = False
+    bundle: Bundle,
+    where: Path,
+    runs: int,
+    parallel: int,
+    *,
+    quiet: bool = False,
+    root: Path | None = None,
+    store_url: str | None = None,
 ) -> Report:
     """Run the scenarios with a progress bar on stderr (rich); the report."""
     from rich.console import Console
     from rich.progress import Progress
 
+    from agen.bundle.scenario import load_scenarios
     from agen.errors import InvalidError
-    from agen.evals.scenario import load_scenarios
     from agen.evals.suite import run_suite
 
     if runs < 1:
@@ -55,9 +96,23 @@ def evaluate(
 
         return run_async(
             run_suite(
-                bundle, scenarios, runs, parallel=parallel, on_done=lambda _a: bar.advance(job)
+                bundle,
+                scenarios,
+                runs,
+                parallel=parallel,
+                on_done=lambda _a: bar.advance(job),
+                root=root,
+                store_url=store_url,
             )
         )
+
+
+def money(usd: float) -> str:
+    return f"${usd:.4f}" if usd else "-"
+
+
+def millis(ms: float) -> str:
+    return f"{ms / 1000:.1f}s" if ms >= 1000 else f"{ms:.0f}ms"
 
 
 def print_report(report: Report) -> None:
@@ -66,53 +121,60 @@ def print_report(report: Report) -> None:
     rows = [
         [
             s.name,
+            f"{s.score:.2f}",
             f"{s.passes}/{len(s.attempts)}",
             "yes" if s.pass_at_k else "no",
             "yes" if s.pass_hat_k else "no",
+            f"{s.mean_tokens:.0f}",
+            money(s.mean_cost_usd),
+            millis(s.mean_duration_ms),
             next((f"run {a.run_index}: {a.failures[0]}" for a in s.attempts if a.failures), ""),
         ]
         for s in report.scores
     ]
     print_table(
-        ["SCENARIO", "PASSED", f"PASS@{report.runs}", f"PASS^{report.runs}", "FIRST FAILURE"], rows
+        [
+            "SCENARIO",
+            "SCORE",
+            "PASSED",
+            f"PASS@{report.runs}",
+            f"PASS^{report.runs}",
+            "TOKENS",
+            "COST",
+            "TIME",
+            "FIRST FAILURE",
+        ],
+        rows,
+        flexible=("FIRST FAILURE",),
     )
     print(
         f"{report.bundle} ({report.digest[:19]}): {sum(s.pass_hat_k for s in report.scores)}/{len(report.scores)}"
-        f" scenarios passed all {report.runs} run(s) (pass rate {report.pass_rate:.2f})"
+        f" scenarios passed all {report.runs} run(s) (pass rate {report.pass_rate:.2f},"
+        f" mean score {report.score:.2f})"
     )
 
 
-def eval_cmd(
-    bundle_dir: Annotated[
-        str,
-        typer.Argument(
-            help="The bundle folder (with --history: a bundle folder or name).", show_default=False
-        ),
-    ],
-    scenarios: Annotated[
+@eval_app.command("run")
+def eval_run(
+    bundle_dir: Annotated[str, typer.Argument(help="The bundle folder.", show_default=False)],
+    scenarios: ScenariosOpt = None,
+    runs: RunsOpt = 1,
+    parallel: ParallelOpt = 4,
+    store: Annotated[
         str | None,
         typer.Option(
-            "--scenarios",
-            help="A scenario file or a folder of *.json (default: x-agen/evals in the bundle).",
+            "--store",
+            help="Store URL (SQLite path or postgres://) for the eval runs, kept for `agen transcript "
+            "--store`-style inspection (default: a scratch SQLite database, removed after).",
             show_default=False,
         ),
     ] = None,
-    runs: Annotated[
-        int, typer.Option("--runs", help="Runs per scenario (pass@k: one passed; pass^k: all).")
-    ] = 1,
-    parallel: Annotated[int, typer.Option("--parallel", help="Runs at once.")] = 4,
-    store: Annotated[
+    record: Annotated[
         bool,
         typer.Option(
-            "--store",
-            help="Keep every run's result in the Hub's store (per bundle digest) for --history.",
-        ),
-    ] = False,
-    history: Annotated[
-        bool,
-        typer.Option(
-            "--history",
-            help="Show the recorded evals of this bundle, newest first, instead of running.",
+            "--record",
+            help="Keep the report in the Hub (per bundle digest): `agen eval history` and "
+            "`agen eval compare` read it back.",
         ),
     ] = False,
     hub: HubOpt = None,
@@ -122,17 +184,23 @@ def eval_cmd(
 ) -> None:
     """Run scenario files against a bundle offline (mocked tools, scripted or recorded model).
 
-    Each scenario runs --runs times in a scratch store; exit 0 when every run of every scenario
-    passed, 1 when any failed, 2 for a bad scenario or bundle."""
-    if history:
-        _history(bundle_dir, hub, token, namespace, json_out)
-        return
+    Each scenario runs --runs times; each check gives a score (0.0-1.0) and the report shows per
+    scenario the mean score, pass@k and pass^k, mean tokens, cost and time. Exit 0 when every run
+    of every scenario passed, 1 when any failed, 2 for a bad scenario or bundle."""
     from agen.bundle import load_bundle
 
     bundle = load_bundle(bundle_dir)
-    report = evaluate(bundle, scenarios_path(bundle_dir, scenarios), runs, parallel)
-    if store:
-        _record(report, hub, token, namespace)
+    report = evaluate(
+        bundle,
+        scenarios_path(bundle_dir, scenarios),
+        runs,
+        parallel,
+        root=Path(bundle_dir),
+        store_url=store,
+    )
+    if record:
+        batch = with_hub(hub, token, lambda c: record_report(c, report, namespace, report.bundle))
+        err(f"recorded eval {batch} of {report.bundle} ({report.digest[:19]})")
     if json_out:
         print_json(report.to_dict())
     else:
@@ -141,180 +209,275 @@ def eval_cmd(
         raise typer.Exit(1)
 
 
-def _record(report: Report, hub: str | None, token: str | None, namespace: str) -> None:
-    from agen.api import registry as r
+def with_hub(hub: str | None, token: str | None, fn: Any) -> Any:
     from agen.cli._hub import with_client
-    from agen.wire.evals import EvalRunIn, RecordEvalRunsRequest
+
+    return with_client(hub, token, fn)
+
+
+async def record_report(c: Client, report: Report, namespace: str, name: str) -> str:
+    """RecordEvalRuns: every run of the report, its score and checks, under ``name``; the eval id."""
+    from agen.api import registry as r
+    from agen.wire.evals import EvalCheck, EvalRunIn, RecordEvalRunsRequest
 
     req = RecordEvalRunsRequest(
         namespace=namespace,
-        bundle=report.bundle,
+        bundle=name,
         digest=report.digest,
         runs=[
             EvalRunIn(
                 scenario=a.scenario,
                 run_index=a.run_index,
                 passed=a.passed,
-                failures=a.failures[:100],
+                failures=[f[:2000] for f in a.failures[:100]],
                 duration_ms=a.duration_ms,
+                score=max(0.0, min(1.0, a.score)),
+                input_tokens=a.input_tokens,
+                output_tokens=a.output_tokens,
+                cost_usd=a.cost_usd,
+                checks=[
+                    EvalCheck(
+                        check=x.check,
+                        name=x.name[:200],
+                        score=max(0.0, min(1.0, x.score)),
+                        passed=x.passed,
+                        reason=x.reason[:4000],
+                        turn=x.turn,
+                    )
+                    for x in a.checks[:200]
+                ],
             )
             for s in report.scores
             for a in s.attempts
         ],
     )
-    resp = with_client(hub, token, lambda c: c.call(r.RecordEvalRuns, req))
-    err(f"recorded {resp.recorded} eval runs (batch {resp.batch})")
+    resp = await c.call(r.RecordEvalRuns, req)
+    return resp.batch
 
 
-def _history(ref: str, hub: str | None, token: str | None, namespace: str, json_out: bool) -> None:
+@eval_app.command("history")
+def history(
+    name: Annotated[
+        str,
+        typer.Argument(
+            help="Deployment (or bundle) name, or a bundle folder.",
+            show_default=False,
+            autocompletion=complete_deployments,
+        ),
+    ],
+    limit: Annotated[int, typer.Option("--limit", help="Most recent evals.")] = 20,
+    hub: HubOpt = None,
+    token: TokenOpt = None,
+    namespace: NamespaceOpt = "default",
+    json_out: JsonOpt = False,
+) -> None:
+    """Recorded evals of a deployment, newest first (`deploy --require-eval` and `eval --record`)."""
     from agen.api import registry as r
-    from agen.cli._hub import when, with_client
+    from agen.cli._hub import when
     from agen.cli._table import print_table
     from agen.wire.evals import ListEvalRunsRequest
 
-    name = ref
-    if Path(ref).is_dir():
+    if Path(name).is_dir():
         from agen.bundle import load_bundle
 
-        name = load_bundle(ref).name
+        name = load_bundle(name).name
     list_req = make_request(
-        ListEvalRunsRequest, {"bundle": "BUNDLE"}, namespace=namespace, bundle=name
+        ListEvalRunsRequest, {"bundle": "NAME"}, namespace=namespace, bundle=name, limit=limit
     )
-    resp = with_client(hub, token, lambda c: c.call(r.ListEvalRuns, list_req))
+    resp = with_hub(hub, token, lambda c: c.call(r.ListEvalRuns, list_req))
     if json_out:
         print_json(resp.model_dump(mode="json"))
         return
     if not resp.evals:
-        print(f"no recorded evals of {name}; `agen eval <bundle-dir> --store` records one")
+        print(
+            f"no recorded evals of {name}; `agen eval <bundle-dir> --record` or "
+            "`agen deploy --require-eval` records one"
+        )
         return
     rows = [
         [
+            e.batch,
             when(e.created_ms),
             e.digest[:19],
             f"{sum(ok == n for ok, n in e.scenarios.values())}/{len(e.scenarios)}",
+            f"{sum(e.scores.values()) / len(e.scores):.2f}" if e.scores else "-",
             ", ".join(f"{s} {ok}/{n}" for s, (ok, n) in e.scenarios.items()),
         ]
         for e in resp.evals
     ]
-    print_table(["WHEN", "DIGEST", "ALL PASSED", "SCENARIOS (passed/runs)"], rows)
+    print_table(
+        ["EVAL", "WHEN", "DIGEST", "ALL PASSED", "SCORE", "SCENARIOS (passed/runs)"],
+        rows,
+        flexible=("SCENARIOS (passed/runs)",),
+    )
 
 
-def replay_cmd(
-    run: Annotated[str, typer.Argument(help="Run id or task id.", show_default=False)],
-    bundle_dir: Annotated[
-        str | None,
-        typer.Option(
-            "--bundle",
-            help="Replay against this bundle folder (default: the deployment's current definition).",
-            show_default=False,
-        ),
-    ] = None,
-    model: Annotated[
+def _recorded(c: Client, ref: str, namespace: str, bundle: str | None) -> Any:
+    from agen.api import registry as r
+    from agen.wire.evals import GetEvalRunsRequest
+
+    return c.call(r.GetEvalRuns, GetEvalRunsRequest(namespace=namespace, ref=ref, bundle=bundle))
+
+
+@eval_app.command("compare")
+def compare_cmd(
+    a: Annotated[
         str,
-        typer.Option(
-            "--model",
-            help="Who answers: 'cassette' (the recorded answers, offline) or 'bundle' (the bundle's own "
-            "provider, to see what the model does now).",
+        typer.Argument(
+            help="The baseline: a bundle folder, a bundle digest or a recorded eval id.",
+            show_default=False,
         ),
-    ] = "cassette",
-    export: Annotated[
+    ],
+    b: Annotated[
+        str,
+        typer.Argument(help="The candidate, in the same forms.", show_default=False),
+    ],
+    scenarios: Annotated[
         str | None,
         typer.Option(
-            "--export",
-            help="Write the run as a scenario file for `agen eval` (recorded model and tool results).",
+            "--scenarios",
+            help="Scenarios for a bundle folder side (default: x-agen/evals of the first folder given).",
             show_default=False,
         ),
     ] = None,
+    runs: RunsOpt = 1,
+    parallel: ParallelOpt = 4,
     hub: HubOpt = None,
     token: TokenOpt = None,
+    namespace: NamespaceOpt = "default",
     json_out: JsonOpt = False,
 ) -> None:
-    """Re-run a recorded run offline and show what changed: tool calls, their order, the outcome.
+    """Two versions side by side: per scenario, score, pass rate, cost and time, with the difference.
 
-    Tools answer with the results recorded for the same call (nothing is executed again); the
-    run happens in a scratch store and never touches the fleet."""
-    import base64
+    Regressions (passed every run on A, not on B) come first, then lower scores. A folder side is
+    evaluated now (both folders on the same scenarios); a digest or eval id is read from the Hub.
+    Exit 1 when any scenario regressed."""
+    from agen.evals.compare import compare
 
-    from agen.api import registry as r
-    from agen.bundle import load_bundle, load_bundle_files
-    from agen.cli._hub import with_client
-    from agen.errors import InvalidError
-    from agen.evals.replay import plan, replay, scenario_file
-    from agen.wire.evals import GetReplaySourceRequest
-
-    if model not in ("cassette", "bundle"):
-        raise InvalidError(f"--model {model[:40]!r}: use cassette or bundle", field="--model")
-    src_req = make_request(GetReplaySourceRequest, {"id": "RUN"}, id=run)
-    src = with_client(hub, token, lambda c: c.call(r.GetReplaySource, src_req))
-    if export:
-        Path(export).write_text(
-            json.dumps(scenario_file(plan(src, "cassette")), indent=2, ensure_ascii=False) + "\n",
-            encoding="utf-8",
-        )
-        err(f"wrote scenario {export}")
-    if bundle_dir is not None:
-        bundle = load_bundle(bundle_dir)
-    elif src.files is not None:
-        bundle = load_bundle_files({p: base64.b64decode(d) for p, d in src.files.items()})
-    else:
-        raise InvalidError(
-            f"deployment {src.run.deployment} no longer exists; pass --bundle DIR to replay against "
-            "a bundle folder",
-            field="--bundle",
-        )
-    if not src.interactions and model == "cassette":
-        err(
-            "note: this run has no cassette (recordInteractions is off); the model's answers come from its transcript"
-        )
-    from agen.cli._hub import run as run_async
-
-    p, attempt = run_async(replay(src, bundle, "bundle" if model == "bundle" else "cassette"))
-    from agen.evals.replay import diff
-
-    d = diff(p, attempt)
+    folders = [x for x in (a, b) if Path(x).is_dir()]
+    where = (
+        Path(scenarios)
+        if scenarios
+        else (Path(folders[0]) / DEFAULT_SCENARIOS if folders else None)
+    )
+    sides = [_side(x, where, runs, parallel, hub, token, namespace) for x in (a, b)]
+    rows = compare(sides[0], sides[1])
     if json_out:
-        print_json({"run": src.run.id, "model": model, "bundle": bundle.digest, **d})
-        return
-    _print_diff(src.run.id, d)
-
-
-def _print_diff(run_id: str, d: dict[str, Any]) -> None:
-    console = stdout_console()
-    calls, outcome = d["calls"], d["outcome"]
-    if not d["changed"]:
-        console.print(
-            f"replay of {run_id}: no change (same tool calls in the same order, same outcome)"
+        print_json(
+            {
+                "a": _side_dict(sides[0]),
+                "b": _side_dict(sides[1]),
+                "scenarios": [r.to_dict() for r in rows],
+                "regressed": [r.scenario for r in rows if r.change == "regressed"],
+                "fixed": [r.scenario for r in rows if r.change == "fixed"],
+            }
         )
-        return
-    console.print(f"replay of {run_id}: changed")
-    if calls["changed"]:
-        console.print("tool calls:", markup=False)
-        for line in calls["diff"][2:]:
-            if not line.startswith("@@"):
-                console.print(f"  {line}", markup=False)
-    if outcome["changed"]:
-        b, a = outcome["before"], outcome["after"]
-        for key in ("status", "summary", "data"):
-            if b[key] != a[key]:
-                console.print(
-                    f"outcome {key}: {json.dumps(b[key], ensure_ascii=False)} → "
-                    f"{json.dumps(a[key], ensure_ascii=False)}",
-                    markup=False,
-                )
+    else:
+        _print_compare(sides[0], sides[1], rows)
+    if any(r.change == "regressed" for r in rows):
+        raise typer.Exit(1)
+
+
+def _side(
+    ref: str,
+    where: Path | None,
+    runs: int,
+    parallel: int,
+    hub: str | None,
+    token: str | None,
+    namespace: str,
+) -> Side:
+    from agen.evals.compare import side_of_recorded, side_of_report
+
+    if Path(ref).is_dir():
+        from agen.bundle import load_bundle
+
+        assert where is not None
+        return side_of_report(
+            ref, evaluate(load_bundle(ref), where, runs, parallel, root=Path(ref))
+        )
+    rec: GetEvalRunsResponse = with_hub(hub, token, lambda c: _recorded(c, ref, namespace, None))
+    return side_of_recorded(ref, rec)
+
+
+def _side_dict(s: Side) -> dict[str, Any]:
+    return {
+        "ref": s.label,
+        "bundle": s.bundle,
+        "digest": s.digest,
+        "passRate": round(s.pass_rate, 4),
+        "score": round(s.score, 4),
+    }
+
+
+def _print_compare(a: Side, b: Side, rows: list[Any]) -> None:
+    from agen.cli._table import print_table
+
+    def delta(x: float | None, y: float | None, fmt: str) -> str:
+        if x is None or y is None:
+            return "-"
+        d = y - x
+        return "0" if abs(d) < 1e-9 else format(d, "+" + fmt)
+
+    out = []
+    for r in rows:
+        fa, fb = r.a, r.b
+        out.append(
+            [
+                r.scenario,
+                r.change,
+                f"{fa.score:.2f}" if fa else "-",
+                f"{fb.score:.2f}" if fb else "-",
+                delta(fa and fa.score, fb and fb.score, ".2f"),
+                f"{fa.passed}/{fa.runs}" if fa else "-",
+                f"{fb.passed}/{fb.runs}" if fb else "-",
+                money(fa.cost_usd) if fa else "-",
+                money(fb.cost_usd) if fb else "-",
+                millis(fa.duration_ms) if fa else "-",
+                millis(fb.duration_ms) if fb else "-",
+                delta(fa and fa.duration_ms, fb and fb.duration_ms, ".0f"),
+            ]
+        )
+    print(f"A: {a.label} ({a.bundle} {a.digest[:19]})")
+    print(f"B: {b.label} ({b.bundle} {b.digest[:19]})")
+    print_table(
+        [
+            "SCENARIO",
+            "CHANGE",
+            "SCORE A",
+            "SCORE B",
+            "Δ SCORE",
+            "PASS A",
+            "PASS B",
+            "COST A",
+            "COST B",
+            "MS A",
+            "MS B",
+            "Δ MS",
+        ],
+        out,
+    )
+    print(
+        f"pass rate {a.pass_rate:.2f} → {b.pass_rate:.2f}, mean score {a.score:.2f} → {b.score:.2f}; "
+        f"{sum(r.change == 'regressed' for r in rows)} regressed, "
+        f"{sum(r.change == 'fixed' for r in rows)} fixed"
+    )
 
 
 def register(app: typer.Typer) -> None:
-    app.command("replay")(replay_cmd)
-    app.command("eval")(eval_cmd)
+    from agen.cli import eval_dataset
+
+    eval_dataset.register(eval_app)
+    app.add_typer(eval_app, name="eval")
 
 
-def require_eval(bundle_dir: str, scenarios: str | None, runs: int) -> None:
+def require_eval(bundle_dir: str, scenarios: str | None, runs: int) -> Report:
     """``agen deploy --require-eval``: refuse (InvalidError, exit 2) a bundle below its declared bar."""
     from agen.bundle import load_bundle
     from agen.errors import InvalidError
 
     bundle = load_bundle(bundle_dir)
-    report = evaluate(bundle, scenarios_path(bundle_dir, scenarios), runs, 4)
+    report = evaluate(bundle, scenarios_path(bundle_dir, scenarios), runs, 4, root=Path(bundle_dir))
     bar = bundle.config.eval.min_pass_rate
     failed = [f"{s.name} ({s.passes}/{len(s.attempts)})" for s in report.scores if not s.pass_hat_k]
     if report.pass_rate < bar:
@@ -330,3 +493,29 @@ def require_eval(bundle_dir: str, scenarios: str | None, runs: int) -> None:
         f"eval passed: {report.pass_rate:.2f} of {len(report.scores)} scenarios on all {runs} run(s) "
         f"(bar {bar:.2f}){note}"
     )
+    return report
+
+
+async def flips_against_deployed(c: Client, report: Report, namespace: str, name: str) -> list[str]:
+    """``deploy --require-eval``, before deploying: this report against the newest eval recorded
+    for the digest deployed now (seed 002: one line per scenario that flipped; none on file: none)."""
+    from agen.api import registry as r
+    from agen.errors import NotFoundError
+    from agen.evals.compare import compare, flips, side_of_recorded, side_of_report
+    from agen.wire.deployments import GetDeploymentRequest
+
+    lines: list[str] = []
+    try:
+        dep = await c.call(r.GetDeployment, GetDeploymentRequest(namespace=namespace, name=name))
+        before = dep.deployment.digest if dep.deployment is not None else None
+    except NotFoundError:
+        before = None
+    if before is not None:
+        try:
+            rec = await _recorded(c, before, namespace, name)
+        except NotFoundError:
+            rec = None
+        if rec is not None:
+            rows = compare(side_of_recorded(before, rec), side_of_report("this bundle", report))
+            lines = flips(rows)
+    return lines

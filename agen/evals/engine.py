@@ -1,8 +1,10 @@
 """Run one scenario once: the bundle's engine, a scratch store, mocked tools, a chosen model.
 
-Nothing reaches the real fleet: the run is recorded in the scratch store the caller owns, the
-bundle's MCP servers are never started (its tools are the scenario's mocks), and asks are denied
-(no one is there to approve). The bundle's permission rules still apply.
+Nothing reaches the real fleet: the run is recorded in the store the caller owns, the bundle's
+MCP servers are never started (its tools are the scenario's mocks), and asks are denied (no one
+is there to approve). The bundle's permission rules still apply. A multi-turn scenario is one
+conversation: each user message is a run with the same conversation key, so later turns see
+the earlier ones, and each turn's checks run once it is answered.
 """
 
 from __future__ import annotations
@@ -10,23 +12,27 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from agen.bundle import Bundle
+from agen.bundle.scenario import BUILTIN, Expect, Scenario, Signal, subset, wire
+from agen.evals.context import EvalContext, ToolCall
+from agen.evals.grading import CheckResult, Judge, run_checks, scenario_score
 from agen.evals.mocks import MockToolset
-from agen.evals.scenario import BUILTIN, Expect, Scenario, subset, wire
+from agen.evals.paths import json_path
 from agen.runner.loop import Runner
 from agen.runner.permissions import BundlePolicy
 from agen.runner.policy import DenyAsks
 from agen.runner.providers import Account
 from agen.runner.types import RunRequest
 from agen.store import new_ulid
-from agen.store.base import Store
+from agen.store.base import Store, dumps
 
 
 @dataclass
 class Attempt:
-    """One run of one scenario: what happened and which expectations failed."""
+    """One run of one scenario: what happened, each check's score, and what failed."""
 
     scenario: str
     run_index: int
@@ -36,39 +42,80 @@ class Attempt:
     calls: list[dict[str, Any]]
     failures: list[str] = field(default_factory=list)
     duration_ms: int = 0
+    checks: list[CheckResult] = field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    turns: int = 1
+    run_ids: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
         return not self.failures
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    @property
+    def score(self) -> float:
+        return scenario_score(self.checks)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "scenario": self.scenario,
             "run": self.run_index,
             "passed": self.passed,
+            "score": round(self.score, 4),
             "status": self.status,
             "summary": self.summary,
             "data": self.data,
             "calls": self.calls,
+            "checks": [c.to_dict() for c in self.checks],
             "failures": self.failures,
             "durationMs": self.duration_ms,
+            "inputTokens": self.input_tokens,
+            "outputTokens": self.output_tokens,
+            "costUsd": round(self.cost_usd, 6),
+            "turns": self.turns,
         }
 
 
-def _accounts(scenario: Scenario, run_index: int) -> list[Account] | None:
-    """The scenario's model, or None: the bundle's own provider answers."""
+def _accounts(scenario: Scenario, run_index: int, offset: int) -> list[Account] | None:
+    """The scenario's model, or None: the bundle's own provider answers. ``offset``: the fake
+    script's turns the conversation's earlier runs already used."""
     m = scenario.model
     if m is None:
         return None
     if m.provider == "fake":
         from agen.runner.providers.fake import FakeProvider
 
-        return [Account(FakeProvider(m.script_for(run_index)), ["fake"], "fake")]
+        return [Account(FakeProvider(m.script_for(run_index)[offset:]), ["fake"], "fake")]
     from agen.runner.providers.replay import ReplayProvider, cassette_interactions
 
     return [
         Account(ReplayProvider(cassette_interactions(m.interactions or [])), ["replay"], "replay")
     ]
+
+
+async def _signal(store: Store, task_id: str, signals: list[Signal]) -> None:
+    """The turn's signals wait in its task's inbox, so the run reads them before its first model call."""
+
+    def fn(tx: Any) -> None:
+        for s in signals:
+            tx.execute(
+                "INSERT INTO run_inbox (id, task_id, kind, ref, payload, created_ms) VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    new_ulid(),
+                    task_id,
+                    s.kind,
+                    s.from_task if s.kind == "signal" else None,
+                    dumps({"message": s.message}),
+                    tx.now_ms,
+                ),
+            )
+
+    await store.write(fn)
 
 
 async def run_once(
@@ -78,72 +125,139 @@ async def run_once(
     run_index: int,
     *,
     specs: dict[str, dict[str, Any]] | None = None,
+    judge: Judge | None = None,
+    root: Path | None = None,
 ) -> Attempt:
-    """Run the scenario's input once through the bundle and check its expectations."""
+    """Run the scenario's conversation once through the bundle and score its checks."""
     started = time.monotonic()
     toolset = MockToolset(scenario.tools, specs=specs, skip=BUILTIN)
-    runner = Runner(
-        store,
-        bundle,
-        owner=f"eval:{new_ulid()}",
-        toolsets=[toolset],
-        policy=BundlePolicy(bundle.config.permissions, store=store),
-        gate=DenyAsks(),
-        accounts=_accounts(scenario, run_index),
-    )
-    try:
-        result = await runner.run(
-            RunRequest(
-                input=scenario.input, namespace="eval", deployment=bundle.name, source="eval"
+    judge = judge or Judge(bundle)
+    turns = scenario.conversation
+    key = f"eval:{new_ulid()}" if len(turns) > 1 else None
+    attempt = Attempt(scenario.name, run_index, "", "", None, [], turns=len(turns))
+    calls: list[ToolCall] = []
+    model_turns = 0
+    for i, turn in enumerate(turns, 1):
+        runner = Runner(
+            store,
+            bundle,
+            owner=f"eval:{new_ulid()}",
+            toolsets=[toolset],
+            policy=BundlePolicy(bundle.config.permissions, store=store),
+            gate=DenyAsks(),
+            accounts=_accounts(scenario, run_index, model_turns),
+        )
+        task_id = None
+        if turn.signals:
+            task_id = new_ulid()
+            await _signal(store, task_id, turn.signals)
+        try:
+            result = await runner.run(
+                RunRequest(
+                    input=turn.input,
+                    namespace="eval",
+                    deployment=bundle.name,
+                    source="eval",
+                    conversation_key=key,
+                    task_id=task_id,
+                )
+            )
+        finally:
+            await runner.close()
+        attempt.run_ids.append(result.run_id)
+        row = await store.one(
+            "SELECT turns, input_tokens, output_tokens, cost_usd FROM runs WHERE id = ?",
+            (result.run_id,),
+        )
+        if row is not None:
+            model_turns += int(row["turns"] or 0)
+            attempt.input_tokens += int(row["input_tokens"] or 0)
+            attempt.output_tokens += int(row["output_tokens"] or 0)
+            attempt.cost_usd += float(row["cost_usd"] or 0.0)
+        calls += await run_tool_calls(store, result.run_id)
+        o = result.outcome
+        attempt.status, attempt.summary, attempt.data = o.status, o.summary, o.data
+        attempt.duration_ms = int((time.monotonic() - started) * 1000)
+        ctx = EvalContext(
+            scenario=scenario.name,
+            input=turn.input,
+            turn=i,
+            status=attempt.status,
+            summary=attempt.summary,
+            data=attempt.data,
+            calls=list(calls),
+            duration_ms=attempt.duration_ms,
+            input_tokens=attempt.input_tokens,
+            output_tokens=attempt.output_tokens,
+            cost_usd=attempt.cost_usd,
+            model_turns=model_turns,
+        )
+        attempt.calls = [{"name": c.name, "arguments": c.arguments} for c in calls]
+        if len(turns) > 1:
+            _score(
+                attempt,
+                turn.expect,
+                await run_checks(turn.checks, ctx, i, judge=judge, root=root),
+                i,
+            )
+        if i == len(turns):
+            _score(
+                attempt,
+                scenario.expect,
+                await run_checks(scenario.checks, ctx, None, judge=judge, root=root),
+                None,
+            )
+        if i < len(turns) and result.outcome.status == "failed":
+            attempt.failures.append(
+                f"turn {i}: the run failed ({o.reason or o.summary}); the conversation stops here"
+            )
+            break
+    return attempt
+
+
+def _score(attempt: Attempt, expect: Expect, results: list[CheckResult], turn: int | None) -> None:
+    """Add the ``expect`` block (one check: all its lines hold) and the checks to the attempt."""
+    where = f"turn {turn}: " if turn is not None else ""
+    lines = check(expect, attempt)
+    if expect != Expect():
+        attempt.checks.append(
+            CheckResult(
+                "expect", "expect", 0.0 if lines else 1.0, not lines, "; ".join(lines), turn
             )
         )
-    finally:
-        await runner.close()
-    calls = await run_calls(store, result.run_id)
-    o = result.outcome
-    attempt = Attempt(
-        scenario.name,
-        run_index,
-        o.status,
-        o.summary,
-        o.data,
-        calls,
-        duration_ms=int((time.monotonic() - started) * 1000),
+    attempt.failures += [where + line for line in lines]
+    attempt.checks += results
+    attempt.failures += [f"{where}{r.name}: {r.reason}" for r in results if not r.passed]
+
+
+async def run_tool_calls(store: Store, run_id: str) -> list[ToolCall]:
+    """Every tool call the model made in a run, in order (finish included), with its result."""
+    rows = await store.all(
+        "SELECT role, tool_calls, tool_call_id, content, is_error FROM messages WHERE run_id = ?"
+        " AND (role = 'tool' OR (role = 'assistant' AND tool_calls IS NOT NULL)) ORDER BY seq",
+        (run_id,),
     )
-    attempt.failures = check(scenario.expect, attempt)
-    return attempt
+    results = {r["tool_call_id"]: r for r in rows if r["role"] == "tool"}
+    out: list[ToolCall] = []
+    for r in rows:
+        if r["role"] != "assistant":
+            continue
+        for c in json.loads(r["tool_calls"]) or []:
+            res = results.get(c.get("id"))
+            out.append(
+                ToolCall(
+                    str(c.get("name") or ""),
+                    c.get("arguments") or {},
+                    None if res is None else str(res["content"] or ""),
+                    bool(res["is_error"]) if res is not None else False,
+                )
+            )
+    return out
 
 
 async def run_calls(store: Store, run_id: str) -> list[dict[str, Any]]:
     """Every tool call the model made in a run, in order, built-ins (finish) included."""
-    rows = await store.all(
-        "SELECT tool_calls FROM messages WHERE run_id = ? AND role = 'assistant' "
-        "AND tool_calls IS NOT NULL ORDER BY seq",
-        (run_id,),
-    )
-    out: list[dict[str, Any]] = []
-    for r in rows:
-        for c in json.loads(r["tool_calls"]) or []:
-            out.append({"name": str(c.get("name") or ""), "arguments": c.get("arguments") or {}})
-    return out
-
-
-def json_path(data: Any, path: str) -> tuple[bool, Any]:
-    """A tiny JSON path: ``$``, ``.key`` and ``[index]`` steps. (found, value)."""
-    import re
-
-    value = data
-    for key, index in re.findall(r"\.([^.\[\]]+)|\[(\d+)\]", path[1:]):
-        if key:
-            if not isinstance(value, dict) or key not in value:
-                return False, None
-            value = value[key]
-        else:
-            i = int(index)
-            if not isinstance(value, list) or i >= len(value):
-                return False, None
-            value = value[i]
-    return True, value
+    return [{"name": c.name, "arguments": c.arguments} for c in await run_tool_calls(store, run_id)]
 
 
 def check(expect: Expect, a: Attempt) -> list[str]:

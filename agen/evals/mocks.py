@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from agen.evals.scenario import MockedTool, wire
+from agen.bundle.scenario import MockedTool, wire
 from agen.runner.tools.base import Tool, ToolContext, ToolResult, Toolset
 
 

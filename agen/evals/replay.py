@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from agen.bundle import Bundle
+from agen.bundle.scenario import BUILTIN, CallCheck, Expect, MockedTool, Scenario, ScenarioModel
 from agen.evals.engine import Attempt, run_once
-from agen.evals.scenario import BUILTIN, CallCheck, Expect, MockedTool, Scenario, ScenarioModel
 from agen.wire.evals import GetReplaySourceResponse
 
 ModelSource = Literal["cassette", "bundle"]

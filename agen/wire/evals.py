@@ -28,6 +28,17 @@ class GetReplaySourceResponse(Model):
     )
 
 
+class EvalCheck(Model):
+    """One check's verdict in one eval run (the judge's reasoning in ``reason`` for a rubric)."""
+
+    check: str = Field(max_length=40)
+    name: str = Field(max_length=200)
+    score: float = Field(ge=0.0, le=1.0)
+    passed: bool
+    reason: str = Field("", max_length=4000)
+    turn: int | None = None
+
+
 class EvalRunIn(Model):
     scenario: str = Field(min_length=1, max_length=200)
     run_index: Count
@@ -36,6 +47,19 @@ class EvalRunIn(Model):
         default=[], max_length=100
     )  # readable lines, one per failed expectation
     duration_ms: Count = 0
+    score: float | None = Field(
+        None, ge=0.0, le=1.0, description="the weighted mean of its checks' scores"
+    )
+    input_tokens: Count = 0
+    output_tokens: Count = 0
+    cost_usd: float = Field(0.0, ge=0.0)
+    checks: list[EvalCheck] = Field(default=[], max_length=200)
+
+
+class EvalRunOut(EvalRunIn):
+    """A recorded eval run (``score`` is 1.0/0.0 by ``passed`` for runs recorded before scores)."""
+
+    score: float = Field(ge=0.0, le=1.0)
 
 
 class RecordEvalRunsRequest(Model):
@@ -63,7 +87,28 @@ class EvalBatch(Model):
     digest: str
     created_ms: TimeMs
     scenarios: dict[str, list[int]] = Field(description="scenario -> [passed runs, runs]")
+    scores: dict[str, float] = Field(default={}, description="scenario -> mean score of its runs")
 
 
 class ListEvalRunsResponse(Model):
     evals: list[EvalBatch]
+
+
+class GetEvalRunsRequest(Model):
+    namespace: str = Field("default", pattern=NAME_PATTERN)
+    ref: str = Field(
+        min_length=1,
+        max_length=200,
+        description="a recorded eval's id (batch), or a bundle digest (its newest eval)",
+    )
+    bundle: str | None = Field(None, max_length=200, description="only evals of this bundle name")
+
+
+class GetEvalRunsResponse(Model):
+    """One recorded eval, every run of it."""
+
+    batch: str
+    bundle: str
+    digest: str
+    created_ms: TimeMs
+    runs: list[EvalRunOut]

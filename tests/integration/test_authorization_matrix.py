@@ -84,6 +84,7 @@ RULES: dict[str, str] = {
     "GetReplaySource": "operator",
     "RecordEvalRuns": "operator",
     "ListEvalRuns": "viewer",
+    "GetEvalRuns": "viewer",
     # The Nest calls: a Nest's own credential only, never a user token (issue #30, item 1).
     "RegisterNest": "nest",
     "ReportNest": "nest",

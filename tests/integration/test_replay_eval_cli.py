@@ -125,15 +125,16 @@ async def test_replay_after_a_prompt_change_shows_the_changed_tool_call_and_neve
         assert ledger.read_text() == "refund 7\n"
 
 
-async def test_eval_store_keeps_results_per_digest_and_history_shows_them(tmp_path: Path) -> None:
+async def test_eval_record_keeps_results_per_digest_and_history_shows_them(tmp_path: Path) -> None:
     async with embedded_hub(tmp_path) as e, http_hub(e) as (url, token):
         bundle = _flaky_suite(tmp_path)
-        code, _, _ = await agen(url, token, "eval", str(bundle), "--runs", "5", "--store")
+        code, _, _ = await agen(url, token, "eval", str(bundle), "--runs", "5", "--record")
         assert code == 1
-        code, out, _ = await agen(url, token, "eval", str(bundle), "--history", "--json")
+        code, out, _ = await agen(url, token, "eval", "history", str(bundle), "--json")
         [batch] = json.loads(out)["evals"]
         assert batch["scenarios"] == {"alpha": [5, 5], "beta": [5, 5], "flaky": [3, 5]}
-        code, out, _ = await agen(url, token, "eval", "shop", "--history")
+        assert batch["scores"] == {"alpha": 1.0, "beta": 1.0, "flaky": 0.6}
+        code, out, _ = await agen(url, token, "eval", "history", "shop")
         assert code == 0 and "2/3" in out and "flaky 3/5" in out
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 
+from agen.errors import NotFoundError
 from agen.hub.auth import Principal
 from agen.hub.fleet.definitions import get_definition_files
 from agen.hub.observe.runs import find_run, message_view, run_views
@@ -12,6 +13,10 @@ from agen.store import Tx, dumps, loads, now_ms
 from agen.store.base import new_ulid
 from agen.wire.evals import (
     EvalBatch,
+    EvalCheck,
+    EvalRunOut,
+    GetEvalRunsRequest,
+    GetEvalRunsResponse,
     GetReplaySourceRequest,
     GetReplaySourceResponse,
     ListEvalRunsRequest,
@@ -60,7 +65,8 @@ async def record_eval_runs(
         at = now_ms()
         tx.executemany(
             "INSERT INTO eval_runs (id, namespace, bundle, digest, batch, scenario, run_index, passed, failures,"
-            " duration_ms, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " duration_ms, created_ms, score, input_tokens, output_tokens, cost_usd, checks)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
                     new_ulid(),
@@ -74,6 +80,11 @@ async def record_eval_runs(
                     dumps(r.failures),
                     r.duration_ms,
                     at,
+                    r.score,
+                    r.input_tokens,
+                    r.output_tokens,
+                    r.cost_usd,
+                    dumps([c.model_dump(mode="json") for c in r.checks]),
                 )
                 for r in req.runs
             ],
@@ -93,7 +104,8 @@ async def list_eval_runs(hub: Hub, p: Principal, req: ListEvalRunsRequest) -> Li
     out: list[EvalBatch] = []
     for b in batches:
         rows = await hub.store.all(
-            "SELECT scenario, SUM(passed) AS ok, COUNT(*) AS n FROM eval_runs"
+            "SELECT scenario, SUM(passed) AS ok, COUNT(*) AS n,"
+            " AVG(COALESCE(score, CASE WHEN passed = 1 THEN 1.0 ELSE 0.0 END)) AS score FROM eval_runs"
             " WHERE batch = ? GROUP BY scenario ORDER BY scenario",
             (b["batch"],),
         )
@@ -103,6 +115,56 @@ async def list_eval_runs(hub: Hub, p: Principal, req: ListEvalRunsRequest) -> Li
                 digest=b["digest"],
                 created_ms=int(b["at"]),
                 scenarios={r["scenario"]: [int(r["ok"]), int(r["n"])] for r in rows},
+                scores={r["scenario"]: round(float(r["score"]), 4) for r in rows},
             )
         )
     return ListEvalRunsResponse(evals=out)
+
+
+async def get_eval_runs(hub: Hub, p: Principal, req: GetEvalRunsRequest) -> GetEvalRunsResponse:
+    """A recorded eval by its id, or the newest one of a digest (``sha256:…``, or its hex alone)."""
+    p.require_namespace(req.namespace)
+    digest = req.ref if req.ref.startswith("sha256:") else f"sha256:{req.ref}"
+    sql = (
+        "SELECT batch, bundle, digest, MIN(created_ms) AS at FROM eval_runs WHERE namespace = ?"
+        " AND (batch = ? OR digest = ?)"
+    )
+    params: list[object] = [req.namespace, req.ref, digest]
+    if req.bundle:
+        sql += " AND bundle = ?"
+        params.append(req.bundle)
+    head = await hub.store.one(
+        sql + " GROUP BY batch, bundle, digest ORDER BY at DESC, batch DESC LIMIT 1", params
+    )
+    if head is None:
+        of = f" of {req.bundle}" if req.bundle else ""
+        raise NotFoundError(
+            f"no recorded eval{of} with id or digest {req.ref!r}; `agen eval history <name>` lists them",
+            ref=req.ref,
+        )
+    rows = await hub.store.all(
+        "SELECT * FROM eval_runs WHERE batch = ? ORDER BY scenario, run_index", (head["batch"],)
+    )
+    return GetEvalRunsResponse(
+        batch=head["batch"],
+        bundle=head["bundle"],
+        digest=head["digest"],
+        created_ms=int(head["at"]),
+        runs=[
+            EvalRunOut(
+                scenario=r["scenario"],
+                run_index=int(r["run_index"]),
+                passed=bool(r["passed"]),
+                failures=loads(r["failures"], []) or [],
+                duration_ms=int(r["duration_ms"]),
+                score=float(r["score"])
+                if r["score"] is not None
+                else (1.0 if r["passed"] else 0.0),
+                input_tokens=int(r["input_tokens"]),
+                output_tokens=int(r["output_tokens"]),
+                cost_usd=float(r["cost_usd"]),
+                checks=[EvalCheck.model_validate(c) for c in loads(r["checks"], []) or []],
+            )
+            for r in rows
+        ],
+    )
