@@ -338,6 +338,8 @@ def query_view(q: QueryTaskResponse) -> RenderableType:
             rows.add_row("summary", str(o["summary"]))
     if t.error:
         rows.add_row("error", Text(t.error, style="red"))
+    for i, f in enumerate(q.feedback):
+        rows.add_row("feedback" if i == 0 else "", Text(feedback_line(f).removeprefix("feedback ")))
     return Group(rows)
 
 

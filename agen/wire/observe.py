@@ -185,6 +185,9 @@ class QueryTaskResponse(Model):
     task: Task
     run: Run | None = None
     now: RunActivity | None = None
+    feedback: list[Feedback] = Field(
+        default=[], description="its run's feedback, oldest first (people, reviewer, approvals)"
+    )
 
 
 class Queue(Model):

@@ -58,6 +58,11 @@ async def test_feedback_recorded_from_the_cli_shows_in_runs_transcript_and_ls_js
         [run] = json.loads(out)["runs"]
         assert run["feedback"] == {"count": 4, "last_score": -0.5, "mean_score": 0.375}
 
+        code, out, _ = await agen(url, token, "query", task.id)
+        assert code == 0 and "feedback" in out and "+0.30 by reviewer" in out
+        assert "+0.80 by " in out and "nice palette" in out and "-0.50 by " in out
+        code, out, _ = await agen(url, token, "query", task.id, "--json")
+        assert [f["score"] for f in json.loads(out)["feedback"]] == [0.3, 0.9, 0.8, -0.5]
         code, out, _ = await agen(url, token, "transcript", task.id)
         assert code == 0 and "feedback +0.80 by " in out and "[by=qa]: nice palette" in out
         assert "── reviewer · turn 2" in out and "name three colours" in out

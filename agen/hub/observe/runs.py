@@ -336,7 +336,11 @@ async def query_task(hub: Hub, p: Principal, req: QueryTaskRequest) -> QueryTask
         return QueryTaskResponse(task=task)
     found = RunRow.from_row(row)
     [run] = await run_views(hub, [found])
+    from agen.hub.rpc.feedback import of_run
+
     now = None
     if found.finished_ms is None:
         [now] = await activities(hub, [found])
-    return QueryTaskResponse(task=task, run=run, now=now)
+    return QueryTaskResponse(
+        task=task, run=run, now=now, feedback=await of_run(hub.store, found.id)
+    )
