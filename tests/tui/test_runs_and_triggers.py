@@ -78,3 +78,36 @@ def test_last_result_says_how_the_newest_firing_went() -> None:
         created_ms=fmt.now_ms() - 120_000,
     )
     assert last_result(event) == "skipped 2m ago: overlap: the previous run is still going"
+
+
+async def test_s_on_a_run_records_a_score_and_a_note_as_feedback(tmp_path: Path) -> None:
+    from agen.api import registry as r
+    from agen.tui.widgets.feedback_dialog import FeedbackDialog
+    from agen.wire.feedback import ListFeedbackRequest
+
+    async with embedded_hub(tmp_path) as e:
+        await e.deploy("scribe", script=MULTI_TOOL_SCRIPT)
+        task = await e.run("scribe", "summarise")
+        app = AgenApp(e.client, hub_label="test", watch=False)
+        async with app.run_test(size=(160, 45)) as pilot:
+            await pilot.press("h")
+            await until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs screen")
+            table = app.screen.query_one("#runs", DataTable)
+            await until(pilot, lambda: table.row_count == 1, "the run")
+            await pilot.press("s")
+            await until(pilot, lambda: isinstance(app.screen, FeedbackDialog), "the dialog")
+            dialog = app.screen
+            await pilot.press("2", "enter", "enter")  # out of range: said, the dialog stays
+            problem = dialog.query_one("#score-problem", Static)
+            await until(pilot, lambda: "from -1.0 to 1.0" in str(problem.content), "the problem")
+            dialog.query_one("#score", Input).value = "-0.5"
+            dialog.query_one("#note", Input).value = "missed the point"
+            dialog.query_one("#note", Input).focus()
+            await pilot.press("enter")
+            await until(pilot, lambda: isinstance(app.screen, RunsScreen), "back on the runs")
+
+            await app.workers.wait_for_complete()  # the RecordFeedback call, off the UI
+            fb = await e.client.call(r.ListFeedback, ListFeedbackRequest())
+            assert [(f.score, f.note, f.task_id) for f in fb.feedback] == [
+                (-0.5, "missed the point", task.id)
+            ]

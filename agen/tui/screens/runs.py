@@ -1,10 +1,11 @@
-"""Runs: recent runs with status, activity, turns, tokens and cost; filter; open a run's transcript or trace."""
+"""Runs: recent runs with status, activity, turns, tokens and cost; filter; open a run's transcript or
+trace; rate one (s: a score and a note, kept as feedback)."""
 
 from __future__ import annotations
 
 from typing import ClassVar, get_args
 
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Input, Static
@@ -14,8 +15,10 @@ from agen.tui import fmt
 from agen.tui.filter import parse_filter
 from agen.tui.rows import Cells, KeyedRows
 from agen.tui.screens.base import AgenScreen
+from agen.tui.widgets.feedback_dialog import FeedbackDialog
 from agen.tui.widgets.filter_box import FilterBox
 from agen.tui.widgets.table import FastTable
+from agen.wire.feedback import RecordFeedbackRequest
 from agen.wire.observe import ListRunsRequest, Run, RunStatus
 
 LIMIT = 200
@@ -31,6 +34,7 @@ class RunsScreen(AgenScreen):
         Binding("slash", "focus_filter", "Filter"),
         Binding("R", "show('transcript')", "Transcript"),  # one footer entry with r
         Binding("W", "show('trace')", "Trace"),
+        Binding("s", "rate", "Feedback"),
         Binding("enter", "transcript", "Transcript", show=False),
     ]
 
@@ -144,6 +148,31 @@ class RunsScreen(AgenScreen):
         run = self.selected()
         if run is not None:
             self.agen.open_for("trace", run.id)
+
+    def action_rate(self) -> None:
+        """A score and a note on the selected run (RecordFeedback), as `agen feedback record` does."""
+        run = self.selected()
+        if run is None:
+            return
+
+        def done(answer: tuple[float, str | None] | None) -> None:
+            if answer is not None:
+                self.rate(run, *answer)
+
+        self.app.push_screen(FeedbackDialog(f"run {fmt.short_id(run.id)} ({run.deployment})"), done)
+
+    @work(group="act")
+    async def rate(self, run: Run, score: float, note: str | None) -> None:
+        try:
+            await self.client.call(
+                r.RecordFeedback,
+                RecordFeedbackRequest(namespace=run.namespace, id=run.id, score=score, note=note),
+            )
+        except Exception as e:
+            self.failed(e, "recording feedback")
+            return
+        self.notify(f"feedback {score:+.2f} recorded on run {fmt.short_id(run.id)}")
+        self.reload()
 
 
 def run_cells(run: Run, *, namespace: bool = False) -> Cells:
