@@ -498,24 +498,36 @@ def require_eval(bundle_dir: str, scenarios: str | None, runs: int) -> Report:
 
 async def flips_against_deployed(c: Client, report: Report, namespace: str, name: str) -> list[str]:
     """``deploy --require-eval``, before deploying: this report against the newest eval recorded
-    for the digest deployed now (seed 002: one line per scenario that flipped; none on file: none)."""
+    for the digest deployed now, else the deployment's newest eval (seed 002: a report on file for
+    that deployment), as one line per scenario that flipped; nothing on file: no lines."""
     from agen.api import registry as r
     from agen.errors import NotFoundError
     from agen.evals.compare import compare, flips, side_of_recorded, side_of_report
     from agen.wire.deployments import GetDeploymentRequest
+    from agen.wire.evals import ListEvalRunsRequest
 
-    lines: list[str] = []
     try:
         dep = await c.call(r.GetDeployment, GetDeploymentRequest(namespace=namespace, name=name))
-        before = dep.deployment.digest if dep.deployment is not None else None
     except NotFoundError:
-        before = None
-    if before is not None:
+        return []
+    if dep.deployment is None:
+        return []
+    refs = [dep.deployment.digest]
+    listed = await c.call(
+        r.ListEvalRuns, ListEvalRunsRequest(namespace=namespace, bundle=name, limit=1)
+    )
+    refs += [e.batch for e in listed.evals]
+    for ref in refs:
         try:
-            rec = await _recorded(c, before, namespace, name)
+            rec = await _recorded(c, ref, namespace, name)
         except NotFoundError:
-            rec = None
-        if rec is not None:
-            rows = compare(side_of_recorded(before, rec), side_of_report("this bundle", report))
-            lines = flips(rows)
-    return lines
+            continue
+        rows = compare(side_of_recorded(ref, rec), side_of_report("this bundle", report))
+        what = (
+            "the deployed digest" if rec.digest == dep.deployment.digest else "the newest on file"
+        )
+        lines = flips(rows)
+        if lines:
+            lines.insert(0, f"against eval {rec.batch} of {rec.digest[:19]} ({what}):")
+        return lines
+    return []
