@@ -12,6 +12,7 @@ import importlib
 import inspect
 import json
 import math
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -180,10 +181,23 @@ def check_limits(c: LimitsCheck, ctx: EvalContext, turn: int | None) -> CheckRes
 
 
 def load_function(spec: str, root: Path | None) -> Any:
-    """``module:function``, imported with ``root`` (the bundle folder) first on sys.path."""
+    """``module:function``, imported with ``root`` (the bundle folder) first on sys.path. A module
+    of that name already imported from elsewhere (another bundle's evaluator of the same name, as
+    in ``agen eval compare`` of two versions) is imported again from ``root``."""
     module, _, name = spec.partition(":")
-    if root is not None and str(root) not in sys.path:
-        sys.path.insert(0, str(root))
+    if root is not None:
+        here = str(root.resolve())
+        if here in sys.path:
+            sys.path.remove(here)
+        sys.path.insert(0, here)
+        top = module.split(".")[0]
+        mine = (root / f"{top}.py").is_file() or (root / top / "__init__.py").is_file()
+        loaded = sys.modules.get(top)
+        where = str(getattr(loaded, "__file__", "") or "")
+        if mine and loaded is not None and not where.startswith(here + os.sep):
+            for key in [k for k in sys.modules if k == top or k.startswith(top + ".")]:
+                del sys.modules[key]
+            importlib.invalidate_caches()
     mod = importlib.import_module(module)
     fn = getattr(mod, name, None)
     if not callable(fn):

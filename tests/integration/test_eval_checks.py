@@ -274,3 +274,19 @@ def test_a_multi_turn_check_that_fails_names_its_turn(
     assert s["attempts"][0]["failures"] == [
         "turn 2: regex /Ada/: the summary does not match /Ada/: 'who are you?'"
     ]
+
+
+def test_compare_of_two_folders_uses_each_folders_own_evaluator_of_the_same_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sides = []
+    for name, score in (("old", "1.0"), ("new", "0.2")):
+        b = write_bundle(tmp_path / name, "shop")
+        (b / "verdict.py").write_text(f"def judge(ctx):\n    return {score}\n")
+        check = {"type": "custom", "function": "verdict:judge"}
+        _write_evals(b, [{"name": "judged", "input": "hi", "checks": [check]}])
+        sides.append(str(b))
+    code, out, _ = run_agen(capsys, "eval", "compare", *sides, "--json")
+    assert code == 1
+    [row] = json.loads(out)["scenarios"]
+    assert (row["change"], row["a"]["score"], row["b"]["score"]) == ("regressed", 1.0, 0.2)

@@ -77,6 +77,9 @@ async def test_compare_two_bundle_folders_shows_one_regression_and_one_fix_regre
         assert json.loads(out)["regressed"] == ["greets"] and json.loads(out)["b"]["ref"] == str(
             new
         )
+        short = digest_old[: len("sha256:") + 12]  # as tables show it
+        code, out, _ = await agen(url, token, "eval", "compare", short, ids[1], "--json")
+        assert json.loads(out)["a"]["digest"] == digest_old
         code, out, _ = await agen(url, token, "eval", "compare", ids[1], ids[0], "--json")
         assert json.loads(out)["fixed"] == ["greets"] and json.loads(out)["regressed"] == [
             "signs-off"

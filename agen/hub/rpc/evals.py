@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 
-from agen.errors import NotFoundError
+from agen.errors import InvalidError, NotFoundError
 from agen.hub.auth import Principal
 from agen.hub.fleet.definitions import get_definition_files
 from agen.hub.observe.runs import find_run, message_view, run_views
@@ -125,11 +125,24 @@ async def get_eval_runs(hub: Hub, p: Principal, req: GetEvalRunsRequest) -> GetE
     """A recorded eval by its id, or the newest one of a digest (``sha256:…``, or its hex alone)."""
     p.require_namespace(req.namespace)
     digest = req.ref if req.ref.startswith("sha256:") else f"sha256:{req.ref}"
+    # a digest as tables show it (sha256: and its first 12 hex digits) names the newest eval of
+    # the one digest it starts; shorter would be ambiguous too easily
+    full = len(digest) >= 71 or len(digest) < len("sha256:") + 12
     sql = (
         "SELECT batch, bundle, digest, MIN(created_ms) AS at FROM eval_runs WHERE namespace = ?"
-        " AND (batch = ? OR digest = ?)"
+        f" AND (batch = ? OR digest {'=' if full else 'LIKE'} ?)"
     )
-    params: list[object] = [req.namespace, req.ref, digest]
+    params: list[object] = [req.namespace, req.ref, digest if full else digest + "%"]
+    if not full:
+        many = await hub.store.all(
+            "SELECT DISTINCT digest FROM eval_runs WHERE namespace = ? AND digest LIKE ? LIMIT 2",
+            (req.namespace, digest + "%"),
+        )
+        if len(many) > 1:
+            raise InvalidError(
+                f"{req.ref!r} starts more than one evaluated digest; give more of it",
+                field="ref",
+            )
     if req.bundle:
         sql += " AND bundle = ?"
         params.append(req.bundle)
