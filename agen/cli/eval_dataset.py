@@ -21,6 +21,7 @@ from agen.cli._common import (
     TokenOpt,
     complete_deployments,
     err,
+    group,
     print_json,
 )
 
@@ -28,9 +29,7 @@ if TYPE_CHECKING:
     from agen.bundle.scenario_checks import Check
     from agen.client import Client
 
-dataset_app = typer.Typer(
-    help="Scenario folders built from real runs (`add`).", no_args_is_help=True
-)
+dataset_app = group(help="Scenario folders built from real runs (`add`).", no_args_is_help=True)
 
 
 def _checks(rubric: str | None, threshold: float, checks_file: str | None) -> list[Check]:

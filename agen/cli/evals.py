@@ -21,6 +21,7 @@ from agen.cli._common import (
     TokenOpt,
     complete_deployments,
     err,
+    group,
     make_request,
     print_json,
 )
@@ -44,7 +45,7 @@ class _RunByDefault(TyperGroup):
         return super().parse_args(ctx, args)
 
 
-eval_app = typer.Typer(
+eval_app = group(
     cls=_RunByDefault,
     help="Run scenario files against a bundle offline (`agen eval DIR` = `agen eval run DIR`); "
     "compare two versions; list recorded evals; build datasets from real runs.",
