@@ -22,6 +22,7 @@ from agen.cli._common import (
     complete_deployments,
     err,
     group,
+    make_request,
     print_json,
 )
 
@@ -176,8 +177,12 @@ async def _pick(
     if flt is not None:
         fb = await c.call(
             r.ListFeedback,
-            ListFeedbackRequest(
-                namespace=namespace, deployment=deployment, since_ms=since_ms, limit=10000
+            make_request(
+                ListFeedbackRequest,
+                namespace=namespace,
+                deployment=deployment,
+                since_ms=since_ms,
+                limit=10000,
             ),
         )
         for f in reversed(fb.feedback):
@@ -189,11 +194,12 @@ async def _pick(
     elif deployment is not None:
         listed = await c.call(
             r.ListRuns,
-            ListRunsRequest(
+            make_request(
+                ListRunsRequest,
                 namespace=namespace,
                 deployment=deployment,
                 since_ms=since_ms,
-                limit=min(limit, 1000),
+                limit=max(1, min(limit, 1000)),
             ),
         )
         for run in reversed(listed.runs):
@@ -206,10 +212,10 @@ async def _sources(c: Client, picked: list[tuple[str, str]]) -> list[tuple[Any, 
     from agen.api import registry as r
     from agen.wire.evals import GetReplaySourceRequest
 
-    return [
-        (await c.call(r.GetReplaySource, GetReplaySourceRequest(id=ref)), why)
-        for ref, why in picked
+    reqs = [
+        (make_request(GetReplaySourceRequest, {"id": "--run"}, id=ref), why) for ref, why in picked
     ]
+    return [(await c.call(r.GetReplaySource, req), why) for req, why in reqs]
 
 
 def _write(

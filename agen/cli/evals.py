@@ -66,6 +66,14 @@ RunsOpt = Annotated[
 ParallelOpt = Annotated[int, typer.Option("--parallel", help="Runs at once.")]
 
 
+def is_folder(ref: str) -> bool:
+    """``ref`` names an existing folder (a name too long or odd for the file system is not one)."""
+    try:
+        return Path(ref).is_dir()
+    except (OSError, ValueError):
+        return False
+
+
 def scenarios_path(bundle_dir: str, scenarios: str | None) -> Path:
     return Path(scenarios) if scenarios else Path(bundle_dir) / DEFAULT_SCENARIOS
 
@@ -278,7 +286,7 @@ def history(
     from agen.cli._table import print_table
     from agen.wire.evals import ListEvalRunsRequest
 
-    if Path(name).is_dir():
+    if is_folder(name):
         from agen.bundle import load_bundle
 
         name = load_bundle(name).name
@@ -317,7 +325,10 @@ def _recorded(c: Client, ref: str, namespace: str, bundle: str | None) -> Any:
     from agen.api import registry as r
     from agen.wire.evals import GetEvalRunsRequest
 
-    return c.call(r.GetEvalRuns, GetEvalRunsRequest(namespace=namespace, ref=ref, bundle=bundle))
+    req = make_request(
+        GetEvalRunsRequest, {"ref": "A/B"}, namespace=namespace, ref=ref, bundle=bundle
+    )
+    return c.call(r.GetEvalRuns, req)
 
 
 @eval_app.command("compare")
@@ -355,7 +366,7 @@ def compare_cmd(
     Exit 1 when any scenario regressed."""
     from agen.evals.compare import compare
 
-    folders = [x for x in (a, b) if Path(x).is_dir()]
+    folders = [x for x in (a, b) if is_folder(x)]
     where = (
         Path(scenarios)
         if scenarios
@@ -390,7 +401,7 @@ def _side(
 ) -> Side:
     from agen.evals.compare import side_of_recorded, side_of_report
 
-    if Path(ref).is_dir():
+    if is_folder(ref):
         from agen.bundle import load_bundle
 
         assert where is not None

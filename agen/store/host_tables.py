@@ -42,6 +42,7 @@ HOST_TABLES: tuple[HostTable, ...] = (
     HostTable("memory_versions"),
     HostTable("tool_rate_calls"),
     HostTable("events", append_only=True),
+    HostTable("feedback", append_only=True),  # the reviewer's grades, written with a checkpoint
 )
 """The run-data tables: read and written by hosts (events only added to and read)."""
 
