@@ -92,7 +92,7 @@ async def test_s_on_a_run_records_a_score_and_a_note_as_feedback(tmp_path: Path)
         async with app.run_test(size=(160, 45)) as pilot:
             await pilot.press("h")
             await until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs screen")
-            table = app.screen.query_one("#runs", DataTable)
+            table = app.screen.query_one("#runs", FastTable)
             await until(pilot, lambda: table.row_count == 1, "the run")
             await pilot.press("s")
             await until(pilot, lambda: isinstance(app.screen, FeedbackDialog), "the dialog")
