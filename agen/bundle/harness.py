@@ -9,15 +9,17 @@ from pydantic import Field, Tag, model_validator
 from agen._duration import parse_duration_ms
 from agen.bundle._base import AgenModel, Duration, FieldProblem, SecretName, shaped
 
-Provider = Literal["auto", "anthropic", "openai", "openrouter", "fake", "replay"]
+Provider = Literal["auto", "anthropic", "openai", "gemini", "openrouter", "fake", "replay"]
 Tier = Literal["low", "medium", "high", "xhigh", "max"]
 
 DEFAULT_KEY_SECRET: dict[str, str] = {
     "anthropic": "ANTHROPIC_API_KEY",
     "openai": "OPENAI_API_KEY",
+    "gemini": "GEMINI_API_KEY",
     "openrouter": "OPENROUTER_API_KEY",
 }
-"""The secret a provider reads its API key from when apiKeySecret is not set."""
+"""The secret a provider reads its API key from when apiKeySecret is not set (gemini: GOOGLE_API_KEY
+when GEMINI_API_KEY is not set, as Google's SDK does)."""
 
 
 class FallbackProvider(AgenModel):
@@ -128,12 +130,12 @@ class Harness(AgenModel):
     """x-agen/harness.json."""
 
     provider: Provider = Field(
-        description="who runs the model: auto picks what this machine has (docs/providers.md), anthropic, openai and openrouter call those APIs, fake and replay run offline"
+        description="who runs the model: auto picks what this machine has (docs/providers.md), anthropic, openai, gemini and openrouter call those APIs, fake and replay run offline"
     )
     model: str | None = Field(
         default=None,
         min_length=1,
-        description="the model name at the provider (e.g. gpt-4o-mini, anthropic/claude-sonnet-4)",
+        description="the model name at the provider (e.g. gpt-5-mini, claude-sonnet-5-5, gemini-3.5-flash, anthropic/claude-sonnet-4)",
     )
     fallback_models: list[str] = Field(
         [], description="models tried in order when the model keeps failing"
@@ -144,11 +146,11 @@ class Harness(AgenModel):
     )
     base_url: str | None = Field(
         None,
-        description="a server to call instead of the provider's own: an OpenAI-compatible one (Ollama, vLLM, a proxy), or for anthropic a gateway speaking the Messages API; no key is sent to it unless apiKeySecret names one (docs/providers.md)",
+        description="a server to call instead of the provider's own: an OpenAI-compatible one (Ollama, vLLM, a proxy), or for anthropic and gemini a gateway speaking that API; no key is sent to it unless apiKeySecret names one (docs/providers.md)",
     )
     api_key_secret: SecretName | None = Field(
         None,
-        description="the secret holding the API key; it must be declared in x-agen/secrets.json (default: ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY for the provider)",
+        description="the secret holding the API key; it must be declared in x-agen/secrets.json (default: ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY or OPENROUTER_API_KEY for the provider)",
     )
     max_output_tokens: int = Field(8192, ge=1, description="output tokens per model call")
     context_tokens: int = Field(
@@ -191,7 +193,7 @@ class Harness(AgenModel):
         100,
         ge=1,
         le=10_000,
-        description="model calls one provider (anthropic, openai, openrouter) has in flight at once; more runs wait "
+        description="model calls one provider (anthropic, openai, gemini, openrouter) has in flight at once; more runs wait "
         "their turn inside agen. Raise it for a server that takes more",
     )
     max_retries: int = Field(
@@ -208,7 +210,7 @@ class Harness(AgenModel):
 
     @model_validator(mode="after")
     def _model_when_needed(self) -> Harness:
-        if self.model is None and self.provider in ("anthropic", "openai", "openrouter"):
+        if self.model is None and self.provider in ("anthropic", "openai", "gemini", "openrouter"):
             raise FieldProblem("model", f"required for provider {self.provider}")
         if self.provider == "replay" and self.cassette is None:
             raise FieldProblem(

@@ -101,10 +101,17 @@ class Msg:
 
 
 def stored_thinking(raw: str | None) -> list[dict[str, Any]] | None:
-    """The thinking blocks (with their signatures) of a stored raw answer: the Anthropic Messages API
-    refuses a tool-use turn sent back without the thinking that preceded it, so a resumed run
-    reads them from the checkpoint (the messages row's raw answer)."""
-    if not raw or ('"thinking' not in raw and '"redacted_thinking' not in raw):
+    """The reasoning blocks of a stored raw answer, which the provider that gave them wants back
+    unchanged: the Anthropic Messages API refuses a tool-use turn sent back without the thinking
+    (and signature) that preceded it, Gemini 3 one without its parts' thought signatures. So a
+    resumed run reads them from the checkpoint (the messages row's raw answer)."""
+    if not raw:
+        return None
+    if '"candidates"' in raw:  # a Gemini answer: its model turn, whole (gemini.py)
+        from agen.runner.providers.gemini import stored_parts
+
+        return stored_parts(json.loads(raw))
+    if '"thinking' not in raw and '"redacted_thinking' not in raw:
         return None
     content = json.loads(raw).get("content")
     if not isinstance(content, list):

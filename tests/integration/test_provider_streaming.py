@@ -16,6 +16,7 @@ from agen.bundle.harness import AnthropicSpec
 from agen.runner.providers.anthropic import AnthropicProvider
 from agen.runner.providers.base import Delta, ModelProvider, ModelRequest, ProviderError
 from agen.runner.providers.fake import FakeProvider
+from agen.runner.providers.gemini import GeminiProvider
 from agen.runner.providers.openai import OpenAIProvider
 from agen.runner.providers.replay import RecordingProvider, ReplayProvider
 from agen.runner.types import RunRequest
@@ -25,6 +26,8 @@ from agen.testing.openai_server import Reply as OReply
 from tests.anthropic_server import AnthropicServer
 from tests.anthropic_server import Reply as AReply
 from tests.runner_helpers import make, runner
+from tests.gemini_server import GeminiServer
+from tests.gemini_server import Reply as GReply
 
 CALLS = [
     {"id": "call_a", "name": "notes_add", "arguments": {"text": "a note long enough to split"}},
@@ -67,6 +70,17 @@ async def anthropic_api() -> AsyncIterator[AnthropicServer]:
 async def openai_api() -> AsyncIterator[OpenAIServer]:
     async with OpenAIServer() as server:
         yield server
+
+
+@pytest.fixture
+async def gemini_api() -> AsyncIterator[GeminiServer]:
+    async with GeminiServer() as server:
+        yield server
+    assert server.invalid == [], server.invalid
+
+
+def gemini(api: GeminiServer) -> GeminiProvider:
+    return GeminiProvider(api_key="k", model="gemini-3.5-flash", base_url=api.base_url)
 
 
 def anthropic(api: AnthropicServer, thinking: int | None = None) -> AnthropicProvider:
@@ -130,12 +144,56 @@ async def test_anthropic_streamed_turn_is_the_unstreamed_turn_with_thinking_and_
     assert streamed.usage.cache_write_tokens == 40 and streamed.usage.cached_tokens == 200
 
 
+async def test_gemini_streamed_turn_is_the_unstreamed_turn_with_thoughts_calls_and_signature(
+    gemini_api: GeminiServer,
+) -> None:
+    reply = GReply(
+        text="Checking the notes.",
+        thought="The user wants notes; add one, then find.",
+        tool_calls=CALLS,
+        cached_tokens=4,
+        thoughts_tokens=12,
+    )
+    gemini_api.script(reply, reply)
+    provider = gemini(gemini_api)
+    plain = await provider.complete(request("gemini-3.5-flash"))
+    seen = Collect()
+    streamed = await provider.complete(request("gemini-3.5-flash"), seen)
+    await provider.aclose()
+    assert gemini_api.paths == [
+        "gemini-3.5-flash:generateContent",
+        "gemini-3.5-flash:streamGenerateContent?alt=sse",
+    ]
+    assert seen.text() == "Checking the notes."
+    assert seen.text("thinking") == "The user wants notes; add one, then find."
+    assert len(seen.deltas) == 11  # word by word
+    assert streamed.raw is not None and plain.raw is not None
+    assert streamed.raw.pop("responseId") == "r2" and plain.raw.pop("responseId") == "r1"
+    # the signature the stub gave this call, kept on its part; the rest is the very same turn
+    call_part = streamed.raw["candidates"][0]["content"]["parts"][2]
+    assert (
+        call_part["thoughtSignature"]
+        != plain.raw["candidates"][0]["content"]["parts"][2]["thoughtSignature"]
+    )
+    call_part["thoughtSignature"] = plain.raw["candidates"][0]["content"]["parts"][2][
+        "thoughtSignature"
+    ]
+    assert streamed.to_dict() == plain.to_dict()
+    assert [c.arguments for c in streamed.tool_calls] == [c["arguments"] for c in CALLS]
+    assert streamed.usage.cached_tokens == 4 and streamed.usage.output_tokens == 17
+
+
 async def test_a_stream_that_breaks_off_is_retryable_and_returns_nothing(
-    openai_api: OpenAIServer, anthropic_api: AnthropicServer
+    openai_api: OpenAIServer, anthropic_api: AnthropicServer, gemini_api: GeminiServer
 ) -> None:
     openai_api.script(OReply(text="half an answer", break_stream=True))
     anthropic_api.script(AReply(text="half an answer", overloaded_mid_stream=True))
-    for provider, model in ((openai(openai_api), "gpt-x"), (anthropic(anthropic_api), "claude-x")):
+    gemini_api.script(GReply(text="half an answer", break_stream=True))
+    for provider, model in (
+        (gemini(gemini_api), "gemini-3.5-flash"),
+        (openai(openai_api), "gpt-x"),
+        (anthropic(anthropic_api), "claude-x"),
+    ):
         seen = Collect()
         with pytest.raises(ProviderError) as caught:
             await provider.complete(request(model), seen)
@@ -146,17 +204,22 @@ async def test_a_stream_that_breaks_off_is_retryable_and_returns_nothing(
 
 
 async def test_429_and_529_on_a_stream_keep_retry_after(
-    openai_api: OpenAIServer, anthropic_api: AnthropicServer
+    openai_api: OpenAIServer, anthropic_api: AnthropicServer, gemini_api: GeminiServer
 ) -> None:
     openai_api.script(OReply(status=429, retry_after="7"))
     anthropic_api.script(AReply(status=529, retry_after="9", error_type="overloaded_error"))
+    gemini_api.script(GReply(status=429, retry_after="5"))
     got = []
-    for provider, model in ((openai(openai_api), "gpt-x"), (anthropic(anthropic_api), "claude-x")):
+    for provider, model in (
+        (openai(openai_api), "gpt-x"),
+        (anthropic(anthropic_api), "claude-x"),
+        (gemini(gemini_api), "gemini-3.5-flash"),
+    ):
         with pytest.raises(ProviderError) as caught:
             await provider.complete(request(model), Collect())
         await provider.aclose()
         got.append((caught.value.kind, caught.value.status, caught.value.retry_after_s))
-    assert got == [("retryable", 429, 7.0), ("retryable", 529, 9.0)]
+    assert got == [("retryable", 429, 7.0), ("retryable", 529, 9.0), ("retryable", 429, 5.0)]
 
 
 async def _record_and_replay(inner: ModelProvider, model: str) -> None:
@@ -175,10 +238,14 @@ async def _record_and_replay(inner: ModelProvider, model: str) -> None:
 
 
 async def test_a_cassette_recorded_from_each_stub_streams_identically_on_replay(
-    openai_api: OpenAIServer, anthropic_api: AnthropicServer
+    openai_api: OpenAIServer, anthropic_api: AnthropicServer, gemini_api: GeminiServer
 ) -> None:
     openai_api.script(OReply(text="Streaming from the OpenAI stub.", tool_calls=CALLS[:1]))
     anthropic_api.script(AReply(text="Streaming from the Anthropic stub.", thinking="hmm ok"))
+    gemini_api.script(
+        GReply(text="Streaming from the Gemini stub.", thought="hmm", tool_calls=CALLS)
+    )
+    await _record_and_replay(gemini(gemini_api), "gemini-3.5-flash")
     await _record_and_replay(openai(openai_api), "gpt-x")
     await _record_and_replay(anthropic(anthropic_api, thinking=2048), "claude-sonnet-4-5")
     await _record_and_replay(FakeProvider(), "fake")

@@ -35,7 +35,7 @@ def test_validate_lists_every_problem_and_exits_2(
     assert err.splitlines() == [
         f"error: bundle {root} is invalid (2 problems)",
         "  plugin.json: name: required",
-        '  x-agen/harness.json: provider: must be one of auto, anthropic, openai, openrouter, fake, replay (got "gpt")',
+        '  x-agen/harness.json: provider: must be one of auto, anthropic, openai, gemini, openrouter, fake, replay (got "gpt")',
     ]
 
 

@@ -21,7 +21,7 @@ CASES: list[tuple[str, dict[str, Any], list[str]]] = [
         "unknown provider",
         {"harness": {"provider": "gpt"}},
         [
-            'x-agen/harness.json: provider: must be one of auto, anthropic, openai, openrouter, fake, replay (got "gpt")'
+            'x-agen/harness.json: provider: must be one of auto, anthropic, openai, gemini, openrouter, fake, replay (got "gpt")'
         ],
     ),
     (
@@ -244,7 +244,7 @@ def test_bundle_with_several_problems_reports_all_of_them_at_once(tmp_path: Path
         load_bundle(root)
     assert exc.value.problems == [
         "plugin.json: name: required",
-        'x-agen/harness.json: provider: must be one of auto, anthropic, openai, openrouter, fake, replay (got "gpt")',
+        'x-agen/harness.json: provider: must be one of auto, anthropic, openai, gemini, openrouter, fake, replay (got "gpt")',
         "x-agen/harness.json: maxOutputTokens: must be ≥ 1 (got 0)",
         'x-agen/config.json: kind: must be one of singleton, pool, task (got "daemon")',
         "x-agen/config.json: scale.max: must be ≥ scale.min (got 1 < 2)",

@@ -22,6 +22,7 @@ from agen.runner.secrets import env_secret
 HTTP_PROVIDERS = (
     "anthropic",
     "openai",
+    "gemini",
     "openrouter",
 )  # the ones with an API key and a provider hold
 
@@ -143,6 +144,19 @@ async def _one(
             router=harness.router,
             max_in_flight=harness.max_in_flight,
         )
+    elif kind == "gemini":
+        from agen.runner.providers.gemini import GeminiProvider
+
+        key_value = _direct_key(bundle, harness, key_name, base_url, redactor)
+        if key_value is None and key_name == DEFAULT_KEY_SECRET["gemini"] and base_url is None:
+            key_value = _secret(bundle, "GOOGLE_API_KEY", redactor)  # as Google's SDK reads it
+        provider = GeminiProvider(
+            api_key=key_value,
+            model=model or "",
+            base_url=base_url,
+            timeout_s=timeout_s,
+            max_in_flight=harness.max_in_flight,
+        )
     elif kind == "anthropic":
         from agen.runner.providers.anthropic import AnthropicProvider
 
@@ -189,8 +203,9 @@ def _require_key(bundle: Bundle, account: Account) -> None:
     if getattr(account.provider, "api_key", None):
         return
     var = bundle.secrets.env_var(account.key_secret)
+    also = " (nor GOOGLE_API_KEY)" if var == DEFAULT_KEY_SECRET["gemini"] else ""
     raise InvalidError(
-        f"bundle {bundle.name}: provider {account.label} needs an API key, and {var} is not set in the "
+        f"bundle {bundle.name}: provider {account.label} needs an API key, and {var}{also} is not set in the "
         f'environment of agen; export {var}=..., or set "provider": "auto" in x-agen/harness.json '
         '(uses a key, a local Ollama, or the offline fake model) or "fake"',
         field="x-agen/harness.json provider",

@@ -60,7 +60,9 @@ def _text_block(text: str) -> dict[str, Any]:
 
 
 def _assistant_blocks(m: dict[str, Any]) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = list(m.get(THINKING_KEY) or [])  # first, unchanged (signed)
+    blocks: list[dict[str, Any]] = [  # first, unchanged (signed); another provider's are dropped
+        b for b in m.get(THINKING_KEY) or [] if b.get("type") in THINKING_BLOCKS
+    ]
     if m.get("content"):
         blocks.append(_text_block(str(m["content"])))
     for c in m.get("tool_calls") or []:

@@ -1,16 +1,18 @@
 """provider "auto": whatever works here, so a newcomer's first run works anywhere.
 
-Order: ANTHROPIC_API_KEY → anthropic (when the harness model is a Claude model or unset; another
-vendor's model goes to the next key, or to anthropic's default model when no other key is set);
-OPENAI_API_KEY → openai; OPENROUTER_API_KEY → openrouter; an Ollama answering on
-localhost → openai at its /v1 with the harness model if Ollama has it, else its first
-model; otherwise the offline fake echo model. The choice is said on stderr once per process.
+Order (docs/providers.md): the API keys, Anthropic, OpenAI, Gemini, OpenRouter; then an Ollama
+answering on localhost; then the offline fake echo model. A key is taken when the harness model is
+that vendor's (``claude-...`` for Anthropic, ``gemini-...``/``gemma-...`` for Gemini, any other
+plain name for OpenAI, anything for OpenRouter) or unset (then the vendor's current model, MODELS);
+when no set key fits the model, the first set key runs its own current model. Ollama runs the
+harness model if it has it, else its first model. The choice is said on stderr once per process.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import httpx
@@ -21,7 +23,7 @@ _said: set[str] = set()
 
 @dataclass(frozen=True)
 class AutoChoice:
-    provider: str  # anthropic | openai | openrouter | fake
+    provider: str  # anthropic | openai | gemini | openrouter | fake
     model: str
     base_url: str | None
     why: str
@@ -39,29 +41,55 @@ async def ollama_models(url: str, timeout_s: float = 0.3) -> list[str] | None:
         return None
 
 
-ANTHROPIC_MODEL = "claude-sonnet-5-5"  # what auto runs on ANTHROPIC_API_KEY without a harness model
+MODELS = {
+    "anthropic": "claude-sonnet-5-5",
+    "openai": "gpt-5.4-mini",
+    "gemini": "gemini-3.5-flash",
+    "openrouter": "openrouter/auto",
+}
+"""What auto runs on each key when the harness names no model of that vendor: current models."""
+ANTHROPIC_MODEL = MODELS["anthropic"]
+VENDOR = {"anthropic": "Claude", "openai": "OpenAI", "gemini": "Gemini", "openrouter": "OpenRouter"}
 
 
-def _claude(model: str | None) -> bool:
-    return model is None or model.startswith("claude")
+def _claude(model: str) -> bool:
+    return model.startswith("claude")
+
+
+def _gemini(model: str) -> bool:
+    return model.startswith(("gemini", "gemma", "models/gemini"))
+
+
+def _openai(model: str) -> bool:
+    return "/" not in model and not _claude(model) and not _gemini(model)
+
+
+KEYS: list[tuple[str, tuple[str, ...], Callable[[str], bool]]] = [
+    ("anthropic", ("ANTHROPIC_API_KEY",), _claude),
+    ("openai", ("OPENAI_API_KEY",), _openai),
+    ("gemini", ("GEMINI_API_KEY", "GOOGLE_API_KEY"), _gemini),
+    ("openrouter", ("OPENROUTER_API_KEY",), lambda _model: True),
+]
+"""Each keyed provider, the variables its key is read from, and which models are its own."""
 
 
 async def choose(model: str | None) -> AutoChoice:
-    anthropic_key = bool(os.environ.get("ANTHROPIC_API_KEY"))
-    if anthropic_key and _claude(model):
-        return AutoChoice("anthropic", model or ANTHROPIC_MODEL, None, "ANTHROPIC_API_KEY is set")
-    if os.environ.get("OPENAI_API_KEY"):
-        return AutoChoice("openai", model or "gpt-4o-mini", None, "OPENAI_API_KEY is set")
-    if os.environ.get("OPENROUTER_API_KEY"):
+    keyed = [
+        (provider, var, fits)
+        for provider, names, fits in KEYS
+        for var in [next((n for n in names if os.environ.get(n)), None)]
+        if var is not None
+    ]
+    for provider, var, fits in keyed:
+        if model is None or fits(model):
+            return AutoChoice(provider, model or MODELS[provider], None, f"{var} is set")
+    if keyed:  # a model of another vendor (a gemini-... name) and only other keys
+        provider, var, _ = keyed[0]
         return AutoChoice(
-            "openrouter", model or "openrouter/auto", None, "OPENROUTER_API_KEY is set"
-        )
-    if anthropic_key:  # a model of another vendor (a template's gpt-4o-mini) and only this key
-        return AutoChoice(
-            "anthropic",
-            ANTHROPIC_MODEL,
+            provider,
+            MODELS[provider],
             None,
-            f"ANTHROPIC_API_KEY is set and {model} is no Claude model",
+            f"{var} is set and {model} is no {VENDOR[provider]} model",
         )
     url = os.environ.get("AGEN_OLLAMA_URL", OLLAMA_URL)
     names = await ollama_models(url)
