@@ -42,7 +42,32 @@ from agen.store.base import Store
 __all__ = ["Agent", "RunResult", "host_tool"]
 
 Approve = Callable[[ApprovalRequest], Any]
+Attach = str | os.PathLike[str] | tuple[str, bytes]
+"""A file given with a run's input: a path, or (name, bytes)."""
 OnEvent = Callable[[dict[str, Any]], Any]
+
+
+def _read_files(attach: Sequence[Attach]) -> list[tuple[str, bytes, str | None]]:
+    """(name, bytes, None) of each file given; InvalidError for one that cannot be read."""
+    from pathlib import Path
+
+    from agen.errors import InvalidError
+
+    out: list[tuple[str, bytes, str | None]] = []
+    for item in attach:
+        if isinstance(item, tuple):
+            name, data = item
+            out.append((str(name), bytes(data), None))
+            continue
+        path = Path(item)
+        try:
+            out.append((path.name, path.read_bytes(), None))
+        except OSError as e:
+            raise InvalidError(
+                f"attach: cannot read {path} ({e.strerror or e}); give a file you can read",
+                field="attach",
+            ) from None
+    return out
 
 
 class _HostTools(Toolset):
@@ -192,10 +217,17 @@ class Agent:
         )
 
     async def run(
-        self, input: str, *, cancel: asyncio.Event | None = None, **opts: Any
+        self,
+        input: str,
+        *,
+        cancel: asyncio.Event | None = None,
+        attach: Sequence[Attach] = (),
+        **opts: Any,
     ) -> RunResult:
-        """Run once to its outcome. ``opts`` are RunRequest fields (task_id, conversation_key, labels...)."""
-        return await self._run(input, cancel, None, opts)
+        """Run once to its outcome. ``attach``: files given with the input (images, PDFs, text; a
+        path or (name, bytes)), stored as artifacts and sent to the model in its provider's form.
+        ``opts`` are RunRequest fields (task_id, conversation_key, labels...)."""
+        return await self._run(input, cancel, None, {**opts, "attach": attach})
 
     async def _run(
         self, text: str, cancel: asyncio.Event | None, sink: Any, opts: dict[str, Any]
@@ -208,7 +240,15 @@ class Agent:
         if self._closed:
             raise UnavailableError("the agent is closed; create a new Agent to run more work")
         runner = await self._ensure()
-        request = self._request(text, dict(opts))
+        opts = dict(opts)
+        files = _read_files(opts.pop("attach", ()) or ())
+        if files:
+            from agen.runner.artifacts import save_files
+
+            assert self._store is not None
+            space = opts.get("namespace", self.namespace)
+            opts["attachments"] = await save_files(self._store, space, files)
+        request = self._request(text, opts)
         cancel = cancel or asyncio.Event()
         me = asyncio.current_task()
         assert me is not None
@@ -231,14 +271,17 @@ class Agent:
 
         return deliver
 
-    async def stream(self, input: str, **opts: Any) -> AsyncIterator[dict[str, Any]]:
+    async def stream(
+        self, input: str, *, attach: Sequence[Attach] = (), **opts: Any
+    ) -> AsyncIterator[dict[str, Any]]:
         """The run's events as they happen; the last one is ``{"type": "finished", ...}``.
 
         ``run.delta`` (``turn``, ``text``, ``kind``: text or thinking) carries the answer as the
         model streams it, ``model.started``/``model.finished`` and ``tool.started``/``tool.finished``
         frame each call (docs/observability.md, "Live events"); ``assistant`` and
         ``tool_result`` are each turn as recorded. A model call asked again (its stream broke off)
-        starts with a new ``model.started``: drop what its deltas showed."""
+        starts with a new ``model.started``: drop what its deltas showed. ``attach`` as for ``run``."""
+        opts = {**opts, "attach": attach}
         queue: asyncio.Queue[dict[str, Any] | BaseException] = asyncio.Queue()
         cancel = asyncio.Event()
 

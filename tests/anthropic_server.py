@@ -6,7 +6,8 @@ unknown keys through, so ``check`` walks the SDK's type hints itself: required k
 key, literals, unions, every list item. On top of the types, the rules the API enforces: roles
 alternate starting with the user, each tool_use is answered by a tool_result in the next user
 message (results first), thinking blocks come back unchanged with the signature the stub gave,
-a tool-use turn under extended thinking comes back with its thinking, at most 4 cache breakpoints.
+a tool-use turn under extended thinking comes back with its thinking, at most 4 cache breakpoints,
+a base64 image or PDF holds the bytes its media type names.
 A request that breaks any is answered 400 like the real API and listed in ``invalid``.
 Each answer the stub sends is itself validated as an ``anthropic.types.Message``.
 
@@ -21,6 +22,7 @@ until set; ``Reply.overloaded_mid_stream`` sends an ``overloaded_error`` event a
 from __future__ import annotations
 
 import asyncio
+import base64
 import collections.abc
 import json
 import re
@@ -134,6 +136,29 @@ def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
     return content if isinstance(content, list) else []
 
 
+MAGIC = {
+    "image/png": b"\x89PNG\r\n\x1a\n",
+    "image/jpeg": b"\xff\xd8\xff",
+    "image/gif": b"GIF8",
+    "image/webp": b"RIFF",
+    "application/pdf": b"%PDF-",
+}
+
+
+def _media(source: dict[str, Any], where: str) -> list[str]:
+    """A base64 image or PDF holds the bytes its media type names, within the API's image limit."""
+    kind = str(source.get("media_type"))
+    try:
+        data = base64.b64decode(str(source.get("data")), validate=True)
+    except ValueError:
+        return [f"{where}: the data is not base64"]
+    if not data.startswith(MAGIC.get(kind, b"\0never")):
+        return [f"{where}: the bytes are not {kind}"]
+    if kind.startswith("image/") and len(data) > 5 * 1024 * 1024:
+        return [f"{where}: an image may have at most 5 MB"]
+    return []
+
+
 def api_rules(body: dict[str, Any], signatures: dict[str, str]) -> list[str]:
     """The Messages API's rules beyond the types."""
     out: list[str] = []
@@ -152,6 +177,9 @@ def api_rules(body: dict[str, Any], signatures: dict[str, str]) -> list[str]:
         for j, b in enumerate(blocks):
             if b.get("type") == "text" and not b.get("text"):
                 out.append(f"messages[{i}].content[{j}]: text blocks must be non-empty")
+            source = b.get("source") if b.get("type") in ("image", "document") else None
+            if isinstance(source, dict) and source.get("type") == "base64":
+                out.extend(_media(source, f"messages[{i}].content[{j}]"))
             if b.get("type") == "thinking" and signatures.get(b.get("signature", "")) != b.get(
                 "thinking"
             ):

@@ -40,7 +40,14 @@ from agen.errors import (
 )
 from agen.hub.service import Hub
 from agen.otel.ids import header_traceparent
-from agen.wire.limits import DEFAULT_MAX_BODY_BYTES, MAX_BODY_ENV, BundleLimits, env_bytes, human
+from agen.wire.limits import (
+    DEFAULT_MAX_BODY_BYTES,
+    MAX_BODY_ENV,
+    TASK_FILES_BODY_BYTES,
+    BundleLimits,
+    env_bytes,
+    human,
+)
 
 log = logging.getLogger("agen.api")
 
@@ -115,6 +122,7 @@ async def _read_body(request: Request, rpc: Rpc[Any, Any], limit: int) -> bytes:
 def create_app(hub: Hub, max_body: int | None = None) -> Starlette:
     body_cap = max_body if max_body is not None else max_body_bytes()
     bundle_cap = max(body_cap, BundleLimits.from_env().request_bytes)
+    file_cap = max(body_cap, TASK_FILES_BODY_BYTES)
 
     async def call(request: Request) -> Response:
         name = request.path_params["method"]
@@ -128,7 +136,8 @@ def create_app(hub: Hub, max_body: int | None = None) -> Starlette:
                 request.headers, hub.clock(), peer_certificate(request.scope)
             )
             authorize(principal, rpc)  # before the body: a caller without scope gets 403
-            body = await _read_body(request, rpc, bundle_cap if rpc.bundle_body else body_cap)
+            cap = bundle_cap if rpc.bundle_body else file_cap if rpc.file_body else body_cap
+            body = await _read_body(request, rpc, cap)
             payload = parse_body(name, body)
             if (
                 rpc.traceparent_header

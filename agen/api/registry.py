@@ -56,7 +56,8 @@ class Rpc(Generic[Req, Resp]):
     token may do (seed 000 §10), i.e. what the Gateway does for an A2A caller, for the one
     deployment the token names. ``person_only``: a decision only the person may make, refused to
     tokens acting on someone's behalf. ``bundle_body``: the body carries bundle files, so it gets
-    the bundle size cap instead of the request cap. ``traceparent_header``: the W3C
+    the bundle size cap instead of the request cap; ``file_body``: it may carry files given with
+    the input (agen.domain.attachments), so it gets their cap. ``traceparent_header``: the W3C
     ``traceparent`` header fills the request's field of that name when the body has none.
     """
 
@@ -68,6 +69,7 @@ class Rpc(Generic[Req, Resp]):
     call_token: bool = False
     person_only: bool = False
     bundle_body: bool = False
+    file_body: bool = False
     traceparent_header: bool = False
     name: str = ""  # the variable it is declared as (``_named``)
     request_ref: str = ""  # "<agen.wire module>:<model>", from the annotation
@@ -113,6 +115,7 @@ def _rpc(
     call_token: bool = False,
     person_only: bool = False,
     bundle_body: bool = False,
+    file_body: bool = False,
     traceparent_header: bool = False,
 ) -> Rpc[Any, Any]:
     """An RPC not yet named: ``_named`` gives it its variable's name and its annotation's models."""
@@ -125,6 +128,7 @@ def _rpc(
         call_token=call_token,
         person_only=person_only,
         bundle_body=bundle_body,
+        file_body=file_body,
         traceparent_header=traceparent_header,
     )
 
@@ -197,6 +201,7 @@ SubmitTask: Rpc[tasks.SubmitTaskRequest, tasks.TaskResponse] = _rpc(
     "Queue a task for a deployment.",
     starts_work=True,
     call_token=True,
+    file_body=True,
     traceparent_header=True,
 )
 GetTask: Rpc[tasks.GetTaskRequest, tasks.TaskResponse] = _rpc(

@@ -28,6 +28,7 @@ from agen.cli._common import (
 if TYPE_CHECKING:
     from agen.cli._stream import Follow, StreamPrinter
     from agen.client import Client
+    from agen.domain.attachments import FileIn
     from agen.wire.tasks import SubmitTaskRequest, Task
 
 
@@ -48,11 +49,43 @@ class RunOptions:
     tier: str | None = None
     timeout: str = "10m"
     trust: str | None = None
+    attach: list[str] = field(default_factory=list)  # files given with the input (--attach)
     status_line: bool = False  # a live line on stderr while waiting (a terminal, not --json)
     task_id: str | None = None  # set once submitted: what a Ctrl-C hint names
     stream: bool | None = None  # print the answer as it streams (None: to a terminal only)
     printer: StreamPrinter | None = None  # set while streaming: what it already printed
     follow: Follow | None = None  # the live events subscribed before the task was submitted
+
+
+def read_attachments(paths: list[str]) -> list[FileIn]:
+    """The files of --attach, checked here (type, size, count) so a bad one fails before anything
+    is submitted, naming its path."""
+    import base64
+    from pathlib import Path
+
+    from agen.domain.attachments import FileIn, check_files
+    from agen.errors import InvalidError
+
+    files: list[tuple[str, bytes, str | None]] = []
+    for raw in paths:
+        path = Path(raw).expanduser()
+        try:
+            data = path.read_bytes()
+        except IsADirectoryError:
+            raise InvalidError(
+                f"--attach {raw}: is a folder; attach files one by one", field="--attach"
+            ) from None
+        except OSError as e:
+            raise InvalidError(
+                f"--attach {raw}: cannot read it ({e.strerror or e}); give a file you can read",
+                field="--attach",
+            ) from None
+        files.append((path.name, data, None))
+    try:
+        check_files(files)
+    except InvalidError as e:
+        raise InvalidError(f"--attach: {e.message}", field="--attach") from None
+    return [FileIn(name=n, data=base64.b64encode(d).decode()) for n, d, _ in files]
 
 
 def build_request(deployment: str, text: str, namespace: str, o: RunOptions) -> SubmitTaskRequest:
@@ -92,6 +125,7 @@ def build_request(deployment: str, text: str, namespace: str, o: RunOptions) -> 
             model_tier=o.tier,
             delivery=o.delivery,
             on_parent_end=o.on_parent_end or "cancel",
+            attachments=read_attachments(o.attach),
         )
     except ValidationError as e:
         first = e.errors()[0]
@@ -498,6 +532,16 @@ def run(
             show_default=False,
         ),
     ] = None,
+    attach: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--attach",
+            metavar="FILE",
+            help="Give the model this file with the input (repeatable): an image (png, jpeg, gif, "
+            "webp), a PDF or a text file, at most 10 MiB each and 20 MiB together.",
+            show_default=False,
+        ),
+    ] = None,
     dry_run: Annotated[
         bool,
         typer.Option(
@@ -543,6 +587,7 @@ def run(
         timeout=timeout,
         trust=trust,
         stream=stream,
+        attach=attach or [],
     )
     if dry_run:
         from agen.cli.dryrun import dry_run as check

@@ -211,6 +211,7 @@ class NewTaskRow(NamedTuple):
     event_chain: int
     submitted_by: str | None
     traceparent: str | None
+    attachments: str | None  # JSON text: [Attachment]
     created_ms: int
     updated_ms: int
 

@@ -117,6 +117,7 @@ class TaskRow(NamedTuple):
     started_ms: int | None = None
     finished_ms: int | None = None
     lost_before_start: int = 0  # leases lost with their host before the run started (not attempts)
+    attachments: str | None = None  # JSON text: [Attachment], the files given with the input (0029)
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> TaskRow:

@@ -20,11 +20,15 @@ from a2a.types import (
     StringList,
 )
 
+from agen.domain.attachments import IMAGE_TYPES, PDF, TEXT_TYPES
 from agen.wire.agents import ResolveAgentResponse
 
 A2A_VERSION = "1.0"  # what the card advertises first
 A2A_LEGACY_VERSION = "0.3"  # the v0.3 method names, served at the same endpoint
 BEARER = "bearer"
+
+
+INPUT_FILES = [*IMAGE_TYPES, PDF, *(t for t in TEXT_TYPES if t != "text/plain")]
 
 
 def agent_card(info: ResolveAgentResponse, endpoint: str) -> AgentCard:
@@ -37,7 +41,8 @@ def agent_card(info: ResolveAgentResponse, endpoint: str) -> AgentCard:
             for version in (A2A_VERSION, A2A_LEGACY_VERSION)
         ],
         capabilities=AgentCapabilities(streaming=True, push_notifications=False),
-        default_input_modes=["text/plain"],
+        # files come as raw parts (a file's bytes) and data parts (JSON): agen.domain.attachments
+        default_input_modes=["text/plain", *INPUT_FILES],
         default_output_modes=["text/plain", "application/json"],
         skills=[
             AgentSkill(id=s.id, name=s.name, description=s.description or s.name, tags=["agen"])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -9,6 +11,7 @@ from typing import Any
 from a2a.types import Artifact, Message, Part, Role, Task, TaskState, TaskStatus
 from google.protobuf.json_format import MessageToDict
 
+from agen.domain.attachments import FileIn
 from agen.errors import InvalidError
 from agen.otel.ids import received_traceparent
 from agen.wire.tasks import TERMINAL_STATES
@@ -61,6 +64,7 @@ class Submission:
     text: str
     context_id: str
     message_id: str
+    files: list[FileIn] = field(default_factory=list)  # raw and data parts, in order
     traceparent: str | None = None
     labels: dict[str, str] = field(default_factory=dict)
     model_tier: str | None = None
@@ -68,7 +72,8 @@ class Submission:
 
 
 def read_message(message: Message, metadata: dict[str, Any]) -> Submission:
-    """The text of the message's text parts; lineage from the message's and the request's metadata.
+    """The text of the message's text parts, its raw (file bytes) and data (JSON) parts as files;
+    lineage from the message's and the request's metadata.
 
     Of the lineage that would attach the run to another run's tree (agen.depth, agen.parent_run_id,
     agen.root_run_id) only the parent run is read: the Hub checks it is a run of the calling
@@ -76,14 +81,17 @@ def read_message(message: Message, metadata: dict[str, Any]) -> Submission:
     only for an agent's call token; anyone else's call starts a new tree.
     """
     texts = [p.text for p in message.parts if p.WhichOneof("content") == "text"]
-    others = [p.WhichOneof("content") for p in message.parts if p.WhichOneof("content") != "text"]
+    files = [_file(i, p) for i, p in enumerate(message.parts) if p.WhichOneof("content") in FILES]
+    others = [
+        p.WhichOneof("content") for p in message.parts if p.WhichOneof("content") not in KNOWN
+    ]
     if others:
         raise InvalidError(
             f"not supported yet: A2A {', '.join(sorted(set(str(o) for o in others)))} parts; "
-            "send the message as text parts"
+            "send the file's bytes as a raw part, or its text"
         )
     text = "\n".join(texts).strip()
-    if not text:
+    if not text and not files:
         raise InvalidError("the A2A message has no text; send at least one text part")
     meta = {**metadata, **(MessageToDict(message.metadata) if message.HasField("metadata") else {})}
     parent = meta.get("agen.parent_run_id")
@@ -100,12 +108,33 @@ def read_message(message: Message, metadata: dict[str, Any]) -> Submission:
     tier = meta.get("agen.model_tier")
     return Submission(
         text=text,
+        files=files,
         context_id=message.context_id or new_context_id(),
         message_id=message.message_id or str(uuid.uuid4()),
         traceparent=received_traceparent(traceparent),  # an invalid one: a new trace
         labels=dict(labels),
         model_tier=str(tier) if tier else None,
         parent_run_id=parent or None,
+    )
+
+
+FILES = ("raw", "data")
+KNOWN = ("text", *FILES)
+
+
+def _file(i: int, part: Part) -> FileIn:
+    """A raw part (a file's bytes) or a data part (JSON) as a file given with the task."""
+    if part.WhichOneof("content") == "raw":
+        return FileIn(
+            name=part.filename or f"file-{i + 1}",
+            data=base64.b64encode(part.raw).decode(),
+            media_type=part.media_type or None,
+        )
+    data = json.dumps(MessageToDict(part.data), ensure_ascii=False, indent=1)
+    return FileIn(
+        name=part.filename or f"data-{i + 1}.json",
+        data=base64.b64encode(data.encode()).decode(),
+        media_type="application/json",
     )
 
 

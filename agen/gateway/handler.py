@@ -165,6 +165,7 @@ class AgenRequestHandler(RequestHandler):
                 namespace=call.namespace,
                 deployment=call.deployment,
                 input=sub.text,
+                attachments=sub.files,
                 conversation_key=convert.conversation_key(call.caller.id, sub.context_id),
                 idempotency_key=convert.idempotency_key(call.caller.id, sub.message_id),
                 labels=sub.labels,

@@ -59,6 +59,7 @@ def run_request(task: LeasedTask) -> Any:
 
     return RunRequest(
         input=task.input,
+        attachments=task.attachments,
         namespace=task.namespace,
         deployment=task.deployment,
         task_id=task.id,

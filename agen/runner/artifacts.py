@@ -7,76 +7,31 @@ model gets a preview plus the id and how to read the rest.
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass
+import base64
+from typing import Any
 
-from agen.errors import BudgetError, InvalidError, NotFoundError
-from agen.store.base import Store, Tx
+from agen.domain.artifacts import (
+    MAX_ARTIFACT_BYTES,
+    MAX_NAMESPACE_BYTES,
+    Artifact,
+    artifact_id,
+    save_artifact_tx,
+    save_files_tx,
+)
+from agen.domain.attachments import Attachment, file_bytes
+from agen.errors import NotFoundError
+from agen.runner.context import Msg
+from agen.store.base import Store
 
-MAX_ARTIFACT_BYTES = 25 * 1024 * 1024
-MAX_NAMESPACE_BYTES = 500 * 1024 * 1024
+__all__ = [
+    "MAX_ARTIFACT_BYTES",
+    "MAX_NAMESPACE_BYTES",
+    "Artifact",
+    "artifact_id",
+    "save_artifact_tx",
+]
 PREVIEW_CHARS = 2000
 DEFAULT_PAGE = 16000
-
-
-def artifact_id(content: str) -> str:
-    return "sha256:" + hashlib.sha256(content.encode()).hexdigest()
-
-
-@dataclass(frozen=True)
-class Artifact:
-    id: str
-    name: str
-    media_type: str
-    size: int
-    created: bool
-
-
-def save_artifact_tx(
-    namespace: str,
-    name: str,
-    content: str,
-    media_type: str = "text/plain",
-    task_id: str | None = None,
-    run_id: str | None = None,
-    max_namespace_bytes: int = MAX_NAMESPACE_BYTES,
-) -> object:
-    """A Tx function saving an artifact (limits checked inside the transaction)."""
-    size = len(content.encode())
-    if size > MAX_ARTIFACT_BYTES:
-        raise InvalidError(
-            f"artifact {name!r} is {size} bytes; the limit is {MAX_ARTIFACT_BYTES} bytes (25 MB)",
-            field="content",
-        )
-    aid = artifact_id(content)
-
-    def fn(tx: Tx) -> Artifact:
-        row = tx.one(
-            "SELECT name, media_type, size FROM artifacts WHERE namespace = ? AND id = ?",
-            (namespace, aid),
-        )
-        if row is not None:
-            return Artifact(aid, str(row["name"]), str(row["media_type"]), int(row["size"]), False)
-        used = int(
-            tx.scalar(
-                "SELECT COALESCE(SUM(size), 0) FROM artifacts WHERE namespace = ?", (namespace,)
-            )
-            or 0
-        )
-        if used + size > max_namespace_bytes:
-            raise BudgetError(
-                f"namespace {namespace!r} holds {used} bytes of artifacts; saving {size} more would pass the "
-                f"{max_namespace_bytes}-byte limit (500 MB). Delete old artifacts first.",
-                namespace=namespace,
-            )
-        tx.execute(
-            "INSERT INTO artifacts (namespace, id, name, media_type, size, content, task_id, run_id, created_ms)"
-            " VALUES (?,?,?,?,?,?,?,?,?)",
-            (namespace, aid, name, media_type, size, content, task_id, run_id, tx.now_ms),
-        )
-        return Artifact(aid, name, media_type, size, True)
-
-    return fn
 
 
 async def save_artifact(
@@ -89,8 +44,7 @@ async def save_artifact(
     run_id: str | None = None,
 ) -> Artifact:
     fn = save_artifact_tx(namespace, name, content, media_type, task_id, run_id)
-    result: Artifact = await store.write(fn)  # type: ignore[arg-type]
-    return result
+    return await store.write(fn)
 
 
 async def read_artifact(
@@ -132,3 +86,48 @@ async def cap_result(
         f'Read the rest with read_artifact {{"id": "{art.id}", "offset": {len(preview)}}}]'
     )
     return preview + note, art.id
+
+
+async def load_files(store: Store, namespace: str, msgs: list[Msg]) -> None:
+    """Read the bytes of the files messages were given with (``Msg.files``, base64), so the model
+    is sent them again on a resumed run or a later turn. A file no longer stored (its artifact was
+    deleted) becomes a line saying so."""
+    wanted = {a.id for m in msgs for a in m.attachments or []}
+    if not wanted:
+        return
+    marks = ",".join("?" * len(wanted))
+    rows = await store.all(
+        f"SELECT id, media_type, content FROM artifacts WHERE namespace = ? AND id IN ({marks})",
+        (namespace, *sorted(wanted)),
+    )
+    found = {str(r["id"]): file_bytes(str(r["media_type"]), str(r["content"])) for r in rows}
+    for m in msgs:
+        if not m.attachments:
+            continue
+        m.files = []
+        for a in m.attachments:
+            data = found.get(a.id)
+            if data is None:
+                gone = f"(the attached file {a.name} is no longer stored: its artifact {a.id} was deleted)"
+                m.files.append(
+                    file_dict(a.model_copy(update={"media_type": "text/plain"}), gone.encode())
+                )
+            else:
+                m.files.append(file_dict(a, data))
+
+
+def file_dict(a: Attachment, data: bytes) -> dict[str, Any]:
+    """A file as the request messages carry it (providers.base.ATTACHMENTS_KEY)."""
+    return {
+        "name": a.name,
+        "media_type": a.media_type,
+        "size": len(data),
+        "data": base64.b64encode(data).decode(),
+    }
+
+
+async def save_files(
+    store: Store, namespace: str, files: list[tuple[str, bytes, str | None]]
+) -> list[Attachment]:
+    """Store files given with a run's input (SDK); their references for RunRequest.attachments."""
+    return await store.write(lambda tx: save_files_tx(tx, namespace, files))

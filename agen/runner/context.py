@@ -18,7 +18,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from agen.runner.providers.base import THINKING_KEY
+from agen.domain.attachments import IMAGE_TYPES, Attachment
+from agen.runner.providers.base import ATTACHMENTS_KEY, THINKING_KEY
 from agen.store.base import Row
 
 CUT_OVER = 600  # tool results longer than this may be cut
@@ -49,6 +50,9 @@ class Msg:
     model: str | None = None
     # reasoning blocks sent back as they came (ModelResponse.thinking)
     thinking: list[dict[str, Any]] | None = None
+    # files given with a user message, and their bytes (base64) once read from the artifacts
+    attachments: list[Attachment] | None = None
+    files: list[dict[str, Any]] | None = None
     _wire: dict[str, Any] | None = field(default=None, repr=False)
     _tokens: int = field(default=-1, repr=False)
 
@@ -72,14 +76,18 @@ class Msg:
                 w["tool_call_id"] = self.tool_call_id
             if self.role == "assistant" and self.thinking:
                 w[THINKING_KEY] = self.thinking
+            if self.files:
+                w[ATTACHMENTS_KEY] = self.files
             self._wire = w
         return self._wire
 
     @property
     def tokens(self) -> int:
         if self._tokens < 0:
-            self._tokens = estimate_tokens(self.content or "") + (
-                estimate_tokens(json.dumps(self.tool_calls)) if self.tool_calls else 0
+            self._tokens = (
+                estimate_tokens(self.content or "")
+                + (estimate_tokens(json.dumps(self.tool_calls)) if self.tool_calls else 0)
+                + sum(file_tokens(a) for a in self.attachments or [])
             )
         return self._tokens
 
@@ -97,7 +105,18 @@ class Msg:
             is_error=bool(r["is_error"]),
             model=r["model"],
             thinking=stored_thinking(r.get("raw")) if r["role"] == "assistant" else None,
+            attachments=[Attachment.model_validate(a) for a in json.loads(r["attachments"])]
+            if r.get("attachments")
+            else None,
         )
+
+
+def file_tokens(a: Attachment) -> int:
+    """A rough count of the tokens a file costs the model (for trimming): an image about 1,600, a
+    PDF about a thousand a page (~50 KB), text a token per four bytes."""
+    if a.media_type in IMAGE_TYPES:
+        return 1600
+    return a.size // 50 if not a.is_text else a.size // 4
 
 
 def stored_thinking(raw: str | None) -> list[dict[str, Any]] | None:

@@ -18,6 +18,7 @@ from agen.domain import Outcome, OutcomeStatus, RunRow, RunStatus
 from agen.domain.prompt import system_prompt
 from agen.errors import FencedError
 from agen.runner import inbox
+from agen.runner.artifacts import load_files
 from agen.runner.budgets import REASON_TEXT, Budget, Guards, RunLimits
 from agen.runner.calls import CallEnv, CallResult, execute_calls
 from agen.runner.context import Context, Msg
@@ -291,12 +292,13 @@ class Runner:
             if known is not None
             else await self.store.all(  # a brand-new conversation: no read back
                 "SELECT seq, turn, role, content, run_id, tool_calls, tool_call_id, name, is_error, model,"
-                " CASE WHEN role = 'assistant' THEN raw END AS raw FROM messages"  # thinking blocks
-                " WHERE conversation_id = ? ORDER BY seq",
+                " CASE WHEN role = 'assistant' THEN raw END AS raw, attachments FROM messages"
+                " WHERE conversation_id = ? ORDER BY seq",  # raw: thinking blocks
                 (row.conversation_id,),
             )
         )
         msgs = [Msg.from_row(r) for r in rows]
+        await load_files(self.store, req.namespace, msgs)
         earlier = patch_history([m for m in msgs if m.run_id != row.id and not is_reviewer(m)])
         current = [m for m in msgs if m.run_id == row.id]
         budget = Budget(

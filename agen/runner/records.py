@@ -410,6 +410,12 @@ def open_run(tx: Tx, req: RunRequest, owner: str, model: str, digest: str | None
             now,
         ),
     )
+    files = dumps([a.model_dump() for a in req.attachments]) if req.attachments else None
+    if files is not None:  # the files given with the input go with its message (0028)
+        tx.execute(
+            "UPDATE messages SET attachments = ? WHERE conversation_id = ? AND seq = ?",
+            (files, conversation_id, seq),
+        )
     first = {
         "seq": seq,
         "turn": 0,
@@ -421,6 +427,7 @@ def open_run(tx: Tx, req: RunRequest, owner: str, model: str, digest: str | None
         "name": None,
         "is_error": 0,
         "model": None,
+        "attachments": files,
     }
     if not created:
         tx.execute(

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agen.bundle.overrides import TaskOverrides, Trust
 from agen.domain import Outcome, RunStatus
+from agen.domain.attachments import Attachment
 
 
 class RunRequest(BaseModel):
@@ -18,6 +19,9 @@ class RunRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     input: str
+    attachments: list[Attachment] = Field(
+        default_factory=list
+    )  # files given with the input, stored
     namespace: str = "default"
     deployment: str = ""
     task_id: str | None = None

@@ -10,6 +10,9 @@ answer (for "many runs waiting on a slow model"). ``/api/tags`` answers like Oll
 tool call's arguments in two pieces, the usage chunk when ``stream_options.include_usage``);
 ``Reply.hold`` keeps the rest of a stream back after its first chunk until the event is set, and
 ``Reply.break_stream`` ends the stream before its finish reason (a connection lost mid-answer).
+User messages with content parts (images, files) are checked against the ``openai`` SDK's types
+and the data they carry (``content_problems``); a request that breaks them is answered 400 and
+listed in ``invalid``.
 
     with OpenAIServer() as srv:
         srv.script(Reply(status=429, retry_after="0"), Reply(text="hi"))
@@ -19,6 +22,7 @@ tool call's arguments in two pieces, the usage chunk when ``stream_options.inclu
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import re
 import threading
@@ -168,6 +172,80 @@ def sse_answer(
     return EventSourceResponse(events(), ping=None, sep="\n")
 
 
+_DATA_URL = re.compile(r"^data:([a-z]+/[a-z0-9.+-]+);base64,([A-Za-z0-9+/]*={0,2})$")
+_MAGIC = {
+    "image/png": b"\x89PNG\r\n\x1a\n",
+    "image/jpeg": b"\xff\xd8\xff",
+    "image/gif": b"GIF8",
+    "image/webp": b"RIFF",
+    "application/pdf": b"%PDF-",
+}
+_PART_KEYS = {
+    "text": {"type", "text"},
+    "image_url": {"type", "image_url"},
+    "file": {"type", "file"},
+    "input_audio": {"type", "input_audio"},
+}
+
+
+def _data_url(url: Any, kinds: tuple[str, ...], where: str) -> list[str]:
+    """A data URL of one of ``kinds`` whose bytes are what it says."""
+    found = _DATA_URL.match(str(url))
+    if found is None:
+        return [f"{where}: not a base64 data URL"]
+    kind, data = found.groups()
+    if kind not in kinds:
+        return [f"{where}: {kind} is not one of {', '.join(kinds)}"]
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except ValueError:
+        return [f"{where}: the data is not base64"]
+    return [] if raw.startswith(_MAGIC[kind]) else [f"{where}: the bytes are not {kind}"]
+
+
+def content_problems(body: Any) -> list[str]:
+    """Where the user messages' content parts break the chat-completions API: each part is checked
+    against the ``openai`` SDK's own type (``ChatCompletionContentPartParam``; a test-only
+    dependency, imported only when a request has content parts), no key outside its type, and an
+    image or file's data URL holds the bytes it names."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    listed = [
+        (i, m["content"])
+        for i, m in enumerate(messages or [])
+        if isinstance(m, dict) and isinstance(m.get("content"), list)
+    ]
+    if not listed:
+        return []
+    from openai.types.chat import ChatCompletionContentPartParam
+    from pydantic import TypeAdapter, ValidationError
+
+    part_type: TypeAdapter[Any] = TypeAdapter(ChatCompletionContentPartParam)  # type: ignore[arg-type]
+    out: list[str] = []
+    for i, parts in listed:
+        for j, part in enumerate(parts):
+            where = f"messages[{i}].content[{j}]"
+            try:
+                part_type.validate_python(part)
+            except ValidationError as e:
+                out.append(f"{where}: {e.errors()[0]['msg']}")
+                continue
+            kind = part.get("type")
+            extra = set(part) - _PART_KEYS.get(kind, set())
+            if extra:
+                out.append(f"{where}: {sorted(extra)} not fields of a {kind} part")
+            if kind == "image_url":
+                kinds = ("image/png", "image/jpeg", "image/gif", "image/webp")
+                out += _data_url(part["image_url"].get("url"), kinds, f"{where}.image_url.url")
+            elif kind == "file":
+                f = part["file"]
+                if not f.get("filename"):
+                    out.append(f"{where}.file: a file sent as data needs its filename")
+                out += _data_url(
+                    f.get("file_data"), ("application/pdf",), f"{where}.file.file_data"
+                )
+    return out
+
+
 def empty() -> Reply:
     return Reply(text="", tool_calls=None)
 
@@ -185,6 +263,7 @@ class OpenAIServer:
     headers: list[dict[str, str]] = field(default_factory=list)
     # time.perf_counter() when each streamed answer's first text was handed to the server
     first_text_sent: list[float] = field(default_factory=list)
+    invalid: list[str] = field(default_factory=list)  # content parts that break the API's types
 
     def __post_init__(self) -> None:
         self._queue: deque[Reply] = deque()
@@ -232,10 +311,15 @@ class OpenAIServer:
 
     async def _answer(self, request: Request) -> Response:
         body = await request.json()
+        problems = content_problems(body)
         with self._lock:
             self.requests.append(body)
             self.headers.append(dict(request.headers))
             n = len(self.requests)
+            self.invalid.extend(f"request {n}: {p}" for p in problems)
+        if problems:
+            error = {"message": "; ".join(problems), "type": "invalid_request_error"}
+            return JSONResponse({"error": error}, 400)
         model = str(body.get("model") or "")
         reply = self._next(model)
         delay = reply.delay_s or self.latency_s

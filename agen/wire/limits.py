@@ -20,6 +20,8 @@ BUNDLE_MAX_ENV = "AGEN_BUNDLE_MAX_BYTES"
 DEFAULT_BUNDLE_MAX_BYTES = 10 * MiB
 BUNDLE_MAX_FILE_ENV = "AGEN_BUNDLE_MAX_FILE_BYTES"
 DEFAULT_BUNDLE_MAX_FILE_BYTES = 5 * MiB
+TASK_FILES_BODY_BYTES = 28 * MiB
+"""The body cap of SubmitTask: 20 MiB of files (agen.domain.attachments) as base64, and the rest."""
 
 
 def env_bytes(name: str, default: int) -> int:

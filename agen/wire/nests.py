@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Base64Bytes, ConfigDict, Field, StrictInt
 
+from agen.domain.attachments import Attachment
 from agen.wire.common import Count, DurationMs, Model
 
 Id = Annotated[str, Field(min_length=1, max_length=100)]
@@ -82,6 +83,7 @@ class LeasedTask(Model):
     deployment: str
     deployment_id: str
     input: str
+    attachments: list[Attachment] = Field(default_factory=list)  # files given with the input
     attempts: int = 0
     conversation_key: str | None = None
     labels: dict[str, str] = Field(default_factory=dict)

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field
 
 from agen.bundle.overrides import TaskOverrides
+from agen.domain.attachments import Attachment, FileIn
 from agen.otel.ids import TRACEPARENT_PATTERN
 from agen.wire.common import NAME_PATTERN, Model, TimeMs
 
@@ -30,6 +31,9 @@ class Task(Model):
     deployment_id: str
     state: str
     input: str
+    attachments: list[Attachment] = Field(
+        [], description="the files given with the input (artifacts of the namespace)"
+    )
     source: str = "api"
     conversation_key: str | None = None
     labels: dict[str, str] = {}
@@ -79,6 +83,13 @@ class SubmitTaskRequest(Model):
     namespace: str = Field("default", pattern=NAME_PATTERN)
     deployment: str = Field(min_length=1)
     input: str
+    attachments: list[FileIn] = Field(
+        [],
+        max_length=20,
+        description="files given with the input: images (png, jpeg, gif, webp), PDFs and UTF-8 "
+        "text, at most 10 MiB each and 20 MiB together; stored as artifacts of the namespace and "
+        "sent to the model in its provider's native form",
+    )
     conversation_key: str | None = None
     labels: dict[str, str] = {}
     priority: Priority = "normal"

@@ -142,6 +142,7 @@ class NewTask:
     deployment_kind: str | None = (
         None  # the caller read the deployment already: no SELECT for its kind
     )
+    attachments: list[dict[str, Any]] | None = None  # Attachment dicts: files stored already
 
 
 @dataclass
@@ -320,6 +321,7 @@ def submit_task(tx: Tx, t: NewTask, *, max_queued: int | None = None) -> tuple[T
         event_chain=t.event_chain,
         submitted_by=t.submitted_by,
         traceparent=t.traceparent,
+        attachments=dumps(t.attachments) if t.attachments else None,
         created_ms=now,
         updated_ms=now,
     )

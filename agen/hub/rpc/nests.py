@@ -155,6 +155,7 @@ def leased_task(
             "deployment": row.deployment,
             "deployment_id": row.deployment_id,
             "input": row.input,
+            "attachments": loads(row.attachments, []) or [],
             "attempts": row.attempts,
             "conversation_key": row.conversation_key,
             "labels": loads(row.labels, {}) or {},

@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 from agen.bundle.overrides import TRUST_RANK
 from agen.domain import DeploymentRow, TaskRow, TaskState
-from agen.errors import DeniedError, NotFoundError
+from agen.domain.artifacts import save_files_tx
+from agen.domain.attachments import check_files, decode_files
+from agen.errors import DeniedError, InvalidError, NotFoundError
 from agen.hub import queue
 from agen.hub.auth import Principal
 from agen.hub.fleet.instances import instance_failing
@@ -70,6 +72,7 @@ def task_view(row: TaskRow, *, extra: TaskDetails | None = None) -> Task:
         deployment_id=row.deployment_id,
         state=row.state.value,
         input=row.input,
+        attachments=loads(row.attachments, []) or [],
         source=row.source,
         conversation_key=row.conversation_key,
         labels=loads(row.labels, {}),
@@ -234,6 +237,10 @@ async def submit(
             field="parent_run_id",
         )
 
+    files = decode_files(req.attachments)
+    if files:
+        check_files(files)  # before the transaction: a bad file costs no writer time
+
     def fn(tx: Tx) -> tuple[Task, bool]:
         lineage = None
         if req.parent_run_id is not None and caller is not None:
@@ -274,8 +281,18 @@ async def submit(
             parent_task_id=parent_task_id or (lineage.parent_task_id if lineage else None),
             on_parent_end=req.on_parent_end,
         )
+        if files:
+            stored = save_files_tx(tx, req.namespace, files)
+            new.attachments = [a.model_dump() for a in stored]
         into = deliver(tx, current, new, queue_mode(current, req.delivery), by=p.subject)
         if into is not None:  # collect merged it, or steer handed it to the running task
+            if files:  # raised inside the transaction: nothing of it is kept
+                raise InvalidError(
+                    "not supported yet: files with a submission the conversation's queue mode "
+                    "merges into a queued task or hands to the running one (collect, steer); "
+                    "submit it with delivery followup",
+                    field="attachments",
+                )
             return task_view(into, extra=_details(tx, into)), False
         admission.admit(tx, current, tx.now_ms)
         row, created = queue.submit_task(tx, new)

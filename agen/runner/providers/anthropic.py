@@ -23,6 +23,7 @@ from typing import Any
 import httpx2
 
 from agen.bundle.harness import AnthropicSpec
+from agen.runner.providers._files import PDF, files_of, refuse
 from agen.runner.providers._http import Endpoint, HttpProvider, error_text, sse_events
 from agen.runner.providers.base import (
     THINKING_KEY,
@@ -82,8 +83,31 @@ def _assistant_blocks(m: dict[str, Any]) -> list[dict[str, Any]]:
     return blocks
 
 
+MAX_IMAGE_BYTES = 5 * 1024 * 1024  # the API's limit for one image
+IMAGE_MEDIA = ("image/png", "image/jpeg", "image/gif", "image/webp")
+
+
+def _file_blocks(m: dict[str, Any], model: str) -> list[dict[str, Any]]:
+    """A user message's files as content blocks: images as ``image``, PDFs and text files as
+    ``document`` (base64 and text sources), named by their title."""
+    blocks: list[dict[str, Any]] = []
+    for f in files_of(m):
+        if f.media_type in IMAGE_MEDIA:
+            if f.size > MAX_IMAGE_BYTES:
+                raise refuse("anthropic", model, f, "an image may have at most 5 MB; scale it down")
+            source = {"type": "base64", "media_type": f.media_type, "data": f.data}
+            blocks.append({"type": "image", "source": source})
+        elif f.media_type == PDF:
+            source = {"type": "base64", "media_type": PDF, "data": f.data}
+            blocks.append({"type": "document", "source": source, "title": f.name})
+        else:
+            source = {"type": "text", "media_type": "text/plain", "data": f.text}
+            blocks.append({"type": "document", "source": source, "title": f.name})
+    return blocks
+
+
 def to_messages(
-    chat: list[dict[str, Any]],
+    chat: list[dict[str, Any]], model: str = ""
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any] | None]:
     """OpenAI chat messages as (system blocks, Messages API messages, the history's last block).
     The leading system message is the system prompt; a later one (budget notes after the history)
@@ -111,9 +135,9 @@ def to_messages(
                 }
             ]
             api_role = "user"
-        else:  # user, or a late system note
+        else:  # user (files first, as the API advises), or a late system note
             text = str(m.get("content") or "")
-            blocks = [_text_block(text)] if text.strip() else []
+            blocks = _file_blocks(m, model) + ([_text_block(text)] if text.strip() else [])
             api_role = "user"
         if not blocks:
             continue  # the API refuses empty text blocks
@@ -172,7 +196,7 @@ class AnthropicProvider(HttpProvider):
 
     def body(self, request: ModelRequest) -> dict[str, Any]:
         """The Messages API request for one call (cache breakpoints placed as the harness says)."""
-        system, messages, last = to_messages(request.messages)
+        system, messages, last = to_messages(request.messages, request.model or self.default_model)
         max_tokens = request.max_tokens or DEFAULT_MAX_TOKENS
         body: dict[str, Any] = {
             "model": request.model or self.default_model,

@@ -18,6 +18,9 @@ ErrorKind = Literal["retryable", "account", "other"]
 # The key of an assistant message's reasoning blocks (ModelResponse.thinking) in the request messages:
 # providers that take them (anthropic) send them back, the others drop the key.
 THINKING_KEY = "thinking_blocks"
+# The key of a user message's files in the request messages: [{"name", "media_type", "size", "data"
+# (base64)}]; each provider sends them in its own form (agen/runner/providers/_files.py).
+ATTACHMENTS_KEY = "attachments"
 
 
 @dataclass

@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from agen.bundle.harness import Turn
+from agen.runner.providers._files import files_of
 from agen.runner.providers.base import (
     Delta,
     DeltaSink,
@@ -36,9 +37,15 @@ def _estimate_tokens(messages: list[dict[str, Any]]) -> int:
 
 
 def last_user_text(messages: list[dict[str, Any]]) -> str:
+    """The newest user message's text, and what files it came with (the fake model takes any file
+    and says what it got, so a test sees them arrive)."""
     for m in reversed(messages):
         if m.get("role") == "user":
-            return str(m.get("content") or "")
+            text = str(m.get("content") or "")
+            files = files_of(m)
+            if files:
+                text += " [attached: " + "; ".join(f.describe() for f in files) + "]"
+            return text
     return ""
 
 

@@ -31,6 +31,7 @@ from urllib.parse import quote
 
 import httpx
 
+from agen.runner.providers._files import files_of, refuse
 from agen.runner.providers._http import Endpoint, HttpProvider, error_text, sse_events
 from agen.runner.providers.base import (
     THINKING_KEY,
@@ -66,6 +67,8 @@ BLOCKED = {
     "LANGUAGE": "the language is not supported",
 }
 _DELAY = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")
+INLINE = ("image/png", "image/jpeg", "image/webp", "application/pdf")  # no gif on Gemini
+MAX_INLINE = 20 * 1024 * 1024  # the API's limit for a request's inline data
 # reasoning effort on Gemini 2.5, which takes a thinking budget, not a level
 BUDGETS = {"low": 1024, "medium": 8192, "high": 24576}
 
@@ -109,7 +112,27 @@ def _model_parts(
     return parts
 
 
-def to_contents(chat: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+def _file_parts(m: dict[str, Any], model: str) -> list[dict[str, Any]]:
+    """A user message's files as parts: images and PDFs as ``inlineData``, text files as text."""
+    parts: list[dict[str, Any]] = []
+    for f in files_of(m):
+        if f.media_type in INLINE:
+            parts.append({"inlineData": {"mimeType": f.media_type, "data": f.data}})
+        elif f.is_text:
+            parts.append({"text": f.framed()})
+        else:
+            raise refuse(
+                "gemini",
+                model,
+                f,
+                f"Gemini takes {', '.join(INLINE)} inline; convert it to one of those",
+            )
+    return parts
+
+
+def to_contents(
+    chat: list[dict[str, Any]], model: str = ""
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
     """OpenAI chat messages as (systemInstruction, contents). The leading system message is the
     system instruction; a later one (budget notes) is a user text. Consecutive turns of one role
     are merged: the results of parallel calls go back in one user turn."""
@@ -138,7 +161,7 @@ def to_contents(chat: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, list
             api_role = "user"
         else:  # user, or a late system note
             text = str(m.get("content") or "")
-            parts = [{"text": text}] if text.strip() else []
+            parts = ([{"text": text}] if text.strip() else []) + _file_parts(m, model)
             api_role = "user"
         if not parts:
             continue
@@ -211,7 +234,15 @@ class GeminiProvider(HttpProvider):
 
     def body(self, request: ModelRequest) -> dict[str, Any]:
         """The generateContent request for one call (the model goes in the URL)."""
-        system, contents = to_contents(request.messages)
+        model = request.model or self.default_model
+        system, contents = to_contents(request.messages, model)
+        inline = sum(len(f.data) for m in request.messages for f in files_of(m))
+        if inline > MAX_INLINE:
+            raise ProviderError(
+                "other",
+                f"gemini: the attached files are {inline} bytes as base64; a request may carry at "
+                f"most {MAX_INLINE} inline (20 MB): attach fewer or smaller files",
+            )
         body: dict[str, Any] = {"contents": contents}
         if system is not None:
             body["systemInstruction"] = system
@@ -225,7 +256,6 @@ class GeminiProvider(HttpProvider):
         if request.temperature is not None:
             config["temperature"] = request.temperature
         if request.reasoning_effort:
-            model = request.model or self.default_model
             effort = request.reasoning_effort
             config["thinkingConfig"] = (
                 {"thinkingBudget": BUDGETS.get(effort, 8192), "includeThoughts": True}

@@ -18,8 +18,10 @@ from typing import Any
 
 import httpx2
 
+from agen.runner.providers._files import IMAGE_TYPES, PDF, files_of, refuse, without_files
 from agen.runner.providers._http import Endpoint, HttpProvider, error_text, sse_events
 from agen.runner.providers.base import (
+    ATTACHMENTS_KEY,
     THINKING_KEY,
     Delta,
     DeltaSink,
@@ -79,13 +81,49 @@ class OpenAIProvider(HttpProvider):
             self.name, self.base_url, headers, timeout_s=timeout_s, max_in_flight=max_in_flight
         )
 
+    @property
+    def takes_pdf(self) -> bool:
+        """PDFs go as ``file`` content parts, which OpenAI (and OpenRouter) take; other servers
+        speaking the API (Ollama, vLLM, llama.cpp) take images but no files."""
+        return self.direct
+
+    def _user_content(self, m: dict[str, Any], model: str) -> list[dict[str, Any]]:
+        """A user message with files as content parts: its text, then images as ``image_url``
+        (a data URL), PDFs as ``file`` parts, text files as text."""
+        parts: list[dict[str, Any]] = []
+        if m.get("content"):
+            parts.append({"type": "text", "text": str(m["content"])})
+        for f in files_of(m):
+            if f.media_type in IMAGE_TYPES:
+                parts.append({"type": "image_url", "image_url": {"url": f.data_url}})
+            elif f.media_type == PDF and self.takes_pdf:
+                parts.append(
+                    {"type": "file", "file": {"filename": f.name, "file_data": f.data_url}}
+                )
+            elif f.media_type == PDF:
+                raise refuse(
+                    self.name,
+                    model,
+                    f,
+                    f"the server at {self.base_url} takes images but no PDF files in the "
+                    "chat-completions API; convert the PDF to text or images",
+                )
+            else:
+                parts.append({"type": "text", "text": f.framed()})
+        return parts
+
+    def _message(self, m: dict[str, Any], model: str) -> dict[str, Any]:
+        if THINKING_KEY in m:  # another provider's reasoning blocks are no chat-completions field
+            m = {k: v for k, v in m.items() if k != THINKING_KEY}
+        if ATTACHMENTS_KEY in m:
+            m = {**without_files(m), "content": self._user_content(m, model)}
+        return m
+
     def body(self, request: ModelRequest) -> dict[str, Any]:
+        model = request.model or self.default_model
         body: dict[str, Any] = {
-            "model": request.model or self.default_model,
-            "messages": [  # another provider's reasoning blocks are no chat-completions field
-                {k: v for k, v in m.items() if k != THINKING_KEY} if THINKING_KEY in m else m
-                for m in request.messages
-            ],
+            "model": model,
+            "messages": [self._message(m, model) for m in request.messages],
         }
         if request.tools:
             body["tools"] = request.tools

@@ -73,6 +73,10 @@ class OpenRouterProvider(OpenAIProvider):
         self.extras = extras or {}
         self.router = router
 
+    @property
+    def takes_pdf(self) -> bool:
+        return True  # OpenRouter takes OpenAI's file parts and parses PDFs for any model
+
     def body(self, request: ModelRequest) -> dict[str, Any]:
         effort = request.reasoning_effort
         request.reasoning_effort = None  # OpenRouter takes reasoning.effort, not reasoning_effort
