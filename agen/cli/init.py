@@ -50,8 +50,9 @@ def init(
             help='Write this model into the new bundle\'s x-agen/harness.json ("model") instead of the '
             "template's. A template on provider auto or fake switches provider too: a vendor/model name "
             "(anthropic/claude-sonnet-4, openrouter/auto) to openrouter, which needs OPENROUTER_API_KEY; any "
-            "other name (gpt-4o-mini) to auto, which uses ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY or a local "
-            "Ollama. A routing model such as typesafe/jev-router picks the model per request.",
+            "other name (gpt-5.4-mini, gemini-3.5-flash) to auto, which uses ANTHROPIC_API_KEY, OPENAI_API_KEY, "
+            "GEMINI_API_KEY, OPENROUTER_API_KEY or a local Ollama. Without it the templates run a current "
+            "model of whichever key is set. A routing model such as typesafe/jev-router picks the model per request.",
             show_default=False,
         ),
     ] = None,
@@ -169,9 +170,16 @@ def _explain(
     for note in notes:
         err(f"set in x-agen/harness.json: {note}")
     if harness.get("provider") == "auto":
+        from agen.runner.providers.auto import KEYS, MODELS
+
+        keys = ", ".join(f"{names[0]} {MODELS[p]}" for p, names, _ in KEYS)
+        model = harness.get("model")
         err(
-            f"model: {harness.get('model')} via provider auto (ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY, else a "
-            "local Ollama, else the offline echo model)"
+            f"model: {model} via provider auto (the first of {', '.join(n[0] for _, n, _ in KEYS)} "
+            "set, else a local Ollama, else the offline echo model)"
+            if model
+            else f"model: picked by provider auto from the key set ({keys}), else a local "
+            "Ollama's, else the offline echo model"
         )
     secrets_path = dest / "x-agen" / "secrets.json"
     if secrets_path.is_file():

@@ -6,7 +6,8 @@ traceback. The Gateway reads the body first and refuses a bad one here, with a f
 the request's own id, so a client error is the client's, in one log line:
 
 * HTTP 415: a Content-Type other than JSON, or a body that is not UTF-8 (UTF-16, Latin-1);
-* HTTP 413: a body over ``AGEN_API_MAX_BODY_BYTES`` (1 MiB by default, as the Hub's API);
+* HTTP 413: a body over 28 MiB (a message's files, as SubmitTask takes them), or over
+  ``AGEN_API_MAX_BODY_BYTES`` when that is set higher;
 * -32700 parse error: not JSON (a syntax error, NaN or Infinity, nesting past the parser's depth);
 * -32600 invalid request: not one JSON-RPC 2.0 request object (a batch, ``jsonrpc`` not "2.0",
   ``method`` not a string, ``id`` not a string, integer or null, a member besides jsonrpc, id,
@@ -36,7 +37,13 @@ from starlette.types import Message
 
 from agen.api.jsonbody import lone_surrogate, strict_loads
 from agen.errors import InvalidError
-from agen.wire.limits import DEFAULT_MAX_BODY_BYTES, MAX_BODY_ENV, env_bytes, human
+from agen.wire.limits import (
+    DEFAULT_MAX_BODY_BYTES,
+    MAX_BODY_ENV,
+    TASK_FILES_BODY_BYTES,
+    env_bytes,
+    human,
+)
 
 log = logging.getLogger("agen.gateway")
 
@@ -84,7 +91,9 @@ def refusal_body(request_id: str | int | None, message: str, code: int = REFUSED
 
 
 def max_body_bytes() -> int:
-    return env_bytes(MAX_BODY_ENV, DEFAULT_MAX_BODY_BYTES)
+    """The API's cap, or SubmitTask's when higher: a message carries its files (raw parts) in the
+    body, base64, up to the 20 MiB a task may be given (agen.domain.attachments)."""
+    return max(env_bytes(MAX_BODY_ENV, DEFAULT_MAX_BODY_BYTES), TASK_FILES_BODY_BYTES)
 
 
 def _is_json(content_type: str) -> bool:

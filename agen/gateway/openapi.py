@@ -1,9 +1,11 @@
 """The Gateway's OpenAPI document (``GET /openapi.json``): the A2A v0.3 JSON-RPC methods agen serves,
 as agen accepts them.
 
-A2A's own schema allows more than agen takes (file and data parts, continuing a task by taskId,
+A2A's own schema allows more than agen takes (file parts by URI, continuing a task by taskId,
 push notification configs); a call using those gets a JSON-RPC error that says "not supported
-yet". This document states agen's subset, so a request valid by it is one agen runs: the
+yet". File parts with bytes and data parts are taken (agen.domain.attachments) but not described
+here: whether a file is taken depends on its bytes (an image, a PDF or text), which no schema
+states. This document states agen's subset, so a request valid by it is one agen runs: the
 conformance test (tests/e2e/test_api_fuzz.py) sends generated ones and expects no client error.
 A JSON-RPC error travels on HTTP 200, as JSON-RPC over HTTP does; refusals that carry their own
 status (401, 403, 404, 413, 415, 429, 503) are listed as such.

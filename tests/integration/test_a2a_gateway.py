@@ -451,3 +451,41 @@ async def test_agen_ups_gateway_serves_the_card_without_a_token_to_loopback_only
             call = await gw.post("/a2a/default/open", json=_send("hi", "m1"))
         assert card.status_code == card_status, (client, card.text)
         assert call.status_code == 401, client
+
+
+async def test_a_message_with_a_file_and_a_data_part_reaches_the_model_as_files(
+    node: LocalNode, tmp_path: Path
+) -> None:
+    """A2A file parts with bytes and data parts become the task's files (stored artifacts); the
+    echo model says what it got. A file by URI is refused as not supported yet."""
+    import base64
+
+    png = base64.b64decode(
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+    )
+    await _deploy(node, tmp_path, "looker", {"min": 0, "max": 1})
+    token = await _token(node, "operator")
+    body = _send("look", "m-files")
+    body["params"]["message"]["parts"] += [
+        {
+            "kind": "file",
+            "file": {
+                "name": "cat.png",
+                "mimeType": "image/png",
+                "bytes": base64.b64encode(png).decode(),
+            },
+        },
+        {"kind": "data", "data": {"rows": 3}},
+    ]
+    async with _http(node) as gw:
+        resp = await gw.post("/a2a/default/looker", json=body, headers=_auth(token))
+        by_uri = _send("look", "m-uri")
+        by_uri["params"]["message"]["parts"].append(
+            {"kind": "file", "file": {"uri": "https://example.com/cat.png"}}
+        )
+        refused = await gw.post("/a2a/default/looker", json=by_uri, headers=_auth(token))
+    assert resp.status_code == 200, resp.text
+    answer = resp.json()["result"]["artifacts"][0]["parts"][0]["text"]
+    assert answer.startswith(f"You said: look [attached: cat.png (image/png, {len(png)} bytes); ")
+    assert "data-" in answer and "(application/json, " in answer
+    assert "not supported yet: A2A url parts" in refused.json()["error"]["message"]

@@ -390,3 +390,45 @@ async def test_submit_task_over_http_takes_files_past_the_plain_body_cap_and_ref
             rpc.SubmitTask, SubmitTaskRequest(deployment="looker", input="x", attachments=lying)
         )
     assert await hub.store.scalar("SELECT COUNT(*) FROM artifacts") == 2
+
+
+async def test_a_run_resumed_from_the_store_sends_its_files_again(
+    gemini_api: GeminiServer, store: SQLiteStore
+) -> None:
+    """The owner dies in a tool call; the run resumed elsewhere reads its first message and its
+    files from the Store and sends them again with the signed model turn."""
+    import asyncio
+
+    from agen.errors import FencedError
+    from tests.gemini_server import Reply
+    from tests.runner_helpers import FnTool
+
+    started = asyncio.Event()
+    calls: list[str] = []
+
+    async def put(args: dict[str, Any]) -> str:
+        calls.append("put")
+        if len(calls) == 1:
+            started.set()
+            await asyncio.sleep(30)  # the first owner never finishes it
+        return "stored"
+
+    gemini_api.script(Reply(text=None, tool_calls=[{"name": "put", "arguments": {}}]), Reply())
+    h = {"provider": "gemini", "model": "gemini-3.5-flash", "baseUrl": gemini_api.base_url}
+    b = make(h)
+    files = await stored(store, [("cat.png", PNG, None)])
+    req = RunRequest(input="keep it", attachments=files, task_id="t-files")
+    old = runner(store, b, FnTool("put", put, side_effect=True, idempotent=True), owner="a")
+    task = asyncio.create_task(old.run(req))
+    await started.wait()
+    again = RunRequest(input="keep it", task_id="t-files")  # a new lease: the Store has the files
+    res = await runner(
+        store, b, FnTool("put", put, side_effect=True, idempotent=True), owner="b"
+    ).run(again)
+    task.cancel()
+    with pytest.raises((asyncio.CancelledError, FencedError)):
+        await task
+    assert res.outcome.summary == "ok" and calls == ["put", "put"]
+    resumed = gemini_api.requests[-1]["contents"]
+    assert resumed[0]["parts"][1] == {"inlineData": {"mimeType": "image/png", "data": b64(PNG)}}
+    assert "thoughtSignature" in resumed[1]["parts"][0]

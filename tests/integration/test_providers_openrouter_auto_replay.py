@@ -84,7 +84,7 @@ async def test_auto_prefers_an_api_key_then_ollama_then_the_offline_fake(
         first = await auto.choose(None)
         assert (first.provider, first.model) == ("anthropic", auto.ANTHROPIC_MODEL)
         assert (await auto.choose("claude-haiku-4-5")).provider == "anthropic"
-        # a template's gpt-4o-mini goes to the OpenAI key, or to a Claude model when it is the only key
+        # an OpenAI model goes to the OpenAI key, or to a Claude model when it is the only key
         assert (await auto.choose("gpt-4o-mini")).provider == "openai"
         monkeypatch.delenv("OPENAI_API_KEY")
         monkeypatch.delenv("OPENROUTER_API_KEY")

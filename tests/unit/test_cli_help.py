@@ -193,3 +193,16 @@ def test_a_bad_on_behalf_deployment_is_refused_naming_the_flag(
     )
     assert code == 2
     assert "--deployment 'Bad Name': must be [NAMESPACE/]NAME" in err
+
+
+def test_init_says_which_current_model_each_key_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The templates name no model: provider auto runs a current one for whichever key is set."""
+    code, _, err = run_agen(capsys, "init", str(tmp_path / "a"), "--template", "assistant")
+    assert code == 0, err
+    assert (
+        "model: picked by provider auto from the key set (ANTHROPIC_API_KEY claude-sonnet-5-5, "
+        "OPENAI_API_KEY gpt-5.4-mini, GEMINI_API_KEY gemini-3.5-flash, OPENROUTER_API_KEY "
+        "openrouter/auto)"
+    ) in " ".join(err.split())
