@@ -411,7 +411,7 @@ def open_run(tx: Tx, req: RunRequest, owner: str, model: str, digest: str | None
         ),
     )
     files = dumps([a.model_dump() for a in req.attachments]) if req.attachments else None
-    if files is not None:  # the files given with the input go with its message (0028)
+    if files is not None:  # the files given with the input go with its message (0029)
         tx.execute(
             "UPDATE messages SET attachments = ? WHERE conversation_id = ? AND seq = ?",
             (files, conversation_id, seq),

@@ -25,9 +25,9 @@ from agen.testing.openai_server import OpenAIServer
 from agen.testing.openai_server import Reply as OReply
 from tests.anthropic_server import AnthropicServer
 from tests.anthropic_server import Reply as AReply
-from tests.runner_helpers import make, runner
 from tests.gemini_server import GeminiServer
 from tests.gemini_server import Reply as GReply
+from tests.runner_helpers import make, runner
 
 CALLS = [
     {"id": "call_a", "name": "notes_add", "arguments": {"text": "a note long enough to split"}},

@@ -1,4 +1,4 @@
-"""Google's Gemini API over httpx (no SDK at run time): generativelanguage.googleapis.com or a
+"""Google's Gemini API over httpx2 (no SDK at run time): generativelanguage.googleapis.com or a
 gateway at ``baseUrl``.
 
 The run's messages are OpenAI chat dicts (base.py); here they become ``contents`` of ``user`` and
@@ -29,7 +29,7 @@ import re
 from typing import Any
 from urllib.parse import quote
 
-import httpx
+import httpx2
 
 from agen.runner.providers._files import files_of, refuse
 from agen.runner.providers._http import Endpoint, HttpProvider, error_text, sse_events
@@ -186,7 +186,7 @@ def _declarations(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def retry_delay(status: int, headers: httpx.Headers, text: str) -> float | None:
+def retry_delay(status: int, headers: httpx2.Headers, text: str) -> float | None:
     """Retry-After, else the ``google.rpc.RetryInfo`` delay a 429 body names ("37s")."""
     after = parse_retry_after(headers.get("retry-after"))
     if after is not None or status != 429:
@@ -284,7 +284,7 @@ class GeminiProvider(HttpProvider):
             ) from e
         return parse_response(data, model)
 
-    def _status_error(self, resp: httpx.Response, text: str) -> ProviderError:
+    def _status_error(self, resp: httpx2.Response, text: str) -> ProviderError:
         kind = classify_status(resp.status_code, text)
         if resp.status_code == 400 and ("API_KEY_INVALID" in text or "API key not valid" in text):
             kind = "account"  # the API says a bad key with a 400
