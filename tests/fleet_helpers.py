@@ -14,13 +14,18 @@ def write_bundle(
     script: list[dict[str, Any]] | None = None,
     config: dict[str, Any] | None = None,
     prompt: str = "You answer briefly.",
+    sandbox: dict[str, Any] | None = None,
 ) -> Path:
-    """A fake-model bundle: no script means echo mode (the reply repeats the input)."""
+    """A fake-model bundle: no script means echo mode (the reply repeats the input); ``sandbox`` is
+    harness.json's sandbox block."""
     fake: dict[str, Any] = {"script": script} if script is not None else {"echo": True}
+    harness: dict[str, Any] = {"provider": "fake", "fake": fake}
+    if sandbox is not None:
+        harness["sandbox"] = sandbox
     files: dict[str, Any] = {
         "plugin.json": {"name": name, "version": "0.1.0"},
         "x-agen/agent.md": f"---\nname: {name}\n---\n{prompt}\n",
-        "x-agen/harness.json": {"provider": "fake", "fake": fake},
+        "x-agen/harness.json": harness,
         "x-agen/config.json": config
         if config is not None
         else {"kind": "pool", "scale": {"min": 1, "max": 2}},

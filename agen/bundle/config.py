@@ -333,14 +333,14 @@ class BuiltinTools(AgenModel):
     without replace_all), glob, grep (regex, include glob, at most 500 matches then "… N more") and
     run (``sh -c`` in the folder, a timeout of 2 minutes by default and 10 at most, output capped
     at 30,000 characters, the exit code; at the timeout the command and every process it started
-    are killed, and what is still running when the run ends is too). They work on the run's
+    are killed; in the sandbox nothing it starts outlives the command). They work on the run's
     workspace folder (``workspace``; created for every run that has them) and are the same code as
     ``agen mcp workspace``. The model sees ``workspace_read``; permission rules name
     ``workspace.read`` (or ``workspace.*``). read, glob and grep are read-only; write, edit and run
     go through the effect ledger (a resumed run does not repeat one that completed); run's output
     counts as untrusted; ``tools.workspace.<tool>`` hints change that as for a server. File paths
-    are confined to the folder; run is confined only by its working directory, not by an OS
-    sandbox (docs/security.md).
+    are confined to the folder; run runs in the OS sandbox (harness.json ``sandbox``: the folder
+    its only writable path, no network but the allowed hosts; docs/security.md).
 
     ``toolCatalogue``: tools that load on demand. Past this many MCP tools a run may call, each
     model call carries the other tools and two of agen's: ``list_mcp_server_tools`` (its

@@ -8,6 +8,7 @@ from pydantic import Field, Tag, model_validator
 
 from agen._duration import parse_duration_ms
 from agen.bundle._base import AgenModel, Duration, FieldProblem, SecretName, shaped
+from agen.bundle.sandbox import Sandbox
 
 Provider = Literal["auto", "anthropic", "openai", "gemini", "openrouter", "fake", "replay"]
 Tier = Literal["low", "medium", "high", "xhigh", "max"]
@@ -206,6 +207,11 @@ class Harness(AgenModel):
         default=None,
         min_length=1,
         description="provider replay: a bundle file of recorded interactions (recordInteractions writes them)",
+    )
+    sandbox: Sandbox = Field(
+        default_factory=Sandbox,
+        description="how the workspace run tool and stdio MCP servers are confined (bubblewrap): "
+        "on by default, workspace writable, no network (docs/security.md)",
     )
 
     @model_validator(mode="after")

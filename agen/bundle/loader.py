@@ -23,7 +23,8 @@ from agen.bundle.frontmatter import split_front_matter
 from agen.bundle.harness import Harness, Turn
 from agen.bundle.problems import json_kind, problem, problems_from
 from agen.bundle.refused import refused_problems
-from agen.bundle.standard import McpConfig, PluginManifest, SkillFrontMatter
+from agen.bundle.sandbox import check_sandbox_servers, sandboxed_parts
+from agen.bundle.standard import McpConfig, PluginManifest, SkillFrontMatter, StdioServer
 from agen.errors import BundleError, InvalidError
 
 PLUGIN, SKILLS = "plugin.json", "skills/"
@@ -62,6 +63,12 @@ class Bundle:
     @property
     def definition_id(self) -> str:
         return definition_id(self.name, self.digest)
+
+    def sandboxed_parts(self) -> list[str]:
+        """What of this bundle runs in the OS sandbox (empty: it needs no bubblewrap)."""
+        stdio, _ = _server_names(self.mcp)
+        builtins = checks.workspace_builtins(self.config, self.mcp)
+        return sandboxed_parts(self.harness.sandbox, builtins, stdio)
 
 
 @dataclass
@@ -141,6 +148,12 @@ def load_bundle(path: str | os.PathLike[str]) -> Bundle:
     return load_bundle_files(files, root=os.fspath(path))
 
 
+def _server_names(mcp: McpConfig) -> tuple[list[str], list[str]]:
+    """(stdio server names, HTTP server names) of mcp.json."""
+    stdio = [n for n, s in mcp.mcp_servers.items() if isinstance(s, StdioServer)]
+    return stdio, [n for n in mcp.mcp_servers if n not in stdio]
+
+
 def validate_bundle(path: str | os.PathLike[str]) -> tuple[Bundle | None, list[str], list[str]]:
     """(bundle or None, problems, warnings): the non-raising form, for ``agen deploy --validate``."""
     try:
@@ -170,6 +183,17 @@ def load_bundle_files(files: Mapping[str, bytes], root: str | None = None) -> Bu
         if config is not None:
             r.problems += checks.check_config_secrets(config, secrets)
         warnings += checks.warnings_for(harness, config, secrets)
+    if harness is not None and mcp is not None:
+        r.problems += check_sandbox_servers(harness.sandbox, *_server_names(mcp))
+    if harness is not None and not harness.sandbox.enabled:
+        warnings.append(
+            problem(
+                checks.HARNESS,
+                "sandbox.enabled",
+                "false runs the workspace run tool and stdio MCP servers unconfined, with your "
+                "user's files, network and environment",
+            )
+        )
     if config is not None:
         r.problems += checks.check_delegates(config)
     if config is not None and mcp is not None:

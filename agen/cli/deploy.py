@@ -10,6 +10,7 @@ from agen.cli._common import HubOpt, JsonOpt, NamespaceOpt, TokenOpt, err, make_
 
 if TYPE_CHECKING:
     from agen.client import Client
+    from agen.bundle import Bundle
     from agen.wire.deployments import CreateDeploymentRequest, DeploymentResponse
 
 
@@ -24,6 +25,12 @@ def _validate(directory: str, json_out: bool) -> None:
             BundleLimits.from_env().check(bundle.files)
         except TooLargeError as e:
             bundle, problems = None, [e.message]
+    if bundle is not None:
+        from agen.runner.sandboxing import missing_sandbox
+
+        why = missing_sandbox(bundle.sandboxed_parts())
+        if why is not None:
+            bundle, problems = None, [f"x-agen/harness.json: sandbox: {why}"]
     if bundle is not None:
         import os
 
@@ -54,6 +61,19 @@ def _validate(directory: str, json_out: bool) -> None:
     print(f"ok: {bundle.name} ({bundle.definition_id})")
 
 
+def refuse_without_sandbox(bundle: Bundle) -> None:
+    """A bundle whose commands or servers run sandboxed is not deployed (nor run) from a machine
+    where the sandbox cannot start: it would be refused at its first command, never run unconfined."""
+    from agen.errors import BundleError
+    from agen.runner.sandboxing import missing_sandbox
+
+    why = missing_sandbox(bundle.sandboxed_parts())
+    if why is not None:
+        raise BundleError(
+            f"bundle {bundle.name} needs the sandbox", [f"x-agen/harness.json: sandbox: {why}"]
+        )
+
+
 def deploy_request(
     directory: str, namespace: str, name: str | None, replicas: int | None
 ) -> CreateDeploymentRequest:
@@ -63,6 +83,7 @@ def deploy_request(
     from agen.wire.deployments import CreateDeploymentRequest
 
     bundle = load_bundle(directory)  # an unreadable folder is an InvalidError naming it
+    refuse_without_sandbox(bundle)
     return make_request(
         CreateDeploymentRequest,
         namespace=namespace,

@@ -36,9 +36,10 @@ def register(app: typer.Typer) -> None:
         """Serve read, write, edit, glob, grep and run (stdio MCP) over ROOT.
 
         The file tools are confined to ROOT: `..` that climbs out, absolute paths outside it
-        and symlinks that lead outside are refused. run is NOT confined and is not a sandbox:
-        it runs `sh -c COMMAND` in ROOT as your user, so the command can read and write any
-        path you can and use the network. run returns when the shell exits; on timeout, and
+        and symlinks that lead outside are refused. run is not confined by this server: it
+        runs `sh -c COMMAND` in ROOT as your user. When an agent starts this server, agen runs
+        the whole server in its sandbox (ROOT the only writable path, no network but the
+        bundle's allowed hosts; docs/security.md). run returns when the shell exits; on timeout, and
         when the server exits, every process the command started is killed (setsid children
         included; on Linux). Use --no-run to leave it out.
         """

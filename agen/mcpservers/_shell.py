@@ -27,7 +27,7 @@ import secrets
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 DEFAULT_TIMEOUT_S = 120.0
@@ -245,17 +245,23 @@ async def run_command(
     *,
     scope: str = SERVER_SCOPE,
     env: Mapping[str, str] | None = None,
+    wrap: Callable[[list[str]], list[str]] | None = None,
+    preexec_fn: Callable[[], None] | None = None,
 ) -> RunResult:
     """Run ``command`` with ``sh -c`` in ``cwd``; stdout and stderr together, capped; returns at the
-    shell's exit. ``env`` is its environment (default: this process's), plus the scope's mark."""
+    shell's exit. ``env`` is its environment (default: this process's), plus the scope's mark.
+    ``wrap`` turns the ``sh -c`` command line into the one started (the sandbox's bwrap line);
+    ``preexec_fn`` runs in the child before it execs (the sandbox's resource limits)."""
     mark = f"{scope}:{next(_numbers)}"
+    argv = ["/bin/sh", "-c", command]
+    if wrap is not None:
+        argv = wrap(argv)
     read_fd, write_fd = os.pipe()
     try:
         proc = await asyncio.create_subprocess_exec(
-            "/bin/sh",
-            "-c",
-            command,
+            *argv,
             cwd=cwd,
+            preexec_fn=preexec_fn,
             stdin=subprocess.DEVNULL,
             stdout=write_fd,
             stderr=write_fd,

@@ -8,8 +8,9 @@ raises ``WorkspaceToolError``; each caller turns it into its own tool error.
 Every path a file tool takes is confined to the root (``..``, absolute paths and symlinks
 that lead outside are refused); reads and writes open each path component relative to the
 root's descriptor without following symlinks (_confine.py), so swapping a folder for a
-symlink mid-call cannot send them outside. ``run`` starts in the root but is not confined
-to it (see _shell.py): no OS sandbox yet.
+symlink mid-call cannot send them outside. ``run`` starts in the root; it is confined only when
+its caller wraps it in the OS sandbox (the built-in toolset does; ``agen mcp workspace`` runs
+inside the sandbox as a whole when an agent starts it).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import BinaryIO
 
@@ -229,6 +230,8 @@ class WorkspaceTools:
         *,
         scope: str = SERVER_SCOPE,
         env: Mapping[str, str] | None = None,
+        wrap: Callable[[list[str]], list[str]] | None = None,
+        preexec_fn: Callable[[], None] | None = None,
     ) -> str:
         """Run ``command`` (``sh -c``) in the root; output capped, the exit code (or the timeout)
         said last. On timeout every process the command started is stopped."""
@@ -238,5 +241,13 @@ class WorkspaceTools:
             raise WorkspaceToolError(
                 f"timeout_seconds must be between 0 and {MAX_TIMEOUT_S:g} (got {timeout_s:g})"
             )
-        result = await run_command(command, str(self.box.path), timeout_s, scope=scope, env=env)
+        result = await run_command(
+            command,
+            str(self.box.path),
+            timeout_s,
+            scope=scope,
+            env=env,
+            wrap=wrap,
+            preexec_fn=preexec_fn,
+        )
         return result.render(command, timeout_s)

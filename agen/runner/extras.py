@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from agen.bundle import Bundle
 from agen.runner.memory import MemoryContext
 from agen.runner.redact import Redactor
+from agen.runner.sandboxing import EventOrigin
 from agen.runner.tools.base import Tool, Toolset
 from agen.runner.types import RunRequest
 from agen.runner.workspace import TaskWorkspace, prepare_workspace, release_workspace
@@ -74,10 +75,10 @@ class RunExtras:
         store: Store,
         redactor: Redactor | None = None,
         *,
-        run_toolsets: Callable[[str | None], list[Toolset]] | None = None,
+        run_toolsets: Callable[[str | None, EventOrigin], list[Toolset]] | None = None,
     ) -> None:
         self.bundle = bundle
-        self.run_toolsets = run_toolsets  # workspace path -> the run's own toolsets
+        self.run_toolsets = run_toolsets  # (workspace path, whose) -> the run's own toolsets
         self.store = store
         self.redactor = redactor or Redactor()
         self._memory = bundle.config.memory
@@ -102,7 +103,10 @@ class RunExtras:
             if self._memory
             else None
         )
+        origin = EventOrigin(req.namespace, req.deployment or self.bundle.name, req.task_id, run_id)
         toolsets = (
-            self.run_toolsets(ws.path if ws else None) if self.run_toolsets is not None else []
+            self.run_toolsets(ws.path if ws else None, origin)
+            if self.run_toolsets is not None
+            else []
         )
         return RunScope(ws, memory, [ws.prompt_line()] if ws else [], toolsets)

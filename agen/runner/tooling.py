@@ -13,9 +13,17 @@ from dataclasses import dataclass
 
 from agen.bundle import Bundle
 from agen.bundle.checks import WORKSPACE, workspace_builtins
+from agen.bundle.standard import StdioServer
 from agen.runner.extras import RunExtras
 from agen.runner.permissions import BundlePolicy
 from agen.runner.redact import Redactor
+from agen.runner.sandboxing import (
+    EgressEvents,
+    EventOrigin,
+    Sandboxing,
+    run_policy,
+    server_policy,
+)
 from agen.runner.secrets import ResolvedSecrets, resolve_secrets
 from agen.runner.tools.base import ToolContext, Toolset
 from agen.runner.tools.mcp import LoginNeededHook, McpToolset
@@ -58,6 +66,27 @@ def build_tooling(
     )
     mode = bundle.config.workspace.mode
     login_needed = login_needed_event(store)
+    spec = bundle.harness.sandbox
+
+    def mcp_toolset(name: str, workspace: str | None, origin: EventOrigin) -> McpToolset:
+        server = bundle.mcp.mcp_servers[name]
+        policy = server_policy(spec, name) if isinstance(server, StdioServer) else None
+        what = f"mcp.json server {name!r}"
+        return McpToolset(
+            name,
+            server,
+            secrets,
+            redactor,
+            bundle.config.tools.get(name),
+            workspace=workspace,
+            cwd_base=bundle.root,
+            sandbox=Sandboxing(policy, what, EgressEvents(store, origin, f"server {name}"))
+            if policy is not None
+            else None,
+            env_grant=tuple(spec.for_server(name).env),
+            on_login_needed=login_needed,
+        )
+
     toolsets: list[Toolset] = []
     per_run: list[str] = []
     for name, server in bundle.mcp.mcp_servers.items():
@@ -76,40 +105,26 @@ def build_tooling(
             )
             path.mkdir(parents=True, exist_ok=True)
             ws = str(path)
-        toolsets.append(
-            McpToolset(
-                name,
-                server,
-                secrets,
-                redactor,
-                bundle.config.tools.get(name),
-                workspace=ws,
-                cwd_base=bundle.root,
-                on_login_needed=login_needed,
-            )
-        )
+        toolsets.append(mcp_toolset(name, ws, EventOrigin(namespace, dep)))
 
     builtins = workspace_builtins(bundle.config, bundle.mcp)
+    run_sandbox = run_policy(spec)
 
-    def run_toolsets(workspace: str | None) -> list[Toolset]:
-        own: list[Toolset] = (
-            [WorkspaceToolset(workspace, builtins, bundle.config.tools.get(WORKSPACE))]
-            if builtins and workspace is not None
-            else []
-        )
-        return own + [
-            McpToolset(
-                name,
-                bundle.mcp.mcp_servers[name],
-                secrets,
-                redactor,
-                bundle.config.tools.get(name),
-                workspace=workspace,
-                cwd_base=bundle.root,
-                on_login_needed=login_needed,
+    def run_toolsets(workspace: str | None, origin: EventOrigin) -> list[Toolset]:
+        own: list[Toolset] = []
+        if builtins and workspace is not None:
+            box = (
+                Sandboxing(
+                    run_sandbox,
+                    "the workspace run tool",
+                    EgressEvents(store, origin, "workspace.run"),
+                )
+                if run_sandbox is not None
+                else None
             )
-            for name in per_run
-        ]
+            hints = bundle.config.tools.get(WORKSPACE)
+            own.append(WorkspaceToolset(workspace, builtins, hints, box))
+        return own + [mcp_toolset(name, workspace, origin) for name in per_run]
 
     policy = BundlePolicy(bundle.config.permissions, store=store)
     extras = RunExtras(

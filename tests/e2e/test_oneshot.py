@@ -32,11 +32,18 @@ OTHERS = [f"other{i}" for i in range(5)]
 
 def marked_bundle(root: Path, name: str, marker: Path, **kw: Any) -> Path:
     """A pool bundle whose MCP server writes ``marker`` when it starts: seen from outside the Hub."""
-    bundle = write_bundle(
-        root / name, name, config={"kind": "pool", "scale": {"min": 0, "max": 1}}, **kw
-    )
     work = root / f"{name}-work"
     work.mkdir(parents=True, exist_ok=True)
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    # the server runs in the sandbox: it may write its marker's folder and its --root
+    sandbox = {"filesystem": {"write": [str(marker.parent), str(work)]}}
+    bundle = write_bundle(
+        root / name,
+        name,
+        config={"kind": "pool", "scale": {"min": 0, "max": 1}},
+        sandbox=sandbox,
+        **kw,
+    )
     start = (
         f"touch {shlex.quote(str(marker))}; exec {shlex.quote(sys.executable)} -m agen mcp workspace --root "
         f"{shlex.quote(str(work))}"
@@ -55,7 +62,7 @@ def rows(db: Path, sql: str, *args: object) -> list[dict[str, object]]:
 
 async def seed(home: Path, tmp: Path) -> dict[str, Path]:
     """`mine` and five other deployments, each other one with two queued tasks (no `agen up` runs)."""
-    markers = {name: tmp / f"{name}.started" for name in ["mine", *OTHERS]}
+    markers = {name: tmp / "markers" / f"{name}.started" for name in ["mine", *OTHERS]}
     store = await SQLiteStore.open(home / "agen.db")
     try:
         client = Client.in_process(Hub(store))

@@ -37,10 +37,22 @@ def task_dir(root: Path, task: str) -> Path:
     return root / "default" / DEP / "tasks" / task
 
 
-def bundle(*turns: dict[str, Any], config: dict[str, Any] | None = None, **short: Any) -> Bundle:
+UNCONFINED = {"enabled": False}
+"""The sandbox off: these tests read the host's pids of what a command started (test_sandbox.py
+has the sandboxed ones)."""
+
+
+def bundle(
+    *turns: dict[str, Any],
+    config: dict[str, Any] | None = None,
+    sandbox: dict[str, Any] | None = None,
+    **short: Any,
+) -> Bundle:
     cfg = {"kind": "pool", "permissions": {"default": "allow"}, **(config or {})}
     cfg.setdefault("workspace", {"mode": "per_task", "retain": True})
     harness = {"provider": "fake", "parallelToolCalls": False, "fake": {"script": list(turns)}}
+    if sandbox is not None:
+        harness["sandbox"] = sandbox
     return load_bundle_files(bundle_files(harness=harness, config=cfg, **short))
 
 
@@ -200,6 +212,7 @@ async def test_run_at_its_timeout_is_killed_with_every_process_it_started(
             )
         ),
         {"text": "done"},
+        sandbox=UNCONFINED,
     )
     _, msgs = await one_run(tmp_path, b)
     assert msgs[0]["content"].startswith("[timed out after 0.5s: the command and every process")
@@ -235,6 +248,7 @@ async def test_a_background_process_left_by_run_is_stopped_when_the_run_ends(
     b = bundle(
         calls(("workspace_run", {"command": "setsid sleep 300 > /dev/null 2>&1 & echo $!"})),
         {"text": "done"},
+        sandbox=UNCONFINED,
     )
     _, msgs = await one_run(tmp_path, b)
     await gone(int(msgs[0]["content"].splitlines()[0]))

@@ -42,6 +42,7 @@ async def test_a_dead_mcp_server_gets_its_instance_replaced_with_a_fresh_server(
             {"text": "done"},
         ],
         config={"kind": "pool", "scale": {"min": 1, "max": 1}, "permissions": {"allow": ["t.*"]}},
+        sandbox={"enabled": False},  # the test kills the server by the pid it reports: the host's
     )
     (bundle / "mcp.json").write_text(
         json.dumps({"mcpServers": {"t": {"command": sys.executable, "args": [str(SERVER)]}}})

@@ -43,16 +43,7 @@ async def test_stdio_server_sees_only_allowlisted_and_declared_environment(
         leaked = await tools["t.env"].call({"name": "AGEN_TEST_HOST_CANARY"}, ctx())
         assert leaked.content == "<unset>"
         names = (await tools["t.env_names"].call({}, ctx())).content.split(",")
-        allowed = {
-            "PATH",
-            "HOME",
-            "TMPDIR",
-            "LANG",
-            "LC_ALL",
-            "TZ",
-            "AGEN_HOME",
-            "AGEN_WORKSPACE_ROOT",
-        }
+        allowed = {"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "TZ"}
         assert set(names) - allowed == {"TOKEN", "PLAIN"}
         token = await tools["t.env"].call({"name": "TOKEN"}, ctx())
         assert token.content == "[REDACTED]"  # the server got it; the result shown is scrubbed

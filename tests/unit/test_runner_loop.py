@@ -10,6 +10,7 @@ import pytest
 from agen.errors import ConflictError
 from agen.runner.extras import RunExtras
 from agen.runner.permissions import BundlePolicy
+from agen.runner.sandboxing import EventOrigin
 from agen.runner.tools.base import Tool, Toolset
 from agen.runner.types import RunRequest
 from tests.runner_helpers import (
@@ -296,7 +297,7 @@ async def test_a_second_stop_while_run_servers_close_still_removes_the_workspace
 
     folders: list[str | None] = []
 
-    def run_toolsets(folder: str | None) -> list[Toolset]:
+    def run_toolsets(folder: str | None, _origin: EventOrigin) -> list[Toolset]:
         folders.append(folder)
         return [RunServer()]
 

@@ -5,8 +5,9 @@ agen spawns this tiny launcher instead; it asks Linux to SIGKILL it when agen di
 (``PR_SET_PDEATHSIG`` survives ``execve``), drops every environment variable not named
 in ``--keep`` (the SDK adds a few defaults of its own) and execs the real server.
 
-Usage: ``python -m agen.runner.tools._pdeath --keep A,B,C -- command args...``.
-Imports nothing from agen on purpose: it runs once per server start.
+Usage: ``python -m agen.runner.tools._pdeath --keep A,B,C [--cpu N] [--mem MB] -- command args...``.
+Imports nothing from agen on purpose (it runs once per server start), but agen.sandbox's limits
+for a sandboxed server.
 """
 
 from __future__ import annotations
@@ -31,23 +32,33 @@ def set_parent_death_signal(sig: int = signal.SIGKILL) -> bool:
         return False
 
 
-def parse(argv: list[str]) -> tuple[list[str], list[str]]:
-    """Split ``--keep A,B [--] cmd args`` into (names to keep, command line)."""
+def parse(argv: list[str]) -> tuple[list[str], dict[str, int], list[str]]:
+    """Split ``--keep A,B [--cpu N] [--mem MB] [--] cmd args`` into (names to keep, limits,
+    command line); ``--cpu``/``--mem`` are the sandbox's limits (agen.sandbox.limits.limit_args)."""
     keep: list[str] = []
+    limits: dict[str, int] = {}
     rest = list(argv)
-    if len(rest) >= 2 and rest[0] == "--keep":
-        keep = [k for k in rest[1].split(",") if k]
-        rest = rest[2:]
+    while len(rest) >= 2 and rest[0] in ("--keep", "--cpu", "--mem"):
+        flag, value, rest = rest[0], rest[1], rest[2:]
+        if flag == "--keep":
+            keep = [k for k in value.split(",") if k]
+        else:
+            limits[flag[2:]] = int(value)
     if rest and rest[0] == "--":
         rest = rest[1:]
     if not rest:
         raise SystemExit("agen launcher: no command given (usage: --keep A,B -- command args)")
-    return keep, rest
+    return keep, limits, rest
 
 
 def run(argv: list[str]) -> None:
     """Set the parent-death signal, keep only the named variables, exec the command."""
-    keep, command = parse(argv)
+    keep, limits, command = parse(argv)
+    if limits:  # only sandboxed servers have limits: the import is not paid otherwise
+        from agen.sandbox.limits import apply_limits
+        from agen.sandbox.policy import Limits
+
+        apply_limits(Limits(limits.get("cpu"), limits.get("mem")))
     parent = os.getppid()
     set_parent_death_signal()
     if os.getppid() != parent:  # the parent died before the signal was armed

@@ -18,6 +18,7 @@ from agen.bundle.config import ToolHints
 from agen.bundle.standard import HttpServer, StdioServer
 from agen.errors import AgenError
 from agen.runner.redact import Redactor
+from agen.runner.sandboxing import Sandboxing
 from agen.runner.secrets import ResolvedSecrets
 from agen.runner.tools.base import Tool, ToolContext, ToolError, ToolResult, Toolset
 from agen.runner.tools.mcp_conn import ServerConn, describe
@@ -82,6 +83,8 @@ class McpToolset(Toolset):
         cwd_base: str | None = None,
         call_timeout_s: float = CALL_TIMEOUT_S,
         on_login_needed: LoginNeededHook | None = None,
+        sandbox: Sandboxing | None = None,
+        env_grant: tuple[str, ...] = (),
     ) -> None:
         self.server_name = server_name
         self._on_login_needed = on_login_needed
@@ -89,7 +92,14 @@ class McpToolset(Toolset):
         self._hints = tool_config or {}
         self._timeout = call_timeout_s
         self.conn = ServerConn(
-            server_name, server_config, secrets, redactor, workspace=workspace, cwd_base=cwd_base
+            server_name,
+            server_config,
+            secrets,
+            redactor,
+            workspace=workspace,
+            cwd_base=cwd_base,
+            sandbox=sandbox,
+            env_grant=env_grant,
         )
         self.tools: list[McpTool] = []
         self.summary = ""  # what the server says it is, in a line (the tool catalogue shows it)

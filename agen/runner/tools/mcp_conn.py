@@ -32,7 +32,10 @@ from agen.bundle._base import HUB_URL_ENV, HUB_URL_REF
 from agen.bundle.standard import HttpServer, StdioServer
 from agen.errors import InvalidError, UnavailableError
 from agen.runner.redact import Redactor
+from agen.runner.sandboxing import Sandboxing
 from agen.runner.secrets import ResolvedSecrets
+from agen.sandbox.bwrap import Launch
+from agen.sandbox.limits import limit_args
 
 log = logging.getLogger("agen.mcp")
 
@@ -84,16 +87,9 @@ class HangMemory:
 
 HANGS = HangMemory()
 
-ENV_ALLOWLIST = (
-    "PATH",
-    "HOME",
-    "TMPDIR",
-    "LANG",
-    "LC_ALL",
-    "TZ",
-    "AGEN_HOME",
-    "AGEN_WORKSPACE_ROOT",
-)
+ENV_ALLOWLIST = ("PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "TZ")
+"""What every stdio server and run command gets of agen's environment; anything more is granted
+per server (harness.json sandbox.servers.<name>.env) or declared in its mcp.json env."""
 _WORKSPACE_REF = "${WORKSPACE}"
 _STDERR_TAIL_LINES = 40
 
@@ -105,12 +101,14 @@ def agen_argv() -> list[str]:
     return [sys.executable, "-m", "agen"]
 
 
-def launcher_argv(keep: list[str]) -> list[str]:
-    """The parent-death launcher (agen/runner/tools/_pdeath.py) run by this interpreter/binary."""
+def launcher_argv(keep: list[str], options: list[str] | None = None) -> list[str]:
+    """The parent-death launcher (agen/runner/tools/_pdeath.py) run by this interpreter/binary;
+    ``options`` are its limit options (agen.sandbox.limits.limit_args)."""
     names = ",".join(sorted(keep))
+    rest = ["--keep", names, *(options or []), "--"]
     if getattr(sys, "frozen", False):
-        return [sys.executable, "mcp", "launch", "--keep", names, "--"]
-    return [sys.executable, "-m", "agen.runner.tools._pdeath", "--keep", names, "--"]
+        return [sys.executable, "mcp", "launch", *rest]
+    return [sys.executable, "-m", "agen.runner.tools._pdeath", *rest]
 
 
 def hub_url_expanded(name: str, url: str, environ: Mapping[str, str] | None = None) -> str:
@@ -134,21 +132,50 @@ def uses_workspace(server: StdioServer | HttpServer) -> bool:
 
 
 def server_environment(
-    name: str, server: StdioServer, secrets: ResolvedSecrets, environ: dict[str, str] | None = None
+    name: str,
+    server: StdioServer,
+    secrets: ResolvedSecrets,
+    environ: dict[str, str] | None = None,
+    grant: tuple[str, ...] = (),
 ) -> dict[str, str]:
-    """A cleared environment: a small allowlist from agen's own, plus the declared env expanded."""
+    """A cleared environment: a small allowlist from agen's own and the variables granted to this
+    server, plus its declared env expanded (the secrets it names, and only those)."""
     host = dict(os.environ) if environ is None else environ
-    env = {k: host[k] for k in ENV_ALLOWLIST if host.get(k)}
+    env = {k: host[k] for k in (*ENV_ALLOWLIST, *grant) if host.get(k)}
     if server.command == "agen" and not getattr(sys, "frozen", False) and host.get("PYTHONPATH"):
         env["PYTHONPATH"] = host["PYTHONPATH"]  # so `python -m agen` finds a source checkout
     env.update(secrets.expand_map(server.env, where=f"mcp.json mcpServers.{name}.env"))
     return env
 
 
+def workspace_root_arg(server: StdioServer, args: list[str]) -> str | None:
+    """The ``--root`` of ``agen mcp workspace`` (its folder is writable in its sandbox)."""
+    if server.command != "agen" or args[:2] != ["mcp", "workspace"]:
+        return None
+    for i, arg in enumerate(args):
+        if arg == "--root" and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith("--root="):
+            return arg.split("=", 1)[1]
+    return None
+
+
 def stdio_command(
-    name: str, server: StdioServer, secrets: ResolvedSecrets, workspace: str | None
+    name: str,
+    server: StdioServer,
+    secrets: ResolvedSecrets,
+    workspace: str | None,
+    sandbox: Sandboxing | None = None,
+    *,
+    grant: tuple[str, ...] = (),
+    cwd: str | None = None,
+    bundle_root: str | None = None,
 ) -> tuple[list[str], dict[str, str]]:
-    """The full command line (launcher + server) and the environment it starts with."""
+    """The full command line (launcher + server, in bwrap when ``sandbox``) and its environment.
+
+    In the sandbox the server reads this agen and its Python, the bundle folder and its cwd, and
+    writes the run's workspace when its args use ``${WORKSPACE}`` (or the ``--root`` of
+    ``agen mcp workspace``); ``sandbox.prepare`` must have been awaited."""
     args: list[str] = []
     for i, arg in enumerate(server.args):
         where = f"mcp.json mcpServers.{name}.args[{i}]"
@@ -162,8 +189,15 @@ def stdio_command(
             arg = arg.replace(_WORKSPACE_REF, workspace)
         args.append(secrets.expand(arg, where=where))
     command = [*agen_argv(), *args] if server.command == "agen" else [server.command, *args]
-    env = server_environment(name, server, secrets)
-    return [*launcher_argv(list(env)), *command], env
+    env = server_environment(name, server, secrets, grant=grant)
+    if sandbox is None:
+        return [*launcher_argv(list(env)), *command], env
+    writable = workspace_root_arg(server, args) or (workspace if uses_workspace(server) else None)
+    reads = [p for p in (bundle_root, cwd) if p and os.path.isabs(p)]
+    launch = Launch(workspace=writable, cwd=cwd or writable, runtime=True, read=tuple(reads))
+    env = sandbox.environment(env)
+    launcher = launcher_argv(list(env), limit_args(sandbox.policy.limits))
+    return [*launcher, *sandbox.command(command, launch)], env
 
 
 class _StderrTail:
@@ -230,8 +264,12 @@ class ServerConn:
         cwd_base: str | None = None,
         connect_timeout_s: float | None = None,
         hangs: HangMemory | None = None,
+        sandbox: Sandboxing | None = None,
+        env_grant: tuple[str, ...] = (),
     ) -> None:
         self.name = name
+        self.sandbox = sandbox
+        self._env_grant = env_grant
         self.server = server
         self._secrets = secrets
         self._redactor = redactor
@@ -286,6 +324,8 @@ class ServerConn:
             if self._live is not None:
                 await self._stop(self._live)
                 self._live = None
+            if self.sandbox is not None:
+                await self.sandbox.close()
 
     async def _stop(self, live: Live) -> None:
         """Ask the connection's owner task to close the session, wait up to 10 s, then cancel it. The
@@ -383,10 +423,21 @@ class ServerConn:
         if isinstance(self.server, StdioServer):
             from mcp.client.stdio import StdioServerParameters, stdio_client
 
-            argv, env = stdio_command(self.name, self.server, self._secrets, self._workspace)
             cwd = self.server.cwd
             if cwd and self._cwd_base and not os.path.isabs(cwd):
                 cwd = os.path.join(self._cwd_base, cwd)
+            if self.sandbox is not None:
+                await self.sandbox.prepare()
+            argv, env = stdio_command(
+                self.name,
+                self.server,
+                self._secrets,
+                self._workspace,
+                self.sandbox,
+                grant=self._env_grant,
+                cwd=cwd,
+                bundle_root=self._cwd_base,
+            )
             stderr = _StderrTail(self.name, self._redactor)
             params = StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=cwd)
             client = Client(
@@ -487,6 +538,11 @@ class ServerConn:
         todo = (
             todo or "check mcp.json (command, args, env) and run the server by hand to see it start"
         )
+        if self.sandbox is not None:
+            todo += (
+                f"; it runs in the sandbox: grant what it needs in x-agen/harness.json "
+                f"sandbox.servers.{self.name} (filesystem, network, env), or set its enabled to false"
+            )
         msg = f"MCP server {self.name} ({self._where()}) could not be started: {what}; {todo}"
         tail = stderr.tail() if stderr is not None else ""
         if tail:

@@ -6,8 +6,9 @@ both), served in process: no server to start, named like that server's tools wou
 (permission rules, approvals, the effect ledger for write, edit and run, redaction of
 results). A toolset is made per run, bound to that run's workspace folder; closing it at the
 run's end stops whatever its ``run`` commands left running. ``run`` starts in the folder with
-a cleared environment (the allowlist a stdio server gets) but is not confined to it: no OS
-sandbox yet (docs/security.md).
+a cleared environment (the allowlist a stdio server gets) and, unless harness.json turns the
+sandbox off, inside the OS sandbox (agen.runner.sandboxing): the folder is its only writable path,
+the network only the allowed hosts, and nothing it starts outlives the command (docs/security.md).
 """
 
 from __future__ import annotations
@@ -28,8 +29,11 @@ from agen.mcpservers.workspace_tools import (
     WorkspaceToolError,
     WorkspaceTools,
 )
+from agen.runner.sandboxing import Sandboxing
 from agen.runner.tools.base import Tool, ToolContext, ToolError, ToolResult, Toolset
 from agen.runner.tools.mcp_conn import ENV_ALLOWLIST
+from agen.sandbox.bwrap import Launch
+from agen.sandbox.limits import apply_limits
 
 _PATH = {"type": "string", "description": "a path relative to the workspace folder"}
 SCHEMAS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -138,6 +142,7 @@ class WorkspaceTool(Tool):
         scope: str,
         env: dict[str, str],
         hints: ToolHints | None = None,
+        sandbox: Sandboxing | None = None,
     ) -> None:
         self.tool = tool
         self.name = f"{WORKSPACE}.{tool}"
@@ -153,6 +158,7 @@ class WorkspaceTool(Tool):
         self._box = box
         self._scope = scope
         self._env = env
+        self._sandbox = sandbox
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         try:
@@ -164,7 +170,22 @@ class WorkspaceTool(Tool):
         box = await asyncio.to_thread(self._box)
         if self.tool == "run":
             timeout = _number(args, "timeout_seconds", DEFAULT_TIMEOUT_S)
-            return await box.run(_text(args, "command"), timeout, scope=self._scope, env=self._env)
+            sandbox = self._sandbox
+            if sandbox is None:
+                return await box.run(
+                    _text(args, "command"), timeout, scope=self._scope, env=self._env
+                )
+            await sandbox.prepare()
+            where = Launch(workspace=str(box.path), cwd=str(box.path))
+            limits = sandbox.policy.limits
+            return await box.run(
+                _text(args, "command"),
+                timeout,
+                scope=self._scope,
+                env=sandbox.environment(self._env),
+                wrap=lambda argv: sandbox.command(argv, where),
+                preexec_fn=lambda: apply_limits(limits),
+            )
         # the file tools are blocking file system calls: off the event loop
         if self.tool == "read":
             path, offset = _text(args, "path"), int(_number(args, "offset", 1))
@@ -202,9 +223,14 @@ class WorkspaceToolset(Toolset):
     """The built-in workspace tools over one run's workspace folder."""
 
     def __init__(
-        self, path: str, tools: tuple[str, ...], hints: Mapping[str, ToolHints] | None = None
+        self,
+        path: str,
+        tools: tuple[str, ...],
+        hints: Mapping[str, ToolHints] | None = None,
+        sandbox: Sandboxing | None = None,
     ) -> None:
         self.path = path
+        self.sandbox = sandbox
         self.tool_names = tools
         self.hints = dict(hints or {})
         self.scope = new_scope()
@@ -226,9 +252,12 @@ class WorkspaceToolset(Toolset):
     async def start(self) -> list[Tool]:
         env = {k: os.environ[k] for k in ENV_ALLOWLIST if os.environ.get(k)}
         return [
-            WorkspaceTool(t, self.box, self.scope, env, self.hints.get(t)) for t in self.tool_names
+            WorkspaceTool(t, self.box, self.scope, env, self.hints.get(t), self.sandbox)
+            for t in self.tool_names
         ]
 
     async def close(self) -> None:
         """Stop every process this run's commands left running (a background server, say)."""
         await asyncio.to_thread(stop_scope, self.scope)
+        if self.sandbox is not None:
+            await self.sandbox.close()
