@@ -60,13 +60,20 @@ def prepare_store_file(path: Path) -> None:
     warn_if_shared(path)  # a new store in a hand-made 0755 home is readable by others too
 
 
-def warn_if_shared(path: Path) -> None:
-    """One warning per store if it, its -wal/-shm, or the AGEN_HOME holding it can be read by other users."""
+def shared_with_others(path: Path) -> tuple[list[Path], bool]:
+    """(what other users can read of the store ``path``, its -wal/-shm and the AGEN_HOME holding it;
+    whether it is in AGEN_HOME): for the warning below and ``agen doctor``."""
     loose = [p for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")) if _mode(p) & 0o077]
     home = agen_home()
     in_home = path.parent.resolve() == home.resolve() if home.exists() else False
     if in_home and _mode(home) & 0o077:
         loose.insert(0, home)
+    return loose, in_home
+
+
+def warn_if_shared(path: Path) -> None:
+    """One warning per store if it, its -wal/-shm, or the AGEN_HOME holding it can be read by other users."""
+    loose, in_home = shared_with_others(path)
     key = str(path)
     if not loose or key in _warned:
         return

@@ -22,6 +22,7 @@ from agen.cli import (
     a2a,
     approvals,
     deploy,
+    doctor,
     evals,
     feedback,
     fleet,
@@ -113,6 +114,7 @@ for module in (
     scaleout,
     secrets,
     a2a,
+    doctor,
 ):
     module.register(app)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 EXAMPLES: dict[tuple[str, ...], list[str]] = {
     (): ["agen init hello && agen up", "agen run hello 'Say hi'", "agen ps", "agen tui"],
     ("version",): ["agen version", "agen --version", "agen version --json"],
+    ("doctor",): ["agen doctor", "agen doctor --json"],
     ("init",): [
         "agen init hello",
         "agen init --list",
