@@ -50,6 +50,7 @@ SECTIONS = (
     "migrate",
     "install",
     "catalogue",
+    "sandbox",
 )
 
 
@@ -197,6 +198,10 @@ def catalogue_section(quick: bool) -> dict[str, Any]:
     from scripts.bench import catalogue_bench
 
     return catalogue_bench.run()
+def sandbox_section(quick: bool) -> dict[str, Any]:
+    from scripts.bench import sandbox_bench
+
+    return sandbox_bench.run(20 if quick else 50)
 
 
 def migrate_section(quick: bool) -> dict[str, Any]:
@@ -622,7 +627,31 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
     from scripts.bench import catalogue_bench
 
     out.extend(catalogue_bench.rows(results.get("catalogue") or {}))
+    out.extend(_sandbox_rows(results.get("sandbox") or {}))
     return out
+
+
+def _sandbox_rows(g: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
+    """The run tool's `true` under bubblewrap (and with the egress bridge) against unconfined."""
+    if "sandboxed_p50_ms" not in g:
+        return []
+    base = f"unconfined {_f(g['unconfined_p50_ms'], 'ms')}"
+    return [
+        (
+            "Sandbox",
+            "run tool `true` in the sandbox (bwrap, no network), p50 / p95",
+            f"{_f(g['sandboxed_p50_ms'])} / {_f(g['sandboxed_p95_ms'], 'ms')}",
+            base,
+            _ratio(g["sandboxed_p50_ms"], g["unconfined_p50_ms"]),
+        ),
+        (
+            "Sandbox",
+            "same with an allowed host (the egress bridge starts in the sandbox), p50 / p95",
+            f"{_f(g['sandboxed_network_p50_ms'])} / {_f(g['sandboxed_network_p95_ms'], 'ms')}",
+            base,
+            _ratio(g["sandboxed_network_p50_ms"], g["unconfined_p50_ms"]),
+        ),
+    ]
 
 
 def _pg_peer_rows(g: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
@@ -954,6 +983,10 @@ def markdown(report: dict[str, Any]) -> str:
             "- **Set-up** (`scripts/bench/install_bench.py`): a fresh venv and `pip install .` (no extras), from",
             "  the package index or pip's cache as a user gets it, against `pip install httpx` in another fresh",
             "  venv; then `agen run bundles/hello` twice in a new AGEN_HOME (the first deploys the bundle).",
+            "- **Sandbox** (`scripts/bench/sandbox_bench.py`): the workspace run tool's `true` as the tool",
+            "  starts it (`_shell.run_command`), unconfined and wrapped in bubblewrap with the default policy and",
+            "  limits (the sandbox's namespaces, mounts and setrlimit); then with an allowed host, which adds the",
+            "  egress bridge (a Python with -I -S started inside the sandbox per command). 50 commands each.",
             "- **Migrate**: `agen migrate` run as a user runs it (a fresh process: both stores opened, keyed batches",
             "  with a progress row each, Postgres sequences set, then the verification pass that reads both sides",
             "  again) over a store of 100,000 tasks, into a throwaway Postgres cluster and back into a new SQLite",
@@ -977,7 +1010,7 @@ def markdown(report: dict[str, Any]) -> str:
             "python -m scripts.bench.queue_bench    # any section alone: store_bench, queue_bench, task_bench,",
             "                                       # runner_bench, concurrency_bench, ps_bench, coldstart_bench,",
             "                                       # peer_bench, tui_bench, delegation_bench, a2a_bench, pg_bench,",
-            "                                       # bench_migrate",
+            "                                       # bench_migrate, sandbox_bench",
             "```",
             "",
         ]
@@ -1095,6 +1128,7 @@ def main(argv: list[str] | None = None) -> int:
         "migrate": lambda: migrate_section(args.quick),
         "install": lambda: install_section(args.quick),
         "catalogue": lambda: catalogue_section(args.quick),
+        "sandbox": lambda: sandbox_section(args.quick),
     }
     started = time.perf_counter()
     results: dict[str, Any] = {}

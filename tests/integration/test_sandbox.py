@@ -396,3 +396,58 @@ def test_a_bundle_that_needs_the_sandbox_is_refused_where_bubblewrap_is_missing(
         "sandbox.enabled: false runs the workspace run tool and stdio MCP servers unconfined"
         in (opted_out.stderr)
     )
+
+
+async def test_the_workspace_server_of_a_run_is_sandboxed_and_leaves_nothing_running_after_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`agen mcp workspace --root ${WORKSPACE}` in mcp.json: the whole server runs in the sandbox,
+    so its run commands write only the run's folder, and what they leave running in the background
+    ends when the run ends and the server with it."""
+    from agen.runner.loop import Runner
+    from agen.runner.types import RunRequest
+
+    monkeypatch.setenv("AGEN_WORKSPACE_ROOT", str(tmp_path / "workspaces"))
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    command = (
+        f"echo x > ../escape.txt; echo x > {outside}/abs.txt; (sleep 4646.5 &); "
+        "echo inside > inside.txt; echo started"
+    )
+    turns = [
+        {"toolCalls": [{"name": "ws_run", "arguments": {"command": command}}]},
+        {"text": "done"},
+    ]
+    b = load_bundle_files(
+        bundle_files(
+            mcp={
+                "mcpServers": {
+                    "ws": {"command": "agen", "args": ["mcp", "workspace", "--root", "${WORKSPACE}"]}
+                }
+            },
+            harness={"provider": "fake", "fake": {"script": turns}},
+            config={
+                "kind": "pool",
+                "permissions": {"default": "allow"},
+                "workspace": {"mode": "per_task", "retain": True},
+            },
+        )
+    )
+    store = await SQLiteStore.open(tmp_path / "agen.db")
+    t = build_tooling(b, store, deployment="dep")
+    r = Runner(
+        store, b, owner="test", toolsets=t.toolsets, policy=t.policy, redactor=t.redactor, extras=t.extras
+    )
+    try:
+        res = await r.run(RunRequest(input="go", deployment="dep", task_id="t-1"))
+        rows = await store.all(
+            "SELECT content FROM messages WHERE run_id = ? AND role = 'tool'", (res.run_id,)
+        )
+    finally:
+        await r.close()
+        await store.close()
+    assert "started" in rows[0]["content"], rows
+    task = tmp_path / "workspaces" / "default" / "dep" / "tasks" / "t-1"
+    assert (task / "inside.txt").read_text() == "inside\n"
+    assert not (task.parent / "escape.txt").exists() and list(outside.iterdir()) == []
+    assert await eventually(lambda: not running_with_arg("4646.5"))

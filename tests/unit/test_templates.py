@@ -110,6 +110,9 @@ def test_data_analyst_uses_the_read_only_sql_server_with_a_declared_dsn_secret()
     server = _json(path / "mcp.json")["mcpServers"]["sql"]  # type: ignore[index]
     assert server["args"] == ["mcp", "sql", "--dsn-env", "AGEN_SQL_DSN"]
     assert "AGEN_SQL_DSN" in _json(path / "x-agen" / "secrets.json")["secrets"]  # type: ignore[operator]
+    # it connects to a database the sandbox cannot reach (Postgres over TCP), so it is left out of it
+    harness = _json(path / "x-agen" / "harness.json")
+    assert harness["sandbox"] == {"servers": {"sql": {"enabled": False}}}
 
 
 def test_researcher_has_a_daily_budget_and_support_denies_tools_to_untrusted_input() -> None:
