@@ -189,6 +189,8 @@ DELEGATION_TOOLS = ("call_agent", "start_agent", "query_agent", "signal_agent")
 """Tools a bundle with ``delegates`` gets (agen.runner.tools.delegate)."""
 LOCK_TOOLS = ("acquire_lock", "release_lock")
 """Tools every run on a Hub gets (agen.runner.tools.delegate)."""
+FETCH = "fetch"
+"""The built-in fetch tool (builtinTools.fetch; agen.runner.tools.fetch)."""
 
 _GLOB_CHARS = re.compile(r"[*?\[]")
 
@@ -281,6 +283,8 @@ def permission_warnings(config: Config, mcp: McpConfig) -> list[str]:
     """A rule that can match no tool of the bundle is a typo until proven otherwise: name the closest tool."""
     servers = sorted(mcp.mcp_servers)
     runner = [*BUILTIN_TOOLS, *(DELEGATION_TOOLS if config.delegates else ()), *LOCK_TOOLS]
+    if config.builtin_tools.fetch is not None:
+        runner.append(FETCH)
     exact, prefixes, known = list(runner), [], list(runner)
     builtins = workspace_builtins(config, mcp)
     for t in builtins:

@@ -9,6 +9,7 @@ from pydantic import AfterValidator, Field, Tag, model_validator
 from agen._duration import parse_duration_ms
 from agen.bundle._base import AgenModel, Duration, FieldProblem, HttpUrl, shaped
 from agen.bundle.permissions import Permissions
+from agen.bundle.sandbox import HostPattern
 from agen.bundle.triggers import Trigger
 
 Kind = Literal["singleton", "pool", "task"]
@@ -327,6 +328,26 @@ class WorkspaceBuiltins(AgenModel):
     )
 
 
+class FetchBuiltin(AgenModel):
+    """The built-in ``fetch`` tool: GET a URL of an allowed host, its text back (HTML as text)."""
+
+    allow: list[HostPattern] = Field(
+        description="the hosts it may fetch from: names (exact) or *.domain patterns, e.g. "
+        '["docs.python.org", "*.wikipedia.org"]; redirects are followed only to these'
+    )
+    max_bytes: int = Field(
+        1_000_000,
+        ge=1024,
+        le=20_000_000,
+        description="bytes read of a response at most (the rest is cut)",
+    )
+    timeout: Duration = Field("30s", description="how long one fetch may take, redirects included")
+
+    @property
+    def timeout_ms(self) -> int:
+        return parse_duration_ms(self.timeout)
+
+
 class BuiltinTools(AgenModel):
     """Tools agen serves in process, with no server to start. ``workspace``: read (line ranges),
     write, edit (exact-string replace: refused when old_string is missing, or found more than once
@@ -367,6 +388,11 @@ class BuiltinTools(AgenModel):
         "list_mcp_server_tools (a server's tools) and activate_tool (loads one: its schema is sent "
         "from the next turn on, and a resumed run still has it). 0: always; null: never, every "
         "schema is sent",
+    )
+    fetch: FetchBuiltin | None = Field(
+        None,
+        description="the fetch tool (URL → text, size and time bounded), off unless set; only the "
+        "hosts in allow, checked as the sandbox's network.allow is",
     )
 
 

@@ -26,6 +26,7 @@ from agen.runner.sandboxing import (
 )
 from agen.runner.secrets import ResolvedSecrets, resolve_secrets
 from agen.runner.tools.base import ToolContext, Toolset
+from agen.runner.tools.fetch import FetchToolset
 from agen.runner.tools.mcp import LoginNeededHook, McpToolset
 from agen.runner.tools.mcp_conn import uses_workspace
 from agen.runner.tools.workspace import WorkspaceToolset
@@ -107,6 +108,8 @@ def build_tooling(
             ws = str(path)
         toolsets.append(mcp_toolset(name, ws, EventOrigin(namespace, dep)))
 
+    if bundle.config.builtin_tools.fetch is not None:
+        toolsets.append(FetchToolset(bundle.config.builtin_tools.fetch))
     builtins = workspace_builtins(bundle.config, bundle.mcp)
     run_sandbox = run_policy(spec)
 

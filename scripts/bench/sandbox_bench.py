@@ -52,8 +52,8 @@ async def _times(repeat: int, box: Any, workspace: str) -> list[float]:
 
 
 async def measure(repeat: int) -> dict[str, Any]:
-    from agen.runner.sandboxing import Sandboxing, run_policy
     from agen.bundle.sandbox import Sandbox
+    from agen.runner.sandboxing import Sandboxing, run_policy
 
     with tempfile.TemporaryDirectory() as workspace:
         plain = await _times(repeat, None, workspace)

@@ -422,7 +422,10 @@ async def test_the_workspace_server_of_a_run_is_sandboxed_and_leaves_nothing_run
         bundle_files(
             mcp={
                 "mcpServers": {
-                    "ws": {"command": "agen", "args": ["mcp", "workspace", "--root", "${WORKSPACE}"]}
+                    "ws": {
+                        "command": "agen",
+                        "args": ["mcp", "workspace", "--root", "${WORKSPACE}"],
+                    }
                 }
             },
             harness={"provider": "fake", "fake": {"script": turns}},
@@ -436,7 +439,13 @@ async def test_the_workspace_server_of_a_run_is_sandboxed_and_leaves_nothing_run
     store = await SQLiteStore.open(tmp_path / "agen.db")
     t = build_tooling(b, store, deployment="dep")
     r = Runner(
-        store, b, owner="test", toolsets=t.toolsets, policy=t.policy, redactor=t.redactor, extras=t.extras
+        store,
+        b,
+        owner="test",
+        toolsets=t.toolsets,
+        policy=t.policy,
+        redactor=t.redactor,
+        extras=t.extras,
     )
     try:
         res = await r.run(RunRequest(input="go", deployment="dep", task_id="t-1"))

@@ -34,7 +34,9 @@ def test_host_allowed_matches_exact_names_and_star_suffixes(host: str, allowed: 
     assert host_allowed(host, ["api.github.com", "*.pypi.org", "10.0.0.7"]) is allowed
 
 
-@pytest.mark.parametrize("pattern", ["*", "*.com.", "a..b", "http://x.org", "x.org/path", "*x.org", ""])
+@pytest.mark.parametrize(
+    "pattern", ["*", "*.com.", "a..b", "http://x.org", "x.org/path", "*x.org", ""]
+)
 def test_a_pattern_that_is_not_a_host_is_refused_with_the_field(pattern: str) -> None:
     assert not valid_host_pattern(pattern)
     with pytest.raises(ValueError, match="is not a host pattern"):
@@ -74,7 +76,9 @@ async def test_connect_and_plain_http_reach_allowed_hosts_only(upstream: int) ->
     path = await proxy.start()
     try:
         tunnel = await exchange(
-            path, f"CONNECT localhost:{upstream} HTTP/1.1\r\n\r\n".encode(), b"GET /t HTTP/1.1\r\n\r\n"
+            path,
+            f"CONNECT localhost:{upstream} HTTP/1.1\r\n\r\n".encode(),
+            b"GET /t HTTP/1.1\r\n\r\n",
         )
         assert tunnel.endswith(b"upstream saw: GET /t HTTP/1.1")
         plain = await exchange(
