@@ -139,6 +139,17 @@ def register(app: typer.Typer) -> None:
 
         run(list(ctx.args))
 
+    @mcp.command(
+        "bridge",
+        hidden=True,
+        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    )
+    def bridge(ctx: typer.Context) -> None:
+        """Internal (the single-file binary): the sandbox's bridge to the egress proxy."""
+        from agen.sandbox.bridge import run
+
+        run(list(ctx.args))
+
     app.add_typer(mcp)
 
 

@@ -144,9 +144,15 @@ class Sandboxing:
         self.events = events
         self.bwrap: str | None = None
         self.proxy: EgressProxy | None = None
+        self._preparing = asyncio.Lock()
 
     async def prepare(self) -> None:
-        """Check bubblewrap (once), start the proxy if hosts are allowed; fails without bubblewrap."""
+        """Check bubblewrap (once), start the proxy if hosts are allowed; fails without bubblewrap.
+        Calls that overlap (parallel tool calls) wait for one another: one proxy per sandbox."""
+        async with self._preparing:
+            await self._prepare()
+
+    async def _prepare(self) -> None:
         if self.bwrap is None:
             found = await asyncio.to_thread(availability)
             if not found.ok or found.path is None:
@@ -156,10 +162,9 @@ class Sandboxing:
                 )
             self.bwrap = found.path
         if self.policy.network and self.proxy is None:
-            self.proxy = EgressProxy(
-                self.policy.allow, self.events.decision if self.events else None
-            )
-            await self.proxy.start()
+            proxy = EgressProxy(self.policy.allow, self.events.decision if self.events else None)
+            await proxy.start()
+            self.proxy = proxy
 
     def command(self, command: list[str], launch: Launch) -> list[str]:
         """``command`` wrapped in bwrap for this policy (after ``prepare``)."""

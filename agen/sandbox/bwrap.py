@@ -121,6 +121,9 @@ def runtime_paths() -> tuple[str, ...]:
         os.path.dirname(package),
     ]
     found += [p for p in sys.path if p and os.path.isabs(p)]
+    bundled = getattr(sys, "_MEIPASS", None)  # the single-file binary's unpacked folder
+    if isinstance(bundled, str):
+        found.append(bundled)
     return _outermost(p for p in found if os.path.isdir(p) and not _under_system(p))
 
 

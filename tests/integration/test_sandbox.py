@@ -24,6 +24,7 @@ from agen.errors import UnavailableError
 from agen.mcpservers.workspace_tools import TOOL_NAMES
 from agen.runner.sandboxing import EgressEvents, EventOrigin, Sandboxing
 from agen.runner.tooling import build_tooling
+from agen.runner.tools.base import ToolError
 from agen.runner.tools.workspace import WorkspaceToolset
 from agen.sandbox.bwrap import runtime_paths
 from agen.sandbox.policy import Limits, Policy
@@ -354,11 +355,17 @@ async def test_without_bubblewrap_the_sandbox_refuses_to_start_and_never_runs_un
     tmp_path: Path, ws: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    with pytest.raises(UnavailableError) as refused:
+    with pytest.raises(ToolError) as refused:  # the model reads why; nothing ran
         await sh(ws, "touch ran.txt")
+    assert (
+        "the test's run tool runs in the sandbox, which cannot start here" in refused.value.message
+    )
     assert "sudo apt-get install bubblewrap" in refused.value.message
     assert '"sandbox": {"enabled": false}' in refused.value.message
     assert not (ws / "ran.txt").exists()
+    server = Sandboxing(Policy(), "mcp.json server 't'")
+    with pytest.raises(UnavailableError, match="bubblewrap"):  # a server does not start at all
+        await server.prepare()
 
 
 def agen_cli(args: list[str], path: str) -> subprocess.CompletedProcess[str]:

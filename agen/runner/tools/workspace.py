@@ -21,6 +21,7 @@ from typing import Any
 
 from agen.bundle.checks import WORKSPACE
 from agen.bundle.config import ToolHints
+from agen.errors import AgenError
 from agen.mcpservers._shell import DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S, new_scope, stop_scope
 from agen.mcpservers.workspace_tools import (
     GREP_CAP,
@@ -175,7 +176,10 @@ class WorkspaceTool(Tool):
                 return await box.run(
                     _text(args, "command"), timeout, scope=self._scope, env=self._env
                 )
-            await sandbox.prepare()
+            try:
+                await sandbox.prepare()
+            except AgenError as e:  # no bubblewrap here: the model reads why, nothing runs
+                raise ToolError(e.message) from None
             where = Launch(workspace=str(box.path), cwd=str(box.path))
             limits = sandbox.policy.limits
             return await box.run(
