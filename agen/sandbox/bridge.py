@@ -63,15 +63,20 @@ def _serve(listener: socket.socket, path: str) -> None:
         threading.Thread(target=_carry, args=(client, path), daemon=True).start()
 
 
+def _usage() -> SystemExit:
+    print("error: agen bridge: usage: --socket PATH --port N -- command args...", file=sys.stderr)
+    return SystemExit(2)
+
+
 def parse(argv: list[str]) -> tuple[str, int, list[str]]:
     """``--socket PATH --port N -- command...`` -> (path, port, command)."""
     if "--" not in argv:
-        raise SystemExit("agen bridge: usage: --socket PATH --port N -- command args...")
+        raise _usage()
     cut = argv.index("--")
     opts, command = argv[:cut], argv[cut + 1 :]
     values = dict(zip(opts[::2], opts[1::2], strict=False))
-    if "--socket" not in values or "--port" not in values or not command:
-        raise SystemExit("agen bridge: usage: --socket PATH --port N -- command args...")
+    if "--socket" not in values or not values.get("--port", "").isdigit() or not command:
+        raise _usage()
     return values["--socket"], int(values["--port"]), command
 
 
