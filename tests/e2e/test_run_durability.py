@@ -161,6 +161,7 @@ def long_task_bundle(root: Path, work: Path, hold: Path) -> Path:
         "longtask",
         script=[*turns, {"text": "all turns done"}],
         config={"scale": {"min": 1, "max": 1}, "permissions": {"default": "allow"}},
+        sandbox={"filesystem": {"read": [str(hold.parent)]}},  # its commands wait on ``hold``
     )
     server = {"command": "agen", "args": ["mcp", "workspace", "--root", str(work)]}
     (bundle / "mcp.json").write_text(json.dumps({"mcpServers": {"ws": server}}))

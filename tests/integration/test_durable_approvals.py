@@ -39,7 +39,9 @@ def gated_bundle(root: Path, log: Path) -> Path:
         "scale": {"min": 1, "max": 1, "maxConcurrency": 2},
         "permissions": {"ask": ["t.append"], "default": "allow"},
     }
-    bundle = write_bundle(root, "gated", script=script, config=config)
+    # the server runs in the sandbox: it may write the log's folder
+    sandbox = {"filesystem": {"write": [str(log.parent)]}}
+    bundle = write_bundle(root, "gated", script=script, config=config, sandbox=sandbox)
     (bundle / "mcp.json").write_text(
         json.dumps({"mcpServers": {"t": {"command": sys.executable, "args": [TEST_SERVER]}}})
     )
