@@ -9,8 +9,8 @@ import typer
 from agen.cli._common import HubOpt, JsonOpt, NamespaceOpt, TokenOpt, err, make_request, print_json
 
 if TYPE_CHECKING:
-    from agen.client import Client
     from agen.bundle import Bundle
+    from agen.client import Client
     from agen.wire.deployments import CreateDeploymentRequest, DeploymentResponse
 
 

@@ -198,6 +198,8 @@ def catalogue_section(quick: bool) -> dict[str, Any]:
     from scripts.bench import catalogue_bench
 
     return catalogue_bench.run()
+
+
 def sandbox_section(quick: bool) -> dict[str, Any]:
     from scripts.bench import sandbox_bench
 
