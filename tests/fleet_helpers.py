@@ -17,11 +17,14 @@ def write_bundle(
     sandbox: dict[str, Any] | None = None,
 ) -> Path:
     """A fake-model bundle: no script means echo mode (the reply repeats the input); ``sandbox`` is
-    harness.json's sandbox block."""
+    harness.json's sandbox block. By default its sandboxed tool servers may write the folder the
+    bundle is made in (a test's tmp_path), where the fixture servers' gates, hold files and effect
+    logs live; the sandbox's own confinement is tested in tests/integration/test_sandbox.py."""
     fake: dict[str, Any] = {"script": script} if script is not None else {"echo": True}
     harness: dict[str, Any] = {"provider": "fake", "fake": fake}
-    if sandbox is not None:
-        harness["sandbox"] = sandbox
+    harness["sandbox"] = (
+        sandbox if sandbox is not None else {"filesystem": {"write": [str(root.parent)]}}
+    )
     files: dict[str, Any] = {
         "plugin.json": {"name": name, "version": "0.1.0"},
         "x-agen/agent.md": f"---\nname: {name}\n---\n{prompt}\n",

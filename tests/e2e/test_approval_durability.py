@@ -34,6 +34,7 @@ def gated(root: Path, effects: Path) -> Path:
             "scale": {"min": 1, "max": 1, "maxConcurrency": 4},
             "permissions": {"ask": ["t.append_task"], "default": "allow"},
         },
+        sandbox={"filesystem": {"write": [str(effects.parent)]}},  # the server appends there
     )
     server = {"command": sys.executable, "args": [TEST_SERVER]}
     (bundle / "mcp.json").write_text(json.dumps({"mcpServers": {"t": server}}))

@@ -390,6 +390,7 @@ async def test_a_call_in_progress_keeps_its_instance_though_the_idle_timeout_is_
             "scale": {"min": 0, "max": 1, "idleTimeout": "0s"},
             "permissions": {"default": "allow"},
         },
+        sandbox={"filesystem": {"write": [str(tmp_path)]}},  # the server writes started, reads gate
     )
     server = Path(__file__).parent.parent / "fixtures" / "mcp_test_server.py"
     (bundle / "mcp.json").write_text(

@@ -42,9 +42,10 @@ def _shop(root: Path, srv: OpenAIServer, ledger: Path, prompt: str) -> Path:
             "permissions": {"default": "allow"},
         },
     )
-    (bundle / "x-agen" / "harness.json").write_text(
-        json.dumps({"provider": "openai", "model": "m1", "baseUrl": srv.base_url, "maxRetries": 0})
-    )
+    harness = {"provider": "openai", "model": "m1", "baseUrl": srv.base_url, "maxRetries": 0}
+    # the tool server runs in the sandbox: it writes the ledger's folder
+    harness["sandbox"] = {"filesystem": {"write": [str(ledger.parent)]}}
+    (bundle / "x-agen" / "harness.json").write_text(json.dumps(harness))
     (bundle / "mcp.json").write_text(
         json.dumps({"mcpServers": {"t": {"command": sys.executable, "args": [TEST_SERVER]}}})
     )
