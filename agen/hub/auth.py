@@ -18,7 +18,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import secrets
-from collections.abc import Mapping
+import weakref
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -250,10 +251,32 @@ _EXPIRED = {
 }
 
 
+TOKEN_CACHE_MS = 2_000
+"""How long a verified API or Nest token is taken on its word without reading its row again."""
+
+
+class _Verified:
+    """Principals of the tokens verified lately (SHA-256 -> (principal, good until ms)), one map per Store
+    object, so every Hub on it shares it and a revocation through any of them drops the entry at once."""
+
+    LIMIT = 10_000
+
+    def __init__(self) -> None:
+        self.entries: dict[str, tuple[Principal, int]] = {}
+
+    def drop(self, gone: Callable[[Principal], bool]) -> None:
+        self.entries = {k: v for k, v in self.entries.items() if not gone(v[0])}
+
+
+_VERIFIED: weakref.WeakKeyDictionary[Store, _Verified] = weakref.WeakKeyDictionary()
+
+
 class Authenticator:
-    """Resolves bearer tokens to principals. A bearer token is read from the Store on every request
-    (one primary-key read), so a token revoked on any Hub is refused by every Hub from its next
-    request; only live client certificates are remembered, for ``CACHE_MS``."""
+    """Resolves bearer tokens to principals. A bearer token's row is read from the Store, then its
+    principal is remembered for TOKEN_CACHE_MS (a read and a thread hop fewer per request); a token
+    revoked through any Hub on this Store object is refused from its next request (the entry is dropped
+    with the revocation), one revoked through another process's Hub within TOKEN_CACHE_MS. Live client
+    certificates are remembered for ``CACHE_MS``. Join tokens are read every time (single-use)."""
 
     CACHE_MS = 5_000
     local_admin = LOCAL_ADMIN
@@ -261,6 +284,10 @@ class Authenticator:
 
     def __init__(self, store: Store) -> None:
         self._store = store
+        verified = _VERIFIED.get(store)
+        if verified is None:
+            verified = _VERIFIED[store] = _Verified()
+        self._verified = verified
         self._certs: dict[str, tuple[str, str, int, int]] = {}
         """A live client certificate (PEM, as the TLS layer gave it) -> (fingerprint, nest id, cached
         until, not after): a Nest's calls on one connection check it once per CACHE_MS."""
@@ -287,6 +314,9 @@ class Authenticator:
         if is_call_token(token):
             return await self._call_principal(token, now_ms)
         digest = hash_token(token)
+        hit = self._verified.entries.get(digest)
+        if hit is not None and hit[1] > now_ms:
+            return hit[0]
         row = await self._store.one("SELECT * FROM tokens WHERE hash = ?", (digest,))
         kind = row["kind"] if row is not None else None
         if row is None or kind not in ("api", "nest", "join"):
@@ -298,7 +328,7 @@ class Authenticator:
         expires = row["expires_ms"]
         if expires is not None and expires <= now_ms:
             raise UnauthenticatedError(_EXPIRED[kind].format(id=row["id"]))
-        return Principal(
+        principal = Principal(
             id=row["id"],
             name=row["name"],
             scopes=frozenset([JOIN_SCOPE] if kind == "join" else loads(row["scopes"], [])),
@@ -309,6 +339,15 @@ class Authenticator:
             on_behalf=bool(row["on_behalf"]),
             acts_through=row["subject"] if row["on_behalf"] else None,
         )
+        if kind != "join":  # a join token is used up by the request it authenticates
+            if len(self._verified.entries) >= _Verified.LIMIT:
+                self._verified.entries.clear()
+            until = now_ms + TOKEN_CACHE_MS
+            self._verified.entries[digest] = (
+                principal,
+                until if expires is None else min(until, expires),
+            )
+        return principal
 
     async def _call_principal(self, token: str, now_ms: int) -> Principal:
         """A call token (seed 000 §10), verified with the keys the Hub publishes (current, next and
@@ -487,7 +526,12 @@ class Authenticator:
             for_task=task_id,
         )
 
+    def forget_token(self, token_id: str) -> None:
+        """A token was revoked: its next request reads its row again (and is refused)."""
+        self._verified.drop(lambda p: p.id == token_id)
+
     def forget_nest(self, nest_id: str) -> None:
-        """Drop a revoked Nest's certificates from the cache at once (a revoked Nest must not get 5
-        more seconds; its credential is refused already, being read from the Store every time)."""
+        """Drop a Nest's credentials and certificates from the caches at once (revoked, or enrolled
+        again, which ends its earlier credential): a revoked Nest must not get a few more seconds."""
         self._certs = {k: v for k, v in self._certs.items() if v[1] != nest_id}
+        self._verified.drop(lambda p: p.nest_id == nest_id)

@@ -168,6 +168,11 @@ def new_scope() -> str:
     return f"{SERVER_SCOPE}-{secrets.token_hex(8)}"
 
 
+def scope_started(scope: str) -> bool:
+    """Whether a command of ``scope`` was started (so ``stop_scope`` may have something to stop)."""
+    return scope in _groups
+
+
 def stop_scope(scope: str) -> None:
     """SIGKILL every process a command of ``scope`` started that is still there. A scope that never
     started a command has nothing to stop, and returns without reading every process's environment

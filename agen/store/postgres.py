@@ -281,7 +281,6 @@ class PostgresStore(Store):
             new_ulid()
         )  # this process's wake-ups carry it, so its own listener passes them over
         self._woken: list[Callable[[], None]] = []
-        self._wake_pending = False
         self._pool = ConnectionPool(
             url,
             min_size=1,
@@ -307,7 +306,8 @@ class PostgresStore(Store):
         self._queue: collections.deque[_Item] = collections.deque()  # writes waiting for a thread
         self._drainers = 0  # threads taking batches off the queue now
         self._max_drainers = max(2, pool_size)
-        self._notify_at = 0.0  # loop time the last events NOTIFY was sent
+        self._notify_at = 0.0  # loop time the last NOTIFY was sent
+        self._notify_due: set[str] = set()  # channels the next NOTIFY tells
         self._notify_timer: asyncio.TimerHandle | None = None
 
     @classmethod
@@ -350,22 +350,9 @@ class PostgresStore(Store):
     # -- wake-ups across processes ---------------------------------------------------------
 
     def wake_others(self) -> None:
-        """NOTIFY the other processes on this database, from a worker thread (never blocks the loop). Calls
-        that arrive while one is waiting to be sent ride on it."""
-        if self._closed or self._wake_pending:
-            return
-        self._wake_pending = True
-
-        def send() -> None:
-            self._wake_pending = False  # a call from here on needs a NOTIFY of its own
-            try:
-                with self._pool.connection() as conn:
-                    conn.execute("SELECT pg_notify(%s, %s)", (WAKE_CHANNEL, self._id))
-            except Exception as e:  # the others still find the work on their next idle poll
-                log.warning("store %s: could not wake the other Hubs (%s)", self._where, e)
-
-        with contextlib.suppress(RuntimeError):  # shut down meanwhile
-            self._threads.submit(send)
+        """NOTIFY the other processes on this database that work became leasable: on the coalesced
+        notification (``_notify``), so a stream of submits costs one NOTIFY per interval, not one each."""
+        self._notify(WAKE_CHANNEL)
 
     def on_woken(self, callback: Callable[[], None]) -> None:
         self._woken.append(callback)
@@ -546,28 +533,39 @@ class PostgresStore(Store):
         """Events of this process committed: its own followers look now, the other processes' once the
         coalesced NOTIFY reaches them."""
         self._events_committed()
-        if self._notify_timer is not None or self._closed:
-            return  # one is due: these events ride on it
+        self._notify(CHANNEL)
+
+    def _notify(self, channel: str) -> None:
+        """Tell the other processes on ``channel`` (on this loop): at once after a quiet moment, then at
+        most once per NOTIFY_INTERVAL_S, every channel due in one statement. A NOTIFY is a transaction
+        of its own that flushes the WAL under PostgreSQL's database-wide notification lock, and holds a
+        pooled connection meanwhile: one per submit or per commit would take a flush each."""
+        if self._closed:
+            return
+        self._notify_due.add(channel)
+        if self._notify_timer is not None:
+            return  # one is due: this one rides on it
         assert self._loop is not None
         wait = self._notify_at + NOTIFY_INTERVAL_S - self._loop.time()
         if wait <= 0:
-            self._send_events_notify()
+            self._send_notify()
         else:
-            self._notify_timer = self._loop.call_later(wait, self._send_events_notify)
+            self._notify_timer = self._loop.call_later(wait, self._send_notify)
 
-    def _send_events_notify(self) -> None:
+    def _send_notify(self) -> None:
         assert self._loop is not None
         self._notify_timer = None
         self._notify_at = self._loop.time()
+        channels, self._notify_due = sorted(self._notify_due), set()
+        query = "SELECT " + ", ".join("pg_notify(%s, %s)" for _ in channels)
+        params = [x for channel in channels for x in (channel, self._id)]
 
         def send() -> None:
             try:
                 with self._pool.connection() as conn:
-                    conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, self._id))
-            except Exception as e:  # followers elsewhere still see the events at their next look
-                log.warning(
-                    "store %s: could not notify the other Hubs of events (%s)", self._where, e
-                )
+                    conn.execute(query, params)
+            except Exception as e:  # the others find the events and the work at their next look
+                log.warning("store %s: could not notify the other Hubs (%s)", self._where, e)
 
         with contextlib.suppress(RuntimeError):  # shut down meanwhile
             self._threads.submit(send)

@@ -26,6 +26,11 @@ if TYPE_CHECKING:
     import httpx
 
 log = logging.getLogger("agen.hub")
+KICK_GAP_S = 0.25
+"""A kick (a submit, a deploy, a scale…) ticks at once when the last tick began at least this long ago
+(or ``tick_s``, when shorter), else when it is that old: a stream of submits would otherwise run ticks back to back (some 30
+statements and 3 commits each, competing with the tasks for the store), while one tick reads every
+submit made before it began."""
 
 
 class LeaderLoop:
@@ -132,8 +137,10 @@ class LeaderLoop:
 
     async def run(self) -> None:
         kick = self.hub.scheduler_kick
+        loop = asyncio.get_running_loop()
         while not self._stop.is_set():
             kick.clear()
+            began = loop.time()
             try:
                 await self.step()
             except AgenError as e:
@@ -141,6 +148,14 @@ class LeaderLoop:
                 log.warning("leader tick failed: %s", e)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(kick.wait(), timeout=self.tick_s)
+            if not self._stop.is_set():
+                await self._stop_or(began + min(KICK_GAP_S, self.tick_s) - loop.time())
+
+    async def _stop_or(self, wait_s: float) -> None:
+        """Wait ``wait_s`` (the rest of KICK_GAP_S), ending early when the loop is stopped."""
+        if wait_s > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), timeout=wait_s)
 
     async def stop(self) -> None:
         self._stop.set()

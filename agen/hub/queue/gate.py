@@ -22,6 +22,7 @@ from agen.domain import (
     TaskState,
     columns,
 )
+from agen.errors import NotFoundError
 from agen.hub import queue
 from agen.hub.queue import budgets, providers, task_kind
 from agen.store import Tx, loads
@@ -32,12 +33,21 @@ _BUDGET_SQL = f"SELECT {columns(DeploymentBudget)} FROM deployments WHERE id = ?
 # The same, and whether the leasing instance runs an older definition than the deployment's current one
 # (its Nest reported another digest): seed 000 §4, instances on an old digest drain, they take no new work.
 # And whether any provider account of it is held (the common answer, no, spares lease_gate's query).
+# And whether the leasing Nest is registered: one row even when the deployment is not there (d.id NULL),
+# so that check costs no statement of its own.
 _LEASE_SQL = (
-    f"SELECT {columns(DeploymentBudget, 'd')}, EXISTS (SELECT 1 FROM instances i WHERE i.id = ?"
+    "SELECT EXISTS (SELECT 1 FROM nests WHERE id = ?) AS nest_known,"
+    f" {columns(DeploymentBudget, 'd')}, EXISTS (SELECT 1 FROM instances i WHERE i.id = ?"
     " AND i.digest != d.digest) AS stale, EXISTS (SELECT 1 FROM provider_holds h JOIN provider_accounts a"
     " ON a.account = h.account WHERE a.deployment_id = d.id AND h.resumed_ms IS NULL) AS holds"
-    " FROM deployments d WHERE d.id = ?"
+    " FROM (SELECT 1 AS one) o LEFT JOIN deployments d ON d.id = ?"
 )
+
+
+def unknown_nest(nest_id: str) -> NotFoundError:
+    return NotFoundError(
+        f"nest {nest_id} is not registered; call RegisterNest first", nest_id=nest_id
+    )
 
 
 def lease_for_nest(
@@ -49,14 +59,19 @@ def lease_for_nest(
     limit: int,
     lease_ms: int,
     start: bool = True,
+    registered_only: bool = False,
 ) -> list[LeasedTaskRow]:
     """Lease up to ``limit`` tasks unless a provider hold or a budget says otherwise.
 
     An instance of a task-kind deployment leases exactly one task, ever (agen.hub.queue.task_kind). An
     instance on an older definition leases nothing: a task submitted after `agen deploy` (or `agen run`
-    on a changed folder) runs on the new one, not on an instance the update is about to drain."""
-    found = tx.one(_LEASE_SQL, (instance_id, deployment_id))
-    if found is None or limit <= 0 or found["stale"]:
+    on a changed folder) runs on the new one, not on an instance the update is about to drain.
+    ``registered_only`` (a Nest's LeaseTasks): a Nest that is not registered is refused (NotFoundError),
+    checked by the same statement."""
+    found = tx.one(_LEASE_SQL, (nest_id, instance_id, deployment_id))
+    if registered_only and (found is None or not found["nest_known"]):
+        raise unknown_nest(nest_id)
+    if found is None or found["id"] is None or limit <= 0 or found["stale"]:
         return []
     dep = DeploymentBudget.from_row(found)
     if dep.kind != DeploymentKind.TASK:

@@ -61,6 +61,7 @@ async def enrol_nest(hub: Hub, p: Principal, req: m.EnrolNestRequest) -> m.Enrol
             tx, p, name=req.name, capacity=req.capacity, labels=req.labels, csr=csr
         )
     )
+    hub.auth.forget_nest(done.nest_id)  # an earlier credential of this Nest ended with it
     hub.desired_state_changed()
     cert = done.certificate
     return m.EnrolNestResponse(

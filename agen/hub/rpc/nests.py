@@ -12,14 +12,14 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from agen.domain import LeasedTaskRow, TaskRow
-from agen.errors import ConflictError, DeniedError, FencedError, NotFoundError
+from agen.errors import ConflictError, DeniedError, FencedError
 from agen.hub import queue
 from agen.hub.auth import Principal
 from agen.hub.fleet.definitions import get_definition_files
 from agen.hub.fleet.instances import record_saturation, report_status
 from agen.hub.fleet.instances import register_nest as _register
 from agen.hub.observe.progress import report_progress as _progress
-from agen.hub.queue.gate import complete_from_nest, lease_for_nest
+from agen.hub.queue.gate import complete_from_nest, lease_for_nest, unknown_nest
 from agen.hub.service import Hub
 from agen.store import Tx, loads
 from agen.wire import nests as m
@@ -70,9 +70,7 @@ def _own_tasks(tx: Tx, p: Principal, task_ids: list[str], *, fenced: bool = True
 
 def _known_nest(tx: Tx, nest_id: str) -> None:
     if tx.scalar("SELECT 1 FROM nests WHERE id = ?", (nest_id,)) is None:
-        raise NotFoundError(
-            f"nest {nest_id} is not registered; call RegisterNest first", nest_id=nest_id
-        )
+        raise unknown_nest(nest_id)
 
 
 async def register_nest(
@@ -182,7 +180,6 @@ async def lease_tasks(hub: Hub, p: Principal, req: m.LeaseTasksRequest) -> m.Lea
         return m.LeaseTasksResponse(tasks=[])
 
     def fn(tx: Tx) -> tuple[list[LeasedTaskRow], dict[str, str | None]]:
-        _known_nest(tx, req.nest_id)
         rows = lease_for_nest(
             tx,
             deployment_id=req.deployment_id,
@@ -191,6 +188,7 @@ async def lease_tasks(hub: Hub, p: Principal, req: m.LeaseTasksRequest) -> m.Lea
             limit=req.limit,
             lease_ms=req.lease_ms,
             start=True,
+            registered_only=True,
         )
         return rows, root_requesters(tx, rows)
 

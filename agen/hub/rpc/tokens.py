@@ -133,7 +133,9 @@ async def revoke_token(hub: Hub, p: Principal, req: RevokeTokenRequest) -> Ok:
         tx.event(SYSTEM_NAMESPACE, "token.revoked", data={"token_id": req.id, "by": p.subject})
         return f"token {req.id} revoked: every Hub refuses it from now on"
 
-    return Ok(message=await hub.store.write(fn))
+    message = await hub.store.write(fn)
+    hub.auth.forget_token(req.id)
+    return Ok(message=message)
 
 
 def _manages(p: Principal, row: Any) -> bool:

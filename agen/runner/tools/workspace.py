@@ -22,7 +22,13 @@ from typing import Any
 from agen.bundle.checks import WORKSPACE
 from agen.bundle.config import ToolHints
 from agen.errors import AgenError
-from agen.mcpservers._shell import DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S, new_scope, stop_scope
+from agen.mcpservers._shell import (
+    DEFAULT_TIMEOUT_S,
+    MAX_TIMEOUT_S,
+    new_scope,
+    scope_started,
+    stop_scope,
+)
 from agen.mcpservers.workspace_tools import (
     GREP_CAP,
     READ_LIMIT,
@@ -261,7 +267,9 @@ class WorkspaceToolset(Toolset):
         ]
 
     async def close(self) -> None:
-        """Stop every process this run's commands left running (a background server, say)."""
-        await asyncio.to_thread(stop_scope, self.scope)
+        """Stop every process this run's commands left running (a background server, say); a run that
+        ran no command skips the thread hop (most runs: a hop each on a loaded Hub is not free)."""
+        if scope_started(self.scope):
+            await asyncio.to_thread(stop_scope, self.scope)
         if self.sandbox is not None:
             await self.sandbox.close()
