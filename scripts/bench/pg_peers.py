@@ -6,7 +6,10 @@ other (interleaved, so a shared machine's load hits them alike):
 
 * agen in-process: Hub + local Nest in one process, fake model (``pg_bench.pipeline``), the store's
   default pool, as ``agen up`` opens it;
-* agen over HTTP: a real ``agen up --store URL`` process, tasks submitted by 32 HTTP clients;
+* agen over HTTP: a real ``agen up --store URL`` process, tasks submitted by 32 HTTP/1.1 keep-alive
+  connections (``task_bench.over_http``; a lean client: httpx's own CPU per request, as much as the
+  server's per task, competed with the server for this machine's two cores); CPU per task of the
+  ``agen up`` process and of the load generator;
 * by hand: the records agen keeps for each task written with psycopg alone, three commits a task,
   16 connections (``pg_floor``): the floor of agen's pipeline on this machine;
 * pgqueuer: no-op async jobs enqueued in one batch, a worker that is shut down when its last job ran and
@@ -94,12 +97,15 @@ async def _agen_http(url: str, n: int) -> dict[str, Any]:
     """A real `agen up --store URL` (its own process), n tasks over HTTP."""
     import psycopg
 
+    from scripts.bench._util import process_cpu_s
     from scripts.bench.task_bench import over_http, start_up
 
     tmp = Path(tempfile.mkdtemp(prefix="agen-peers-http-"))
     proc, base, token, _home = start_up(tmp, 2, 256, store=url)
     try:
+        cpu0, own0 = process_cpu_s(proc.pid), time.process_time()
         _ids, _submitted, seconds = await over_http(base, token, n, 2, HTTP_CLIENTS)
+        cpu, own = process_cpu_s(proc.pid) - cpu0, time.process_time() - own0
     finally:
         proc.terminate()
         proc.wait(60)
@@ -107,7 +113,12 @@ async def _agen_http(url: str, n: int) -> dict[str, Any]:
         rows = conn.execute(
             "SELECT finished_ms - created_ms FROM tasks WHERE finished_ms IS NOT NULL"
         ).fetchall()
-    return _result(n, len(rows), seconds, [float(r[0]) for r in rows])
+    out = _result(n, len(rows), seconds, [float(r[0]) for r in rows])
+    # CPU of the `agen up` process per task (as cpu_us_per_task of the in-process side: it does not
+    # follow the machine's load as the rate does), and of the load generator beside it
+    out["cpu_us_per_task"] = round(cpu / n * 1e6)
+    out["client_cpu_us_per_task"] = round(own / n * 1e6)
+    return out
 
 
 async def _pgqueuer(url: str, n: int) -> dict[str, Any]:
@@ -477,10 +488,11 @@ def main() -> None:
             continue
         idle = f", one at a time p50 {r['idle_p50_ms']:.0f} ms" if "idle_p50_ms" in r else ""
         p50 = f", p50 {r['p50_ms']:.0f} ms" if "p50_ms" in r else ""
+        cpu = f", {r['cpu_us_per_task']:.0f} us CPU" if "cpu_us_per_task" in r else ""
         print(
             f"{side}: {r['tasks_per_s']:.0f} tasks/s (rounds {r['all_tasks_per_s']}){p50}{idle};"
             f" per task {r['statements_per_task']} statements, {r['commits_per_task']} commits,"
-            f" {r['advisory_locks_per_task']} advisory locks"
+            f" {r['advisory_locks_per_task']} advisory locks{cpu}"
         )
 
 

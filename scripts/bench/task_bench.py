@@ -282,18 +282,16 @@ def start_up(
 async def over_http(
     url: str, token: str, n: int, instances: int, clients: int
 ) -> tuple[set[str], float, float]:
-    import httpx
+    """``n`` tasks submitted by ``clients`` concurrent HTTP/1.1 keep-alive connections (the lean client
+    of scripts.bench._http: httpx's own CPU per request competed with the server for the cores), then
+    GetDeployment every 50 ms on one more until none is queued or running."""
+    from scripts.bench._http import LeanClient
 
-    async with httpx.AsyncClient(
-        base_url=url,
-        headers={"Authorization": f"Bearer {token}"},
-        limits=httpx.Limits(max_connections=clients),
-        timeout=60,
-    ) as http:
+    watch = LeanClient(url, token)
+    conns = [LeanClient(url, token) for _ in range(clients)]
+    try:
         while True:
-            dep = (await http.post("/v1/GetDeployment", json={"name": "bench"})).json()[
-                "deployment"
-            ]
+            dep = (await watch.post("/v1/GetDeployment", {"name": "bench"}))["deployment"]
             if dep["ready"] >= instances:
                 break
             await asyncio.sleep(0.1)
@@ -301,23 +299,24 @@ async def over_http(
         queue = iter(range(n))
         t0 = time.perf_counter()
 
-        async def worker() -> None:
+        async def worker(conn: LeanClient) -> None:
             for i in queue:
-                resp = await http.post(
-                    "/v1/SubmitTask", json={"deployment": "bench", "input": f"t{i}"}
+                answer = await conn.post(
+                    "/v1/SubmitTask", {"deployment": "bench", "input": f"t{i}"}
                 )
-                ids.add(resp.json()["task"]["id"])
+                ids.add(answer["task"]["id"])
 
-        await asyncio.gather(*(worker() for _ in range(clients)))
+        await asyncio.gather(*(worker(c) for c in conns))
         submitted = time.perf_counter() - t0
         while True:
-            dep = (await http.post("/v1/GetDeployment", json={"name": "bench"})).json()[
-                "deployment"
-            ]
+            dep = (await watch.post("/v1/GetDeployment", {"name": "bench"}))["deployment"]
             if dep["queued"] + dep["running"] == 0:
                 break
             await asyncio.sleep(0.05)
         elapsed = time.perf_counter() - t0
+    finally:
+        for c in [watch, *conns]:
+            await c.close()
     return ids, submitted, elapsed
 
 
