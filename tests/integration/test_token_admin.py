@@ -1,17 +1,22 @@
 """`agen token ls` and `agen token revoke` (ListTokens, RevokeToken; issue #30, item 8): an admin sees
 the tokens it could have made, never a secret, and a revoked token is refused by every Hub on the
-store from its next request, not after a cache expires."""
+store from its next request, not after a cache expires. A Hub remembers a verified token for
+TOKEN_CACHE_MS (issue #32: a read fewer per request), so a revocation it was not told of (made by
+another process on the database) is refused once that runs out, and an expiry at its moment."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from agen.api.app import create_app
 from agen.cli import app as cli
 from agen.errors import AgenError
+from agen.errors import UnauthenticatedError
+from agen.hub.auth import TOKEN_CACHE_MS
 from agen.hub.service import Hub
 from agen.store import Store
 from tests.auth_helpers import api_token, post, served
@@ -36,6 +41,30 @@ async def test_a_token_revoked_on_one_hub_is_refused_by_another_at_once(hub: Hub
     again = await post(hub, "RevokeToken", {"id": alice_id}, admin)
     assert again.status_code == 200 and "already revoked" in again.json()["message"]
     assert await store.scalar("SELECT COUNT(*) FROM events WHERE type = 'token.revoked'") == 1
+
+
+async def test_a_token_revoked_by_another_process_is_refused_when_its_verification_runs_out(
+    hub: Hub,
+) -> None:
+    secret = await api_token(hub, ["operator"])
+    now = hub.clock()
+    who = await hub.auth.authenticate(secret, now)
+    # another process revokes it: the row changes and nothing in this process is told
+    await hub.store.write(
+        lambda tx: tx.execute("UPDATE tokens SET revoked_ms = ? WHERE id = ?", (tx.now_ms, who.id))
+    )
+    assert (await hub.auth.authenticate(secret, now + TOKEN_CACHE_MS - 1)).id == who.id
+    with pytest.raises(UnauthenticatedError, match=f"the API token {who.id} was revoked"):
+        await hub.auth.authenticate(secret, now + TOKEN_CACHE_MS)
+
+
+async def test_a_remembered_token_is_refused_at_its_expiry(hub: Hub) -> None:
+    secret = await api_token(hub, ["operator"], ttl_ms=TOKEN_CACHE_MS // 2)
+    expires = await hub.store.scalar("SELECT MAX(expires_ms) FROM tokens WHERE kind = 'api'")
+    who = await hub.auth.authenticate(secret, expires - TOKEN_CACHE_MS // 2)
+    assert (await hub.auth.authenticate(secret, expires - 1)).id == who.id
+    with pytest.raises(UnauthenticatedError, match="expired"):
+        await hub.auth.authenticate(secret, expires)
 
 
 async def test_token_ls_shows_what_an_admin_manages_and_never_a_secret(hub: Hub) -> None:
