@@ -11,10 +11,11 @@ UPDATE SKIP LOCKED`` when leasing, ``ON CONFLICT``), and a decision read from ro
 conversation's head, a named lock, an idempotency key, a budget) takes a key lock first
 (agen.store.pg_locks). ``tasks.seq`` comes from a sequence. The event log keeps one order for its followers
 without serialising commits: each event records its transaction id and followers read only settled
-transactions, ordered by (xid, seq) (agen.store.event_log). A transaction with events sends one NOTIFY on
-``agen_events`` with its COMMIT; the listener then reads the head again (NOTIFYs that arrive meanwhile ride
-on that read). A Hub that makes work leasable tells the Hubs of other processes on ``agen_work``
-(``wake_others``, payload: the sender's id, so a process does not wake itself twice).
+transactions, ordered by (xid, seq) (agen.store.event_log). After transactions with events commit, the
+store sends a NOTIFY on ``agen_events``; the listeners then read the head again (NOTIFYs that arrive
+meanwhile ride on that read). A Hub that makes work leasable tells the Hubs of other processes on
+``agen_work`` (``wake_others``). Both go out in one statement of their own after the COMMIT, coalesced
+(``_notify``), payload the sender's id, so a process does not wake itself twice.
 
 ``url`` never holds the password (it is printed in banners and errors); ``connect_url`` does.
 """

@@ -14,8 +14,7 @@ from typer.testing import CliRunner
 
 from agen.api.app import create_app
 from agen.cli import app as cli
-from agen.errors import AgenError
-from agen.errors import UnauthenticatedError
+from agen.errors import AgenError, UnauthenticatedError
 from agen.hub.auth import TOKEN_CACHE_MS
 from agen.hub.service import Hub
 from agen.store import Store
