@@ -169,6 +169,10 @@ EXAMPLES: dict[tuple[str, ...], list[str]] = {
         "agen eval compare 01JD8ZS0RN 01JD8ZT1QX --json",
     ],
     ("eval", "history"): ["agen eval history hello", "agen eval history hello --json"],
+    ("eval", "dataset"): [
+        'agen eval dataset add ./hello/x-agen/evals --from-feedback "score<0"',
+        "agen eval dataset add ./evals --deployment hello --since 24h",
+    ],
     ("eval", "dataset", "add"): [
         'agen eval dataset add ./hello/x-agen/evals --from-feedback "score<0"',
         "agen eval dataset add ./evals --run 01JD8ZS0RN --run 01JD8ZT1QX --rubric 'answers the question'",

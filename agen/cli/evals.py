@@ -39,9 +39,11 @@ DEFAULT_SCENARIOS = "x-agen/evals"
 class _RunByDefault(TyperGroup):
     """``agen eval DIR …`` runs the scenarios (seed 002's form); named subcommands win."""
 
+    default_command = "run"  # what the group runs when its first word names no command
+
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
-            args = ["run", *args]
+            args = [self.default_command, *args]
         return super().parse_args(ctx, args)
 
 

@@ -151,10 +151,17 @@ def _example_commands() -> list[list[str]]:
     out: list[list[str]] = []
     for lines in EXAMPLES.values():
         for line in lines:
-            for part in re.split(r"&&|\||[<>]", line):
-                words = shlex.split(part.replace("$", ""), comments=True, posix=True)
-                if words and words[0] == "agen" and "--version" not in words:
-                    out.append(words[1:])  # (--version prints and exits while it parses)
+            lexer = shlex.shlex(line.replace("$", ""), posix=True, punctuation_chars="|&<>")
+            lexer.whitespace_split = True
+            lexer.commenters = "#"
+            words: list[str] = []
+            for word in [*lexer, "|"]:  # an operator outside quotes ends a command
+                if word and set(word) <= set("|&<>"):
+                    if words and words[0] == "agen" and "--version" not in words:
+                        out.append(words[1:])  # (--version prints and exits while it parses)
+                    words = []
+                else:
+                    words.append(word)
     return out
 
 
@@ -165,7 +172,14 @@ def test_every_help_example_parses_with_the_options_the_command_has(words: list[
     command runs, so they are not checked here.)"""
     cmd: Any = command()
     args, path = list(words), ["agen"]
-    while getattr(cmd, "commands", None) and args and args[0] in cmd.commands:
+    while getattr(cmd, "commands", None) and args:
+        if args[0] not in cmd.commands:
+            default = getattr(
+                cmd, "default_command", None
+            )  # `agen eval DIR` is `agen eval run DIR`
+            if default is None:
+                break
+            args.insert(0, default)
         path.append(args[0])
         cmd = cmd.commands[args.pop(0)]
     # a group runs only with a subcommand, or by itself where it says so
