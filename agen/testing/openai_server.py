@@ -31,7 +31,7 @@ from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.applications import Starlette
@@ -219,7 +219,7 @@ def content_problems(body: Any) -> list[str]:
     from openai.types.chat import ChatCompletionContentPartParam
     from pydantic import TypeAdapter, ValidationError
 
-    part_type: TypeAdapter[Any] = TypeAdapter(ChatCompletionContentPartParam)  # type: ignore[arg-type]
+    part_type: TypeAdapter[Any] = TypeAdapter(cast(Any, ChatCompletionContentPartParam))
     out: list[str] = []
     for i, parts in listed:
         for j, part in enumerate(parts):
