@@ -42,8 +42,8 @@ def authorize(principal: Principal, rpc: Rpc[Any, Any]) -> None:
         )
     if (principal.on_behalf or principal.for_task is not None) and rpc.person_only:
         raise DeniedError(
-            f"an on-behalf token cannot call {rpc.name}: the person it acts for decides; "
-            "use that person's own token"
+            f"an on-behalf token cannot call {rpc.name}: approvals and decisions like it are the "
+            "person's own, made with that person's own token"
         )
 
 

@@ -71,12 +71,15 @@ def agen_binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 class Box:
-    """A clean machine: the binary alone on PATH, HOME/AGEN_HOME/workspaces in tmp, nothing else."""
+    """A clean machine: the binary (and the system's bubblewrap) alone on PATH, HOME/AGEN_HOME/workspaces in tmp, nothing else."""
 
     def __init__(self, binary: Path, root: Path) -> None:
         self.bin = root / "bin"
         self.bin.mkdir()
         shutil.copy2(binary, self.bin / "agen")
+        bwrap = shutil.which("bwrap")  # a clean machine with bubblewrap installed (the sandbox)
+        if bwrap is not None:
+            (self.bin / "bwrap").symlink_to(bwrap)
         self.cwd = root / "work"
         self.cwd.mkdir()
         self.home = root / "home"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,13 @@ def bundle(*turns: dict[str, Any], threshold: int | None = 0, **config: Any) -> 
         "builtinTools": {"workspace": False, "toolCatalogue": threshold},
         **config,
     }
-    harness = {"provider": "fake", "parallelToolCalls": False, "fake": {"script": list(turns)}}
+    harness = {
+        "provider": "fake",
+        "parallelToolCalls": False,
+        "fake": {"script": list(turns)},
+        # the sandboxed test server writes and waits on files in the test's folder, under tmp
+        "sandbox": {"filesystem": {"write": [tempfile.gettempdir()]}},
+    }
     return load_bundle_files(bundle_files(harness=harness, config=cfg, mcp=MCP))
 
 
