@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +18,15 @@ def write_bundle(
     sandbox: dict[str, Any] | None = None,
 ) -> Path:
     """A fake-model bundle: no script means echo mode (the reply repeats the input); ``sandbox`` is
-    harness.json's sandbox block. By default its sandboxed tool servers may write the folder the
-    bundle is made in (a test's tmp_path), where the fixture servers' gates, hold files and effect
-    logs live; the sandbox's own confinement is tested in tests/integration/test_sandbox.py."""
+    harness.json's sandbox block. By default its sandboxed tool servers may write the system temp
+    folder (under which a test's tmp_path holds the fixture servers' gates, hold files and effect
+    logs); the sandbox's own confinement is tested in tests/integration/test_sandbox.py."""
     fake: dict[str, Any] = {"script": script} if script is not None else {"echo": True}
     harness: dict[str, Any] = {"provider": "fake", "fake": fake}
+    # the system temp folder, not the test's own: a path that changes per run would change the
+    # bundle's digest, which the TUI snapshots show
     harness["sandbox"] = (
-        sandbox if sandbox is not None else {"filesystem": {"write": [str(root.parent)]}}
+        sandbox if sandbox is not None else {"filesystem": {"write": [tempfile.gettempdir()]}}
     )
     files: dict[str, Any] = {
         "plugin.json": {"name": name, "version": "0.1.0"},

@@ -92,7 +92,18 @@ def availability() -> Availability:
 
 @functools.cache
 def _probe(path: str) -> Availability:
-    argv = [path, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--", "true"]
+    argv = [
+        path,
+        "--unshare-all",
+        "--die-with-parent",
+        "--ro-bind",
+        "/",
+        "/",
+        "--",
+        "/bin/sh",
+        "-c",
+        "exit 0",
+    ]  # no PATH lookup: a clean PATH may hold only agen
     try:
         done = subprocess.run(argv, capture_output=True, timeout=20, check=False)
     except (OSError, subprocess.TimeoutExpired) as e:
