@@ -1,12 +1,12 @@
 """Typed partial reads of the deployments, tasks and runs tables: the few columns one decision
-needs, as a frozen row made from the SELECT in one place (``from_row``), instead of a dict passed on.
+needs, as a frozen row read from the SELECT (agen.store.records), instead of a dict passed on.
 
 Why partial rows and not always the whole row: the leader's tick, the lease gate and the trigger
 ticks read a handful of columns of every deployment (the lease gate on every lease); ``SELECT *``
 would carry the policy, limits and placement JSON through each. The SELECT's column list is
 ``columns(Type)``, so the query and the fields cannot drift apart; tests/unit/test_domain_rows.py
-checks every field is a column of its table. Built like agen.domain.rows (one ``itemgetter``, one
-``tuple.__new__``), so a hot path pays no more than for a dict.
+checks every field is a column of its table. Read like every row (agen.store.records), so a hot
+path pays no more than for a dict.
 
 A function that only needs a deployment's name takes either the whole row or the partial one
 (``DeploymentRow | DeploymentRef``): both carry the same fields under the same names.
@@ -14,19 +14,12 @@ A function that only needs a deployment's name takes either the whole row or the
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from agen.domain.rows import _enum, _reader
 from agen.domain.states import DeploymentKind, TaskState
-
-
-@functools.cache
-def columns(row_type: Any, alias: str = "") -> str:
-    """The SELECT list of a partial row (``id, namespace, name``), each prefixed by ``alias.``."""
-    prefix = f"{alias}." if alias else ""
-    return ", ".join(prefix + f for f in row_type._fields)
+from agen.store.records import Amount, Count, read
+from agen.store.records import columns as columns  # the SELECT list of a row type, re-exported
 
 
 class DeploymentRef(NamedTuple):
@@ -40,8 +33,8 @@ class DeploymentRef(NamedTuple):
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> DeploymentRef:
-        """The row of a SELECT of ``columns(DeploymentRef)`` (extra columns are ignored)."""
-        return _READ_DEPLOYMENT_REF(row)
+        """Deprecated spelling of ``read(DeploymentRef, row)`` (agen.store.records)."""
+        return read(cls, row)
 
 
 class DeploymentBudget(NamedTuple):
@@ -55,8 +48,8 @@ class DeploymentBudget(NamedTuple):
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> DeploymentBudget:
-        """The row of a SELECT of ``columns(DeploymentBudget)``."""
-        return _READ_DEPLOYMENT_BUDGET(row)
+        """Deprecated spelling of ``read(DeploymentBudget, row)`` (agen.store.records)."""
+        return read(cls, row)
 
 
 class DeploymentSizing(NamedTuple):
@@ -78,8 +71,8 @@ class DeploymentSizing(NamedTuple):
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> DeploymentSizing:
-        """The row of a SELECT of ``columns(DeploymentSizing)``."""
-        return _READ_DEPLOYMENT_SIZING(row)
+        """Deprecated spelling of ``read(DeploymentSizing, row)`` (agen.store.records)."""
+        return read(cls, row)
 
 
 class DeploymentLimits(NamedTuple):
@@ -91,8 +84,8 @@ class DeploymentLimits(NamedTuple):
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> DeploymentLimits:
-        """The row of a SELECT of ``columns(DeploymentLimits)``."""
-        return _READ_DEPLOYMENT_LIMITS(row)
+        """Deprecated spelling of ``read(DeploymentLimits, row)`` (agen.store.records)."""
+        return read(cls, row)
 
 
 class TaskStatus(NamedTuple):
@@ -106,8 +99,8 @@ class TaskStatus(NamedTuple):
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> TaskStatus:
-        """The row of a SELECT of ``columns(TaskStatus)``."""
-        return _READ_TASK_STATUS(row)
+        """Deprecated spelling of ``read(TaskStatus, row)`` (agen.store.records)."""
+        return read(cls, row)
 
 
 class TaskBrief(NamedTuple):
@@ -122,8 +115,8 @@ class TaskBrief(NamedTuple):
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> TaskBrief:
-        """The row of a SELECT of ``columns(TaskBrief)``."""
-        return _READ_TASK_BRIEF(row)
+        """Deprecated spelling of ``read(TaskBrief, row)`` (agen.store.records)."""
+        return read(cls, row)
 
 
 class TaskLineage(NamedTuple):
@@ -136,8 +129,8 @@ class TaskLineage(NamedTuple):
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> TaskLineage:
-        """The row of a SELECT of ``columns(TaskLineage)``."""
-        return _READ_TASK_LINEAGE(row)
+        """Deprecated spelling of ``read(TaskLineage, row)`` (agen.store.records)."""
+        return read(cls, row)
 
 
 class TaskOrigin(NamedTuple):
@@ -147,26 +140,26 @@ class TaskOrigin(NamedTuple):
     id: str
     deployment_id: str
     source: str
-    event_chain: int = 0
+    event_chain: Count = 0
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> TaskOrigin:
-        """The row of a SELECT of ``columns(TaskOrigin)``."""
-        return _READ_TASK_ORIGIN(row)
+        """Deprecated spelling of ``read(TaskOrigin, row)`` (agen.store.records)."""
+        return read(cls, row)
 
 
 class RunUsage(NamedTuple):
     """What one task's run spent, for GetTaskTree's nodes."""
 
     task_id: str
-    cost_usd: float = 0.0
-    input_tokens: int = 0
-    output_tokens: int = 0
+    cost_usd: Amount = 0.0
+    input_tokens: Count = 0
+    output_tokens: Count = 0
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> RunUsage:
-        """The row of a SELECT of ``columns(RunUsage)``."""
-        return _READ_RUN_USAGE(row)
+        """Deprecated spelling of ``read(RunUsage, row)`` (agen.store.records)."""
+        return read(cls, row)
 
 
 class RunRef(NamedTuple):
@@ -177,8 +170,8 @@ class RunRef(NamedTuple):
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> RunRef:
-        """The row of a SELECT of ``columns(RunRef)``."""
-        return _READ_RUN_REF(row)
+        """Deprecated spelling of ``read(RunRef, row)`` (agen.store.records)."""
+        return read(cls, row)
 
 
 class NewTaskRow(NamedTuple):
@@ -214,53 +207,3 @@ class NewTaskRow(NamedTuple):
     attachments: str | None  # JSON text: [Attachment]
     created_ms: int
     updated_ms: int
-
-
-def _float(value: Any) -> float:
-    return float(value or 0.0)
-
-
-def _int(value: Any) -> int:
-    return int(value or 0)
-
-
-_READ_DEPLOYMENT_REF = _reader(
-    DeploymentRef, DeploymentRef._fields, DeploymentRef._field_defaults, {}
-)
-_READ_DEPLOYMENT_BUDGET = _reader(
-    DeploymentBudget,
-    DeploymentBudget._fields,
-    DeploymentBudget._field_defaults,
-    {"kind": _enum(DeploymentKind)},
-)
-_READ_DEPLOYMENT_SIZING = _reader(
-    DeploymentSizing,
-    DeploymentSizing._fields,
-    DeploymentSizing._field_defaults,
-    {"kind": _enum(DeploymentKind), "paused": bool, "desired": int, "last_activity_ms": int},
-)
-_READ_DEPLOYMENT_LIMITS = _reader(
-    DeploymentLimits, DeploymentLimits._fields, DeploymentLimits._field_defaults, {}
-)
-_READ_TASK_STATUS = _reader(
-    TaskStatus,
-    TaskStatus._fields,
-    TaskStatus._field_defaults,
-    {"state": _enum(TaskState), "held": bool, "updated_ms": int},
-)
-_READ_TASK_BRIEF = _reader(
-    TaskBrief, TaskBrief._fields, TaskBrief._field_defaults, {"state": _enum(TaskState)}
-)
-_READ_TASK_LINEAGE = _reader(
-    TaskLineage, TaskLineage._fields, TaskLineage._field_defaults, {"depth": int}
-)
-_READ_TASK_ORIGIN = _reader(
-    TaskOrigin, TaskOrigin._fields, TaskOrigin._field_defaults, {"event_chain": _int}
-)
-_READ_RUN_USAGE = _reader(
-    RunUsage,
-    RunUsage._fields,
-    RunUsage._field_defaults,
-    {"cost_usd": _float, "input_tokens": _int, "output_tokens": _int},
-)
-_READ_RUN_REF = _reader(RunRef, RunRef._fields, RunRef._field_defaults, {})

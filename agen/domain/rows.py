@@ -1,67 +1,20 @@
-"""Typed, frozen rows of the tasks, runs and deployments tables, each made from a Store row in
-one place (``from_row``), so the Hub, the Nest and the runner pass names mypy checks instead of
-``row["…"]`` subscripts.
+"""Typed, frozen rows of the tasks, runs and deployments tables: ``tx.row(TaskRow, sql)`` reads
+one (agen.store.records: the one way rows are read), so the Hub, the Nest and the runner pass names
+mypy checks instead of ``row["…"]`` subscripts.
 
-``NamedTuple``s, not pydantic models or frozen dataclasses, by measurement: a task row is built on
-every submit, lease, start and completion (four per task), and building the 52-column row through
-pydantic-core's ``model_validate`` took ~11 % of the queue transactions' CPU (submit, lease, start,
-complete, as queue_bench runs them); ``from_row`` here takes every column with one ``itemgetter``
-and one ``tuple.__new__`` and converts only what needs it (the state to its enum by a dict lookup,
-0/1 to bool): ~5 %. Columns are kept as the Store holds them (JSON columns stay text, decoded where
-used); extra columns (a join) are ignored; one field per column, which
-tests/unit/test_domain_rows.py checks against the migrated schema on both engines. A change is a
-new row: ``row._replace(...)``.
+Columns are kept as the Store holds them (JSON columns stay text, decoded where used); one field per
+column, which tests/unit/test_domain_rows.py checks against the migrated schema on both engines. A
+change is a new row: ``row._replace(...)``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import Enum
-from operator import itemgetter
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple
 
 from agen.domain.states import DeploymentKind, RunStatus, TaskState
-
-_R = TypeVar("_R", bound=tuple[Any, ...])
-_E = TypeVar("_E", bound=Enum)
-
-
-def _enum(kind: type[_E]) -> Callable[[Any], _E]:
-    """The member for a stored value by one C-level dict lookup (``kind(value)`` walks the enum
-    machinery); a value the Store never writes raises KeyError, which ``from_row`` reports."""
-    return {m.value: m for m in kind}.__getitem__
-
-
-def _reader(
-    cls: type[_R],
-    fields: tuple[str, ...],
-    defaults: dict[str, Any],
-    converts: Mapping[str, Callable[[Any], Any]],
-) -> Callable[[Mapping[str, Any]], _R]:
-    """``from_row`` for one row class: every field by name in one call, then the few conversions."""
-    take = itemgetter(*fields)
-    fixes = [(fields.index(name), fn) for name, fn in converts.items()]
-    new = tuple.__new__
-
-    def read(row: Mapping[str, Any]) -> _R:
-        try:
-            values = list(take(row))
-        except KeyError:  # a hand-made row (tests) may leave defaulted columns out
-            missing = [f for f in fields if f not in row and f not in defaults]
-            if missing:
-                raise ValueError(f"{cls.__name__} needs column(s) {', '.join(missing)}") from None
-            values = [row[f] if f in row else defaults[f] for f in fields]
-        try:
-            for i, fn in fixes:
-                values[i] = fn(values[i])
-        except KeyError as e:  # an enum column holding a value the Store never writes
-            raise ValueError(
-                f"{cls.__name__}.{fields[i]}: {e.args[0]!r} is not a known value"
-            ) from None
-        return new(cls, values)
-
-    return read
+from agen.store.records import read
 
 
 class TaskRow(NamedTuple):
@@ -121,8 +74,8 @@ class TaskRow(NamedTuple):
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> TaskRow:
-        """The typed row of a Store row (a mapping of column -> value, as ``tx.one``/``tx.all`` return)."""
-        return _READ_TASK_ROW(row)
+        """Deprecated spelling of ``read(TaskRow, row)`` (agen.store.records)."""
+        return read(cls, row)
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,8 +125,8 @@ class RunRow(NamedTuple):
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> RunRow:
-        """The typed row of a Store row (a mapping of column -> value, as ``tx.one``/``tx.all`` return)."""
-        return _READ_RUN_ROW(row)
+        """Deprecated spelling of ``read(RunRow, row)`` (agen.store.records)."""
+        return read(cls, row)
 
 
 class DeploymentRow(NamedTuple):
@@ -202,22 +155,5 @@ class DeploymentRow(NamedTuple):
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> DeploymentRow:
-        """The typed row of a Store row (a mapping of column -> value, as ``tx.one``/``tx.all`` return)."""
-        return _READ_DEPLOYMENT_ROW(row)
-
-
-_READ_TASK_ROW = _reader(
-    TaskRow, TaskRow._fields, TaskRow._field_defaults, {"state": _enum(TaskState), "held": bool}
-)
-_READ_RUN_ROW = _reader(
-    RunRow,
-    RunRow._fields,
-    RunRow._field_defaults,
-    {"status": _enum(RunStatus), "effect_unknown": bool, "cost_usd": float},
-)
-_READ_DEPLOYMENT_ROW = _reader(
-    DeploymentRow,
-    DeploymentRow._fields,
-    DeploymentRow._field_defaults,
-    {"kind": _enum(DeploymentKind), "paused": bool},
-)
+        """Deprecated spelling of ``read(DeploymentRow, row)`` (agen.store.records)."""
+        return read(cls, row)

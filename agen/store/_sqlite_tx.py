@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from agen.store.base import Params, Row, dumps, new_ulid, now_ms
+from agen.store.records import R, read, read_all
 
 _EVENT_SQL = (
     "INSERT INTO events (id, namespace, type, severity, deployment, task_id, run_id, labels, data, dedupe_key,"
@@ -49,6 +50,13 @@ class SQLiteTx:
     def scalar(self, sql: str, params: Params = ()) -> Any:
         row = self._conn.execute(sql, params).fetchone()
         return None if row is None else row[0]
+
+    def row(self, row_type: type[R], sql: str, params: Params = ()) -> R | None:
+        found = self.one(sql, params)
+        return None if found is None else read(row_type, found)
+
+    def rows(self, row_type: type[R], sql: str, params: Params = ()) -> list[R]:
+        return read_all(row_type, self.all(sql, params))
 
     def event(
         self,

@@ -27,6 +27,8 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic_core import to_json
 
+from agen.store.records import R, read, read_all
+
 T = TypeVar("T")
 Row = dict[str, Any]
 Params = Sequence[Any] | Mapping[str, Any]
@@ -149,6 +151,12 @@ class Tx(Protocol):
 
     def scalar(self, sql: str, params: Params = ()) -> Any: ...
 
+    def row(self, row_type: type[R], sql: str, params: Params = ()) -> R | None:
+        """The first row of a SELECT as ``row_type`` (agen.store.records), or None."""
+
+    def rows(self, row_type: type[R], sql: str, params: Params = ()) -> list[R]:
+        """Every row of a SELECT as ``row_type`` (agen.store.records)."""
+
     def event(
         self,
         namespace: str,
@@ -235,6 +243,16 @@ class Store(abc.ABC):
     async def scalar(self, sql: str, params: Params = ()) -> Any:
         row = await self.one(sql, params)
         return None if row is None else next(iter(row.values()))
+
+    async def row(self, row_type: type[R], sql: str, params: Params = ()) -> R | None:
+        """The first row of a SELECT, read from a committed snapshot, as ``row_type``
+        (agen.store.records), or None."""
+        found = await self.one(sql, params)
+        return None if found is None else read(row_type, found)
+
+    async def rows(self, row_type: type[R], sql: str, params: Params = ()) -> list[R]:
+        """Every row of a SELECT, read from a committed snapshot, as ``row_type``."""
+        return read_all(row_type, await self.all(sql, params))
 
     @abc.abstractmethod
     async def wait_for_events(self, after_seq: int, timeout_s: float) -> int:

@@ -44,6 +44,7 @@ from agen.store._pg_migrate import migrate_postgres
 from agen.store._pg_sql import to_pg
 from agen.store.base import Params, Row, Store, Tx, dumps, new_ulid, now_ms, settle_futures
 from agen.store.locate import redact_url
+from agen.store.records import R, read, read_all
 
 T = TypeVar("T")
 log = logging.getLogger("agen.store")
@@ -194,6 +195,13 @@ class PostgresTx:
     def scalar(self, sql: str, params: Params = ()) -> Any:
         row = self._cur(sql, params).fetchone()
         return None if row is None else next(iter(row.values()))
+
+    def row(self, row_type: type[R], sql: str, params: Params = ()) -> R | None:
+        found = self.one(sql, params)
+        return None if found is None else read(row_type, found)
+
+    def rows(self, row_type: type[R], sql: str, params: Params = ()) -> list[R]:
+        return read_all(row_type, self.all(sql, params))
 
     def event(
         self,

@@ -22,7 +22,7 @@ from typing import Any
 from agen.bundle import Bundle, load_bundle_files
 from agen.runner.loop import Runner
 from agen.runner.providers import Account
-from agen.runner.providers.base import ModelRequest, ModelResponse
+from agen.runner.providers.base import DeltaSink, ModelRequest, ModelResponse
 from agen.runner.providers.fake import FakeProvider
 from agen.runner.types import RunRequest
 from agen.store import SQLiteStore
@@ -52,9 +52,11 @@ class Timed(FakeProvider):
         self.enter: list[int] = []
         self.leave: list[int] = []
 
-    async def complete(self, request: ModelRequest) -> ModelResponse:
+    async def complete(
+        self, request: ModelRequest, on_delta: DeltaSink | None = None
+    ) -> ModelResponse:
         self.enter.append(time.perf_counter_ns())
-        resp = await super().complete(request)
+        resp = await super().complete(request, on_delta)
         self.leave.append(time.perf_counter_ns())
         return resp
 
@@ -69,12 +71,14 @@ class Gated(FakeProvider):
         self.expected = 0
         self.waiting = 0
 
-    async def complete(self, request: ModelRequest) -> ModelResponse:
+    async def complete(
+        self, request: ModelRequest, on_delta: DeltaSink | None = None
+    ) -> ModelResponse:
         self.waiting += 1
         if self.waiting >= self.expected:
             self.all_waiting.set()
         await self.gate.wait()
-        return await super().complete(request)
+        return await super().complete(request, on_delta)
 
 
 def raw_sqlite_commits(path: Path, n: int) -> float:
