@@ -20,6 +20,7 @@ from agen.hub.auth import LOCAL_NEST
 from agen.hub.fleet.instances import retire_nest
 from agen.hub.leader.loop import LeaderLoop
 from agen.hub.leader.scheduler import Scope
+from agen.hub.rpc.live import LiveRelay
 from agen.hub.service import Hub
 from agen.nest.backends import backend_factory
 from agen.nest.client_port import ClientHubPort
@@ -73,6 +74,9 @@ class LocalNode:
             self.hub, ttl_ms=leader_ttl_ms, tick_s=tick_s, on_tick=self._ticked
         )
         self.hub.in_flight = self.manager.in_flight
+        self.relay = LiveRelay(
+            self.hub
+        )  # live events to and from the other Hubs on a Postgres store
         self._tasks: list[asyncio.Task[Any]] = []
 
     def _ticked(self, summary: Any) -> None:
@@ -80,6 +84,7 @@ class LocalNode:
             self.manager.kick()
 
     async def start(self) -> None:
+        self.relay.start()
         await self.manager.start()
         if self.only_deployment is not None:
             self.leader.scope = Scope(self.only_deployment, self.manager.nest_id, self.only_tree)
@@ -101,6 +106,7 @@ class LocalNode:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks = []
+        await self.relay.stop()
         if self.only_deployment is not None and self.manager.nest_id:
             nest_id = self.manager.nest_id
             with contextlib.suppress(AgenError):
@@ -116,9 +122,13 @@ class HubNode:
         self.hub = Hub(store)
         self.manager: Manager | None = None
         self.leader = LeaderLoop(self.hub, ttl_ms=leader_ttl_ms, tick_s=tick_s)
+        self.relay = LiveRelay(
+            self.hub
+        )  # live events to and from the other Hubs on a Postgres store
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
+        self.relay.start()
         await self.leader.step()
         self._task = asyncio.create_task(self.leader.run(), name="hub-leader")
 
@@ -131,3 +141,4 @@ class HubNode:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task
             self._task = None
+        await self.relay.stop()

@@ -510,6 +510,12 @@ ReportProgress: Rpc[nests.ReportProgressRequest, nests.ReportProgressResponse] =
     f"{N}:report_progress",
     "A running task's latest progress (report_progress tool).",
 )
+PublishLive: Rpc[nests.PublishLiveRequest, nests.PublishLiveResponse] = _rpc(
+    "nest",
+    "agen.hub.rpc.live:publish_live",
+    "A batch of live events (deltas, model and tool calls) of this Nest's runs, published on the "
+    "Hub's event stream and never stored; events of tasks it does not run are refused.",
+)
 WaitForWork: Rpc[nests.WaitForWorkRequest, nests.WaitForWorkResponse] = _rpc(
     "nest",
     f"{N}:wait_for_work",

@@ -8,10 +8,12 @@ written at the turn's end), so a follower that connects late reads the turn from
 dropped live event loses nothing durable. Writing an event row per delta would add a write per
 word to a path designed around one write per turn.
 
-The bus lives in the process that runs the engine: the runners publish, the Hub's SSE door and
-in-process callers subscribe. In ``agen up`` and an embedded ``agen run`` (one process) that is
-everything; a run on a separate Nest process publishes to its own process's bus (docs/providers.md,
-what works where).
+The bus lives in each process: the runners publish, the Hub's SSE door and in-process callers
+subscribe. In ``agen up`` and an embedded ``agen run`` (one process) that is everything. Across
+processes the events are carried to the Hub's bus: an ``agen host serve`` child sends its own over
+its pipe to its Manager (agen.nest.process), a Nest in another process forwards its bus's in batches
+with the ``PublishLive`` RPC (agen.nest.live_forward), and Hubs sharing a Postgres store pass them on
+to each other with NOTIFY (agen.hub.rpc.live); docs/providers.md, what works where.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ class LiveEvent:
     task_id: str | None
     data: dict[str, Any]
     created_ms: int
+    relayed: bool = False
+    """Published here from another Hub's NOTIFY (agen.hub.rpc.live): not sent on to the Hubs again."""
 
     def to_dict(self) -> dict[str, Any]:
         """The shape of a stored event (``seq`` None: it has no place in the log)."""

@@ -15,6 +15,7 @@ from typing import Any
 
 from agen.api import registry as r
 from agen.client import Client, InProcessTransport
+from agen.domain.live import LiveEvent
 from agen.wire import nests as m
 from agen.wire.common import Empty
 
@@ -133,6 +134,15 @@ class ClientHubPort:
     async def token_keys(self) -> list[str]:
         resp = await self.client.call(r.GetTokenKeys, Empty())
         return [k.public_key for k in resp.keys]
+
+    def shares_live_bus(self) -> bool:
+        return isinstance(self.client.transport, InProcessTransport)
+
+    async def publish_live(self, events: list[LiveEvent]) -> list[str]:
+        resp = await self.client.call(
+            r.PublishLive, m.PublishLiveRequest(events=[m.LiveEventWire.of(e) for e in events])
+        )
+        return [f"{x.events} of task {x.task_id or '(none)'}: {x.reason}" for x in resp.refused]
 
     def on_cancel(self, listener: Callable[[str], None]) -> None:
         transport = self.client.transport

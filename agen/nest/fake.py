@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agen.bundle import digest_files
+from agen.domain.live import LiveEvent
 from agen.errors import FencedError, NotFoundError, UnavailableError
 from agen.store import new_ulid
 from agen.wire.nests import Assignment, InstanceReport, LeasedTask, LeaseExtension, LeaseRef
@@ -55,6 +56,10 @@ class FakeHubPort:
         self.generation = 0
         self._work = asyncio.Event()
         self._cancel_listeners: list[Callable[[str], None]] = []
+        self.hub_in_process = True
+        """shares_live_bus: a Hub reading this process's bus (nothing forwarded); False plays a
+        Hub in another process, which gets the Manager's batches of live events in ``live``."""
+        self.live: list[list[LiveEvent]] = []  # the batches of live events published to this Hub
 
     # -- scripting ------------------------------------------------------------------------
 
@@ -240,3 +245,12 @@ class FakeHubPort:
 
     def on_cancel(self, listener: Callable[[str], None]) -> None:
         self._cancel_listeners.append(listener)
+
+    def shares_live_bus(self) -> bool:
+        return self.hub_in_process
+
+    async def publish_live(self, events: list[LiveEvent]) -> list[str]:
+        if self.unreachable:
+            raise UnavailableError("the fake Hub is unreachable (FakeHubPort.unreachable)")
+        self.live.append(list(events))
+        return []

@@ -9,7 +9,10 @@ uses (runs write their data straight to the Store) and speaks JSON lines on stdi
 
     Manager -> host: hello{token, platform, bundle} run{task} cancel{id} drain health{seq} close
     host -> Manager: ready | failed{error}, result{id, result}, health{seq, in_flight},
-                     progress{task_id, progress}
+                     progress{task_id, progress}, live{events}
+
+``live`` carries the host's live events (agen.domain.live: deltas, model and tool calls) in
+batches (agen.domain.live_batches); the Manager publishes them on its own process's bus.
 
 Only the Manager holds the pipes; the hello must carry the host token, so nothing but the
 Manager that started the host can drive it. Stray prints go to stderr, never the channel.
@@ -31,6 +34,7 @@ from agen.nest.port import LeasedTask
 
 if TYPE_CHECKING:  # the host process loads them when it serves, not on import
     from agen.bundle import Bundle
+    from agen.domain.live import LiveEvent
 
 ENV_STORE = "AGEN_HOST_STORE"
 ENV_INSTANCE = "AGEN_HOST_INSTANCE"
@@ -50,6 +54,15 @@ class _Channel:
     async def progress(self, task_id: str, progress: dict[str, Any]) -> None:
         """The report_progress tool's value goes to the Manager, which reports it to the Hub."""
         self.send({"op": "progress", "task_id": task_id, "progress": progress})
+
+    async def live(self, events: list[LiveEvent]) -> list[str]:
+        """A batch of this host's live events, for the Manager's bus."""
+        from agen.wire.nests import LiveEventWire
+
+        self.send(
+            {"op": "live", "events": [LiveEventWire.of(e).model_dump(mode="json") for e in events]}
+        )
+        return []
 
     def send(self, msg: dict[str, Any]) -> None:
         self._out.write(json.dumps(msg, separators=(",", ":"), default=str) + "\n")
@@ -89,6 +102,7 @@ def _load_bundle(archive_b64: object, digest: str) -> Bundle:
 
 async def serve() -> int:
     """Serve one instance until the Manager closes the channel; the exit code says how it ended."""
+    from agen.domain.live_batches import LiveBatcher
     from agen.nest.runner_executor import start_executor
     from agen.store import open_store
 
@@ -124,11 +138,14 @@ async def serve() -> int:
         except Exception as e:
             chan.send({"op": "failed", "error": str(e)})
             return 1
+        live = LiveBatcher(chan.live, f"instance {instance_id}: live events to its Nest")
+        live.start()
         try:
             chan.send({"op": "ready", "pid": os.getpid()})
             await _serve_loop(reader, chan, executor)
         finally:
             await executor.close()
+            await live.stop()
     finally:
         await store.close()
     return 0

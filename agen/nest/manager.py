@@ -6,6 +6,10 @@ surplus or outdated ones, replace ones that died (with crash-loop back-off). A s
 loop extends every running task's lease in one call; the Hub answers each lease, and a lost
 one stops that run at once.
 
+Live events (agen.domain.live): a Manager whose Hub runs in another process forwards its process's
+bus to it in batches (PublishLive, agen.domain.live_batches), from registration to the end of its
+drain; beside its Hub (``agen up``) it forwards nothing, the Hub reads the same bus.
+
 Partition (seed 000 §5): a Nest that has not reached the Hub for ``lost_after_ms`` (the Hub's
 nest_lost_after, when it places this Nest's instances elsewhere) stops its singletons and starts
 none until the Hub answers again, so a singleton never runs on two Nests; pools keep serving.
@@ -19,6 +23,7 @@ import logging
 from collections.abc import Callable, Mapping
 
 from agen.bundle import Bundle, load_bundle_files
+from agen.domain.live_batches import LiveBatcher
 from agen.errors import AgenError, UnauthenticatedError, UnavailableError
 from agen.nest.executor import ExecutorFactory
 from agen.nest.instance import Instance
@@ -86,6 +91,7 @@ class Manager:
         self._background: set[asyncio.Task[None]] = set()
         self._stopping = asyncio.Event()
         self._kick = asyncio.Event()
+        self.live = LiveBatcher(port.publish_live, f"nest {name}: live events to the Hub")
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -96,6 +102,8 @@ class Manager:
         )
         self._reached(sent)
         self.port.on_cancel(self._cancelled)
+        if not self.port.shares_live_bus():
+            self.live.start()
 
     def _reached(self, sent_ms: int) -> None:
         """A call that set out at ``sent_ms`` reached the Hub: the Hub heard from this Nest no earlier."""
@@ -151,6 +159,7 @@ class Manager:
             with contextlib.suppress(AgenError, OSError):
                 await self.port.report(self.nest_id, [i.report() for i in self.instances.values()])
         self.instances.clear()
+        await self.live.stop()  # the drained runs' last events
 
     # -- one heartbeat ------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from agen.domain.live import LiveEvent
 from agen.wire.nests import (
     START_FAILED,
     Assignment,
@@ -76,3 +77,12 @@ class HubPort(Protocol):
 
     def on_cancel(self, listener: Callable[[str], None]) -> None:
         """Called with a task id when the Hub cancels a task (a hint; lease loss is the rule)."""
+
+    def shares_live_bus(self) -> bool:
+        """The Hub runs in this process and reads this process's live bus itself (``agen up``, an
+        embedded ``agen run``): the Manager forwards nothing, or every event would show twice."""
+
+    async def publish_live(self, events: list[LiveEvent]) -> list[str]:
+        """A batch of this process's live events for a Hub in another process (PublishLive); why
+        events of it were refused (empty: all published). Best effort: the caller drops a batch
+        that fails."""

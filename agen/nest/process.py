@@ -4,7 +4,10 @@ The child is tied to the Nest's life (Linux parent-death signal set before exec)
 capped with RLIMIT_AS (``--host-memory-limit``; a limit that cannot be applied fails the
 start), and driven over its stdin/stdout with JSON lines. A child that exits or stops
 answering health checks fails its instance; the tasks it held go back to the queue with an
-attempt counted, and their runs resume from their checkpoints on the replacement.
+attempt counted, and their runs resume from their checkpoints on the replacement. The child's live
+events (agen.domain.live) come over the same channel and are published on this process's bus, as
+if its runs ran here: the Hub beside this Nest reads them there, a Hub elsewhere gets them from the
+Manager's forwarding.
 """
 
 from __future__ import annotations
@@ -23,12 +26,16 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic import TypeAdapter, ValidationError
+
 from agen.bundle import Bundle
 from agen.bundle.archive import pack
+from agen.domain.live import BUS, LiveBus
 from agen.errors import InvalidError, UnavailableError
 from agen.nest import host
 from agen.nest.executor import ExecResult, ExecutorFactory, ProgressSink
 from agen.nest.port import LeasedTask
+from agen.wire.nests import LiveEventWire
 
 log = logging.getLogger("agen.nest")
 START_TIMEOUT_S = 120.0
@@ -37,6 +44,7 @@ HEALTH_TIMEOUT_S = 15.0
 STOP_GRACE_S = 10.0
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+_LIVE_BATCH = TypeAdapter(list[LiveEventWire])
 
 
 def parse_memory_limit(text: str) -> int:
@@ -102,10 +110,12 @@ class ProcessExecutor:
         proc: asyncio.subprocess.Process,
         instance_id: str,
         progress: ProgressSink | None = None,
+        bus: LiveBus = BUS,
     ) -> None:
         self.proc = proc
         self.instance_id = instance_id
         self.progress = progress
+        self.bus = bus  # where the child's live events are published
         self._pending: dict[str, asyncio.Future[ExecResult]] = {}
         self._pongs: dict[int, asyncio.Future[None]] = {}
         self._seq = 0
@@ -223,12 +233,27 @@ class ProcessExecutor:
             )
             self._tasks.append(task)
             task.add_done_callback(self._forget)
+        elif op == "live":
+            self._publish_live(msg.get("events"))
         elif op == "ready" and not self._ready.done():
             self._ready.set_result(msg)
         elif op == "failed" and not self._ready.done():
             self._ready.set_exception(
                 UnavailableError(str(msg.get("error")), instance=self.instance_id)
             )
+
+    def _publish_live(self, events: object) -> None:
+        """The child's batch of live events, onto this process's bus (one line per bad batch: a
+        host of another agen version, which the hello would have refused first)."""
+        try:
+            batch = _LIVE_BATCH.validate_python(events)
+        except ValidationError as e:
+            log.warning(
+                "instance %s: a batch of live events not understood: %s", self.instance_id, e
+            )
+            return
+        for item in batch:
+            self.bus.publish(item.event())
 
     @staticmethod
     async def _report_progress(sink: ProgressSink, task_id: str, progress: dict[str, Any]) -> None:

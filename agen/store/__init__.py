@@ -6,11 +6,12 @@ from pathlib import Path
 from typing import Any
 
 from agen.errors import InvalidError
-from agen.store.base import Row, Store, Tx, dumps, loads, new_ulid, now_ms
+from agen.store.base import LIVE_PAYLOAD_BYTES, Row, Store, Tx, dumps, loads, new_ulid, now_ms
 from agen.store.locate import is_postgres_url, redact_url, resolve_store_url
 from agen.store.sqlite import SQLiteStore
 
 __all__ = [
+    "LIVE_PAYLOAD_BYTES",
     "Row",
     "SQLiteStore",
     "Store",

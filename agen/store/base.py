@@ -38,6 +38,9 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+LIVE_PAYLOAD_BYTES = 7_900
+"""The largest payload ``Store.send_live`` carries: a Postgres NOTIFY takes under 8000 bytes, and the
+sender's id and a running number (at most 48) ride in front."""
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _PAIRS = [a + b for a in _CROCKFORD for b in _CROCKFORD]  # 10 bits -> 2 chars
 _RAND_MAX = (1 << 80) - 1
@@ -217,6 +220,20 @@ class Store(abc.ABC):
         """Call ``callback`` on this process's event loop whenever another process calls ``wake_others``
         on the same store (never for this process's own calls: those wake it directly). Stores only one
         process serves never call it."""
+        return
+
+    live_across_processes = False
+    """Hubs of other processes may share this store and follow one another's live events
+    (agen.hub.rpc.live): Postgres. A SQLite store has one Hub process."""
+
+    def send_live(self, payloads: list[str]) -> None:
+        """Hand live events (text, each at most LIVE_PAYLOAD_BYTES of UTF-8) to the Hubs of other
+        processes on this store, best effort: a NOTIFY on Postgres. SQLite: nobody to tell."""
+        return
+
+    def on_live(self, callback: Callable[[str], None]) -> None:
+        """Call ``callback`` on this process's event loop with each payload another process sent with
+        ``send_live`` (never this process's own). Stores only one process serves never call it."""
         return
 
     @abc.abstractmethod

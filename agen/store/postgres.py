@@ -15,7 +15,10 @@ transactions, ordered by (xid, seq) (agen.store.event_log). After transactions w
 store sends a NOTIFY on ``agen_events``; the listeners then read the head again (NOTIFYs that arrive
 meanwhile ride on that read). A Hub that makes work leasable tells the Hubs of other processes on
 ``agen_work`` (``wake_others``). Both go out in one statement of their own after the COMMIT, coalesced
-(``_notify``), payload the sender's id, so a process does not wake itself twice.
+(``_notify``), payload the sender's id, so a process does not wake itself twice. Live events (never
+stored) go to the Hubs of other processes on ``agen_live`` (``send_live``), payload the sender's id
+and the events; only a process that follows them (``on_live``: a Hub) LISTENs there, so a Nest or an
+instance host on the same database is not sent every word of every answer.
 
 ``url`` never holds the password (it is printed in banners and errors); ``connect_url`` does.
 """
@@ -26,6 +29,7 @@ import asyncio
 import collections
 import concurrent.futures
 import contextlib
+import itertools
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -42,7 +46,17 @@ from agen.errors import AgenError, ConflictError, StoreError, UnavailableError
 from agen.store import event_log
 from agen.store._pg_migrate import migrate_postgres
 from agen.store._pg_sql import to_pg
-from agen.store.base import Params, Row, Store, Tx, dumps, new_ulid, now_ms, settle_futures
+from agen.store.base import (
+    LIVE_PAYLOAD_BYTES,
+    Params,
+    Row,
+    Store,
+    Tx,
+    dumps,
+    new_ulid,
+    now_ms,
+    settle_futures,
+)
 from agen.store.locate import redact_url
 from agen.store.records import R, read, read_all
 
@@ -51,6 +65,7 @@ log = logging.getLogger("agen.store")
 
 CHANNEL = "agen_events"
 WAKE_CHANNEL = "agen_work"
+LIVE_CHANNEL = "agen_live"
 CONNECT_TIMEOUT_S = 10
 MAX_RETRIES = 5  # serialization failures and deadlocks are retried this many times, then reported
 SETTLE_POLL_S = (
@@ -131,6 +146,7 @@ class PostgresTx:
         "row_lock",
     )
     dialect = "postgres"
+    live_across_processes = True
 
     def __init__(
         self,
@@ -290,6 +306,8 @@ class PostgresStore(Store):
             new_ulid()
         )  # this process's wake-ups carry it, so its own listener passes them over
         self._woken: list[Callable[[], None]] = []
+        self._live: list[Callable[[str], None]] = []  # on_live: who follows other Hubs' events
+        self._live_seq = itertools.count()
         self._pool = ConnectionPool(
             url,
             min_size=1,
@@ -365,6 +383,64 @@ class PostgresStore(Store):
 
     def on_woken(self, callback: Callable[[], None]) -> None:
         self._woken.append(callback)
+
+    def send_live(self, payloads: list[str]) -> None:
+        """One NOTIFY statement on ``agen_live`` carrying every payload (best effort, off the loop); a
+        payload past LIVE_PAYLOAD_BYTES is not sent (the caller splits: agen.hub.rpc.live)."""
+        if self._closed or not payloads:
+            return
+        fit = [p for p in payloads if len(p.encode()) <= LIVE_PAYLOAD_BYTES]
+        if len(fit) < len(payloads):
+            log.warning(
+                "store %s: %d live payloads over %d bytes not sent",
+                self._where,
+                len(payloads) - len(fit),
+                LIVE_PAYLOAD_BYTES,
+            )
+        if not fit:
+            return
+        query = "SELECT " + ", ".join("pg_notify(%s, %s)" for _ in fit)
+        # Postgres delivers identical payloads of one transaction once: a running number keeps
+        # them apart (a long delta is split into pieces that may be alike)
+        params = [x for p in fit for x in (LIVE_CHANNEL, f"{self._id} {next(self._live_seq)} {p}")]
+
+        def send() -> None:
+            try:
+                with self._pool.connection() as conn:
+                    conn.execute(query, params)
+            except Exception as e:  # live events are best effort: the record is the checkpoint
+                log.warning(
+                    "store %s: could not send live events to the other Hubs (%s)", self._where, e
+                )
+
+        with contextlib.suppress(RuntimeError):  # shut down meanwhile
+            self._threads.submit(send)
+
+    def on_live(self, callback: Callable[[str], None]) -> None:
+        """The first follower makes the listener LISTEN on ``agen_live`` too (it connects again)."""
+        self._live.append(callback)
+        old = self._listener
+        if len(self._live) > 1 or old is None or self._closed:
+            return
+        old.cancel()
+
+        async def listen_again() -> None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await old  # its connection closed first
+            await self._listen(asyncio.Event())
+
+        self._listener = asyncio.create_task(listen_again(), name="agen-pg-listen")
+
+    def _live_from_another(self, payload: str) -> None:
+        parts = payload.split(" ", 2)
+        if len(parts) != 3 or parts[0] == self._id:  # this process's own: its bus had them first
+            return
+        body = parts[2]
+        for cb in list(self._live):
+            try:
+                cb(body)
+            except Exception:
+                log.exception("store %s: a live-event callback failed", self._where)
 
     def _wake_local(self) -> None:
         for cb in list(self._woken):
@@ -620,7 +696,8 @@ class PostgresStore(Store):
 
     async def _listen(self, ready: asyncio.Event) -> None:
         """LISTEN on a connection of its own: a NOTIFY on ``agen_events`` says a transaction with events
-        committed (the head is read again), one on ``agen_work`` wakes this process's Hub."""
+        committed (the head is read again), one on ``agen_work`` wakes this process's Hub, one on
+        ``agen_live`` (once a follower asked: ``on_live``) carries another Hub's live events."""
         while not self._closed:
             try:
                 async with await psycopg.AsyncConnection.connect(
@@ -628,10 +705,15 @@ class PostgresStore(Store):
                 ) as conn:
                     await conn.execute(f"LISTEN {CHANNEL}")
                     await conn.execute(f"LISTEN {WAKE_CHANNEL}")
+                    if self._live:
+                        await conn.execute(f"LISTEN {LIVE_CHANNEL}")
                     self._events_committed()  # commits made while (re)connecting were not heard
                     ready.set()
                     self._wake_local()  # work submitted while (re)connecting was not heard either
                     async for note in conn.notifies():
+                        if note.channel == LIVE_CHANNEL:
+                            self._live_from_another(note.payload)
+                            continue
                         if note.payload == self._id:  # this process's own: it knew already
                             continue
                         if note.channel == WAKE_CHANNEL:

@@ -8,12 +8,13 @@ so the Nest imports these and nothing from ``agen.hub``. ``Assignment``, ``Insta
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from pydantic import Base64Bytes, ConfigDict, Field, StrictInt
 
 from agen.domain.attachments import Attachment
-from agen.wire.common import Count, DurationMs, Model
+from agen.domain.live import LiveEvent
+from agen.wire.common import NAME_PATTERN, Count, DurationMs, Model, TimeMs
 
 Id = Annotated[str, Field(min_length=1, max_length=100)]
 HttpUrlText = Annotated[
@@ -242,6 +243,72 @@ class ReportProgressResponse(Model):
     """False when the task is unknown or already ended."""
 
 
+LiveType = Literal["run.delta", "model.started", "model.finished", "tool.started", "tool.finished"]
+MAX_LIVE_BATCH = 512
+"""Live events per PublishLive call (a Nest sends at most 64 at a time: agen.nest.live_forward)."""
+
+
+class LiveEventWire(Model):
+    """One live event (agen.domain.live) as it crosses a process boundary: a Nest to its Hub
+    (PublishLive), an ``agen host serve`` child to its Manager (its pipe), a Hub to the other Hubs
+    on its Postgres store (NOTIFY). One shape, checked the same way at every door."""
+
+    type: LiveType
+    namespace: str = Field(pattern=NAME_PATTERN)
+    deployment: str = Field(min_length=1, max_length=63)
+    run_id: Id
+    task_id: Id | None = None
+    data: dict[str, Any]
+    created_ms: TimeMs
+
+    @classmethod
+    def of(cls, e: LiveEvent) -> LiveEventWire:
+        return cls.model_construct(
+            type=cast("LiveType", e.type),  # the bus carries only LIVE_TYPES
+            namespace=e.namespace,
+            deployment=e.deployment,
+            run_id=e.run_id,
+            task_id=e.task_id,
+            data=e.data,
+            created_ms=e.created_ms,
+        )
+
+    def event(self, *, relayed: bool = False) -> LiveEvent:
+        return LiveEvent(
+            self.type,
+            self.namespace,
+            self.deployment,
+            self.run_id,
+            self.task_id,
+            self.data,
+            self.created_ms,
+            relayed=relayed,
+        )
+
+
+class PublishLiveRequest(Model):
+    """A batch of live events of runs this Nest runs, for the Hub to publish on its own bus (its
+    SSE door, ``agen run`` over HTTP, the TUI, A2A). Best effort and never stored: the record is
+    the runs' checkpoints."""
+
+    events: list[LiveEventWire] = Field(max_length=MAX_LIVE_BATCH)
+
+
+class LiveRefusal(Model):
+    """The events of one task the Hub did not publish, and why."""
+
+    task_id: str | None
+    events: Count
+    reason: str
+
+
+class PublishLiveResponse(Model):
+    published: Count
+    refused: list[LiveRefusal] = Field(default_factory=list)
+    """Events of tasks this Nest does not run (another Nest holds them, or they are unknown), one
+    entry per task: the rest of the batch was published."""
+
+
 class WaitForWorkRequest(Model):
     """Long-poll: return as soon as tasks may have become leasable since generation ``seen``."""
 
@@ -255,6 +322,7 @@ class WaitForWorkResponse(Model):
 
 __all__ = [
     "MAX_LEASES",
+    "MAX_LIVE_BATCH",
     "START_FAILED",
     "Assignment",
     "CompleteTaskRequest",
@@ -267,7 +335,11 @@ __all__ = [
     "LeaseTasksRequest",
     "LeaseTasksResponse",
     "LeasedTask",
+    "LiveEventWire",
+    "LiveRefusal",
     "MarkRunningRequest",
+    "PublishLiveRequest",
+    "PublishLiveResponse",
     "RegisterNestRequest",
     "RegisterNestResponse",
     "ReleaseTaskRequest",
