@@ -27,9 +27,11 @@ BATCH = 64
 WARN_EVERY_S = 60.0
 STOP_TIMEOUT_S = 5.0
 
-Send = Callable[[list[LiveEvent]], Awaitable[list[str]]]
-"""Sends one batch; returns why events of it were refused (empty: all were taken); raises when
-the batch did not get through."""
+Refused = list[tuple[int, str]]
+"""Events of a batch the receiver did not take: (how many, why), one entry per reason."""
+Send = Callable[[list[LiveEvent]], Awaitable[Refused]]
+"""Sends one batch; returns what of it was refused (empty: all was taken); raises when the batch did
+not get through."""
 
 
 def every_event(_event: LiveEvent) -> bool:
@@ -144,10 +146,11 @@ class LiveBatcher:
             self.lost += len(batch)
             self._warn(f"{len(batch)} live events not sent ({e})", sub)
             return
-        self.sent += len(batch) - len(refused)
+        lost = sum(n for n, _why in refused)
+        self.sent += len(batch) - lost
         if refused:
-            self.lost += len(refused)
-            self._warn(f"{len(refused)} live events refused: {refused[0]}", sub)
+            self.lost += lost
+            self._warn(f"{lost} live events refused ({refused[0][1]})", sub)
         elif sub.dropped > self._dropped_said:
             self._warn("the sends fell behind the runs", sub)
 

@@ -138,11 +138,11 @@ class ClientHubPort:
     def shares_live_bus(self) -> bool:
         return isinstance(self.client.transport, InProcessTransport)
 
-    async def publish_live(self, events: list[LiveEvent]) -> list[str]:
+    async def publish_live(self, events: list[LiveEvent]) -> list[tuple[int, str]]:
         resp = await self.client.call(
             r.PublishLive, m.PublishLiveRequest(events=[m.LiveEventWire.of(e) for e in events])
         )
-        return [f"{x.events} of task {x.task_id or '(none)'}: {x.reason}" for x in resp.refused]
+        return [(x.events, x.reason) for x in resp.refused]
 
     def on_cancel(self, listener: Callable[[str], None]) -> None:
         transport = self.client.transport

@@ -249,7 +249,7 @@ class FakeHubPort:
     def shares_live_bus(self) -> bool:
         return self.hub_in_process
 
-    async def publish_live(self, events: list[LiveEvent]) -> list[str]:
+    async def publish_live(self, events: list[LiveEvent]) -> list[tuple[int, str]]:
         if self.unreachable:
             raise UnavailableError("the fake Hub is unreachable (FakeHubPort.unreachable)")
         self.live.append(list(events))

@@ -55,7 +55,7 @@ class _Channel:
         """The report_progress tool's value goes to the Manager, which reports it to the Hub."""
         self.send({"op": "progress", "task_id": task_id, "progress": progress})
 
-    async def live(self, events: list[LiveEvent]) -> list[str]:
+    async def live(self, events: list[LiveEvent]) -> list[tuple[int, str]]:
         """A batch of this host's live events, for the Manager's bus."""
         from agen.wire.nests import LiveEventWire
 

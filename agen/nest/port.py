@@ -82,7 +82,7 @@ class HubPort(Protocol):
         """The Hub runs in this process and reads this process's live bus itself (``agen up``, an
         embedded ``agen run``): the Manager forwards nothing, or every event would show twice."""
 
-    async def publish_live(self, events: list[LiveEvent]) -> list[str]:
-        """A batch of this process's live events for a Hub in another process (PublishLive); why
-        events of it were refused (empty: all published). Best effort: the caller drops a batch
-        that fails."""
+    async def publish_live(self, events: list[LiveEvent]) -> list[tuple[int, str]]:
+        """A batch of this process's live events for a Hub in another process (PublishLive); what
+        of it was refused, as (events, why) per task (empty: all published). Best effort: the
+        caller drops a batch that fails."""

@@ -146,7 +146,6 @@ class PostgresTx:
         "row_lock",
     )
     dialect = "postgres"
-    live_across_processes = True
 
     def __init__(
         self,
@@ -298,6 +297,7 @@ class PostgresStore(Store):
     """A Store on a PostgreSQL database (``postgresql://...``)."""
 
     dialect = "postgres"
+    live_across_processes = True
 
     def __init__(self, url: str, *, pool_size: int = 4) -> None:
         self._connect_url = url

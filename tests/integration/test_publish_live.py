@@ -7,6 +7,7 @@ HTTP, never a 5xx."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -49,7 +50,10 @@ async def test_a_nest_publishes_live_events_of_its_own_runs_only(hub: Hub, tmp_p
     hub.live = LiveBus()
     admin = Client.in_process(hub)
     bundle = write_bundle(tmp_path / "worker", "worker", config={"kind": "pool"})
-    dep = await admin.call(r.CreateDeployment, CreateDeploymentRequest(files=files_b64(bundle)))
+    dep = (
+        await admin.call(r.CreateDeployment, CreateDeploymentRequest(files=files_b64(bundle)))
+    ).deployment
+    assert dep is not None
     task = (await admin.call(r.SubmitTask, SubmitTaskRequest(deployment="worker", input="x"))).task
     a_id, a_token = await _enrolled(hub, admin, "a")
     b_id, b_token = await _enrolled(hub, admin, "b")
@@ -95,8 +99,8 @@ async def test_a_nest_publishes_live_events_of_its_own_runs_only(hub: Hub, tmp_p
         assert "is of default/worker, not other/worker" in reasons[task.id]
         assert sub.queue.get_nowait().data["text"] == "good" and sub.queue.empty()
 
-        # the task ended (no Nest holds it): its run's last events still pass from the Nest that
-        # has run the deployment's instances, not from one that never did
+        # the task ended (no Nest holds it): its run's last events still pass from a Nest the
+        # deployment is assigned to or runs on, not from one it never was
         await hub.store.write(
             lambda tx: (
                 tx.execute(
@@ -106,7 +110,7 @@ async def test_a_nest_publishes_live_events_of_its_own_runs_only(hub: Hub, tmp_p
                 tx.execute(
                     "INSERT INTO instances (id, nest_id, deployment_id, digest, state, started_ms,"
                     " updated_ms) VALUES ('i1', ?, ?, 'd', 'ready', 0, 0)",
-                    (a_id, dep.deployment.id),
+                    (a_id, dep.id),
                 ),
             )
         )
@@ -114,7 +118,8 @@ async def test_a_nest_publishes_live_events_of_its_own_runs_only(hub: Hub, tmp_p
         assert late.published == 1 and sub.queue.get_nowait().data["text"] == "last"
         stranger = await b.call(r.PublishLive, PublishLiveRequest(events=[event(task.id, "x")]))
         assert stranger.published == 0
-        assert f"nest {b_id} has run no instance of default/worker" in stranger.refused[0].reason
+        reason = stranger.refused[0].reason
+        assert f"default/worker is neither assigned to nest {b_id} nor run there" == reason
         assert sub.queue.empty()
 
     # over HTTP: a bad batch is a 400 naming the problem, a user's token a 403, never a 5xx
@@ -125,13 +130,14 @@ async def test_a_nest_publishes_live_events_of_its_own_runs_only(hub: Hub, tmp_p
         url = f"{srv.url}/v1/PublishLive"
         nest = {"Authorization": f"Bearer {a_token}"}
         async with httpx.AsyncClient(timeout=30) as http:
-            for body in (
+            bodies: list[dict[str, Any]] = [
                 {"events": [{"type": "run.secret"}]},
                 {"events": [event(task.id, "x").model_dump() | {"created_ms": -1}]},
                 {"events": [event(task.id, "x").model_dump()] * 513},
                 {"events": "nope"},
                 {"evnts": []},
-            ):
+            ]
+            for body in bodies:
                 resp = await http.post(url, json=body, headers=nest)
                 assert resp.status_code == 400, (body, resp.text)
                 assert resp.json()["error"]["code"] == "invalid"

@@ -37,7 +37,7 @@ class Sink:
         self.arrived = asyncio.Queue[list[LiveEvent]]()
         self.fail: Exception | None = None
 
-    async def __call__(self, events: list[LiveEvent]) -> list[str]:
+    async def __call__(self, events: list[LiveEvent]) -> list[tuple[int, str]]:
         if self.fail is not None:
             raise self.fail
         self.batches.append(list(events))

@@ -7,8 +7,8 @@ Hubs of other processes on the same Postgres store pass on what reached their bu
 
 A Nest publishes only events of runs it runs. Each event names its task, whose namespace and
 deployment it must carry (a Nest cannot speak into another namespace's stream), and that task must
-be leased by the calling Nest, or held by no Nest and of a deployment this Nest has run instances of:
-a run's last events trail its task's completion by up to a batch, and are still its own. A task
+be leased by the calling Nest, or held by no Nest and of a deployment assigned to this Nest (or run
+there): a run's last events trail its task's completion by up to a batch, and are still its own. A task
 another Nest holds, an unknown task, or an event without one is refused, per task, with the reason;
 the rest of the batch is published. The run id is the Nest's word: a namespace's run data may live in
 a store of its own the Hub does not read (``agen nest run --store-for``).
@@ -40,7 +40,9 @@ class _LiveTask(NamedTuple):
     namespace: str
     deployment: str
     lease_nest_id: str | None
-    ran_here: bool  # the calling Nest has had an instance of the task's deployment
+    serves: (
+        bool  # the task's deployment is assigned to the calling Nest, or has had instances there
+    )
 
 
 async def publish_live(hub: Hub, p: Principal, req: m.PublishLiveRequest) -> m.PublishLiveResponse:
@@ -52,10 +54,11 @@ async def publish_live(hub: Hub, p: Principal, req: m.PublishLiveRequest) -> m.P
             t.id: t
             for t in await hub.store.rows(
                 _LiveTask,
-                "SELECT t.id, t.namespace, t.deployment, t.lease_nest_id, EXISTS (SELECT 1 FROM"
-                " instances i WHERE i.nest_id = ? AND i.deployment_id = t.deployment_id) AS ran_here"
-                f" FROM tasks t WHERE t.id IN ({marks})",
-                (p.nest_id or "", *ids),
+                "SELECT t.id, t.namespace, t.deployment, t.lease_nest_id, (EXISTS (SELECT 1 FROM"
+                " assignments a WHERE a.nest_id = ? AND a.deployment_id = t.deployment_id) OR EXISTS"
+                " (SELECT 1 FROM instances i WHERE i.nest_id = ? AND i.deployment_id = t.deployment_id))"
+                f" AS serves FROM tasks t WHERE t.id IN ({marks})",
+                (p.nest_id or "", p.nest_id or "", *ids),
             )
         }
     refused: dict[str | None, m.LiveRefusal] = {}
@@ -94,8 +97,8 @@ def _refusal(p: Principal, e: m.LiveEventWire, task: _LiveTask | None) -> str | 
             f"task {task.id} is leased by nest {task.lease_nest_id}, not {p.nest_id}; a Nest "
             "publishes live events of its own runs only"
         )
-    if not task.ran_here:
-        return f"nest {p.nest_id} has run no instance of {task.namespace}/{task.deployment}"
+    if not task.serves:
+        return f"{task.namespace}/{task.deployment} is neither assigned to nest {p.nest_id} nor run there"
     return None
 
 
@@ -126,7 +129,7 @@ class LiveRelay:
     async def stop(self) -> None:
         await self.batches.stop()
 
-    async def _send(self, events: list[LiveEvent]) -> list[str]:
+    async def _send(self, events: list[LiveEvent]) -> list[tuple[int, str]]:
         self.hub.store.send_live(notify_payloads(events))
         return []
 
