@@ -12,7 +12,7 @@ The bus lives in each process: the runners publish, the Hub's SSE door and in-pr
 subscribe. In ``agen up`` and an embedded ``agen run`` (one process) that is everything. Across
 processes the events are carried to the Hub's bus: an ``agen host serve`` child sends its own over
 its pipe to its Manager (agen.nest.process), a Nest in another process forwards its bus's in batches
-with the ``PublishLive`` RPC (agen.nest.live_forward), and Hubs sharing a Postgres store pass them on
+with the ``PublishLive`` RPC (agen.nest.manager), and Hubs sharing a Postgres store pass them on
 to each other with NOTIFY (agen.hub.rpc.live); docs/providers.md, what works where.
 """
 

@@ -1,6 +1,6 @@
 """Live events in batches: how a process's live events (agen.domain.live) reach another process.
 
-A Nest's go to its Hub (PublishLive, agen.nest.live_forward), an instance host's to its Manager (its
+A Nest's go to its Hub (PublishLive, agen.nest.manager), an instance host's to its Manager (its
 pipe, agen.nest.host), a Hub's to the other Hubs on its Postgres store (NOTIFY, agen.hub.rpc.live):
 each is a ``LiveBatcher``, a reader of its process's bus that sends what came in the last ``EVERY_S``,
 or ``BATCH`` events as soon as they are there, whichever comes first. A word reaches a watcher a few

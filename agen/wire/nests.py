@@ -245,7 +245,7 @@ class ReportProgressResponse(Model):
 
 LiveType = Literal["run.delta", "model.started", "model.finished", "tool.started", "tool.finished"]
 MAX_LIVE_BATCH = 512
-"""Live events per PublishLive call (a Nest sends at most 64 at a time: agen.nest.live_forward)."""
+"""Live events per PublishLive call (a Nest sends at most 64 at a time: agen.nest.manager)."""
 
 
 class LiveEventWire(Model):

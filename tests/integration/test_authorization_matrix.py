@@ -96,6 +96,7 @@ RULES: dict[str, str] = {
     "ReleaseTask": "nest",
     "SuspendTask": "nest",
     "ReportProgress": "nest",
+    "PublishLive": "nest",
     "WaitForWork": "nest",
     "GetTokenKeys": "nest",
     "RenewNestCertificate": "nest",
