@@ -40,9 +40,8 @@ class _LiveTask(NamedTuple):
     namespace: str
     deployment: str
     lease_nest_id: str | None
-    serves: (
-        bool  # the task's deployment is assigned to the calling Nest, or has had instances there
-    )
+    serves: bool
+    """The task's deployment is assigned to the calling Nest, or has had instances there."""
 
 
 async def publish_live(hub: Hub, p: Principal, req: m.PublishLiveRequest) -> m.PublishLiveResponse:
