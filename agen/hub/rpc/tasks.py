@@ -7,13 +7,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agen.bundle.overrides import TRUST_RANK
-from agen.domain import DeploymentRow, TaskRow, TaskState
+from agen.domain import DeploymentKind, DeploymentRow, TaskRow, TaskState
 from agen.domain.artifacts import save_files_tx
 from agen.domain.attachments import check_files, decode_files
 from agen.errors import DeniedError, InvalidError, NotFoundError
 from agen.hub import queue
 from agen.hub.auth import Principal
 from agen.hub.fleet.instances import instance_failing
+from agen.hub.leader.autoscaler import ScalePolicy
 from agen.hub.queue import admission
 from agen.hub.queue.delegation import a2a_lineage
 from agen.hub.queue.delivery import deliver, queue_mode
@@ -241,7 +242,7 @@ async def submit(
     if files:
         check_files(files)  # before the transaction: a bad file costs no writer time
 
-    def fn(tx: Tx) -> tuple[Task, bool]:
+    def fn(tx: Tx) -> tuple[Task, bool, bool]:
         lineage = None
         if req.parent_run_id is not None and caller is not None:
             lineage = a2a_lineage(tx, caller[0], caller[1], req.parent_run_id)
@@ -293,7 +294,7 @@ async def submit(
                     "submit it with delivery followup",
                     field="attachments",
                 )
-            return task_view(into, extra=_details(tx, into)), False
+            return task_view(into, extra=_details(tx, into)), False, False
         admission.admit(tx, current, tx.now_ms)
         row, created = queue.submit_task(tx, new)
         if lineage is not None and created:  # the calling run's tree, as submit_child records it
@@ -306,12 +307,25 @@ async def submit(
                 root_run_id=lineage.root_run_id,
                 depth=lineage.depth,
             )
-        return task_view(row, extra=TaskDetails(locks=sorted(set(new.locks)))), created
+        view = task_view(row, extra=TaskDetails(locks=sorted(set(new.locks))))
+        return view, created, created and _may_scale_up(current)
 
-    task, created = await hub.store.write(fn)
-    if created:
-        hub.desired_state_changed()
+    task, created, scale = await hub.store.write(fn)
+    if scale:
+        hub.desired_state_changed()  # the leader's scheduler may start an instance for it now
+    elif created:
+        hub.work.notify()  # its instances lease it; the leader's next tick sees it anyway
     return TaskResponse(task=task, created=created)
+
+
+def _may_scale_up(d: DeploymentRow) -> bool:
+    """Whether a new task can change what the leader's scheduler decides for its deployment: only when
+    the deployment may run more instances than it wants now (scale from zero, autoscaling up, a task
+    deployment's instance per task). A deployment at its maximum already leases the task, and a tick
+    on every submit would run the scheduler's statements (about 30, 3 commits) beside each task."""
+    if d.kind == DeploymentKind.TASK:
+        return True
+    return d.desired < ScalePolicy.from_json(d.kind, loads(d.scale)).max
 
 
 async def get_task(hub: Hub, p: Principal, req: GetTaskRequest) -> TaskResponse:
