@@ -32,7 +32,8 @@ def test_fields_are_converted_from_their_annotations() -> None:
     assert row == _Row("t", TaskState.QUEUED, True, 2.0, DeploymentKind.POOL, None)
     assert type(row.held) is bool and type(row.cost) is float
     assert (
-        read(_Row, {"id": "t", "state": "succeeded", "held": 0, "cost": 0.5, "kind": None}).kind is None
+        read(_Row, {"id": "t", "state": "succeeded", "held": 0, "cost": 0.5, "kind": None}).kind
+        is None
     )
 
 
