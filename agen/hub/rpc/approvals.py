@@ -69,7 +69,7 @@ async def decide_approval(hub: Hub, p: Principal, req: DecideApprovalRequest) ->
         )
 
     def fn(tx: Tx) -> Row:
-        row = decide(
+        decided = decide(
             tx,
             req.id,
             approve=req.approve,
@@ -77,12 +77,12 @@ async def decide_approval(hub: Hub, p: Principal, req: DecideApprovalRequest) ->
             note=req.note,
             allow_self=hub.allow_self_approval,
         )
-        if row["task_id"] is not None and tx.one(
-            "SELECT 1 FROM tasks WHERE id = ?", (row["task_id"],)
+        if decided.task_id is not None and tx.one(
+            "SELECT 1 FROM tasks WHERE id = ?", (decided.task_id,)
         ):
             # the task suspended on "approval:<id>" goes back to the queue; its run resumes from its checkpoint
             write_inbox(
-                tx, row["task_id"], "approval", req.id, {"state": row["state"], "by": p.subject}
+                tx, decided.task_id, "approval", req.id, {"state": decided.state, "by": p.subject}
             )
         updated = tx.one("SELECT * FROM approvals WHERE id = ?", (req.id,))
         assert updated is not None

@@ -116,7 +116,7 @@ async def set_memory(hub: Hub, p: Principal, req: SetMemoryRequest) -> MemoryBlo
     p.require_namespace(req.namespace)
     author = mem.Author.person(p.subject)
 
-    def fn(tx: Tx) -> Row:
+    def fn(tx: Tx) -> mem.MemoryBlockRow:
         return mem.set_block(
             tx,
             req.namespace,
