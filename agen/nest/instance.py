@@ -218,11 +218,7 @@ class Instance:
                 log.error("task %s failed inside the instance: %s", task.id, e)
             else:
                 log.exception("task %s failed inside the instance", task.id)
-            return ExecResult(
-                status="failed",
-                outcome={"status": "failed", "reason": "error", "summary": str(e)},
-                error=f"{type(e).__name__}: {e}",
-            )
+            return ExecResult.crashed(e)
 
     def lease_lost(self, task_id: str) -> None:
         """The Hub cancelled the task or its lease moved on: stop its run without reporting."""

@@ -703,7 +703,7 @@ class Runner:
         if rep.finish_args is not None:
             finish = self.tools[FINISH]
             assert isinstance(finish, FinishTool)
-            return await self._finished(st, Outcome.model_validate(finish.outcome(rep.finish_args)))
+            return await self._finished(st, finish.outcome(rep.finish_args))
         if rep.unknown:
             req = st.req
             unknown = [UnknownEffect(c.name, c.id, key) for c, key in rep.unknown]
@@ -878,11 +878,11 @@ class Runner:
 def finish_outcome(results: list[CallResult]) -> Outcome | None:
     """The outcome a turn's successful ``finish`` call declared (the last one, if several), or None:
     the one place a run's end is read from its tool results, for live turns and repaired ones."""
-    declared: Any = None
+    declared: Outcome | None = None
     for r in results:
         if r.call.name == FINISH and not r.is_error and isinstance(r.data, dict):
             declared = r.data["outcome"]
-    return None if declared is None else Outcome.model_validate(declared)
+    return declared
 
 
 def _refuse_finish_beside_joined(results: list[CallResult]) -> None:
