@@ -28,7 +28,10 @@ from agen.domain import (
     TaskStatus,
     columns,
 )
+from agen.domain.approvals import ApprovalRow
+from agen.domain.memory import MemoryBlockRow
 from agen.hub import queue as q
+from agen.otel.convert import SpanRow
 from agen.runner.records import open_run
 from agen.runner.types import RunRequest
 from agen.store import SQLiteStore, Store
@@ -80,10 +83,13 @@ def test_a_row_with_a_state_the_store_never_writes_is_refused() -> None:
         )
 
 
-_TABLE_ROWS: list[tuple[str, type[TaskRow] | type[RunRow] | type[DeploymentRow]]] = [
+_TABLE_ROWS: list[tuple[str, Any]] = [
     ("tasks", TaskRow),
     ("runs", RunRow),
     ("deployments", DeploymentRow),
+    ("approvals", ApprovalRow),
+    ("memory_blocks", MemoryBlockRow),
+    ("spans", SpanRow),  # what the OTLP exporter reads (agen.otel.convert)
 ]
 
 
@@ -101,7 +107,7 @@ async def _columns(store: Store, table: str) -> set[str]:
 
 @pytest.mark.parametrize(("table", "row_class"), _TABLE_ROWS)
 async def test_each_typed_row_carries_every_column_of_its_table(
-    store: Store, table: str, row_class: type[TaskRow] | type[RunRow] | type[DeploymentRow]
+    store: Store, table: str, row_class: Any
 ) -> None:
     """A migration that adds a column must add the field too: a row read into its typed class
     otherwise drops that column silently (extra columns are ignored)."""
