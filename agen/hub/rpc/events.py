@@ -4,12 +4,15 @@ targets the Hub POSTs a namespace's events to."""
 from __future__ import annotations
 
 import asyncio
+from typing import NamedTuple
 
+from agen.domain import columns
 from agen.hub.auth import Principal
 from agen.hub.observe import notify
 from agen.hub.observe.events import EventFilter, list_events, tail_start
 from agen.hub.rpc._known import require_known_deployment
 from agen.hub.service import Hub
+from agen.store import Tx, loads
 from agen.wire.common import Ok
 from agen.wire.signals import (
     ListEventsRequest,
@@ -51,17 +54,40 @@ async def list_events_rpc(hub: Hub, p: Principal, req: ListEventsRequest) -> Lis
     return ListEventsResponse.model_validate({"events": page.events, "cursor": page.cursor})
 
 
-def _target(row: dict[str, object]) -> NotifyTarget:
-    view = notify.target_view(row)
-    return NotifyTarget.model_validate({k: view[k] for k in NotifyTarget.model_fields})
+class _Target(NamedTuple):
+    """A row of ``notify_targets``: the fields of a NotifyTarget, its filters as JSON text."""
+
+    name: str
+    namespace: str
+    url: str
+    events: str  # JSON list
+    deployment: str | None
+    labels: str  # JSON object
+    severity: str | None
+    secret: str | None
+    cursor_seq: int
+    paused_until_ms: int | None
+    last_error: str | None
+    delivered: int
+    dropped: int
+
+
+_SELECT = f"SELECT {columns(_Target)} FROM notify_targets"
+
+
+def _target(row: _Target) -> NotifyTarget:
+    return NotifyTarget.model_validate(
+        {**row._asdict(), "events": loads(row.events, []), "labels": loads(row.labels, {})}
+    )
 
 
 async def set_notify_target(
     hub: Hub, p: Principal, req: SetNotifyTargetRequest
 ) -> NotifyTargetResponse:
     p.require_namespace(req.namespace)
-    row = await hub.store.write(
-        lambda tx: notify.set_target(
+
+    def fn(tx: Tx) -> _Target:
+        notify.set_target(
             tx,
             req.namespace,
             req.name,
@@ -72,16 +98,21 @@ async def set_notify_target(
             severity=req.severity,
             secret=req.secret,
         )
-    )
-    return NotifyTargetResponse(target=_target(row))
+        row = tx.row(
+            _Target, f"{_SELECT} WHERE namespace = ? AND name = ?", (req.namespace, req.name)
+        )
+        assert row is not None  # set in this transaction
+        return row
+
+    return NotifyTargetResponse(target=_target(await hub.store.write(fn)))
 
 
 async def list_notify_targets(
     hub: Hub, p: Principal, req: ListNotifyTargetsRequest
 ) -> ListNotifyTargetsResponse:
     p.require_namespace(req.namespace)
-    rows = await hub.store.all(
-        "SELECT * FROM notify_targets WHERE namespace = ? ORDER BY name", (req.namespace,)
+    rows = await hub.store.rows(
+        _Target, f"{_SELECT} WHERE namespace = ? ORDER BY name", (req.namespace,)
     )
     return ListNotifyTargetsResponse(targets=[_target(r) for r in rows])
 

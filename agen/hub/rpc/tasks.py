@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agen.bundle.overrides import TRUST_RANK
-from agen.domain import DeploymentKind, DeploymentRow, TaskRow, TaskState
+from agen.domain import DeploymentKind, DeploymentRow, TaskRow, TaskState, columns
 from agen.domain.artifacts import save_files_tx
 from agen.domain.attachments import check_files, decode_files
 from agen.errors import DeniedError, InvalidError, NotFoundError
@@ -117,6 +117,30 @@ def _details(tx: Tx, row: TaskRow) -> TaskDetails:
     return _many_details(tx, [row])[0]
 
 
+class _Lock(NamedTuple):
+    task_id: str
+    name: str
+
+
+class _RunOf(NamedTuple):
+    task_id: str
+    id: str
+    effect_unknown: bool
+
+
+class _Pending(NamedTuple):
+    task_id: str
+    id: str
+
+
+class _Visible(NamedTuple):
+    """What decides whether a caller may see a task."""
+
+    namespace: str
+    deployment: str
+    conversation_key: str | None
+
+
 def _many_details(tx: Tx, rows: list[TaskRow]) -> list[TaskDetails]:
     """_details for a page of tasks: locks, runs and approvals in one query each, not three per task."""
     ids = [row.id for row in rows]
@@ -124,25 +148,28 @@ def _many_details(tx: Tx, rows: list[TaskRow]) -> list[TaskDetails]:
         return []
     marks = ",".join("?" * len(ids))
     locks: dict[str, list[str]] = {}
-    for r in tx.all(
-        f"SELECT task_id, name FROM task_locks WHERE task_id IN ({marks}) ORDER BY name", ids
-    ):
-        locks.setdefault(r["task_id"], []).append(r["name"])
-    runs: dict[str, str] = {}
-    unknown: set[str] = set()
-    for r in tx.all(
-        f"SELECT task_id, id, effect_unknown FROM runs WHERE task_id IN ({marks})", ids
-    ):
-        runs[r["task_id"]] = r["id"]
-        if r["effect_unknown"]:
-            unknown.add(r["task_id"])
-    approvals: dict[str, list[str]] = {}
-    for r in tx.all(
-        f"SELECT task_id, id FROM approvals WHERE task_id IN ({marks}) AND state = 'pending'"
-        " ORDER BY created_ms",
+    for lock in tx.rows(
+        _Lock,
+        f"SELECT {columns(_Lock)} FROM task_locks WHERE task_id IN ({marks}) ORDER BY name",
         ids,
     ):
-        approvals.setdefault(r["task_id"], []).append(r["id"])
+        locks.setdefault(lock.task_id, []).append(lock.name)
+    runs: dict[str, str] = {}
+    unknown: set[str] = set()
+    for run in tx.rows(
+        _RunOf, f"SELECT {columns(_RunOf)} FROM runs WHERE task_id IN ({marks})", ids
+    ):
+        runs[run.task_id] = run.id
+        if run.effect_unknown:
+            unknown.add(run.task_id)
+    approvals: dict[str, list[str]] = {}
+    for a in tx.rows(
+        _Pending,
+        f"SELECT {columns(_Pending)} FROM approvals WHERE task_id IN ({marks})"
+        " AND state = 'pending' ORDER BY created_ms",
+        ids,
+    ):
+        approvals.setdefault(a.task_id, []).append(a.id)
     return [
         _detail(
             tx,
@@ -199,10 +226,9 @@ def _own_keys(p: Principal, req: SubmitTaskRequest) -> None:
 
 async def load_task(hub: Hub, p: Principal, task_id: str, namespace: str | None = None) -> Task:
     def fn(tx: Tx) -> Task | None:
-        found = tx.one("SELECT * FROM tasks WHERE id = ?", (task_id,))
-        if found is None:
+        row = tx.row(TaskRow, "SELECT * FROM tasks WHERE id = ?", (task_id,))
+        if row is None:
             return None
-        row = TaskRow.from_row(found)
         return task_view(row, extra=_details(tx, row))
 
     task = await hub.store.read(fn)
@@ -248,18 +274,18 @@ async def submit(
             lineage = a2a_lineage(tx, caller[0], caller[1], req.parent_run_id)
         # The deployment is found inside the insert's transaction: one writer statement instead of a
         # read on another thread first, and no window where it is deleted in between.
-        found = tx.one(
+        current = tx.row(
+            DeploymentRow,
             "SELECT * FROM deployments WHERE namespace = ? AND name = ?",
             (req.namespace, req.deployment),
         )
-        if found is None:
+        if current is None:
             raise NotFoundError(
                 f"deployment {req.namespace}/{req.deployment} not found; `agen ps` lists deployments,"
                 " `agen deploy <dir>` creates one",
                 deployment=req.deployment,
                 namespace=req.namespace,
             )
-        current = DeploymentRow.from_row(found)
         new = queue.NewTask(
             namespace=req.namespace,
             deployment_id=current.id,
@@ -370,7 +396,7 @@ async def list_tasks(hub: Hub, p: Principal, req: ListTasksRequest) -> ListTasks
         params.append(req.limit)
 
     def fn(tx: Tx) -> list[Task]:
-        rows = [TaskRow.from_row(r) for r in tx.all(sql, params)]
+        rows = tx.rows(TaskRow, sql, params)
         return [
             task_view(r, extra=extra)
             for r, extra in zip(rows, _many_details(tx, rows), strict=True)
@@ -382,18 +408,18 @@ async def list_tasks(hub: Hub, p: Principal, req: ListTasksRequest) -> ListTasks
 async def _task_namespace(
     hub: Hub, p: Principal, task_id: str, namespace: str | None = None
 ) -> None:
-    row = await hub.store.one(
-        "SELECT namespace, deployment, conversation_key FROM tasks WHERE id = ?", (task_id,)
+    row = await hub.store.row(
+        _Visible, f"SELECT {columns(_Visible)} FROM tasks WHERE id = ?", (task_id,)
     )
     if (
         row is None
-        or not p.sees(row["namespace"])
-        or not _callee_may_see(p, row["namespace"], row["deployment"], row["conversation_key"])
+        or not p.sees(row.namespace)
+        or not _callee_may_see(p, row.namespace, row.deployment, row.conversation_key)
     ):
         raise NotFoundError(
             f"task {task_id} not found; `agen tasks` lists recent tasks", task=task_id
         )
-    check_namespace("task", task_id, row["namespace"], namespace)
+    check_namespace("task", task_id, row.namespace, namespace)
 
 
 async def cancel_task(hub: Hub, p: Principal, req: CancelTaskRequest) -> TaskResponse:
@@ -423,10 +449,10 @@ async def dry_run_task(hub: Hub, p: Principal, req: SubmitTaskRequest) -> DryRun
 
     def fn(tx: Tx) -> admission.Verdict:
         # admission reads the deployment as stored, with the budget and gate (agen.hub.queue)
-        current = tx.one("SELECT * FROM deployments WHERE id = ?", (dep.id,))
+        current = tx.row(DeploymentRow, "SELECT * FROM deployments WHERE id = ?", (dep.id,))
         if current is None:
             raise NotFoundError(f"deployment {req.namespace}/{req.deployment} was deleted")
-        return admission.dry_run(tx, DeploymentRow.from_row(current), now)
+        return admission.dry_run(tx, current, now)
 
     verdict = await hub.store.write(fn)
     from agen.wire.signals import DryRunTaskResponse  # not at import: ~7 ms most Hubs never need
