@@ -207,7 +207,7 @@ async def test_a_held_provider_account_keeps_the_cursor_until_retry_at(store: St
     dep = await watcher(store, {"type": ["task.failed"]})
     await store.write(lambda tx: providers.sync_accounts(tx, dep.id, [ACCT]))
 
-    def hold(tx: Tx) -> Row:
+    def hold(tx: Tx) -> providers.ProviderHoldRow:
         tx.now_ms = T0
         return providers.record_account_error(tx, ACCT, reason="401 invalid key")
 
@@ -216,7 +216,7 @@ async def test_a_held_provider_account_keeps_the_cursor_until_retry_at(store: St
     seq = await store.write(lambda tx: emit(tx, "task.failed", at=T0 + 1000))
     assert (await tick(store, T0 + 2000)).fired == []
     assert await store.scalar("SELECT seq FROM trigger_cursors") == cursor
-    report = await tick(store, int(held["retry_at_ms"]))  # the probe may run: events flow again
+    report = await tick(store, held.retry_at_ms)  # the probe may run: events flow again
     assert len(report.fired) == 1
     assert (await fired_tasks(store))[0]["idempotency_key"] == f"event:react:{seq}"
 

@@ -14,11 +14,24 @@ other Hub can take over before the row's expiry.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from agen.errors import FencedError, InvalidError
 from agen.store import Tx
 
 HUB_LEADER = "hub-leader"
 SYSTEM_NAMESPACE = "system"
+
+
+class _Lease(NamedTuple):
+    """A leadership lease as stored (``leases``): who holds which term until when."""
+
+    holder: str
+    epoch: int
+    expires_ms: int
+
+
+_LEASE_SQL = "SELECT holder, epoch, expires_ms FROM leases WHERE name = ?"
 
 
 def acquire_or_renew(tx: Tx, name: str, holder: str, ttl_ms: int) -> int | None:
@@ -31,7 +44,7 @@ def acquire_or_renew(tx: Tx, name: str, holder: str, ttl_ms: int) -> int | None:
         raise InvalidError(f"leader ttl must be positive (got {ttl_ms} ms)", field="ttl_ms")
     now = tx.now_ms
     lock = " FOR UPDATE" if tx.dialect == "postgres" else ""  # Hubs commit side by side there
-    row = tx.one(f"SELECT holder, epoch, expires_ms FROM leases WHERE name = ?{lock}", (name,))
+    row = tx.row(_Lease, _LEASE_SQL + lock, (name,))
     if row is None:
         if tx.execute(
             "INSERT INTO leases (name, holder, epoch, expires_ms) VALUES (?, ?, 1, ?)"
@@ -41,11 +54,11 @@ def acquire_or_renew(tx: Tx, name: str, holder: str, ttl_ms: int) -> int | None:
             _elected(tx, name, holder, 1, None)
             return 1
         # another Hub's first lease committed meanwhile (Postgres): decide from its row
-        row = tx.one(f"SELECT holder, epoch, expires_ms FROM leases WHERE name = ?{lock}", (name,))
+        row = tx.row(_Lease, _LEASE_SQL + lock, (name,))
         assert row is not None
-    epoch = int(row["epoch"])
-    if row["expires_ms"] > now:
-        if row["holder"] != holder:
+    epoch = row.epoch
+    if row.expires_ms > now:
+        if row.holder != holder:
             return None
         tx.execute(
             "UPDATE leases SET expires_ms = ? WHERE name = ? AND epoch = ?",
@@ -57,7 +70,7 @@ def acquire_or_renew(tx: Tx, name: str, holder: str, ttl_ms: int) -> int | None:
         "UPDATE leases SET holder = ?, epoch = ?, expires_ms = ? WHERE name = ?",
         (holder, epoch, now + ttl_ms, name),
     )
-    _elected(tx, name, holder, epoch, str(row["holder"]))
+    _elected(tx, name, holder, epoch, row.holder)
     return epoch
 
 
@@ -74,14 +87,14 @@ def check_epoch(tx: Tx, name: str, epoch: int) -> None:
     share = (
         " FOR SHARE" if tx.dialect == "postgres" else ""
     )  # a takeover waits for this write to end
-    row = tx.one(f"SELECT holder, epoch, expires_ms FROM leases WHERE name = ?{share}", (name,))
-    if row is None or row["epoch"] != epoch or row["expires_ms"] <= tx.now_ms:
+    row = tx.row(_Lease, _LEASE_SQL + share, (name,))
+    if row is None or row.epoch != epoch or row.expires_ms <= tx.now_ms:
         now = (
             "nobody leads"
             if row is None
             else (
-                f"epoch {row['epoch']} held by {row['holder']}"
-                + (" (expired)" if row["expires_ms"] <= tx.now_ms else "")
+                f"epoch {row.epoch} held by {row.holder}"
+                + (" (expired)" if row.expires_ms <= tx.now_ms else "")
             )
         )
         raise FencedError(

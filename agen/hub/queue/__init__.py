@@ -14,7 +14,7 @@ per terminal state: task.succeeded, task.failed, task.cancelled, task.expired.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from agen.domain import (
     NewTaskRow,
@@ -56,6 +56,7 @@ from agen.hub.queue.locks import acquire_lock, check_lock_names, release_lock
 from agen.store import Store, Tx, dumps, loads
 from agen.store.base import new_ulid
 from agen.store.pg_locks import lock_keys
+from agen.store.records import Count
 
 __all__ = [
     "MAX_ATTEMPTS",
@@ -237,21 +238,22 @@ def submit_task(tx: Tx, t: NewTask, *, max_queued: int | None = None) -> tuple[T
         *([f"queued:{t.deployment_id}"] if max_queued is not None else []),
     )
     if t.idempotency_key:
-        existing = tx.one(
+        existing = tx.row(
+            TaskRow,
             "SELECT * FROM tasks WHERE namespace = ? AND deployment_id = ? AND idempotency_key = ?",
             (t.namespace, t.deployment_id, t.idempotency_key),
         )
         if existing is not None:
-            return TaskRow.from_row(existing), False
+            return existing, False
     priority = _validate(tx, t)
     lock_names = check_lock_names(t.locks)
     replaced = None
     if t.schedule_key:
-        old = tx.one(
+        replaced = tx.row(
+            TaskRow,
             "SELECT * FROM tasks WHERE deployment_id = ? AND schedule_key = ? AND state = 'queued'",
             (t.deployment_id, t.schedule_key),
         )
-        replaced = None if old is None else TaskRow.from_row(old)
     if max_queued is not None and replaced is None:
         queued = int(
             tx.scalar(
@@ -274,12 +276,13 @@ def submit_task(tx: Tx, t: NewTask, *, max_queued: int | None = None) -> tuple[T
     labels = dict(t.labels)
     root_id, depth = task_id, 0
     if t.parent_task_id:
-        found = tx.one(
-            f"SELECT {columns(TaskLineage)} FROM tasks WHERE id = ?", (t.parent_task_id,)
+        parent = tx.row(
+            TaskLineage,
+            f"SELECT {columns(TaskLineage)} FROM tasks WHERE id = ?",
+            (t.parent_task_id,),
         )
-        if found is None:
+        if parent is None:
             raise NotFoundError(f"parent task {t.parent_task_id} not found", field="parent_task_id")
-        parent = TaskLineage.from_row(found)
         root_id, depth = parent.root_task_id, parent.depth + 1
         labels = {**loads_labels(parent.labels), **labels}
     if replaced is not None:
@@ -326,9 +329,8 @@ def submit_task(tx: Tx, t: NewTask, *, max_queued: int | None = None) -> tuple[T
         updated_ms=now,
     )
     # seq (submission order) is assigned in the INSERT; RETURNING gives the stored row without reading it again.
-    inserted = tx.one(_INSERT_SQL_PG if tx.dialect == "postgres" else _INSERT_SQL, row)
-    assert inserted is not None
-    stored = TaskRow.from_row(inserted)
+    stored = tx.row(TaskRow, _INSERT_SQL_PG if tx.dialect == "postgres" else _INSERT_SQL, row)
+    assert stored is not None
     if lock_names:
         tx.executemany(
             "INSERT INTO task_locks (task_id, name) VALUES (?, ?)",
@@ -441,19 +443,42 @@ def queue_counts(
         sql += f" AND deployment_id IN ({', '.join(':' + n for n in names)})"
         params.update(zip(names, deployment_ids, strict=True))
     return {
-        r.pop("deployment_id"): _counts_of(r)
-        for r in tx.all(sql + " GROUP BY deployment_id", params)
+        r.deployment_id: _counts_of(r)
+        for r in tx.rows(_CountsRow, sql + " GROUP BY deployment_id", params)
     }
 
 
-def _counts_of(r: dict[str, Any]) -> QueueCounts:
-    return QueueCounts(**{k: (v if k == "oldest_queued_ms" else int(v or 0)) for k, v in r.items()})
+class _CountsRow(NamedTuple):
+    """One deployment's line of ``_COUNTS`` (a SUM is NULL on no rows and ``numeric`` on Postgres)."""
+
+    deployment_id: str
+    queued: Count
+    scheduled: Count
+    held: Count
+    leased: Count
+    running: Count
+    waiting: Count
+    urgent_load: Count
+    oldest_queued_ms: int | None
+
+
+def _counts_of(r: _CountsRow) -> QueueCounts:
+    return QueueCounts(
+        queued=r.queued,
+        scheduled=r.scheduled,
+        leased=r.leased,
+        running=r.running,
+        waiting=r.waiting,
+        held=r.held,
+        urgent_load=r.urgent_load,
+        oldest_queued_ms=r.oldest_queued_ms,
+    )
 
 
 async def read_queue_counts(store: Store, *, now_ms: int) -> dict[str, QueueCounts]:
     """queue_counts on a reader connection: the leader's tick takes them before its write transaction, so
     the writer is not held for the scan (about 90 ms over 100,000 unfinished tasks)."""
     return {
-        r.pop("deployment_id"): _counts_of(r)
-        for r in await store.all(_COUNTS + " GROUP BY deployment_id", {"now": now_ms})
+        r.deployment_id: _counts_of(r)
+        for r in await store.rows(_CountsRow, _COUNTS + " GROUP BY deployment_id", {"now": now_ms})
     }

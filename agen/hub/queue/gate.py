@@ -12,7 +12,7 @@ Completing a task that failed with a provider account error records the hold.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from agen.domain import (
     DeploymentBudget,
@@ -44,6 +44,21 @@ _LEASE_SQL = (
 )
 
 
+class _LeaseCheck(NamedTuple):
+    """What ``_LEASE_SQL`` tells a lease before it takes anything. The deployment's columns are NULL
+    when it is not there (the LEFT JOIN): ``kind`` (NOT NULL in the table) is then None, and the
+    other deployment fields are not read."""
+
+    nest_known: bool
+    stale: bool
+    holds: bool
+    id: str
+    namespace: str
+    name: str
+    kind: DeploymentKind | None
+    budget: str
+
+
 def unknown_nest(nest_id: str) -> NotFoundError:
     return NotFoundError(
         f"nest {nest_id} is not registered; call RegisterNest first", nest_id=nest_id
@@ -68,12 +83,12 @@ def lease_for_nest(
     on a changed folder) runs on the new one, not on an instance the update is about to drain.
     ``registered_only`` (a Nest's LeaseTasks): a Nest that is not registered is refused (NotFoundError),
     checked by the same statement."""
-    found = tx.one(_LEASE_SQL, (nest_id, instance_id, deployment_id))
-    if registered_only and (found is None or not found["nest_known"]):
+    found = tx.row(_LeaseCheck, _LEASE_SQL, (nest_id, instance_id, deployment_id))
+    if registered_only and (found is None or not found.nest_known):
         raise unknown_nest(nest_id)
-    if found is None or found["id"] is None or limit <= 0 or found["stale"]:
+    if found is None or found.kind is None or limit <= 0 or found.stale:
         return []
-    dep = DeploymentBudget.from_row(found)
+    dep = DeploymentBudget(found.id, found.namespace, found.name, found.kind, found.budget)
     if dep.kind != DeploymentKind.TASK:
         return _lease_gated(
             tx,
@@ -83,7 +98,7 @@ def lease_for_nest(
             limit=limit,
             lease_ms=lease_ms,
             start=start,
-            holds=bool(found["holds"]),
+            holds=found.holds,
         )
     lock_keys(tx, f"instance:{instance_id}")  # "one task per instance, ever": from task_instances
     limit = task_kind.lease_limit(tx, instance_id, limit)
@@ -96,7 +111,7 @@ def lease_for_nest(
             limit=limit,
             lease_ms=lease_ms,
             start=start,
-            holds=bool(found["holds"]),
+            holds=found.holds,
         )
         if limit > 0
         else []
@@ -206,10 +221,9 @@ def budget_wait_reason(tx: Tx, task: TaskRow, reason: str | None) -> str | None:
     if reason != "capacity":
         return reason
     now = tx.now_ms
-    found = tx.one(_BUDGET_SQL, (task.deployment_id,))
-    if found is None:
+    dep = tx.row(DeploymentBudget, _BUDGET_SQL, (task.deployment_id,))
+    if dep is None:
         return reason
-    dep = DeploymentBudget.from_row(found)
     if providers.lease_gate(tx, dep.id, now).state == "held":
         return "provider_hold"
     limit, labels = budgets.budget_config(dep)

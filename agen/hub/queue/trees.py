@@ -13,12 +13,13 @@ leader's tick enforces (``cancel_overdue``) even if the caller that asked went a
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any
+from typing import Any, NamedTuple
 
 from agen.domain import TaskRow
-from agen.hub.queue._tasks import LIVE, UNFINISHED, get_task, task_event
+from agen.hub.queue._tasks import LIVE, UNFINISHED, TaskId, get_task, task_event
 from agen.hub.queue.holds import pause_task, resume_task, write_inbox
 from agen.store import Tx
+from agen.store.records import Count
 
 CANCEL = "cancel"
 ABANDON = "abandon"
@@ -34,14 +35,12 @@ _UNFINISHED_SQL = "state IN ('queued', 'leased', 'running', 'waiting')"
 def joined_unfinished_children(tx: Tx, task_id: str) -> list[TaskRow]:
     """Direct children still unfinished that are joined to this task (no reply_deployment: an async
     child replies into a conversation and is meant to outlive the task that started it)."""
-    return [
-        TaskRow.from_row(r)
-        for r in tx.all(
-            f"SELECT * FROM tasks WHERE parent_task_id = ? AND reply_deployment IS NULL AND {_UNFINISHED_SQL}"
-            " ORDER BY seq",
-            (task_id,),
-        )
-    ]
+    return tx.rows(
+        TaskRow,
+        f"SELECT * FROM tasks WHERE parent_task_id = ? AND reply_deployment IS NULL AND {_UNFINISHED_SQL}"
+        " ORDER BY seq",
+        (task_id,),
+    )
 
 
 def unfinished_children(tx: Tx, task_ids: list[str]) -> dict[str, int]:
@@ -50,13 +49,19 @@ def unfinished_children(tx: Tx, task_ids: list[str]) -> dict[str, int]:
         return {}
     marks = ",".join("?" * len(task_ids))
     return {
-        r["parent_task_id"]: int(r["n"])
-        for r in tx.all(
+        r.parent_task_id: r.n
+        for r in tx.rows(
+            _ChildCount,
             f"SELECT parent_task_id, COUNT(*) AS n FROM tasks WHERE parent_task_id IN ({marks})"
             f" AND {_UNFINISHED_SQL} GROUP BY parent_task_id",
             task_ids,
         )
     }
+
+
+class _ChildCount(NamedTuple):
+    parent_task_id: str
+    n: Count
 
 
 def root_of(tx: Tx, task_id: str) -> str:
@@ -65,24 +70,19 @@ def root_of(tx: Tx, task_id: str) -> str:
 
 def tree_rows(tx: Tx, task_id: str) -> list[TaskRow]:
     """Every task of the tree ``task_id`` belongs to, in submission order (a parent before its children)."""
-    return [
-        TaskRow.from_row(r)
-        for r in tx.all(
-            "SELECT * FROM tasks WHERE root_task_id = ? ORDER BY seq", (root_of(tx, task_id),)
-        )
-    ]
+    return tx.rows(
+        TaskRow, "SELECT * FROM tasks WHERE root_task_id = ? ORDER BY seq", (root_of(tx, task_id),)
+    )
 
 
 def _scope(tx: Tx, task_id: str, tree: bool) -> list[TaskRow]:
     if not tree:
         return [get_task(tx, task_id)]
-    return [
-        TaskRow.from_row(r)
-        for r in tx.all(
-            f"SELECT * FROM tasks WHERE root_task_id = ? AND {_UNFINISHED_SQL} ORDER BY depth, seq",
-            (root_of(tx, task_id),),
-        )
-    ]
+    return tx.rows(
+        TaskRow,
+        f"SELECT * FROM tasks WHERE root_task_id = ? AND {_UNFINISHED_SQL} ORDER BY depth, seq",
+        (root_of(tx, task_id),),
+    )
 
 
 def tree_unfinished(tx: Tx, task_id: str) -> list[str]:
@@ -176,12 +176,12 @@ def cancel_overdue(
         ids = sorted(deployment_ids)
         sql += f" AND deployment_id IN ({','.join('?' * len(ids)) or 'NULL'})"
         params += ids
-    rows = tx.all(sql, params)
+    rows = tx.rows(TaskId, sql, params)
     ended: list[str] = []
     for r in rows:
         ended += cancel_scope(
             tx,
-            r["id"],
+            r.id,
             tree=False,
             by="hub",
             reason="graceful cancel: the grace period ended before the run finished",
@@ -194,9 +194,9 @@ def unfinished(tx: Tx, task_ids: list[str]) -> list[str]:
         return []
     marks = ",".join("?" * len(task_ids))
     return [
-        r["id"]
-        for r in tx.all(
-            f"SELECT id FROM tasks WHERE id IN ({marks}) AND {_UNFINISHED_SQL}", task_ids
+        r.id
+        for r in tx.rows(
+            TaskId, f"SELECT id FROM tasks WHERE id IN ({marks}) AND {_UNFINISHED_SQL}", task_ids
         )
     ]
 
