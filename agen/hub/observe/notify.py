@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -19,8 +19,7 @@ from agen.domain import columns
 from agen.errors import InvalidError, NotFoundError
 from agen.hub.observe.events import EventFilter, read_events
 from agen.hub.triggers.verify import sign
-from agen.store import Row, Store, Tx, dumps, event_log, loads, new_ulid
-from agen.store.records import read
+from agen.store import Store, Tx, dumps, event_log, loads, new_ulid
 
 MAX_BACKOFF_MS = 5 * 60_000
 FIRST_BACKOFF_MS = 1_000
@@ -68,7 +67,7 @@ def set_target(
     labels: dict[str, str] | None = None,
     severity: str | None = None,
     secret: str | None = None,
-) -> Row:
+) -> NotifyTargetRow:
     """Create or replace a target; a new one starts at the newest event (no back-fill)."""
     if not url.startswith(("http://", "https://")):
         raise InvalidError(f"notification URL must be http(s) (got {url!r})", field="url")
@@ -99,11 +98,11 @@ def set_target(
     )
     row = tx.row(
         NotifyTargetRow,
-        "SELECT * FROM notify_targets WHERE namespace = ? AND name = ?",
+        f"SELECT {columns(NotifyTargetRow)} FROM notify_targets WHERE namespace = ? AND name = ?",
         (namespace, name),
     )
-    assert row is not None
-    return row._asdict()  # as the RPC (agen.hub.rpc.events) builds its wire NotifyTarget from
+    assert row is not None  # written in this transaction
+    return row
 
 
 def bundle_target_name(deployment: str) -> str:
@@ -138,12 +137,11 @@ def delete_target(tx: Tx, namespace: str, name: str) -> None:
         )
 
 
-def target_view(row: NotifyTargetRow | Mapping[str, Any]) -> dict[str, Any]:
-    """A target as the API shows it (filters decoded), from its row or a mapping of its columns."""
-    target = row if isinstance(row, NotifyTargetRow) else read(NotifyTargetRow, row)
-    out = target._asdict()
-    out["events"] = loads(target.events, [])
-    out["labels"] = loads(target.labels, {})
+def target_view(row: NotifyTargetRow) -> dict[str, Any]:
+    """A target as the API shows it (filters decoded)."""
+    out = row._asdict()
+    out["events"] = loads(row.events, [])
+    out["labels"] = loads(row.labels, {})
     return out
 
 

@@ -7,7 +7,6 @@ start, by root, by task; messages by run or conversation; spans by trace).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from agen.domain import RunRow, TaskStatus, columns
@@ -18,7 +17,7 @@ from agen.hub.rpc._known import check_namespace, require_known_deployment
 from agen.hub.service import Hub
 from agen.otel.ids import agen_trace_id
 from agen.store import loads
-from agen.store.records import Amount, Count, read
+from agen.store.records import Amount, Count
 from agen.wire.observe import (
     GetTraceRequest,
     GetTraceResponse,
@@ -241,9 +240,8 @@ async def find_run(hub: Hub, p: Principal, ref: str, namespace: str | None = Non
     return row
 
 
-def message_view(row: MessageRow | Mapping[str, Any]) -> TranscriptMessage:
-    """A message as a transcript shows it, from its row or a mapping of its columns."""
-    m = row if isinstance(row, MessageRow) else read(MessageRow, row)
+def message_view(m: MessageRow) -> TranscriptMessage:
+    """A message as a transcript shows it."""
     calls = [
         ToolCall(
             id=str(c.get("id") or ""), name=str(c.get("name") or ""), arguments=c.get("arguments")

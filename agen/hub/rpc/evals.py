@@ -9,7 +9,7 @@ from agen.domain import columns
 from agen.errors import InvalidError, NotFoundError
 from agen.hub.auth import Principal
 from agen.hub.fleet.definitions import get_definition_files
-from agen.hub.observe.runs import find_run, message_view, run_views
+from agen.hub.observe.runs import MessageRow, find_run, message_view, run_views
 from agen.hub.service import Hub
 from agen.store import Tx, dumps, loads, now_ms
 from agen.store.base import new_ulid
@@ -72,8 +72,10 @@ async def get_replay_source(
     hub: Hub, p: Principal, req: GetReplaySourceRequest
 ) -> GetReplaySourceResponse:
     run = await find_run(hub, p, req.id)
-    rows = await hub.store.all(
-        "SELECT * FROM messages WHERE run_id = ? ORDER BY seq LIMIT ?", (run.id, MAX_MESSAGES)
+    rows = await hub.store.rows(
+        MessageRow,
+        f"SELECT {columns(MessageRow)} FROM messages WHERE run_id = ? ORDER BY seq LIMIT ?",
+        (run.id, MAX_MESSAGES),
     )
     [view] = await run_views(hub, [run])
     raw = await hub.store.scalar("SELECT interactions FROM cassettes WHERE run_id = ?", (run.id,))

@@ -4,7 +4,6 @@ targets the Hub POSTs a namespace's events to."""
 from __future__ import annotations
 
 import asyncio
-from typing import NamedTuple
 
 from agen.domain import columns
 from agen.hub.auth import Principal
@@ -12,7 +11,7 @@ from agen.hub.observe import notify
 from agen.hub.observe.events import EventFilter, list_events, tail_start
 from agen.hub.rpc._known import require_known_deployment
 from agen.hub.service import Hub
-from agen.store import Tx, loads
+from agen.store import Tx
 from agen.wire.common import Ok
 from agen.wire.signals import (
     ListEventsRequest,
@@ -54,31 +53,12 @@ async def list_events_rpc(hub: Hub, p: Principal, req: ListEventsRequest) -> Lis
     return ListEventsResponse.model_validate({"events": page.events, "cursor": page.cursor})
 
 
-class _Target(NamedTuple):
-    """A row of ``notify_targets``: the fields of a NotifyTarget, its filters as JSON text."""
-
-    name: str
-    namespace: str
-    url: str
-    events: str  # JSON list
-    deployment: str | None
-    labels: str  # JSON object
-    severity: str | None
-    secret: str | None
-    cursor_seq: int
-    paused_until_ms: int | None
-    last_error: str | None
-    delivered: int
-    dropped: int
+_SELECT = f"SELECT {columns(notify.NotifyTargetRow)} FROM notify_targets"
 
 
-_SELECT = f"SELECT {columns(_Target)} FROM notify_targets"
-
-
-def _target(row: _Target) -> NotifyTarget:
-    return NotifyTarget.model_validate(
-        {**row._asdict(), "events": loads(row.events, []), "labels": loads(row.labels, {})}
-    )
+def _target(row: notify.NotifyTargetRow) -> NotifyTarget:
+    view = notify.target_view(row)
+    return NotifyTarget.model_validate({k: view[k] for k in NotifyTarget.model_fields})
 
 
 async def set_notify_target(
@@ -86,8 +66,8 @@ async def set_notify_target(
 ) -> NotifyTargetResponse:
     p.require_namespace(req.namespace)
 
-    def fn(tx: Tx) -> _Target:
-        notify.set_target(
+    def fn(tx: Tx) -> notify.NotifyTargetRow:
+        return notify.set_target(
             tx,
             req.namespace,
             req.name,
@@ -98,11 +78,6 @@ async def set_notify_target(
             severity=req.severity,
             secret=req.secret,
         )
-        row = tx.row(
-            _Target, f"{_SELECT} WHERE namespace = ? AND name = ?", (req.namespace, req.name)
-        )
-        assert row is not None  # set in this transaction
-        return row
 
     return NotifyTargetResponse(target=_target(await hub.store.write(fn)))
 
@@ -112,7 +87,7 @@ async def list_notify_targets(
 ) -> ListNotifyTargetsResponse:
     p.require_namespace(req.namespace)
     rows = await hub.store.rows(
-        _Target, f"{_SELECT} WHERE namespace = ? ORDER BY name", (req.namespace,)
+        notify.NotifyTargetRow, f"{_SELECT} WHERE namespace = ? ORDER BY name", (req.namespace,)
     )
     return ListNotifyTargetsResponse(targets=[_target(r) for r in rows])
 
