@@ -33,7 +33,7 @@ from agen.wire.bearer import (
 )  # re-exported: the one parser (webhook, MCP door)
 
 if TYPE_CHECKING:
-    from agen.hub.fleet.certs import NestCert
+    from agen.hub.nest_certs import NestCert
 
 TOKEN_PREFIX = "agen_"
 SCOPES = ("viewer", "operator", "approver", "admin", "nest")

@@ -24,7 +24,7 @@ from agen.bundle.agent import Secrets
 from agen.domain import DeploymentRef, DeploymentRow, columns
 from agen.errors import InvalidError, NotFoundError
 from agen.hub.call_keys import is_private_key_row
-from agen.hub.fleet.definitions import unpack
+from agen.hub.definitions import unpack
 from agen.hub.sealing import is_sealed, kek_from_env, seal, unseal
 from agen.store import Store, Tx
 

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from agen.hub.observe.counters import FleetTotals, Histogram
+    from agen.hub.events.counters import FleetTotals, Histogram
     from agen.wire.observe import OtlpStats
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"

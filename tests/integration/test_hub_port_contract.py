@@ -26,7 +26,7 @@ from agen.domain import Outcome, OutcomeStatus
 from agen.errors import DeniedError, FencedError, NotFoundError
 from agen.hub import queue as q
 from agen.hub.auth import LOCAL_NEST, Principal
-from agen.hub.fleet.definitions import put_definition
+from agen.hub.definitions import put_definition
 from agen.hub.service import Hub
 from agen.nest.client_port import ClientHubPort
 from agen.store import SQLiteStore, Tx

@@ -18,7 +18,7 @@ from agen.client import Client, InProcessTransport, unreachable
 from agen.domain import Outcome, OutcomeStatus
 from agen.hub import queue as q
 from agen.hub.auth import Principal
-from agen.hub.fleet.definitions import put_definition
+from agen.hub.definitions import put_definition
 from agen.hub.fleet.instances import register_nest
 from agen.hub.service import Hub
 from agen.nest.client_port import ClientHubPort

@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from agen.hub.observe import notify
+from agen.hub.events import notify
 from agen.store import SQLiteStore
 from agen.testing.server import ThreadServer
 

@@ -14,7 +14,7 @@ from agen.api.hooks import hook_routes
 from agen.bundle.config import Config
 from agen.domain import LeasedTaskRow, TaskRow
 from agen.errors import InvalidError
-from agen.hub.observe.counters import FleetTotals, ModelTotals
+from agen.hub.events.counters import FleetTotals, ModelTotals
 from agen.hub.rpc.nests import leased_task
 from agen.hub.service import Hub
 from agen.hub.triggers.tick import sync_triggers

@@ -6,8 +6,8 @@ from typing import Any
 
 from agen.bundle.config import Config
 from agen.domain import DeploymentRow
-from agen.hub.leader import HUB_LEADER, acquire_or_renew
-from agen.hub.leader.upkeep import upkeep_tick
+from agen.hub.leadership import HUB_LEADER, acquire_or_renew
+from agen.hub.leader.fleet_tick import upkeep_tick
 from agen.hub.queue import providers
 from agen.hub.triggers.events import fire_event_triggers
 from agen.hub.triggers.fire import TickReport

@@ -190,7 +190,7 @@ async def test_a_held_provider_account_still_gets_exactly_one_probe_under_concur
     import psycopg
 
     from agen.hub.queue import providers
-    from agen.hub.queue.gate import lease_for_nest
+    from agen.hub.queue.nest_leasing import lease_for_nest
 
     acct = "default/openai:OPENAI_API_KEY@http://127.0.0.1:9999/v1"
     dep = await pg.write(lambda tx: add_deployment(tx))

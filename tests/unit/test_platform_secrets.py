@@ -150,7 +150,7 @@ async def test_a_deployment_receives_only_declared_and_granted_secrets(tmp_path:
                 }
             ).encode()
         }
-        from agen.hub.fleet.definitions import pack
+        from agen.hub.definitions import pack
 
         await store.write(
             lambda tx: tx.execute(

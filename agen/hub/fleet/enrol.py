@@ -19,7 +19,7 @@ from agen.errors import ConflictError, NotFoundError, UnauthenticatedError
 from agen.hub.auth import Principal, hash_token, new_secret
 from agen.hub.fleet import certs
 from agen.hub.fleet.instances import register_nest, void_nest_work
-from agen.hub.leader import SYSTEM_NAMESPACE
+from agen.hub.leadership import SYSTEM_NAMESPACE
 from agen.store import Tx, dumps, loads
 from agen.store.base import new_ulid
 

@@ -6,8 +6,8 @@ from typing import Any, NamedTuple
 
 from agen.domain import columns
 from agen.hub.auth import Principal
-from agen.hub.observe.logs import write_log
-from agen.hub.queue._tasks import fence_run
+from agen.hub.events.deployment_log import write_log
+from agen.hub.queue.tasks import fence_run
 from agen.hub.queue.lease import release_task
 from agen.hub.service import Hub
 from agen.store import Tx, dumps, loads, new_ulid

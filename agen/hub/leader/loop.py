@@ -109,7 +109,7 @@ class LeaderLoop:
         notification delivery (the fleet-wide modules, triggers among them, load here: a scoped one-shot
         never needs them)."""
         from agen.hub.leader import announce
-        from agen.hub.leader.upkeep import PRUNE_EVERY_MS, upkeep_tick
+        from agen.hub.leader.fleet_tick import PRUNE_EVERY_MS, upkeep_tick
         from agen.hub.observe import live, notify
         from agen.hub.triggers.webhook import env_secrets
 

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple
 
 from agen.domain import DeploymentSizing, columns
-from agen.hub.leader import SYSTEM_NAMESPACE, check_epoch
+from agen.hub.leadership import SYSTEM_NAMESPACE, check_epoch
 from agen.hub.leader.autoscaler import ScaleDecision, ScaleInput, ScalePolicy, decide
 from agen.hub.queue import QueueCounts, budgets, providers, queue_counts
 from agen.hub.queue.holds import wake_expired_holds

@@ -23,7 +23,7 @@ from agen.domain import (
 )
 from agen.hub.auth import Principal
 from agen.hub.observe.activity import run_activity
-from agen.hub.observe.runs import run_usage, tasks_by_id
+from agen.hub.rpc.runs import run_usage, tasks_by_id
 from agen.hub.service import Hub
 from agen.store import loads
 from agen.store.records import Amount, Count

@@ -31,7 +31,7 @@ from agen.domain import (
 from agen.errors import ConflictError, DeniedError, InvalidError, NotFoundError, RateLimitedError
 from agen.hub import queue
 from agen.hub.queue import admission
-from agen.hub.queue._tasks import LIVE, UNFINISHED, get_task
+from agen.hub.queue.tasks import LIVE, UNFINISHED, get_task
 from agen.store import Tx, loads
 from agen.store.pg_locks import lock_keys
 from agen.store.records import Amount, Count

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 from agen.domain import UNFINISHED, DeploymentRef, TaskRow, TaskState, columns
 from agen.errors import ConflictError, NotFoundError
-from agen.hub.queue._tasks import URGENT, get_task, requeue, task_event
+from agen.hub.queue.tasks import URGENT, get_task, requeue, task_event
 from agen.store import Tx, dumps, new_ulid
 
 RESUME = "resume"

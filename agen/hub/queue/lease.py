@@ -38,7 +38,7 @@ from agen.domain import (
 )
 from agen.domain.approvals import close_task_approvals
 from agen.errors import InvalidError
-from agen.hub.queue._tasks import (
+from agen.hub.queue.tasks import (
     TaskId,
     deployment_log,
     due_sql,

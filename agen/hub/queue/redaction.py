@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from agen.bundle.agent import Secrets
 from agen.domain import DeploymentRef, DeploymentRow
 from agen.domain.redact import Redactor
-from agen.hub.fleet.definitions import unpack
+from agen.hub.definitions import unpack
 from agen.store import Tx
 
 SECRETS_FILE = "x-agen/secrets.json"

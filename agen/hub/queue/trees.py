@@ -16,7 +16,7 @@ from collections.abc import Collection
 from typing import Any, NamedTuple
 
 from agen.domain import TaskRow
-from agen.hub.queue._tasks import LIVE, UNFINISHED, TaskId, get_task, task_event
+from agen.hub.queue.tasks import LIVE, UNFINISHED, TaskId, get_task, task_event
 from agen.hub.queue.holds import pause_task, resume_task, write_inbox
 from agen.store import Tx
 from agen.store.records import Count

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, NamedTuple
 
 from agen.bundle.loader import load_bundle_files
-from agen.hub.fleet.definitions import get_definition_files
+from agen.hub.definitions import get_definition_files
 from agen.hub.rpc.deployments import find_deployment
 from agen.wire.agents import AgentSkillInfo, ResolveAgentRequest, ResolveAgentResponse
 

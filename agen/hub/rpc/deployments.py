@@ -11,9 +11,9 @@ from agen.domain import DeploymentBudget, DeploymentRef, DeploymentRow, columns
 from agen.errors import ConflictError, InvalidError, NotFoundError
 from agen.hub import queue
 from agen.hub.auth import Principal
-from agen.hub.fleet.definitions import put_definition
+from agen.hub.definitions import put_definition
 from agen.hub.observe.activity import DeploymentFacts, deployment_activity, deployment_facts
-from agen.hub.observe.logs import write_log
+from agen.hub.events.deployment_log import write_log
 from agen.hub.service import Hub
 from agen.store import Tx, dumps, loads, new_ulid
 from agen.store.records import Count
@@ -84,7 +84,7 @@ def _policy(bundle: Bundle) -> dict[str, Any]:
 
 def _sync_signals(tx: Tx, dep: DeploymentRef, bundle: Bundle) -> None:
     """Triggers, provider accounts and the approval notify target follow the deployed definition."""
-    from agen.hub.observe.notify import sync_bundle_target  # with its URL checks: only on deploy
+    from agen.hub.events.notify import sync_bundle_target  # with its URL checks: only on deploy
     from agen.hub.queue.providers import harness_key_secrets, sync_accounts
 
     namespace, name = dep.namespace, dep.name
@@ -550,7 +550,7 @@ async def pause_deployment(
 async def delete_deployment(
     hub: Hub, p: Principal, req: DeleteDeploymentRequest
 ) -> DeleteDeploymentResponse:
-    from agen.hub.observe.notify import sync_bundle_target
+    from agen.hub.events.notify import sync_bundle_target
 
     row = await find_deployment(hub, p, req.namespace, req.name)
 

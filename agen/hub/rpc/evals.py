@@ -8,8 +8,8 @@ from typing import NamedTuple
 from agen.domain import columns
 from agen.errors import InvalidError, NotFoundError
 from agen.hub.auth import Principal
-from agen.hub.fleet.definitions import get_definition_files
-from agen.hub.observe.runs import MessageRow, find_run, message_view, run_views
+from agen.hub.definitions import get_definition_files
+from agen.hub.rpc.runs import MessageRow, find_run, message_view, run_views
 from agen.hub.service import Hub
 from agen.store import Tx, dumps, loads, now_ms
 from agen.store.base import new_ulid

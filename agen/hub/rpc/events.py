@@ -7,8 +7,8 @@ import asyncio
 
 from agen.domain import columns
 from agen.hub.auth import Principal
-from agen.hub.observe import notify
-from agen.hub.observe.events import EventFilter, list_events, tail_start
+from agen.hub.events import notify
+from agen.hub.events.log import EventFilter, list_events, tail_start
 from agen.hub.rpc._known import require_known_deployment
 from agen.hub.service import Hub
 from agen.store import Tx

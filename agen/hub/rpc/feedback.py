@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 from agen.domain import columns
 from agen.domain.feedback import insert_feedback
 from agen.hub.auth import Principal
-from agen.hub.observe.runs import find_run
+from agen.hub.rpc.runs import find_run
 from agen.hub.service import Hub
 from agen.store import Store, loads
 from agen.store.records import read

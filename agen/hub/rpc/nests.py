@@ -15,11 +15,11 @@ from agen.domain import LeasedTaskRow, TaskRow, columns
 from agen.errors import ConflictError, DeniedError, FencedError
 from agen.hub import queue
 from agen.hub.auth import Principal
-from agen.hub.fleet.definitions import get_definition_files
+from agen.hub.definitions import get_definition_files
 from agen.hub.fleet.instances import record_saturation, report_status
 from agen.hub.fleet.instances import register_nest as _register
-from agen.hub.observe.progress import report_progress as _progress
-from agen.hub.queue.gate import complete_from_nest, lease_for_nest, unknown_nest
+from agen.hub.queue.progress import report_progress as _progress
+from agen.hub.queue.nest_leasing import complete_from_nest, lease_for_nest, unknown_nest
 from agen.hub.service import Hub
 from agen.store import Tx, loads
 from agen.wire import nests as m

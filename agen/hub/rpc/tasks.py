@@ -18,7 +18,7 @@ from agen.hub.leader.autoscaler import ScalePolicy
 from agen.hub.queue import admission
 from agen.hub.queue.delegation import a2a_lineage
 from agen.hub.queue.delivery import deliver, queue_mode
-from agen.hub.queue.gate import budget_wait_reason
+from agen.hub.queue.nest_leasing import budget_wait_reason
 from agen.hub.queue.redaction import redact_task_input
 from agen.hub.rpc._known import check_namespace, require_known_deployment
 from agen.hub.rpc.deployments import find_deployment

@@ -16,7 +16,7 @@ from agen.hub.auth import (
     TokenRow,
     insert_token,
 )
-from agen.hub.leader import SYSTEM_NAMESPACE
+from agen.hub.leadership import SYSTEM_NAMESPACE
 from agen.hub.service import Hub
 from agen.store import Tx, loads
 from agen.wire.common import Empty, Ok

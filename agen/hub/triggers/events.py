@@ -19,10 +19,10 @@ from typing import Any
 from agen._duration import parse_duration_ms
 from agen.bundle.triggers import EventTrigger
 from agen.domain import DeploymentRef, TaskOrigin, TaskRow, columns
-from agen.hub.observe.events import EventFilter, EventRow
-from agen.hub.observe.logs import write_log
+from agen.hub.events.deployment_log import write_log
+from agen.hub.events.log import EventFilter, EventRow
 from agen.hub.queue import providers
-from agen.hub.queue._tasks import task_event
+from agen.hub.queue.tasks import task_event
 from agen.hub.triggers.fire import Fired, TickReport, fire, record_event, task_input
 from agen.hub.triggers.tick import (
     TRIGGER_DEPLOYMENT_SQL,

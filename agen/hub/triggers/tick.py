@@ -16,8 +16,8 @@ from agen.bundle.config import Config
 from agen.bundle.cron import parse_schedule
 from agen.bundle.triggers import CronTrigger, RandomTrigger, Trigger
 from agen.domain import DeploymentRef, DeploymentRow, columns
-from agen.hub.leader import HUB_LEADER, check_epoch
-from agen.hub.observe.logs import write_log
+from agen.hub.events.deployment_log import write_log
+from agen.hub.leadership import HUB_LEADER, check_epoch
 from agen.hub.triggers import random as rnd
 from agen.hub.triggers.cron import GRACE_MS, plan_windows
 from agen.hub.triggers.fire import (

@@ -25,7 +25,7 @@ from agen.bundle.triggers import HmacAuth, WebhookTrigger
 from agen.domain import DeploymentRef, columns
 from agen.errors import InvalidError, NotFoundError
 from agen.hub.auth import bearer_token, hash_token, new_secret
-from agen.hub.observe.logs import write_log
+from agen.hub.events.deployment_log import write_log
 from agen.hub.platform_secrets import granted_value
 from agen.hub.queue.redaction import redact_task_input
 from agen.hub.sealing import kek_from_env

@@ -26,7 +26,7 @@ from agen.domain import (
     columns,
 )
 from agen.errors import InvalidError, NotFoundError, RateLimitedError
-from agen.hub.queue._tasks import due_sql, get_task, held_sql, task_event
+from agen.hub.queue.tasks import due_sql, get_task, held_sql, task_event
 from agen.hub.queue.holds import (
     hold_deployment,
     is_held,

@@ -268,7 +268,7 @@ async def _system_prompt(hub: Hub, run: RunRow) -> str | None:
     """The bundle's system prompt for the definition the run started on (memory sections excluded)."""
     from agen.bundle import load_bundle_files
     from agen.domain.prompt import system_prompt
-    from agen.hub.fleet.definitions import unpack
+    from agen.hub.definitions import unpack
 
     attrs = await hub.store.scalar(
         "SELECT attrs FROM spans WHERE run_id = ? AND name = 'agen.run' ORDER BY started_ms LIMIT 1",

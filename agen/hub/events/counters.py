@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 from agen.domain import columns
 from agen.domain.semconv import CACHE_READ, RECORDED_BEFORE_SEMCONV
-from agen.hub.observe.events import EventFilter, log_head, read_events
+from agen.hub.events.log import EventFilter, log_head, read_events
 from agen.store import Store, loads
 
 MODEL_SECONDS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)

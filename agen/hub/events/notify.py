@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agen.domain import columns
 from agen.errors import InvalidError, NotFoundError
-from agen.hub.observe.events import EventFilter, read_events
+from agen.hub.events.log import EventFilter, read_events
 from agen.hub.triggers.verify import sign
 from agen.store import Store, Tx, dumps, event_log, loads, new_ulid
 
