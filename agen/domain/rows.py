@@ -60,7 +60,7 @@ class TaskRow(NamedTuple):
     root_run_id: str | None = None
     reply_deployment: str | None = None
     reply_conversation_key: str | None = None
-    on_parent_end: str = "cancel"  # or "abandon" (agen.hub.queue.trees)
+    on_parent_end: str = "cancel"  # or "abandon" (agen.hub.queue.tasks)
     cancel_at_ms: int | None = None  # a graceful cancel's wrap-up deadline
     event_chain: int = 0
     submitted_by: str | None = None

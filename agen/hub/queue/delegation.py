@@ -29,8 +29,8 @@ from agen.domain import (
     columns,
 )
 from agen.errors import ConflictError, DeniedError, InvalidError, NotFoundError, RateLimitedError
-from agen.hub import queue
 from agen.hub.queue import admission
+from agen.hub.queue.submit import NewTask, loads_labels, submit_task
 from agen.hub.queue.tasks import LIVE, UNFINISHED, get_task
 from agen.store import Tx, loads
 from agen.store.pg_locks import lock_keys
@@ -372,7 +372,7 @@ def submit_child(
             raise InvalidError(f"overrides: {e}", field="overrides") from None
     overrides = combine_overrides(loads(parent.overrides), overrides)
     overrides = _narrow_for_tree(tx, parent, req.call_key, req.siblings, overrides)
-    new = queue.NewTask(
+    new = NewTask(
         namespace=req.namespace,
         deployment_id=dep.id,
         deployment=dep.name,
@@ -389,7 +389,7 @@ def submit_child(
         traceparent=req.traceparent,
     )
     admission.admit(tx, dep, tx.now_ms)
-    row, created = queue.submit_task(tx, new)
+    row, created = submit_task(tx, new)
     tx.execute(
         "UPDATE tasks SET parent_run_id = ?, root_run_id = ? WHERE id = ?",
         (run.id, run.root_run_id, row.id),
@@ -632,16 +632,16 @@ def reply_to_caller(tx: Tx, row: TaskRow, state: str, outcome: dict[str, Any] | 
         outcome=outcome,
         error=row.error,
     )
-    queue.submit_task(
+    submit_task(
         tx,
-        queue.NewTask(
+        NewTask(
             namespace=row.namespace,
             deployment_id=dep.id,
             deployment=dep.name,
             input=result_note(child),
             source=f"reply:{row.deployment}",
             conversation_key=row.reply_conversation_key,
-            labels=queue.loads_labels(row.labels),
+            labels=loads_labels(row.labels),
             idempotency_key=f"reply:{row.id}",
             trust=row.trust,
         ),

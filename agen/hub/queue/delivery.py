@@ -16,9 +16,9 @@ conversation, every mode queues normally. A transaction function, run inside Sub
 from __future__ import annotations
 
 from agen.domain import DeploymentKind, DeploymentRow, TaskRow
-from agen.hub.queue import SINGLETON_KEY, NewTask, scoped_conversation_key
-from agen.hub.queue.tasks import get_task, task_event
 from agen.hub.queue.holds import write_inbox
+from agen.hub.queue.submit import SINGLETON_KEY, NewTask, scoped_conversation_key
+from agen.hub.queue.tasks import get_task, task_event
 from agen.hub.queue.trees import request_wrap_up
 from agen.store import Tx, loads
 

@@ -38,7 +38,10 @@ from agen.domain import (
 )
 from agen.domain.approvals import close_task_approvals
 from agen.errors import InvalidError
+from agen.hub.queue.holds import RESUME, _effectively_held, inbox_matches, write_inbox
+from agen.hub.queue.locks import refresh_task_locks, release_task_locks, try_grant_all
 from agen.hub.queue.tasks import (
+    ABANDON,
     TaskId,
     deployment_log,
     due_sql,
@@ -47,13 +50,11 @@ from agen.hub.queue.tasks import (
     fenced_task,
     get_task,
     held_sql,
+    joined_unfinished_children,
     requeue,
     stale_lease,
     task_event,
 )
-from agen.hub.queue.holds import RESUME, _effectively_held, inbox_matches, write_inbox
-from agen.hub.queue.locks import refresh_task_locks, release_task_locks, try_grant_all
-from agen.hub.queue.trees import ABANDON, joined_unfinished_children
 from agen.store import Tx, dumps
 from agen.store.base import new_ulid
 from agen.store.pg_locks import lock_keys

@@ -23,12 +23,13 @@ from agen.domain import (
     columns,
 )
 from agen.errors import NotFoundError
-from agen.hub import queue
 from agen.hub.queue import budgets, providers, task_kind
+from agen.hub.queue.lease import complete_task, lease_tasks
+from agen.hub.queue.submit import PRIORITIES
 from agen.store import Tx, loads
 from agen.store.pg_locks import lock_keys
 
-BACKGROUND = queue.PRIORITIES["background"]
+BACKGROUND = PRIORITIES["background"]
 _BUDGET_SQL = f"SELECT {columns(DeploymentBudget)} FROM deployments WHERE id = ?"
 # The same, and whether the leasing instance runs an older definition than the deployment's current one
 # (its Nest reported another digest): seed 000 §4, instances on an old digest drain, they take no new work.
@@ -145,7 +146,7 @@ def _lease_gated(
             return []
     limit_usd, label_rules = budgets.budget_config(dep)
     if limit_usd is None and not label_rules:  # the common case: no budget, nothing to sum
-        rows = queue.lease_tasks(
+        rows = lease_tasks(
             tx,
             deployment_id=deployment_id,
             nest_id=nest_id,
@@ -171,7 +172,7 @@ def _lease_gated(
             held_back[row.id] = "budget"
         return row.id in held_back
 
-    rows = queue.lease_tasks(
+    rows = lease_tasks(
         tx,
         deployment_id=deployment_id,
         nest_id=nest_id,
@@ -210,7 +211,7 @@ def complete_from_nest(
         if status == TaskState.FAILED
         else None
     )
-    row = queue.complete_task(tx, task_id, lease_id, status=status, outcome=outcome, error=error)
+    row = complete_task(tx, task_id, lease_id, status=status, outcome=outcome, error=error)
     if status == TaskState.FAILED and before in (TaskState.LEASED, TaskState.RUNNING):
         providers.on_task_failed(tx, row.id, row.deployment_id, outcome, error)
     return row

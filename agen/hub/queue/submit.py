@@ -1,9 +1,9 @@
-"""The durable task queue (seed 000 §5 "Tasks"): submit, counts, why a task waits.
+"""Submitting to the durable task queue (seed 000 §5 "Tasks"): submit, counts, why a task waits.
 
 Every function is a plain transaction function ``fn(tx, ...)`` run with
 ``await store.write(lambda tx: fn(tx, ...))``. Leasing and ending tasks live in
-agen.hub.queue.lease, holds and the inbox in agen.hub.queue.holds; they are re-exported here so
-callers import the queue from one place.
+agen.hub.queue.lease, holds and the inbox in agen.hub.queue.holds; ``agen.hub.queue`` re-exports the
+common calls of all three, so callers import the queue from one place.
 
 Events (same transaction as the change): task.queued, task.leased (a lease the Nest
 starts later; leased straight into running it is one task.started), task.started,
@@ -26,69 +26,13 @@ from agen.domain import (
     columns,
 )
 from agen.errors import InvalidError, NotFoundError, RateLimitedError
-from agen.hub.queue.tasks import due_sql, get_task, held_sql, task_event
-from agen.hub.queue.holds import (
-    hold_deployment,
-    is_held,
-    pause_task,
-    resume_deployment_hold,
-    resume_task,
-    wake_expired_holds,
-    write_inbox,
-)
-from agen.hub.queue.lease import (
-    CONVERSATION_FREE_SQL,
-    MAX_ATTEMPTS,
-    MAX_LOST_BEFORE_START,
-    cancel_task,
-    complete_task,
-    expire_leases,
-    expire_overdue,
-    extend_lease,
-    extend_leases,
-    finish_task,
-    lease_tasks,
-    mark_running,
-    release_task,
-    suspend_task,
-)
-from agen.hub.queue.locks import acquire_lock, check_lock_names, release_lock
+from agen.hub.queue.lease import CONVERSATION_FREE_SQL, finish_task
+from agen.hub.queue.locks import check_lock_names
+from agen.hub.queue.tasks import due_sql, held_sql, task_event
 from agen.store import Store, Tx, dumps, loads
 from agen.store.base import new_ulid
 from agen.store.pg_locks import lock_keys
 from agen.store.records import Count
-
-__all__ = [
-    "MAX_ATTEMPTS",
-    "MAX_LOST_BEFORE_START",
-    "PRIORITIES",
-    "NewTask",
-    "QueueCounts",
-    "acquire_lock",
-    "cancel_task",
-    "complete_task",
-    "expire_leases",
-    "expire_overdue",
-    "extend_lease",
-    "extend_leases",
-    "get_task",
-    "hold_deployment",
-    "is_held",
-    "lease_tasks",
-    "mark_running",
-    "pause_task",
-    "queue_counts",
-    "read_queue_counts",
-    "release_lock",
-    "release_task",
-    "resume_deployment_hold",
-    "resume_task",
-    "submit_task",
-    "suspend_task",
-    "wait_reason",
-    "wake_expired_holds",
-    "write_inbox",
-]
 
 PRIORITIES: dict[str, int] = {"urgent": 0, "high": 1, "normal": 2, "background": 3}
 MAX_NOT_BEFORE_MS = 90 * 24 * 3600 * 1000

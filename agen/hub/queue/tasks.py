@@ -1,4 +1,7 @@
-"""Internals shared by the queue modules: reading a task, fencing, events, requeue, ending runs."""
+"""One task as the queue modules share it: reading, fencing, events, requeue, ending its run, its joined
+children and the on_parent_end policies. Below every other queue module (the terminal path in ``lease``
+and the tree operations in ``trees`` both read children here); the fleet, the triggers and the RPCs
+use it too."""
 
 from __future__ import annotations
 
@@ -29,6 +32,10 @@ class TaskId(NamedTuple):
     """A task's id, for the queries that select only ids."""
 
     id: str
+CANCEL = "cancel"  # on_parent_end: the joined branch unwinds with its parent (the default)
+ABANDON = "abandon"  # on_parent_end: the children run on
+PARENT_END_POLICIES = (CANCEL, ABANDON)
+UNFINISHED_SQL = "state IN ('queued', 'leased', 'running', 'waiting')"
 
 
 def due_sql(alias: str = "") -> str:
@@ -184,3 +191,14 @@ def end_run(tx: Tx, task_id: str, status: RunStatus, reason: str) -> int:
         severity="warning",
     )
     return n
+
+
+def joined_unfinished_children(tx: Tx, task_id: str) -> list[TaskRow]:
+    """Direct children still unfinished that are joined to this task (no reply_deployment: an async
+    child replies into a conversation and is meant to outlive the task that started it)."""
+    return tx.rows(
+        TaskRow,
+        f"SELECT * FROM tasks WHERE parent_task_id = ? AND reply_deployment IS NULL AND {UNFINISHED_SQL}"
+        " ORDER BY seq",
+        (task_id,),
+    )
