@@ -5,14 +5,11 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from agen.domain import columns
-from agen.hub.auth import Principal
 from agen.hub.events.deployment_log import write_log
-from agen.hub.queue.tasks import fence_run
 from agen.hub.queue.lease import release_task
-from agen.hub.service import Hub
+from agen.hub.queue.tasks import fence_run
 from agen.store import Tx, dumps, loads, new_ulid
 from agen.store.records import Count
-from agen.wire.deployments import Instance, ListInstancesRequest, ListInstancesResponse
 from agen.wire.nests import START_FAILED, Assignment, InstanceReport
 
 FAILING_AFTER = 3  # consecutive start failures that mark a deployment's instances failing
@@ -64,23 +61,6 @@ class _Assigned(NamedTuple):
     digest: str
     scale: str  # JSON text
     paused: bool
-
-
-class _InstanceRow(NamedTuple):
-    """A live instance, where it runs and whose it is (list_instances)."""
-
-    id: str
-    nest_id: str
-    nest: str
-    namespace: str | None  # None: its deployment was deleted
-    deployment: str | None
-    deployment_id: str
-    digest: str
-    state: str
-    in_flight: int
-    exit_reason: str | None
-    started_ms: int
-    updated_ms: int
 
 
 def register_nest(
@@ -287,36 +267,3 @@ def assignments_for(tx: Tx, nest_id: str) -> list[Assignment]:
             )
         )
     return out
-
-
-async def list_instances(
-    hub: Hub, p: Principal, req: ListInstancesRequest
-) -> ListInstancesResponse:
-    rows = await hub.store.rows(
-        _InstanceRow,
-        "SELECT i.*, n.name AS nest, d.namespace, d.name AS deployment FROM instances i"
-        " JOIN nests n ON n.id = i.nest_id LEFT JOIN deployments d ON d.id = i.deployment_id"
-        " WHERE i.state NOT IN ('stopped', 'failed') ORDER BY d.namespace, d.name, i.started_ms",
-    )
-    out = []
-    for r in rows:
-        ns = r.namespace or ""
-        if (req.namespace and ns != req.namespace) or (ns and not p.sees(ns)):
-            continue
-        out.append(
-            Instance(
-                id=r.id,
-                nest_id=r.nest_id,
-                nest=r.nest,
-                namespace=ns,
-                deployment=r.deployment or "",
-                deployment_id=r.deployment_id,
-                digest=r.digest,
-                state=r.state,
-                in_flight=r.in_flight,
-                exit_reason=r.exit_reason,
-                started_ms=r.started_ms,
-                updated_ms=r.updated_ms,
-            )
-        )
-    return ListInstancesResponse(instances=out)

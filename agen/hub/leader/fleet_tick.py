@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from agen.hub.leadership import HUB_LEADER, check_epoch
 from agen.hub.events.log import prune_events
+from agen.hub.leadership import HUB_LEADER, check_epoch
 from agen.hub.queue import budgets, providers
 from agen.hub.triggers.events import fire_event_triggers
 from agen.hub.triggers.fire import TickReport

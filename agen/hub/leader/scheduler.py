@@ -13,8 +13,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple
 
 from agen.domain import DeploymentSizing, columns
-from agen.hub.leadership import SYSTEM_NAMESPACE, check_epoch
 from agen.hub.leader.autoscaler import ScaleDecision, ScaleInput, ScalePolicy, decide
+from agen.hub.leadership import SYSTEM_NAMESPACE, check_epoch
 from agen.hub.queue import QueueCounts, budgets, providers, queue_counts
 from agen.hub.queue.holds import wake_expired_holds
 from agen.hub.queue.lease import expire_leases, expire_overdue

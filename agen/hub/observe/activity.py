@@ -202,7 +202,7 @@ async def recent_failures(
 
 async def failing_starts(store: Store, deployment_ids: list[str]) -> dict[str, str]:
     """Deployments whose latest FAILING_AFTER instances on the current digest all failed to start, with
-    the last start error: the rule of agen.hub.instances.instance_failing, for many at once."""
+    the last start error: the rule of agen.hub.fleet.instances.instance_failing, for many at once."""
     from agen.hub.fleet.instances import FAILING_AFTER
     from agen.wire.nests import START_FAILED
 

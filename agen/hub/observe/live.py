@@ -21,18 +21,16 @@ from agen.domain import (
     TaskStatus,
     columns,
 )
-from agen.hub.auth import Principal
 from agen.hub.observe.activity import run_activity
-from agen.hub.rpc.runs import run_usage, tasks_by_id
 from agen.hub.service import Hub
 from agen.store import loads
 from agen.store.records import Amount, Count
 from agen.wire.observe import (
     ActivityWarning,
-    GetActivityRequest,
     GetActivityResponse,
     Queue,
     RunActivity,
+    Usage,
 )
 
 MIN = 60_000
@@ -109,6 +107,27 @@ def _limits(dep: DeploymentLimits | None) -> dict[str, Any]:
 
 def _get(cfg: dict[str, Any], snake: str, camel: str) -> Any:
     return cfg.get(snake, cfg.get(camel))
+
+
+def run_usage(row: RunRow) -> Usage:
+    return Usage(
+        input_tokens=row.input_tokens,
+        output_tokens=row.output_tokens,
+        cached_tokens=row.cached_tokens,
+        cost_usd=row.cost_usd,
+    )
+
+
+async def tasks_by_id(hub: Hub, ids: list[str]) -> dict[str, TaskStatus]:
+    ids = [i for i in ids if i]
+    if not ids:
+        return {}
+    rows = await hub.store.rows(
+        TaskStatus,
+        f"SELECT {columns(TaskStatus)} FROM tasks WHERE id IN ({','.join('?' * len(ids))})",
+        ids,
+    )
+    return {t.id: t for t in rows}
 
 
 async def activities(hub: Hub, runs: list[RunRow]) -> list[RunActivity]:
@@ -481,14 +500,6 @@ class _TriggerTrouble(NamedTuple):
     status: str
     n: Count
     last: int
-
-
-async def get_activity(hub: Hub, p: Principal, req: GetActivityRequest) -> GetActivityResponse:
-    if req.namespace:
-        p.require_namespace(req.namespace)
-    return await collect(
-        hub, [req.namespace] if req.namespace else sorted(p.namespaces), req.deployment
-    )
 
 
 async def collect(

@@ -32,6 +32,8 @@ class TaskId(NamedTuple):
     """A task's id, for the queries that select only ids."""
 
     id: str
+
+
 CANCEL = "cancel"  # on_parent_end: the joined branch unwinds with its parent (the default)
 ABANDON = "abandon"  # on_parent_end: the children run on
 PARENT_END_POLICIES = (CANCEL, ABANDON)

@@ -16,7 +16,6 @@ from collections.abc import Collection
 from typing import Any, NamedTuple
 
 from agen.domain import TaskRow
-
 from agen.hub.queue.holds import pause_task, resume_task, write_inbox
 from agen.hub.queue.lease import cancel_task
 from agen.hub.queue.tasks import LIVE, UNFINISHED, UNFINISHED_SQL, TaskId, get_task, task_event
@@ -28,7 +27,6 @@ MAX_GRACE_S = 300.0
 CANCEL_KIND = (
     "cancel"  # the run_inbox kind a graceful cancel writes (the runner asks for a wrap-up)
 )
-
 
 
 def unfinished_children(tx: Tx, task_ids: list[str]) -> dict[str, int]:

@@ -12,8 +12,8 @@ from agen.errors import ConflictError, InvalidError, NotFoundError
 from agen.hub import queue
 from agen.hub.auth import Principal
 from agen.hub.definitions import put_definition
-from agen.hub.observe.activity import DeploymentFacts, deployment_activity, deployment_facts
 from agen.hub.events.deployment_log import write_log
+from agen.hub.observe.activity import DeploymentFacts, deployment_activity, deployment_facts
 from agen.hub.service import Hub
 from agen.store import Tx, dumps, loads, new_ulid
 from agen.store.records import Count
@@ -26,8 +26,11 @@ from agen.wire.deployments import (
     GetDeploymentRequest,
     GetLogsRequest,
     GetLogsResponse,
+    Instance,
     ListDeploymentsRequest,
     ListDeploymentsResponse,
+    ListInstancesRequest,
+    ListInstancesResponse,
     LogLine,
     PauseDeploymentRequest,
     ScaleDeploymentRequest,
@@ -468,6 +471,56 @@ async def list_deployments(
             (req.namespace,),
         )
     return ListDeploymentsResponse(deployments=await _views(hub, rows))
+
+
+class _InstanceRow(NamedTuple):
+    """A live instance, where it runs and whose it is (list_instances)."""
+
+    id: str
+    nest_id: str
+    nest: str
+    namespace: str | None  # None: its deployment was deleted
+    deployment: str | None
+    deployment_id: str
+    digest: str
+    state: str
+    in_flight: int
+    exit_reason: str | None
+    started_ms: int
+    updated_ms: int
+
+
+async def list_instances(
+    hub: Hub, p: Principal, req: ListInstancesRequest
+) -> ListInstancesResponse:
+    rows = await hub.store.rows(
+        _InstanceRow,
+        "SELECT i.*, n.name AS nest, d.namespace, d.name AS deployment FROM instances i"
+        " JOIN nests n ON n.id = i.nest_id LEFT JOIN deployments d ON d.id = i.deployment_id"
+        " WHERE i.state NOT IN ('stopped', 'failed') ORDER BY d.namespace, d.name, i.started_ms",
+    )
+    out = []
+    for r in rows:
+        ns = r.namespace or ""
+        if (req.namespace and ns != req.namespace) or (ns and not p.sees(ns)):
+            continue
+        out.append(
+            Instance(
+                id=r.id,
+                nest_id=r.nest_id,
+                nest=r.nest,
+                namespace=ns,
+                deployment=r.deployment or "",
+                deployment_id=r.deployment_id,
+                digest=r.digest,
+                state=r.state,
+                in_flight=r.in_flight,
+                exit_reason=r.exit_reason,
+                started_ms=r.started_ms,
+                updated_ms=r.updated_ms,
+            )
+        )
+    return ListInstancesResponse(instances=out)
 
 
 async def scale_deployment(

@@ -18,8 +18,8 @@ from agen.hub.auth import Principal
 from agen.hub.definitions import get_definition_files
 from agen.hub.fleet.instances import record_saturation, report_status
 from agen.hub.fleet.instances import register_nest as _register
-from agen.hub.queue.progress import report_progress as _progress
 from agen.hub.queue.nest_leasing import complete_from_nest, lease_for_nest, unknown_nest
+from agen.hub.queue.progress import report_progress as _progress
 from agen.hub.service import Hub
 from agen.store import Tx, loads
 from agen.wire import nests as m

@@ -13,7 +13,10 @@ from agen.domain import RunRow, TaskStatus, columns
 from agen.errors import NotFoundError
 from agen.hub.auth import Principal
 from agen.hub.observe.activity import run_activity
+from agen.hub.observe.feedback import of_run, summaries
+from agen.hub.observe.live import activities, run_usage, tasks_by_id
 from agen.hub.rpc._known import check_namespace, require_known_deployment
+from agen.hub.rpc.tasks import load_task
 from agen.hub.service import Hub
 from agen.otel.ids import agen_trace_id
 from agen.store import loads
@@ -108,15 +111,6 @@ def usage_of(row: TreeUsage) -> Usage:
     )
 
 
-def run_usage(row: RunRow) -> Usage:
-    return Usage(
-        input_tokens=row.input_tokens,
-        output_tokens=row.output_tokens,
-        cached_tokens=row.cached_tokens,
-        cost_usd=row.cost_usd,
-    )
-
-
 def run_view(row: RunRow, task: TaskStatus | None = None) -> Run:
     act = run_activity(
         row.status,
@@ -151,21 +145,7 @@ def run_view(row: RunRow, task: TaskStatus | None = None) -> Run:
     )
 
 
-async def tasks_by_id(hub: Hub, ids: list[str]) -> dict[str, TaskStatus]:
-    ids = [i for i in ids if i]
-    if not ids:
-        return {}
-    rows = await hub.store.rows(
-        TaskStatus,
-        f"SELECT {columns(TaskStatus)} FROM tasks WHERE id IN ({','.join('?' * len(ids))})",
-        ids,
-    )
-    return {t.id: t for t in rows}
-
-
 async def run_views(hub: Hub, rows: list[RunRow]) -> list[Run]:
-    from agen.hub.rpc.feedback import summaries
-
     tasks = await tasks_by_id(hub, [r.task_id for r in rows if r.finished_ms is None and r.task_id])
     rated = await summaries(hub.store, [r.id for r in rows])
     views = [run_view(r, tasks.get(r.task_id or "")) for r in rows]
@@ -310,8 +290,6 @@ async def get_transcript(
         )
     [view] = await run_views(hub, [run])
     system = await _system_prompt(hub, run) if req.system else None
-    from agen.hub.rpc.feedback import of_run
-
     return GetTranscriptResponse(
         run=view,
         system=system,
@@ -401,16 +379,11 @@ async def get_trace(hub: Hub, p: Principal, req: GetTraceRequest) -> GetTraceRes
 
 async def query_task(hub: Hub, p: Principal, req: QueryTaskRequest) -> QueryTaskResponse:
     """Progress, what its run does now, and its outcome: one read, never waits."""
-    from agen.hub.observe.live import activities
-    from agen.hub.rpc.tasks import load_task
-
     task = await load_task(hub, p, req.id, req.namespace)
     found = await hub.store.row(RunRow, "SELECT * FROM runs WHERE task_id = ?", (req.id,))
     if found is None:
         return QueryTaskResponse(task=task)
     [run] = await run_views(hub, [found])
-    from agen.hub.rpc.feedback import of_run
-
     now = None
     if found.finished_ms is None:
         [now] = await activities(hub, [found])
