@@ -10,7 +10,7 @@ that Nest's id: it may act only for itself) and ``join`` (single-use, good for E
 uses it up in the same transaction that enrols the Nest). No API token can hold the nest scope.
 
 On a TLS Hub (``require_nest_certificates``) a ``nest`` credential counts only beside a client certificate
-of that same Nest (mTLS, agen.hub.fleet.certs): a bearer token alone is refused.
+of that same Nest (mTLS, agen.hub.nest_certs): a bearer token alone is refused.
 """
 
 from __future__ import annotations
@@ -404,11 +404,11 @@ class Authenticator:
         self, nest: Principal, peer_cert: str | None, now_ms: int
     ) -> Principal:
         """The Nest's principal if ``peer_cert`` is a live certificate of that same Nest (mTLS)."""
-        from agen.hub.fleet import certs  # not at import: only a TLS Hub checks certificates
+        from agen.hub import nest_certs  # not at import: only a TLS Hub checks certificates
 
         assert nest.nest_id is not None
         if peer_cert is None:
-            if not await self._store.read(lambda tx: certs.has_any(tx, str(nest.nest_id))):
+            if not await self._store.read(lambda tx: nest_certs.has_any(tx, str(nest.nest_id))):
                 raise UnauthenticatedError(
                     f"nest {nest.nest_id} enrolled before this Hub issued Nest certificates: on a TLS "
                     "Hub a Nest calls with its client certificate (mTLS), and its credential alone is "
@@ -448,12 +448,12 @@ class Authenticator:
 
     async def _check_certificate(self, fingerprint: str, now_ms: int) -> NestCert:
         """A client certificate, if it is live (its first use ends the ones before it)."""
-        from agen.hub.fleet import certs
+        from agen.hub import nest_certs
 
-        cert = await self._store.read(lambda tx: certs.find(tx, fingerprint))
+        cert = await self._store.read(lambda tx: nest_certs.find(tx, fingerprint))
         if cert is not None and cert.first_used_ms is None and cert.ended_ms is None:
             found = cert
-            cert, ended = await self._store.write(lambda tx: certs.first_use(tx, found))
+            cert, ended = await self._store.write(lambda tx: nest_certs.first_use(tx, found))
             self._certs = {k: v for k, v in self._certs.items() if v[0] not in ended}
         if cert is None:
             raise UnauthenticatedError(
@@ -461,7 +461,7 @@ class Authenticator:
                 "Nest; enrol the Nest with `agen nest run --join-token`"
             )
         if cert.ended_ms is not None:
-            why = certs.ENDED.get(cert.end_reason or "", "was ended")
+            why = nest_certs.ENDED.get(cert.end_reason or "", "was ended")
             raise UnauthenticatedError(
                 f"the client certificate {fingerprint[:19]}… of nest {cert.nest_id} {why}",
                 nest_id=cert.nest_id,

@@ -85,7 +85,7 @@ class Hub:
         self._fleet_counters: FleetCounters | None = None
 
     def fleet_counters(self) -> FleetCounters:
-        """The totals /metrics exposes (agen.hub.observe.counters), made on the first scrape."""
+        """The totals /metrics exposes (agen.hub.events.counters), made on the first scrape."""
         if self._fleet_counters is None:
             from agen.hub.events.counters import FleetCounters
 

@@ -6,8 +6,8 @@ from typing import Any
 
 from agen.bundle.config import Config
 from agen.domain import DeploymentRow
+from agen.hub.leader.fleet_tick import fleet_tick
 from agen.hub.leadership import HUB_LEADER, acquire_or_renew
-from agen.hub.leader.fleet_tick import upkeep_tick
 from agen.hub.queue import providers
 from agen.hub.triggers.events import fire_event_triggers
 from agen.hub.triggers.fire import TickReport
@@ -226,5 +226,5 @@ async def test_the_leader_tick_fires_event_triggers(store: Store) -> None:
     await store.write(lambda tx: emit(tx, "deployment.updated"))
     epoch = await store.write(lambda tx: acquire_or_renew(tx, HUB_LEADER, "hub-a", 60_000))
     assert epoch is not None
-    report = await store.write(lambda tx: upkeep_tick(tx, leader_epoch=epoch, now_ms=T0 + 1000))
+    report = await store.write(lambda tx: fleet_tick(tx, leader_epoch=epoch, now_ms=T0 + 1000))
     assert len(report.triggers.fired) == 1

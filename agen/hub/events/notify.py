@@ -9,6 +9,9 @@ target forever. Deliveries are signed (HMAC-SHA256 of the body) when the target 
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
+import hmac
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -18,7 +21,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from agen.domain import columns
 from agen.errors import InvalidError, NotFoundError
 from agen.hub.events.log import EventFilter, read_events
-from agen.hub.triggers.verify import sign
 from agen.store import Store, Tx, dumps, event_log, loads, new_ulid
 
 MAX_BACKOFF_MS = 5 * 60_000
@@ -54,6 +56,15 @@ class NotifyTargetRow(NamedTuple):
     dropped: int
     created_ms: int
     updated_ms: int
+
+
+def sign(body: bytes, secret: str, *, algorithm: str = "sha256", encoding: str = "hex") -> str:
+    """The HMAC of ``body`` a sender computes: the Hub signs its deliveries with it, and a webhook
+    caller's signature is checked against it (agen.hub.triggers.verify)."""
+    mac = hmac.new(
+        secret.encode(), body, hashlib.sha1 if algorithm == "sha1" else hashlib.sha256
+    ).digest()
+    return base64.b64encode(mac).decode() if encoding == "base64" else mac.hex()
 
 
 def set_target(

@@ -4,7 +4,7 @@ An admin makes a single-use join token (``agen join-token create``); ``agen nest
 presents it once to EnrolNest, which in one transaction uses the token up, registers the Nest (with the
 join token's labels, then its own) and mints the Nest's credential: a ``nest`` token bound to that Nest's
 id, with the nest scope only. The Nest keeps it (0600) and uses it from then on. On a TLS Hub the same
-transaction signs the Nest's CSR: its client certificate (agen.hub.fleet.certs), which every Nest call
+transaction signs the Nest's CSR: its client certificate (agen.hub.nest_certs), which every Nest call
 must carry beside the credential. Revoking a Nest ends its credential, its certificates, its assignments
 and its leases; a revoked Nest never comes back under that name.
 """
@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from agen.domain import columns
 from agen.errors import ConflictError, NotFoundError, UnauthenticatedError
+from agen.hub import nest_certs
 from agen.hub.auth import Principal, hash_token, new_secret
-from agen.hub.fleet import certs
 from agen.hub.fleet.instances import register_nest, void_nest_work
 from agen.hub.leadership import SYSTEM_NAMESPACE
 from agen.store import Tx, dumps, loads
@@ -104,12 +104,12 @@ def enrol_nest(
         "UPDATE tokens SET revoked_ms = ? WHERE kind = 'nest' AND subject = ? AND revoked_ms IS NULL",
         (tx.now_ms, nest_id),
     )
-    certs.end_all(tx, nest_id, "replaced")
+    nest_certs.end_all(tx, nest_id, "replaced")
     issued = None
     if csr is not None:
         ca, request = csr
         issued = ca.sign(request, nest_id=nest_id, name=name)
-        certs.record(tx, nest_id, issued)
+        nest_certs.record(tx, nest_id, issued)
     token_id, secret = new_ulid(), new_secret()
     tx.execute(
         "INSERT INTO tokens (id, name, kind, hash, scopes, namespaces, trust, subject, created_ms)"
@@ -133,15 +133,15 @@ def enrol_nest(
 def renew_certificate(
     tx: Tx, ca: NestCa, csr: x509.CertificateSigningRequest, nest_id: str
 ) -> IssuedCert:
-    """A new certificate for an enrolled Nest, pending until it is first used (agen.hub.fleet.certs)."""
+    """A new certificate for an enrolled Nest, pending until it is first used (agen.hub.nest_certs)."""
     row = tx.row(_Nest, f"SELECT {columns(_Nest)} FROM nests WHERE id = ?", (nest_id,))
     if row is None or row.state == "revoked":
         raise UnauthenticatedError(
             f"nest {nest_id} is revoked or unknown: it gets no certificate", nest_id=nest_id
         )
-    certs.end_unused(tx, nest_id)
+    nest_certs.end_unused(tx, nest_id)
     issued = ca.sign(csr, nest_id=nest_id, name=row.name)
-    certs.record(tx, nest_id, issued)
+    nest_certs.record(tx, nest_id, issued)
     return issued
 
 
@@ -168,7 +168,7 @@ def revoke_nest(tx: Tx, nest_id: str, *, by: str) -> tuple[str, str, set[str]]:
         "UPDATE tokens SET revoked_ms = ? WHERE kind = 'nest' AND subject = ? AND revoked_ms IS NULL",
         (tx.now_ms, nid),
     )
-    certs.end_all(tx, nid, "revoked")
+    nest_certs.end_all(tx, nid, "revoked")
     tx.execute("UPDATE nests SET state = 'revoked' WHERE id = ?", (nid,))
     tx.execute("DELETE FROM assignments WHERE nest_id = ?", (nid,))
     void_nest_work(tx, nid, name, "revoked", count_attempt=False)
