@@ -515,6 +515,8 @@ def _finished(
                 reason=f"its parent task {row.id} ended ({state}); on_parent_end is cancel",
             )
     if row.reply_deployment:
+        # Here, not at the top: a reply is a submit, and submit ends a task its schedule key replaces
+        # through this path (submit imports lease), a real recursion between the two.
         from agen.hub.queue.delegation import reply_to_caller
 
         reply_to_caller(tx, row, state, outcome)
