@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from agen.hub.observe.events import EventRow
-from agen.hub.observe.notify import NotifyTargetRow
-from agen.hub.observe.runs import MessageRow, SpanRow
+from agen.hub.events.log import EventRow
+from agen.hub.events.notify import NotifyTargetRow
 from agen.hub.queue.providers import ProviderHoldRow
+from agen.hub.rpc.runs import MessageRow, SpanRow
 from agen.store import SQLiteStore, Store, event_log
 
 
