@@ -21,7 +21,7 @@ from starlette.routing import Route
 
 from agen.domain.live import LIVE_TYPES, LiveEvent, merge
 from agen.errors import AgenError, InvalidError
-from agen.hub.observe.events import EventFilter, list_events, parse_labels, type_matches
+from agen.hub.events.log import EventFilter, list_events, parse_labels, type_matches
 from agen.hub.service import Hub
 from agen.hub.triggers.verify import MAX_BODY_BYTES
 from agen.hub.triggers.webhook import SecretResolver, env_secrets, receive

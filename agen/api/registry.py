@@ -169,7 +169,7 @@ ListDeployments: Rpc[deployments.ListDeploymentsRequest, deployments.ListDeploym
 )
 ListInstances: Rpc[deployments.ListInstancesRequest, deployments.ListInstancesResponse] = _rpc(
     "viewer",
-    "agen.hub.fleet.instances:list_instances",
+    f"{D}:list_instances",
     "Every live instance on every Nest.",
 )
 ScaleDeployment: Rpc[deployments.ScaleDeploymentRequest, deployments.DeploymentResponse] = _rpc(
@@ -343,7 +343,7 @@ DryRunTask: Rpc[tasks.SubmitTaskRequest, signals.DryRunTaskResponse] = _rpc(
 )
 
 # --- observe (issue 7: see what agents do): runs, transcripts, traces, task queries, activity, metrics ---
-OB = "agen.hub.observe.runs"
+OB = "agen.hub.rpc.runs"
 ListRuns: Rpc[observe.ListRunsRequest, observe.ListRunsResponse] = _rpc(
     "viewer",
     f"{OB}:list_runs",
@@ -371,12 +371,12 @@ ResolveId: Rpc[ids.ResolveIdRequest, ids.ResolveIdResponse] = _rpc(
 )
 GetActivity: Rpc[observe.GetActivityRequest, observe.GetActivityResponse] = _rpc(
     "viewer",
-    "agen.hub.observe.live:get_activity",
+    "agen.hub.rpc.activity:get_activity",
     "Unfinished runs with what they do now, queues and warnings.",
 )
 GetMetrics: Rpc[observe.GetMetricsRequest, observe.GetMetricsResponse] = _rpc(
     "viewer",
-    "agen.hub.observe.metrics:get_metrics",
+    "agen.hub.rpc.metrics:get_metrics",
     "Per served model calls and latency, entries, call edges, throughput.",
 )
 # --- end observe ---

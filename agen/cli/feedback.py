@@ -64,7 +64,7 @@ def record(
     from agen.cli._hub import with_client
     from agen.cli._ids import call_resolved
     from agen.errors import InvalidError
-    from agen.hub.observe.events import parse_labels
+    from agen.hub.events.log import parse_labels
     from agen.wire.feedback import RecordFeedbackRequest
 
     if math.isnan(score) or not -1.0 <= score <= 1.0:
@@ -127,7 +127,7 @@ def ls(
     from agen.cli._common import err, parse_duration_ms
     from agen.cli._hub import ago, with_client
     from agen.cli._table import print_table
-    from agen.hub.observe.events import parse_labels
+    from agen.hub.events.log import parse_labels
     from agen.wire.feedback import ListFeedbackRequest
 
     req = make_request(

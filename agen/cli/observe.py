@@ -89,7 +89,7 @@ def runs(
     from agen.cli._ids import call_resolved
     from agen.cli._table import print_table
     from agen.errors import InvalidError
-    from agen.hub.observe.events import parse_labels
+    from agen.hub.events.log import parse_labels
     from agen.render.observe import RUN_COLUMNS, runs_rows
     from agen.wire.observe import ListRunsRequest
 

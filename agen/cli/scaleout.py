@@ -238,7 +238,7 @@ def nest_run(
     from agen.cli._common import parse_duration_ms
     from agen.client import check_hub_url
     from agen.errors import InvalidError
-    from agen.hub.observe.events import parse_labels
+    from agen.hub.events.log import parse_labels
     from agen.nest.backends import check_backend
     from agen.nest.certs import RENEW_BEFORE_MS
     from agen.nest.process import parse_memory_limit
@@ -388,7 +388,7 @@ def join_token_create(
     from agen.cli._common import parse_duration_ms
     from agen.cli._hub import with_client
     from agen.errors import InvalidError
-    from agen.hub.observe.events import parse_labels
+    from agen.hub.events.log import parse_labels
     from agen.wire.nests import CreateJoinTokenRequest
 
     ttl_ms = parse_duration_ms(ttl, flag="--ttl")

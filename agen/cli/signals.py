@@ -210,7 +210,7 @@ def events(
 ) -> None:
     """The event log: tasks, approvals, budgets, holds, triggers, warnings (--json: one JSON object a line)."""
     from agen.cli._hub import with_client
-    from agen.hub.observe.events import parse_labels
+    from agen.hub.events.log import parse_labels
 
     label_map = parse_labels(labels or [])
 
@@ -284,7 +284,7 @@ def notify_set(
     """Create or replace a notification target."""
     from agen.api import registry as r
     from agen.cli._hub import with_client
-    from agen.hub.observe.events import parse_labels
+    from agen.hub.events.log import parse_labels
     from agen.wire.signals import SetNotifyTargetRequest
 
     req = make_request(

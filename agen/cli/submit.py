@@ -96,7 +96,7 @@ def build_request(deployment: str, text: str, namespace: str, o: RunOptions) -> 
     from agen.cli._common import parse_duration_ms
     from agen.cli._hub import parse_time_ms
     from agen.errors import InvalidError
-    from agen.hub.observe.events import parse_labels
+    from agen.hub.events.log import parse_labels
     from agen.wire.tasks import SubmitTaskRequest
 
     now = int(time.time() * 1000)

@@ -358,7 +358,7 @@ def tasks(
     from agen.cli._hub import ago, when, with_client
     from agen.cli._table import print_table
     from agen.errors import InvalidError
-    from agen.hub.observe.events import parse_labels
+    from agen.hub.events.log import parse_labels
     from agen.wire.tasks import ListTasksRequest, TaskState
 
     states = get_args(TaskState)

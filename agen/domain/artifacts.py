@@ -10,10 +10,12 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePath
+from typing import NamedTuple
 
 from agen.domain.attachments import Attachment, check_files, stored_text
 from agen.errors import BudgetError, InvalidError
 from agen.store.base import Tx
+from agen.store.records import columns
 
 MAX_ARTIFACT_BYTES = 25 * 1024 * 1024
 MAX_NAMESPACE_BYTES = 500 * 1024 * 1024
@@ -31,6 +33,14 @@ class Artifact:
     media_type: str
     size: int
     created: bool
+
+
+class _Saved(NamedTuple):
+    """An artifact already stored with the same content."""
+
+    name: str
+    media_type: str
+    size: int
 
 
 def save_artifact_tx(
@@ -56,12 +66,13 @@ def save_artifact_tx(
     aid = aid or artifact_id(content)
 
     def fn(tx: Tx) -> Artifact:
-        row = tx.one(
-            "SELECT name, media_type, size FROM artifacts WHERE namespace = ? AND id = ?",
+        row = tx.row(
+            _Saved,
+            f"SELECT {columns(_Saved)} FROM artifacts WHERE namespace = ? AND id = ?",
             (namespace, aid),
         )
         if row is not None:
-            return Artifact(aid, str(row["name"]), str(row["media_type"]), int(row["size"]), False)
+            return Artifact(aid, row.name, row.media_type, row.size, False)
         used = int(
             tx.scalar(
                 "SELECT COALESCE(SUM(size), 0) FROM artifacts WHERE namespace = ?", (namespace,)

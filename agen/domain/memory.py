@@ -9,10 +9,12 @@ system prompt and the tool itself stay in agen.runner.memory.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from agen.errors import ConflictError, InvalidError, NotFoundError
 from agen.store import new_ulid
-from agen.store.base import Row, Tx
+from agen.store.base import Tx
+from agen.store.records import columns
 
 DEFAULT_LIMIT = 5000
 OPERATIONS = ("replace", "append", "str_replace")
@@ -37,9 +39,34 @@ class Author:
 UNKNOWN = Author("unknown", "unknown")
 
 
-def get_block(tx: Tx, namespace: str, label: str) -> Row | None:
-    return tx.one(
-        "SELECT * FROM memory_blocks WHERE namespace = ? AND label = ?", (namespace, label)
+class MemoryBlockRow(NamedTuple):
+    """One row of ``memory_blocks`` (0003_tools.sql, 0012)."""
+
+    namespace: str
+    id: str
+    label: str
+    description: str | None
+    value: str
+    limit_chars: int
+    version: int
+    updated_ms: int
+    title: str | None = None
+
+
+class _OldVersion(NamedTuple):
+    """What a rollback copies from a ``memory_versions`` row."""
+
+    value: str
+    title: str | None
+    description: str | None
+    limit_chars: int
+
+
+def get_block(tx: Tx, namespace: str, label: str) -> MemoryBlockRow | None:
+    return tx.row(
+        MemoryBlockRow,
+        f"SELECT {columns(MemoryBlockRow)} FROM memory_blocks WHERE namespace = ? AND label = ?",
+        (namespace, label),
     )
 
 
@@ -65,15 +92,15 @@ def set_block(
     expected_version: int | None = None,
     author: Author = UNKNOWN,
     note: str | None = None,
-) -> Row:
+) -> MemoryBlockRow:
     """People's SetMemoryBlock: replace the value outright (creating the block if needed).
 
     Every write records a memory_versions row (value, author, time), so history and rollback
     see the agent's writes and people's alike. ``expected_version`` makes it a compare-and-set.
     """
     row = get_block(tx, namespace, label)
-    check_version(label, int(row["version"]) if row else 0, expected_version)
-    limit = limit_chars or (row["limit_chars"] if row else DEFAULT_LIMIT)
+    check_version(label, row.version if row else 0, expected_version)
+    limit = limit_chars or (row.limit_chars if row else DEFAULT_LIMIT)
     if len(value) > limit:
         raise InvalidError(
             f"memory block {label} would hold {len(value)} characters, over its limit of {limit}"
@@ -98,12 +125,12 @@ def set_block(
         " author_kind, author, note, created_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
         (
             namespace,
-            new["id"],
-            new["version"],
-            new["value"],
-            new["title"],
-            new["description"],
-            new["limit_chars"],
+            new.id,
+            new.version,
+            new.value,
+            new.title,
+            new.description,
+            new.limit_chars,
             author.kind,
             author.id,
             note,
@@ -123,10 +150,10 @@ def update_block(
     old: str | None = None,
     expected_version: int | None = None,
     author: Author = UNKNOWN,
-) -> Row:
+) -> MemoryBlockRow:
     """The agent's memory_update: replace / append / str_replace, with optional compare-and-set."""
     row = get_block(tx, namespace, label)
-    current, version = (row["value"], int(row["version"])) if row else ("", 0)
+    current, version = (row.value, row.version) if row else ("", 0)
     if expected_version is not None and expected_version != version:
         raise ConflictError(
             f"memory block {label} is at version {version}, not {expected_version}: someone else updated it; "
@@ -159,7 +186,7 @@ def rollback_block(
     *,
     expected_version: int | None = None,
     author: Author = UNKNOWN,
-) -> Row:
+) -> MemoryBlockRow:
     """Write a new version equal to an earlier one (value, title, description, limit); history is kept."""
     row = get_block(tx, namespace, label)
     if row is None:
@@ -167,14 +194,16 @@ def rollback_block(
             f"no memory block {label} in namespace {namespace!r}; `agen memory ls` lists them",
             block=label,
         )
-    check_version(label, int(row["version"]), expected_version)
-    old = tx.one(
-        "SELECT * FROM memory_versions WHERE namespace = ? AND block_id = ? AND version = ?",
-        (namespace, row["id"], to_version),
+    check_version(label, row.version, expected_version)
+    old = tx.row(
+        _OldVersion,
+        f"SELECT {columns(_OldVersion)} FROM memory_versions"
+        " WHERE namespace = ? AND block_id = ? AND version = ?",
+        (namespace, row.id, to_version),
     )
     if old is None:
         raise NotFoundError(
-            f"memory block {label} has no version {to_version} (it is at version {row['version']}); "
+            f"memory block {label} has no version {to_version} (it is at version {row.version}); "
             f"`agen memory history {label}` lists its versions",
             block=label,
             version=to_version,
@@ -183,10 +212,10 @@ def rollback_block(
         tx,
         namespace,
         label,
-        old["value"],
-        description=old["description"],
-        title=old["title"],
-        limit_chars=old["limit_chars"],
+        old.value,
+        description=old.description,
+        title=old.title,
+        limit_chars=old.limit_chars,
         author=author,
         note=f"rollback to version {to_version}",
     )

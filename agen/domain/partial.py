@@ -14,11 +14,10 @@ A function that only needs a deployment's name takes either the whole row or the
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from agen.domain.states import DeploymentKind, TaskState
-from agen.store.records import Amount, Count, read
+from agen.store.records import Amount, Count
 from agen.store.records import columns as columns  # the SELECT list of a row type, re-exported
 
 
@@ -31,11 +30,6 @@ class DeploymentRef(NamedTuple):
     name: str
     definition_id: str
 
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> DeploymentRef:
-        """Deprecated spelling of ``read(DeploymentRef, row)`` (agen.store.records)."""
-        return read(cls, row)
-
 
 class DeploymentBudget(NamedTuple):
     """A deployment's daily budget (JSON text, as stored) and what the lease gate decides with it."""
@@ -45,11 +39,6 @@ class DeploymentBudget(NamedTuple):
     name: str
     kind: DeploymentKind
     budget: str = "{}"
-
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> DeploymentBudget:
-        """Deprecated spelling of ``read(DeploymentBudget, row)`` (agen.store.records)."""
-        return read(cls, row)
 
 
 class DeploymentSizing(NamedTuple):
@@ -69,11 +58,6 @@ class DeploymentSizing(NamedTuple):
     saturated_ms: int | None = None  # the last saturation report from a Nest
     saturated_want: int | None = None  # what it asked for: live instances then + 1
 
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> DeploymentSizing:
-        """Deprecated spelling of ``read(DeploymentSizing, row)`` (agen.store.records)."""
-        return read(cls, row)
-
 
 class DeploymentLimits(NamedTuple):
     """A deployment's per-run limits (JSON text, as stored), for GetActivity's warnings."""
@@ -81,11 +65,6 @@ class DeploymentLimits(NamedTuple):
     namespace: str
     name: str
     limits: str = "{}"
-
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> DeploymentLimits:
-        """Deprecated spelling of ``read(DeploymentLimits, row)`` (agen.store.records)."""
-        return read(cls, row)
 
 
 class TaskStatus(NamedTuple):
@@ -96,11 +75,6 @@ class TaskStatus(NamedTuple):
     held: bool
     wait_for: str | None
     updated_ms: int
-
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> TaskStatus:
-        """Deprecated spelling of ``read(TaskStatus, row)`` (agen.store.records)."""
-        return read(cls, row)
 
 
 class TaskBrief(NamedTuple):
@@ -113,11 +87,6 @@ class TaskBrief(NamedTuple):
     labels: str = "{}"  # JSON text, as stored
     submitted_by: str | None = None
 
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> TaskBrief:
-        """Deprecated spelling of ``read(TaskBrief, row)`` (agen.store.records)."""
-        return read(cls, row)
-
 
 class TaskLineage(NamedTuple):
     """Where a task sits in its tree: what a child's submission inherits from its parent."""
@@ -126,11 +95,6 @@ class TaskLineage(NamedTuple):
     root_task_id: str
     depth: int
     labels: str = "{}"  # JSON text, as stored
-
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> TaskLineage:
-        """Deprecated spelling of ``read(TaskLineage, row)`` (agen.store.records)."""
-        return read(cls, row)
 
 
 class TaskOrigin(NamedTuple):
@@ -142,11 +106,6 @@ class TaskOrigin(NamedTuple):
     source: str
     event_chain: Count = 0
 
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> TaskOrigin:
-        """Deprecated spelling of ``read(TaskOrigin, row)`` (agen.store.records)."""
-        return read(cls, row)
-
 
 class RunUsage(NamedTuple):
     """What one task's run spent, for GetTaskTree's nodes."""
@@ -156,22 +115,12 @@ class RunUsage(NamedTuple):
     input_tokens: Count = 0
     output_tokens: Count = 0
 
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> RunUsage:
-        """Deprecated spelling of ``read(RunUsage, row)`` (agen.store.records)."""
-        return read(cls, row)
-
 
 class RunRef(NamedTuple):
     """A run and the root of its tree: what a delegating task's child is tied to."""
 
     id: str
     root_run_id: str
-
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> RunRef:
-        """Deprecated spelling of ``read(RunRef, row)`` (agen.store.records)."""
-        return read(cls, row)
 
 
 class NewTaskRow(NamedTuple):

@@ -9,12 +9,10 @@ change is a new row: ``row._replace(...)``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from agen.domain.states import DeploymentKind, RunStatus, TaskState
-from agen.store.records import read
 
 
 class TaskRow(NamedTuple):
@@ -62,7 +60,7 @@ class TaskRow(NamedTuple):
     root_run_id: str | None = None
     reply_deployment: str | None = None
     reply_conversation_key: str | None = None
-    on_parent_end: str = "cancel"  # or "abandon" (agen.hub.queue.trees)
+    on_parent_end: str = "cancel"  # or "abandon" (agen.hub.queue.tasks)
     cancel_at_ms: int | None = None  # a graceful cancel's wrap-up deadline
     event_chain: int = 0
     submitted_by: str | None = None
@@ -71,11 +69,6 @@ class TaskRow(NamedTuple):
     finished_ms: int | None = None
     lost_before_start: int = 0  # leases lost with their host before the run started (not attempts)
     attachments: str | None = None  # JSON text: [Attachment], the files given with the input (0029)
-
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> TaskRow:
-        """Deprecated spelling of ``read(TaskRow, row)`` (agen.store.records)."""
-        return read(cls, row)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,11 +116,6 @@ class RunRow(NamedTuple):
     effect_unknown: bool = False
     finished_ms: int | None = None
 
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> RunRow:
-        """Deprecated spelling of ``read(RunRow, row)`` (agen.store.records)."""
-        return read(cls, row)
-
 
 class DeploymentRow(NamedTuple):
     """One row of ``deployments`` (0001_core.sql). JSON columns stay text."""
@@ -152,8 +140,3 @@ class DeploymentRow(NamedTuple):
     manual_scale_ms: int | None = None
     saturated_ms: int | None = None  # the last saturation report (0023_saturation.sql)
     saturated_want: int | None = None  # what it asked for: live instances then + 1
-
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> DeploymentRow:
-        """Deprecated spelling of ``read(DeploymentRow, row)`` (agen.store.records)."""
-        return read(cls, row)

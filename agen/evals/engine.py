@@ -13,7 +13,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from agen.bundle import Bundle
 from agen.bundle.scenario import BUILTIN, Expect, Scenario, Signal, subset, wire
@@ -28,6 +28,7 @@ from agen.runner.providers import Account
 from agen.runner.types import RunRequest
 from agen.store import new_ulid
 from agen.store.base import Store, dumps
+from agen.store.records import Amount, Count, columns
 
 
 @dataclass
@@ -165,15 +166,14 @@ async def run_once(
         finally:
             await runner.close()
         attempt.run_ids.append(result.run_id)
-        row = await store.one(
-            "SELECT turns, input_tokens, output_tokens, cost_usd FROM runs WHERE id = ?",
-            (result.run_id,),
+        row = await store.row(
+            _Spent, f"SELECT {columns(_Spent)} FROM runs WHERE id = ?", (result.run_id,)
         )
         if row is not None:
-            model_turns += int(row["turns"] or 0)
-            attempt.input_tokens += int(row["input_tokens"] or 0)
-            attempt.output_tokens += int(row["output_tokens"] or 0)
-            attempt.cost_usd += float(row["cost_usd"] or 0.0)
+            model_turns += row.turns
+            attempt.input_tokens += row.input_tokens
+            attempt.output_tokens += row.output_tokens
+            attempt.cost_usd += row.cost_usd
         calls += await run_tool_calls(store, result.run_id)
         o = result.outcome
         attempt.status, attempt.summary, attempt.data = o.status, o.summary, o.data
@@ -230,26 +230,46 @@ def _score(attempt: Attempt, expect: Expect, results: list[CheckResult], turn: i
     attempt.failures += [f"{where}{r.name}: {r.reason}" for r in results if not r.passed]
 
 
+class _Spent(NamedTuple):
+    """What a run used, as its row adds it up."""
+
+    turns: Count
+    input_tokens: Count
+    output_tokens: Count
+    cost_usd: Amount
+
+
+class _CallMessage(NamedTuple):
+    """An assistant message that called tools, or a tool's result."""
+
+    role: str
+    tool_calls: str | None  # JSON text
+    tool_call_id: str | None
+    content: str | None
+    is_error: bool
+
+
 async def run_tool_calls(store: Store, run_id: str) -> list[ToolCall]:
     """Every tool call the model made in a run, in order (finish included), with its result."""
-    rows = await store.all(
-        "SELECT role, tool_calls, tool_call_id, content, is_error FROM messages WHERE run_id = ?"
+    rows = await store.rows(
+        _CallMessage,
+        f"SELECT {columns(_CallMessage)} FROM messages WHERE run_id = ?"
         " AND (role = 'tool' OR (role = 'assistant' AND tool_calls IS NOT NULL)) ORDER BY seq",
         (run_id,),
     )
-    results = {r["tool_call_id"]: r for r in rows if r["role"] == "tool"}
+    results = {r.tool_call_id: r for r in rows if r.role == "tool"}
     out: list[ToolCall] = []
     for r in rows:
-        if r["role"] != "assistant":
+        if r.role != "assistant":
             continue
-        for c in json.loads(r["tool_calls"]) or []:
+        for c in json.loads(r.tool_calls or "null") or []:
             res = results.get(c.get("id"))
             out.append(
                 ToolCall(
                     str(c.get("name") or ""),
                     c.get("arguments") or {},
-                    None if res is None else str(res["content"] or ""),
-                    bool(res["is_error"]) if res is not None else False,
+                    None if res is None else str(res.content or ""),
+                    res.is_error if res is not None else False,
                 )
             )
     return out

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from agen.bundle import Bundle
 from agen.bundle.scenario import BUILTIN, CallCheck, Expect, MockedTool, Scenario, ScenarioModel
+from agen.domain import Outcome
 from agen.evals.engine import Attempt, run_once
 from agen.wire.evals import GetReplaySourceResponse
 
@@ -27,7 +28,7 @@ class ReplayPlan:
     scenario: Scenario
     specs: dict[str, dict[str, Any]]
     recorded_calls: list[dict[str, Any]]
-    recorded_outcome: dict[str, Any]
+    recorded_outcome: Outcome | None  # None: the recorded run has none (it never ended)
     from_cassette: bool
 
 
@@ -75,6 +76,7 @@ def plan(src: GetReplaySourceResponse, model: ModelSource) -> ReplayPlan:
             if fn.get("name"):
                 specs[str(fn["name"])] = fn
     interactions = src.interactions or _transcript_interactions(src)
+    recorded = Outcome.model_validate(src.run.outcome) if src.run.outcome else None
     scenario = Scenario(
         name=src.run.id,
         input=src.run.input or "",
@@ -83,7 +85,7 @@ def plan(src: GetReplaySourceResponse, model: ModelSource) -> ReplayPlan:
         if model == "cassette"
         else None,
         expect=Expect(
-            status=(src.run.outcome or {}).get("status"),
+            status=None if recorded is None else recorded.status.value,
             called=[
                 CallCheck(name=c["name"], args=c["arguments"])
                 for c in calls
@@ -91,7 +93,7 @@ def plan(src: GetReplaySourceResponse, model: ModelSource) -> ReplayPlan:
             ],
         ),
     )
-    return ReplayPlan(scenario, specs, calls, dict(src.run.outcome or {}), bool(src.interactions))
+    return ReplayPlan(scenario, specs, calls, recorded, bool(src.interactions))
 
 
 def call_line(call: dict[str, Any]) -> str:
@@ -103,8 +105,12 @@ def diff(p: ReplayPlan, a: Attempt) -> dict[str, Any]:
     before = [call_line(c) for c in p.recorded_calls]
     after = [call_line(c) for c in a.calls]
     now = {"status": a.status, "summary": a.summary, "data": a.data}
-    was = {k: p.recorded_outcome.get(k) for k in ("status", "summary", "data")}
-    was["summary"] = was["summary"] or ""
+    o = p.recorded_outcome
+    was = {
+        "status": None if o is None else o.status.value,
+        "summary": "" if o is None else o.summary,
+        "data": None if o is None else o.data,
+    }
     return {
         "calls": {
             "before": p.recorded_calls,

@@ -10,7 +10,7 @@ that Nest's id: it may act only for itself) and ``join`` (single-use, good for E
 uses it up in the same transaction that enrols the Nest). No API token can hold the nest scope.
 
 On a TLS Hub (``require_nest_certificates``) a ``nest`` credential counts only beside a client certificate
-of that same Nest (mTLS, agen.hub.fleet.certs): a bearer token alone is refused.
+of that same Nest (mTLS, agen.hub.nest_certs): a bearer token alone is refused.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import secrets
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from agen._cahash import ca_hash_of
 from agen.calltokens import CallIdentity, is_call_token
@@ -33,7 +33,7 @@ from agen.wire.bearer import (
 )  # re-exported: the one parser (webhook, MCP door)
 
 if TYPE_CHECKING:
-    from agen.hub.fleet.certs import NestCert
+    from agen.hub.nest_certs import NestCert
 
 TOKEN_PREFIX = "agen_"
 SCOPES = ("viewer", "operator", "approver", "admin", "nest")
@@ -166,6 +166,26 @@ def mark_local_admin(tx: Tx, secret: str) -> None:
         "UPDATE tokens SET subject = ? WHERE hash = ? AND kind = 'api'",
         (LOCAL_ADMIN_SUBJECT, hash_token(secret)),
     )
+
+
+class TokenRow(NamedTuple):
+    """A row of ``tokens`` as callers are told from it (never its hash, which only finds it)."""
+
+    id: str
+    name: str | None
+    kind: str  # api, nest, join or webhook
+    scopes: str  # JSON list
+    namespaces: str  # JSON list; empty: every namespace
+    trust: str
+    subject: str | None  # a nest token's Nest id; an on-behalf token's deployment
+    created_ms: int
+    expires_ms: int | None
+    revoked_ms: int | None
+    on_behalf: bool
+
+
+TOKEN_COLUMNS = columns(TokenRow)
+"""The SELECT list of a TokenRow."""
 
 
 def new_secret() -> str:
@@ -317,27 +337,29 @@ class Authenticator:
         hit = self._verified.entries.get(digest)
         if hit is not None and hit[1] > now_ms:
             return hit[0]
-        row = await self._store.one("SELECT * FROM tokens WHERE hash = ?", (digest,))
-        kind = row["kind"] if row is not None else None
+        row = await self._store.row(
+            TokenRow, f"SELECT {TOKEN_COLUMNS} FROM tokens WHERE hash = ?", (digest,)
+        )
+        kind = row.kind if row is not None else None
         if row is None or kind not in ("api", "nest", "join"):
             raise UnauthenticatedError(
                 "the API token is not valid (unknown or revoked); create one with `agen token create`"
             )
-        if row["revoked_ms"] is not None:
-            raise UnauthenticatedError(_REVOKED[kind].format(id=row["id"]))
-        expires = row["expires_ms"]
+        if row.revoked_ms is not None:
+            raise UnauthenticatedError(_REVOKED[kind].format(id=row.id))
+        expires = row.expires_ms
         if expires is not None and expires <= now_ms:
-            raise UnauthenticatedError(_EXPIRED[kind].format(id=row["id"]))
+            raise UnauthenticatedError(_EXPIRED[kind].format(id=row.id))
         principal = Principal(
-            id=row["id"],
-            name=row["name"],
-            scopes=frozenset([JOIN_SCOPE] if kind == "join" else loads(row["scopes"], [])),
-            namespaces=frozenset(loads(row["namespaces"], [])),
-            trust=row["trust"],
-            kind="local" if kind == "api" and row["subject"] == LOCAL_ADMIN_SUBJECT else kind,
-            nest_id=row["subject"] if kind == "nest" else None,
-            on_behalf=bool(row["on_behalf"]),
-            acts_through=row["subject"] if row["on_behalf"] else None,
+            id=row.id,
+            name=row.name,
+            scopes=frozenset([JOIN_SCOPE] if kind == "join" else loads(row.scopes, [])),
+            namespaces=frozenset(loads(row.namespaces, [])),
+            trust=row.trust,
+            kind="local" if kind == "api" and row.subject == LOCAL_ADMIN_SUBJECT else kind,
+            nest_id=row.subject if kind == "nest" else None,
+            on_behalf=row.on_behalf,
+            acts_through=row.subject if row.on_behalf else None,
         )
         if kind != "join":  # a join token is used up by the request it authenticates
             if len(self._verified.entries) >= _Verified.LIMIT:
@@ -382,11 +404,11 @@ class Authenticator:
         self, nest: Principal, peer_cert: str | None, now_ms: int
     ) -> Principal:
         """The Nest's principal if ``peer_cert`` is a live certificate of that same Nest (mTLS)."""
-        from agen.hub.fleet import certs  # not at import: only a TLS Hub checks certificates
+        from agen.hub import nest_certs  # not at import: only a TLS Hub checks certificates
 
         assert nest.nest_id is not None
         if peer_cert is None:
-            if not await self._store.read(lambda tx: certs.has_any(tx, str(nest.nest_id))):
+            if not await self._store.read(lambda tx: nest_certs.has_any(tx, str(nest.nest_id))):
                 raise UnauthenticatedError(
                     f"nest {nest.nest_id} enrolled before this Hub issued Nest certificates: on a TLS "
                     "Hub a Nest calls with its client certificate (mTLS), and its credential alone is "
@@ -426,12 +448,12 @@ class Authenticator:
 
     async def _check_certificate(self, fingerprint: str, now_ms: int) -> NestCert:
         """A client certificate, if it is live (its first use ends the ones before it)."""
-        from agen.hub.fleet import certs
+        from agen.hub import nest_certs
 
-        cert = await self._store.read(lambda tx: certs.find(tx, fingerprint))
+        cert = await self._store.read(lambda tx: nest_certs.find(tx, fingerprint))
         if cert is not None and cert.first_used_ms is None and cert.ended_ms is None:
             found = cert
-            cert, ended = await self._store.write(lambda tx: certs.first_use(tx, found))
+            cert, ended = await self._store.write(lambda tx: nest_certs.first_use(tx, found))
             self._certs = {k: v for k, v in self._certs.items() if v[0] not in ended}
         if cert is None:
             raise UnauthenticatedError(
@@ -439,7 +461,7 @@ class Authenticator:
                 "Nest; enrol the Nest with `agen nest run --join-token`"
             )
         if cert.ended_ms is not None:
-            why = certs.ENDED.get(cert.end_reason or "", "was ended")
+            why = nest_certs.ENDED.get(cert.end_reason or "", "was ended")
             raise UnauthenticatedError(
                 f"the client certificate {fingerprint[:19]}… of nest {cert.nest_id} {why}",
                 nest_id=cert.nest_id,
@@ -468,10 +490,9 @@ class Authenticator:
                 "one for the agent's deployment: `agen token create --on-behalf --deployment NAME`",
                 task_id=task_id,
             )
-        found = await self._store.one(
-            f"SELECT {columns(TaskBrief)} FROM tasks WHERE id = ?", (task_id,)
+        task = await self._store.row(
+            TaskBrief, f"SELECT {columns(TaskBrief)} FROM tasks WHERE id = ?", (task_id,)
         )
-        task = None if found is None else TaskBrief.from_row(found)
         if task is None or f"{task.namespace}/{task.deployment}" != agent.acts_through:
             raise DeniedError(  # says nothing of a task elsewhere: not even that it exists
                 f"task {task_id} is not a task of {agent.acts_through}: this on-behalf token acts "
@@ -488,8 +509,10 @@ class Authenticator:
         if by == LOCAL_ADMIN_SUBJECT:
             person = LOCAL_ADMIN
         elif by.startswith("token:"):
-            row = await self._store.one(
-                "SELECT * FROM tokens WHERE id = ? AND kind = 'api' AND revoked_ms IS NULL",
+            row = await self._store.row(
+                TokenRow,
+                f"SELECT {TOKEN_COLUMNS} FROM tokens WHERE id = ? AND kind = 'api'"
+                " AND revoked_ms IS NULL",
                 (by.removeprefix("token:"),),
             )
             if row is None:
@@ -498,11 +521,11 @@ class Authenticator:
                     task_id=task_id,
                 )
             person = Principal(
-                id=row["id"],
-                name=row["name"],
-                scopes=frozenset(loads(row["scopes"], [])),
-                namespaces=frozenset(loads(row["namespaces"], [])),
-                trust=row["trust"],
+                id=row.id,
+                name=row.name,
+                scopes=frozenset(loads(row.scopes, [])),
+                namespaces=frozenset(loads(row.namespaces, [])),
+                trust=row.trust,
             )
         else:
             raise DeniedError(

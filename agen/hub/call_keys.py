@@ -30,7 +30,7 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from agen._pem import private_key_pem
 from agen.calltokens import (
@@ -40,9 +40,10 @@ from agen.calltokens import (
     mint_call_token,
     verify_call_token,
 )
+from agen.domain import columns
 from agen.errors import ConflictError
 from agen.hub.sealing import kek_from_env, seal, unseal
-from agen.store import Row, Store, Tx
+from agen.store import Store, Tx
 
 if TYPE_CHECKING:  # imported when first used (the first lease), not when the Hub starts
     from cryptography.hazmat.primitives.asymmetric.ed25519 import (
@@ -161,22 +162,30 @@ def forget(store: Store) -> None:
     _sets.pop(store, None)
 
 
-def _stored(rows: list[Row]) -> tuple[StoredKey, ...]:
+class _KeyRow(NamedTuple):
+    """A row of ``hub_keys``: a public key's PEM (or a private key's, sealed)."""
+
+    name: str
+    value: str
+    created_ms: int
+
+
+def _stored(rows: list[_KeyRow]) -> tuple[StoredKey, ...]:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
     keys = []
     for row in rows:
-        generation = _generation(str(row["name"]), CALL_KEY_PUBLIC)
+        generation = _generation(row.name, CALL_KEY_PUBLIC)
         if generation is None:
             continue
-        public = serialization.load_pem_public_key(str(row["value"]).encode())
+        public = serialization.load_pem_public_key(row.value.encode())
         assert isinstance(public, Ed25519PublicKey)
-        keys.append(StoredKey(generation, public, int(row["created_ms"]), key_id(public)))
+        keys.append(StoredKey(generation, public, int(row.created_ms), key_id(public)))
     return tuple(sorted(keys, key=lambda k: -k.generation))
 
 
-_PUBLIC_ROWS = "SELECT name, value, created_ms FROM hub_keys WHERE name = ? OR name LIKE ?"
+_PUBLIC_ROWS = f"SELECT {columns(_KeyRow)} FROM hub_keys WHERE name = ? OR name LIKE ?"
 _PUBLIC_NAMES = (CALL_KEY_PUBLIC, CALL_KEY_PUBLIC + "/%")  # names are then parsed strictly
 
 
@@ -186,7 +195,7 @@ async def key_set(store: Store, now_ms: int, *, max_age_ms: int = REREAD_MS) -> 
     held = _sets.get(store)
     if held is not None and 0 <= now_ms - held.read_ms < max_age_ms:
         return held
-    keys = _stored(await store.all(_PUBLIC_ROWS, _PUBLIC_NAMES))
+    keys = _stored(await store.rows(_KeyRow, _PUBLIC_ROWS, _PUBLIC_NAMES))
     if not keys:  # the first Hub on this store: make one (a racing Hub's insert wins)
         from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -224,7 +233,7 @@ def _first_key(
 ) -> Callable[[Tx], tuple[StoredKey, ...]]:
     def fn(tx: Tx) -> tuple[StoredKey, ...]:
         _insert(tx, 0, fresh, kek, now)
-        return _stored(tx.all(_PUBLIC_ROWS, _PUBLIC_NAMES))
+        return _stored(tx.rows(_KeyRow, _PUBLIC_ROWS, _PUBLIC_NAMES))
 
     return fn
 
@@ -291,10 +300,10 @@ def rotate(
     unless ``force``."""
 
     def fn(tx: Tx) -> Rotation:
-        keys = _stored(tx.all(_PUBLIC_ROWS, _PUBLIC_NAMES))
+        keys = _stored(tx.rows(_KeyRow, _PUBLIC_ROWS, _PUBLIC_NAMES))
         if not keys:  # nothing signed yet: the first key, signing at once
             _insert(tx, 0, fresh, kek, now_ms)
-            made = KeySet(_stored(tx.all(_PUBLIC_ROWS, _PUBLIC_NAMES)), now_ms)
+            made = KeySet(_stored(tx.rows(_KeyRow, _PUBLIC_ROWS, _PUBLIC_NAMES)), now_ms)
             return Rotation(made.keys[0], None, now_ms, made)
         newest = keys[0]
         age = now_ms - newest.created_ms
@@ -318,7 +327,7 @@ def rotate(
             raise ConflictError(
                 f"another rotation added call-token key {generation} just now; nothing changed"
             )
-        after = KeySet(_stored(tx.all(_PUBLIC_ROWS, _PUBLIC_NAMES)), now_ms)
+        after = KeySet(_stored(tx.rows(_KeyRow, _PUBLIC_ROWS, _PUBLIC_NAMES)), now_ms)
         return Rotation(after.keys[0], retiring, now_ms + GRACE_MS, after)
 
     return fn

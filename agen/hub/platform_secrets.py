@@ -16,16 +16,17 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from pydantic import ValidationError
 
 from agen.bundle.agent import Secrets
-from agen.domain import DeploymentRef, DeploymentRow
+from agen.domain import DeploymentRef, DeploymentRow, columns
 from agen.errors import InvalidError, NotFoundError
 from agen.hub.call_keys import is_private_key_row
-from agen.hub.fleet.definitions import unpack
+from agen.hub.definitions import unpack
 from agen.hub.sealing import is_sealed, kek_from_env, seal, unseal
-from agen.store import Row, Store, Tx
+from agen.store import Store, Tx
 
 log = logging.getLogger("agen.hub.secrets")
 SECRETS_FILE = "x-agen/secrets.json"
@@ -52,15 +53,49 @@ class SecretInfo:
     updated_by: str | None
 
 
-def _info(row: Row) -> SecretInfo:
+class _Stored(NamedTuple):
+    """One row of ``platform_secrets``: its value sealed (or plaintext without a KEK), its grants
+    a JSON list of deployment names."""
+
+    namespace: str
+    name: str
+    value: str
+    grants: str
+    created_ms: int
+    updated_ms: int
+    updated_by: str | None
+
+
+class _Grants(NamedTuple):
+    value: str
+    grants: str
+
+
+class _SecretValue(NamedTuple):
+    namespace: str
+    name: str
+    value: str
+
+
+class _KeyValue(NamedTuple):
+    """A row of ``hub_keys``."""
+
+    name: str
+    value: str
+
+
+_SELECT = f"SELECT {columns(_Stored)} FROM platform_secrets"
+
+
+def _info(row: _Stored) -> SecretInfo:
     return SecretInfo(
-        namespace=str(row["namespace"]),
-        name=str(row["name"]),
-        grants=list(json.loads(row["grants"] or "[]")),
-        sealed=is_sealed(str(row["value"])),
-        created_ms=int(row["created_ms"]),
-        updated_ms=int(row["updated_ms"]),
-        updated_by=row["updated_by"],
+        namespace=row.namespace,
+        name=row.name,
+        grants=list(json.loads(row.grants or "[]")),
+        sealed=is_sealed(row.value),
+        created_ms=int(row.created_ms),
+        updated_ms=int(row.updated_ms),
+        updated_by=row.updated_by,
     )
 
 
@@ -77,10 +112,10 @@ def set_secret(
     """Create or replace a secret's value; ``grants`` replaces its grants (None keeps them)."""
     if not value:
         raise InvalidError(f"secret {name}: the value is empty; pass it on stdin", secret=name)
-    old = tx.one(
+    old = tx.scalar(
         "SELECT grants FROM platform_secrets WHERE namespace = ? AND name = ?", (namespace, name)
     )
-    kept: list[str] = json.loads(old["grants"]) if old is not None else []
+    kept: list[str] = json.loads(old) if old is not None else []
     granted = sorted(set(grants)) if grants is not None else kept
     stored = seal(sealing_name(namespace, name), value, kek)
     tx.execute(
@@ -94,15 +129,13 @@ def set_secret(
         "secret.set",
         data={"name": name, "grants": granted, "sealed": is_sealed(stored)},
     )
-    row = tx.one(
-        "SELECT * FROM platform_secrets WHERE namespace = ? AND name = ?", (namespace, name)
-    )
+    row = tx.row(_Stored, f"{_SELECT} WHERE namespace = ? AND name = ?", (namespace, name))
     assert row is not None
     return _info(row)
 
 
 def list_secrets(tx: Tx, namespace: str) -> list[SecretInfo]:
-    rows = tx.all("SELECT * FROM platform_secrets WHERE namespace = ? ORDER BY name", (namespace,))
+    rows = tx.rows(_Stored, f"{_SELECT} WHERE namespace = ? ORDER BY name", (namespace,))
     return [_info(r) for r in rows]
 
 
@@ -120,10 +153,10 @@ def delete_secret(tx: Tx, namespace: str, name: str) -> None:
 
 def declared_platform(tx: Tx, definition_id: str) -> list[str]:
     """The names a stored definition declares with ``source: platform`` (x-agen/secrets.json)."""
-    row = tx.one("SELECT files FROM definitions WHERE id = ?", (definition_id,))
-    if row is None or not row["files"]:
+    files = tx.scalar("SELECT files FROM definitions WHERE id = ?", (definition_id,))
+    if not files:
         return []
-    raw = unpack(bytes(row["files"])).get(SECRETS_FILE)
+    raw = unpack(bytes(files)).get(SECRETS_FILE)
     if raw is None:
         return []
     try:
@@ -137,13 +170,14 @@ def granted_value(
     tx: Tx, namespace: str, deployment: str, name: str, kek: bytes | None
 ) -> str | None:
     """The plaintext of ``name`` if it is granted to ``deployment``, else None."""
-    row = tx.one(
-        "SELECT value, grants FROM platform_secrets WHERE namespace = ? AND name = ?",
+    row = tx.row(
+        _Grants,
+        f"SELECT {columns(_Grants)} FROM platform_secrets WHERE namespace = ? AND name = ?",
         (namespace, name),
     )
-    if row is None or deployment not in json.loads(row["grants"] or "[]"):
+    if row is None or deployment not in json.loads(row.grants or "[]"):
         return None
-    return unseal(sealing_name(namespace, name), str(row["value"]), kek)
+    return unseal(sealing_name(namespace, name), str(row.value), kek)
 
 
 def values_for_deployment(
@@ -162,13 +196,15 @@ def values_for_deployment(
 def _sealed_rows(tx: Tx) -> list[tuple[str, tuple[str, ...], str, str]]:
     """Every stored secret value: (table, key, sealing name, stored value)."""
     rows: list[tuple[str, tuple[str, ...], str, str]] = []
-    for r in tx.all("SELECT namespace, name, value FROM platform_secrets ORDER BY namespace, name"):
-        ns, name = str(r["namespace"]), str(r["name"])
-        rows.append(("platform_secrets", (ns, name), sealing_name(ns, name), str(r["value"])))
-    for r in tx.all("SELECT name, value FROM hub_keys ORDER BY name"):
-        name = str(r["name"])
-        if name in SEALED_HUB_KEYS or is_private_key_row(name):
-            rows.append(("hub_keys", (name,), name, str(r["value"])))
+    for r in tx.rows(
+        _SecretValue,
+        f"SELECT {columns(_SecretValue)} FROM platform_secrets ORDER BY namespace, name",
+    ):
+        ns, name = r.namespace, r.name
+        rows.append(("platform_secrets", (ns, name), sealing_name(ns, name), r.value))
+    for k in tx.rows(_KeyValue, f"SELECT {columns(_KeyValue)} FROM hub_keys ORDER BY name"):
+        if k.name in SEALED_HUB_KEYS or is_private_key_row(k.name):
+            rows.append(("hub_keys", (k.name,), k.name, k.value))
     return rows
 
 

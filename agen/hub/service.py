@@ -17,7 +17,7 @@ from agen.hub.auth import Authenticator
 from agen.store import Store, now_ms
 
 if TYPE_CHECKING:
-    from agen.hub.observe.counters import FleetCounters
+    from agen.hub.events.counters import FleetCounters
     from agen.hub.tls import HubTls, NestCa
 
 
@@ -85,9 +85,9 @@ class Hub:
         self._fleet_counters: FleetCounters | None = None
 
     def fleet_counters(self) -> FleetCounters:
-        """The totals /metrics exposes (agen.hub.observe.counters), made on the first scrape."""
+        """The totals /metrics exposes (agen.hub.events.counters), made on the first scrape."""
         if self._fleet_counters is None:
-            from agen.hub.observe.counters import FleetCounters
+            from agen.hub.events.counters import FleetCounters
 
             self._fleet_counters = FleetCounters(self.store)
         return self._fleet_counters

@@ -10,7 +10,7 @@ on verifies the Hub's certificate against that CA only (agen.client).
 The same CA signs Nest client certificates (mTLS): a Nest sends a CSR for a key it made itself with
 EnrolNest (and RenewNestCertificate later), and the Hub signs it for ``--nest-cert-lifetime`` (30 days
 by default), naming the Nest. The server asks every client for a certificate of this CA (optional at
-the TLS layer: API clients use bearer tokens); agen.hub.fleet.certs says which Nest each one is.
+the TLS layer: API clients use bearer tokens); agen.hub.nest_certs says which Nest each one is.
 """
 
 from __future__ import annotations

@@ -38,6 +38,9 @@ MARK_VAR = "AGEN_RUN_MARK"
 SERVER_SCOPE = secrets.token_hex(8)
 """The scope of every command of this process unless a caller gives its own (new_scope)."""
 _numbers = itertools.count(1)
+_scope_tag = [secrets.token_hex(8)]  # new_scope's prefix, drawn again in a forked child
+_scopes = itertools.count(1)
+os.register_at_fork(after_in_child=lambda: _scope_tag.__setitem__(0, secrets.token_hex(8)))
 _groups: dict[str, set[int]] = {}  # per scope: groups of commands that may still have members
 _READ_CHUNK = 65536
 
@@ -164,8 +167,10 @@ async def stop_command(mark: str, pgid: int, grace_s: float = KILL_GRACE_S) -> N
 
 
 def new_scope() -> str:
-    """A scope of its own for a group of commands (one run's), for ``stop_scope``."""
-    return f"{SERVER_SCOPE}-{secrets.token_hex(8)}"
+    """A scope of its own for a group of commands (one run's), for ``stop_scope``: this process's
+    random tag and a counter, not fresh random bytes per run (a getrandom() syscall per run gave up
+    the GIL, and getting it back from a busy thread cost more than the rest of making a run's tools)."""
+    return f"{_scope_tag[0]}-{next(_scopes)}"
 
 
 def scope_started(scope: str) -> bool:

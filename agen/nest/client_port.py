@@ -15,6 +15,7 @@ from typing import Any
 
 from agen.api import registry as r
 from agen.client import Client, InProcessTransport
+from agen.domain import Outcome
 from agen.domain.live import LiveEvent
 from agen.wire import nests as m
 from agen.wire.common import Empty
@@ -103,12 +104,13 @@ class ClientHubPort:
         self,
         lease: m.LeaseRef,
         status: str,
-        outcome: dict[str, Any] | None,
+        outcome: Outcome | None,
         error: str | None = None,
     ) -> None:
+        stored = None if outcome is None else outcome.model_dump(mode="json")
         await self.client.call(
             r.CompleteTask,
-            m.CompleteTaskRequest(lease=lease, status=status, outcome=outcome, error=error),
+            m.CompleteTaskRequest(lease=lease, status=status, outcome=stored, error=error),
         )
 
     async def release(self, lease: m.LeaseRef, *, count_attempt: bool, reason: str) -> None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from agen.bundle import Bundle
+from agen.domain import Outcome, OutcomeStatus
 from agen.nest.port import LeasedTask
 
 
@@ -20,7 +21,7 @@ class ExecResult:
     """How a task's run ended, for CompleteTask (or SuspendTask when ``wait_for`` is set)."""
 
     status: str  # succeeded | failed | cancelled
-    outcome: dict[str, Any] | None
+    outcome: Outcome | None
     error: str | None = None
     wait_for: str | None = None
     release: str | None = (
@@ -28,8 +29,28 @@ class ExecResult:
     )
     count_attempt: bool = False  # ... counting an attempt (the host died mid-task)
 
+    @classmethod
+    def crashed(cls, e: Exception) -> ExecResult:
+        """The run raised instead of ending: failed, saying what was raised."""
+        return cls(
+            status="failed",
+            outcome=Outcome(status=OutcomeStatus.FAILED, reason="error", summary=str(e)),
+            error=f"{type(e).__name__}: {e}",
+        )
+
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        """The result as JSON (a host process sends it to its Manager); ``from_dict`` reads it."""
+        out = dict(self.__dict__)
+        if self.outcome is not None:
+            out["outcome"] = self.outcome.model_dump(mode="json")
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ExecResult:
+        outcome = data.get("outcome")
+        return cls(
+            **{**data, "outcome": None if outcome is None else Outcome.model_validate(outcome)}
+        )
 
 
 class Executor(Protocol):

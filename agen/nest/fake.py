@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agen.bundle import digest_files
+from agen.domain import Outcome
 from agen.domain.live import LiveEvent
 from agen.errors import FencedError, NotFoundError, UnavailableError
 from agen.store import new_ulid
@@ -43,7 +44,7 @@ class FakeHubPort:
         self.secrets: dict[str, dict[str, str]] = {}  # deployment id -> platform secret values
         self.queued: dict[str, list[LeasedTask]] = {}  # deployment id -> tasks waiting for a lease
         self.leases: dict[str, str] = {}  # task id -> its live lease id
-        self.completed: dict[str, tuple[str, dict[str, Any] | None, str | None]] = {}
+        self.completed: dict[str, tuple[str, Outcome | None, str | None]] = {}
         self.released: dict[str, tuple[bool, str]] = {}  # task id -> (count_attempt, reason)
         self.suspended: dict[str, str] = {}
         self.progress: dict[str, dict[str, Any]] = {}
@@ -211,7 +212,7 @@ class FakeHubPort:
         ]
 
     async def complete(
-        self, lease: LeaseRef, status: str, outcome: dict[str, Any] | None, error: str | None = None
+        self, lease: LeaseRef, status: str, outcome: Outcome | None, error: str | None = None
     ) -> None:
         self._call("complete", lease=lease, status=status, outcome=outcome, error=error)
         self._fenced(lease)

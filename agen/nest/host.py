@@ -162,11 +162,7 @@ async def _serve_loop(reader: asyncio.StreamReader, chan: _Channel, executor: Ex
         except asyncio.CancelledError:
             return  # cancelled by the Manager: it expects no result
         except Exception as e:
-            result = ExecResult(
-                status="failed",
-                outcome={"status": "failed", "reason": "error", "summary": str(e)},
-                error=f"{type(e).__name__}: {e}",
-            )
+            result = ExecResult.crashed(e)
         finally:
             running.pop(task.id, None)
         chan.send({"op": "result", "id": task.id, "result": result.to_dict()})

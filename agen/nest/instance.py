@@ -115,7 +115,12 @@ class Instance:
                 self._stop_leasing.set()  # its one task: no more leases, and it stops once the task ends
                 await self._finish_one_task()
                 return
-            if not leased and not self._stop_leasing.is_set():
+            if len(leased) < free and not self._stop_leasing.is_set():
+                # The queue held fewer than asked for when this lease ran, so leasing again now
+                # finds nothing (a lease is a write transaction: an idle one costs the store a
+                # round of statements, and joins the group commit of the runs just started). Wait
+                # for work newer than the generation read before this lease: nothing submitted
+                # since is missed.
                 await self._idle(generation)
 
     async def _idle(self, generation: int) -> None:
@@ -213,11 +218,7 @@ class Instance:
                 log.error("task %s failed inside the instance: %s", task.id, e)
             else:
                 log.exception("task %s failed inside the instance", task.id)
-            return ExecResult(
-                status="failed",
-                outcome={"status": "failed", "reason": "error", "summary": str(e)},
-                error=f"{type(e).__name__}: {e}",
-            )
+            return ExecResult.crashed(e)
 
     def lease_lost(self, task_id: str) -> None:
         """The Hub cancelled the task or its lease moved on: stop its run without reporting."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from agen.domain import Outcome
 from agen.domain.live import LiveEvent
 from agen.wire.nests import (
     START_FAILED,
@@ -59,8 +60,9 @@ class HubPort(Protocol):
         """Extend many leases at once; answers each: extended, lost (stop its run) or finished."""
 
     async def complete(
-        self, lease: LeaseRef, status: str, outcome: dict[str, Any] | None, error: str | None = None
-    ) -> None: ...
+        self, lease: LeaseRef, status: str, outcome: Outcome | None, error: str | None = None
+    ) -> None:
+        """The task's run ended (CompleteTask carries the outcome as its JSON)."""
 
     async def release(self, lease: LeaseRef, *, count_attempt: bool, reason: str) -> None: ...
 

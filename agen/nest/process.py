@@ -220,7 +220,7 @@ class ProcessExecutor:
         if op == "result":
             fut = self._pending.pop(msg["id"], None)
             if fut is not None and not fut.done():
-                fut.set_result(ExecResult(**msg["result"]))
+                fut.set_result(ExecResult.from_dict(msg["result"]))
         elif op == "health":
             pong = self._pongs.pop(int(msg.get("seq") or 0), None)
             if pong is not None and not pong.done():

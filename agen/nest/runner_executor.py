@@ -64,15 +64,11 @@ class RunnerExecutor:
 
     async def run(self, task: LeasedTask) -> ExecResult:
         result = await self.runner.run(run_request(task))
-        outcome = result.outcome.model_dump(mode="json")
+        outcome = result.outcome
         wait_for = result.wait_for
         if wait_for == "resume" and self.hooks is not None and self.hooks.draining:
             return ExecResult(status="released", outcome=None, release=DRAINED)
-        error = (
-            None
-            if result.status == "succeeded"
-            else (outcome.get("summary") or outcome.get("reason"))
-        )
+        error = None if result.status == "succeeded" else (outcome.summary or outcome.reason)
         return ExecResult(
             status=status_of(result.status), outcome=outcome, error=error, wait_for=wait_for
         )

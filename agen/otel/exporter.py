@@ -16,11 +16,12 @@ import contextlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agen.otel.config import OtlpConfig
-from agen.otel.convert import RunInfo, readable_spans
+from agen.otel.convert import RunInfo, RunMessage, SpanRow, readable_spans
 from agen.store import Store, event_log, loads
+from agen.store.records import columns
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
@@ -28,6 +29,15 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agen.otel")
 FOLLOW_BATCH = 100  # finished runs read per step
+
+
+class _RunEvent(NamedTuple):
+    """A run.finished or run.spans event: which run to export (and, run.spans, which spans)."""
+
+    seq: int
+    type: str
+    run_id: str | None
+    data: str | None  # JSON text
 
 
 @dataclass
@@ -113,45 +123,46 @@ class SpanExport:
             return 0
         since, params = event_log.after(dialect, self._after)
         until, more = event_log.upto(dialect, top)
-        rows = await self.store.all(
-            f"SELECT seq, type, run_id, data FROM events WHERE {since} AND {until}"
+        rows = await self.store.rows(
+            _RunEvent,
+            f"SELECT {columns(_RunEvent)} FROM events WHERE {since} AND {until}"
             " AND type IN ('run.finished', 'run.spans')"
             f" ORDER BY {event_log.order(dialect)} LIMIT ?",
             (*params, *more, FOLLOW_BATCH),
         )
         for row in rows:
             try:
-                if (
-                    row["type"] == "run.spans"
-                ):  # added to a run the Hub ended (agen/runner/records.py)
-                    only = [str(i) for i in loads(row["data"], {}).get("spans", [])]
-                    await self._enqueue_run(str(row["run_id"]), only)
+                if row.type == "run.spans":  # added to a run the Hub ended (agen/runner/records.py)
+                    only = [str(i) for i in loads(row.data, {}).get("spans", [])]
+                    await self._enqueue_run(str(row.run_id), only)
                 else:
-                    await self._enqueue_run(str(row["run_id"]))
+                    await self._enqueue_run(str(row.run_id))
             except Exception:  # a bad row must not stop export; the log keeps it
-                log.exception("OTLP export: cannot read run %s", row["run_id"])
-            self._after = int(row["seq"])
+                log.exception("OTLP export: cannot read run %s", row.run_id)
+            self._after = int(row.seq)
         if len(rows) < FOLLOW_BATCH:
             self._after = top
         return len(rows)
 
     async def _enqueue_run(self, run_id: str, only: list[str] | None = None) -> None:
         """Queue the run's ended spans (``only``: just these, spans added after it ended)."""
-        spans = await self.store.all(
-            "SELECT * FROM spans WHERE run_id = ? AND ended_ms IS NOT NULL ORDER BY started_ms",
+        spans = await self.store.rows(
+            SpanRow,
+            f"SELECT {columns(SpanRow)} FROM spans WHERE run_id = ? AND ended_ms IS NOT NULL"
+            " ORDER BY started_ms",
             (run_id,),
         )
         if only is not None:
-            spans = [s for s in spans if s["id"] in only]
-        run = await self.store.one("SELECT labels FROM runs WHERE id = ?", (run_id,))
-        info = RunInfo(labels=loads(run["labels"], {}) if run else {})
+            spans = [s for s in spans if s.id in only]
+        labels = await self.store.scalar("SELECT labels FROM runs WHERE id = ?", (run_id,))
+        info = RunInfo(labels=loads(labels, {}) if labels is not None else {})
         if self.config.content:
-            info.messages = await self.store.all(
-                "SELECT role, turn, content, tool_calls, tool_call_id FROM messages WHERE run_id = ? ORDER BY seq",
+            info.messages = await self.store.rows(
+                RunMessage,
+                f"SELECT {columns(RunMessage)} FROM messages WHERE run_id = ? ORDER BY seq",
                 (run_id,),
             )
-        rows = [{**s, "attrs": loads(s["attrs"], {})} for s in spans]
-        for span in readable_spans(rows, {run_id: info}, content=self.config.content):
+        for span in readable_spans(spans, {run_id: info}, content=self.config.content):
             try:
                 self.queue.put_nowait(span)
             except asyncio.QueueFull:

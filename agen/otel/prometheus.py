@@ -2,7 +2,7 @@
 
 Counters (``_total``) run since the Hub began counting and histograms are in seconds, per the
 Prometheus naming guide, so ``rate()``, ``increase()`` and ``histogram_quantile()`` work; the
-figures come from agen.hub.observe.counters. (GetMetrics' one-hour window and percentiles are the
+figures come from agen.hub.events.counters. (GetMetrics' one-hour window and percentiles are the
 TUI's, not Prometheus's.)
 
 Written by hand rather than with prometheus_client: a few counter and histogram families rendered
@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from agen.hub.observe.counters import FleetTotals, Histogram
+    from agen.hub.events.counters import FleetTotals, Histogram
     from agen.wire.observe import OtlpStats
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"

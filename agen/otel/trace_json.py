@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from agen.errors import InvalidError
-from agen.otel.convert import RunInfo, otlp_json, readable_spans
+from agen.otel.convert import RunInfo, SpanRow, otlp_json, readable_spans
 from agen.wire.observe import GetTraceResponse
 
 
@@ -25,9 +25,8 @@ def trace_otlp_json(resp: GetTraceResponse) -> dict[str, Any]:
     runs = {r.id: r for r in resp.runs}
     rows = []
     for s in resp.spans:
-        row = s.model_dump()
         run = runs.get(s.run_id or "")
-        row["namespace"] = run.namespace if run else None
-        rows.append(row)
+        namespace = run.namespace if run else None
+        rows.append(SpanRow(**s.model_dump(exclude={"duration_ms"}), namespace=namespace))
     infos = {r.id: RunInfo(labels=dict(r.labels)) for r in resp.runs}
     return otlp_json(readable_spans(rows, infos))

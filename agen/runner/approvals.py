@@ -19,13 +19,16 @@ from typing import Any
 
 from agen.domain.approvals import (
     LOCAL_ADMIN_SUBJECT,
+    ApprovalRow,
     close_task_approvals,
     decide_approval,
     may_self_approve,
 )
+from agen.domain.states import ApprovalState
 from agen.runner.policy import ApprovalDecision, ApprovalGate, ApprovalRequest
 from agen.store import event_log, new_ulid
-from agen.store.base import Row, Store, Tx, dumps
+from agen.store.base import Store, Tx, dumps
+from agen.store.records import columns
 
 __all__ = [  # the decision rules are agen.domain.approvals'; re-exported for the engine's callers
     "LOCAL_ADMIN_SUBJECT",
@@ -38,6 +41,7 @@ __all__ = [  # the decision rules are agen.domain.approvals'; re-exported for th
 ]
 
 POLL_S = 5.0
+_BY_ID = f"SELECT {columns(ApprovalRow)} FROM approvals WHERE id = ?"
 
 
 def args_hash(arguments: dict[str, Any]) -> str:
@@ -45,21 +49,25 @@ def args_hash(arguments: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def request_approval(tx: Tx, req: ApprovalRequest) -> Row:
+def request_approval(tx: Tx, req: ApprovalRequest) -> ApprovalRow:
     """Create the pending approval (or reuse the one already pending / decided for this call)."""
     h = args_hash(req.arguments)
-    row = tx.one(
-        "SELECT * FROM approvals WHERE run_id = ? AND call_id = ? AND tool = ? AND args_hash = ?"
+    row = tx.row(
+        ApprovalRow,
+        f"SELECT {columns(ApprovalRow)} FROM approvals"
+        " WHERE run_id = ? AND call_id = ? AND tool = ? AND args_hash = ?"
         " ORDER BY created_ms DESC LIMIT 1",
         (req.run_id, req.call_id, req.tool, h),
     )
     if row is None:
-        row = tx.one(
-            "SELECT * FROM approvals WHERE run_id = ? AND tool = ? AND args_hash = ? AND state = 'pending'",
+        row = tx.row(
+            ApprovalRow,
+            f"SELECT {columns(ApprovalRow)} FROM approvals"
+            " WHERE run_id = ? AND tool = ? AND args_hash = ? AND state = 'pending'",
             (req.run_id, req.tool, h),
         )
     if row is not None:
-        if row["state"] == "pending":
+        if row.state == ApprovalState.PENDING:
             tx.execute(
                 "UPDATE runs SET status = 'waiting_approval', updated_ms = ? WHERE id = ? AND status = 'running'",
                 (tx.now_ms, req.run_id),
@@ -101,7 +109,9 @@ def request_approval(tx: Tx, req: ApprovalRequest) -> Row:
             "requestedBy": req.requested_by,
         },
     )
-    return tx.one("SELECT * FROM approvals WHERE id = ?", (approval_id,)) or {}
+    created = tx.row(ApprovalRow, _BY_ID, (approval_id,))
+    assert created is not None, "inserted by this transaction"
+    return created
 
 
 def _resume_run(tx: Tx, run_id: str) -> None:
@@ -115,13 +125,13 @@ def _resume_run(tx: Tx, run_id: str) -> None:
         )
 
 
-def _decision(row: Row) -> ApprovalDecision:
-    if row["state"] == "approved":
-        return ApprovalDecision(True, note=row["note"], decided_by=row["decided_by"])
-    note = row["note"] or (
-        "the approval expired before anyone decided" if row["state"] == "expired" else None
+def _decision(row: ApprovalRow) -> ApprovalDecision:
+    if row.state == ApprovalState.APPROVED:
+        return ApprovalDecision(True, note=row.note, decided_by=row.decided_by)
+    note = row.note or (
+        "the approval expired before anyone decided" if row.state == ApprovalState.EXPIRED else None
     )
-    return ApprovalDecision(False, note=note, decided_by=row["decided_by"])
+    return ApprovalDecision(False, note=note, decided_by=row.decided_by)
 
 
 class StoreApprovalGate(ApprovalGate):
@@ -135,14 +145,12 @@ class StoreApprovalGate(ApprovalGate):
     async def decide(self, request: ApprovalRequest) -> ApprovalDecision:
         seq = int(await self.store.scalar(event_log.head_sql(self.store.dialect)) or 0)
         row = await self.store.write(lambda tx: request_approval(tx, request))
-        approval_id = row["id"]
-        if row["state"] == "pending" and request.task_id is not None:
+        approval_id = row.id
+        if row.state == ApprovalState.PENDING and request.task_id is not None:
             return ApprovalDecision(False, pending=approval_id)
-        while row["state"] == "pending":
+        while row.state == ApprovalState.PENDING:
             seq = await self.store.wait_for_events(seq, self.poll_s)
-            row = (
-                await self.store.one("SELECT * FROM approvals WHERE id = ?", (approval_id,)) or row
-            )
+            row = await self.store.row(ApprovalRow, _BY_ID, (approval_id,)) or row
         await self.store.write(lambda tx: _resume_run(tx, request.run_id))
         return _decision(row)
 

@@ -8,7 +8,7 @@ model gets a preview plus the id and how to read the rest.
 from __future__ import annotations
 
 import base64
-from typing import Any
+from typing import Any, NamedTuple
 
 from agen.domain.artifacts import (
     MAX_ARTIFACT_BYTES,
@@ -22,6 +22,7 @@ from agen.domain.attachments import Attachment, file_bytes
 from agen.errors import NotFoundError
 from agen.runner.context import Msg
 from agen.store.base import Store
+from agen.store.records import columns
 
 __all__ = [
     "MAX_ARTIFACT_BYTES",
@@ -32,6 +33,17 @@ __all__ = [
 ]
 PREVIEW_CHARS = 2000
 DEFAULT_PAGE = 16000
+
+
+class _Page(NamedTuple):
+    page: str | None
+    total: int
+
+
+class _File(NamedTuple):
+    id: str
+    media_type: str
+    content: str
 
 
 async def save_artifact(
@@ -51,7 +63,8 @@ async def read_artifact(
     store: Store, namespace: str, aid: str, offset: int = 0, length: int = DEFAULT_PAGE
 ) -> tuple[str, int, int]:
     """(page, total characters, next offset or -1 at the end)."""
-    row = await store.one(
+    row = await store.row(
+        _Page,
         "SELECT substr(content, ?, ?) AS page, length(content) AS total FROM artifacts WHERE namespace = ? AND id = ?",
         (max(0, offset) + 1, max(1, length), namespace, aid),
     )
@@ -60,9 +73,9 @@ async def read_artifact(
             f"no artifact {aid} in namespace {namespace!r}; list them with agen artifacts",
             artifact=aid,
         )
-    total = int(row["total"])
-    end = max(0, offset) + len(row["page"] or "")
-    return str(row["page"] or ""), total, (end if end < total else -1)
+    page, total = row.page or "", row.total
+    end = max(0, offset) + len(page)
+    return page, total, (end if end < total else -1)
 
 
 async def cap_result(
@@ -96,11 +109,12 @@ async def load_files(store: Store, namespace: str, msgs: list[Msg]) -> None:
     if not wanted:
         return
     marks = ",".join("?" * len(wanted))
-    rows = await store.all(
-        f"SELECT id, media_type, content FROM artifacts WHERE namespace = ? AND id IN ({marks})",
+    rows = await store.rows(
+        _File,
+        f"SELECT {columns(_File)} FROM artifacts WHERE namespace = ? AND id IN ({marks})",
         (namespace, *sorted(wanted)),
     )
-    found = {str(r["id"]): file_bytes(str(r["media_type"]), str(r["content"])) for r in rows}
+    found = {r.id: file_bytes(r.media_type, r.content) for r in rows}
     for m in msgs:
         if not m.attachments:
             continue

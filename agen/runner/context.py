@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from agen.domain.attachments import IMAGE_TYPES, Attachment
 from agen.runner.providers.base import ATTACHMENTS_KEY, THINKING_KEY
-from agen.store.base import Row
 
 CUT_OVER = 600  # tool results longer than this may be cut
 CUT_TO = 300
@@ -32,6 +31,23 @@ SUMMARY_NOTE = "[Earlier conversation summary]\n"
 
 def estimate_tokens(text: str) -> int:
     return len(text) // 4 + 4
+
+
+class MessageRow(NamedTuple):
+    """The columns of ``messages`` a run reads back (``Msg.of`` builds its message from them)."""
+
+    seq: int
+    turn: int
+    role: str
+    content: str | None
+    run_id: str
+    tool_calls: str | None = None  # JSON text
+    tool_call_id: str | None = None
+    name: str | None = None
+    is_error: bool = False
+    model: str | None = None
+    raw: str | None = None  # the provider's answer, JSON text: an assistant turn's thinking blocks
+    attachments: str | None = None  # JSON text: [Attachment]
 
 
 @dataclass
@@ -92,21 +108,22 @@ class Msg:
         return self._tokens
 
     @classmethod
-    def from_row(cls, r: Row) -> Msg:
+    def of(cls, r: MessageRow) -> Msg:
+        """The message of a stored row (its JSON columns decoded)."""
         return cls(
-            seq=int(r["seq"]),
-            turn=int(r["turn"]),
-            role=str(r["role"]),
-            content=r["content"],
-            run_id=str(r["run_id"]),
-            tool_calls=json.loads(r["tool_calls"]) if r["tool_calls"] else None,
-            tool_call_id=r["tool_call_id"],
-            name=r["name"],
-            is_error=bool(r["is_error"]),
-            model=r["model"],
-            thinking=stored_thinking(r.get("raw")) if r["role"] == "assistant" else None,
-            attachments=[Attachment.model_validate(a) for a in json.loads(r["attachments"])]
-            if r.get("attachments")
+            seq=r.seq,
+            turn=r.turn,
+            role=r.role,
+            content=r.content,
+            run_id=r.run_id,
+            tool_calls=json.loads(r.tool_calls) if r.tool_calls else None,
+            tool_call_id=r.tool_call_id,
+            name=r.name,
+            is_error=r.is_error,
+            model=r.model,
+            thinking=stored_thinking(r.raw) if r.role == "assistant" else None,
+            attachments=[Attachment.model_validate(a) for a in json.loads(r.attachments)]
+            if r.attachments
             else None,
         )
 

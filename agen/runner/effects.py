@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from agen.runner.records import check_epoch
 from agen.store.base import Tx, dumps
@@ -33,6 +33,15 @@ def effect_key(
         )
         return "idem:" + hashlib.sha256(f"{tool}\x00{canonical}".encode()).hexdigest()
     return f"{run_id}.{turn}.{call_index}"
+
+
+class EffectRow(NamedTuple):
+    """One row of the effect ledger, as ``read_effects`` takes it."""
+
+    key: str
+    tool: str
+    state: str
+    result: str | None  # JSON text
 
 
 @dataclass(frozen=True)
@@ -139,9 +148,9 @@ def mark_effect_unknown(
     return fn
 
 
-def read_effects(rows: list[dict[str, Any]]) -> dict[str, Effect]:
+def read_effects(rows: list[EffectRow]) -> dict[str, Effect]:
     out: dict[str, Effect] = {}
     for r in rows:
-        result = json.loads(r["result"]) if r.get("result") else None
-        out[str(r["key"])] = Effect(str(r["key"]), str(r["tool"]), str(r["state"]), result)
+        result = json.loads(r.result) if r.result else None
+        out[r.key] = Effect(r.key, r.tool, r.state, result)
     return out

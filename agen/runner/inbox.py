@@ -13,14 +13,29 @@ messages, which is epoch-checked: a crash in between loses nothing and a fenced-
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from agen.runner.records import INBOX_KINDS as KINDS
 from agen.runner.state import RunState
 from agen.store.base import Store, Tx, loads
+from agen.store.records import columns
+
+
+class InboxRow(NamedTuple):
+    """An unclaimed inbox row a run drains."""
+
+    id: str
+    kind: str
+    ref: str | None
+    payload: str | None  # JSON text
+
+
+class _Payload(NamedTuple):
+    payload: str | None  # JSON text
+
 
 _PENDING = (
-    "SELECT id, kind, ref, payload FROM run_inbox WHERE task_id = ? AND consumed_ms IS NULL"
+    f"SELECT {columns(InboxRow)} FROM run_inbox WHERE task_id = ? AND consumed_ms IS NULL"
     f" AND kind IN ({', '.join(repr(k) for k in KINDS)}) ORDER BY created_ms, id"
 )
 
@@ -52,22 +67,23 @@ def wrap_up_reason(payload: Any) -> str:
 async def wrapping_up(store: Store, task_id: str) -> str | None:
     """A resumed run's wrap-up: a cancel row its task's run already read means that run was in its
     last turn (or suspended right after reading it) when it stopped, and so is the resumed one."""
-    row = await store.one(
+    row = await store.row(
+        _Payload,
         "SELECT payload FROM run_inbox WHERE task_id = ? AND kind = 'cancel'"
         " AND consumed_ms IS NOT NULL ORDER BY created_ms LIMIT 1",
         (task_id,),
     )
-    return None if row is None else wrap_up_reason(loads(row["payload"]))
+    return None if row is None else wrap_up_reason(loads(row.payload))
 
 
-async def pending(store: Store, task_id: str) -> list[dict[str, Any]]:
+async def pending(store: Store, task_id: str) -> list[InboxRow]:
     """Unclaimed rows this module turns into messages, oldest first."""
-    return list(await store.all(_PENDING, (task_id,)))
+    return await store.rows(InboxRow, _PENDING, (task_id,))
 
 
-def claim(rows: list[dict[str, Any]]) -> Any:
+def claim(rows: list[InboxRow]) -> Any:
     """A transaction step marking ``rows`` consumed (run with the checkpoint that stores their messages)."""
-    ids = [r["id"] for r in rows]
+    ids = [r.id for r in rows]
 
     def fn(tx: Tx) -> None:
         tx.execute(
@@ -86,9 +102,9 @@ async def drain(store: Store, st: RunState) -> int:
     rows = await pending(store, st.task_id)
     if rows:
         for r in rows:
-            payload = loads(r["payload"])
-            st.add_message("user", note(r["kind"], r["ref"], payload))
-            if r["kind"] == "cancel" and st.wrap_up is None:
+            payload = loads(r.payload)
+            st.add_message("user", note(r.kind, r.ref, payload))
+            if r.kind == "cancel" and st.wrap_up is None:
                 st.wrap_up = wrap_up_reason(payload)
         await st.flush(store, also=claim(rows))
     return len(rows)

@@ -21,9 +21,9 @@ from agen.runner import inbox
 from agen.runner.artifacts import load_files
 from agen.runner.budgets import REASON_TEXT, Budget, Guards, RunLimits
 from agen.runner.calls import CallEnv, CallResult, execute_calls
-from agen.runner.context import Context, Msg
+from agen.runner.context import Context, MessageRow, Msg
 from agen.runner.delegation import delegation_port
-from agen.runner.effects import UnknownEffect, mark_effect_unknown, read_effects
+from agen.runner.effects import EffectRow, UnknownEffect, mark_effect_unknown, read_effects
 from agen.runner.extras import RunExtras
 from agen.runner.hooks import RunHooks
 from agen.runner.join import CHILDREN, check_turn, unfinished_children
@@ -51,6 +51,7 @@ from agen.runner.tools.wire_names import by_wire_name
 from agen.runner.turn import TurnAnswer, TurnFailed, TurnPolicy, model_turn
 from agen.runner.types import RunRequest, RunResult
 from agen.store.base import Store, loads
+from agen.store.records import columns
 
 _JOIN_NOTE = (
     "[agen] {n} child task(s) you started are still running; their results reach you as messages. "
@@ -67,6 +68,25 @@ class _Shape(NamedTuple):
     system: str
     tools: dict[str, Tool]
     specs: tuple[dict[str, Any], ...]
+
+
+class _Summary(NamedTuple):
+    """A conversation's running summary (agen/runner/rollover.py)."""
+
+    summary: str | None
+    summarized_through: int
+
+
+class _Wait(NamedTuple):
+    """A task.waiting or task.requeued event of a run's task."""
+
+    type: str
+    data: str | None  # JSON text
+    created_ms: int
+
+
+class _Asked(NamedTuple):
+    call_id: str | None
 
 
 class Runner:
@@ -283,21 +303,22 @@ class Runner:
         resumed: bool,
         events: EventSink | None,
         cancel: asyncio.Event | None,
-        known: list[dict[str, Any]] | None = None,
+        known: list[MessageRow] | None = None,
     ) -> RunState:
         b = self.bundle
         limits, system, tools, specs = self._shape(req)
         rows = (
             known
             if known is not None
-            else await self.store.all(  # a brand-new conversation: no read back
+            else await self.store.rows(  # a brand-new conversation: no read back
+                MessageRow,
                 "SELECT seq, turn, role, content, run_id, tool_calls, tool_call_id, name, is_error, model,"
                 " CASE WHEN role = 'assistant' THEN raw END AS raw, attachments FROM messages"
                 " WHERE conversation_id = ? ORDER BY seq",  # raw: thinking blocks
                 (row.conversation_id,),
             )
         )
-        msgs = [Msg.from_row(r) for r in rows]
+        msgs = [Msg.of(r) for r in rows]
         await load_files(self.store, req.namespace, msgs)
         earlier = patch_history([m for m in msgs if m.run_id != row.id and not is_reviewer(m)])
         current = [m for m in msgs if m.run_id == row.id]
@@ -331,12 +352,13 @@ class Runner:
         self._surface(st, dict(tools), lambda: activated_names(msgs), specs)
         st.ctx.extend(current)
         if b.config.rollover is not None and known is None:  # a new conversation has no summary
-            conv = await self.store.one(
-                "SELECT summary, summarized_through FROM conversations WHERE id = ?",
+            conv = await self.store.row(
+                _Summary,
+                f"SELECT {columns(_Summary)} FROM conversations WHERE id = ?",
                 (row.conversation_id,),
             )
-            if conv is not None and conv["summary"]:
-                st.ctx.fold(str(conv["summary"]), int(conv["summarized_through"]))
+            if conv is not None and conv.summary:
+                st.ctx.fold(conv.summary, conv.summarized_through)
         st.turn = sum(1 for m in current if m.role == "assistant")
         budget.turns = st.turn
         if resumed:
@@ -362,19 +384,20 @@ class Runner:
         a coordinator's duration is its own work, not its children's."""
         if not self.bundle.config.delegates:
             return 0
-        rows = await self.store.all(
-            "SELECT e.type, e.data, e.created_ms FROM events e JOIN runs r ON r.task_id = e.task_id"
+        rows = await self.store.rows(
+            _Wait,
+            f"SELECT {columns(_Wait, 'e')} FROM events e JOIN runs r ON r.task_id = e.task_id"
             " WHERE r.id = ? AND e.type IN ('task.waiting', 'task.requeued') ORDER BY e.seq",
             (run_id,),
         )
         total, since = 0, None
-        for row in rows:
-            data = loads(row["data"]) or {}
-            if row["type"] == "task.waiting":
+        for w in rows:
+            data = loads(w.data) or {}
+            if w.type == "task.waiting":
                 wait_for = str(data.get("wait_for") or "")
-                since = row["created_ms"] if wait_for.startswith(("child", CHILDREN)) else None
+                since = w.created_ms if wait_for.startswith(("child", CHILDREN)) else None
             elif since is not None:
-                total += int(row["created_ms"]) - int(since)
+                total += w.created_ms - since
                 since = None
         return total
 
@@ -664,21 +687,23 @@ class Runner:
         return self._suspended(st, f"approval:{pending}")
 
     async def _repair(self, st: RunState) -> RunResult | None:
-        rows = await self.store.all(
-            "SELECT key, tool, state, result FROM effects WHERE run_id = ?", (st.run_id,)
+        rows = await self.store.rows(
+            EffectRow, f"SELECT {columns(EffectRow)} FROM effects WHERE run_id = ?", (st.run_id,)
         )
-        asked = await self.store.all("SELECT call_id FROM approvals WHERE run_id = ?", (st.run_id,))
+        asked = await self.store.rows(
+            _Asked, "SELECT call_id FROM approvals WHERE run_id = ?", (st.run_id,)
+        )
         rep = plan_repair(
             st.run_id,
             since_last_review(st.ctx.current),
             st.tools,
             read_effects(rows),
-            asked={str(r["call_id"]) for r in asked if r["call_id"]},
+            asked={r.call_id for r in asked if r.call_id},
         )
         if rep.finish_args is not None:
             finish = self.tools[FINISH]
             assert isinstance(finish, FinishTool)
-            return await self._finished(st, Outcome.model_validate(finish.outcome(rep.finish_args)))
+            return await self._finished(st, finish.outcome(rep.finish_args))
         if rep.unknown:
             req = st.req
             unknown = [UnknownEffect(c.name, c.id, key) for c, key in rep.unknown]
@@ -853,11 +878,11 @@ class Runner:
 def finish_outcome(results: list[CallResult]) -> Outcome | None:
     """The outcome a turn's successful ``finish`` call declared (the last one, if several), or None:
     the one place a run's end is read from its tool results, for live turns and repaired ones."""
-    declared: Any = None
+    declared: Outcome | None = None
     for r in results:
         if r.call.name == FINISH and not r.is_error and isinstance(r.data, dict):
             declared = r.data["outcome"]
-    return None if declared is None else Outcome.model_validate(declared)
+    return declared
 
 
 def _refuse_finish_beside_joined(results: list[CallResult]) -> None:

@@ -20,6 +20,7 @@ from agen.domain.memory import (
     OPERATIONS,
     UNKNOWN,
     Author,
+    MemoryBlockRow,
     check_version,
     get_block,
     rollback_block,
@@ -30,6 +31,7 @@ from agen.errors import ConflictError, InvalidError
 from agen.runner.redact import Redactor
 from agen.runner.tools.base import Tool, ToolContext, ToolError, ToolResult
 from agen.store.base import Store
+from agen.store.records import columns
 
 __all__ = [  # the block rules are agen.domain.memory's; re-exported for the engine's callers
     "DEFAULT_LIMIT",
@@ -87,17 +89,19 @@ class MemoryContext:
         if self.blocks:
             labels = [b.block for b in self.blocks]
             marks = ",".join("?" * len(labels))
-            rows = await self.store.all(
-                f"SELECT * FROM memory_blocks WHERE namespace = ? AND label IN ({marks})",
+            rows = await self.store.rows(
+                MemoryBlockRow,
+                f"SELECT {columns(MemoryBlockRow)} FROM memory_blocks"
+                f" WHERE namespace = ? AND label IN ({marks})",
                 (self.namespace, *labels),
             )
-            by_label = {r["label"]: r for r in rows}
+            by_label = {r.label: r for r in rows}
             for b in self.blocks:
                 r = by_label.get(b.block)
-                value, version = (r["value"], r["version"]) if r else ("", 0)
-                limit = r["limit_chars"] if r else DEFAULT_LIMIT
+                value, version = (r.value, r.version) if r else ("", 0)
+                limit = r.limit_chars if r else DEFAULT_LIMIT
                 head = f"## Memory: {b.block} ({b.mode}, version {version}, {len(value)}/{limit} characters)"
-                desc = f"\n{r['description']}" if r and r["description"] else ""
+                desc = f"\n{r.description}" if r and r.description else ""
                 parts.append(f"{head}{desc}\n{value or '(empty)'}")
         for live in self.live:
             text = await fetch_live(live.url, live.max_chars, live.timeout_s)
@@ -181,6 +185,6 @@ class MemoryUpdateTool(Tool):
         except (ConflictError, InvalidError) as e:
             raise ToolError(e.message) from None
         return ToolResult(
-            f"memory block {label} is now at version {row['version']} "
-            f"({len(row['value'])}/{row['limit_chars']} characters)"
+            f"memory block {label} is now at version {row.version} "
+            f"({len(row.value)}/{row.limit_chars} characters)"
         )

@@ -8,13 +8,15 @@ still alive after another host claimed the run gets ``FencedError`` at its next 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from agen.domain import RunRow, RunStatus
 from agen.errors import ConflictError, FencedError
+from agen.runner.context import MessageRow
 from agen.runner.types import RunRequest
-from agen.store.base import Row, Tx, dumps, new_ulid
+from agen.store.base import Tx, dumps, new_ulid
 from agen.store.pg_locks import lock_keys
+from agen.store.records import columns, read
 
 MESSAGE_SQL = (
     "INSERT INTO messages (id, conversation_id, run_id, seq, turn, role, content, tool_calls, tool_call_id,"
@@ -37,7 +39,7 @@ class Opened:
     finished: bool = False
     # The conversation's stored messages when this call created it (exactly the input message), so the
     # Runner need not read them back; None when there may be history to read (resumed or keyed conversation).
-    messages: list[Row] | None = None
+    messages: list[MessageRow] | None = None
     held: bool = (
         False  # the run's task is paused (PauseTask): the run suspends before its first model call
     )
@@ -67,6 +69,7 @@ class Checkpoint:
     model: str | None = None
     # Set on the final write of a run.
     status: str | None = None
+    # the JSON runs.outcome holds: the run's Outcome as dumped (and redacted) once by the Runner
     outcome: dict[str, Any] | None = None
     span_id: str | None = None
     span_status: str | None = None
@@ -95,15 +98,18 @@ def _fenced(tx: Tx, run_id: str, epoch: int) -> None:
     )
 
 
+class _Hold(NamedTuple):
+    held: bool
+    held_until_ms: int | None
+
+
 def task_held(tx: Tx, task_id: str | None) -> bool:
     """Whether the run's task is paused right now, read in the run's own transaction: the Runner checks it
     before each model call without another round trip to the Store."""
     if task_id is None:
         return False
-    row = tx.one("SELECT held, held_until_ms FROM tasks WHERE id = ?", (task_id,))
-    return bool(
-        row and row["held"] and (row["held_until_ms"] is None or row["held_until_ms"] > tx.now_ms)
-    )
+    row = tx.row(_Hold, f"SELECT {columns(_Hold)} FROM tasks WHERE id = ?", (task_id,))
+    return bool(row and row.held and (row.held_until_ms is None or row.held_until_ms > tx.now_ms))
 
 
 # Whether the run's task is paused at the transaction's time (parameters: now, task id), as a column of
@@ -120,6 +126,14 @@ _INBOX_SQL = (
     "EXISTS (SELECT 1 FROM run_inbox i WHERE i.task_id = ? AND i.consumed_ms IS NULL"
     f" AND i.kind IN ({', '.join(repr(k) for k in INBOX_KINDS)})) AS inbox_pending"
 )
+
+
+class _TaskFlags(NamedTuple):
+    """The two columns _HELD_SQL and _INBOX_SQL add to the statement that writes the run (NULL, no
+    task: not held)."""
+
+    task_held: bool
+    inbox_pending: bool
 
 
 # Whole statements as module constants: text built per call is a new string whose hash sqlite3's
@@ -143,7 +157,8 @@ def write_checkpoint(tx: Tx, cp: Checkpoint) -> tuple[bool, bool]:
     now = tx.now_ms
     held = inbox = False
     if cp.status is None:  # a step of a run that goes on
-        row = tx.one(
+        flags = tx.row(
+            _TaskFlags,
             _STEP_SQL,
             (
                 cp.turns,
@@ -160,9 +175,9 @@ def write_checkpoint(tx: Tx, cp: Checkpoint) -> tuple[bool, bool]:
                 cp.task_id,
             ),
         )
-        n = 0 if row is None else 1
-        held = row is not None and bool(row["task_held"])
-        inbox = row is not None and bool(row["inbox_pending"])
+        n = 0 if flags is None else 1
+        held = flags is not None and flags.task_held
+        inbox = flags is not None and flags.inbox_pending
     else:
         n = tx.execute(
             "UPDATE runs SET turns = ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,"
@@ -229,22 +244,28 @@ def close_suspended_span(tx: Tx, run_id: str, epoch: int, span_id: str, why: str
     )
 
 
+class _RunPlace(NamedTuple):
+    namespace: str
+    deployment: str
+    task_id: str | None
+
+
 def record_stopped_spans(tx: Tx, run_id: str, spans: list[tuple[Any, ...]]) -> None:
     """A run the Hub already ended (its task was cancelled: ``end_run`` closed its spans and fenced
     it off) adds what it still held: the spans of the calls it was in when it was stopped, with
     status cancelled. Only to a run that is finished (a run another owner took over is theirs), and
     with a ``run.spans`` event naming them, so the OTLP exporter sends them after the run's own."""
-    run = tx.one("SELECT namespace, deployment, task_id FROM runs WHERE id = ?", (run_id,))
+    run = tx.row(_RunPlace, f"SELECT {columns(_RunPlace)} FROM runs WHERE id = ?", (run_id,))
     if run is None or not spans:
         return
     if tx.scalar("SELECT finished_ms FROM runs WHERE id = ?", (run_id,)) is None:
         return
     tx.executemany(SPAN_SQL, spans)
     tx.event(
-        run["namespace"],
+        run.namespace,
         "run.spans",
-        deployment=run["deployment"] or None,
-        task_id=run["task_id"],
+        deployment=run.deployment or None,
+        task_id=run.task_id,
         run_id=run_id,
         data={"spans": [s[0] for s in spans]},
     )
@@ -273,6 +294,12 @@ _CONVERSATION_SQL = (
 _NEW_CONVERSATION_PG = f"WITH s AS ({_SESSION_SQL}) {_CONVERSATION_SQL}"
 
 
+class _Conversation(NamedTuple):
+    id: str
+    session_id: str
+    next_seq: int
+
+
 def _conversation(tx: Tx, req: RunRequest) -> tuple[str, str, int, bool]:
     """(session id, conversation id, next seq, created) for the request, creating them when new; a new
     conversation is stored with its first message's seq already taken."""
@@ -282,7 +309,8 @@ def _conversation(tx: Tx, req: RunRequest) -> tuple[str, str, int, bool]:
         lock_keys(tx, f"run-conversation:{req.namespace}:{req.deployment}:{req.conversation_key}")
         # The next seq from the messages themselves (UNIQUE (conversation_id, seq) makes it one index
         # probe): a conversation named after it began (name_conversation) skipped next_seq while keyless.
-        row = tx.one(
+        row = tx.row(
+            _Conversation,
             "SELECT c.id, c.session_id, (SELECT COALESCE(MAX(m.seq), 0) + 1 FROM messages m"
             " WHERE m.conversation_id = c.id) AS next_seq"
             " FROM conversations c WHERE c.namespace = ? AND c.deployment = ? AND c.key = ?",
@@ -291,7 +319,7 @@ def _conversation(tx: Tx, req: RunRequest) -> tuple[str, str, int, bool]:
         if row is not None:
             busy = tx.scalar(
                 "SELECT id FROM runs WHERE conversation_id = ? AND finished_ms IS NULL",
-                (row["id"],),
+                (row.id,),
             )
             if busy:
                 raise ConflictError(
@@ -299,7 +327,7 @@ def _conversation(tx: Tx, req: RunRequest) -> tuple[str, str, int, bool]:
                     conversation_key=req.conversation_key,
                     run_id=busy,
                 )
-            return str(row["session_id"]), str(row["id"]), int(row["next_seq"]), False
+            return row.session_id, row.id, row.next_seq, False
     session_id, conversation_id = new_ulid(), new_ulid()
     session = (session_id, req.namespace, req.deployment, req.conversation_key, now, now)
     conversation = (
@@ -338,7 +366,9 @@ def open_run(tx: Tx, req: RunRequest, owner: str, model: str, digest: str | None
     # RETURNING: the stored row without reading it back, and whether its task is paused right now (see
     # task_held) in the same statement. ON CONFLICT: the task's run exists already (a new lease of a task
     # whose host died), which is rare enough to find out this way rather than by a SELECT before every run.
-    row = tx.one(
+    # The one row holds two types (the run's columns and _TaskFlags), so it is read as a mapping and
+    # then typed twice: one statement, not a SELECT more per run.
+    found = tx.one(
         _OPEN_RUN_SQL,
         (
             run_id,
@@ -365,14 +395,14 @@ def open_run(tx: Tx, req: RunRequest, owner: str, model: str, digest: str | None
             req.task_id,
         ),
     )
-    if row is None:  # the task has its run already: drop the new conversation, claim that run
+    if found is None:  # the task has its run already: drop the new conversation, claim that run
         if created:
             tx.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
             tx.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
         existing = _existing_run(tx, req, owner)
         assert existing is not None
         return existing
-    held, pending = bool(row.pop("task_held")), bool(row.pop("inbox_pending"))
+    flags = read(_TaskFlags, found)
     attrs = {
         "agen.attempt": req.attempt,
         "agen.epoch": 1,
@@ -424,19 +454,7 @@ def open_run(tx: Tx, req: RunRequest, owner: str, model: str, digest: str | None
             "UPDATE messages SET attachments = ? WHERE conversation_id = ? AND seq = ?",
             (files, conversation_id, seq),
         )
-    first = {
-        "seq": seq,
-        "turn": 0,
-        "role": "user",
-        "content": req.input,
-        "run_id": run_id,
-        "tool_calls": None,
-        "tool_call_id": None,
-        "name": None,
-        "is_error": 0,
-        "model": None,
-        "attachments": files,
-    }
+    first = MessageRow(seq, 0, "user", req.input, run_id, is_error=False, attachments=files)
     if not created:
         tx.execute(
             "UPDATE conversations SET next_seq = ?, updated_ms = ? WHERE id = ?",
@@ -451,16 +469,18 @@ def open_run(tx: Tx, req: RunRequest, owner: str, model: str, digest: str | None
         data={"conversation_id": conversation_id},
     )
     return Opened(
-        RunRow.from_row(row), messages=[first] if created else None, held=held, inbox=pending
+        read(RunRow, found),
+        messages=[first] if created else None,
+        held=flags.task_held,
+        inbox=flags.inbox_pending,
     )
 
 
 def _existing_run(tx: Tx, req: RunRequest, owner: str) -> Opened | None:
     """The task's run if it has one: finished (nothing to do) or claimed by this owner (resumed)."""
-    row = tx.one("SELECT * FROM runs WHERE task_id = ?", (req.task_id,))
-    if row is None:
+    run = tx.row(RunRow, "SELECT * FROM runs WHERE task_id = ?", (req.task_id,))
+    if run is None:
         return None
-    run = RunRow.from_row(row)
     if run.finished_ms is not None:
         return Opened(run, finished=True)
     return Opened(

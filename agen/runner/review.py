@@ -12,7 +12,7 @@ the feedback message is named ``review``, which is also how a resumed run counts
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from agen.bundle.config import Review
 from agen.domain import Outcome, OutcomeStatus
@@ -70,13 +70,18 @@ def _record(st: RunState, outcome: Outcome) -> str:
     return record_text(st.req.input, calls, outcome.summary or "", outcome.data)
 
 
+class _Usage(NamedTuple):
+    usage: str | None  # JSON text
+
+
 async def spent_usd(store: Store, run_id: str) -> float:
     """What this run's reviews cost so far (earlier rounds are checkpointed before the next review)."""
-    rows = await store.all(
+    rows = await store.rows(
+        _Usage,
         "SELECT usage FROM messages WHERE run_id = ? AND role = 'assistant' AND name = ?",
         (run_id, REVIEWER),
     )
-    return sum(float((loads(r["usage"], {}) or {}).get("cost_usd") or 0.0) for r in rows)
+    return sum(float((loads(r.usage, {}) or {}).get("cost_usd") or 0.0) for r in rows)
 
 
 async def review(

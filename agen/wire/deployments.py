@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from agen.wire.common import NAME_PATTERN, Count, DeploymentRef, Model, Replicas, TimeMs
+from agen.wire.common import NAME_PATTERN, Count, DeploymentByName, Model, Replicas, TimeMs
 
 
 class ScalePolicy(Model):
@@ -93,7 +93,7 @@ class DeploymentResponse(Model):
     warnings: list[str] = []
 
 
-class GetDeploymentRequest(DeploymentRef):
+class GetDeploymentRequest(DeploymentByName):
     pass
 
 
@@ -129,11 +129,11 @@ class ListInstancesResponse(Model):
     instances: list[Instance]
 
 
-class ScaleDeploymentRequest(DeploymentRef):
+class ScaleDeploymentRequest(DeploymentByName):
     replicas: Replicas
 
 
-class PauseDeploymentRequest(DeploymentRef):
+class PauseDeploymentRequest(DeploymentByName):
     """paused=True is ``agen stop``, False ``agen start``; hold_runs also holds unfinished tasks."""
 
     paused: bool = True
@@ -142,7 +142,7 @@ class PauseDeploymentRequest(DeploymentRef):
     reason: str | None = None
 
 
-class DeleteDeploymentRequest(DeploymentRef):
+class DeleteDeploymentRequest(DeploymentByName):
     pass
 
 
@@ -162,7 +162,7 @@ class LogLine(Model):
     created_ms: int
 
 
-class GetLogsRequest(DeploymentRef):
+class GetLogsRequest(DeploymentByName):
     instance: str | None = None
     limit: int = Field(200, ge=1, le=10_000)
     after_seq: Count = 0

@@ -34,15 +34,25 @@ class LeanClient:
 
     async def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         """POST ``body`` as JSON; the JSON answer of a 200, else HttpError."""
-        if self._streams is None:
-            self._streams = await asyncio.open_connection(self._host, self._port)
-        reader, writer = self._streams
         data = json.dumps(body).encode()
-        writer.write(
+        request = (
             f"POST {path} HTTP/1.1\r\n{self._head}Content-Length: {len(data)}\r\n\r\n".encode()
             + data
         )
-        status = int((await reader.readline()).split(b" ", 2)[1])
+        reused = self._streams is not None
+        if self._streams is None:
+            self._streams = await asyncio.open_connection(self._host, self._port)
+        reader, writer = self._streams
+        writer.write(request)
+        line = await reader.readline()
+        if not line and reused:  # the server closed the idle keep-alive connection: once more, anew
+            await self.close()
+            self._streams = reader, writer = await asyncio.open_connection(self._host, self._port)
+            writer.write(request)
+            line = await reader.readline()
+        if not line:
+            raise HttpError(f"{path}: the server closed the connection without answering")
+        status = int(line.split(b" ", 2)[1])
         length, close = 0, False
         while (line := await reader.readline()) not in (b"\r\n", b""):
             name, _, value = line.decode("latin-1").partition(":")

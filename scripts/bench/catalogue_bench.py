@@ -73,7 +73,12 @@ async def _requests(root: Path, threshold: int | None, turns: list[dict[str, Any
         "plugin.json": {"name": "many-tools"},
         "mcp.json": _mcp(root),
         "x-agen/agent.md": "---\nname: many-tools\ndescription: files issues\n---\nFile issues.\n",
-        "x-agen/harness.json": {"provider": "fake", "fake": {"script": turns}},
+        "x-agen/harness.json": {
+            "provider": "fake",
+            "fake": {"script": turns},
+            # the sandboxed servers see this bench's folder (the sql server's database, the workspace)
+            "sandbox": {"filesystem": {"write": [str(root)]}},
+        },
         "x-agen/config.json": {
             "kind": "pool",
             "permissions": {"default": "allow"},

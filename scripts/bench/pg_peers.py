@@ -21,8 +21,8 @@ other (interleaved, so a shared machine's load hits them alike):
 
 Every run is a process of its own; per job, pg_stat_statements counts statements and advisory locks
 and pg_waldump the COMMIT records on its database. Then one job at a time on an idle system: ``--samples``
-jobs each submitted after the one before finished, submit -> done as the caller sees it. Medians of
-``--rounds``.
+jobs each submitted after the one before finished, submit -> done as the caller sees it, split over
+``--rounds`` rounds in a rotating order, each side after a CHECKPOINT. Medians of ``--rounds``.
 
 The peers come from the bench extra (``pip install -e '.[bench]'``); ``--peers-path DIR`` adds a folder
 they were installed into with ``pip install --target DIR`` (put on the peer processes' path only). A peer
@@ -433,9 +433,16 @@ def run(
         for _ in range(rounds):
             for side in sides:
                 found[side].append(_counted(cluster, admin, fresh(), side, n, peers_path))
-        for side in idle:  # one job at a time: the system is idle but for it
-            url = cluster.url(fresh())
-            idle[side] = _child(side, url, 0, samples, peers_path)["latency_ms"]
+        # One job at a time, the system idle but for it: in rounds too, each round in another order
+        # and each side after a CHECKPOINT, so no side is measured while the server still writes out
+        # what the throughput runs (or the side before it) dirtied.
+        each = -(-samples // rounds) if samples else 0
+        names = list(idle)
+        for r in range(rounds if samples else 0):
+            for side in names[r % len(names) :] + names[: r % len(names)]:
+                admin.execute("CHECKPOINT")
+                url = cluster.url(fresh())
+                idle[side] += _child(side, url, 0, each, peers_path)["latency_ms"]
     finally:
         admin.close()
         cluster.stop()

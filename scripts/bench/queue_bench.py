@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from agen.domain import LeasedTaskRow
-from agen.hub import leader
+from agen.hub import leadership
 from agen.hub import queue as q
 from agen.hub.leader.scheduler import schedule_tick
 from agen.store import SQLiteStore, Tx, dumps, new_ulid
@@ -182,7 +182,7 @@ async def tick_times(path: Path, deployments: int, queue: int, rounds: int = 5) 
     store = await SQLiteStore.open(path)
     await store.write(lambda tx: _populate(tx, deployments, queue, 10))
     epoch = await store.write(
-        lambda tx: leader.acquire_or_renew(tx, leader.HUB_LEADER, "bench", 600_000)
+        lambda tx: leadership.acquire_or_renew(tx, leadership.HUB_LEADER, "bench", 600_000)
     )
     assert epoch is not None
 
@@ -190,7 +190,7 @@ async def tick_times(path: Path, deployments: int, queue: int, rounds: int = 5) 
         t0 = time.perf_counter()
         s = await store.write(
             lambda tx: schedule_tick(
-                tx, leader_name=leader.HUB_LEADER, leader_epoch=epoch, now_ms=tx.now_ms
+                tx, leader_name=leadership.HUB_LEADER, leader_epoch=epoch, now_ms=tx.now_ms
             )
         )
         return (time.perf_counter() - t0) * 1000, s

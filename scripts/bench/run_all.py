@@ -185,7 +185,12 @@ def postgres_section(quick: bool) -> dict[str, Any]:
 def pgpeers_section(quick: bool) -> dict[str, Any]:
     from scripts.bench import pg_peers
 
-    return pg_peers.run(200 if quick else 500, 3)
+    n = 200 if quick else 500
+    durable = pg_peers.run(n, 3)
+    # The same at fsync=off synchronous_commit=off full_page_writes=off, one round, labelled: the
+    # figure a benchmark without durability would show, beside the one users get.
+    durable["fsync_off"] = pg_peers.run(n, 1, samples=0, durable=False)
+    return durable
 
 
 def install_section(quick: bool) -> dict[str, Any]:
@@ -657,34 +662,101 @@ def _sandbox_rows(g: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
 
 
 def _pg_peer_rows(g: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
-    """agen in-process on Postgres beside pgqueuer and procrastinate, the same cluster, interleaved."""
+    """agen on Postgres beside pgqueuer, procrastinate and DBOS: the same cluster, interleaved; agen
+    over HTTP (``agen up``) against agen in-process; the by-hand floor; one job at a time on an idle
+    system; and the same throughput at fsync=off, labelled."""
     a = g.get("agen")
     if not a:
         return []
     out: list[tuple[str, str, str, str, str]] = []
-    for peer in ("pgqueuer", "procrastinate"):
-        b = g.get(peer)
-        if not b:
-            continue
+    peers = [p for p in ("pgqueuer", "procrastinate", "dbos") if g.get(p)]
+    names = {
+        "pgqueuer": "pgqueuer",
+        "procrastinate": "procrastinate",
+        "dbos": "DBOS (Postgres queue)",
+    }
+
+    def per(x: dict[str, Any]) -> str:
+        return (
+            f"{x['statements_per_task']} / {x['commits_per_task']} / {x['advisory_locks_per_task']}"
+        )
+
+    for peer in peers:
+        b = g[peer]
         out.append(
             (
                 "Postgres peers",
-                f"{g['tasks']} no-op jobs at once, agen tasks/s vs {peer} jobs/s ({g['settings']})",
+                f"{g['tasks']} no-op jobs at once, agen in-process tasks/s vs {names[peer]} jobs/s",
                 _f(a["tasks_per_s"], "tasks/s"),
-                f"{peer} {_f(b['tasks_per_s'], 'jobs/s')}",
+                f"{names[peer]} {_f(b['tasks_per_s'], 'jobs/s')}",
                 _ratio(a["tasks_per_s"], b["tasks_per_s"]),
             )
         )
+    out.append(
+        (
+            "Postgres peers",
+            "per job: statements / commits / advisory locks (pg_stat_statements, WAL)",
+            f"agen {per(a)}",
+            "; ".join(f"{names[p]} {per(g[p])}" for p in peers),
+            "",
+        )
+    )
+    h = g.get("agen-http")
+    if h:
         out.append(
             (
                 "Postgres peers",
-                f"per job: statements / commits / advisory locks, agen vs {peer}",
-                f"{a['statements_per_task']} / {a['commits_per_task']} / {a['advisory_locks_per_task']}",
-                f"{peer} {b['statements_per_task']} / {b['commits_per_task']} / "
-                f"{b['advisory_locks_per_task']}",
+                "`agen up --store postgres://…` over HTTP (32 keep-alive clients) vs agen in-process",
+                _f(h["tasks_per_s"], "tasks/s"),
+                f"in-process {_f(a['tasks_per_s'], 'tasks/s')}",
+                _ratio(h["tasks_per_s"], a["tasks_per_s"]),
+            )
+        )
+        out.append(
+            (
+                "Postgres peers",
+                "over HTTP per task: statements / commits / advisory locks; CPU of `agen up`",
+                f"{per(h)}; {_f(h['cpu_us_per_task'] / 1000)} ms",
+                f"in-process CPU {_f(a['cpu_us_per_task'] / 1000)} ms",
                 "",
             )
         )
+    f = g.get("by-hand")
+    if f:
+        out.append(
+            (
+                "Postgres peers",
+                "agen in-process vs its records written by hand with psycopg (3 commits a task, 16 conns)",
+                _f(a["tasks_per_s"], "tasks/s"),
+                f"by hand {_f(f['tasks_per_s'], 'tasks/s')}",
+                _ratio(a["tasks_per_s"], f["tasks_per_s"]),
+            )
+        )
+    if "idle_p50_ms" in a:
+        for peer in peers:
+            if "idle_p50_ms" in g[peer]:
+                out.append(
+                    (
+                        "Postgres peers",
+                        f"one job at a time on an idle system, submit → done p50, agen vs {names[peer]}",
+                        _f(a["idle_p50_ms"], "ms"),
+                        f"{names[peer]} {_f(g[peer]['idle_p50_ms'], 'ms')}",
+                        _ratio(a["idle_p50_ms"], g[peer]["idle_p50_ms"]),
+                    )
+                )
+    off = g.get("fsync_off") or {}
+    if off.get("agen"):
+        for peer in [p for p in peers if off.get(p)]:
+            out.append(
+                (
+                    "Postgres peers",
+                    f"same at fsync=off synchronous_commit=off full_page_writes=off (NOT what users "
+                    f"run; 1 round): agen vs {names[peer]}",
+                    _f(off["agen"]["tasks_per_s"], "tasks/s"),
+                    f"{names[peer]} {_f(off[peer]['tasks_per_s'], 'jobs/s')}",
+                    _ratio(off["agen"]["tasks_per_s"], off[peer]["tasks_per_s"]),
+                )
+            )
     return out
 
 
@@ -975,13 +1047,15 @@ def markdown(report: dict[str, Any]) -> str:
             "  a lease that must decide a conversation's head or a named lock takes a lock on that key only. The",
             "  pipeline is the Tasks in-process figure on each engine in the same run, with statements, commits",
             "  and advisory locks per task from pg_stat_statements. See docs/postgres.md.",
-            "- **Postgres peers** (`scripts/bench/pg_peers.py`): one durable throwaway cluster, a fresh database",
-            "  per run, each run a process of its own, interleaved (agen, pgqueuer, procrastinate, 3 rounds,",
-            "  medians): the jobs are enqueued at once and a worker drains them. agen's is its whole in-process",
+            "- **Postgres peers** (`scripts/bench/pg_peers.py`): one throwaway cluster at initdb's durable",
+            "  defaults, a fresh database per run, each run a process of its own, interleaved (agen in-process,",
+            "  `agen up` over HTTP, agen's records by hand, pgqueuer, procrastinate, DBOS's Postgres queue; 3",
+            "  rounds, medians): the jobs are enqueued at once and a worker drains them. agen's is its whole",
             "  pipeline (submit, lease, run a one-turn fake-model agent with its checkpoint, complete); the peers'",
             "  are no-op jobs. Statements and advisory locks per job from pg_stat_statements, commits per job",
-            "  from the WAL. pgqueuer's drain mode waits about a second after the queue empties, which",
-            "  understates it at this size. DBOS on Postgres is not in this run (DBOS on SQLite is, under Peer).",
+            "  from the WAL. pgqueuer is timed until its last job ran (its drain mode's idle second excluded).",
+            "  Then one job at a time on an idle system (15 per side, in rotating rounds, a CHECKPOINT before",
+            "  each side), and one round of the throughput at fsync=off, labelled, for comparison only.",
             "- **Set-up** (`scripts/bench/install_bench.py`): a fresh venv and `pip install .` (no extras), from",
             "  the package index or pip's cache as a user gets it, against `pip install httpx` in another fresh",
             "  venv; then `agen run bundles/hello` twice in a new AGEN_HOME (the first deploys the bundle).",

@@ -23,6 +23,7 @@ from agen.hub.service import Hub
 from agen.node import LocalNode
 from agen.otel.ids import agen_trace_id
 from agen.store import SQLiteStore
+from agen.store.records import read
 from agen.wire.deployments import (
     CreateDeploymentRequest,
     GetDeploymentRequest,
@@ -170,7 +171,7 @@ async def test_a_deployment_whose_daily_budget_is_spent_answers_503_with_the_res
     await admin.call(r.CreateDeployment, CreateDeploymentRequest(files=files_b64(bundle)))
     row = await node.store.one("SELECT * FROM deployments WHERE name = 'paid'")
     assert row is not None
-    dep = DeploymentRow.from_row(row)
+    dep = read(DeploymentRow, row)
     await node.store.write(lambda tx: add_usage(tx, dep, 0.02, day=utc_day(tx.now_ms)))
     token = await _token(node, "operator")
     async with _http(node) as gw:

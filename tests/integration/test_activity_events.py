@@ -7,7 +7,7 @@ from pathlib import Path
 
 from agen.api import registry as r
 from agen.client import Client
-from agen.hub.leader import announce
+from agen.hub.leader import warning_events
 from agen.hub.leader.loop import LeaderLoop
 from agen.hub.service import Hub
 from agen.store import SQLiteStore, now_ms
@@ -48,7 +48,7 @@ async def test_a_waiting_queue_becomes_one_activity_event_per_hour_however_often
         clock[0] += 6 * MIN
         await loop.step()
         for _ in range(3):  # later ticks, 30 s apart, within the same hour
-            clock[0] += announce.EVERY_MS
+            clock[0] += warning_events.EVERY_MS
             await loop.step()
         [event] = await queue_events()
         assert event["deployment"] == "slowpoke" and event["severity"] == "warning"
@@ -72,7 +72,9 @@ def test_run_warnings_are_keyed_once_per_run_or_per_episode() -> None:
         run_id="r1",
         message="8 of 10 turns used",
     )
-    assert announce.dedupe_key(near, now) == announce.dedupe_key(near, now + 5 * 3_600_000)
+    assert warning_events.dedupe_key(near, now) == warning_events.dedupe_key(
+        near, now + 5 * 3_600_000
+    )
     quiet = ActivityWarning(
         kind="quiet_run",
         severity="warning",
@@ -85,5 +87,7 @@ def test_run_warnings_are_keyed_once_per_run_or_per_episode() -> None:
     again = quiet.model_copy(
         update={"since_ms": now + MIN}
     )  # the run stepped, then went quiet again
-    assert announce.dedupe_key(quiet, now) == announce.dedupe_key(quiet, now + 2 * 3_600_000)
-    assert announce.dedupe_key(quiet, now) != announce.dedupe_key(again, now)
+    assert warning_events.dedupe_key(quiet, now) == warning_events.dedupe_key(
+        quiet, now + 2 * 3_600_000
+    )
+    assert warning_events.dedupe_key(quiet, now) != warning_events.dedupe_key(again, now)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from agen.api import registry as r
 from agen.client import Client
-from agen.hub.leader import HUB_LEADER, acquire_or_renew
+from agen.hub.leadership import HUB_LEADER, acquire_or_renew
 from agen.hub.service import Hub
 from agen.hub.triggers.tick import fire_due_triggers
 from agen.store import SQLiteStore

@@ -22,10 +22,11 @@ from agen.api import registry as r
 from agen.api.app import create_app
 from agen.bundle import digest_files
 from agen.client import Client
+from agen.domain import Outcome, OutcomeStatus
 from agen.errors import DeniedError, FencedError, NotFoundError
 from agen.hub import queue as q
 from agen.hub.auth import LOCAL_NEST, Principal
-from agen.hub.fleet.definitions import put_definition
+from agen.hub.definitions import put_definition
 from agen.hub.service import Hub
 from agen.nest.client_port import ClientHubPort
 from agen.store import SQLiteStore, Tx
@@ -139,7 +140,9 @@ async def test_the_in_process_and_the_http_hub_port_pass_the_same_sequence(
             assert (extended.task_id, extended.status) == (one, "extended")
             assert extended.expires_ms is not None
             await port.report_progress(one, {"percent": 50})
-            await port.complete(leased.ref, "succeeded", {"status": "succeeded", "summary": "ok"})
+            await port.complete(
+                leased.ref, "succeeded", Outcome(status=OutcomeStatus.DONE, summary="ok")
+            )
             assert await state(hub, one) == "succeeded"
 
             stale = LeaseRef(task_id=one, lease_id="not-the-lease")

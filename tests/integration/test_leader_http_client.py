@@ -11,8 +11,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from agen.hub.events import notify
 from agen.hub.leader.loop import LeaderLoop
-from agen.hub.observe import notify
 from agen.hub.service import Hub
 from agen.store import SQLiteStore, Tx
 from agen.testing.server import ThreadServer

@@ -74,7 +74,7 @@ async def test_local_node_runs_tasks_and_scales_instances(tmp_path: Path, backen
 
 
 async def test_one_shot_tick_schedules_only_its_task_tree_on_its_own_nest(tmp_path: Path) -> None:
-    from agen.hub import leader
+    from agen.hub import leadership
     from agen.hub import queue as q
     from agen.hub.leader.scheduler import Scope, schedule_tick
     from agen.store import Tx
@@ -118,7 +118,7 @@ async def test_one_shot_tick_schedules_only_its_task_tree_on_its_own_nest(tmp_pa
         name = f"oneshot:{ids['own']}"
 
         def tick(tx: Tx) -> None:
-            epoch = leader.acquire_or_renew(tx, name, "me", 10_000)
+            epoch = leadership.acquire_or_renew(tx, name, "me", 10_000)
             assert epoch is not None
             schedule_tick(tx, leader_name=name, leader_epoch=epoch, now_ms=tx.now_ms, scope=scope)
 

@@ -15,9 +15,10 @@ from pydantic import BaseModel
 from agen.api.registry import Rpc
 from agen.bundle import digest_files
 from agen.client import Client, InProcessTransport, unreachable
+from agen.domain import Outcome, OutcomeStatus
 from agen.hub import queue as q
 from agen.hub.auth import Principal
-from agen.hub.fleet.definitions import put_definition
+from agen.hub.definitions import put_definition
 from agen.hub.fleet.instances import register_nest
 from agen.hub.service import Hub
 from agen.nest.client_port import ClientHubPort
@@ -152,7 +153,7 @@ async def test_a_task_the_nest_finished_itself_is_not_extended_and_not_reported_
     await store.write(lambda tx: q.submit_task(tx, new_task(dep, "one")))
     await store.write(lambda tx: q.submit_task(tx, new_task(dep, "two")))
     done, running = await port.lease(nest_a, "ia", dep, 2, 30_000)
-    await port.complete(done.ref, "succeeded", {"status": "succeeded", "summary": "ok"})
+    await port.complete(done.ref, "succeeded", Outcome(status=OutcomeStatus.DONE, summary="ok"))
     answers = await port.extend([done.ref, running.ref], 30_000)
     assert [(a.task_id, a.status) for a in answers] == [
         (done.id, "finished"),

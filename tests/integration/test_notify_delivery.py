@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from agen.hub.observe import notify
+from agen.hub.events import notify
 from agen.store import SQLiteStore
 from agen.testing.server import ThreadServer
 
@@ -140,11 +140,11 @@ async def test_targets_are_listed_replaced_and_removed(store: SQLiteStore) -> No
             tx, "default", "ops", "http://127.0.0.1:1/y", labels={"a": "b"}
         )
     )
-    rows = await store.all("SELECT * FROM notify_targets")
+    rows = await store.rows(notify.NotifyTargetRow, "SELECT * FROM notify_targets")
     assert (
         len(rows) == 1
         and notify.target_view(rows[0])["labels"] == {"a": "b"}
-        and rows[0]["url"].endswith("/y")
+        and rows[0].url.endswith("/y")
     )
     await store.write(lambda tx: notify.delete_target(tx, "default", "ops"))
     from agen.errors import InvalidError, NotFoundError

@@ -1,5 +1,5 @@
 """A one-shot `agen` process: the embedded run loads no HTTP client stack (httpx, rich, pygments) and none
-of what only a fleet needs (triggers, the leader's upkeep, Nest enrolment, call tokens), and the process exits without a final garbage collection over its heap."""
+of what only a fleet needs (triggers, the fleet leader's tick, Nest enrolment, call tokens), and the process exits without a final garbage collection over its heap."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ print("fleet-wide:", ",".join(fleet) or "none")
 FLEET_ONLY = (
     "agen.hub.triggers.tick",  # cron and random triggers: the bundle has none
     "agen.hub.triggers.events",
-    "agen.hub.leader.upkeep",  # the fleet leader's upkeep: a scoped one-shot never runs it
+    "agen.hub.leader.fleet_tick",  # the fleet leader's tick: a scoped one-shot never runs it
     "agen.hub.fleet.enrol",  # enrolling remote Nests, their certificates
     "agen.hub.tls",
     "agen.hub.call_keys",  # call tokens: the bundle delegates to no one

@@ -14,7 +14,7 @@ from agen.api.hooks import hook_routes
 from agen.bundle.config import Config
 from agen.domain import LeasedTaskRow, TaskRow
 from agen.errors import InvalidError
-from agen.hub.observe.counters import FleetTotals, ModelTotals
+from agen.hub.events.counters import FleetTotals, ModelTotals
 from agen.hub.rpc.nests import leased_task
 from agen.hub.service import Hub
 from agen.hub.triggers.tick import sync_triggers
@@ -25,6 +25,7 @@ from agen.otel.ids import span_hex, trace_hex, traceparent
 from agen.otel.prometheus import exposition
 from agen.runner.records import open_run
 from agen.store import SQLiteStore
+from agen.store.records import read
 from agen.testing.server import ThreadServer
 from agen.wire.observe import OtlpStats
 from tests.unit.trigger_helpers import deployment
@@ -75,7 +76,7 @@ async def test_a_webhook_traceparent_makes_the_run_a_child_of_the_callers_span(
     assert task["traceparent"] == f"00-{TRACE}-{PARENT}-01"
     assert rows[ignored.json()["task_id"]]["traceparent"] is None
 
-    req = run_request(leased_task(LeasedTaskRow(TaskRow.from_row(task), "l1"), started=False))
+    req = run_request(leased_task(LeasedTaskRow(read(TaskRow, task), "l1"), started=False))
     opened = await store.write(lambda tx: open_run(tx, req, "owner", "fake", None))
     span = await store.one("SELECT * FROM spans WHERE id = ?", (opened.run.span_id,))
     assert (

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from agen.errors import BundleError
-from agen.runner.context import Msg
+from agen.runner.context import MessageRow, Msg
 from agen.runner.providers.base import ModelRequest
 from agen.runner.providers.openai import OpenAIProvider
 from agen.runner.providers.prices import claude_cost
@@ -164,13 +164,14 @@ async def test_thinking_blocks_go_back_unchanged_and_are_kept_in_the_checkpoint(
     }
     assert turn[1]["type"] == "tool_use"
     # the checkpoint keeps them: a run resumed from the Store sends the same blocks
-    row = await store.one(
+    row = await store.row(
+        MessageRow,
         "SELECT seq, turn, role, content, run_id, tool_calls, tool_call_id, name, is_error, model,"
         " raw FROM messages WHERE run_id = ? AND role = 'assistant' ORDER BY seq",
         (res.run_id,),
     )
     assert row is not None
-    assert Msg.from_row(row).wire()["thinking_blocks"] == [turn[0]]
+    assert Msg.of(row).wire()["thinking_blocks"] == [turn[0]]
 
 
 async def test_a_529_and_a_429_are_retried_after_the_time_retry_after_names(

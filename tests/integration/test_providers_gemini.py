@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from agen.runner.context import Msg
+from agen.runner.context import MessageRow, Msg
 from agen.runner.providers.base import THINKING_KEY, ModelRequest
 from agen.runner.providers.gemini import FOREIGN_SIGNATURE, GeminiProvider
 from agen.runner.providers.prices import gemini_cost
@@ -127,15 +127,14 @@ async def test_parallel_function_calls_over_several_turns_with_signatures_usage_
     assert attrs["gen_ai.provider.name"] == "gemini"
     assert attrs["gen_ai.response.finish_reasons"] == ["tool_calls"]
     # the checkpoint keeps the model turn whole: a resumed run sends the same signed parts
-    row = await store.one(
+    row = await store.row(
+        MessageRow,
         "SELECT seq, turn, role, content, run_id, tool_calls, tool_call_id, name, is_error, model,"
         " raw FROM messages WHERE run_id = ? AND role = 'assistant' ORDER BY seq",
         (res.run_id,),
     )
     assert row is not None
-    assert Msg.from_row(row).wire()[THINKING_KEY] == [
-        {"type": "gemini_content", "parts": turn["parts"]}
-    ]
+    assert Msg.of(row).wire()[THINKING_KEY] == [{"type": "gemini_content", "parts": turn["parts"]}]
 
 
 async def test_a_429_and_a_503_are_retried_after_retry_after_or_the_retry_info_delay(

@@ -207,7 +207,7 @@ async def test_a_secret_in_a_webhook_body_is_masked_in_the_task_input(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from agen.bundle import digest_files
-    from agen.hub.fleet.definitions import put_definition
+    from agen.hub.definitions import put_definition
     from tests.unit.bundle_helpers import bundle_files
 
     canary = "canary-webhook-5e1f-do-not-leak"

@@ -8,10 +8,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from agen.bundle import Bundle
+from agen.domain import Outcome, OutcomeStatus
 from agen.nest.executor import ExecResult
 from agen.nest.port import LeasedTask
 
-DONE = ExecResult(status="succeeded", outcome={"status": "succeeded", "summary": "done"})
+DONE = ExecResult(status="succeeded", outcome=Outcome(status=OutcomeStatus.DONE, summary="done"))
 
 
 class FakeExecutor:

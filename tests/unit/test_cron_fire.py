@@ -11,7 +11,7 @@ import pytest
 from agen.bundle.config import Config
 from agen.domain import DeploymentRow
 from agen.errors import FencedError
-from agen.hub.leader import HUB_LEADER, acquire_or_renew
+from agen.hub.leadership import HUB_LEADER, acquire_or_renew
 from agen.hub.triggers.tick import fire_due_triggers, sync_triggers
 from agen.store import Row, Store
 from tests.unit.trigger_helpers import deployment

@@ -28,10 +28,14 @@ from agen.domain import (
     TaskStatus,
     columns,
 )
+from agen.domain.approvals import ApprovalRow
+from agen.domain.memory import MemoryBlockRow
 from agen.hub import queue as q
+from agen.otel.convert import SpanRow
 from agen.runner.records import open_run
 from agen.runner.types import RunRequest
 from agen.store import SQLiteStore, Store
+from agen.store.records import read
 from tests.unit.queue_helpers import add_deployment, add_run, new_task
 
 
@@ -64,7 +68,8 @@ async def test_a_run_opened_by_the_engine_is_a_typed_run_row(store: Store) -> No
 
 def test_a_row_with_a_state_the_store_never_writes_is_refused() -> None:
     with pytest.raises(ValueError, match="paused"):
-        TaskRow.from_row(
+        read(
+            TaskRow,
             {
                 "id": "t",
                 "namespace": "default",
@@ -76,14 +81,17 @@ def test_a_row_with_a_state_the_store_never_writes_is_refused() -> None:
                 "seq": 1,
                 "created_ms": 0,
                 "updated_ms": 0,
-            }
+            },
         )
 
 
-_TABLE_ROWS: list[tuple[str, type[TaskRow] | type[RunRow] | type[DeploymentRow]]] = [
+_TABLE_ROWS: list[tuple[str, Any]] = [
     ("tasks", TaskRow),
     ("runs", RunRow),
     ("deployments", DeploymentRow),
+    ("approvals", ApprovalRow),
+    ("memory_blocks", MemoryBlockRow),
+    ("spans", SpanRow),  # what the OTLP exporter reads (agen.otel.convert)
 ]
 
 
@@ -101,7 +109,7 @@ async def _columns(store: Store, table: str) -> set[str]:
 
 @pytest.mark.parametrize(("table", "row_class"), _TABLE_ROWS)
 async def test_each_typed_row_carries_every_column_of_its_table(
-    store: Store, table: str, row_class: type[TaskRow] | type[RunRow] | type[DeploymentRow]
+    store: Store, table: str, row_class: Any
 ) -> None:
     """A migration that adds a column must add the field too: a row read into its typed class
     otherwise drops that column silently (extra columns are ignored)."""
@@ -136,19 +144,19 @@ async def test_each_partial_row_names_only_columns_of_its_table(
 
 async def test_partial_deployment_reads_agree_with_the_whole_row(store: Store) -> None:
     dep_id = await store.write(lambda tx: add_deployment(tx, "p", kind="task", desired=2))
-    whole = DeploymentRow.from_row(
-        await _one(store, "SELECT * FROM deployments WHERE id = ?", dep_id)
-    )
+    whole = read(DeploymentRow, await _one(store, "SELECT * FROM deployments WHERE id = ?", dep_id))
     for partial in (DeploymentRef, DeploymentBudget, DeploymentSizing, DeploymentLimits):
-        row = partial.from_row(
-            await _one(store, f"SELECT {columns(partial)} FROM deployments WHERE id = ?", dep_id)
+        row = read(
+            partial,
+            await _one(store, f"SELECT {columns(partial)} FROM deployments WHERE id = ?", dep_id),
         )
         assert isinstance(row, partial)
         assert row._asdict() == {f: getattr(whole, f) for f in partial._fields}
-    sizing = DeploymentSizing.from_row(
+    sizing = read(
+        DeploymentSizing,
         await _one(
             store, f"SELECT {columns(DeploymentSizing)} FROM deployments WHERE id = ?", dep_id
-        )
+        ),
     )
     assert sizing.kind is DeploymentKind.TASK and sizing.paused is False and sizing.desired == 2
 
@@ -157,39 +165,44 @@ async def test_partial_task_and_run_reads_are_typed(store: Store) -> None:
     dep_id = await store.write(lambda tx: add_deployment(tx))
     task, _ = await store.write(lambda tx: q.submit_task(tx, new_task(dep_id, "hi")))
     run_id = await store.write(lambda tx: add_run(tx, task.id))
-    status = TaskStatus.from_row(
-        await _one(store, f"SELECT {columns(TaskStatus)} FROM tasks WHERE id = ?", task.id)
+    status = read(
+        TaskStatus,
+        await _one(store, f"SELECT {columns(TaskStatus)} FROM tasks WHERE id = ?", task.id),
     )
     assert status == TaskStatus(task.id, TaskState.QUEUED, False, None, task.updated_ms)
     assert status.state is TaskState.QUEUED
-    origin = TaskOrigin.from_row(
-        await _one(store, f"SELECT {columns(TaskOrigin)} FROM tasks WHERE id = ?", task.id)
+    origin = read(
+        TaskOrigin,
+        await _one(store, f"SELECT {columns(TaskOrigin)} FROM tasks WHERE id = ?", task.id),
     )
     assert origin == TaskOrigin(task.id, dep_id, "api", 0)
-    brief = TaskBrief.from_row(
-        await _one(store, f"SELECT {columns(TaskBrief)} FROM tasks WHERE id = ?", task.id)
+    brief = read(
+        TaskBrief,
+        await _one(store, f"SELECT {columns(TaskBrief)} FROM tasks WHERE id = ?", task.id),
     )
     assert brief == TaskBrief(task.id, "default", "d", TaskState.QUEUED, "{}", None)
-    lineage = TaskLineage.from_row(
-        await _one(store, f"SELECT {columns(TaskLineage)} FROM tasks WHERE id = ?", task.id)
+    lineage = read(
+        TaskLineage,
+        await _one(store, f"SELECT {columns(TaskLineage)} FROM tasks WHERE id = ?", task.id),
     )
     assert lineage == TaskLineage(task.id, task.id, 0, "{}")
-    usage = RunUsage.from_row(
-        await _one(store, f"SELECT {columns(RunUsage)} FROM runs WHERE id = ?", run_id)
+    usage = read(
+        RunUsage, await _one(store, f"SELECT {columns(RunUsage)} FROM runs WHERE id = ?", run_id)
     )
     assert usage == RunUsage(task.id, 0.0, 0, 0) and isinstance(usage.cost_usd, float)
-    ref = RunRef.from_row(
-        await _one(store, f"SELECT {columns(RunRef)} FROM runs WHERE id = ?", run_id)
+    ref = read(
+        RunRef, await _one(store, f"SELECT {columns(RunRef)} FROM runs WHERE id = ?", run_id)
     )
     assert ref.id == run_id and ref.root_run_id
 
 
 def test_a_partial_row_names_a_missing_column_and_refuses_an_unknown_kind() -> None:
     with pytest.raises(ValueError, match="definition_id"):
-        DeploymentRef.from_row({"id": "d", "namespace": "default", "name": "d"})
+        read(DeploymentRef, {"id": "d", "namespace": "default", "name": "d"})
     with pytest.raises(ValueError, match="cluster"):
-        DeploymentBudget.from_row(
-            {"id": "d", "namespace": "default", "name": "d", "kind": "cluster", "budget": "{}"}
+        read(
+            DeploymentBudget,
+            {"id": "d", "namespace": "default", "name": "d", "kind": "cluster", "budget": "{}"},
         )
     assert columns(DeploymentRef, "d") == "d.id, d.namespace, d.name, d.definition_id"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from agen.hub.observe.events import EventFilter, list_events, prune_events, read_events, tail_start
+from agen.hub.events.log import EventFilter, list_events, prune_events, read_events, tail_start
 from agen.store import SQLiteStore, Store
 
 

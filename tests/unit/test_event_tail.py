@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agen.hub.observe.events import EventFilter, read_events, tail_start
+from agen.hub.events.log import EventFilter, read_events, tail_start
 from agen.store import SQLiteStore
 
 

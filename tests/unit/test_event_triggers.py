@@ -6,8 +6,8 @@ from typing import Any
 
 from agen.bundle.config import Config
 from agen.domain import DeploymentRow
-from agen.hub.leader import HUB_LEADER, acquire_or_renew
-from agen.hub.leader.upkeep import upkeep_tick
+from agen.hub.leader.fleet_tick import fleet_tick
+from agen.hub.leadership import HUB_LEADER, acquire_or_renew
 from agen.hub.queue import providers
 from agen.hub.triggers.events import fire_event_triggers
 from agen.hub.triggers.fire import TickReport
@@ -207,7 +207,7 @@ async def test_a_held_provider_account_keeps_the_cursor_until_retry_at(store: St
     dep = await watcher(store, {"type": ["task.failed"]})
     await store.write(lambda tx: providers.sync_accounts(tx, dep.id, [ACCT]))
 
-    def hold(tx: Tx) -> Row:
+    def hold(tx: Tx) -> providers.ProviderHoldRow:
         tx.now_ms = T0
         return providers.record_account_error(tx, ACCT, reason="401 invalid key")
 
@@ -216,7 +216,7 @@ async def test_a_held_provider_account_keeps_the_cursor_until_retry_at(store: St
     seq = await store.write(lambda tx: emit(tx, "task.failed", at=T0 + 1000))
     assert (await tick(store, T0 + 2000)).fired == []
     assert await store.scalar("SELECT seq FROM trigger_cursors") == cursor
-    report = await tick(store, int(held["retry_at_ms"]))  # the probe may run: events flow again
+    report = await tick(store, held.retry_at_ms)  # the probe may run: events flow again
     assert len(report.fired) == 1
     assert (await fired_tasks(store))[0]["idempotency_key"] == f"event:react:{seq}"
 
@@ -226,5 +226,5 @@ async def test_the_leader_tick_fires_event_triggers(store: Store) -> None:
     await store.write(lambda tx: emit(tx, "deployment.updated"))
     epoch = await store.write(lambda tx: acquire_or_renew(tx, HUB_LEADER, "hub-a", 60_000))
     assert epoch is not None
-    report = await store.write(lambda tx: upkeep_tick(tx, leader_epoch=epoch, now_ms=T0 + 1000))
+    report = await store.write(lambda tx: fleet_tick(tx, leader_epoch=epoch, now_ms=T0 + 1000))
     assert len(report.triggers.fired) == 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agen.domain import Outcome, OutcomeStatus
 from agen.runner.calls import CallResult
 from agen.runner.loop import finish_outcome
 from agen.runner.providers.base import ToolCallOut
@@ -19,16 +20,16 @@ def test_a_turn_without_a_finish_call_does_not_end_the_run() -> None:
 
 
 def test_a_failed_finish_call_does_not_end_the_run() -> None:
-    failed = result("finish", {"outcome": {"status": "done"}}, is_error=True)
+    failed = result("finish", {"outcome": Outcome(status=OutcomeStatus.DONE)}, is_error=True)
     assert finish_outcome([failed]) is None
 
 
 def test_the_run_ends_with_the_last_successful_finish_of_the_turn() -> None:
     outcome = finish_outcome(
         [
-            result("finish", {"outcome": {"status": "partial", "summary": "first"}}),
+            result("finish", {"outcome": Outcome(status=OutcomeStatus.PARTIAL, summary="first")}),
             result("read_file", i=1),
-            result("finish", {"outcome": {"status": "done", "summary": "last"}}, i=2),
+            result("finish", {"outcome": Outcome(status=OutcomeStatus.DONE, summary="last")}, i=2),
         ]
     )
     assert outcome is not None

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agen.errors import FencedError
-from agen.hub import leader
+from agen.hub import leadership
 from agen.hub.leader.scheduler import schedule_tick
 from agen.store import SQLiteStore, Tx
 from tests.unit.queue_helpers import add_deployment, add_nest
@@ -35,7 +35,7 @@ def test_two_hubs_on_one_file_never_both_believe_they_lead(tmp_path: Path) -> No
             for _ in range(120):
                 before = wall_ms()  # the term counts from before the write was sent
                 epoch = store.write_sync(
-                    lambda tx: leader.acquire_or_renew(tx, leader.HUB_LEADER, name, TTL_MS)
+                    lambda tx: leadership.acquire_or_renew(tx, leadership.HUB_LEADER, name, TTL_MS)
                 )
                 after = wall_ms()
                 if epoch is not None and after < before + TTL_MS:
@@ -74,16 +74,16 @@ def test_taking_over_an_expired_lease_increments_the_epoch(tmp_path: Path) -> No
     try:
 
         def acq(holder: str, ttl: int = 60_000) -> int | None:
-            return store.write_sync(lambda tx: leader.acquire_or_renew(tx, "x", holder, ttl))
+            return store.write_sync(lambda tx: leadership.acquire_or_renew(tx, "x", holder, ttl))
 
         assert acq("a") == 1
         assert acq("a") == 1  # renewal keeps the term
         assert acq("b") is None  # live lease held by someone else
-        store.write_sync(lambda tx: leader.step_down(tx, "x", "a"))
+        store.write_sync(lambda tx: leadership.step_down(tx, "x", "a"))
         assert acq("b") == 2
-        store.write_sync(lambda tx: leader.check_epoch(tx, "x", 2))
+        store.write_sync(lambda tx: leadership.check_epoch(tx, "x", 2))
         with pytest.raises(FencedError, match="leader epoch 1"):
-            store.write_sync(lambda tx: leader.check_epoch(tx, "x", 1))
+            store.write_sync(lambda tx: leadership.check_epoch(tx, "x", 1))
     finally:
         store.close_sync()
 
@@ -95,24 +95,26 @@ def test_stale_leader_assignment_write_is_refused_after_a_pause(tmp_path: Path) 
         hub_a.write_sync(lambda tx: add_deployment(tx, desired=1, scale={"min": 1, "max": 1}))
         hub_a.write_sync(lambda tx: add_nest(tx, "n"))
         epoch_a = hub_a.write_sync(
-            lambda tx: leader.acquire_or_renew(tx, leader.HUB_LEADER, "a", TTL_MS)
+            lambda tx: leadership.acquire_or_renew(tx, leadership.HUB_LEADER, "a", TTL_MS)
         )
         assert epoch_a is not None
         time.sleep(TTL_MS / 1000 * 2)  # hub a stalls past its lease
         epoch_b = hub_b.write_sync(
-            lambda tx: leader.acquire_or_renew(tx, leader.HUB_LEADER, "b", 60_000)
+            lambda tx: leadership.acquire_or_renew(tx, leadership.HUB_LEADER, "b", 60_000)
         )
         assert epoch_b == epoch_a + 1
 
         def tick(epoch: int) -> object:
             return lambda tx: schedule_tick(
-                tx, leader_name=leader.HUB_LEADER, leader_epoch=epoch, now_ms=tx.now_ms
+                tx, leader_name=leadership.HUB_LEADER, leader_epoch=epoch, now_ms=tx.now_ms
             )
 
         with pytest.raises(FencedError):
             hub_a.write_sync(tick(epoch_a))  # type: ignore[arg-type]
         assert (
-            hub_a.write_sync(lambda tx: leader.acquire_or_renew(tx, leader.HUB_LEADER, "a", TTL_MS))
+            hub_a.write_sync(
+                lambda tx: leadership.acquire_or_renew(tx, leadership.HUB_LEADER, "a", TTL_MS)
+            )
             is None
         )
         hub_b.write_sync(tick(epoch_b))  # type: ignore[arg-type]

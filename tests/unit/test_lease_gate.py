@@ -8,7 +8,7 @@ from typing import Any
 from agen.domain import DeploymentRow, LeasedTaskRow
 from agen.hub import queue
 from agen.hub.queue import providers
-from agen.hub.queue.gate import budget_wait_reason, complete_from_nest, lease_for_nest
+from agen.hub.queue.nest_leasing import budget_wait_reason, complete_from_nest, lease_for_nest
 from agen.store import Store, Tx
 from tests.unit.trigger_helpers import add_usage, deployment
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from agen.domain.semconv import RECORDED_BEFORE_SEMCONV
-from agen.otel.convert import RunInfo, attributes
+from agen.otel.convert import RunInfo, RunMessage, SpanRow, attributes
 
 
 def _defined() -> set[str]:
@@ -16,19 +16,19 @@ def _defined() -> set[str]:
     return {v for k, v in vars(gen_ai_attributes).items() if k.startswith("GEN_AI_")}
 
 
-def _chat_row(attrs: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "id": "01M8TS376GC6M049PBAXRBARXT",
-        "trace_id": "01M8TS376GC6M049PBAXRBARXA",
-        "name": "gen_ai.chat",
-        "status": "ok",
-        "attrs": attrs,
-        "run_id": "r1",
-        "namespace": "default",
-        "deployment": "bot",
-        "started_ms": 1,
-        "ended_ms": 2,
-    }
+def _chat_row(attrs: dict[str, Any]) -> SpanRow:
+    return SpanRow(
+        id="01M8TS376GC6M049PBAXRBARXT",
+        trace_id="01M8TS376GC6M049PBAXRBARXA",
+        name="gen_ai.chat",
+        status="ok",
+        attrs=attrs,
+        run_id="r1",
+        namespace="default",
+        deployment="bot",
+        started_ms=1,
+        ended_ms=2,
+    )
 
 
 def test_an_exported_chat_span_uses_only_gen_ai_names_the_conventions_define() -> None:
@@ -44,8 +44,8 @@ def test_an_exported_chat_span_uses_only_gen_ai_names_the_conventions_define() -
         "agen.turn": 1,
     }
     messages = [
-        {"role": "user", "content": "hi", "turn": 0},
-        {"role": "assistant", "content": "hello", "turn": 1},
+        RunMessage(role="user", content="hi", turn=0),
+        RunMessage(role="assistant", content="hello", turn=1),
     ]
     out = attributes(_chat_row(recorded_now), RunInfo(messages=messages), content=True)
     gen_ai = {k for k in out if k.startswith("gen_ai.")}

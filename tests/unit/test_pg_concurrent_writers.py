@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from agen.hub import queue as q
-from agen.hub.observe.events import read_events
-from agen.hub.queue.gate import complete_from_nest, lease_for_nest
+from agen.hub.events.log import read_events
+from agen.hub.queue.nest_leasing import complete_from_nest, lease_for_nest
 from agen.store import Tx
 from tests.unit.queue_helpers import add_deployment, new_task
 
@@ -216,7 +216,7 @@ async def test_an_older_transaction_s_late_event_comes_first_and_holds_back_the_
     tail, the pages and the wait all follow that order."""
     import threading
 
-    from agen.hub.observe.events import tail_start
+    from agen.hub.events.log import tail_start
 
     a_store, b_store = stores[0], stores[1]
     began, b_done = threading.Event(), threading.Event()

@@ -190,7 +190,7 @@ async def test_a_held_provider_account_still_gets_exactly_one_probe_under_concur
     import psycopg
 
     from agen.hub.queue import providers
-    from agen.hub.queue.gate import lease_for_nest
+    from agen.hub.queue.nest_leasing import lease_for_nest
 
     acct = "default/openai:OPENAI_API_KEY@http://127.0.0.1:9999/v1"
     dep = await pg.write(lambda tx: add_deployment(tx))
@@ -201,7 +201,8 @@ async def test_a_held_provider_account_still_gets_exactly_one_probe_under_concur
     await pg.write(lambda tx: q.cancel_task(tx, failed.id, by="test"))
     for i in range(2):
         await pg.write(partial(q.submit_task, t=new_task(dep, f"t{i}")))
-    after_retry = int(hold["retry_at_ms"]) + 1
+    assert hold is not None
+    after_retry = hold.retry_at_ms + 1
 
     def lease(tx: Tx, instance: str) -> list[LeasedTaskRow]:
         tx.now_ms = after_retry

@@ -20,6 +20,7 @@ from agen.hub.tls import CA_KEY, ensure_ca
 from agen.hub.triggers.tick import sync_triggers
 from agen.hub.triggers.webhook import receive
 from agen.store import SQLiteStore, Store
+from agen.store.records import read
 from tests.cli_helpers import run_agen
 from tests.unit.trigger_helpers import deployment
 
@@ -149,7 +150,7 @@ async def test_a_deployment_receives_only_declared_and_granted_secrets(tmp_path:
                 }
             ).encode()
         }
-        from agen.hub.fleet.definitions import pack
+        from agen.hub.definitions import pack
 
         await store.write(
             lambda tx: tx.execute(
@@ -160,7 +161,7 @@ async def test_a_deployment_receives_only_declared_and_granted_secrets(tmp_path:
         )
         found = await store.one("SELECT * FROM deployments WHERE id = ?", (dep_id,))
         assert found is not None
-        dep = DeploymentRow.from_row(found)
+        dep = read(DeploymentRow, found)
         values = await store.read(lambda tx: ps.values_for_deployment(tx, dep, KEK_A.encode()))
         assert values == {"API_TOKEN": VALUE}
     finally:

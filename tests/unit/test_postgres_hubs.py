@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from agen.hub import leader
+from agen.hub import leadership
 from agen.hub.service import Hub
 from agen.store.postgres import PostgresStore
 
@@ -53,7 +53,7 @@ async def test_two_hubs_on_one_postgres_database_never_both_believe_they_lead(
                     time.time_ns() // 1_000_000
                 )  # the term counts from before the write was sent
                 epoch = store.write_sync(
-                    lambda tx: leader.acquire_or_renew(tx, leader.HUB_LEADER, name, TTL_MS)
+                    lambda tx: leadership.acquire_or_renew(tx, leadership.HUB_LEADER, name, TTL_MS)
                 )
                 after = time.time_ns() // 1_000_000
                 if epoch is not None and after < before + TTL_MS:
@@ -94,25 +94,27 @@ async def test_a_stale_leaders_scheduler_write_is_refused_after_another_hub_took
     await hub_a.write(lambda tx: add_deployment(tx, desired=1, scale={"min": 1, "max": 1}))
     await hub_a.write(lambda tx: add_nest(tx, "n"))
     epoch_a = await hub_a.write(
-        lambda tx: leader.acquire_or_renew(tx, leader.HUB_LEADER, "a", 60_000)
+        lambda tx: leadership.acquire_or_renew(tx, leadership.HUB_LEADER, "a", 60_000)
     )
     assert epoch_a is not None
     # hub a stalls past its lease (a GC pause, a stopped VM): its row is as the TTL leaves it
     await hub_a.write(lambda tx: tx.execute("UPDATE leases SET expires_ms = ?", (now_ms() - 1,)))
     epoch_b = await hub_b.write(
-        lambda tx: leader.acquire_or_renew(tx, leader.HUB_LEADER, "b", 60_000)
+        lambda tx: leadership.acquire_or_renew(tx, leadership.HUB_LEADER, "b", 60_000)
     )
     assert epoch_b == epoch_a + 1
 
     def tick(epoch: int) -> object:
         return lambda tx: schedule_tick(
-            tx, leader_name=leader.HUB_LEADER, leader_epoch=epoch, now_ms=tx.now_ms
+            tx, leader_name=leadership.HUB_LEADER, leader_epoch=epoch, now_ms=tx.now_ms
         )
 
     with pytest.raises(FencedError, match=f"leader epoch {epoch_a}"):
         await hub_a.write(tick(epoch_a))  # type: ignore[arg-type]
     assert (
-        await hub_a.write(lambda tx: leader.acquire_or_renew(tx, leader.HUB_LEADER, "a", 60_000))
+        await hub_a.write(
+            lambda tx: leadership.acquire_or_renew(tx, leadership.HUB_LEADER, "a", 60_000)
+        )
         is None
     )
     await hub_b.write(tick(epoch_b))  # type: ignore[arg-type]

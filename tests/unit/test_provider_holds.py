@@ -67,8 +67,8 @@ async def test_an_account_error_holds_every_deployment_of_the_account_then_one_p
         "data": {"account": ACCT},
     }
     hold = await store.write(lambda tx: providers.on_task_failed(tx, failed, a.id, outcome, None))
-    assert hold is not None and hold["backoff_ms"] == 5 * 60_000
-    t0 = int(hold["held_since_ms"])
+    assert hold is not None and hold.backoff_ms == 5 * 60_000
+    t0 = int(hold.held_since_ms)
     events = await store.all("SELECT type, severity FROM events WHERE type LIKE 'provider.%'")
     assert events == [{"type": "provider.held", "severity": "warning"}]
 
@@ -90,7 +90,7 @@ async def test_an_account_error_holds_every_deployment_of_the_account_then_one_p
 
     # The probe fails with another account error: back-off doubles (5 -> 10 min), capped at 1 h.
     hold = await store.write(lambda tx: providers.on_task_failed(tx, probe, b.id, outcome, None))
-    assert hold is not None and hold["backoff_ms"] == 10 * 60_000 and hold["probe_task_id"] is None
+    assert hold is not None and hold.backoff_ms == 10 * 60_000 and hold.probe_task_id is None
     for _ in range(5):
         p = await store.write(lambda tx: task(tx, b, "running"))
         await store.write(lambda tx, p=p: providers.mark_probe(tx, b.id, p))  # type: ignore[misc]
@@ -99,7 +99,7 @@ async def test_an_account_error_holds_every_deployment_of_the_account_then_one_p
                 tx, p, b.id, outcome, None
             )
         )
-    assert hold is not None and hold["backoff_ms"] == 60 * 60_000
+    assert hold is not None and hold.backoff_ms == 60 * 60_000
     assert len(await store.all("SELECT 1 FROM events WHERE type = 'provider.held'")) == 1
 
     # A run of one of the account's deployments succeeding after the hold began ends it.
@@ -151,7 +151,7 @@ async def test_other_failures_do_not_hold_anything(store: Store) -> None:
             "401",
         )
     )
-    assert out is not None and out["account"] == ACCT and out["reason"] == "401"
+    assert out is not None and out.account == ACCT and out.reason == "401"
 
 
 async def test_a_hold_belongs_to_the_key_it_failed_with_and_a_changed_key_ends_it(
@@ -173,9 +173,9 @@ async def test_a_hold_belongs_to_the_key_it_failed_with_and_a_changed_key_ends_i
     hold = await store.write(
         lambda tx: providers.on_task_failed(tx, failed, a.id, outcome, "401 invalid key")
     )
-    assert hold is not None and hold["key_fingerprint"] == key_fingerprint("sk-old")
-    assert "sk-old" not in str(dict(hold))  # only the fingerprint is stored
-    t0 = int(hold["held_since_ms"])
+    assert hold is not None and hold.key_fingerprint == key_fingerprint("sk-old")
+    assert "sk-old" not in str(hold)  # only the fingerprint is stored
+    t0 = int(hold.held_since_ms)
     assert (await store.write(lambda tx: providers.lease_gate(tx, a.id, t0 + 1))).state == "held"
     assert await store.write(providers.end_recovered_holds) == []  # the same key: still held
 

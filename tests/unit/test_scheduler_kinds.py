@@ -6,7 +6,7 @@ from typing import Any
 
 from agen.domain import LeasedTaskRow, TaskRow
 from agen.hub import queue as q
-from agen.hub.queue.gate import lease_for_nest
+from agen.hub.queue.nest_leasing import lease_for_nest
 from agen.store import Store
 from tests.unit.queue_helpers import add_deployment, new_task
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from agen.hub import leader
+from agen.hub import leadership
 from agen.hub import queue as q
 from agen.hub.leader.scheduler import Demand, NestView, place, schedule_tick
 from agen.store import Store, Tx
@@ -47,7 +47,7 @@ def test_instances_are_shared_round_robin_when_capacity_is_short() -> None:
 
 async def lead(store: Store, holder: str = "hub-a", ttl_ms: int = 60_000) -> int:
     epoch = await store.write(
-        lambda tx: leader.acquire_or_renew(tx, leader.HUB_LEADER, holder, ttl_ms)
+        lambda tx: leadership.acquire_or_renew(tx, leadership.HUB_LEADER, holder, ttl_ms)
     )
     assert epoch is not None
     return epoch
@@ -57,7 +57,7 @@ async def tick(store: Store, epoch: int, now_ms: int | None = None, **kw: Any): 
     return await store.write(
         lambda tx: schedule_tick(
             tx,
-            leader_name=leader.HUB_LEADER,
+            leader_name=leadership.HUB_LEADER,
             leader_epoch=epoch,
             now_ms=tx.now_ms if now_ms is None else now_ms,
             **kw,

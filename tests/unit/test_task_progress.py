@@ -3,7 +3,7 @@ from __future__ import annotations
 from functools import partial
 
 from agen.hub import queue as q
-from agen.hub.observe.progress import report_progress
+from agen.hub.queue.progress import report_progress
 from agen.store import Store, Tx, loads
 from tests.unit.queue_helpers import add_deployment, new_task
 

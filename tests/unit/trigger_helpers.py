@@ -6,6 +6,7 @@ from typing import Any
 
 from agen.domain import DeploymentRow
 from agen.store import Store, Tx, dumps, new_ulid
+from agen.store.records import read
 
 
 def insert_deployment(
@@ -46,7 +47,7 @@ def insert_deployment(
     )
     row = tx.one("SELECT * FROM deployments WHERE id = ?", (dep_id,))
     assert row is not None
-    return DeploymentRow.from_row(row)
+    return read(DeploymentRow, row)
 
 
 async def deployment(store: Store, name: str, **kwargs: Any) -> DeploymentRow:

@@ -2,18 +2,65 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
-from agen.hub.auth import Principal
-from agen.hub.observe.logs import write_log
-from agen.hub.queue._tasks import fence_run
+from agen.domain import columns
+from agen.hub.events.deployment_log import write_log
 from agen.hub.queue.lease import release_task
-from agen.hub.service import Hub
+from agen.hub.queue.tasks import fence_run
 from agen.store import Tx, dumps, loads, new_ulid
-from agen.wire.deployments import Instance, ListInstancesRequest, ListInstancesResponse
+from agen.store.records import Count
 from agen.wire.nests import START_FAILED, Assignment, InstanceReport
 
 FAILING_AFTER = 3  # consecutive start failures that mark a deployment's instances failing
+
+
+class _Held(NamedTuple):
+    """A task a Nest holds the lease of."""
+
+    id: str
+    lease_id: str
+
+
+class _Live(NamedTuple):
+    """A deployment assigned to a Nest, and its live instances on every Nest."""
+
+    deployment_id: str
+    live: Count
+
+
+class _Known(NamedTuple):
+    """An instance as the Nest reported it last."""
+
+    id: str
+    state: str
+
+
+class _Name(NamedTuple):
+    id: str
+    namespace: str
+    name: str
+
+
+class _Started(NamedTuple):
+    """How one of a deployment's latest instances ended (instance_failing)."""
+
+    state: str
+    exit_reason: str | None
+
+
+class _Assigned(NamedTuple):
+    """One assignment of a Nest, with what it needs of the deployment."""
+
+    deployment_id: str
+    instances: int  # assignments.count (a tuple has a count method)
+    namespace: str
+    name: str
+    kind: str
+    definition_id: str
+    digest: str
+    scale: str  # JSON text
+    paused: bool
 
 
 def register_nest(
@@ -26,8 +73,8 @@ def register_nest(
 ) -> str:
     """Enrol (or re-enrol) a Nest by name; a restarted Nest forgets the instances it had, and says
     again where its Gateway is (None: it runs none now)."""
-    row = tx.one("SELECT id FROM nests WHERE name = ?", (name,))
-    if row is None:
+    found = tx.scalar("SELECT id FROM nests WHERE name = ?", (name,))
+    if found is None:
         nest_id = new_ulid()
         tx.execute(
             "INSERT INTO nests (id, name, labels, capacity, state, gateway_url, last_heartbeat_ms,"
@@ -35,7 +82,7 @@ def register_nest(
             (nest_id, name, dumps(labels or {}), capacity, gateway_url, tx.now_ms, tx.now_ms),
         )
         return nest_id
-    nest_id = str(row["id"])
+    nest_id = str(found)
     tx.execute(
         "UPDATE nests SET labels = ?, capacity = ?, state = 'active', gateway_url = ?,"
         " last_heartbeat_ms = ? WHERE id = ?",
@@ -54,15 +101,15 @@ def void_nest_work(tx: Tx, nest_id: str, name: str, why: str, *, count_attempt: 
         " WHERE nest_id = ? AND state NOT IN ('stopped', 'failed')",
         (f"nest {why}", tx.now_ms, nest_id),
     )
-    held = tx.all(
-        "SELECT id, lease_id FROM tasks WHERE lease_nest_id = ? AND state IN ('leased', 'running')",
+    held = tx.rows(
+        _Held,
+        f"SELECT {columns(_Held)} FROM tasks WHERE lease_nest_id = ?"
+        " AND state IN ('leased', 'running')",
         (nest_id,),
     )
     for t in held:
-        release_task(
-            tx, t["id"], t["lease_id"], count_attempt=count_attempt, reason=f"nest {name} {why}"
-        )
-        fence_run(tx, t["id"])  # a revoked Nest may still be running it
+        release_task(tx, t.id, t.lease_id, count_attempt=count_attempt, reason=f"nest {name} {why}")
+        fence_run(tx, t.id)  # a revoked Nest may still be running it
 
 
 def retire_nest(tx: Tx, nest_id: str) -> None:
@@ -82,7 +129,8 @@ def record_saturation(tx: Tx, nest_id: str, deployment_ids: list[str]) -> None:
     if not ids:
         return
     marks = ",".join("?" * len(ids))
-    rows = tx.all(
+    rows = tx.rows(
+        _Live,
         "SELECT a.deployment_id, (SELECT COUNT(*) FROM instances i WHERE i.deployment_id ="
         " a.deployment_id AND i.state IN ('starting', 'ready', 'busy')) AS live"
         f" FROM assignments a WHERE a.nest_id = ? AND a.count > 0 AND a.deployment_id IN ({marks})",
@@ -91,7 +139,7 @@ def record_saturation(tx: Tx, nest_id: str, deployment_ids: list[str]) -> None:
     tx.executemany(
         "UPDATE deployments SET saturated_ms = ?, saturated_want = ?, last_activity_ms = ?"
         " WHERE id = ?",
-        [(tx.now_ms, int(r["live"]) + 1, tx.now_ms, r["deployment_id"]) for r in rows],
+        [(tx.now_ms, r.live + 1, tx.now_ms, r.deployment_id) for r in rows],
     )
 
 
@@ -102,11 +150,14 @@ def report_status(tx: Tx, nest_id: str, reports: list[InstanceReport]) -> list[A
         (tx.now_ms, nest_id),
     )
     known = {
-        r["id"]: r for r in tx.all("SELECT id, state FROM instances WHERE nest_id = ?", (nest_id,))
+        r.id: r.state
+        for r in tx.rows(
+            _Known, f"SELECT {columns(_Known)} FROM instances WHERE nest_id = ?", (nest_id,)
+        )
     }
     names = {
-        r["id"]: (r["namespace"], r["name"])
-        for r in tx.all("SELECT id, namespace, name FROM deployments")
+        r.id: (r.namespace, r.name)
+        for r in tx.rows(_Name, f"SELECT {columns(_Name)} FROM deployments")
     }
     for rep in reports:
         before = known.get(rep.id)
@@ -131,9 +182,9 @@ def report_status(tx: Tx, nest_id: str, reports: list[InstanceReport]) -> list[A
                 "UPDATE instances SET state = ?, in_flight = ?, exit_reason = ?, updated_ms = ? WHERE id = ?",
                 (rep.state, rep.in_flight, rep.exit_reason, tx.now_ms, rep.id),
             )
-        if (before is None or before["state"] != rep.state) and rep.deployment_id in names:
+        if (before is None or before != rep.state) and rep.deployment_id in names:
             ns, dep = names[rep.deployment_id]
-            message = _transition(rep, before["state"] if before else None)
+            message = _transition(rep, before)
             if message and before is None and _repeats_last_error(tx, ns, dep, message):
                 continue  # a crash loop on one error: the log says it once, not once per attempt
             if message:
@@ -159,16 +210,17 @@ def _repeats_last_error(tx: Tx, namespace: str, deployment: str, message: str) -
 def instance_failing(tx: Tx, deployment_id: str) -> str | None:
     """The last start error when the deployment's latest FAILING_AFTER instances (on its current digest)
     all failed to start: its queued tasks wait on a bundle problem, not on capacity."""
-    rows = tx.all(
-        "SELECT i.state, i.exit_reason FROM instances i JOIN deployments d ON d.id = i.deployment_id"
+    rows = tx.rows(
+        _Started,
+        f"SELECT {columns(_Started, 'i')} FROM instances i JOIN deployments d ON d.id = i.deployment_id"
         " WHERE i.deployment_id = ? AND i.digest = d.digest ORDER BY i.started_ms DESC, i.id DESC LIMIT ?",
         (deployment_id, FAILING_AFTER),
     )
     if len(rows) < FAILING_AFTER or not all(
-        r["state"] == "failed" and (r["exit_reason"] or "").startswith(START_FAILED) for r in rows
+        r.state == "failed" and (r.exit_reason or "").startswith(START_FAILED) for r in rows
     ):
         return None
-    return str(rows[0]["exit_reason"])[len(START_FAILED) :]
+    return str(rows[0].exit_reason)[len(START_FAILED) :]
 
 
 def _transition(rep: InstanceReport, before: str | None) -> str | None:
@@ -192,57 +244,26 @@ def _transition(rep: InstanceReport, before: str | None) -> str | None:
 
 
 def assignments_for(tx: Tx, nest_id: str) -> list[Assignment]:
-    rows = tx.all(
-        "SELECT a.deployment_id, a.count, d.namespace, d.name, d.kind, d.definition_id, d.digest, d.scale, d.paused"
+    rows = tx.rows(
+        _Assigned,
+        "SELECT a.deployment_id, a.count AS instances, d.namespace, d.name, d.kind, d.definition_id, d.digest, d.scale, d.paused"
         " FROM assignments a JOIN deployments d ON d.id = a.deployment_id WHERE a.nest_id = ?",
         (nest_id,),
     )
     out = []
     for r in rows:
-        scale: dict[str, Any] = loads(r["scale"], {})
+        scale: dict[str, Any] = loads(r.scale, {})
         out.append(
             Assignment.model_construct(
-                deployment_id=r["deployment_id"],
-                namespace=r["namespace"],
-                deployment=r["name"],
-                definition_id=r["definition_id"],
-                digest=r["digest"],
-                count=int(r["count"]),
+                deployment_id=r.deployment_id,
+                namespace=r.namespace,
+                deployment=r.name,
+                definition_id=r.definition_id,
+                digest=r.digest,
+                count=int(r.instances),
                 max_concurrency=int(scale.get("max_concurrency", 4)),
-                paused=bool(r["paused"]),
-                kind=r["kind"],
+                paused=r.paused,
+                kind=r.kind,
             )
         )
     return out
-
-
-async def list_instances(
-    hub: Hub, p: Principal, req: ListInstancesRequest
-) -> ListInstancesResponse:
-    rows = await hub.store.all(
-        "SELECT i.*, n.name AS nest, d.namespace, d.name AS deployment FROM instances i"
-        " JOIN nests n ON n.id = i.nest_id LEFT JOIN deployments d ON d.id = i.deployment_id"
-        " WHERE i.state NOT IN ('stopped', 'failed') ORDER BY d.namespace, d.name, i.started_ms"
-    )
-    out = []
-    for r in rows:
-        ns = r["namespace"] or ""
-        if (req.namespace and ns != req.namespace) or (ns and not p.sees(ns)):
-            continue
-        out.append(
-            Instance(
-                id=r["id"],
-                nest_id=r["nest_id"],
-                nest=r["nest"],
-                namespace=ns,
-                deployment=r["deployment"] or "",
-                deployment_id=r["deployment_id"],
-                digest=r["digest"],
-                state=r["state"],
-                in_flight=r["in_flight"],
-                exit_reason=r["exit_reason"],
-                started_ms=r["started_ms"],
-                updated_ms=r["updated_ms"],
-            )
-        )
-    return ListInstancesResponse(instances=out)

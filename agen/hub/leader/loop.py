@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from agen.errors import AgenError
-from agen.hub import leader, queue
+from agen.hub import leadership, queue
 from agen.hub.leader import scheduler
 from agen.hub.service import Hub
 from agen.store import Tx, new_ulid, now_ms
@@ -64,14 +64,14 @@ class LeaderLoop:
     @property
     def lease_name(self) -> str:
         """The Hub leader lease, or a one-shot's own (it never contends with, or fences, anyone's)."""
-        return leader.HUB_LEADER if self.scope is None else f"oneshot:{self.scope.nest_id}"
+        return leadership.HUB_LEADER if self.scope is None else f"oneshot:{self.scope.nest_id}"
 
     async def step(self) -> scheduler.TickSummary | None:
         """Renew (or try to take) the lease; when leading, run one scheduler tick."""
         store = self.hub.store
         name, scope = self.lease_name, self.scope
         self.epoch = await store.write(
-            lambda tx: leader.acquire_or_renew(tx, name, self.holder, self.ttl_ms)
+            lambda tx: leadership.acquire_or_renew(tx, name, self.holder, self.ttl_ms)
         )
         epoch = self.epoch
         if epoch is None:
@@ -108,25 +108,28 @@ class LeaderLoop:
         """Triggers, budget thresholds, provider holds, event pruning, activity warnings (every 30 s), then
         notification delivery (the fleet-wide modules, triggers among them, load here: a scoped one-shot
         never needs them)."""
-        from agen.hub.leader import announce
-        from agen.hub.leader.upkeep import PRUNE_EVERY_MS, upkeep_tick
-        from agen.hub.observe import live, notify
+        from agen.hub.events import notify
+        from agen.hub.leader import warning_events
+        from agen.hub.leader.fleet_tick import PRUNE_EVERY_MS, fleet_tick
+        from agen.hub.observe import live
         from agen.hub.triggers.webhook import env_secrets
 
         now = self.hub.clock()
         prune = now - self._last_prune_ms >= PRUNE_EVERY_MS
         report = await self.hub.store.write(
-            lambda tx: upkeep_tick(tx, leader_epoch=epoch, now_ms=now, prune=prune)
+            lambda tx: fleet_tick(tx, leader_epoch=epoch, now_ms=now, prune=prune)
         )
         if prune:
             self._last_prune_ms = now
         if report.triggers.fired or report.resumed:
             self.hub.work.notify()
-        if now - self._last_warnings_ms >= announce.EVERY_MS:
+        if now - self._last_warnings_ms >= warning_events.EVERY_MS:
             self._last_warnings_ms = now
             warnings = (await live.collect(self.hub, [])).warnings
             if warnings:
-                await self.hub.store.write(lambda tx: announce.announce(tx, warnings, now))
+                await self.hub.store.write(
+                    lambda tx: warning_events.record_warnings(tx, warnings, now)
+                )
         await notify.deliver_all(self.hub.store, self._client, now_ms=now, secrets=env_secrets)
 
     def _client(self) -> httpx.AsyncClient:
@@ -169,7 +172,7 @@ class LeaderLoop:
                         "DELETE FROM leases WHERE name = ? AND holder = ?", (name, self.holder)
                     )
                 else:
-                    leader.step_down(tx, name, self.holder)
+                    leadership.step_down(tx, name, self.holder)
 
             with contextlib.suppress(AgenError):
                 await self.hub.store.write(give_up)

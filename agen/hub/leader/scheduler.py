@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from agen.domain import DeploymentSizing, columns
-from agen.hub.leader import SYSTEM_NAMESPACE, check_epoch
 from agen.hub.leader.autoscaler import ScaleDecision, ScaleInput, ScalePolicy, decide
+from agen.hub.leadership import SYSTEM_NAMESPACE, check_epoch
 from agen.hub.queue import QueueCounts, budgets, providers, queue_counts
 from agen.hub.queue.holds import wake_expired_holds
 from agen.hub.queue.lease import expire_leases, expire_overdue
@@ -42,14 +42,19 @@ class Scope:
         ids = {self.deployment_id}
         if self.root_task_id:
             ids.update(
-                r["deployment_id"]
-                for r in tx.all(
+                r.deployment_id
+                for r in tx.rows(
+                    _DeploymentId,
                     "SELECT DISTINCT deployment_id FROM tasks WHERE root_task_id = ?"
                     " AND state IN ('queued', 'leased', 'running', 'waiting')",
                     (self.root_task_id,),
                 )
             )
         return ids
+
+
+class _DeploymentId(NamedTuple):
+    deployment_id: str
 
 
 @dataclass(frozen=True)
@@ -266,11 +271,7 @@ def _sweep(
 
 def _deployments(tx: Tx, only: set[str] | None) -> list[DeploymentSizing]:
     """Step 2: the deployments this tick scales (all, or a one-shot's own)."""
-    return [
-        d
-        for d in map(DeploymentSizing.from_row, tx.all(_SIZING_SQL))
-        if only is None or d.id in only
-    ]
+    return [d for d in tx.rows(DeploymentSizing, _SIZING_SQL) if only is None or d.id in only]
 
 
 def _mark_active(
@@ -283,11 +284,29 @@ def _mark_active(
     return {dep for _, dep in active}
 
 
+class _Nest(NamedTuple):
+    id: str
+    labels: str  # JSON text
+    capacity: int
+
+
+class _Assignment(NamedTuple):
+    """One row of ``assignments`` as placement reads it (``count`` as ``instances``: a tuple has a
+    ``count`` method)."""
+
+    deployment_id: str
+    nest_id: str
+    instances: int
+    digest: str
+
+
 def _active_nests(tx: Tx, scope: Scope | None) -> list[NestView]:
     return [
-        NestView(r["id"], loads(r["labels"], {}), int(r["capacity"]))
-        for r in tx.all("SELECT id, labels, capacity FROM nests WHERE state = 'active' ORDER BY id")
-        if scope is None or r["id"] == scope.nest_id
+        NestView(r.id, loads(r.labels, {}), r.capacity)
+        for r in tx.rows(
+            _Nest, f"SELECT {columns(_Nest)} FROM nests WHERE state = 'active' ORDER BY id"
+        )
+        if scope is None or r.id == scope.nest_id
     ]
 
 
@@ -297,13 +316,14 @@ def _assignments(
     """The current assignments: (deployment, nest) -> count, and -> the digest they run."""
     current: dict[tuple[str, str], int] = {}
     digests: dict[tuple[str, str], str] = {}
-    for a in tx.all(
-        "SELECT deployment_id, nest_id, count, digest FROM assignments"
+    for a in tx.rows(
+        _Assignment,
+        "SELECT deployment_id, nest_id, count AS instances, digest FROM assignments"
         + (" WHERE nest_id = ?" if scope else ""),
         (scope.nest_id,) if scope else (),
     ):
-        current[(a["deployment_id"], a["nest_id"])] = int(a["count"])
-        digests[(a["deployment_id"], a["nest_id"])] = a["digest"]
+        current[(a.deployment_id, a.nest_id)] = a.instances
+        digests[(a.deployment_id, a.nest_id)] = a.digest
     return current, digests
 
 
@@ -454,26 +474,32 @@ _NONE = QueueCounts()
 
 def _lose_silent_nests(tx: Tx, now_ms: int, lost_after_ms: int) -> list[str]:
     """Mark Nests lost after heartbeat silence: drop their assignments, expire their task leases now."""
-    lost = tx.all(
+    lost = tx.rows(
+        _SilentNest,
         "SELECT id, name FROM nests WHERE state = 'active' AND last_heartbeat_ms < ?",
         (now_ms - lost_after_ms,),
     )
     for n in lost:
-        tx.execute("UPDATE nests SET state = 'lost' WHERE id = ? AND state = 'active'", (n["id"],))
-        tx.execute("DELETE FROM assignments WHERE nest_id = ?", (n["id"],))
+        tx.execute("UPDATE nests SET state = 'lost' WHERE id = ? AND state = 'active'", (n.id,))
+        tx.execute("DELETE FROM assignments WHERE nest_id = ?", (n.id,))
         tx.execute(
             "UPDATE tasks SET lease_expires_ms = ? WHERE lease_nest_id = ? AND state IN ('leased', 'running')",
-            (now_ms, n["id"]),
+            (now_ms, n.id),
         )
         tx.execute(
             "UPDATE instances SET state = 'failed', exit_reason = 'nest lost', updated_ms = ?"
             " WHERE nest_id = ? AND state NOT IN ('stopped', 'failed')",
-            (now_ms, n["id"]),
+            (now_ms, n.id),
         )
         tx.event(
             SYSTEM_NAMESPACE,
             "nest.lost",
             severity="warning",
-            data={"nest_id": n["id"], "nest": n["name"], "silent_for_ms": lost_after_ms},
+            data={"nest_id": n.id, "nest": n.name, "silent_for_ms": lost_after_ms},
         )
-    return [n["id"] for n in lost]
+    return [n.id for n in lost]
+
+
+class _SilentNest(NamedTuple):
+    id: str
+    name: str

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from agen.domain import DeploymentRow
-from agen.store import Row, Store, loads
+from agen.store import Store, loads
+from agen.store.records import Amount, Count
 
 Word = Literal["working", "needs", "stopped", "failing", "idle"]
 Needs = Literal["approval"]
@@ -116,29 +117,65 @@ async def deployment_facts(
     if not rows:
         return DeploymentFacts({}, {}, set(), True)
     marks = ",".join("?" * len(namespaces))
-    approvals = await store.all(
+    approvals = await store.rows(
+        _Pending,
         f"SELECT namespace, deployment, COUNT(*) AS n FROM approvals WHERE namespace IN ({marks})"
         " AND state = 'pending' GROUP BY namespace, deployment",
         namespaces,
     )
-    spent = await store.all(
+    spent = await store.rows(
+        _Spent,
         f"SELECT namespace, deployment, SUM(cost_usd) AS usd FROM usage WHERE namespace IN ({marks})"
         " AND day = ? GROUP BY namespace, deployment",
         [*namespaces, utc_day(now_ms)],
     )
-    held = await store.all(
+    held = await store.rows(
+        _HeldDeployment,
         "SELECT DISTINCT a.deployment_id FROM provider_holds h JOIN provider_accounts a ON a.account = h.account"
-        " WHERE h.resumed_ms IS NULL"
+        " WHERE h.resumed_ms IS NULL",
     )
     alive = await store.scalar("SELECT COUNT(*) FROM nests WHERE state = 'active'")
     return DeploymentFacts(
-        pending_approvals={(r["namespace"], r["deployment"]): int(r["n"]) for r in approvals},
-        spent_today={(r["namespace"], r["deployment"]): float(r["usd"] or 0.0) for r in spent},
-        provider_held={r["deployment_id"] for r in held},
+        pending_approvals={(r.namespace, r.deployment): r.n for r in approvals},
+        spent_today={(r.namespace, r.deployment): r.usd for r in spent},
+        provider_held={r.deployment_id for r in held},
         nests_alive=bool(alive),
         failing=await failing_starts(store, [r.id for r in rows]),
         failures=await recent_failures(store, [r.id for r in rows], now_ms - FAILED_WINDOW_MS),
     )
+
+
+class _Pending(NamedTuple):
+    namespace: str
+    deployment: str
+    n: Count
+
+
+class _Spent(NamedTuple):
+    namespace: str
+    deployment: str
+    usd: Amount
+
+
+class _HeldDeployment(NamedTuple):
+    deployment_id: str
+
+
+class _LastFailure(NamedTuple):
+    """A deployment's latest failed task in the window, and how many failed in it."""
+
+    deployment_id: str
+    error: str | None
+    finished_ms: int
+    n: Count
+
+
+class _LatestStart(NamedTuple):
+    """One of a deployment's latest instances on its current digest."""
+
+    deployment_id: str
+    state: str
+    exit_reason: str | None
 
 
 async def recent_failures(
@@ -150,7 +187,8 @@ async def recent_failures(
     if not deployment_ids:
         return {}
     marks = ",".join("?" * len(deployment_ids))
-    rows = await store.all(
+    rows = await store.rows(
+        _LastFailure,
         "SELECT deployment_id, error, finished_ms, n FROM ("
         " SELECT deployment_id, error, finished_ms,"
         "  COUNT(*) OVER (PARTITION BY deployment_id) AS n,"
@@ -159,21 +197,20 @@ async def recent_failures(
         ") failed WHERE k = 1",
         [*deployment_ids, since_ms],
     )
-    return {
-        r["deployment_id"]: Failures(int(r["n"]), r["error"], int(r["finished_ms"])) for r in rows
-    }
+    return {r.deployment_id: Failures(r.n, r.error, r.finished_ms) for r in rows}
 
 
 async def failing_starts(store: Store, deployment_ids: list[str]) -> dict[str, str]:
     """Deployments whose latest FAILING_AFTER instances on the current digest all failed to start, with
-    the last start error: the rule of agen.hub.instances.instance_failing, for many at once."""
+    the last start error: the rule of agen.hub.fleet.instances.instance_failing, for many at once."""
     from agen.hub.fleet.instances import FAILING_AFTER
     from agen.wire.nests import START_FAILED
 
     if not deployment_ids:
         return {}
     marks = ",".join("?" * len(deployment_ids))
-    rows = await store.all(
+    rows = await store.rows(
+        _LatestStart,
         "SELECT deployment_id, state, exit_reason FROM ("
         " SELECT i.deployment_id, i.state, i.exit_reason, ROW_NUMBER() OVER ("
         "  PARTITION BY i.deployment_id ORDER BY i.started_ms DESC, i.id DESC) AS n"
@@ -181,16 +218,15 @@ async def failing_starts(store: Store, deployment_ids: list[str]) -> dict[str, s
         f" WHERE i.deployment_id IN ({marks})) latest WHERE n <= ? ORDER BY deployment_id, n",
         [*deployment_ids, FAILING_AFTER],
     )
-    latest: dict[str, list[Row]] = {}
+    latest: dict[str, list[_LatestStart]] = {}
     for r in rows:
-        latest.setdefault(r["deployment_id"], []).append(r)
+        latest.setdefault(r.deployment_id, []).append(r)
     return {
-        dep: str(group[0]["exit_reason"])[len(START_FAILED) :]
+        dep: str(group[0].exit_reason)[len(START_FAILED) :]
         for dep, group in latest.items()
         if len(group) == FAILING_AFTER
         and all(
-            g["state"] == "failed" and str(g["exit_reason"] or "").startswith(START_FAILED)
-            for g in group
+            g.state == "failed" and str(g.exit_reason or "").startswith(START_FAILED) for g in group
         )
     }
 

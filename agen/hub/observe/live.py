@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from agen.domain import (
     DeploymentBudget,
@@ -21,17 +21,16 @@ from agen.domain import (
     TaskStatus,
     columns,
 )
-from agen.hub.auth import Principal
 from agen.hub.observe.activity import run_activity
-from agen.hub.observe.runs import run_usage, tasks_by_id
 from agen.hub.service import Hub
-from agen.store import Row, loads
+from agen.store import loads
+from agen.store.records import Amount, Count
 from agen.wire.observe import (
     ActivityWarning,
-    GetActivityRequest,
     GetActivityResponse,
     Queue,
     RunActivity,
+    Usage,
 )
 
 MIN = 60_000
@@ -57,27 +56,47 @@ def ns_sql(column: str, namespaces: list[str]) -> str:
     return f"{column} IN ({', '.join(chr(39) + n.replace(chr(39), chr(39) * 2) + chr(39) for n in namespaces)})"
 
 
+class _PendingApproval(NamedTuple):
+    id: str
+    run_id: str
+    tool: str
+    created_ms: int
+
+
+class _TailMessage(NamedTuple):
+    """One of a run's newest messages, as far as telling model from tool needs."""
+
+    run_id: str
+    seq: int
+    role: str
+    tool_calls: str | None  # JSON text
+    created_ms: int
+
+
 def _doing(
-    run: RunRow, task: TaskStatus | None, approval: Row | None, tail: list[Row]
+    run: RunRow,
+    task: TaskStatus | None,
+    approval: _PendingApproval | None,
+    tail: list[_TailMessage],
 ) -> tuple[str, str | None, int]:
     """(doing, detail, since_ms) for one unfinished run."""
     if approval is not None:
-        return "approval", f"{approval['tool']} ({approval['id']})", int(approval["created_ms"])
+        return "approval", f"{approval.tool} ({approval.id})", approval.created_ms
     if task is not None and task.state == TaskState.WAITING:
         return "agent", task.wait_for, task.updated_ms
     if task is not None and (task.held or task.state == TaskState.QUEUED):
         return "idle", "held" if task.held else "queued", task.updated_ms
     results = 0
     for m in tail:  # newest first
-        if m["role"] == "tool":
+        if m.role == "tool":
             results += 1
             continue
-        if m["role"] == "assistant":
-            calls = loads(m["tool_calls"], []) or []
+        if m.role == "assistant":
+            calls = loads(m.tool_calls, []) or []
             if len(calls) > results:
                 pending = [str(c.get("name")) for c in calls[results:]]
-                return "tool", ", ".join(pending), int(tail[0]["created_ms"])
-        return "model", run.model, int(m["created_ms"])
+                return "tool", ", ".join(pending), tail[0].created_ms
+        return "model", run.model, m.created_ms
     return "model", run.model, run.started_ms
 
 
@@ -90,6 +109,27 @@ def _get(cfg: dict[str, Any], snake: str, camel: str) -> Any:
     return cfg.get(snake, cfg.get(camel))
 
 
+def run_usage(row: RunRow) -> Usage:
+    return Usage(
+        input_tokens=row.input_tokens,
+        output_tokens=row.output_tokens,
+        cached_tokens=row.cached_tokens,
+        cost_usd=row.cost_usd,
+    )
+
+
+async def tasks_by_id(hub: Hub, ids: list[str]) -> dict[str, TaskStatus]:
+    ids = [i for i in ids if i]
+    if not ids:
+        return {}
+    rows = await hub.store.rows(
+        TaskStatus,
+        f"SELECT {columns(TaskStatus)} FROM tasks WHERE id IN ({','.join('?' * len(ids))})",
+        ids,
+    )
+    return {t.id: t for t in rows}
+
+
 async def activities(hub: Hub, runs: list[RunRow]) -> list[RunActivity]:
     """RunActivity for unfinished runs, in a fixed number of grouped reads."""
     if not runs:
@@ -97,30 +137,30 @@ async def activities(hub: Hub, runs: list[RunRow]) -> list[RunActivity]:
     ids = [r.id for r in runs]
     tasks = await tasks_by_id(hub, [r.task_id for r in runs if r.task_id])
     approvals = {
-        a["run_id"]: a
-        for a in await hub.store.all(
-            f"SELECT id, run_id, tool, created_ms FROM approvals WHERE run_id IN ({_marks(ids)}) AND state = 'pending'"
+        a.run_id: a
+        for a in await hub.store.rows(
+            _PendingApproval,
+            f"SELECT {columns(_PendingApproval)} FROM approvals WHERE run_id IN ({_marks(ids)}) AND state = 'pending'"
             " ORDER BY created_ms DESC",
             ids,
         )
     }
-    tails: dict[str, list[Row]] = defaultdict(list)
-    for m in await hub.store.all(
-        "SELECT * FROM (SELECT run_id, seq, role, tool_calls, created_ms,"
+    tails: dict[str, list[_TailMessage]] = defaultdict(list)
+    for m in await hub.store.rows(
+        _TailMessage,
+        f"SELECT * FROM (SELECT {columns(_TailMessage)},"
         " ROW_NUMBER() OVER (PARTITION BY run_id ORDER BY seq DESC) AS rn FROM messages"
         f" WHERE run_id IN ({_marks(ids)})) AS tail WHERE rn <= {TAIL} ORDER BY run_id, seq DESC",
         ids,
     ):
-        tails[m["run_id"]].append(m)
+        tails[m.run_id].append(m)
     names = sorted({(r.namespace, r.deployment) for r in runs})
     deps = {
         (d.namespace, d.name): d
-        for d in map(
-            DeploymentLimits.from_row,
-            await hub.store.all(
-                f"SELECT {columns(DeploymentLimits)} FROM deployments WHERE name IN ({_marks(names)})",
-                [n for _, n in names],
-            ),
+        for d in await hub.store.rows(
+            DeploymentLimits,
+            f"SELECT {columns(DeploymentLimits)} FROM deployments WHERE name IN ({_marks(names)})",
+            [n for _, n in names],
         )
     }
     out: list[RunActivity] = []
@@ -231,21 +271,33 @@ async def _queues(hub: Hub, namespaces: list[str], deployment: str | None, now: 
     if deployment:
         sql += " AND deployment = :dep"
         params["dep"] = deployment
-    rows = await hub.store.all(
-        sql + " GROUP BY namespace, deployment ORDER BY namespace, deployment", params
+    rows = await hub.store.rows(
+        _QueueLine, sql + " GROUP BY namespace, deployment ORDER BY namespace, deployment", params
     )
     return [
         Queue(
-            namespace=r["namespace"],
-            deployment=r["deployment"],
-            due=r["due"] or 0,
-            scheduled=r["scheduled"] or 0,
-            running=r["running"] or 0,
-            waiting=r["waiting"] or 0,
-            oldest_wait_ms=None if r["oldest"] is None else now - int(r["oldest"]),
+            namespace=r.namespace,
+            deployment=r.deployment,
+            due=r.due,
+            scheduled=r.scheduled,
+            running=r.running,
+            waiting=r.waiting,
+            oldest_wait_ms=None if r.oldest is None else now - r.oldest,
         )
         for r in rows
     ]
+
+
+class _QueueLine(NamedTuple):
+    """One deployment's unfinished tasks (SUMs: NULL on no rows, ``numeric`` on Postgres)."""
+
+    namespace: str
+    deployment: str
+    due: Count
+    scheduled: Count
+    running: Count
+    waiting: Count
+    oldest: int | None  # when the oldest due task became due
 
 
 def _queue_warnings(queues: list[Queue], acts: list[RunActivity]) -> list[ActivityWarning]:
@@ -295,17 +347,17 @@ async def _store_warnings(
     dep_sql = " AND deployment = ?" if deployment else ""
     dep_p: list[Any] = [deployment] if deployment else []
     spent = {
-        (r["namespace"], r["deployment"]): float(r["usd"] or 0)
-        for r in await hub.store.all(
+        (r.namespace, r.deployment): r.usd
+        for r in await hub.store.rows(
+            _Spent,
             f"SELECT namespace, deployment, SUM(cost_usd) AS usd FROM usage WHERE {ns} AND day = ?"
             f"{dep_sql} GROUP BY namespace, deployment",
             [utc_day(now), *dep_p],
         )
     }
     if spent:
-        for d in map(
-            DeploymentBudget.from_row,
-            await hub.store.all(f"SELECT {columns(DeploymentBudget)} FROM deployments WHERE {ns}"),
+        for d in await hub.store.rows(
+            DeploymentBudget, f"SELECT {columns(DeploymentBudget)} FROM deployments WHERE {ns}"
         ):
             limit, used = _limit(d.budget), spent.get((d.namespace, d.name), 0.0)
             if limit and used >= NEAR * limit:
@@ -319,7 +371,8 @@ async def _store_warnings(
                         message=f"${used:.4f} of ${limit:.2f} spent today (UTC)",
                     )
                 )
-    for r in await hub.store.all(
+    for b in await hub.store.rows(
+        _Burst,
         f"SELECT namespace, deployment, conversation_key, COUNT(*) AS n FROM tasks WHERE {ns}"
         f" AND created_ms >= ? AND conversation_key IS NOT NULL{dep_sql}"
         f" GROUP BY namespace, deployment, conversation_key HAVING COUNT(*) >= {BURST_TASKS}",
@@ -329,80 +382,124 @@ async def _store_warnings(
             ActivityWarning(
                 kind="burst",
                 severity="warning",
-                namespace=r["namespace"],
-                deployment=r["deployment"],
-                data={"conversation_key": r["conversation_key"]},
-                message=f"{r['n']} tasks in conversation {r['conversation_key']} in 10 min",
+                namespace=b.namespace,
+                deployment=b.deployment,
+                data={"conversation_key": b.conversation_key},
+                message=f"{b.n} tasks in conversation {b.conversation_key} in 10 min",
             )
         )
     recent = [r.id for r in runs] + [
-        r["id"]
-        for r in await hub.store.all(
+        r.id
+        for r in await hub.store.rows(
+            _RunId,
             f"SELECT id FROM runs WHERE {ns} AND started_ms >= ?{dep_sql} AND finished_ms IS NOT NULL"
             " LIMIT 5000",
             [now - MODEL_ERR_MS, *dep_p],
         )
     ]
     if recent:
-        calls = await hub.store.all(
+        calls = await hub.store.rows(
+            _ModelCalls,
             "SELECT namespace, deployment, COUNT(*) AS n, SUM(CASE WHEN status = 'error' THEN 1 ELSE 0 END) AS bad"
             f" FROM spans WHERE run_id IN ({_marks(recent)}) AND name = 'gen_ai.chat' AND started_ms >= ?"
             " GROUP BY namespace, deployment",
             [*recent, now - MODEL_ERR_MS],
         )
         for c in calls:
-            if c["n"] >= MODEL_ERR_MIN and c["bad"] >= MODEL_ERR_SHARE * c["n"]:
+            if c.n >= MODEL_ERR_MIN and c.bad >= MODEL_ERR_SHARE * c.n:
                 out.append(
                     ActivityWarning(
                         kind="model_errors",
                         severity="warning",
-                        namespace=c["namespace"],
-                        deployment=c["deployment"],
-                        data={"calls": c["n"], "failed": c["bad"]},
-                        message=f"{c['bad']} of {c['n']} model calls failed in 15 min",
+                        namespace=c.namespace,
+                        deployment=c.deployment,
+                        data={"calls": c.n, "failed": c.bad},
+                        message=f"{c.bad} of {c.n} model calls failed in 15 min",
                     )
                 )
-    for h in await hub.store.all(f"SELECT * FROM provider_holds WHERE resumed_ms IS NULL AND {ns}"):
+    for h in await hub.store.rows(
+        _Hold, f"SELECT {columns(_Hold)} FROM provider_holds WHERE resumed_ms IS NULL AND {ns}"
+    ):
         out.append(
             ActivityWarning(
                 kind="provider_held",
                 severity="critical",
-                namespace=h["namespace"],
-                since_ms=h["held_since_ms"],
-                data={"account": h["account"]},
-                message=f"provider account {h['account']} held: {h['reason']}; "
+                namespace=h.namespace,
+                since_ms=h.held_since_ms,
+                data={"account": h.account},
+                message=f"provider account {h.account} held: {h.reason}; "
                 f"`agen providers resume` ends it",
             )
         )
-    for t in await hub.store.all(
+    for t in await hub.store.rows(
+        _TriggerTrouble,
         "SELECT d.namespace, d.name, e.status, COUNT(*) AS n, MAX(e.created_ms) AS last FROM trigger_events e"
         f" JOIN deployments d ON d.id = e.deployment_id WHERE {dns} AND e.created_ms >= ?"
         f" AND e.status IN ('missed', 'rejected'){dep_sql.replace('deployment', 'd.name')}"
         " GROUP BY d.namespace, d.name, e.status",
         [now - DAY_MS, *dep_p],
     ):
-        kind = "trigger_missed" if t["status"] == "missed" else "webhook_rejected"
+        kind = "trigger_missed" if t.status == "missed" else "webhook_rejected"
         out.append(
             ActivityWarning(
                 kind=kind,
                 severity="warning",
-                namespace=t["namespace"],
-                deployment=t["name"],
-                since_ms=t["last"],
-                data={"count": t["n"]},
-                message=f"{t['n']} trigger events {t['status']} in the last day; "
-                f"`agen triggers {t['name']}` shows them",
+                namespace=t.namespace,
+                deployment=t.name,
+                since_ms=t.last,
+                data={"count": t.n},
+                message=f"{t.n} trigger events {t.status} in the last day; "
+                f"`agen triggers {t.name}` shows them",
             )
         )
     return out
 
 
-async def get_activity(hub: Hub, p: Principal, req: GetActivityRequest) -> GetActivityResponse:
-    if req.namespace:
-        p.require_namespace(req.namespace)
-    return await collect(
-        hub, [req.namespace] if req.namespace else sorted(p.namespaces), req.deployment
-    )
+class _Spent(NamedTuple):
+    namespace: str
+    deployment: str
+    usd: Amount
+
+
+class _Burst(NamedTuple):
+    """A conversation that got many tasks in a short time."""
+
+    namespace: str
+    deployment: str
+    conversation_key: str
+    n: Count
+
+
+class _RunId(NamedTuple):
+    id: str
+
+
+class _ModelCalls(NamedTuple):
+    """A deployment's recent model calls and how many failed."""
+
+    namespace: str
+    deployment: str | None
+    n: Count
+    bad: Count
+
+
+class _Hold(NamedTuple):
+    """A provider account held now (``provider_holds``), as its warning says it."""
+
+    namespace: str
+    account: str
+    reason: str
+    held_since_ms: int
+
+
+class _TriggerTrouble(NamedTuple):
+    """A deployment's missed or rejected trigger events in the last day."""
+
+    namespace: str
+    name: str  # the deployment's
+    status: str
+    n: Count
+    last: int
 
 
 async def collect(
@@ -415,9 +512,7 @@ async def collect(
         + (" AND deployment = ?" if deployment else "")
         + f" ORDER BY started_ms LIMIT {MAX_RUNS}"
     )
-    runs = [
-        RunRow.from_row(r) for r in await hub.store.all(sql, [deployment] if deployment else [])
-    ]
+    runs = await hub.store.rows(RunRow, sql, [deployment] if deployment else [])
     acts = await activities(hub, runs)
     queues = await _queues(hub, namespaces, deployment, now)
     warnings = _run_warnings(acts, {r.id: r for r in runs}, now)

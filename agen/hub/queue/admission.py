@@ -12,9 +12,9 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
-from agen.domain import DeploymentRow
+from agen.domain import DeploymentRow, columns
 from agen.errors import AgenError, BudgetError, RateLimitedError, UnavailableError
 from agen.hub.queue.budgets import budget_config, budget_state
 from agen.store import Tx, loads
@@ -95,14 +95,23 @@ class Verdict:
 
 
 def _bucket(tx: Tx, dep_id: str, cfg: AdmissionConfig, now_ms: int) -> float:
-    row = tx.one(
-        "SELECT tokens, updated_ms FROM admission_buckets WHERE deployment_id = ?", (dep_id,)
+    row = tx.row(
+        _Bucket,
+        f"SELECT {columns(_Bucket)} FROM admission_buckets WHERE deployment_id = ?",
+        (dep_id,),
     )
     if row is None:
         return cfg.capacity
     rate_per_ms = (cfg.rate_per_minute or 0) / 60_000
-    elapsed = max(0, now_ms - int(row["updated_ms"]))
-    return float(min(cfg.capacity, float(row["tokens"]) + elapsed * rate_per_ms))
+    elapsed = max(0, now_ms - row.updated_ms)
+    return float(min(cfg.capacity, row.tokens + elapsed * rate_per_ms))
+
+
+class _Bucket(NamedTuple):
+    """A deployment's rate-limit bucket as stored: its tokens when it was last written."""
+
+    tokens: float
+    updated_ms: int
 
 
 def evaluate(tx: Tx, dep: DeploymentRow, now_ms: int, *, consume: bool) -> Verdict:

@@ -11,11 +11,12 @@ import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from agen.domain import DeploymentBudget, DeploymentRow, columns
 from agen.errors import UnavailableError
 from agen.store import Tx, loads
+from agen.store.records import Amount
 
 THRESHOLDS = (50, 80, 100)
 PRESSURE_PCT = 80
@@ -101,18 +102,26 @@ def label_spent_today(
     out = dict.fromkeys(rules, 0.0)
     if not rules:
         return out
-    rows = tx.all(
+    rows = tx.rows(
+        _RunSpend,
         "SELECT r.labels AS labels, SUM(u.cost_usd) AS cost FROM usage u JOIN runs r ON r.id = u.run_id"
         " WHERE u.namespace = ? AND u.deployment = ? AND u.day = ? GROUP BY r.id",
         (namespace, deployment, day),
     )
     for row in rows:
-        labels = loads(row["labels"], {})
+        labels = loads(row.labels, {})
         for rule in rules:
             key, _, value = rule.partition("=")
             if labels.get(key) == value:
-                out[rule] += float(row["cost"] or 0.0)
+                out[rule] += row.cost
     return out
+
+
+class _RunSpend(NamedTuple):
+    """One run's spend today and the labels a label budget matches."""
+
+    labels: str  # JSON text
+    cost: Amount
 
 
 def budget_state(tx: Tx, dep: Budgeted, now_ms: int) -> BudgetState:
@@ -172,7 +181,7 @@ def announce_thresholds(tx: Tx, dep: Budgeted, state: BudgetState) -> list[str]:
 def announce_all_thresholds(tx: Tx, now_ms: int) -> list[str]:
     """Leader tick: check every deployment with a budget (cheap: one indexed sum each)."""
     sent: list[str] = []
-    for dep in map(DeploymentBudget.from_row, tx.all(_BUDGETED_SQL)):
+    for dep in tx.rows(DeploymentBudget, _BUDGETED_SQL):
         limit, labels = budget_config(dep)
         if limit is None and not labels:
             continue
@@ -198,7 +207,7 @@ def require_budget_left(tx: Tx, dep: Budgeted, now_ms: int, what: str) -> None:
 def exhausted_deployment_ids(tx: Tx, now_ms: int) -> set[str]:
     """Deployments held at 0 by their daily budget (no leases, wake-ups or scale-ups until reset)."""
     out: set[str] = set()
-    for dep in map(DeploymentBudget.from_row, tx.all(_BUDGETED_SQL)):
+    for dep in tx.rows(DeploymentBudget, _BUDGETED_SQL):
         limit, _ = budget_config(dep)
         if limit is not None and spent_today(tx, dep.namespace, dep.name, utc_day(now_ms)) >= limit:
             out.add(dep.id)

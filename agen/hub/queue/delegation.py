@@ -12,7 +12,7 @@ run) in the submitting transaction, so the counter is atomic and counts a call o
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agen.bundle.config import (
     DEFAULT_MAX_DELEGATION_DEPTH,
@@ -29,11 +29,12 @@ from agen.domain import (
     columns,
 )
 from agen.errors import ConflictError, DeniedError, InvalidError, NotFoundError, RateLimitedError
-from agen.hub import queue
 from agen.hub.queue import admission
-from agen.hub.queue._tasks import LIVE, UNFINISHED, get_task
+from agen.hub.queue.submit import NewTask, loads_labels, submit_task
+from agen.hub.queue.tasks import LIVE, UNFINISHED, get_task
 from agen.store import Tx, loads
 from agen.store.pg_locks import lock_keys
+from agen.store.records import Amount, Count
 
 if TYPE_CHECKING:
     from agen.wire.delegation import SubmitChildTaskRequest
@@ -119,14 +120,39 @@ def _tree_limits(tx: Tx, root_task_id: str) -> tuple[int | None, float | None]:
 
 def tree_usage(tx: Tx, root_task_id: str) -> tuple[int, float]:
     """Tokens and USD every run of every task of the tree used so far."""
-    row = tx.one(
+    row = tx.row(
+        _TreeUsage,
         "SELECT COALESCE(SUM(r.input_tokens + r.output_tokens), 0) AS tokens,"
         " COALESCE(SUM(r.cost_usd), 0) AS usd FROM runs r JOIN tasks t ON r.task_id = t.id"
         " WHERE t.root_task_id = ?",
         (root_task_id,),
     )
     assert row is not None
-    return int(row["tokens"]), float(row["usd"])
+    return row.tokens, row.usd
+
+
+class _TreeUsage(NamedTuple):
+    """What runs used (a SUM: ``numeric`` on Postgres)."""
+
+    tokens: Count
+    usd: Amount
+
+
+class _TaskUsage(NamedTuple):
+    """What one task's runs used."""
+
+    task_id: str
+    tokens: Count
+    usd: Amount
+
+
+class _TreeTask(NamedTuple):
+    """A task of a tree as the budget ledger reads it."""
+
+    id: str
+    parent_task_id: str | None
+    state: TaskState
+    overrides: str | None  # JSON text
 
 
 def tree_budget_exceeded(tx: Tx, root_task_id: str) -> bool:
@@ -159,8 +185,9 @@ class _TreeNode:
 def _tree_nodes(tx: Tx, root_task_id: str) -> dict[str, _TreeNode]:
     """Every task of the tree with its reservation and its runs' usage (two reads)."""
     used = {
-        str(r["task_id"]): (int(r["tokens"]), float(r["usd"]))
-        for r in tx.all(
+        r.task_id: (r.tokens, r.usd)
+        for r in tx.rows(
+            _TaskUsage,
             "SELECT r.task_id, COALESCE(SUM(r.input_tokens + r.output_tokens), 0) AS tokens,"
             " COALESCE(SUM(r.cost_usd), 0) AS usd FROM runs r JOIN tasks t ON r.task_id = t.id"
             " WHERE t.root_task_id = ? GROUP BY r.task_id",
@@ -168,16 +195,17 @@ def _tree_nodes(tx: Tx, root_task_id: str) -> dict[str, _TreeNode]:
         )
     }
     nodes: dict[str, _TreeNode] = {}
-    for row in tx.all(
-        "SELECT id, parent_task_id, state, overrides FROM tasks WHERE root_task_id = ?",
+    for row in tx.rows(
+        _TreeTask,
+        f"SELECT {columns(_TreeTask)} FROM tasks WHERE root_task_id = ?",
         (root_task_id,),
     ):
-        raw = loads(row["overrides"])
+        raw = loads(row.overrides)
         ov = TaskOverrides.model_validate(raw) if raw else None
-        tokens, usd = used.get(str(row["id"]), (0, 0.0))
-        nodes[str(row["id"])] = _TreeNode(
-            parent=row["parent_task_id"],
-            finished=row["state"] not in UNFINISHED,
+        tokens, usd = used.get(row.id, (0, 0.0))
+        nodes[row.id] = _TreeNode(
+            parent=row.parent_task_id,
+            finished=row.state not in UNFINISHED,
             reserved=_Share(
                 ov.max_tokens_per_run if ov else None, ov.max_usd_per_run if ov else None
             ),
@@ -294,23 +322,24 @@ def submit_child(
             f"{req.deployment} is outside it",
             namespace=req.namespace,
         )
-    found = tx.one(
+    dep = tx.row(
+        DeploymentRow,
         "SELECT * FROM deployments WHERE namespace = ? AND name = ?",
         (req.namespace, req.deployment),
     )
-    if found is None:
+    if dep is None:
         raise NotFoundError(
             f"agent {req.namespace}/{req.deployment} is not deployed; deploy it (agen deploy) "
             "or delegate to another agent",
             deployment=req.deployment,
         )
-    dep = DeploymentRow.from_row(found)
-    existing = tx.one(
+    existing = tx.row(
+        TaskRow,
         "SELECT * FROM tasks WHERE namespace = ? AND deployment_id = ? AND idempotency_key = ?",
         (req.namespace, dep.id, req.call_key),
     )
     if existing is not None:
-        return TaskRow.from_row(existing), False
+        return existing, False
     if parent.state not in LIVE:
         raise ConflictError(
             f"task {parent.id} is {parent.state}; only a running task can delegate",
@@ -327,8 +356,7 @@ def submit_child(
             f"{parent.deployment}; do this part yourself instead of delegating it",
             limit="maxDelegationDepth",
         )
-    found_run = tx.one(f"SELECT {columns(RunRef)} FROM runs WHERE task_id = ?", (parent.id,))
-    run = RunRef.from_row(found_run) if found_run is not None else None
+    run = tx.row(RunRef, f"SELECT {columns(RunRef)} FROM runs WHERE task_id = ?", (parent.id,))
     _check_fan_out(tx, parent, run.id if run else None, run.root_run_id if run else None, limits)
     if run is None:
         raise ConflictError(
@@ -344,7 +372,7 @@ def submit_child(
             raise InvalidError(f"overrides: {e}", field="overrides") from None
     overrides = combine_overrides(loads(parent.overrides), overrides)
     overrides = _narrow_for_tree(tx, parent, req.call_key, req.siblings, overrides)
-    new = queue.NewTask(
+    new = NewTask(
         namespace=req.namespace,
         deployment_id=dep.id,
         deployment=dep.name,
@@ -361,7 +389,7 @@ def submit_child(
         traceparent=req.traceparent,
     )
     admission.admit(tx, dep, tx.now_ms)
-    row, created = queue.submit_task(tx, new)
+    row, created = submit_task(tx, new)
     tx.execute(
         "UPDATE tasks SET parent_run_id = ?, root_run_id = ? WHERE id = ?",
         (run.id, run.root_run_id, row.id),
@@ -387,28 +415,26 @@ def a2a_lineage(tx: Tx, caller_ns: str, caller_dep: str, parent_run_id: str) -> 
     root and depth come from that run's chain, never from the claim, and the depth is checked
     against the caller's limits.maxDelegationDepth. The callee becomes a child of that run's task,
     in its tree, as a call_agent child is (``agen tree`` shows it)."""
-    run = tx.one(
-        "SELECT id, namespace, deployment, task_id, root_run_id, parent_run_id FROM runs"
-        " WHERE id = ?",
-        (parent_run_id,),
+    run = tx.row(
+        _CallerRun, f"SELECT {columns(_CallerRun)} FROM runs WHERE id = ?", (parent_run_id,)
     )
-    if run is None or (run["namespace"], run["deployment"]) != (caller_ns, caller_dep):
+    if run is None or (run.namespace, run.deployment) != (caller_ns, caller_dep):
         raise DeniedError(
             f"agen.parent_run_id {parent_run_id} is not a run of the calling deployment "
             f"{caller_ns}/{caller_dep}; an agent attaches calls only to its own runs",
             parent_run_id=parent_run_id,
         )
-    depth = tx.scalar("SELECT depth FROM tasks WHERE id = ?", (run["task_id"],))
+    depth = tx.scalar("SELECT depth FROM tasks WHERE id = ?", (run.task_id,))
     if depth is None:  # a run without a task: count the runs above it
-        depth, above = 0, run["parent_run_id"]
+        depth, above = 0, run.parent_run_id
         while above is not None and depth < 64:
             depth += 1
             above = tx.scalar("SELECT parent_run_id FROM runs WHERE id = ?", (above,))
     depth = int(depth) + 1
-    dep = tx.one(
+    dep_id = tx.scalar(
         "SELECT id FROM deployments WHERE namespace = ? AND name = ?", (caller_ns, caller_dep)
     )
-    limits = _limits(tx, dep["id"]) if dep is not None else {}
+    limits = _limits(tx, dep_id) if dep_id is not None else {}
     max_depth = _limit(
         limits, "maxDelegationDepth", "max_delegation_depth", DEFAULT_MAX_DELEGATION_DEPTH
     )
@@ -418,8 +444,18 @@ def a2a_lineage(tx: Tx, caller_ns: str, caller_dep: str, parent_run_id: str) -> 
             f"{caller_dep}; do this part yourself instead of delegating it",
             limit="maxDelegationDepth",
         )
-    task_id = str(run["task_id"]) if run["task_id"] else None
-    return Lineage(str(run["id"]), str(run["root_run_id"] or run["id"]), depth, task_id)
+    return Lineage(run.id, run.root_run_id or run.id, depth, run.task_id or None)
+
+
+class _CallerRun(NamedTuple):
+    """The run an A2A call names as its parent: whose it is and where it sits in its tree."""
+
+    id: str
+    namespace: str
+    deployment: str
+    task_id: str | None
+    root_run_id: str
+    parent_run_id: str | None
 
 
 def count_a2a_call(tx: Tx, task_id: str, call_key: str) -> None:
@@ -427,18 +463,18 @@ def count_a2a_call(tx: Tx, task_id: str, call_key: str) -> None:
     run's limits.maxFanOut beside its child tasks, and once (by its call key) towards the tree's
     limits.maxTotalDelegations. Over a limit it is refused like a child task."""
     parent = get_task(tx, task_id)
-    run = tx.one("SELECT id, root_run_id FROM runs WHERE task_id = ?", (task_id,))
+    run = tx.row(RunRef, f"SELECT {columns(RunRef)} FROM runs WHERE task_id = ?", (task_id,))
     if run is None:
         raise ConflictError(
             f"task {task_id} has no run yet; delegate from inside its run", task_id=task_id
         )
-    root = str(run["root_run_id"] or run["id"])
+    root = run.root_run_id or run.id
     if tx.scalar(
         "SELECT 1 FROM delegation_calls WHERE root_run_id = ? AND call_key = ?", (root, call_key)
     ):
         return  # a retry or resume of a call already counted
     limits = _limits(tx, parent.deployment_id)
-    _check_fan_out(tx, parent, run["id"], root, limits)
+    _check_fan_out(tx, parent, run.id, root, limits)
     _count_delegation(tx, root, call_key, limits, parent.deployment)
 
 
@@ -541,8 +577,7 @@ def unfinished_children(tx: Tx, task_id: str) -> int:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class ChildEnd:
+class ChildEnd(NamedTuple):
     """A joined child's end waiting in its parent's inbox: the inbox row to acknowledge and the
     child's columns its caller reads."""
 
@@ -557,24 +592,14 @@ class ChildEnd:
 def joined_results(tx: Tx, task_id: str) -> list[ChildEnd]:
     """Undelivered ends of the task's joined start_agent children (call_agent reads its child's
     state itself), oldest first."""
-    rows = tx.all(
+    return tx.rows(
+        ChildEnd,
         "SELECT i.id AS inbox_id, t.id, t.deployment, t.state, t.outcome, t.error FROM run_inbox i"
         " JOIN tasks t ON t.id = i.ref WHERE i.task_id = ? AND i.kind = 'child'"
         " AND i.consumed_ms IS NULL AND t.reply_deployment IS NULL AND t.parent_task_id = ?"
         " AND t.idempotency_key LIKE 'start:%' ORDER BY i.created_ms, i.id",
         (task_id, task_id),
     )
-    return [
-        ChildEnd(
-            inbox_id=str(r["inbox_id"]),
-            id=str(r["id"]),
-            deployment=str(r["deployment"]),
-            state=TaskState(r["state"]),
-            outcome=r["outcome"],
-            error=r["error"],
-        )
-        for r in rows
-    ]
 
 
 def ack_inbox(tx: Tx, task_id: str, inbox_ids: list[str]) -> int:
@@ -591,13 +616,13 @@ def ack_inbox(tx: Tx, task_id: str, inbox_ids: list[str]) -> int:
 def reply_to_caller(tx: Tx, row: TaskRow, state: str, outcome: dict[str, Any] | None) -> None:
     """A detached child ended: its result goes once (``reply:<child>``) to the caller's deployment,
     in the caller's conversation, as a new task with the child's labels."""
-    found = tx.one(
+    dep = tx.row(
+        DeploymentRef,
         f"SELECT {columns(DeploymentRef)} FROM deployments WHERE namespace = ? AND name = ?",
         (row.namespace, row.reply_deployment),
     )
-    if found is None:  # the caller was deleted meanwhile: nobody to reply to
+    if dep is None:  # the caller was deleted meanwhile: nobody to reply to
         return
-    dep = DeploymentRef.from_row(found)
     from agen.domain.delegation import ChildState, result_note
 
     child = ChildState(
@@ -607,16 +632,16 @@ def reply_to_caller(tx: Tx, row: TaskRow, state: str, outcome: dict[str, Any] | 
         outcome=outcome,
         error=row.error,
     )
-    queue.submit_task(
+    submit_task(
         tx,
-        queue.NewTask(
+        NewTask(
             namespace=row.namespace,
             deployment_id=dep.id,
             deployment=dep.name,
             input=result_note(child),
             source=f"reply:{row.deployment}",
             conversation_key=row.reply_conversation_key,
-            labels=queue.loads_labels(row.labels),
+            labels=loads_labels(row.labels),
             idempotency_key=f"reply:{row.id}",
             trust=row.trust,
         ),

@@ -16,9 +16,9 @@ conversation, every mode queues normally. A transaction function, run inside Sub
 from __future__ import annotations
 
 from agen.domain import DeploymentKind, DeploymentRow, TaskRow
-from agen.hub.queue import SINGLETON_KEY, NewTask, scoped_conversation_key
-from agen.hub.queue._tasks import get_task, task_event
 from agen.hub.queue.holds import write_inbox
+from agen.hub.queue.submit import SINGLETON_KEY, NewTask, scoped_conversation_key
+from agen.hub.queue.tasks import get_task, task_event
 from agen.hub.queue.trees import request_wrap_up
 from agen.store import Tx, loads
 
@@ -88,14 +88,14 @@ def deliver(tx: Tx, dep: DeploymentRow, t: NewTask, mode: str, *, by: str | None
         return earlier
     if mode == "collect":
         return _collect(tx, t, key)
-    found = tx.one(
+    running = tx.row(
+        TaskRow,
         "SELECT * FROM tasks WHERE deployment_id = ? AND conversation_key = ?"
         " AND state IN ('leased', 'running') ORDER BY seq LIMIT 1",
         (t.deployment_id, key),
     )
-    if found is None:
+    if running is None:
         return None
-    running = TaskRow.from_row(found)
     if mode == "steer":
         write_inbox(
             tx, running.id, STEER_KIND, None, {"input": t.input, "source": t.source, "by": by}
@@ -115,14 +115,14 @@ def deliver(tx: Tx, dep: DeploymentRow, t: NewTask, mode: str, *, by: str | None
 
 
 def _collect(tx: Tx, t: NewTask, key: str) -> TaskRow | None:
-    found = tx.one(
+    queued = tx.row(
+        TaskRow,
         "SELECT * FROM tasks WHERE deployment_id = ? AND conversation_key = ? AND state = 'queued'"
         " ORDER BY seq DESC LIMIT 1",
         (t.deployment_id, key),
     )
-    if found is None:
+    if queued is None:
         return None
-    queued = TaskRow.from_row(found)
     tx.execute(
         "UPDATE tasks SET input = ?, updated_ms = ? WHERE id = ?",
         (queued.input + MERGE_SEPARATOR + t.input, tx.now_ms, queued.id),

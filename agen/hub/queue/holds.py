@@ -7,11 +7,11 @@ suspends with wait_for "resume", which only ResumeTask or the deadline sweep wak
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from agen.domain import UNFINISHED, DeploymentRef, TaskRow, TaskState, columns
 from agen.errors import ConflictError, NotFoundError
-from agen.hub.queue._tasks import URGENT, get_task, requeue, task_event
+from agen.hub.queue.tasks import URGENT, get_task, requeue, task_event
 from agen.store import Tx, dumps, new_ulid
 
 RESUME = "resume"
@@ -74,13 +74,17 @@ def resume_task(tx: Tx, task_id: str) -> TaskRow:
 
 
 def _deployment(tx: Tx, deployment_id: str) -> DeploymentRef:
-    dep = tx.one(f"SELECT {columns(DeploymentRef)} FROM deployments WHERE id = ?", (deployment_id,))
+    dep = tx.row(
+        DeploymentRef,
+        f"SELECT {columns(DeploymentRef)} FROM deployments WHERE id = ?",
+        (deployment_id,),
+    )
     if dep is None:
         raise NotFoundError(
             f"deployment {deployment_id} not found; list deployments with `agen ps`",
             deployment_id=deployment_id,
         )
-    return DeploymentRef.from_row(dep)
+    return dep
 
 
 def hold_deployment(
@@ -106,14 +110,12 @@ def hold_deployment(
 def resume_deployment_hold(tx: Tx, deployment_id: str) -> int:
     """Clear the holds hold_deployment put in place (waking tasks suspended on them); returns how many."""
     dep = _deployment(tx, deployment_id)
-    rows = [
-        TaskRow.from_row(r)
-        for r in tx.all(
-            "SELECT * FROM tasks WHERE deployment_id = ? AND held = 1 AND held_by = 'deployment'"
-            " AND state IN ('queued', 'leased', 'running', 'waiting')",
-            (deployment_id,),
-        )
-    ]
+    rows = tx.rows(
+        TaskRow,
+        "SELECT * FROM tasks WHERE deployment_id = ? AND held = 1 AND held_by = 'deployment'"
+        " AND state IN ('queued', 'leased', 'running', 'waiting')",
+        (deployment_id,),
+    )
     for row in rows:
         _clear_hold(tx, row.id)
         _wake_if_resuming(tx, row, "deployment resumed")
@@ -129,21 +131,26 @@ def resume_deployment_hold(tx: Tx, deployment_id: str) -> int:
 
 def is_held(tx: Tx, task_id: str) -> bool:
     """Effective hold: held and (no deadline or a deadline still ahead). A passed deadline reads as not held."""
-    row = tx.one("SELECT held, held_until_ms FROM tasks WHERE id = ?", (task_id,))
+    row = tx.row(_Hold, f"SELECT {columns(_Hold)} FROM tasks WHERE id = ?", (task_id,))
     if row is None:
         raise NotFoundError(f"task {task_id} not found", task_id=task_id)
-    return _effectively_held(row["held"], row["held_until_ms"], tx.now_ms)
+    return _effectively_held(row.held, row.held_until_ms, tx.now_ms)
+
+
+class _Hold(NamedTuple):
+    """A task's hold as stored (a passed deadline still reads held here)."""
+
+    held: bool
+    held_until_ms: int | None
 
 
 def wake_expired_holds(tx: Tx, now_ms: int) -> list[str]:
     """End holds whose deadline passed; requeue tasks suspended on "resume". Returns the woken ids."""
-    rows = [
-        TaskRow.from_row(r)
-        for r in tx.all(
-            "SELECT * FROM tasks WHERE held = 1 AND held_until_ms IS NOT NULL AND held_until_ms <= ?",
-            (now_ms,),
-        )
-    ]
+    rows = tx.rows(
+        TaskRow,
+        "SELECT * FROM tasks WHERE held = 1 AND held_until_ms IS NOT NULL AND held_until_ms <= ?",
+        (now_ms,),
+    )
     woken: list[str] = []
     for row in rows:
         _clear_hold(tx, row.id)

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from agen.domain import (
     LIVE,
@@ -34,10 +34,15 @@ from agen.domain import (
     RunStatus,
     TaskRow,
     TaskState,
+    columns,
 )
 from agen.domain.approvals import close_task_approvals
 from agen.errors import InvalidError
-from agen.hub.queue._tasks import (
+from agen.hub.queue.holds import RESUME, _effectively_held, inbox_matches, write_inbox
+from agen.hub.queue.locks import refresh_task_locks, release_task_locks, try_grant_all
+from agen.hub.queue.tasks import (
+    ABANDON,
+    TaskId,
     deployment_log,
     due_sql,
     end_run,
@@ -45,16 +50,15 @@ from agen.hub.queue._tasks import (
     fenced_task,
     get_task,
     held_sql,
+    joined_unfinished_children,
     requeue,
     stale_lease,
     task_event,
 )
-from agen.hub.queue.holds import RESUME, _effectively_held, inbox_matches, write_inbox
-from agen.hub.queue.locks import refresh_task_locks, release_task_locks, try_grant_all
-from agen.hub.queue.trees import ABANDON, joined_unfinished_children
 from agen.store import Tx, dumps
 from agen.store.base import new_ulid
 from agen.store.pg_locks import lock_keys
+from agen.store.records import read, read_all
 
 MAX_ATTEMPTS = 5
 MAX_LOST_BEFORE_START = 15
@@ -136,19 +140,20 @@ def lease_tasks(
     # fetched row also stays locked to this transaction's end, hidden from the other leasers: fetch no more.
     page = limit if postgres else limit + 4
     while len(leased) < limit:
-        found = tx.all(
-            _CANDIDATES_LOCKED if postgres else _CANDIDATES,
-            {"dep": deployment_id, "now": now, "p": cursor[0], "s": cursor[1], "page": page},
-        )
-        if not found:
-            break
+        params = {"dep": deployment_id, "now": now, "p": cursor[0], "s": cursor[1], "page": page}
         free: set[str] | None = None
         if postgres:
-            declared = {r["id"]: list(r.get("lock_names") or ()) for r in found}
-            rows = [TaskRow.from_row(r) for r in found]  # lock_names is not a column: ignored
+            # One statement, two row types: each candidate's task and its declared lock names.
+            found = tx.all(_CANDIDATES_LOCKED, params)
+            if not found:
+                break
+            rows = read_all(TaskRow, found)  # lock_names is not a column: ignored
+            declared = {c.id: list(c.lock_names or ()) for c in read_all(_LockNames, found)}
             free = _decide_under_keys(tx, rows, declared, now)
         else:
-            rows = [TaskRow.from_row(r) for r in found]
+            rows = tx.rows(TaskRow, _CANDIDATES, params)
+            if not rows:
+                break
             declared = _declared_locks(tx, [r.id for r in rows])
         cursor = (rows[-1].priority, rows[-1].seq)
         for row in rows:
@@ -174,6 +179,13 @@ def lease_tasks(
             break
         page = min(page * 2, 512)
     return leased
+
+
+class _LockNames(NamedTuple):
+    """A Postgres lease candidate's declared lock names (``_CANDIDATES_LOCKED``'s extra column)."""
+
+    id: str
+    lock_names: list[str] | None
 
 
 def _decide_under_keys(
@@ -203,8 +215,9 @@ def _decide_under_keys(
     if talking:
         names = [f"i{i}" for i in range(len(talking))]
         still = {
-            str(r["id"])
-            for r in tx.all(
+            r.id
+            for r in tx.rows(
+                TaskId,
                 f"SELECT t.id FROM tasks t WHERE t.id IN ({', '.join(':' + n for n in names)})"
                 f" AND {CONVERSATION_FREE_SQL}",
                 {"now": now, **dict(zip(names, talking, strict=True))},
@@ -213,13 +226,22 @@ def _decide_under_keys(
     return {r.id for r in rows if not r.conversation_key or r.id in still}
 
 
+class _TaskLock(NamedTuple):
+    """A lock name a task declared (``task_locks``)."""
+
+    task_id: str
+    name: str
+
+
 def _declared_locks(tx: Tx, task_ids: list[str]) -> dict[str, list[str]]:
     marks = ",".join("?" * len(task_ids))
     out: dict[str, list[str]] = {}
-    for r in tx.all(
-        f"SELECT task_id, name FROM task_locks WHERE task_id IN ({marks}) ORDER BY name", task_ids
+    for r in tx.rows(
+        _TaskLock,
+        f"SELECT {columns(_TaskLock)} FROM task_locks WHERE task_id IN ({marks}) ORDER BY name",
+        task_ids,
     ):
-        out.setdefault(r["task_id"], []).append(r["name"])
+        out.setdefault(r.task_id, []).append(r.name)
     return out
 
 
@@ -344,8 +366,9 @@ def extend_leases(
     ids = sorted({task_id for task_id, _ in leases})
     marks = ",".join("?" * len(ids))
     rows = {
-        r["id"]: r
-        for r in tx.all(
+        r.id: r
+        for r in tx.rows(
+            _LeaseHolder,
             "SELECT t.id, t.state, t.lease_id, t.lease_nest_id, n.name AS nest FROM tasks t"
             f" LEFT JOIN nests n ON n.id = t.lease_nest_id WHERE t.id IN ({marks})",
             ids,
@@ -354,14 +377,14 @@ def extend_leases(
     out: list[Extension] = []
     for task_id, lease_id in leases:
         r = rows.get(task_id)
-        state = None if r is None else TaskState(r["state"])
-        if r is not None and r["lease_id"] == lease_id and state in TERMINAL:
+        state = None if r is None else r.state
+        if r is not None and r.lease_id == lease_id and state in TERMINAL:
             out.append(Extension(task_id, LeaseAnswer.FINISHED))
         elif (
             r is not None
-            and r["lease_id"] == lease_id
+            and r.lease_id == lease_id
             and state in LIVE
-            and (nest_id is None or r["lease_nest_id"] == nest_id)
+            and (nest_id is None or r.lease_nest_id == nest_id)
         ):
             out.append(Extension(task_id, LeaseAnswer.EXTENDED, _push_lease(tx, task_id, lease_ms)))
         else:
@@ -369,11 +392,21 @@ def extend_leases(
     return out
 
 
-def _where_now(r: dict[str, Any] | None, state: TaskState | None) -> str:
+class _LeaseHolder(NamedTuple):
+    """Who holds a task's lease now, for a Nest's extension of it."""
+
+    id: str
+    state: TaskState
+    lease_id: str | None
+    lease_nest_id: str | None
+    nest: str | None  # the Nest's name (LEFT JOIN)
+
+
+def _where_now(r: _LeaseHolder | None, state: TaskState | None) -> str:
     if r is None or state is None:
         return "no such task"
     if state in LIVE:
-        return f"leased again, by nest {r['nest'] or r['lease_nest_id']}"
+        return f"leased again, by nest {r.nest or r.lease_nest_id}"
     if state == TaskState.QUEUED:
         return "back in the queue"
     return f"{state}"
@@ -413,25 +446,24 @@ def finish_task(
     _finished(tx, row, state, outcome, error, data)
 
 
-@dataclass(frozen=True)
-class _FinishNeeds:
+class _FinishNeeds(NamedTuple):
     """What a finished task still has to have cleaned up (known from the finishing statement's RETURNING;
     all True when unknown): a task that held no lock, waited on no approval and has no unfinished child
     needs none of the three statements."""
 
-    locks: bool = True
-    approvals: bool = True
-    children: bool = True
+    has_locks: bool = True
+    has_approvals: bool = True
+    has_children: bool = True
 
 
 # Columns of the finishing UPDATE's RETURNING that say which _FinishNeeds apply (one index probe each
 # instead of a statement each).
 _FINISH_NEEDS_SQL = (
-    "EXISTS (SELECT 1 FROM locks l WHERE l.task_id = tasks.id) AS _has_locks,"
+    "EXISTS (SELECT 1 FROM locks l WHERE l.task_id = tasks.id) AS has_locks,"
     " EXISTS (SELECT 1 FROM approvals a WHERE a.task_id = tasks.id AND a.state = 'pending')"
-    " AS _has_approvals,"
+    " AS has_approvals,"
     " EXISTS (SELECT 1 FROM tasks c WHERE c.parent_task_id = tasks.id AND c.reply_deployment IS NULL"
-    " AND c.state IN ('queued', 'leased', 'running', 'waiting')) AS _has_children"
+    " AND c.state IN ('queued', 'leased', 'running', 'waiting')) AS has_children"
 )
 
 
@@ -454,9 +486,9 @@ def _finished(
     *,
     needs: _FinishNeeds = _FinishNeeds(),
 ) -> None:
-    if needs.locks:
+    if needs.has_locks:
         release_task_locks(tx, row.id)
-    if needs.approvals:
+    if needs.has_approvals:
         close_task_approvals(tx, row.id, state, (data or {}).get("by"))
     task_event(
         tx,
@@ -474,7 +506,7 @@ def _finished(
             {"task_id": row.id, "status": state, "outcome": outcome, "error": error},
         )
     # on_parent_end "cancel" (the default): the joined branch unwinds with its parent
-    if needs.children and row.on_parent_end != ABANDON:
+    if needs.has_children and row.on_parent_end != ABANDON:
         for child in joined_unfinished_children(tx, row.id):
             cancel_task(
                 tx,
@@ -483,6 +515,8 @@ def _finished(
                 reason=f"its parent task {row.id} ended ({state}); on_parent_end is cancel",
             )
     if row.reply_deployment:
+        # Here, not at the top: a reply is a submit, and submit ends a task its schedule key replaces
+        # through this path (submit imports lease), a real recursion between the two.
         from agen.hub.queue.delegation import reply_to_caller
 
         reply_to_caller(tx, row, state, outcome)
@@ -497,7 +531,8 @@ def _finish_fenced(
     error: str | None,
 ) -> TaskRow | None:
     """complete_task's common case in one statement: the update only matches while ``lease_id`` is the
-    task's live lease, and returns the finished row; None when it did not match (read and decide why)."""
+    task's live lease, and returns the finished row; None when it did not match (read and decide why).
+    One statement, two row types: the finished task and what it still needs (``_FinishNeeds``)."""
     row = tx.one(
         _FINISH_FENCED_SQL,
         (
@@ -513,12 +548,8 @@ def _finish_fenced(
     )
     if row is None:
         return None
-    needs = _FinishNeeds(
-        locks=bool(row.pop("_has_locks")),
-        approvals=bool(row.pop("_has_approvals")),
-        children=bool(row.pop("_has_children")),
-    )
-    done = TaskRow.from_row(row)
+    needs = read(_FinishNeeds, row)
+    done = read(TaskRow, row)  # the needs' columns are not the task's: ignored
     _finished(tx, done, state, outcome, error, needs=needs)
     return done
 
@@ -689,16 +720,23 @@ def suspend_task(tx: Tx, task_id: str, lease_id: str, wait_for: str) -> TaskRow:
         if not _effectively_held(row.held, row.held_until_ms, tx.now_ms):
             requeue(tx, row, reason="resumed", priority=0)
     else:
-        arrived = tx.all(
-            "SELECT kind, ref FROM run_inbox WHERE task_id = ? AND consumed_ms IS NULL AND created_ms >= ?",
+        arrived = tx.rows(
+            _Arrival,
+            f"SELECT {columns(_Arrival)} FROM run_inbox WHERE task_id = ? AND consumed_ms IS NULL"
+            " AND created_ms >= ?",
             (task_id, row.leased_ms or 0),
         )
-        hit = next((a for a in arrived if inbox_matches(wait_for, a["kind"], a["ref"])), None)
+        hit = next((a for a in arrived if inbox_matches(wait_for, a.kind, a.ref)), None)
         if hit is not None:
-            requeue(
-                tx, row, reason="inbox", priority=0, data={"kind": hit["kind"], "ref": hit["ref"]}
-            )
+            requeue(tx, row, reason="inbox", priority=0, data={"kind": hit.kind, "ref": hit.ref})
     return get_task(tx, task_id)
+
+
+class _Arrival(NamedTuple):
+    """Something in a task's inbox (``run_inbox``), as a wait matches it."""
+
+    kind: str
+    ref: str | None
 
 
 def _fail_max_attempts(tx: Tx, row: TaskRow, last: str) -> None:
@@ -783,15 +821,13 @@ def expire_leases(
     lease (see ``progressed_during_lease``). The 5th counted expiry fails the task and fences its run.
     ``deployment_ids``: only those deployments' tasks (an embedded one-shot's scope)."""
     scope, ids = _only(deployment_ids)
-    rows = [
-        TaskRow.from_row(r)
-        for r in tx.all(
-            "SELECT * FROM tasks WHERE state IN ('leased', 'running') AND lease_expires_ms <= ?"
-            + scope
-            + _skip_locked(tx),
-            [now_ms, *ids],
-        )
-    ]
+    rows = tx.rows(
+        TaskRow,
+        "SELECT * FROM tasks WHERE state IN ('leased', 'running') AND lease_expires_ms <= ?"
+        + scope
+        + _skip_locked(tx),
+        [now_ms, *ids],
+    )
     out: list[ExpiredLease] = []
     for row in rows:
         where = f"nest {row.lease_nest_id}, instance {row.lease_instance_id or '-'}"
@@ -843,15 +879,13 @@ def expire_overdue(
 ) -> list[str]:
     """Queued tasks past not_after end as expired (reason expired); returns their ids."""
     scope, ids = _only(deployment_ids)
-    rows = [
-        TaskRow.from_row(r)
-        for r in tx.all(
-            "SELECT * FROM tasks WHERE state = 'queued' AND not_after_ms IS NOT NULL AND not_after_ms <= ?"
-            + scope
-            + _skip_locked(tx),
-            [now_ms, *ids],
-        )
-    ]
+    rows = tx.rows(
+        TaskRow,
+        "SELECT * FROM tasks WHERE state = 'queued' AND not_after_ms IS NOT NULL AND not_after_ms <= ?"
+        + scope
+        + _skip_locked(tx),
+        [now_ms, *ids],
+    )
     for row in rows:
         error = "not started before its not_after deadline"
         finish_task(

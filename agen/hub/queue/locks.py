@@ -10,7 +10,9 @@ token it has seen and reject writes tagged with a stale one.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import NamedTuple
 
+from agen.domain import columns
 from agen.errors import ConflictError, InvalidError, NotFoundError
 from agen.store import Tx
 from agen.store.pg_locks import lock_keys
@@ -34,26 +36,43 @@ def check_lock_names(names: Iterable[str]) -> list[str]:
 
 def _holder(tx: Tx, namespace: str, name: str, task_id: str, now_ms: int) -> str | None:
     """The other task holding ``name`` now (an expired grant holds nothing)."""
-    row = tx.one(
+    holder = tx.scalar(
         "SELECT task_id FROM locks WHERE namespace = ? AND name = ? AND task_id != ? AND expires_ms > ?",
         (namespace, name, task_id, now_ms),
     )
-    return None if row is None else str(row["task_id"])
+    return None if holder is None else str(holder)
+
+
+class _Grant(NamedTuple):
+    """A lock granted now (``locks``): to which task, under which fence."""
+
+    task_id: str
+    fence: int
+
+
+class _Fence(NamedTuple):
+    """A lock name's fence counter (``lock_fences``) and the task it last passed to."""
+
+    fence: int
+    last_task_id: str
 
 
 def _grant(tx: Tx, namespace: str, name: str, task_id: str, expires_ms: int) -> int:
     """Grant a lock known to be free for this task; returns its fence."""
-    cur = tx.one(
-        "SELECT task_id, fence FROM locks WHERE namespace = ? AND name = ?", (namespace, name)
+    cur = tx.row(
+        _Grant,
+        f"SELECT {columns(_Grant)} FROM locks WHERE namespace = ? AND name = ?",
+        (namespace, name),
     )
-    if cur is not None and cur["task_id"] == task_id:
+    if cur is not None and cur.task_id == task_id:
         tx.execute(
             "UPDATE locks SET expires_ms = MAX(expires_ms, ?) WHERE namespace = ? AND name = ?",
             (expires_ms, namespace, name),
         )
-        return int(cur["fence"])
-    f = tx.one(
-        "SELECT fence, last_task_id FROM lock_fences WHERE namespace = ? AND name = ?",
+        return cur.fence
+    f = tx.row(
+        _Fence,
+        f"SELECT {columns(_Fence)} FROM lock_fences WHERE namespace = ? AND name = ?",
         (namespace, name),
     )
     if f is None:
@@ -62,10 +81,10 @@ def _grant(tx: Tx, namespace: str, name: str, task_id: str, expires_ms: int) -> 
             "INSERT INTO lock_fences (namespace, name, fence, last_task_id) VALUES (?,?,?,?)",
             (namespace, name, fence, task_id),
         )
-    elif f["last_task_id"] == task_id:
-        fence = int(f["fence"])
+    elif f.last_task_id == task_id:
+        fence = f.fence
     else:
-        fence = int(f["fence"]) + 1
+        fence = f.fence + 1
         tx.execute(
             "UPDATE lock_fences SET fence = ?, last_task_id = ? WHERE namespace = ? AND name = ?",
             (fence, task_id, namespace, name),
@@ -103,14 +122,14 @@ def acquire_lock(tx: Tx, namespace: str, name: str, task_id: str, ttl_ms: int) -
     (name,) = check_lock_names([name])
     if ttl_ms <= 0:
         raise InvalidError(f"lock ttl must be positive (got {ttl_ms} ms)", field="ttl")
-    task = tx.one(f"SELECT state FROM tasks WHERE id = ?{tx.row_lock}", (task_id,))
-    if task is None:
+    state = tx.scalar(f"SELECT state FROM tasks WHERE id = ?{tx.row_lock}", (task_id,))
+    if state is None:
         raise NotFoundError(
             f"task {task_id} not found; a lock is held by a running task", task_id=task_id
         )
-    if task["state"] not in ("leased", "running"):
+    if state not in ("leased", "running"):
         raise ConflictError(
-            f"task {task_id} is {task['state']}; only a leased or running task can acquire lock {name!r}",
+            f"task {task_id} is {state}; only a leased or running task can acquire lock {name!r}",
             task_id=task_id,
             lock=name,
         )
@@ -145,5 +164,12 @@ def refresh_task_locks(tx: Tx, task_id: str, expires_ms: int) -> int:
 
 def held_locks(tx: Tx, task_id: str) -> dict[str, int]:
     """The locks a task holds now: name -> fence."""
-    rows = tx.all("SELECT name, fence FROM locks WHERE task_id = ? ORDER BY name", (task_id,))
-    return {str(r["name"]): int(r["fence"]) for r in rows}
+    rows = tx.rows(
+        _HeldLock, "SELECT name, fence FROM locks WHERE task_id = ? ORDER BY name", (task_id,)
+    )
+    return {r.name: r.fence for r in rows}
+
+
+class _HeldLock(NamedTuple):
+    name: str
+    fence: int

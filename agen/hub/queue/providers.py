@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from agen._keyprint import env_key_fingerprint
 from agen.bundle.harness import DEFAULT_KEY_SECRET
@@ -71,12 +71,47 @@ def sync_accounts(
     )
 
 
-def key_changed(row: Mapping[str, Any]) -> bool:
+class ProviderHoldRow(NamedTuple):
+    """One row of ``provider_holds`` (0001_core.sql, 0010)."""
+
+    account: str
+    namespace: str
+    provider: str
+    reason: str
+    held_since_ms: int
+    retry_at_ms: int
+    backoff_ms: int
+    probe_task_id: str | None = None
+    resumed_ms: int | None = None
+    key_fingerprint: str | None = None
+
+
+class _HeldAccount(NamedTuple):
+    """A hold not yet ended, joined with the environment variable its account's key is read from."""
+
+    account: str
+    namespace: str
+    held_since_ms: int
+    retry_at_ms: int
+    probe_task_id: str | None
+    key_fingerprint: str | None
+    key_env: str | None
+
+
+class _HeldDeployment(NamedTuple):
+    """A deployment using a held account, and what tells whether its key changed since."""
+
+    deployment_id: str
+    key_env: str | None
+    key_fingerprint: str | None
+
+
+def key_changed(row: _HeldAccount | _HeldDeployment) -> bool:
     """Does the key the hold failed with differ from the one agen's environment holds now?
 
     ``row``: a hold joined with provider_accounts.key_env. Unknown on either side reads as unchanged."""
-    held = row.get("key_fingerprint")
-    now = env_key_fingerprint(row.get("key_env"))
+    held = row.key_fingerprint
+    now = env_key_fingerprint(row.key_env)
     return bool(held and now and held != now)
 
 
@@ -93,7 +128,7 @@ def record_account_error(
     deployment_id: str | None = None,
     task_id: str | None = None,
     key_fingerprint: str | None = None,
-) -> Row:
+) -> ProviderHoldRow:
     """Hold ``account`` (or back a failed probe off further); returns the hold row.
 
     A failure with another key than the held one starts a new hold for that key."""
@@ -104,13 +139,13 @@ def record_account_error(
             "INSERT INTO provider_accounts (deployment_id, account) VALUES (?, ?) ON CONFLICT DO NOTHING",
             (deployment_id, account),
         )
-    row = tx.one("SELECT * FROM provider_holds WHERE account = ?", (account,))
+    row = _find(tx, account)
     same_key = row is not None and (
-        row["key_fingerprint"] == key_fingerprint or key_fingerprint is None
+        row.key_fingerprint == key_fingerprint or key_fingerprint is None
     )
-    if row is not None and row["resumed_ms"] is None and same_key:
-        if task_id is not None and task_id == row["probe_task_id"]:
-            backoff = min(int(row["backoff_ms"]) * 2, MAX_BACKOFF_MS)
+    if row is not None and row.resumed_ms is None and same_key:
+        if task_id is not None and task_id == row.probe_task_id:
+            backoff = min(row.backoff_ms * 2, MAX_BACKOFF_MS)
             tx.execute(
                 "UPDATE provider_holds SET backoff_ms = ?, retry_at_ms = ?, probe_task_id = NULL, reason = ?"
                 " WHERE account = ?",
@@ -149,8 +184,12 @@ def record_account_error(
     return _get(tx, account)
 
 
-def _get(tx: Tx, account: str) -> Row:
-    row = tx.one("SELECT * FROM provider_holds WHERE account = ?", (account,))
+def _find(tx: Tx, account: str) -> ProviderHoldRow | None:
+    return tx.row(ProviderHoldRow, "SELECT * FROM provider_holds WHERE account = ?", (account,))
+
+
+def _get(tx: Tx, account: str) -> ProviderHoldRow:
+    row = _find(tx, account)
     assert row is not None
     return row
 
@@ -167,15 +206,13 @@ def account_error(outcome: Mapping[str, Any] | None) -> str | None:
     return str(data.get("account") or "") if isinstance(data, Mapping) else ""
 
 
-def hold_note(hold: Mapping[str, Any]) -> str:
+def hold_note(hold: ProviderHoldRow) -> str:
     """What a hold means and how to end it, said on the task whose failure started it."""
-    retry = datetime.fromtimestamp(int(hold["retry_at_ms"]) / 1000, tz=UTC).strftime(
-        "%Y-%m-%dT%H:%M:%SZ"
-    )
+    retry = datetime.fromtimestamp(hold.retry_at_ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return (
-        f"provider account {hold['account']} is now held: its deployments lease no tasks until {retry} "
+        f"provider account {hold.account} is now held: its deployments lease no tasks until {retry} "
         "(then one probe), or until a run of them succeeds; a changed key ends the hold, and "
-        f"`agen providers resume {hold['account']}` ends it now"
+        f"`agen providers resume {hold.account}` ends it now"
     )
 
 
@@ -185,7 +222,7 @@ def on_task_failed(
     deployment_id: str,
     outcome: Mapping[str, Any] | None,
     error: str | None,
-) -> Row | None:
+) -> ProviderHoldRow | None:
     """Hook for CompleteTask: hold the account when a task failed with an account error; a new hold is
     explained on the task's error (what is held, until when, how to end it)."""
     blamed = account_error(outcome)
@@ -215,7 +252,7 @@ def on_task_failed(
         key_fingerprint=str(fingerprint) if fingerprint else None,
     )
     if (
-        hold["held_since_ms"] != before
+        hold.held_since_ms != before
     ):  # this failure started the hold: say so where the user looks first
         note = hold_note(hold)
         tx.execute(
@@ -246,7 +283,8 @@ def lease_gate(tx: Tx, deployment_id: str, now_ms: int) -> LeaseGate:
     """Held until retry_at; then one probe at a time; open when no account of it is held."""
     rows = [
         r
-        for r in tx.all(
+        for r in tx.rows(
+            _HeldAccount,
             "SELECT h.*, a.key_env FROM provider_holds h JOIN provider_accounts a ON a.account = h.account"
             " WHERE a.deployment_id = ? AND h.resumed_ms IS NULL ORDER BY h.retry_at_ms DESC",
             (deployment_id,),
@@ -256,14 +294,14 @@ def lease_gate(tx: Tx, deployment_id: str, now_ms: int) -> LeaseGate:
     if not rows:
         return LeaseGate("open")
     for row in rows:
-        if row["retry_at_ms"] > now_ms:
-            return LeaseGate("held", row["account"], row["retry_at_ms"])
-        probe = row["probe_task_id"]
+        if row.retry_at_ms > now_ms:
+            return LeaseGate("held", row.account, row.retry_at_ms)
+        probe = row.probe_task_id
         if probe is not None:
             state = tx.scalar("SELECT state FROM tasks WHERE id = ?", (probe,))
             if state in _UNFINISHED:
-                return LeaseGate("held", row["account"], row["retry_at_ms"])
-    return LeaseGate("probe", rows[0]["account"], rows[0]["retry_at_ms"])
+                return LeaseGate("held", row.account, row.retry_at_ms)
+    return LeaseGate("probe", rows[0].account, rows[0].retry_at_ms)
 
 
 def mark_probe(tx: Tx, deployment_id: str, task_id: str) -> None:
@@ -275,18 +313,18 @@ def mark_probe(tx: Tx, deployment_id: str, task_id: str) -> None:
     )
 
 
-def _resume(tx: Tx, row: Row, why: str, by: str | None = None) -> None:
+def _resume(tx: Tx, row: ProviderHoldRow | _HeldAccount, why: str, by: str | None = None) -> None:
     tx.execute(
-        "UPDATE provider_holds SET resumed_ms = ? WHERE account = ?", (tx.now_ms, row["account"])
+        "UPDATE provider_holds SET resumed_ms = ? WHERE account = ?", (tx.now_ms, row.account)
     )
     tx.event(
-        row["namespace"],
+        row.namespace,
         "provider.resumed",
         data={
-            "account": row["account"],
+            "account": row.account,
             "why": why,
             "by": by,
-            "held_since_ms": row["held_since_ms"],
+            "held_since_ms": row.held_since_ms,
         },
     )
 
@@ -295,31 +333,35 @@ def end_recovered_holds(tx: Tx) -> list[str]:
     """Scheduler tick: end holds whose deployments had a run succeed after the hold began, or whose key
     was changed since (a new key is a new account)."""
     ended: list[str] = []
-    for row in tx.all(
+    for row in tx.rows(
+        _HeldAccount,
         "SELECT h.*, (SELECT a.key_env FROM provider_accounts a WHERE a.account = h.account"
         " AND a.key_env IS NOT NULL LIMIT 1) AS key_env FROM provider_holds h"
-        " WHERE h.resumed_ms IS NULL"
+        " WHERE h.resumed_ms IS NULL",
     ):
         if key_changed(row):
             _resume(tx, row, "the key was changed")
-            ended.append(row["account"])
+            ended.append(row.account)
             continue
         ok = tx.scalar(
             "SELECT 1 FROM runs r JOIN deployments d ON d.namespace = r.namespace AND d.name = r.deployment"
             " JOIN provider_accounts a ON a.deployment_id = d.id"
             " WHERE a.account = ? AND r.status = 'succeeded' AND r.finished_ms >= ? LIMIT 1",
-            (row["account"], row["held_since_ms"]),
+            (row.account, row.held_since_ms),
         )
         if ok:
             _resume(tx, row, "a run succeeded")
-            ended.append(row["account"])
+            ended.append(row.account)
     return ended
 
 
 def resume_provider(tx: Tx, account: str, *, by: str | None = None) -> Row:
-    """ResumeProvider (admin): end a hold at once."""
-    row = tx.one(
-        "SELECT * FROM provider_holds WHERE account = ? AND resumed_ms IS NULL", (account,)
+    """ResumeProvider (admin): end a hold at once. The hold as a column -> value mapping, as the
+    RPC (agen.hub.rpc.providers) builds its wire ProviderHold from."""
+    row = tx.row(
+        ProviderHoldRow,
+        "SELECT * FROM provider_holds WHERE account = ? AND resumed_ms IS NULL",
+        (account,),
     )
     if row is None:
         raise NotFoundError(
@@ -327,22 +369,24 @@ def resume_provider(tx: Tx, account: str, *, by: str | None = None) -> Row:
             account=account,
         )
     _resume(tx, row, "resumed by an operator", by)
-    return _get(tx, account)
+    return _get(tx, account)._asdict()
 
 
 def held_deployment_ids(tx: Tx, now_ms: int) -> set[str]:
     """Deployments the autoscaler must not scale up for queued work (hold still before retry_at)."""
-    rows = tx.all(
+    rows = tx.rows(
+        _HeldDeployment,
         "SELECT a.deployment_id, a.key_env, h.key_fingerprint FROM provider_holds h"
         " JOIN provider_accounts a ON a.account = h.account WHERE h.resumed_ms IS NULL AND h.retry_at_ms > ?",
         (now_ms,),
     )
-    return {r["deployment_id"] for r in rows if not key_changed(r)}
+    return {r.deployment_id for r in rows if not key_changed(r)}
 
 
 def list_holds(
     tx: Tx, namespaces: Iterable[str] | None = None, *, include_resumed: bool = False
 ) -> list[Row]:
+    """The holds, newest first, each as a column -> value mapping (as ``resume_provider``'s)."""
     sql = "SELECT * FROM provider_holds"
     where = [] if include_resumed else ["resumed_ms IS NULL"]
     params: list[Any] = []
@@ -352,4 +396,6 @@ def list_holds(
         params.extend(ns)
     if where:
         sql += " WHERE " + " AND ".join(where)
-    return tx.all(sql + " ORDER BY held_since_ms DESC", params)
+    return [
+        h._asdict() for h in tx.rows(ProviderHoldRow, sql + " ORDER BY held_since_ms DESC", params)
+    ]

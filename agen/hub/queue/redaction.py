@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from agen.bundle.agent import Secrets
 from agen.domain import DeploymentRef, DeploymentRow
 from agen.domain.redact import Redactor
-from agen.hub.fleet.definitions import unpack
+from agen.hub.definitions import unpack
 from agen.store import Tx
 
 SECRETS_FILE = "x-agen/secrets.json"
@@ -31,10 +31,10 @@ def _secrets_of(tx: Tx, definition_id: str) -> Secrets:
     cached = _declared.get(definition_id)
     if cached is not None:
         return cached
-    row = tx.one("SELECT files, digest FROM definitions WHERE id = ?", (definition_id,))
+    files = tx.scalar("SELECT files FROM definitions WHERE id = ?", (definition_id,))
     secrets = Secrets()
-    if row is not None and row["files"]:
-        raw = unpack(bytes(row["files"])).get(SECRETS_FILE)
+    if files:
+        raw = unpack(bytes(files)).get(SECRETS_FILE)
         if raw is not None:
             try:
                 secrets = Secrets.model_validate(json.loads(raw))

@@ -13,35 +13,20 @@ leader's tick enforces (``cancel_overdue``) even if the caller that asked went a
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any
+from typing import Any, NamedTuple
 
 from agen.domain import TaskRow
-from agen.hub.queue._tasks import LIVE, UNFINISHED, get_task, task_event
 from agen.hub.queue.holds import pause_task, resume_task, write_inbox
+from agen.hub.queue.lease import cancel_task
+from agen.hub.queue.tasks import LIVE, UNFINISHED, UNFINISHED_SQL, TaskId, get_task, task_event
 from agen.store import Tx
+from agen.store.records import Count
 
-CANCEL = "cancel"
-ABANDON = "abandon"
-PARENT_END_POLICIES = (CANCEL, ABANDON)
 DEFAULT_GRACE_S = 20.0
 MAX_GRACE_S = 300.0
 CANCEL_KIND = (
     "cancel"  # the run_inbox kind a graceful cancel writes (the runner asks for a wrap-up)
 )
-_UNFINISHED_SQL = "state IN ('queued', 'leased', 'running', 'waiting')"
-
-
-def joined_unfinished_children(tx: Tx, task_id: str) -> list[TaskRow]:
-    """Direct children still unfinished that are joined to this task (no reply_deployment: an async
-    child replies into a conversation and is meant to outlive the task that started it)."""
-    return [
-        TaskRow.from_row(r)
-        for r in tx.all(
-            f"SELECT * FROM tasks WHERE parent_task_id = ? AND reply_deployment IS NULL AND {_UNFINISHED_SQL}"
-            " ORDER BY seq",
-            (task_id,),
-        )
-    ]
 
 
 def unfinished_children(tx: Tx, task_ids: list[str]) -> dict[str, int]:
@@ -50,13 +35,19 @@ def unfinished_children(tx: Tx, task_ids: list[str]) -> dict[str, int]:
         return {}
     marks = ",".join("?" * len(task_ids))
     return {
-        r["parent_task_id"]: int(r["n"])
-        for r in tx.all(
+        r.parent_task_id: r.n
+        for r in tx.rows(
+            _ChildCount,
             f"SELECT parent_task_id, COUNT(*) AS n FROM tasks WHERE parent_task_id IN ({marks})"
-            f" AND {_UNFINISHED_SQL} GROUP BY parent_task_id",
+            f" AND {UNFINISHED_SQL} GROUP BY parent_task_id",
             task_ids,
         )
     }
+
+
+class _ChildCount(NamedTuple):
+    parent_task_id: str
+    n: Count
 
 
 def root_of(tx: Tx, task_id: str) -> str:
@@ -65,24 +56,19 @@ def root_of(tx: Tx, task_id: str) -> str:
 
 def tree_rows(tx: Tx, task_id: str) -> list[TaskRow]:
     """Every task of the tree ``task_id`` belongs to, in submission order (a parent before its children)."""
-    return [
-        TaskRow.from_row(r)
-        for r in tx.all(
-            "SELECT * FROM tasks WHERE root_task_id = ? ORDER BY seq", (root_of(tx, task_id),)
-        )
-    ]
+    return tx.rows(
+        TaskRow, "SELECT * FROM tasks WHERE root_task_id = ? ORDER BY seq", (root_of(tx, task_id),)
+    )
 
 
 def _scope(tx: Tx, task_id: str, tree: bool) -> list[TaskRow]:
     if not tree:
         return [get_task(tx, task_id)]
-    return [
-        TaskRow.from_row(r)
-        for r in tx.all(
-            f"SELECT * FROM tasks WHERE root_task_id = ? AND {_UNFINISHED_SQL} ORDER BY depth, seq",
-            (root_of(tx, task_id),),
-        )
-    ]
+    return tx.rows(
+        TaskRow,
+        f"SELECT * FROM tasks WHERE root_task_id = ? AND {UNFINISHED_SQL} ORDER BY depth, seq",
+        (root_of(tx, task_id),),
+    )
 
 
 def tree_unfinished(tx: Tx, task_id: str) -> list[str]:
@@ -99,8 +85,6 @@ def cancel_scope(
     cascade already ended moments earlier in this transaction is skipped, not cancelled twice.
     Returns the ids this call ended (for the in-process stop hint).
     """
-    from agen.hub.queue.lease import cancel_task
-
     ended: list[str] = []
     for row in _scope(tx, task_id, tree):
         if get_task(tx, row.id).state in UNFINISHED:
@@ -170,18 +154,18 @@ def cancel_overdue(
 ) -> list[str]:
     """The leader's sweep: a task still unfinished past its graceful cancel deadline is stopped.
     ``deployment_ids``: only those deployments' tasks (an embedded one-shot's scope)."""
-    sql = f"SELECT id FROM tasks WHERE cancel_at_ms IS NOT NULL AND cancel_at_ms <= ? AND {_UNFINISHED_SQL}"
+    sql = f"SELECT id FROM tasks WHERE cancel_at_ms IS NOT NULL AND cancel_at_ms <= ? AND {UNFINISHED_SQL}"
     params: list[Any] = [now_ms]
     if deployment_ids is not None:
         ids = sorted(deployment_ids)
         sql += f" AND deployment_id IN ({','.join('?' * len(ids)) or 'NULL'})"
         params += ids
-    rows = tx.all(sql, params)
+    rows = tx.rows(TaskId, sql, params)
     ended: list[str] = []
     for r in rows:
         ended += cancel_scope(
             tx,
-            r["id"],
+            r.id,
             tree=False,
             by="hub",
             reason="graceful cancel: the grace period ended before the run finished",
@@ -194,9 +178,9 @@ def unfinished(tx: Tx, task_ids: list[str]) -> list[str]:
         return []
     marks = ",".join("?" * len(task_ids))
     return [
-        r["id"]
-        for r in tx.all(
-            f"SELECT id FROM tasks WHERE id IN ({marks}) AND {_UNFINISHED_SQL}", task_ids
+        r.id
+        for r in tx.rows(
+            TaskId, f"SELECT id FROM tasks WHERE id IN ({marks}) AND {UNFINISHED_SQL}", task_ids
         )
     ]
 

@@ -3,16 +3,20 @@ Nests it is assigned to) and the facts its agent card shows."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from agen.bundle.loader import load_bundle_files
-from agen.hub.fleet.definitions import get_definition_files
+from agen.hub.definitions import get_definition_files
 from agen.hub.rpc.deployments import find_deployment
 from agen.wire.agents import AgentSkillInfo, ResolveAgentRequest, ResolveAgentResponse
 
 if TYPE_CHECKING:
     from agen.hub.auth import Principal
     from agen.hub.service import Hub
+
+
+class _Gateway(NamedTuple):
+    gateway_url: str
 
 
 async def resolve_agent(hub: Hub, p: Principal, req: ResolveAgentRequest) -> ResolveAgentResponse:
@@ -22,13 +26,14 @@ async def resolve_agent(hub: Hub, p: Principal, req: ResolveAgentRequest) -> Res
         "SELECT COUNT(*) FROM instances WHERE deployment_id = ? AND state IN ('ready','busy')",
         (row.id,),
     )
-    nests = await hub.store.all(
+    nests = await hub.store.rows(
+        _Gateway,
         "SELECT DISTINCT n.gateway_url FROM assignments a JOIN nests n ON n.id = a.nest_id"
         " WHERE a.deployment_id = ? AND a.count > 0 AND n.state = 'active'"
         " AND n.gateway_url IS NOT NULL ORDER BY n.gateway_url",
         (row.id,),
     )
-    gateways = [*hub.gateway_urls, *(str(n["gateway_url"]) for n in nests)]
+    gateways = [*hub.gateway_urls, *(n.gateway_url for n in nests)]
     urls = [
         f"{u.rstrip('/')}/a2a/{req.namespace}/{req.deployment}" for u in dict.fromkeys(gateways)
     ]

@@ -14,7 +14,7 @@ from agen.errors import DeniedError, NotFoundError
 from agen.hub import queue
 from agen.hub.auth import Principal
 from agen.hub.queue import delegation as d
-from agen.hub.queue._tasks import TERMINAL, get_task, task_event
+from agen.hub.queue.tasks import TERMINAL, get_task, task_event
 from agen.hub.service import Hub
 from agen.store import Tx, loads
 from agen.wire import delegation as m
@@ -108,7 +108,7 @@ async def ack_inbox(hub: Hub, p: Principal, req: m.AckInboxRequest) -> Ok:
 
 
 async def query_child_task(hub: Hub, p: Principal, req: m.ChildTaskRef) -> m.QueryChildTaskResponse:
-    from agen.hub.observe.runs import query_task
+    from agen.hub.rpc.runs import query_task
 
     def check(tx: Tx) -> None:
         _runs_here(tx, p, req.task_id)

@@ -5,17 +5,18 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agen.domain import DeploymentBudget, DeploymentRef, DeploymentRow, columns
 from agen.errors import ConflictError, InvalidError, NotFoundError
 from agen.hub import queue
 from agen.hub.auth import Principal
-from agen.hub.fleet.definitions import put_definition
+from agen.hub.definitions import put_definition
+from agen.hub.events.deployment_log import write_log
 from agen.hub.observe.activity import DeploymentFacts, deployment_activity, deployment_facts
-from agen.hub.observe.logs import write_log
 from agen.hub.service import Hub
-from agen.store import Row, Tx, dumps, loads, new_ulid
+from agen.store import Tx, dumps, loads, new_ulid
+from agen.store.records import Count
 from agen.wire.deployments import (
     CreateDeploymentRequest,
     DeleteDeploymentRequest,
@@ -25,8 +26,11 @@ from agen.wire.deployments import (
     GetDeploymentRequest,
     GetLogsRequest,
     GetLogsResponse,
+    Instance,
     ListDeploymentsRequest,
     ListDeploymentsResponse,
+    ListInstancesRequest,
+    ListInstancesResponse,
     LogLine,
     PauseDeploymentRequest,
     ScaleDeploymentRequest,
@@ -83,7 +87,7 @@ def _policy(bundle: Bundle) -> dict[str, Any]:
 
 def _sync_signals(tx: Tx, dep: DeploymentRef, bundle: Bundle) -> None:
     """Triggers, provider accounts and the approval notify target follow the deployed definition."""
-    from agen.hub.observe.notify import sync_bundle_target  # with its URL checks: only on deploy
+    from agen.hub.events.notify import sync_bundle_target  # with its URL checks: only on deploy
     from agen.hub.queue.providers import harness_key_secrets, sync_accounts
 
     namespace, name = dep.namespace, dep.name
@@ -170,19 +174,21 @@ async def _apply(
         if req.replicas:  # a scale-up, checked against the budget this very bundle sets
             from agen.hub.queue.budgets import require_budget_left
 
-            stored = tx.one(
-                f"SELECT {columns(DeploymentBudget)} FROM deployments WHERE id = ?", (dep_id,)
+            stored = tx.row(
+                DeploymentBudget,
+                f"SELECT {columns(DeploymentBudget)} FROM deployments WHERE id = ?",
+                (dep_id,),
             )
             assert stored is not None
-            require_budget_left(
-                tx, DeploymentBudget.from_row(stored), tx.now_ms, f"--replicas {req.replicas}"
-            )
+            require_budget_left(tx, stored, tx.now_ms, f"--replicas {req.replicas}")
         return dep_id, created, changed
 
     def _put_deployment(tx: Tx) -> tuple[str, bool, bool]:
         def_id = put_definition(tx, bundle.name, bundle.digest, bundle.files)
-        row = tx.one(
-            "SELECT * FROM deployments WHERE namespace = ? AND name = ?", (req.namespace, name)
+        row = tx.row(
+            _Stored,
+            f"SELECT {columns(_Stored)} FROM deployments WHERE namespace = ? AND name = ?",
+            (req.namespace, name),
         )
         if row is None and must_exist:
             raise NotFoundError(
@@ -222,11 +228,11 @@ async def _apply(
             write_log(tx, req.namespace, name, f"created from {def_id}")
             _sync_signals(tx, DeploymentRef(dep_id, req.namespace, name, def_id), bundle)
             return dep_id, True, True
-        changed = row["definition_id"] != def_id
-        desired = row["desired"]
+        changed = row.definition_id != def_id
+        desired = row.desired
         if req.replicas is not None:
             desired = req.replicas
-        elif not row["paused"]:
+        elif not row.paused:
             desired = min(max(desired, scale.min), scale.max)
         tx.execute(
             "UPDATE deployments SET kind=:kind, definition_id=:definition_id, digest=:digest, scale=:scale,"
@@ -237,7 +243,7 @@ async def _apply(
                 **fields,
                 "desired": desired,
                 "now": tx.now_ms,
-                "id": row["id"],
+                "id": row.id,
                 "manual": tx.now_ms if req.replicas is not None else None,
             },
         )
@@ -246,8 +252,8 @@ async def _apply(
                 req.namespace, "deployment.updated", deployment=name, data={"definition": def_id}
             )
             write_log(tx, req.namespace, name, f"updated to {def_id}")
-        _sync_signals(tx, DeploymentRef(str(row["id"]), req.namespace, name, def_id), bundle)
-        return str(row["id"]), False, changed
+        _sync_signals(tx, DeploymentRef(row.id, req.namespace, name, def_id), bundle)
+        return row.id, False, changed
 
     dep_id, created, changed = await hub.store.write(fn)
     hub.desired_state_changed()
@@ -266,8 +272,10 @@ def _secret_warnings(bundle: Bundle) -> list[str]:
 
 async def find_deployment(hub: Hub, p: Principal, namespace: str, name: str) -> DeploymentRow:
     p.require_namespace(namespace)
-    row = await hub.store.one(
-        "SELECT * FROM deployments WHERE namespace = ? AND name = ?", (namespace, name)
+    row = await hub.store.row(
+        DeploymentRow,
+        "SELECT * FROM deployments WHERE namespace = ? AND name = ?",
+        (namespace, name),
     )
     if row is None:
         raise NotFoundError(
@@ -275,7 +283,7 @@ async def find_deployment(hub: Hub, p: Principal, namespace: str, name: str) -> 
             deployment=name,
             namespace=namespace,
         )
-    return DeploymentRow.from_row(row)
+    return row
 
 
 _COUNTS = (
@@ -294,20 +302,58 @@ _INSTANCES = (
 )
 
 
+class _Counts(NamedTuple):
+    """A deployment's unfinished tasks by what they wait for (``_COUNTS``)."""
+
+    deployment_id: str
+    queued: Count = 0
+    scheduled: Count = 0
+    running: Count = 0
+    waiting: Count = 0
+    delegating: Count = 0
+
+
+class _Instances(NamedTuple):
+    """A deployment's live instances (``_INSTANCES``)."""
+
+    deployment_id: str
+    ready: Count = 0
+    total: Count = 0
+
+
+class _Trigger(NamedTuple):
+    """When a deployment's timed trigger is due next (and was last)."""
+
+    deployment_id: str
+    name: str
+    type: str
+    next_due_ms: int | None
+    last_due_ms: int | None
+
+
+class _Stored(NamedTuple):
+    """What a redeploy keeps of the deployment as it was."""
+
+    id: str
+    definition_id: str
+    desired: int
+    paused: bool
+
+
+class _TaskId(NamedTuple):
+    id: str
+
+
 def _to_view(
     row: DeploymentRow,
-    counts: Row | None,
-    inst: Row | None,
+    counts: _Counts | None,
+    inst: _Instances | None,
     facts: DeploymentFacts | None = None,
     triggers: list[TriggerDue] | None = None,
 ) -> Deployment:
-    counts = counts or {}
-    inst = inst or {}
-    running, queued, ready = (
-        int(counts.get("running") or 0),
-        int(counts.get("queued") or 0),
-        int(inst.get("ready") or 0),
-    )
+    counts = counts or _Counts(row.id)
+    inst = inst or _Instances(row.id)
+    running, queued, ready = counts.running, counts.queued, inst.ready
     act = (
         deployment_activity(
             row,
@@ -315,7 +361,7 @@ def _to_view(
             running=running,
             queued=queued,
             ready=ready,
-            delegating=int(counts.get("delegating") or 0),
+            delegating=counts.delegating,
         )
         if facts
         else None
@@ -337,12 +383,12 @@ def _to_view(
         desired=row.desired,
         paused=row.paused,
         pause_reason=row.pause_reason,
-        ready=int(inst.get("ready") or 0),
-        instances=int(inst.get("total") or 0),
-        queued=int(counts.get("queued") or 0),
-        scheduled=int(counts.get("scheduled") or 0),
-        running=int(counts.get("running") or 0),
-        waiting=int(counts.get("waiting") or 0),
+        ready=inst.ready,
+        instances=inst.total,
+        queued=counts.queued,
+        scheduled=counts.scheduled,
+        running=counts.running,
+        waiting=counts.waiting,
         last_activity_ms=row.last_activity_ms,
         created_ms=row.created_ms,
         updated_ms=row.updated_ms,
@@ -368,35 +414,40 @@ async def _views(hub: Hub, rows: list[DeploymentRow]) -> list[Deployment]:
     ids = [r.id for r in rows]
     marks = ",".join("?" * len(ids))
     now = hub.clock()
-    counts = await hub.store.all(
-        _COUNTS.replace(":now", str(int(now))).format(where=f"AND deployment_id IN ({marks})"), ids
+    counts = await hub.store.rows(
+        _Counts,
+        _COUNTS.replace(":now", str(int(now))).format(where=f"AND deployment_id IN ({marks})"),
+        ids,
     )
-    inst = await hub.store.all(_INSTANCES.format(where=f"AND deployment_id IN ({marks})"), ids)
-    by_c = {c["deployment_id"]: c for c in counts}
-    by_i = {i["deployment_id"]: i for i in inst}
+    inst = await hub.store.rows(
+        _Instances, _INSTANCES.format(where=f"AND deployment_id IN ({marks})"), ids
+    )
+    by_c = {c.deployment_id: c for c in counts}
+    by_i = {i.deployment_id: i for i in inst}
     facts = await deployment_facts(hub.store, rows, int(now))
     by_t: dict[str, list[TriggerDue]] = {}
-    for t in await hub.store.all(
-        "SELECT deployment_id, name, type, next_due_ms, last_due_ms FROM triggers WHERE type IN ('cron', 'random')"
+    for t in await hub.store.rows(
+        _Trigger,
+        f"SELECT {columns(_Trigger)} FROM triggers WHERE type IN ('cron', 'random')"
         f" AND deployment_id IN ({marks}) ORDER BY name",
         ids,
     ):
-        by_t.setdefault(t["deployment_id"], []).append(
+        by_t.setdefault(t.deployment_id, []).append(
             TriggerDue(
-                name=t["name"],
-                type=t["type"],
-                next_due_at=t["next_due_ms"],
-                last_due_at=t["last_due_ms"],
+                name=t.name,
+                type=t.type,
+                next_due_at=t.next_due_ms,
+                last_due_at=t.last_due_ms,
             )
         )
     return [_to_view(r, by_c.get(r.id), by_i.get(r.id), facts, by_t.get(r.id)) for r in rows]
 
 
 async def _view_by_id(hub: Hub, dep_id: str) -> Deployment:
-    row = await hub.store.one("SELECT * FROM deployments WHERE id = ?", (dep_id,))
+    row = await hub.store.row(DeploymentRow, "SELECT * FROM deployments WHERE id = ?", (dep_id,))
     if row is None:
         raise NotFoundError(f"deployment {dep_id} not found")
-    return (await _views(hub, [DeploymentRow.from_row(row)]))[0]
+    return (await _views(hub, [row]))[0]
 
 
 async def get_deployment(hub: Hub, p: Principal, req: GetDeploymentRequest) -> DeploymentResponse:
@@ -408,16 +459,68 @@ async def list_deployments(
     hub: Hub, p: Principal, req: ListDeploymentsRequest
 ) -> ListDeploymentsResponse:
     if req.all_namespaces:
-        rows = await hub.store.all("SELECT * FROM deployments ORDER BY namespace, name")
-        rows = [r for r in rows if p.sees(r["namespace"])]
+        rows = await hub.store.rows(
+            DeploymentRow, "SELECT * FROM deployments ORDER BY namespace, name"
+        )
+        rows = [r for r in rows if p.sees(r.namespace)]
     else:
         p.require_namespace(req.namespace)
-        rows = await hub.store.all(
-            "SELECT * FROM deployments WHERE namespace = ? ORDER BY name", (req.namespace,)
+        rows = await hub.store.rows(
+            DeploymentRow,
+            "SELECT * FROM deployments WHERE namespace = ? ORDER BY name",
+            (req.namespace,),
         )
-    return ListDeploymentsResponse(
-        deployments=await _views(hub, [DeploymentRow.from_row(r) for r in rows])
+    return ListDeploymentsResponse(deployments=await _views(hub, rows))
+
+
+class _InstanceRow(NamedTuple):
+    """A live instance, where it runs and whose it is (list_instances)."""
+
+    id: str
+    nest_id: str
+    nest: str
+    namespace: str | None  # None: its deployment was deleted
+    deployment: str | None
+    deployment_id: str
+    digest: str
+    state: str
+    in_flight: int
+    exit_reason: str | None
+    started_ms: int
+    updated_ms: int
+
+
+async def list_instances(
+    hub: Hub, p: Principal, req: ListInstancesRequest
+) -> ListInstancesResponse:
+    rows = await hub.store.rows(
+        _InstanceRow,
+        "SELECT i.*, n.name AS nest, d.namespace, d.name AS deployment FROM instances i"
+        " JOIN nests n ON n.id = i.nest_id LEFT JOIN deployments d ON d.id = i.deployment_id"
+        " WHERE i.state NOT IN ('stopped', 'failed') ORDER BY d.namespace, d.name, i.started_ms",
     )
+    out = []
+    for r in rows:
+        ns = r.namespace or ""
+        if (req.namespace and ns != req.namespace) or (ns and not p.sees(ns)):
+            continue
+        out.append(
+            Instance(
+                id=r.id,
+                nest_id=r.nest_id,
+                nest=r.nest,
+                namespace=ns,
+                deployment=r.deployment or "",
+                deployment_id=r.deployment_id,
+                digest=r.digest,
+                state=r.state,
+                in_flight=r.in_flight,
+                exit_reason=r.exit_reason,
+                started_ms=r.started_ms,
+                updated_ms=r.updated_ms,
+            )
+        )
+    return ListInstancesResponse(instances=out)
 
 
 async def scale_deployment(
@@ -432,10 +535,10 @@ async def scale_deployment(
         )
 
     def fn(tx: Tx) -> None:
-        cur = tx.one("SELECT paused FROM deployments WHERE id = ?", (row.id,))
-        if cur is None:
+        paused = tx.scalar("SELECT paused FROM deployments WHERE id = ?", (row.id,))
+        if paused is None:
             raise NotFoundError(f"deployment {req.namespace}/{req.name} was deleted")
-        if cur["paused"]:
+        if paused:
             raise ConflictError(
                 f"{req.name} is stopped; `agen start {req.name}` first, then scale it"
             )
@@ -500,16 +603,18 @@ async def pause_deployment(
 async def delete_deployment(
     hub: Hub, p: Principal, req: DeleteDeploymentRequest
 ) -> DeleteDeploymentResponse:
-    from agen.hub.observe.notify import sync_bundle_target
+    from agen.hub.events.notify import sync_bundle_target
 
     row = await find_deployment(hub, p, req.namespace, req.name)
 
     def fn(tx: Tx) -> tuple[list[str], int]:
-        unfinished = tx.all(
-            f"SELECT id FROM tasks WHERE deployment_id = ? AND state IN {UNFINISHED}", (row.id,)
+        unfinished = tx.rows(
+            _TaskId,
+            f"SELECT id FROM tasks WHERE deployment_id = ? AND state IN {UNFINISHED}",
+            (row.id,),
         )
         for t in unfinished:
-            queue.cancel_task(tx, t["id"], by=p.subject, reason="deployment deleted")
+            queue.cancel_task(tx, t.id, by=p.subject, reason="deployment deleted")
         cancelled = len(unfinished)
         ended = tx.execute(
             "UPDATE runs SET status = 'cancelled', epoch = epoch + 1, finished_ms = ?, updated_ms = ?,"
@@ -536,7 +641,7 @@ async def delete_deployment(
             req.name,
             f"deleted ({cancelled} tasks cancelled, {ended} runs ended)",
         )
-        return [t["id"] for t in unfinished], ended
+        return [t.id for t in unfinished], ended
 
     cancelled_ids, ended = await hub.store.write(fn)
     hub.desired_state_changed()
@@ -545,21 +650,38 @@ async def delete_deployment(
     return DeleteDeploymentResponse(cancelled_tasks=len(cancelled_ids), ended_runs=ended)
 
 
+class _LogRow(NamedTuple):
+    """One line of ``deployment_logs``: the fields of a LogLine."""
+
+    seq: int
+    namespace: str
+    deployment: str
+    instance_id: str | None
+    level: str
+    message: str
+    created_ms: int
+
+
 async def get_logs(hub: Hub, p: Principal, req: GetLogsRequest) -> GetLogsResponse:
     """The newest ``limit`` lines after ``after_seq``; with wait_seconds, waits for new ones."""
     await find_deployment(hub, p, req.namespace, req.name)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + req.wait_seconds
     while True:
-        sql = "SELECT * FROM deployment_logs WHERE namespace = ? AND deployment = ? AND seq > ?"
+        sql = (
+            f"SELECT {columns(_LogRow)} FROM deployment_logs"
+            " WHERE namespace = ? AND deployment = ? AND seq > ?"
+        )
         params: list[Any] = [req.namespace, req.name, req.after_seq]
         if req.instance:
             sql += " AND instance_id = ?"
             params.append(req.instance)
-        rows = await hub.store.all(sql + " ORDER BY seq DESC LIMIT ?", [*params, req.limit])
+        rows = await hub.store.rows(
+            _LogRow, sql + " ORDER BY seq DESC LIMIT ?", [*params, req.limit]
+        )
         if rows or loop.time() >= deadline:
             break
         await asyncio.sleep(min(0.25, max(0.0, deadline - loop.time())))
     rows.reverse()
-    lines = [LogLine.model_validate(r) for r in rows]
+    lines = [LogLine.model_validate(r._asdict()) for r in rows]
     return GetLogsResponse(lines=lines, last_seq=lines[-1].seq if lines else req.after_seq)

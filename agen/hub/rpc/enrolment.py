@@ -8,6 +8,8 @@ one-shot, serving only its own local Nest, never needs.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from agen.errors import ConflictError, DeniedError, InvalidError
 from agen.hub.auth import Principal
 from agen.hub.call_keys import published_keys
@@ -16,8 +18,22 @@ from agen.hub.rpc.nests import own_nest
 from agen.hub.service import Hub
 from agen.hub.tls import parse_csr
 from agen.store import loads
+from agen.store.records import Count
 from agen.wire import nests as m
 from agen.wire.common import Empty, Ok
+
+
+class _NestRow(NamedTuple):
+    """A row of ``nests`` and how many live instances it runs."""
+
+    id: str
+    name: str
+    labels: str  # JSON text
+    capacity: int
+    state: str
+    live: Count
+    last_heartbeat_ms: int
+    created_ms: int
 
 
 async def get_token_keys(hub: Hub, p: Principal, req: Empty) -> m.GetTokenKeysResponse:
@@ -94,21 +110,22 @@ async def renew_nest_certificate(
 
 
 async def list_nests(hub: Hub, p: Principal, req: m.ListNestsRequest) -> m.ListNestsResponse:
-    rows = await hub.store.all(
+    rows = await hub.store.rows(
+        _NestRow,
         "SELECT n.*, (SELECT COUNT(*) FROM instances i WHERE i.nest_id = n.id"
-        " AND i.state NOT IN ('stopped', 'failed')) AS live FROM nests n ORDER BY n.name"
+        " AND i.state NOT IN ('stopped', 'failed')) AS live FROM nests n ORDER BY n.name",
     )
     return m.ListNestsResponse(
         nests=[
             m.NestInfo(
-                id=r["id"],
-                name=r["name"],
-                labels=loads(r["labels"], {}),
-                capacity=r["capacity"],
-                state=r["state"],
-                instances=r["live"],
-                last_heartbeat_ms=r["last_heartbeat_ms"],
-                created_ms=r["created_ms"],
+                id=r.id,
+                name=r.name,
+                labels=loads(r.labels, {}),
+                capacity=r.capacity,
+                state=r.state,
+                instances=r.live,
+                last_heartbeat_ms=r.last_heartbeat_ms,
+                created_ms=r.created_ms,
             )
             for r in rows
         ]

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import base64
+from typing import NamedTuple
 
+from agen.domain import columns
 from agen.errors import InvalidError, NotFoundError
 from agen.hub.auth import Principal
-from agen.hub.fleet.definitions import get_definition_files
-from agen.hub.observe.runs import find_run, message_view, run_views
+from agen.hub.definitions import get_definition_files
+from agen.hub.rpc.runs import MessageRow, find_run, message_view, run_views
 from agen.hub.service import Hub
 from agen.store import Tx, dumps, loads, now_ms
 from agen.store.base import new_ulid
+from agen.store.records import Count
 from agen.wire.evals import (
     EvalBatch,
     EvalCheck,
@@ -28,12 +31,51 @@ from agen.wire.evals import (
 MAX_MESSAGES = 5000
 
 
+class _Batch(NamedTuple):
+    """One recorded ``agen eval`` (a batch of eval_runs): its bundle, digest and when (``at``)."""
+
+    batch: str
+    bundle: str
+    digest: str
+    at: int
+
+
+class _Scenario(NamedTuple):
+    """A scenario of a batch: runs passed (``ok``) of ``n``, and the mean score."""
+
+    scenario: str
+    ok: Count
+    n: Count
+    score: float
+
+
+class _Digest(NamedTuple):
+    digest: str
+
+
+class _EvalRun(NamedTuple):
+    """One row of ``eval_runs`` as GetEvalRuns shows it (JSON columns as text)."""
+
+    scenario: str
+    run_index: int
+    passed: bool
+    failures: str
+    duration_ms: int
+    score: float | None  # None: recorded before scores were (passed reads as 1.0)
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+    checks: str
+
+
 async def get_replay_source(
     hub: Hub, p: Principal, req: GetReplaySourceRequest
 ) -> GetReplaySourceResponse:
     run = await find_run(hub, p, req.id)
-    rows = await hub.store.all(
-        "SELECT * FROM messages WHERE run_id = ? ORDER BY seq LIMIT ?", (run.id, MAX_MESSAGES)
+    rows = await hub.store.rows(
+        MessageRow,
+        f"SELECT {columns(MessageRow)} FROM messages WHERE run_id = ? ORDER BY seq LIMIT ?",
+        (run.id, MAX_MESSAGES),
     )
     [view] = await run_views(hub, [run])
     raw = await hub.store.scalar("SELECT interactions FROM cassettes WHERE run_id = ?", (run.id,))
@@ -96,26 +138,28 @@ async def record_eval_runs(
 
 async def list_eval_runs(hub: Hub, p: Principal, req: ListEvalRunsRequest) -> ListEvalRunsResponse:
     p.require_namespace(req.namespace)
-    batches = await hub.store.all(
-        "SELECT batch, digest, MIN(created_ms) AS at FROM eval_runs WHERE namespace = ? AND bundle = ?"
-        " GROUP BY batch, digest ORDER BY at DESC LIMIT ?",
+    batches = await hub.store.rows(
+        _Batch,
+        "SELECT batch, bundle, digest, MIN(created_ms) AS at FROM eval_runs WHERE namespace = ?"
+        " AND bundle = ? GROUP BY batch, bundle, digest ORDER BY at DESC LIMIT ?",
         (req.namespace, req.bundle, req.limit),
     )
     out: list[EvalBatch] = []
     for b in batches:
-        rows = await hub.store.all(
+        rows = await hub.store.rows(
+            _Scenario,
             "SELECT scenario, SUM(passed) AS ok, COUNT(*) AS n,"
             " AVG(COALESCE(score, CASE WHEN passed = 1 THEN 1.0 ELSE 0.0 END)) AS score FROM eval_runs"
             " WHERE batch = ? GROUP BY scenario ORDER BY scenario",
-            (b["batch"],),
+            (b.batch,),
         )
         out.append(
             EvalBatch(
-                batch=b["batch"],
-                digest=b["digest"],
-                created_ms=int(b["at"]),
-                scenarios={r["scenario"]: [int(r["ok"]), int(r["n"])] for r in rows},
-                scores={r["scenario"]: round(float(r["score"]), 4) for r in rows},
+                batch=b.batch,
+                digest=b.digest,
+                created_ms=int(b.at),
+                scenarios={r.scenario: [r.ok, r.n] for r in rows},
+                scores={r.scenario: round(r.score, 4) for r in rows},
             )
         )
     return ListEvalRunsResponse(evals=out)
@@ -134,7 +178,8 @@ async def get_eval_runs(hub: Hub, p: Principal, req: GetEvalRunsRequest) -> GetE
     )
     params: list[object] = [req.namespace, req.ref, digest if full else digest + "%"]
     if not full:
-        many = await hub.store.all(
+        many = await hub.store.rows(
+            _Digest,
             "SELECT DISTINCT digest FROM eval_runs WHERE namespace = ? AND digest LIKE ? LIMIT 2",
             (req.namespace, digest + "%"),
         )
@@ -146,8 +191,8 @@ async def get_eval_runs(hub: Hub, p: Principal, req: GetEvalRunsRequest) -> GetE
     if req.bundle:
         sql += " AND bundle = ?"
         params.append(req.bundle)
-    head = await hub.store.one(
-        sql + " GROUP BY batch, bundle, digest ORDER BY at DESC, batch DESC LIMIT 1", params
+    head = await hub.store.row(
+        _Batch, sql + " GROUP BY batch, bundle, digest ORDER BY at DESC, batch DESC LIMIT 1", params
     )
     if head is None:
         of = f" of {req.bundle}" if req.bundle else ""
@@ -155,28 +200,28 @@ async def get_eval_runs(hub: Hub, p: Principal, req: GetEvalRunsRequest) -> GetE
             f"no recorded eval{of} with id or digest {req.ref!r}; `agen eval history <name>` lists them",
             ref=req.ref,
         )
-    rows = await hub.store.all(
-        "SELECT * FROM eval_runs WHERE batch = ? ORDER BY scenario, run_index", (head["batch"],)
+    rows = await hub.store.rows(
+        _EvalRun,
+        f"SELECT {columns(_EvalRun)} FROM eval_runs WHERE batch = ? ORDER BY scenario, run_index",
+        (head.batch,),
     )
     return GetEvalRunsResponse(
-        batch=head["batch"],
-        bundle=head["bundle"],
-        digest=head["digest"],
-        created_ms=int(head["at"]),
+        batch=head.batch,
+        bundle=head.bundle,
+        digest=head.digest,
+        created_ms=int(head.at),
         runs=[
             EvalRunOut(
-                scenario=r["scenario"],
-                run_index=int(r["run_index"]),
-                passed=bool(r["passed"]),
-                failures=loads(r["failures"], []) or [],
-                duration_ms=int(r["duration_ms"]),
-                score=float(r["score"])
-                if r["score"] is not None
-                else (1.0 if r["passed"] else 0.0),
-                input_tokens=int(r["input_tokens"]),
-                output_tokens=int(r["output_tokens"]),
-                cost_usd=float(r["cost_usd"]),
-                checks=[EvalCheck.model_validate(c) for c in loads(r["checks"], []) or []],
+                scenario=r.scenario,
+                run_index=r.run_index,
+                passed=r.passed,
+                failures=loads(r.failures, []) or [],
+                duration_ms=r.duration_ms,
+                score=r.score if r.score is not None else (1.0 if r.passed else 0.0),
+                input_tokens=r.input_tokens,
+                output_tokens=r.output_tokens,
+                cost_usd=r.cost_usd,
+                checks=[EvalCheck.model_validate(c) for c in loads(r.checks, []) or []],
             )
             for r in rows
         ],

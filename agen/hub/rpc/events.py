@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 
+from agen.domain import columns
 from agen.hub.auth import Principal
-from agen.hub.observe import notify
-from agen.hub.observe.events import EventFilter, list_events, tail_start
+from agen.hub.events import notify
+from agen.hub.events.log import EventFilter, list_events, tail_start
 from agen.hub.rpc._known import require_known_deployment
 from agen.hub.service import Hub
+from agen.store import Tx
 from agen.wire.common import Ok
 from agen.wire.signals import (
     ListEventsRequest,
@@ -51,7 +53,10 @@ async def list_events_rpc(hub: Hub, p: Principal, req: ListEventsRequest) -> Lis
     return ListEventsResponse.model_validate({"events": page.events, "cursor": page.cursor})
 
 
-def _target(row: dict[str, object]) -> NotifyTarget:
+_SELECT = f"SELECT {columns(notify.NotifyTargetRow)} FROM notify_targets"
+
+
+def _target(row: notify.NotifyTargetRow) -> NotifyTarget:
     view = notify.target_view(row)
     return NotifyTarget.model_validate({k: view[k] for k in NotifyTarget.model_fields})
 
@@ -60,8 +65,9 @@ async def set_notify_target(
     hub: Hub, p: Principal, req: SetNotifyTargetRequest
 ) -> NotifyTargetResponse:
     p.require_namespace(req.namespace)
-    row = await hub.store.write(
-        lambda tx: notify.set_target(
+
+    def fn(tx: Tx) -> notify.NotifyTargetRow:
+        return notify.set_target(
             tx,
             req.namespace,
             req.name,
@@ -72,16 +78,16 @@ async def set_notify_target(
             severity=req.severity,
             secret=req.secret,
         )
-    )
-    return NotifyTargetResponse(target=_target(row))
+
+    return NotifyTargetResponse(target=_target(await hub.store.write(fn)))
 
 
 async def list_notify_targets(
     hub: Hub, p: Principal, req: ListNotifyTargetsRequest
 ) -> ListNotifyTargetsResponse:
     p.require_namespace(req.namespace)
-    rows = await hub.store.all(
-        "SELECT * FROM notify_targets WHERE namespace = ? ORDER BY name", (req.namespace,)
+    rows = await hub.store.rows(
+        notify.NotifyTargetRow, f"{_SELECT} WHERE namespace = ? ORDER BY name", (req.namespace,)
     )
     return ListNotifyTargetsResponse(targets=[_target(r) for r in rows])
 

@@ -10,33 +10,17 @@ from typing import Any
 
 from agen.domain.feedback import insert_feedback
 from agen.hub.auth import Principal
-from agen.hub.observe.runs import find_run
+from agen.hub.observe.feedback import SELECT_FEEDBACK, FeedbackRow, feedback_view
+from agen.hub.rpc.runs import find_run
 from agen.hub.service import Hub
-from agen.store import Row, Store, loads
+from agen.store import loads
+from agen.store.records import read
 from agen.wire.feedback import (
-    Feedback,
-    FeedbackSummary,
     ListFeedbackRequest,
     ListFeedbackResponse,
     RecordFeedbackRequest,
     RecordFeedbackResponse,
 )
-
-
-def feedback_view(row: Row) -> Feedback:
-    return Feedback(
-        id=row["id"],
-        namespace=row["namespace"],
-        deployment=row["deployment"],
-        run_id=row["run_id"],
-        task_id=row["task_id"],
-        digest=row["digest"],
-        score=float(row["score"]),
-        note=row["note"],
-        labels=loads(row["labels"], {}) or {},
-        by=row["by"],
-        created_ms=int(row["created_ms"]),
-    )
 
 
 async def record_feedback(
@@ -65,13 +49,13 @@ async def record_feedback(
             created_ms=at,
         )
     )
-    return RecordFeedbackResponse(feedback=feedback_view(row))
+    return RecordFeedbackResponse(feedback=feedback_view(read(FeedbackRow, row)))
 
 
 async def list_feedback(hub: Hub, p: Principal, req: ListFeedbackRequest) -> ListFeedbackResponse:
     """Newest first; ``id`` narrows to one task's or run's feedback."""
     p.require_namespace(req.namespace)
-    sql = "SELECT * FROM feedback WHERE namespace = ?"
+    sql = f"{SELECT_FEEDBACK} WHERE namespace = ?"
     params: list[Any] = [req.namespace]
     if req.deployment:
         sql += " AND deployment = ?"
@@ -85,32 +69,7 @@ async def list_feedback(hub: Hub, p: Principal, req: ListFeedbackRequest) -> Lis
     for key, value in sorted(req.labels.items()):
         sql += " AND EXISTS (SELECT 1 FROM json_each(feedback.labels) WHERE json_each.key = ? AND json_each.value = ?)"
         params += [key, value]
-    rows = await hub.store.all(
-        sql + " ORDER BY created_ms DESC, id DESC LIMIT ?", [*params, req.limit]
+    rows = await hub.store.rows(
+        FeedbackRow, sql + " ORDER BY created_ms DESC, id DESC LIMIT ?", [*params, req.limit]
     )
     return ListFeedbackResponse(feedback=[feedback_view(r) for r in rows])
-
-
-async def summaries(store: Store, run_ids: list[str]) -> dict[str, FeedbackSummary]:
-    """Per run: how many ratings, the latest score and the mean (for ``agen runs``)."""
-    if not run_ids:
-        return {}
-    rows = await store.all(
-        "SELECT run_id, score, created_ms FROM feedback"
-        f" WHERE run_id IN ({','.join('?' * len(run_ids))}) ORDER BY created_ms, id",
-        run_ids,
-    )
-    by_run: dict[str, list[float]] = {}
-    for r in rows:
-        by_run.setdefault(r["run_id"], []).append(float(r["score"]))
-    return {
-        rid: FeedbackSummary(count=len(s), last_score=s[-1], mean_score=round(sum(s) / len(s), 4))
-        for rid, s in by_run.items()
-    }
-
-
-async def of_run(store: Store, run_id: str) -> list[Feedback]:
-    rows = await store.all(
-        "SELECT * FROM feedback WHERE run_id = ? ORDER BY created_ms, id", (run_id,)
-    )
-    return [feedback_view(r) for r in rows]

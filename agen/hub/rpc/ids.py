@@ -8,7 +8,7 @@ not found, several is an error that lists them so the user can type more.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from agen.errors import InvalidError, NotFoundError
 from agen.wire.ids import ResolveIdRequest, ResolveIdResponse
@@ -31,6 +31,11 @@ _WHAT = {"task_or_run": "task or run", "any": "task, run or trace"}
 _HINT = {"task": "agen tasks", "approval": "agen approvals --all"}
 
 
+class _Match(NamedTuple):
+    id: str
+    namespace: str
+
+
 async def resolve_id(hub: Hub, p: Principal, req: ResolveIdRequest) -> ResolveIdResponse:
     text = req.text.strip().upper()
     if len(text) >= 26 or not _ULID_PART.fullmatch(text):
@@ -42,14 +47,15 @@ async def resolve_id(hub: Hub, p: Principal, req: ResolveIdRequest) -> ResolveId
         )
     found: dict[str, str] = {}  # id -> what it is
     for table, column, what in _TABLES[req.kind]:
-        rows = await hub.store.all(
+        rows = await hub.store.rows(
+            _Match,
             f"SELECT DISTINCT {column} AS id, namespace FROM {table}"
             f" WHERE (UPPER({column}) LIKE ? OR UPPER({column}) LIKE ?) LIMIT 50",
             (text + "%", "%" + text),
         )
         for row in rows:
-            if p.sees(row["namespace"]) and req.namespace in (None, row["namespace"]):
-                found.setdefault(str(row["id"]), what)
+            if p.sees(row.namespace) and req.namespace in (None, row.namespace):
+                found.setdefault(str(row.id), what)
     if not found:
         raise NotFoundError(
             f"no {_WHAT.get(req.kind, req.kind)} id starts or ends with {req.text!r}; "

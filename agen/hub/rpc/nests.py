@@ -9,17 +9,17 @@ causes a 5xx. A stale lease is the queue's own FencedError (409), whichever door
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
-from agen.domain import LeasedTaskRow, TaskRow
+from agen.domain import LeasedTaskRow, TaskRow, columns
 from agen.errors import ConflictError, DeniedError, FencedError
 from agen.hub import queue
 from agen.hub.auth import Principal
-from agen.hub.fleet.definitions import get_definition_files
+from agen.hub.definitions import get_definition_files
 from agen.hub.fleet.instances import record_saturation, report_status
 from agen.hub.fleet.instances import register_nest as _register
-from agen.hub.observe.progress import report_progress as _progress
-from agen.hub.queue.gate import complete_from_nest, lease_for_nest, unknown_nest
+from agen.hub.queue.nest_leasing import complete_from_nest, lease_for_nest, unknown_nest
+from agen.hub.queue.progress import report_progress as _progress
 from agen.hub.service import Hub
 from agen.store import Tx, loads
 from agen.wire import nests as m
@@ -27,6 +27,27 @@ from agen.wire.common import Ok
 
 OK = Ok()
 T = TypeVar("T")
+
+
+class _NestName(NamedTuple):
+    """An enrolled Nest's name and the labels its enrolment gave it (JSON text)."""
+
+    name: str
+    labels: str
+
+
+class _Owned(NamedTuple):
+    """An instance and the Nest that reported it."""
+
+    id: str
+    nest_id: str
+
+
+class _Requester(NamedTuple):
+    """Who started a root run."""
+
+    id: str
+    requested_by: str | None
 
 
 def own_nest(p: Principal, nest_id: str) -> None:
@@ -57,14 +78,14 @@ def _own_tasks(tx: Tx, p: Principal, task_ids: list[str], *, fenced: bool = True
         return
     marks = ",".join("?" * len(task_ids))
     held = "lease_nest_id != ?" if fenced else "(lease_nest_id IS NULL OR lease_nest_id != ?)"
-    other = tx.one(
+    other = tx.scalar(
         f"SELECT id FROM tasks WHERE id IN ({marks}) AND {held}",
         (*task_ids, p.nest_id),
     )
     if other is not None:
         raise DeniedError(
-            f"task {other['id']} is not leased by nest {p.nest_id}; a Nest reports only on its own leases",
-            task_id=other["id"],
+            f"task {other} is not leased by nest {p.nest_id}; a Nest reports only on its own leases",
+            task_id=other,
         )
 
 
@@ -81,15 +102,17 @@ async def register_nest(
         if (
             p.nest_id is not None
         ):  # an enrolled Nest restarting: same name, its enrolment labels kept
-            row = tx.one("SELECT name, labels FROM nests WHERE id = ?", (p.nest_id,))
-            if row is None or row["name"] != req.name:
+            row = tx.row(
+                _NestName, f"SELECT {columns(_NestName)} FROM nests WHERE id = ?", (p.nest_id,)
+            )
+            if row is None or row.name != req.name:
                 raise DeniedError(
                     f"this Nest credential belongs to nest {p.nest_id}"
-                    + (f" ({row['name']})" if row else "")
+                    + (f" ({row.name})" if row else "")
                     + f", not {req.name!r}; start it with its own --name or enrol a new Nest",
                     nest=req.name,
                 )
-            labels = {**loads(row["labels"], {}), **req.labels}
+            labels = {**loads(row.labels, {}), **req.labels}
         return _register(
             tx, req.name, capacity=req.capacity, labels=labels, gateway_url=req.gateway_url
         )
@@ -108,15 +131,16 @@ async def report_nest(hub: Hub, p: Principal, req: m.ReportNestRequest) -> m.Rep
         _known_nest(tx, req.nest_id)
         if reports:
             marks = ",".join("?" * len(reports))
-            other = tx.one(
-                f"SELECT id, nest_id FROM instances WHERE id IN ({marks}) AND nest_id != ?",
+            other = tx.row(
+                _Owned,
+                f"SELECT {columns(_Owned)} FROM instances WHERE id IN ({marks}) AND nest_id != ?",
                 (*(r.id for r in reports), req.nest_id),
             )
             if other is not None:
                 raise ConflictError(
-                    f"instance {other['id']} belongs to nest {other['nest_id']}, not "
+                    f"instance {other.id} belongs to nest {other.nest_id}, not "
                     f"{req.nest_id}; a Nest reports only its own instances",
-                    instance_id=other["id"],
+                    instance_id=other.id,
                 )
         assignments = report_status(tx, req.nest_id, reports)
         record_saturation(tx, req.nest_id, req.saturated)
@@ -206,8 +230,10 @@ def root_requesters(tx: Tx, rows: list[LeasedTaskRow]) -> dict[str, str | None]:
     if not roots:
         return {}
     marks = ",".join("?" * len(roots))
-    found = tx.all(f"SELECT id, requested_by FROM runs WHERE id IN ({marks})", roots)
-    return {str(f["id"]): f["requested_by"] for f in found}
+    found = tx.rows(
+        _Requester, f"SELECT {columns(_Requester)} FROM runs WHERE id IN ({marks})", roots
+    )
+    return {f.id: f.requested_by for f in found}
 
 
 async def mark_running(hub: Hub, p: Principal, req: m.MarkRunningRequest) -> Ok:

@@ -75,14 +75,15 @@ async def get_platform_secrets(
     kek = kek_from_env()
 
     def fn(tx: Tx) -> dict[str, str]:
-        found = tx.one(
-            f"SELECT {columns(DeploymentRef)} FROM deployments WHERE id = ?", (req.deployment_id,)
+        dep = tx.row(
+            DeploymentRef,
+            f"SELECT {columns(DeploymentRef)} FROM deployments WHERE id = ?",
+            (req.deployment_id,),
         )
-        if found is None:
+        if dep is None:
             raise NotFoundError(
                 f"deployment {req.deployment_id} does not exist", deployment_id=req.deployment_id
             )
-        dep = DeploymentRef.from_row(found)
         runs_here = tx.scalar(
             "SELECT 1 FROM assignments WHERE deployment_id = ? AND nest_id = ? UNION ALL"
             " SELECT 1 FROM instances WHERE deployment_id = ? AND nest_id = ?"

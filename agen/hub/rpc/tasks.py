@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agen.bundle.overrides import TRUST_RANK
-from agen.domain import DeploymentRow, TaskRow, TaskState
+from agen.domain import DeploymentKind, DeploymentRow, TaskRow, TaskState, columns
 from agen.domain.artifacts import save_files_tx
 from agen.domain.attachments import check_files, decode_files
 from agen.errors import DeniedError, InvalidError, NotFoundError
 from agen.hub import queue
 from agen.hub.auth import Principal
 from agen.hub.fleet.instances import instance_failing
+from agen.hub.leader.autoscaler import ScalePolicy
 from agen.hub.queue import admission
 from agen.hub.queue.delegation import a2a_lineage
 from agen.hub.queue.delivery import deliver, queue_mode
-from agen.hub.queue.gate import budget_wait_reason
+from agen.hub.queue.nest_leasing import budget_wait_reason
 from agen.hub.queue.redaction import redact_task_input
 from agen.hub.rpc._known import check_namespace, require_known_deployment
 from agen.hub.rpc.deployments import find_deployment
@@ -116,6 +117,30 @@ def _details(tx: Tx, row: TaskRow) -> TaskDetails:
     return _many_details(tx, [row])[0]
 
 
+class _Lock(NamedTuple):
+    task_id: str
+    name: str
+
+
+class _RunOf(NamedTuple):
+    task_id: str
+    id: str
+    effect_unknown: bool
+
+
+class _Pending(NamedTuple):
+    task_id: str
+    id: str
+
+
+class _Visible(NamedTuple):
+    """What decides whether a caller may see a task."""
+
+    namespace: str
+    deployment: str
+    conversation_key: str | None
+
+
 def _many_details(tx: Tx, rows: list[TaskRow]) -> list[TaskDetails]:
     """_details for a page of tasks: locks, runs and approvals in one query each, not three per task."""
     ids = [row.id for row in rows]
@@ -123,25 +148,28 @@ def _many_details(tx: Tx, rows: list[TaskRow]) -> list[TaskDetails]:
         return []
     marks = ",".join("?" * len(ids))
     locks: dict[str, list[str]] = {}
-    for r in tx.all(
-        f"SELECT task_id, name FROM task_locks WHERE task_id IN ({marks}) ORDER BY name", ids
-    ):
-        locks.setdefault(r["task_id"], []).append(r["name"])
-    runs: dict[str, str] = {}
-    unknown: set[str] = set()
-    for r in tx.all(
-        f"SELECT task_id, id, effect_unknown FROM runs WHERE task_id IN ({marks})", ids
-    ):
-        runs[r["task_id"]] = r["id"]
-        if r["effect_unknown"]:
-            unknown.add(r["task_id"])
-    approvals: dict[str, list[str]] = {}
-    for r in tx.all(
-        f"SELECT task_id, id FROM approvals WHERE task_id IN ({marks}) AND state = 'pending'"
-        " ORDER BY created_ms",
+    for lock in tx.rows(
+        _Lock,
+        f"SELECT {columns(_Lock)} FROM task_locks WHERE task_id IN ({marks}) ORDER BY name",
         ids,
     ):
-        approvals.setdefault(r["task_id"], []).append(r["id"])
+        locks.setdefault(lock.task_id, []).append(lock.name)
+    runs: dict[str, str] = {}
+    unknown: set[str] = set()
+    for run in tx.rows(
+        _RunOf, f"SELECT {columns(_RunOf)} FROM runs WHERE task_id IN ({marks})", ids
+    ):
+        runs[run.task_id] = run.id
+        if run.effect_unknown:
+            unknown.add(run.task_id)
+    approvals: dict[str, list[str]] = {}
+    for a in tx.rows(
+        _Pending,
+        f"SELECT {columns(_Pending)} FROM approvals WHERE task_id IN ({marks})"
+        " AND state = 'pending' ORDER BY created_ms",
+        ids,
+    ):
+        approvals.setdefault(a.task_id, []).append(a.id)
     return [
         _detail(
             tx,
@@ -198,10 +226,9 @@ def _own_keys(p: Principal, req: SubmitTaskRequest) -> None:
 
 async def load_task(hub: Hub, p: Principal, task_id: str, namespace: str | None = None) -> Task:
     def fn(tx: Tx) -> Task | None:
-        found = tx.one("SELECT * FROM tasks WHERE id = ?", (task_id,))
-        if found is None:
+        row = tx.row(TaskRow, "SELECT * FROM tasks WHERE id = ?", (task_id,))
+        if row is None:
             return None
-        row = TaskRow.from_row(found)
         return task_view(row, extra=_details(tx, row))
 
     task = await hub.store.read(fn)
@@ -241,24 +268,24 @@ async def submit(
     if files:
         check_files(files)  # before the transaction: a bad file costs no writer time
 
-    def fn(tx: Tx) -> tuple[Task, bool]:
+    def fn(tx: Tx) -> tuple[Task, bool, bool]:
         lineage = None
         if req.parent_run_id is not None and caller is not None:
             lineage = a2a_lineage(tx, caller[0], caller[1], req.parent_run_id)
         # The deployment is found inside the insert's transaction: one writer statement instead of a
         # read on another thread first, and no window where it is deleted in between.
-        found = tx.one(
+        current = tx.row(
+            DeploymentRow,
             "SELECT * FROM deployments WHERE namespace = ? AND name = ?",
             (req.namespace, req.deployment),
         )
-        if found is None:
+        if current is None:
             raise NotFoundError(
                 f"deployment {req.namespace}/{req.deployment} not found; `agen ps` lists deployments,"
                 " `agen deploy <dir>` creates one",
                 deployment=req.deployment,
                 namespace=req.namespace,
             )
-        current = DeploymentRow.from_row(found)
         new = queue.NewTask(
             namespace=req.namespace,
             deployment_id=current.id,
@@ -293,7 +320,7 @@ async def submit(
                     "submit it with delivery followup",
                     field="attachments",
                 )
-            return task_view(into, extra=_details(tx, into)), False
+            return task_view(into, extra=_details(tx, into)), False, False
         admission.admit(tx, current, tx.now_ms)
         row, created = queue.submit_task(tx, new)
         if lineage is not None and created:  # the calling run's tree, as submit_child records it
@@ -306,12 +333,25 @@ async def submit(
                 root_run_id=lineage.root_run_id,
                 depth=lineage.depth,
             )
-        return task_view(row, extra=TaskDetails(locks=sorted(set(new.locks)))), created
+        view = task_view(row, extra=TaskDetails(locks=sorted(set(new.locks))))
+        return view, created, created and _may_scale_up(current)
 
-    task, created = await hub.store.write(fn)
-    if created:
-        hub.desired_state_changed()
+    task, created, scale = await hub.store.write(fn)
+    if scale:
+        hub.desired_state_changed()  # the leader's scheduler may start an instance for it now
+    elif created:
+        hub.work.notify()  # its instances lease it; the leader's next tick sees it anyway
     return TaskResponse(task=task, created=created)
+
+
+def _may_scale_up(d: DeploymentRow) -> bool:
+    """Whether a new task can change what the leader's scheduler decides for its deployment: only when
+    the deployment may run more instances than it wants now (scale from zero, autoscaling up, a task
+    deployment's instance per task). A deployment at its maximum already leases the task, and a tick
+    on every submit would run the scheduler's statements (about 30, 3 commits) beside each task."""
+    if d.kind == DeploymentKind.TASK:
+        return True
+    return d.desired < ScalePolicy.from_json(d.kind, loads(d.scale)).max
 
 
 async def get_task(hub: Hub, p: Principal, req: GetTaskRequest) -> TaskResponse:
@@ -356,7 +396,7 @@ async def list_tasks(hub: Hub, p: Principal, req: ListTasksRequest) -> ListTasks
         params.append(req.limit)
 
     def fn(tx: Tx) -> list[Task]:
-        rows = [TaskRow.from_row(r) for r in tx.all(sql, params)]
+        rows = tx.rows(TaskRow, sql, params)
         return [
             task_view(r, extra=extra)
             for r, extra in zip(rows, _many_details(tx, rows), strict=True)
@@ -368,18 +408,18 @@ async def list_tasks(hub: Hub, p: Principal, req: ListTasksRequest) -> ListTasks
 async def _task_namespace(
     hub: Hub, p: Principal, task_id: str, namespace: str | None = None
 ) -> None:
-    row = await hub.store.one(
-        "SELECT namespace, deployment, conversation_key FROM tasks WHERE id = ?", (task_id,)
+    row = await hub.store.row(
+        _Visible, f"SELECT {columns(_Visible)} FROM tasks WHERE id = ?", (task_id,)
     )
     if (
         row is None
-        or not p.sees(row["namespace"])
-        or not _callee_may_see(p, row["namespace"], row["deployment"], row["conversation_key"])
+        or not p.sees(row.namespace)
+        or not _callee_may_see(p, row.namespace, row.deployment, row.conversation_key)
     ):
         raise NotFoundError(
             f"task {task_id} not found; `agen tasks` lists recent tasks", task=task_id
         )
-    check_namespace("task", task_id, row["namespace"], namespace)
+    check_namespace("task", task_id, row.namespace, namespace)
 
 
 async def cancel_task(hub: Hub, p: Principal, req: CancelTaskRequest) -> TaskResponse:
@@ -409,10 +449,10 @@ async def dry_run_task(hub: Hub, p: Principal, req: SubmitTaskRequest) -> DryRun
 
     def fn(tx: Tx) -> admission.Verdict:
         # admission reads the deployment as stored, with the budget and gate (agen.hub.queue)
-        current = tx.one("SELECT * FROM deployments WHERE id = ?", (dep.id,))
+        current = tx.row(DeploymentRow, "SELECT * FROM deployments WHERE id = ?", (dep.id,))
         if current is None:
             raise NotFoundError(f"deployment {req.namespace}/{req.deployment} was deleted")
-        return admission.dry_run(tx, DeploymentRow.from_row(current), now)
+        return admission.dry_run(tx, current, now)
 
     verdict = await hub.store.write(fn)
     from agen.wire.signals import DryRunTaskResponse  # not at import: ~7 ms most Hubs never need

@@ -7,12 +7,16 @@ at most the caller's, so a limited admin cannot raise itself by creating a token
 
 from __future__ import annotations
 
-from typing import Any
-
 from agen.bundle.overrides import TRUST_RANK
 from agen.errors import ConflictError, DeniedError, InvalidError, NotFoundError
-from agen.hub.auth import LOCAL_ADMIN_SUBJECT, Principal, insert_token
-from agen.hub.leader import SYSTEM_NAMESPACE
+from agen.hub.auth import (
+    LOCAL_ADMIN_SUBJECT,
+    TOKEN_COLUMNS,
+    Principal,
+    TokenRow,
+    insert_token,
+)
+from agen.hub.leadership import SYSTEM_NAMESPACE
 from agen.hub.service import Hub
 from agen.store import Tx, loads
 from agen.wire.common import Empty, Ok
@@ -103,8 +107,9 @@ async def list_tokens(hub: Hub, p: Principal, req: ListTokensRequest) -> ListTok
     """`agen token ls`: the API tokens this admin could have made (a namespace-limited admin sees
     those limited to some of its namespaces); secrets are never stored, so never shown."""
     revoked = "" if req.include_revoked else " AND revoked_ms IS NULL"
-    rows = await hub.store.all(
-        f"SELECT * FROM tokens WHERE kind = 'api'{revoked} ORDER BY created_ms, id"
+    rows = await hub.store.rows(
+        TokenRow,
+        f"SELECT {TOKEN_COLUMNS} FROM tokens WHERE kind = 'api'{revoked} ORDER BY created_ms, id",
     )
     return ListTokensResponse(tokens=[_info(r) for r in rows if _manages(p, r)])
 
@@ -114,20 +119,22 @@ async def revoke_token(hub: Hub, p: Principal, req: RevokeTokenRequest) -> Ok:
     the Store for every bearer token; nothing caches it)."""
 
     def fn(tx: Tx) -> str:
-        row = tx.one("SELECT * FROM tokens WHERE id = ? AND kind = 'api'", (req.id,))
+        row = tx.row(
+            TokenRow, f"SELECT {TOKEN_COLUMNS} FROM tokens WHERE id = ? AND kind = 'api'", (req.id,)
+        )
         if row is None or not _manages(p, row):
             raise NotFoundError(
                 f"no API token {req.id!r}; `agen token ls` lists them (Nest credentials end with "
                 "`agen nests revoke`)",
                 id=req.id,
             )
-        if row["subject"] == LOCAL_ADMIN_SUBJECT:
+        if row.subject == LOCAL_ADMIN_SUBJECT:
             raise ConflictError(
                 f"token {req.id} is `agen up`'s own (local.json): it ends when `agen up` makes a new "
                 "one, not by revoking it",
                 id=req.id,
             )
-        if row["revoked_ms"] is not None:
+        if row.revoked_ms is not None:
             return f"token {req.id} was already revoked"
         tx.execute("UPDATE tokens SET revoked_ms = ? WHERE id = ?", (tx.now_ms, req.id))
         tx.event(SYSTEM_NAMESPACE, "token.revoked", data={"token_id": req.id, "by": p.subject})
@@ -138,28 +145,28 @@ async def revoke_token(hub: Hub, p: Principal, req: RevokeTokenRequest) -> Ok:
     return Ok(message=message)
 
 
-def _manages(p: Principal, row: Any) -> bool:
+def _manages(p: Principal, row: TokenRow) -> bool:
     """An admin manages the tokens it could have created: all of them without a namespace limit,
     else those limited to some of its own namespaces."""
     if not p.namespaces:
         return True
-    namespaces = set(loads(row["namespaces"], []))
+    namespaces = set(loads(row.namespaces, []))
     return bool(namespaces) and namespaces <= p.namespaces
 
 
-def _info(row: Any) -> TokenInfo:
+def _info(row: TokenRow) -> TokenInfo:
     return TokenInfo(
-        id=row["id"],
-        name=row["name"],
-        kind="local" if row["subject"] == LOCAL_ADMIN_SUBJECT else "api",
-        scopes=loads(row["scopes"], []),
-        namespaces=loads(row["namespaces"], []),
-        trust=row["trust"],
-        created_ms=row["created_ms"],
-        expires_ms=row["expires_ms"],
-        on_behalf=bool(row["on_behalf"]),
-        deployment=row["subject"] if row["on_behalf"] else None,
-        revoked_ms=row["revoked_ms"],
+        id=row.id,
+        name=row.name,
+        kind="local" if row.subject == LOCAL_ADMIN_SUBJECT else "api",
+        scopes=loads(row.scopes, []),
+        namespaces=loads(row.namespaces, []),
+        trust=row.trust,
+        created_ms=row.created_ms,
+        expires_ms=row.expires_ms,
+        on_behalf=row.on_behalf,
+        deployment=row.subject if row.on_behalf else None,
+        revoked_ms=row.revoked_ms,
     )
 
 

@@ -41,9 +41,8 @@ async def get_task_tree(hub: Hub, p: Principal, req: GetTaskTreeRequest) -> GetT
         marks = ",".join("?" * len(ids))
         usage = {
             u.task_id: u
-            for u in map(
-                RunUsage.from_row,
-                tx.all(f"SELECT {columns(RunUsage)} FROM runs WHERE task_id IN ({marks})", ids),
+            for u in tx.rows(
+                RunUsage, f"SELECT {columns(RunUsage)} FROM runs WHERE task_id IN ({marks})", ids
             )
         }
         children = trees.unfinished_children(tx, ids)

@@ -19,13 +19,18 @@ from typing import Any
 from agen._duration import parse_duration_ms
 from agen.bundle.triggers import EventTrigger
 from agen.domain import DeploymentRef, TaskOrigin, TaskRow, columns
-from agen.hub.observe.events import EventFilter
-from agen.hub.observe.logs import write_log
+from agen.hub.events.deployment_log import write_log
+from agen.hub.events.log import EventFilter, EventRow
 from agen.hub.queue import providers
-from agen.hub.queue._tasks import task_event
+from agen.hub.queue.tasks import task_event
 from agen.hub.triggers.fire import Fired, TickReport, fire, record_event, task_input
-from agen.hub.triggers.tick import TRIGGER_DEPLOYMENT_SQL, parse_spec, trigger_deployment
-from agen.store import Row, Tx, dumps, event_log, loads
+from agen.hub.triggers.tick import (
+    TRIGGER_DEPLOYMENT_SQL,
+    EventTriggerRow,
+    parse_spec,
+    trigger_deployment,
+)
+from agen.store import Tx, dumps, event_log, loads
 
 MAX_EVENT_CHAIN = 5
 BATCH = 500  # events examined per trigger per tick; the rest wait for the next tick
@@ -43,27 +48,28 @@ def fire_event_triggers(tx: Tx, *, now_ms: int | None = None) -> TickReport:
     now = tx.now_ms if now_ms is None else now_ms
     tx.now_ms = now
     report = TickReport()
-    rows = tx.all(
+    rows = tx.rows(
+        EventTriggerRow,
         f"SELECT t.*, {TRIGGER_DEPLOYMENT_SQL}, c.seq AS cursor_seq, c.pending AS pending"
         " FROM triggers t JOIN deployments d ON d.id = t.deployment_id"
-        " JOIN trigger_cursors c ON c.trigger_id = t.id WHERE t.type = 'event' ORDER BY t.id"
+        " JOIN trigger_cursors c ON c.trigger_id = t.id WHERE t.type = 'event' ORDER BY t.id",
     )
     if not rows:
         return report
     held = providers.held_deployment_ids(tx, now)
     tasks: dict[str, TaskOrigin | None] = {}
     for row in rows:
-        if row["deployment_id"] in held:
+        if row.deployment_id in held:
             continue  # a held provider account keeps the cursor where it is
         dep = trigger_deployment(row)
         try:
-            spec = parse_spec(row)
+            spec = parse_spec(row.spec)
         except ValueError as e:
             write_log(
                 tx,
                 dep.namespace,
                 dep.name,
-                f"trigger {row['name']}: bad stored spec: {e}",
+                f"trigger {row.name}: bad stored spec: {e}",
                 level="error",
             )
             continue
@@ -74,55 +80,56 @@ def fire_event_triggers(tx: Tx, *, now_ms: int | None = None) -> TickReport:
 
 def _task(tx: Tx, cache: dict[str, TaskOrigin | None], task_id: str) -> TaskOrigin | None:
     if task_id not in cache:
-        found = tx.one(f"SELECT {columns(TaskOrigin)} FROM tasks WHERE id = ?", (task_id,))
-        cache[task_id] = None if found is None else TaskOrigin.from_row(found)
+        cache[task_id] = tx.row(
+            TaskOrigin, f"SELECT {columns(TaskOrigin)} FROM tasks WHERE id = ?", (task_id,)
+        )
     return cache[task_id]
 
 
 def _advance(
     tx: Tx,
-    row: Row,
+    row: EventTriggerRow,
     dep: DeploymentRef,
     spec: EventTrigger,
     cache: dict[str, TaskOrigin | None],
     report: TickReport,
 ) -> None:
-    name = row["name"]
+    name = row.name
     source = f"event:{name}"
     flt = EventFilter(types=tuple(spec.on.type), labels=dict(spec.on.labels or {}))
     need = spec.on.count or 1
     within = parse_duration_ms(spec.on.within) if spec.on.within else None
     pending = [
-        _Match(int(p[0]), int(p[1]), int(p[2]) if len(p) > 2 else 1)
-        for p in loads(row["pending"], [])
+        _Match(int(p[0]), int(p[1]), int(p[2]) if len(p) > 2 else 1) for p in loads(row.pending, [])
     ]
-    cursor = int(row["cursor_seq"])
+    cursor = row.cursor_seq
     since, params = event_log.after(tx.dialect, cursor)
-    events = tx.all(
+    events = tx.rows(
+        EventRow,
         f"SELECT {event_log.COLUMNS} FROM events WHERE namespace = ? AND {since}"
         f" ORDER BY {event_log.order(tx.dialect)} LIMIT ?",
         (dep.namespace, *params, BATCH),
     )
     for ev in events:
-        cursor = int(ev["seq"])
+        cursor = ev.seq
         if not flt.matches(ev):
             continue
         chain = 1
-        if ev["task_id"]:
-            origin = _task(tx, cache, ev["task_id"])
+        if ev.task_id:
+            origin = _task(tx, cache, ev.task_id)
             if origin is not None and origin.deployment_id == dep.id and origin.source == source:
                 continue  # its own task's events would make it fire itself forever
             chain = (origin.event_chain if origin is not None else 0) + 1
-        pending.append(_Match(cursor, int(ev["created_ms"]), chain))
+        pending.append(_Match(cursor, ev.created_ms, chain))
         if within is not None:
-            pending = [p for p in pending if int(ev["created_ms"]) - p.created_ms <= within]
+            pending = [p for p in pending if ev.created_ms - p.created_ms <= within]
         if len(pending) < need:
             continue
         matched, pending = pending, []
         _settle(tx, dep, spec, matched, report)
     tx.execute(
         "UPDATE trigger_cursors SET seq = ?, pending = ? WHERE trigger_id = ?",
-        (cursor, dumps([[p.seq, p.created_ms, p.chain] for p in pending]), row["id"]),
+        (cursor, dumps([[p.seq, p.created_ms, p.chain] for p in pending]), row.id),
     )
 
 
@@ -169,7 +176,8 @@ def _settle(
 
 def _events_text(tx: Tx, seqs: list[int]) -> str:
     """The events that caused a firing, one JSON line each, as the task input's tail."""
-    rows = tx.all(
+    rows = tx.rows(
+        EventRow,
         f"SELECT {event_log.COLUMNS} FROM events WHERE seq IN ({','.join('?' * len(seqs))})"
         f" ORDER BY {event_log.order(tx.dialect)}",
         seqs,
@@ -177,13 +185,13 @@ def _events_text(tx: Tx, seqs: list[int]) -> str:
     lines = []
     for r in rows:
         event: dict[str, Any] = {
-            "seq": r["seq"],
-            "type": r["type"],
-            "severity": r["severity"],
-            "deployment": r["deployment"],
-            "task_id": r["task_id"],
-            "labels": loads(r["labels"], {}),
-            "data": loads(r["data"], {}),
+            "seq": r.seq,
+            "type": r.type,
+            "severity": r.severity,
+            "deployment": r.deployment,
+            "task_id": r.task_id,
+            "labels": loads(r.labels, {}),
+            "data": loads(r.data, {}),
         }
         lines.append("[event] " + dumps({k: v for k, v in event.items() if v not in (None, {})}))
     return "\n".join(lines)
@@ -193,14 +201,14 @@ def _coalesce(
     tx: Tx, dep: DeploymentRef, spec: EventTrigger, window_ms: int, seq: int, chain: int, text: str
 ) -> bool:
     """Append the event to this trigger's task still queued (created within the window); False if none."""
-    target = tx.one(
+    task = tx.row(
+        TaskRow,
         "SELECT * FROM tasks WHERE deployment_id = ? AND source = ? AND state = 'queued' AND conversation_key IS NULL"
         " AND created_ms >= ? ORDER BY seq DESC LIMIT 1",
         (dep.id, f"event:{spec.name}", tx.now_ms - window_ms),
     )
-    if target is None:
+    if task is None:
         return False
-    task = TaskRow.from_row(target)
     tx.execute(
         "UPDATE tasks SET input = ?, event_chain = MAX(event_chain, ?), updated_ms = ? WHERE id = ?",
         (f"{task.input}\n{text}" if task.input else text, chain, tx.now_ms, task.id),
@@ -216,7 +224,7 @@ def _coalesce(
         dep,
         spec.name,
         "fired",
-        task_id=target["id"],
-        reason=f"event {seq} coalesced into queued task {target['id']}",
+        task_id=task.id,
+        reason=f"event {seq} coalesced into queued task {task.id}",
     )
     return True

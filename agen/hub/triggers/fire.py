@@ -8,7 +8,7 @@ so two leaders (or two ticks) evaluating the same window produce one task.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from agen.domain import DeploymentRef
 from agen.errors import RateLimitedError
@@ -82,6 +82,10 @@ def record_event(
     )
 
 
+class _State(NamedTuple):
+    state: str
+
+
 def overlap_refusal(
     tx: Tx, dep: DeploymentRef, trigger: str, kind: str, overlap: str | None, spacing_ms: int
 ) -> str | None:
@@ -89,8 +93,9 @@ def overlap_refusal(
     source = f"{kind}:{trigger}"
     if overlap in ("skip", "buffer_one"):
         states = [
-            r["state"]
-            for r in tx.all(
+            r.state
+            for r in tx.rows(
+                _State,
                 "SELECT state FROM tasks WHERE deployment_id = ? AND source = ? AND state IN (?,?,?,?)",
                 (dep.id, source, *UNFINISHED),
             )

@@ -7,7 +7,6 @@ Every comparison is constant-time (hmac.compare_digest); only hashes of bearer s
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import hmac
 from collections.abc import Iterable, Mapping
@@ -15,6 +14,7 @@ from dataclasses import dataclass
 
 from agen._duration import parse_duration_ms
 from agen.bundle.triggers import HmacAuth
+from agen.hub.events.notify import sign
 
 MAX_BODY_BYTES = 1024 * 1024
 DEFAULT_HMAC_HEADER = "X-Signature"
@@ -31,14 +31,6 @@ def check_bearer(presented: str | None, stored_hashes: Iterable[str]) -> bool:
     for h in stored_hashes:
         ok |= hmac.compare_digest(digest, h)
     return ok
-
-
-def sign(body: bytes, secret: str, *, algorithm: str = "sha256", encoding: str = "hex") -> str:
-    """The signature a sender computes (also used to sign notification deliveries)."""
-    mac = hmac.new(
-        secret.encode(), body, hashlib.sha1 if algorithm == "sha1" else hashlib.sha256
-    ).digest()
-    return base64.b64encode(mac).decode() if encoding == "base64" else mac.hex()
 
 
 def check_hmac(auth: HmacAuth, headers: Mapping[str, str], body: bytes, secret: str) -> str | None:

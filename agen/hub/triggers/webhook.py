@@ -16,7 +16,7 @@ import json
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from agen.bundle.agent import Secrets
 from agen.bundle.archive import unpack
@@ -25,7 +25,7 @@ from agen.bundle.triggers import HmacAuth, WebhookTrigger
 from agen.domain import DeploymentRef, columns
 from agen.errors import InvalidError, NotFoundError
 from agen.hub.auth import bearer_token, hash_token, new_secret
-from agen.hub.observe.logs import write_log
+from agen.hub.events.deployment_log import write_log
 from agen.hub.platform_secrets import granted_value
 from agen.hub.queue.redaction import redact_task_input
 from agen.hub.sealing import kek_from_env
@@ -38,7 +38,7 @@ from agen.hub.triggers.verify import (
     check_timestamped,
 )
 from agen.otel.ids import header_traceparent
-from agen.store import Row, Tx, new_ulid
+from agen.store import Tx, new_ulid
 
 SecretResolver = Callable[[str, str], str | None]
 
@@ -81,28 +81,29 @@ def _hmac_key(tx: Tx, dep: DeploymentRef, name: str, fallback: SecretResolver) -
     return fallback(dep.namespace, _declared(tx, dep.definition_id).env_var(name))
 
 
-def _find(tx: Tx, namespace: str, deployment: str, trigger: str) -> tuple[DeploymentRef, Row]:
-    found = tx.one(
+def _find(tx: Tx, namespace: str, deployment: str, trigger: str) -> tuple[DeploymentRef, str]:
+    """The deployment and its webhook trigger's stored spec (camelCase JSON text)."""
+    dep = tx.row(
+        DeploymentRef,
         f"SELECT {columns(DeploymentRef)} FROM deployments WHERE namespace = ? AND name = ?",
         (namespace, deployment),
     )
-    dep = None if found is None else DeploymentRef.from_row(found)
-    trig = (
+    spec = (
         None
         if dep is None
-        else tx.one(
-            "SELECT * FROM triggers WHERE deployment_id = ? AND name = ? AND type = 'webhook'",
+        else tx.scalar(
+            "SELECT spec FROM triggers WHERE deployment_id = ? AND name = ? AND type = 'webhook'",
             (dep.id, trigger),
         )
     )
-    if dep is None or trig is None:
+    if dep is None or spec is None:
         raise NotFoundError(
             f"no webhook trigger {trigger!r} on deployment {namespace}/{deployment}",
             namespace=namespace,
             deployment=deployment,
             trigger=trigger,
         )
-    return dep, trig
+    return dep, str(spec)
 
 
 def create_webhook_secret(tx: Tx, namespace: str, deployment: str, trigger: str) -> str:
@@ -156,6 +157,14 @@ def _rejected_this_minute(tx: Tx, dep: DeploymentRef, trigger: str, now_ms: int)
     )
 
 
+class _Rejected(NamedTuple):
+    """A trigger's rejected minute: how many calls it counted (``count`` as ``calls``: a tuple has a
+    ``count`` method), and when it began."""
+
+    calls: int
+    created_ms: int
+
+
 def _reject(
     tx: Tx, dep: DeploymentRef, trigger: str, status: int, reason: str, public: str, now_ms: int
 ) -> WebhookResult:
@@ -174,8 +183,9 @@ def _reject(
         )
         # The event also carries the final count of the trigger's previous rejected minute, which
         # got only one event however many calls it counted.
-        earlier = tx.one(
-            "SELECT count, created_ms FROM trigger_events WHERE deployment_id = ? AND trigger_name = ?"
+        earlier = tx.row(
+            _Rejected,
+            "SELECT count AS calls, created_ms FROM trigger_events WHERE deployment_id = ? AND trigger_name = ?"
             " AND status = 'rejected' AND created_ms < ? ORDER BY created_ms DESC LIMIT 1",
             (dep.id, trigger, window),
         )
@@ -191,10 +201,14 @@ def _reject(
                 "window_ms": REJECT_WINDOW_MS,
                 "previous": None
                 if earlier is None
-                else {"count": earlier["count"], "at_ms": earlier["created_ms"]},
+                else {"count": earlier.calls, "at_ms": earlier.created_ms},
             },
         )
     return WebhookResult(status, {"error": {"code": "rejected", "message": public}})
+
+
+class _TokenHash(NamedTuple):
+    hash: str
 
 
 def _idempotency(spec: WebhookTrigger, headers: Mapping[str, str], payload: Any) -> str | None:
@@ -228,10 +242,10 @@ def receive(
     now = tx.now_ms if now_ms is None else now_ms
     signed_key: str | None = None
     try:
-        dep, trig = _find(tx, namespace, deployment, trigger)
+        dep, stored = _find(tx, namespace, deployment, trigger)
     except NotFoundError as e:
         return WebhookResult(404, e.to_dict())
-    spec = parse_spec(trig)
+    spec = parse_spec(stored)
     assert isinstance(spec, WebhookTrigger)
     if len(body) > MAX_BODY_BYTES:
         return _reject(
@@ -288,8 +302,9 @@ def receive(
                 )
     else:
         hashes = [
-            r["hash"]
-            for r in tx.all(
+            r.hash
+            for r in tx.rows(
+                _TokenHash,
                 "SELECT hash FROM tokens WHERE kind = 'webhook' AND subject = ? AND revoked_ms IS NULL",
                 (f"{dep.id}/{trigger}",),
             )

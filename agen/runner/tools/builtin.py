@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from agen.bundle import Skill
+from agen.domain import Outcome, OutcomeStatus
 from agen.errors import AgenError
 from agen.runner import artifacts
 from agen.runner.tools.base import Tool, ToolContext, ToolError, ToolResult
@@ -51,7 +52,7 @@ class FinishTool(Tool):
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         outcome = self.outcome(args)
-        if self.joined is not None and ctx.task_id and outcome["status"] == "done":
+        if self.joined is not None and ctx.task_id and outcome.status == OutcomeStatus.DONE:
             running = await self.joined(ctx.task_id)
             if running:
                 raise ToolError(
@@ -60,7 +61,7 @@ class FinishTool(Tool):
                 )
         return ToolResult("accepted: the run ends with this outcome", data={"outcome": outcome})
 
-    def outcome(self, args: dict[str, Any]) -> dict[str, Any]:
+    def outcome(self, args: dict[str, Any]) -> Outcome:
         """The outcome these arguments give, or ToolError saying what to fix."""
         status = args.get("status") or "done"
         if status not in STATUSES:
@@ -82,13 +83,16 @@ class FinishTool(Tool):
         arts = args.get("artifacts") or []
         if not isinstance(arts, list) or not all(isinstance(a, str) for a in arts):
             raise ToolError("artifacts must be a list of artifact ids")
-        return {
-            "status": status,
-            "reason": args.get("reason"),
-            "summary": summary,
-            "data": args.get("data"),
-            "artifacts": arts,
-        }
+        reason = args.get("reason")
+        if reason is not None and not isinstance(reason, str):
+            raise ToolError("reason must be a string: a word or two saying why the run ended so")
+        return Outcome(
+            status=OutcomeStatus(status),
+            reason=reason,
+            summary=summary,
+            data=args.get("data"),
+            artifacts=arts,
+        )
 
 
 class ReportProgressTool(Tool):

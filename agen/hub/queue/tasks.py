@@ -1,10 +1,22 @@
-"""Internals shared by the queue modules: reading a task, fencing, events, requeue, ending runs."""
+"""One task as the queue modules share it: reading, fencing, events, requeue, ending its run, its joined
+children and the on_parent_end policies. Below every other queue module (the terminal path in ``lease``
+and the tree operations in ``trees`` both read children here); the fleet, the triggers and the RPCs
+use it too."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
-from agen.domain import LIVE, TERMINAL, UNFINISHED, Outcome, OutcomeStatus, RunStatus, TaskRow
+from agen.domain import (
+    LIVE,
+    TERMINAL,
+    UNFINISHED,
+    Outcome,
+    OutcomeStatus,
+    RunStatus,
+    TaskRow,
+    columns,
+)
 from agen.errors import FencedError, NotFoundError
 from agen.hub.queue.locks import release_task_locks
 from agen.store import Tx, dumps
@@ -14,6 +26,18 @@ SPAN_STATUS = {"succeeded": "ok", "cancelled": "cancelled"}  # a run's status as
 __all__ = ["LIVE", "TERMINAL", "UNFINISHED", "URGENT"]
 
 URGENT = 0
+
+
+class TaskId(NamedTuple):
+    """A task's id, for the queries that select only ids."""
+
+    id: str
+
+
+CANCEL = "cancel"  # on_parent_end: the joined branch unwinds with its parent (the default)
+ABANDON = "abandon"  # on_parent_end: the children run on
+PARENT_END_POLICIES = (CANCEL, ABANDON)
+UNFINISHED_SQL = "state IN ('queued', 'leased', 'running', 'waiting')"
 
 
 def due_sql(alias: str = "") -> str:
@@ -31,12 +55,12 @@ def held_sql(alias: str = "") -> str:
 def get_task(tx: Tx, task_id: str) -> TaskRow:
     """The task; in a Postgres write its row stays locked to the transaction's end, since a write reads a
     task to change it (a completion or expiry committed meanwhile is waited for and seen)."""
-    row = tx.one(f"SELECT * FROM tasks WHERE id = ?{tx.row_lock}", (task_id,))
+    row = tx.row(TaskRow, f"SELECT * FROM tasks WHERE id = ?{tx.row_lock}", (task_id,))
     if row is None:
         raise NotFoundError(
             f"task {task_id} not found; list tasks with `agen tasks`", task_id=task_id
         )
-    return TaskRow.from_row(row)
+    return row
 
 
 def fenced_task(tx: Tx, task_id: str, lease_id: str) -> TaskRow:
@@ -128,14 +152,23 @@ def fence_run(tx: Tx, task_id: str) -> None:
     )
 
 
+class _OpenRun(NamedTuple):
+    """The unfinished run a task's end closes."""
+
+    id: str
+    namespace: str
+    deployment: str
+
+
 def end_run(tx: Tx, task_id: str, status: RunStatus, reason: str) -> int:
     """End the task's unfinished run and bump its epoch, so a host still running it is fenced off.
 
     The run's record ends here too, as if it had ended itself: its open spans (the run's own, one
     its host may still hold) are closed with the run's status, and ``run.finished`` is written, so
     ``agen trace`` shows it ended and the OTLP exporter sends it."""
-    found = tx.one(
-        "SELECT id, namespace, deployment FROM runs WHERE task_id = ? AND finished_ms IS NULL",
+    found = tx.row(
+        _OpenRun,
+        f"SELECT {columns(_OpenRun)} FROM runs WHERE task_id = ? AND finished_ms IS NULL",
         (task_id,),
     )
     if found is None:
@@ -144,19 +177,30 @@ def end_run(tx: Tx, task_id: str, status: RunStatus, reason: str) -> int:
     n = tx.execute(
         "UPDATE runs SET status = ?, outcome = COALESCE(outcome, ?), finished_ms = ?, updated_ms = ?,"
         " epoch = epoch + 1 WHERE id = ? AND finished_ms IS NULL",
-        (status, dumps(outcome), tx.now_ms, tx.now_ms, found["id"]),
+        (status, dumps(outcome), tx.now_ms, tx.now_ms, found.id),
     )
     tx.execute(
         "UPDATE spans SET status = ?, ended_ms = ? WHERE run_id = ? AND ended_ms IS NULL",
-        (SPAN_STATUS.get(status, "error"), tx.now_ms, found["id"]),
+        (SPAN_STATUS.get(status, "error"), tx.now_ms, found.id),
     )
     tx.event(
-        found["namespace"],
+        found.namespace,
         "run.finished",
-        deployment=found["deployment"] or None,
+        deployment=found.deployment or None,
         task_id=task_id,
-        run_id=found["id"],
+        run_id=found.id,
         data={"status": status, "outcome": outcome["status"], "reason": reason},
         severity="warning",
     )
     return n
+
+
+def joined_unfinished_children(tx: Tx, task_id: str) -> list[TaskRow]:
+    """Direct children still unfinished that are joined to this task (no reply_deployment: an async
+    child replies into a conversation and is meant to outlive the task that started it)."""
+    return tx.rows(
+        TaskRow,
+        f"SELECT * FROM tasks WHERE parent_task_id = ? AND reply_deployment IS NULL AND {UNFINISHED_SQL}"
+        " ORDER BY seq",
+        (task_id,),
+    )

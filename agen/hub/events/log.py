@@ -11,10 +11,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from agen.errors import InvalidError
-from agen.store import Row, Store, Tx, event_log, loads
+from agen.store import Store, Tx, event_log, loads
 
 RETENTION_MS = 7 * 86_400_000
 SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
@@ -32,6 +32,23 @@ def type_matches(event_type: str, patterns: Sequence[str]) -> bool:
         if p.endswith(".*") and event_type.startswith(p[:-1]):
             return True
     return False
+
+
+class EventRow(NamedTuple):
+    """One row of ``events`` as readers see it (``agen.store.event_log.COLUMNS``, in its order)."""
+
+    seq: int
+    id: str
+    namespace: str
+    type: str
+    severity: str
+    deployment: str | None
+    task_id: str | None
+    run_id: str | None
+    labels: str  # JSON text
+    data: str  # JSON text
+    dedupe_key: str | None
+    created_ms: int
 
 
 @dataclass(frozen=True)
@@ -71,20 +88,38 @@ class EventFilter:
             params.extend(exact)
         return " AND ".join(where), params
 
-    def matches(self, event: Mapping[str, Any]) -> bool:
-        if self.deployment and event.get("deployment") != self.deployment:
+    def matches(self, event: EventRow | Mapping[str, Any]) -> bool:
+        """Does the event pass: a stored one (``EventRow``) or one as the API sends it (a live
+        event's dict, labels decoded)?"""
+        if isinstance(event, EventRow):
+            return self._passes(
+                event.type, event.severity, event.deployment, event.task_id, event.labels
+            )
+        return self._passes(
+            str(event["type"]),
+            event.get("severity"),
+            event.get("deployment"),
+            event.get("task_id"),
+            event.get("labels"),
+        )
+
+    def _passes(
+        self,
+        type: str,
+        severity: Any,
+        deployment: str | None,
+        task_id: str | None,
+        labels: Any,
+    ) -> bool:
+        if self.deployment and deployment != self.deployment:
             return False
-        if self.task_id and event.get("task_id") != self.task_id:
+        if self.task_id and task_id != self.task_id:
             return False
-        if (
-            self.severity
-            and SEVERITY_RANK.get(str(event.get("severity")), 0) < SEVERITY_RANK[self.severity]
-        ):
+        if self.severity and SEVERITY_RANK.get(str(severity), 0) < SEVERITY_RANK[self.severity]:
             return False
-        if not type_matches(str(event["type"]), self.types):
+        if not type_matches(type, self.types):
             return False
         if self.labels:
-            labels = event.get("labels")
             have = loads(labels, {}) if isinstance(labels, str | bytes) else dict(labels or {})
             if any(have.get(k) != v for k, v in self.labels.items()):
                 return False
@@ -104,11 +139,11 @@ def parse_labels(items: Iterable[str]) -> dict[str, str]:
     return out
 
 
-def decode(row: Row) -> dict[str, Any]:
+def decode(row: EventRow) -> dict[str, Any]:
     """An events row as the API returns it (labels and data decoded)."""
-    out = dict(row)
-    out["labels"] = loads(row.get("labels"), {})
-    out["data"] = loads(row.get("data"), {})
+    out = row._asdict()
+    out["labels"] = loads(row.labels, {})
+    out["data"] = loads(row.data, {})
     return out
 
 
@@ -161,9 +196,9 @@ async def read_events(
         return EventPage(out, after)
     for _ in range(20):  # at most 10k rows examined per call
         sql, params = _query(store.dialect, namespaces, cursor, top, flt, _BATCH)
-        rows = await store.all(sql, params)
+        rows = await store.rows(EventRow, sql, params)
         for row in rows:
-            cursor = int(row["seq"])
+            cursor = row.seq
             if flt.matches(row):
                 out.append(decode(row))
                 if len(out) >= limit:
@@ -230,15 +265,16 @@ async def tail_start(
     found: list[int] = []
     for _ in range(100):  # at most 50k rows examined per call
         cond, args = bound
-        rows = await store.all(
+        rows = await store.rows(
+            EventRow,
             f"SELECT {event_log.COLUMNS} FROM events WHERE {' AND '.join([cond, *where])}"
             f" ORDER BY {event_log.order(dialect, desc=True)} LIMIT {_BATCH}",
             [*args, *params],
         )
         for row in rows:
-            bound = event_log.before(dialect, int(row["seq"]))
+            bound = event_log.before(dialect, row.seq)
             if flt.matches(row):
-                found.append(int(row["seq"]))
+                found.append(row.seq)
                 if len(found) >= want:
                     return await _preceding(store, found[-1])
         if len(rows) < _BATCH:

@@ -9,16 +9,19 @@ target forever. Deliveries are signed (HMAC-SHA256 of the body) when the target 
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
+import hmac
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from agen.domain import columns
 from agen.errors import InvalidError, NotFoundError
-from agen.hub.observe.events import EventFilter, read_events
-from agen.hub.triggers.verify import sign
-from agen.store import Row, Store, Tx, dumps, event_log, loads, new_ulid
+from agen.hub.events.log import EventFilter, read_events
+from agen.store import Store, Tx, dumps, event_log, loads, new_ulid
 
 MAX_BACKOFF_MS = 5 * 60_000
 FIRST_BACKOFF_MS = 1_000
@@ -32,6 +35,38 @@ if TYPE_CHECKING:
 SecretResolver = Callable[[str, str], str | None]
 
 
+class NotifyTargetRow(NamedTuple):
+    """One row of ``notify_targets`` (0006_triggers.sql). JSON columns stay text."""
+
+    id: str
+    namespace: str
+    name: str
+    url: str
+    events: str  # JSON text: type filters
+    deployment: str | None
+    labels: str  # JSON text
+    severity: str | None
+    secret: str | None  # the platform secret's name, never its value
+    cursor_seq: int
+    paused_until_ms: int | None
+    backoff_ms: int
+    failing_since_ms: int | None
+    last_error: str | None
+    delivered: int
+    dropped: int
+    created_ms: int
+    updated_ms: int
+
+
+def sign(body: bytes, secret: str, *, algorithm: str = "sha256", encoding: str = "hex") -> str:
+    """The HMAC of ``body`` a sender computes: the Hub signs its deliveries with it, and a webhook
+    caller's signature is checked against it (agen.hub.triggers.verify)."""
+    mac = hmac.new(
+        secret.encode(), body, hashlib.sha1 if algorithm == "sha1" else hashlib.sha256
+    ).digest()
+    return base64.b64encode(mac).decode() if encoding == "base64" else mac.hex()
+
+
 def set_target(
     tx: Tx,
     namespace: str,
@@ -43,7 +78,7 @@ def set_target(
     labels: dict[str, str] | None = None,
     severity: str | None = None,
     secret: str | None = None,
-) -> Row:
+) -> NotifyTargetRow:
     """Create or replace a target; a new one starts at the newest event (no back-fill)."""
     if not url.startswith(("http://", "https://")):
         raise InvalidError(f"notification URL must be http(s) (got {url!r})", field="url")
@@ -72,8 +107,12 @@ def set_target(
             now,
         ),
     )
-    row = tx.one("SELECT * FROM notify_targets WHERE namespace = ? AND name = ?", (namespace, name))
-    assert row is not None
+    row = tx.row(
+        NotifyTargetRow,
+        f"SELECT {columns(NotifyTargetRow)} FROM notify_targets WHERE namespace = ? AND name = ?",
+        (namespace, name),
+    )
+    assert row is not None  # written in this transaction
     return row
 
 
@@ -109,19 +148,20 @@ def delete_target(tx: Tx, namespace: str, name: str) -> None:
         )
 
 
-def target_view(row: Row) -> dict[str, Any]:
-    out = dict(row)
-    out["events"] = loads(row["events"], [])
-    out["labels"] = loads(row["labels"], {})
+def target_view(row: NotifyTargetRow) -> dict[str, Any]:
+    """A target as the API shows it (filters decoded)."""
+    out = row._asdict()
+    out["events"] = loads(row.events, [])
+    out["labels"] = loads(row.labels, {})
     return out
 
 
-def target_filter(row: Row) -> EventFilter:
+def target_filter(row: NotifyTargetRow) -> EventFilter:
     return EventFilter(
-        types=tuple(loads(row["events"], [])),
-        labels=loads(row["labels"], {}),
-        deployment=row["deployment"],
-        severity=row["severity"],
+        types=tuple(loads(row.events, [])),
+        labels=loads(row.labels, {}),
+        deployment=row.deployment,
+        severity=row.severity,
     )
 
 
@@ -138,7 +178,7 @@ def body_of(event: dict[str, Any]) -> bytes:
 
 
 async def _post(
-    client: httpx.AsyncClient, row: Row, event: dict[str, Any], secrets: SecretResolver
+    client: httpx.AsyncClient, row: NotifyTargetRow, event: dict[str, Any], secrets: SecretResolver
 ) -> str | None:
     """POST one event; None on a 2xx, else the error to store on the target."""
     body = body_of(event)
@@ -147,15 +187,17 @@ async def _post(
         "X-Agen-Event": event["type"],
         "X-Agen-Delivery": event["id"],
     }
-    if row["secret"]:
-        value = secrets(row["namespace"], row["secret"])
+    if row.secret:
+        value = secrets(row.namespace, row.secret)
         if value is None:
-            return f"secret {row['secret']} is not set in namespace {row['namespace']}; `agen secret set` it"
+            return (
+                f"secret {row.secret} is not set in namespace {row.namespace}; `agen secret set` it"
+            )
         headers[SIGNATURE_HEADER] = "sha256=" + sign(body, value)
     import httpx
 
     try:
-        resp = await client.post(row["url"], content=body, headers=headers, timeout=10.0)
+        resp = await client.post(row.url, content=body, headers=headers, timeout=10.0)
     except httpx.HTTPError as e:
         return f"{type(e).__name__}: {e}"[:500]
     if 200 <= resp.status_code < 300:
@@ -166,23 +208,21 @@ async def _post(
 async def deliver_target(
     store: Store,
     client: httpx.AsyncClient,
-    row: Row,
+    row: NotifyTargetRow,
     now_ms: int,
     secrets: SecretResolver,
     report: DeliveryReport,
 ) -> None:
     """Deliver this target's pending events in order until one fails (or PER_TICK were sent)."""
-    if row["paused_until_ms"] is not None and row["paused_until_ms"] > now_ms:
+    if row.paused_until_ms is not None and row.paused_until_ms > now_ms:
         return
-    cursor = int(row["cursor_seq"])
+    cursor = row.cursor_seq
     flt = target_filter(row)
     for _ in range(PER_TICK):
-        page = await read_events(store, [row["namespace"]], after=cursor, flt=flt, limit=1)
+        page = await read_events(store, [row.namespace], after=cursor, flt=flt, limit=1)
         if not page.events:
             if page.cursor != cursor:
-                await store.write(
-                    partial(_advance, target_id=row["id"], old=cursor, new=page.cursor)
-                )
+                await store.write(partial(_advance, target_id=row.id, old=cursor, new=page.cursor))
             return
         event = page.events[0]
         error = await _post(client, row, event, secrets)
@@ -190,11 +230,11 @@ async def deliver_target(
         cursor = int(event["seq"])
         if error is None:
             report.delivered += 1
-            await store.write(partial(_delivered, target_id=row["id"], old=old, new=cursor))
+            await store.write(partial(_delivered, target_id=row.id, old=old, new=cursor))
             continue
-        report.errors[row["name"]] = error
+        report.errors[row.name] = error
         outcome = await store.write(
-            partial(_failed, target_id=row["id"], old=old, seq=cursor, error=error, now_ms=now_ms)
+            partial(_failed, target_id=row.id, old=old, seq=cursor, error=error, now_ms=now_ms)
         )
         if outcome == "dropped":
             report.dropped += 1
@@ -219,12 +259,23 @@ def _delivered(tx: Tx, target_id: str, old: int, new: int) -> None:
     )
 
 
+class _Backoff(NamedTuple):
+    """How long a target has been failing on the event at its cursor, and its back-off so far."""
+
+    failing_since_ms: int | None
+    backoff_ms: int
+
+
 def _failed(tx: Tx, target_id: str, old: int, seq: int, error: str, now_ms: int) -> str:
-    row = tx.one("SELECT * FROM notify_targets WHERE id = ? AND cursor_seq = ?", (target_id, old))
+    row = tx.row(
+        _Backoff,
+        f"SELECT {columns(_Backoff)} FROM notify_targets WHERE id = ? AND cursor_seq = ?",
+        (target_id, old),
+    )
     if row is None:
         return "gone"
-    since = row["failing_since_ms"] if row["failing_since_ms"] is not None else now_ms
-    backoff = min(max(FIRST_BACKOFF_MS, int(row["backoff_ms"]) * 2), MAX_BACKOFF_MS)
+    since = row.failing_since_ms if row.failing_since_ms is not None else now_ms
+    backoff = min(max(FIRST_BACKOFF_MS, row.backoff_ms * 2), MAX_BACKOFF_MS)
     if now_ms - since >= DROP_AFTER_MS:
         tx.execute(
             "UPDATE notify_targets SET cursor_seq = ?, dropped = dropped + 1, failing_since_ms = NULL,"
@@ -260,7 +311,9 @@ async def deliver_all(
     notification targets never builds an HTTP client (nor loads httpx).
     """
     report = DeliveryReport()
-    rows = await store.all("SELECT * FROM notify_targets ORDER BY namespace, name")
+    rows = await store.rows(
+        NotifyTargetRow, "SELECT * FROM notify_targets ORDER BY namespace, name"
+    )
     if not rows:
         return report
     if callable(client):

@@ -18,10 +18,9 @@ TERMINAL = ("succeeded", "failed", "cancelled", "expired")
 
 def report_progress(tx: Tx, task_id: str, progress: dict[str, Any]) -> bool:
     """Store ``progress`` on the task; returns False when the task is unknown or already ended."""
-    found = tx.one(f"SELECT {columns(TaskBrief)} FROM tasks WHERE id = ?", (task_id,))
-    if found is None:
+    task = tx.row(TaskBrief, f"SELECT {columns(TaskBrief)} FROM tasks WHERE id = ?", (task_id,))
+    if task is None:
         return False
-    task = TaskBrief.from_row(found)
     if task.state in TERMINAL:
         return False
     value = dict(progress)  # when it was reported: tasks.updated_ms and the event's created_ms

@@ -36,7 +36,7 @@ def dedupe_key(w: ActivityWarning, now_ms: int) -> str:
     )
 
 
-def announce(tx: Tx, warnings: list[ActivityWarning], now_ms: int) -> int:
+def record_warnings(tx: Tx, warnings: list[ActivityWarning], now_ms: int) -> int:
     """Write each warning not announced yet as an ``activity.<kind>`` event; how many were new."""
     new = 0
     for w in warnings:

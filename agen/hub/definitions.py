@@ -8,6 +8,7 @@ stored definition can be checked against its digest when it is unpacked (agen.bu
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import NamedTuple
 
 from agen.bundle.archive import MAGIC, pack, unpack
 from agen.errors import NotFoundError
@@ -28,10 +29,17 @@ def put_definition(tx: Tx, name: str, digest: str, files: Mapping[str, bytes]) -
     return def_id
 
 
+class _Packed(NamedTuple):
+    digest: str
+    files: bytes  # the archive (pack)
+
+
 async def get_definition_files(store: Store, definition_id: str) -> dict[str, bytes]:
-    row = await store.one("SELECT digest, files FROM definitions WHERE id = ?", (definition_id,))
+    row = await store.row(
+        _Packed, "SELECT digest, files FROM definitions WHERE id = ?", (definition_id,)
+    )
     if row is None:
         raise NotFoundError(
             f"definition {definition_id} is not in the store", definition=definition_id
         )
-    return unpack(bytes(row["files"]), expect_digest=row["digest"])
+    return unpack(bytes(row.files), expect_digest=row.digest)

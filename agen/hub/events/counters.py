@@ -19,10 +19,11 @@ import asyncio
 import bisect
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
+from agen.domain import columns
 from agen.domain.semconv import CACHE_READ, RECORDED_BEFORE_SEMCONV
-from agen.hub.observe.events import EventFilter, log_head, read_events
+from agen.hub.events.log import EventFilter, log_head, read_events
 from agen.store import Store, loads
 
 MODEL_SECONDS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
@@ -95,6 +96,29 @@ class FleetTotals:
     edges: dict[EdgeKey, int] = field(default_factory=dict)
 
 
+class _FinishedRun(NamedTuple):
+    """A finished run as the totals count it; ``caller``: the parent run's deployment."""
+
+    id: str
+    namespace: str
+    deployment: str
+    source: str
+    status: str
+    started_ms: int
+    finished_ms: int | None
+    caller: str | None
+
+
+class _ChatSpan(NamedTuple):
+    """A run's model call (a ``gen_ai.chat`` span)."""
+
+    run_id: str
+    status: str
+    attrs: str  # JSON text
+    started_ms: int
+    ended_ms: int | None
+
+
 class FleetCounters:
     """The totals one Hub has counted since its first scrape (see the module docstring)."""
 
@@ -126,40 +150,40 @@ class FleetCounters:
         if not run_ids:
             return
         marks = ",".join("?" * len(run_ids))
-        runs = await self.store.all(
+        runs = await self.store.rows(
+            _FinishedRun,
             "SELECT r.id, r.namespace, r.deployment, r.source, r.status, r.started_ms,"
             " r.finished_ms, p.deployment AS caller FROM runs r"
             f" LEFT JOIN runs p ON p.id = r.parent_run_id WHERE r.id IN ({marks})",
             run_ids,
         )
-        spans = await self.store.all(
-            "SELECT s.run_id, s.status, s.attrs, s.started_ms, s.ended_ms FROM spans s"
+        spans = await self.store.rows(
+            _ChatSpan,
+            f"SELECT {columns(_ChatSpan, 's')} FROM spans s"
             f" WHERE s.run_id IN ({marks}) AND s.name = 'gen_ai.chat'",
             run_ids,
         )
-        namespace = {str(r["id"]): str(r["namespace"]) for r in runs}
+        namespace = {r.id: r.namespace for r in runs}
         for r in runs:
-            self._remember(str(r["id"]))
-            totals = self.totals.runs.setdefault(
-                (str(r["namespace"]), str(r["deployment"]), str(r["source"])), RunTotals()
-            )
-            totals.by_status[str(r["status"])] = totals.by_status.get(str(r["status"]), 0) + 1
-            if r["finished_ms"] is not None:
-                totals.seconds.observe(max(0, int(r["finished_ms"]) - int(r["started_ms"])) / 1000)
-            if r["caller"] is not None:
-                edge = (str(r["namespace"]), str(r["caller"]), str(r["deployment"]))
+            self._remember(r.id)
+            totals = self.totals.runs.setdefault((r.namespace, r.deployment, r.source), RunTotals())
+            totals.by_status[r.status] = totals.by_status.get(r.status, 0) + 1
+            if r.finished_ms is not None:
+                totals.seconds.observe(max(0, r.finished_ms - r.started_ms) / 1000)
+            if r.caller is not None:
+                edge = (r.namespace, r.caller, r.deployment)
                 self.totals.edges[edge] = self.totals.edges.get(edge, 0) + 1
         for s in spans:
-            self._add_call(namespace.get(str(s["run_id"]), "?"), s)
+            self._add_call(namespace.get(s.run_id, "?"), s)
 
-    def _add_call(self, namespace: str, span: Any) -> None:
-        a: dict[str, Any] = loads(span["attrs"], {}) or {}
+    def _add_call(self, namespace: str, span: _ChatSpan) -> None:
+        a: dict[str, Any] = loads(span.attrs, {}) or {}
         model = str(a.get("gen_ai.response.model") or a.get("gen_ai.request.model") or "?")
         m = self.totals.models.setdefault(
             (namespace, model, str(a.get("gen_ai.provider.name") or "")), ModelTotals()
         )
         m.calls += 1
-        m.failures += span["status"] == "error"
+        m.failures += span.status == "error"
         m.fallbacks += bool(a.get("agen.fallback") or a.get("agen.fallback_provider"))
         m.input_tokens += int(a.get("gen_ai.usage.input_tokens") or 0)
         m.output_tokens += int(a.get("gen_ai.usage.output_tokens") or 0)
@@ -168,8 +192,8 @@ class FleetCounters:
         )
         m.cost_usd += float(a.get("agen.cost_usd") or 0.0)
         latency = a.get("agen.latency_ms")
-        if latency is None and span["ended_ms"] is not None:
-            latency = int(span["ended_ms"]) - int(span["started_ms"])
+        if latency is None and span.ended_ms is not None:
+            latency = span.ended_ms - span.started_ms
         if latency is not None:
             m.seconds.observe(max(0, int(latency)) / 1000)
 

@@ -11,10 +11,11 @@ Enrolling again ends them all (``replaced``), and so does revoking the Nest (``r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
+from agen.domain import columns
 from agen.hub.tls import IssuedCert
-from agen.store import Row, Tx
+from agen.store import Tx
 
 ENDED = {
     "renewed": "was replaced by a renewed certificate, which the Nest has used since",
@@ -24,8 +25,9 @@ ENDED = {
 }
 
 
-@dataclass(frozen=True)
-class NestCert:
+class NestCert(NamedTuple):
+    """A row of ``nest_certs``: whose certificate it is, and whether it still counts."""
+
     fingerprint: str
     nest_id: str
     not_after_ms: int
@@ -33,19 +35,9 @@ class NestCert:
     ended_ms: int | None
     end_reason: str | None
 
-    @classmethod
-    def from_row(cls, row: Row) -> NestCert:
-        return cls(
-            fingerprint=str(row["fingerprint"]),
-            nest_id=str(row["nest_id"]),
-            not_after_ms=int(row["not_after_ms"]),
-            first_used_ms=row["first_used_ms"],
-            ended_ms=row["ended_ms"],
-            end_reason=row["end_reason"],
-        )
 
-
-_COLUMNS = "fingerprint, nest_id, not_after_ms, first_used_ms, ended_ms, end_reason"
+class _Fingerprint(NamedTuple):
+    fingerprint: str
 
 
 def record(tx: Tx, nest_id: str, issued: IssuedCert) -> None:
@@ -80,8 +72,11 @@ def has_any(tx: Tx, nest_id: str) -> bool:
 
 
 def find(tx: Tx, fingerprint: str) -> NestCert | None:
-    row = tx.one(f"SELECT {_COLUMNS} FROM nest_certs WHERE fingerprint = ?", (fingerprint,))
-    return None if row is None else NestCert.from_row(row)
+    return tx.row(
+        NestCert,
+        f"SELECT {columns(NestCert)} FROM nest_certs WHERE fingerprint = ?",
+        (fingerprint,),
+    )
 
 
 def first_use(tx: Tx, cert: NestCert) -> tuple[NestCert | None, set[str]]:
@@ -97,8 +92,9 @@ def first_use(tx: Tx, cert: NestCert) -> tuple[NestCert | None, set[str]]:
     ):
         return find(tx, cert.fingerprint), set()
     ended = {
-        str(r["fingerprint"])
-        for r in tx.all(
+        r.fingerprint
+        for r in tx.rows(
+            _Fingerprint,
             "SELECT fingerprint FROM nest_certs WHERE nest_id = ? AND fingerprint != ?"
             " AND ended_ms IS NULL",
             (cert.nest_id, cert.fingerprint),

@@ -8,12 +8,14 @@ and their spans (``spans_run``); the run set is capped so a huge window stays bo
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from typing import Any, NamedTuple
 
+from agen.domain import columns
 from agen.domain.semconv import CACHE_READ, RECORDED_BEFORE_SEMCONV
 from agen.hub.auth import Principal
 from agen.hub.service import Hub
 from agen.store import loads
+from agen.store.records import Count
 from agen.wire.observe import (
     EdgeMetrics,
     EntryMetrics,
@@ -44,29 +46,64 @@ async def throughput(
     now = hub.clock()
     start = now - window_ms
     size = max(1, window_ms // buckets)
-    rows = await hub.store.all(
+    rows = await hub.store.rows(
+        _Started,
         "SELECT deployment, (started_ms - ?) / ? AS b, COUNT(*) AS n FROM runs"
         " WHERE namespace = ? AND started_ms >= ? GROUP BY deployment, b",
         (start, size, namespace, start),
     )
     out: dict[str, list[int]] = {}
     for r in rows:
-        series = out.setdefault(r["deployment"], [0] * buckets)
-        series[min(buckets - 1, int(r["b"]))] += int(r["n"])
+        series = out.setdefault(r.deployment, [0] * buckets)
+        series[min(buckets - 1, r.b)] += r.n
     return out
+
+
+class _Started(NamedTuple):
+    """How many of a deployment's runs started in bucket ``b``."""
+
+    deployment: str
+    b: Count  # a computed integer
+    n: Count
+
+
+class _Call(NamedTuple):
+    """A model call (a ``gen_ai.chat`` span)."""
+
+    status: str
+    attrs: str  # JSON text
+    started_ms: int
+    ended_ms: int | None
+
+
+class _WindowRun(NamedTuple):
+    """A run started in the window, as the entries and edges count it."""
+
+    id: str
+    deployment: str
+    source: str
+    parent_run_id: str | None
+    status: str
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+    cost_usd: float
+    started_ms: int
+    finished_ms: int | None
 
 
 async def _model_metrics(hub: Hub, run_ids: list[str]) -> list[ModelMetrics]:
     stats: dict[tuple[str, str | None], dict[str, Any]] = {}
     for i in range(0, len(run_ids), CHUNK):
         part = run_ids[i : i + CHUNK]
-        spans = await hub.store.all(
-            f"SELECT status, attrs, started_ms, ended_ms FROM spans WHERE run_id IN ({','.join('?' * len(part))})"
+        spans = await hub.store.rows(
+            _Call,
+            f"SELECT {columns(_Call)} FROM spans WHERE run_id IN ({','.join('?' * len(part))})"
             " AND name = 'gen_ai.chat'",
             part,
         )
         for s in spans:
-            a = loads(s["attrs"], {}) or {}
+            a = loads(s.attrs, {}) or {}
             model = str(a.get("gen_ai.response.model") or a.get("gen_ai.request.model") or "?")
             st = stats.setdefault(
                 (model, a.get("gen_ai.provider.name")),
@@ -82,11 +119,11 @@ async def _model_metrics(hub: Hub, run_ids: list[str]) -> list[ModelMetrics]:
                 },
             )
             st["calls"] += 1
-            st["failures"] += s["status"] == "error"
+            st["failures"] += s.status == "error"
             st["fallbacks"] += bool(a.get("agen.fallback") or a.get("agen.fallback_provider"))
             latency = a.get("agen.latency_ms")
-            if latency is None and s["ended_ms"] is not None:
-                latency = s["ended_ms"] - s["started_ms"]
+            if latency is None and s.ended_ms is not None:
+                latency = s.ended_ms - s.started_ms
             if latency is not None:
                 st["lat"].append(int(latency))
             st["in"] += int(a.get("gen_ai.usage.input_tokens") or 0)
@@ -126,40 +163,40 @@ async def get_metrics(hub: Hub, p: Principal, req: GetMetricsRequest) -> GetMetr
             throughput=await throughput(hub, req.namespace, req.window_ms, req.buckets),
         )
     since = hub.clock() - req.window_ms
-    runs = await hub.store.all(
-        "SELECT id, deployment, source, parent_run_id, status, input_tokens, output_tokens, cached_tokens, cost_usd,"
-        " started_ms, finished_ms FROM runs WHERE namespace = ? AND started_ms >= ?"
+    runs = await hub.store.rows(
+        _WindowRun,
+        f"SELECT {columns(_WindowRun)} FROM runs WHERE namespace = ? AND started_ms >= ?"
         " ORDER BY started_ms DESC LIMIT ?",
         (req.namespace, since, MAX_RUNS),
     )
     entries: dict[tuple[str, str], dict[str, Any]] = defaultdict(
         lambda: {"runs": 0, "failed": 0, "in": 0, "out": 0, "cached": 0, "usd": 0.0}
     )
-    by_id = {r["id"]: r for r in runs}
+    by_id = {r.id: r for r in runs}
     edges: dict[tuple[str, str], dict[str, Any]] = defaultdict(
         lambda: {"calls": 0, "active": 0, "ms": []}
     )
     for r in runs:
-        if r["parent_run_id"] is None:
-            e = entries[(r["source"], r["deployment"])]
+        if r.parent_run_id is None:
+            e = entries[(r.source, r.deployment)]
             e["runs"] += 1
-            e["failed"] += r["status"] == "failed"
-            e["in"] += r["input_tokens"]
-            e["out"] += r["output_tokens"]
-            e["cached"] += r["cached_tokens"]
-            e["usd"] += r["cost_usd"]
+            e["failed"] += r.status == "failed"
+            e["in"] += r.input_tokens
+            e["out"] += r.output_tokens
+            e["cached"] += r.cached_tokens
+            e["usd"] += r.cost_usd
         else:
-            parent = by_id.get(r["parent_run_id"])
-            caller = parent["deployment"] if parent else "?"
-            edge = edges[(caller, r["deployment"])]
+            parent = by_id.get(r.parent_run_id)
+            caller = parent.deployment if parent else "?"
+            edge = edges[(caller, r.deployment)]
             edge["calls"] += 1
-            if r["finished_ms"] is None:
+            if r.finished_ms is None:
                 edge["active"] += 1
             else:
-                edge["ms"].append(r["finished_ms"] - r["started_ms"])
+                edge["ms"].append(r.finished_ms - r.started_ms)
     return GetMetricsResponse(
         window_ms=req.window_ms,
-        models=await _model_metrics(hub, [r["id"] for r in runs]),
+        models=await _model_metrics(hub, [r.id for r in runs]),
         entries=[
             EntryMetrics(
                 source=src,

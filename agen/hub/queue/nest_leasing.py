@@ -12,7 +12,7 @@ Completing a task that failed with a provider account error records the hold.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from agen.domain import (
     DeploymentBudget,
@@ -23,12 +23,13 @@ from agen.domain import (
     columns,
 )
 from agen.errors import NotFoundError
-from agen.hub import queue
 from agen.hub.queue import budgets, providers, task_kind
+from agen.hub.queue.lease import complete_task, lease_tasks
+from agen.hub.queue.submit import PRIORITIES
 from agen.store import Tx, loads
 from agen.store.pg_locks import lock_keys
 
-BACKGROUND = queue.PRIORITIES["background"]
+BACKGROUND = PRIORITIES["background"]
 _BUDGET_SQL = f"SELECT {columns(DeploymentBudget)} FROM deployments WHERE id = ?"
 # The same, and whether the leasing instance runs an older definition than the deployment's current one
 # (its Nest reported another digest): seed 000 §4, instances on an old digest drain, they take no new work.
@@ -42,6 +43,21 @@ _LEASE_SQL = (
     " ON a.account = h.account WHERE a.deployment_id = d.id AND h.resumed_ms IS NULL) AS holds"
     " FROM (SELECT 1 AS one) o LEFT JOIN deployments d ON d.id = ?"
 )
+
+
+class _LeaseCheck(NamedTuple):
+    """What ``_LEASE_SQL`` tells a lease before it takes anything. The deployment's columns are NULL
+    when it is not there (the LEFT JOIN): ``kind`` (NOT NULL in the table) is then None, and the
+    other deployment fields are not read."""
+
+    nest_known: bool
+    stale: bool
+    holds: bool
+    id: str
+    namespace: str
+    name: str
+    kind: DeploymentKind | None
+    budget: str
 
 
 def unknown_nest(nest_id: str) -> NotFoundError:
@@ -68,12 +84,12 @@ def lease_for_nest(
     on a changed folder) runs on the new one, not on an instance the update is about to drain.
     ``registered_only`` (a Nest's LeaseTasks): a Nest that is not registered is refused (NotFoundError),
     checked by the same statement."""
-    found = tx.one(_LEASE_SQL, (nest_id, instance_id, deployment_id))
-    if registered_only and (found is None or not found["nest_known"]):
+    found = tx.row(_LeaseCheck, _LEASE_SQL, (nest_id, instance_id, deployment_id))
+    if registered_only and (found is None or not found.nest_known):
         raise unknown_nest(nest_id)
-    if found is None or found["id"] is None or limit <= 0 or found["stale"]:
+    if found is None or found.kind is None or limit <= 0 or found.stale:
         return []
-    dep = DeploymentBudget.from_row(found)
+    dep = DeploymentBudget(found.id, found.namespace, found.name, found.kind, found.budget)
     if dep.kind != DeploymentKind.TASK:
         return _lease_gated(
             tx,
@@ -83,7 +99,7 @@ def lease_for_nest(
             limit=limit,
             lease_ms=lease_ms,
             start=start,
-            holds=bool(found["holds"]),
+            holds=found.holds,
         )
     lock_keys(tx, f"instance:{instance_id}")  # "one task per instance, ever": from task_instances
     limit = task_kind.lease_limit(tx, instance_id, limit)
@@ -96,7 +112,7 @@ def lease_for_nest(
             limit=limit,
             lease_ms=lease_ms,
             start=start,
-            holds=bool(found["holds"]),
+            holds=found.holds,
         )
         if limit > 0
         else []
@@ -130,7 +146,7 @@ def _lease_gated(
             return []
     limit_usd, label_rules = budgets.budget_config(dep)
     if limit_usd is None and not label_rules:  # the common case: no budget, nothing to sum
-        rows = queue.lease_tasks(
+        rows = lease_tasks(
             tx,
             deployment_id=deployment_id,
             nest_id=nest_id,
@@ -156,7 +172,7 @@ def _lease_gated(
             held_back[row.id] = "budget"
         return row.id in held_back
 
-    rows = queue.lease_tasks(
+    rows = lease_tasks(
         tx,
         deployment_id=deployment_id,
         nest_id=nest_id,
@@ -195,7 +211,7 @@ def complete_from_nest(
         if status == TaskState.FAILED
         else None
     )
-    row = queue.complete_task(tx, task_id, lease_id, status=status, outcome=outcome, error=error)
+    row = complete_task(tx, task_id, lease_id, status=status, outcome=outcome, error=error)
     if status == TaskState.FAILED and before in (TaskState.LEASED, TaskState.RUNNING):
         providers.on_task_failed(tx, row.id, row.deployment_id, outcome, error)
     return row
@@ -206,10 +222,9 @@ def budget_wait_reason(tx: Tx, task: TaskRow, reason: str | None) -> str | None:
     if reason != "capacity":
         return reason
     now = tx.now_ms
-    found = tx.one(_BUDGET_SQL, (task.deployment_id,))
-    if found is None:
+    dep = tx.row(DeploymentBudget, _BUDGET_SQL, (task.deployment_id,))
+    if dep is None:
         return reason
-    dep = DeploymentBudget.from_row(found)
     if providers.lease_gate(tx, dep.id, now).state == "held":
         return "provider_hold"
     limit, labels = budgets.budget_config(dep)

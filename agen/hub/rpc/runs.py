@@ -7,17 +7,20 @@ start, by root, by task; messages by run or conversation; spans by trace).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from agen.domain import RunRow, TaskStatus, columns
 from agen.errors import NotFoundError
 from agen.hub.auth import Principal
 from agen.hub.observe.activity import run_activity
+from agen.hub.observe.feedback import of_run, summaries
+from agen.hub.observe.live import activities, run_usage, tasks_by_id
 from agen.hub.rpc._known import check_namespace, require_known_deployment
+from agen.hub.rpc.tasks import load_task
 from agen.hub.service import Hub
 from agen.otel.ids import agen_trace_id
-from agen.store import Row, loads
+from agen.store import loads
+from agen.store.records import Amount, Count
 from agen.wire.observe import (
     GetTraceRequest,
     GetTraceResponse,
@@ -38,16 +41,68 @@ MAX_SPANS = 5000
 MAX_MESSAGES = 5000
 
 
-def usage_of(row: Mapping[str, Any]) -> Usage:
-    return Usage(
-        input_tokens=int(row.get("input_tokens") or 0),
-        output_tokens=int(row.get("output_tokens") or 0),
-        cached_tokens=int(row.get("cached_tokens") or 0),
-        cost_usd=float(row.get("cost_usd") or 0.0),
-    )
+class TreeUsage(NamedTuple):
+    """What every run of a tree used (SUMs: NULL on no rows, ``numeric`` on Postgres)."""
+
+    root_run_id: str
+    n: Count
+    input_tokens: Count
+    output_tokens: Count
+    cached_tokens: Count
+    cost_usd: Amount
 
 
-def run_usage(row: RunRow) -> Usage:
+class MessageRow(NamedTuple):
+    """The columns of ``messages`` a transcript shows (not the provider's raw response)."""
+
+    seq: int
+    run_id: str
+    turn: int
+    role: str
+    content: str | None
+    tool_calls: str | None  # JSON text
+    tool_call_id: str | None
+    name: str | None
+    is_error: bool
+    model: str | None
+    usage: str | None  # JSON text
+    created_ms: int
+
+
+class SpanRow(NamedTuple):
+    """One row of ``spans`` (0001_core.sql)."""
+
+    id: str
+    trace_id: str
+    parent_id: str | None
+    run_id: str | None
+    task_id: str | None
+    namespace: str
+    deployment: str | None
+    name: str
+    status: str
+    attrs: str  # JSON text
+    error: str | None
+    started_ms: int
+    ended_ms: int | None
+
+
+class _TaskWhere(NamedTuple):
+    namespace: str
+    state: str
+
+
+class _Definition(NamedTuple):
+    digest: str
+    files: bytes  # the packed bundle
+
+
+class _RunTrace(NamedTuple):
+    namespace: str
+    trace_id: str
+
+
+def usage_of(row: TreeUsage) -> Usage:
     return Usage(
         input_tokens=row.input_tokens,
         output_tokens=row.output_tokens,
@@ -90,19 +145,7 @@ def run_view(row: RunRow, task: TaskStatus | None = None) -> Run:
     )
 
 
-async def tasks_by_id(hub: Hub, ids: list[str]) -> dict[str, TaskStatus]:
-    ids = [i for i in ids if i]
-    if not ids:
-        return {}
-    rows = await hub.store.all(
-        f"SELECT {columns(TaskStatus)} FROM tasks WHERE id IN ({','.join('?' * len(ids))})", ids
-    )
-    return {t.id: t for t in map(TaskStatus.from_row, rows)}
-
-
 async def run_views(hub: Hub, rows: list[RunRow]) -> list[Run]:
-    from agen.hub.rpc.feedback import summaries
-
     tasks = await tasks_by_id(hub, [r.task_id for r in rows if r.finished_ms is None and r.task_id])
     rated = await summaries(hub.store, [r.id for r in rows])
     views = [run_view(r, tasks.get(r.task_id or "")) for r in rows]
@@ -137,63 +180,67 @@ async def list_runs(hub: Hub, p: Principal, req: ListRunsRequest) -> ListRunsRes
     ):  # json_each, as ListTasks: any key, no JSON-path quoting
         sql += " AND EXISTS (SELECT 1 FROM json_each(runs.labels) WHERE json_each.key = ? AND json_each.value = ?)"
         params += [key, value]
-    rows = await hub.store.all(
-        sql + " ORDER BY started_ms DESC, id DESC LIMIT ?", [*params, req.limit]
+    rows = await hub.store.rows(
+        RunRow, sql + " ORDER BY started_ms DESC, id DESC LIMIT ?", [*params, req.limit]
     )
-    runs = await run_views(hub, [RunRow.from_row(r) for r in rows])
+    runs = await run_views(hub, rows)
     if req.roots and runs:
         ids = [r.id for r in runs]
-        trees = await hub.store.all(
+        trees = await hub.store.rows(
+            TreeUsage,
             "SELECT root_run_id, COUNT(*) AS n, SUM(input_tokens) AS input_tokens, SUM(output_tokens) AS output_tokens,"
             " SUM(cached_tokens) AS cached_tokens, SUM(cost_usd) AS cost_usd FROM runs"
             f" WHERE root_run_id IN ({','.join('?' * len(ids))}) GROUP BY root_run_id",
             ids,
         )
-        by_root = {t["root_run_id"]: t for t in trees}
+        by_root = {t.root_run_id: t for t in trees}
         for run in runs:
             tree = by_root.get(run.id)
             if tree is not None:
-                run.tree_usage, run.tree_runs = usage_of(tree), int(tree["n"])
+                run.tree_usage, run.tree_runs = usage_of(tree), tree.n
     return ListRunsResponse(runs=runs)
 
 
 async def find_run(hub: Hub, p: Principal, ref: str, namespace: str | None = None) -> RunRow:
     """A run by its id, or the run of a task id."""
-    row = await hub.store.one("SELECT * FROM runs WHERE id = ?", (ref,))
+    row = await hub.store.row(RunRow, "SELECT * FROM runs WHERE id = ?", (ref,))
     if row is None:
-        row = await hub.store.one("SELECT * FROM runs WHERE task_id = ?", (ref,))
-    if row is None or not p.sees(row["namespace"]):
-        task = await hub.store.one("SELECT namespace, state FROM tasks WHERE id = ?", (ref,))
-        if task is not None and p.sees(task["namespace"]):
+        row = await hub.store.row(RunRow, "SELECT * FROM runs WHERE task_id = ?", (ref,))
+    if row is None or not p.sees(row.namespace):
+        task = await hub.store.row(
+            _TaskWhere, f"SELECT {columns(_TaskWhere)} FROM tasks WHERE id = ?", (ref,)
+        )
+        if task is not None and p.sees(task.namespace):
             raise NotFoundError(
-                f"task {ref} has no run yet (it is {task['state']}); `agen query {ref}` shows why",
+                f"task {ref} has no run yet (it is {task.state}); `agen query {ref}` shows why",
                 task=ref,
             )
         raise NotFoundError(f"no run or task {ref}; `agen runs` lists recent runs", run=ref)
-    check_namespace("run", ref, row["namespace"], namespace)
-    return RunRow.from_row(row)
+    check_namespace("run", ref, row.namespace, namespace)
+    return row
 
 
-def message_view(row: Row) -> TranscriptMessage:
+def message_view(m: MessageRow) -> TranscriptMessage:
+    """A message as a transcript shows it."""
     calls = [
         ToolCall(
             id=str(c.get("id") or ""), name=str(c.get("name") or ""), arguments=c.get("arguments")
         )
-        for c in loads(row["tool_calls"], []) or []
+        for c in loads(m.tool_calls, []) or []
     ]
     return TranscriptMessage(
-        seq=row["seq"],
-        run_id=row["run_id"],
-        turn=row["turn"],
-        role=row["role"],
-        content=row["content"],
+        seq=m.seq,
+        run_id=m.run_id,
+        turn=m.turn,
+        role=m.role,
+        content=m.content,
         tool_calls=calls,
-        tool_call_id=row["tool_call_id"],
-        name=row["name"],
-        is_error=bool(row["is_error"]),
-        model=row["model"],
-        usage=loads(row["usage"]),
-        created_ms=row["created_ms"],
+        tool_call_id=m.tool_call_id,
+        name=m.name,
+        is_error=m.is_error,
+        model=m.model,
+        usage=loads(m.usage),
+        created_ms=m.created_ms,
     )
 
 
@@ -201,26 +248,25 @@ async def _system_prompt(hub: Hub, run: RunRow) -> str | None:
     """The bundle's system prompt for the definition the run started on (memory sections excluded)."""
     from agen.bundle import load_bundle_files
     from agen.domain.prompt import system_prompt
-    from agen.hub.fleet.definitions import unpack
+    from agen.hub.definitions import unpack
 
     attrs = await hub.store.scalar(
         "SELECT attrs FROM spans WHERE run_id = ? AND name = 'agen.run' ORDER BY started_ms LIMIT 1",
         (run.id,),
     )
     digest = (loads(attrs, {}) or {}).get("agen.definition.digest")
-    sql, params = "SELECT digest, files FROM definitions WHERE digest = ? LIMIT 1", [digest]
+    sql = f"SELECT {columns(_Definition)} FROM definitions WHERE digest = ? LIMIT 1"
+    params = [digest]
     if not digest:
         sql = (
             "SELECT f.digest, f.files FROM deployments d JOIN definitions f ON f.id = d.definition_id"
             " WHERE d.namespace = ? AND d.name = ?"
         )
         params = [run.namespace, run.deployment]
-    row = await hub.store.one(sql, params)
+    row = await hub.store.row(_Definition, sql, params)
     if row is None:
         return None
-    return system_prompt(
-        load_bundle_files(unpack(bytes(row["files"]), expect_digest=row["digest"]))
-    )
+    return system_prompt(load_bundle_files(unpack(bytes(row.files), expect_digest=row.digest)))
 
 
 async def get_transcript(
@@ -229,19 +275,21 @@ async def get_transcript(
     run = await find_run(hub, p, req.id, req.namespace)
     if req.history:
         last = await hub.store.scalar("SELECT MAX(seq) FROM messages WHERE run_id = ?", (run.id,))
-        rows = await hub.store.all(
-            "SELECT * FROM messages WHERE conversation_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
+        rows = await hub.store.rows(
+            MessageRow,
+            f"SELECT {columns(MessageRow)} FROM messages WHERE conversation_id = ? AND seq > ?"
+            " AND seq <= ? ORDER BY seq LIMIT ?",
             (run.conversation_id, req.after_seq, int(last or 0), MAX_MESSAGES),
         )
     else:
-        rows = await hub.store.all(
-            "SELECT * FROM messages WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+        rows = await hub.store.rows(
+            MessageRow,
+            f"SELECT {columns(MessageRow)} FROM messages WHERE run_id = ? AND seq > ?"
+            " ORDER BY seq LIMIT ?",
             (run.id, req.after_seq, MAX_MESSAGES),
         )
     [view] = await run_views(hub, [run])
     system = await _system_prompt(hub, run) if req.system else None
-    from agen.hub.rpc.feedback import of_run
-
     return GetTranscriptResponse(
         run=view,
         system=system,
@@ -250,45 +298,48 @@ async def get_transcript(
     )
 
 
-def span_view(row: Row) -> Span:
-    ended = row["ended_ms"]
+def span_view(row: SpanRow) -> Span:
+    ended = row.ended_ms
     return Span(
-        id=row["id"],
-        parent_id=row["parent_id"],
-        trace_id=row["trace_id"],
-        run_id=row["run_id"],
-        task_id=row["task_id"],
-        deployment=row["deployment"],
-        name=row["name"],
-        status=row["status"],
-        attrs=loads(row["attrs"], {}),
-        error=row["error"],
-        started_ms=row["started_ms"],
+        id=row.id,
+        parent_id=row.parent_id,
+        trace_id=row.trace_id,
+        run_id=row.run_id,
+        task_id=row.task_id,
+        deployment=row.deployment,
+        name=row.name,
+        status=row.status,
+        attrs=loads(row.attrs, {}),
+        error=row.error,
+        started_ms=row.started_ms,
         ended_ms=ended,
-        duration_ms=None if ended is None else ended - row["started_ms"],
+        duration_ms=None if ended is None else ended - row.started_ms,
     )
 
 
 async def get_trace(hub: Hub, p: Principal, req: GetTraceRequest) -> GetTraceResponse:
-    run = await hub.store.one(
-        "SELECT namespace, trace_id FROM runs WHERE task_id = ? OR id = ? LIMIT 1", (req.id, req.id)
+    run = await hub.store.row(
+        _RunTrace,
+        f"SELECT {columns(_RunTrace)} FROM runs WHERE task_id = ? OR id = ? LIMIT 1",
+        (req.id, req.id),
     )
     trace_id = (
-        run["trace_id"] if run is not None else agen_trace_id(req.id)
+        run.trace_id if run is not None else agen_trace_id(req.id)
     )  # also as OTel shows it (hex)
-    if run is not None and not p.sees(run["namespace"]):
+    if run is not None and not p.sees(run.namespace):
         run = None
-    rows = await hub.store.all(
+    rows = await hub.store.rows(
+        SpanRow,
         "SELECT * FROM spans WHERE trace_id = ?"
         " ORDER BY started_ms, json_extract(attrs, '$.\"gen_ai.tool.call.id\"'), id LIMIT ?",
         (trace_id, MAX_SPANS),
     )
-    rows = [r for r in rows if p.sees(r["namespace"])]
+    rows = [r for r in rows if p.sees(r.namespace)]
     if rows and req.namespace is not None:
         check_namespace(
             "trace",
             req.id,
-            rows[0]["namespace"] if run is None else run["namespace"],
+            rows[0].namespace if run is None else run.namespace,
             req.namespace,
         )
     if not rows:
@@ -296,16 +347,17 @@ async def get_trace(hub: Hub, p: Principal, req: GetTraceRequest) -> GetTraceRes
         raise NotFoundError(
             f"no spans for {req.id}: not a task, run or trace id with recorded spans", trace=req.id
         )
-    run_ids = sorted({r["run_id"] for r in rows if r["run_id"]})
+    run_ids = sorted({r.run_id for r in rows if r.run_id})
     run_rows = (
-        await hub.store.all(
+        await hub.store.rows(
+            RunRow,
             f"SELECT * FROM runs WHERE id IN ({','.join('?' * len(run_ids))}) ORDER BY started_ms",
             run_ids,
         )
         if run_ids
         else []
     )
-    runs = await run_views(hub, [RunRow.from_row(r) for r in run_rows])
+    runs = await run_views(hub, run_rows)
     spans = [span_view(r) for r in rows]
     ends = [s.ended_ms for s in spans]
     total = Usage(
@@ -327,17 +379,11 @@ async def get_trace(hub: Hub, p: Principal, req: GetTraceRequest) -> GetTraceRes
 
 async def query_task(hub: Hub, p: Principal, req: QueryTaskRequest) -> QueryTaskResponse:
     """Progress, what its run does now, and its outcome: one read, never waits."""
-    from agen.hub.observe.live import activities
-    from agen.hub.rpc.tasks import load_task
-
     task = await load_task(hub, p, req.id, req.namespace)
-    row = await hub.store.one("SELECT * FROM runs WHERE task_id = ?", (req.id,))
-    if row is None:
+    found = await hub.store.row(RunRow, "SELECT * FROM runs WHERE task_id = ?", (req.id,))
+    if found is None:
         return QueryTaskResponse(task=task)
-    found = RunRow.from_row(row)
     [run] = await run_views(hub, [found])
-    from agen.hub.rpc.feedback import of_run
-
     now = None
     if found.finished_ms is None:
         [now] = await activities(hub, [found])
