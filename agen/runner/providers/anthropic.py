@@ -20,11 +20,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import httpx2
-
 from agen.bundle.harness import AnthropicSpec
 from agen.runner.providers._files import PDF, files_of, refuse
-from agen.runner.providers._http import Endpoint, HttpProvider, error_text, sse_events
+from agen.runner.providers._http import MAX_IN_FLIGHT, Endpoint, HttpProvider
 from agen.runner.providers.base import (
     THINKING_KEY,
     Delta,
@@ -34,9 +32,8 @@ from agen.runner.providers.base import (
     ModelUsage,
     ProviderError,
     ToolCallOut,
-    classify_status,
+    tool_declarations,
 )
-from agen.runner.providers.openai import MAX_IN_FLIGHT, parse_retry_after
 from agen.runner.providers.prices import claude_cost
 
 ANTHROPIC_URL = "https://api.anthropic.com"
@@ -150,26 +147,13 @@ def to_messages(
     return system, out, last
 
 
-def _tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    out = []
-    for t in tools:
-        fn = t.get("function") or t
-        tool: dict[str, Any] = {
-            "name": fn["name"],
-            "input_schema": fn.get("parameters") or {"type": "object", "properties": {}},
-        }
-        if fn.get("description"):
-            tool["description"] = fn["description"]
-        out.append(tool)
-    return out
-
-
 def _mark(block: dict[str, Any]) -> None:
     block["cache_control"] = EPHEMERAL
 
 
 class AnthropicProvider(HttpProvider):
     name = "anthropic"
+    account_400 = ("credit balance",)  # the API says an empty balance with a 400
 
     def __init__(
         self,
@@ -209,7 +193,7 @@ class AnthropicProvider(HttpProvider):
                 _mark(system[-1])
             body["system"] = system
         if request.tools:
-            tools = _tools(request.tools)
+            tools = tool_declarations(request.tools, "input_schema")
             if cache.tools:
                 _mark(tools[-1])
             body["tools"] = tools
@@ -233,64 +217,23 @@ class AnthropicProvider(HttpProvider):
         self, request: ModelRequest, on_delta: DeltaSink | None = None
     ) -> ModelResponse:
         body = self.body(request)
-        if on_delta is not None:
-            return await self._stream(body, on_delta)
-        resp = await self.endpoint.post(self.path, body)
-        if resp.status_code >= 400:
-            raise self._status_error(resp, resp.text[:2000])
-        try:
-            data = resp.json()
-        except ValueError as e:
-            raise ProviderError(
-                "retryable", f"{self.name}: the answer from {self.base_url} is not JSON"
-            ) from e
-        return parse_message(data, body["model"])
-
-    def _status_error(self, resp: httpx2.Response, text: str) -> ProviderError:
-        kind = classify_status(resp.status_code, text)
-        if resp.status_code == 400 and "credit balance" in text.lower():
-            kind = "account"  # the API says an empty balance with a 400
-        return ProviderError(
-            kind,  # 429 rate limit and 529 overloaded are retryable, after Retry-After
-            f"{self.name} answered HTTP {resp.status_code} from {self.base_url}: {text[:500]}",
-            status=resp.status_code,
-            retry_after_s=parse_retry_after(resp.headers.get("retry-after")),
-        )
-
-    async def _stream(self, body: dict[str, Any], on_delta: DeltaSink) -> ModelResponse:
-        body = {**body, "stream": True}
+        if on_delta is None:
+            return parse_message(await self.post_json(self.path, body), body["model"])
         events = EventAssembler()
-        async with self.endpoint.stream(self.path, body) as resp:
-            if resp.status_code >= 400:
-                raise self._status_error(resp, await error_text(resp))
-            async for _name, data in sse_events(resp):
-                try:
-                    event = json.loads(data)
-                except ValueError as e:
-                    raise ProviderError(
-                        "retryable",
-                        f"{self.name}: a streamed event from {self.base_url} is not JSON",
-                    ) from e
-                if not isinstance(event, dict):
-                    continue
-                if event.get("type") == "error":
-                    error = event.get("error") or {}
-                    raise ProviderError(
-                        "retryable",
-                        f"{self.name}: the stream from {self.base_url} broke off: "
-                        f"{error.get('type', 'error')}: {str(error.get('message', ''))[:500]}",
-                    )
-                delta = events.add(event)
-                if delta is not None:
-                    await on_delta(delta)
-                if events.stopped:
-                    break
-        if not events.stopped or events.message is None:
-            raise ProviderError(
-                "retryable",
-                f"{self.name}: the stream from {self.base_url} ended before message_stop",
-            )
+        streamed = {**body, "stream": True}
+        await self.stream(
+            self.path, streamed, events, on_delta, stop_when_finished=True, broke_off=error_event
+        )
+        assert events.message is not None  # finished: message_stop came, after message_start
         return parse_message(events.message, body["model"])
+
+
+def error_event(event: dict[str, Any]) -> str | None:
+    """An ``error`` event (``overloaded_error`` mid-stream), described."""
+    if event.get("type") != "error":
+        return None
+    error = event.get("error") or {}
+    return f"{error.get('type', 'error')}: {str(error.get('message', ''))[:500]}"
 
 
 class EventAssembler:
@@ -299,7 +242,7 @@ class EventAssembler:
     def __init__(self) -> None:
         self.message: dict[str, Any] | None = None
         self.json_parts: dict[int, list[str]] = {}
-        self.stopped = False
+        self.finished = False  # message_stop came: the answer is whole, and nothing follows
 
     def _block(self, index: int) -> dict[str, Any]:
         assert self.message is not None
@@ -310,8 +253,12 @@ class EventAssembler:
             )
         return blocks[index]
 
-    def add(self, event: dict[str, Any]) -> Delta | None:
+    def add(self, event: dict[str, Any]) -> list[Delta]:
         """Take one event; the text or thinking it adds, to show as it comes."""
+        delta = self._take(event)
+        return [delta] if delta is not None else []
+
+    def _take(self, event: dict[str, Any]) -> Delta | None:
         kind = event.get("type")
         if kind == "message_start":
             self.message = dict(event.get("message") or {})
@@ -364,7 +311,7 @@ class EventAssembler:
                 if value is not None:
                     self.message["usage"][key] = value
         elif kind == "message_stop":
-            self.stopped = True
+            self.finished = True
         return None
 
 

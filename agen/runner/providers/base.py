@@ -155,6 +155,22 @@ def parse_arguments(text: str | None) -> tuple[dict[str, Any], str | None]:
     return value, None
 
 
+def tool_declarations(tools: list[dict[str, Any]], schema_key: str) -> list[dict[str, Any]]:
+    """The run's tools (OpenAI ``function`` tools) as name, description and JSON Schema under
+    ``schema_key``: the shape of Anthropic's tools and Gemini's function declarations."""
+    out = []
+    for t in tools:
+        fn = t.get("function") or t
+        tool: dict[str, Any] = {
+            "name": fn["name"],
+            schema_key: fn.get("parameters") or {"type": "object", "properties": {}},
+        }
+        if fn.get("description"):
+            tool["description"] = fn["description"]
+        out.append(tool)
+    return out
+
+
 class ModelProvider(abc.ABC):
     """One provider account (an API key at a base URL), or a fake standing in for one."""
 

@@ -32,7 +32,7 @@ from urllib.parse import quote
 import httpx2
 
 from agen.runner.providers._files import files_of, refuse
-from agen.runner.providers._http import Endpoint, HttpProvider, error_text, sse_events
+from agen.runner.providers._http import MAX_IN_FLIGHT, Endpoint, HttpProvider, parse_retry_after
 from agen.runner.providers.base import (
     THINKING_KEY,
     Delta,
@@ -42,9 +42,8 @@ from agen.runner.providers.base import (
     ModelUsage,
     ProviderError,
     ToolCallOut,
-    classify_status,
+    tool_declarations,
 )
-from agen.runner.providers.openai import MAX_IN_FLIGHT, parse_retry_after
 from agen.runner.providers.prices import gemini_cost
 
 GEMINI_URL = "https://generativelanguage.googleapis.com"
@@ -172,20 +171,6 @@ def to_contents(
     return system, out
 
 
-def _declarations(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    out = []
-    for t in tools:
-        fn = t.get("function") or t
-        decl: dict[str, Any] = {
-            "name": fn["name"],
-            "parametersJsonSchema": fn.get("parameters") or {"type": "object", "properties": {}},
-        }
-        if fn.get("description"):
-            decl["description"] = fn["description"]
-        out.append(decl)
-    return out
-
-
 def retry_delay(status: int, headers: httpx2.Headers, text: str) -> float | None:
     """Retry-After, else the ``google.rpc.RetryInfo`` delay a 429 body names ("37s")."""
     after = parse_retry_after(headers.get("retry-after"))
@@ -205,6 +190,7 @@ def retry_delay(status: int, headers: httpx2.Headers, text: str) -> float | None
 
 class GeminiProvider(HttpProvider):
     name = "gemini"
+    account_400 = ("api_key_invalid", "api key not valid")  # the API says a bad key with a 400
 
     def __init__(
         self,
@@ -247,7 +233,9 @@ class GeminiProvider(HttpProvider):
         if system is not None:
             body["systemInstruction"] = system
         if request.tools:
-            body["tools"] = [{"functionDeclarations": _declarations(request.tools)}]
+            body["tools"] = [
+                {"functionDeclarations": tool_declarations(request.tools, "parametersJsonSchema")}
+            ]
             if request.tool_choice == "none":
                 body["toolConfig"] = {"functionCallingConfig": {"mode": "NONE"}}
         config: dict[str, Any] = {}
@@ -271,59 +259,15 @@ class GeminiProvider(HttpProvider):
     ) -> ModelResponse:
         model = request.model or self.default_model
         body = self.body(request)
-        if on_delta is not None:
-            return await self._stream(model, body, on_delta)
-        resp = await self.endpoint.post(self.path(model, False), body)
-        if resp.status_code >= 400:
-            raise self._status_error(resp, resp.text[:2000])
-        try:
-            data = resp.json()
-        except ValueError as e:
-            raise ProviderError(
-                "retryable", f"{self.name}: the answer from {self.base_url} is not JSON"
-            ) from e
-        return parse_response(data, model)
-
-    def _status_error(self, resp: httpx2.Response, text: str) -> ProviderError:
-        kind = classify_status(resp.status_code, text)
-        if resp.status_code == 400 and ("API_KEY_INVALID" in text or "API key not valid" in text):
-            kind = "account"  # the API says a bad key with a 400
-        return ProviderError(
-            kind,  # 429 RESOURCE_EXHAUSTED and 503 UNAVAILABLE are retried after the delay
-            f"{self.name} answered HTTP {resp.status_code} from {self.base_url}: {text[:500]}",
-            status=resp.status_code,
-            retry_after_s=retry_delay(resp.status_code, resp.headers, text),
-        )
-
-    async def _stream(self, model: str, body: dict[str, Any], on_delta: DeltaSink) -> ModelResponse:
+        if on_delta is None:
+            return parse_response(await self.post_json(self.path(model, False), body), model)
         chunks = ChunkAssembler()
-        async with self.endpoint.stream(self.path(model, True), body) as resp:
-            if resp.status_code >= 400:
-                raise self._status_error(resp, await error_text(resp))
-            async for _name, data in sse_events(resp):
-                try:
-                    chunk = json.loads(data)
-                except ValueError as e:
-                    raise ProviderError(
-                        "retryable",
-                        f"{self.name}: a streamed chunk from {self.base_url} is not JSON",
-                    ) from e
-                if not isinstance(chunk, dict):
-                    continue
-                if chunk.get("error"):
-                    raise ProviderError(
-                        "retryable",
-                        f"{self.name}: the stream from {self.base_url} broke off: "
-                        f"{json.dumps(chunk['error'])[:500]}",
-                    )
-                for delta in chunks.add(chunk):
-                    await on_delta(delta)
-        if not chunks.finished:
-            raise ProviderError(
-                "retryable",
-                f"{self.name}: the stream from {self.base_url} ended before the answer did",
-            )
+        await self.stream(self.path(model, True), body, chunks, on_delta)
         return parse_response(chunks.response(), model)
+
+    def retry_after(self, response: httpx2.Response, text: str) -> float | None:
+        # 429 RESOURCE_EXHAUSTED and 503 UNAVAILABLE are retried after the delay
+        return retry_delay(response.status_code, response.headers, text)
 
 
 class ChunkAssembler:

@@ -11,15 +11,10 @@ same ``parse_completion``: a streamed turn is checkpointed exactly like an unstr
 
 from __future__ import annotations
 
-import email.utils
-import json
-import time
 from typing import Any
 
-import httpx2
-
 from agen.runner.providers._files import IMAGE_TYPES, PDF, files_of, refuse, without_files
-from agen.runner.providers._http import Endpoint, HttpProvider, error_text, sse_events
+from agen.runner.providers._http import MAX_IN_FLIGHT, Endpoint, HttpProvider
 from agen.runner.providers.base import (
     ATTACHMENTS_KEY,
     THINKING_KEY,
@@ -28,33 +23,11 @@ from agen.runner.providers.base import (
     ModelRequest,
     ModelResponse,
     ModelUsage,
-    ProviderError,
     ToolCallOut,
-    classify_status,
     parse_arguments,
 )
 
 OPENAI_URL = "https://api.openai.com/v1"
-# Requests in flight per provider (x-agen/harness.json maxInFlight). More runs wait on a semaphore,
-# never in httpcore's pool, which has a connection for each request let through: the pool's
-# request-to-connection assignment is O(queued x connections) per event, which made 1,000 runs
-# waiting on one provider CPU-bound (~45 s for 1,000 half-second calls) and pool-timed-out the rest.
-MAX_IN_FLIGHT = 100
-
-
-def parse_retry_after(value: str | None) -> float | None:
-    """Retry-After as seconds: a number, or an HTTP date."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 class OpenAIProvider(HttpProvider):
@@ -145,57 +118,14 @@ class OpenAIProvider(HttpProvider):
         return await self.post(self.body(request), on_delta)
 
     async def post(self, body: dict[str, Any], on_delta: DeltaSink | None = None) -> ModelResponse:
-        if on_delta is not None:
-            return await self._stream(body, on_delta)
-        resp = await self.endpoint.post("/chat/completions", body)
-        if resp.status_code >= 400:
-            raise self._status_error(resp, resp.text[:2000])
-        try:
-            data = resp.json()
-        except ValueError as e:
-            raise ProviderError(
-                "retryable", f"{self.name}: the answer from {self.base_url} is not JSON"
-            ) from e
+        if on_delta is None:
+            data = await self.post_json("/chat/completions", body)
+        else:
+            chunks = ChunkAssembler()
+            streamed = {**body, "stream": True, "stream_options": {"include_usage": True}}
+            await self.stream("/chat/completions", streamed, chunks, on_delta, done="[DONE]")
+            data = chunks.completion()
         return parse_completion(data, body.get("model", ""))
-
-    def _status_error(self, resp: httpx2.Response, text: str) -> ProviderError:
-        return ProviderError(
-            classify_status(resp.status_code, text),
-            f"{self.name} answered HTTP {resp.status_code} from {self.base_url}: {text[:500]}",
-            status=resp.status_code,
-            retry_after_s=parse_retry_after(resp.headers.get("retry-after")),
-        )
-
-    async def _stream(self, body: dict[str, Any], on_delta: DeltaSink) -> ModelResponse:
-        body = {**body, "stream": True, "stream_options": {"include_usage": True}}
-        chunks = ChunkAssembler()
-        async with self.endpoint.stream("/chat/completions", body) as resp:
-            if resp.status_code >= 400:
-                raise self._status_error(resp, await error_text(resp))
-            async for _event, data in sse_events(resp):
-                if data.strip() == "[DONE]":
-                    break
-                try:
-                    chunk = json.loads(data)
-                except ValueError as e:
-                    raise ProviderError(
-                        "retryable",
-                        f"{self.name}: a streamed chunk from {self.base_url} is not JSON",
-                    ) from e
-                if isinstance(chunk, dict) and chunk.get("error"):
-                    raise ProviderError(
-                        "retryable",
-                        f"{self.name}: the stream from {self.base_url} broke off: "
-                        f"{json.dumps(chunk['error'])[:500]}",
-                    )
-                for delta in chunks.add(chunk):
-                    await on_delta(delta)
-        if not chunks.finished:
-            raise ProviderError(
-                "retryable",
-                f"{self.name}: the stream from {self.base_url} ended before the answer did",
-            )
-        return parse_completion(chunks.completion(), body.get("model", ""))
 
 
 class ChunkAssembler:

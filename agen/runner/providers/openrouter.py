@@ -11,8 +11,9 @@ import copy
 from typing import Any
 
 from agen.bundle.harness import Router
+from agen.runner.providers._http import MAX_IN_FLIGHT
 from agen.runner.providers.base import DeltaSink, ModelRequest, ModelResponse
-from agen.runner.providers.openai import MAX_IN_FLIGHT, OpenAIProvider
+from agen.runner.providers.openai import OpenAIProvider
 
 OPENROUTER_URL = "https://openrouter.ai/api/v1"
 TIERS = ("low", "medium", "high", "xhigh", "max")
