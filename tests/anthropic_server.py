@@ -21,17 +21,13 @@ until set; ``Reply.overloaded_mid_stream`` sends an ``overloaded_error`` event a
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import collections.abc
 import json
-import re
 import threading
 import types
 import typing
-from collections import deque
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any
 
 import typing_extensions
@@ -41,13 +37,11 @@ from anthropic.types.message_create_params import (
     MessageCreateParamsStreaming,
 )
 from pydantic import TypeAdapter
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
-from agen.testing.openai_server import sse_answer
-from agen.testing.server import ThreadServer
+from agen.testing.stub import ScriptedServer, is_media, sse_answer, words
 
 STREAM_EVENT: TypeAdapter[Any] = TypeAdapter(typing.cast(Any, at.RawMessageStreamEvent))
 
@@ -136,15 +130,6 @@ def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
     return content if isinstance(content, list) else []
 
 
-MAGIC = {
-    "image/png": b"\x89PNG\r\n\x1a\n",
-    "image/jpeg": b"\xff\xd8\xff",
-    "image/gif": b"GIF8",
-    "image/webp": b"RIFF",
-    "application/pdf": b"%PDF-",
-}
-
-
 def _media(source: dict[str, Any], where: str) -> list[str]:
     """A base64 image or PDF holds the bytes its media type names, within the API's image limit."""
     kind = str(source.get("media_type"))
@@ -152,7 +137,7 @@ def _media(source: dict[str, Any], where: str) -> list[str]:
         data = base64.b64decode(str(source.get("data")), validate=True)
     except ValueError:
         return [f"{where}: the data is not base64"]
-    if not data.startswith(MAGIC.get(kind, b"\0never")):
+    if not is_media(kind, data):
         return [f"{where}: the bytes are not {kind}"]
     if kind.startswith("image/") and len(data) > 5 * 1024 * 1024:
         return [f"{where}: an image may have at most 5 MB"]
@@ -263,10 +248,6 @@ class Reply:
         }
 
 
-def _words(text: str) -> list[str]:
-    return re.findall(r"\s*\S+\s*", text) or [text]
-
-
 def stream_events(message: dict[str, Any]) -> list[dict[str, Any]]:
     """The stream events that add up to ``message`` (a Messages API answer)."""
     usage = message["usage"]
@@ -278,10 +259,10 @@ def stream_events(message: dict[str, Any]) -> list[dict[str, Any]]:
         deltas: list[dict[str, Any]] = []
         if kind == "text":
             first: dict[str, Any] = {"type": "text", "text": ""}
-            deltas = [{"type": "text_delta", "text": w} for w in _words(block["text"])]
+            deltas = [{"type": "text_delta", "text": w} for w in words(block["text"])]
         elif kind == "thinking":
             first = {"type": "thinking", "thinking": "", "signature": ""}
-            deltas = [{"type": "thinking_delta", "thinking": w} for w in _words(block["thinking"])]
+            deltas = [{"type": "thinking_delta", "thinking": w} for w in words(block["thinking"])]
             deltas.append({"type": "signature_delta", "signature": block["signature"]})
         else:  # tool_use
             first = {**block, "input": {}}
@@ -303,26 +284,14 @@ def stream_events(message: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 @dataclass
-class AnthropicServer:
+class AnthropicServer(ScriptedServer[Reply]):
     default: Reply = field(default_factory=Reply)
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    headers: list[dict[str, str]] = field(default_factory=list)
-    invalid: list[str] = field(default_factory=list)  # every problem of every request
+
+    thread_name = "agen-anthropic-test-server"
 
     def __post_init__(self) -> None:
-        self._queue: deque[Reply] = deque()
-        self._lock = threading.Lock()
+        super().__post_init__()
         self.signatures: dict[str, str] = {}
-        self._http: ThreadServer | None = None
-        self.port = 0
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def script(self, *replies: Reply) -> None:
-        with self._lock:
-            self._queue.extend(replies)
 
     def _problems(self, body: Any, headers: dict[str, str]) -> list[str]:
         streaming = isinstance(body, dict) and body.get("stream") is True
@@ -343,7 +312,7 @@ class AnthropicServer:
             n = len(self.requests)
             problems = self._problems(body, headers)
             self.invalid.extend(f"request {n}: {p}" for p in problems)
-            reply = self._queue.popleft() if self._queue else self.default
+            reply = self.next_reply()
         if problems:
             error = {"type": "invalid_request_error", "message": "; ".join(problems)}
             return JSONResponse({"type": "error", "error": error}, 400)
@@ -366,20 +335,5 @@ class AnthropicServer:
                 STREAM_EVENT.validate_python(event)  # real stream events of the SDK's types
         return sse_answer(events, reply.hold, False, last=None)
 
-    def start(self) -> AnthropicServer:
-        app = Starlette(routes=[Route("/v1/messages", self._messages, methods=["POST"])])
-        self._http = ThreadServer(app, name="agen-anthropic-test-server").start()
-        self.port = self._http.port
-        return self
-
-    def stop(self) -> None:
-        if self._http is not None:
-            self._http.stop()
-
-    async def __aenter__(self) -> AnthropicServer:
-        return await asyncio.to_thread(self.start)
-
-    async def __aexit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await asyncio.to_thread(self.stop)
+    def routes(self) -> list[BaseRoute]:
+        return [Route("/v1/messages", self._messages, methods=["POST"])]

@@ -25,25 +25,20 @@ stream after it.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import re
 import threading
-from collections import deque
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any
 
 from google.genai import types as gt
 from pydantic import BaseModel, ValidationError
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
-from agen.testing.openai_server import sse_answer
-from agen.testing.server import ThreadServer
+from agen.testing.stub import MAGIC, ScriptedServer, is_media, sse_answer, words
 
 FIELDS: dict[str, type[BaseModel]] = {
     "systemInstruction": gt.Content,
@@ -65,13 +60,6 @@ DATA = (
     "codeExecutionResult",
 )
 FOREIGN = "skip_thought_signature_validator"
-MAGIC = {
-    "image/png": (b"\x89PNG\r\n\x1a\n",),
-    "image/jpeg": (b"\xff\xd8\xff",),
-    "image/gif": (b"GIF87a", b"GIF89a"),
-    "image/webp": (b"RIFF",),
-    "application/pdf": (b"%PDF-",),
-}
 INLINE_TYPES = {*MAGIC, "image/heic", "image/heif", "text/plain", "text/markdown", "text/csv"}
 NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_.:-]{0,127}$")
 
@@ -162,8 +150,7 @@ def _inline(blob: dict[str, Any], where: str) -> list[str]:
     if mime not in INLINE_TYPES:
         return [f"{where}.mimeType: {mime!r} is not supported"]
     data = base64.b64decode(str(blob.get("data") or ""))
-    magic = MAGIC.get(mime)
-    if magic and not data.startswith(magic):
+    if mime in MAGIC and not is_media(mime, data):
         return [f"{where}: the bytes are not {mime}"]
     return []
 
@@ -228,10 +215,6 @@ class Reply:
         return {"candidates": [candidate], **top}
 
 
-def _words(text: str) -> list[str]:
-    return re.findall(r"\s*\S+\s*", text) or [text]
-
-
 def stream_chunks(answer: dict[str, Any]) -> list[dict[str, Any]]:
     """The streamed chunks that add up to ``answer`` (a GenerateContentResponse)."""
     top = {k: v for k, v in answer.items() if k not in ("candidates", "usageMetadata")}
@@ -245,10 +228,10 @@ def stream_chunks(answer: dict[str, Any]) -> list[dict[str, Any]]:
         if "text" not in part:
             pieces.append(part)
             continue
-        words = _words(part["text"])
-        for k, w in enumerate(words):
+        pieces_of = words(part["text"])
+        for k, w in enumerate(pieces_of):
             piece = {**part, "text": w}
-            if k < len(words) - 1:
+            if k < len(pieces_of) - 1:
                 piece.pop("thoughtSignature", None)
             pieces.append(piece)
     out = [
@@ -279,27 +262,15 @@ def _error(
 
 
 @dataclass
-class GeminiServer:
+class GeminiServer(ScriptedServer[Reply]):
     default: Reply = field(default_factory=Reply)
-    requests: list[dict[str, Any]] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)  # "<model>:<method>?<query>"
-    headers: list[dict[str, str]] = field(default_factory=list)
-    invalid: list[str] = field(default_factory=list)  # every problem of every request
+
+    thread_name = "agen-gemini-test-server"
 
     def __post_init__(self) -> None:
-        self._queue: deque[Reply] = deque()
-        self._lock = threading.Lock()
+        super().__post_init__()
         self.signed: dict[str, str] = {}  # signature -> the part it was given on
-        self._http: ThreadServer | None = None
-        self.port = 0
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def script(self, *replies: Reply) -> None:
-        with self._lock:
-            self._queue.extend(replies)
 
     def _problems(
         self, body: Any, headers: dict[str, str], model: str, method: str, query: str
@@ -327,7 +298,7 @@ class GeminiServer:
             n = len(self.requests)
             problems = self._problems(body, headers, model, method, query)
             self.invalid.extend(f"request {n}: {p}" for p in problems)
-            reply = self._queue.popleft() if self._queue else self.default
+            reply = self.next_reply()
         if problems:
             return JSONResponse(_error(400, "; ".join(problems)), 400)
         if reply.status >= 400:
@@ -353,20 +324,5 @@ class GeminiServer:
             gt.GenerateContentResponse.model_validate_json(json.dumps(chunk))
         return sse_answer(chunks, reply.hold, reply.break_stream, last=None)
 
-    def start(self) -> GeminiServer:
-        routes = [Route("/v1beta/models/{rest:path}", self._generate, methods=["POST"])]
-        self._http = ThreadServer(Starlette(routes=routes), name="agen-gemini-test-server").start()
-        self.port = self._http.port
-        return self
-
-    def stop(self) -> None:
-        if self._http is not None:
-            self._http.stop()
-
-    async def __aenter__(self) -> GeminiServer:
-        return await asyncio.to_thread(self.start)
-
-    async def __aexit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await asyncio.to_thread(self.stop)
+    def routes(self) -> list[BaseRoute]:
+        return [Route("/v1beta/models/{rest:path}", self._generate, methods=["POST"])]

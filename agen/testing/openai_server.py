@@ -27,19 +27,14 @@ import json
 import re
 import threading
 import time
-from collections import deque
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any, cast
 
-from sse_starlette import EventSourceResponse, ServerSentEvent
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
-from agen.testing.server import ThreadServer
+from agen.testing.stub import ScriptedServer, is_media, sse_answer, words
 
 
 @dataclass
@@ -111,7 +106,7 @@ def stream_chunks(answer: dict[str, Any], include_usage: bool) -> list[dict[str,
         return {**top, "object": "chat.completion.chunk", "choices": [c]}
 
     out = [chunk({"role": "assistant", "content": ""})]
-    out += [chunk({"content": p}) for p in re.findall(r"\s*\S+\s*", message.get("content") or "")]
+    out += [chunk({"content": p}) for p in words(message.get("content") or "")]
     for i, call in enumerate(message.get("tool_calls") or []):
         args = call["function"]["arguments"]
         half = len(args) // 2
@@ -134,52 +129,7 @@ def stream_chunks(answer: dict[str, Any], include_usage: bool) -> list[dict[str,
     return out
 
 
-def first_text(chunks: list[dict[str, Any]]) -> int:
-    """The index of the first chunk or event that carries answer text (OpenAI's or Anthropic's)."""
-    for i, c in enumerate(chunks):
-        delta = (c.get("choices") or [{}])[0].get("delta") if "choices" in c else c.get("delta")
-        if isinstance(delta, dict) and (delta.get("content") or delta.get("text")):
-            return i
-    return 0
-
-
-def sse_answer(
-    chunks: list[dict[str, Any]],
-    hold: threading.Event | None,
-    cut: bool,
-    last: str | None = "[DONE]",
-    sent: list[float] | None = None,
-) -> Response:
-    """Each chunk as one server-sent event (JSON data; named by its ``type`` when it has one, as
-    Anthropic's are); ``hold`` keeps back all after the first text, ``cut`` stops after it;
-    ``last`` is a final data line (OpenAI's ``[DONE]``); ``sent`` gets the time.perf_counter() at
-    which the first text is handed to the server (benchmarks: first token sent → shown)."""
-    at = first_text(chunks)
-
-    async def events() -> AsyncIterator[ServerSentEvent]:
-        for i, c in enumerate(chunks):
-            name = c.get("type") if "choices" not in c else None
-            if i == at and sent is not None:
-                sent.append(time.perf_counter())
-            yield ServerSentEvent(data=json.dumps(c), event=name)
-            if i == at and cut:
-                return
-            if i == at and hold is not None:
-                await asyncio.to_thread(hold.wait)
-        if last is not None:
-            yield ServerSentEvent(data=last)
-
-    return EventSourceResponse(events(), ping=None, sep="\n")
-
-
 _DATA_URL = re.compile(r"^data:([a-z]+/[a-z0-9.+-]+);base64,([A-Za-z0-9+/]*={0,2})$")
-_MAGIC = {
-    "image/png": b"\x89PNG\r\n\x1a\n",
-    "image/jpeg": b"\xff\xd8\xff",
-    "image/gif": b"GIF8",
-    "image/webp": b"RIFF",
-    "application/pdf": b"%PDF-",
-}
 _PART_KEYS = {
     "text": {"type", "text"},
     "image_url": {"type", "image_url"},
@@ -200,7 +150,7 @@ def _data_url(url: Any, kinds: tuple[str, ...], where: str) -> list[str]:
         raw = base64.b64decode(data, validate=True)
     except ValueError:
         return [f"{where}: the data is not base64"]
-    return [] if raw.startswith(_MAGIC[kind]) else [f"{where}: the bytes are not {kind}"]
+    return [] if is_media(kind, raw) else [f"{where}: the bytes are not {kind}"]
 
 
 def content_problems(body: Any) -> list[str]:
@@ -255,47 +205,31 @@ def cut_off(text: str = "") -> Reply:
 
 
 @dataclass
-class OpenAIServer:
+class OpenAIServer(ScriptedServer[Reply]):
     default: Reply = field(default_factory=Reply)
     latency_s: float = 0.0
     ollama_models: list[str] | None = None
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    headers: list[dict[str, str]] = field(default_factory=list)
     # time.perf_counter() when each streamed answer's first text was handed to the server
     first_text_sent: list[float] = field(default_factory=list)
-    invalid: list[str] = field(default_factory=list)  # content parts that break the API's types
+
+    thread_name = "agen-openai-test-server"
+    server_config = {"timeout_keep_alive": 30, "backlog": 4096}
 
     def __post_init__(self) -> None:
-        self._queue: deque[Reply] = deque()
-        self._lock = threading.Lock()
+        super().__post_init__()
         # Requests being answered now and the most at once; clear ``gate`` to hold every answer
         # until it is set again (a test sees how many requests a client lets through at once).
         self.in_flight = 0
         self.peak_in_flight = 0
         self.gate = threading.Event()
         self.gate.set()
-        self._http: ThreadServer | None = None
-        self.port = 0
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"{self.url}/v1"
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def script(self, *replies: Reply) -> None:
-        with self._lock:
-            self._queue.extend(replies)
-
-    def _next(self, model: str) -> Reply:
-        with self._lock:
-            for i, r in enumerate(self._queue):
-                if r.for_model is None or r.for_model == model:
-                    del self._queue[i]
-                    return r
-        return self.default
+    def takes(self, reply: Reply, model: str) -> bool:
+        return reply.for_model is None or reply.for_model == model
 
     async def _chat(self, request: Request) -> Response:
         with self._lock:
@@ -321,7 +255,7 @@ class OpenAIServer:
             error = {"message": "; ".join(problems), "type": "invalid_request_error"}
             return JSONResponse({"error": error}, 400)
         model = str(body.get("model") or "")
-        reply = self._next(model)
+        reply = self.next_reply(model)
         delay = reply.delay_s or self.latency_s
         if delay:
             await asyncio.sleep(delay)
@@ -344,35 +278,8 @@ class OpenAIServer:
             return JSONResponse({"error": "not ollama"}, 404)
         return JSONResponse({"models": [{"name": m, "model": m} for m in self.ollama_models]})
 
-    def start(self) -> OpenAIServer:
-        app = Starlette(
-            routes=[
-                Route("/v1/chat/completions", self._chat, methods=["POST"]),
-                Route("/api/tags", self._tags, methods=["GET"]),
-            ]
-        )
-        self._http = ThreadServer(
-            app, name="agen-openai-test-server", timeout_keep_alive=30, backlog=4096
-        ).start()
-        self.port = self._http.port
-        return self
-
-    def stop(self) -> None:
-        if self._http is not None:
-            self._http.stop()
-
-    def __enter__(self) -> OpenAIServer:
-        return self.start()
-
-    def __exit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
-    async def __aenter__(self) -> OpenAIServer:
-        return await asyncio.to_thread(self.start)
-
-    async def __aexit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await asyncio.to_thread(self.stop)
+    def routes(self) -> list[BaseRoute]:
+        return [
+            Route("/v1/chat/completions", self._chat, methods=["POST"]),
+            Route("/api/tags", self._tags, methods=["GET"]),
+        ]

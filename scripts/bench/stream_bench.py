@@ -25,7 +25,6 @@ import json
 import os
 import select
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -34,23 +33,9 @@ from typing import Any
 from agen.testing.openai_server import OpenAIServer, Reply
 from scripts.bench._util import machine, median, pct
 from scripts.bench.a2a_bench import _start
+from tests.e2e.harness import AGEN, streamer_bundle
 
-AGEN = str(Path(sys.executable).with_name("agen"))
 ANSWER = " ".join(f"word{i}" for i in range(40))
-
-
-def _bundle(root: Path, base_url: str) -> Path:
-    files = {
-        "plugin.json": {"name": "streamer", "version": "0.1.0"},
-        "x-agen/agent.md": "---\nname: streamer\n---\nYou answer.\n",
-        "x-agen/harness.json": {"provider": "openai", "model": "m", "baseUrl": base_url},
-        "x-agen/config.json": {"kind": "pool", "scale": {"min": 1, "max": 1}},
-    }
-    for path, value in files.items():
-        target = root / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(value))
-    return root
 
 
 def _first_shown_ms(argv: list[str], env: dict[str, str], stub: OpenAIServer) -> float:
@@ -95,7 +80,7 @@ def run(runs: int, embedded: int) -> dict[str, Any]:
     sdk_ms: list[float] = []
     with tempfile.TemporaryDirectory() as d, OpenAIServer() as stub:
         tmp = Path(d)
-        bundle = _bundle(tmp / "streamer", stub.base_url)
+        bundle = streamer_bundle(tmp / "streamer", stub.base_url)
         proc, _url, _gw, env = _start(tmp / "home")
         loop = asyncio.new_event_loop()
         client = openai.AsyncOpenAI(base_url=stub.base_url, api_key="bench")

@@ -20,6 +20,23 @@ from tests.ports import free_port
 AGEN = str(Path(sys.executable).with_name("agen"))
 
 
+def streamer_bundle(root: Path, base_url: str) -> Path:
+    """A one-instance bundle named ``streamer`` whose model is the OpenAI-compatible server at
+    ``base_url`` (a stub that streams slowly or holds its stream: what `agen run` shows while the
+    answer is still coming)."""
+    files = {
+        "plugin.json": {"name": "streamer", "version": "0.1.0"},
+        "x-agen/agent.md": "---\nname: streamer\n---\nYou answer.\n",
+        "x-agen/harness.json": {"provider": "openai", "model": "m", "baseUrl": base_url},
+        "x-agen/config.json": {"kind": "pool", "scale": {"min": 1, "max": 1}},
+    }
+    for path, value in files.items():
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(value))
+    return root
+
+
 class Up:
     """One `agen up --headless` on its own AGEN_HOME; the CLI finds it through local.json."""
 

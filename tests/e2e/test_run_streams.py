@@ -7,7 +7,6 @@ gets the same words as artifact updates before the stub sends the rest."""
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import select
 import subprocess
@@ -19,23 +18,9 @@ from typing import Any
 import httpx
 
 from agen.testing.openai_server import OpenAIServer, Reply
-from tests.e2e.harness import AGEN, Up
+from tests.e2e.harness import AGEN, Up, streamer_bundle
 
 ANSWER = "First words, then the rest of the answer once the stub lets it go."
-
-
-def bundle(root: Path, base_url: str) -> Path:
-    files = {
-        "plugin.json": {"name": "streamer", "version": "0.1.0"},
-        "x-agen/agent.md": "---\nname: streamer\n---\nYou answer.\n",
-        "x-agen/harness.json": {"provider": "openai", "model": "m", "baseUrl": base_url},
-        "x-agen/config.json": {"kind": "pool", "scale": {"min": 1, "max": 1}},
-    }
-    for path, value in files.items():
-        target = root / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(value))
-    return root
 
 
 def read_until(proc: subprocess.Popen[bytes], text: str, timeout_s: float = 60) -> bytes:
@@ -80,7 +65,7 @@ def test_embedded_run_prints_the_first_words_before_the_stub_sends_the_rest(tmp_
     env = {k: v for k, v in os.environ.items() if k not in ("AGEN_HUB", "AGEN_TOKEN")}
     env["AGEN_HOME"] = str(tmp_path / "home")
     with OpenAIServer() as stub:
-        argv = [AGEN, "run", str(bundle(tmp_path / "b", stub.base_url)), "hi", "--stream"]
+        argv = [AGEN, "run", str(streamer_bundle(tmp_path / "b", stub.base_url)), "hi", "--stream"]
         streams_before_the_stub_finishes(argv, env, stub)
 
 
@@ -88,7 +73,7 @@ def test_run_against_agen_up_streams_over_its_event_stream(tmp_path: Path) -> No
     up = Up(tmp_path / "home").start()
     try:
         with OpenAIServer() as stub:
-            up.agen("deploy", str(bundle(tmp_path / "b", stub.base_url)))
+            up.agen("deploy", str(streamer_bundle(tmp_path / "b", stub.base_url)))
             argv = [AGEN, "run", "streamer", "hi", "--stream"]
             streams_before_the_stub_finishes(argv, up.env, stub)
             # --no-stream waits for the end and prints the outcome once
@@ -131,7 +116,7 @@ def test_a2a_message_stream_sends_the_answer_as_artifact_updates_while_it_stream
         up.wait_gateway()
         with OpenAIServer() as stub:
             stub.script(Reply(text=ANSWER, hold=hold))
-            up.agen("deploy", str(bundle(tmp_path / "b", stub.base_url)))
+            up.agen("deploy", str(streamer_bundle(tmp_path / "b", stub.base_url)))
             token = up.agen(
                 "token", "create", "--scope", "operator", "--name", "a2a"
             ).stdout.strip()
