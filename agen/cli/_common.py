@@ -11,7 +11,7 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 import typer
 import typer.main
@@ -116,6 +116,15 @@ TokenOpt = Annotated[
 ]
 NamespaceOpt = Annotated[str, typer.Option("-n", "--namespace", help="Namespace.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+AnswersOpt = Annotated[
+    str,
+    typer.Option(
+        "--model",
+        help="Who answers: 'cassette' (the run's recorded answers, offline) or 'bundle' (the "
+        "model of the bundle it runs on, asked live).",
+    ),
+]
+"""Replaying a recorded run (`agen replay`, `agen eval dataset add`): checked by ``answers``."""
 NoTruncOpt = Annotated[
     bool,
     typer.Option(
@@ -262,6 +271,17 @@ def _explain(model: type[BaseModel], field: str, error: Any) -> str:
     if kind == "string_pattern_mismatch":
         return "is not a valid name (lowercase letters, digits and '-', starting with a letter)"
     return str(error.get("msg", "is not valid")).replace("Input should be", "must be")
+
+
+def answers(model: str) -> Literal["bundle", "cassette"]:
+    """``--model`` (AnswersOpt) as the replay takes it, or InvalidError naming what it takes."""
+    if model == "bundle":
+        return "bundle"
+    if model == "cassette":
+        return "cassette"
+    from agen.errors import InvalidError
+
+    raise InvalidError(f"--model {model[:40]!r}: use cassette or bundle", field="--model")
 
 
 def is_folder(path: str) -> bool:

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
 from agen.cli._common import (
+    AnswersOpt,
     HubOpt,
     JsonOpt,
     NamespaceOpt,
     TokenOpt,
+    answers,
     complete_deployments,
     err,
     group,
@@ -108,14 +110,7 @@ def add(
             show_default=False,
         ),
     ] = None,
-    model: Annotated[
-        str,
-        typer.Option(
-            "--model",
-            help="Who answers when the scenario runs: 'bundle' (the bundle under test) or "
-            "'cassette' (the run's recorded answers).",
-        ),
-    ] = "bundle",
+    model: AnswersOpt = "bundle",
     hub: HubOpt = None,
     token: TokenOpt = None,
     namespace: NamespaceOpt = "default",
@@ -127,8 +122,7 @@ def add(
     from agen.errors import InvalidError
     from agen.evals.dataset import FeedbackFilter
 
-    if model not in ("bundle", "cassette"):
-        raise InvalidError(f"--model {model[:40]!r}: use bundle or cassette", field="--model")
+    answerer = answers(model)
     if not (from_feedback or run or deployment):
         raise InvalidError(
             "say which runs: --from-feedback EXPR, --run ID or --deployment NAME",
@@ -144,7 +138,7 @@ def add(
         picked = await _pick(c, namespace, flt, list(run or []), deployment, since_ms, limit)
         return await _sources(c, picked)
 
-    result = _write(Path(folder), with_client(hub, token, go), model, checks)
+    result = _write(Path(folder), with_client(hub, token, go), answerer, checks)
     if json_out:
         print_json(result)
         return
@@ -219,7 +213,10 @@ async def _sources(c: Client, picked: list[tuple[str, str]]) -> list[tuple[Any, 
 
 
 def _write(
-    folder: Path, sources: list[tuple[Any, str]], model: str, checks: list[Check]
+    folder: Path,
+    sources: list[tuple[Any, str]],
+    model: Literal["bundle", "cassette"],
+    checks: list[Check],
 ) -> dict[str, Any]:
     from agen.evals.dataset import existing_keys, input_key, scenario_of
 
@@ -227,7 +224,7 @@ def _write(
     added: list[str] = []
     duplicates: list[str] = []
     for src, why in sources:
-        data = scenario_of(src, "bundle" if model == "bundle" else "cassette", checks, why)
+        data = scenario_of(src, model, checks, why)
         key = input_key(data)
         if key in seen:
             duplicates.append(src.run.id)

@@ -22,6 +22,7 @@ from agen.cli._common import (
     complete_deployments,
     err,
     group,
+    is_folder,
     make_request,
     print_json,
 )
@@ -66,14 +67,6 @@ RunsOpt = Annotated[
     int, typer.Option("--runs", help="Runs per scenario (pass@k: one passed; pass^k: all).")
 ]
 ParallelOpt = Annotated[int, typer.Option("--parallel", help="Runs at once.")]
-
-
-def is_folder(ref: str) -> bool:
-    """``ref`` names an existing folder (a name too long or odd for the file system is not one)."""
-    try:
-        return Path(ref).is_dir()
-    except (OSError, ValueError):
-        return False
 
 
 def scenarios_path(bundle_dir: str, scenarios: str | None) -> Path:

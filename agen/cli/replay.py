@@ -12,9 +12,11 @@ from typing import Annotated, Any
 import typer
 
 from agen.cli._common import (
+    AnswersOpt,
     HubOpt,
     JsonOpt,
     TokenOpt,
+    answers,
     err,
     make_request,
     print_json,
@@ -32,14 +34,7 @@ def replay_cmd(
             show_default=False,
         ),
     ] = None,
-    model: Annotated[
-        str,
-        typer.Option(
-            "--model",
-            help="Who answers: 'cassette' (the recorded answers, offline) or 'bundle' (the bundle's own "
-            "provider, to see what the model does now).",
-        ),
-    ] = "cassette",
+    model: AnswersOpt = "cassette",
     export: Annotated[
         str | None,
         typer.Option(
@@ -65,8 +60,7 @@ def replay_cmd(
     from agen.evals.replay import plan, replay, scenario_file
     from agen.wire.evals import GetReplaySourceRequest
 
-    if model not in ("cassette", "bundle"):
-        raise InvalidError(f"--model {model[:40]!r}: use cassette or bundle", field="--model")
+    answerer = answers(model)
     src_req = make_request(GetReplaySourceRequest, {"id": "RUN"}, id=run)
     src = with_client(hub, token, lambda c: c.call(r.GetReplaySource, src_req))
     if export:
@@ -85,13 +79,13 @@ def replay_cmd(
             "a bundle folder",
             field="--bundle",
         )
-    if not src.interactions and model == "cassette":
+    if not src.interactions and answerer == "cassette":
         err(
             "note: this run has no cassette (recordInteractions is off); the model's answers come from its transcript"
         )
     from agen.cli._hub import run as run_async
 
-    p, attempt = run_async(replay(src, bundle, "bundle" if model == "bundle" else "cassette"))
+    p, attempt = run_async(replay(src, bundle, answerer))
     from agen.evals.replay import diff
 
     d = diff(p, attempt)
