@@ -126,6 +126,11 @@ class LiveBus:
         for sub in tuple(self._subs.values()):
             sub.offer(event)
 
+    def wants(self, event: LiveEvent) -> bool:
+        """Whether any subscriber would take ``event`` now: a publisher that would make many
+        events (a delta per word) checks once, and makes fewer when nobody is listening."""
+        return any(sub.wants(event) for sub in tuple(self._subs.values()))
+
     @contextlib.contextmanager
     def subscribe(self, wants: Callable[[LiveEvent], bool]) -> Iterator[Subscription]:
         """The live events ``wants`` accepts: the model calls in progress so far, then each as it

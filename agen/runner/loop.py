@@ -548,7 +548,9 @@ class Runner:
             run_turn=st.turn,
         )
         try:
-            return await model_turn(self.accounts or [], request, self.turn_policy, st.live)
+            return await model_turn(
+                self.accounts or [], request, self.turn_policy, st.live, st.watched
+            )
         except TurnFailed as e:
             self._spans(st, e.spans)
             return await self._end(
@@ -767,7 +769,9 @@ class Runner:
             tier=self._tier(st.req),
         )
         try:
-            answer = await model_turn(self.accounts or [], request, self.turn_policy, st.live)
+            answer = await model_turn(
+                self.accounts or [], request, self.turn_policy, st.live, st.watched
+            )
         except TurnFailed as e:
             self._spans(st, e.spans)
             return await self._end(

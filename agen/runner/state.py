@@ -304,6 +304,17 @@ class RunState:
         if self.events is not None:
             await self.events(event)
 
+    def watched(self) -> bool:
+        """Whether anyone reads this run's live deltas now: the run's own event sink (the SDK), or
+        a subscriber of the bus that takes them."""
+        if self.events is not None:
+            return True
+        if self.bus is None:
+            return False
+        r = self.req
+        probe = LiveEvent("run.delta", r.namespace, r.deployment, self.run_id, r.task_id, {}, 0)
+        return self.bus.wants(probe)
+
     async def live(self, kind: str, data: dict[str, Any]) -> None:
         """A live event (agen.domain.live: a delta, a model or tool call's start or end): to this
         process's bus, and to the run's own event sink (the SDK). Deltas are

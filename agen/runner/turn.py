@@ -21,7 +21,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agen.runner.providers import Account
-from agen.runner.providers.base import Delta, ModelRequest, ModelResponse, ProviderError
+from agen.runner.providers.base import (
+    Delta,
+    DeltaSink,
+    ModelRequest,
+    ModelResponse,
+    ProviderError,
+    WatchedSink,
+)
 
 MAX_BACKOFF_S = 60.0
 
@@ -145,15 +152,19 @@ async def model_turn(
     request: ModelRequest,
     policy: TurnPolicy,
     publish: Publish | None = None,
+    watched: Callable[[], bool] | None = None,
 ) -> TurnAnswer:
-    """Ask the model(s) for one answer, or raise TurnFailed."""
+    """Ask the model(s) for one answer, or raise TurnFailed. ``watched`` says whether anyone reads
+    the run's live deltas now (RunState.watched; without it, someone is assumed to)."""
     turn = request.run_turn + 1
-    on_delta = None
+    on_delta: DeltaSink | None = None
     if publish is not None:
         live = publish
 
-        async def on_delta(d: Delta) -> None:
+        async def send(d: Delta) -> None:
             await live("run.delta", {"turn": turn, "text": d.text, "kind": d.kind})
+
+        on_delta = send if watched is None else WatchedSink(send, watched)
 
     spans: list[CallSpan] = []
     last_problem = "no model answered"

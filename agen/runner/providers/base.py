@@ -113,6 +113,25 @@ DeltaSink = Callable[[Delta], Awaitable[None]]
 """Where a streaming provider hands each delta, in order, as it arrives."""
 
 
+@dataclass(frozen=True)
+class WatchedSink:
+    """A DeltaSink that also says whether anyone reads the run's deltas now (the runner's: a
+    subscriber on the live bus, or the SDK's event sink). A provider that has its whole answer at
+    once (the fake) then sends it in one delta rather than word by word: a run nobody watches
+    does not pay for streaming, and whoever starts watching mid-call still gets the whole text."""
+
+    send: DeltaSink
+    watched: Callable[[], bool]
+
+    async def __call__(self, delta: Delta) -> None:
+        await self.send(delta)
+
+
+def watched(on_delta: DeltaSink) -> bool:
+    """Whether anyone reads these deltas now (a plain sink: always)."""
+    return not isinstance(on_delta, WatchedSink) or on_delta.watched()
+
+
 class ProviderError(Exception):
     """A failed model call, classified for the model-turn rules (seed 000 §8)."""
 

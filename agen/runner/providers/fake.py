@@ -3,7 +3,8 @@
 A script is a list of turns (text and/or tool calls). The position in the script is the
 number of assistant turns already stored in this run, so a resumed run continues the
 script where it stopped. Without a script it echoes the last user message. Streamed, the
-answer's text comes word by word (``chunks``), then the whole turn.
+answer's text comes word by word (``chunks``), then the whole turn; to a run nobody watches
+(``WatchedSink``), in one delta.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from agen.runner.providers.base import (
     ModelResponse,
     ModelUsage,
     ToolCallOut,
+    watched,
 )
 from agen.runner.tools.wire_names import mcp_wire_name
 
@@ -78,8 +80,11 @@ class FakeProvider(ModelProvider):
     ) -> ModelResponse:
         response = await self._answer(request)
         if on_delta is not None:
-            for piece in chunks(response.text):
-                await on_delta(Delta(piece))
+            # word by word for a watcher; in one piece when nobody watches (the same text)
+            pieces = chunks(response.text) if watched(on_delta) else [response.text]
+            for piece in pieces:
+                if piece:
+                    await on_delta(Delta(piece))
         return response
 
     async def _answer(self, request: ModelRequest) -> ModelResponse:
