@@ -83,6 +83,19 @@ def screenshot_name(when: datetime, time_format: str | None = None) -> str:
     return "".join("_" if c in ' <>:"/\\|?*.' else c for c in f"agen {stamp}") + ".svg"
 
 
+def declared_bindings(cls: type) -> list[tuple[str, Binding]]:
+    """(key, binding) of what ``cls`` and its bases declare in BINDINGS, merged as Textual merges
+    them (a class's bindings of a key replace its bases'; a key keeps its first place): the keys
+    a screen or the app itself offers, whatever widget has the focus."""
+    keys: dict[str, list[Binding]] = {}
+    for base in reversed(cls.__mro__):
+        declared: dict[str, list[Binding]] = {}
+        for b in Binding.make_bindings(vars(base).get("BINDINGS", [])):
+            declared.setdefault(b.key, []).append(b)
+        keys.update(declared)
+    return [(key, b) for key, bindings in keys.items() for b in bindings]
+
+
 class AgenApp(App[None]):
     CSS_PATH = "agen.tcss"
     TITLE = "agen"
@@ -144,6 +157,9 @@ class AgenApp(App[None]):
         """Every screen mounted so far (one per mode; hidden ones keep what they drew)."""
         self.stream_up = False
         self._switching = False
+        self._installed = {
+            self.DEFAULT_MODE
+        }  # the modes whose screen is built (DEFAULT_MODE: at start)
         self.namespace: str | None = "default"
         """The namespace every screen shows; None shows all of them (N switches)."""
 
@@ -188,12 +204,33 @@ class AgenApp(App[None]):
     def switch_mode(self, mode: str) -> AwaitMount:
         """Textual holds every frame 50 ms on a mode switch (App.delay_update) to mask a screen being
         composed; a screen already installed has nothing to mask, so its switch paints at once."""
-        if mode in self._screen_stacks:
+        if mode in self._installed:
             self._switching = True
         try:
-            return super().switch_mode(mode)
+            shown = super().switch_mode(mode)
         finally:
             self._switching = False
+        self._installed.add(mode)
+        return shown
+
+    def style_key(self) -> tuple[object, ...]:
+        """What the stylesheet's values follow (the theme, and the ANSI themes it maps to): a screen
+        styled under the same key needs no restyling."""
+        return (self.theme, self.ansi_theme_dark, self.ansi_theme_light)
+
+    def refresh_css(self, animate: bool = True) -> None:
+        """Textual restyles a screen on a mode switch unless it was shown when a mode was installed or
+        the stylesheet last changed; every AgenScreen is styled when it mounts, so a switch back to
+        one styled under the same key skips re-parsing and re-applying the whole stylesheet (over
+        100 ms); a theme change restyles it on its next switch."""
+        screen = self.screen_stack[-1] if self.screen_stack else None
+        key = self.style_key()
+        if self._switching and isinstance(screen, AgenScreen) and screen.styled_with == key:
+            return
+        super().refresh_css(animate)
+        for shown in self.screen_stack:
+            if isinstance(shown, AgenScreen):
+                shown.styled_with = key
 
     def delay_update(self, delay: float = 0.05) -> None:
         if not self._switching:
@@ -223,8 +260,12 @@ class AgenApp(App[None]):
         """agen's own keys: the shown screen's, then the app's (not the table's cursor keys and the like)."""
         lines: list[tuple[str, str]] = []
         seen: set[str] = set()
-        for node in (self.screen, self):
-            for key, b in node._bindings:
+        # the screen's as it declares them (a key the focused table also binds, such as enter, is
+        # the screen's too); the app's as they are active (Textual adds the palette's key to them)
+        screens = declared_bindings(type(self.screen))
+        apps = [(k, a.binding) for k, a in self.screen.active_bindings.items() if a.node is self]
+        for bindings in (screens, apps):
+            for key, b in bindings:
                 if b.description and not b.system and key not in seen:
                     seen.add(key)
                     lines.append((self.get_key_display(b), b.description))

@@ -49,6 +49,8 @@ class AgenScreen(Screen[None]):
         self.stale = True
         """Never loaded, or events touched what it shows while it was hidden."""
         self.loaded_at = 0.0
+        self.styled_with: tuple[object, ...] | None = None
+        """AgenApp.style_key when the stylesheet was last applied to this screen (None: never)."""
         self._loading = False
         self._again = False
 
@@ -77,8 +79,9 @@ class AgenScreen(Screen[None]):
         self.agen.agen_screens.append(self)
         # Mounting styled every widget with the current stylesheet. Textual records that only for the
         # screen shown when a mode is installed, so the next switch here would re-parse and re-apply the
-        # whole stylesheet (over 100 ms); a theme change after this still restyles on switch.
-        self._css_update_count = self.app._css_update_count
+        # whole stylesheet (over 100 ms): AgenApp.refresh_css skips that for a screen styled under the
+        # same theme; a theme change after this still restyles on switch.
+        self.styled_with = self.agen.style_key()
 
     @on(events.ScreenResume)
     def _keep_styles(self, event: events.ScreenResume) -> None:
