@@ -15,12 +15,49 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 import typer
 import typer.main
+from typer.core import TyperArgument, TyperCommand
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
 M = TypeVar("M", bound="BaseModel")
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _shown(param: TyperArgument) -> str:
+    """An argument as help lists it: its placeholder (``NAME``), not ``name <str>``."""
+    return param.display_name_raw
+
+
+class AgenCommand(TyperCommand):
+    """A command whose arguments show by their placeholder alone: ``agen logs NAME`` and
+    ``[NAME]``, not ``{name}``; ``NAME`` in the Arguments list, not ``name <str>``."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if isinstance(param, TyperArgument):
+                name = _shown(param) + ("..." if param.nargs != 1 else "")
+                pieces.append(name if param.required else f"[{name}]")
+            else:
+                pieces.extend(param.get_usage_pieces(ctx))
+        return pieces
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        args: list[tuple[str, str]] = []
+        opts: list[tuple[str, str]] = []
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            if isinstance(param, TyperArgument):
+                args.append((_shown(param), record[1]))
+            else:
+                opts.append(record)
+        for title, rows in (("Arguments", args), ("Options", opts)):
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
 
 
 @dataclass(frozen=True)
@@ -53,6 +90,7 @@ class Group(typer.Typer):
         self.agen_callback: tuple[Callable[..., Any], dict[str, Any]] | None = None
 
     def command(self, name: str | None = None, **settings: Any) -> Callable[[F], F]:
+        settings.setdefault("cls", AgenCommand)
         register = super().command(name, **settings)
 
         def remember(function: F) -> F:

@@ -4,7 +4,9 @@ typer renders a value's placeholder from its Python type (``--hub <str>``) and a
 as ``{name}``; a reader wants what to type (``--hub URL``, ``NAME``). ``AgenGroup`` (agen/cli/__init__.py),
 the root group's class, calls ``polish``: when typer builds the command tree it names every placeholder and adds each
 command's examples (agen/cli/_examples.py), so ``agen … --help``, the generated docs
-(scripts/gen-docs) and tests all see the same help.
+(scripts/gen-docs) and tests all see the same help. Every command is an ``AgenCommand``
+(agen/cli/_common.py, the class ``Group.command`` gives typer), which shows an argument by its
+placeholder alone.
 """
 
 from __future__ import annotations
@@ -45,17 +47,6 @@ ARGUMENTS = {
 }
 
 
-class _NamedArgument(TyperArgument):
-    """An argument shown by its placeholder alone: ``agen logs NAME``, not ``{name}`` and ``name <str>``."""
-
-    def _usage_display_name(self) -> str:
-        name = self.display_name_raw + ("..." if self.nargs != 1 else "")
-        return name if self.required else f"[{name}]"
-
-    def display_type_rich(self, ctx: Any) -> str | None:
-        return None
-
-
 def _placeholder(param: Any) -> str:
     if param.name in PLACEHOLDERS and param.param_type_name == "option":
         return PLACEHOLDERS[str(param.name)]
@@ -80,7 +71,6 @@ def polish(cmd: Any, path: tuple[str, ...] = ()) -> None:
         if param.param_type_name == "argument" and isinstance(param, TyperArgument):
             if param.metavar is None:
                 param.metavar = _placeholder(param)
-            param.__class__ = _NamedArgument  # same state, only how it is shown differs
         elif param.param_type_name == "option" and not param.is_flag and param.metavar is None:
             param.metavar = _placeholder(param)
     if isinstance(cmd, TyperCommand | TyperGroup) and path in EXAMPLES and not cmd.epilog:
