@@ -14,7 +14,34 @@ import uvicorn
 from agen._listen import tcp_listener
 
 
-class ThreadServer:
+class Served:
+    """A server that starts and stops, as a sync or async context manager (from async code, start
+    and stop run in a thread: they wait for the server)."""
+
+    def start(self) -> Self:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> Self:
+        return await asyncio.to_thread(self.start)
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await asyncio.to_thread(self.stop)
+
+
+class ThreadServer(Served):
     """uvicorn on a loopback socket it binds itself (port 0), in a daemon thread."""
 
     def __init__(self, app: Any, *, name: str = "agen-test-http-server", **config: Any) -> None:
@@ -57,19 +84,3 @@ class ThreadServer:
             self._thread.join(timeout=10)
         if self._sock is not None:
             self._sock.close()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
-    async def __aenter__(self) -> Self:
-        return await asyncio.to_thread(self.start)
-
-    async def __aexit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await asyncio.to_thread(self.stop)

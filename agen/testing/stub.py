@@ -13,7 +13,6 @@ import threading
 import time
 from collections import deque
 from collections.abc import AsyncIterator
-from types import TracebackType
 from typing import Any, ClassVar, Generic, Self, TypeVar
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
@@ -21,7 +20,7 @@ from starlette.applications import Starlette
 from starlette.responses import Response
 from starlette.routing import BaseRoute
 
-from agen.testing.server import ThreadServer
+from agen.testing.server import Served, ThreadServer
 
 R = TypeVar("R")
 
@@ -84,7 +83,7 @@ def sse_answer(
     return EventSourceResponse(events(), ping=None, sep="\n")
 
 
-class ScriptedServer(Generic[R]):
+class ScriptedServer(Served, Generic[R]):
     """A stub's scaffolding: its requests' bodies and headers as received, the problems found in
     them, scripted replies taken in order (``default`` when none is left), and the server's
     lifetime. A subclass is a dataclass whose fields (``default`` first) are what a test sets; it
@@ -142,19 +141,3 @@ class ScriptedServer(Generic[R]):
     def stop(self) -> None:
         if self._http is not None:
             self._http.stop()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
-    async def __aenter__(self) -> Self:
-        return await asyncio.to_thread(self.start)
-
-    async def __aexit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await asyncio.to_thread(self.stop)
