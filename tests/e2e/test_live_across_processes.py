@@ -16,9 +16,9 @@ import httpx
 import pytest
 
 from agen.testing.openai_server import OpenAIServer, Reply
-from tests.e2e.harness import AGEN, Up, wait_until
+from tests.e2e.harness import AGEN, Up, streamer_bundle, wait_until
 from tests.e2e.test_nest_run import Nest
-from tests.e2e.test_run_streams import ANSWER, bundle, streams_before_the_stub_finishes
+from tests.e2e.test_run_streams import ANSWER, streams_before_the_stub_finishes
 
 WAIT_S = 60  # bounds a broken run only
 
@@ -27,7 +27,7 @@ def test_agen_up_with_process_hosts_streams_a_run_over_http(tmp_path: Path) -> N
     up = Up(tmp_path / "home", args=("--backend", "process")).start()
     try:
         with OpenAIServer() as stub:
-            up.agen("deploy", str(bundle(tmp_path / "b", stub.base_url)))
+            up.agen("deploy", str(streamer_bundle(tmp_path / "b", stub.base_url)))
             argv = [AGEN, "run", "streamer", "hi", "--stream"]
             streams_before_the_stub_finishes(argv, up.env, stub)  # printed once: never doubled
     finally:
@@ -105,7 +105,7 @@ def test_a_nest_in_another_process_puts_its_deltas_on_the_hubs_event_stream(
     nest: Nest | None = None
     try:
         with OpenAIServer() as stub:
-            hub.agen("deploy", str(bundle(tmp_path / "b", stub.base_url)))
+            hub.agen("deploy", str(streamer_bundle(tmp_path / "b", stub.base_url)))
             join = hub.json("join-token", "create")["token"]
             nest = Nest(hub, tmp_path / "nest", "n1", "--join-token", join, "--backend", backend)
             follower = Follower(hub)
@@ -126,7 +126,7 @@ def test_a_follower_on_another_hub_of_the_store_sees_the_deltas(
         hub_a.start()
         hub_b.start()
         with OpenAIServer() as stub:
-            hub_a.agen("deploy", str(bundle(tmp_path / "b", stub.base_url)))
+            hub_a.agen("deploy", str(streamer_bundle(tmp_path / "b", stub.base_url)))
             join = hub_a.json("join-token", "create")["token"]
             # the Nest knows Hub A only; the follower reads Hub B
             nest = Nest(hub_a, tmp_path / "nest", "n1", "--join-token", join, store=pg_url)
