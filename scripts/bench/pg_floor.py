@@ -133,6 +133,30 @@ async def _worker(conn: Any, dep: str, todo: itertools.count[int], n: int, done:
         done[0] += 1
 
 
+async def one_at_a_time(url: str, samples: int) -> list[float]:
+    """One task's records at a time on an otherwise idle server (ms each, after one to warm up): the
+    floor of one task's submit -> done, three commits one after another and nothing between them."""
+    import psycopg
+
+    from agen.store.postgres import PostgresStore
+    from tests.unit.queue_helpers import add_deployment
+
+    store = await PostgresStore.open(url)  # agen's schema
+    try:
+        dep: str = await store.write(lambda tx: add_deployment(tx, "bench"))
+    finally:
+        await store.close()
+    lat: list[float] = []
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        for i in range(samples + 1):
+            t0 = time.perf_counter()
+            await _worker(conn, dep, itertools.count(), 1, [0])
+            if i:
+                lat.append((time.perf_counter() - t0) * 1000)
+            await asyncio.sleep(0.2)
+    return lat
+
+
 async def floor(url: str, n: int, workers: int) -> dict[str, Any]:
     import psycopg
 

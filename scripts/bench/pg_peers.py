@@ -11,7 +11,8 @@ other (interleaved, so a shared machine's load hits them alike):
   server's per task, competed with the server for this machine's two cores); CPU per task of the
   ``agen up`` process and of the load generator;
 * by hand: the records agen keeps for each task written with psycopg alone, three commits a task,
-  16 connections (``pg_floor``): the floor of agen's pipeline on this machine;
+  16 connections (``pg_floor``): the floor of agen's pipeline on this machine (and, one task at a
+  time, the floor of its idle latency);
 * pgqueuer: no-op async jobs enqueued in one batch, a worker that is shut down when its last job ran and
   the clock stops when it returned (its buffered completions flushed), so the ~1 s its drain mode waits
   on an empty queue does not count;
@@ -91,6 +92,13 @@ async def _by_hand(url: str, n: int) -> dict[str, Any]:
     os.environ["AGEN_HOME"] = tempfile.mkdtemp(prefix="agen-peers-")
     out = await floor(url, n, 16)
     return {"tasks": n, "succeeded": out["tasks"], "tasks_per_s": out["tasks_per_s"]}
+
+
+async def _by_hand_latency(url: str, samples: int) -> list[float]:
+    from scripts.bench.pg_floor import one_at_a_time
+
+    os.environ["AGEN_HOME"] = tempfile.mkdtemp(prefix="agen-peers-")
+    return await one_at_a_time(url, samples)
 
 
 async def _agen_http(url: str, n: int) -> dict[str, Any]:
@@ -304,6 +312,7 @@ THROUGHPUT: dict[str, Callable[[str, int], Any]] = {
 }
 LATENCY: dict[str, Callable[[str, int], Any]] = {
     "agen": _agen_latency,
+    "by-hand": _by_hand_latency,
     "pgqueuer": _pgqueuer_latency,
     "procrastinate": _procrastinate_latency,
     "dbos": _dbos_latency,

@@ -732,6 +732,16 @@ def _pg_peer_rows(g: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
                 _ratio(a["tasks_per_s"], f["tasks_per_s"]),
             )
         )
+    if f and "idle_p50_ms" in a and "idle_p50_ms" in f:
+        out.append(
+            (
+                "Postgres peers",
+                "one task at a time on an idle system, submit → done p50, agen vs its records by hand",
+                _f(a["idle_p50_ms"], "ms"),
+                f"by hand {_f(f['idle_p50_ms'], 'ms')}",
+                _ratio(a["idle_p50_ms"], f["idle_p50_ms"]),
+            )
+        )
     if "idle_p50_ms" in a:
         for peer in peers:
             if "idle_p50_ms" in g[peer]:
