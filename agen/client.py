@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from agen._cahash import CA_HASH_ENV, ca_hash_of, check_ca_hash
 from agen.api.registry import Rpc
+from agen.crypto.cahash import CA_HASH_ENV, ca_hash_of, check_ca_hash
 from agen.errors import AgenError, DeniedError, UnavailableError, from_dict
 
 if TYPE_CHECKING:
@@ -40,8 +40,8 @@ HUB_TIMEOUT_S = 30.0
 
 def hub_timeout_s() -> float:
     """AGEN_HUB_TIMEOUT as seconds ("45" or a duration: "45s", "2m"), else 30."""
-    from agen._duration import parse_duration_ms
     from agen.errors import InvalidError
+    from agen.util.duration import parse_duration_ms
 
     raw = os.environ.get(HUB_TIMEOUT_ENV, "").strip()
     if not raw:

@@ -6,8 +6,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from agen._home import agen_home, write_private
 from agen.errors import InvalidError
+from agen.util.home import agen_home, write_private
 
 
 @dataclass(frozen=True)

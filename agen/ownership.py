@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from agen._home import make_private_dir
 from agen.errors import ConflictError
+from agen.util.home import make_private_dir
 
 
 @dataclass(frozen=True)

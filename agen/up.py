@@ -26,11 +26,11 @@ from typing import IO, TYPE_CHECKING, Any
 
 import uvicorn
 
-from agen._home import agen_home, make_private_dir
-from agen._logrepeat import log_to_stderr_once_per_repeat
 from agen.bundle._base import HUB_URL_ENV
 from agen.errors import AgenError, ConflictError, InvalidError, UnavailableError
 from agen.local import LocalConfig, read_local, write_local
+from agen.util.home import agen_home, make_private_dir
+from agen.util.logrepeat import log_to_stderr_once_per_repeat
 
 if TYPE_CHECKING:
     from agen.store import Store, Tx
@@ -261,7 +261,7 @@ def check_port_free(host: str, port: int, listen: str) -> None:
 def bind_listen(host: str, port: int, listen: str) -> socket.socket:
     """The server's socket, bound here (port 0: the kernel picks one), or a ConflictError that says
     plainly the address is taken, where uvicorn would print a traceback and exit."""
-    from agen._listen import tcp_listener
+    from agen.util.listen import tcp_listener
 
     try:
         return tcp_listener(host, port)

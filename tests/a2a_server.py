@@ -162,7 +162,7 @@ def _app(seen: Seen, base: str) -> Starlette:
 @contextmanager
 def a2a_server() -> Iterator[tuple[str, Seen]]:
     """(base URL, what it saw) of a running A2A agent on 127.0.0.1, stopped on exit."""
-    from agen._listen import tcp_listener
+    from agen.util.listen import tcp_listener
 
     sock = tcp_listener("127.0.0.1", 0)
     port = sock.getsockname()[1]

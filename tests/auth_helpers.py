@@ -86,7 +86,7 @@ async def served(app: Any) -> AsyncIterator[str]:
     connection, such as a stream held open."""
     import uvicorn
 
-    from agen._listen import tcp_listener
+    from agen.util.listen import tcp_listener
 
     sock = tcp_listener("127.0.0.1", 0)
     server = uvicorn.Server(

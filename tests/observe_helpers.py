@@ -146,8 +146,8 @@ async def http_hub(e: Embedded) -> AsyncIterator[tuple[str, str]]:
 
     import uvicorn
 
-    from agen._listen import tcp_listener
     from agen.api.app import create_app
+    from agen.util.listen import tcp_listener
     from agen.wire.tokens import CreateTokenRequest
 
     token = (await e.client.call(r.CreateToken, CreateTokenRequest(scopes=["admin"]))).token

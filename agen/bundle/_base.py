@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, WithJsonSchema
 from pydantic.alias_generators import to_camel
 
-from agen._duration import parse_duration_ms
+from agen.util.duration import parse_duration_ms
 
 
 class FieldProblem(ValueError):
@@ -71,7 +71,7 @@ Duration = Annotated[
         }
     ),
 ]
-"""A Go-style duration string, kept as written; ``agen._duration.parse_duration_ms`` reads it."""
+"""A Go-style duration string, kept as written; ``agen.util.duration.parse_duration_ms`` reads it."""
 
 _WINDOW = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)-([01]\d|2[0-4]):([0-5]\d)$")
 

@@ -6,11 +6,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, Tag, model_validator
 
-from agen._duration import parse_duration_ms
 from agen.bundle._base import AgenModel, Duration, FieldProblem, HttpUrl, shaped
 from agen.bundle.permissions import Permissions
 from agen.bundle.sandbox import HostPattern
 from agen.bundle.triggers import Trigger
+from agen.util.duration import parse_duration_ms
 
 Kind = Literal["singleton", "pool", "task"]
 

@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cronsim import CronSim, CronSimError
 
-from agen._duration import parse_duration_ms
+from agen.util.duration import parse_duration_ms
 
 DESCRIPTORS = {
     "@yearly": "0 0 1 1 *",

@@ -6,9 +6,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, Tag, model_validator
 
-from agen._duration import parse_duration_ms
 from agen.bundle._base import AgenModel, Duration, FieldProblem, SecretName, shaped
 from agen.bundle.sandbox import Sandbox
+from agen.util.duration import parse_duration_ms
 
 Provider = Literal["auto", "anthropic", "openai", "gemini", "openrouter", "fake", "replay"]
 Tier = Literal["low", "medium", "high", "xhigh", "max"]

@@ -11,8 +11,8 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from agen._duration import parse_duration_ms
 from agen.bundle._base import Trust
+from agen.util.duration import parse_duration_ms
 
 __all__ = ["TRUST_RANK", "OverrideBudget", "OverridePermissions", "TaskOverrides", "Trust"]
 

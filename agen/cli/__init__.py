@@ -318,7 +318,7 @@ def _write_crash_log(argv: list[str] | None) -> str | None:
     import time
     import traceback
 
-    from agen._home import agen_home
+    from agen.util.home import agen_home
 
     path = agen_home() / "logs" / "cli-errors.log"
     try:

@@ -247,8 +247,8 @@ class _RStripLines:
 
 def parse_duration_ms(text: str, *, flag: str = "duration") -> int:
     """Parse Go-style durations (``90s``, ``1h30m``, ``720h``, ``0``) into milliseconds."""
-    from agen._duration import parse_duration_ms as parse
     from agen.errors import InvalidError
+    from agen.util.duration import parse_duration_ms as parse
 
     if text.strip() == "":
         return 0

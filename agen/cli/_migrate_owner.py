@@ -25,7 +25,7 @@ DRAIN_TIMEOUT_S = 600
 
 def running_up(loc: Location, side: Side | None) -> tuple[UpProcess | None, str | None]:
     """The ``agen up`` serving this store now (its process, if known) and how we know, else (None, None)."""
-    from agen._home import agen_home, default_store_path
+    from agen.util.home import agen_home, default_store_path
 
     if loc.path is not None:
         up = up_owning_store(loc.path)
@@ -96,7 +96,7 @@ def _shutdown(home: Path | None, who: str) -> None:
 @contextlib.contextmanager
 def hold(*locs: Location) -> Iterator[None]:
     """Hold the SQLite stores among ``locs`` exclusively for the copy (Postgres stores have no lock file)."""
-    from agen._home import agen_home
+    from agen.util.home import agen_home
 
     held: list[IO[str] | None] = []
     try:

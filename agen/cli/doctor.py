@@ -101,7 +101,7 @@ def check_keys() -> list[Check]:
 
 
 def check_home() -> Check:
-    from agen._home import agen_home, default_store_path, shared_with_others
+    from agen.util.home import agen_home, default_store_path, shared_with_others
 
     home = agen_home()
     if not home.exists():

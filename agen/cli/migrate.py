@@ -93,7 +93,7 @@ def migrate(
 
 
 def _default_url() -> str:
-    from agen._home import default_store_path
+    from agen.util.home import default_store_path
 
     return f"sqlite:{default_store_path()}"
 

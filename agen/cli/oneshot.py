@@ -35,7 +35,6 @@ class LocalHub:
 
 def local_hub(timeout_ms: int, *, say: Callable[[str], None] | None = None) -> LocalHub:
     """Wait (up to ``timeout_ms``; 0 = no limit) for the owning ``agen up`` to answer, or take the store."""
-    from agen._home import agen_home
     from agen.cli._common import err
     from agen.cli.submit import hub_is_live
     from agen.errors import UnavailableError
@@ -47,6 +46,7 @@ def local_hub(timeout_ms: int, *, say: Callable[[str], None] | None = None) -> L
         up_owning_store,
     )
     from agen.store import store_file
+    from agen.util.home import agen_home
 
     say = say or err
     home, db = agen_home(), store_file(None)

@@ -234,9 +234,9 @@ def nest_run(
     import asyncio
     from pathlib import Path
 
-    from agen._cahash import check_ca_hash
     from agen.cli._common import parse_duration_ms
     from agen.client import check_hub_url
+    from agen.crypto.cahash import check_ca_hash
     from agen.errors import InvalidError
     from agen.hub.events.log import parse_labels
     from agen.nest.backends import check_backend

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from agen._home import write_private
 from agen.api import registry as r
 from agen.calltokens import (
     CallIdentity,
@@ -37,6 +36,7 @@ from agen.calltokens import (
 )
 from agen.client import Client
 from agen.errors import AgenError, DeniedError, UnauthenticatedError, UnavailableError
+from agen.util.home import write_private
 from agen.wire.bearer import bearer_token
 from agen.wire.common import Empty
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import uvicorn
 
-from agen._listen import tcp_listener
 from agen.errors import ConflictError
 from agen.gateway.app import CardReader, GatewayConfig, create_gateway_app
 from agen.gateway.auth import HubLink, KeyFetch, KeyRing
 from agen.gateway.wake import WaitingCalls
+from agen.util.listen import tcp_listener
 
 
 class _Server(uvicorn.Server):

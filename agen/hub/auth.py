@@ -23,8 +23,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
-from agen._cahash import ca_hash_of
 from agen.calltokens import CallIdentity, is_call_token
+from agen.crypto.cahash import ca_hash_of
 from agen.domain import TaskBrief, TaskState, columns
 from agen.errors import DeniedError, InvalidError, UnauthenticatedError
 from agen.store import Store, Tx, dumps, loads, new_ulid

@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, NamedTuple
 
-from agen._pem import private_key_pem
 from agen.calltokens import (
     CallIdentity,
     UnknownKeyError,
@@ -40,6 +39,7 @@ from agen.calltokens import (
     mint_call_token,
     verify_call_token,
 )
+from agen.crypto.pem import private_key_pem
 from agen.domain import columns
 from agen.errors import ConflictError
 from agen.hub.sealing import kek_from_env, seal, unseal

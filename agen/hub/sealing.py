@@ -3,7 +3,7 @@ that never lives in the database.
 
 The KEK comes from ``AGEN_HUB_KEK`` (at least 32 characters of randomness, the same on every Hub, never
 given to Nests) or from the file ``AGEN_HUB_KEK_FILE`` names; the AES key is derived from it with
-HKDF-SHA256 (agen._sealing, the one scheme), so any long random string works. A sealed value is ``sealed:v1:<base64 nonce+ciphertext>``;
+HKDF-SHA256 (agen.crypto.sealing, the one scheme), so any long random string works. A sealed value is ``sealed:v1:<base64 nonce+ciphertext>``;
 the value's name is the associated data, so a sealed value copied under another name does not open.
 Without a KEK values stay plaintext (local ``agen up``), and a TLS Hub says so at start.
 ``agen hub rotate-kek`` re-seals every sealed value under ``AGEN_HUB_KEK_NEW`` (or the file
@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from agen._sealing import WrongKey, open_with, seal_with
-from agen._sealing import is_sealed as is_sealed  # the Hub's modules ask it here
+from agen.crypto.sealing import WrongKey, open_with, seal_with
+from agen.crypto.sealing import is_sealed as is_sealed  # the Hub's modules ask it here
 from agen.errors import InvalidError
 
 ENV_KEK = "AGEN_HUB_KEK"

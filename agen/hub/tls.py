@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agen._cahash import ca_hash_of
-from agen._pem import private_key_pem, to_pem
+from agen.crypto.cahash import ca_hash_of
+from agen.crypto.pem import private_key_pem, to_pem
 from agen.hub.sealing import kek_from_env, seal, unseal
 from agen.store import Store, Tx
 
@@ -258,7 +258,7 @@ def issue_server_cert(ca_cert_pem: str, ca_key_pem: str, hosts: list[str]) -> tu
 async def prepare(store: Store, folder: Path, hosts: list[str]) -> HubTls:
     """CA from the store, a fresh server certificate in ``folder`` (key 0600) for uvicorn, and the CA
     alone beside it (what client certificates are checked against)."""
-    from agen._home import write_private
+    from agen.util.home import write_private
 
     if kek_from_env() is None:
         log.warning(

@@ -23,10 +23,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agen._cahash import ca_hash_of
-from agen._home import write_private
-from agen._pem import private_key_pem, to_pem
+from agen.crypto.cahash import ca_hash_of
+from agen.crypto.pem import private_key_pem, to_pem
 from agen.errors import AgenError, DeniedError, InvalidError
+from agen.util.home import write_private
 
 if TYPE_CHECKING:
     from pydantic import BaseModel

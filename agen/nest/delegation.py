@@ -20,11 +20,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agen._home import write_private
 from agen.api import registry as r
 from agen.client import Client
 from agen.errors import UnavailableError
 from agen.runner.delegation import ChildResult, ChildSpec, ChildState, ResolvedAgent, TurnCheck
+from agen.util.home import write_private
 
 if TYPE_CHECKING:  # requests are built from the registry's models: agen.wire.delegation (~15 ms)
     # loads on the first delegation, not for every Nest whose agents never delegate

@@ -31,13 +31,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from agen._cahash import ca_hash_of
-from agen._home import agen_home, make_private_dir, write_private
 from agen.bundle._base import HUB_URL_ENV
+from agen.crypto.cahash import ca_hash_of
 from agen.errors import DeniedError, InvalidError, UnauthenticatedError, UnavailableError
 from agen.nest.certs import RENEW_BEFORE_MS, RENEW_CHECK_S, NestTls, keep_renewed
 from agen.nest.certs import when as _when
 from agen.store.base import now_ms
+from agen.util.home import agen_home, make_private_dir, write_private
 
 if TYPE_CHECKING:
     from agen.client import Client

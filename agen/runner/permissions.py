@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from agen._duration import parse_duration_ms
 from agen.bundle._base import window_minutes
 from agen.bundle.overrides import TRUST_RANK, TaskOverrides
 from agen.bundle.permissions import Permissions, RuleObject, When
@@ -24,6 +23,7 @@ from agen.runner.policy import Decision, ToolPolicy, Verdict
 from agen.runner.tools.base import Tool, ToolContext
 from agen.store.base import Store, Tx
 from agen.store.pg_locks import lock_keys
+from agen.util.duration import parse_duration_ms
 
 _DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 

@@ -37,7 +37,7 @@ def store_file(url: str | None) -> Path | None:
 
 def store_path(url: str | None) -> Path:
     """The SQLite file a store URL names; a URL of any other engine is refused here."""
-    from agen._home import default_store_path
+    from agen.util.home import default_store_path
 
     url = resolve_store_url(url)
     if not url:

@@ -168,9 +168,9 @@ class SQLiteSide(Side):
 
         A path that cannot be a SQLite store (a folder, a file of something else) is the user's input to fix:
         an InvalidError naming ``field``."""
-        from agen._home import prepare_store_file
         from agen.store.migrate import migrate_sqlite
         from agen.store.sqlite import BUSY_TIMEOUT_MS
+        from agen.util.home import prepare_store_file
 
         try:
             if write:

@@ -18,7 +18,7 @@ POINTER_NAME = "store.json"
 
 
 def home_pointer() -> Path:
-    from agen._home import agen_home
+    from agen.util.home import agen_home
 
     return agen_home() / POINTER_NAME
 
@@ -57,7 +57,7 @@ def point_home_at(url: str | None, *, migrated_from: str | None = None) -> None:
     """Make later commands in this AGEN_HOME use ``url``; None removes the pointer (back to the default).
     ``migrated_from`` records the store ``agen migrate`` copied it from, so the same migrate run again
     knows its source and verifies the two again."""
-    from agen._home import write_private
+    from agen.util.home import write_private
 
     pointer = home_pointer()
     if url is None:

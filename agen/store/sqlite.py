@@ -21,12 +21,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from agen._home import prepare_store_file
 from agen.errors import AgenError, StoreError, UnavailableError
 from agen.store._sqlite_errors import TransactionLost, is_fault, map_error
 from agen.store._sqlite_tx import SQLiteTx, dict_row
 from agen.store.base import Params, Row, Store, StoreHealth, Tx, now_ms, settle_futures
 from agen.store.migrate import migrate_sqlite
+from agen.util.home import prepare_store_file
 
 T = TypeVar("T")
 log = logging.getLogger("agen.store")

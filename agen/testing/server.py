@@ -11,7 +11,7 @@ from typing import Any, Self
 
 import uvicorn
 
-from agen._listen import tcp_listener
+from agen.util.listen import tcp_listener
 
 
 class Served:

@@ -42,7 +42,7 @@ def _post(
     ``cert`` (or no certificate)."""
     ca = hub.local()["ca_hash"]
     ca_pem = httpx.get(f"{hub.url}/ca.pem", verify=False, timeout=10).text
-    from agen._cahash import ca_hash_of
+    from agen.crypto.cahash import ca_hash_of
 
     assert ca_hash_of(ca_pem) == ca
     context = ssl.create_default_context(cadata=ca_pem)

@@ -16,7 +16,6 @@ import httpx
 import pytest
 import uvicorn
 
-from agen._listen import tcp_listener
 from agen.api import registry as r
 from agen.calltokens import CallIdentity, mint_call_token
 from agen.client import Client
@@ -29,6 +28,7 @@ from agen.hub.auth import LOCAL_NEST
 from agen.hub.call_keys import agent_token, signing_key
 from agen.node import LocalNode
 from agen.store import SQLiteStore
+from agen.util.listen import tcp_listener
 from agen.wire.agents import ResolveAgentRequest
 from agen.wire.approvals import Approval, DecideApprovalRequest, ListApprovalsRequest
 from agen.wire.common import Empty

@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 import uvicorn
 
-from agen._listen import tcp_listener
 from agen.api import registry as r
 from agen.api.app import create_app
 from agen.bundle import digest_files
@@ -30,6 +29,7 @@ from agen.hub.definitions import put_definition
 from agen.hub.service import Hub
 from agen.nest.client_port import ClientHubPort
 from agen.store import SQLiteStore, Tx
+from agen.util.listen import tcp_listener
 from agen.wire.common import Empty
 from agen.wire.nests import (
     MAX_LEASES,

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agen._duration import format_duration_ms, parse_duration_ms
 from agen.bundle import schemas
 from agen.bundle.cron import parse_schedule
 from agen.cli._common import parse_duration_ms as cli_parse_duration_ms
 from agen.errors import InvalidError
+from agen.util.duration import format_duration_ms, parse_duration_ms
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from agen._logrepeat import RepeatFilter
+from agen.util.logrepeat import RepeatFilter
 
 
 def _logger(out: io.StringIO) -> logging.Logger:
@@ -53,7 +53,7 @@ async def test_writes_after_a_client_hung_up_say_so_once_in_agen_ups_log(
 ) -> None:
     """A stream that keeps writing to a connection that is gone (an SSE client that closed its tab
     mid-burst) makes asyncio warn on every write; `agen up`'s log says it once."""
-    from agen._logrepeat import log_to_stderr_once_per_repeat
+    from agen.util.logrepeat import log_to_stderr_once_per_repeat
 
     handler = log_to_stderr_once_per_repeat()
     caplog.set_level(logging.WARNING)

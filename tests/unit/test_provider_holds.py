@@ -158,7 +158,7 @@ async def test_a_hold_belongs_to_the_key_it_failed_with_and_a_changed_key_ends_i
     store: Store,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from agen._keyprint import key_fingerprint
+    from agen.crypto.keyprint import key_fingerprint
 
     monkeypatch.setenv("PAID_KEY", "sk-old")
     a = await deployment(store, "a")

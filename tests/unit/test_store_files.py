@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from agen._home import default_store_path
 from agen.store import SQLiteStore
 from agen.up import lock_home
+from agen.util.home import default_store_path
 
 
 def mode(p: Path) -> int:
@@ -99,7 +99,7 @@ def test_a_nest_data_folder_is_made_private_with_every_folder_above_it_that_agen
     tmp_path: Path,
 ) -> None:
     """`agen nest run` in a new AGEN_HOME makes the home, ``nests/`` and its own folder: all 0700."""
-    from agen._home import make_private_dir
+    from agen.util.home import make_private_dir
 
     shared = tmp_path / "shared"
     shared.mkdir()

@@ -9,7 +9,7 @@ import socket
 
 import pytest
 
-from agen._listen import tcp_listener
+from agen.util.listen import tcp_listener
 
 
 async def test_a_connection_accepted_on_agens_own_listener_has_nagle_off() -> None:

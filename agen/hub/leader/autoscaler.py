@@ -15,8 +15,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from agen._duration import parse_duration_ms
 from agen.errors import InvalidError
+from agen.util.duration import parse_duration_ms
 
 DEFAULT_IDLE_TIMEOUT_MS = 5 * 60_000
 PRESSURE_IDLE_MS = 60_000

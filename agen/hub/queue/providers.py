@@ -6,7 +6,7 @@ A probe failing with another account error backs off (5 min doubling, at most 1 
 the account's deployments that succeeds after the hold began ends it, as does ResumeProvider.
 
 A hold belongs to the key value it failed with: the runner reports a fingerprint of the key
-(agen._keyprint, never the key) and the Hub remembers the environment variable each deployment
+(agen.crypto.keyprint, never the key) and the Hub remembers the environment variable each deployment
 reads it from. Once that variable holds a different key, the hold no longer applies (a changed
 key is a new account) and the next tick ends it. Without a fingerprint on either side (no key,
 or a platform secret) the hold applies as before.
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, NamedTuple
 
-from agen._keyprint import env_key_fingerprint
 from agen.bundle.harness import DEFAULT_KEY_SECRET
+from agen.crypto.keyprint import env_key_fingerprint
 from agen.errors import NotFoundError
 from agen.store import Row, Tx
 

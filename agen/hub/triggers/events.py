@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from agen._duration import parse_duration_ms
 from agen.bundle.triggers import EventTrigger
 from agen.domain import DeploymentRef, TaskOrigin, TaskRow, columns
 from agen.hub.events.deployment_log import write_log
@@ -31,6 +30,7 @@ from agen.hub.triggers.tick import (
     trigger_deployment,
 )
 from agen.store import Tx, dumps, event_log, loads
+from agen.util.duration import parse_duration_ms
 
 MAX_EVENT_CHAIN = 5
 BATCH = 500  # events examined per trigger per tick; the rest wait for the next tick

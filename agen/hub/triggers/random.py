@@ -11,10 +11,10 @@ import random as _random
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from agen._duration import parse_duration_ms
 from agen.bundle._base import window_minutes
 from agen.bundle.cron import zone as load_zone
 from agen.bundle.triggers import RandomTrigger
+from agen.util.duration import parse_duration_ms
 
 DAY_NAMES = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 

@@ -11,7 +11,6 @@ from typing import Any, NamedTuple
 
 from pydantic import TypeAdapter
 
-from agen._duration import parse_duration_ms
 from agen.bundle.config import Config
 from agen.bundle.cron import parse_schedule
 from agen.bundle.triggers import CronTrigger, RandomTrigger, Trigger
@@ -29,6 +28,7 @@ from agen.hub.triggers.fire import (
     task_input,
 )
 from agen.store import Tx, dumps, event_log, loads, new_ulid
+from agen.util.duration import parse_duration_ms
 
 _TRIGGER_TYPE: Any = Trigger  # an Annotated union: TypeAdapter takes it, its stub wants a type
 _TRIGGER: TypeAdapter[Any] = TypeAdapter(_TRIGGER_TYPE)

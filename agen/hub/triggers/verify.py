@@ -12,9 +12,9 @@ import hmac
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from agen._duration import parse_duration_ms
 from agen.bundle.triggers import HmacAuth
 from agen.hub.events.notify import sign
+from agen.util.duration import parse_duration_ms
 
 MAX_BODY_BYTES = 1024 * 1024
 DEFAULT_HMAC_HEADER = "X-Signature"

@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from agen._keyprint import key_fingerprint
 from agen.bundle import Bundle
 from agen.bundle.checks import bundle_path
 from agen.bundle.harness import DEFAULT_KEY_SECRET, Harness, Turn
+from agen.crypto.keyprint import key_fingerprint
 from agen.errors import BundleError, InvalidError
 from agen.runner.providers.base import ModelProvider, ModelRequest, ModelResponse, ProviderError
 from agen.runner.redact import Redactor

@@ -7,7 +7,7 @@ redirect ``http://127.0.0.1:<free port>/callback``, prints the authorization URL
 browser only where there is a display), catches the code on that port and stores what it got.
 
 Tokens and the registration are kept per server URL in ``$AGEN_HOME/mcp-oauth/<sha256(url)>.json``
-(0600, in a 0700 folder), each value sealed with AES-256-GCM (agen._sealing, the scheme platform
+(0600, in a 0700 folder), each value sealed with AES-256-GCM (agen.crypto.sealing, the scheme platform
 secrets use) under a key of this home (``mcp-oauth/key``, 0600, made by the first login), bound to
 the URL, so a file copied to another name or home does not open. The key sits beside the files:
 sealing keeps the tokens out of anything that copies the files without the key (a backup of one
@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from agen._home import agen_home, write_private
-from agen._sealing import WrongKey, open_with, seal_with
+from agen.crypto.sealing import WrongKey, open_with, seal_with
 from agen.errors import AgenError, InvalidError, UnavailableError
+from agen.util.home import agen_home, write_private
 
 FOLDER = "mcp-oauth"
 KEY_FILE = "key"
