@@ -226,14 +226,14 @@ def create_app(hub: Hub, max_body: int | None = None) -> Starlette:
         body = {"error": {"code": code, "message": message, "details": {}}}
         return JSONResponse(body, status_code=exc.status_code, headers=dict(exc.headers or {}))
 
-    from agen.api.mcp_door import McpDoor
+    from agen.api.mcp_endpoint import McpDoor
 
     mcp_door = McpDoor(hub)
     app = Starlette(
         exception_handlers={HTTPException: http_error},
         routes=[
             Route("/v1/{method}", call, methods=["POST"]),
-            Route("/mcp", mcp_door),  # MCP over streamable HTTP (agen.api.mcp_door)
+            Route("/mcp", mcp_door),  # MCP over streamable HTTP (agen.api.mcp_endpoint)
             Route("/health", health, methods=["GET"]),
             Route("/ready", ready, methods=["GET"]),
             Route("/openapi.json", openapi, methods=["GET"]),

@@ -250,7 +250,7 @@ def hub_rotate_token_key(
 
 
 def register(app: typer.Typer) -> None:
-    from agen.cli.scaleout import hub_app
+    from agen.cli.nest import hub_app
 
     app.add_typer(secret_app, name="secret")
     hub_app.command("rotate-kek")(hub_rotate_kek)

@@ -2,7 +2,7 @@
 
 The Manager only pulls (assignments, leases) and reports (instances, results); the Hub never
 calls into a Nest. ``ClientHubPort`` (agen.nest.client_port) is the one real implementation: the
-Nest-facing RPCs over agen.client, in-process or HTTP alike. ``FakeHubPort`` (agen.nest.fake) is
+Nest-facing RPCs over agen.client, in-process or HTTP alike. ``FakeHubPort`` (agen.testing.fake_hub_port) is
 the scripted one for tests. The shapes come from the API models, never from ``agen.hub``.
 """
 

@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from agen.api.app import create_app
-from agen.api.mcp_door import tool_name
+from agen.api.mcp_endpoint import tool_name
 from agen.api.registry import RPCS
 from agen.hub.service import Hub
 from agen.store.sqlite import SQLiteStore

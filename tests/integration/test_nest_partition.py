@@ -22,9 +22,9 @@ from agen.hub.definitions import put_definition
 from agen.hub.fleet.instances import register_nest
 from agen.hub.service import Hub
 from agen.nest.client_port import ClientHubPort
-from agen.nest.fake import AGENT_FILES
 from agen.nest.manager import Manager
 from agen.store import Store, Tx
+from agen.testing.fake_hub_port import AGENT_FILES
 from agen.wire.nests import LeaseExtension
 from tests.unit.nest_helpers import Factory, until
 from tests.unit.queue_helpers import add_deployment, new_task

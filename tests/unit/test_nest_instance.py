@@ -8,8 +8,8 @@ import pytest
 
 from agen.errors import StoreError
 from agen.nest.executor import ExecResult
-from agen.nest.fake import FakeHubPort
 from agen.nest.instance import Instance
+from agen.testing.fake_hub_port import FakeHubPort
 from tests.unit.nest_helpers import FakeExecutor, until
 
 

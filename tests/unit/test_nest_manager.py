@@ -10,9 +10,9 @@ import logging
 
 import pytest
 
-from agen.nest.fake import FakeHubPort
 from agen.nest.manager import BACKOFF_BASE_MS, Manager
 from agen.nest.port import START_FAILED
+from agen.testing.fake_hub_port import FakeHubPort
 from agen.wire.nests import NEST_LOST_AFTER_MS
 from tests.unit.nest_helpers import Factory, FakeExecutor, until
 

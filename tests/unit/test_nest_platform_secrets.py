@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import json
 
-from agen.nest.fake import FakeHubPort
 from agen.nest.manager import BACKOFF_BASE_MS, Manager
+from agen.testing.fake_hub_port import FakeHubPort
 from tests.unit.nest_helpers import Factory
 
 DECLARED = json.dumps({"secrets": {"API_TOKEN": {"source": "platform"}}}).encode()

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import httpx
 
 from agen.api.app import create_app
-from agen.api.mcp_door import MAX_STREAMS_PER_TOKEN, tool_name
+from agen.api.mcp_endpoint import MAX_STREAMS_PER_TOKEN, tool_name
 from agen.hub.service import Hub
 from tests.auth_helpers import api_token, served
 
