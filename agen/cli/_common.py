@@ -163,6 +163,11 @@ AnswersOpt = Annotated[
     ),
 ]
 """Replaying a recorded run (`agen replay`, `agen eval dataset add`): checked by ``answers``."""
+LabelOpt = Annotated[
+    list[str] | None,
+    typer.Option("--label", help="Label key=value (repeatable).", show_default=False),
+]
+"""A Nest's labels (`agen nest run`) and a join token's (`agen join-token create`)."""
 NoTruncOpt = Annotated[
     bool,
     typer.Option(
