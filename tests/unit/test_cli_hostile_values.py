@@ -264,6 +264,7 @@ def test_an_unexpected_exception_is_one_line_and_a_private_log_without_the_token
         code, _, err = run_agen(capsys, "boom-for-test", "--token", "s3cret-token")
     finally:
         app.registered_commands.pop()
+        app.agen_registered.pop()  # what agen.cli's Group remembers of it, for the one-command tree
         command.cache_clear()
     log = agen_home / "logs" / "cli-errors.log"
     assert code == 1
