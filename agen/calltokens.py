@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agen.errors import UnauthenticatedError
+from agen.util.canonical import canonical_json
 
 if TYPE_CHECKING:  # imported when used: a one-shot command that mints nothing does not load it
     from cryptography.hazmat.primitives.asymmetric.ed25519 import (
@@ -101,7 +102,7 @@ def mint_call_token(key: Ed25519PrivateKey, identity: CallIdentity) -> str:
     if identity.is_agent:
         payload["inst"] = identity.instance
         payload["depth"] = identity.depth
-    body = _b64(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode())
+    body = _b64(canonical_json(payload).encode())
     signature = key.sign(f"{PREFIX}.{body}".encode())
     return f"{PREFIX}.{body}.{_b64(signature)}"
 

@@ -18,6 +18,7 @@ from agen.errors import AgenError, FencedError, UnavailableError
 from agen.nest.executor import ExecResult, Executor
 from agen.nest.port import Assignment, HubPort, InstanceReport, LeasedTask, LeaseRef
 from agen.store import now_ms
+from agen.util.backoff import next_backoff
 
 log = logging.getLogger("agen.nest")
 IDLE_WAIT_S = 0.5
@@ -193,7 +194,7 @@ class Instance:
                     wait_s,
                 )
                 await asyncio.sleep(wait_s)
-                wait_s = min(wait_s * 2, REPORT_RETRY_MAX_S)
+                wait_s = next_backoff(wait_s, REPORT_RETRY_MIN_S, REPORT_RETRY_MAX_S)
 
     async def _execute(self, task: LeasedTask, ref: LeaseRef) -> ExecResult | None:
         try:

@@ -29,6 +29,7 @@ from agen.nest.executor import ExecutorFactory
 from agen.nest.instance import Instance
 from agen.nest.port import START_FAILED, Assignment, HubPort, InstanceReport
 from agen.store import new_ulid, now_ms
+from agen.util.backoff import next_backoff
 from agen.wire.nests import NEST_LOST_AFTER_MS
 
 log = logging.getLogger("agen.nest")
@@ -85,7 +86,7 @@ class Manager:
         Hub is unreachable still starts (seed 000 §10)."""
         self._failures: dict[
             str, tuple[int, int]
-        ] = {}  # deployment_id -> (consecutive, next start ms)
+        ] = {}  # deployment_id -> (the last back-off ms, next start ms)
         self._start_errors: dict[str, str] = {}  # deployment_id -> the last start error logged
         self._final: list[InstanceReport] = []
         self._background: set[asyncio.Task[None]] = set()
@@ -230,9 +231,9 @@ class Manager:
             del self.instances[inst_id]
 
     def _crashed(self, deployment_id: str) -> None:
-        count, _ = self._failures.get(deployment_id, (0, 0))
-        delay = min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2**count)
-        self._failures[deployment_id] = (count + 1, self.clock() + delay)
+        last, _ = self._failures.get(deployment_id, (0, 0))
+        delay = next_backoff(last, BACKOFF_BASE_MS, BACKOFF_MAX_MS)
+        self._failures[deployment_id] = (delay, self.clock() + delay)
 
     async def _reconcile(self) -> None:
         want = {a.deployment_id: a for a in self.assignments}
@@ -258,7 +259,7 @@ class Manager:
                 for inst in sorted(have, key=lambda i: len(i.running))[: len(have) - count]:
                     self._drain_later(inst)
             for _ in range(count - len(have)):
-                _count, next_ms = self._failures.get(dep_id, (0, 0))
+                _delay, next_ms = self._failures.get(dep_id, (0, 0))
                 if next_ms > self.clock():
                     break
                 await self._start_instance(a)

@@ -37,6 +37,7 @@ from agen.errors import DeniedError, InvalidError, UnauthenticatedError, Unavail
 from agen.nest.certs import RENEW_BEFORE_MS, RENEW_CHECK_S, NestTls, keep_renewed
 from agen.nest.certs import when as _when
 from agen.store.base import now_ms
+from agen.util.backoff import next_backoff
 from agen.util.home import agen_home, make_private_dir, write_private
 
 if TYPE_CHECKING:
@@ -297,7 +298,7 @@ async def _start_when_the_hub_answers(
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), delay_s)
             return False
-        delay_s = min(delay_s * 2, 30.0)
+        delay_s = next_backoff(delay_s, 1.0, 30.0)
 
 
 async def _keep_renewed(opts: NestOptions, cred: Credential, manager: Manager) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import inspect
-import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -29,6 +28,7 @@ from agen.runner.policy import ApprovalDecision, ApprovalGate, ApprovalRequest
 from agen.store import event_log, new_ulid
 from agen.store.base import Store, Tx, dumps
 from agen.store.records import columns
+from agen.util.canonical import canonical_json
 
 __all__ = [  # the decision rules are agen.domain.approvals'; re-exported for the engine's callers
     "LOCAL_ADMIN_SUBJECT",
@@ -45,8 +45,7 @@ _BY_ID = f"SELECT {columns(ApprovalRow)} FROM approvals WHERE id = ?"
 
 
 def args_hash(arguments: dict[str, Any]) -> str:
-    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    return hashlib.sha256(canonical_json(arguments).encode()).hexdigest()
 
 
 def request_approval(tx: Tx, req: ApprovalRequest) -> ApprovalRow:

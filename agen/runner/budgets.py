@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agen.runner.providers.base import ModelUsage
+from agen.util.canonical import canonical_json
 
 FAILURE_REPEATS = 3  # the same call failing with the same error this many times in a row is refused
 SDK_DEFAULT_OUTPUT = 8192
@@ -122,7 +123,7 @@ class Budget:
 
 
 def call_signature(name: str, args: dict[str, Any]) -> str:
-    return name + "\x00" + json.dumps(args, sort_keys=True, separators=(",", ":"), default=str)
+    return name + "\x00" + canonical_json(args)
 
 
 class Guards:

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 from agen.runner.records import check_epoch
 from agen.store.base import Tx, dumps
+from agen.util.canonical import canonical_json
 
 EFFECT_UNKNOWN = (
     "effect_unknown: this call to {tool} was started before the run was interrupted and its completion was "
@@ -28,10 +29,7 @@ def effect_key(
     run_id: str, turn: int, call_index: int, tool: str, args: dict[str, Any], idempotent: bool
 ) -> str:
     if idempotent:
-        canonical = json.dumps(
-            args, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
-        )
-        return "idem:" + hashlib.sha256(f"{tool}\x00{canonical}".encode()).hexdigest()
+        return "idem:" + hashlib.sha256(f"{tool}\x00{canonical_json(args)}".encode()).hexdigest()
     return f"{run_id}.{turn}.{call_index}"
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import datetime
 import functools
-import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -355,7 +354,3 @@ def _span_status(run_status: str) -> str:
 
 def call_dicts(calls: list[Any]) -> list[dict[str, Any]]:
     return [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]
-
-
-def canonical(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)

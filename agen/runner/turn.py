@@ -29,6 +29,7 @@ from agen.runner.providers.base import (
     ProviderError,
     WatchedSink,
 )
+from agen.util.backoff import next_backoff
 
 MAX_BACKOFF_S = 60.0
 
@@ -173,7 +174,7 @@ async def model_turn(
         for mi, model in enumerate(account.models):
             req = request if request.model == model else replace(request, model=model)
             asked_empty = asked_cut = False
-            attempt = 0
+            attempt, backoff_s = 0, 0.0
             while True:
                 t0 = _ms()
                 if publish is not None:
@@ -189,11 +190,8 @@ async def model_turn(
                         account_error = e
                         break
                     if e.kind == "retryable" and attempt < policy.max_retries:
-                        delay = (
-                            e.retry_after_s
-                            if e.retry_after_s is not None
-                            else policy.backoff_base_s * 2**attempt
-                        )
+                        backoff_s = next_backoff(backoff_s, policy.backoff_base_s, MAX_BACKOFF_S)
+                        delay = e.retry_after_s if e.retry_after_s is not None else backoff_s
                         await policy.sleep(min(delay, MAX_BACKOFF_S))
                         attempt += 1
                         continue

@@ -59,6 +59,7 @@ from agen.store.base import (
 )
 from agen.store.locate import redact_url
 from agen.store.records import R, read, read_all
+from agen.util.backoff import next_backoff
 
 T = TypeVar("T")
 log = logging.getLogger("agen.store")
@@ -764,7 +765,7 @@ class PostgresStore(Store):
                 return
             if not self._head_stale:
                 await asyncio.sleep(pause)
-                pause = min(pause * 2, 1.0)
+                pause = next_backoff(pause, SETTLE_POLL_S, 1.0)
 
     def _read_head(self) -> Row | None:
         with self._pool.connection() as conn:

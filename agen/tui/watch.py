@@ -15,10 +15,11 @@ from agen.api import registry as r
 from agen.client import Client
 from agen.errors import AgenError
 from agen.tui.messages import ConnectionChanged, HubChanged
+from agen.util.backoff import next_backoff
 from agen.wire.signals import ListEventsRequest
 
 WAIT_S = 20.0
-MAX_BACKOFF_S = 5.0
+FIRST_BACKOFF_S, MAX_BACKOFF_S = 0.25, 5.0
 
 
 async def watch_events(
@@ -34,7 +35,7 @@ async def watch_events(
     """
     cursor: int | None = None
     up: bool | None = None
-    backoff = 0.25
+    backoff = FIRST_BACKOFF_S
     while True:
         client = current()
         try:
@@ -48,12 +49,12 @@ async def watch_events(
                 post(ConnectionChanged(False, e.message))
                 up = False
             if follow is not None and follow():
-                cursor, backoff = None, 0.25  # another Hub: its event log has its own cursors
+                cursor, backoff = None, FIRST_BACKOFF_S  # another Hub: its event log has its own cursors
                 continue
             await asyncio.sleep(backoff)
-            backoff = min(MAX_BACKOFF_S, backoff * 2)
+            backoff = next_backoff(backoff, FIRST_BACKOFF_S, MAX_BACKOFF_S)
             continue
-        backoff = 0.25
+        backoff = FIRST_BACKOFF_S
         if up is not True:
             post(ConnectionChanged(True))
             up = True

@@ -12,7 +12,6 @@ import asyncio
 import base64
 import hashlib
 import hmac
-import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
@@ -22,6 +21,8 @@ from agen.domain import columns
 from agen.errors import InvalidError, NotFoundError
 from agen.hub.events.log import EventFilter, read_events
 from agen.store import Store, Tx, dumps, event_log, loads, new_ulid
+from agen.util.backoff import next_backoff
+from agen.util.canonical import canonical_json
 
 MAX_BACKOFF_MS = 5 * 60_000
 FIRST_BACKOFF_MS = 1_000
@@ -174,7 +175,7 @@ class DeliveryReport:
 
 
 def body_of(event: dict[str, Any]) -> bytes:
-    return json.dumps(event, separators=(",", ":"), sort_keys=True).encode()
+    return canonical_json(event).encode()
 
 
 async def _post(
@@ -275,7 +276,7 @@ def _failed(tx: Tx, target_id: str, old: int, seq: int, error: str, now_ms: int)
     if row is None:
         return "gone"
     since = row.failing_since_ms if row.failing_since_ms is not None else now_ms
-    backoff = min(max(FIRST_BACKOFF_MS, row.backoff_ms * 2), MAX_BACKOFF_MS)
+    backoff = next_backoff(row.backoff_ms, FIRST_BACKOFF_MS, MAX_BACKOFF_MS)
     if now_ms - since >= DROP_AFTER_MS:
         tx.execute(
             "UPDATE notify_targets SET cursor_seq = ?, dropped = dropped + 1, failing_since_ms = NULL,"

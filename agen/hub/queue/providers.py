@@ -23,6 +23,7 @@ from agen.bundle.harness import DEFAULT_KEY_SECRET
 from agen.crypto.keyprint import env_key_fingerprint
 from agen.errors import NotFoundError
 from agen.store import Row, Tx
+from agen.util.backoff import next_backoff
 
 FIRST_BACKOFF_MS = 5 * 60_000
 MAX_BACKOFF_MS = 60 * 60_000
@@ -145,7 +146,7 @@ def record_account_error(
     )
     if row is not None and row.resumed_ms is None and same_key:
         if task_id is not None and task_id == row.probe_task_id:
-            backoff = min(row.backoff_ms * 2, MAX_BACKOFF_MS)
+            backoff = next_backoff(row.backoff_ms, FIRST_BACKOFF_MS, MAX_BACKOFF_MS)
             tx.execute(
                 "UPDATE provider_holds SET backoff_ms = ?, retry_at_ms = ?, probe_task_id = NULL, reason = ?"
                 " WHERE account = ?",

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agen.runner.shielding import despite_cancel
+from agen.util.backoff import next_backoff
 
 POLL_FIRST_S = 0.05
 POLL_MAX_S = 2.0
@@ -190,7 +191,7 @@ async def call_a2a(
                             "(the run's maxRunDuration); it was asked to cancel"
                         )
                     await asyncio.sleep(min(pause, left))
-                    pause = min(pause * 2, POLL_MAX_S)
+                    pause = next_backoff(pause, POLL_FIRST_S, POLL_MAX_S)
                     task = await client.get_task(GetTaskRequest(id=task_id))
                 return _answer(task)  # done, or waiting for input: the remote task is left as it is
             except BaseException:
