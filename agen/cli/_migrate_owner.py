@@ -17,8 +17,8 @@ from agen.cli._common import err
 from agen.errors import ConflictError, UnavailableError
 from agen.ownership import UpProcess, hold_store_for_copy, release, up_owning_home, up_owning_store
 from agen.store.base import now_ms
-from agen.store.copy import Location
 from agen.store.copy_sides import Side
+from agen.store.locate import Location
 
 DRAIN_TIMEOUT_S = 600
 

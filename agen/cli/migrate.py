@@ -11,8 +11,9 @@ import typer
 from agen.cli._common import JsonOpt, err, print_json
 
 if TYPE_CHECKING:
-    from agen.store.copy import Location, TableCheck
+    from agen.store.copy import TableCheck
     from agen.store.copy_sides import Side
+    from agen.store.locate import Location
 
 
 def migrate(
@@ -47,8 +48,8 @@ def migrate(
     """Copy every table of a store into another (resumable, verified), then use the new store."""
     from agen.cli._migrate_owner import hold, refuse_or_drain
     from agen.errors import InvalidError
-    from agen.store.copy import locate, open_side
-    from agen.store.locate import migrated_from, resolve_store_url
+    from agen.store.copy import open_side
+    from agen.store.locate import locate, migrated_from, resolve_store_url
 
     dst_loc = locate(to)
     in_use = resolve_store_url(None) or _default_url()  # the store this AGEN_HOME uses now

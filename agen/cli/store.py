@@ -47,7 +47,7 @@ def store_host_role(
 
     from agen.errors import InvalidError
     from agen.store.host_role import PASSWORD_ENV, make_host_role
-    from agen.store.locate import is_postgres_url
+    from agen.store.locate import is_postgres_url, locate
 
     if not is_postgres_url(store):
         raise InvalidError(
@@ -56,7 +56,10 @@ def store_host_role(
             field="--store",
         )
     made = make_host_role(
-        store, role, list(dict.fromkeys(namespace or [])), os.environ.get(PASSWORD_ENV) or None
+        locate(store).url,
+        role,
+        list(dict.fromkeys(namespace or [])),
+        os.environ.get(PASSWORD_ENV) or None,
     )
     if json_out:
         print_json(

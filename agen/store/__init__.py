@@ -7,7 +7,7 @@ from typing import Any
 
 from agen.errors import InvalidError
 from agen.store.base import LIVE_PAYLOAD_BYTES, Row, Store, Tx, dumps, loads, new_ulid, now_ms
-from agen.store.locate import is_postgres_url, redact_url, resolve_store_url
+from agen.store.locate import locate, redact_url, resolve_store_url
 from agen.store.sqlite import SQLiteStore
 
 __all__ = [
@@ -30,9 +30,9 @@ def store_file(url: str | None) -> Path | None:
     """The SQLite file a store URL names (``sqlite:<path>``, a bare path, or the default: see
     agen.store.locate); None for a PostgreSQL store, which is no file on this machine."""
     url = resolve_store_url(url)
-    if is_postgres_url(url):
-        return None
-    return store_path(url)
+    if not url:
+        return store_path(None)
+    return locate(url).path
 
 
 def store_path(url: str | None) -> Path:
@@ -42,35 +42,27 @@ def store_path(url: str | None) -> Path:
     url = resolve_store_url(url)
     if not url:
         return default_store_path()
-    if url.startswith("sqlite:"):
-        return Path(url.removeprefix("sqlite:").removeprefix("//")).expanduser()
-    if "://" in url:
-        scheme = url.split("://", 1)[0]
-        engine = "a PostgreSQL store, not a SQLite file" if is_postgres_url(url) else None
+    path = locate(url).path
+    if path is None:
         raise InvalidError(
-            f"store URL {redact_url(url)!r}: "
-            + (
-                engine
-                or f"the {scheme} store is not supported; use a SQLite path, sqlite:<path> or postgresql://…"
-            ),
-            field="store",
+            f"store URL {redact_url(url)!r}: a PostgreSQL store, not a SQLite file", field="store"
         )
-    return Path(url).expanduser()
+    return path
 
 
 async def open_store(url: str | None = None, **kwargs: Any) -> Store:
     """Open the store a URL names (``postgres://``/``postgresql://`` or SQLite); default: the SQLite file in
     AGEN_HOME."""
     resolved = resolve_store_url(url)
-    if is_postgres_url(resolved):
-        assert resolved is not None
-        try:
-            from agen.store.postgres import PostgresStore
-        except ImportError:
-            raise InvalidError(
-                f"store URL {redact_url(resolved)!r} needs the Postgres driver: "
-                "pip install 'agen[postgres]' (psycopg and psycopg-pool)",
-                field="store",
-            ) from None
-        return await PostgresStore.open(resolved, **kwargs)
-    return await SQLiteStore.open(store_path(resolved), **kwargs)
+    where = locate(resolved) if resolved else None
+    if where is None or where.path is not None:
+        return await SQLiteStore.open(store_path(resolved), **kwargs)
+    try:
+        from agen.store.postgres import PostgresStore
+    except ImportError:
+        raise InvalidError(
+            f"store URL {redact_url(where.url)!r} needs the Postgres driver: "
+            "pip install 'agen[postgres]' (psycopg and psycopg-pool)",
+            field="store",
+        ) from None
+    return await PostgresStore.open(where.url, **kwargs)

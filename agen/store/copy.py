@@ -25,42 +25,13 @@ from typing import Any
 from agen.errors import ConflictError, InvalidError, StoreError
 from agen.store.copy_schema import TablePlan, copy_plan
 from agen.store.copy_sides import PostgresSide, Progress, Side, SQLiteSide, Values
+from agen.store.locate import Location
 
 BATCH_ROWS = 5000
 # Test hook, so a test can SIGKILL a copy at a known point without timing: "N:PATH" makes the copier write
 # PATH after its N-th committed batch and then wait until it is killed.
 PAUSE_ENV = "AGEN_MIGRATE_TEST_PAUSE"
 _MOD = 1 << 128
-
-
-@dataclass(frozen=True)
-class Location:
-    """A store a URL names: a SQLite file or a Postgres database."""
-
-    dialect: str
-    path: Path | None = None
-    url: str = ""
-
-    @property
-    def store_url(self) -> str:
-        """The URL later commands open it by (``sqlite:`` with an absolute path)."""
-        return f"sqlite:{self.path.expanduser().resolve()}" if self.path is not None else self.url
-
-
-def locate(url: str) -> Location:
-    """``postgres://…``/``postgresql://…``, ``sqlite:PATH`` or a bare path."""
-    if url.startswith(("postgres://", "postgresql://")):
-        return Location("postgres", url=url)
-    if url.startswith("sqlite:"):
-        return Location(
-            "sqlite", path=Path(url.removeprefix("sqlite:").removeprefix("//")).expanduser()
-        )
-    if "://" in url:
-        raise InvalidError(
-            f"store URL {url.split('://', 1)[0]}://…: not a store agen knows; use postgres://… or sqlite:PATH",
-            field="store",
-        )
-    return Location("sqlite", path=Path(url).expanduser())
 
 
 def open_side(loc: Location, *, write: bool, field: str = "store") -> Side | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from agen.errors import InvalidError
@@ -81,8 +82,41 @@ POSTGRES_SCHEMES = ("postgres://", "postgresql://")
 
 
 def is_postgres_url(url: str | None) -> bool:
-    """Whether ``url`` names a PostgreSQL store (``postgres://`` or ``postgresql://``)."""
+    """Whether ``url`` names a PostgreSQL store (``postgres://`` or ``postgresql://``, in any case)."""
     return url is not None and url.lower().startswith(POSTGRES_SCHEMES)
+
+
+@dataclass(frozen=True)
+class Location:
+    """A store a URL names: a SQLite file (``path``) or a Postgres database (``url``)."""
+
+    dialect: str  # "sqlite" or "postgres"
+    path: Path | None = None
+    url: str = ""
+
+    @property
+    def store_url(self) -> str:
+        """The URL later commands open it by (``sqlite:`` with an absolute path)."""
+        return f"sqlite:{self.path.expanduser().resolve()}" if self.path is not None else self.url
+
+
+def locate(url: str) -> Location:
+    """The one reading of a store URL, for every command: ``postgres://…``/``postgresql://…`` (a URL
+    scheme is case-insensitive; libpq reads only the lower-case one, so that is what it is given),
+    ``sqlite:PATH`` (or ``sqlite://PATH``), or a bare path to a SQLite file. Any other scheme is an
+    InvalidError naming the ones agen knows."""
+    if is_postgres_url(url):
+        scheme, rest = url.split("://", 1)
+        return Location("postgres", url=f"{scheme.lower()}://{rest}")
+    if url[:7].lower() == "sqlite:":
+        return Location("sqlite", path=Path(url[7:].removeprefix("//")).expanduser())
+    if "://" in url:
+        raise InvalidError(
+            f"store URL {redact_url(url)!r}: the {url.split('://', 1)[0]} store is not supported; "
+            "use a SQLite path, sqlite:<path> or postgresql://…",
+            field="store",
+        )
+    return Location("sqlite", path=Path(url).expanduser())
 
 
 def redact_url(url: str) -> str:

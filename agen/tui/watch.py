@@ -49,7 +49,10 @@ async def watch_events(
                 post(ConnectionChanged(False, e.message))
                 up = False
             if follow is not None and follow():
-                cursor, backoff = None, FIRST_BACKOFF_S  # another Hub: its event log has its own cursors
+                cursor, backoff = (
+                    None,
+                    FIRST_BACKOFF_S,
+                )  # another Hub: its event log has its own cursors
                 continue
             await asyncio.sleep(backoff)
             backoff = next_backoff(backoff, FIRST_BACKOFF_S, MAX_BACKOFF_S)

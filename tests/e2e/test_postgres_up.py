@@ -85,6 +85,19 @@ def test_agen_store_env_and_the_home_pointer_open_the_same_postgres_store(
         by_pointer.stop()
 
 
+def test_agen_up_reads_an_upper_case_postgres_scheme(tmp_path: Path, pg_url: str) -> None:
+    """A URL scheme is case-insensitive: `agen up --store POSTGRESQL://…` serves the database (the
+    same parser as `agen migrate`, tests/integration/test_migrate.py)."""
+    shouted = "POSTGRESQL" + pg_url[pg_url.index("://") :]
+    up = Up(tmp_path / "home", args=("--store", shouted)).start()
+    try:
+        assert "store postgresql://" in up.log.read_text()
+        up.agen("deploy", str(write_bundle(tmp_path / "echo", "echo")))
+        assert up.agen("run", "echo", "hello").stdout.strip() == "You said: hello"
+    finally:
+        up.stop()
+
+
 def test_a_password_in_the_store_url_is_never_printed(tmp_path: Path) -> None:
     url = "postgresql://agen:s3cret-pw@127.0.0.1:1/agen?connect_timeout=2"
     up = Up(tmp_path / "home", args=("--store", url))

@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from agen.ownership import hold_store_for_up, release
-from agen.store.copy import copy_all, locate, open_side, verify
+from agen.store.copy import copy_all, open_side, verify
 from agen.store.copy_schema import copy_plan
 from agen.store.copy_sides import Side
+from agen.store.locate import locate
 from tests.cli_helpers import run_agen
 
 ROWS = 7  # per table; with batches of 3 every keyed table takes three batches
@@ -142,6 +143,24 @@ def test_every_table_is_copied_with_ids_and_sequences_kept(
         "url": locate(dst_url).store_url,
         "migrated_from": locate(src_url).store_url,
     }
+
+
+def test_migrate_reads_an_upper_case_postgres_scheme_as_agen_up_does(
+    tmp_path: Path, pg_url: str, agen_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A URL scheme is case-insensitive: `agen migrate --to POSTGRESQL://…` copies into the database,
+    and the pointer it writes names it in the form libpq reads (lower case)."""
+    fill(tmp_path / "a.db")
+    shouted = "POSTGRESQL" + pg_url[pg_url.index("://") :]
+
+    code, out, err = run_agen(
+        capsys, "migrate", "--from", f"sqlite:{tmp_path / 'a.db'}", "--to", shouted, "--json"
+    )
+
+    assert code == 0, err
+    assert json.loads(out)["ok"]
+    pointed = json.loads((agen_home / "store.json").read_text())["url"]
+    assert pointed == "postgresql" + pg_url[pg_url.index("://") :]
 
 
 def test_a_copy_interrupted_midway_resumes_without_doubling_anything(tmp_path: Path) -> None:

@@ -58,3 +58,16 @@ async def test_a_postgres_store_that_cannot_be_reached_is_named_without_its_pass
     with pytest.raises(StoreError) as e:
         await open_store("postgresql://agen:s3cret@127.0.0.1:1/agen?connect_timeout=2")
     assert "s3cret" not in str(e.value) and "postgresql://agen:***@127.0.0.1:1/agen" in str(e.value)
+
+
+def test_one_parser_reads_every_store_url_and_refuses_other_engines_the_same_way() -> None:
+    from agen.store.locate import locate
+
+    assert locate("POSTGRESQL://u@h/db").url == "postgresql://u@h/db"
+    assert locate("Postgres://u@h/db").dialect == "postgres"
+    assert locate("SQLITE:/tmp/a.db").path == Path("/tmp/a.db")
+    assert locate("sqlite:///tmp/a.db").path == Path("/tmp/a.db")
+    assert locate("a.db").path == Path("a.db")
+    with pytest.raises(InvalidError, match="the mysql store is not supported") as e:
+        locate("mysql://u:pw@h/db")
+    assert "pw" not in str(e.value)
