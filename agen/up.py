@@ -19,7 +19,6 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -30,6 +29,7 @@ from agen.bundle._base import HUB_URL_ENV
 from agen.errors import AgenError, ConflictError, InvalidError, UnavailableError
 from agen.local import LocalConfig, read_local, write_local
 from agen.util.home import agen_home, make_private_dir
+from agen.util.listen import EmbeddedServer
 from agen.util.logrepeat import log_to_stderr_once_per_repeat
 
 if TYPE_CHECKING:
@@ -59,14 +59,6 @@ class UpOptions:
     tls_hosts: tuple[str, ...] = ()  # extra names/IPs for the server certificate
     nest_cert_lifetime_ms: int = 30 * 86_400_000  # `--nest-cert-lifetime`: Nest client certificates
     gateway_listen: str | None = None  # the A2A Gateway (agen.gateway); None: no Gateway
-
-
-class _Server(uvicorn.Server):
-    """uvicorn without its own signal handlers: ``agen up`` owns the signals (seed 001)."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Generator[None, None, None]:
-        yield
 
 
 GATEWAY_LISTEN = "127.0.0.1:7071"
@@ -403,7 +395,7 @@ async def serve(opts: UpOptions) -> int:
         }
     hub.allow_self_approval = opts.allow_self_approval
     app = create_app(hub)
-    server = _Server(
+    server = EmbeddedServer(
         uvicorn.Config(
             app,
             host=host,

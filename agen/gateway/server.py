@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Generator
 from pathlib import Path
 
 import uvicorn
@@ -14,22 +13,14 @@ from agen.errors import ConflictError
 from agen.gateway.app import CardReader, GatewayConfig, create_gateway_app
 from agen.gateway.auth import HubLink, KeyFetch, KeyRing
 from agen.gateway.wake import WaitingCalls
-from agen.util.listen import tcp_listener
-
-
-class _Server(uvicorn.Server):
-    """uvicorn without its own signal handlers: the process that runs the Gateway owns them."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Generator[None, None, None]:
-        yield
+from agen.util.listen import EmbeddedServer, tcp_listener
 
 
 class RunningGateway:
     def __init__(
         self,
         url: str,
-        server: _Server,
+        server: EmbeddedServer,
         task: asyncio.Task[None],
         waiting: WaitingCalls,
         keys: asyncio.Task[None],
@@ -96,7 +87,7 @@ async def start_gateway(
         waiting,
         keys,
     )
-    server = _Server(
+    server = EmbeddedServer(
         uvicorn.Config(
             app, host=host, port=port, log_level="warning", lifespan="off", access_log=False
         )

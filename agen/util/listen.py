@@ -1,4 +1,6 @@
-"""A TCP listening socket bound by agen itself, for uvicorn's ``serve(sockets=[...])``.
+"""How agen serves HTTP with uvicorn inside a process of its own: a TCP listening socket bound by agen
+itself, for uvicorn's ``serve(sockets=[...])``, and a uvicorn server that leaves the signals to that
+process.
 
 agen binds a server's socket itself where a taken address must be an error it can report (uvicorn
 calls ``sys.exit`` on one) or where the port is picked by the kernel. Such a socket must say it is
@@ -9,7 +11,11 @@ peer's delayed ACK, ~40 ms on Linux, on every request (the A2A round trip went f
 
 from __future__ import annotations
 
+import contextlib
 import socket
+from collections.abc import Generator
+
+import uvicorn
 
 
 def tcp_listener(host: str, port: int) -> socket.socket:
@@ -23,3 +29,12 @@ def tcp_listener(host: str, port: int) -> socket.socket:
         sock.close()
         raise
     return sock
+
+
+class EmbeddedServer(uvicorn.Server):
+    """uvicorn without its own signal handlers: the process that serves (``agen up``, a Nest's Gateway)
+    owns SIGINT and SIGTERM and stops its servers itself (drain first, seed 001)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
