@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from agen.errors import InvalidError
+from agen.util.ulid import CROCKFORD
 
 if TYPE_CHECKING:
     from ulid import ULID
@@ -27,9 +28,8 @@ TRACEPARENT_PATTERN = r"^00-(?!0{32})([0-9a-f]{32})-(?!0{16})([0-9a-f]{16})-([0-
 TRACEPARENT = re.compile(TRACEPARENT_PATTERN)
 
 
-_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-_AS_BASE32 = str.maketrans(_CROCKFORD, "0123456789abcdefghijklmnopqrstuv")
-_ULID_CHARS = frozenset(_CROCKFORD)
+_AS_BASE32 = str.maketrans(CROCKFORD, "0123456789abcdefghijklmnopqrstuv")
+_ULID_CHARS = frozenset(CROCKFORD)
 
 
 def _int(agen_id: str) -> int:

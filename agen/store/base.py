@@ -17,9 +17,6 @@ import asyncio
 import concurrent.futures
 import contextlib
 import json
-import os
-import random
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,6 +25,7 @@ from typing import Any, Protocol, TypeVar
 from pydantic_core import to_json
 
 from agen.store.records import R, read, read_all
+from agen.util.ulid import new_ulid as new_ulid  # re-exported: the store makes the ids it writes
 
 T = TypeVar("T")
 Row = dict[str, Any]
@@ -41,78 +39,6 @@ def now_ms() -> int:
 LIVE_PAYLOAD_BYTES = 7_900
 """The largest payload ``Store.send_live`` carries: a Postgres NOTIFY takes under 8000 bytes, and the
 sender's id and a running number (at most 48) ride in front."""
-_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-_PAIRS = [a + b for a in _CROCKFORD for b in _CROCKFORD]  # 10 bits -> 2 chars
-_RAND_MAX = (1 << 80) - 1
-_ULID_RANDOM = random.Random(
-    os.urandom(32)
-)  # private: a program's random.seed() must not make ids repeat
-os.register_at_fork(after_in_child=lambda: _ULID_RANDOM.seed(os.urandom(32)))
-_random_bits = _ULID_RANDOM.getrandbits
-
-
-class _UlidClock(threading.local):
-    """Monotonic ULIDs like python-ulid's ``str(ULID())`` (same ms: randomness + 1), ~4x cheaper: the
-    writer makes a dozen per task. State is per thread, not behind a lock: a lock held by a thread that
-    loses the GIL mid-call stalls the other thread for a whole switch interval. Ids from different
-    threads in the same millisecond draw their own 80 random bits (unique; order between them is random).
-    The bits come from ``random`` (seeded from os.urandom), not a getrandom() syscall per millisecond: a
-    syscall gives up the GIL, and getting it back from a busy thread cost ~0.3 ms. Ids need uniqueness,
-    not secrecy; tokens and secrets use ``secrets``."""
-
-    def __init__(self) -> None:
-        self.last_ms = -1
-        self.last_rand = 0
-        self.prefix = ""
-        self.head = (
-            ""  # prefix + the encoding of the random bits above the low 20 (they rarely change)
-        )
-
-    def new(self) -> str:
-        ms = time.time_ns() // 1_000_000
-        if ms <= self.last_ms and self.last_rand < _RAND_MAX:
-            r = self.last_rand = self.last_rand + 1
-            if not r & 0xFFFFF:  # the increment carried into the cached high bits
-                self.head = self._head(r)
-        else:
-            r = self.last_rand = _random_bits(80)
-            self.last_ms = ms
-            # 48-bit time: 10 chars (the top one holds 3 bits), two at a time where it can
-            p = _PAIRS
-            self.prefix = (
-                _CROCKFORD[ms >> 45]
-                + p[(ms >> 35) & 1023]
-                + p[(ms >> 25) & 1023]
-                + p[(ms >> 15) & 1023]
-                + p[(ms >> 5) & 1023]
-                + _CROCKFORD[ms & 31]
-            )
-            self.head = self._head(r)
-        p = _PAIRS
-        return self.head + p[(r >> 10) & 1023] + p[r & 1023]
-
-    def _head(self, r: int) -> str:
-        p = _PAIRS
-        return (
-            self.prefix
-            + p[r >> 70]
-            + p[(r >> 60) & 1023]
-            + p[(r >> 50) & 1023]
-            + p[(r >> 40) & 1023]
-            + p[(r >> 30) & 1023]
-            + p[(r >> 20) & 1023]
-        )
-
-
-_ULIDS = _UlidClock()
-
-
-def new_ulid() -> str:
-    """A new ULID string (monotonic within each thread): the one id source of agen (python-ulid is
-    used only to parse and convert ids, in otel/ids.py; this is ~6x cheaper than ``str(ULID())``)."""
-    return _ULIDS.new()
-
-
 def _encode(value: Any) -> str:
     """Compact JSON, key order kept, non-ASCII as is, NaN and infinities as JSON's constants, unknown
     types by ``str``: pydantic-core's encoder, about twice as fast as a ``json.JSONEncoder`` (which

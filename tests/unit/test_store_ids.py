@@ -7,7 +7,7 @@ import time
 import pytest
 from ulid import ULID
 
-from agen.store.base import new_ulid
+from agen.util.ulid import new_ulid
 
 
 def test_new_ulid_ids_parse_as_ulids_carrying_the_current_time() -> None:
@@ -31,13 +31,13 @@ def test_new_ulid_ids_are_unique_and_sort_in_creation_order() -> None:
 def test_ids_in_one_millisecond_count_up_through_a_carry_into_the_cached_high_bits(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from agen.store import base
+    from agen.util import ulid
 
     ms = 1_795_958_206_388
     monkeypatch.setattr(time, "time_ns", lambda: ms * 1_000_000)
     for start in (0xFFFFE, (12345 << 20) | 0xFFFF0, (1 << 70) - 2, 7):
-        monkeypatch.setattr(base, "_random_bits", lambda _n, start=start: start)
-        clock = base._UlidClock()
+        monkeypatch.setattr(ulid, "_random_bits", lambda _n, start=start: start)
+        clock = ulid._UlidClock()
         ids = [clock.new() for _ in range(40)]
         assert ids == [
             str(ULID.from_bytes(ms.to_bytes(6, "big") + (start + i).to_bytes(10, "big")))
