@@ -307,13 +307,6 @@ class HttpTransport:
         except httpx2.TransportError as e:
             raise unreachable(self.url, type(e).__name__) from None
 
-    async def get_json(self, path: str) -> tuple[int, Any]:
-        try:
-            r = await self._http.get(path)
-        except _transport_error() as e:
-            raise unreachable(self.url, type(e).__name__) from None
-        return r.status_code, r.json()
-
     async def aclose(self) -> None:
         await self._http.aclose()
 

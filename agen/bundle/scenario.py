@@ -218,10 +218,6 @@ class Scenario(EvalModel):
             return self.turns
         return [UserTurn(input=self.input or "", signals=self.signals)]
 
-    @property
-    def first_input(self) -> str:
-        return self.conversation[0].input
-
 
 def subset(want: Any, have: Any) -> bool:
     """``want`` is contained in ``have``: dict keys recursively, other values equal."""

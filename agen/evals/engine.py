@@ -275,11 +275,6 @@ async def run_tool_calls(store: Store, run_id: str) -> list[ToolCall]:
     return out
 
 
-async def run_calls(store: Store, run_id: str) -> list[dict[str, Any]]:
-    """Every tool call the model made in a run, in order, built-ins (finish) included."""
-    return [{"name": c.name, "arguments": c.arguments} for c in await run_tool_calls(store, run_id)]
-
-
 def check(expect: Expect, a: Attempt) -> list[str]:
     """The expectations that do not hold, one readable line each."""
     out: list[str] = []
