@@ -506,7 +506,7 @@ async def serve(opts: UpOptions) -> int:
             await gateway.stop()
         if export is not None:
             await export.stop()
-        await app.state.mcp_door.close()
+        await app.state.mcp_endpoint.close()
         await store.close()
         with contextlib.suppress(OSError):
             (home / "up.pid").unlink()

@@ -226,14 +226,14 @@ def create_app(hub: Hub, max_body: int | None = None) -> Starlette:
         body = {"error": {"code": code, "message": message, "details": {}}}
         return JSONResponse(body, status_code=exc.status_code, headers=dict(exc.headers or {}))
 
-    from agen.api.mcp_endpoint import McpDoor
+    from agen.api.mcp_endpoint import McpEndpoint
 
-    mcp_door = McpDoor(hub)
+    mcp_endpoint = McpEndpoint(hub)
     app = Starlette(
         exception_handlers={HTTPException: http_error},
         routes=[
             Route("/v1/{method}", call, methods=["POST"]),
-            Route("/mcp", mcp_door),  # MCP over streamable HTTP (agen.api.mcp_endpoint)
+            Route("/mcp", mcp_endpoint),  # MCP over streamable HTTP (agen.api.mcp_endpoint)
             Route("/health", health, methods=["GET"]),
             Route("/ready", ready, methods=["GET"]),
             Route("/openapi.json", openapi, methods=["GET"]),
@@ -242,5 +242,5 @@ def create_app(hub: Hub, max_body: int | None = None) -> Starlette:
             *hook_routes(hub),  # webhooks and the SSE event stream (agen.api.hooks)
         ],
     )
-    app.state.mcp_door = mcp_door  # its session manager runs in a task: close() stops it
+    app.state.mcp_endpoint = mcp_endpoint  # its session manager runs in a task: close() stops it
     return app

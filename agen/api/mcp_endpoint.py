@@ -1,4 +1,4 @@
-"""The Hub's MCP door: ``/mcp``, MCP over streamable HTTP, one tool per API method (seed 000 §11).
+"""The Hub's MCP endpoint: ``/mcp``, MCP over streamable HTTP, one tool per API method (seed 000 §11).
 
 The tools come from the same registry as the HTTP routes and the OpenAPI document: a tool is an RPC's
 snake_case name, its description the RPC's doc and its input schema the request model's JSON schema, so
@@ -11,7 +11,7 @@ scope is refused as a tool error that says which scope it needs. A token holds a
 
 The SDK's streamable-HTTP session manager runs stateless (each POST stands alone; nothing to clean up
 when a client goes away) and answers with JSON. Its task group lives in a task started by the first
-request on the loop that serves it, and stops with :meth:`McpDoor.close`.
+request on the loop that serves it, and stops with :meth:`McpEndpoint.close`.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def _refusal(e: AgenError) -> mcp_types.CallToolResult:
     return mcp_types.CallToolResult(content=_text(e.to_dict()), is_error=True)
 
 
-class McpDoor:
+class McpEndpoint:
     """The ASGI app mounted at ``/mcp`` for one Hub."""
 
     def __init__(self, hub: Hub) -> None:

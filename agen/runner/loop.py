@@ -41,7 +41,7 @@ from agen.runner.redact import Redactor
 from agen.runner.resume import patch_history, plan_repair
 from agen.runner.review import is_reviewer, review, since_last_review
 from agen.runner.rollover import fold
-from agen.runner.shielding import despite_cancel
+from agen.runner.shielding import finish_even_if_cancelled
 from agen.runner.state import EventSink, RunState, call_dicts
 from agen.runner.tools.base import Tool, ToolContext, Toolset
 from agen.runner.tools.builtin import FINISH, FinishTool, builtin_tools
@@ -235,7 +235,7 @@ class Runner:
             by_event = cancel is not None and cancel.is_set()
             if by_event and me is not None:
                 me.uncancel()
-            result = await despite_cancel(self._stopped(st))
+            result = await finish_even_if_cancelled(self._stopped(st))
             if not by_event:
                 raise
         finally:
@@ -243,7 +243,7 @@ class Runner:
                 watcher.cancel()
             if scope is not None:
                 if scope.toolsets:  # a Task for the shield only when there is a server to stop
-                    await despite_cancel(scope.close_tools())
+                    await finish_even_if_cancelled(scope.close_tools())
                 if not (result is not None and result.suspended):
                     scope.end()  # a suspended run keeps its workspace until it resumes and ends
         if me is not None and me.cancelling():  # stopped again while it wrapped up: end as stopped

@@ -10,7 +10,7 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-async def despite_cancel(aw: Awaitable[T]) -> T:
+async def finish_even_if_cancelled(aw: Awaitable[T]) -> T:
     """``aw``'s result, awaited to its end even when the caller is cancelled again meanwhile. A run can
     be stopped twice (a cancel, then its lost lease): a plain ``asyncio.shield`` lets the second stop
     through at once, so the caller moves on (closing its HTTP client, ending the task) while ``aw``

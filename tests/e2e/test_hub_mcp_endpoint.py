@@ -1,4 +1,4 @@
-"""The Hub's MCP door: the official MCP Python client lists and calls Hub tools at /mcp, filtered by scope."""
+"""The Hub's MCP endpoint: the official MCP Python client lists and calls Hub tools at /mcp, filtered by scope."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def test_an_operator_token_submits_a_task_through_mcp_and_waits_for_it(tmp_path:
         up.stop()
 
 
-def test_the_mcp_door_refuses_a_caller_without_a_token(tmp_path: Path) -> None:
+def test_the_mcp_endpoint_refuses_a_caller_without_a_token(tmp_path: Path) -> None:
     up = Up(tmp_path / "home").start()
     try:
         r = httpx.post(

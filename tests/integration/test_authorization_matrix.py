@@ -282,6 +282,6 @@ async def test_mcp_lists_exactly_the_tools_a_caller_may_call_and_no_nest_call(
         assert r.status_code == 200, r.text
         listed = {t["name"] for t in r.json()["result"]["tools"]}
     finally:
-        await app.state.mcp_door.close()
+        await app.state.mcp_endpoint.close()
     want = {tool_name(n) for n in RPCS if kind.may(n) and RULES[n] not in ("nest", "join")}
     assert listed == want

@@ -51,7 +51,7 @@ async def test_a_token_holds_a_bounded_number_of_open_mcp_streams(hub: Hub) -> N
                 assert loop.time() < deadline, "closed streams were never given back"
                 await asyncio.sleep(0.05)
     finally:
-        await app.state.mcp_door.close()
+        await app.state.mcp_endpoint.close()
 
 
 def test_tool_names_keep_a_run_of_capitals_as_one_word() -> None:

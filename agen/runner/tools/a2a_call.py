@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from agen.runner.shielding import despite_cancel
+from agen.runner.shielding import finish_even_if_cancelled
 from agen.util.backoff import next_backoff
 
 POLL_FIRST_S = 0.05
@@ -198,7 +198,9 @@ async def call_a2a(
                 if task_id is None:  # cancelled while sending: did the send answer meanwhile?
                     task_id = _sent_task_id(sending)
                 if task_id is not None:
-                    await despite_cancel(_cancel_remote(client, CancelTaskRequest(id=task_id)))
+                    await finish_even_if_cancelled(
+                        _cancel_remote(client, CancelTaskRequest(id=task_id))
+                    )
                 raise
         except A2AClientError as e:
             raise A2AFailure(f"the call to {url} failed: {_line(e)}") from None
@@ -235,7 +237,7 @@ async def _answer_to_send(sending: asyncio.Future[Any]) -> Any:
     try:
         return await asyncio.shield(sending)
     except asyncio.CancelledError:
-        await despite_cancel(asyncio.wait({sending}, timeout=CANCEL_GRACE_S))
+        await finish_even_if_cancelled(asyncio.wait({sending}, timeout=CANCEL_GRACE_S))
         sending.cancel()  # no answer within the grace: the request is dropped
         raise
 
