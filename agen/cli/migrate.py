@@ -159,7 +159,6 @@ def _copy_and_verify(source: Side, target: Side, json_out: bool) -> list[TableCh
     from agen.store.copy import (
         check_schema,
         copy_all,
-        pause_hook_from_env,
         resume_point,
         source_counts,
         verify,
@@ -185,7 +184,7 @@ def _copy_and_verify(source: Side, target: Side, json_out: bool) -> list[TableCh
                 jobs[t.name] = bar.add_task(t.name, total=max(counts[t.name], copied))
             bar.update(jobs[t.name], completed=copied)
 
-        copy_all(source, target, on_progress=on_progress, after_batch=pause_hook_from_env())
+        copy_all(source, target, on_progress=on_progress)
         check = bar.add_task("verifying", total=len(counts))
         return verify(source, target, on_table=lambda _n: bar.advance(check))
 

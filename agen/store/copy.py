@@ -15,11 +15,9 @@ its canonical form.
 from __future__ import annotations
 
 import hashlib
-import os
-import threading
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from agen.errors import ConflictError, InvalidError, StoreError
@@ -28,9 +26,7 @@ from agen.store.copy_sides import PostgresSide, Progress, Side, SQLiteSide, Valu
 from agen.store.locate import Location
 
 BATCH_ROWS = 5000
-# Test hook, so a test can SIGKILL a copy at a known point without timing: "N:PATH" makes the copier write
-# PATH after its N-th committed batch and then wait until it is killed.
-PAUSE_ENV = "AGEN_MIGRATE_TEST_PAUSE"
+log = logging.getLogger("agen.store.copy")
 _MOD = 1 << 128
 
 
@@ -137,9 +133,11 @@ def copy_all(
     *,
     batch_rows: int = BATCH_ROWS,
     on_progress: OnProgress | None = None,
-    after_batch: Callable[[int], None] | None = None,
 ) -> None:
-    """Copy every table not yet done, parents first, then continue the target's generated keys."""
+    """Copy every table not yet done, parents first, then continue the target's generated keys.
+
+    Each committed batch is logged at DEBUG on ``agen.store.copy`` (the record's ``batch`` is its
+    number in this run): what a copy has made durable so far, for whoever watches the log."""
     done_before = resume_point(source, target)  # refuses a foreign target before writing anything
     target.ensure_progress_table()
     batches = 0
@@ -157,10 +155,15 @@ def copy_all(
                 p = Progress(None, len(rows), True)
             target.write_batch(t, rows, source.ident, p, replace=not t.key)
             batches += 1
+            log.debug(
+                "%s: batch %d committed, %d rows copied",
+                t.name,
+                batches,
+                p.copied,
+                extra={"batch": batches},
+            )
             if on_progress is not None:
                 on_progress(t, p.copied)
-            if after_batch is not None:
-                after_batch(batches)
     target.finish_sequences()
 
 
@@ -202,19 +205,3 @@ def _whole_floats(row: Values, reals: tuple[int, ...]) -> Values:
         if isinstance(v, float) and v.is_integer() and abs(v) < 2**63:
             out[i] = int(v)
     return tuple(out)
-
-
-def pause_hook_from_env() -> Callable[[int], None] | None:
-    """The test hook of PAUSE_ENV, if set."""
-    spec = os.environ.get(PAUSE_ENV, "")
-    if not spec:
-        return None
-    n_text, _, marker = spec.partition(":")
-    n = int(n_text)
-
-    def hook(batches: int) -> None:
-        if batches == n:
-            Path(marker).write_text(str(os.getpid()))
-            threading.Event().wait()  # until the test kills this process
-
-    return hook

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from agen.store.copy import PAUSE_ENV, locate, open_side
+from agen.store.copy import open_side
+from agen.store.locate import locate
 from tests.e2e.harness import AGEN, Up, wait_until
 from tests.fleet_helpers import write_bundle
 
@@ -39,10 +40,23 @@ def gated(root: Path, effects: Path) -> Path:
     return bundle
 
 
-def migrate(up: Up, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+def migrate(
+    up: Up, *args: str, pause_after: tuple[int, Path] | None = None
+) -> subprocess.Popen[str]:
+    """`agen migrate ARGS`; with ``pause_after`` (N, MARKER) it stops for good after its N-th committed
+    batch, once it has written MARKER (tests/e2e/migrate_paused.py)."""
+    command = [AGEN]
+    if pause_after is not None:
+        n, marker = pause_after
+        command = [
+            sys.executable,
+            str(Path(__file__).with_name("migrate_paused.py")),
+            str(n),
+            str(marker),
+        ]
     return subprocess.Popen(
-        [AGEN, "migrate", *args],
-        env={**up.env, **(env or {})},
+        [*command, "migrate", *args],
+        env=up.env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -110,7 +124,7 @@ def test_a_store_migrated_while_killed_midway_carries_on_under_agen_up(
         assert refused.returncode == 5 and "--drain" in err, err
 
         marker = tmp_path / "paused"
-        first = migrate(up, "--to", to, "--drain", env={PAUSE_ENV: f"5:{marker}"})
+        first = migrate(up, "--to", to, "--drain", pause_after=(5, marker))
         wait_until(marker.exists, 120, "the first copy to commit five batches")
         first.send_signal(signal.SIGKILL)
         first.wait(10)

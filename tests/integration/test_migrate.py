@@ -172,12 +172,15 @@ def test_a_copy_interrupted_midway_resumes_without_doubling_anything(tmp_path: P
     class Killed(Exception):
         pass
 
-    def die_at_ten(n: int) -> None:
-        if n == 10:
+    progress: list[int] = []
+
+    def die_at_the_tenth_report(_table: object, copied: int) -> None:  # after a committed batch
+        progress.append(copied)
+        if len(progress) == 10:
             raise Killed
 
     with pytest.raises(Killed):
-        copy_all(source, target, batch_rows=3, after_batch=die_at_ten)
+        copy_all(source, target, batch_rows=3, on_progress=die_at_the_tenth_report)
     partly = sum(target.count(t) for t in copy_plan())
     assert 0 < partly < ROWS * len(copy_plan())
     copy_all(source, target, batch_rows=3)
