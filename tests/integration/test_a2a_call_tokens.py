@@ -22,13 +22,12 @@ from agen.client import Client
 from agen.errors import DeniedError, NotFoundError
 from agen.gateway import GatewayConfig, create_gateway_app
 from agen.gateway.auth import KeyRing
-from agen.gateway.server import _Server
 from agen.gateway.wake import WakePolicy
 from agen.hub.auth import LOCAL_NEST
 from agen.hub.call_keys import agent_token, signing_key
 from agen.node import LocalNode
 from agen.store import SQLiteStore
-from agen.util.listen import tcp_listener
+from agen.util.listen import EmbeddedServer, tcp_listener
 from agen.wire.agents import ResolveAgentRequest
 from agen.wire.approvals import Approval, DecideApprovalRequest, ListApprovalsRequest
 from agen.wire.common import Empty
@@ -74,7 +73,7 @@ class Gateway:
             access_log=False,
             timeout_graceful_shutdown=5,  # a test that failed mid-call still ends
         )
-        self.server = _Server(config)  # no signal handlers of its own: pytest owns them
+        self.server = EmbeddedServer(config)  # no signal handlers of its own: pytest owns them
 
     async def __aenter__(self) -> Gateway:
         self.task = asyncio.create_task(self.server.serve(sockets=[self.sock]))
