@@ -39,6 +39,8 @@ def now_ms() -> int:
 LIVE_PAYLOAD_BYTES = 7_900
 """The largest payload ``Store.send_live`` carries: a Postgres NOTIFY takes under 8000 bytes, and the
 sender's id and a running number (at most 48) ride in front."""
+
+
 def _encode(value: Any) -> str:
     """Compact JSON, key order kept, non-ASCII as is, NaN and infinities as JSON's constants, unknown
     types by ``str``: pydantic-core's encoder, about twice as fast as a ``json.JSONEncoder`` (which

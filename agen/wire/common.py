@@ -45,5 +45,6 @@ class Ok(Model):
 class DeploymentByName(Model):
     """A request that names one deployment: its namespace and name (agen.domain.DeploymentRef is
     the other thing, a row of the deployments table)."""
+
     namespace: str = Field("default", pattern=NAME_PATTERN)
     name: str = Field(min_length=1, max_length=63)

@@ -15,8 +15,8 @@ import pytest
 from agen.domain.live import BUS, LiveBus, LiveEvent
 from agen.domain.live_batches import LiveBatcher
 from agen.hub.rpc.live import notify_payloads
-from agen.nest.fake import FakeHubPort
 from agen.nest.manager import Manager
+from agen.testing.fake_hub_port import FakeHubPort
 from agen.wire.nests import LiveEventWire
 from tests.unit.nest_helpers import Factory
 
