@@ -110,6 +110,7 @@ class LiveBus:
         self._subs: dict[int, Subscription] = {}
         self._ids = itertools.count()
         self._open: dict[str, list[LiveEvent]] = {}  # run id -> its model call in progress
+        self._on_subscribe: list[Callable[[], None]] = []
 
     def publish(self, event: LiveEvent) -> None:
         if event.type == "model.started":
@@ -131,6 +132,14 @@ class LiveBus:
         events (a delta per word) checks once, and makes fewer when nobody is listening."""
         return any(sub.wants(event) for sub in tuple(self._subs.values()))
 
+    def subscribers(self) -> int:
+        return len(self._subs)
+
+    def on_subscribe(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` whenever someone subscribes (the Hub's relay then asks the other Hubs
+        for their runs' events: agen.hub.rpc.live)."""
+        self._on_subscribe.append(callback)
+
     @contextlib.contextmanager
     def subscribe(self, wants: Callable[[LiveEvent], bool]) -> Iterator[Subscription]:
         """The live events ``wants`` accepts: the model calls in progress so far, then each as it
@@ -141,6 +150,8 @@ class LiveBus:
             for event in tuple(call):
                 sub.offer(event)
         self._subs[key] = sub
+        for callback in tuple(self._on_subscribe):
+            callback()
         try:
             yield sub
         finally:

@@ -159,6 +159,15 @@ class Store(abc.ABC):
         processes on this store, best effort: a NOTIFY on Postgres. SQLite: nobody to tell."""
         return
 
+    def live_wanted(self) -> bool:
+        """Whether a Hub of another process has a follower of live events now (``ask_for_live``):
+        only then are this process's sent to it."""
+        return False
+
+    def ask_for_live(self) -> None:
+        """Tell the Hubs of other processes this one has a follower of live events."""
+        return
+
     def on_live(self, callback: Callable[[str], None]) -> None:
         """Call ``callback`` on this process's event loop with each payload another process sent with
         ``send_live`` (never this process's own). Stores only one process serves never call it."""

@@ -32,6 +32,7 @@ import contextlib
 import itertools
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
@@ -67,6 +68,10 @@ log = logging.getLogger("agen.store")
 CHANNEL = "agen_events"
 WAKE_CHANNEL = "agen_work"
 LIVE_CHANNEL = "agen_live"
+LIVE_WANTED_CHANNEL = "agen_live_wanted"
+LIVE_WANTED_S = 15.0
+"""How long a Hub relays its live events after another Hub last said it has a follower for them
+(``ask_for_live``, repeated while it has one): no follower elsewhere, no NOTIFY per batch of deltas."""
 CONNECT_TIMEOUT_S = 10
 MAX_RETRIES = 5  # serialization failures and deadlocks are retried this many times, then reported
 SETTLE_POLL_S = (
@@ -308,6 +313,7 @@ class PostgresStore(Store):
         )  # this process's wake-ups carry it, so its own listener passes them over
         self._woken: list[Callable[[], None]] = []
         self._live: list[Callable[[str], None]] = []  # on_live: who follows other Hubs' events
+        self._live_wanted_until = 0.0  # monotonic: another Hub has a follower of live events
         self._live_seq = itertools.count()
         self._pool = ConnectionPool(
             url,
@@ -417,8 +423,27 @@ class PostgresStore(Store):
         with contextlib.suppress(RuntimeError):  # shut down meanwhile
             self._threads.submit(send)
 
+    def live_wanted(self) -> bool:
+        """Whether a Hub of another process said lately that it has a follower of live events."""
+        return time.monotonic() < self._live_wanted_until
+
+    def ask_for_live(self) -> None:
+        """Tell the other Hubs this one has a follower of live events, so they relay theirs for the
+        next LIVE_WANTED_S (best effort, off the loop)."""
+        if self._closed:
+            return
+
+        def send() -> None:
+            # best effort: this Hub's follower still gets its own Hub's events
+            with contextlib.suppress(Exception), self._pool.connection() as conn:
+                conn.execute("SELECT pg_notify(%s, %s)", (LIVE_WANTED_CHANNEL, self._id))
+
+        with contextlib.suppress(RuntimeError):  # shut down meanwhile
+            self._threads.submit(send)
+
     def on_live(self, callback: Callable[[str], None]) -> None:
-        """The first follower makes the listener LISTEN on ``agen_live`` too (it connects again)."""
+        """The first follower makes the listener LISTEN on ``agen_live`` (and on who asks for live
+        events: ``live_wanted``) too (it connects again)."""
         self._live.append(callback)
         old = self._listener
         if len(self._live) > 1 or old is None or self._closed:
@@ -708,12 +733,17 @@ class PostgresStore(Store):
                     await conn.execute(f"LISTEN {WAKE_CHANNEL}")
                     if self._live:
                         await conn.execute(f"LISTEN {LIVE_CHANNEL}")
+                        await conn.execute(f"LISTEN {LIVE_WANTED_CHANNEL}")
                     self._events_committed()  # commits made while (re)connecting were not heard
                     ready.set()
                     self._wake_local()  # work submitted while (re)connecting was not heard either
                     async for note in conn.notifies():
                         if note.channel == LIVE_CHANNEL:
                             self._live_from_another(note.payload)
+                            continue
+                        if note.channel == LIVE_WANTED_CHANNEL:
+                            if note.payload != self._id:
+                                self._live_wanted_until = time.monotonic() + LIVE_WANTED_S
                             continue
                         if note.payload == self._id:  # this process's own: it knew already
                             continue

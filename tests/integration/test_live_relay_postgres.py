@@ -68,3 +68,32 @@ async def test_live_events_reach_the_other_hub_once_and_never_come_back(pg_url: 
     finally:
         for s in stores:
             await s.close()
+
+
+async def test_a_hub_relays_only_while_another_hub_has_a_follower(pg_url: str) -> None:
+    """No follower on another Hub: the relay takes no event (so a run is not streamed for it and no
+    NOTIFY is sent); once Hub B has one, B says so and A's relay takes A's events."""
+    stores = [await PostgresStore.open(pg_url) for _ in range(2)]
+    try:
+        hub_a, hub_b = Hub(stores[0]), Hub(stores[1])
+        hub_a.live, hub_b.live = LiveBus(), LiveBus()
+        relays = [LiveRelay(hub_a), LiveRelay(hub_b)]
+        for relay in relays:
+            relay.start()
+        assert not hub_a.live.wants(delta("unwatched"))  # only the relay subscribes on A
+        with hub_b.live.subscribe(lambda e: True) as on_b:
+            for _ in range(3000):  # B's ask reaches A through NOTIFY (30 s bounds a broken test)
+                if stores[0].live_wanted():
+                    break
+                await asyncio.sleep(0.01)
+            assert hub_a.live.wants(delta("watched elsewhere"))
+            hub_a.live.publish(delta("hello", run="run-w"))
+            e = await next_event(on_b.queue)
+            while e.run_id != "run-w":
+                e = await next_event(on_b.queue)
+            assert e.relayed and e.data["text"] == "hello"
+        for relay in relays:
+            await relay.stop()
+    finally:
+        for store in stores:
+            await store.close()

@@ -18,6 +18,7 @@ from agen.domain import (
     columns,
 )
 from agen.errors import FencedError, NotFoundError
+from agen.hub.events.deployment_log import write_log
 from agen.hub.queue.locks import release_task_locks
 from agen.store import Tx, dumps
 
@@ -111,12 +112,8 @@ def deployment_log(
     level: str = "info",
     instance_id: str | None = None,
 ) -> None:
-    """A line on the deployment's log (`agen logs`): releases and lease expiries."""
-    tx.execute(
-        "INSERT INTO deployment_logs (namespace, deployment, instance_id, level, message, created_ms)"
-        " VALUES (?,?,?,?,?,?)",
-        (task.namespace, task.deployment, instance_id, level, message, tx.now_ms),
-    )
+    """A line on the task's deployment's log (`agen logs`): releases and lease expiries."""
+    write_log(tx, task.namespace, task.deployment, message, level=level, instance_id=instance_id)
 
 
 def requeue(

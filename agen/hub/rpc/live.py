@@ -16,6 +16,8 @@ a store of its own the Hub does not read (``agen nest run --store-for``).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 import logging
 from collections.abc import Iterator
@@ -29,6 +31,9 @@ from agen.hub.auth import Principal
 from agen.hub.service import Hub
 from agen.store import LIVE_PAYLOAD_BYTES
 from agen.wire import nests as m
+
+ASK_EVERY_S = 5.0
+"""How often a Hub with a follower of live events says so again (the others relay for 15 s after)."""
 
 log = logging.getLogger("agen.hub")
 _BATCH = TypeAdapter(list[m.LiveEventWire])
@@ -107,25 +112,50 @@ class LiveRelay:
     Only on a store several Hub processes share (Postgres). Whatever reaches this process's bus (its
     own Nest's runs, a ``process`` host's, a remote Nest's PublishLive) goes out in batches of NOTIFY
     payloads; what comes in is published here marked ``relayed``, so it never goes out again, and a
-    Hub's own NOTIFYs are passed over by its listener (agen.store.postgres)."""
+    Hub's own NOTIFYs are passed over by its listener (agen.store.postgres).
+
+    Only while another Hub has a follower: a Hub with one says so when it subscribes and every
+    ASK_EVERY_S after (``Store.ask_for_live``), and the others relay for LIVE_WANTED_S after they
+    last heard it. With no follower elsewhere no NOTIFY is sent, and a run nobody watches is not
+    streamed for the relay (``LiveBus.wants``)."""
 
     def __init__(self, hub: Hub) -> None:
         self.hub = hub
+        store = hub.store
         self.batches = LiveBatcher(
             self._send,
-            f"hub: live events to the other Hubs on {hub.store.url}",
+            f"hub: live events to the other Hubs on {store.url}",
             bus=hub.live,
-            wants=_not_relayed,
+            wants=lambda e: not e.relayed and store.live_wanted(),
         )
+        self._asking: asyncio.Task[None] | None = None
 
     def start(self) -> None:
         store = self.hub.store
         if not store.live_across_processes or self.batches.running:
             return
         store.on_live(self._from_another_hub)
+        self.hub.live.on_subscribe(self._ask_if_followed)
         self.batches.start()
+        self._asking = asyncio.create_task(self._keep_asking(), name="agen-live-asking")
+
+    def _ask_if_followed(self) -> None:
+        if self.hub.live.subscribers() > 1:  # someone besides this relay
+            self.hub.store.ask_for_live()
+
+    async def _keep_asking(self) -> None:
+        """While this Hub has a follower besides the relay itself, say so again before the other
+        Hubs' LIVE_WANTED_S runs out."""
+        while True:
+            await asyncio.sleep(ASK_EVERY_S)
+            self._ask_if_followed()
 
     async def stop(self) -> None:
+        if self._asking is not None:
+            self._asking.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._asking
+            self._asking = None
         await self.batches.stop()
 
     async def _send(self, events: list[LiveEvent]) -> list[tuple[int, str]]:
@@ -140,10 +170,6 @@ class LiveRelay:
             return
         for item in batch:
             self.hub.live.publish(item.event(relayed=True))
-
-
-def _not_relayed(e: LiveEvent) -> bool:
-    return not e.relayed
 
 
 def notify_payloads(events: list[LiveEvent], limit: int = LIVE_PAYLOAD_BYTES) -> list[str]:
