@@ -242,7 +242,8 @@ class Instance:
         self._slot.set()
 
     async def drain(self, timeout_s: float, *, stop_runs: bool = False) -> None:
-        """Stop leasing, let running tasks finish (up to the timeout), then stop the rest.
+        """Stop leasing, let running tasks finish (up to the timeout), then stop the rest: their
+        tasks go back to the queue and their runs resume from where they stopped.
 
         ``stop_runs`` (the Nest is shutting down): each run only finishes its current step, then
         its task goes back to the queue and resumes from its checkpoint later.
@@ -257,6 +258,11 @@ class Instance:
         pending = [t for _, t in self.running.values()]
         if pending:
             _, still = await asyncio.wait(pending, timeout=timeout_s)
+            if still and not stop_runs:
+                # Held first: a run stopped now is given back and resumes later, so it must not
+                # end itself cancelled (agen.runner.loop: a held run's stop writes no end).
+                with contextlib.suppress(Exception):
+                    await self.executor.drain()
             for t in still:
                 t.cancel()
             if still:

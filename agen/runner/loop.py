@@ -220,6 +220,7 @@ class Runner:
         me = asyncio.current_task()
         watcher = None
         result: RunResult | None = None
+        handed_back = False
         if cancel is not None and me is not None:
             watcher = asyncio.create_task(cancel.wait())
             watcher.add_done_callback(lambda _t: me.cancel() if cancel.is_set() else None)
@@ -235,6 +236,12 @@ class Runner:
             by_event = cancel is not None and cancel.is_set()
             if by_event and me is not None:
                 me.uncancel()
+            if not by_event and await self._held(st):
+                # Its owner stops it to run it again later (a Nest's drain that ran out of time):
+                # stopped is not cancelled. The record stays as a crash leaves it, workspace
+                # included, and the task's next lease resumes the run.
+                handed_back = True
+                raise
             result = await finish_even_if_cancelled(self._stopped(st))
             if not by_event:
                 raise
@@ -244,11 +251,19 @@ class Runner:
             if scope is not None:
                 if scope.toolsets:  # a Task for the shield only when there is a server to stop
                     await finish_even_if_cancelled(scope.close_tools())
-                if not (result is not None and result.suspended):
+                if not handed_back and not (result is not None and result.suspended):
                     scope.end()  # a suspended run keeps its workspace until it resumes and ends
         if me is not None and me.cancelling():  # stopped again while it wrapped up: end as stopped
             raise asyncio.CancelledError
         return result
+
+    async def _held(self, st: RunState) -> bool:
+        """Whether the run's owner holds it (a Nest that drains): it stops to resume later."""
+        return (
+            self.hooks is not None
+            and st.task_id is not None
+            and await self.hooks.is_held(st.task_id)
+        )
 
     async def _stopped(self, st: RunState) -> RunResult:
         """The run was stopped: it ends cancelled. When the Hub ended it first (a cancelled task:
@@ -495,9 +510,7 @@ class Runner:
         """The checkpoint before every model call: a hold suspends, notes that arrived join the
         conversation, a spent budget asks for the final report, memory sections are refreshed."""
         task_id = st.task_id
-        if st.held or (
-            self.hooks is not None and task_id is not None and await self.hooks.is_held(task_id)
-        ):
+        if st.held or await self._held(st):
             await st.flush(self.store)
             return self._suspended(st, "resume")
         if self.hooks is not None and task_id is not None:

@@ -170,7 +170,12 @@ def test_two_hubs_and_two_nests_over_tls_run_200_tasks_exactly_once_through_a_ne
             raise AssertionError(f"tasks left: {left}\nnests: {ids}\nlogs: {logs}") from None
 
         states = Counter(s for (s,) in _rows(pg_url, "SELECT state FROM tasks"))
-        assert states == {"succeeded": TASKS}, states
+        why = _rows(  # a task that did not succeed: how it ended, in its own events
+            pg_url,
+            "SELECT e.task_id, e.type, e.data FROM events e JOIN tasks t ON t.id = e.task_id"
+            " WHERE t.state <> 'succeeded' ORDER BY e.task_id, e.seq",
+        )
+        assert states == {"succeeded": TASKS}, (states, why)
         ends = Counter(
             t
             for (t,) in _rows(
