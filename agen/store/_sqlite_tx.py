@@ -35,8 +35,8 @@ class SQLiteTx:
     def execute(self, sql: str, params: Params = ()) -> int:
         return self._conn.execute(sql, params).rowcount
 
-    def executemany(self, sql: str, rows: Iterable[Params]) -> int:
-        return self._conn.executemany(sql, rows).rowcount
+    def executemany(self, sql: str, rows: Iterable[Params]) -> None:
+        self._conn.executemany(sql, rows)
 
     def one(self, sql: str, params: Params = ()) -> Row | None:
         cur = self._conn.execute(sql, params)

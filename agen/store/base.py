@@ -74,7 +74,10 @@ class Tx(Protocol):
     def execute(self, sql: str, params: Params = ()) -> int:
         """Run one statement; returns the number of rows changed."""
 
-    def executemany(self, sql: str, rows: Iterable[Params]) -> int: ...
+    def executemany(self, sql: str, rows: Iterable[Params]) -> None:
+        """Run one statement per row, for writes whose counts nobody needs (a step's messages, spans,
+        usage). On Postgres they travel with the transaction's next round trip (its next statement
+        or its COMMIT, pipelined), so an error in them is raised there."""
 
     def one(self, sql: str, params: Params = ()) -> Row | None: ...
 

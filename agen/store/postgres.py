@@ -137,7 +137,7 @@ class PostgresTx:
     """Tx over one pooled connection inside one transaction.
 
     An event without a dedupe key is kept until commit and appended then, in the round trip that commits
-    (``commit_sql``), or earlier when a statement of the transaction reads ``events`` or a dedupe-keyed
+    (``commit``), or earlier when a statement of the transaction reads ``events`` or a dedupe-keyed
     event follows it (events keep their order within the transaction). ``event`` returns None for it (its
     seq is not known before it is appended); nothing in agen needs that seq. Order across transactions is
     not seq order but the event log's (agen.store.event_log): each row records its transaction id."""
@@ -146,6 +146,7 @@ class PostgresTx:
         "_begin",
         "_callbacks",
         "_conn",
+        "_deferred",
         "_pending",
         "events_written",
         "now_ms",
@@ -168,8 +169,11 @@ class PostgresTx:
         self.events_written = False
         self._callbacks: list[Callable[[], None]] = []
         self._pending: list[tuple[Any, ...]] = []
+        # executemany's statements, sent ahead of the next statement or the COMMIT, in its round trip
+        self._deferred: list[tuple[str, list[Any]]] = []
         if follows is not None:  # the next function of a batch, in the same transaction
             self._begin, self._pending = follows._begin, follows._pending
+            self._deferred = follows._deferred
             self.events_written = follows.events_written
 
     def _cur(self, sql: str, params: Params) -> psycopg.Cursor[Any]:
@@ -179,32 +183,36 @@ class PostgresTx:
         return self._send(to_pg(sql, named), params if named else tuple(params))
 
     def _send(self, query: str, params: Any = None) -> psycopg.Cursor[Any]:
-        """Execute ``query``; the first one of the transaction carries BEGIN in a pipeline."""
-        if not self._begin:
+        """Execute ``query``; BEGIN (before the transaction's first statement) and the deferred
+        executemany statements go ahead of it in the same round trip (a pipeline)."""
+        if not self._begin and not self._deferred:
             return self._conn.execute(query, params)
-        begin, self._begin = self._begin, ()
         with self._conn.pipeline():
-            for stmt in begin:
-                self._conn.execute(stmt)
+            self._send_ahead()
             cur = self._conn.execute(query, params)
         return cur
+
+    def _send_ahead(self) -> None:
+        """Inside a pipeline: BEGIN if the transaction has not begun, then the deferred statements."""
+        begin, self._begin = self._begin, ()
+        for stmt in begin:
+            self._conn.execute(stmt)
+        deferred, self._deferred = self._deferred, []
+        for query, items in deferred:
+            with self._conn.cursor() as cur:
+                cur.executemany(query, items)
 
     def execute(self, sql: str, params: Params = ()) -> int:
         return self._cur(sql, params).rowcount
 
-    def executemany(self, sql: str, rows: Iterable[Params]) -> int:
+    def executemany(self, sql: str, rows: Iterable[Params]) -> None:
         items = list(rows)
         if not items:
-            return 0
+            return
         if self._pending and "events" in sql:
             self._append_pending()
-        if self._begin:
-            self._conn.execute("; ".join(self._begin))
-            self._begin = ()
         named = isinstance(items[0], Mapping)
-        with self._conn.cursor() as cur:
-            cur.executemany(to_pg(sql, named), items if named else [tuple(r) for r in items])
-            return cur.rowcount
+        self._deferred.append((to_pg(sql, named), items if named else [tuple(r) for r in items]))
 
     def one(self, sql: str, params: Params = ()) -> Row | None:
         row: Row | None = self._cur(sql, params).fetchone()
@@ -260,6 +268,13 @@ class PostgresTx:
         self.events_written = True
         return int(row["seq"])
 
+    def send_writes(self) -> None:
+        """Send what waits for the next round trip (deferred statements, kept events) now."""
+        if self._deferred or self._pending:
+            with self._conn.pipeline():
+                self._send_ahead()
+                self._append_pending()
+
     def _append_pending(self) -> None:
         """Append the kept events now (a statement reads events, or a dedupe-keyed event follows them)."""
         if self._pending:
@@ -274,18 +289,26 @@ class PostgresTx:
         self.events_written = True
         return _EVENT_COLUMNS + rows
 
-    def commit_sql(self) -> str:
-        """What ends the transaction, in one round trip: the kept events and COMMIT. Empty when the
-        transaction never began. No NOTIFY here: a transaction that notifies takes a database-wide lock
-        from its COMMIT until its WAL flush ends (PostgreSQL serialises the notification queue that way),
-        so every committer with a NOTIFY would flush one at a time; the store sends one after the commit
-        instead, coalesced (``PostgresStore._notify_events``)."""
-        if self._begin and not self._pending:
-            return ""
-        head = "".join(f"{stmt}; " for stmt in self._begin)
-        if self._pending:
-            head += f"{self._insert_pending()}; "
-        return head + "COMMIT"
+    def commit(self) -> None:
+        """End the transaction in one round trip: the deferred statements, the kept events and
+        COMMIT. Nothing is sent when the transaction never began. No NOTIFY here: a transaction that
+        notifies takes a database-wide lock from its COMMIT until its WAL flush ends (PostgreSQL
+        serialises the notification queue that way), so every committer with a NOTIFY would flush one
+        at a time; the store sends one after the commit instead, coalesced (``PostgresStore._notify``)."""
+        if self._begin and not self._pending and not self._deferred:
+            return
+        if not self._deferred:  # one simple query: the events' literal rows, then COMMIT
+            head = "".join(f"{stmt}; " for stmt in self._begin)
+            self._begin = ()
+            if self._pending:
+                head += f"{self._insert_pending()}; "
+            self._conn.execute(head + "COMMIT")
+            return
+        with self._conn.pipeline():
+            self._send_ahead()
+            if self._pending:
+                self._conn.execute(self._insert_pending())
+            self._conn.execute("COMMIT")
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         self._callbacks.append(callback)
@@ -578,20 +601,18 @@ class PostgresStore(Store):
                     values.append(fn(tx))
                     callbacks.extend(tx._callbacks)
                 assert tx is not None
-                end = tx.commit_sql()
             except BaseException as e:
                 _end_transaction(conn)
                 if _lost(e):
                     raise
                 raise _Alone from e
-            if end:
-                try:
-                    conn.execute(end)
-                except psycopg.Error as e:  # PostgreSQL rolled it back: each runs again alone
-                    if _lost(e):
-                        raise
-                    _end_transaction(conn)
-                    raise _Alone from e
+            try:
+                tx.commit()
+            except psycopg.Error as e:  # PostgreSQL rolled it back: each runs again alone
+                if _lost(e):
+                    raise
+                _end_transaction(conn)
+                raise _Alone from e
         self._committed(callbacks, tx.events_written)
         return values
 
@@ -617,9 +638,7 @@ class PostgresStore(Store):
             tx = PostgresTx(conn, begin=_BEGIN_WRITE, write=True)
             try:
                 value = fn(tx)
-                end = tx.commit_sql()
-                if end:
-                    conn.execute(end)
+                tx.commit()
             except BaseException:
                 _end_transaction(conn)
                 raise
@@ -695,7 +714,7 @@ class PostgresStore(Store):
                 try:
                     tx = PostgresTx(conn, begin=_BEGIN_READ)
                     value = fn(tx)
-                    tx._append_pending()  # an event in a read: refused here, as any write is
+                    tx.send_writes()  # a write in a read: refused here by PostgreSQL, as any is
                     return value
                 finally:
                     _end_transaction(conn)
