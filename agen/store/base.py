@@ -216,6 +216,13 @@ class Store(abc.ABC):
         """Wait until an event after cursor ``after_seq`` (agen.store.event_log) commits here (or timeout);
         returns the head, the newest event's cursor."""
 
+    async def wait_for_change(self, seen: int, timeout_s: float) -> int:
+        """Wait until events may have committed since ``seen`` (a value this returned; -1 returns the
+        current one at once), or ``timeout_s`` passes. For a caller that reads what it waits for again
+        anyway (GetTask): no order, no cursor, so it costs no read of its own where the adapter knows
+        of commits without one (Postgres)."""
+        return await self.wait_for_events(seen, timeout_s if seen >= 0 else 0)
+
     def health(self) -> StoreHealth:
         """The store's write health; adapters that cannot tell say ok."""
         return StoreHealth()

@@ -356,6 +356,8 @@ class PostgresStore(Store):
         self._header: asyncio.Task[None] | None = None
         self._waiting = 0  # wait_for_events calls now: only then is the head read on each commit
         self._seq_changed: asyncio.Event | None = None
+        self._commits = 0  # events committed here or heard of (NOTIFY) so far: wait_for_change
+        self._committed_now: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._listener: asyncio.Task[None] | None = None
         self._closed = False
@@ -373,6 +375,7 @@ class PostgresStore(Store):
         store = cls(url, **kwargs)
         store._loop = asyncio.get_running_loop()
         store._seq_changed = asyncio.Event()
+        store._committed_now = asyncio.Event()
         try:
             await store._in_thread(store._open_sync)
         except BaseException:
@@ -784,10 +787,14 @@ class PostgresStore(Store):
     def _events_committed(self) -> None:
         """The head moved: read it again soon if anyone waits for events, else when someone does. NOTIFYs
         that arrive meanwhile ride on the same read (coalesced), so a process nobody follows events in
-        reads nothing per commit."""
+        reads nothing per commit. Whoever waits for any change (``wait_for_change``) is woken now."""
         self._head_stale = True
         if self._waiting:
             self._start_following()
+        self._commits += 1
+        if self._committed_now is not None:
+            self._committed_now.set()
+            self._committed_now = asyncio.Event()
 
     def _start_following(self) -> None:
         if self._header is None or self._header.done():
@@ -850,6 +857,17 @@ class PostgresStore(Store):
                     await asyncio.wait_for(ev.wait(), timeout=remaining)
         finally:
             self._waiting -= 1
+
+    async def wait_for_change(self, seen: int, timeout_s: float) -> int:
+        """Counted from this process's own commits with events (at once, no read) and from the other
+        processes' NOTIFYs."""
+        if seen != self._commits or seen < 0:
+            return self._commits
+        ev = self._committed_now
+        assert ev is not None
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(ev.wait(), timeout=max(0.0, timeout_s))
+        return self._commits
 
     async def _follows(self, head: int, after: int) -> bool:
         """Whether event ``head`` comes after cursor ``after`` in the log's order."""

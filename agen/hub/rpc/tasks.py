@@ -337,7 +337,7 @@ async def get_task(hub: Hub, p: Principal, req: GetTaskRequest) -> TaskResponse:
     instances keep failing to start (wait_reason instance_failing: it would wait forever)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + req.wait_seconds
-    seq = await hub.store.wait_for_events(0, 0)
+    seen = await hub.store.wait_for_change(-1, 0)
     while True:
         task = await load_task(hub, p, req.id, req.namespace)
         remaining = deadline - loop.time()
@@ -349,7 +349,7 @@ async def get_task(hub: Hub, p: Principal, req: GetTaskRequest) -> TaskResponse:
         ):
             return TaskResponse(task=task)
         while remaining > 0:  # the whole view is read again only when it may be the answer
-            seq = await hub.store.wait_for_events(seq, min(remaining, 1.0))
+            seen = await hub.store.wait_for_change(seen, min(remaining, 1.0))
             remaining = deadline - loop.time()
             if not await _still_running(hub, req.id):
                 break
