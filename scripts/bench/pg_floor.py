@@ -56,45 +56,9 @@ async def _worker(conn: Any, dep: str, todo: itertools.count[int], n: int, done:
             )
             await conn.execute(_EVENT, _event("task.queued", task, None, now))
         run, session, conv, span = new_ulid(), new_ulid(), new_ulid(), new_ulid()
-        async with conn.pipeline(), conn.transaction():  # 2. lease into running, open the run
-            cur = await conn.execute(
-                "UPDATE tasks SET state = 'running', lease_id = %s, lease_expires_ms = %s,"
-                " leased_ms = %s, started_ms = %s, attempts = attempts + 1 WHERE id ="
-                " (SELECT id FROM tasks WHERE deployment_id = %s AND state = 'queued'"
-                " ORDER BY priority, seq LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id",
-                (new_ulid(), now + 60_000, now, now, dep),
-            )
-            await conn.execute(_EVENT, _event("task.started", task, None, now))
-            await conn.execute(
-                "INSERT INTO sessions (id, namespace, deployment, created_ms, updated_ms)"
-                " VALUES (%s, 'default', 'bench', %s, %s)",
-                (session, now, now),
-            )
-            await conn.execute(
-                "INSERT INTO conversations (id, session_id, namespace, deployment, next_seq,"
-                " created_ms, updated_ms) VALUES (%s, %s, 'default', 'bench', 2, %s, %s)",
-                (conv, session, now, now),
-            )
-            await conn.execute(
-                "INSERT INTO runs (id, namespace, deployment, task_id, session_id, conversation_id,"
-                " root_run_id, trace_id, span_id, status, input, epoch, started_ms, updated_ms)"
-                " VALUES (%s, 'default', 'bench', %s, %s, %s, %s, %s, %s, 'running', 'hello', 1,"
-                " %s, %s)",
-                (run, task, session, conv, run, run, span, now, now),
-            )
-            await conn.execute(
-                "INSERT INTO spans (id, trace_id, run_id, task_id, namespace, deployment, name,"
-                " status, attrs, started_ms) VALUES (%s, %s, %s, %s, 'default', 'bench',"
-                " 'agen.run', 'unfinished', '{}', %s)",
-                (span, run, run, task, now),
-            )
-            await conn.execute(
-                "INSERT INTO messages (id, conversation_id, run_id, seq, turn, role, content,"
-                " created_ms) VALUES (%s, %s, %s, 1, 0, 'user', 'hello', %s)",
-                (new_ulid(), conv, run, now),
-            )
-            await conn.execute(_EVENT, _event("run.started", task, run, now))
-        leased = (await cur.fetchone())[0]
+        leased = await _lease_and_open(conn, dep, task, run, session, conv, span, now)
+        if leased is None:  # every queued task was leased by the other workers meanwhile
+            continue
         now = int(time.time() * 1000)
         async with conn.pipeline(), conn.transaction():  # 3. checkpoint and complete
             await conn.execute(
@@ -155,6 +119,68 @@ async def one_at_a_time(url: str, samples: int) -> list[float]:
                 lat.append((time.perf_counter() - t0) * 1000)
             await asyncio.sleep(0.2)
     return lat
+
+
+async def _lease_and_open(
+    conn: Any, dep: str, task: str, run: str, session: str, conv: str, span: str, now: int
+) -> str | None:
+    """Step 2 in one round trip; the id of the task it leased. When every queued task is locked by
+    another worker's lease just then, that transaction is rolled back and the lease tried again,
+    until one is leased or none is queued any more (None)."""
+    import psycopg
+
+    while True:
+        leased = None
+        async with conn.pipeline(), conn.transaction():  # 2. lease into running, open the run
+            cur = await conn.execute(
+                "UPDATE tasks SET state = 'running', lease_id = %s, lease_expires_ms = %s,"
+                " leased_ms = %s, started_ms = %s, attempts = attempts + 1 WHERE id ="
+                " (SELECT id FROM tasks WHERE deployment_id = %s AND state = 'queued'"
+                " ORDER BY priority, seq LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id",
+                (new_ulid(), now + 60_000, now, now, dep),
+            )
+            await conn.execute(_EVENT, _event("task.started", task, None, now))
+            await conn.execute(
+                "INSERT INTO sessions (id, namespace, deployment, created_ms, updated_ms)"
+                " VALUES (%s, 'default', 'bench', %s, %s)",
+                (session, now, now),
+            )
+            await conn.execute(
+                "INSERT INTO conversations (id, session_id, namespace, deployment, next_seq,"
+                " created_ms, updated_ms) VALUES (%s, %s, 'default', 'bench', 2, %s, %s)",
+                (conv, session, now, now),
+            )
+            await conn.execute(
+                "INSERT INTO runs (id, namespace, deployment, task_id, session_id, conversation_id,"
+                " root_run_id, trace_id, span_id, status, input, epoch, started_ms, updated_ms)"
+                " VALUES (%s, 'default', 'bench', %s, %s, %s, %s, %s, %s, 'running', 'hello', 1,"
+                " %s, %s)",
+                (run, task, session, conv, run, run, span, now, now),
+            )
+            await conn.execute(
+                "INSERT INTO spans (id, trace_id, run_id, task_id, namespace, deployment, name,"
+                " status, attrs, started_ms) VALUES (%s, %s, %s, %s, 'default', 'bench',"
+                " 'agen.run', 'unfinished', '{}', %s)",
+                (span, run, run, task, now),
+            )
+            await conn.execute(
+                "INSERT INTO messages (id, conversation_id, run_id, seq, turn, role, content,"
+                " created_ms) VALUES (%s, %s, %s, 1, 0, 'user', 'hello', %s)",
+                (new_ulid(), conv, run, now),
+            )
+            await conn.execute(_EVENT, _event("run.started", task, run, now))
+            row = await cur.fetchone()
+            if row is None:
+                raise psycopg.Rollback()
+            leased = row[0]
+        if leased is not None:
+            return str(leased)
+        left = await conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM tasks WHERE deployment_id = %s AND state = 'queued')",
+            (dep,),
+        )
+        if not (await left.fetchone())[0]:
+            return None
 
 
 async def floor(url: str, n: int, workers: int) -> dict[str, Any]:
