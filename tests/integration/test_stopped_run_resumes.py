@@ -5,10 +5,8 @@ asked for (seen under load in the two-Hub scale-out test, after a Hub kill)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,6 +18,7 @@ from agen.store import SQLiteStore
 from agen.wire.deployments import CreateDeploymentRequest
 from agen.wire.tasks import GetTaskRequest, SubmitTaskRequest
 from tests.fleet_helpers import files_b64, write_bundle
+from tests.unit.nest_helpers import until
 
 TEST_SERVER = str(Path(__file__).resolve().parents[1] / "fixtures" / "mcp_test_server.py")
 
@@ -39,15 +38,6 @@ def gated_bundle(root: Path) -> Path:
     return bundle
 
 
-async def until(check: Callable[[], bool], what: str, timeout_s: float = 60) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while not check():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
-
-
 @pytest.mark.parametrize("backend", ["inproc", "process"])
 async def test_a_run_stopped_at_the_drain_deadline_resumes_and_its_task_succeeds(
     tmp_path: Path, backend: str
@@ -64,7 +54,7 @@ async def test_a_run_stopped_at_the_drain_deadline_resumes_and_its_task_succeeds
             await client.call(r.SubmitTask, SubmitTaskRequest(deployment="gated", input="go"))
         ).task
         started = tmp_path / "started"
-        await until(lambda: started.exists(), "the run to wait at the gate")
+        await until(lambda: started.exists(), "the run to wait at the gate", 60)
         first = next(iter(node.manager.instances.values()))
         # the deadline passes while the run waits in its tool call: the instance stops the run
         await first.drain(0.05)
@@ -74,6 +64,7 @@ async def test_a_run_stopped_at_the_drain_deadline_resumes_and_its_task_succeeds
                 and len(started.read_text().split()) == 2
             ),
             "a new instance to resume the run, back at the gate",
+            60,
         )
         (tmp_path / "gate").touch()
         done = (await client.call(r.GetTask, GetTaskRequest(id=task.id, wait_seconds=60))).task
