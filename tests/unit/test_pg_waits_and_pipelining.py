@@ -41,8 +41,6 @@ async def test_a_commit_here_or_in_another_process_wakes_a_change_waiter(
     assert await here.wait_for_change(seen, 0) == seen  # nothing committed: no change
 
     waiting = asyncio.ensure_future(here.wait_for_change(seen, 60))
-    await asyncio.sleep(0)
-    assert not waiting.done()
     await here.write(_event)  # this process's own commit: no read needed to know
     after_local = await asyncio.wait_for(waiting, 30)
     assert after_local != seen
